@@ -1,0 +1,55 @@
+# benchmap: two commands do all set-up on a fresh clone.
+#   make run   create .venv, install, materialize every asset into data/warehouse/benchmap.duckdb
+#   make test  create .venv, install (with test extras and headless Chromium), run the test suite
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export BENCHMAP_MIRROR ?= ../shared/data
+export DAGSTER_HOME := $(CURDIR)
+PYTEST_ARGS ?=
+
+.PHONY: run test install install-dev install-llm browser dev lint bench clean-warehouse
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+$(VENV)/.installed-llm: pyproject.toml $(VENV)/.installed
+	CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip install --quiet -e '.[local-llm]'
+	touch $@
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+install-llm: $(VENV)/.installed-llm
+
+# Headless Chromium + its driver from Debian, for the coverage-map browser test.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
+
+run: install
+	$(BIN)/python -m pipelines.run_all
+
+test: install-dev install-llm browser
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+dev: install-dev
+	$(BIN)/dagster dev
+
+lint: install-dev
+	$(BIN)/ruff check .
+
+bench: install
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b; done
+
+clean-warehouse:
+	rm -f data/warehouse/benchmap.duckdb data/warehouse/benchmap.duckdb.wal

@@ -1,0 +1,326 @@
+"""Benchmark coverage of O*NET tasks, occupations, SOC major groups and US work hours.
+
+A task is *covered at threshold t* when at least t distinct benchmark prompts, i.e. distinct
+(benchmark, prompt_id) pairs, are labeled with it. Labels are many-to-many: a prompt labeled with several
+tasks counts once for each of them.
+
+Every function takes and returns polars frames. Frames carrying a `benchmark` column (the per-benchmark
+variant of `task_coverage`) are aggregated per benchmark all the way up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import polars as pl
+
+THRESHOLDS: tuple[int, ...] = (1, 5)
+TASK_KEY = ["onet_soc_code", "task_id"]
+HoursWeighting = Literal["pi", "equal"]
+
+# The 22 civilian SOC 2018 major groups (military 55-0000 has no O*NET tasks and is not counted).
+SOC_MAJOR_GROUPS: dict[str, str] = {
+    "11-0000": "Management Occupations",
+    "13-0000": "Business and Financial Operations Occupations",
+    "15-0000": "Computer and Mathematical Occupations",
+    "17-0000": "Architecture and Engineering Occupations",
+    "19-0000": "Life, Physical, and Social Science Occupations",
+    "21-0000": "Community and Social Service Occupations",
+    "23-0000": "Legal Occupations",
+    "25-0000": "Educational Instruction and Library Occupations",
+    "27-0000": "Arts, Design, Entertainment, Sports, and Media Occupations",
+    "29-0000": "Healthcare Practitioners and Technical Occupations",
+    "31-0000": "Healthcare Support Occupations",
+    "33-0000": "Protective Service Occupations",
+    "35-0000": "Food Preparation and Serving Related Occupations",
+    "37-0000": "Building and Grounds Cleaning and Maintenance Occupations",
+    "39-0000": "Personal Care and Service Occupations",
+    "41-0000": "Sales and Related Occupations",
+    "43-0000": "Office and Administrative Support Occupations",
+    "45-0000": "Farming, Fishing, and Forestry Occupations",
+    "47-0000": "Construction and Extraction Occupations",
+    "49-0000": "Installation, Maintenance, and Repair Occupations",
+    "51-0000": "Production Occupations",
+    "53-0000": "Transportation and Material Moving Occupations",
+}
+
+# When a labels frame holds several labelers and none is named, the LLM labeler wins over the offline one.
+LABELER_PREFERENCE: tuple[str, ...] = ("openai", "offline")
+
+
+def select_labeler(labels: pl.DataFrame, labeler: str | None = None) -> tuple[pl.DataFrame, str | None]:
+    """Keep one labeler's labels so no computation mixes two labelers' judgements.
+
+    With `labeler=None`: the only labeler present, else the first of LABELER_PREFERENCE present, else the
+    alphabetically first. Naming a labeler absent from a non-empty frame is an error (it would silently
+    report zero coverage).
+    """
+    if "labeler" not in labels.columns or labels.is_empty():
+        return labels, labeler
+    present = sorted(labels["labeler"].drop_nulls().unique().to_list())
+    if labeler is None:
+        preferred = [name for name in LABELER_PREFERENCE if name in present]
+        labeler = preferred[0] if preferred else (present[0] if present else None)
+    elif labeler not in present:
+        raise ValueError(f"labeler {labeler!r} has no labels; present: {present}")
+    return labels.filter(pl.col("labeler") == labeler), labeler
+
+
+def major_group_of(code_col: str = "onet_soc_code") -> pl.Expr:
+    """SOC major group code ('15-0000') from an O*NET-SOC or SOC code column."""
+    return pl.col(code_col).str.slice(0, 2) + pl.lit("-0000")
+
+
+def short_group_title(title: str) -> str:
+    """'Computer and Mathematical Occupations' -> 'Computer and Mathematical' (for compact labels)."""
+    return title.removesuffix(" Occupations").strip()
+
+
+def _task_keys(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.select(pl.col("onet_soc_code").cast(pl.Utf8), pl.col("task_id").cast(pl.Int64))
+
+
+def _scope_cols(frame: pl.DataFrame) -> list[str]:
+    return ["benchmark"] if "benchmark" in frame.columns else []
+
+
+def task_coverage(labels: pl.DataFrame, tasks: pl.DataFrame, thresholds: Sequence[int] = THRESHOLDS, *,
+                  benchmark: str | Sequence[str] | None = None, by_benchmark: bool = False,
+                  labeler: str | None = None) -> pl.DataFrame:
+    """One row per task of `tasks` (labeled or not), or per task x benchmark with `by_benchmark=True`.
+
+    Columns: [benchmark,] onet_soc_code, task_id, n_prompts (distinct (benchmark, prompt_id)),
+    n_benchmarks, benchmarks (sorted comma list, '' when unlabeled), covered_{t} for each threshold,
+    labeler. `benchmark` restricts the labels to one or several benchmarks first.
+    """
+    labels, chosen_labeler = select_labeler(labels, labeler)
+    if benchmark is not None:
+        wanted = [benchmark] if isinstance(benchmark, str) else list(benchmark)
+        labels = labels.filter(pl.col("benchmark").is_in(wanted))
+    task_keys = _task_keys(tasks).unique().sort(TASK_KEY)
+    prompt_tasks = labels.select(pl.col("benchmark").cast(pl.Utf8), pl.col("prompt_id").cast(pl.Utf8),
+                                 pl.col("onet_soc_code").cast(pl.Utf8), pl.col("task_id").cast(pl.Int64)).unique()
+    group_cols = (["benchmark"] if by_benchmark else []) + TASK_KEY
+    counts = prompt_tasks.group_by(group_cols).agg(
+        pl.struct("benchmark", "prompt_id").n_unique().alias("n_prompts"),
+        pl.col("benchmark").n_unique().alias("n_benchmarks"),
+        pl.col("benchmark").unique().sort().str.join(",").alias("benchmarks"),
+    )
+    if by_benchmark:
+        benchmark_names = pl.DataFrame({"benchmark": sorted(prompt_tasks["benchmark"].unique().to_list())},
+                                       schema={"benchmark": pl.Utf8})
+        base = benchmark_names.join(task_keys, how="cross")
+    else:
+        base = task_keys
+    out = base.join(counts, on=group_cols, how="left").with_columns(
+        pl.col("n_prompts").fill_null(0).cast(pl.Int64),
+        pl.col("n_benchmarks").fill_null(0).cast(pl.Int64),
+        pl.col("benchmarks").fill_null(""),
+    )
+    out = out.with_columns([(pl.col("n_prompts") >= t).alias(f"covered_{t}") for t in thresholds])
+    return out.with_columns(pl.lit(chosen_labeler, dtype=pl.Utf8).alias("labeler")).sort(group_cols)
+
+
+def task_hour_weights(task_cov: pl.DataFrame, task_hours: pl.DataFrame,
+                      hours_weighting: HoursWeighting = "pi") -> pl.DataFrame:
+    """`task_cov` plus each task's share of its occupation's hours and its annual hours.
+
+    weight_share: π (O*NET time share) normalised within the occupation, or 1/n_tasks with
+    `hours_weighting='equal'`. An occupation whose tasks have no π at all falls back to the equal split
+    (flagged in weight_source) so it still counts. task_hours_used = weight_share x occupation_annual_hours
+    (null when the occupation has no wage/hours data).
+    """
+    if hours_weighting not in ("pi", "equal"):
+        raise ValueError(f"hours_weighting must be 'pi' or 'equal', got {hours_weighting!r}")
+    occupation_cols = _scope_cols(task_cov) + ["onet_soc_code"]
+    hours = task_hours.select(pl.col("onet_soc_code").cast(pl.Utf8), pl.col("task_id").cast(pl.Int64),
+                              pl.col("pi").cast(pl.Float64), pl.col("occupation_annual_hours").cast(pl.Float64))
+    # occupation hours are constant within an occupation; take them per occupation so tasks lacking a
+    # task_hours row still get their occupation's total
+    occupation_hours = hours.group_by("onet_soc_code").agg(pl.col("occupation_annual_hours").max())
+    frame = (task_cov.join(hours.select(*TASK_KEY, "pi"), on=TASK_KEY, how="left")
+             .join(occupation_hours, on="onet_soc_code", how="left"))
+    raw_pi = pl.col("pi").fill_null(0.0).clip(lower_bound=0.0)
+    pi_total = raw_pi.sum().over(occupation_cols)
+    n_tasks = pl.len().over(occupation_cols)
+    if hours_weighting == "equal":
+        weight = 1.0 / n_tasks
+        source = pl.lit("equal")
+    else:
+        weight = pl.when(pi_total > 0).then(raw_pi / pi_total).otherwise(1.0 / n_tasks)
+        source = pl.when(pi_total > 0).then(pl.lit("pi")).otherwise(pl.lit("equal_fallback"))
+    return frame.with_columns(weight.alias("weight_share"), source.alias("weight_source")).with_columns(
+        (pl.col("weight_share") * pl.col("occupation_annual_hours")).alias("task_hours_used"))
+
+
+def _covered_thresholds(frame: pl.DataFrame, thresholds: Sequence[int] | None) -> list[int]:
+    found = sorted(int(c.removeprefix("covered_")) for c in frame.columns
+                   if c.startswith("covered_") and c.removeprefix("covered_").isdigit())
+    if thresholds is None:
+        return found
+    missing = [t for t in thresholds if t not in found]
+    if missing:
+        raise ValueError(f"coverage frame lacks covered_{missing[0]}; it has thresholds {found}")
+    return list(thresholds)
+
+
+def occupation_coverage(task_cov: pl.DataFrame, task_hours: pl.DataFrame, occupations: pl.DataFrame,
+                        thresholds: Sequence[int] | None = THRESHOLDS,
+                        hours_weighting: HoursWeighting = "pi") -> pl.DataFrame:
+    """One row per occupation with tasks (per benchmark too if `task_cov` has that column).
+
+    Columns: onet_soc_code, title, major_group_code, n_tasks, occupation_annual_hours, weight_source and per
+    threshold t: tasks_covered_{t}, task_share_covered_{t}, covered_{t} (>= 1 covered task),
+    hours_share_covered_{t} (share of the occupation's hours -- π weights -- spent on covered tasks).
+    """
+    thresholds = _covered_thresholds(task_cov, thresholds)
+    weighted = task_hour_weights(task_cov, task_hours, hours_weighting)
+    group_cols = _scope_cols(task_cov) + ["onet_soc_code"]
+    aggregations: list[pl.Expr] = [
+        pl.len().cast(pl.Int64).alias("n_tasks"),
+        pl.col("occupation_annual_hours").first(),
+        pl.col("weight_source").first(),
+    ]
+    for t in thresholds:
+        covered = pl.col(f"covered_{t}")
+        aggregations += [
+            covered.sum().cast(pl.Int64).alias(f"tasks_covered_{t}"),
+            (pl.col("weight_share") * covered.cast(pl.Float64)).sum().alias(f"hours_share_covered_{t}"),
+        ]
+    out = weighted.group_by(group_cols).agg(aggregations)
+    for t in thresholds:
+        out = out.with_columns(
+            (pl.col(f"tasks_covered_{t}") / pl.col("n_tasks")).alias(f"task_share_covered_{t}"),
+            (pl.col(f"tasks_covered_{t}") >= 1).alias(f"covered_{t}"),
+        )
+    titles = occupations.select(pl.col("onet_soc_code").cast(pl.Utf8), "title").unique("onet_soc_code")
+    out = out.join(titles, on="onet_soc_code", how="left").with_columns(
+        major_group_of().alias("major_group_code"), pl.lit(hours_weighting).alias("hours_weighting"))
+    if "labeler" in task_cov.columns:
+        out = out.with_columns(pl.lit(task_cov["labeler"].first() if task_cov.height else None,
+                                      dtype=pl.Utf8).alias("labeler"))
+    leading = group_cols + ["title", "major_group_code", "n_tasks"]
+    return out.select(leading + [c for c in out.columns if c not in leading]).sort(group_cols)
+
+
+def major_groups(occupations: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The 22 SOC major groups: major_group_code, major_group_title (titles from `occupations` if present)."""
+    groups = pl.DataFrame({"major_group_code": list(SOC_MAJOR_GROUPS),
+                           "major_group_title": list(SOC_MAJOR_GROUPS.values())})
+    if occupations is not None and {"major_group_code", "major_group_title"} <= set(occupations.columns):
+        known = (occupations.select("major_group_code", pl.col("major_group_title").alias("table_title"))
+                 .drop_nulls().unique("major_group_code"))
+        groups = groups.join(known, on="major_group_code", how="left").select(
+            "major_group_code", pl.coalesce("table_title", "major_group_title").alias("major_group_title"))
+    return groups
+
+
+def major_group_coverage(occ_cov: pl.DataFrame, occupations: pl.DataFrame, occupation_wages: pl.DataFrame,
+                         thresholds: Sequence[int] | None = THRESHOLDS) -> pl.DataFrame:
+    """Exactly the 22 SOC major groups (per benchmark too if `occ_cov` has that column), even uncovered.
+
+    Columns: major_group_code, major_group_title, n_occupations (with tasks), employment, wage_bill (all
+    O*NET codes of the group) and per threshold t: occupations_covered_{t}, occupation_share_covered_{t},
+    employment_covered_{t}, wage_bill_covered_{t}, label_{t} like 'Computer and Mathematical 29/36'.
+    """
+    thresholds = _covered_thresholds(occ_cov, thresholds)
+    scope = _scope_cols(occ_cov)
+    groups = major_groups(occupations)
+    if scope:
+        groups = occ_cov.select(scope).unique().join(groups, how="cross")
+    wages = occupation_wages.select(pl.col("onet_soc_code").cast(pl.Utf8), pl.col("employment").cast(pl.Float64),
+                                    pl.col("wage_bill").cast(pl.Float64))
+    group_wages = (wages.with_columns(major_group_of().alias("major_group_code"))
+                   .group_by("major_group_code").agg(pl.col("employment").sum(), pl.col("wage_bill").sum()))
+    occ = occ_cov.with_columns(major_group_of().alias("major_group_code")).drop(
+        "employment", "wage_bill", strict=False).join(wages, on="onet_soc_code", how="left")
+    aggregations: list[pl.Expr] = [pl.len().cast(pl.Int64).alias("n_occupations")]
+    for t in thresholds:
+        covered = pl.col(f"covered_{t}")
+        aggregations += [
+            covered.sum().cast(pl.Int64).alias(f"occupations_covered_{t}"),
+            pl.col("employment").filter(covered).sum().alias(f"employment_covered_{t}"),
+            pl.col("wage_bill").filter(covered).sum().alias(f"wage_bill_covered_{t}"),
+        ]
+    counts = occ.group_by(scope + ["major_group_code"]).agg(aggregations)
+    out = (groups.join(counts, on=scope + ["major_group_code"], how="left")
+           .join(group_wages, on="major_group_code", how="left"))
+    fill_zero = ["n_occupations"] + [f"{p}_{t}" for t in thresholds
+                                     for p in ("occupations_covered", "employment_covered", "wage_bill_covered")]
+    out = out.with_columns([pl.col(c).fill_null(0) for c in fill_zero])
+    for t in thresholds:
+        out = out.with_columns(
+            pl.when(pl.col("n_occupations") > 0)
+            .then(pl.col(f"occupations_covered_{t}") / pl.col("n_occupations"))
+            .alias(f"occupation_share_covered_{t}"),
+            pl.format("{} {}/{}",
+                      pl.col("major_group_title").map_elements(short_group_title, return_dtype=pl.Utf8),
+                      pl.col(f"occupations_covered_{t}"), pl.col("n_occupations")).alias(f"label_{t}"),
+        )
+    if "labeler" in occ_cov.columns:
+        out = out.with_columns(pl.lit(occ_cov["labeler"].first() if occ_cov.height else None,
+                                      dtype=pl.Utf8).alias("labeler"))
+    return out.sort(scope + ["major_group_code"])
+
+
+def _headline_rows(scope_name: str, task_cov: pl.DataFrame, occ_cov: pl.DataFrame, weighted: pl.DataFrame,
+                   groups: pl.DataFrame, thresholds: Sequence[int]) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    n_tasks = task_cov.height
+    n_occupations = occ_cov.height
+    hours_known = weighted.filter(pl.col("task_hours_used").is_not_null())
+    total_hours = float(hours_known["task_hours_used"].sum())
+
+    def row(threshold: int, metric: str, numerator: float, denominator: float, value: float | None = None,
+            detail: str | None = None) -> dict[str, object]:
+        if value is None:
+            value = numerator / denominator if denominator else None
+        return {"scope": scope_name, "threshold": threshold, "metric": metric, "value": value,
+                "numerator": float(numerator), "denominator": float(denominator), "detail": detail}
+
+    occ_groups = occ_cov.with_columns(major_group_of().alias("major_group_code"))
+    for t in thresholds:
+        covered = pl.col(f"covered_{t}")
+        rows.append(row(t, "tasks_covered", int(task_cov[f"covered_{t}"].sum()), n_tasks))
+        rows.append(row(t, "occupations_covered", int(occ_cov[f"covered_{t}"].sum()), n_occupations))
+        covered_groups = set(occ_groups.filter(covered)["major_group_code"].to_list())
+        uncovered = groups.filter(~pl.col("major_group_code").is_in(sorted(covered_groups)))
+        rows.append(row(t, "major_groups_uncovered", uncovered.height, groups.height, value=float(uncovered.height),
+                        detail="; ".join(uncovered["major_group_title"].to_list())))
+        covered_hours = float(hours_known.filter(covered)["task_hours_used"].sum())
+        rows.append(row(t, "hours_share_covered", covered_hours, total_hours))
+        rows.append(row(t, "hours_share_uncovered", total_hours - covered_hours, total_hours))
+    return rows
+
+
+HEADLINE_SCHEMA = {"scope": pl.Utf8, "threshold": pl.Int64, "metric": pl.Utf8, "value": pl.Float64,
+                   "numerator": pl.Float64, "denominator": pl.Float64, "detail": pl.Utf8}
+
+
+def coverage_headline(labels: pl.DataFrame, tasks: pl.DataFrame, task_hours: pl.DataFrame,
+                      occupations: pl.DataFrame, thresholds: Sequence[int] = THRESHOLDS, *,
+                      labeler: str | None = None, hours_weighting: HoursWeighting = "pi",
+                      per_benchmark: bool = True) -> pl.DataFrame:
+    """Headline numbers, tidy: scope ('all' or a benchmark), threshold, metric, value, numerator,
+    denominator, detail, labeler, hours_weighting.
+
+    Metrics per threshold t: tasks_covered (of all tasks), occupations_covered (of occupations with
+    tasks), major_groups_uncovered (count of the 22 with no covered occupation; `detail` lists them),
+    hours_share_covered / hours_share_uncovered (share of US work hours, over occupations with hours data,
+    on tasks with >= t prompts / fewer).
+    """
+    labels, chosen_labeler = select_labeler(labels, labeler)
+    groups = major_groups(occupations)
+    scopes: list[tuple[str, pl.DataFrame]] = [("all", task_coverage(labels, tasks, thresholds))]
+    if per_benchmark and labels.height:
+        per_bench = task_coverage(labels, tasks, thresholds, by_benchmark=True)
+        for (name,), frame in per_bench.group_by("benchmark", maintain_order=True):
+            scopes.append((str(name), frame.drop("benchmark")))
+    rows: list[dict[str, object]] = []
+    for scope_name, task_cov in scopes:
+        weighted = task_hour_weights(task_cov, task_hours, hours_weighting)
+        occ_cov = occupation_coverage(task_cov, task_hours, occupations, thresholds, hours_weighting)
+        rows += _headline_rows(scope_name, task_cov, occ_cov, weighted, groups, thresholds)
+    return pl.DataFrame(rows, schema=HEADLINE_SCHEMA).with_columns(
+        pl.lit(chosen_labeler, dtype=pl.Utf8).alias("labeler"), pl.lit(hours_weighting).alias("hours_weighting"))

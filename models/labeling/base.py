@@ -1,0 +1,59 @@
+"""The labeler interface: every labeler maps prompts to *all* the O*NET tasks they exercise."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class PromptRecord:
+    benchmark: str
+    prompt_id: str
+    prompt_hash: str
+    prompt: str
+
+
+@dataclass(frozen=True)
+class TaskLabel:
+    task_id: int
+    onet_soc_code: str
+    rank: int  # 1 = the task the prompt exercises most clearly
+    score: float  # labeler-specific strength, higher is stronger
+    rationale: str | None = None
+
+
+@dataclass
+class LabelOutcome:
+    """What a labeler returns for one prompt: labels, or a failure recorded instead of labels."""
+
+    prompt_hash: str
+    labels: list[TaskLabel] = field(default_factory=list)
+    error: str | None = None  # set when the prompt could not be labeled; labels is then empty
+    attempts: int = 1
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class Labeler(Protocol):
+    """One interface for the offline and the LLM labeler.
+
+    `name` is 'offline' or 'openai'; `model` and `template_version` are part of the cache key
+    (prompt_hash, onet_version, name, model, template_version).
+    """
+
+    name: str
+    model: str
+    template_version: str
+
+    @property
+    def labeler_version(self) -> str:  # e.g. "gpt-4o-mini+t3" or "tfidf-hybrid+v2"
+        ...
+
+    def label(self, prompts: list[PromptRecord]) -> list[LabelOutcome]:
+        """Label a batch; one outcome per prompt, in order. Never raises for one bad prompt."""
+        ...

@@ -1,0 +1,153 @@
+"""DuckDB warehouse access without Dagster: short-lived connections, lock retries, transactional writes.
+
+DuckDB lets one process write a database file at a time. Every access here opens a connection, does its work
+in one transaction and closes it, retrying while another process holds the lock, so partition-parallel runs
+take turns instead of failing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import re
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+LOCK_WAIT_S = 120.0
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class WarehouseLockTimeout(TimeoutError):
+    pass
+
+
+def quote_identifier(name: str) -> str:
+    """Table and column names are code-defined; refuse anything that is not a plain identifier."""
+    if not _IDENTIFIER.match(name):
+        raise ValueError(f"not a safe SQL identifier: {name!r}")
+    return f'"{name}"'
+
+
+@contextlib.contextmanager
+def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = LOCK_WAIT_S
+            ) -> Iterator[duckdb.DuckDBPyConnection]:
+    path = Path(path)
+    if read_only and not path.exists():
+        read_only = False  # a fresh warehouse: create it
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + lock_wait_s
+    delay = 0.05
+    while True:
+        try:
+            con = duckdb.connect(str(path), read_only=read_only)
+            break
+        except duckdb.IOException as exc:  # "Could not set lock on file": another process is writing
+            if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                if "lock" in str(exc).lower():
+                    raise WarehouseLockTimeout(f"warehouse {path} stayed locked for {lock_wait_s:.0f}s: {exc}")
+                raise
+            time.sleep(delay * (1 + random.random()))
+            delay = min(delay * 2, 2.0)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    return bool(con.execute(
+        "select count(*) from information_schema.tables where table_schema = 'main' and table_name = ?", [name]
+    ).fetchone()[0])
+
+
+def read_table(path: str | Path, name: str, *, where_column: str | None = None,
+               where_values: Sequence[str] | None = None) -> pl.DataFrame:
+    with connect(path, read_only=True) as con:
+        if not table_exists(con, name):
+            raise LookupError(f"table {name!r} is not in the warehouse {path}: materialize the asset {name!r} first")
+        sql = f"select * from {quote_identifier(name)}"
+        params: list = []
+        if where_column is not None and where_values is not None:
+            sql += f" where {quote_identifier(where_column)} in (select unnest(?::varchar[]))"
+            params.append(list(where_values))
+        return con.execute(sql, params).pl()
+
+
+def query(path: str | Path, sql: str, params: Sequence | None = None) -> pl.DataFrame:
+    with connect(path, read_only=True) as con:
+        return con.execute(sql, list(params or [])).pl()
+
+
+def _register(con: duckdb.DuckDBPyConnection, df: pl.DataFrame) -> str:
+    view = f"_incoming_{random.randrange(1 << 30)}"
+    con.register(view, df.to_arrow())
+    return view
+
+
+def replace_table(path: str | Path, name: str, df: pl.DataFrame) -> None:
+    """Swap in a whole table atomically: on any error the old table stays as it was."""
+    table = quote_identifier(name)
+    with connect(path) as con:
+        view = _register(con, df)
+        con.execute("begin transaction")
+        try:
+            con.execute(f"create or replace table {table} as select * from {view}")
+            con.execute("commit")
+        except BaseException:
+            con.execute("rollback")
+            raise
+
+
+def replace_partition(path: str | Path, name: str, df: pl.DataFrame, column: str, key: str) -> None:
+    """Delete then insert the rows of one partition in one transaction (other partitions untouched)."""
+    table = quote_identifier(name)
+    col = quote_identifier(column)
+    if column not in df.columns:
+        raise ValueError(f"partitioned table {name!r} needs a {column!r} column")
+    if df.height and df[column].cast(pl.Utf8).unique().to_list() != [key]:
+        raise ValueError(f"rows written to partition {key!r} of {name!r} must all have {column} = {key!r}")
+    with connect(path) as con:
+        view = _register(con, df)
+        con.execute("begin transaction")
+        try:
+            if not table_exists(con, name):
+                con.execute(f"create table {table} as select * from {view}")
+            else:
+                existing = [r[0] for r in con.execute(
+                    "select column_name from information_schema.columns where table_schema='main' and "
+                    "table_name = ? order by ordinal_position", [name]).fetchall()]
+                if existing == df.columns:
+                    con.execute(f"delete from {table} where {col} = ?", [key])
+                    con.execute(f"insert into {table} by name select * from {view}")
+                else:  # the schema changed: rebuild, keeping the other partitions' rows
+                    kept = con.execute(f"select * from {table} where {col} <> ?", [key]).pl()
+                    merged = pl.concat([kept, df], how="diagonal_relaxed")
+                    merged_view = _register(con, merged)
+                    con.execute(f"create or replace table {table} as select * from {merged_view}")
+            con.execute("commit")
+        except BaseException:
+            con.execute("rollback")
+            raise
+
+
+def append_rows(path: str | Path, name: str, df: pl.DataFrame) -> None:
+    """Append rows (creating the table on first use) in one transaction: used for caches written as work goes."""
+    if df.is_empty():
+        return
+    table = quote_identifier(name)
+    with connect(path) as con:
+        view = _register(con, df)
+        con.execute("begin transaction")
+        try:
+            if not table_exists(con, name):
+                con.execute(f"create table {table} as select * from {view}")
+            else:
+                con.execute(f"insert into {table} by name select * from {view}")
+            con.execute("commit")
+        except BaseException:
+            con.execute("rollback")
+            raise

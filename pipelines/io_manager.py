@@ -1,0 +1,51 @@
+"""Stores each asset as a DuckDB table named after the asset; benchmark-partitioned assets as row sets.
+
+Swap this IO manager (and the `Warehouse` resource) for a shared warehouse when one machine is not enough:
+`dagster_duckdb_polars.DuckDBPolarsIOManager(database="md:benchmap")` for MotherDuck, or a PostgreSQL IO
+manager; asset code does not change because assets only return and receive polars DataFrames.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+from dagster import ConfigurableIOManager, InputContext, OutputContext
+
+from models import warehouse as wh
+from pipelines.resources import Warehouse
+
+PARTITION_COLUMN = "benchmark"
+
+
+def _table_name(context: InputContext | OutputContext) -> str:
+    return context.asset_key.path[-1]
+
+
+def _partition_column(context: OutputContext | InputContext) -> str:
+    definition_metadata = context.definition_metadata or {}
+    return str(definition_metadata.get("partition_expr", PARTITION_COLUMN))
+
+
+class WarehouseIOManager(ConfigurableIOManager):
+    warehouse: Warehouse
+
+    def handle_output(self, context: OutputContext, obj: pl.DataFrame | None) -> None:
+        if obj is None:
+            return
+        if not isinstance(obj, pl.DataFrame):
+            raise TypeError(f"asset {context.asset_key.to_user_string()} must return a polars DataFrame")
+        table = _table_name(context)
+        if context.has_asset_partitions:
+            wh.replace_partition(self.warehouse.path, table, obj, _partition_column(context),
+                                 context.asset_partition_key)
+        else:
+            wh.replace_table(self.warehouse.path, table, obj)
+        context.add_output_metadata({"table": f"main.{table}", "row_count": obj.height})
+
+    def load_input(self, context: InputContext) -> pl.DataFrame:
+        table = _table_name(context)
+        if context.has_asset_partitions:
+            keys = list(context.asset_partition_keys)
+            upstream = context.upstream_output
+            column = _partition_column(upstream) if upstream is not None else PARTITION_COLUMN
+            return wh.read_table(self.warehouse.path, table, where_column=column, where_values=keys)
+        return wh.read_table(self.warehouse.path, table)

@@ -1,0 +1,3 @@
+"""Jobs: placeholder until the benchmark/refresh work defines them."""
+
+JOBS: list = []

@@ -1,0 +1,3 @@
+"""Schedules: placeholder until the refresh work defines them."""
+
+SCHEDULES: list = []

@@ -1,0 +1,3 @@
+"""Sensors: placeholder until the refresh work defines them."""
+
+SENSORS: list = []
