@@ -64,6 +64,15 @@ def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     ).fetchone()[0])
 
 
+def fetch_polars(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence | None = None) -> pl.DataFrame:
+    """Run a query and return a polars frame.
+
+    DuckDB 2: an execute() result has no .pl(), and sql() refuses to run while an execute() result is unread
+    (e.g. after fetchone()), so any such result is discarded first."""
+    con.abort()
+    return con.sql(sql, params=list(params or [])).pl()
+
+
 def read_table(path: str | Path, name: str, *, where_column: str | None = None,
                where_values: Sequence[str] | None = None) -> pl.DataFrame:
     with connect(path, read_only=True) as con:
@@ -74,12 +83,12 @@ def read_table(path: str | Path, name: str, *, where_column: str | None = None,
         if where_column is not None and where_values is not None:
             sql += f" where {quote_identifier(where_column)} in (select unnest(?::varchar[]))"
             params.append(list(where_values))
-        return con.execute(sql, params).pl()
+        return fetch_polars(con, sql, params)
 
 
 def query(path: str | Path, sql: str, params: Sequence | None = None) -> pl.DataFrame:
     with connect(path, read_only=True) as con:
-        return con.execute(sql, list(params or [])).pl()
+        return fetch_polars(con, sql, list(params or []))
 
 
 def _register(con: duckdb.DuckDBPyConnection, df: pl.DataFrame) -> str:
@@ -124,7 +133,7 @@ def replace_partition(path: str | Path, name: str, df: pl.DataFrame, column: str
                     con.execute(f"delete from {table} where {col} = ?", [key])
                     con.execute(f"insert into {table} by name select * from {view}")
                 else:  # the schema changed: rebuild, keeping the other partitions' rows
-                    kept = con.execute(f"select * from {table} where {col} <> ?", [key]).pl()
+                    kept = fetch_polars(con, f"select * from {table} where {col} <> ?", [key])
                     merged = pl.concat([kept, df], how="diagonal_relaxed")
                     merged_view = _register(con, merged)
                     con.execute(f"create or replace table {table} as select * from {merged_view}")
