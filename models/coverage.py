@@ -85,9 +85,15 @@ def _scope_cols(frame: pl.DataFrame) -> list[str]:
     return ["benchmark"] if "benchmark" in frame.columns else []
 
 
-def task_coverage(labels: pl.DataFrame, tasks: pl.DataFrame, thresholds: Sequence[int] = THRESHOLDS, *,
-                  benchmark: str | Sequence[str] | None = None, by_benchmark: bool = False,
-                  labeler: str | None = None) -> pl.DataFrame:
+def task_coverage(
+    labels: pl.DataFrame,
+    tasks: pl.DataFrame,
+    thresholds: Sequence[int] = THRESHOLDS,
+    *,
+    benchmark: str | Sequence[str] | None = None,
+    by_benchmark: bool = False,
+    labeler: str | None = None,
+) -> pl.DataFrame:
     """One row per task of `tasks` (labeled or not), or per task x benchmark with `by_benchmark=True`.
 
     Columns: [benchmark,] onet_soc_code, task_id, n_prompts (distinct (benchmark, prompt_id)),
@@ -99,8 +105,12 @@ def task_coverage(labels: pl.DataFrame, tasks: pl.DataFrame, thresholds: Sequenc
         wanted = [benchmark] if isinstance(benchmark, str) else list(benchmark)
         labels = labels.filter(pl.col("benchmark").is_in(wanted))
     task_keys = _task_keys(tasks).unique().sort(TASK_KEY)
-    prompt_tasks = labels.select(pl.col("benchmark").cast(pl.Utf8), pl.col("prompt_id").cast(pl.Utf8),
-                                 pl.col("onet_soc_code").cast(pl.Utf8), pl.col("task_id").cast(pl.Int64)).unique()
+    prompt_tasks = labels.select(
+        pl.col("benchmark").cast(pl.Utf8),
+        pl.col("prompt_id").cast(pl.Utf8),
+        pl.col("onet_soc_code").cast(pl.Utf8),
+        pl.col("task_id").cast(pl.Int64),
+    ).unique()
     group_cols = (["benchmark"] if by_benchmark else []) + TASK_KEY
     counts = prompt_tasks.group_by(group_cols).agg(
         pl.struct("benchmark", "prompt_id").n_unique().alias("n_prompts"),
@@ -108,8 +118,9 @@ def task_coverage(labels: pl.DataFrame, tasks: pl.DataFrame, thresholds: Sequenc
         pl.col("benchmark").unique().sort().str.join(",").alias("benchmarks"),
     )
     if by_benchmark:
-        benchmark_names = pl.DataFrame({"benchmark": sorted(prompt_tasks["benchmark"].unique().to_list())},
-                                       schema={"benchmark": pl.Utf8})
+        benchmark_names = pl.DataFrame(
+            {"benchmark": sorted(prompt_tasks["benchmark"].unique().to_list())}, schema={"benchmark": pl.Utf8}
+        )
         base = benchmark_names.join(task_keys, how="cross")
     else:
         base = task_keys
@@ -122,8 +133,9 @@ def task_coverage(labels: pl.DataFrame, tasks: pl.DataFrame, thresholds: Sequenc
     return out.with_columns(pl.lit(chosen_labeler, dtype=pl.Utf8).alias("labeler")).sort(group_cols)
 
 
-def task_hour_weights(task_cov: pl.DataFrame, task_hours: pl.DataFrame,
-                      hours_weighting: HoursWeighting = "pi") -> pl.DataFrame:
+def task_hour_weights(
+    task_cov: pl.DataFrame, task_hours: pl.DataFrame, hours_weighting: HoursWeighting = "pi"
+) -> pl.DataFrame:
     """`task_cov` plus each task's share of its occupation's hours and its annual hours.
 
     weight_share: π (O*NET time share) normalised within the occupation, or 1/n_tasks with
@@ -134,13 +146,18 @@ def task_hour_weights(task_cov: pl.DataFrame, task_hours: pl.DataFrame,
     if hours_weighting not in ("pi", "equal"):
         raise ValueError(f"hours_weighting must be 'pi' or 'equal', got {hours_weighting!r}")
     occupation_cols = _scope_cols(task_cov) + ["onet_soc_code"]
-    hours = task_hours.select(pl.col("onet_soc_code").cast(pl.Utf8), pl.col("task_id").cast(pl.Int64),
-                              pl.col("pi").cast(pl.Float64), pl.col("occupation_annual_hours").cast(pl.Float64))
+    hours = task_hours.select(
+        pl.col("onet_soc_code").cast(pl.Utf8),
+        pl.col("task_id").cast(pl.Int64),
+        pl.col("pi").cast(pl.Float64),
+        pl.col("occupation_annual_hours").cast(pl.Float64),
+    )
     # occupation hours are constant within an occupation; take them per occupation so tasks lacking a
     # task_hours row still get their occupation's total
     occupation_hours = hours.group_by("onet_soc_code").agg(pl.col("occupation_annual_hours").max())
-    frame = (task_cov.join(hours.select(*TASK_KEY, "pi"), on=TASK_KEY, how="left")
-             .join(occupation_hours, on="onet_soc_code", how="left"))
+    frame = task_cov.join(hours.select(*TASK_KEY, "pi"), on=TASK_KEY, how="left").join(
+        occupation_hours, on="onet_soc_code", how="left"
+    )
     raw_pi = pl.col("pi").fill_null(0.0).clip(lower_bound=0.0)
     pi_total = raw_pi.sum().over(occupation_cols)
     n_tasks = pl.len().over(occupation_cols)
@@ -151,12 +168,16 @@ def task_hour_weights(task_cov: pl.DataFrame, task_hours: pl.DataFrame,
         weight = pl.when(pi_total > 0).then(raw_pi / pi_total).otherwise(1.0 / n_tasks)
         source = pl.when(pi_total > 0).then(pl.lit("pi")).otherwise(pl.lit("equal_fallback"))
     return frame.with_columns(weight.alias("weight_share"), source.alias("weight_source")).with_columns(
-        (pl.col("weight_share") * pl.col("occupation_annual_hours")).alias("task_hours_used"))
+        (pl.col("weight_share") * pl.col("occupation_annual_hours")).alias("task_hours_used")
+    )
 
 
 def _covered_thresholds(frame: pl.DataFrame, thresholds: Sequence[int] | None) -> list[int]:
-    found = sorted(int(c.removeprefix("covered_")) for c in frame.columns
-                   if c.startswith("covered_") and c.removeprefix("covered_").isdigit())
+    found = sorted(
+        int(c.removeprefix("covered_"))
+        for c in frame.columns
+        if c.startswith("covered_") and c.removeprefix("covered_").isdigit()
+    )
     if thresholds is None:
         return found
     missing = [t for t in thresholds if t not in found]
@@ -165,9 +186,13 @@ def _covered_thresholds(frame: pl.DataFrame, thresholds: Sequence[int] | None) -
     return list(thresholds)
 
 
-def occupation_coverage(task_cov: pl.DataFrame, task_hours: pl.DataFrame, occupations: pl.DataFrame,
-                        thresholds: Sequence[int] | None = THRESHOLDS,
-                        hours_weighting: HoursWeighting = "pi") -> pl.DataFrame:
+def occupation_coverage(
+    task_cov: pl.DataFrame,
+    task_hours: pl.DataFrame,
+    occupations: pl.DataFrame,
+    thresholds: Sequence[int] | None = THRESHOLDS,
+    hours_weighting: HoursWeighting = "pi",
+) -> pl.DataFrame:
     """One row per occupation with tasks (per benchmark too if `task_cov` has that column).
 
     Columns: onet_soc_code, title, major_group_code, n_tasks, occupation_annual_hours, weight_source and per
@@ -196,28 +221,39 @@ def occupation_coverage(task_cov: pl.DataFrame, task_hours: pl.DataFrame, occupa
         )
     titles = occupations.select(pl.col("onet_soc_code").cast(pl.Utf8), "title").unique("onet_soc_code")
     out = out.join(titles, on="onet_soc_code", how="left").with_columns(
-        major_group_of().alias("major_group_code"), pl.lit(hours_weighting).alias("hours_weighting"))
+        major_group_of().alias("major_group_code"), pl.lit(hours_weighting).alias("hours_weighting")
+    )
     if "labeler" in task_cov.columns:
-        out = out.with_columns(pl.lit(task_cov["labeler"].first() if task_cov.height else None,
-                                      dtype=pl.Utf8).alias("labeler"))
+        out = out.with_columns(
+            pl.lit(task_cov["labeler"].first() if task_cov.height else None, dtype=pl.Utf8).alias("labeler")
+        )
     leading = group_cols + ["title", "major_group_code", "n_tasks"]
     return out.select(leading + [c for c in out.columns if c not in leading]).sort(group_cols)
 
 
 def major_groups(occupations: pl.DataFrame | None = None) -> pl.DataFrame:
     """The 22 SOC major groups: major_group_code, major_group_title (titles from `occupations` if present)."""
-    groups = pl.DataFrame({"major_group_code": list(SOC_MAJOR_GROUPS),
-                           "major_group_title": list(SOC_MAJOR_GROUPS.values())})
+    groups = pl.DataFrame(
+        {"major_group_code": list(SOC_MAJOR_GROUPS), "major_group_title": list(SOC_MAJOR_GROUPS.values())}
+    )
     if occupations is not None and {"major_group_code", "major_group_title"} <= set(occupations.columns):
-        known = (occupations.select("major_group_code", pl.col("major_group_title").alias("table_title"))
-                 .drop_nulls().unique("major_group_code"))
+        known = (
+            occupations.select("major_group_code", pl.col("major_group_title").alias("table_title"))
+            .drop_nulls()
+            .unique("major_group_code")
+        )
         groups = groups.join(known, on="major_group_code", how="left").select(
-            "major_group_code", pl.coalesce("table_title", "major_group_title").alias("major_group_title"))
+            "major_group_code", pl.coalesce("table_title", "major_group_title").alias("major_group_title")
+        )
     return groups
 
 
-def major_group_coverage(occ_cov: pl.DataFrame, occupations: pl.DataFrame, occupation_wages: pl.DataFrame,
-                         thresholds: Sequence[int] | None = THRESHOLDS) -> pl.DataFrame:
+def major_group_coverage(
+    occ_cov: pl.DataFrame,
+    occupations: pl.DataFrame,
+    occupation_wages: pl.DataFrame,
+    thresholds: Sequence[int] | None = THRESHOLDS,
+) -> pl.DataFrame:
     """Exactly the 22 SOC major groups (per benchmark too if `occ_cov` has that column), even uncovered.
 
     Columns: major_group_code, major_group_title, n_occupations (with tasks), employment, wage_bill (all
@@ -229,12 +265,21 @@ def major_group_coverage(occ_cov: pl.DataFrame, occupations: pl.DataFrame, occup
     groups = major_groups(occupations)
     if scope:
         groups = occ_cov.select(scope).unique().join(groups, how="cross")
-    wages = occupation_wages.select(pl.col("onet_soc_code").cast(pl.Utf8), pl.col("employment").cast(pl.Float64),
-                                    pl.col("wage_bill").cast(pl.Float64))
-    group_wages = (wages.with_columns(major_group_of().alias("major_group_code"))
-                   .group_by("major_group_code").agg(pl.col("employment").sum(), pl.col("wage_bill").sum()))
-    occ = occ_cov.with_columns(major_group_of().alias("major_group_code")).drop(
-        "employment", "wage_bill", strict=False).join(wages, on="onet_soc_code", how="left")
+    wages = occupation_wages.select(
+        pl.col("onet_soc_code").cast(pl.Utf8),
+        pl.col("employment").cast(pl.Float64),
+        pl.col("wage_bill").cast(pl.Float64),
+    )
+    group_wages = (
+        wages.with_columns(major_group_of().alias("major_group_code"))
+        .group_by("major_group_code")
+        .agg(pl.col("employment").sum(), pl.col("wage_bill").sum())
+    )
+    occ = (
+        occ_cov.with_columns(major_group_of().alias("major_group_code"))
+        .drop("employment", "wage_bill", strict=False)
+        .join(wages, on="onet_soc_code", how="left")
+    )
     aggregations: list[pl.Expr] = [pl.len().cast(pl.Int64).alias("n_occupations")]
     for t in thresholds:
         covered = pl.col(f"covered_{t}")
@@ -244,40 +289,67 @@ def major_group_coverage(occ_cov: pl.DataFrame, occupations: pl.DataFrame, occup
             pl.col("wage_bill").filter(covered).sum().alias(f"wage_bill_covered_{t}"),
         ]
     counts = occ.group_by(scope + ["major_group_code"]).agg(aggregations)
-    out = (groups.join(counts, on=scope + ["major_group_code"], how="left")
-           .join(group_wages, on="major_group_code", how="left"))
-    fill_zero = ["n_occupations"] + [f"{p}_{t}" for t in thresholds
-                                     for p in ("occupations_covered", "employment_covered", "wage_bill_covered")]
+    out = groups.join(counts, on=scope + ["major_group_code"], how="left").join(
+        group_wages, on="major_group_code", how="left"
+    )
+    fill_zero = ["n_occupations"] + [
+        f"{p}_{t}"
+        for t in thresholds
+        for p in ("occupations_covered", "employment_covered", "wage_bill_covered")
+    ]
     out = out.with_columns([pl.col(c).fill_null(0) for c in fill_zero])
     for t in thresholds:
         out = out.with_columns(
             pl.when(pl.col("n_occupations") > 0)
             .then(pl.col(f"occupations_covered_{t}") / pl.col("n_occupations"))
             .alias(f"occupation_share_covered_{t}"),
-            pl.format("{} {}/{}",
-                      pl.col("major_group_title").map_elements(short_group_title, return_dtype=pl.Utf8),
-                      pl.col(f"occupations_covered_{t}"), pl.col("n_occupations")).alias(f"label_{t}"),
+            pl.format(
+                "{} {}/{}",
+                pl.col("major_group_title").str.strip_suffix(" Occupations").str.strip_chars(),
+                pl.col(f"occupations_covered_{t}"),
+                pl.col("n_occupations"),
+            ).alias(f"label_{t}"),
         )
     if "labeler" in occ_cov.columns:
-        out = out.with_columns(pl.lit(occ_cov["labeler"].first() if occ_cov.height else None,
-                                      dtype=pl.Utf8).alias("labeler"))
+        out = out.with_columns(
+            pl.lit(occ_cov["labeler"].first() if occ_cov.height else None, dtype=pl.Utf8).alias("labeler")
+        )
     return out.sort(scope + ["major_group_code"])
 
 
-def _headline_rows(scope_name: str, task_cov: pl.DataFrame, occ_cov: pl.DataFrame, weighted: pl.DataFrame,
-                   groups: pl.DataFrame, thresholds: Sequence[int]) -> list[dict[str, object]]:
+def _headline_rows(
+    scope_name: str,
+    task_cov: pl.DataFrame,
+    occ_cov: pl.DataFrame,
+    weighted: pl.DataFrame,
+    groups: pl.DataFrame,
+    thresholds: Sequence[int],
+) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     n_tasks = task_cov.height
     n_occupations = occ_cov.height
     hours_known = weighted.filter(pl.col("task_hours_used").is_not_null())
     total_hours = float(hours_known["task_hours_used"].sum())
 
-    def row(threshold: int, metric: str, numerator: float, denominator: float, value: float | None = None,
-            detail: str | None = None) -> dict[str, object]:
+    def row(
+        threshold: int,
+        metric: str,
+        numerator: float,
+        denominator: float,
+        value: float | None = None,
+        detail: str | None = None,
+    ) -> dict[str, object]:
         if value is None:
             value = numerator / denominator if denominator else None
-        return {"scope": scope_name, "threshold": threshold, "metric": metric, "value": value,
-                "numerator": float(numerator), "denominator": float(denominator), "detail": detail}
+        return {
+            "scope": scope_name,
+            "threshold": threshold,
+            "metric": metric,
+            "value": value,
+            "numerator": float(numerator),
+            "denominator": float(denominator),
+            "detail": detail,
+        }
 
     occ_groups = occ_cov.with_columns(major_group_of().alias("major_group_code"))
     for t in thresholds:
@@ -286,22 +358,44 @@ def _headline_rows(scope_name: str, task_cov: pl.DataFrame, occ_cov: pl.DataFram
         rows.append(row(t, "occupations_covered", int(occ_cov[f"covered_{t}"].sum()), n_occupations))
         covered_groups = set(occ_groups.filter(covered)["major_group_code"].to_list())
         uncovered = groups.filter(~pl.col("major_group_code").is_in(sorted(covered_groups)))
-        rows.append(row(t, "major_groups_uncovered", uncovered.height, groups.height, value=float(uncovered.height),
-                        detail="; ".join(uncovered["major_group_title"].to_list())))
+        rows.append(
+            row(
+                t,
+                "major_groups_uncovered",
+                uncovered.height,
+                groups.height,
+                value=float(uncovered.height),
+                detail="; ".join(uncovered["major_group_title"].to_list()),
+            )
+        )
         covered_hours = float(hours_known.filter(covered)["task_hours_used"].sum())
         rows.append(row(t, "hours_share_covered", covered_hours, total_hours))
         rows.append(row(t, "hours_share_uncovered", total_hours - covered_hours, total_hours))
     return rows
 
 
-HEADLINE_SCHEMA = {"scope": pl.Utf8, "threshold": pl.Int64, "metric": pl.Utf8, "value": pl.Float64,
-                   "numerator": pl.Float64, "denominator": pl.Float64, "detail": pl.Utf8}
+HEADLINE_SCHEMA = {
+    "scope": pl.Utf8,
+    "threshold": pl.Int64,
+    "metric": pl.Utf8,
+    "value": pl.Float64,
+    "numerator": pl.Float64,
+    "denominator": pl.Float64,
+    "detail": pl.Utf8,
+}
 
 
-def coverage_headline(labels: pl.DataFrame, tasks: pl.DataFrame, task_hours: pl.DataFrame,
-                      occupations: pl.DataFrame, thresholds: Sequence[int] = THRESHOLDS, *,
-                      labeler: str | None = None, hours_weighting: HoursWeighting = "pi",
-                      per_benchmark: bool = True) -> pl.DataFrame:
+def coverage_headline(
+    labels: pl.DataFrame,
+    tasks: pl.DataFrame,
+    task_hours: pl.DataFrame,
+    occupations: pl.DataFrame,
+    thresholds: Sequence[int] = THRESHOLDS,
+    *,
+    labeler: str | None = None,
+    hours_weighting: HoursWeighting = "pi",
+    per_benchmark: bool = True,
+) -> pl.DataFrame:
     """Headline numbers, tidy: scope ('all' or a benchmark), threshold, metric, value, numerator,
     denominator, detail, labeler, hours_weighting.
 
@@ -323,4 +417,132 @@ def coverage_headline(labels: pl.DataFrame, tasks: pl.DataFrame, task_hours: pl.
         occ_cov = occupation_coverage(task_cov, task_hours, occupations, thresholds, hours_weighting)
         rows += _headline_rows(scope_name, task_cov, occ_cov, weighted, groups, thresholds)
     return pl.DataFrame(rows, schema=HEADLINE_SCHEMA).with_columns(
-        pl.lit(chosen_labeler, dtype=pl.Utf8).alias("labeler"), pl.lit(hours_weighting).alias("hours_weighting"))
+        pl.lit(chosen_labeler, dtype=pl.Utf8).alias("labeler"),
+        pl.lit(hours_weighting).alias("hours_weighting"),
+    )
+
+
+SENSITIVITY_SCHEMA = {
+    "dimension": pl.Utf8,
+    "variant": pl.Utf8,
+    "metric": pl.Utf8,
+    "value": pl.Float64,
+    "labeler": pl.Utf8,
+}
+_EMPTY_WORKBANK = pl.DataFrame(
+    schema={
+        "onet_soc_code": pl.Utf8,
+        "task_id": pl.Int64,
+        "desire_mean": pl.Float64,
+        "capability_mean": pl.Float64,
+        "zone": pl.Utf8,
+    }
+)
+
+
+def coverage_sensitivity(
+    labels: pl.DataFrame,
+    tasks: pl.DataFrame,
+    task_hours: pl.DataFrame,
+    occupations: pl.DataFrame,
+    task_exposure: pl.DataFrame,
+    occupation_wages: pl.DataFrame,
+    workbank_tasks: pl.DataFrame | None = None,
+    *,
+    thresholds: Sequence[int] = THRESHOLDS,
+    labeler: str | None = None,
+) -> pl.DataFrame:
+    """How the headline numbers move under the analysis choices. Tidy: dimension, variant, metric, value,
+    labeler.
+
+    - threshold: variant '1' / '5' -> tasks_covered, occupations_covered (shares), major_groups_uncovered
+      (count), hours_share_covered;
+    - hours_weighting: 'pi' / 'equal' (equal split of an occupation's hours over its tasks) ->
+      hours_share_covered_{t};
+    - exposure_labels: 'human' / 'gpt4' -> model 1's exposed coefficient, its se, and the
+      exposed/non-exposed probability ratio with CI;
+    - labeler: each labeler, when the labels hold more than one -> tasks/occupations/hours shares per t.
+    """
+    from models.regression import build_task_frame, exposure_wage_model  # regression imports this module
+
+    chosen_labels, chosen_labeler = select_labeler(labels, labeler)
+    rows: list[dict[str, object]] = []
+
+    def add(dimension: str, variant: str, metric: str, value: float | None, who: str | None) -> None:
+        finite = value is not None and value == value  # NaN -> null
+        rows.append(
+            {
+                "dimension": dimension,
+                "variant": variant,
+                "metric": metric,
+                "value": float(value) if finite else None,
+                "labeler": who,
+            }
+        )
+
+    by_weighting = {
+        weighting: coverage_headline(
+            chosen_labels,
+            tasks,
+            task_hours,
+            occupations,
+            thresholds,
+            hours_weighting=weighting,
+            per_benchmark=False,
+        )
+        for weighting in ("pi", "equal")
+    }
+    for record in by_weighting["pi"].iter_rows(named=True):
+        if record["metric"] != "hours_share_uncovered":
+            add("threshold", str(record["threshold"]), record["metric"], record["value"], chosen_labeler)
+    for weighting, headline in by_weighting.items():
+        for record in headline.filter(pl.col("metric") == "hours_share_covered").iter_rows(named=True):
+            add(
+                "hours_weighting",
+                weighting,
+                f"hours_share_covered_{record['threshold']}",
+                record["value"],
+                chosen_labeler,
+            )
+
+    task_cov = task_coverage(chosen_labels, tasks, thresholds).drop("labeler")
+    task_frame = build_task_frame(
+        task_cov,
+        tasks,
+        task_exposure,
+        occupation_wages,
+        workbank_tasks if workbank_tasks is not None else _EMPTY_WORKBANK,
+    )
+    outcome_threshold = 5 if 5 in thresholds else max(thresholds)
+    for variant, exposure_col in (("human", "exposed"), ("gpt4", "gpt4_exposed")):
+        if exposure_col not in task_frame.columns:
+            continue
+        tables = exposure_wage_model(
+            task_frame, outcome=f"covered_{outcome_threshold}", exposure_col=exposure_col
+        )
+        exposed_rows = tables.coefficients.filter(pl.col("term") == "exposed")
+        coef = exposed_rows["coef"][0] if exposed_rows.height else None
+        se = exposed_rows["se"][0] if exposed_rows.height else None
+        add("exposure_labels", variant, "exposed_coef", coef, chosen_labeler)
+        add("exposure_labels", variant, "exposed_se", se, chosen_labeler)
+        contrast = tables.contrasts.row(0, named=True)
+        for metric in ("ratio", "ci_low", "ci_high"):
+            add(
+                "exposure_labels",
+                variant,
+                f"exposed_ratio{'' if metric == 'ratio' else '_' + metric}",
+                contrast[metric],
+                chosen_labeler,
+            )
+
+    present = sorted(labels["labeler"].drop_nulls().unique().to_list()) if "labeler" in labels.columns else []
+    if len(present) > 1:
+        for name in present:
+            headline = coverage_headline(
+                labels, tasks, task_hours, occupations, thresholds, labeler=name, per_benchmark=False
+            )
+            for record in headline.filter(
+                pl.col("metric").is_in(["tasks_covered", "occupations_covered", "hours_share_covered"])
+            ).iter_rows(named=True):
+                add("labeler", name, f"{record['metric']}_{record['threshold']}", record["value"], name)
+    return pl.DataFrame(rows, schema=SENSITIVITY_SCHEMA)

@@ -26,8 +26,12 @@ class Interval:
     n: int
 
     def as_dict(self, prefix: str = "") -> dict[str, float | int]:
-        return {f"{prefix}estimate": self.estimate, f"{prefix}ci_low": self.ci_low,
-                f"{prefix}ci_high": self.ci_high, f"{prefix}n": self.n}
+        return {
+            f"{prefix}estimate": self.estimate,
+            f"{prefix}ci_low": self.ci_low,
+            f"{prefix}ci_high": self.ci_high,
+            f"{prefix}n": self.n,
+        }
 
 
 def z_value(alpha: float = 0.05) -> float:
@@ -42,7 +46,8 @@ def bootstrap_resample_counts(n: int, n_boot: int, rng: np.random.Generator) -> 
     """
     if n == 0:
         return np.zeros((n_boot, 0), dtype=np.int64)
-    return rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot)
+    draws = rng.integers(0, n, size=(n_boot, n)) + (np.arange(n_boot) * n)[:, None]
+    return np.bincount(draws.ravel(), minlength=n_boot * n).reshape(n_boot, n)
 
 
 def percentile_interval(replicates: np.ndarray, alpha: float = 0.05) -> tuple[float, float]:
@@ -55,9 +60,13 @@ def percentile_interval(replicates: np.ndarray, alpha: float = 0.05) -> tuple[fl
     return float(low), float(high)
 
 
-def bootstrap_ci(values: Sequence[float] | np.ndarray | pl.Series,
-                 stat: Callable[[np.ndarray], float] = np.mean,
-                 n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> Interval:
+def bootstrap_ci(
+    values: Sequence[float] | np.ndarray | pl.Series,
+    stat: Callable[[np.ndarray], float] = np.mean,
+    n_boot: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> Interval:
     """Percentile bootstrap interval of `stat` over i.i.d. `values` (nulls/NaN dropped).
 
     `stat` is applied to each resample separately, so any callable of a 1-d array works.
@@ -77,8 +86,9 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray | pl.Series,
     return Interval(estimate, low, high, int(array.size))
 
 
-def bootstrap_accuracy_ci(hits: Sequence[bool] | np.ndarray | pl.Series, n_boot: int = 1000, seed: int = 0,
-                          alpha: float = 0.05) -> Interval:
+def bootstrap_accuracy_ci(
+    hits: Sequence[bool] | np.ndarray | pl.Series, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05
+) -> Interval:
     """Accuracy (share of hits) with a percentile bootstrap interval; used for labeler validation."""
     array = np.asarray(hits.to_numpy() if isinstance(hits, pl.Series) else hits, dtype=float)
     return bootstrap_ci(array, np.mean, n_boot=n_boot, seed=seed, alpha=alpha)
@@ -100,8 +110,9 @@ def binomial_ci(k: int, n: int, alpha: float = 0.05, method: str = "beta") -> In
     return Interval(k / n, float(low), float(high), int(n))
 
 
-def with_wilson_ci(frame: pl.DataFrame, k_col: str, n_col: str, alpha: float = 0.05,
-                   share_col: str = "share") -> pl.DataFrame:
+def with_wilson_ci(
+    frame: pl.DataFrame, k_col: str, n_col: str, alpha: float = 0.05, share_col: str = "share"
+) -> pl.DataFrame:
     """Add share, ci_low, ci_high (Wilson) columns computed from count columns of `frame`."""
     k = frame[k_col].to_numpy().astype(float)
     n = frame[n_col].to_numpy().astype(float)
@@ -120,8 +131,13 @@ def logistic(x: np.ndarray) -> np.ndarray:
     return scipy_stats.logistic.cdf(x)
 
 
-def log_ratio_interval(log_ratio: float, se_log_ratio: float, alpha: float = 0.05) -> tuple[float, float, float]:
+def log_ratio_interval(
+    log_ratio: float, se_log_ratio: float, alpha: float = 0.05
+) -> tuple[float, float, float]:
     """Ratio and its interval from a log-scale estimate and standard error (delta method on the log scale)."""
     z = z_value(alpha)
-    return (float(np.exp(log_ratio)), float(np.exp(log_ratio - z * se_log_ratio)),
-            float(np.exp(log_ratio + z * se_log_ratio)))
+    return (
+        float(np.exp(log_ratio)),
+        float(np.exp(log_ratio - z * se_log_ratio)),
+        float(np.exp(log_ratio + z * se_log_ratio)),
+    )

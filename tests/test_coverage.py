@@ -1,0 +1,293 @@
+"""Coverage estimators on small hand-built frames whose answers are worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from models.coverage import (
+    SOC_MAJOR_GROUPS,
+    coverage_headline,
+    coverage_sensitivity,
+    major_group_coverage,
+    occupation_coverage,
+    select_labeler,
+    task_coverage,
+)
+
+OCC_A, OCC_B, OCC_C = "15-1211.00", "15-1212.00", "11-1011.00"
+
+
+def _label(
+    benchmark: str, prompt_id: str, occupation: str, task_id: int, labeler: str = "offline", rank: int = 1
+) -> dict[str, object]:
+    return {
+        "benchmark": benchmark,
+        "prompt_id": prompt_id,
+        "prompt_hash": f"h-{benchmark}-{prompt_id}",
+        "onet_soc_code": occupation,
+        "task_id": task_id,
+        "labeler": labeler,
+        "labeler_version": "v1",
+        "rank": rank,
+        "score": 1.0,
+        "rationale": None,
+    }
+
+
+@pytest.fixture
+def world() -> dict[str, pl.DataFrame]:
+    """Occupation A: tasks 1-3 (π .5/.3/.2, 1000 h); B: tasks 4-5 (π .6/.4, 500 h); C: task 6 (200 h).
+
+    Task 1 has 6 prompts (bench1 p1-p5, bench2 p1), task 2 one (bench1 p1, labeled with 1 and 2),
+    task 4 two (bench1 p6, bench2 q1); tasks 3, 5, 6 none.
+    """
+    tasks = pl.DataFrame(
+        {
+            "onet_soc_code": [OCC_A] * 3 + [OCC_B] * 2 + [OCC_C],
+            "task_id": [1, 2, 3, 4, 5, 6],
+            "task": [f"task {i}" for i in range(1, 7)],
+        }
+    )
+    labels = [_label("bench1", f"p{i}", OCC_A, 1) for i in range(1, 6)]
+    labels += [
+        _label("bench1", "p1", OCC_A, 2, rank=2),
+        _label("bench1", "p1", OCC_A, 1, labeler="offline"),
+        _label("bench1", "p6", OCC_B, 4),
+        _label("bench2", "p1", OCC_A, 1),
+        _label("bench2", "q1", OCC_B, 4),
+    ]
+    task_hours = pl.DataFrame(
+        {
+            "onet_soc_code": [OCC_A] * 3 + [OCC_B] * 2 + [OCC_C],
+            "task_id": [1, 2, 3, 4, 5, 6],
+            "pi": [0.5, 0.3, 0.2, 0.6, 0.4, 1.0],
+            "pi_is_fallback": [False] * 6,
+            "occupation_annual_hours": [1000.0] * 3 + [500.0] * 2 + [200.0],
+        }
+    ).with_columns((pl.col("pi") * pl.col("occupation_annual_hours")).alias("task_annual_hours"))
+    occupations = pl.DataFrame(
+        {
+            "onet_soc_code": [OCC_A, OCC_B, OCC_C],
+            "title": ["Analysts", "Designers", "Chief Executives"],
+            "soc_code": ["15-1211", "15-1212", "11-1011"],
+            "major_group_code": ["15-0000", "15-0000", "11-0000"],
+            "has_tasks": [True] * 3,
+        }
+    )
+    wages = pl.DataFrame(
+        {
+            "onet_soc_code": [OCC_A, OCC_B, OCC_C],
+            "employment": [100.0, 50.0, 10.0],
+            "wage_bill": [1e7, 4e6, 2e6],
+        }
+    )
+    return {
+        "tasks": tasks,
+        "labels": pl.DataFrame(labels),
+        "task_hours": task_hours,
+        "occupations": occupations,
+        "wages": wages,
+    }
+
+
+def test_task_coverage_counts_distinct_prompts_per_task(world: dict[str, pl.DataFrame]) -> None:
+    cov = task_coverage(world["labels"], world["tasks"])
+    assert cov.height == 6  # every task, labeled or not
+    by_task = {row["task_id"]: row for row in cov.iter_rows(named=True)}
+    assert by_task[1]["n_prompts"] == 6  # bench2/p1 is a different prompt from bench1/p1; duplicates ignored
+    assert by_task[1]["n_benchmarks"] == 2 and by_task[1]["benchmarks"] == "bench1,bench2"
+    assert by_task[2]["n_prompts"] == 1 and by_task[4]["n_prompts"] == 2
+    assert [by_task[i]["n_prompts"] for i in (3, 5, 6)] == [0, 0, 0]
+    assert by_task[3]["benchmarks"] == ""
+    cov = cov.sort("task_id")
+    assert cov["covered_1"].to_list() == [True, True, False, True, False, False]
+    assert cov["covered_5"].to_list() == [True, False, False, False, False, False]
+    assert cov["labeler"].unique().to_list() == ["offline"]
+
+
+def test_task_coverage_per_benchmark_and_filter(world: dict[str, pl.DataFrame]) -> None:
+    per_bench = task_coverage(world["labels"], world["tasks"], by_benchmark=True)
+    assert per_bench.height == 12  # 6 tasks x 2 benchmarks
+    bench2 = per_bench.filter(pl.col("benchmark") == "bench2").sort("task_id")
+    assert bench2["n_prompts"].to_list() == [1, 0, 0, 1, 0, 0]
+    only_bench1 = task_coverage(world["labels"], world["tasks"], benchmark="bench1", thresholds=(1, 5, 6))
+    assert only_bench1.sort("task_id")["n_prompts"].to_list() == [5, 1, 0, 1, 0, 0]
+    assert only_bench1["covered_6"].sum() == 0
+
+
+def test_occupation_coverage_hours_shares(world: dict[str, pl.DataFrame]) -> None:
+    cov = task_coverage(world["labels"], world["tasks"])
+    occ = occupation_coverage(cov, world["task_hours"], world["occupations"])
+    rows = {row["onet_soc_code"]: row for row in occ.iter_rows(named=True)}
+    a, b, c = rows[OCC_A], rows[OCC_B], rows[OCC_C]
+    assert (a["n_tasks"], a["tasks_covered_1"], a["tasks_covered_5"]) == (3, 2, 1)
+    assert a["task_share_covered_1"] == pytest.approx(2 / 3)
+    assert a["hours_share_covered_1"] == pytest.approx(0.8)  # π .5 + .3
+    assert a["hours_share_covered_5"] == pytest.approx(0.5)
+    assert (a["covered_1"], a["covered_5"]) == (True, True)
+    assert b["hours_share_covered_1"] == pytest.approx(0.6)
+    assert (b["covered_1"], b["covered_5"]) == (True, False)
+    assert (c["covered_1"], c["hours_share_covered_1"]) == (False, 0.0)
+    equal = occupation_coverage(cov, world["task_hours"], world["occupations"], hours_weighting="equal")
+    assert equal.filter(pl.col("onet_soc_code") == OCC_A)["hours_share_covered_1"][0] == pytest.approx(2 / 3)
+
+
+def test_occupation_without_pi_falls_back_to_equal_split(world: dict[str, pl.DataFrame]) -> None:
+    cov = task_coverage(world["labels"], world["tasks"])
+    no_pi = world["task_hours"].with_columns(
+        pl.when(pl.col("onet_soc_code") == OCC_A).then(None).otherwise(pl.col("pi")).alias("pi")
+    )
+    occ = occupation_coverage(cov, no_pi, world["occupations"]).filter(pl.col("onet_soc_code") == OCC_A)
+    assert occ["hours_share_covered_1"][0] == pytest.approx(2 / 3)
+    assert occ["weight_source"][0] == "equal_fallback"
+
+
+def test_major_group_coverage_has_all_22_groups_and_labels(world: dict[str, pl.DataFrame]) -> None:
+    cov = task_coverage(world["labels"], world["tasks"])
+    occ = occupation_coverage(cov, world["task_hours"], world["occupations"])
+    groups = major_group_coverage(occ, world["occupations"], world["wages"])
+    assert groups.height == 22 and set(groups["major_group_code"]) == set(SOC_MAJOR_GROUPS)
+    computer = groups.filter(pl.col("major_group_code") == "15-0000").row(0, named=True)
+    assert computer["label_1"] == "Computer and Mathematical 2/2"
+    assert computer["label_5"] == "Computer and Mathematical 1/2"
+    assert computer["employment"] == 150.0 and computer["wage_bill"] == pytest.approx(1.4e7)
+    assert computer["employment_covered_5"] == 100.0
+    management = groups.filter(pl.col("major_group_code") == "11-0000").row(0, named=True)
+    assert management["label_1"] == "Management 0/1"
+    legal = groups.filter(pl.col("major_group_code") == "23-0000").row(0, named=True)
+    assert (legal["n_occupations"], legal["occupations_covered_1"], legal["label_1"]) == (0, 0, "Legal 0/0")
+
+
+def test_major_group_label_29_of_36() -> None:
+    occupations = [f"15-{1000 + i:04d}.00" for i in range(36)]
+    tasks = pl.DataFrame({"onet_soc_code": occupations, "task_id": list(range(36))})
+    labels = pl.DataFrame([_label("b", f"p{i}", occupations[i], i) for i in range(29)])
+    occ_table = pl.DataFrame(
+        {
+            "onet_soc_code": occupations,
+            "title": occupations,
+            "major_group_code": ["15-0000"] * 36,
+            "major_group_title": ["Computer and Mathematical Occupations"] * 36,
+        }
+    )
+    hours = pl.DataFrame(
+        {
+            "onet_soc_code": occupations,
+            "task_id": list(range(36)),
+            "pi": [1.0] * 36,
+            "occupation_annual_hours": [10.0] * 36,
+        }
+    )
+    wages = pl.DataFrame({"onet_soc_code": occupations, "employment": [1.0] * 36, "wage_bill": [1.0] * 36})
+    occ = occupation_coverage(task_coverage(labels, tasks), hours, occ_table)
+    groups = major_group_coverage(occ, occ_table, wages)
+    assert (
+        groups.filter(pl.col("major_group_code") == "15-0000")["label_1"][0]
+        == "Computer and Mathematical 29/36"
+    )
+    assert groups.height == 22
+
+
+def test_coverage_headline_numbers(world: dict[str, pl.DataFrame]) -> None:
+    headline = coverage_headline(world["labels"], world["tasks"], world["task_hours"], world["occupations"])
+    assert set(headline["scope"]) == {"all", "bench1", "bench2"}
+
+    def metric(scope: str, threshold: int, name: str) -> dict[str, object]:
+        return headline.filter(
+            (pl.col("scope") == scope) & (pl.col("threshold") == threshold) & (pl.col("metric") == name)
+        ).row(0, named=True)
+
+    tasks_1 = metric("all", 1, "tasks_covered")
+    assert (tasks_1["numerator"], tasks_1["denominator"], tasks_1["value"]) == (3, 6, 0.5)
+    assert metric("all", 5, "tasks_covered")["numerator"] == 1
+    assert metric("all", 1, "occupations_covered")["value"] == pytest.approx(2 / 3)
+    assert metric("all", 5, "occupations_covered")["value"] == pytest.approx(1 / 3)
+    groups_5 = metric("all", 5, "major_groups_uncovered")
+    assert (groups_5["value"], groups_5["denominator"]) == (21, 22)
+    assert "Management Occupations" in groups_5["detail"]
+    assert "Computer and Mathematical Occupations" not in groups_5["detail"]
+    hours_1 = metric("all", 1, "hours_share_covered")
+    assert (hours_1["numerator"], hours_1["denominator"]) == pytest.approx((1100.0, 1700.0))
+    assert metric("all", 1, "hours_share_uncovered")["value"] == pytest.approx(600 / 1700)
+    assert metric("all", 5, "hours_share_covered")["value"] == pytest.approx(500 / 1700)
+    assert metric("bench2", 1, "tasks_covered")["numerator"] == 2
+    assert metric("bench2", 5, "tasks_covered")["numerator"] == 0
+    assert metric("bench2", 1, "hours_share_covered")["value"] == pytest.approx(800 / 1700)
+    equal = coverage_headline(
+        world["labels"],
+        world["tasks"],
+        world["task_hours"],
+        world["occupations"],
+        hours_weighting="equal",
+        per_benchmark=False,
+    )
+    assert set(equal["scope"]) == {"all"}
+    assert equal.filter((pl.col("threshold") == 1) & (pl.col("metric") == "hours_share_covered"))["value"][
+        0
+    ] == pytest.approx((1000 * 2 / 3 + 500 / 2) / 1700)
+
+
+def test_labeler_selection() -> None:
+    labels = pl.DataFrame(
+        [_label("b", "p1", OCC_A, 1, labeler="offline"), _label("b", "p1", OCC_A, 2, labeler="openai")]
+    )
+    chosen, name = select_labeler(labels)
+    assert name == "openai" and chosen.height == 1
+    assert select_labeler(labels, "offline")[0]["task_id"].to_list() == [1]
+    with pytest.raises(ValueError, match="no labels"):
+        select_labeler(labels, "nonexistent")
+
+
+def test_coverage_sensitivity_dimensions() -> None:
+    """A simulated world with both labelers: every sensitivity dimension is reported."""
+    rng = np.random.default_rng(3)
+    n_occ, per_occ = 60, 8
+    occupations = [f"{list(SOC_MAJOR_GROUPS)[i % 22][:2]}-{1000 + i:04d}.00" for i in range(n_occ)]
+    codes = np.repeat(occupations, per_occ)
+    task_ids = np.arange(n_occ * per_occ)
+    tasks = pl.DataFrame({"onet_soc_code": codes, "task_id": task_ids})
+    exposed = rng.random(task_ids.size) < 0.5
+    wage_bill = np.repeat(np.exp(rng.normal(np.log(5e9), 1.0, n_occ)), per_occ)
+    p_label = 1 / (1 + np.exp(-(-0.5 + 1.0 * exposed)))
+    rows = []
+    for labeler in ("offline", "openai"):
+        for task, occupation, p in zip(task_ids, codes, p_label, strict=True):
+            for prompt in range(rng.poisson(6 * p)):
+                rows.append(_label("bench", f"{task}-{prompt}", str(occupation), int(task), labeler=labeler))
+    labels = pl.DataFrame(rows)
+    task_hours = tasks.with_columns(
+        pl.lit(1.0 / per_occ).alias("pi"), pl.lit(2000.0).alias("occupation_annual_hours")
+    )
+    occ_table = pl.DataFrame({"onet_soc_code": occupations, "title": occupations})
+    exposure = tasks.with_columns(
+        pl.Series("exposed", exposed), pl.Series("gpt4_exposed", exposed ^ (rng.random(task_ids.size) < 0.15))
+    )
+    wages = pl.DataFrame(
+        {"onet_soc_code": occupations, "employment": [1.0] * n_occ, "wage_bill": wage_bill[::per_occ]}
+    )
+    sensitivity = coverage_sensitivity(
+        labels, tasks, task_hours, occ_table, exposure, wages, labeler="offline"
+    )
+    assert set(sensitivity["dimension"]) == {"threshold", "hours_weighting", "exposure_labels", "labeler"}
+    assert set(sensitivity.filter(pl.col("dimension") == "labeler")["variant"]) == {"offline", "openai"}
+    human = sensitivity.filter((pl.col("dimension") == "exposure_labels") & (pl.col("variant") == "human"))
+    values = dict(zip(human["metric"], human["value"], strict=True))
+    assert values["exposed_coef"] > 0  # simulated with a positive exposure effect
+    assert values["exposed_ratio_ci_low"] <= values["exposed_ratio"] <= values["exposed_ratio_ci_high"]
+    # equal and π weights coincide here because π is uniform within every occupation
+    hours = sensitivity.filter(pl.col("dimension") == "hours_weighting").pivot(
+        "variant", index="metric", values="value"
+    )
+    assert hours["pi"].to_list() == pytest.approx(hours["equal"].to_list())
+
+
+def test_no_labels_yet_gives_zero_coverage(world: dict[str, pl.DataFrame]) -> None:
+    empty = world["labels"].clear()
+    cov = task_coverage(empty, world["tasks"])
+    assert cov.height == 6 and cov["n_prompts"].sum() == 0 and not cov["covered_1"].any()
+    headline = coverage_headline(empty, world["tasks"], world["task_hours"], world["occupations"])
+    assert set(headline["scope"]) == {"all"}
+    uncovered = headline.filter((pl.col("metric") == "major_groups_uncovered") & (pl.col("threshold") == 1))
+    assert uncovered["value"][0] == 22

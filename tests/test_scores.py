@@ -1,0 +1,160 @@
+"""Per-occupation model scores: plain vs O*NET-weighted means and their bootstrap CIs."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from models.scores import occupation_model_scores
+
+OCC, OTHER = "15-1211.00", "43-4051.00"
+
+
+def _frames(
+    assignments: list[tuple[str, str, int]],
+    scores: dict[str, float],
+    model: str = "m1",
+    labeler: str = "offline",
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """labels from (prompt_id, occupation, task_id) triples and results from {prompt_id: score}."""
+    labels = pl.DataFrame(
+        [
+            {
+                "benchmark": "b",
+                "prompt_id": p,
+                "prompt_hash": p,
+                "onet_soc_code": occ,
+                "task_id": t,
+                "labeler": labeler,
+                "labeler_version": "v",
+                "rank": 1,
+                "score": 1.0,
+                "rationale": None,
+            }
+            for p, occ, t in assignments
+        ]
+    )
+    results = pl.DataFrame(
+        {
+            "benchmark": ["b"] * len(scores),
+            "prompt_id": list(scores),
+            "model": [model] * len(scores),
+            "score": list(scores.values()),
+        }
+    )
+    return results, labels
+
+
+def _row(
+    table: pl.DataFrame, occupation: str = OCC, min_prompts: int = 1, model: str = "m1"
+) -> dict[str, object]:
+    return table.filter(
+        (pl.col("onet_soc_code") == occupation)
+        & (pl.col("min_prompts") == min_prompts)
+        & (pl.col("model") == model)
+    ).row(0, named=True)
+
+
+def test_weighted_equals_plain_when_tasks_have_equal_prompt_counts() -> None:
+    rng = np.random.default_rng(0)
+    assignments = [(f"p{t}-{k}", OCC, t) for t in range(4) for k in range(6)]  # 4 tasks x 6 prompts each
+    results, labels = _frames(assignments, {p: float(rng.random()) for p, _, _ in assignments})
+    table = occupation_model_scores(results, labels, min_prompts=(5, 1), n_boot=300)
+    for min_prompts in (5, 1):
+        row = _row(table, min_prompts=min_prompts)
+        assert row["weighted_mean"] == pytest.approx(row["plain_mean"], abs=1e-12)
+        assert row["difference"] == pytest.approx(0.0, abs=1e-12)
+        assert (row["n_prompts"], row["n_tasks"], row["n_tasks_labeled"]) == (24, 4, 4)
+
+
+def test_weighted_differs_from_plain_when_prompt_counts_differ() -> None:
+    assignments = [(f"a{k}", OCC, 1) for k in range(10)] + [(f"b{k}", OCC, 2) for k in range(2)]
+    scores = {p: (1.0 if p.startswith("a") else 0.0) for p, _, _ in assignments}
+    results, labels = _frames(assignments, scores)
+    table = occupation_model_scores(results, labels, min_prompts=(5, 1), n_boot=300)
+    every_task = _row(table, min_prompts=1)
+    assert every_task["plain_mean"] == pytest.approx(10 / 12)
+    assert every_task["weighted_mean"] == pytest.approx(0.5)  # tasks equally: (1 + 0) / 2
+    assert every_task["difference"] == pytest.approx(0.5 - 10 / 12)
+    big_tasks_only = _row(table, min_prompts=5)  # task 2 has only 2 prompts and drops out
+    assert big_tasks_only["weighted_mean"] == pytest.approx(1.0)
+    assert (big_tasks_only["n_tasks"], big_tasks_only["n_tasks_labeled"]) == (1, 2)
+
+
+def test_prompt_with_several_tasks_counts_in_each() -> None:
+    assignments = [("shared", OCC, 1), ("shared", OCC, 2), ("shared", OTHER, 9), ("solo", OCC, 1)]
+    results, labels = _frames(assignments, {"shared": 1.0, "solo": 0.0})
+    table = occupation_model_scores(results, labels, min_prompts=(1,), n_boot=200)
+    main = _row(table)
+    assert main["n_prompts"] == 2  # the shared prompt counts once in the plain mean of its occupation
+    assert main["plain_mean"] == pytest.approx(0.5)
+    assert main["weighted_mean"] == pytest.approx((0.5 + 1.0) / 2)  # task 1: {shared, solo}; task 2: {shared}
+    other = _row(table, occupation=OTHER)
+    assert (other["n_prompts"], other["plain_mean"], other["weighted_mean"]) == (1, 1.0, 1.0)
+
+
+def test_no_task_with_enough_prompts_gives_null_weighted_mean() -> None:
+    results, labels = _frames([("p1", OCC, 1), ("p2", OCC, 2)], {"p1": 0.2, "p2": 0.4})
+    row = _row(occupation_model_scores(results, labels, min_prompts=(5,), n_boot=100), min_prompts=5)
+    assert row["weighted_mean"] is None and row["weighted_ci_low"] is None and row["n_tasks"] == 0
+    assert row["plain_mean"] == pytest.approx(0.3)
+
+
+def test_repeated_results_are_averaged_and_models_kept_apart() -> None:
+    _, labels = _frames([("p1", OCC, 1), ("p2", OCC, 1)], {})
+    results = pl.DataFrame(
+        {
+            "benchmark": ["b"] * 5,
+            "prompt_id": ["p1", "p1", "p2", "p1", "p2"],
+            "model": ["m1", "m1", "m1", "m2", "m2"],
+            "score": [1.0, 0.0, 1.0, 0.0, 0.0],
+        }
+    )
+    table = occupation_model_scores(results, labels, min_prompts=(1,), n_boot=100)
+    assert _row(table, model="m1")["plain_mean"] == pytest.approx(0.75)  # p1 -> 0.5, p2 -> 1.0
+    assert _row(table, model="m2")["plain_mean"] == 0.0
+
+
+def test_bootstrap_cis_contain_estimates_and_shrink_with_n() -> None:
+    rng = np.random.default_rng(7)
+    assignments = []
+    for occupation, n_prompts in ((OCC, 400), (OTHER, 40)):
+        task_of_prompt = rng.integers(0, 8, n_prompts)
+        assignments += [(f"{occupation}-{k}", occupation, int(t)) for k, t in enumerate(task_of_prompt)]
+    results, labels = _frames(assignments, {p: float(rng.random() < 0.6) for p, _, _ in assignments})
+    table = occupation_model_scores(results, labels, n_boot=500, seed=1)
+    for prefix, estimate in (
+        ("plain", "plain_mean"),
+        ("weighted", "weighted_mean"),
+        ("difference", "difference"),
+    ):
+        rows = table.drop_nulls(estimate)
+        assert (
+            (rows[f"{prefix}_ci_low"] <= rows[estimate]) & (rows[estimate] <= rows[f"{prefix}_ci_high"])
+        ).all()
+    big, small = _row(table, OCC), _row(table, OTHER)
+    assert big["plain_ci_high"] - big["plain_ci_low"] < small["plain_ci_high"] - small["plain_ci_low"]
+    # ~ 1.96 * 2 * sqrt(p (1 - p) / n) for the plain mean of 400 Bernoulli(0.6) scores
+    assert big["plain_ci_high"] - big["plain_ci_low"] == pytest.approx(
+        2 * 1.96 * np.sqrt(0.24 / 400), rel=0.2
+    )
+    again = occupation_model_scores(results, labels, n_boot=500, seed=1)
+    assert again.equals(table)  # seeded: reproducible
+
+
+def test_labeler_filter() -> None:
+    results, offline = _frames([("p1", OCC, 1)], {"p1": 1.0})
+    _, openai = _frames([("p1", OTHER, 2)], {}, labeler="openai")
+    both = pl.concat([offline, openai])
+    assert (
+        occupation_model_scores(results, both, labeler="offline", n_boot=50)["onet_soc_code"].to_list()
+        == [OCC] * 2
+    )
+    assert set(occupation_model_scores(results, both, n_boot=50)["onet_soc_code"]) == {OTHER}
+
+
+def test_empty_inputs_give_an_empty_table() -> None:
+    results, labels = _frames([("p1", OCC, 1)], {"p1": 1.0})
+    table = occupation_model_scores(results.clear(), labels, n_boot=10)
+    assert table.height == 0 and "weighted_mean" in table.columns
