@@ -1,4 +1,357 @@
-"""Placeholder: filled in by the analysis work (see docs/ARCHITECTURE.md)."""
+"""Analysis: what share of tasks, occupations, major groups and US work hours benchmarks cover, what predicts
+coverage, and how models score per occupation. Thin wrappers over `models.coverage`, `models.regression` and
+`models.scores`; every asset is a tidy table of the same name in the warehouse.
+"""
 
-ASSETS: list = []
-CHECKS: list = []
+import json
+
+import polars as pl
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetExecutionContext,
+    AssetIn,
+    AssetOut,
+    Config,
+    MetadataValue,
+    Output,
+    asset,
+    asset_check,
+    multi_asset,
+)
+
+from models import coverage as cov
+from models import regression as reg
+from models import scores
+from models.labeling import cache as label_cache
+from pipelines.resources import Warehouse
+
+GROUP = "analysis"
+KINDS = {"polars", "duckdb"}
+ALL_LABELS = AssetIn("prompt_task_labels")
+ALL_RESULTS = AssetIn("benchmark_results")
+
+
+class CoverageConfig(Config):
+    """Coverage thresholds (prompts per task) and which labeler's labels to count (None: the active one)."""
+
+    thresholds: list[int] = [1, 5]
+    labeler: str | None = None
+
+
+def _markdown(frame: pl.DataFrame, limit: int = 25) -> MetadataValue:
+    shown = frame.head(limit).to_pandas()
+    return MetadataValue.md(shown.to_markdown(index=False, floatfmt=".4g"))
+
+
+def _thresholds(config: CoverageConfig) -> tuple[int, ...]:
+    thresholds = tuple(sorted(set(config.thresholds)))
+    if 5 not in thresholds:  # the regressions and the headline are defined at 5 prompts
+        thresholds = (*thresholds, 5)
+    return thresholds
+
+
+@asset(group_name=GROUP, kinds=KINDS, ins={"prompt_task_labels": ALL_LABELS})
+def task_coverage(
+    context: AssetExecutionContext,
+    config: CoverageConfig,
+    prompt_task_labels: pl.DataFrame,
+    onet_tasks: pl.DataFrame,
+) -> pl.DataFrame:
+    """Per O*NET task (all 18,796): prompts and benchmarks mapped to it, and covered_1 / covered_5 flags."""
+    frame = cov.task_coverage(prompt_task_labels, onet_tasks, _thresholds(config), labeler=config.labeler)
+    covered = {f"tasks_covered_{t}": int(frame[f"covered_{t}"].sum()) for t in _thresholds(config)}
+    context.add_output_metadata(
+        {
+            "tasks": frame.height,
+            **covered,
+            "labeler": str(frame["labeler"].first()) if frame.height else "none",
+        }
+    )
+    return frame
+
+
+@asset(group_name=GROUP, kinds=KINDS)
+def occupation_coverage(
+    context: AssetExecutionContext,
+    config: CoverageConfig,
+    task_coverage: pl.DataFrame,
+    task_hours: pl.DataFrame,
+    onet_occupations: pl.DataFrame,
+) -> pl.DataFrame:
+    """Per occupation with tasks (923): tasks covered / tasks, covered flag, share of its work hours covered."""
+    frame = cov.occupation_coverage(task_coverage, task_hours, onet_occupations, _thresholds(config))
+    context.add_output_metadata(
+        {
+            "occupations": frame.height,
+            **{f"occupations_covered_{t}": int(frame[f"covered_{t}"].sum()) for t in _thresholds(config)},
+        }
+    )
+    return frame
+
+
+@asset(group_name=GROUP, kinds=KINDS)
+def major_group_coverage(
+    context: AssetExecutionContext,
+    config: CoverageConfig,
+    occupation_coverage: pl.DataFrame,
+    onet_occupations: pl.DataFrame,
+    occupation_wages: pl.DataFrame,
+) -> pl.DataFrame:
+    """The 22 SOC major groups: covered occupations / occupations ("Computer and Mathematical 29/36"),
+    employment and wage bill."""
+    frame = cov.major_group_coverage(
+        occupation_coverage, onet_occupations, occupation_wages, _thresholds(config)
+    )
+    label_cols = [c for c in frame.columns if c.startswith("label_")]
+    context.add_output_metadata(
+        {"major_groups": frame.height, "preview": _markdown(frame.select(label_cols))}
+    )
+    return frame
+
+
+@asset(group_name=GROUP, kinds=KINDS, ins={"prompt_task_labels": ALL_LABELS})
+def coverage_headline(
+    context: AssetExecutionContext,
+    config: CoverageConfig,
+    prompt_task_labels: pl.DataFrame,
+    onet_tasks: pl.DataFrame,
+    task_hours: pl.DataFrame,
+    onet_occupations: pl.DataFrame,
+) -> pl.DataFrame:
+    """The numbers policy reports quote: tasks covered of 18,796, occupations of 923, major groups with no
+    covered occupation, share of US work hours on covered tasks, per threshold, for all benchmarks and each."""
+    frame = cov.coverage_headline(
+        prompt_task_labels,
+        onet_tasks,
+        task_hours,
+        onet_occupations,
+        _thresholds(config),
+        labeler=config.labeler,
+    )
+    pooled = frame.filter(pl.col("scope") == "all")
+    context.add_output_metadata({"rows": frame.height, "preview": _markdown(pooled)})
+    return frame
+
+
+@asset(group_name=GROUP, kinds=KINDS)
+def task_analysis_frame(
+    task_coverage: pl.DataFrame,
+    onet_tasks: pl.DataFrame,
+    task_exposure: pl.DataFrame,
+    occupation_wages: pl.DataFrame,
+    workbank_tasks: pl.DataFrame,
+    task_hours: pl.DataFrame,
+) -> pl.DataFrame:
+    """One row per task: coverage, importance, exposure labels, occupation wage bill, WORKBank desire and
+    capability, and the task's US annual work hours. The input of the regressions and the gap finder."""
+    frame = reg.build_task_frame(task_coverage, onet_tasks, task_exposure, occupation_wages, workbank_tasks)
+    hours = task_hours.select(
+        "onet_soc_code", pl.col("task_id").cast(pl.Int64), "pi", "pi_is_fallback", "task_annual_hours"
+    )
+    return frame.join(hours, on=["onet_soc_code", "task_id"], how="left")
+
+
+@multi_asset(
+    group_name=GROUP,
+    outs={
+        "coverage_regressions": AssetOut(
+            kinds=KINDS,
+            description=(
+                "Task-level logits of covered_5 with occupation-clustered SEs: coefficients (table='coefficients'), "
+                "probability ratios with delta-method CIs (table='contrasts') and sample sizes/exclusions "
+                "(table='sample') for model 1 (exposure + log wage bill), model 2 (exposure + importance quintile "
+                "+ occupation FE) and model 3 (WORKBank desire + capability)."
+            ),
+        ),
+        "coverage_adjusted_probabilities": AssetOut(
+            kinds=KINDS,
+            description=(
+                "Adjusted coverage probabilities with pointwise 95% delta-method CIs: over a $0.5B-$50B wage-bill "
+                "grid by exposure (model 1), by importance quintile and exposure (model 2), and over desire and "
+                "capability (model 3)."
+            ),
+        ),
+        "workbank_coverage": AssetOut(
+            kinds=KINDS,
+            description=(
+                "Coverage share per WORKBank zone (green light, red light, R&D opportunity, low priority) with "
+                "Wilson 95% CIs: do benchmarks measure the work people want delegated?"
+            ),
+        ),
+    },
+)
+def coverage_models(context: AssetExecutionContext, task_analysis_frame: pl.DataFrame):
+    tables = reg.run_coverage_models(task_analysis_frame)
+    regressions = pl.concat(
+        [
+            tables["coefficients"].with_columns(pl.lit("coefficients").alias("table")),
+            tables["contrasts"].with_columns(pl.lit("contrasts").alias("table")),
+            tables["samples"].with_columns(pl.lit("sample").alias("table")),
+        ],
+        how="diagonal_relaxed",
+    )
+    probabilities = tables["adjusted_probabilities"].with_columns(pl.lit("human").alias("exposure_source"))
+    coefficients = tables["coefficients"]
+    summaries = {}
+    for model_name in coefficients["model"].unique().sort().to_list():
+        rows = coefficients.filter(pl.col("model") == model_name)
+        first = rows.row(0, named=True)
+        summaries[model_name] = {k: first.get(k) for k in ("formula", "n", "n_clusters", "cov_type", "note")}
+        context.log.info(
+            f"{model_name}: n={first.get('n')}, clusters={first.get('n_clusters')}, note={first.get('note')}"
+        )
+    contrasts = tables["contrasts"]
+    yield Output(
+        regressions,
+        "coverage_regressions",
+        metadata={
+            "models": MetadataValue.json(summaries),
+            "coefficients": _markdown(
+                coefficients.filter(~pl.col("term").str.starts_with("C(onet_soc_code)")).select(
+                    "model", "term", "coef", "se", "z", "p", "n", "n_clusters"
+                )
+            ),
+            "contrasts": _markdown(contrasts),
+        },
+    )
+    yield Output(probabilities, "coverage_adjusted_probabilities", metadata={"rows": probabilities.height})
+    yield Output(
+        tables["workbank_zone_coverage"],
+        "workbank_coverage",
+        metadata={"preview": _markdown(tables["workbank_zone_coverage"])},
+    )
+
+
+@asset(
+    group_name=GROUP, kinds=KINDS, ins={"prompt_task_labels": ALL_LABELS, "benchmark_results": ALL_RESULTS}
+)
+def occupation_model_scores(
+    context: AssetExecutionContext,
+    config: CoverageConfig,
+    benchmark_results: pl.DataFrame,
+    prompt_task_labels: pl.DataFrame,
+) -> pl.DataFrame:
+    """Per occupation x model: plain mean score over the occupation's prompts next to the O*NET-weighted
+    mean (tasks first, then tasks equally; min_prompts 5 and 1), with bootstrap 95% CIs and the difference."""
+    frame = scores.occupation_model_scores(
+        benchmark_results, prompt_task_labels, min_prompts=(5, 1), labeler=config.labeler
+    )
+    context.add_output_metadata(
+        {
+            "rows": frame.height,
+            "models": frame["model"].n_unique() if frame.height else 0,
+            "occupations": frame["onet_soc_code"].n_unique() if frame.height else 0,
+        }
+    )
+    return frame
+
+
+@asset(
+    group_name=GROUP,
+    kinds=KINDS,
+    ins={"prompt_task_labels": ALL_LABELS, "benchmark_prompts": AssetIn("benchmark_prompts")},
+)
+def coverage_sensitivity(
+    context: AssetExecutionContext,
+    config: CoverageConfig,
+    warehouse: Warehouse,
+    prompt_task_labels: pl.DataFrame,
+    benchmark_prompts: pl.DataFrame,
+    onet_tasks: pl.DataFrame,
+    task_hours: pl.DataFrame,
+    onet_occupations: pl.DataFrame,
+    task_exposure: pl.DataFrame,
+    occupation_wages: pl.DataFrame,
+    workbank_tasks: pl.DataFrame,
+) -> pl.DataFrame:
+    """How the headline numbers move: threshold 1 vs 5, π work hours vs equal split within occupation,
+    human vs GPT-4 exposure labels, and offline vs LLM labels when the label cache holds both."""
+    labels = _labels_of_every_labeler(warehouse, prompt_task_labels, benchmark_prompts)
+    frame = cov.coverage_sensitivity(
+        labels,
+        onet_tasks,
+        task_hours,
+        onet_occupations,
+        task_exposure,
+        occupation_wages,
+        workbank_tasks,
+        thresholds=_thresholds(config),
+        labeler=config.labeler,
+    )
+    context.add_output_metadata(
+        {
+            "preview": _markdown(frame, 40),
+            "labelers": sorted(labels["labeler"].unique().to_list()) if labels.height else [],
+        }
+    )
+    return frame
+
+
+def _labels_of_every_labeler(
+    warehouse: Warehouse, labels: pl.DataFrame, prompts: pl.DataFrame
+) -> pl.DataFrame:
+    """The published labels plus other labelers' cached labels of the same prompts (for the labeler row)."""
+    cache = label_cache.LabelCache(warehouse.path)
+    cached = label_cache.cache_frame_to_labels(cache.read_frame())
+    if cached.is_empty():
+        return labels
+    current = labels.select("labeler", "labeler_version").unique()
+    others = cached.join(current, on=["labeler", "labeler_version"], how="anti")
+    if others.is_empty():
+        return labels
+    extra = others.join(prompts.select("benchmark", "prompt_id", "prompt_hash"), on="prompt_hash")
+    return pl.concat([labels, extra], how="diagonal_relaxed")
+
+
+@asset_check(
+    asset="coverage_headline",
+    blocking=True,
+    description="Shares in [0,1], covered <= total, 22 major groups, 18,796 tasks in the denominator.",
+)
+def coverage_headline_invariants(coverage_headline: pl.DataFrame) -> AssetCheckResult:
+    problems = []
+    shares = coverage_headline.filter(pl.col("metric").str.contains("share"))
+    if shares.filter((pl.col("value") < 0) | (pl.col("value") > 1 + 1e-9)).height:
+        problems.append("a share is outside [0, 1]")
+    with_counts = coverage_headline.filter(pl.col("denominator").is_not_null())
+    if with_counts.filter(pl.col("numerator") > pl.col("denominator") + 1e-6).height:
+        problems.append("a numerator exceeds its denominator")
+    pooled_tasks = coverage_headline.filter(
+        (pl.col("scope") == "all") & (pl.col("metric") == "tasks_covered")
+    )
+    denominators = pooled_tasks["denominator"].unique().to_list()
+    return AssetCheckResult(
+        passed=not problems,
+        severity=AssetCheckSeverity.ERROR,
+        metadata={"problems": json.dumps(problems), "task_denominators": str(denominators)},
+    )
+
+
+@asset_check(
+    asset="coverage_adjusted_probabilities",
+    blocking=False,
+    description="Every adjusted probability lies in its own 95% CI, and in [0, 1].",
+)
+def adjusted_probabilities_in_ci(coverage_adjusted_probabilities: pl.DataFrame) -> AssetCheckResult:
+    frame = coverage_adjusted_probabilities.filter(pl.col("prob").is_not_null())
+    bad = frame.filter(
+        (pl.col("ci_low") > pl.col("prob") + 1e-12)
+        | (pl.col("ci_high") < pl.col("prob") - 1e-12)
+        | (pl.col("ci_low") < 0)
+        | (pl.col("ci_high") > 1)
+    )
+    return AssetCheckResult(passed=bad.is_empty(), metadata={"rows": frame.height, "violations": bad.height})
+
+
+ASSETS = [
+    task_coverage,
+    occupation_coverage,
+    major_group_coverage,
+    coverage_headline,
+    task_analysis_frame,
+    coverage_models,
+    occupation_model_scores,
+    coverage_sensitivity,
+]
+CHECKS = [coverage_headline_invariants, adjusted_probabilities_in_ci]
