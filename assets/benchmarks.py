@@ -1,4 +1,203 @@
-"""Placeholder: filled in by the benchmarks work (see docs/ARCHITECTURE.md)."""
+"""Benchmark tables, one dynamic partition per benchmark: `benchmarks`, `benchmark_prompts`,
+`benchmark_results`, `benchmark_rejects` (see docs/ARCHITECTURE.md). The parsing lives in models/benchmarks.py.
 
-ASSETS: list = []
-CHECKS: list = []
+One multi-asset parses a landing folder once and writes all four tables' rows for that benchmark; the
+WarehouseIOManager replaces exactly the rows `benchmark = <partition key>` in one transaction per table, so
+other benchmarks' rows are never touched.
+"""
+
+from typing import Any
+
+import polars as pl
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetExecutionContext,
+    AssetOut,
+    Failure,
+    MetadataValue,
+    Output,
+    asset_check,
+    multi_asset,
+)
+
+from models import benchmarks as bm
+from pipelines.partitions import benchmark_partitions
+from pipelines.resources import Warehouse
+
+GROUP = "benchmarks"
+PARTITIONED = {"partition_expr": "benchmark"}
+TABLES = ("benchmarks", "benchmark_prompts", "benchmark_results", "benchmark_rejects")
+REJECT_RATE_WARN = 0.05
+
+_DESCRIPTIONS = {
+    "benchmarks": "One row per benchmark: metadata (defaults named in metadata_warnings), counts, content "
+                  "hash, first seen / last changed.",
+    "benchmark_prompts": "Every accepted prompt with prompt_hash (sha256 of the NFC, whitespace-collapsed "
+                         "text) and the labels its source gives.",
+    "benchmark_results": "Per-prompt model scores in [0, 1] from results.csv.",
+    "benchmark_rejects": "Every line (or landing folder) that could not be taken: file, line number, reason.",
+}
+
+
+def _previous_row(warehouse: Warehouse, name: str) -> dict[str, Any] | None:
+    if not warehouse.table_exists("benchmarks"):
+        return None
+    rows = warehouse.query(
+        "select first_seen, last_changed, content_hash from benchmarks where benchmark = ?", [name])
+    return rows.row(0, named=True) if rows.height else None
+
+
+def _stored_prompt_count(warehouse: Warehouse, name: str) -> int:
+    if not warehouse.table_exists("benchmark_prompts"):
+        return 0
+    counted = warehouse.query("select count(*) as n from benchmark_prompts where benchmark = ?", [name])
+    return int(counted["n"][0])
+
+
+def _outputs(frames: dict[str, pl.DataFrame], metadata: dict[str, Any]):
+    for table in TABLES:
+        yield Output(frames[table], output_name=table, metadata=metadata)
+
+
+@multi_asset(
+    name="benchmark_landing",
+    outs={table: AssetOut(metadata=PARTITIONED, description=_DESCRIPTIONS[table], is_required=True)
+          for table in TABLES},
+    partitions_def=benchmark_partitions,
+    group_name=GROUP,
+    can_subset=False,
+    description="Parse one landing folder (data/raw/benchmarks/<name>, else "
+                "$BENCHMAP_MIRROR/benchmarks/<name>) into the four benchmark tables.",
+)
+def benchmark_landing(context: AssetExecutionContext, warehouse: Warehouse):
+    name = context.partition_key
+    landing = bm.discover()
+    if name == bm.LANDING_PARTITION:
+        rejects = bm.landing_rejects(landing.problems)
+        for row in rejects.iter_rows(named=True):
+            context.log.warning(f"landing reject: {row['file']}: {row['reason']}")
+        frames = {"benchmarks": pl.DataFrame(schema=bm.BENCHMARKS_SCHEMA),
+                  "benchmark_prompts": pl.DataFrame(schema=bm.PROMPTS_SCHEMA),
+                  "benchmark_results": pl.DataFrame(schema=bm.RESULTS_SCHEMA),
+                  "benchmark_rejects": rejects}
+        digest = landing.problems_hash() or bm.NO_PROBLEMS_HASH
+        metadata = {"n_rejects": rejects.height, "content_hash": digest,
+                    "rejects_preview": MetadataValue.md(bm.rejects_markdown(rejects))}
+        yield from _outputs(frames, metadata)
+        return
+
+    folder = landing.benchmarks.get(name)
+    if folder is None:
+        roots = ", ".join(f"{origin}: {path / name}" for origin, path in bm.landing_roots())
+        raise Failure(
+            description=f"benchmark {name!r} has a partition but no landing folder (looked in {roots}). "
+                        "Its rows in the warehouse are kept unchanged. Restore the folder, or delete the "
+                        f"partition {name!r} (and its rows) to retire the benchmark.",
+            metadata={"benchmark": name},
+        )
+    ingested = bm.ingest_benchmark(folder, previous=_previous_row(warehouse, name))
+    stored = _stored_prompt_count(warehouse, name)
+    if ingested.prompts.is_empty() and stored:
+        raise Failure(
+            description=f"{folder.path / bm.PROMPTS_FILE} yielded no valid prompts "
+                        f"({ingested.rejects.height} rejects) but the warehouse holds {stored} prompts for "
+                        f"{name!r}: refusing to replace them with nothing. Fix the file; the warehouse is "
+                        "unchanged.",
+            metadata={"rejects_preview": MetadataValue.md(bm.rejects_markdown(ingested.rejects))},
+        )
+    for row in ingested.rejects.iter_rows(named=True):
+        context.log.warning(f"reject {row['file']} line {row['line_number']}: {row['reason']}")
+    for warning in ingested.warnings:
+        context.log.warning(f"{name}: metadata: {warning}")
+    context.log.info(
+        f"{name} ({folder.origin}: {folder.path}): {ingested.prompts.height} prompts, "
+        f"{ingested.results.height} results, {ingested.rejects.height} rejects, "
+        f"content hash {ingested.content_hash[:12]}")
+    metadata = {
+        "n_prompts": ingested.prompts.height,
+        "n_results": ingested.results.height,
+        "n_rejects": ingested.rejects.height,
+        "n_distinct_prompt_hashes": ingested.prompts["prompt_hash"].n_unique(),
+        "content_hash": ingested.content_hash,
+        "landing_path": MetadataValue.path(str(folder.path)),
+        "rejects_preview": MetadataValue.md(bm.rejects_markdown(ingested.rejects)),
+    }
+    frames = {"benchmarks": ingested.registry, "benchmark_prompts": ingested.prompts,
+              "benchmark_results": ingested.results, "benchmark_rejects": ingested.rejects}
+    yield from _outputs(frames, metadata)
+
+
+_CONSISTENCY_SQL = """
+with p as (select benchmark, count(*) as n, count(distinct prompt_id) as ids
+           from benchmark_prompts group by 1),
+     r as (select benchmark, count(*) as n from benchmark_results group by 1),
+     j as (select benchmark, count(*) as n from benchmark_rejects group by 1)
+select b.benchmark, b.n_prompts, coalesce(p.n, 0) as stored_prompts, coalesce(p.ids, 0) as distinct_ids,
+       b.n_results, coalesce(r.n, 0) as stored_results, b.n_rejects, coalesce(j.n, 0) as stored_rejects
+from benchmarks b left join p using (benchmark) left join r using (benchmark) left join j using (benchmark)
+where b.n_prompts <> coalesce(p.n, 0) or coalesce(p.n, 0) <> coalesce(p.ids, 0)
+   or b.n_results <> coalesce(r.n, 0) or b.n_rejects <> coalesce(j.n, 0)
+"""
+_ORPHANS_SQL = """
+select count(*) as n from benchmark_results r
+where r.score is null or r.score < 0 or r.score > 1
+   or not exists (select 1 from benchmark_prompts p
+                  where p.benchmark = r.benchmark and p.prompt_id = r.prompt_id)
+"""
+
+
+@asset_check(asset="benchmarks", name="benchmark_tables_consistent", blocking=False,
+             description="Warehouse-wide: every registry row's counts match the stored prompts/results/"
+                         "rejects, prompt ids are unique per benchmark, and every result names a stored prompt "
+                         "with a score in [0, 1].")
+def benchmark_tables_consistent(context: AssetCheckExecutionContext, warehouse: Warehouse
+                                ) -> AssetCheckResult:
+    needed = ["benchmarks", "benchmark_prompts", "benchmark_results", "benchmark_rejects"]
+    missing = [t for t in needed if not warehouse.table_exists(t)]
+    if missing:
+        return AssetCheckResult(passed=False, metadata={"missing_tables": ", ".join(missing)})
+    mismatched = warehouse.query(_CONSISTENCY_SQL)
+    orphans = int(warehouse.query(_ORPHANS_SQL)["n"][0])
+    return AssetCheckResult(
+        passed=mismatched.is_empty() and orphans == 0,
+        metadata={"benchmarks_mismatched": mismatched.height,
+                  "mismatched": MetadataValue.md(_markdown(mismatched)),
+                  "orphan_or_out_of_range_results": orphans},
+    )
+
+
+@asset_check(asset="benchmark_rejects", name="benchmark_reject_rate", blocking=False,
+             description=f"Warns when a benchmark rejects more than {REJECT_RATE_WARN:.0%} of its lines.")
+def benchmark_reject_rate(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:
+    if not warehouse.table_exists("benchmarks"):
+        return AssetCheckResult(passed=False, metadata={"missing_tables": "benchmarks"})
+    rates = warehouse.query(
+        "select benchmark, n_prompts, n_results, n_rejects, "
+        "n_rejects / greatest(n_prompts + n_results + n_rejects, 1) as reject_rate from benchmarks "
+        "where n_rejects / greatest(n_prompts + n_results + n_rejects, 1) > ? order by reject_rate desc",
+        [REJECT_RATE_WARN])
+    landing = 0
+    if warehouse.table_exists("benchmark_rejects"):
+        landing = int(warehouse.query("select count(*) as n from benchmark_rejects where benchmark = ?",
+                                      [bm.LANDING_PARTITION])["n"][0])
+    return AssetCheckResult(
+        passed=rates.is_empty() and landing == 0,
+        severity=AssetCheckSeverity.WARN,
+        metadata={"benchmarks_over_threshold": rates.height, "landing_folder_rejects": landing,
+                  "over_threshold": MetadataValue.md(_markdown(rates))},
+    )
+
+
+def _markdown(df: pl.DataFrame, limit: int = 30) -> str:
+    if df.is_empty():
+        return "None."
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    for row in df.head(limit).iter_rows():
+        lines.append("| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row) + " |")
+    return "\n".join(lines)
+
+
+ASSETS: list = [benchmark_landing]
+CHECKS: list = [benchmark_tables_consistent, benchmark_reject_rate]

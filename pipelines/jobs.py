@@ -1,3 +1,52 @@
-"""Jobs: placeholder until the benchmark/refresh work defines them."""
+"""Jobs, selected by asset group so that assets other domains add later are included automatically.
 
-JOBS: list = []
+- `benchmark_refresh_job`: one benchmark partition: the benchmark tables, then its labels (groups
+  "benchmarks" and "labels"; partitioned by `benchmark`).
+- `analysis_refresh_job`: every unpartitioned asset downstream of the benchmarks (groups "analysis", "gaps",
+  "exports", plus anything else downstream of the benchmark/label groups) and the warehouse-wide benchmark
+  checks.
+- `reference_refresh_job`: the reference data (group "reference").
+"""
+
+from __future__ import annotations
+
+from dagster import AssetSelection, define_asset_job
+
+from assets.benchmarks import CHECKS as BENCHMARK_CHECKS
+from pipelines.partitions import benchmark_partitions
+
+REFERENCE_GROUPS = ("reference",)
+BENCHMARK_GROUPS = ("benchmarks", "labels")
+ANALYSIS_GROUPS = ("analysis", "gaps", "exports")
+
+# Warehouse-wide checks over all benchmarks: run once per analysis refresh, not once per partition.
+WAREHOUSE_CHECKS = AssetSelection.checks(*BENCHMARK_CHECKS)
+BENCHMARK_SELECTION = AssetSelection.groups(*BENCHMARK_GROUPS)
+REFERENCE_SELECTION = AssetSelection.groups(*REFERENCE_GROUPS)
+ANALYSIS_SELECTION = (
+    AssetSelection.groups(*ANALYSIS_GROUPS)
+    | (BENCHMARK_SELECTION.downstream() - BENCHMARK_SELECTION - REFERENCE_SELECTION)
+    | WAREHOUSE_CHECKS
+)
+
+benchmark_refresh_job = define_asset_job(
+    "benchmark_refresh_job",
+    selection=BENCHMARK_SELECTION - WAREHOUSE_CHECKS,
+    partitions_def=benchmark_partitions,
+    description="Refresh one benchmark partition: prompts, results, rejects and registry row, then labels.",
+    tags={"benchmap/kind": "benchmark"},
+)
+analysis_refresh_job = define_asset_job(
+    "analysis_refresh_job",
+    selection=ANALYSIS_SELECTION,
+    description="Refresh the unpartitioned analysis, gap and export assets over all benchmarks.",
+    tags={"benchmap/kind": "analysis"},
+)
+reference_refresh_job = define_asset_job(
+    "reference_refresh_job",
+    selection=REFERENCE_SELECTION,
+    description="Refresh the reference data (O*NET, OEWS, exposure, WORKBank).",
+    tags={"benchmap/kind": "reference"},
+)
+
+JOBS: list = [benchmark_refresh_job, analysis_refresh_job, reference_refresh_job]

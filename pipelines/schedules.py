@@ -1,3 +1,18 @@
-"""Schedules: placeholder until the refresh work defines them."""
+"""Schedules: a weekly refresh of the reference data (the analysis sensor then refreshes the analysis)."""
 
-SCHEDULES: list = []
+from __future__ import annotations
+
+from dagster import DefaultScheduleStatus, ScheduleDefinition
+
+from pipelines.jobs import reference_refresh_job
+
+reference_weekly_schedule = ScheduleDefinition(
+    name="reference_weekly_schedule",
+    job=reference_refresh_job,
+    cron_schedule="0 3 * * 1",  # Mondays 03:00 UTC
+    execution_timezone="UTC",
+    default_status=DefaultScheduleStatus.RUNNING,
+    description="Weekly refresh of the reference tables (O*NET, OEWS, exposure, WORKBank).",
+)
+
+SCHEDULES: list = [reference_weekly_schedule]

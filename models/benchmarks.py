@@ -1,0 +1,536 @@
+"""The benchmark landing zone: discovery, parsing, validation and hashing (pure; no Dagster).
+
+A benchmark is a folder `<root>/<name>/` under `data/raw/benchmarks/` or `$BENCHMAP_MIRROR/benchmarks/`
+holding `prompts.jsonl`, optionally `results.csv` and `benchmark.toml` (or `.yaml`/`.yml`). A folder under
+data/raw wins over the mirror's folder of the same name (the whole folder; files are never mixed between roots).
+
+Parsing never raises on bad lines: each line that cannot be taken becomes a reject row (file, line number,
+reason, excerpt) and the rest of the benchmark ingests. JSONL is split on b"\\n" only, never with
+`str.splitlines()`: real prompts (gdpval, mle_bench) contain U+2028, which `splitlines()` treats as a line
+break.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import logging
+import math
+import re
+import tomllib
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from models.sources import mirror_dir, raw_dir
+
+log = logging.getLogger(__name__)
+
+PROMPTS_FILE = "prompts.jsonl"
+RESULTS_FILE = "results.csv"
+METADATA_FILES = ("benchmark.toml", "benchmark.yaml", "benchmark.yml")
+CONTENT_FILES = (PROMPTS_FILE, RESULTS_FILE, *METADATA_FILES)
+
+# A benchmark name becomes a partition key, a table value and a path segment: lowercase letters, digits and
+# underscores, starting with a letter (so case-insensitive file systems cannot produce two spellings).
+SAFE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+# Landing-zone problems that belong to no benchmark (unsafe folder names, folders without prompts.jsonl) are
+# recorded in this reserved partition; it cannot collide with a benchmark because names start with a letter.
+LANDING_PARTITION = "_landing"
+NO_PROBLEMS_HASH = "none"  # LANDING_PARTITION's content hash when no folder has a problem
+EXCERPT_CHARS = 200
+RESULT_COLUMNS = ("benchmark", "prompt_id", "model", "score")
+_TEXT_FIELDS = ("occupation", "onet_soc_code", "onet_task", "sector")
+_PROMPT_FIELDS = {"benchmark", "prompt_id", "prompt", "onet_task_id", "extra", *_TEXT_FIELDS}
+_WS = re.compile(r"\s+")
+_MAJOR_GROUP = re.compile(r"^(\d{2})(?:-0000)?$")
+
+BENCHMARKS_SCHEMA: dict[str, pl.DataType] = {
+    "benchmark": pl.Utf8, "title": pl.Utf8, "version": pl.Utf8, "source_url": pl.Utf8, "license": pl.Utf8,
+    "agentic": pl.Boolean, "public_items": pl.Int64, "saturated": pl.Boolean, "target_major_group": pl.Utf8,
+    "n_prompts": pl.Int64, "n_results": pl.Int64, "n_rejects": pl.Int64, "content_hash": pl.Utf8,
+    "first_seen": pl.Datetime("us"), "last_changed": pl.Datetime("us"), "metadata_warnings": pl.Utf8,
+    "landing_origin": pl.Utf8, "landing_path": pl.Utf8,
+}
+PROMPTS_SCHEMA: dict[str, pl.DataType] = {
+    "benchmark": pl.Utf8, "prompt_id": pl.Utf8, "prompt": pl.Utf8, "prompt_hash": pl.Utf8,
+    "occupation": pl.Utf8, "onet_soc_code": pl.Utf8, "onet_task_id": pl.Int64, "onet_task": pl.Utf8,
+    "sector": pl.Utf8, "extra": pl.Utf8, "line_number": pl.Int64,
+}
+RESULTS_SCHEMA: dict[str, pl.DataType] = {
+    "benchmark": pl.Utf8, "prompt_id": pl.Utf8, "model": pl.Utf8, "score": pl.Float64,
+}
+REJECTS_SCHEMA: dict[str, pl.DataType] = {
+    "benchmark": pl.Utf8, "file": pl.Utf8, "line_number": pl.Int64, "reason": pl.Utf8, "raw_excerpt": pl.Utf8,
+}
+
+
+# --------------------------------------------------------------------------------------------- discovery
+@dataclass(frozen=True)
+class BenchmarkFolder:
+    name: str
+    path: Path
+    origin: str  # 'raw' | 'mirror'
+
+
+@dataclass(frozen=True)
+class LandingProblem:
+    """A folder in a landing root that cannot be a benchmark (recorded under LANDING_PARTITION)."""
+
+    origin: str
+    path: Path
+    reason: str
+
+
+@dataclass
+class Landing:
+    benchmarks: dict[str, BenchmarkFolder] = field(default_factory=dict)
+    problems: list[LandingProblem] = field(default_factory=list)
+
+    def problems_hash(self) -> str | None:
+        """A hash of the problem list (None when there are none): the sensor's trigger for `_landing`."""
+        if not self.problems:
+            return None
+        text = "\n".join(sorted(f"{p.origin}\t{p.path}\t{p.reason}" for p in self.problems))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def landing_roots() -> list[tuple[str, Path]]:
+    """Where benchmark folders are looked for, highest priority first."""
+    roots = [("raw", raw_dir() / "benchmarks")]
+    mirror = mirror_dir()
+    if mirror is not None:
+        roots.append(("mirror", mirror / "benchmarks"))
+    return roots
+
+
+def is_safe_name(name: str) -> bool:
+    return bool(SAFE_NAME.match(name))
+
+
+def discover(roots: Iterable[tuple[str, Path]] | None = None) -> Landing:
+    """Every benchmark folder in the landing roots (earlier roots win) and every folder that cannot be one."""
+    landing = Landing()
+    invalid: dict[str, LandingProblem] = {}
+    for origin, root in (landing_roots() if roots is None else roots):
+        if not root.is_dir():
+            continue
+        for entry in sorted(root.iterdir()):
+            if entry.name.startswith(".") or not entry.is_dir():
+                continue  # INDEX.md and friends, .git, .DS_Store
+            name = entry.name
+            if not is_safe_name(name):
+                reason = (f"folder name {name!r} is not a safe benchmark identifier (use lowercase letters, "
+                          "digits and underscores, starting with a letter, at most 64 chars)")
+                invalid.setdefault(f"{origin}/{name}", LandingProblem(origin, entry, reason))
+                continue
+            if name in landing.benchmarks:
+                continue  # a higher-priority root already has it
+            if not (entry / PROMPTS_FILE).is_file():
+                invalid.setdefault(name, LandingProblem(origin, entry, f"folder has no {PROMPTS_FILE}"))
+                continue
+            landing.benchmarks[name] = BenchmarkFolder(name, entry, origin)
+            invalid.pop(name, None)
+    landing.problems = [p for key, p in invalid.items() if key not in landing.benchmarks]
+    return landing
+
+
+def content_hash(folder: Path) -> str:
+    """sha256 over the folder's prompts.jsonl, results.csv and benchmark.toml/yaml bytes (name-delimited)."""
+    digest = hashlib.sha256()
+    for filename in CONTENT_FILES:
+        path = folder / filename
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        digest.update(f"{filename}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------------------------- hashing
+def normalise_prompt(text: str) -> str:
+    """Unicode NFC, every whitespace run (including U+2028) collapsed to one space, stripped."""
+    return _WS.sub(" ", unicodedata.normalize("NFC", text)).strip()
+
+
+def prompt_hash(text: str) -> str:
+    return hashlib.sha256(normalise_prompt(text).encode("utf-8")).hexdigest()
+
+
+# --------------------------------------------------------------------------------------------- parsing
+@dataclass
+class Reject:
+    benchmark: str
+    file: str
+    line_number: int | None
+    reason: str
+    raw_excerpt: str
+
+    def as_row(self) -> dict[str, Any]:
+        return {"benchmark": self.benchmark, "file": self.file, "line_number": self.line_number,
+                "reason": self.reason, "raw_excerpt": self.raw_excerpt}
+
+
+def _excerpt(raw: bytes | str) -> str:
+    text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+    text = text.replace("\u2028", " ").replace("\n", " ")
+    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
+
+
+def _physical_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, bytes) for each line split on b'\\n' only; strips a BOM and a trailing b'\\r'."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        yield number, line[:-1] if line.endswith(b"\r") else line
+
+
+def _decode(line: bytes) -> tuple[str | None, str | None]:
+    try:
+        return line.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return None, f"not valid UTF-8 (byte 0x{line[exc.start]:02x} at column {exc.start + 1})"
+
+
+def _text(value: Any, name: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool | dict | list):
+        raise ValueError(f"{name} must be text, got {type(value).__name__}")
+    text = str(value).strip()
+    return text or None
+
+
+def _task_id(value: Any) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise ValueError("onet_task_id must be an integer, got a boolean")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    raise ValueError(f"onet_task_id must be an integer, got {value!r}")
+
+
+def _prompt_row(record: Any, benchmark: str, number: int, seen: dict[str, int]) -> dict[str, Any]:
+    """Validate one decoded JSON value; raises ValueError with the reject reason."""
+    if not isinstance(record, dict):
+        raise ValueError(f"not a JSON object (got {type(record).__name__})")
+    named = record.get("benchmark")
+    if named is not None and named != benchmark:
+        raise ValueError(f"benchmark field {named!r} does not match the folder {benchmark!r}")
+    raw_id = record.get("prompt_id")
+    if raw_id is None or isinstance(raw_id, bool) or not isinstance(raw_id, str | int):
+        raise ValueError("missing prompt_id" if raw_id is None else
+                         f"prompt_id must be text or an integer, got {type(raw_id).__name__}")
+    prompt_id = str(raw_id).strip()
+    if not prompt_id:
+        raise ValueError("missing prompt_id (empty)")
+    if prompt_id in seen:
+        raise ValueError(f"duplicate prompt_id {prompt_id!r} (first on line {seen[prompt_id]})")
+    prompt = record.get("prompt")
+    if prompt is None:
+        raise ValueError("empty prompt (no 'prompt' field)")
+    if not isinstance(prompt, str):
+        raise ValueError(f"prompt must be text, got {type(prompt).__name__}")
+    if not normalise_prompt(prompt):
+        raise ValueError("empty prompt")
+    extra = record.get("extra")
+    unknown = {k: v for k, v in record.items() if k not in _PROMPT_FIELDS}
+    if unknown:  # keep unexpected top-level fields rather than dropping them
+        extra = {**(extra if isinstance(extra, dict) else {"extra": extra} if extra is not None else {}),
+                 **unknown}
+    row = {
+        "benchmark": benchmark,
+        "prompt_id": prompt_id,
+        "prompt": prompt,
+        "prompt_hash": prompt_hash(prompt),
+        **{name: _text(record.get(name), name) for name in _TEXT_FIELDS},
+        "onet_task_id": _task_id(record.get("onet_task_id")),
+        "extra": None if extra is None else json.dumps(extra, ensure_ascii=False),
+        "line_number": number,
+    }
+    seen[prompt_id] = number
+    return row
+
+
+def parse_prompts(path: Path, benchmark: str, *, label: str | None = None
+                  ) -> tuple[pl.DataFrame, list[Reject]]:
+    """Valid prompt rows (PROMPTS_SCHEMA) and one Reject per line that cannot be taken."""
+    label = label or f"{benchmark}/{PROMPTS_FILE}"
+    rows: list[dict[str, Any]] = []
+    rejects: list[Reject] = []
+    seen: dict[str, int] = {}
+    for number, line in _physical_lines(path.read_bytes()):
+        if not line.strip():
+            continue  # blank lines (e.g. the final newline) are not records
+        text, problem = _decode(line)
+        if text is None:
+            rejects.append(Reject(benchmark, label, number, problem or "not UTF-8", _excerpt(line)))
+            continue
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as exc:
+            rejects.append(Reject(benchmark, label, number, f"invalid JSON: {exc.msg} at column {exc.colno}",
+                                  _excerpt(text)))
+            continue
+        try:
+            rows.append(_prompt_row(record, benchmark, number, seen))
+        except ValueError as exc:
+            rejects.append(Reject(benchmark, label, number, str(exc), _excerpt(text)))
+    return pl.DataFrame(rows, schema=PROMPTS_SCHEMA), rejects
+
+
+def parse_results(path: Path, benchmark: str, known_prompt_ids: Iterable[str], *, label: str | None = None
+                  ) -> tuple[pl.DataFrame, list[Reject]]:
+    """Valid result rows (RESULTS_SCHEMA); rows naming unknown prompts or bad scores become Rejects."""
+    label = label or f"{benchmark}/{RESULTS_FILE}"
+    known = set(known_prompt_ids)
+    rows: list[dict[str, Any]] = []
+    rejects: list[Reject] = []
+    header: list[str] | None = None
+    seen: dict[tuple[str, str], int] = {}
+    for number, line in _physical_lines(path.read_bytes()):
+        if not line.strip():
+            continue
+        text, problem = _decode(line)
+        if text is None:
+            rejects.append(Reject(benchmark, label, number, problem or "not UTF-8", _excerpt(line)))
+            continue
+        try:
+            fields = next(csv.reader([text], strict=True))
+        except csv.Error as exc:
+            rejects.append(Reject(benchmark, label, number, f"invalid CSV: {exc}", _excerpt(text)))
+            continue
+        if header is None:
+            header = [f.strip().lower() for f in fields]
+            missing = [c for c in RESULT_COLUMNS if c not in header]
+            if missing:
+                reason = (f"header lacks column(s) {', '.join(missing)}: the whole file is skipped "
+                          f"(expected {','.join(RESULT_COLUMNS)})")
+                rejects.append(Reject(benchmark, label, number, reason, _excerpt(text)))
+                return pl.DataFrame(schema=RESULTS_SCHEMA), rejects
+            continue
+        if len(fields) != len(header):
+            rejects.append(Reject(benchmark, label, number,
+                                  f"expected {len(header)} fields, found {len(fields)}", _excerpt(text)))
+            continue
+        record = dict(zip(header, (f.strip() for f in fields), strict=True))
+        reason = None
+        score = math.nan
+        if record["benchmark"] and record["benchmark"] != benchmark:
+            reason = f"benchmark {record['benchmark']!r} does not match the folder {benchmark!r}"
+        elif not record["prompt_id"]:
+            reason = "missing prompt_id"
+        elif record["prompt_id"] not in known:
+            reason = f"unknown prompt_id {record['prompt_id']!r} (not in {PROMPTS_FILE})"
+        elif not record["model"]:
+            reason = "missing model"
+        else:
+            try:
+                score = float(record["score"])
+            except ValueError:
+                reason = f"score {record['score']!r} is not a number"
+            else:
+                if not 0.0 <= score <= 1.0:  # also false for NaN
+                    reason = f"score {record['score']} is outside [0, 1]"
+        key = (record["prompt_id"], record["model"])
+        if reason is None and key in seen:
+            reason = (f"duplicate result for prompt {key[0]!r} and model {key[1]!r} "
+                      f"(first on line {seen[key]})")
+        if reason is not None:
+            rejects.append(Reject(benchmark, label, number, reason, _excerpt(text)))
+            continue
+        seen[key] = number
+        rows.append({"benchmark": benchmark, "prompt_id": record["prompt_id"], "model": record["model"],
+                     "score": score})
+    return pl.DataFrame(rows, schema=RESULTS_SCHEMA), rejects
+
+
+# --------------------------------------------------------------------------------------------- metadata
+_META_ALIASES = {
+    "title": ("title", "name"),
+    "version": ("version",),
+    "source_url": ("source_url", "url", "source", "homepage"),
+    "license": ("license", "licence"),
+    "agentic": ("agentic", "is_agentic"),
+    "public_items": ("public_items", "public_item_count", "n_items"),
+    "saturated": ("saturated", "is_saturated"),
+    "target_major_group": ("target_major_group", "major_group", "soc_major_group", "target_soc_major_group"),
+}
+_TRUE = {"true", "yes", "y", "1", "saturated", "agentic"}
+_FALSE = {"false", "no", "n", "0", "not saturated", "unsaturated"}
+_UNKNOWN = {"", "unknown", "n/a", "na", "none", "null", "?"}
+
+
+def _bool(value: Any) -> tuple[bool | None, bool]:
+    """(value, understood)."""
+    if isinstance(value, bool):
+        return value, True
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True, True
+    if text in _FALSE:
+        return False, True
+    return None, text in _UNKNOWN
+
+
+def _load_metadata_file(folder: Path) -> tuple[dict[str, Any], str | None, list[str]]:
+    """(raw mapping, file name, warnings)."""
+    present = [name for name in METADATA_FILES if (folder / name).is_file()]
+    if not present:
+        return {}, None, []
+    name = present[0]
+    warnings = [f"{name} used; ignored {', '.join(present[1:])}"] if len(present) > 1 else []
+    path = folder / name
+    try:
+        if name.endswith(".toml"):
+            data = tomllib.loads(path.read_bytes().decode("utf-8"))
+        else:
+            import yaml  # PyYAML ships with Dagster
+
+            data = yaml.safe_load(path.read_bytes().decode("utf-8")) or {}
+    except Exception as exc:  # bad TOML/YAML, bad bytes: defaults, not a failure
+        return {}, name, [*warnings, f"{name} could not be read ({type(exc).__name__}: {exc}); defaults used"]
+    if not isinstance(data, Mapping):
+        return {}, name, [*warnings, f"{name} is not a table/mapping; defaults used"]
+    return dict(data), name, warnings
+
+
+def parse_metadata(folder: Path, benchmark: str, n_prompts: int) -> tuple[dict[str, Any], list[str]]:
+    """Benchmark metadata with defaults; every default or unreadable value is named in the warnings."""
+    raw, filename, warnings = _load_metadata_file(folder)
+    if filename is None:
+        warnings.append(f"no {' / '.join(METADATA_FILES)}: defaults used for all metadata")
+    values: dict[str, Any] = {}
+    used: set[str] = set()
+    for target, aliases in _META_ALIASES.items():
+        for alias in aliases:
+            if alias in raw:
+                values[target] = raw[alias]
+                used.add(alias)
+                break
+    unknown = sorted(set(raw) - used)
+    if unknown:
+        warnings.append(f"unknown metadata key(s) ignored: {', '.join(unknown)}")
+    quiet = filename is None  # one warning already covers a missing file
+
+    def default(name: str, value: Any, why: str = "missing") -> Any:
+        if not quiet or why != "missing":
+            warnings.append(f"{name} {why}; default {value!r}")
+        return value
+
+    out: dict[str, Any] = {}
+    for name in ("title", "version", "source_url", "license"):
+        value = values.get(name)
+        text = None if value is None or isinstance(value, dict | list) else str(value).strip() or None
+        if text is None:
+            text = default(name, benchmark if name == "title" else None,
+                           "missing" if value is None else f"unreadable ({value!r})")
+        out[name] = text
+    for name in ("agentic", "saturated"):
+        if name not in values:
+            out[name] = default(name, None)
+            continue
+        flag, understood = _bool(values[name])
+        if not understood:
+            warnings.append(f"{name} value {values[name]!r} not understood; default None")
+        out[name] = flag
+    items = values.get("public_items")
+    if items is None:
+        out["public_items"] = default("public_items", n_prompts, "missing (prompt count used)")
+    elif isinstance(items, int) and not isinstance(items, bool) and items >= 0:
+        out["public_items"] = items
+    elif isinstance(items, str) and items.strip().replace(",", "").isdigit():
+        out["public_items"] = int(items.strip().replace(",", ""))
+    else:
+        out["public_items"] = default("public_items", n_prompts, f"unreadable ({items!r}; prompt count used)")
+    group = values.get("target_major_group")
+    match = _MAJOR_GROUP.match(str(group).strip()) if group is not None else None
+    if group is None:
+        out["target_major_group"] = default("target_major_group", None)
+    elif match is None:
+        out["target_major_group"] = default("target_major_group", None,
+                                            f"unreadable ({group!r}; expected like '13-0000')")
+    else:
+        out["target_major_group"] = f"{match.group(1)}-0000"
+    return out, warnings
+
+
+# --------------------------------------------------------------------------------------------- one benchmark
+@dataclass
+class IngestedBenchmark:
+    name: str
+    registry: pl.DataFrame  # one row, BENCHMARKS_SCHEMA
+    prompts: pl.DataFrame
+    results: pl.DataFrame
+    rejects: pl.DataFrame
+    content_hash: str
+    warnings: list[str]
+
+
+def rejects_frame(rejects: Iterable[Reject]) -> pl.DataFrame:
+    return pl.DataFrame([r.as_row() for r in rejects], schema=REJECTS_SCHEMA)
+
+
+def ingest_benchmark(folder: BenchmarkFolder, *, previous: Mapping[str, Any] | None = None,
+                     now: datetime | None = None) -> IngestedBenchmark:
+    """Parse one benchmark folder into the four tables' rows.
+
+    `previous` is the benchmark's existing registry row (or None): its first_seen is kept, and last_changed is
+    kept when the content hash is unchanged.
+    """
+    name = folder.name
+    if not is_safe_name(name):
+        raise ValueError(f"not a safe benchmark name: {name!r}")
+    now = now or datetime.now(UTC).replace(tzinfo=None)
+    digest = content_hash(folder.path)
+    prompts, rejects = parse_prompts(folder.path / PROMPTS_FILE, name)
+    results_path = folder.path / RESULTS_FILE
+    if results_path.is_file():
+        results, result_rejects = parse_results(results_path, name, prompts["prompt_id"].to_list())
+        rejects += result_rejects
+    else:
+        results = pl.DataFrame(schema=RESULTS_SCHEMA)
+    metadata, warnings = parse_metadata(folder.path, name, prompts.height)
+    first_seen = previous.get("first_seen") if previous else None
+    unchanged = bool(previous) and previous.get("content_hash") == digest
+    last_changed = (previous.get("last_changed") if unchanged else None) or now
+    registry = pl.DataFrame([{
+        "benchmark": name, **metadata,
+        "n_prompts": prompts.height, "n_results": results.height, "n_rejects": len(rejects),
+        "content_hash": digest, "first_seen": first_seen or now, "last_changed": last_changed,
+        "metadata_warnings": "; ".join(warnings) or None,
+        "landing_origin": folder.origin, "landing_path": str(folder.path),
+    }], schema=BENCHMARKS_SCHEMA)
+    return IngestedBenchmark(name, registry, prompts, results, rejects_frame(rejects), digest, warnings)
+
+
+def landing_rejects(problems: Iterable[LandingProblem]) -> pl.DataFrame:
+    """Reject rows for LANDING_PARTITION: one per folder that cannot be a benchmark."""
+    return rejects_frame(
+        Reject(LANDING_PARTITION, f"{p.origin}:{p.path}", None, p.reason, _excerpt(p.path.name)) for p in problems)
+
+
+def rejects_markdown(rejects: pl.DataFrame, limit: int = 20) -> str:
+    """A Markdown table of the first `limit` rejects (for asset metadata)."""
+    if rejects.is_empty():
+        return "No rejects."
+    lines = ["| file | line | reason |", "|---|---|---|"]
+    for row in rejects.head(limit).iter_rows(named=True):
+        reason = str(row["reason"]).replace("|", "\\|")
+        lines.append(f"| {row['file']} | {row['line_number'] if row['line_number'] is not None else ''} "
+                     f"| {reason} |")
+    if rejects.height > limit:
+        lines.append(f"\n… and {rejects.height - limit} more (table `benchmark_rejects`).")
+    return "\n".join(lines)

@@ -1,0 +1,516 @@
+"""Benchmark landing zone: parsing, the four benchmark tables, the refresh sensors, jobs and run_all.
+
+Dagster tests build their own Definitions (the benchmark assets plus small stand-ins for the reference, labels
+and analysis domains) over a temporary warehouse and landing zone, so they do not depend on other domains.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+import pytest
+from dagster import (
+    AssetIn,
+    AssetKey,
+    DagsterInstance,
+    DefaultScheduleStatus,
+    DefaultSensorStatus,
+    Definitions,
+    SensorResult,
+    asset,
+    build_schedule_context,
+    build_sensor_context,
+)
+
+from assets import benchmarks as bench_assets
+from models import benchmarks as bm
+from models import warehouse as wh
+from pipelines import run_all
+from pipelines.io_manager import WarehouseIOManager
+from pipelines.jobs import JOBS
+from pipelines.partitions import benchmark_partitions
+from pipelines.resources import Warehouse
+from pipelines.schedules import SCHEDULES, reference_weekly_schedule
+from pipelines.sensors import SENSORS, analysis_refresh_sensor, benchmark_landing_sensor, plan_landing_refresh
+
+FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
+TABLES = ("benchmarks", "benchmark_prompts", "benchmark_results", "benchmark_rejects")
+
+
+# ----------------------------------------------------------------------------------------------- stand-ins
+@asset(group_name="reference")
+def reference_stub() -> pl.DataFrame:
+    return pl.DataFrame({"x": [1]})
+
+
+@asset(group_name="labels", partitions_def=benchmark_partitions, metadata={"partition_expr": "benchmark"},
+       ins={"benchmark_prompts": AssetIn()}, deps=[reference_stub])
+def labels_stub(benchmark_prompts: pl.DataFrame) -> pl.DataFrame:
+    return benchmark_prompts.select("benchmark", "prompt_id", "prompt_hash")
+
+
+@asset(group_name="analysis", deps=[labels_stub, "benchmarks"])
+def analysis_stub(warehouse: Warehouse) -> pl.DataFrame:
+    return warehouse.query("select benchmark, count(*) as n from labels_stub group by 1")
+
+
+@asset(group_name="analysis", deps=["benchmark_prompts"])
+def failing_analysis_stub() -> pl.DataFrame:
+    raise RuntimeError("analysis stand-in fails on purpose")
+
+
+def build_defs(warehouse_path: Path, *extra) -> Definitions:
+    warehouse = Warehouse(path=str(warehouse_path))
+    return Definitions(
+        assets=[*bench_assets.ASSETS, reference_stub, labels_stub, analysis_stub, *extra],
+        asset_checks=bench_assets.CHECKS,
+        jobs=JOBS, sensors=SENSORS, schedules=SCHEDULES,
+        resources={"warehouse": warehouse, "io_manager": WarehouseIOManager(warehouse=warehouse)},
+    )
+
+
+@dataclass
+class Env:
+    landing: Path  # data/raw/benchmarks of the temporary landing zone
+    mirror: Path  # $BENCHMAP_MIRROR/benchmarks
+    warehouse: Path
+    defs: Definitions
+    instance: DagsterInstance
+
+    def tick(self, cursor: str | None = None) -> SensorResult:
+        context = build_sensor_context(instance=self.instance, cursor=cursor, definitions=self.defs)
+        return benchmark_landing_sensor(context)
+
+    def apply(self, result: SensorResult) -> list:
+        """Do what the daemon does with a SensorResult: add partitions, then run each request."""
+        for request in result.dynamic_partitions_requests or []:
+            self.instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+        job = self.defs.resolve_job_def("benchmark_refresh_job")
+        return [job.execute_in_process(instance=self.instance, partition_key=r.partition_key, tags=r.tags,
+                                       asset_selection=r.asset_selection, raise_on_error=False)
+                for r in result.run_requests]
+
+    def run_partition(self, name: str):
+        return self.defs.resolve_job_def("benchmark_refresh_job").execute_in_process(
+            instance=self.instance, partition_key=name, raise_on_error=False)
+
+    def table(self, name: str, benchmark: str | None = None) -> pl.DataFrame:
+        if benchmark is None:
+            return wh.read_table(self.warehouse, name)
+        return wh.read_table(self.warehouse, name, where_column="benchmark", where_values=[benchmark])
+
+    def snapshot(self, benchmark: str) -> dict[str, pl.DataFrame]:
+        return {t: self.table(t, benchmark).sort(pl.all()) for t in TABLES}
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+    landing = tmp_path / "raw" / "benchmarks"
+    mirror = tmp_path / "mirror" / "benchmarks"
+    landing.mkdir(parents=True)
+    mirror.mkdir(parents=True)
+    monkeypatch.setenv("BENCHMAP_RAW_DIR", str(tmp_path / "raw"))
+    monkeypatch.setenv("BENCHMAP_MIRROR", str(tmp_path / "mirror"))
+    monkeypatch.setenv("BENCHMAP_OFFLINE", "1")
+    monkeypatch.setenv("BENCHMAP_ANALYSIS_QUIET_S", "0")
+    warehouse = tmp_path / "warehouse" / "benchmap.duckdb"
+    return Env(landing, mirror, warehouse, build_defs(warehouse), DagsterInstance.ephemeral())
+
+
+def add_fixture(root: Path, name: str, as_name: str | None = None) -> Path:
+    return Path(shutil.copytree(FIXTURES / name, root / (as_name or name)))
+
+
+def dagster_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    return home
+
+
+def requested(result: SensorResult) -> list[str]:
+    return sorted(r.partition_key for r in result.run_requests)
+
+
+# ----------------------------------------------------------------------------------------------- pure logic
+def test_normalised_text_and_prompt_hash() -> None:
+    composed, decomposed = "Caf\u00e9 menu", "Cafe\u0301 menu"
+    assert composed != decomposed
+    assert bm.prompt_hash(composed) == bm.prompt_hash(decomposed)  # NFC
+    assert bm.normalise_prompt("  a\n\tb\u2028c   d ") == "a b c d"  # whitespace incl. U+2028 collapsed
+    assert bm.prompt_hash("a  b") == bm.prompt_hash(" a b\n")
+    assert bm.prompt_hash("a b") != bm.prompt_hash("a c")
+    assert len(bm.prompt_hash("x")) == 64
+
+
+def test_content_hash_covers_prompts_results_and_metadata(tmp_path: Path) -> None:
+    folder = add_fixture(tmp_path, "tiny_bench")
+    base = bm.content_hash(folder)
+    assert bm.content_hash(folder) == base
+    (folder / "SOURCES.md").write_text("notes are not content")
+    assert bm.content_hash(folder) == base
+    for name in ("results.csv", "benchmark.toml", "prompts.jsonl"):
+        before = bm.content_hash(folder)
+        with open(folder / name, "a") as handle:
+            handle.write("\n")
+        assert bm.content_hash(folder) != before, name
+
+
+def test_discover_prefers_raw_and_records_landing_problems(tmp_path: Path) -> None:
+    raw, mirror = tmp_path / "raw", tmp_path / "mirror"
+    add_fixture(raw, "tiny_bench")
+    add_fixture(mirror, "tiny_bench")
+    add_fixture(mirror, "tiny_bench", "mirror_only")
+    add_fixture(raw, "tiny_bench", "Bad-Name")
+    (raw / "no_prompts").mkdir()
+    (raw / ".hidden").mkdir()
+    (mirror / "INDEX.md").write_text("not a folder")
+    landing = bm.discover([("raw", raw), ("mirror", mirror)])
+    assert sorted(landing.benchmarks) == ["mirror_only", "tiny_bench"]
+    assert landing.benchmarks["tiny_bench"].origin == "raw"
+    assert landing.benchmarks["mirror_only"].origin == "mirror"
+    reasons = {p.path.name: p.reason for p in landing.problems}
+    assert set(reasons) == {"Bad-Name", "no_prompts"}
+    assert "not a safe benchmark identifier" in reasons["Bad-Name"]
+    assert "no prompts.jsonl" in reasons["no_prompts"]
+    rejects = bm.landing_rejects(landing.problems)
+    assert rejects["benchmark"].unique().to_list() == [bm.LANDING_PARTITION]
+    assert rejects.height == 2
+
+
+def test_tiny_fixture_parses_completely(tmp_path: Path) -> None:
+    ingested = bm.ingest_benchmark(bm.BenchmarkFolder("tiny_bench", FIXTURES / "tiny_bench", "raw"))
+    assert ingested.prompts.height == 6 and ingested.results.height == 5 and ingested.rejects.is_empty()
+    row = ingested.registry.row(0, named=True)
+    assert (row["title"], row["agentic"], row["saturated"], row["target_major_group"], row["public_items"]) == \
+        ("Tiny Bench", False, False, "13-0000", 6)
+    assert row["metadata_warnings"] is None
+    t1 = ingested.prompts.filter(pl.col("prompt_id") == "t1").row(0, named=True)
+    assert (t1["onet_task_id"], t1["onet_soc_code"], json.loads(t1["extra"])) == (8029, "13-2051.00", {"split": "test"})
+    # the U+2028 inside t4 stays inside its record (split on b"\n" only)
+    assert "\u2028" in ingested.prompts.filter(pl.col("prompt_id") == "t4")["prompt"][0]
+    assert ingested.results.filter(pl.col("model") == "model-b, v2")["score"].to_list() == [1.0]
+
+
+EXPECTED_BAD_PROMPTS = {
+    2: "invalid JSON",
+    3: "missing prompt_id",
+    4: "duplicate prompt_id 'ok1' (first on line 1)",
+    5: "empty prompt",
+    6: "not valid UTF-8",
+    9: "benchmark field 'other_bench' does not match the folder 'bad_bench'",
+    10: "not a JSON object",
+}
+EXPECTED_BAD_RESULTS = {
+    3: "unknown prompt_id 'ghost'",
+    4: "outside [0, 1]",
+    5: "outside [0, 1]",
+    6: "is not a number",
+    7: "not valid UTF-8",
+    8: "duplicate result for prompt 'ok1' and model 'model-a'",
+}
+
+
+def _assert_bad_bench_rejects(rejects: pl.DataFrame) -> None:
+    by_file = {f: dict(zip(g["line_number"].to_list(), g["reason"].to_list(), strict=True))
+               for (f,), g in rejects.group_by("file")}
+    prompts, results = by_file["bad_bench/prompts.jsonl"], by_file["bad_bench/results.csv"]
+    assert sorted(prompts) == sorted(EXPECTED_BAD_PROMPTS)
+    assert sorted(results) == sorted(EXPECTED_BAD_RESULTS)
+    for line, fragment in EXPECTED_BAD_PROMPTS.items():
+        assert fragment in prompts[line], (line, prompts[line])
+    for line, fragment in EXPECTED_BAD_RESULTS.items():
+        assert fragment in results[line], (line, results[line])
+    assert set(by_file) == {"bad_bench/prompts.jsonl", "bad_bench/results.csv"}
+
+
+def test_every_kind_of_bad_line_is_rejected_and_the_rest_ingests() -> None:
+    ingested = bm.ingest_benchmark(bm.BenchmarkFolder("bad_bench", FIXTURES / "bad_bench", "raw"))
+    assert sorted(ingested.prompts["prompt_id"].to_list()) == ["ok1", "ok2", "sql'; drop table benchmarks; --"]
+    assert ingested.prompts.filter(pl.col("prompt_id") == "ok1")["line_number"].to_list() == [1]
+    assert sorted(ingested.results.select("prompt_id", "model", "score").rows()) == [
+        ("ok1", "model-a", 0.5), ("ok2", "model-a", 1.0)]
+    _assert_bad_bench_rejects(ingested.rejects)
+    assert ingested.rejects.height == 13
+    row = ingested.registry.row(0, named=True)
+    assert (row["n_prompts"], row["n_results"], row["n_rejects"]) == (3, 2, 13)
+    # metadata problems are warnings with defaults, not failures
+    assert row["title"] == "Bad Bench" and row["agentic"] is None
+    assert "agentic value 'sometimes' not understood" in row["metadata_warnings"]
+    assert "unknown metadata key(s) ignored: flavour" in row["metadata_warnings"]
+
+
+def test_results_file_with_a_bad_header_is_one_reject(tmp_path: Path) -> None:
+    path = tmp_path / "results.csv"
+    path.write_text("prompt,who,value\nt1,a,0.5\n")
+    results, rejects = bm.parse_results(path, "tiny_bench", ["t1"])
+    assert results.is_empty() and len(rejects) == 1
+    assert "header lacks column(s) benchmark, prompt_id, model, score" in rejects[0].reason
+
+
+def test_metadata_defaults_yaml_and_unreadable_toml(tmp_path: Path) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    meta, warnings = bm.parse_metadata(folder, "plain", n_prompts=7)
+    assert (meta["title"], meta["public_items"], meta["agentic"], meta["license"]) == ("plain", 7, None, None)
+    assert len(warnings) == 2 and warnings[0].startswith("no benchmark.toml")
+    (folder / "benchmark.yaml").write_text("title: YAML Bench\nlicence: MIT\nagentic: yes\npublic_items: '1,200'\n"
+                                          "saturated: unknown\nmajor_group: '15'\n")
+    meta, warnings = bm.parse_metadata(folder, "plain", n_prompts=7)
+    assert (meta["title"], meta["license"], meta["agentic"], meta["public_items"], meta["saturated"],
+            meta["target_major_group"]) == ("YAML Bench", "MIT", True, 1200, None, "15-0000")
+    assert warnings == ["version missing; default None", "source_url missing; default None"]
+    (folder / "benchmark.toml").write_bytes(b"title = 'unterminated\n")
+    meta, warnings = bm.parse_metadata(folder, "plain", n_prompts=7)
+    assert meta["title"] == "plain"
+    assert any("benchmark.toml could not be read" in w for w in warnings)
+    assert any("ignored benchmark.yaml" in w for w in warnings)
+
+
+def _index_counts(mirror: Path) -> dict[str, int]:
+    rows = re.findall(r"^\| ([a-z0-9_]+) \| (\d+) \|", (mirror / "benchmarks" / "INDEX.md").read_text(), re.M)
+    return {name: int(n) for name, n in rows}
+
+
+def test_every_mirrored_benchmark_ingests_with_index_counts(mirror: Path) -> None:
+    """All 29 mirrored benchmarks (11,107 prompts per INDEX.md) ingest; the only real rejects are documented.
+
+    Real rejects: jobbench/results.csv scores 14 tasks (249 rows) but only 3 of those task ids have a prompt in
+    prompts.jsonl (its SOURCES.md says so): the 196 rows for the other 11 are rejected as 'unknown prompt_id' and
+    the 53 for the 3 are kept. No mirrored prompt line is bad (no invalid JSON, duplicate id or empty prompt).
+    gdpval and mle_bench have U+2028 inside prompts: splitting with str.splitlines() would wrongly break 3 + 1
+    records into 9 + 3 unparseable pieces.
+    """
+    expected = _index_counts(mirror)
+    assert len(expected) == 29 and sum(expected.values()) == 11107
+    landing = bm.discover([("mirror", mirror / "benchmarks")])
+    assert sorted(landing.benchmarks) == sorted(expected) and landing.problems == []
+    prompts = results = 0
+    rejects = []
+    for name, folder in landing.benchmarks.items():
+        ingested = bm.ingest_benchmark(folder)
+        assert ingested.prompts.height == expected[name], name
+        assert ingested.prompts["prompt_id"].n_unique() == ingested.prompts.height
+        prompts += ingested.prompts.height
+        results += ingested.results.height
+        rejects.append(ingested.rejects)
+    all_rejects = pl.concat(rejects)
+    assert prompts == 11107
+    assert results == 119 + 2400 + 1032 + (249 - 196) + 50
+    assert all_rejects.height == 196
+    assert all_rejects["file"].unique().to_list() == ["jobbench/results.csv"]
+    assert all_rejects["reason"].str.starts_with("unknown prompt_id").all()
+
+
+# ----------------------------------------------------------------------------------------------- sensor
+def test_sensor_requests_exactly_new_or_changed_benchmarks(env: Env) -> None:
+    folder = add_fixture(env.landing, "tiny_bench")
+    first = env.tick()
+    assert requested(first) == ["tiny_bench"]
+    assert [list(r.partition_keys) for r in first.dynamic_partitions_requests] == [["tiny_bench"]]
+    assert first.run_requests[0].tags["benchmap/trigger"] == "new"
+    assert all(r.success for r in env.apply(first))
+    before = env.table("benchmark_prompts", "tiny_bench")
+    assert before.height == 6
+    registry = env.table("benchmarks", "tiny_bench").row(0, named=True)
+    assert registry["content_hash"] == bm.content_hash(folder)
+
+    # unchanged: nothing, with the cursor and also with a fresh cursor (hash read from the materialization)
+    again = env.tick(first.cursor)
+    assert again.run_requests == [] and not again.dynamic_partitions_requests
+    assert env.tick(None).run_requests == []
+
+    # edit two prompts: exactly this partition again, and exactly two prompt hashes change
+    lines = (folder / "prompts.jsonl").read_text(encoding="utf-8").rstrip("\n").split("\n")  # not splitlines()
+    for index in (1, 4):
+        record = json.loads(lines[index])
+        record["prompt"] += " Include a one-paragraph summary."
+        lines[index] = json.dumps(record, ensure_ascii=False)
+    (folder / "prompts.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    changed = env.tick(again.cursor)
+    assert requested(changed) == ["tiny_bench"] and not changed.dynamic_partitions_requests
+    assert changed.run_requests[0].tags["benchmap/trigger"] == "changed"
+    assert all(r.success for r in env.apply(changed))
+    after = env.table("benchmark_prompts", "tiny_bench")
+    joined = before.join(after, on="prompt_id", suffix="_new")
+    assert joined.height == 6
+    assert sorted(joined.filter(pl.col("prompt_hash") != pl.col("prompt_hash_new"))["prompt_id"]) == ["t2", "t5"]
+    updated = env.table("benchmarks", "tiny_bench").row(0, named=True)
+    assert updated["first_seen"] == registry["first_seen"]
+    assert updated["last_changed"] > registry["last_changed"]
+    assert env.tick(changed.cursor).run_requests == []
+
+    # whitespace-only edit: the content changes (refresh) but no prompt hash does (nothing to relabel)
+    text = (folder / "prompts.jsonl").read_text(encoding="utf-8").replace("Draft a patient", "Draft  a \\n patient")
+    (folder / "prompts.jsonl").write_text(text, encoding="utf-8")
+    spaced = env.tick(changed.cursor)
+    assert requested(spaced) == ["tiny_bench"]
+    assert all(r.success for r in env.apply(spaced))
+    final = env.table("benchmark_prompts", "tiny_bench")
+    assert final.select("prompt_id", "prompt_hash").sort("prompt_id").equals(
+        after.select("prompt_id", "prompt_hash").sort("prompt_id"))
+    assert final.filter(pl.col("prompt_id") == "t2")["prompt"][0].startswith("Draft  a \n patient")
+
+
+def test_second_new_benchmark_leaves_the_first_alone(env: Env) -> None:
+    add_fixture(env.landing, "tiny_bench")
+    first = env.tick()
+    env.apply(first)
+    add_fixture(env.mirror, "tiny_bench", "tiny_two")  # a new benchmark arriving via the mirror
+    second = env.tick(first.cursor)
+    assert requested(second) == ["tiny_two"]
+    assert [list(r.partition_keys) for r in second.dynamic_partitions_requests] == [["tiny_two"]]
+
+
+def test_analysis_sensor_requests_one_refresh_after_benchmarks(env: Env) -> None:
+    env.instance.add_dynamic_partitions("benchmark", ["tiny_bench"])
+    add_fixture(env.landing, "tiny_bench")
+
+    def analysis_tick(cursor: str | None = None):
+        return analysis_refresh_sensor(build_sensor_context(instance=env.instance, cursor=cursor,
+                                                            definitions=env.defs))
+
+    assert analysis_tick().skip_message  # nothing materialized yet
+    assert env.run_partition("tiny_bench").success
+    result = analysis_tick()
+    assert isinstance(result, SensorResult) and len(result.run_requests) == 1
+    assert analysis_tick(result.cursor).skip_message  # requested already: not twice
+    analysis = env.defs.resolve_job_def("analysis_refresh_job")
+    keys = analysis.asset_layer.selected_asset_keys
+    assert keys == {AssetKey("analysis_stub")}
+    run = analysis.execute_in_process(instance=env.instance)
+    assert run.success
+    checks = {e.check_name: e.passed for e in run.get_asset_check_evaluations()}
+    assert checks == {"benchmark_tables_consistent": True, "benchmark_reject_rate": True}
+    assert analysis_tick().skip_message  # analysis newer than the benchmark tables
+
+
+# ----------------------------------------------------------------------------------------------- bad input
+def test_bad_input_goes_to_rejects_and_the_warehouse_keeps_everything_else(env: Env) -> None:
+    add_fixture(env.landing, "tiny_bench")
+    first = env.tick()
+    env.apply(first)
+    kept = env.snapshot("tiny_bench")
+    add_fixture(env.landing, "bad_bench")
+    add_fixture(env.landing, "tiny_bench", "Unsafe Name")  # not a safe identifier
+    second = env.tick(first.cursor)
+    assert requested(second) == sorted([bm.LANDING_PARTITION, "bad_bench"])
+    landing_request = next(r for r in second.run_requests if r.partition_key == bm.LANDING_PARTITION)
+    assert sorted(k.to_user_string() for k in landing_request.asset_selection) == sorted(TABLES)
+    assert all(r.success for r in env.apply(second))
+
+    _assert_bad_bench_rejects(env.table("benchmark_rejects", "bad_bench"))
+    assert sorted(env.table("benchmark_prompts", "bad_bench")["prompt_id"]) == \
+        ["ok1", "ok2", "sql'; drop table benchmarks; --"]  # an id full of SQL is only ever a bound value
+    assert env.table("benchmark_results", "bad_bench").height == 2
+    landing_rejects = env.table("benchmark_rejects", bm.LANDING_PARTITION)
+    assert landing_rejects.height == 1 and "Unsafe Name" in landing_rejects["raw_excerpt"][0]
+    assert "not a safe benchmark identifier" in landing_rejects["reason"][0]
+    assert env.table("benchmarks")["benchmark"].sort().to_list() == ["bad_bench", "tiny_bench"]
+    for table, frame in env.snapshot("tiny_bench").items():
+        assert frame.equals(kept[table]), table
+
+    # fixing the landing zone clears the `_landing` rejects on the next tick
+    shutil.rmtree(env.landing / "Unsafe Name")
+    third = env.tick(second.cursor)
+    assert requested(third) == [bm.LANDING_PARTITION]
+    env.apply(third)
+    assert env.table("benchmark_rejects", bm.LANDING_PARTITION).is_empty()
+
+
+def test_deleted_folder_warns_and_keeps_the_warehouse(env: Env) -> None:
+    folder = add_fixture(env.landing, "tiny_bench")
+    first = env.tick()
+    env.apply(first)
+    kept = env.snapshot("tiny_bench")
+    shutil.rmtree(folder)
+    result = env.tick(first.cursor)
+    assert result.run_requests == []
+    assert json.loads(result.cursor)["missing"] == ["tiny_bench"]
+    assert "1 partitions without a folder" in result.skip_reason.skip_message
+    run = env.run_partition("tiny_bench")
+    assert not run.success
+    failure = next(e for e in run.all_events if e.is_step_failure)
+    assert "has a partition but no landing folder" in str(failure.event_specific_data.error.message) + \
+        str(failure.event_specific_data.user_failure_data.description)
+    for table, frame in env.snapshot("tiny_bench").items():
+        assert frame.equals(kept[table]), table
+
+
+def test_a_file_with_no_valid_prompt_does_not_wipe_a_benchmark(env: Env) -> None:
+    folder = add_fixture(env.landing, "tiny_bench")
+    env.apply(env.tick())
+    kept = env.snapshot("tiny_bench")
+    (folder / "prompts.jsonl").write_bytes(b"\x00\x01garbage\n{not json\n")
+    run = env.run_partition("tiny_bench")
+    assert not run.success
+    for table, frame in env.snapshot("tiny_bench").items():
+        assert frame.equals(kept[table]), table
+
+
+def test_plan_is_pure_and_keeps_missing_hashes() -> None:
+    landing = bm.Landing()
+    plan = plan_landing_refresh(landing, {"v": 1, "hashes": {"gone": "abc"}, "missing": []}, ["gone"],
+                                lambda name: None)
+    assert plan.refresh == [] and plan.newly_missing == ["gone"]
+    assert plan.state["hashes"] == {"gone": "abc"}
+    again = plan_landing_refresh(landing, plan.state, ["gone"], lambda name: None)
+    assert again.newly_missing == []  # warned once
+
+
+# ----------------------------------------------------------------------------------------------- jobs, run_all
+def test_jobs_sensors_and_schedule_are_wired_and_on(env: Env) -> None:
+    repo = env.defs.get_repository_def()
+    assert repo.get_job("benchmark_refresh_job").asset_layer.selected_asset_keys == {
+        *(AssetKey(t) for t in TABLES), AssetKey("labels_stub")}
+    assert repo.get_job("reference_refresh_job").asset_layer.selected_asset_keys == {AssetKey("reference_stub")}
+    assert repo.get_job("benchmark_refresh_job").partitions_def == benchmark_partitions
+    assert {s.name: s.default_status for s in SENSORS} == {
+        "benchmark_landing_sensor": DefaultSensorStatus.RUNNING,
+        "analysis_refresh_sensor": DefaultSensorStatus.RUNNING}
+    assert reference_weekly_schedule.default_status == DefaultScheduleStatus.RUNNING
+    requests = list(reference_weekly_schedule.evaluate_tick(build_schedule_context(instance=env.instance))
+                    .run_requests or [])
+    assert len(requests) == 1
+    plan = run_all.plan_from_definitions(env.defs)
+    assert plan.reference == [AssetKey("reference_stub")]
+    assert set(plan.partitioned) == {*(AssetKey(t) for t in TABLES), AssetKey("labels_stub")}
+    assert set(plan.landing_only) == {AssetKey(t) for t in TABLES}
+    assert plan.downstream == [AssetKey("analysis_stub")]
+
+
+def test_run_all_materializes_every_mirrored_benchmark(env: Env, mirror: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture) -> None:
+    """All 29 mirrored benchmarks through Dagster (in-memory instance: ~0.4 s per partition)."""
+    monkeypatch.setenv("BENCHMAP_MIRROR", str(mirror))
+    assert run_all.main([], defs=env.defs, instance=env.instance) == 0
+    out = capsys.readouterr().out
+    assert "29 benchmarks, 11107 prompts, 3654 results, 196 rejects; all steps succeeded" in out
+    assert "6 prompts, 53 results, 196 rejects" in out  # jobbench
+    assert "check not passed: benchmark_rejects:benchmark_reject_rate (WARN)" in out  # jobbench: 77% rejected
+    counts = wh.query(env.warehouse, "select (select count(*) from benchmarks) as b, "
+                      "(select count(*) from benchmark_prompts) as p, (select count(*) from labels_stub) as l, "
+                      "(select sum(n) from analysis_stub) as a").row(0)
+    assert counts == (29, 11107, 11107, 11107)
+    assert len(env.instance.get_dynamic_partitions("benchmark")) == 29
+    assert env.tick(None).run_requests == []  # a sensor starting after run_all finds nothing to do
+
+
+def test_run_all_exits_non_zero_on_failure(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture) -> None:
+    dagster_home(tmp_path, monkeypatch)
+    add_fixture(env.landing, "tiny_bench")
+    defs = build_defs(env.warehouse, failing_analysis_stub)
+    assert run_all.main([], defs=defs) == 1  # the instance at DAGSTER_HOME
+    captured = capsys.readouterr()
+    assert "1 step(s) FAILED" in captured.out and "analysis stand-in fails on purpose" in captured.err
+    assert wh.query(env.warehouse, "select count(*) as n from benchmark_prompts")["n"][0] == 6
+    with DagsterInstance.get() as instance:
+        assert instance.get_dynamic_partitions("benchmark") == ["tiny_bench"]
+        assert len(instance.get_runs()) == 3  # reference, tiny_bench, analysis
