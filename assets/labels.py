@@ -1,4 +1,710 @@
-"""Placeholder: filled in by the labels work (see docs/ARCHITECTURE.md)."""
+"""Labels: every benchmark prompt -> the O*NET tasks it exercises, and how well labelers do against humans.
 
-ASSETS: list = []
-CHECKS: list = []
+- `task_search_index` (group "reference"): the offline TaskIndex built once from the reference tables and
+  pickled next to the warehouse (data/warehouse/task_index/), its path recorded in a one-row table keyed by
+  O*NET version + index version, so benchmark partitions load it instead of rebuilding it.
+- `prompt_task_labels` (group "labels", partitioned by benchmark): labels through the label cache
+  (models/labeling/cache.py): only prompts whose hash has no cached labels for this (O*NET version, labeler,
+  model, template version) reach the labeler; each batch is committed as it completes; failures go to
+  `label_failures` and are retried next run. Runs in the "llm_api" concurrency pool when the labeler is
+  openai.
+- `gold_annotation_sample`, `gold_task_labels`, `labeler_validation` (+ floor check), `labeler_agreement`
+  (group "label_validation"): unpartitioned, so a per-benchmark refresh job does not recompute them; they are
+  downstream of the benchmark tables and land in the analysis refresh job.
+"""
+
+import hashlib
+import json
+import os
+import pickle
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetExecutionContext,
+    AssetIn,
+    Config,
+    Failure,
+    MetadataValue,
+    asset,
+    asset_check,
+)
+
+from models import validation as val
+from models.labeling import cache as lc
+from models.labeling.base import PromptRecord
+from models.sources import ONET_VERSION, raw_dir, resolve_source
+from pipelines.partitions import benchmark_partitions
+from pipelines.resources import LabelerResource, Warehouse, labeler_kind_from_env
+
+GROUP = "labels"
+VALIDATION_GROUP = "label_validation"
+INDEX_GROUP = "reference"
+PARTITIONED = {"partition_expr": "benchmark"}
+LLM_POOL = "llm_api"
+# Bump when the pickled index layout changes; the offline module's own INDEX_VERSION (if any) is appended.
+INDEX_FORMAT = "1"
+GOLD_DIR_NAME = "gold_labels"
+ANNOTATION_FILE = "gold_annotation_sample.csv"
+
+
+# --- the task search index ----------------------------------------------------------------------------------
+
+
+def offline_code_fingerprint() -> str:
+    """sha256 (12 hex) of the offline labeler's source: a pickled TaskIndex is only reused by the code that
+    built it, even when a change to the index forgot to bump INDEX_VERSION."""
+    path = Path(__file__).resolve().parents[1] / "models" / "labeling" / "offline.py"
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.is_file() else "missing"
+
+
+def index_version() -> str:
+    """INDEX_FORMAT . offline.INDEX_VERSION . offline code fingerprint."""
+    from models.labeling import offline
+
+    inner = getattr(offline, "INDEX_VERSION", "none")
+    return f"{INDEX_FORMAT}.{inner}.{offline_code_fingerprint()}"
+
+
+def index_dir(warehouse: Warehouse) -> Path:
+    return Path(warehouse.path).parent / "task_index"
+
+
+def task_dwas_frame() -> pl.DataFrame | None:
+    """Task -> detailed work activity titles (O*NET Tasks to DWAs + DWA Reference) for the index, or None."""
+    tasks_to_dwas = resolve_source("onet/Tasks to DWAs.txt", required=False)
+    reference = resolve_source("onet/DWA Reference.txt", required=False)
+    if tasks_to_dwas is None or reference is None:
+        return None
+
+    def read(path: Path) -> pl.DataFrame:
+        return pl.read_csv(path, separator="\t", quote_char=None, infer_schema_length=0)
+
+    titles = read(reference.path).select("DWA ID", pl.col("DWA Title").alias("dwa_title"))
+    return (
+        read(tasks_to_dwas.path)
+        .join(titles, on="DWA ID", how="inner")
+        .select(
+            pl.col("O*NET-SOC Code").alias("onet_soc_code"),
+            pl.col("Task ID").cast(pl.Int64).alias("task_id"),
+            "dwa_title",
+        )
+    )
+
+
+def _build_index(
+    tasks: pl.DataFrame, occupations: pl.DataFrame, job_titles: pl.DataFrame, technology_skills: pl.DataFrame
+) -> Any:
+    from models.labeling.offline import TaskIndex
+
+    return TaskIndex.build(tasks, occupations, job_titles, technology_skills, task_dwas_frame())
+
+
+_INDEX_MEMO: dict[tuple[str, int], Any] = {}
+_INDEX_LOCK = threading.Lock()
+
+
+def _load_pickle(path: Path) -> Any:
+    """Load (once per process and file version) the pickled index this pipeline wrote itself."""
+    key = (str(path), path.stat().st_mtime_ns)
+    with _INDEX_LOCK:
+        if key not in _INDEX_MEMO:
+            with open(path, "rb") as handle:
+                for stale in [k for k in _INDEX_MEMO if not k[0].startswith("built:")]:
+                    del _INDEX_MEMO[stale]  # one pickled index in memory at a time
+                _INDEX_MEMO[key] = pickle.load(handle)  # noqa: S301 - our own artifact, path from our table
+        return _INDEX_MEMO[key]
+
+
+@asset(
+    group_name=INDEX_GROUP,
+    ins={
+        "onet_tasks": AssetIn(),
+        "onet_occupations": AssetIn(),
+        "onet_job_titles": AssetIn(),
+        "onet_technology_skills": AssetIn(),
+    },
+    code_version=offline_code_fingerprint(),
+    description="The offline labeler's TaskIndex, built once from the O*NET reference tables and pickled "
+    "next "
+    "to the warehouse; one row: onet_version, index_version, path, size, build and load seconds.",
+)
+def task_search_index(
+    context: AssetExecutionContext,
+    warehouse: Warehouse,
+    onet_tasks: pl.DataFrame,
+    onet_occupations: pl.DataFrame,
+    onet_job_titles: pl.DataFrame,
+    onet_technology_skills: pl.DataFrame,
+) -> pl.DataFrame:
+    version = index_version()
+    started = time.perf_counter()
+    index = _build_index(onet_tasks, onet_occupations, onet_job_titles, onet_technology_skills)
+    build_s = time.perf_counter() - started
+    folder = index_dir(warehouse)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"task_index_onet{ONET_VERSION}_v{version}.pkl"
+    partial = path.with_name(path.name + ".part")
+    started = time.perf_counter()
+    with open(partial, "wb") as handle:
+        pickle.dump(index, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    partial.replace(path)  # atomic: a partition never loads a half-written index
+    dump_s = time.perf_counter() - started
+    started = time.perf_counter()
+    with open(path, "rb") as handle:
+        pickle.load(handle)  # noqa: S301 - measure what a partition pays instead of build_s
+    load_s = time.perf_counter() - started
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    row = pl.DataFrame(
+        [
+            {
+                "onet_version": ONET_VERSION,
+                "index_version": version,
+                "path": str(path),
+                "n_tasks": onet_tasks.height,
+                "bytes": path.stat().st_size,
+                "sha256": digest,
+                "build_seconds": round(build_s, 3),
+                "load_seconds": round(load_s, 3),
+                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+        ]
+    )
+    context.log.info(
+        f"task index: built in {build_s:.2f}s, pickled {path.stat().st_size / 1e6:.1f} MB in "
+        f"{dump_s:.2f}s, loads in {load_s:.2f}s"
+    )
+    context.add_output_metadata(
+        {
+            "build_seconds": round(build_s, 3),
+            "load_seconds": round(load_s, 3),
+            "dump_seconds": round(dump_s, 3),
+            "bytes": path.stat().st_size,
+            "path": MetadataValue.path(str(path)),
+            "index_version": version,
+            "speedup_per_partition": round(build_s / load_s, 1) if load_s > 0 else None,
+        }
+    )
+    return row
+
+
+def load_task_index(warehouse: Warehouse, log: Any = None) -> tuple[Any, str, float]:
+    """The TaskIndex for this O*NET version: the stored pickle when present, else built from the reference
+    tables (logged as a warning). Returns (index, origin 'pickle'|'built', seconds)."""
+    version = index_version()
+    started = time.perf_counter()
+    if warehouse.table_exists("task_search_index"):
+        rows = warehouse.query(
+            "select path from task_search_index where onet_version = ? and index_version = ?",
+            [ONET_VERSION, version],
+        )
+        if rows.height and Path(rows["path"][0]).is_file():
+            index = _load_pickle(Path(rows["path"][0]))
+            return index, "pickle", time.perf_counter() - started
+    memo_key = (f"built:{warehouse.path}:{ONET_VERSION}:{version}", 0)
+    with _INDEX_LOCK:
+        if memo_key in _INDEX_MEMO:
+            return _INDEX_MEMO[memo_key], "built", time.perf_counter() - started
+    if log is not None:
+        log.warning(
+            f"no stored task index for O*NET {ONET_VERSION} / index v{version} (none yet, or the offline "
+            "labeler's code changed since it was built): building it in this run; materialize "
+            "task_search_index to build it once for all partitions"
+        )
+    index = _build_index(
+        warehouse.read_table("onet_tasks"),
+        warehouse.read_table("onet_occupations"),
+        warehouse.read_table("onet_job_titles"),
+        warehouse.read_table("onet_technology_skills"),
+    )
+    with _INDEX_LOCK:
+        _INDEX_MEMO[memo_key] = index
+    return index, "built", time.perf_counter() - started
+
+
+# --- labels -------------------------------------------------------------------------------------------------
+
+
+def _records(prompts: pl.DataFrame) -> list[PromptRecord]:
+    return [
+        PromptRecord(b, p, h, t)
+        for b, p, h, t in prompts.select("benchmark", "prompt_id", "prompt_hash", "prompt").iter_rows()
+    ]
+
+
+def _markdown(df: pl.DataFrame, limit: int = 20) -> str:
+    if df.is_empty():
+        return "None."
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    for row in df.head(limit).iter_rows():
+        cells = [
+            f"{v:.3f}" if isinstance(v, float) else str(v).replace("|", "/").replace("\n", " ")[:200]
+            for v in row
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    if df.height > limit:
+        lines.append(f"... {df.height - limit} more rows")
+    return "\n".join(lines)
+
+
+@asset(
+    group_name=GROUP,
+    partitions_def=benchmark_partitions,
+    metadata=PARTITIONED,
+    ins={"benchmark_prompts": AssetIn()},
+    deps=[task_search_index],
+    pool=LLM_POOL if labeler_kind_from_env() == "openai" else None,
+    description="Prompt -> O*NET task labels (rank 1 = best) of one benchmark, through the label cache: a "
+    "prompt whose hash was labeled before (same O*NET version, labeler, model, template) is never "
+    "labeled again. Failures are in label_failures, never here.",
+)
+def prompt_task_labels(
+    context: AssetExecutionContext,
+    warehouse: Warehouse,
+    labeler: LabelerResource,
+    benchmark_prompts: pl.DataFrame,
+) -> pl.DataFrame:
+    benchmark = context.partition_key
+    prompts = _records(benchmark_prompts.filter(pl.col("benchmark") == benchmark))
+    if not prompts:
+        context.add_output_metadata({"n_prompts": 0, "labeler_calls": 0})
+        return pl.DataFrame(schema=lc.LABEL_COLUMNS)
+    cache = lc.LabelCache(warehouse.path)
+    index, origin, index_s = load_task_index(warehouse, context.log)
+    context.log.info(f"task index from {origin} in {index_s:.2f}s")
+    impl = labeler.build(index)
+    labels_by_hash, stats = lc.label_with_cache(
+        prompts,
+        impl,
+        cache,
+        ONET_VERSION,
+        batch_size=labeler.batch_size,
+        progress_every=labeler.progress_every,
+        log_fn=context.log.info,
+    )
+    frame = lc.labels_frame(prompts, labels_by_hash, impl.name, impl.labeler_version)
+    failures = pl.DataFrame(
+        stats.failures,
+        schema={
+            "benchmark": pl.Utf8,
+            "prompt_id": pl.Utf8,
+            "prompt_hash": pl.Utf8,
+            "error": pl.Utf8,
+            "attempts": pl.Int64,
+        },
+    )
+    unlabeled = len({p.prompt_hash for p in prompts} - set(labels_by_hash))
+    if stats.n_failed and stats.n_labeled == 0 and stats.n_cached == 0:
+        first = stats.failures[0]
+        raise Failure(
+            description=f"every prompt of {benchmark!r} failed to label ({stats.n_failed} distinct prompts; "
+            f"first error: {first['error']}). Failures are in label_failures and will be retried; the "
+            "partition's stored labels are left unchanged.",
+            metadata={**stats.as_metadata(), "failures_preview": MetadataValue.md(_markdown(failures))},
+        )
+    if stats.n_failed:
+        context.log.warning(
+            f"{stats.n_failed} prompts failed to label (see label_failures); they will be "
+            "retried on the next run"
+        )
+    labeler_stats = getattr(impl, "stats", None)
+    context.add_output_metadata(
+        {
+            **stats.as_metadata(),
+            "labeler": impl.name,
+            "labeler_version": impl.labeler_version,
+            "onet_version": ONET_VERSION,
+            "task_index_origin": origin,
+            "task_index_seconds": round(index_s, 3),
+            "prompts_without_labels": unlabeled,
+            "labels_per_prompt": round(frame.height / max(1, len(prompts) - unlabeled), 2),
+            "failures_preview": MetadataValue.md(_markdown(failures)),
+            "progress_log": MetadataValue.md(
+                "\n".join(f"- {m}" for m in stats.progress) or "nothing to label"
+            ),
+            **(
+                {"labeler_stats": MetadataValue.json(labeler_stats.as_dict())}
+                if hasattr(labeler_stats, "as_dict")
+                else {}
+            ),
+        }
+    )
+    return frame
+
+
+_LABELS_VALID_SQL = """
+select
+  (select count(*) from prompt_task_labels l where not exists (
+     select 1 from onet_tasks t where t.task_id = l.task_id and t.onet_soc_code = l.onet_soc_code))
+     as unknown_tasks,
+  (select count(*) from (select benchmark, prompt_id, labeler, labeler_version, task_id
+     from prompt_task_labels
+     group by all having count(*) > 1)) as duplicate_labels,
+  (select count(*) from (select benchmark, prompt_id, labeler, labeler_version from prompt_task_labels
+     group by all having min(rank) <> 1)) as prompts_without_rank1,
+  (select count(*) from prompt_task_labels l where not exists (
+     select 1 from benchmark_prompts p where p.benchmark = l.benchmark and p.prompt_id = l.prompt_id
+     and p.prompt_hash = l.prompt_hash)) as stale_labels
+"""
+
+
+@asset_check(
+    asset=prompt_task_labels,
+    name="prompt_task_labels_valid",
+    blocking=False,
+    description="Warehouse-wide: every labeled (task_id, onet_soc_code) is in onet_tasks, no duplicate "
+    "labels, every labeled prompt has a rank-1 task, and every label belongs to a "
+    "current prompt (same prompt_hash).",
+)
+def prompt_task_labels_valid(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:
+    missing = [
+        t for t in ("prompt_task_labels", "onet_tasks", "benchmark_prompts") if not warehouse.table_exists(t)
+    ]
+    if missing:
+        return AssetCheckResult(passed=False, metadata={"missing_tables": ", ".join(missing)})
+    counts = warehouse.query(_LABELS_VALID_SQL).row(0, named=True)
+    outstanding = 0
+    if warehouse.table_exists(lc.FAILURES_TABLE):
+        outstanding = int(warehouse.query(f"select count(*) as n from {lc.FAILURES_TABLE}")["n"][0])
+    return AssetCheckResult(
+        passed=all(v == 0 for v in counts.values()),
+        metadata={**{k: int(v) for k, v in counts.items()}, "outstanding_label_failures": outstanding},
+    )
+
+
+# --- gold labels --------------------------------------------------------------------------------------------
+
+
+class AnnotationSampleConfig(Config):
+    per_benchmark: int = 20
+    top_k: int = 10
+    seed: int = 0
+
+
+def _table_or_empty(
+    warehouse: Warehouse, name: str, schema: dict[str, pl.DataType] | None = None
+) -> pl.DataFrame:
+    if warehouse.table_exists(name):
+        return warehouse.read_table(name)
+    return pl.DataFrame(schema=schema or {})
+
+
+def _prompts(warehouse: Warehouse) -> pl.DataFrame:
+    cols = {
+        "benchmark": pl.Utf8,
+        "prompt_id": pl.Utf8,
+        "prompt": pl.Utf8,
+        "prompt_hash": pl.Utf8,
+        "occupation": pl.Utf8,
+        "onet_soc_code": pl.Utf8,
+        "onet_task_id": pl.Int64,
+        "onet_task": pl.Utf8,
+    }
+    if not warehouse.table_exists("benchmark_prompts"):
+        return pl.DataFrame(schema=cols)
+    return warehouse.query("select " + ", ".join(cols) + " from benchmark_prompts")
+
+
+@asset(
+    group_name=VALIDATION_GROUP,
+    ins={"onet_tasks": AssetIn(), "onet_occupations": AssetIn()},
+    deps=[prompt_task_labels, "benchmark_prompts"],
+    description="A stratified random sample of labeled prompts (per benchmark) with their top candidate "
+    "tasks, "
+    "written as CSV to data/warehouse/annotation/ for human annotators (docs/gold_labels.md).",
+)
+def gold_annotation_sample(
+    context: AssetExecutionContext,
+    config: AnnotationSampleConfig,
+    warehouse: Warehouse,
+    onet_tasks: pl.DataFrame,
+    onet_occupations: pl.DataFrame,
+) -> pl.DataFrame:
+    labels = _table_or_empty(warehouse, "prompt_task_labels", lc.LABEL_COLUMNS)
+    sample = val.annotation_sample(
+        _prompts(warehouse),
+        labels,
+        onet_tasks,
+        onet_occupations,
+        per_benchmark=config.per_benchmark,
+        top_k=config.top_k,
+        seed=config.seed,
+    )
+    folder = Path(warehouse.path).parent / "annotation"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / ANNOTATION_FILE
+    partial = path.with_name(path.name + ".part")
+    sample.write_csv(partial)
+    partial.replace(path)
+    context.add_output_metadata(
+        {
+            "csv_path": MetadataValue.path(str(path)),
+            "n_prompts": sample.height,
+            "per_benchmark": MetadataValue.json(
+                dict(sample.group_by("benchmark").len().sort("benchmark").iter_rows())
+            ),
+            "import_to": str(raw_dir() / GOLD_DIR_NAME / "<annotator>.csv"),
+        }
+    )
+    return sample
+
+
+@asset(
+    group_name=VALIDATION_GROUP,
+    ins={"onet_tasks": AssetIn()},
+    deps=["benchmark_prompts"],
+    description="Human gold task labels imported from data/raw/gold_labels/*.csv (docs/gold_labels.md): "
+    "benchmark, prompt_id, task_id (null = no O*NET task fits), annotator, source file and line. "
+    "Empty when no file is there.",
+)
+def gold_task_labels(
+    context: AssetExecutionContext, warehouse: Warehouse, onet_tasks: pl.DataFrame
+) -> pl.DataFrame:
+    folder = raw_dir() / GOLD_DIR_NAME
+    files = sorted(folder.glob("*.csv")) if folder.is_dir() else []
+    if not files:
+        message = (
+            f"no gold label files in {folder}: export a sample with gold_annotation_sample, have it "
+            "annotated, and place the CSVs there (docs/gold_labels.md)"
+        )
+        context.log.info(message)
+        context.add_output_metadata({"message": message, "n_files": 0, "n_prompts": 0})
+        return pl.DataFrame(schema=val.GOLD_SCHEMA)
+    raw = pl.concat([val.read_gold_csv(f) for f in files])
+    gold, notes = val.resolve_gold(raw, _prompts(warehouse), onet_tasks)
+    if notes.get("gold_unknown_prompts"):
+        context.log.warning(
+            f"{len(notes['gold_unknown_prompts'])} gold prompts are not in benchmark_prompts "
+            f"and were dropped: {notes['gold_unknown_prompts'][:10]}"
+        )
+    context.add_output_metadata(
+        {
+            "n_files": len(files),
+            "files": ", ".join(f.name for f in files),
+            "n_prompts": notes.get("gold_prompts", 0),
+            "n_rows": gold.height,
+            "unknown_prompts_dropped": len(notes.get("gold_unknown_prompts", [])),
+        }
+    )
+    return gold
+
+
+# --- validation against human labels ------------------------------------------------------------------------
+
+
+def _tac_mapping() -> tuple[dict | None, str]:
+    try:
+        from models.labeling import offline
+    except ImportError:
+        return None, "models.validation.FALLBACK_TAC_ROLE_TO_SOC"
+    mapping = getattr(offline, "TAC_ROLE_TO_SOC", None)
+    if mapping:
+        return dict(mapping), "models.labeling.offline.TAC_ROLE_TO_SOC"
+    return None, "models.validation.FALLBACK_TAC_ROLE_TO_SOC"
+
+
+def _occupation_ranker(keys: tuple[str, ...] = ("benchmark", "prompt_id")) -> tuple[Any, str]:
+    """The offline module's occupation ranking (6-digit SOC level) when it has one, else the same rule
+    (sum of task scores) in models.validation."""
+    try:
+        from models.labeling.offline import occupation_ranking_from_labels
+    except ImportError:
+        return None, "models.validation.rank_occupations (score sum)"
+
+    def rank(labels: list) -> list[str]:
+        return occupation_ranking_from_labels(labels, level="soc")
+
+    return val.per_prompt_ranker(rank, keys), "models.labeling.offline.occupation_ranking_from_labels (soc)"
+
+
+def _all_labeler_labels(warehouse: Warehouse, labels: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
+    """prompt_task_labels plus, for labelers/versions not in it, their cached labels of current prompts."""
+    cached = lc.cache_frame_to_labels(lc.LabelCache(warehouse.path).read_frame()).filter(
+        pl.col("onet_version") == ONET_VERSION
+    )
+    current = labels.select("labeler", "labeler_version").unique()
+    # other labelers/versions only (older configurations of the current version string are not re-validated)
+    others = lc.disambiguate_versions(cached.join(current, on=["labeler", "labeler_version"], how="anti"))
+    if others.is_empty():
+        return labels
+    extra = (
+        others.join(prompts.select("benchmark", "prompt_id", "prompt_hash"), on="prompt_hash")
+        .with_columns(pl.lit(None, pl.Utf8).alias("rationale"))
+        .select(list(lc.LABEL_COLUMNS))
+    )
+    return pl.concat([labels.select(list(lc.LABEL_COLUMNS)), extra], how="vertical_relaxed")
+
+
+@asset(
+    group_name=VALIDATION_GROUP,
+    ins={"onet_tasks": AssetIn(), "onet_occupations": AssetIn(), "gold_task_labels": AssetIn()},
+    deps=[prompt_task_labels, "benchmark_prompts"],
+    description="Labelers vs human labels, one tidy table (benchmark, labeler, labeler_version, metric, "
+    "value, "
+    "ci_low, ci_high, n; 95% bootstrap over prompts): GDPval and TheAgentCompany occupation "
+    "top-1/top-5, JobBench task hit@k, gold-set task precision/recall/F1.",
+)
+def labeler_validation(
+    context: AssetExecutionContext,
+    warehouse: Warehouse,
+    onet_tasks: pl.DataFrame,
+    onet_occupations: pl.DataFrame,
+    gold_task_labels: pl.DataFrame,
+) -> pl.DataFrame:
+    prompts = _prompts(warehouse)
+    labels = _table_or_empty(warehouse, "prompt_task_labels", lc.LABEL_COLUMNS)
+    labels = _all_labeler_labels(warehouse, labels, prompts)
+    mapping, mapping_source = _tac_mapping()
+    ranker, ranker_source = _occupation_ranker()
+    table, notes = val.validate_labels(
+        labels,
+        prompts,
+        onet_occupations,
+        onet_tasks,
+        gold_task_labels,
+        tac_role_to_soc=mapping,
+        rank_fn=ranker,
+    )
+    for title in notes["gdpval_unmatched_titles"]:
+        context.log.warning(f"GDPval occupation title with no O*NET match (left out): {title!r}")
+    context.add_output_metadata(
+        {
+            "metrics": MetadataValue.md(
+                _markdown(
+                    table.select("benchmark", "labeler_version", "metric", "value", "ci_low", "ci_high", "n"),
+                    limit=60,
+                )
+            ),
+            "gdpval_gold_prompts": notes["gdpval_gold_prompts"],
+            "gdpval_unmatched_titles": ", ".join(notes["gdpval_unmatched_titles"]) or "none",
+            "tac_gold_prompts": notes["tac_gold_prompts"],
+            "tac_role_mapping": mapping_source,
+            "occupation_ranking": ranker_source,
+            "tac_unmapped_roles": ", ".join(notes["tac_unmapped_roles"]) or "none",
+            "jobbench_gold_prompts": notes["jobbench_gold_prompts"],
+            "jobbench_unmatched_prompts": ", ".join(notes["jobbench_unmatched_prompts"]) or "none",
+            "gold_prompts": notes["gold_prompts"],
+            "labelers": ", ".join(sorted(set(labels["labeler_version"].unique().to_list()))) or "none",
+        }
+    )
+    return table
+
+
+class ValidationFloorsConfig(Config):
+    """'benchmark:metric' -> minimum point estimate; empty = models.validation.DEFAULT_FLOORS. Can also be set
+    as JSON in the environment variable BENCHMAP_VALIDATION_FLOORS."""
+
+    floors: dict[str, float] = {}
+
+
+def _floors(config: ValidationFloorsConfig) -> dict[str, float]:
+    if config.floors:
+        return dict(config.floors)
+    env = os.environ.get("BENCHMAP_VALIDATION_FLOORS")
+    if env:
+        return {str(k): float(v) for k, v in json.loads(env).items()}
+    return dict(val.DEFAULT_FLOORS)
+
+
+@asset_check(
+    asset=labeler_validation,
+    name="labeler_validation_floors",
+    blocking=False,
+    description="Fails when a current labeler's metric falls below its floor (default: GDPval "
+    "occupation top-5 >= 0.70).",
+)
+def labeler_validation_floors(
+    context: AssetCheckExecutionContext, config: ValidationFloorsConfig, warehouse: Warehouse
+) -> AssetCheckResult:
+    floors = _floors(config)
+    if not warehouse.table_exists("labeler_validation"):
+        return AssetCheckResult(passed=False, metadata={"message": "labeler_validation is not materialized"})
+    table = warehouse.read_table("labeler_validation")
+    if warehouse.table_exists(
+        "prompt_task_labels"
+    ):  # floors bind the labelers in use, not old cache versions
+        current = warehouse.query("select distinct labeler, labeler_version from prompt_task_labels")
+        table = table.join(current, on=["labeler", "labeler_version"], how="semi")
+    failures, not_evaluated = val.check_floors(table, floors)
+    checked = table.filter(pl.concat_str("benchmark", pl.lit(":"), "metric").is_in(list(floors)))
+    return AssetCheckResult(
+        passed=not failures,
+        metadata={
+            "floors": MetadataValue.json(floors),
+            "checked": MetadataValue.md(
+                _markdown(checked.select("benchmark", "labeler_version", "metric", "value", "ci_low", "n"))
+            ),
+            "below_floor": MetadataValue.md(_markdown(pl.DataFrame(failures))) if failures else "none",
+            "not_evaluated": ", ".join(not_evaluated) or "none",
+        },
+    )
+
+
+# --- agreement between labelers -----------------------------------------------------------------------------
+
+
+@asset(
+    group_name=VALIDATION_GROUP,
+    deps=[prompt_task_labels, "benchmark_prompts"],
+    description="For prompts labeled by two labelers (label_cache, current O*NET version), per benchmark: "
+    "task-set Jaccard, top-1 occupation agreement, occupation rank correlation (Spearman over "
+    "the union), each with n and a 95% bootstrap interval. Empty when only one labeler exists.",
+)
+def labeler_agreement(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
+    cached = lc.disambiguate_versions(
+        lc.cache_frame_to_labels(lc.LabelCache(warehouse.path).read_frame()).filter(
+            pl.col("onet_version") == ONET_VERSION
+        )
+    )
+    labelers = cached.select("labeler", "labeler_version").unique()
+    if labelers.height < 2:
+        note = (
+            f"only {labelers.height} labeler in label_cache "
+            f"({', '.join(labelers['labeler_version'].to_list()) or 'none'}): agreement needs two; run "
+            "the other labeler (BENCHMAP_LABELER=openai or offline) over the same benchmarks"
+        )
+        context.log.info(note)
+        context.add_output_metadata({"note": note, "n_labelers": labelers.height})
+        return pl.DataFrame(schema=val.AGREEMENT_COLUMNS)
+    ranker, _ = _occupation_ranker(("prompt_hash",))
+    table = val.labeler_agreement(
+        cached, _prompts(warehouse).select("benchmark", "prompt_hash"), rank_fn=ranker
+    )
+    context.add_output_metadata(
+        {
+            "n_labelers": labelers.height,
+            "labelers": ", ".join(sorted(labelers["labeler_version"].to_list())),
+            "agreement": MetadataValue.md(
+                _markdown(
+                    table.select(
+                        "benchmark",
+                        "labeler_version_a",
+                        "labeler_version_b",
+                        "metric",
+                        "value",
+                        "ci_low",
+                        "ci_high",
+                        "n",
+                    ),
+                    limit=60,
+                )
+            ),
+        }
+    )
+    return table
+
+
+ASSETS: list = [
+    task_search_index,
+    prompt_task_labels,
+    gold_annotation_sample,
+    gold_task_labels,
+    labeler_validation,
+    labeler_agreement,
+]
+CHECKS: list = [prompt_task_labels_valid, labeler_validation_floors]

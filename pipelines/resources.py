@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from dagster import ConfigurableResource, EnvVar
 
 from models import warehouse as wh
 from models.sources import PROJECT_ROOT
+
+if TYPE_CHECKING:
+    from models.labeling.base import Labeler
+    from models.labeling.llm import LLMConfig
 
 DEFAULT_WAREHOUSE = PROJECT_ROOT / "data" / "warehouse" / "benchmap.duckdb"
 
@@ -71,6 +76,37 @@ class LabelerResource(ConfigurableResource):
     response_format: str = "auto"  # 'json_schema' (OpenAI) | 'json_object' (llama.cpp) | 'auto'
     batch_size: int = 256
     progress_every: int = 500
+    max_labels: int = 8  # openai: at most this many tasks per prompt
+    max_input_tokens: int = 3000  # openai: request budget (chars/4); long prompts are cut head+tail to fit
+    max_output_tokens: int = 600
+    backoff_base_s: float = 1.0
+
+    def llm_config(self) -> LLMConfig:
+        """The LLM labeler's configuration (its repr never shows the key)."""
+        from models.labeling.llm import LLMConfig
+
+        key = self.api_key
+        if isinstance(key, EnvVar):  # an uninitialized resource holds the EnvVar itself, not its value
+            key = key.get_value()
+        return LLMConfig(
+            model=self.model, base_url=self.base_url,
+            api_key=key or os.environ.get("OPENAI_API_KEY") or None,
+            shortlist_k=self.shortlist_k, max_labels=self.max_labels, max_concurrency=self.max_concurrency,
+            timeout_s=self.timeout_s, max_retries=self.max_retries, response_format=self.response_format,
+            max_input_tokens=self.max_input_tokens, max_output_tokens=self.max_output_tokens,
+            backoff_base_s=self.backoff_base_s)
+
+    def build(self, index: Any) -> Labeler:
+        """The configured labeler over a TaskIndex: OfflineLabeler, or OpenAILabeler over its shortlist."""
+        if self.kind == "openai":
+            from models.labeling.llm import OpenAILabeler
+
+            return OpenAILabeler(index, self.llm_config())
+        if self.kind == "offline":
+            from models.labeling.offline import OfflineLabeler
+
+            return OfflineLabeler(index)  # OfflineLabelerConfig defaults (its own calibrated settings)
+        raise ValueError(f"unknown labeler kind {self.kind!r}: expected 'offline' or 'openai'")
 
 
 def build_labeler_resource() -> LabelerResource:

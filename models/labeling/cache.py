@@ -1,0 +1,450 @@
+"""The label cache: labels computed once per (prompt_hash, O*NET version, labeler, model, template version).
+
+Labeling goes batch by batch. Each batch's labels (and failures) are written in one transaction before the
+next batch starts, so a run killed halfway keeps every completed batch and the next run labels only the rest;
+a run over prompts that are all cached makes zero labeler calls. Failures are never cached as labels: they go
+to `label_failures`, and the prompt is retried on the next run.
+
+`label_failures` holds the *outstanding* failures: a prompt's row is replaced when it fails again (attempts
+accumulate across runs) and deleted once the prompt is labeled.
+
+No dagster here; the warehouse is reached through `models.warehouse` (short-lived connections, lock retries).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+import polars as pl
+
+from models import warehouse as wh
+from models.labeling.base import Labeler, LabelOutcome, PromptRecord, TaskLabel
+
+CACHE_TABLE = "label_cache"
+FAILURES_TABLE = "label_failures"
+
+# label_cache: the contract's columns (docs/ARCHITECTURE.md) plus labeler_version and token counts.
+_CACHE_DDL = f"""
+create table if not exists {CACHE_TABLE} (
+    prompt_hash varchar not null,
+    onet_version varchar not null,
+    labeler varchar not null,
+    model varchar not null,
+    template_version varchar not null,
+    labels_json varchar not null,
+    created_at timestamp not null,
+    labeler_version varchar,
+    input_tokens bigint,
+    output_tokens bigint
+)"""
+_FAILURES_DDL = f"""
+create table if not exists {FAILURES_TABLE} (
+    prompt_hash varchar not null,
+    benchmark varchar,
+    prompt_id varchar,
+    labeler varchar not null,
+    labeler_version varchar not null,
+    error varchar,
+    attempts integer,
+    failed_at timestamp
+)"""
+
+LABEL_COLUMNS: dict[str, pl.DataType] = {
+    "benchmark": pl.Utf8, "prompt_id": pl.Utf8, "prompt_hash": pl.Utf8, "onet_soc_code": pl.Utf8,
+    "task_id": pl.Int64, "labeler": pl.Utf8, "labeler_version": pl.Utf8, "rank": pl.Int64,
+    "score": pl.Float64, "rationale": pl.Utf8,
+}
+
+# USD per million tokens (input, output), list prices; used only for the cost estimate in asset metadata.
+PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+}
+
+_FAILURE_SCHEMA: dict[str, pl.DataType] = {
+    "prompt_hash": pl.Utf8, "benchmark": pl.Utf8, "prompt_id": pl.Utf8, "labeler": pl.Utf8,
+    "labeler_version": pl.Utf8, "error": pl.Utf8, "attempts": pl.Int32, "failed_at": pl.Datetime("us")}
+
+CACHE_LABEL_SCHEMA: dict[str, pl.DataType] = {
+    "prompt_hash": pl.Utf8, "onet_version": pl.Utf8, "labeler": pl.Utf8, "model": pl.Utf8,
+    "template_version": pl.Utf8, "labeler_version": pl.Utf8, "task_id": pl.Int64, "onet_soc_code": pl.Utf8,
+    "rank": pl.Int64, "score": pl.Float64}
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """Everything but the prompt hash that identifies a cached label set."""
+
+    onet_version: str
+    labeler: str
+    model: str
+    template_version: str
+
+    @classmethod
+    def for_labeler(cls, labeler: Labeler, onet_version: str) -> CacheKey:
+        return cls(onet_version, labeler.name, labeler.model, labeler.template_version)
+
+
+# --- (de)serialisation --------------------------------------------------------------------------------------
+
+def labels_to_json(labels: Sequence[TaskLabel]) -> str:
+    rows = [[lab.task_id, lab.onet_soc_code, lab.rank, lab.score, lab.rationale] for lab in labels]
+    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+
+
+def labels_from_json(text: str) -> list[TaskLabel]:
+    return [TaskLabel(task_id=int(t), onet_soc_code=str(s), rank=int(r), score=float(sc), rationale=ra)
+            for t, s, r, sc, ra in json.loads(text)]
+
+
+# --- pure planning helpers ----------------------------------------------------------------------------------
+
+def batched(items: Sequence[T], size: int) -> Iterator[list[T]]:
+    if size < 1:
+        raise ValueError(f"batch size must be >= 1, got {size}")
+    for start in range(0, len(items), size):
+        yield list(items[start:start + size])
+
+
+def unique_by_hash(prompts: Iterable[PromptRecord]) -> dict[str, list[PromptRecord]]:
+    """prompt_hash -> the prompt records sharing it, in first-seen order (one labeler call per hash)."""
+    groups: dict[str, list[PromptRecord]] = {}
+    for prompt in prompts:
+        groups.setdefault(prompt.prompt_hash, []).append(prompt)
+    return groups
+
+
+def plan_work(prompts: Sequence[PromptRecord], done_hashes: set[str]) -> list[PromptRecord]:
+    """The prompts still to label: one per distinct hash not already cached, in input order."""
+    return [group[0] for h, group in unique_by_hash(prompts).items() if h not in done_hashes]
+
+
+def estimate_cost_usd(model: str, input_tokens: int, output_tokens: int) -> float | None:
+    """List-price estimate; 0 when no tokens were used, None for a model without a known price."""
+    if input_tokens == 0 and output_tokens == 0:
+        return 0.0
+    price = PRICES_PER_MTOK.get(model)
+    if price is None:
+        base = next((m for m in sorted(PRICES_PER_MTOK, key=len, reverse=True) if model.startswith(m)), None)
+        price = PRICES_PER_MTOK.get(base) if base else None
+    if price is None:
+        return None
+    return round(input_tokens / 1e6 * price[0] + output_tokens / 1e6 * price[1], 6)
+
+
+def _format_duration(seconds: float) -> str:
+    if seconds != seconds or seconds == float("inf"):  # NaN / inf
+        return "?"
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
+
+
+class Progress:
+    """Logs every `every` prompts (and at the end): done/total, percentage, rate and ETA."""
+
+    def __init__(self, total: int, every: int, log: Callable[[str], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic, what: str = "prompts") -> None:
+        self.total = total
+        self.every = max(1, every)
+        self.log = log or (lambda _msg: None)
+        self.clock = clock
+        self.what = what
+        self.done = 0
+        self.started = clock()
+        self._next_report = self.every
+        self.messages: list[str] = []
+
+    @property
+    def rate(self) -> float:
+        elapsed = self.clock() - self.started
+        return self.done / elapsed if elapsed > 0 else float("inf") if self.done else 0.0
+
+    @property
+    def eta_seconds(self) -> float:
+        rate = self.rate
+        remaining = self.total - self.done
+        if remaining <= 0:
+            return 0.0
+        return remaining / rate if rate > 0 and rate != float("inf") else float("nan")
+
+    def message(self) -> str:
+        share = 100.0 * self.done / self.total if self.total else 100.0
+        rate = self.rate
+        rate_txt = f"{rate:.1f}" if rate != float("inf") else "inf"
+        return (f"labeled {self.done}/{self.total} {self.what} ({share:.1f}%), {rate_txt} {self.what}/s, "
+                f"ETA {_format_duration(self.eta_seconds)}")
+
+    def update(self, n: int) -> None:
+        self.done += n
+        if self.done >= self._next_report or self.done >= self.total:
+            msg = self.message()
+            self.messages.append(msg)
+            self.log(msg)
+            while self._next_report <= self.done:
+                self._next_report += self.every
+
+
+# --- the warehouse side tables ------------------------------------------------------------------------------
+
+class LabelCache:
+    """label_cache and label_failures in one DuckDB file; every write is one transaction."""
+
+    def __init__(self, warehouse_path: str | Path) -> None:
+        self.path = Path(warehouse_path)
+
+    def ensure_tables(self) -> None:
+        with wh.connect(self.path) as con:
+            con.execute(_CACHE_DDL)
+            con.execute(_FAILURES_DDL)
+
+    def _exists(self, table: str) -> bool:
+        if not self.path.exists():
+            return False
+        with wh.connect(self.path, read_only=True) as con:
+            return wh.table_exists(con, table)
+
+    def read(self, key: CacheKey, hashes: Sequence[str] | None = None) -> dict[str, list[TaskLabel]]:
+        """Cached labels by prompt hash for one key (all hashes when `hashes` is None)."""
+        frame = self.read_frame(key, hashes)
+        return {row["prompt_hash"]: labels_from_json(row["labels_json"])
+                for row in frame.iter_rows(named=True)}
+
+    def read_frame(self, key: CacheKey | None = None, hashes: Sequence[str] | None = None) -> pl.DataFrame:
+        """label_cache rows (one per hash and key: the first written), optionally for a key / some hashes."""
+        if not self._exists(CACHE_TABLE):
+            return pl.DataFrame(schema={"prompt_hash": pl.Utf8, "onet_version": pl.Utf8, "labeler": pl.Utf8,
+                                        "model": pl.Utf8, "template_version": pl.Utf8, "labels_json": pl.Utf8,
+                                        "created_at": pl.Datetime, "labeler_version": pl.Utf8,
+                                        "input_tokens": pl.Int64, "output_tokens": pl.Int64})
+        where, params = [], []
+        if key is not None:
+            where.append("onet_version = ? and labeler = ? and model = ? and template_version = ?")
+            params += [key.onet_version, key.labeler, key.model, key.template_version]
+        if hashes is not None:
+            where.append("prompt_hash in (select unnest(?::varchar[]))")
+            params.append(list(hashes))
+        sql = (f"select * from {CACHE_TABLE}" + (" where " + " and ".join(where) if where else "")
+               + " qualify row_number() over (partition by prompt_hash, onet_version, labeler, model,"
+                 " template_version order by created_at) = 1")
+        return wh.query(self.path, sql, params)
+
+    def failures(self) -> pl.DataFrame:
+        if not self._exists(FAILURES_TABLE):
+            return pl.DataFrame(schema=_FAILURE_SCHEMA)
+        return wh.query(self.path, f"select * from {FAILURES_TABLE} order by failed_at, prompt_hash")
+
+    def write_batch(self, key: CacheKey, labeler_version: str, outcomes: Sequence[LabelOutcome],
+                    prompts_by_hash: dict[str, list[PromptRecord]]) -> None:
+        """Cache the successes and record the failures of one batch, in one transaction."""
+        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        ok = [o for o in outcomes if o.ok]
+        bad = [o for o in outcomes if not o.ok]
+        cache_rows = pl.DataFrame({
+            "prompt_hash": [o.prompt_hash for o in ok],
+            "onet_version": [key.onet_version] * len(ok),
+            "labeler": [key.labeler] * len(ok),
+            "model": [key.model] * len(ok),
+            "template_version": [key.template_version] * len(ok),
+            "labels_json": [labels_to_json(o.labels) for o in ok],
+            "created_at": [now] * len(ok),
+            "labeler_version": [labeler_version] * len(ok),
+            "input_tokens": [int(o.input_tokens) for o in ok],
+            "output_tokens": [int(o.output_tokens) for o in ok],
+        }, schema_overrides={"created_at": pl.Datetime("us"), "input_tokens": pl.Int64,
+                             "output_tokens": pl.Int64})
+        failure_records = [
+            {"prompt_hash": o.prompt_hash, "benchmark": p.benchmark if p else None,
+             "prompt_id": p.prompt_id if p else None, "labeler": key.labeler,
+             "labeler_version": labeler_version,
+             "error": str(o.error)[:2000], "attempts": int(o.attempts), "failed_at": now}
+            for o in bad for p in (prompts_by_hash.get(o.prompt_hash) or [None])]
+        failure_rows = pl.DataFrame(failure_records, schema=_FAILURE_SCHEMA)
+        touched = [o.prompt_hash for o in outcomes]
+        with wh.connect(self.path) as con:
+            con.execute(_CACHE_DDL)
+            con.execute(_FAILURES_DDL)
+            cache_view = f"_cache_batch_{random.randrange(1 << 30)}"
+            fail_view = f"_fail_batch_{random.randrange(1 << 30)}"
+            con.register(cache_view, cache_rows.to_arrow())
+            con.register(fail_view, failure_rows.to_arrow())
+            con.execute("begin transaction")
+            try:
+                # attempts accumulate over runs: add the attempts of the outstanding failure being replaced
+                con.execute(
+                    f"create temp table _prev_attempts as select prompt_hash, "
+                    f"coalesce(prompt_id, '') as pid, max(attempts) as attempts from {FAILURES_TABLE} "
+                    f"where labeler = ? and labeler_version = ? "
+                    f"and prompt_hash in (select unnest(?::varchar[])) group by all",
+                    [key.labeler, labeler_version, touched])
+                con.execute(f"delete from {FAILURES_TABLE} where labeler = ? and labeler_version = ? "
+                            f"and prompt_hash in (select unnest(?::varchar[]))",
+                            [key.labeler, labeler_version, touched])
+                con.execute(
+                    f"insert into {FAILURES_TABLE} by name select f.prompt_hash, f.benchmark, "
+                    f"f.prompt_id, f.labeler, f.labeler_version, f.error, "
+                    f"f.attempts + coalesce(p.attempts, 0) as attempts, f.failed_at from {fail_view} f "
+                    f"left join _prev_attempts p on p.prompt_hash = f.prompt_hash "
+                    f"and p.pid = coalesce(f.prompt_id, '')")
+                con.execute(
+                    f"insert into {CACHE_TABLE} by name select * from {cache_view} c where not exists ("
+                    f"select 1 from {CACHE_TABLE} t where t.prompt_hash = c.prompt_hash and "
+                    f"t.onet_version = c.onet_version and t.labeler = c.labeler and t.model = c.model and "
+                    f"t.template_version = c.template_version)")
+                con.execute("drop table _prev_attempts")
+                con.execute("commit")
+            except BaseException:
+                con.execute("rollback")
+                raise
+
+
+# --- the labeling loop --------------------------------------------------------------------------------------
+
+@dataclass
+class LabelingStats:
+    n_prompts: int = 0  # prompt records asked for
+    n_unique: int = 0  # distinct prompt hashes among them
+    n_cached: int = 0  # distinct hashes already in the cache before this run
+    n_labeled: int = 0  # distinct hashes labeled (successfully) in this run
+    n_failed: int = 0  # distinct hashes that failed in this run
+    labeler_calls: int = 0  # prompts handed to the labeler in this run
+    n_batches: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+    estimated_cost_usd: float | None = 0.0
+    failures: list[dict] = field(default_factory=list)
+    progress: list[str] = field(default_factory=list)
+
+    def as_metadata(self) -> dict[str, int | float | str]:
+        out: dict[str, int | float | str] = {
+            k: v for k, v in self.__dict__.items() if k not in {"failures", "progress", "estimated_cost_usd"}}
+        out["estimated_cost_usd"] = (self.estimated_cost_usd if self.estimated_cost_usd is not None
+                                     else "unknown (no price for this model)")
+        out["seconds"] = round(self.seconds, 3)
+        return out
+
+
+def label_with_cache(prompts: Sequence[PromptRecord], labeler: Labeler, cache: LabelCache, onet_version: str,
+                     *, batch_size: int = 256, progress_every: int = 500,
+                     log_fn: Callable[[str], None] | None = None,
+                     clock: Callable[[], float] = time.monotonic
+                     ) -> tuple[dict[str, list[TaskLabel]], LabelingStats]:
+    """Label every prompt not yet cached, batch by batch, committing each batch; return all labels by hash.
+
+    An exception raised by the labeler (a crash, not a per-prompt failure) propagates after the completed
+    batches are committed. Prompts that failed have no entry in the returned mapping.
+    """
+    started = clock()
+    key = CacheKey.for_labeler(labeler, onet_version)
+    labeler_version = labeler.labeler_version
+    groups = unique_by_hash(prompts)
+    stats = LabelingStats(n_prompts=len(prompts), n_unique=len(groups))
+    cached = cache.read(key, list(groups))
+    stats.n_cached = len(cached)
+    todo = plan_work(prompts, set(cached))
+    progress = Progress(len(todo), progress_every, log_fn, clock)
+    if log_fn:
+        log_fn(f"{labeler.name} ({labeler_version}): {stats.n_unique} distinct prompts, "
+               f"{stats.n_cached} cached, {len(todo)} to label in batches of {batch_size}")
+    for batch in batched(todo, batch_size):
+        outcomes = labeler.label(batch)
+        stats.labeler_calls += len(batch)
+        if len(outcomes) != len(batch):
+            raise RuntimeError(f"labeler {labeler.name} returned {len(outcomes)} outcomes "
+                               f"for {len(batch)} prompts")
+        for prompt, outcome in zip(batch, outcomes, strict=True):
+            if outcome.prompt_hash != prompt.prompt_hash:
+                raise RuntimeError(f"labeler {labeler.name} returned outcomes out of order "
+                                   f"({outcome.prompt_hash} for {prompt.prompt_hash})")
+        cache.write_batch(key, labeler_version, outcomes, groups)
+        stats.n_batches += 1
+        for prompt, outcome in zip(batch, outcomes, strict=True):
+            stats.input_tokens += int(outcome.input_tokens)
+            stats.output_tokens += int(outcome.output_tokens)
+            if outcome.ok:
+                cached[prompt.prompt_hash] = list(outcome.labels)
+                stats.n_labeled += 1
+            else:
+                stats.n_failed += 1
+                for record in groups[prompt.prompt_hash]:
+                    stats.failures.append({"benchmark": record.benchmark, "prompt_id": record.prompt_id,
+                                           "prompt_hash": record.prompt_hash, "error": outcome.error,
+                                           "attempts": outcome.attempts})
+        progress.update(len(batch))
+    stats.progress = progress.messages
+    stats.seconds = clock() - started
+    stats.estimated_cost_usd = estimate_cost_usd(labeler.model, stats.input_tokens, stats.output_tokens)
+    return cached, stats
+
+
+def labels_frame(prompts: Sequence[PromptRecord], labels_by_hash: dict[str, list[TaskLabel]], labeler: str,
+                 labeler_version: str) -> pl.DataFrame:
+    """prompt_task_labels rows: one per (prompt record, label); prompts without labels contribute none."""
+    rows: dict[str, list] = {c: [] for c in LABEL_COLUMNS}
+    for prompt in prompts:
+        for lab in labels_by_hash.get(prompt.prompt_hash, []):
+            rows["benchmark"].append(prompt.benchmark)
+            rows["prompt_id"].append(prompt.prompt_id)
+            rows["prompt_hash"].append(prompt.prompt_hash)
+            rows["onet_soc_code"].append(lab.onet_soc_code)
+            rows["task_id"].append(int(lab.task_id))
+            rows["labeler"].append(labeler)
+            rows["labeler_version"].append(labeler_version)
+            rows["rank"].append(int(lab.rank))
+            rows["score"].append(float(lab.score))
+            rows["rationale"].append(lab.rationale)
+    return pl.DataFrame(rows, schema=LABEL_COLUMNS)
+
+
+def cache_frame_to_labels(cache_rows: pl.DataFrame) -> pl.DataFrame:
+    """Explode label_cache rows into one row per label: prompt_hash, labeler, labeler_version, task_id, ..."""
+    out: dict[str, list] = {c: [] for c in CACHE_LABEL_SCHEMA}
+    for row in cache_rows.iter_rows(named=True):
+        version = row.get("labeler_version") or f"{row['model']}+{row['template_version']}"
+        for lab in labels_from_json(row["labels_json"]):
+            out["prompt_hash"].append(row["prompt_hash"])
+            out["onet_version"].append(row["onet_version"])
+            out["labeler"].append(row["labeler"])
+            out["model"].append(row["model"])
+            out["template_version"].append(row["template_version"])
+            out["labeler_version"].append(version)
+            out["task_id"].append(lab.task_id)
+            out["onet_soc_code"].append(lab.onet_soc_code)
+            out["rank"].append(lab.rank)
+            out["score"].append(lab.score)
+    return pl.DataFrame(out, schema=CACHE_LABEL_SCHEMA)
+
+
+def disambiguate_versions(cache_labels: pl.DataFrame) -> pl.DataFrame:
+    """Make labeler_version identify one cache key: when one (labeler, labeler_version) was stored under
+    several (model, template_version) keys (e.g. a labeler whose version string omits a config fingerprint),
+    append '@<template_version>' so two configurations are never merged into one labeler."""
+    if cache_labels.is_empty():
+        return cache_labels
+    keys = cache_labels.select("labeler", "labeler_version", "model", "template_version").unique()
+    ambiguous = keys.group_by("labeler", "labeler_version").len().filter(pl.col("len") > 1).drop("len")
+    if ambiguous.is_empty():
+        return cache_labels
+    flagged = ambiguous.with_columns(pl.lit(True).alias("_ambiguous"))
+    return (cache_labels.join(flagged, on=["labeler", "labeler_version"], how="left")
+            .with_columns(pl.when(pl.col("_ambiguous"))
+                          .then(pl.concat_str("labeler_version", pl.lit("@"), "template_version"))
+                          .otherwise(pl.col("labeler_version")).alias("labeler_version"))
+            .drop("_ambiguous"))

@@ -1,0 +1,560 @@
+"""The labeling stage: cache, resume after a crash, failures, and (end to end) labels of real benchmarks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from models import warehouse as wh
+from models.labeling import cache as lc
+from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
+
+
+class FakeLabeler:
+    """Counts the prompts it labels; fails the prompts in `fail`; crashes on call number `crash_on_call`."""
+
+    name = "fake"
+    model = "fake-model"
+    template_version = "t1"
+
+    def __init__(self, fail: set[str] | None = None, crash_on_call: int | None = None) -> None:
+        self.fail = fail or set()
+        self.crash_on_call = crash_on_call
+        self.calls = 0
+        self.prompts_seen: list[str] = []
+
+    @property
+    def labeler_version(self) -> str:
+        return f"{self.model}+{self.template_version}"
+
+    def label(self, prompts: list[PromptRecord]) -> list[LabelOutcome]:
+        self.calls += 1
+        if self.crash_on_call is not None and self.calls == self.crash_on_call:
+            raise KeyboardInterrupt("killed mid-run")
+        self.prompts_seen += [p.prompt_id for p in prompts]
+        out = []
+        for p in prompts:
+            if p.prompt_id in self.fail:
+                out.append(
+                    LabelOutcome(
+                        p.prompt_hash, error="model answer was not JSON", attempts=3, input_tokens=100
+                    )
+                )
+            else:
+                n = int(p.prompt_id[1:])
+                out.append(
+                    LabelOutcome(
+                        p.prompt_hash,
+                        [
+                            TaskLabel(1000 + n, "15-1252.00", 1, 0.9, "why"),
+                            TaskLabel(2000 + n, "13-2011.00", 2, 0.5),
+                        ],
+                        input_tokens=1000,
+                        output_tokens=200,
+                    )
+                )
+        return out
+
+
+def records(n: int, benchmark: str = "b") -> list[PromptRecord]:
+    return [PromptRecord(benchmark, f"p{i}", f"hash{i}", f"prompt {i}") for i in range(n)]
+
+
+def test_cache_roundtrip_batches_and_second_run_zero_calls(warehouse_path: Path) -> None:
+    cache = lc.LabelCache(warehouse_path)
+    labeler = FakeLabeler()
+    prompts = records(10) + [PromptRecord("b", "dup", "hash3", "prompt 3")]  # same text as p3
+    messages: list[str] = []
+    labels, stats = lc.label_with_cache(
+        prompts, labeler, cache, "29.2", batch_size=4, progress_every=4, log_fn=messages.append
+    )
+    assert labeler.prompts_seen == [f"p{i}" for i in range(10)]  # the duplicate hash is labeled once
+    assert (stats.n_unique, stats.n_cached, stats.n_labeled, stats.labeler_calls, stats.n_batches) == (
+        10,
+        0,
+        10,
+        10,
+        3,
+    )
+    assert (stats.input_tokens, stats.output_tokens) == (10_000, 2_000)
+    assert stats.estimated_cost_usd is None  # tokens were used but fake-model has no price
+    assert labels["hash7"] == [
+        TaskLabel(1007, "15-1252.00", 1, 0.9, "why"),
+        TaskLabel(2007, "13-2011.00", 2, 0.5),
+    ]
+    progress = [m for m in messages if m.startswith("labeled")]
+    assert [m.split(" prompts")[0] for m in progress] == ["labeled 4/10", "labeled 8/10", "labeled 10/10"]
+    assert all("prompts/s, ETA" in m for m in progress)
+    with wh.connect(warehouse_path, read_only=True) as con:
+        assert con.execute("select count(*) from label_cache").fetchone()[0] == 10
+
+    frame = lc.labels_frame(prompts, labels, labeler.name, labeler.labeler_version)
+    assert frame.height == 22 and list(frame.columns) == list(lc.LABEL_COLUMNS)
+    assert frame.filter(pl.col("prompt_id") == "dup")["task_id"].to_list() == [1003, 2003]
+
+    again = FakeLabeler()
+    labels2, stats2 = lc.label_with_cache(prompts, again, cache, "29.2", batch_size=4)
+    assert again.calls == 0 and stats2.labeler_calls == 0 and stats2.n_cached == 10
+    assert labels2 == labels
+    # another O*NET version or template version is another cache key: everything is labeled again
+    other = FakeLabeler()
+    other.template_version = "t2"
+    lc.label_with_cache(prompts, other, cache, "29.2")
+    assert len(other.prompts_seen) == 10
+
+
+def test_cost_estimate_uses_list_prices() -> None:
+    assert lc.estimate_cost_usd("gpt-4o-mini", 1_000_000, 1_000_000) == pytest.approx(0.75)
+    assert lc.estimate_cost_usd("gpt-4o-mini-2024-07-18", 2_000_000, 0) == pytest.approx(0.30)
+    assert lc.estimate_cost_usd("my-local-model", 10, 10) is None
+    assert lc.estimate_cost_usd("offline", 0, 0) == 0.0
+
+
+def test_kill_mid_run_keeps_completed_batches_and_resumes(warehouse_path: Path) -> None:
+    cache = lc.LabelCache(warehouse_path)
+    prompts = records(10)
+    crashing = FakeLabeler(crash_on_call=3)  # batches 1 and 2 (p0..p5) complete, the third call dies
+    with pytest.raises(KeyboardInterrupt):
+        lc.label_with_cache(prompts, crashing, cache, "29.2", batch_size=3)
+    key = lc.CacheKey("29.2", "fake", "fake-model", "t1")
+    assert sorted(cache.read(key)) == [f"hash{i}" for i in range(6)]
+
+    resumed = FakeLabeler()
+    labels, stats = lc.label_with_cache(prompts, resumed, cache, "29.2", batch_size=3)
+    assert resumed.prompts_seen == ["p6", "p7", "p8", "p9"]
+    assert (stats.n_cached, stats.n_labeled) == (6, 4)
+    assert sorted(labels) == sorted(p.prompt_hash for p in prompts)
+    assert FakeLabeler().calls == 0
+
+
+def test_failed_batch_write_is_rolled_back(warehouse_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch is one transaction: if writing it fails, none of its labels or failures are kept."""
+    cache = lc.LabelCache(warehouse_path)
+    lc.label_with_cache(records(2), FakeLabeler(), cache, "29.2", batch_size=2)
+    original = lc.labels_to_json
+    calls = {"n": 0}
+
+    def broken(labels):  # serialises fine, but the insert then meets a NOT NULL violation
+        calls["n"] += 1
+        return None if calls["n"] == 2 else original(labels)
+
+    monkeypatch.setattr(lc, "labels_to_json", broken)
+    with pytest.raises(Exception, match="(?i)not.null|constraint"):
+        lc.label_with_cache(records(6), FakeLabeler(fail={"p5"}), cache, "29.2", batch_size=4)
+    key = lc.CacheKey("29.2", "fake", "fake-model", "t1")
+    assert sorted(cache.read(key)) == ["hash0", "hash1"]
+    assert cache.failures().is_empty()
+
+
+def test_failures_are_recorded_not_cached_and_retried(warehouse_path: Path) -> None:
+    cache = lc.LabelCache(warehouse_path)
+    prompts = records(5)
+    first = FakeLabeler(fail={"p1", "p3"})
+    labels, stats = lc.label_with_cache(prompts, first, cache, "29.2", batch_size=2)
+    assert stats.n_failed == 2 and stats.n_labeled == 3
+    assert "hash1" not in labels and "hash3" not in labels
+    failures = cache.failures()
+    assert failures.select("prompt_id", "attempts", "labeler_version").rows() == [
+        ("p1", 3, "fake-model+t1"),
+        ("p3", 3, "fake-model+t1"),
+    ]
+    assert set(failures.columns) == {
+        "prompt_hash",
+        "benchmark",
+        "prompt_id",
+        "labeler",
+        "labeler_version",
+        "error",
+        "attempts",
+        "failed_at",
+    }
+
+    second = FakeLabeler(fail={"p3"})  # p1 now succeeds, p3 fails again
+    _, stats2 = lc.label_with_cache(prompts, second, cache, "29.2", batch_size=2)
+    assert second.prompts_seen == ["p1", "p3"]
+    assert (stats2.n_labeled, stats2.n_failed) == (1, 1)
+    failures = cache.failures()
+    assert failures.select("prompt_id", "attempts").rows() == [("p3", 6)]  # attempts accumulate across runs
+
+    third = FakeLabeler()
+    lc.label_with_cache(prompts, third, cache, "29.2", batch_size=2)
+    assert third.prompts_seen == ["p3"] and cache.failures().is_empty()
+
+
+def test_progress_rate_and_eta() -> None:
+    now = {"t": 0.0}
+    logged: list[str] = []
+    progress = lc.Progress(total=1000, every=250, log=logged.append, clock=lambda: now["t"])
+    now["t"] = 10.0
+    progress.update(100)
+    assert logged == []
+    now["t"] = 20.0
+    progress.update(200)  # 300 done in 20 s: 15/s, 700 left -> 46.7 s
+    assert logged == ["labeled 300/1000 prompts (30.0%), 15.0 prompts/s, ETA 0m47s"]
+    now["t"] = 60.0
+    progress.update(700)
+    assert logged[-1] == "labeled 1000/1000 prompts (100.0%), 16.7 prompts/s, ETA 0m00s"
+    assert len(logged) == 2
+
+
+# --- end to end: real benchmarks, the real offline labeler, a temporary warehouse ---------------------------
+
+E2E_BENCHMARKS = ("gdpval", "theagentcompany", "jobbench")
+REFERENCE_TABLES = {
+    "onet_tasks",
+    "oews_wages",
+    "onet_occupations",
+    "onet_job_titles",
+    "onet_technology_skills",
+}
+
+
+class CountingLabeler:
+    """Wraps a real labeler and counts the prompts it is asked to label (shared counter)."""
+
+    def __init__(self, inner, counter: list[int]) -> None:
+        self.inner = inner
+        self.counter = counter
+        self.name = inner.name
+        self.model = inner.model
+        self.template_version = inner.template_version
+
+    @property
+    def labeler_version(self) -> str:
+        return self.inner.labeler_version
+
+    def label(self, prompts: list[PromptRecord]) -> list[LabelOutcome]:
+        self.counter[0] += len(prompts)
+        return self.inner.label(prompts)
+
+
+class E2E:
+    """Materializes assets into one temporary warehouse with a counting offline labeler."""
+
+    def __init__(self, root: Path) -> None:
+        from dagster import ConfigurableResource, DagsterInstance
+
+        from assets import benchmarks, labels, reference
+        from pipelines.io_manager import WarehouseIOManager
+        from pipelines.resources import LabelerResource, Warehouse
+
+        counter = [0]
+        self.counter = counter
+
+        class CountingLabelerResource(LabelerResource):
+            def build(self, index):  # noqa: ANN001, ANN201
+                return CountingLabeler(super().build(index), counter)
+
+        assert issubclass(CountingLabelerResource, ConfigurableResource)
+        self.warehouse = Warehouse(path=str(root / "warehouse" / "benchmap.duckdb"))
+        self.resources = {
+            "warehouse": self.warehouse,
+            "io_manager": WarehouseIOManager(warehouse=self.warehouse),
+            "labeler": CountingLabelerResource(kind="offline", model="offline"),
+        }
+        self.instance = DagsterInstance.ephemeral()
+        self.reference = [a for a in reference.ASSETS if a.key.path[-1] in REFERENCE_TABLES]
+        self.benchmark_assets = benchmarks.ASSETS
+        self.labels = labels
+
+    def materialize(
+        self, assets: list, *, partition: str | None = None, selection: list | None = None, run_config=None
+    ):
+        from dagster import materialize
+
+        result = materialize(
+            assets,
+            partition_key=partition,
+            resources=self.resources,
+            instance=self.instance,
+            selection=selection,
+            run_config=run_config,
+            raise_on_error=True,
+        )
+        assert result.success
+        return result
+
+    def ingest_and_label(self, name: str) -> int:
+        """Ingest one benchmark partition and label it; returns the labeler calls made by the labeling."""
+        self.instance.add_dynamic_partitions("benchmark", [name])
+        self.materialize(self.benchmark_assets, partition=name)
+        before = self.counter[0]
+        result = self.materialize(
+            [
+                self.labels.prompt_task_labels,
+                *self.labels.CHECKS,
+                *self.benchmark_assets,
+                self.labels.task_search_index,
+                *self.reference,
+            ],
+            partition=name,
+            selection=[self.labels.prompt_task_labels],
+        )
+        self.last_label_run = result
+        return self.counter[0] - before
+
+    def validate(self) -> pl.DataFrame:
+        lab = self.labels
+        unpartitioned = [lab.gold_task_labels, lab.labeler_validation, lab.labeler_agreement]
+        self.last_validation_run = self.materialize(
+            [*unpartitioned, *lab.CHECKS, *self.reference], selection=unpartitioned
+        )
+        return self.warehouse.read_table("labeler_validation")
+
+
+@pytest.fixture(scope="module")
+def e2e(tmp_path_factory: pytest.TempPathFactory, mirror: Path):
+    root = tmp_path_factory.mktemp("e2e")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BENCHMAP_RAW_DIR", str(root / "raw"))
+        mp.setenv("BENCHMAP_OFFLINE", "1")
+        run = E2E(root)
+        run.materialize([*run.reference, run.labels.task_search_index])
+        run.first_calls = {name: run.ingest_and_label(name) for name in E2E_BENCHMARKS}
+        run.root = root
+        yield run
+
+
+def test_e2e_labels_are_real_tasks_and_cached(e2e: E2E) -> None:
+    prompts = e2e.warehouse.read_table("benchmark_prompts")
+    distinct = {b: prompts.filter(pl.col("benchmark") == b)["prompt_hash"].n_unique() for b in E2E_BENCHMARKS}
+    # the first run labels each distinct prompt text once (a text shared with an earlier benchmark is cached)
+    assert sum(e2e.first_calls.values()) == prompts["prompt_hash"].n_unique()
+    assert e2e.first_calls["gdpval"] == distinct["gdpval"]
+
+    labels = e2e.warehouse.read_table("prompt_task_labels")
+    tasks = e2e.warehouse.read_table("onet_tasks")
+    unknown = labels.join(tasks, on=["task_id", "onet_soc_code"], how="anti")
+    assert labels.height > 0 and unknown.is_empty()
+    assert set(labels["benchmark"].unique()) == set(E2E_BENCHMARKS)
+    assert labels.group_by("benchmark", "prompt_id").agg(pl.col("rank").min())["rank"].unique().to_list() == [
+        1
+    ]
+    # every prompt labeled (the offline labeler does not fail), none twice
+    assert labels.select("benchmark", "prompt_id").unique().height == prompts.height
+    assert labels.select("benchmark", "prompt_id", "task_id").is_duplicated().sum() == 0
+
+    again = {name: e2e.ingest_and_label(name) for name in E2E_BENCHMARKS}
+    assert again == {name: 0 for name in E2E_BENCHMARKS}
+    assert (
+        e2e.warehouse.read_table("prompt_task_labels")
+        .sort(labels.columns)
+        .equals(labels.sort(labels.columns))
+    )
+
+
+def test_e2e_validation_against_human_labels(e2e: E2E) -> None:
+    table = e2e.validate()
+    got = {(r["benchmark"], r["metric"]): r for r in table.iter_rows(named=True)}
+    top5 = got[("gdpval", "occupation_top5")]
+    assert top5["n"] == 110
+    assert top5["value"] >= 0.70
+    assert top5["ci_low"] <= top5["value"] <= top5["ci_high"]
+    assert got[("gdpval", "occupation_top1")]["value"] <= top5["value"]
+    assert got[("theagentcompany", "occupation_top5")]["n"] == 167  # 174 labeled minus 7 'Other'
+    assert got[("jobbench", "task_hit_at10")]["n"] == 6
+    for row in table.iter_rows(named=True):
+        assert row["ci_low"] <= row["value"] <= row["ci_high"], row
+    agreement = e2e.warehouse.read_table("labeler_agreement")
+    assert agreement.is_empty()  # one labeler only
+    assert e2e.warehouse.read_table("gold_task_labels").is_empty()
+
+
+def test_e2e_gold_sample_export_and_import(e2e: E2E) -> None:
+    """Export an annotation sample, 'annotate' it with each prompt's top candidate, import it: recall and
+    hit@1 are then exactly 1 and precision is the mean of 1 / (labels per prompt)."""
+    lab = e2e.labels
+    e2e.materialize(
+        [lab.gold_annotation_sample, *e2e.reference],
+        selection=[lab.gold_annotation_sample],
+        run_config={"ops": {"gold_annotation_sample": {"config": {"per_benchmark": 4, "top_k": 5}}}},
+    )
+    exported = Path(e2e.warehouse.path).parent / "annotation" / "gold_annotation_sample.csv"
+    sample = pl.read_csv(exported, infer_schema_length=0)
+    assert sample.group_by("benchmark").len().sort("benchmark").rows() == [
+        (b, 4) for b in sorted(E2E_BENCHMARKS)
+    ]
+    assert (sample["task_ids"].fill_null("") == "").all() and sample["candidates"].str.contains(r"\| ").all()
+    gold_dir = e2e.root / "raw" / "gold_labels"
+    gold_dir.mkdir(parents=True, exist_ok=True)
+    sample.with_columns(
+        pl.col("candidate_task_ids").str.split(";").list.first().alias("task_ids"),
+        pl.lit("test").alias("annotator"),
+    ).write_csv(gold_dir / "annotator_a.csv")
+    table = e2e.validate()
+    labels = e2e.warehouse.read_table("prompt_task_labels").join(
+        sample.select("benchmark", "prompt_id"), on=["benchmark", "prompt_id"], how="semi"
+    )
+    expected_precision = (
+        labels.group_by("benchmark", "prompt_id").len().select((1 / pl.col("len")).mean()).item()
+    )
+    got = {(r["benchmark"], r["metric"]): r for r in table.iter_rows(named=True)}
+    assert got[("all", "task_recall")]["value"] == 1.0 and got[("all", "task_recall")]["n"] == 12
+    assert got[("all", "task_hit_at1")]["value"] == 1.0
+    assert got[("all", "task_precision")]["value"] == pytest.approx(expected_precision)
+    assert got[("gdpval", "task_f1")]["n"] == 4
+    assert e2e.warehouse.read_table("gold_task_labels").height == 12
+    (gold_dir / "annotator_a.csv").unlink()
+
+
+def test_e2e_edited_prompts_are_the_only_ones_relabeled(e2e: E2E, mirror: Path) -> None:
+    import json
+
+    source = [json.loads(line) for line in (mirror / "benchmarks" / "gdpval" / "prompts.jsonl").open()][:12]
+    folder = e2e.root / "raw" / "benchmarks" / "tmpbench"
+    folder.mkdir(parents=True)
+
+    def write(records: list[dict]) -> None:
+        with (folder / "prompts.jsonl").open("w") as handle:
+            for rec in records:
+                handle.write(json.dumps({**rec, "benchmark": "tmpbench"}) + "\n")
+
+    records = [{**r, "prompt": r["prompt"] + "\n\nAnswer in British English."} for r in source]
+    write(records)
+    assert e2e.ingest_and_label("tmpbench") == 12
+    records[3] = {**records[3], "prompt": records[3]["prompt"] + " Keep it under one page."}
+    records[7] = {**records[7], "prompt": "Summarise the attached audit findings for the board."}
+    write(records)
+    assert e2e.ingest_and_label("tmpbench") == 2
+    assert e2e.ingest_and_label("tmpbench") == 0
+    labels = e2e.warehouse.read_table("prompt_task_labels").filter(pl.col("benchmark") == "tmpbench")
+    prompts = e2e.warehouse.read_table("benchmark_prompts").filter(pl.col("benchmark") == "tmpbench")
+    assert labels.join(prompts, on=["prompt_id", "prompt_hash"], how="anti").is_empty()  # no stale labels
+    assert labels["prompt_id"].n_unique() == 12
+
+
+def test_asset_records_failures_and_fails_when_nothing_labels(
+    warehouse_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """prompt_task_labels through Dagster with a fake labeler: partial failures -> labels + label_failures +
+    metadata; every prompt failing -> the step fails and the stored labels stay."""
+    from dagster import DagsterInstance, materialize
+
+    from assets import benchmarks
+    from assets import labels as la
+    from pipelines.io_manager import WarehouseIOManager
+    from pipelines.resources import LabelerResource, Warehouse
+
+    fail: set[str] = {"p1"}
+
+    class FakeResource(LabelerResource):
+        def build(self, index):  # noqa: ANN001, ANN201
+            return FakeLabeler(fail=fail)
+
+    monkeypatch.setattr(la, "load_task_index", lambda warehouse, log=None: (None, "test", 0.0))
+    prompts = pl.DataFrame(
+        {
+            "benchmark": ["b"] * 4,
+            "prompt_id": [f"p{i}" for i in range(4)],
+            "prompt": [f"text {i}" for i in range(4)],
+            "prompt_hash": [f"h{i}" for i in range(4)],
+        }
+    )
+    wh.replace_table(warehouse_path, "benchmark_prompts", prompts)
+    warehouse = Warehouse(path=str(warehouse_path))
+    resources = {
+        "warehouse": warehouse,
+        "io_manager": WarehouseIOManager(warehouse=warehouse),
+        "labeler": FakeResource(kind="offline", batch_size=3, progress_every=2),
+    }
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("benchmark", ["b"])
+
+    def run():
+        return materialize(
+            [la.prompt_task_labels, *benchmarks.ASSETS],
+            selection=[la.prompt_task_labels],
+            partition_key="b",
+            resources=resources,
+            instance=instance,
+            raise_on_error=False,
+        )
+
+    result = run()
+    assert result.success
+    meta = {
+        k: v.value
+        for k, v in result.asset_materializations_for_node("prompt_task_labels")[0].metadata.items()
+    }
+    assert (meta["n_labeled"], meta["n_failed"], meta["labeler_calls"], meta["n_batches"]) == (3, 1, 4, 2)
+    assert meta["input_tokens"] == 3100 and "p1" in meta["failures_preview"]
+    assert "labeled 4/4 prompts" in meta["progress_log"]
+    stored = wh.read_table(warehouse_path, "prompt_task_labels")
+    assert sorted(stored["prompt_id"].unique()) == ["p0", "p2", "p3"]
+    assert wh.read_table(warehouse_path, "label_failures")["prompt_id"].to_list() == ["p1"]
+
+    fail.update({"p4", "p5"})  # a re-ingest where nothing can be labeled: p1 still fails, p4/p5 are new
+    edited = pl.DataFrame(
+        {
+            "benchmark": ["b"] * 3,
+            "prompt_id": ["p1", "p4", "p5"],
+            "prompt": ["text 1", "x", "y"],
+            "prompt_hash": ["h1", "h4", "h5"],
+        }
+    )
+    wh.replace_table(warehouse_path, "benchmark_prompts", edited)
+    result = run()
+    assert not result.success
+    failure = result.failure_data_for_node("prompt_task_labels")
+    assert "every prompt of 'b' failed to label (3 distinct prompts" in str(
+        failure.user_failure_data.description
+    )
+    assert wh.read_table(warehouse_path, "prompt_task_labels").equals(stored)  # left unchanged
+    failures = wh.read_table(warehouse_path, "label_failures").sort("prompt_id")
+    assert failures.select("prompt_id", "attempts").rows() == [("p1", 6), ("p4", 3), ("p5", 3)]
+
+
+def test_e2e_agreement_and_validation_with_a_second_labeler(e2e: E2E) -> None:
+    """A second labeler in label_cache (here: the offline labels cut to their top task, for GDPval only)."""
+    cache = lc.LabelCache(e2e.warehouse.path)
+    gdpval = e2e.warehouse.read_table("benchmark_prompts").filter(pl.col("benchmark") == "gdpval")
+    offline = cache.read_frame(hashes=gdpval["prompt_hash"].unique().to_list())
+    assert offline["labeler"].unique().to_list() == ["offline"]
+    outcomes = [
+        LabelOutcome(h, lc.labels_from_json(js)[:1])
+        for h, js in offline.select("prompt_hash", "labels_json").iter_rows()
+    ]
+    cache.write_batch(lc.CacheKey("29.2", "shadow", "top1", "t0"), "top1+t0", outcomes, {})
+    lab = e2e.labels
+    e2e.materialize([lab.labeler_agreement, *e2e.reference], selection=[lab.labeler_agreement])
+    agreement = e2e.warehouse.read_table("labeler_agreement")
+    got = {r["metric"]: r for r in agreement.iter_rows(named=True)}
+    assert agreement["benchmark"].unique().to_list() == ["gdpval"]
+    expected = offline.select(
+        pl.col("labels_json")
+        .map_elements(lambda js: 1 / len(lc.labels_from_json(js)), return_dtype=pl.Float64)
+        .mean()
+    ).item()
+    assert got["task_jaccard"]["n"] == offline.height
+    assert got["task_jaccard"]["value"] == pytest.approx(expected)
+    assert got["task_jaccard"]["ci_low"] <= got["task_jaccard"]["value"] <= got["task_jaccard"]["ci_high"]
+    assert 0 < got["occupation_top1_agreement"]["value"] <= 1
+    table = e2e.validate()
+    shadow = table.filter(pl.col("labeler_version") == "top1+t0")
+    assert shadow["benchmark"].unique().to_list() == ["gdpval"]  # validated from the cache, not floor-checked
+    assert shadow.filter(pl.col("metric") == "occupation_top5")["n"].item() == 110
+    floors = [
+        e
+        for e in e2e.last_validation_run.get_asset_check_evaluations()
+        if e.check_name == "labeler_validation_floors"
+    ]
+    assert floors and floors[0].passed
+
+
+def test_disambiguate_versions_keeps_configurations_apart() -> None:
+    frame = pl.DataFrame(
+        {
+            "labeler": ["offline", "offline", "openai"],
+            "labeler_version": ["off+v1", "off+v1", "gpt+t1"],
+            "model": ["m", "m", "gpt"],
+            "template_version": ["v1-a", "v1-b", "t1"],
+        }
+    )
+    assert lc.disambiguate_versions(frame)["labeler_version"].to_list() == [
+        "off+v1@v1-a",
+        "off+v1@v1-b",
+        "gpt+t1",
+    ]
+    assert lc.disambiguate_versions(frame[2:])["labeler_version"].to_list() == ["gpt+t1"]
