@@ -1,0 +1,502 @@
+"""The benchmark-coverage map: one self-contained HTML page (inline CSS, JS and data; no network access).
+
+Every O*NET occupation with tasks is a tile, grouped into the 22 SOC major groups and coloured by the share of
+its tasks covered, i.e. labeled with at least `threshold` distinct benchmark prompts. Toggles pick the
+threshold (>= 1 / >= 5 prompts) and which benchmarks count; hovering a tile shows the occupation, its tasks
+covered (with the most-prompted ones), the benchmarks behind it and example prompts.
+
+The page recomputes coverage in the browser from per-task, per-benchmark prompt counts, so any benchmark
+subset is exact: a task's count is the sum over the selected benchmarks (prompts are distinct per benchmark).
+`occupation_shares` is the same computation in Python, for tests.
+
+No dagster here.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import polars as pl
+
+from models.coverage import SOC_MAJOR_GROUPS, THRESHOLDS, major_group_of, select_labeler, short_group_title
+
+# Colour bins of the share of tasks covered: (lower bound, colour, legend label); share 0 is NO_COVERAGE.
+NO_COVERAGE_COLOUR = "#e3e3e3"
+COLOUR_BINS: tuple[tuple[float, str, str], ...] = (
+    (0.0, "#c7e9b4", "> 0%"),
+    (0.05, "#7fcdbb", "\u2265 5%"),
+    (0.10, "#41b6c4", "\u2265 10%"),
+    (0.25, "#1d91c0", "\u2265 25%"),
+    (0.50, "#225ea8", "\u2265 50%"),
+    (0.75, "#0c2c84", "\u2265 75%"),
+)
+PROMPT_CHARS = 180
+TASK_CHARS = 120
+
+
+def colour_for(share: float) -> str:
+    """The tile colour of a share of tasks covered (the same rule as the page's JavaScript)."""
+    if share <= 0:
+        return NO_COVERAGE_COLOUR
+    colour = COLOUR_BINS[0][1]
+    for lower, bin_colour, _ in COLOUR_BINS:
+        if share >= lower:
+            colour = bin_colour
+    return colour
+
+
+def _clip(text: str | None, limit: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def coverage_map_data(
+    occupations: pl.DataFrame,
+    labels: pl.DataFrame,
+    prompts: pl.DataFrame | None = None,
+    tasks: pl.DataFrame | None = None,
+    *,
+    labeler: str | None = None,
+    thresholds: Sequence[int] = THRESHOLDS,
+    examples_per_benchmark: int = 1,
+    prompt_chars: int = PROMPT_CHARS,
+    task_chars: int = TASK_CHARS,
+) -> dict[str, Any]:
+    """The page's data (JSON-ready).
+
+    occupations: one row per occupation with tasks -- onet_soc_code, title, and n_tasks (else counted from
+    `tasks`); occupation_coverage fits. labels: prompt_task_labels (benchmark, prompt_id, onet_soc_code,
+    task_id; labeler and rank used when present). prompts: benchmark_prompts (benchmark, prompt_id, prompt)
+    for the examples. tasks: onet_tasks (onet_soc_code, task_id, task) for task statements.
+    """
+    labels, chosen = select_labeler(labels, labeler)
+    occ = (
+        occupations.select(
+            pl.col("onet_soc_code").cast(pl.Utf8),
+            pl.col("title").cast(pl.Utf8),
+            *([pl.col("n_tasks").cast(pl.Int64)] if "n_tasks" in occupations.columns else []),
+        )
+        .unique("onet_soc_code")
+        .sort("onet_soc_code")
+    )
+    if "n_tasks" not in occ.columns:
+        if tasks is None:
+            raise ValueError("coverage_map_data needs n_tasks in `occupations` or a `tasks` frame")
+        counts = tasks.group_by(pl.col("onet_soc_code").cast(pl.Utf8)).agg(
+            pl.len().cast(pl.Int64).alias("n_tasks")
+        )
+        occ = occ.join(counts, on="onet_soc_code", how="left").with_columns(pl.col("n_tasks").fill_null(0))
+    occ = occ.with_columns(major_group_of().alias("major_group_code"))
+    known = set(occ["onet_soc_code"].to_list())
+
+    prompt_tasks = (
+        labels.select(
+            pl.col("benchmark").cast(pl.Utf8),
+            pl.col("prompt_id").cast(pl.Utf8),
+            pl.col("onet_soc_code").cast(pl.Utf8),
+            pl.col("task_id").cast(pl.Int64),
+            (pl.col("rank").cast(pl.Int64) if "rank" in labels.columns else pl.lit(1, dtype=pl.Int64)).alias(
+                "rank"
+            ),
+        )
+        .filter(pl.col("onet_soc_code").is_in(list(known)))
+        .group_by("benchmark", "prompt_id", "onet_soc_code", "task_id")
+        .agg(pl.col("rank").min())
+    )
+    benchmarks = sorted(prompt_tasks["benchmark"].unique().to_list())
+    bench_index = {b: i for i, b in enumerate(benchmarks)}
+    bench_prompts = prompt_tasks.group_by("benchmark").agg(pl.col("prompt_id").n_unique().alias("n"))
+    bench_totals = dict(bench_prompts.iter_rows())
+
+    # per task and benchmark: distinct prompts
+    task_counts = (
+        prompt_tasks.group_by("onet_soc_code", "task_id", "benchmark")
+        .agg(pl.len().alias("n"))
+        .sort("onet_soc_code", "task_id", "benchmark")
+    )
+    statements: dict[tuple[str, int], str] = {}
+    if tasks is not None and {"onet_soc_code", "task_id", "task"} <= set(tasks.columns):
+        labeled_keys = task_counts.select("onet_soc_code", "task_id").unique()
+        statements = {
+            (code, int(tid)): _clip(text, task_chars)
+            for code, tid, text in tasks.select(
+                pl.col("onet_soc_code").cast(pl.Utf8), pl.col("task_id").cast(pl.Int64), "task"
+            )
+            .join(labeled_keys, on=["onet_soc_code", "task_id"], how="semi")
+            .iter_rows()
+        }
+    per_occ_tasks: dict[str, list[list[Any]]] = {}
+    current: tuple[str, int] | None = None
+    for code, task_id, bench, n in task_counts.iter_rows():
+        if (code, task_id) != current:
+            current = (code, task_id)
+            per_occ_tasks.setdefault(code, []).append([task_id, statements.get((code, task_id), ""), []])
+        per_occ_tasks[code][-1][2] += [bench_index[bench], int(n)]
+
+    # per occupation and benchmark: distinct prompts (a prompt with two tasks of the occupation counts once)
+    occ_bench = (
+        prompt_tasks.group_by("onet_soc_code", "benchmark")
+        .agg(pl.col("prompt_id").n_unique().alias("n"))
+        .sort("onet_soc_code", "benchmark")
+    )
+    per_occ_bench: dict[str, list[int]] = {}
+    for code, bench, n in occ_bench.iter_rows():
+        per_occ_bench.setdefault(code, []).extend([bench_index[bench], int(n)])
+
+    # example prompts: per occupation and benchmark, the prompts labeled most confidently (best rank, then id)
+    example_list: list[list[Any]] = []
+    per_occ_examples: dict[str, list[int]] = {}
+    if prompts is not None and {"benchmark", "prompt_id", "prompt"} <= set(prompts.columns):
+        best = (
+            prompt_tasks.group_by("onet_soc_code", "benchmark", "prompt_id")
+            .agg(pl.col("rank").min())
+            .sort("onet_soc_code", "benchmark", "rank", "prompt_id")
+            .group_by("onet_soc_code", "benchmark", maintain_order=True)
+            .head(examples_per_benchmark)
+        )
+        texts = prompts.select(
+            pl.col("benchmark").cast(pl.Utf8),
+            pl.col("prompt_id").cast(pl.Utf8),
+            pl.col("prompt").cast(pl.Utf8),
+        ).unique(["benchmark", "prompt_id"])
+        best = best.join(texts, on=["benchmark", "prompt_id"], how="left")
+        example_index: dict[tuple[str, str], int] = {}
+        for code, bench, prompt_id, _rank, text in best.select(
+            "onet_soc_code", "benchmark", "prompt_id", "rank", "prompt"
+        ).iter_rows():
+            key = (bench, prompt_id)
+            if key not in example_index:
+                example_index[key] = len(example_list)
+                example_list.append([bench_index[bench], prompt_id, _clip(text, prompt_chars)])
+            per_occ_examples.setdefault(code, []).append(example_index[key])
+
+    groups = [[code, short_group_title(title)] for code, title in SOC_MAJOR_GROUPS.items()]
+    extra_groups = sorted(set(occ["major_group_code"].to_list()) - set(SOC_MAJOR_GROUPS))
+    groups += [[code, code] for code in extra_groups]
+    group_index = {code: i for i, (code, _) in enumerate(groups)}
+    occupation_rows = [
+        {
+            "c": code,
+            "t": title or code,
+            "g": group_index[group],
+            "n": int(n_tasks or 0),
+            "k": per_occ_tasks.get(code, []),
+            "b": per_occ_bench.get(code, []),
+            "e": per_occ_examples.get(code, []),
+        }
+        for code, title, n_tasks, group in occ.select(
+            "onet_soc_code", "title", "n_tasks", "major_group_code"
+        ).iter_rows()
+    ]
+    return {
+        "groups": groups,
+        "benchmarks": [[b, int(bench_totals.get(b, 0))] for b in benchmarks],
+        "thresholds": [int(t) for t in thresholds],
+        "occupations": occupation_rows,
+        "examples": example_list,
+        "labeler": chosen,
+        "bins": [[lower, colour, label] for lower, colour, label in COLOUR_BINS],
+        "no_coverage_colour": NO_COVERAGE_COLOUR,
+    }
+
+
+def occupation_shares(
+    data: dict[str, Any], threshold: int, benchmarks: Iterable[str] | None = None
+) -> dict[str, float]:
+    """onet_soc_code -> share of tasks covered at `threshold` counting only `benchmarks` (all when None);
+    the page's JavaScript computes the same."""
+    names = [b for b, _ in data["benchmarks"]]
+    selected = {names.index(b) for b in benchmarks} if benchmarks is not None else set(range(len(names)))
+    shares = {}
+    for occ in data["occupations"]:
+        covered = 0
+        for _task_id, _text, pairs in occ["k"]:
+            n = sum(pairs[i + 1] for i in range(0, len(pairs), 2) if pairs[i] in selected)
+            covered += n >= threshold
+        shares[occ["c"]] = covered / occ["n"] if occ["n"] else 0.0
+    return shares
+
+
+def _script_json(data: Any) -> str:
+    """JSON safe inside <script>: no '<', '>' or '&' left that could end the element or open a comment."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+_CSS = """
+*{box-sizing:border-box}
+body{font-family:-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:0;color:#222;
+background:#fafafa}
+header{padding:14px 20px 8px;background:#fff;border-bottom:1px solid #ddd;position:sticky;top:0;z-index:5}
+h1{font-size:19px;margin:0 0 4px}
+.sub{font-size:12px;color:#555;margin:0 0 8px;max-width:1100px}
+.controls{display:flex;flex-wrap:wrap;gap:14px;align-items:flex-start;font-size:12px}
+fieldset{border:1px solid #ddd;border-radius:6px;padding:4px 8px;margin:0;background:#fff}
+legend{font-weight:600;padding:0 4px}
+#benchmarks{display:flex;flex-wrap:wrap;gap:2px 10px;max-width:820px}
+#benchmarks label{white-space:nowrap}
+button{font-size:11px;margin:2px 4px 2px 0;padding:1px 8px;cursor:pointer}
+#summary{font-size:13px;margin:8px 0 0;font-weight:600}
+.legend{display:flex;gap:8px;align-items:center;font-size:11px;margin-top:6px;flex-wrap:wrap}
+.legend span.sw{display:inline-block;width:14px;height:14px;border-radius:2px;vertical-align:middle;
+margin-right:3px}
+main{padding:10px 20px 40px;display:grid;grid-template-columns:repeat(auto-fill,minmax(330px,1fr));gap:10px}
+section.group{background:#fff;border:1px solid #e2e2e2;border-radius:6px;padding:6px 8px 8px}
+section.group h2{font-size:12px;margin:0 0 5px;font-weight:600;display:flex;
+justify-content:space-between;gap:8px}
+section.group h2 .count{color:#666;font-weight:400;white-space:nowrap}
+.tiles{display:flex;flex-wrap:wrap;gap:2px}
+.tile{width:15px;height:15px;border-radius:2px;background:#e3e3e3;cursor:pointer;outline-offset:1px}
+.tile:hover,.tile:focus{outline:2px solid #f39c12}
+#tip{position:fixed;display:none;max-width:430px;background:#fff;border:1px solid #bbb;border-radius:6px;
+box-shadow:0 4px 14px rgba(0,0,0,.18);padding:8px 10px;font-size:12px;z-index:10;pointer-events:none}
+#tip h3{font-size:13px;margin:0 0 2px}
+#tip .code{color:#777;font-size:11px;margin-bottom:4px}
+#tip .sec{font-weight:600;margin-top:6px}
+#tip ul{margin:2px 0 0 16px;padding:0}
+#tip li{margin:1px 0}
+#tip .ex{color:#333;font-style:italic}
+footer{font-size:11px;color:#666;padding:0 20px 20px}
+"""
+
+_JS = r"""
+(function(){
+"use strict";
+const D = JSON.parse(document.getElementById("coverage-data").textContent);
+const state = {threshold: D.thresholds[0], selected: new Set(D.benchmarks.map((b, i) => i))};
+const el = (tag, props, text) => { const e = document.createElement(tag); if (props) Object.assign(e, props);
+  if (text !== undefined) e.textContent = text; return e; };
+function colour(share){
+  if (share <= 0) return D.no_coverage_colour;
+  let c = D.bins[0][1];
+  for (const [lower, col] of D.bins) { if (share >= lower) c = col; }
+  return c;
+}
+function taskCount(pairs){
+  let n = 0;
+  for (let i = 0; i < pairs.length; i += 2) { if (state.selected.has(pairs[i])) n += pairs[i + 1]; }
+  return n;
+}
+function coveredTasks(occ){
+  const out = [];
+  for (const [id, text, pairs] of occ.k) {
+    const n = taskCount(pairs);
+    if (n >= state.threshold) out.push([id, text, n]);
+  }
+  out.sort((a, b) => b[2] - a[2] || a[0] - b[0]);
+  return out;
+}
+function share(occ){ return occ.n ? coveredTasks(occ).length / occ.n : 0; }
+
+// controls
+const thresholdBox = document.getElementById("thresholds");
+D.thresholds.forEach((t, i) => {
+  const label = el("label");
+  const input = el("input", {type: "radio", name: "threshold", value: String(t), checked: i === 0,
+                             id: "threshold-" + t});
+  input.addEventListener("change", () => { state.threshold = t; render(); });
+  label.append(input, " \u2265 " + t + " prompt" + (t > 1 ? "s" : ""));
+  thresholdBox.append(label, " ");
+});
+const benchBox = document.getElementById("benchmarks");
+D.benchmarks.forEach(([name, n], i) => {
+  const label = el("label");
+  const input = el("input", {type: "checkbox", checked: true, value: name, id: "bench-" + name});
+  input.dataset.index = String(i);
+  input.addEventListener("change", () => {
+    if (input.checked) state.selected.add(i); else state.selected.delete(i);
+    render();
+  });
+  label.append(input, " " + name + " (" + n + ")");
+  benchBox.append(label);
+});
+function setAll(on){
+  benchBox.querySelectorAll("input").forEach(input => { input.checked = on; });
+  state.selected = new Set(on ? D.benchmarks.map((b, i) => i) : []);
+  render();
+}
+document.getElementById("all-benchmarks").addEventListener("click", () => setAll(true));
+document.getElementById("no-benchmarks").addEventListener("click", () => setAll(false));
+
+// legend
+const legend = document.getElementById("legend");
+const item = (col, text) => { const s = el("span"); s.append(el("span", {className: "sw"}), text);
+  s.firstChild.style.background = col; legend.append(s); };
+item(D.no_coverage_colour, "no task covered");
+D.bins.forEach(([lower, col, label]) => item(col, label));
+
+// tiles
+const main = document.getElementById("map");
+const groupEls = D.groups.map(([code, title]) => {
+  const section = el("section", {className: "group"});
+  section.dataset.group = code;
+  const h2 = el("h2");
+  const count = el("span", {className: "count"});
+  h2.append(el("span", {}, title), count);
+  const tiles = el("div", {className: "tiles"});
+  section.append(h2, tiles);
+  return {section, count, tiles, occs: []};
+});
+const tiles = D.occupations.map((occ, index) => {
+  const tile = el("div", {className: "tile", tabIndex: 0});
+  tile.dataset.index = String(index);
+  tile.dataset.code = occ.c;
+  tile.setAttribute("aria-label", occ.t);
+  groupEls[occ.g].tiles.append(tile);
+  groupEls[occ.g].occs.push(occ);
+  return tile;
+});
+groupEls.forEach(g => { if (g.occs.length) main.append(g.section); });
+
+function render(){
+  let coveredOcc = 0, coveredTaskTotal = 0, taskTotal = 0;
+  D.occupations.forEach((occ, i) => {
+    const k = coveredTasks(occ).length, s = occ.n ? k / occ.n : 0;
+    tiles[i].style.background = colour(s);
+    tiles[i].dataset.share = s.toFixed(6);
+    tiles[i].dataset.covered = String(k);
+    coveredOcc += k > 0; coveredTaskTotal += k; taskTotal += occ.n;
+  });
+  groupEls.forEach(g => {
+    const k = g.occs.filter(o => coveredTasks(o).length > 0).length;
+    g.count.textContent = k + " of " + g.occs.length + " covered";
+  });
+  const pct = x => (100 * x).toFixed(1) + "%";
+  const t = state.threshold, nb = state.selected.size;
+  document.getElementById("summary").textContent =
+    coveredOcc + " of " + D.occupations.length + " occupations have a task with \u2265 " + t +
+    " prompt" + (t > 1 ? "s" : "") + " from the " + nb + " selected benchmark" + (nb === 1 ? "" : "s") +
+    "; " + coveredTaskTotal.toLocaleString("en-US") + " of " + taskTotal.toLocaleString("en-US") + " tasks (" +
+    pct(taskTotal ? coveredTaskTotal / taskTotal : 0) + ") are covered.";
+}
+
+// tooltip
+const tip = document.getElementById("tip");
+function showTip(tile, x, y){
+  const occ = D.occupations[Number(tile.dataset.index)];
+  const covered = coveredTasks(occ);
+  tip.replaceChildren();
+  tip.append(el("h3", {}, occ.t), el("div", {className: "code"}, occ.c + " \u00b7 " + D.groups[occ.g][1]));
+  const pctCovered = occ.n ? (100 * covered.length / occ.n).toFixed(0) : 0;
+  const unit = state.threshold > 1 ? " prompts): " : " prompt): ";
+  tip.append(el("div", {}, "Tasks covered (\u2265 " + state.threshold + unit + covered.length +
+    " of " + occ.n + " (" + pctCovered + "%)"));
+  if (covered.length) {
+    const ul = el("ul");
+    covered.slice(0, 3).forEach(([id, text, n]) => ul.append(
+      el("li", {}, (text || ("task " + id)) + " \u2014 " + n + " prompt" + (n > 1 ? "s" : ""))));
+    if (covered.length > 3) ul.append(el("li", {}, "\u2026 and " + (covered.length - 3) + " more"));
+    tip.append(ul);
+  }
+  const benches = [];
+  for (let i = 0; i < occ.b.length; i += 2) {
+    if (state.selected.has(occ.b[i])) benches.push([occ.b[i], occ.b[i + 1]]);
+  }
+  benches.sort((a, b) => b[1] - a[1] || a[0] - b[0]);
+  tip.append(el("div", {className: "sec"}, "Benchmarks behind it"));
+  if (benches.length) {
+    const named = benches.map(([b, n]) => D.benchmarks[b][0] + " (" + n + (n > 1 ? " prompts)" : " prompt)"));
+    tip.append(el("div", {}, named.join(", ")));
+  } else {
+    tip.append(el("div", {}, "none of the selected benchmarks has a prompt labeled with its tasks"));
+  }
+  const examples = occ.e.map(i => D.examples[i]).filter(ex => state.selected.has(ex[0])).slice(0, 3);
+  if (examples.length) {
+    tip.append(el("div", {className: "sec"}, "Example prompts"));
+    const ul = el("ul");
+    examples.forEach(([b, id, text]) => {
+      const li = el("li");
+      li.append(el("b", {}, D.benchmarks[b][0] + ": "), el("span", {className: "ex"}, text));
+      ul.append(li);
+    });
+    tip.append(ul);
+  }
+  tip.style.display = "block";
+  const w = tip.offsetWidth, h = tip.offsetHeight;
+  tip.style.left = Math.max(4, Math.min(x + 14, window.innerWidth - w - 8)) + "px";
+  tip.style.top = Math.max(4, (y + 14 + h > window.innerHeight ? y - h - 10 : y + 14)) + "px";
+}
+const onPointer = ev => { const t = ev.target.closest(".tile"); if (t) showTip(t, ev.clientX, ev.clientY); };
+main.addEventListener("mouseover", onPointer);
+main.addEventListener("mousemove", onPointer);
+main.addEventListener("mouseout", ev => { if (ev.target.closest(".tile")) tip.style.display = "none"; });
+main.addEventListener("focusin", ev => { const t = ev.target.closest(".tile");
+  if (t) { const r = t.getBoundingClientRect(); showTip(t, r.right, r.bottom); } });
+main.addEventListener("focusout", () => { tip.style.display = "none"; });
+render();
+document.body.dataset.ready = "1";
+})();
+"""
+
+
+def coverage_map_html(
+    data: dict[str, Any],
+    *,
+    title: str = "Which occupations do AI benchmarks cover?",
+    subtitle: str | None = None,
+    footer: str | None = None,
+) -> str:
+    """The complete page for `coverage_map_data(...)`: no external resource of any kind."""
+    n_occ = len(data["occupations"])
+    n_groups = len({o["g"] for o in data["occupations"]})
+    default_subtitle = (
+        f"Each tile is one of {n_occ} O*NET occupations, grouped into {n_groups} SOC major groups and "
+        "coloured by the share of its tasks covered, i.e. labeled with at least the chosen number of "
+        f"distinct benchmark prompts (labeler: {data.get('labeler') or 'n/a'}). Pick the threshold and the "
+        "benchmarks that count; hover over a tile for the tasks, benchmarks and example prompts behind it."
+    )
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        # forbid any network access by the page itself
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">",
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<header>",
+        f"<h1>{html.escape(title)}</h1>",
+        f'<p class="sub">{html.escape(subtitle or default_subtitle)}</p>',
+        '<div class="controls">',
+        '<fieldset id="thresholds"><legend>Covered task = at least</legend></fieldset>',
+        "<fieldset><legend>Benchmarks counted</legend>"
+        '<button type="button" id="all-benchmarks">all</button>'
+        '<button type="button" id="no-benchmarks">none</button>'
+        '<div id="benchmarks"></div></fieldset>',
+        "</div>",
+        '<div class="legend" id="legend"><b>Share of tasks covered:</b></div>',
+        '<p id="summary"></p>',
+        "</header>",
+        '<main id="map"></main>',
+        '<div id="tip" role="tooltip"></div>',
+        f"<footer>{html.escape(footer or '')}</footer>",
+        f'<script type="application/json" id="coverage-data">{_script_json(data)}</script>',
+        f"<script>{_JS}</script>",
+        "</body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def build_coverage_map(
+    occupations: pl.DataFrame,
+    labels: pl.DataFrame,
+    prompts: pl.DataFrame | None = None,
+    tasks: pl.DataFrame | None = None,
+    *,
+    labeler: str | None = None,
+    thresholds: Sequence[int] = THRESHOLDS,
+    subtitle: str | None = None,
+    footer: str | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """(HTML page, its data) in one call."""
+    data = coverage_map_data(occupations, labels, prompts, tasks, labeler=labeler, thresholds=thresholds)
+    return coverage_map_html(data, subtitle=subtitle, footer=footer), data

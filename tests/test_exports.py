@@ -1,0 +1,965 @@
+"""Exports: tables (Parquet, CSV, XLSX), data dictionary, manifest; figures; summary; coverage-map data; the
+Dagster assets; the analyst notebook; and (slow) the whole pipeline on the mirror, then exports.
+
+Most tests run on a small synthetic world: reference, benchmark and label frames built by hand, with every
+analysis table computed from them by the real estimators, so the column names are the ones the warehouse holds.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import stat
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
+
+from models import coverage as cov
+from models import exports as ex
+from models import figures as fg
+from models import gaps, report
+from models import regression as reg
+from models import scores as sc
+from models import validation as val
+from models import warehouse as wh
+from models.benchmarks import BENCHMARKS_SCHEMA
+from models.coverage_map import (
+    NO_COVERAGE_COLOUR,
+    build_coverage_map,
+    colour_for,
+    coverage_map_data,
+    occupation_shares,
+)
+from models.data_dictionary import DATA_DICTIONARY, undocumented_columns
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = PROJECT_ROOT / "notebooks" / "analyst.ipynb"
+
+GROUPS = ["11", "13", "15", "29", "43", "47"]
+BENCHMARKS = ["gdpval", "swe_lancer", "webarena"]
+AI_MODELS = ["model-a", "model-b", "model-c"]
+LABELER = "offline"
+LABELER_VERSION = "tfidf-hybrid+v1"
+
+
+# --- the synthetic world -----------------------------------------------------------------------------------
+
+
+def regressions_table(models: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """coverage_regressions as assets/analysis.py stacks it: coefficients, contrasts and sample sizes."""
+    return pl.concat(
+        [
+            models["coefficients"].with_columns(pl.lit("coefficients").alias("table")),
+            models["contrasts"].with_columns(pl.lit("contrasts").alias("table")),
+            models["samples"].with_columns(pl.lit("sample").alias("table")),
+        ],
+        how="diagonal_relaxed",
+    )
+
+
+def build_world(seed: int = 0) -> dict[str, pl.DataFrame]:
+    """30 occupations in 6 SOC major groups with 8 tasks each; 3 benchmarks x 100 prompts, each labeled with 2
+    tasks of a 'home' occupation (a quarter of GDPval's human-labeled prompts deliberately mislabeled); 3 AI
+    models scored on two benchmarks; then every analysis table by the real estimators."""
+    rng = np.random.default_rng(seed)
+    occ_rows, task_rows, hour_rows, exposure_rows, wage_rows, workbank_rows = [], [], [], [], [], []
+    task_id = 1000
+    for g in GROUPS:
+        for i in range(5):
+            code = f"{g}-{1011 + 10 * i:04d}.00"
+            title = f"Occupation {code[:7]}"
+            occ_rows.append(
+                {
+                    "onet_soc_code": code,
+                    "title": title,
+                    "soc_code": code[:7],
+                    "major_group_code": f"{g}-0000",
+                    "major_group_title": cov.SOC_MAJOR_GROUPS[f"{g}-0000"],
+                    "has_tasks": True,
+                }
+            )
+            employment = float(rng.integers(10_000, 1_000_000))
+            wage = float(rng.integers(30_000, 150_000))
+            no_hours = g == "47" and i == 4  # one occupation without OEWS data
+            wage_rows.append(
+                {
+                    "onet_soc_code": code,
+                    "employment": None if no_hours else employment,
+                    "annual_mean_wage": None if no_hours else wage,
+                    "wage_bill": None if no_hours else employment * wage,
+                }
+            )
+            pis = rng.dirichlet(np.ones(8))
+            for k in range(8):
+                task_id += 1
+                importance = None if rng.random() < 0.2 else float(rng.integers(1, 6))
+                task_rows.append(
+                    {
+                        "onet_soc_code": code,
+                        "task_id": task_id,
+                        "task": f"Task {task_id}: do part {k} of the work of {title}",
+                        "importance": importance,
+                        "has_ratings": importance is not None,
+                        "is_core": k < 5,
+                    }
+                )
+                hour_rows.append(
+                    {
+                        "onet_soc_code": code,
+                        "task_id": task_id,
+                        "pi": float(pis[k]),
+                        "pi_is_fallback": False,
+                        "occupation_annual_hours": None if no_hours else employment * 2000.0,
+                        "task_annual_hours": None if no_hours else employment * 2000.0 * float(pis[k]),
+                    }
+                )
+                human = str(rng.choice(["E0", "E1", "E2"]))
+                exposure_rows.append(
+                    {
+                        "onet_soc_code": code,
+                        "task_id": task_id,
+                        "human_exposure": human,
+                        "exposed": human != "E0",
+                        "gpt4_exposed": bool(rng.random() < 0.5),
+                    }
+                )
+                if rng.random() < 0.6:
+                    workbank_rows.append(
+                        {
+                            "task_id": task_id,
+                            "onet_soc_code": code,
+                            "occupation_title": title,
+                            "task": f"Task {task_id}",
+                            "desire_mean": float(rng.uniform(1, 5)),
+                            "capability_mean": float(rng.uniform(1, 5)),
+                            "zone": str(
+                                rng.choice(["green_light", "red_light", "rnd_opportunity", "low_priority"])
+                            ),
+                        }
+                    )
+    occupations = pl.DataFrame(occ_rows)
+    tasks = pl.DataFrame(task_rows)
+    task_hours = pl.DataFrame(
+        hour_rows, schema_overrides={"occupation_annual_hours": pl.Float64, "task_annual_hours": pl.Float64}
+    )
+    exposure = pl.DataFrame(exposure_rows)
+    wages = pl.DataFrame(
+        wage_rows,
+        schema_overrides={"employment": pl.Float64, "annual_mean_wage": pl.Float64, "wage_bill": pl.Float64},
+    )
+    workbank = pl.DataFrame(workbank_rows)
+
+    exposed = {(c, t): e for c, t, e in exposure.select("onet_soc_code", "task_id", "exposed").iter_rows()}
+    codes = occupations["onet_soc_code"].to_list()
+    titles = dict(occupations.select("onet_soc_code", "title").iter_rows())
+    by_occ = {c: tasks.filter(pl.col("onet_soc_code") == c)["task_id"].to_list() for c in codes}
+    home_weights = np.array([4.0 if c[:2] in ("13", "15", "43") else 0.6 for c in codes])
+    home_weights /= home_weights.sum()
+    prompt_rows, label_rows = [], []
+    for bench in BENCHMARKS:
+        for p in range(100):
+            home = codes[int(rng.choice(len(codes), p=home_weights))]
+            text = (
+                f"{bench} prompt {p}: help the {titles[home].lower()} with the </script> & <b>usual</b> work"
+            )
+            prompt_id = f"{bench}-{p:03d}"
+            gold = bench == "gdpval" and p < 40
+            digest = hashlib.sha256(text.encode()).hexdigest()
+            prompt_rows.append(
+                {
+                    "benchmark": bench,
+                    "prompt_id": prompt_id,
+                    "prompt": text,
+                    "prompt_hash": digest,
+                    "occupation": titles[home] if gold else None,
+                    "onet_soc_code": None,
+                    "onet_task_id": None,
+                    "onet_task": None,
+                }
+            )
+            labeled = codes[(codes.index(home) + 7) % len(codes)] if gold and p % 4 == 0 else home
+            weights = np.array([3.0 if exposed[(labeled, t)] else 1.0 for t in by_occ[labeled]])
+            picked = rng.choice(by_occ[labeled], size=2, replace=False, p=weights / weights.sum())
+            for rank, t in enumerate(picked, start=1):
+                label_rows.append(
+                    {
+                        "benchmark": bench,
+                        "prompt_id": prompt_id,
+                        "prompt_hash": digest,
+                        "onet_soc_code": labeled,
+                        "task_id": int(t),
+                        "labeler": LABELER,
+                        "labeler_version": LABELER_VERSION,
+                        "rank": rank,
+                        "score": 1.0 / rank,
+                        "rationale": None,
+                    }
+                )
+    prompts = pl.DataFrame(
+        prompt_rows,
+        schema_overrides={
+            "occupation": pl.Utf8,
+            "onet_soc_code": pl.Utf8,
+            "onet_task_id": pl.Int64,
+            "onet_task": pl.Utf8,
+        },
+    )
+    labels = pl.DataFrame(label_rows, schema_overrides={"rationale": pl.Utf8})
+    scored_prompts = prompts.filter(pl.col("benchmark") != "webarena").select("benchmark", "prompt_id")
+    results = pl.DataFrame(
+        [
+            {"benchmark": b, "prompt_id": pid, "model": m, "score": float(rng.random() < 0.3 + 0.2 * j)}
+            for b, pid in scored_prompts.iter_rows()
+            for j, m in enumerate(AI_MODELS)
+        ]
+    )
+    benchmarks = pl.DataFrame(
+        [
+            {
+                "benchmark": b,
+                "title": b.replace("_", " ").title(),
+                "version": f"v{i + 1}",
+                "source_url": f"https://example.org/{b}",
+                "license": "MIT",
+                "agentic": b != "gdpval",
+                "public_items": 100,
+                "saturated": False,
+                "target_major_group": None,
+                "n_prompts": 100,
+                "n_results": 300 if b != "webarena" else 0,
+                "n_rejects": 0,
+                "content_hash": hashlib.sha256(b.encode()).hexdigest(),
+                "first_seen": None,
+                "last_changed": None,
+                "metadata_warnings": None,
+                "landing_origin": "mirror",
+                "landing_path": f"/somewhere/{b}",
+            }
+            for i, b in enumerate(BENCHMARKS)
+        ],
+        schema=BENCHMARKS_SCHEMA,
+    )
+
+    task_cov = cov.task_coverage(labels, tasks)
+    occ_cov = cov.occupation_coverage(task_cov, task_hours, occupations)
+    # the task frame and the models as assets/analysis.py builds them
+    task_frame = reg.build_task_frame(task_cov, tasks, exposure, wages, workbank).join(
+        task_hours.select("onet_soc_code", "task_id", "pi", "pi_is_fallback", "task_annual_hours"),
+        on=["onet_soc_code", "task_id"],
+        how="left",
+    )
+    models = reg.run_coverage_models(task_frame)
+    validation, _ = val.validate_labels(labels, prompts, occupations, tasks, n_boot=200)
+    scored = gaps.score_tasks(
+        gaps.gap_task_frame(
+            cov.task_coverage(labels, tasks, [5]), tasks, task_hours, exposure, wages, workbank, occupations
+        )
+    )
+    # a second labeler on the same prompts (for labeler_agreement only: coverage uses one labeler)
+    other = labels.with_columns(
+        pl.lit("openai").alias("labeler"),
+        pl.lit("gpt-4o-mini+t3").alias("labeler_version"),
+        pl.when(pl.col("rank") == 2)
+        .then(pl.col("task_id") + 1)
+        .otherwise(pl.col("task_id"))
+        .alias("task_id"),
+    )
+    agreement = val.labeler_agreement(
+        pl.concat([labels, other]), prompts.select("benchmark", "prompt_hash"), n_boot=200
+    )
+    return {
+        "onet_occupations": occupations,
+        "onet_tasks": tasks,
+        "task_hours": task_hours,
+        "task_exposure": exposure,
+        "occupation_wages": wages,
+        "workbank_tasks": workbank,
+        "benchmark_prompts": prompts,
+        "prompt_task_labels": labels,
+        "benchmark_results": results,
+        "benchmarks": benchmarks,
+        "task_coverage": task_cov,
+        "occupation_coverage": occ_cov,
+        "major_group_coverage": cov.major_group_coverage(occ_cov, occupations, wages),
+        "coverage_headline": cov.coverage_headline(labels, tasks, task_hours, occupations),
+        "coverage_regressions": regressions_table(models),
+        "task_analysis_frame": task_frame,
+        "coverage_adjusted_probabilities": models["adjusted_probabilities"].with_columns(
+            pl.lit("human").alias("exposure_source")
+        ),
+        "workbank_coverage": models["workbank_zone_coverage"],
+        "occupation_model_scores": sc.occupation_model_scores(results, labels, n_boot=200),
+        "coverage_sensitivity": cov.coverage_sensitivity(
+            labels, tasks, task_hours, occupations, exposure, wages, workbank
+        ),
+        "labeler_validation": validation,
+        "labeler_agreement": agreement,
+        "coverage_gaps": gaps.coverage_gaps(scored, 5),
+        "occupation_gaps": gaps.occupation_gaps(scored, 5),
+        "major_group_gaps": gaps.major_group_gaps(scored, None, 5),
+        "jobbench_shortlist": gaps.jobbench_shortlist(scored, 5),
+    }
+
+
+@pytest.fixture(scope="module")
+def world() -> dict[str, pl.DataFrame]:
+    return build_world()
+
+
+def export_tables(world: dict[str, pl.DataFrame], drop: tuple[str, ...] = ()) -> dict[str, pl.DataFrame]:
+    return {t: world[t] for t in ex.EXPORT_TABLES if t in world and t not in drop}
+
+
+def write(world: dict[str, pl.DataFrame], directory: Path, **kwargs) -> ex.ExportResult:
+    defaults = {
+        "run_id": "run-1",
+        "benchmarks": world["benchmarks"],
+        "sources": [],
+        "version": "test-version",
+        "labelers": ex.labeler_entries(world["prompt_task_labels"]),
+        "labeler_model": "offline",
+    }
+    return ex.write_exports(
+        kwargs.pop("tables", None) or export_tables(world), directory, **(defaults | kwargs)
+    )
+
+
+def fill_warehouse(world: dict[str, pl.DataFrame], path: Path) -> None:
+    for name, frame in world.items():
+        wh.replace_table(path, name, frame)
+
+
+# --- the data dictionary --------------------------------------------------------------------------------------
+
+
+def test_world_has_every_export_table(world):
+    assert [t for t in ex.EXPORT_TABLES if t not in world] == []
+    assert all(world[t].height > 0 for t in ex.EXPORT_TABLES)
+
+
+def test_every_exported_column_is_documented(world):
+    prepared = {t: ex.prepare_table(t, world[t]) for t in ex.EXPORT_TABLES}
+    assert undocumented_columns({t: f.columns for t, f in prepared.items()}) == {}
+    for table, frame in prepared.items():
+        for column in frame.columns:
+            meaning, unit, source = DATA_DICTIONARY[table][column]
+            assert meaning and unit and source, (table, column)
+    # an unknown column is reported, not passed
+    assert undocumented_columns({"task_coverage": ["task_id", "mystery"]}) == {"task_coverage": ["mystery"]}
+
+
+def test_timestamps_and_paths_are_not_exported(world):
+    prepared = ex.prepare_table("benchmarks", world["benchmarks"])
+    assert not {"first_seen", "last_changed", "landing_path", "landing_origin"} & set(prepared.columns)
+    assert "content_hash" in prepared.columns
+
+
+# --- row order, sheet names, nested cells ----------------------------------------------------------------------
+
+
+def test_canonical_order_is_independent_of_input_order(world):
+    headline = world["coverage_headline"]
+    a = ex.canonical_order("coverage_headline", headline)
+    b = ex.canonical_order("coverage_headline", headline.sample(fraction=1.0, shuffle=True, seed=3))
+    assert a.equals(b)
+    n_pooled = headline.filter(pl.col("scope") == "all").height
+    assert a["scope"].head(n_pooled).to_list() == ["all"] * n_pooled  # pooled rows first
+    rest = a["scope"].slice(n_pooled).to_list()
+    assert rest == sorted(rest)
+
+
+def test_sheet_names_are_short_unique_and_valid():
+    names = ex.sheet_names(
+        [
+            "coverage_adjusted_probabilities",
+            "coverage_adjusted_probabilities_by_benchmark",
+            "a/b:c",
+            "README",
+            "readme_table",
+        ],
+        reserved=("README",),
+    )
+    assert names["coverage_adjusted_probabilities"] == "coverage_adjusted_probabilities"  # exactly 31
+    assert all(len(n) <= 31 for n in names.values())
+    assert len({n.lower() for n in names.values()} | {"readme"}) == len(names) + 1
+    assert names["a/b:c"] == "a_b_c"
+    assert names["README"] != "README"
+
+
+def test_nested_cells_become_json_text():
+    frame = pl.DataFrame({"k": [2, 1], "codes": [["15-1252", "13-2011"], []]})
+    out = ex.prepare_table("whatever", frame)
+    assert out.schema["codes"] == pl.Utf8
+    assert out.to_dicts() == [{"k": 1, "codes": "[]"}, {"k": 2, "codes": '["15-1252", "13-2011"]'}]
+
+
+# --- the export folder -------------------------------------------------------------------------------------------
+
+
+def test_export_is_deterministic(world, tmp_path):
+    first = write(world, tmp_path / "a")
+    shuffled = {t: f.sample(fraction=1.0, shuffle=True, seed=7) for t, f in export_tables(world).items()}
+    second = write(world, tmp_path / "b", tables=shuffled, run_id="run-2")
+    again = write(world, tmp_path / "a", run_id="run-3")  # re-run into the same folder
+    assert [f.table for f in first.tables] == [f.table for f in second.tables] == list(ex.EXPORT_TABLES)
+    for a, b, c in zip(first.tables, second.tables, again.tables, strict=True):
+        assert pl.read_parquet(b.parquet).equals(
+            pl.read_parquet(tmp_path / "a" / "tables" / f"{a.table}.parquet")
+        )
+        assert a.parquet.read_bytes() == b.parquet.read_bytes(), a.table
+        assert a.csv.read_bytes() == b.csv.read_bytes(), a.table
+        assert (
+            (a.parquet_sha256, a.csv_sha256)
+            == (b.parquet_sha256, b.csv_sha256)
+            == (c.parquet_sha256, c.csv_sha256)
+        )
+    assert first.manifest["tables"] == again.manifest["tables"]
+
+
+def test_export_folder_contents(world, tmp_path):
+    result = write(world, tmp_path / "2030-01-31")
+    folder = result.directory
+    for name in ex.EXPORT_TABLES:
+        expected = ex.prepare_table(name, world[name])
+        assert pl.read_parquet(folder / "tables" / f"{name}.parquet").equals(expected), name
+        csv = pl.read_csv(folder / "tables" / f"{name}.csv", infer_schema_length=0)
+        assert csv.columns == expected.columns and csv.height == expected.height == world[name].height
+
+    # workbook: README, dictionary, one sheet per table, names <= 31 characters, same rows and numbers
+    from openpyxl import load_workbook
+
+    book = load_workbook(result.workbook, read_only=True)
+    sheets = {f.table: f.sheet for f in result.tables}
+    assert book.sheetnames == ["README", "data_dictionary", *[sheets[t] for t in ex.EXPORT_TABLES]]
+    assert all(len(s) <= 31 for s in book.sheetnames)
+    book.close()
+    headline = pl.read_excel(result.workbook, sheet_name=sheets["coverage_headline"])
+    expected = ex.prepare_table("coverage_headline", world["coverage_headline"])
+    assert headline.height == expected.height
+    assert np.allclose(headline["numerator"].to_numpy(), expected["numerator"].to_numpy())
+    assert headline["scope"].to_list() == expected["scope"].to_list()
+    dictionary_sheet = pl.read_excel(result.workbook, sheet_name="data_dictionary")
+    assert (
+        dictionary_sheet.height == sum(world[t].width for t in ex.EXPORT_TABLES) - 4
+    )  # 4 benchmark cols dropped
+
+    # data dictionary: every column of every table, none undocumented
+    text = result.dictionary.read_text()
+    assert "UNDOCUMENTED" not in text
+    for name in ex.EXPORT_TABLES:
+        assert f"## {name}" in text
+        for column in ex.prepare_table(name, world[name]).columns:
+            meaning = DATA_DICTIONARY[name][column][0]
+            assert f"| `{column}` |" in text and meaning.replace("|", "\\|") in text, (name, column)
+
+    # manifest
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["run_id"] == "run-1" and manifest["code_version"] == "test-version"
+    assert manifest["export_date"] == "2030-01-31"
+    assert [b["content_hash"] for b in manifest["benchmarks"]] == world["benchmarks"][
+        "content_hash"
+    ].to_list()
+    assert [b["version"] for b in manifest["benchmarks"]] == ["v1", "v2", "v3"]
+    assert manifest["labeler"] == {
+        "model": "offline",
+        "labelers": [
+            {
+                "labeler": LABELER,
+                "labeler_version": LABELER_VERSION,
+                "n_labels": 600,
+                "n_prompts": 300,
+                "n_benchmarks": 3,
+            }
+        ],
+    }
+    assert manifest["missing_tables"] == [] and manifest["undocumented_columns"] == {}
+    listed = {f["path"]: f["sha256"] for f in manifest["files"]}
+    assert {
+        "benchmap_tables.xlsx",
+        "data_dictionary.md",
+        "tables/task_coverage.parquet",
+        "tables/task_coverage.csv",
+    } <= set(listed)
+    assert (
+        listed["tables/task_coverage.csv"]
+        == hashlib.sha256((folder / "tables" / "task_coverage.csv").read_bytes()).hexdigest()
+    )
+    by_table = {t["table"]: t for t in manifest["tables"]}
+    assert by_table["task_coverage"]["rows"] == 240 and by_table["task_coverage"]["sheet"] == "task_coverage"
+    assert ex.verify_export(folder) == []
+    assert stat.S_IMODE((folder / "tables" / "task_coverage.parquet").stat().st_mode) == 0o644
+
+    # a file changed after export is caught
+    (folder / "tables" / "workbank_coverage.csv").write_text("tampered\n")
+    assert ex.verify_export(folder) == ["tables/workbank_coverage.csv changed after the manifest was written"]
+
+
+def test_missing_tables_are_listed_not_skipped(world, tmp_path):
+    result = write(
+        world, tmp_path / "x", tables=export_tables(world, drop=("labeler_agreement", "coverage_gaps"))
+    )
+    assert result.missing_tables == ["labeler_agreement", "coverage_gaps"]
+    assert result.missing_required == [] and ex.verify_export(result.directory) == []
+    assert "`labeler_agreement`" in result.dictionary.read_text()
+    result = write(world, tmp_path / "y", tables=export_tables(world, drop=("coverage_headline",)))
+    assert result.missing_required == ["coverage_headline"]
+    assert ex.verify_export(result.directory) == ["required tables not exported: ['coverage_headline']"]
+    # a table exported earlier into the same folder but missing now does not linger
+    write(world, tmp_path / "z")
+    write(world, tmp_path / "z", tables=export_tables(world, drop=("coverage_gaps",)))
+    assert not (tmp_path / "z" / "tables" / "coverage_gaps.parquet").exists()
+
+
+def test_source_checksums_hash_local_files_without_downloading(tmp_path, monkeypatch):
+    raw = tmp_path / "raw"
+    (raw / "onet").mkdir(parents=True)
+    (raw / "onet" / "Occupation Data.txt").write_bytes(b"O*NET-SOC Code\tTitle\n")
+    monkeypatch.setenv("BENCHMAP_RAW_DIR", str(raw))
+    monkeypatch.setenv("BENCHMAP_MIRROR", str(tmp_path / "no_mirror"))
+    monkeypatch.setenv("BENCHMAP_OFFLINE", "1")
+    entries = {e["source_file"]: e for e in ex.source_checksums()}
+    found = entries["onet/Occupation Data.txt"]
+    assert found["status"] == "present" and found["origin"] == "raw"
+    assert found["sha256"] == hashlib.sha256(b"O*NET-SOC Code\tTitle\n").hexdigest()
+    assert found["version"].startswith("O*NET")
+    assert entries["onet/Task Statements.txt"]["status"] == "not present"
+    assert not (raw / "onet" / "Task Statements.txt").exists()
+
+
+def test_code_version_names_git_or_package():
+    assert re.match(r"^(git|package|pyproject):\S+", ex.code_version())
+
+
+# --- figures -------------------------------------------------------------------------------------------------------
+
+
+def test_wage_bill_figure_draws_both_exposure_curves_with_bands(world):
+    probs = world["coverage_adjusted_probabilities"]
+    fig = fg.wage_bill_probability_figure(probs)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    lines = ax.get_lines()
+    assert [line.get_label() for line in lines] == ["LLM-exposed tasks (E1/E2)", "Not exposed (E0)"]
+    exposed = probs.filter((pl.col("model") == "exposure_wage") & (pl.col("exposed") == 1)).sort("wage_bill")
+    assert np.allclose(lines[0].get_xdata(), exposed["wage_bill"].to_numpy())
+    assert np.allclose(lines[0].get_ydata(), exposed["prob"].to_numpy())
+    bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    assert len(bands) == 2
+    band = bands[0].get_paths()[0].vertices
+    assert np.isclose(band[:, 1].max(), exposed["ci_high"].max()) and np.isclose(
+        band[:, 1].min(), exposed["ci_low"].min()
+    )
+
+
+def test_importance_figure_has_error_bars_per_quintile_and_exposure(world):
+    probs = world["coverage_adjusted_probabilities"]
+    fig = fg.importance_quintile_figure(probs)
+    containers = fig.axes[0].containers
+    rows = probs.filter(pl.col("model") == "importance_fe")
+    assert len(containers) == rows["exposed"].n_unique() == 2
+    exposed = rows.filter(pl.col("exposed") == 1).sort("importance_quintile")
+    x, y = containers[0].lines[0].get_data()
+    assert np.allclose(y, exposed["prob"].to_numpy())
+    assert np.allclose(np.round(x), exposed["importance_quintile"].to_numpy())
+
+
+def test_figures_say_why_a_model_is_missing():
+    not_estimated = reg.not_estimated(
+        "importance_fe", "f", "Not estimated: only 1 occupation cluster(s)"
+    ).probabilities
+    fig = fg.importance_quintile_figure(not_estimated)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert any("only 1 occupation cluster" in t for t in texts)
+    assert fg.wage_bill_probability_figure(pl.DataFrame({"x": [1]})).axes[0].texts
+
+
+def test_major_group_figure_bars_match_the_table(world):
+    groups = world["major_group_coverage"]
+    ax = fg.major_group_figure(groups).axes[0]
+    assert len(ax.patches) == 22 * 3  # all occupations, covered at >= 1, covered at >= 5
+    ordered = groups.sort("major_group_code", descending=True)
+    widths = [p.get_width() for p in ax.patches]
+    assert widths[:22] == ordered["n_occupations"].cast(pl.Float64).to_list()
+    assert widths[22:44] == ordered["occupations_covered_1"].cast(pl.Float64).to_list()
+    assert widths[44:] == ordered["occupations_covered_5"].cast(pl.Float64).to_list()
+
+
+def test_hours_by_coverage_level_by_hand():
+    occ = pl.DataFrame(
+        {
+            "onet_soc_code": ["15-1252.00", "15-1253.00", "43-4051.00", "43-9061.00"],
+            "occupation_annual_hours": [1000.0, 3000.0, 4000.0, None],
+            "hours_share_covered_1": [0.5, 0.1, 0.0, 1.0],
+            "hours_share_covered_5": [0.2, 0.0, 0.0, 1.0],
+        }
+    )
+    levels = fg.hours_by_coverage_level(occ)
+    got = {(g, lv): h for g, lv, h in levels.select("major_group_code", "level", "hours").iter_rows()}
+    assert got[("15-0000", "high")] == pytest.approx(200)
+    assert got[("15-0000", "low")] == pytest.approx(300 + 300)
+    assert got[("15-0000", "no_coverage")] == pytest.approx(500 + 2700)
+    assert got[("all", "no_coverage")] == pytest.approx(3200 + 4000)
+    shares = dict(levels.filter(pl.col("major_group_code") == "all").select("level", "share").iter_rows())
+    assert shares == pytest.approx({"high": 200 / 8000, "low": 600 / 8000, "no_coverage": 7200 / 8000})
+    assert levels.filter(pl.col("level") == "low")["level_label"][0] == "1-4 prompts"
+    ax = fg.hours_by_coverage_figure(occ).axes[0]
+    assert len(ax.patches) == 3 * 3  # all + 2 groups, 3 levels
+    assert ax.patches[0].get_width() == pytest.approx(200 / 8000)
+
+
+def test_labeler_validation_figure(world):
+    validation = pl.concat(
+        [
+            world["labeler_validation"],
+            world["labeler_validation"].with_columns(
+                pl.lit("openai").alias("labeler"),
+                pl.lit("gpt-4o-mini+t3").alias("labeler_version"),
+                (pl.col("value") * 0.5).alias("value"),
+                (pl.col("ci_low") * 0.5).alias("ci_low"),
+            ),
+        ]
+    )
+    fig = fg.labeler_validation_figure(validation)
+    metrics = validation["metric"].unique().sort().to_list()
+    assert len(fig.axes) == len(metrics) == 2
+    first = fig.axes[0]
+    assert len(first.containers) == 2  # one error-bar series per labeler
+    xs = sorted(float(c.lines[0].get_xdata()[0]) for c in first.containers)
+    top1 = validation.filter(pl.col("metric") == "occupation_top1")["value"].sort().to_list()
+    assert xs == pytest.approx(top1)
+    assert top1[1] == pytest.approx(0.75)  # a quarter of the gold prompts were mislabeled on purpose
+
+
+def test_model_score_heatmap(world):
+    scores = world["occupation_model_scores"]
+    fig = fg.model_score_heatmap_figure(scores, world["onet_occupations"], min_prompts=5)
+    panels = [ax for ax in fig.axes if ax.images]
+    assert len(panels) == 2
+    plain, weighted = (np.ma.getdata(ax.images[0].get_array()) for ax in panels)
+    chosen = scores.filter(pl.col("min_prompts") == 5)
+    occs = sorted(chosen["onet_soc_code"].unique().to_list())
+    assert plain.shape == (len(occs), len(AI_MODELS))
+    row = chosen.filter((pl.col("onet_soc_code") == occs[0]) & (pl.col("model") == "model-b")).row(
+        0, named=True
+    )
+    assert plain[0, 1] == pytest.approx(row["plain_mean"])
+    if row["weighted_mean"] is None:
+        assert np.ma.is_masked(panels[1].images[0].get_array()[0, 1])
+    else:
+        assert weighted[0, 1] == pytest.approx(row["weighted_mean"])
+    labels = [t.get_text() for t in panels[0].get_yticklabels()]
+    assert labels[0].startswith(occs[0]) and "Occupation" in labels[0]
+
+
+def test_render_figures_and_saving(world, tmp_path):
+    drawn = fg.render_figures({**world, "occupations": world["onet_occupations"]})
+    assert list(drawn) == [spec.name for spec in fg.FIGURES]
+    assert all(isinstance(f, Figure) for f in drawn.values())
+    assert list(fg.render_figures({"major_group_coverage": world["major_group_coverage"]})) == [
+        "occupations_by_major_group"
+    ]
+    fig = drawn["coverage_by_wage_bill"]
+    first = fg.save_figure(fig, tmp_path / "one", "wage")
+    # drawing the same tables again gives byte-identical files (fixed SVG hash salt, no dates)
+    redrawn = fg.render_figures({"coverage_adjusted_probabilities": world["coverage_adjusted_probabilities"]})
+    second = fg.save_figure(redrawn["coverage_by_wage_bill"], tmp_path / "two", "wage")
+    assert first["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert first["svg"].read_text().lstrip().startswith("<?xml")
+    assert "<dc:date>" not in first["svg"].read_text()
+    assert first["svg"].read_bytes() == second["svg"].read_bytes()
+    assert first["png"].read_bytes() == second["png"].read_bytes()
+    markdown = fg.figure_markdown(fig, alt="wage")
+    assert markdown.startswith("![wage](data:image/png;base64,") and markdown.endswith(")")
+    assert base64.b64decode(markdown[len("![wage](data:image/png;base64,") : -1])[:4] == b"\x89PNG"
+
+
+# --- report summary -------------------------------------------------------------------------------------------------
+
+
+def test_summary_numbers_come_from_the_tables(world):
+    text = report.summary_markdown(
+        world, onet_tasks=world["onet_tasks"], labeler_model="offline", export_date="2030-01-31"
+    )
+    head = {
+        (r["threshold"], r["metric"]): r
+        for r in world["coverage_headline"].filter(pl.col("scope") == "all").iter_rows(named=True)
+    }
+    for t in (1, 5):
+        tasks = head[(t, "tasks_covered")]
+        assert f"{int(tasks['numerator']):,} ({100 * tasks['value']:.1f}%) have at least {t} prompt" in text
+        occs = head[(t, "occupations_covered")]
+        assert f"{int(occs['numerator'])} ({100 * occs['value']:.1f}%) have at least {t} prompt" in text
+        hours = head[(t, "hours_share_covered")]
+        assert f"{100 * hours['value']:.1f}% on tasks with at least {t} prompt" in text
+    hours_total = head[(1, "hours_share_covered")]["denominator"]
+    assert f"Of the {hours_total / 1e9:.1f} billion annual US work hours in occupations with hours data" in text
+    assert "Of the 240 O*NET tasks" in text and "Of the 30 occupations with task statements" in text
+    uncovered = head[(5, "major_groups_uncovered")]
+    assert f"{int(uncovered['value'])} of the 22 SOC major groups have no covered occupation" in text
+
+    contrasts = world["coverage_regressions"].filter(pl.col("contrast").is_not_null())
+    exposure = contrasts.filter(pl.col("model") == "exposure_wage").row(0, named=True)
+    assert (
+        f"{exposure['ratio']:.2f} times as likely as non-exposed tasks to have >= 5 prompts "
+        f"(95% CI {exposure['ci_low']:.2f}\u2013{exposure['ci_high']:.2f}"
+    ) in text
+    importance = contrasts.filter(pl.col("model") == "importance_fe").row(0, named=True)
+    assert f"{importance['ratio']:.2f} times as likely to be covered as the least important" in text
+
+    zones = world["workbank_coverage"].filter(pl.col("threshold") == 5)
+    green = zones.filter(pl.col("zone") == "green_light").row(0, named=True)
+    assert (
+        f"green-light {100 * green['share']:.1f}% (95% CI {100 * green['ci_low']:.1f}%\u2013"
+        f"{100 * green['ci_high']:.1f}%, {green['n_covered']} of {green['n_tasks']})"
+    ) in text
+
+    rated = int(world["onet_tasks"]["has_ratings"].sum())
+    assert f"available for {rated} of 240 tasks ({100 * rated / 240:.1f}%)" in text
+    assert "**Hours data.** 1 of 30 occupations have no OEWS" in text
+    top1 = world["labeler_validation"].filter(pl.col("metric") == "occupation_top1").row(0, named=True)
+    assert f"top-1 occupation accuracy on gdpval {100 * top1['value']:.0f}% (95% CI" in text
+    assert "gdpval v1 (100), swe_lancer v2 (100), webarena v3 (100)" in text
+    assert "available for 2 of them (gdpval, swe_lancer)" in text
+    assert "the **offline** labeler (model: offline)" in text
+    assert not re.search(r"\bnan\b", text, re.I) and "n/a" not in text
+
+
+def test_summary_says_what_is_missing():
+    text = report.summary_markdown({}, missing_tables=["coverage_headline"])
+    for phrase in (
+        "Coverage headline not available",
+        "Exposure finding not available",
+        "WORKBank finding not available",
+        "Model-score finding not available",
+        "Sensitivity analysis not available",
+        "benchmarks table is missing",
+        "Its accuracy was not measured",
+    ):
+        assert phrase in text
+    assert "Tables not available for this summary: coverage_headline" in text
+
+
+def test_markdown_table():
+    frame = pl.DataFrame({"a": [1, 2, 3], "b": [0.5, None, 1234567.0], "c": ["x|y", "z", "w"]})
+    assert report.markdown_table(frame, max_rows=2) == (
+        "| a | b | c |\n|---|---|---|\n| 1 | 0.500 | x\\|y |\n| 2 |  | z |\n\n_1 more rows not shown (3 in all)._"
+    )
+
+
+# --- coverage map data (the browser test drives the page itself) -------------------------------------------------
+
+
+def test_coverage_map_data_matches_occupation_coverage(world):
+    data = coverage_map_data(
+        world["occupation_coverage"],
+        world["prompt_task_labels"],
+        world["benchmark_prompts"],
+        world["onet_tasks"],
+    )
+    assert len(data["occupations"]) == 30 and data["labeler"] == LABELER
+    assert [b for b, _ in data["benchmarks"]] == BENCHMARKS and [n for _, n in data["benchmarks"]] == [
+        100
+    ] * 3
+    occ = world["occupation_coverage"]
+    for t in (1, 5):
+        expected = dict(occ.select("onet_soc_code", f"task_share_covered_{t}").iter_rows())
+        assert occupation_shares(data, t) == pytest.approx(expected)
+    # a subset of benchmarks gives the estimator's coverage restricted to those benchmarks
+    subset = ["gdpval", "webarena"]
+    task_cov = cov.task_coverage(world["prompt_task_labels"], world["onet_tasks"], benchmark=subset)
+    occ_subset = cov.occupation_coverage(task_cov, world["task_hours"], world["onet_occupations"])
+    expected = dict(occ_subset.select("onet_soc_code", "task_share_covered_5").iter_rows())
+    assert occupation_shares(data, 5, subset) == pytest.approx(expected)
+    # examples: one per occupation and benchmark, the best-ranked prompt, clipped
+    first = next(o for o in data["occupations"] if o["e"])
+    assert all(len(data["examples"][i][2]) <= 180 for i in first["e"])
+
+
+def test_coverage_map_html_is_self_contained_and_escapes_prompts(world):
+    html, data = build_coverage_map(
+        world["occupation_coverage"],
+        world["prompt_task_labels"],
+        world["benchmark_prompts"],
+        world["onet_tasks"],
+    )
+    assert html.count("</script>") == 2  # the prompts' own '</script>' is escaped inside the data
+    assert "<b>usual</b>" not in html
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html) and "<link" not in html
+    found = re.search(r'<script type="application/json" id="coverage-data">(.*?)</script>', html, re.S)
+    assert json.loads(found.group(1)) == json.loads(json.dumps(data))
+    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+
+
+def test_colour_bins():
+    assert colour_for(0.0) == NO_COVERAGE_COLOUR
+    assert colour_for(0.01) == "#c7e9b4"
+    assert colour_for(0.05) == "#7fcdbb"
+    assert colour_for(1.0) == "#0c2c84"
+
+
+# --- the Dagster assets -------------------------------------------------------------------------------------------
+
+
+def test_export_assets_materialize(world, tmp_path, monkeypatch):
+    from dagster import DagsterInstance, materialize
+
+    from assets import exports as export_assets
+    from pipelines.resources import LabelerResource, Warehouse
+
+    monkeypatch.setenv("BENCHMAP_RAW_DIR", str(tmp_path / "raw"))
+    monkeypatch.setenv("BENCHMAP_MIRROR", str(tmp_path / "no_mirror"))
+    monkeypatch.setenv("BENCHMAP_OFFLINE", "1")
+    path = tmp_path / "warehouse" / "benchmap.duckdb"
+    fill_warehouse(world, path)
+    result = materialize(
+        [*export_assets.ASSETS, *export_assets.CHECKS],
+        resources={
+            "warehouse": Warehouse(path=str(path)),
+            "labeler": LabelerResource(kind="offline", model="offline"),
+        },
+        instance=DagsterInstance.ephemeral(),
+        tags={export_assets.EXPORT_DATE_TAG: "2031-02-03"},
+    )
+    assert result.success
+    folder = tmp_path / "warehouse" / "exports" / "2031-02-03"
+    names = [spec.name for spec in fg.FIGURES]
+    assert sorted(p.name for p in (folder / "figures").iterdir()) == sorted(
+        [f"{n}.png" for n in names] + [f"{n}.svg" for n in names]
+    )
+    assert {
+        "coverage_map.html",
+        "summary.md",
+        "manifest.json",
+        "data_dictionary.md",
+        "benchmap_tables.xlsx",
+    } <= {p.name for p in folder.iterdir()}
+    manifest = json.loads((folder / "manifest.json").read_text())
+    listed = {f["path"] for f in manifest["files"]}
+    assert {"coverage_map.html", "summary.md", "figures/coverage_by_wage_bill.svg"} <= listed
+    assert manifest["missing_tables"] == []
+    assert manifest["run_id"] == result.run_id
+    assert manifest["labeler"]["labelers"][0]["n_prompts"] == 300
+    assert ex.verify_export(folder) == []
+
+    metadata = {
+        e.event_specific_data.materialization.asset_key.path[
+            -1
+        ]: e.event_specific_data.materialization.metadata
+        for e in result.get_asset_materialization_events()
+    }
+    figure_md = metadata["report_figures"]["coverage_by_wage_bill"].value
+    assert figure_md.startswith("**Adjusted coverage probability vs occupation wage bill**")
+    assert "](data:image/png;base64," in figure_md
+    assert metadata["report_figures"]["coverage_by_wage_bill_png"].value.endswith("coverage_by_wage_bill.png")
+    assert metadata["report_figures"]["n_figures"].value == len(names)
+    assert "| scope | threshold | metric |" in metadata["exports"]["coverage_headline_preview"].value
+    assert metadata["coverage_map"]["n_tiles"].value == 30
+    assert metadata["report_summary"]["summary"].value == (folder / "summary.md").read_text()
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks == {"exports_verified": True, "coverage_map_self_contained": True}
+
+
+# --- the analyst notebook ---------------------------------------------------------------------------------------------
+
+
+def test_analyst_notebook_reproduces_the_figures(world, tmp_path, monkeypatch):
+    import nbformat
+    from nbclient import NotebookClient
+
+    path = tmp_path / "warehouse" / "benchmap.duckdb"
+    fill_warehouse(world, path)
+    monkeypatch.setenv("BENCHMAP_WAREHOUSE", str(path))
+    # the python3 kernelspec runs `python`: make that this interpreter (the venv), whatever PATH says
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    assert "read_only=True" in "".join(c.source for c in notebook.cells)
+    NotebookClient(
+        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}
+    ).execute()
+    outputs = [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.output_type == "error"]
+    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert f"warehouse: {path}" in text
+    assert "loaded 19 tables; missing: none" in text
+    images = [o["data"]["image/png"] for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) == len(fg.FIGURES)
+    # the notebook's first figure is exactly the report's, drawn from the same tables
+    expected = fg.figure_png_bytes(
+        fg.wage_bill_probability_figure(world["coverage_adjusted_probabilities"]), dpi=100
+    )
+    assert base64.b64decode(images[0]) == expected
+    markdown = "".join(o["data"].get("text/markdown", "") for o in outputs if "data" in o)
+    assert (
+        report.summary_markdown(
+            world, onet_tasks=world["onet_tasks"], missing_tables=["labeler_agreement"]
+        ).splitlines()[4]
+        in markdown
+    )
+
+
+# --- end to end on the mirror -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_end_to_end_exports(mirror, empty_raw_dir, tmp_path, monkeypatch):
+    """Materialize every asset of the Definitions on the mirror (pipelines.run_all), then check the export."""
+    from dagster import DagsterInstance, materialize
+
+    from assets import exports as export_assets
+    from pipelines import run_all
+    from pipelines.definitions import build_definitions
+
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    warehouse = tmp_path / "warehouse" / "benchmap.duckdb"
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.setenv("BENCHMAP_WAREHOUSE", str(warehouse))
+    monkeypatch.setenv("BENCHMAP_LABELER", "offline")
+    defs = build_definitions(str(warehouse))
+    defined = {k.path[-1] for k in defs.resolve_asset_graph().materializable_asset_keys}
+    assert [t for t in ex.REQUIRED_TABLES if t not in defined] == [], "analysis assets not all defined yet"
+    assert run_all.main([], defs=defs) == 0
+
+    folders = sorted((warehouse.parent / "exports").iterdir())
+    assert len(folders) == 1
+    folder = folders[0]
+    assert ex.verify_export(folder) == []
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert [t for t in manifest["missing_tables"] if t in ex.REQUIRED_TABLES] == []
+    assert manifest["undocumented_columns"] == {}
+    assert len(manifest["benchmarks"]) == 29 and all(b["content_hash"] for b in manifest["benchmarks"])
+    assert {s["source_file"] for s in manifest["sources"] if s["status"] == "present"} >= {
+        "onet/Task Statements.txt",
+        "onet/Occupation Data.txt",
+    }
+    for entry in manifest["tables"]:
+        table = wh.read_table(warehouse, entry["table"])
+        assert ex.read_export_table(folder, entry["table"]).equals(ex.prepare_table(entry["table"], table))
+
+    html = (folder / "coverage_map.html").read_text()
+    data = json.loads(re.search(r'id="coverage-data">(.*?)</script>', html, re.S).group(1))
+    assert len(data["occupations"]) == 923 and len({o["g"] for o in data["occupations"]}) == 22
+    assert len(list((folder / "figures").glob("*.png"))) == len(fg.FIGURES)
+    summary = (folder / "summary.md").read_text()
+    assert "occupations with task statements" in summary and "923" in summary
+
+    # determinism: exporting again from the same warehouse gives byte-identical tables
+    rerun = materialize(
+        [export_assets.exports],
+        resources=dict(defs.resources),
+        instance=DagsterInstance.get(),
+        tags={export_assets.EXPORT_DATE_TAG: "2099-12-31"},
+    )
+    assert rerun.success
+    again = json.loads((warehouse.parent / "exports" / "2099-12-31" / "manifest.json").read_text())
+    assert [(t["table"], t["parquet_sha256"], t["csv_sha256"]) for t in again["tables"]] == [
+        (t["table"], t["parquet_sha256"], t["csv_sha256"]) for t in manifest["tables"]
+    ]
