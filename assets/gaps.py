@@ -1,4 +1,470 @@
-"""Placeholder: filled in by the gaps work (see docs/ARCHITECTURE.md)."""
+"""Gap finder assets (group "gaps"): what to benchmark next. The logic lives in models/gaps.py.
 
-ASSETS: list = []
-CHECKS: list = []
+- `gap_finder` (one multi-asset, one config): `coverage_gaps`, `occupation_gaps`, `jobbench_shortlist`,
+  `major_group_gaps`.
+- `candidate_benchmark_whatif`: label a candidate folder and write the marginal gain to its own tables
+  (`whatif_*`); every published table is left untouched (checked by fingerprint before and after).
+- `occupation_score_power`: prompts per task needed for a target CI width of the O*NET-weighted score.
+
+Inputs are read through the `warehouse` resource (the labels are benchmark-partitioned; these assets use all
+partitions), and declared as `deps` so the lineage shows them.
+"""
+
+import time
+from typing import Any
+
+import polars as pl
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetExecutionContext,
+    AssetKey,
+    AssetOut,
+    Config,
+    Failure,
+    MetadataValue,
+    Output,
+    asset,
+    asset_check,
+    multi_asset,
+)
+from pydantic import Field
+
+from models import gaps
+from models.coverage import task_coverage
+from pipelines.resources import LabelerResource, Warehouse
+
+GROUP = "gaps"
+LABELS = "prompt_task_labels"
+GAP_DEPS = [AssetKey(t) for t in (*gaps.REFERENCE_TABLES, LABELS)]
+WHATIF_DEPS = [AssetKey(t) for t in (*gaps.REFERENCE_TABLES, *gaps.INDEX_TABLES, LABELS, "benchmark_prompts")]
+POWER_DEPS = [AssetKey(t) for t in (LABELS, "benchmark_results", "occupation_model_scores")]
+
+_DEFAULT_WEIGHTS = gaps.PriorityWeights()
+
+
+class GapFinderConfig(Config):
+    """Threshold and priority weights (docs/gap_finder.md)."""
+
+    threshold: int = Field(
+        default=gaps.DEFAULT_THRESHOLD, description="a task is covered with >= this many prompts"
+    )
+    weight_hours: float = _DEFAULT_WEIGHTS.hours
+    weight_wage_bill: float = _DEFAULT_WEIGHTS.wage_bill
+    weight_exposure: float = _DEFAULT_WEIGHTS.exposure
+    weight_desire: float = _DEFAULT_WEIGHTS.desire
+    weight_capability: float = _DEFAULT_WEIGHTS.capability
+    digital_factor_not_exposed: float = _DEFAULT_WEIGHTS.digital_factor_not_exposed
+    digital_factor_unknown: float = _DEFAULT_WEIGHTS.digital_factor_unknown
+    unrated_rating: float = _DEFAULT_WEIGHTS.unrated_rating
+    min_desire: float = Field(default=3.0, description="shortlist: mean worker desire must exceed this")
+    top_k_blocks: int = Field(default=3, description="major_group_gaps: uncovered blocks listed per group")
+    labeler: str | None = Field(default=None, description="labels to use (default: coverage's preference)")
+
+    def weights(self) -> gaps.PriorityWeights:
+        return gaps.PriorityWeights(
+            hours=self.weight_hours,
+            wage_bill=self.weight_wage_bill,
+            exposure=self.weight_exposure,
+            desire=self.weight_desire,
+            capability=self.weight_capability,
+            digital_factor_not_exposed=self.digital_factor_not_exposed,
+            digital_factor_unknown=self.digital_factor_unknown,
+            unrated_rating=self.unrated_rating,
+        )
+
+
+def _markdown(df: pl.DataFrame, columns: list[str], limit: int = 10) -> str:
+    if df.is_empty():
+        return "None."
+    view = df.select([c for c in columns if c in df.columns]).head(limit)
+    lines = ["| " + " | ".join(view.columns) + " |", "|" + "---|" * len(view.columns)]
+    for row in view.iter_rows():
+        cells = [f"{v:.3g}" if isinstance(v, float) else str(v)[:80] for v in row]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _scored_tasks(
+    warehouse: Warehouse, threshold: int, weights: gaps.PriorityWeights, labeler: str | None = None
+) -> pl.DataFrame:
+    tables = {name: warehouse.read_table(name) for name in gaps.REFERENCE_TABLES}
+    labels = (
+        warehouse.read_table(LABELS)
+        if warehouse.table_exists(LABELS)
+        else pl.DataFrame(
+            schema={"benchmark": pl.Utf8, "prompt_id": pl.Utf8, "onet_soc_code": pl.Utf8, "task_id": pl.Int64}
+        )
+    )
+    task_cov = task_coverage(labels, tables["onet_tasks"], [threshold], labeler=labeler)
+    frame = gaps.gap_task_frame(
+        task_cov,
+        tables["onet_tasks"],
+        tables["task_hours"],
+        tables["task_exposure"],
+        tables["occupation_wages"],
+        tables["workbank_tasks"],
+        tables["onet_occupations"],
+    )
+    return gaps.score_tasks(frame, weights)
+
+
+@multi_asset(
+    name="gap_finder",
+    outs={
+        "coverage_gaps": AssetOut(
+            description="Tasks below the coverage threshold ranked by the documented "
+            "priority (docs/gap_finder.md); every component is a column."
+        ),
+        "occupation_gaps": AssetOut(
+            description="Occupations with no task at the threshold, ranked by the same "
+            "priority over occupation-level components."
+        ),
+        "jobbench_shortlist": AssetOut(
+            description="Occupations with mean WORKBank worker desire > 3, ranked by "
+            "wage bill, with coverage and the uncovered tasks driving it."
+        ),
+        "major_group_gaps": AssetOut(
+            description="Per SOC major group: the largest uncovered blocks of work hours "
+            "(occupations' uncovered task hours)."
+        ),
+    },
+    deps=GAP_DEPS,
+    group_name=GROUP,
+    can_subset=False,
+    description="Turn the coverage map into ranked to-do lists for benchmark builders and funders.",
+)
+def gap_finder(context: AssetExecutionContext, config: GapFinderConfig, warehouse: Warehouse):
+    weights = config.weights()
+    scored = _scored_tasks(warehouse, config.threshold, weights, config.labeler)
+    labeler = scored["labeler"][0] if "labeler" in scored.columns and scored.height else None
+    task_gaps = gaps.coverage_gaps(scored, config.threshold)
+    occ_gaps = gaps.occupation_gaps(scored, config.threshold, weights)
+    shortlist = gaps.jobbench_shortlist(scored, config.threshold, min_desire=config.min_desire)
+    groups = gaps.major_group_gaps(scored, None, config.threshold, config.top_k_blocks)
+    common = {
+        "threshold": config.threshold,
+        "labeler": str(labeler),
+        "weights": MetadataValue.json(weights.as_dict()),
+    }
+    yield Output(
+        task_gaps,
+        output_name="coverage_gaps",
+        metadata={
+            **common,
+            "n_gaps": task_gaps.height,
+            "n_tasks": scored.height,
+            "uncovered_hours": float(task_gaps["task_annual_hours"].sum() or 0.0),
+            "top_10": MetadataValue.md(
+                _markdown(task_gaps, ["rank", "occupation_title", "task", "task_annual_hours", "priority"])
+            ),
+        },
+    )
+    yield Output(
+        occ_gaps,
+        output_name="occupation_gaps",
+        metadata={
+            **common,
+            "n_occupations": occ_gaps.height,
+            "top_10": MetadataValue.md(
+                _markdown(occ_gaps, ["rank", "occupation_title", "uncovered_hours", "wage_bill", "priority"])
+            ),
+        },
+    )
+    yield Output(
+        shortlist,
+        output_name="jobbench_shortlist",
+        metadata={
+            **common,
+            "n_occupations": shortlist.height,
+            "n_not_covered": int((~shortlist["occupation_covered"]).sum()) if shortlist.height else 0,
+            "top_10": MetadataValue.md(
+                _markdown(
+                    shortlist,
+                    [
+                        "rank",
+                        "occupation_title",
+                        "wage_bill",
+                        "desire_mean",
+                        "tasks_covered",
+                        "n_driving_tasks",
+                    ],
+                )
+            ),
+        },
+    )
+    yield Output(
+        groups,
+        output_name="major_group_gaps",
+        metadata={
+            **common,
+            "n_rows": groups.height,
+            "largest_blocks": MetadataValue.md(
+                _markdown(
+                    groups.sort("block_uncovered_hours", descending=True, nulls_last=True),
+                    [
+                        "major_group_code",
+                        "occupation_title",
+                        "block_uncovered_hours",
+                        "group_uncovered_share",
+                    ],
+                )
+            ),
+        },
+    )
+    context.log.info(
+        f"{task_gaps.height} task gaps, {occ_gaps.height} occupation gaps, "
+        f"{shortlist.height} shortlisted occupations at threshold {config.threshold}"
+    )
+
+
+# --- what-if -------------------------------------------------------------------------------------------
+
+
+class WhatIfConfig(Config):
+    candidate_folder: str = Field(
+        default="",
+        description="folder holding the candidate's prompts.jsonl (landing format); empty = nothing to do",
+    )
+    threshold: int = Field(default=gaps.DEFAULT_THRESHOLD)
+    top_n: int = Field(default=100, description="gap ranks compared before/after")
+    reuse_label_cache: bool = Field(default=True, description="read (never write) label_cache for the LLM")
+
+
+def _build_labeler(resource: LabelerResource, warehouse: Warehouse, log: Any = None) -> Any:
+    """The configured labeler (LabelerResource.build) over the labels stage's TaskIndex (the stored pickle
+    when task_search_index was materialized, else built from the reference tables)."""
+    from assets.labels import load_task_index
+
+    index, _, _ = load_task_index(warehouse, log)
+    return resource.build(index)
+
+
+def _cached_labels(warehouse: Warehouse, labeler: Any, hashes: list[str]) -> dict[str, list[Any]]:
+    from models.labeling.cache import CacheKey, LabelCache
+    from models.sources import ONET_VERSION
+
+    return LabelCache(warehouse.path).read(CacheKey.for_labeler(labeler, ONET_VERSION), hashes)
+
+
+@asset(
+    name="candidate_benchmark_whatif",
+    deps=WHATIF_DEPS,
+    group_name=GROUP,
+    description="What would a candidate benchmark add? Labels the candidate folder's prompts (not landed) "
+    "and "
+    "writes the marginal gain to whatif_marginal_gain, whatif_newly_covered_tasks, "
+    "whatif_newly_covered_occupations and whatif_gap_rank_changes; this table is the run summary. "
+    "Published tables are never written (fingerprinted before and after).",
+)
+def candidate_benchmark_whatif(
+    context: AssetExecutionContext, config: WhatIfConfig, warehouse: Warehouse, labeler: LabelerResource
+):
+    if not config.candidate_folder.strip():
+        context.log.info("no candidate_folder configured: nothing to do (tables unchanged)")
+        return Output(None, metadata={"skipped": "no candidate_folder configured"})
+    started = time.monotonic()
+    before = gaps.table_fingerprints(warehouse.path)
+    model = _build_labeler(labeler, warehouse, context.log)
+    cached = None
+    if config.reuse_label_cache and labeler.kind != "offline":
+        prompts, _ = gaps.read_candidate_prompts(config.candidate_folder)
+        cached = _cached_labels(warehouse, model, prompts["prompt_hash"].unique().to_list())
+    result = gaps.run_whatif(
+        warehouse.path,
+        config.candidate_folder,
+        config.threshold,
+        labeler=model,
+        cached=cached,
+        top_n=config.top_n,
+    )
+    after_read = gaps.table_fingerprints(warehouse.path)
+    if after_read != before:
+        changed = sorted(
+            set(before) ^ set(after_read) | {k for k in before if before.get(k) != after_read.get(k)}
+        )
+        raise Failure(description=f"published tables changed during the what-if: {changed}")
+    for name, frame in gaps.whatif_tables(result).items():
+        warehouse.replace_table(name, frame)
+    unchanged = gaps.table_fingerprints(warehouse.path) == before
+    if not unchanged:
+        raise Failure(description="a published table changed while writing the what-if tables")
+    gain = {r["metric"]: r for r in result.marginal_gain.iter_rows(named=True)}
+
+    def value(metric: str, field: str = "gain") -> float | None:
+        return gain[metric][field] if metric in gain else None
+
+    summary = pl.DataFrame(
+        [
+            {
+                "candidate": result.marginal_gain["candidate"][0],
+                "candidate_folder": config.candidate_folder,
+                "threshold": config.threshold,
+                "labeler": model.name,
+                "labeler_version": model.labeler_version,
+                "candidate_prompts": value("candidate_prompts", "after"),
+                "candidate_prompts_counted": value("candidate_prompts_counted", "after"),
+                "tasks_newly_covered": value("tasks_covered"),
+                "occupations_newly_covered": value("occupations_covered"),
+                "hours_newly_covered": value("hours_covered"),
+                "hours_share_gain": value("hours_share_covered"),
+                "top_gaps_closed": value(f"top_{config.top_n}_gaps_closed", "after"),
+                "published_tables_unchanged": unchanged,
+                "seconds": round(time.monotonic() - started, 2),
+            }
+        ]
+    )
+    context.log.info(f"what-if {config.candidate_folder}: {summary.row(0, named=True)}")
+    return Output(
+        summary,
+        metadata={
+            "tasks_newly_covered": int(value("tasks_covered") or 0),
+            "occupations_newly_covered": int(value("occupations_covered") or 0),
+            "hours_newly_covered": float(value("hours_covered") or 0.0),
+            "published_tables_unchanged": unchanged,
+            "tables": ", ".join(gaps.WHATIF_TABLES),
+            "newly_covered_tasks": MetadataValue.md(
+                _markdown(
+                    result.newly_covered_tasks,
+                    ["occupation_title", "task", "n_prompts_before", "n_prompts_after", "task_annual_hours"],
+                )
+            ),
+        },
+    )
+
+
+# --- statistical power ---------------------------------------------------------------------------------
+
+
+class PowerConfig(Config):
+    target_width: float = Field(default=0.10, description="target CI width on the [0, 1] score scale")
+    min_prompts: list[int] = Field(default=[5, 1], description="as occupation_model_scores' min_prompts")
+    alpha: float = 0.05
+    labeler: str | None = None
+
+
+@asset(
+    name="occupation_score_power",
+    deps=POWER_DEPS,
+    group_name=GROUP,
+    description="Per occupation x model: more prompts per task needed for the O*NET-weighted score's CI to "
+    "be "
+    "narrower than the target width (default 0.10), from the observed per-task variance; next to "
+    "occupation_model_scores' bootstrap interval.",
+)
+def occupation_score_power(
+    context: AssetExecutionContext, config: PowerConfig, warehouse: Warehouse
+) -> pl.DataFrame:
+    empty = pl.DataFrame(schema=gaps.POWER_SCHEMA)
+    if not (warehouse.table_exists(LABELS) and warehouse.table_exists("benchmark_results")):
+        context.log.warning("no labels or results yet: occupation_score_power is empty")
+        return empty
+    scores = (
+        warehouse.read_table("occupation_model_scores")
+        if warehouse.table_exists("occupation_model_scores")
+        else None
+    )
+    power = gaps.score_power(
+        warehouse.read_table("benchmark_results"),
+        warehouse.read_table(LABELS),
+        config.target_width,
+        config.min_prompts,
+        labeler=config.labeler,
+        alpha=config.alpha,
+        scores=scores,
+    )
+    context.add_output_metadata(
+        {
+            "rows": power.height,
+            "occupations": power["onet_soc_code"].n_unique(),
+            "meeting_target": int(power["meets_target"].sum() or 0) if power.height else 0,
+            "median_extra_prompts_per_task": float(power["extra_prompts_per_task"].median() or 0.0)
+            if power.height
+            else 0.0,
+        }
+    )
+    return power
+
+
+# --- checks -------------------------------------------------------------------------------------------
+
+
+@asset_check(
+    asset="coverage_gaps",
+    name="coverage_gaps_ranked",
+    blocking=False,
+    description="Ranks run 1..n, priority never increases down the ranking, every component and the "
+    "priority lie in [0, 1], each task appears once and no row is at the threshold.",
+)
+def coverage_gaps_ranked(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:
+    if not warehouse.table_exists("coverage_gaps"):
+        return AssetCheckResult(passed=False, metadata={"missing_table": "coverage_gaps"})
+    df = warehouse.read_table("coverage_gaps").sort("rank")
+    components = [
+        "c_hours",
+        "c_wage_bill",
+        "c_exposure",
+        "c_desire",
+        "c_capability",
+        "digital_factor",
+        "priority",
+    ]
+    problems = {
+        "ranks_not_1_to_n": df["rank"].to_list() != list(range(1, df.height + 1)),
+        "priority_not_descending": not df["priority"].is_sorted(descending=True),
+        "out_of_unit_range": int(
+            df.select(pl.any_horizontal([~pl.col(c).is_between(0.0, 1.0) for c in components]).sum()).item()
+            or 0
+        )
+        > 0,
+        "duplicate_tasks": df.select("onet_soc_code", "task_id").is_duplicated().any(),
+        "covered_rows": int((df["n_prompts"] >= df["threshold"]).sum()) > 0,
+    }
+    return AssetCheckResult(
+        passed=not any(problems.values()),
+        metadata={k: bool(v) for k, v in problems.items()} | {"rows": df.height},
+    )
+
+
+@asset_check(
+    asset="major_group_gaps",
+    name="major_group_gaps_all_groups",
+    blocking=False,
+    description="All 22 SOC major groups are listed and uncovered hours never exceed the group's hours.",
+)
+def major_group_gaps_all_groups(
+    context: AssetCheckExecutionContext, warehouse: Warehouse
+) -> AssetCheckResult:
+    if not warehouse.table_exists("major_group_gaps"):
+        return AssetCheckResult(passed=False, metadata={"missing_table": "major_group_gaps"})
+    df = warehouse.read_table("major_group_gaps")
+    n_groups = df["major_group_code"].n_unique()
+    over = int((df["group_uncovered_hours"] > df["group_hours"] * (1 + 1e-9) + 1e-6).sum())
+    return AssetCheckResult(
+        passed=n_groups == 22 and over == 0,
+        metadata={"major_groups": n_groups, "groups_uncovered_over_total": over},
+    )
+
+
+@asset_check(
+    asset="jobbench_shortlist",
+    name="jobbench_shortlist_rule",
+    blocking=False,
+    description="Every shortlisted occupation has mean desire above the cut and ranks follow wage bill.",
+)
+def jobbench_shortlist_rule(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:
+    if not warehouse.table_exists("jobbench_shortlist"):
+        return AssetCheckResult(passed=False, metadata={"missing_table": "jobbench_shortlist"})
+    df = warehouse.read_table("jobbench_shortlist").sort("rank")
+    low_desire = int((df["desire_mean"] <= 3.0).sum())
+    ordered = df["wage_bill"].drop_nulls().is_sorted(descending=True)
+    return AssetCheckResult(
+        passed=low_desire == 0 and ordered,
+        severity=AssetCheckSeverity.WARN,
+        metadata={"rows": df.height, "rows_at_or_below_3": low_desire, "ordered_by_wage_bill": ordered},
+    )
+
+
+ASSETS: list = [gap_finder, candidate_benchmark_whatif, occupation_score_power]
+CHECKS: list = [coverage_gaps_ranked, major_group_gaps_all_groups, jobbench_shortlist_rule]
