@@ -1,0 +1,273 @@
+"""Human labels in the mirrored benchmarks, and the measurements of the offline labeler against them.
+
+* GDPval: `occupation` (an O*NET title) on 110 of 220 prompts -> 6-digit SOC codes.
+* TheAgentCompany: `occupation` role category (SDE, PM, HR, Admin, DS, Finance, Other) -> SOC patterns of
+  `models.labeling.offline.TAC_ROLE_TO_SOC`.
+* JobBench: `onet_task` (the task statement a showcase task was built on) -> O*NET task IDs.
+
+Used by tests/test_offline_labeler.py and to produce the tables of docs/offline_labeler.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from models.labeling.base import LabelOutcome, PromptRecord
+from models.labeling.offline import (
+    TAC_ROLE_TO_SOC,
+    OfflineLabeler,
+    OfflineLabelerConfig,
+    TaskIndex,
+    occupation_ranking_from_labels,
+    soc6,
+    word_tokens,
+)
+
+# A title naming a SOC group rather than one O*NET occupation (the only GDPval title not in O*NET 29.2).
+GROUP_TITLES: dict[str, tuple[str, ...]] = {
+    "Buyers and Purchasing Agents": ("13-1021", "13-1022", "13-1023"),  # SOC 13-1020
+}
+
+
+@dataclass(frozen=True)
+class GoldPrompt:
+    record: PromptRecord
+    gold: frozenset[str]  # 6-digit SOC codes (GDPval), SOC patterns (TAC) or task IDs as str (JobBench)
+    label: str  # the human label as written
+
+
+def prompt_hash(prompt: str) -> str:
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+
+
+def read_prompts(mirror: Path | str, benchmark: str) -> list[dict]:
+    path = Path(mirror) / "benchmarks" / benchmark / "prompts.jsonl"
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def _record(row: dict) -> PromptRecord:
+    return PromptRecord(row["benchmark"], str(row["prompt_id"]), prompt_hash(row["prompt"]), row["prompt"])
+
+
+def gdpval_gold(mirror: Path | str, occupations: pl.DataFrame) -> list[GoldPrompt]:
+    """GDPval prompts with a human occupation label; gold = the 6-digit SOC codes of that title."""
+    by_title: dict[str, set[str]] = {}
+    for code, title in occupations.select("onet_soc_code", "title").iter_rows():
+        by_title.setdefault(title, set()).add(soc6(code))
+    out = []
+    for row in read_prompts(mirror, "gdpval"):
+        title = row.get("occupation")
+        if not title:
+            continue
+        codes = by_title.get(title) or set(GROUP_TITLES.get(title, ()))
+        if not codes:
+            raise ValueError(f"GDPval occupation title not in O*NET: {title!r}")
+        out.append(GoldPrompt(_record(row), frozenset(codes), title))
+    return out
+
+
+def tac_role(category: str) -> str:
+    """'Software Development Engineer (SDE)' -> 'SDE'; 'Finance' -> 'Finance'."""
+    found = re.search(r"\(([^)]+)\)\s*$", category)
+    return found.group(1).strip() if found else category.strip()
+
+
+def tac_gold(mirror: Path | str, role_to_soc: dict[str, list[str]] = TAC_ROLE_TO_SOC) -> list[GoldPrompt]:
+    """TheAgentCompany prompts whose role category is mapped (not 'Other', not missing)."""
+    out = []
+    for row in read_prompts(mirror, "theagentcompany"):
+        if not row.get("occupation"):
+            continue
+        role = tac_role(row["occupation"])
+        if role in role_to_soc:
+            out.append(GoldPrompt(_record(row), frozenset(role_to_soc[role]), role))
+    return out
+
+
+def soc_matches(code: str, pattern: str) -> bool:
+    """'15-1252' matches '15-1252'; a group pattern matches by prefix ('13-2000' -> '13-2', '13-1020' ->
+    '13-102')."""
+    code, pattern = soc6(code), soc6(pattern)
+    prefix = pattern.rstrip("0") if pattern.endswith("0") else pattern
+    return code.startswith(prefix.rstrip("-"))
+
+
+def jobbench_gold(mirror: Path | str, tasks: pl.DataFrame, min_overlap: float = 0.5) -> list[GoldPrompt]:
+    """JobBench prompts; gold = the task IDs whose statement equals the labeled `onet_task`, else (the
+    statement was reworded between O*NET releases) the task with the largest word overlap (Jaccard of
+    `word_tokens`, at least `min_overlap`)."""
+    ids_by_text: dict[str, set[str]] = {}
+    token_sets: list[tuple[str, frozenset[str]]] = []
+    for task_id, text in tasks.select("task_id", "task").iter_rows():
+        ids_by_text.setdefault(text.strip().casefold(), set()).add(str(task_id))
+        token_sets.append((str(task_id), frozenset(word_tokens(text))))
+    out = []
+    for row in read_prompts(mirror, "jobbench"):
+        text = (row.get("onet_task") or "").strip()
+        if not text:
+            continue
+        gold = ids_by_text.get(text.casefold(), set())
+        if not gold:
+            wanted = frozenset(word_tokens(text))
+            overlap, best = max(((len(wanted & toks) / max(len(wanted | toks), 1), tid)
+                                 for tid, toks in token_sets), default=(0.0, ""))
+            gold = {best} if overlap >= min_overlap else set()
+        out.append(GoldPrompt(_record(row), frozenset(gold), text))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ metrics
+def soc_ranking(outcome: LabelOutcome) -> list[str]:
+    """6-digit SOC codes ranked from the outcome's labels (occupation_ranking_from_labels, level='soc')."""
+    return occupation_ranking_from_labels(outcome.labels, level="soc") if outcome.ok else []
+
+
+def reciprocal_rank_ranking(outcome: LabelOutcome) -> list[str]:
+    """The validation stage's ranking (models.validation.rank_occupations): SOC codes by the sum of 1/rank
+    of their tasks, ties by best rank then code."""
+    total: dict[str, float] = {}
+    best: dict[str, int] = {}
+    for label in outcome.labels:
+        code = soc6(label.onet_soc_code)
+        total[code] = total.get(code, 0.0) + 1.0 / label.rank
+        best[code] = min(best.get(code, label.rank), label.rank)
+    return sorted(total, key=lambda c: (-total[c], best[c], c))
+
+
+def topk_accuracy(rankings: Sequence[Sequence[str]], gold: Sequence[Iterable[str]], k: int,
+                  match: Callable[[str, str], bool] = lambda code, g: code == g) -> float:
+    hits = [any(match(code, g) for code in ranking[:k] for g in golds) for ranking, golds in zip(
+        rankings, gold, strict=True)]
+    return float(np.mean(hits)) if hits else float("nan")
+
+
+@dataclass(frozen=True)
+class OccupationAccuracy:
+    n: int
+    top1: float
+    top5: float
+    top1_reciprocal_rank: float  # with the validation stage's 1/rank ranking
+    top5_reciprocal_rank: float
+    mean_labels: float
+    mean_occupations: float
+    gold_share: float  # mean share of a prompt's labels whose occupation is the gold one
+
+
+def occupation_accuracy(outcomes: Sequence[LabelOutcome], gold: Sequence[GoldPrompt],
+                        match: Callable[[str, str], bool] | None = None) -> OccupationAccuracy:
+    match = match or (lambda code, g: code == g)
+    golds = [g.gold for g in gold]
+    by_sum = [soc_ranking(o) for o in outcomes]
+    by_rr = [reciprocal_rank_ranking(o) for o in outcomes]
+    shares = [np.mean([any(match(soc6(lab.onet_soc_code), g) for g in gp.gold) for lab in o.labels])
+              for o, gp in zip(outcomes, gold, strict=True) if o.labels]
+    return OccupationAccuracy(
+        n=len(gold),
+        top1=topk_accuracy(by_sum, golds, 1, match), top5=topk_accuracy(by_sum, golds, 5, match),
+        top1_reciprocal_rank=topk_accuracy(by_rr, golds, 1, match),
+        top5_reciprocal_rank=topk_accuracy(by_rr, golds, 5, match),
+        mean_labels=float(np.mean([len(o.labels) for o in outcomes])),
+        mean_occupations=float(np.mean([len(r) for r in by_sum])),
+        gold_share=float(np.mean(shares)) if shares else float("nan"),
+    )
+
+
+def jobbench_task_recall(outcomes: Sequence[LabelOutcome], gold: Sequence[GoldPrompt]) -> tuple[float, list]:
+    """Share of JobBench prompts whose gold task is among the labels, and the gold task's rank per prompt
+    (None when not labeled)."""
+    ranks: list[int | None] = []
+    for outcome, gp in zip(outcomes, gold, strict=True):
+        found = [lab.rank for lab in outcome.labels if str(lab.task_id) in gp.gold]
+        ranks.append(min(found) if found else None)
+    return float(np.mean([r is not None for r in ranks])) if ranks else float("nan"), ranks
+
+
+def evaluate(index: TaskIndex, config: OfflineLabelerConfig, gdpval: Sequence[GoldPrompt],
+             tac: Sequence[GoldPrompt] = (), jobbench: Sequence[GoldPrompt] = ()) -> dict[str, float]:
+    """GDPval occupation accuracy, TAC role accuracy, JobBench task recall for one configuration."""
+    labeler = OfflineLabeler(index, config)
+    out: dict[str, float] = {}
+    g = occupation_accuracy(labeler.label([p.record for p in gdpval]), gdpval)
+    out.update(gdpval_top1=g.top1, gdpval_top5=g.top5, gdpval_top1_rr=g.top1_reciprocal_rank,
+               gdpval_top5_rr=g.top5_reciprocal_rank, mean_labels=g.mean_labels,
+               mean_occupations=g.mean_occupations, gold_share=g.gold_share)
+    if tac:
+        t = occupation_accuracy(labeler.label([p.record for p in tac]), tac, match=soc_matches)
+        out.update(tac_top1=t.top1, tac_top5=t.top5)
+    if jobbench:
+        recall, _ = jobbench_task_recall(labeler.label([p.record for p in jobbench]), jobbench)
+        out.update(jobbench_recall=recall)
+    return out
+
+
+def calibration_table(index: TaskIndex, gdpval: Sequence[GoldPrompt], jobbench: Sequence[GoldPrompt],
+                      grid: Iterable[dict], base: OfflineLabelerConfig = OfflineLabelerConfig()) -> pl.DataFrame:
+    """One row per label-selection setting of `grid` (dicts of OfflineLabelerConfig fields)."""
+    rows = []
+    for settings in grid:
+        config = replace(base, **settings)
+        rows.append({**settings, **evaluate(index, config, gdpval, jobbench=jobbench)})
+    return pl.DataFrame(rows)
+
+
+def split_half(index: TaskIndex, gdpval: Sequence[GoldPrompt], candidates: Sequence[dict],
+               base: OfflineLabelerConfig = OfflineLabelerConfig(), repeats: int = 5, seed: int = 0
+               ) -> pl.DataFrame:
+    """Honest accuracy of choosing the occupation weights on data: for random halves A/B, pick the
+    candidate with the best top1+top5 on A and score it on B (and the other way round). The GDPval
+    occupations are split by occupation title, so a title is never in both halves."""
+    titles = sorted({g.label for g in gdpval})
+    rng = np.random.default_rng(seed)
+    # label every prompt once per candidate, then score subsets
+    rankings: list[list[list[str]]] = []
+    for settings in candidates:
+        outcomes = OfflineLabeler(index, replace(base, **settings)).label([g.record for g in gdpval])
+        rankings.append([soc_ranking(o) for o in outcomes])
+    rows = []
+    for repeat in range(repeats):
+        shuffled = list(rng.permutation(titles))
+        half_a = set(shuffled[: len(titles) // 2])
+        halves = ([i for i, g in enumerate(gdpval) if g.label in half_a],
+                  [i for i, g in enumerate(gdpval) if g.label not in half_a])
+        for fit_on, test_on in ((0, 1), (1, 0)):
+            def score(c: int, idx: list[int]) -> tuple[float, float]:
+                ranks = [rankings[c][i] for i in idx]
+                golds = [gdpval[i].gold for i in idx]
+                return topk_accuracy(ranks, golds, 1), topk_accuracy(ranks, golds, 5)
+            chosen = max(range(len(candidates)), key=lambda c: (sum(score(c, halves[fit_on])), -c))
+            fit_top1, fit_top5 = score(chosen, halves[fit_on])
+            test_top1, test_top5 = score(chosen, halves[test_on])
+            rows.append({"repeat": repeat, "fit_half": "AB"[fit_on], "chosen": chosen,
+                         "fit_top1": fit_top1, "fit_top5": fit_top5, "test_top1": test_top1,
+                         "test_top5": test_top5, "n_test": len(halves[test_on])})
+    return pl.DataFrame(rows)
+
+
+def speed(index: TaskIndex, records: Sequence[PromptRecord], config: OfflineLabelerConfig = OfflineLabelerConfig()
+          ) -> dict[str, float]:
+    """Prompts per second of OfflineLabeler.label over `records`, and the share labeled."""
+    labeler = OfflineLabeler(index, config)
+    started = time.perf_counter()
+    outcomes = labeler.label(list(records))
+    seconds = time.perf_counter() - started
+    return {"prompts": len(records), "seconds": seconds, "prompts_per_second": len(records) / seconds,
+            "labeled_share": float(np.mean([o.ok for o in outcomes])) if outcomes else float("nan")}
+
+
+def all_mirrored_prompts(mirror: Path | str) -> list[PromptRecord]:
+    """Every prompt of every mirrored benchmark, in folder order."""
+    records = []
+    for folder in sorted((Path(mirror) / "benchmarks").iterdir()):
+        if (folder / "prompts.jsonl").exists():
+            records += [_record(row) for row in read_prompts(mirror, folder.name)]
+    return records

