@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -36,3 +38,45 @@ def empty_raw_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def warehouse_path(tmp_path: Path) -> Path:
     return tmp_path / "warehouse" / "benchmap.duckdb"
+
+
+@dataclass
+class PipelineRun:
+    """One full materialization of every asset on the mirror (run once per test session)."""
+
+    root: Path
+    warehouse: Path
+    dagster_home: Path
+    env: dict[str, str]
+    defs: object
+    seconds: float
+
+    def apply_env(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        for key, value in self.env.items():
+            monkeypatch.setenv(key, value)
+
+
+@pytest.fixture(scope="session")
+def full_pipeline(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> PipelineRun:
+    """`pipelines.run_all` over all 29 mirrored benchmarks into a temporary warehouse and Dagster instance,
+    exactly as `make run` does, with the offline labeler. Shared by the end-to-end tests."""
+    from pipelines import run_all
+    from pipelines.definitions import build_definitions
+
+    root = tmp_path_factory.mktemp("full_pipeline")
+    home = root / "dagster_home"
+    home.mkdir()
+    raw = root / "raw"
+    raw.mkdir()
+    warehouse = root / "warehouse" / "benchmap.duckdb"
+    env = {"DAGSTER_HOME": str(home), "BENCHMAP_WAREHOUSE": str(warehouse), "BENCHMAP_LABELER": "offline",
+           "BENCHMAP_RAW_DIR": str(raw), "BENCHMAP_OFFLINE": "1", "BENCHMAP_MIRROR": str(mirror)}
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        patch.delenv("OPENAI_API_KEY", raising=False)
+        defs = build_definitions(str(warehouse))
+        started = time.perf_counter()
+        assert run_all.main([], defs=defs) == 0, "run_all failed on the mirror"
+        seconds = time.perf_counter() - started
+    return PipelineRun(root, warehouse, home, env, defs, seconds)

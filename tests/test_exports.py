@@ -909,24 +909,17 @@ def test_analyst_notebook_reproduces_the_figures(world, tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_end_to_end_exports(mirror, empty_raw_dir, tmp_path, monkeypatch):
-    """Materialize every asset of the Definitions on the mirror (pipelines.run_all), then check the export."""
+def test_end_to_end_exports(full_pipeline, monkeypatch):
+    """Every asset of the Definitions materialized on the mirror (pipelines.run_all), then the export checked."""
     from dagster import DagsterInstance, materialize
 
     from assets import exports as export_assets
-    from pipelines import run_all
-    from pipelines.definitions import build_definitions
 
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    warehouse = tmp_path / "warehouse" / "benchmap.duckdb"
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    monkeypatch.setenv("BENCHMAP_WAREHOUSE", str(warehouse))
-    monkeypatch.setenv("BENCHMAP_LABELER", "offline")
-    defs = build_definitions(str(warehouse))
+    full_pipeline.apply_env(monkeypatch)
+    warehouse = full_pipeline.warehouse
+    defs = full_pipeline.defs
     defined = {k.path[-1] for k in defs.resolve_asset_graph().materializable_asset_keys}
     assert [t for t in ex.REQUIRED_TABLES if t not in defined] == [], "analysis assets not all defined yet"
-    assert run_all.main([], defs=defs) == 0
 
     folders = sorted((warehouse.parent / "exports").iterdir())
     assert len(folders) == 1
