@@ -45,6 +45,9 @@ SOC_MAJOR_GROUPS: dict[str, str] = {
     "53-0000": "Transportation and Material Moving Occupations",
 }
 
+# Label depths the sensitivity table compares (None = every label the labeler kept).
+LABEL_DEPTHS: tuple[int | None, ...] = (1, 3, 5, None)
+
 # When a labels frame holds several labelers and none is named, the LLM labeler wins over the offline one.
 LABELER_PREFERENCE: tuple[str, ...] = ("openai", "offline")
 
@@ -461,6 +464,8 @@ def coverage_sensitivity(
       hours_share_covered_{t};
     - exposure_labels: 'human' / 'gpt4' -> model 1's exposed coefficient, its se, and the
       exposed/non-exposed probability ratio with CI;
+    - label_depth: only each prompt's top 1 / 3 / 5 labels by rank, or all -> tasks/occupations/hours shares
+      per t (how much coverage rests on lower-ranked labels);
     - labeler: each labeler, when the labels hold more than one -> tasks/occupations/hours shares per t.
     """
     from models.regression import build_task_frame, exposure_wage_model  # regression imports this module
@@ -534,6 +539,18 @@ def coverage_sensitivity(
                 contrast[metric],
                 chosen_labeler,
             )
+
+    # label depth: a labeler keeps several tasks per prompt (the offline one up to 20, in rank order); how much
+    # of the coverage rests on the lower-ranked labels?
+    if "rank" in chosen_labels.columns:
+        for depth in LABEL_DEPTHS:
+            kept = chosen_labels if depth is None else chosen_labels.filter(pl.col("rank") <= depth)
+            headline = coverage_headline(kept, tasks, task_hours, occupations, thresholds, per_benchmark=False)
+            for record in headline.filter(
+                pl.col("metric").is_in(["tasks_covered", "occupations_covered", "hours_share_covered"])
+            ).iter_rows(named=True):
+                add("label_depth", "all" if depth is None else f"top{depth}",
+                    f"{record['metric']}_{record['threshold']}", record["value"], chosen_labeler)
 
     present = sorted(labels["labeler"].drop_nulls().unique().to_list()) if "labeler" in labels.columns else []
     if len(present) > 1:

@@ -270,7 +270,18 @@ def test_coverage_sensitivity_dimensions() -> None:
     sensitivity = coverage_sensitivity(
         labels, tasks, task_hours, occ_table, exposure, wages, labeler="offline"
     )
-    assert set(sensitivity["dimension"]) == {"threshold", "hours_weighting", "exposure_labels", "labeler"}
+    assert set(sensitivity["dimension"]) == {
+        "threshold",
+        "hours_weighting",
+        "exposure_labels",
+        "label_depth",
+        "labeler",
+    }
+    # every simulated label has rank 1, so keeping only the top label changes nothing
+    depth = sensitivity.filter(pl.col("dimension") == "label_depth").pivot(
+        "variant", index="metric", values="value"
+    )
+    assert depth["top1"].to_list() == pytest.approx(depth["all"].to_list())
     assert set(sensitivity.filter(pl.col("dimension") == "labeler")["variant"]) == {"offline", "openai"}
     human = sensitivity.filter((pl.col("dimension") == "exposure_labels") & (pl.col("variant") == "human"))
     values = dict(zip(human["metric"], human["value"], strict=True))
@@ -291,3 +302,21 @@ def test_no_labels_yet_gives_zero_coverage(world: dict[str, pl.DataFrame]) -> No
     assert set(headline["scope"]) == {"all"}
     uncovered = headline.filter((pl.col("metric") == "major_groups_uncovered") & (pl.col("threshold") == 1))
     assert uncovered["value"][0] == 22
+
+
+def test_label_depth_sensitivity_drops_lower_ranked_labels() -> None:
+    """One prompt labeled with three tasks (ranks 1-3): top1 covers one task, top3 and all cover three."""
+    tasks = pl.DataFrame({"onet_soc_code": ["15-1252.00"] * 4, "task_id": [1, 2, 3, 4]})
+    labels = pl.DataFrame([_label("b", "p1", "15-1252.00", t, rank=t) for t in (1, 2, 3)])
+    task_hours = tasks.with_columns(pl.lit(0.25).alias("pi"), pl.lit(1000.0).alias("occupation_annual_hours"))
+    occupations = pl.DataFrame({"onet_soc_code": ["15-1252.00"], "title": ["Software Developers"]})
+    exposure = tasks.with_columns(pl.lit(True).alias("exposed"), pl.lit(True).alias("gpt4_exposed"))
+    wages = pl.DataFrame({"onet_soc_code": ["15-1252.00"], "employment": [1.0], "wage_bill": [1e9]})
+    sensitivity = coverage_sensitivity(
+        labels, tasks, task_hours, occupations, exposure, wages, thresholds=(1,)
+    )
+    depth = sensitivity.filter(
+        (pl.col("dimension") == "label_depth") & (pl.col("metric") == "tasks_covered_1")
+    )
+    shares = dict(zip(depth["variant"], depth["value"], strict=True))
+    assert shares == pytest.approx({"top1": 0.25, "top3": 0.75, "top5": 0.75, "all": 0.75})

@@ -676,9 +676,8 @@ def test_whatif_on_a_copy_of_a_landed_benchmark_adds_nothing(landed: dict[str, A
     assert summary["candidate"] == "cybench_copy" and summary["published_tables_unchanged"] is True
 
 
-# Proofreaders and Copy Markers: no landed benchmark is about them, and their task statements share little
-# vocabulary with other occupations (the offline labeler puts none of the synthetic prompts' labels on another
-# occupation's task more than twice), so at threshold 3 only this occupation can gain.
+# Proofreaders and Copy Markers: no landed benchmark covers them at the threshold, and their task statements are
+# distinctive enough that the synthetic prompts' labels concentrate on them.
 TARGET_OCCUPATION = "43-9081.00"
 
 
@@ -770,12 +769,22 @@ def test_whatif_on_a_synthetic_benchmark_aimed_at_one_uncovered_occupation(
     )
     newly_keys = set(newly.select("onet_soc_code", "task_id").iter_rows())
     assert newly_keys == set(expected.select("onet_soc_code", "task_id").iter_rows())
-    # exactly that occupation gains: every newly covered task is one of its tasks, most of them are reached
-    assert {code for code, _ in newly_keys} == {TARGET_OCCUPATION}
-    assert len(newly_keys) >= target_tasks.height // 2
+    # the what-if reports exactly the target occupation's newly covered tasks: those its prompts reach at the
+    # threshold, and most of its tasks. The offline labeler keeps up to 20 tasks a prompt, so some labels spill
+    # onto neighbouring occupations' tasks; those are reported too (and equal the independent count above),
+    # but the target occupation gains the most.
+    target_newly = {key for key in newly_keys if key[0] == TARGET_OCCUPATION}
+    expected_target = set(expected.filter(pl.col("onet_soc_code") == TARGET_OCCUPATION)
+                          .select("onet_soc_code", "task_id").iter_rows())
+    assert target_newly == expected_target and len(target_newly) >= target_tasks.height // 2
+    spill = pl.DataFrame([key for key in newly_keys if key[0] != TARGET_OCCUPATION],
+                         schema=["onet_soc_code", "task_id"], orient="row")
+    if spill.height:
+        assert spill.group_by("onet_soc_code").len()["len"].max() < len(target_newly)
     occupations_gain = pl.read_csv(out / "whatif_newly_covered_occupations.csv")
-    assert occupations_gain["onet_soc_code"].to_list() == [TARGET_OCCUPATION]
-    assert gain["occupations_covered"]["gain"] == 1 and gain["tasks_covered"]["gain"] == len(newly_keys)
+    assert TARGET_OCCUPATION in occupations_gain["onet_soc_code"].to_list()
+    assert gain["occupations_covered"]["gain"] == occupations_gain.height
+    assert gain["tasks_covered"]["gain"] == len(newly_keys)
     hours = task_hour_weights(
         tasks.select("onet_soc_code", "task_id"), wh.read_table(warehouse, "task_hours")
     )
