@@ -28,8 +28,13 @@ def test_every_stage_has_its_rows(tables):
     prompts = tables("benchmark_prompts")
     assert prompts.height == 11_107
     labels = tables("prompt_task_labels")
-    # every landed prompt is labeled (no failures with the offline labeler) and every label is a real task
-    assert labels.select("benchmark", "prompt_id").unique().height == prompts.height
+    # every landed prompt is labeled or recorded as a failure (the offline labeler fails only prompts with no
+    # O*NET vocabulary at all, e.g. agentbench ltp-std-11), and every label is a real task
+    labeled = labels.select("benchmark", "prompt_id").unique()
+    failed = tables("label_failures").select("benchmark", "prompt_id").unique()
+    assert labeled.join(failed, on=["benchmark", "prompt_id"]).is_empty()
+    assert labeled.height + failed.height == prompts.height
+    assert failed.height <= 5, failed
     known = tables("onet_tasks").select("onet_soc_code", "task_id")
     assert labels.join(known, on=["onet_soc_code", "task_id"], how="anti").is_empty()
     per_prompt = labels.group_by("benchmark", "prompt_id").len()["len"]
