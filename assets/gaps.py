@@ -32,7 +32,6 @@ from dagster import (
 from pydantic import Field
 
 from models import gaps
-from models.coverage import task_coverage
 from pipelines.resources import LabelerResource, Warehouse
 
 GROUP = "gaps"
@@ -97,17 +96,7 @@ def _scored_tasks(
             schema={"benchmark": pl.Utf8, "prompt_id": pl.Utf8, "onet_soc_code": pl.Utf8, "task_id": pl.Int64}
         )
     )
-    task_cov = task_coverage(labels, tables["onet_tasks"], [threshold], labeler=labeler)
-    frame = gaps.gap_task_frame(
-        task_cov,
-        tables["onet_tasks"],
-        tables["task_hours"],
-        tables["task_exposure"],
-        tables["occupation_wages"],
-        tables["workbank_tasks"],
-        tables["onet_occupations"],
-    )
-    return gaps.score_tasks(frame, weights)
+    return gaps.score_reference_tasks(labels, tables, threshold, weights, labeler)
 
 
 @multi_asset(
@@ -148,70 +137,50 @@ def gap_finder(context: AssetExecutionContext, config: GapFinderConfig, warehous
         "labeler": str(labeler),
         "weights": MetadataValue.json(weights.as_dict()),
     }
-    yield Output(
+    def output(
+        frame: pl.DataFrame,
+        name: str,
+        counts: dict[str, Any],
+        preview_columns: list[str],
+        preview_key: str = "top_10",
+        preview: pl.DataFrame | None = None,
+    ) -> Output:
+        """One output with the common metadata, its counts and a markdown preview (`preview` or `frame`)."""
+        table = MetadataValue.md(_markdown(frame if preview is None else preview, preview_columns))
+        return Output(frame, output_name=name, metadata={**common, **counts, preview_key: table})
+
+    yield output(
         task_gaps,
-        output_name="coverage_gaps",
-        metadata={
-            **common,
+        "coverage_gaps",
+        {
             "n_gaps": task_gaps.height,
             "n_tasks": scored.height,
             "uncovered_hours": float(task_gaps["task_annual_hours"].sum() or 0.0),
-            "top_10": MetadataValue.md(
-                _markdown(task_gaps, ["rank", "occupation_title", "task", "task_annual_hours", "priority"])
-            ),
         },
+        ["rank", "occupation_title", "task", "task_annual_hours", "priority"],
     )
-    yield Output(
+    yield output(
         occ_gaps,
-        output_name="occupation_gaps",
-        metadata={
-            **common,
-            "n_occupations": occ_gaps.height,
-            "top_10": MetadataValue.md(
-                _markdown(occ_gaps, ["rank", "occupation_title", "uncovered_hours", "wage_bill", "priority"])
-            ),
-        },
+        "occupation_gaps",
+        {"n_occupations": occ_gaps.height},
+        ["rank", "occupation_title", "uncovered_hours", "wage_bill", "priority"],
     )
-    yield Output(
+    yield output(
         shortlist,
-        output_name="jobbench_shortlist",
-        metadata={
-            **common,
+        "jobbench_shortlist",
+        {
             "n_occupations": shortlist.height,
             "n_not_covered": int((~shortlist["occupation_covered"]).sum()) if shortlist.height else 0,
-            "top_10": MetadataValue.md(
-                _markdown(
-                    shortlist,
-                    [
-                        "rank",
-                        "occupation_title",
-                        "wage_bill",
-                        "desire_mean",
-                        "tasks_covered",
-                        "n_driving_tasks",
-                    ],
-                )
-            ),
         },
+        ["rank", "occupation_title", "wage_bill", "desire_mean", "tasks_covered", "n_driving_tasks"],
     )
-    yield Output(
+    yield output(
         groups,
-        output_name="major_group_gaps",
-        metadata={
-            **common,
-            "n_rows": groups.height,
-            "largest_blocks": MetadataValue.md(
-                _markdown(
-                    groups.sort("block_uncovered_hours", descending=True, nulls_last=True),
-                    [
-                        "major_group_code",
-                        "occupation_title",
-                        "block_uncovered_hours",
-                        "group_uncovered_share",
-                    ],
-                )
-            ),
-        },
+        "major_group_gaps",
+        {"n_rows": groups.height},
+        ["major_group_code", "occupation_title", "block_uncovered_hours", "group_uncovered_share"],
+        preview_key="largest_blocks",
+        preview=groups.sort("block_uncovered_hours", descending=True, nulls_last=True),
     )
     context.log.info(
         f"{task_gaps.height} task gaps, {occ_gaps.height} occupation gaps, "

@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import pickle
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -37,8 +36,9 @@ from dagster import (
 
 from models import validation as val
 from models.labeling import cache as lc
+from models.labeling import index_store
 from models.labeling.base import PromptRecord
-from models.sources import ONET_VERSION, raw_dir, resolve_source
+from models.sources import ONET_VERSION, raw_dir
 from pipelines.partitions import benchmark_partitions
 from pipelines.resources import LabelerResource, Warehouse, labeler_kind_from_env
 
@@ -47,78 +47,11 @@ VALIDATION_GROUP = "label_validation"
 INDEX_GROUP = "reference"
 PARTITIONED = {"partition_expr": "benchmark"}
 LLM_POOL = "llm_api"
-# Bump when the pickled index layout changes; the offline module's own INDEX_VERSION (if any) is appended.
-INDEX_FORMAT = "1"
 GOLD_DIR_NAME = "gold_labels"
 ANNOTATION_FILE = "gold_annotation_sample.csv"
 
 
 # --- the task search index ----------------------------------------------------------------------------------
-
-
-def offline_code_fingerprint() -> str:
-    """sha256 (12 hex) of the offline labeler's source: a pickled TaskIndex is only reused by the code that
-    built it, even when a change to the index forgot to bump INDEX_VERSION."""
-    path = Path(__file__).resolve().parents[1] / "models" / "labeling" / "offline.py"
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.is_file() else "missing"
-
-
-def index_version() -> str:
-    """INDEX_FORMAT . offline.INDEX_VERSION . offline code fingerprint."""
-    from models.labeling import offline
-
-    inner = getattr(offline, "INDEX_VERSION", "none")
-    return f"{INDEX_FORMAT}.{inner}.{offline_code_fingerprint()}"
-
-
-def index_dir(warehouse: Warehouse) -> Path:
-    return Path(warehouse.path).parent / "task_index"
-
-
-def task_dwas_frame() -> pl.DataFrame | None:
-    """Task -> detailed work activity titles (O*NET Tasks to DWAs + DWA Reference) for the index, or None."""
-    tasks_to_dwas = resolve_source("onet/Tasks to DWAs.txt", required=False)
-    reference = resolve_source("onet/DWA Reference.txt", required=False)
-    if tasks_to_dwas is None or reference is None:
-        return None
-
-    def read(path: Path) -> pl.DataFrame:
-        return pl.read_csv(path, separator="\t", quote_char=None, infer_schema_length=0)
-
-    titles = read(reference.path).select("DWA ID", pl.col("DWA Title").alias("dwa_title"))
-    return (
-        read(tasks_to_dwas.path)
-        .join(titles, on="DWA ID", how="inner")
-        .select(
-            pl.col("O*NET-SOC Code").alias("onet_soc_code"),
-            pl.col("Task ID").cast(pl.Int64).alias("task_id"),
-            "dwa_title",
-        )
-    )
-
-
-def _build_index(
-    tasks: pl.DataFrame, occupations: pl.DataFrame, job_titles: pl.DataFrame, technology_skills: pl.DataFrame
-) -> Any:
-    from models.labeling.offline import TaskIndex
-
-    return TaskIndex.build(tasks, occupations, job_titles, technology_skills, task_dwas_frame())
-
-
-_INDEX_MEMO: dict[tuple[str, int], Any] = {}
-_INDEX_LOCK = threading.Lock()
-
-
-def _load_pickle(path: Path) -> Any:
-    """Load (once per process and file version) the pickled index this pipeline wrote itself."""
-    key = (str(path), path.stat().st_mtime_ns)
-    with _INDEX_LOCK:
-        if key not in _INDEX_MEMO:
-            with open(path, "rb") as handle:
-                for stale in [k for k in _INDEX_MEMO if not k[0].startswith("built:")]:
-                    del _INDEX_MEMO[stale]  # one pickled index in memory at a time
-                _INDEX_MEMO[key] = pickle.load(handle)  # noqa: S301 - our own artifact, path from our table
-        return _INDEX_MEMO[key]
 
 
 @asset(
@@ -129,7 +62,7 @@ def _load_pickle(path: Path) -> Any:
         "onet_job_titles": AssetIn(),
         "onet_technology_skills": AssetIn(),
     },
-    code_version=offline_code_fingerprint(),
+    code_version=index_store.offline_code_fingerprint(),
     description="The offline labeler's TaskIndex, built once from the O*NET reference tables and pickled "
     "next "
     "to the warehouse; one row: onet_version, index_version, path, size, build and load seconds.",
@@ -142,18 +75,20 @@ def task_search_index(
     onet_job_titles: pl.DataFrame,
     onet_technology_skills: pl.DataFrame,
 ) -> pl.DataFrame:
-    version = index_version()
+    version = index_store.index_version()
     started = time.perf_counter()
-    index = _build_index(onet_tasks, onet_occupations, onet_job_titles, onet_technology_skills)
+    index = index_store.build_index(
+        {
+            "onet_tasks": onet_tasks,
+            "onet_occupations": onet_occupations,
+            "onet_job_titles": onet_job_titles,
+            "onet_technology_skills": onet_technology_skills,
+        }
+    )
     build_s = time.perf_counter() - started
-    folder = index_dir(warehouse)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"task_index_onet{ONET_VERSION}_v{version}.pkl"
-    partial = path.with_name(path.name + ".part")
+    path = index_store.index_pickle_path(warehouse.path, version)
     started = time.perf_counter()
-    with open(partial, "wb") as handle:
-        pickle.dump(index, handle, protocol=pickle.HIGHEST_PROTOCOL)
-    partial.replace(path)  # atomic: a partition never loads a half-written index
+    index_store.save_index(index, path)  # atomic: a partition never loads a half-written index
     dump_s = time.perf_counter() - started
     started = time.perf_counter()
     with open(path, "rb") as handle:
@@ -196,35 +131,7 @@ def task_search_index(
 def load_task_index(warehouse: Warehouse, log: Any = None) -> tuple[Any, str, float]:
     """The TaskIndex for this O*NET version: the stored pickle when present, else built from the reference
     tables (logged as a warning). Returns (index, origin 'pickle'|'built', seconds)."""
-    version = index_version()
-    started = time.perf_counter()
-    if warehouse.table_exists("task_search_index"):
-        rows = warehouse.query(
-            "select path from task_search_index where onet_version = ? and index_version = ?",
-            [ONET_VERSION, version],
-        )
-        if rows.height and Path(rows["path"][0]).is_file():
-            index = _load_pickle(Path(rows["path"][0]))
-            return index, "pickle", time.perf_counter() - started
-    memo_key = (f"built:{warehouse.path}:{ONET_VERSION}:{version}", 0)
-    with _INDEX_LOCK:
-        if memo_key in _INDEX_MEMO:
-            return _INDEX_MEMO[memo_key], "built", time.perf_counter() - started
-    if log is not None:
-        log.warning(
-            f"no stored task index for O*NET {ONET_VERSION} / index v{version} (none yet, or the offline "
-            "labeler's code changed since it was built): building it in this run; materialize "
-            "task_search_index to build it once for all partitions"
-        )
-    index = _build_index(
-        warehouse.read_table("onet_tasks"),
-        warehouse.read_table("onet_occupations"),
-        warehouse.read_table("onet_job_titles"),
-        warehouse.read_table("onet_technology_skills"),
-    )
-    with _INDEX_LOCK:
-        _INDEX_MEMO[memo_key] = index
-    return index, "built", time.perf_counter() - started
+    return index_store.load_or_build(warehouse.path, log.warning if log is not None else None)
 
 
 # --- labels -------------------------------------------------------------------------------------------------

@@ -88,6 +88,16 @@ def _scope_cols(frame: pl.DataFrame) -> list[str]:
     return ["benchmark"] if "benchmark" in frame.columns else []
 
 
+def prompt_task_pairs(labels: pl.DataFrame) -> pl.DataFrame:
+    """The distinct (benchmark, prompt_id, onet_soc_code, task_id) rows of `labels`, with canonical dtypes."""
+    return labels.select(
+        pl.col("benchmark").cast(pl.Utf8),
+        pl.col("prompt_id").cast(pl.Utf8),
+        pl.col("onet_soc_code").cast(pl.Utf8),
+        pl.col("task_id").cast(pl.Int64),
+    ).unique()
+
+
 def task_coverage(
     labels: pl.DataFrame,
     tasks: pl.DataFrame,
@@ -108,12 +118,7 @@ def task_coverage(
         wanted = [benchmark] if isinstance(benchmark, str) else list(benchmark)
         labels = labels.filter(pl.col("benchmark").is_in(wanted))
     task_keys = _task_keys(tasks).unique().sort(TASK_KEY)
-    prompt_tasks = labels.select(
-        pl.col("benchmark").cast(pl.Utf8),
-        pl.col("prompt_id").cast(pl.Utf8),
-        pl.col("onet_soc_code").cast(pl.Utf8),
-        pl.col("task_id").cast(pl.Int64),
-    ).unique()
+    prompt_tasks = prompt_task_pairs(labels)
     group_cols = (["benchmark"] if by_benchmark else []) + TASK_KEY
     counts = prompt_tasks.group_by(group_cols).agg(
         pl.struct("benchmark", "prompt_id").n_unique().alias("n_prompts"),

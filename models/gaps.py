@@ -38,11 +38,13 @@ from models.coverage import (
     major_group_of,
     major_groups,
     occupation_coverage,
+    prompt_task_pairs,
     select_labeler,
     task_coverage,
     task_hour_weights,
 )
 from models.errors import InputError
+from models.scores import mean_prompt_scores
 from models.stats import z_value
 
 DEFAULT_THRESHOLD = 5
@@ -211,6 +213,28 @@ def score_tasks(frame: pl.DataFrame, weights: PriorityWeights | None = None) -> 
         pl.concat_str(imputed_flags, separator=",", ignore_nulls=True).alias("imputed"),
         (pl.col("digital_factor") * additive).alias("priority"),
     )
+
+
+def score_reference_tasks(
+    labels: pl.DataFrame,
+    tables: dict[str, pl.DataFrame],
+    threshold: int = DEFAULT_THRESHOLD,
+    weights: PriorityWeights | None = None,
+    labeler: str | None = None,
+) -> pl.DataFrame:
+    """Every task's coverage by `labels` at `threshold` (task_coverage), joined to the reference tables
+    (REFERENCE_TABLES by name: gap_task_frame) and scored (score_tasks)."""
+    task_cov = task_coverage(labels, tables["onet_tasks"], [threshold], labeler=labeler)
+    frame = gap_task_frame(
+        task_cov,
+        tables["onet_tasks"],
+        tables["task_hours"],
+        tables["task_exposure"],
+        tables["occupation_wages"],
+        tables["workbank_tasks"],
+        tables["onet_occupations"],
+    )
+    return score_tasks(frame, weights)
 
 
 def _rank_by_priority(
@@ -927,23 +951,8 @@ def score_power(
     if target_width <= 0:
         raise ValueError(f"target_width must be > 0, got {target_width}")
     labels, _ = select_labeler(labels, labeler)
-    prompt_tasks = labels.select(
-        pl.col("benchmark").cast(pl.Utf8),
-        pl.col("prompt_id").cast(pl.Utf8),
-        pl.col("onet_soc_code").cast(pl.Utf8),
-        pl.col("task_id").cast(pl.Int64),
-    ).unique()
-    prompt_scores = (
-        results.select(
-            pl.col("benchmark").cast(pl.Utf8),
-            pl.col("prompt_id").cast(pl.Utf8),
-            pl.col("model").cast(pl.Utf8),
-            pl.col("score").cast(pl.Float64),
-        )
-        .drop_nulls("score")
-        .group_by(["benchmark", "prompt_id", "model"])
-        .agg(pl.col("score").mean())
-    )
+    prompt_tasks = prompt_task_pairs(labels)
+    prompt_scores = mean_prompt_scores(results)
     per_task = (
         prompt_scores.join(prompt_tasks, on=["benchmark", "prompt_id"], how="inner")
         .group_by("onet_soc_code", "model", "task_id")
@@ -1105,81 +1114,12 @@ def build_task_index(tables: dict[str, pl.DataFrame], warehouse_path: str | Path
     when one was built by the current offline labeler code for this O*NET version, so candidate prompts are
     labeled exactly like the landed ones; else built from the reference tables (onet_tasks,
     onet_occupations, onet_job_titles, onet_technology_skills) plus O*NET's task -> DWA titles."""
-    from models.labeling.offline import TaskIndex
+    from models.labeling import index_store
 
-    stored = _stored_index_path(warehouse_path) if warehouse_path is not None else None
+    stored = index_store.stored_index_path(warehouse_path) if warehouse_path is not None else None
     if stored is not None:
-        import pickle
-
-        with open(stored, "rb") as handle:
-            return pickle.load(handle)  # noqa: S301 - the pipeline's own artifact, path from its own table
-    return TaskIndex.build(
-        tables["onet_tasks"],
-        tables["onet_occupations"],
-        tables["onet_job_titles"],
-        tables["onet_technology_skills"],
-        task_dwas_frame(),
-    )
-
-
-def _offline_code_fingerprint() -> str:
-    """sha256 (12 hex) of models/labeling/offline.py: part of the stored index's version (assets/labels.py)."""
-    import hashlib
-
-    path = Path(__file__).resolve().parent / "labeling" / "offline.py"
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.is_file() else "missing"
-
-
-def _stored_index_path(warehouse_path: str | Path) -> Path | None:
-    """The newest pickled TaskIndex of this O*NET version whose version names the current offline
-    INDEX_VERSION and code fingerprint (a stale index would label differently), or None."""
-    from models import warehouse as wh
-    from models.labeling.offline import INDEX_VERSION
-    from models.sources import ONET_VERSION
-
-    if not Path(warehouse_path).exists():
-        return None
-    with wh.connect(warehouse_path, read_only=True) as con:
-        if not wh.table_exists(con, "task_search_index"):
-            return None
-        rows = wh.fetch_polars(con, "select * from task_search_index")
-    if rows.is_empty() or not {"onet_version", "index_version", "path"} <= set(rows.columns):
-        return None
-    wanted = {str(INDEX_VERSION), _offline_code_fingerprint()}
-    paths = [
-        Path(row["path"])
-        for row in rows.iter_rows(named=True)
-        if row["onet_version"] == ONET_VERSION
-        and wanted <= set(str(row["index_version"]).split("."))
-        and row["path"]
-        and Path(row["path"]).is_file()
-    ]
-    return paths[-1] if paths else None
-
-
-def task_dwas_frame() -> pl.DataFrame | None:
-    """Task -> detailed work activity titles (O*NET Tasks to DWAs + DWA Reference), or None when absent
-    (the same frame the labels stage gives TaskIndex.build)."""
-    from models.sources import resolve_source
-
-    tasks_to_dwas = resolve_source("onet/Tasks to DWAs.txt", required=False)
-    reference = resolve_source("onet/DWA Reference.txt", required=False)
-    if tasks_to_dwas is None or reference is None:
-        return None
-
-    def read(path: Path) -> pl.DataFrame:
-        return pl.read_csv(path, separator="\t", quote_char=None, infer_schema_length=0)
-
-    titles = read(reference.path).select("DWA ID", pl.col("DWA Title").alias("dwa_title"))
-    return (
-        read(tasks_to_dwas.path)
-        .join(titles, on="DWA ID", how="inner")
-        .select(
-            pl.col("O*NET-SOC Code").alias("onet_soc_code"),
-            pl.col("Task ID").cast(pl.Int64).alias("task_id"),
-            "dwa_title",
-        )
-    )
+        return index_store.load_pickle(stored)
+    return index_store.build_index(tables)
 
 
 def build_offline_labeler(tables: dict[str, pl.DataFrame], warehouse_path: str | Path | None = None) -> Any:
@@ -1275,19 +1215,7 @@ def run_whatif(
         )
     candidate_labels, failed = label_candidate(prompts, labeler, cached)
     existing = _existing_labels(warehouse_path)
-    task_cov = task_coverage(existing, tables["onet_tasks"], [threshold], labeler=labeler.name)
-    scored = score_tasks(
-        gap_task_frame(
-            task_cov,
-            tables["onet_tasks"],
-            tables["task_hours"],
-            tables["task_exposure"],
-            tables["occupation_wages"],
-            tables["workbank_tasks"],
-            tables["onet_occupations"],
-        ),
-        weights,
-    )
+    scored = score_reference_tasks(existing, tables, threshold, weights, labeler.name)
     result = whatif_gain(
         existing,
         candidate_labels,

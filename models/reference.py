@@ -1074,8 +1074,9 @@ def parse_workbank_tasks(path: str | Path) -> pl.DataFrame:
     )
 
 
-def parse_workbank_desires(path: str | Path) -> pl.DataFrame:
-    """`domain_worker_desires.csv` -> task_id, occupation_title, task, desire (1-5), worker_has (1-5)."""
+def _parse_workbank_ratings(path: str | Path, rating_column: str, rating: str, has: str) -> pl.DataFrame:
+    """A WORKBank rating file -> task_id, occupation_title, task, `rating` (from `rating_column`, required,
+    1-5) and `has` (the Human Agency Scale rating, 1-5)."""
     path = Path(path)
     df = read_csv_records(
         path,
@@ -1083,17 +1084,17 @@ def parse_workbank_desires(path: str | Path) -> pl.DataFrame:
             "Task ID",
             "Occupation (O*NET-SOC Title)",
             "Task",
-            "Automation Desire Rating",
+            rating_column,
             "Human Agency Scale Rating",
         ],
     )
     df = cast_number(df, "Task ID", pl.Int64(), path, rename="task_id", required=True, integral_float=True)
     df = cast_number(
         df,
-        "Automation Desire Rating",
+        rating_column,
         pl.Int64(),
         path,
-        rename="desire",
+        rename=rating,
         required=True,
         min_value=1,
         max_value=5,
@@ -1104,7 +1105,7 @@ def parse_workbank_desires(path: str | Path) -> pl.DataFrame:
         "Human Agency Scale Rating",
         pl.Int64(),
         path,
-        rename="worker_has",
+        rename=has,
         min_value=1,
         max_value=5,
         integral_float=True,
@@ -1113,54 +1114,20 @@ def parse_workbank_desires(path: str | Path) -> pl.DataFrame:
         "task_id",
         pl.col("Occupation (O*NET-SOC Title)").alias("occupation_title"),
         pl.col("Task").alias("task"),
-        "desire",
-        "worker_has",
+        rating,
+        has,
     )
+
+
+def parse_workbank_desires(path: str | Path) -> pl.DataFrame:
+    """`domain_worker_desires.csv` -> task_id, occupation_title, task, desire (1-5), worker_has (1-5)."""
+    return _parse_workbank_ratings(path, "Automation Desire Rating", "desire", "worker_has")
 
 
 def parse_workbank_capability(path: str | Path) -> pl.DataFrame:
     """`expert_rated_technological_capability.csv` -> task_id, occupation_title, task, capability (1-5),
     expert_has (1-5)."""
-    path = Path(path)
-    df = read_csv_records(
-        path,
-        [
-            "Task ID",
-            "Occupation (O*NET-SOC Title)",
-            "Task",
-            "Automation Capacity Rating",
-            "Human Agency Scale Rating",
-        ],
-    )
-    df = cast_number(df, "Task ID", pl.Int64(), path, rename="task_id", required=True, integral_float=True)
-    df = cast_number(
-        df,
-        "Automation Capacity Rating",
-        pl.Int64(),
-        path,
-        rename="capability",
-        required=True,
-        min_value=1,
-        max_value=5,
-        integral_float=True,
-    )
-    df = cast_number(
-        df,
-        "Human Agency Scale Rating",
-        pl.Int64(),
-        path,
-        rename="expert_has",
-        min_value=1,
-        max_value=5,
-        integral_float=True,
-    )
-    return df.select(
-        "task_id",
-        pl.col("Occupation (O*NET-SOC Title)").alias("occupation_title"),
-        pl.col("Task").alias("task"),
-        "capability",
-        "expert_has",
-    )
+    return _parse_workbank_ratings(path, "Automation Capacity Rating", "capability", "expert_has")
 
 
 def zone_expr(desire: str = "desire_mean", capability: str = "capability_mean") -> pl.Expr:

@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 from threadpoolctl import threadpool_limits  # installed with scikit-learn
 
-from models.coverage import select_labeler
+from models.coverage import prompt_task_pairs, select_labeler
 from models.stats import bootstrap_resample_counts, percentile_interval
 
 PROMPT_KEY = ["benchmark", "prompt_id"]
@@ -108,6 +108,22 @@ def _bootstrap_replicates(
     return np.concatenate(plain_parts), [np.concatenate(parts) for parts in weighted_parts]
 
 
+def mean_prompt_scores(results: pl.DataFrame) -> pl.DataFrame:
+    """benchmark, prompt_id, model, score: the mean non-null score of each prompt x model (several runs of
+    one prompt and model are averaged)."""
+    return (
+        results.select(
+            pl.col("benchmark").cast(pl.Utf8),
+            pl.col("prompt_id").cast(pl.Utf8),
+            pl.col("model").cast(pl.Utf8),
+            pl.col("score").cast(pl.Float64),
+        )
+        .drop_nulls("score")
+        .group_by([*PROMPT_KEY, "model"])
+        .agg(pl.col("score").mean())
+    )
+
+
 def occupation_model_scores(
     results: pl.DataFrame,
     labels: pl.DataFrame,
@@ -126,23 +142,8 @@ def occupation_model_scores(
     Repeated results for one prompt and model (several runs) are averaged first.
     """
     labels, _ = select_labeler(labels, labeler)
-    prompt_tasks = labels.select(
-        pl.col("benchmark").cast(pl.Utf8),
-        pl.col("prompt_id").cast(pl.Utf8),
-        pl.col("onet_soc_code").cast(pl.Utf8),
-        pl.col("task_id").cast(pl.Int64),
-    ).unique()
-    prompt_scores = (
-        results.select(
-            pl.col("benchmark").cast(pl.Utf8),
-            pl.col("prompt_id").cast(pl.Utf8),
-            pl.col("model").cast(pl.Utf8),
-            pl.col("score").cast(pl.Float64),
-        )
-        .drop_nulls("score")
-        .group_by([*PROMPT_KEY, "model"])
-        .agg(pl.col("score").mean())
-    )
+    prompt_tasks = prompt_task_pairs(labels)
+    prompt_scores = mean_prompt_scores(results)
     group_cols = ["onet_soc_code", "model"]
     # one sort, then integer codes per occupation x model: prompt_code indexes the group's prompts (sorted
     # by benchmark, prompt_id, so seeded resamples hit the same prompts whatever order the joins produced)

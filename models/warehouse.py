@@ -48,7 +48,9 @@ def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = L
         except duckdb.IOException as exc:  # "Could not set lock on file": another process is writing
             if "lock" not in str(exc).lower() or time.monotonic() > deadline:
                 if "lock" in str(exc).lower():
-                    raise WarehouseLockTimeout(f"warehouse {path} stayed locked for {lock_wait_s:.0f}s: {exc}")
+                    raise WarehouseLockTimeout(
+                        f"warehouse {path} stayed locked for {lock_wait_s:.0f}s: {exc}"
+                    ) from exc
                 raise
             time.sleep(delay * (1 + random.random()))
             delay = min(delay * 2, 2.0)
@@ -97,18 +99,25 @@ def _register(con: duckdb.DuckDBPyConnection, df: pl.DataFrame) -> str:
     return view
 
 
+@contextlib.contextmanager
+def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Run the block in one transaction: commit when it completes, roll back on any exception."""
+    con.execute("begin transaction")
+    try:
+        yield
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise
+
+
 def replace_table(path: str | Path, name: str, df: pl.DataFrame) -> None:
     """Swap in a whole table atomically: on any error the old table stays as it was."""
     table = quote_identifier(name)
     with connect(path) as con:
         view = _register(con, df)
-        con.execute("begin transaction")
-        try:
+        with _transaction(con):
             con.execute(f"create or replace table {table} as select * from {view}")
-            con.execute("commit")
-        except BaseException:
-            con.execute("rollback")
-            raise
 
 
 def replace_partition(path: str | Path, name: str, df: pl.DataFrame, column: str, key: str) -> None:
@@ -121,8 +130,7 @@ def replace_partition(path: str | Path, name: str, df: pl.DataFrame, column: str
         raise ValueError(f"rows written to partition {key!r} of {name!r} must all have {column} = {key!r}")
     with connect(path) as con:
         view = _register(con, df)
-        con.execute("begin transaction")
-        try:
+        with _transaction(con):
             if not table_exists(con, name):
                 con.execute(f"create table {table} as select * from {view}")
             else:
@@ -137,10 +145,6 @@ def replace_partition(path: str | Path, name: str, df: pl.DataFrame, column: str
                     merged = pl.concat([kept, df], how="diagonal_relaxed")
                     merged_view = _register(con, merged)
                     con.execute(f"create or replace table {table} as select * from {merged_view}")
-            con.execute("commit")
-        except BaseException:
-            con.execute("rollback")
-            raise
 
 
 def append_rows(path: str | Path, name: str, df: pl.DataFrame) -> None:
@@ -150,13 +154,8 @@ def append_rows(path: str | Path, name: str, df: pl.DataFrame) -> None:
     table = quote_identifier(name)
     with connect(path) as con:
         view = _register(con, df)
-        con.execute("begin transaction")
-        try:
+        with _transaction(con):
             if not table_exists(con, name):
                 con.execute(f"create table {table} as select * from {view}")
             else:
                 con.execute(f"insert into {table} by name select * from {view}")
-            con.execute("commit")
-        except BaseException:
-            con.execute("rollback")
-            raise

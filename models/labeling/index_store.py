@@ -1,0 +1,156 @@
+"""Where the offline labeler's TaskIndex is stored, and how it is loaded or built (no Dagster).
+
+The `task_search_index` asset (assets/labels.py) builds the index once from the O*NET reference tables,
+pickles it next to the warehouse (data/warehouse/task_index/) and records its path in the one-row table
+`task_search_index`, keyed by O*NET version + index version. The index version names the pickle layout
+(INDEX_FORMAT), offline.INDEX_VERSION and a fingerprint of offline.py's source, so a pickle is only reused by
+the code that built it. Both the labels stage and the gap finder's what-if (models/gaps.py) go through here,
+so candidate prompts are labeled with exactly the index the landed ones were.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from models import warehouse as wh
+from models.sources import ONET_VERSION, resolve_source
+
+TABLE = "task_search_index"
+# Bump when the pickled index layout changes; the offline module's own INDEX_VERSION (if any) is appended.
+INDEX_FORMAT = "1"
+# The reference tables TaskIndex.build takes, in its argument order.
+REFERENCE_TABLES: tuple[str, ...] = ("onet_tasks", "onet_occupations", "onet_job_titles", "onet_technology_skills")
+
+
+def offline_code_fingerprint() -> str:
+    """sha256 (12 hex) of the offline labeler's source: a pickled TaskIndex is only reused by the code that
+    built it, even when a change to the index forgot to bump INDEX_VERSION."""
+    path = Path(__file__).resolve().parent / "offline.py"
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.is_file() else "missing"
+
+
+def index_version() -> str:
+    """INDEX_FORMAT . offline.INDEX_VERSION . offline code fingerprint."""
+    from models.labeling import offline
+
+    inner = getattr(offline, "INDEX_VERSION", "none")
+    return f"{INDEX_FORMAT}.{inner}.{offline_code_fingerprint()}"
+
+
+def index_dir(warehouse_path: str | Path) -> Path:
+    """The folder of the pickled indexes: next to the warehouse file."""
+    return Path(warehouse_path).parent / "task_index"
+
+
+def index_pickle_path(warehouse_path: str | Path, version: str) -> Path:
+    """Where the index of this O*NET version and index version is pickled."""
+    return index_dir(warehouse_path) / f"task_index_onet{ONET_VERSION}_v{version}.pkl"
+
+
+def save_index(index: Any, path: Path) -> None:
+    """Pickle the index atomically: a reader never loads a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".part")
+    with open(partial, "wb") as handle:
+        pickle.dump(index, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    partial.replace(path)
+
+
+def task_dwas_frame() -> pl.DataFrame | None:
+    """Task -> detailed work activity titles (O*NET Tasks to DWAs + DWA Reference) for the index, or None
+    when either file is absent."""
+    tasks_to_dwas = resolve_source("onet/Tasks to DWAs.txt", required=False)
+    reference = resolve_source("onet/DWA Reference.txt", required=False)
+    if tasks_to_dwas is None or reference is None:
+        return None
+
+    def read(path: Path) -> pl.DataFrame:
+        return pl.read_csv(path, separator="\t", quote_char=None, infer_schema_length=0)
+
+    titles = read(reference.path).select("DWA ID", pl.col("DWA Title").alias("dwa_title"))
+    return (
+        read(tasks_to_dwas.path)
+        .join(titles, on="DWA ID", how="inner")
+        .select(
+            pl.col("O*NET-SOC Code").alias("onet_soc_code"),
+            pl.col("Task ID").cast(pl.Int64).alias("task_id"),
+            "dwa_title",
+        )
+    )
+
+
+def build_index(tables: Mapping[str, pl.DataFrame]) -> Any:
+    """A fresh TaskIndex from the reference tables (REFERENCE_TABLES) plus O*NET's task -> DWA titles."""
+    from models.labeling.offline import TaskIndex
+
+    return TaskIndex.build(*(tables[name] for name in REFERENCE_TABLES), task_dwas_frame())
+
+
+def stored_index_path(warehouse_path: str | Path) -> Path | None:
+    """The pickled TaskIndex recorded in table task_search_index for this O*NET version and the current
+    index_version() (a stale index would label differently), when its file exists; else None."""
+    if not Path(warehouse_path).exists():
+        return None
+    with wh.connect(warehouse_path, read_only=True) as con:
+        if not wh.table_exists(con, TABLE):
+            return None
+        rows = wh.fetch_polars(con, f"select * from {TABLE}")
+    if rows.is_empty() or not {"onet_version", "index_version", "path"} <= set(rows.columns):
+        return None
+    version = index_version()
+    paths = [
+        Path(path)
+        for onet, index, path in rows.select("onet_version", "index_version", "path").iter_rows()
+        if onet == ONET_VERSION and index == version and path and Path(path).is_file()
+    ]
+    return paths[-1] if paths else None
+
+
+_INDEX_MEMO: dict[tuple[str, int], Any] = {}
+_INDEX_LOCK = threading.Lock()
+
+
+def load_pickle(path: Path) -> Any:
+    """Load (once per process and file version) a pickled index this pipeline wrote itself."""
+    key = (str(path), path.stat().st_mtime_ns)
+    with _INDEX_LOCK:
+        if key not in _INDEX_MEMO:
+            with open(path, "rb") as handle:
+                for stale in [k for k in _INDEX_MEMO if not k[0].startswith("built:")]:
+                    del _INDEX_MEMO[stale]  # one pickled index in memory at a time
+                _INDEX_MEMO[key] = pickle.load(handle)  # noqa: S301 - our own artifact, path from our table
+        return _INDEX_MEMO[key]
+
+
+def load_or_build(
+    warehouse_path: str | Path, warn: Callable[[str], Any] | None = None
+) -> tuple[Any, str, float]:
+    """The TaskIndex for this O*NET version: the stored pickle when current, else built (once per process)
+    from the warehouse's reference tables, calling `warn` first. Returns (index, 'pickle'|'built', seconds)."""
+    version = index_version()
+    started = time.perf_counter()
+    stored = stored_index_path(warehouse_path)
+    if stored is not None:
+        return load_pickle(stored), "pickle", time.perf_counter() - started
+    memo_key = (f"built:{warehouse_path}:{ONET_VERSION}:{version}", 0)
+    with _INDEX_LOCK:
+        if memo_key in _INDEX_MEMO:
+            return _INDEX_MEMO[memo_key], "built", time.perf_counter() - started
+    if warn is not None:
+        warn(
+            f"no stored task index for O*NET {ONET_VERSION} / index v{version} (none yet, or the offline "
+            "labeler's code changed since it was built): building it in this run; materialize "
+            "task_search_index to build it once for all partitions"
+        )
+    index = build_index({name: wh.read_table(warehouse_path, name) for name in REFERENCE_TABLES})
+    with _INDEX_LOCK:
+        _INDEX_MEMO[memo_key] = index
+    return index, "built", time.perf_counter() - started
