@@ -498,6 +498,7 @@ def labeler_limitations(tables: Tables, labeler_model: str | None = None) -> lis
         "every "
         "task it is labeled with, so labeling errors move every number above."
     ]
+    out.extend(label_depth_limitation(tables))
     if validation is None:
         out.append("Its accuracy was not measured: the labeler_validation table is missing or empty.")
         return out
@@ -524,6 +525,26 @@ def labeler_limitations(tables: Tables, labeler_model: str | None = None) -> lis
         + " (labeler_validation, bootstrap intervals)."
     )
     return out
+
+
+def label_depth_limitation(tables: Tables) -> list[str]:
+    """How much coverage rests on lower-ranked labels (coverage_sensitivity, dimension label_depth)."""
+    sensitivity = _table(tables, "coverage_sensitivity")
+    if sensitivity is None or "dimension" not in sensitivity.columns:
+        return []
+    depth = sensitivity.filter(pl.col("dimension") == "label_depth")
+    values = {(r["variant"], r["metric"]): r["value"] for r in depth.iter_rows(named=True)}
+    top1, every = values.get(("top1", "tasks_covered_1")), values.get(("all", "tasks_covered_1"))
+    top1_5, every_5 = values.get(("top1", "tasks_covered_5")), values.get(("all", "tasks_covered_5"))
+    if top1 is None or every is None:
+        return []
+    return [
+        f"**Label depth.** Counting only each prompt's top-ranked task, {pct(top1, 1)} of tasks have at least one "
+        f"prompt, against {pct(every, 1)} with every label the labeler kept"
+        + (f" ({pct(top1_5, 1)} against {pct(every_5, 1)} at five prompts)" if top1_5 is not None and every_5
+           is not None else "")
+        + "; the headline counts every label, so read it as an upper bound (coverage_sensitivity, label_depth)."
+    ]
 
 
 def data_limitations(tables: Tables, onet_tasks: pl.DataFrame | None = None) -> list[str]:

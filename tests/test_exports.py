@@ -943,6 +943,7 @@ def test_end_to_end_exports(full_pipeline, monkeypatch):
     assert len(list((folder / "figures").glob("*.png"))) == len(fg.FIGURES)
     summary = (folder / "summary.md").read_text()
     assert "occupations with task statements" in summary and "923" in summary
+    assert "Label depth" in summary  # the upper-bound caveat is generated from coverage_sensitivity
 
     # determinism: exporting again from the same warehouse gives byte-identical tables
     rerun = materialize(
