@@ -5,6 +5,9 @@ assets that do not depend on benchmarks (reference data); each benchmark partiti
 then the unpartitioned assets downstream of the benchmarks (analysis, gaps, exports). Assets are selected from
 the Definitions by partitioning and dependencies, so assets that other domains add later are included.
 
+Steps whose inputs did not change since their last successful run are skipped (pipelines/run_state.py keeps a
+fingerprint of each step's inputs in the warehouse); `--force` runs every step.
+
 Exit code 0 when every step succeeded, 1 otherwise (the remaining steps still run; the summary lists
 failures).
 """
@@ -31,6 +34,7 @@ from dagster import (
 
 from models import benchmarks as bm
 from models.sources import PROJECT_ROOT
+from pipelines import run_state
 from pipelines.jobs import WAREHOUSE_CHECKS
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
 
@@ -94,6 +98,24 @@ def _failed_checks(result: ExecuteInProcessResult) -> list[str]:
             for e in result.get_asset_check_evaluations() if not e.passed]
 
 
+def _add_stored_counts(warehouse_path: str, names: list[str], totals: dict[str, int]) -> dict[str, int]:
+    """Add the stored prompt/result/reject counts of skipped partitions to the run's totals."""
+    from models import warehouse as wh
+
+    out = dict(totals)
+    try:
+        rows = wh.query(warehouse_path, "select coalesce(sum(n_prompts), 0) as n_prompts, coalesce(sum(n_results), 0)"
+                        " as n_results from benchmarks where benchmark in (select unnest(?::varchar[]))", [names])
+        rejects = wh.query(warehouse_path, "select count(*) as n from benchmark_rejects "
+                           "where benchmark in (select unnest(?::varchar[]))", [names])
+    except Exception:  # counts are informative only
+        return out
+    out["n_prompts"] += int(rows["n_prompts"][0])
+    out["n_results"] += int(rows["n_results"][0])
+    out["n_rejects"] += int(rejects["n"][0])
+    return out
+
+
 def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
          instance: DagsterInstance | None = None) -> int:
     """Run everything; `defs` defaults to pipelines.definitions.defs and `instance` to the one at DAGSTER_HOME
@@ -102,6 +124,8 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     parser.add_argument("--benchmarks", help="comma-separated benchmark names (default: every one found)")
     parser.add_argument("--skip-reference", action="store_true", help="skip the reference assets")
     parser.add_argument("--skip-analysis", action="store_true", help="skip the downstream assets")
+    parser.add_argument("--force", action="store_true",
+                        help="run every step even when its inputs are unchanged since its last successful run")
     args = parser.parse_args(argv)
 
     if instance is None and not os.environ.get("DAGSTER_HOME"):
@@ -178,12 +202,43 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     if gone:
         print(f"  warning: partitions without a landing folder (kept, not refreshed): {', '.join(gone)}")
 
-    if not args.skip_reference:
-        run("reference", plan.reference, "reference")
+    warehouse_path = getattr(resources.get("warehouse"), "path", None)
+    stored = run_state.load(warehouse_path) if warehouse_path and not args.force else {}
+    reference_fp = run_state.reference_fingerprint(resources.get("labeler"))
+
+    def unchanged(step: str, fingerprint: str, label: str) -> bool:
+        if stored.get(step) != fingerprint:
+            return False
+        print(f"- {label}: unchanged since its last successful run, skipped (--force to run it)")
+        return True
+
+    def attempt(step: str) -> None:  # a failed attempt may have written part of its output: redo it next time
+        if warehouse_path and step in stored:
+            run_state.forget(warehouse_path, step)
+            stored.pop(step)
+
+    def remember(step: str, fingerprint: str, result: ExecuteInProcessResult | None) -> None:
+        if warehouse_path and result is not None and result.success:
+            run_state.save(warehouse_path, step, fingerprint)
+            stored[step] = fingerprint
+
+    if not args.skip_reference and not unchanged("reference", reference_fp, "reference"):
+        attempt("reference")
+        remember("reference", reference_fp, run("reference", plan.reference, "reference"))
     totals = {"n_prompts": 0, "n_results": 0, "n_rejects": 0}
+    skipped: list[str] = []
     for index, name in enumerate(partitions, start=1):
         keys = plan.landing_only if name == bm.LANDING_PARTITION else plan.partitioned
-        result = run(f"[{index}/{len(partitions)}] {name}", keys, "benchmark", partition=name)
+        label = f"[{index}/{len(partitions)}] {name}"
+        content = (landing.problems_hash() or "none") if name == bm.LANDING_PARTITION else \
+            bm.content_hash(landing.benchmarks[name].path)
+        partition_fp = run_state.partition_fingerprint(reference_fp, content)
+        if unchanged(f"partition:{name}", partition_fp, label):
+            skipped.append(name)
+            continue
+        attempt(f"partition:{name}")
+        result = run(label, keys, "benchmark", partition=name)
+        remember(f"partition:{name}", partition_fp, result)
         if result is not None:  # count what was written even when a later step (labels) failed
             counts = {k: _metadata_value(result, "benchmarks" if k != "n_rejects" else "benchmark_rejects", k)
                       for k in totals}
@@ -192,9 +247,15 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
             if name != bm.LANDING_PARTITION:
                 print(f"    {counts['n_prompts']} prompts, {counts['n_results']} results, "
                       f"{counts['n_rejects']} rejects")
+    if skipped and warehouse_path:  # their counts, from the warehouse
+        totals = _add_stored_counts(warehouse_path, skipped, totals)
     if not args.skip_analysis:
-        run("analysis/exports (+ warehouse-wide benchmark checks)", plan.downstream, "analysis",
-            with_warehouse_checks=True)
+        analysis_fp = run_state.analysis_fingerprint(
+            reference_fp, {k[len("partition:"):]: v for k, v in stored.items() if k.startswith("partition:")})
+        label = "analysis/exports (+ warehouse-wide benchmark checks)"
+        if not unchanged("analysis", analysis_fp, label):
+            attempt("analysis")
+            remember("analysis", analysis_fp, run(label, plan.downstream, "analysis", with_warehouse_checks=True))
 
     print(f"done in {time.monotonic() - started:.0f}s: {len(names)} benchmarks, {totals['n_prompts']} "
           f"prompts, {totals['n_results']} results, {totals['n_rejects']} rejects; "

@@ -1,0 +1,132 @@
+"""What `run_all` already materialized: fingerprints of each step's inputs, kept in the warehouse itself.
+
+`python -m pipelines.run_all` skips a step (the reference data, one benchmark partition, the analysis) when the
+fingerprint of everything that step reads equals the one stored after its last successful run, so a second run
+with nothing changed does no work (bench/warm.py). `--force` runs every step regardless.
+
+A fingerprint is a sha256 over:
+- code: every .py file under models/, assets/, pipelines/ and pyproject.toml (any code change reruns all);
+- settings: the BENCHMAP_* / OPENAI_BASE_URL environment that changes results (paths and secrets excluded:
+  the API key is never hashed or stored) and the labeler resource's configuration without its key;
+- reference: size and modification time of every file of the landing zone and the mirror except benchmarks/;
+- a benchmark partition: the reference fingerprint + the landing folder's content hash;
+- the analysis: the reference fingerprint + the stored fingerprint of every partition.
+
+A step's fingerprint is dropped when it starts and written when it succeeds, so a failed attempt (which may
+have written part of its output) is always retried. Fingerprints live in the table `run_all_state` (step, fingerprint, updated_at) of the warehouse they describe,
+so a deleted or replaced warehouse file simply has none and everything runs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from models import warehouse as wh
+from models.sources import PROJECT_ROOT, mirror_dir, raw_dir
+
+TABLE = "run_all_state"
+CODE_DIRS = ("models", "assets", "pipelines")
+# environment that changes results; paths are left out (a copied state is the same state), secrets always
+_ENV_EXCLUDE = {"BENCHMAP_WAREHOUSE", "BENCHMAP_RAW_DIR", "BENCHMAP_MIRROR", "BENCHMAP_BENCH_DIR",
+                "BENCHMAP_MAX_CONCURRENT", "BENCHMAP_ANALYSIS_QUIET_S"}
+_ENV_EXTRA = ("OPENAI_BASE_URL",)
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def code_fingerprint(root: Path = PROJECT_ROOT) -> str:
+    digest = hashlib.sha256()
+    files = sorted(p for d in CODE_DIRS for p in (root / d).rglob("*.py") if "__pycache__" not in p.parts)
+    for path in [*files, root / "pyproject.toml"]:
+        if path.is_file():
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def settings_fingerprint(labeler: Any = None, environ: Mapping[str, str] | None = None) -> str:
+    environ = os.environ if environ is None else environ
+    env = {k: v for k, v in environ.items()
+           if (k.startswith("BENCHMAP_") and k not in _ENV_EXCLUDE) or k in _ENV_EXTRA}
+    config: dict[str, Any] = {}
+    if labeler is not None and hasattr(labeler, "model_dump"):
+        config = {k: v for k, v in labeler.model_dump().items() if k != "api_key"}
+    config["has_api_key"] = bool(environ.get("OPENAI_API_KEY"))
+    return _digest(env, config)
+
+
+def files_fingerprint(roots: Iterable[Path | None], exclude: tuple[str, ...] = ("benchmarks",)) -> str:
+    """Relative path, size and mtime of every file under the roots, except top-level folders in `exclude`."""
+    entries = []
+    for number, root in enumerate(roots):
+        if root is None or not root.is_dir():
+            continue
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root)
+            if rel.parts[0] in exclude or rel.parts[0].startswith(".") or not path.is_file():
+                continue
+            stat = path.stat()
+            entries.append((number, str(rel), stat.st_size, stat.st_mtime_ns))
+    return _digest(entries)
+
+
+def reference_fingerprint(labeler: Any = None) -> str:
+    return _digest("reference", code_fingerprint(), settings_fingerprint(labeler),
+                   files_fingerprint([raw_dir(), mirror_dir()]))
+
+
+def partition_fingerprint(reference: str, content_hash: str) -> str:
+    return _digest("partition", reference, content_hash)
+
+
+def analysis_fingerprint(reference: str, partitions: Mapping[str, str | None]) -> str:
+    return _digest("analysis", reference, sorted(partitions.items()))
+
+
+def load(warehouse: str | Path) -> dict[str, str]:
+    """step -> fingerprint stored in the warehouse (empty when there is none)."""
+    path = Path(warehouse)
+    if not path.exists():
+        return {}
+    with wh.connect(path, read_only=True) as con:
+        if not wh.table_exists(con, TABLE):
+            return {}
+        rows = con.execute(f"select step, fingerprint from {TABLE}").fetchall()
+    return {str(step): str(fp) for step, fp in rows}
+
+
+def forget(warehouse: str | Path, step: str) -> None:
+    """Drop a step's fingerprint before it runs: an attempt that fails halfway may have written part of its
+    output, so the step must run again even if its inputs go back to what last succeeded."""
+    if not Path(warehouse).exists():
+        return
+    with wh.connect(warehouse) as con:
+        if wh.table_exists(con, TABLE):
+            con.execute(f"delete from {TABLE} where step = ?", [step])
+
+
+def save(warehouse: str | Path, step: str, fingerprint: str) -> None:
+    """Record a step's fingerprint after it succeeded (one transaction; replaces the step's row)."""
+    row = pl.DataFrame({"step": [step], "fingerprint": [fingerprint],
+                        "updated_at": [dt.datetime.now(dt.UTC).replace(tzinfo=None)]},
+                       schema={"step": pl.Utf8, "fingerprint": pl.Utf8, "updated_at": pl.Datetime("us")})
+    with wh.connect(warehouse) as con:
+        con.execute(f"create table if not exists {TABLE} (step varchar, fingerprint varchar, updated_at timestamp)")
+        con.register("_run_state_row", row.to_arrow())
+        con.execute("begin transaction")
+        try:
+            con.execute(f"delete from {TABLE} where step = ?", [step])
+            con.execute(f"insert into {TABLE} select * from _run_state_row")
+            con.execute("commit")
+        except BaseException:
+            con.execute("rollback")
+            raise

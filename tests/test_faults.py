@@ -1,0 +1,535 @@
+"""Fault tests through the real assets and warehouse: a labeling process killed with SIGKILL, a misbehaving
+OpenAI-compatible server, corrupted / truncated / deleted landing data, two materializations at once, and the
+API key never leaving the environment.
+
+Every test starts from a copy of one warehouse snapshot (the reference tables and the pickled task index, built
+once per session by `bench.common.labels_snapshot`) and a temporary landing zone of 1-3 small benchmarks made of
+real mirrored prompts. Child processes run this file as a script (see `child`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import common  # noqa: E402
+from models import warehouse as wh  # noqa: E402
+from models.labeling import cache as lc  # noqa: E402
+
+LABEL_KEYS = ["benchmarks", "benchmark_prompts", "benchmark_results", "benchmark_rejects", "prompt_task_labels"]
+LANDING_KEYS = LABEL_KEYS[:4]
+
+
+# ------------------------------------------------------------------------------------------------ the world
+def offline_resource(**overrides: Any) -> Any:
+    from pipelines.resources import LabelerResource
+
+    return LabelerResource(kind="offline", model="offline", **overrides)
+
+
+class World:
+    """A copied snapshot state + landing zone, materialized in this process (ephemeral Dagster instance)."""
+
+    def __init__(self, state: common.State) -> None:
+        from dagster import DagsterInstance
+
+        self.state = state
+        self.instance = DagsterInstance.ephemeral()
+
+    def add(self, name: str, records: list[dict], results: list[tuple[str, str, float]] = ()) -> Path:
+        folder = common.write_benchmark(self.state.landing, name, records, results=results)
+        if name not in self.instance.get_dynamic_partitions("benchmark"):
+            self.instance.add_dynamic_partitions("benchmark", [name])
+        return folder
+
+    def materialize(self, partition: str, *, labeler: Any = None, keys: list[str] = LABEL_KEYS) -> Any:
+        from dagster import AssetSelection, materialize
+
+        from pipelines.definitions import build_definitions
+
+        defs = build_definitions(str(self.state.warehouse))
+        resources = {**defs.resources, "labeler": labeler or offline_resource()}
+        return materialize(list(defs.assets), selection=AssetSelection.assets(*keys).without_checks(),
+                           partition_key=partition, resources=resources, instance=self.instance,
+                           raise_on_error=False)
+
+    def table(self, name: str, benchmark: str | None = None) -> pl.DataFrame:
+        if benchmark is None:
+            return wh.read_table(self.state.warehouse, name)
+        return wh.read_table(self.state.warehouse, name, where_column="benchmark", where_values=[benchmark])
+
+    def labels(self, benchmark: str) -> pl.DataFrame:
+        return self.table("prompt_task_labels", benchmark).sort("prompt_id", "rank")
+
+    def query(self, sql: str, params: list | None = None) -> pl.DataFrame:
+        return wh.query(self.state.warehouse, sql, params)
+
+
+def metadata(result: Any, asset: str, name: str) -> Any:
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        if mat.asset_key.path[-1] == asset and name in mat.metadata:
+            return mat.metadata[name].value
+    return None
+
+
+def step_error(result: Any) -> str:
+    texts = []
+    for event in result.all_events:
+        if event.is_step_failure:
+            data = event.event_specific_data
+            error = data.error
+            while error is not None:
+                texts.append(error.message)
+                error = error.cause
+            if data.user_failure_data is not None:
+                texts.append(str(data.user_failure_data.description))
+    return "\n".join(texts)
+
+
+def real_records(benchmark: str, n: int, *, start: int = 0, tag: str = "") -> list[dict]:
+    """`n` real prompts of a mirrored benchmark (fresh ids; `tag` appended to the text keeps hashes apart)."""
+    lines = (common.mirror_path() / "benchmarks" / benchmark / "prompts.jsonl").read_bytes().split(b"\n")
+    out = []
+    for line in lines[start:]:
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        out.append({"prompt_id": f"{benchmark}-{record['prompt_id']}",
+                    "prompt": record["prompt"] + (f" {tag}" if tag else ""), "sector": record.get("sector")})
+        if len(out) == n:
+            break
+    return out
+
+
+@pytest.fixture(scope="session")
+def snapshot(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> common.State:
+    return common.labels_snapshot(tmp_path_factory.getbasetemp() / "benchmap_labels_snapshot", mirror)
+
+
+@pytest.fixture
+def world(snapshot: common.State, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
+    state = snapshot.copy_to(tmp_path / "state")
+    for key, value in state.env(labeler="offline").items():
+        if key.startswith("BENCHMAP_") or key == "DAGSTER_HOME":
+            monkeypatch.setenv(key, value)
+    return World(state)
+
+
+# ------------------------------------------------------------------------------------------------ kill -9
+def test_sigkill_mid_labeling_keeps_completed_batches_and_matches_a_clean_run(world: World, tmp_path: Path,
+                                                                            snapshot: common.State) -> None:
+    records = real_records("crmarena", 240)
+    world.add("kill_me", records)
+    # ingest first (in this process), then label in a child process that we SIGKILL halfway
+    assert world.materialize("kill_me", keys=LANDING_KEYS).success
+    child = subprocess.Popen(
+        [sys.executable, __file__, "label", str(world.state.warehouse), "kill_me", "--batch", "20", "--pace", "0.3"],
+        env=world.state.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    progress = re.compile(r"labeled (\d+)/(\d+) prompts")
+    seen: list[int] = []
+    deadline = time.monotonic() + 90
+    assert child.stdout is not None
+    for line in child.stdout:
+        match = progress.search(line)
+        if match:
+            seen.append(int(match.group(1)))
+            if int(match.group(1)) >= 0.4 * int(match.group(2)):
+                child.send_signal(signal.SIGKILL)
+                break
+        if time.monotonic() > deadline:
+            child.kill()
+            pytest.fail("the labeling child never reported progress")
+    child.wait(timeout=30)
+    assert child.returncode == -signal.SIGKILL, "the child finished before it could be killed"
+
+    cache = lc.LabelCache(world.state.warehouse)
+    before = cache.read_frame().select("prompt_hash", "labels_json", "created_at")
+    n_distinct = len({r["prompt"] for r in records})
+    assert 0 < before.height < n_distinct, f"killed after {before.height} of {n_distinct} prompts"
+    assert before.height >= seen[-1]  # every batch reported done was committed
+    assert before["prompt_hash"].n_unique() == before.height
+    assert world.table("label_failures").is_empty()
+
+    # the rerun labels exactly the rest
+    # (cache batches of 20 everywhere: the offline labeler's float scores can differ in the 6th decimal with the
+    # composition of the batch they were computed in, so equal batches make the comparison exact)
+    rerun = world.materialize("kill_me", keys=["prompt_task_labels"], labeler=offline_resource(batch_size=20))
+    assert rerun.success, step_error(rerun)
+    assert metadata(rerun, "prompt_task_labels", "n_cached") == before.height
+    assert metadata(rerun, "prompt_task_labels", "labeler_calls") == n_distinct - before.height
+    after = cache.read_frame().select("prompt_hash", "labels_json", "created_at")
+    assert after.height == n_distinct
+    raw_rows = world.query("select count(*) as n from label_cache")["n"][0]
+    assert raw_rows == n_distinct  # nothing labeled twice
+    kept = before.join(after, on="prompt_hash", how="left", suffix="_after")
+    assert kept["labels_json"].equals(kept["labels_json_after"], null_equal=True)  # nothing lost or redone
+    assert kept["created_at"].equals(kept["created_at_after"], null_equal=True)
+
+    # the final table equals a clean, uninterrupted run
+    clean = World(snapshot.copy_to(tmp_path / "clean"))
+    clean.add("kill_me", records)
+    run = clean.materialize("kill_me", labeler=offline_resource(batch_size=20))
+    assert run.success, step_error(run)
+    got, want = world.labels("kill_me"), clean.labels("kill_me")
+    assert got.height == want.height > 0
+    assert got.equals(want)
+
+
+# ------------------------------------------------------------------------------------------------ the LLM server
+CASES = {  # marker in the prompt text -> what the stub answers for that prompt
+    "[case-429]": "429 then valid",
+    "[case-500]": "500, 500 then valid",
+    "[case-timeout]": "timeout then valid",
+    "[case-mixed]": "429, 500, timeout, invalid JSON, unknown id, then valid",
+    "[case-badjson]": "invalid JSON every time",
+    "[case-unknown]": "unknown task id every time",
+}
+
+
+def test_llm_server_faults_are_retried_recorded_and_never_stored(world: World) -> None:
+    from pipelines.resources import LabelerResource
+    from tests.openai_stub import (
+        OpenAIStub,
+        Slow,
+        invalid_json,
+        rate_limited,
+        server_error,
+        unknown_id,
+        valid,
+    )
+
+    base = real_records("officebench", len(CASES) + 4)
+    records = []
+    for i, record in enumerate(base):
+        marker = list(CASES)[i] if i < len(CASES) else ""
+        records.append({**record, "prompt": f"{marker} {record['prompt']}".strip()})
+    world.add("llm_faults", records)
+    retries = 5
+    with OpenAIStub() as stub:
+        stub.on("[case-429]", rate_limited(retry_after=0), valid(2))
+        stub.on("[case-500]", server_error(), server_error(), valid(2))
+        stub.on("[case-timeout]", Slow(2.0, valid(2)), valid(2))
+        stub.on("[case-mixed]", rate_limited(retry_after=0), server_error(), Slow(2.0, valid(2)), invalid_json(),
+                unknown_id(), valid(3))
+        stub.on("[case-badjson]", *[invalid_json() for _ in range(retries + 1)])
+        stub.on("[case-unknown]", *[unknown_id() for _ in range(retries + 1)])
+        labeler = LabelerResource(kind="openai", model="gpt-4o-mini", base_url=stub.base_url,
+                                  api_key="sk-test-faults", max_retries=retries, timeout_s=0.5,
+                                  backoff_base_s=0.01, max_concurrency=3, batch_size=4)
+        first = world.materialize("llm_faults", labeler=labeler)
+        assert first.success, step_error(first)
+        requests = {marker: sum(marker in json.dumps(r["body"]) for r in stub.chat_requests()) for marker in CASES}
+        shortlists = {}
+        for r in stub.chat_requests():
+            text = json.dumps(r["body"]["messages"])
+            schema = r["body"]["response_format"]["json_schema"]["schema"]
+            ids = set(schema["properties"]["tasks"]["items"]["properties"]["task_id"]["enum"])
+            for record in records:
+                if record["prompt"][:60] in text:
+                    shortlists[record["prompt_id"]] = ids
+        n_requests_first = len(stub.chat_requests())
+
+        # every retry happened: 429 -> 2 requests, 500 x2 -> 3, timeout -> 2, mixed -> 6, bad -> 1 + retries
+        assert requests == {"[case-429]": 2, "[case-500]": 3, "[case-timeout]": 2, "[case-mixed]": 6,
+                            "[case-badjson]": retries + 1, "[case-unknown]": retries + 1}
+        assert metadata(first, "prompt_task_labels", "n_failed") == 2
+        by_marker = {m: next(r for r in records if r["prompt"].startswith(m)) for m in CASES}
+
+        failures = world.table("label_failures").sort("prompt_id")
+        assert failures["prompt_id"].to_list() == sorted([by_marker["[case-badjson]"]["prompt_id"],
+                                                          by_marker["[case-unknown]"]["prompt_id"]])
+        assert failures["attempts"].to_list() == [retries + 1, retries + 1]
+        errors = dict(zip(failures["prompt_id"], failures["error"], strict=True))
+        assert "malformed JSON" in errors[by_marker["[case-badjson]"]["prompt_id"]]
+        assert "does not exist in O*NET" in errors[by_marker["[case-unknown]"]["prompt_id"]]
+        assert set(failures["labeler"]) == {"openai"}
+
+        labels = world.labels("llm_faults")
+        labeled = set(labels["prompt_id"])
+        assert labeled == {r["prompt_id"] for r in records} - set(failures["prompt_id"])
+        # only valid, shortlisted, real task ids are stored; nothing of the failed prompts is cached
+        assert 99_999_999 not in set(labels["task_id"])
+        unknown = world.query("select count(*) as n from prompt_task_labels l anti join onet_tasks t "
+                              "using (task_id, onet_soc_code)")["n"][0]
+        assert unknown == 0
+        for prompt_id, group in labels.group_by("prompt_id"):
+            assert set(group["task_id"]) <= shortlists[prompt_id[0]]
+        mixed = labels.filter(pl.col("prompt_id") == by_marker["[case-mixed]"]["prompt_id"])
+        assert mixed.height == 3 and mixed["rank"].to_list() == [1, 2, 3]
+        failed_hashes = world.table("benchmark_prompts", "llm_faults").filter(
+            pl.col("prompt_id").is_in(failures["prompt_id"].to_list()))["prompt_hash"].to_list()
+        assert lc.LabelCache(world.state.warehouse).read_frame(hashes=failed_hashes).is_empty()
+
+        # next run: only the two failed prompts are asked again; they now succeed and leave label_failures
+        second = world.materialize("llm_faults", labeler=labeler, keys=["prompt_task_labels"])
+        assert second.success, step_error(second)
+        assert metadata(second, "prompt_task_labels", "labeler_calls") == 2
+        assert len(stub.chat_requests()) == n_requests_first + 2
+    assert world.table("label_failures").is_empty()
+    assert set(world.labels("llm_faults")["prompt_id"]) == {r["prompt_id"] for r in records}
+
+
+# ------------------------------------------------------------------------------------------------ bad landing data
+def test_corrupted_reference_source_fails_clearly_and_keeps_the_warehouse(world: World, mirror: Path) -> None:
+    source = mirror / "onet" / "Task Statements.txt"
+    target = world.state.raw / "onet" / "Task Statements.txt"  # data/raw wins over the mirror
+    target.parent.mkdir(parents=True)
+    lines = source.read_bytes().split(b"\n")
+    lines[1000] = b"\x00\xff\xfe garbage \x89PNG\r\n\x1a"  # binary junk in place of one record
+    target.write_bytes(b"\n".join(lines[:2000]))
+    tasks_before = world.table("onet_tasks")
+    index_before = world.table("task_search_index")
+    result = _materialize_unpartitioned(world, ["onet_tasks", "task_search_index"])
+    assert not result.success
+    message = step_error(result)
+    assert "Task Statements.txt" in message and re.search(r"line 1,?00[01]", message), message
+    assert world.table("onet_tasks").equals(tasks_before)
+    assert world.table("task_search_index").equals(index_before)
+
+
+def _materialize_unpartitioned(world: World, keys: list[str]) -> Any:
+    from dagster import AssetSelection, materialize
+
+    from pipelines.definitions import build_definitions
+
+    defs = build_definitions(str(world.state.warehouse))
+    return materialize(list(defs.assets), selection=AssetSelection.assets(*keys).without_checks(),
+                       resources={**defs.resources, "labeler": offline_resource()}, instance=world.instance,
+                       raise_on_error=False)
+
+
+def test_truncated_prompts_and_deleted_folder_leave_the_warehouse_consistent(world: World) -> None:
+    a = world.add("trunc_a", real_records("webshop", 60))
+    b = world.add("gone_b", real_records("officebench", 30))
+    for name in ("trunc_a", "gone_b"):
+        assert world.materialize(name).success
+    b_before = {t: world.table(t, "gone_b").sort(pl.all()) for t in LABEL_KEYS}
+
+    # prompts.jsonl cut in the middle of line 41 (an interrupted copy)
+    data = (a / "prompts.jsonl").read_bytes()
+    cut = data.index(b"\n", len(b"\n".join(data.split(b"\n")[:40])) + 1) - 15
+    (a / "prompts.jsonl").write_bytes(data[:cut])
+    result = world.materialize("trunc_a")
+    assert result.success, step_error(result)
+    assert metadata(result, "prompt_task_labels", "labeler_calls") == 0  # the 40 kept prompts are cached
+    prompts = world.table("benchmark_prompts", "trunc_a")
+    assert prompts.height == 40
+    rejects = world.table("benchmark_rejects", "trunc_a")
+    assert rejects["line_number"].to_list() == [41]
+    assert "JSON" in rejects["reason"][0] or "json" in rejects["reason"][0]
+    labels = world.labels("trunc_a")
+    assert set(labels["prompt_id"]) == set(prompts["prompt_id"])  # no label of a vanished prompt survives
+    assert world.query("select n_prompts, n_rejects from benchmarks where benchmark = 'trunc_a'").row(0) == (40, 1)
+
+    # the folder of a benchmark that has a partition is deleted: a clear failure, its rows untouched
+    for path in sorted(b.iterdir()):
+        path.unlink()
+    b.rmdir()
+    gone = world.materialize("gone_b")
+    assert not gone.success
+    assert "has a partition but no landing folder" in step_error(gone)
+    assert not any(e.event_type_value == "STEP_START" and e.step_key == "prompt_task_labels"
+                   for e in gone.all_events)  # labels never ran over a missing benchmark
+    for table, frame in b_before.items():
+        assert world.table(table, "gone_b").sort(pl.all()).equals(frame), table
+    assert world.table("prompt_task_labels", "trunc_a").height == labels.height
+
+
+def test_run_all_redoes_failed_and_changed_partitions_only(world: World, capsys: pytest.CaptureFixture) -> None:
+    from pipelines import run_all
+    from pipelines.definitions import build_definitions
+
+    a = world.add("rs_a", real_records("webshop", 40))
+    world.add("rs_b", real_records("officebench", 40))
+    defs = build_definitions(str(world.state.warehouse))
+    args = ["--skip-reference", "--skip-analysis", "--benchmarks", "rs_a,rs_b"]
+
+    def ran() -> list[str]:
+        out = capsys.readouterr().out
+        return sorted(n for n in ("rs_a", "rs_b") if re.search(rf"\] {n}: (ok|FAILED)", out))
+
+    assert run_all.main(args, defs=defs, instance=world.instance) == 0
+    assert ran() == ["rs_a", "rs_b"]
+    assert run_all.main(args, defs=defs, instance=world.instance) == 0
+    assert ran() == []  # nothing changed: both skipped
+    good = (a / "prompts.jsonl").read_bytes()
+    (a / "prompts.jsonl").write_bytes(b"{broken\n")  # no valid prompt: the step refuses and fails
+    assert run_all.main(args, defs=defs, instance=world.instance) == 1
+    assert ran() == ["rs_a"]
+    assert world.table("benchmark_prompts", "rs_a").height == 40  # kept
+    assert run_all.main(args, defs=defs, instance=world.instance) == 1
+    assert ran() == ["rs_a"]  # a failed step is never remembered as done
+    (a / "prompts.jsonl").write_bytes(good)
+    assert run_all.main(args, defs=defs, instance=world.instance) == 0
+    assert ran() == ["rs_a"]  # the content it last succeeded with, but an attempt (which may write) came since
+    assert run_all.main(args, defs=defs, instance=world.instance) == 0
+    assert ran() == []
+    assert run_all.main([*args, "--force"], defs=defs, instance=world.instance) == 0
+    assert ran() == ["rs_a", "rs_b"]
+
+
+# ------------------------------------------------------------------------------------------------ concurrency
+def test_two_materializations_at_once_wait_for_each_other_and_never_corrupt(world: World) -> None:
+    records = real_records("toolbench", 150)
+    world.add("twice", records)
+    world.add("other", real_records("spider2", 80))
+    # both children ingest and label `twice`; a third does `other` at the same time
+    children = [subprocess.Popen([sys.executable, __file__, "label", str(world.state.warehouse), name, "--ingest",
+                                  "--batch", "25", "--pace", "0.3"], env=world.state.env(), cwd=ROOT,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                for name in ("twice", "twice", "other")]
+    outputs = [c.communicate(timeout=180)[0] for c in children]
+    codes = [c.returncode for c in children]
+    windows = [common.last_json_line(out)["window"] for out in outputs[:2]]
+    assert min(w[1] for w in windows) > max(w[0] for w in windows), "the two runs did not overlap in time"
+    for code, out in zip(codes, outputs, strict=True):
+        # each run either succeeded (it waited for the lock) or failed cleanly on the lock timeout
+        assert code == 0 or "WarehouseLockTimeout" in out, out[-3000:]
+    assert codes.count(0) >= 2
+
+    prompts = world.table("benchmark_prompts", "twice")
+    assert prompts.height == len(records) and prompts["prompt_id"].n_unique() == prompts.height
+    assert world.table("benchmark_prompts", "other").height == 80
+    labels = world.table("prompt_task_labels", "twice")
+    assert labels.select("prompt_id", "task_id").is_unique().all()
+    assert set(labels["prompt_id"]) == set(prompts["prompt_id"])
+    assert world.query("select count(*) as n from benchmarks where benchmark = 'twice'")["n"][0] == 1
+    # a label set may have been computed twice (both started before either committed), never stored twice
+    cached = lc.LabelCache(world.state.warehouse).read_frame()
+    assert cached["prompt_hash"].n_unique() == cached.height
+    # the same labels as a single, uninterrupted run would give
+    solo = world.materialize("twice", keys=["prompt_task_labels"])
+    assert solo.success and metadata(solo, "prompt_task_labels", "labeler_calls") == 0
+    assert world.labels("twice").equals(labels.sort("prompt_id", "rank"))
+    with wh.connect(world.state.warehouse) as con:
+        con.execute("checkpoint")  # the file is a sound DuckDB database
+
+
+# ------------------------------------------------------------------------------------------------ the API key
+def files_containing(roots: list[Path], needles: list[bytes]) -> list[str]:
+    """Every file under `roots` whose bytes contain one of `needles` (also as UTF-16, as some logs are)."""
+    variants = [v for n in needles for v in (n, n.decode().encode("utf-16-le"))]
+    hits = []
+    for root in roots:
+        paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        for path in paths:
+            data = path.read_bytes()
+            if any(v in data for v in variants):
+                hits.append(str(path))
+    return hits
+
+
+def test_api_key_never_reaches_logs_metadata_exports_or_warehouse(world: World) -> None:
+    from tests.openai_stub import OpenAIStub, Status, rate_limited
+
+    key = f"sk-test-{secrets.token_hex(16)}"
+    needles = [key.encode(), key[8:].encode()]  # the whole key, and its random part alone
+    records = real_records("gdpval", 6)
+    world.add("keyed", records)
+    env = world.state.env()
+    env.pop("BENCHMAP_LABELER")  # the key alone selects the openai labeler, as for a user
+    env.update({"OPENAI_API_KEY": key, "BENCHMAP_LLM_MODEL": "gpt-4o-mini"})
+    with OpenAIStub() as stub:
+        stub.script(rate_limited(retry_after=0))  # an error path: retried, logged
+        stub.on(records[5]["prompt"][:60], Status(400, "This model's maximum context length is exceeded"))
+        env["OPENAI_BASE_URL"] = stub.base_url
+        # the benchmark's tables and labels, then analysis, gaps and exports (the snapshot holds the reference
+        # data), into the instance at DAGSTER_HOME: run and event storage, compute logs
+        run = subprocess.run([sys.executable, "-m", "pipelines.run_all", "--skip-reference", "--benchmarks", "keyed"],
+                             env=env, cwd=ROOT, capture_output=True, text=True, timeout=240)
+        assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+        sent = {r["headers"].get("authorization") for r in stub.chat_requests()}
+    assert sent == {f"Bearer {key}"}  # the key was in use, so a leak would have had something to leak
+    labels = world.table("prompt_task_labels", "keyed")
+    assert labels["labeler"].unique().to_list() == ["openai"] and labels["prompt_id"].n_unique() == 5
+    failures = world.table("label_failures")
+    assert failures.height == 1 and "maximum context length" in failures["error"][0]
+    exports = sorted(world.state.exports.rglob("manifest.json"))
+    assert exports, "no export was written"
+    assert json.loads(exports[0].read_text())  # a real manifest, which names the configured labeler
+
+    output = world.state.root / "run_output.txt"
+    output.write_text(run.stdout + run.stderr)
+    roots = [world.state.home, world.state.warehouse.parent, output]
+    assert list((world.state.home / "logs").rglob("*.err")), "no compute logs were captured"
+    # the grep finds the key when it is there (so an empty result means something)
+    planted = world.state.root / "planted.txt"
+    planted.write_text(f"x{key}x")
+    assert files_containing([planted], needles) == [str(planted)]
+    assert files_containing(roots, needles) == []
+
+
+# ------------------------------------------------------------------------------------------------ child driver
+def child(argv: list[str]) -> int:
+    """`python tests/test_faults.py label <warehouse> <partition> [--ingest] [--batch N] [--pace S]`:
+    materialize (ingest and) labels of one partition with the offline labeler; `--pace` sleeps S seconds
+    before each labeler batch so a parent can kill the process mid-run."""
+    import argparse
+
+    from dagster import AssetSelection, DagsterInstance, materialize
+
+    from models.labeling.base import LabelOutcome, PromptRecord
+    from pipelines.definitions import build_definitions
+    from pipelines.resources import LabelerResource
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("command", choices=["label"])
+    ap.add_argument("warehouse")
+    ap.add_argument("partition")
+    ap.add_argument("--ingest", action="store_true")
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--pace", type=float, default=0.0)
+    args = ap.parse_args(argv)
+
+    class Paced:
+        def __init__(self, inner: Any, pace: float) -> None:
+            self.inner, self.pace = inner, pace
+            self.name, self.model, self.template_version = inner.name, inner.model, inner.template_version
+
+        @property
+        def labeler_version(self) -> str:
+            return self.inner.labeler_version
+
+        def label(self, prompts: list[PromptRecord]) -> list[LabelOutcome]:
+            time.sleep(self.pace)
+            return self.inner.label(prompts)
+
+    class PacedLabelerResource(LabelerResource):
+        pace_s: float = 0.0
+
+        def build(self, index: Any) -> Any:
+            return Paced(super().build(index), self.pace_s)
+
+    defs = build_definitions(args.warehouse)
+    labeler = PacedLabelerResource(kind="offline", model="offline", batch_size=args.batch,
+                                   progress_every=args.batch, pace_s=args.pace)
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("benchmark", [args.partition])
+    keys = LABEL_KEYS if args.ingest else ["prompt_task_labels"]
+    started = time.time()
+    result = materialize(list(defs.assets), selection=AssetSelection.assets(*keys).without_checks(),
+                         partition_key=args.partition, resources={**defs.resources, "labeler": labeler},
+                         instance=instance, raise_on_error=False)
+    if not result.success:
+        print(step_error(result), flush=True)
+    print(json.dumps({"window": [started, time.time()], "success": result.success}), flush=True)
+    return 0 if result.success else 1
+
+
+if __name__ == "__main__":
+    sys.exit(child(sys.argv[1:]))
