@@ -24,11 +24,15 @@ from models import coverage as cov
 from models import regression as reg
 from models import scores
 from models.labeling import cache as label_cache
+from models.sources import ONET_VERSION
 from pipelines.resources import Warehouse
 
 GROUP = "analysis"
 KINDS = {"polars", "duckdb"}
-ALL_LABELS = AssetIn("prompt_task_labels")
+# Analysis needs who labeled what, not the rationale text or hashes: at 50x the mirrored prompts the full
+# label table is ~11M rows, and loading only these columns keeps each step's memory a fraction of that.
+LABEL_COLUMNS = ["benchmark", "prompt_id", "onet_soc_code", "task_id", "labeler", "labeler_version", "rank"]
+ALL_LABELS = AssetIn("prompt_task_labels", metadata={"columns": LABEL_COLUMNS})
 ALL_RESULTS = AssetIn("benchmark_results")
 
 
@@ -250,7 +254,12 @@ def occupation_model_scores(
 @asset(
     group_name=GROUP,
     kinds=KINDS,
-    ins={"prompt_task_labels": ALL_LABELS, "benchmark_prompts": AssetIn("benchmark_prompts")},
+    ins={
+        "prompt_task_labels": ALL_LABELS,
+        "benchmark_prompts": AssetIn(
+            "benchmark_prompts", metadata={"columns": ["benchmark", "prompt_id", "prompt_hash"]}
+        ),
+    },
 )
 def coverage_sensitivity(
     context: AssetExecutionContext,
@@ -292,16 +301,10 @@ def _labels_of_every_labeler(
     warehouse: Warehouse, labels: pl.DataFrame, prompts: pl.DataFrame
 ) -> pl.DataFrame:
     """The published labels plus other labelers' cached labels of the same prompts (for the labeler row)."""
-    cache = label_cache.LabelCache(warehouse.path)
-    cached = label_cache.cache_frame_to_labels(cache.read_frame())
-    if cached.is_empty():
+    extra = label_cache.other_labelers_labels(label_cache.LabelCache(warehouse.path), labels, prompts, ONET_VERSION)
+    if extra.is_empty():
         return labels
-    current = labels.select("labeler", "labeler_version").unique()
-    others = cached.join(current, on=["labeler", "labeler_version"], how="anti")
-    if others.is_empty():
-        return labels
-    extra = others.join(prompts.select("benchmark", "prompt_id", "prompt_hash"), on="prompt_hash")
-    return pl.concat([labels, extra], how="diagonal_relaxed")
+    return pl.concat([labels, extra.select(labels.columns)], how="vertical_relaxed")
 
 
 @asset_check(

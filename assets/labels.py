@@ -430,20 +430,11 @@ def _occupation_ranker(keys: tuple[str, ...] = ("benchmark", "prompt_id")) -> tu
 
 
 def _all_labeler_labels(warehouse: Warehouse, labels: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
-    """prompt_task_labels plus, for labelers/versions not in it, their cached labels of current prompts."""
-    cached = lc.cache_frame_to_labels(lc.LabelCache(warehouse.path).read_frame()).filter(
-        pl.col("onet_version") == ONET_VERSION
-    )
-    current = labels.select("labeler", "labeler_version").unique()
-    # other labelers/versions only (older configurations of the current version string are not re-validated)
-    others = lc.disambiguate_versions(cached.join(current, on=["labeler", "labeler_version"], how="anti"))
-    if others.is_empty():
+    """prompt_task_labels plus, for labelers/versions not in it, their cached labels of current prompts
+    (older configurations of the current version string are not re-validated)."""
+    extra = lc.other_labelers_labels(lc.LabelCache(warehouse.path), labels, prompts, ONET_VERSION)
+    if extra.is_empty():
         return labels
-    extra = (
-        others.join(prompts.select("benchmark", "prompt_id", "prompt_hash"), on="prompt_hash")
-        .with_columns(pl.lit(None, pl.Utf8).alias("rationale"))
-        .select(list(lc.LABEL_COLUMNS))
-    )
     return pl.concat([labels.select(list(lc.LABEL_COLUMNS)), extra], how="vertical_relaxed")
 
 

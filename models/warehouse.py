@@ -76,11 +76,13 @@ def fetch_polars(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence | No
 
 
 def read_table(path: str | Path, name: str, *, where_column: str | None = None,
-               where_values: Sequence[str] | None = None) -> pl.DataFrame:
+               where_values: Sequence[str] | None = None, columns: Sequence[str] | None = None) -> pl.DataFrame:
+    """A whole table, or only `columns` of it (big tables such as prompt_task_labels: load what is used)."""
     with connect(path, read_only=True) as con:
         if not table_exists(con, name):
             raise LookupError(f"table {name!r} is not in the warehouse {path}: materialize the asset {name!r} first")
-        sql = f"select * from {quote_identifier(name)}"
+        selected = ", ".join(quote_identifier(c) for c in columns) if columns else "*"
+        sql = f"select {selected} from {quote_identifier(name)}"
         params: list = []
         if where_column is not None and where_values is not None:
             sql += f" where {quote_identifier(where_column)} in (select unnest(?::varchar[]))"

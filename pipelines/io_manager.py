@@ -42,10 +42,14 @@ class WarehouseIOManager(ConfigurableIOManager):
         context.add_output_metadata({"table": f"main.{table}", "row_count": obj.height})
 
     def load_input(self, context: InputContext) -> pl.DataFrame:
+        """The upstream table (its partitions' rows when partitioned); an input declared with metadata
+        `{"columns": [...]}` loads only those columns, so wide tables do not cost memory they do not use."""
         table = _table_name(context)
+        columns = (context.definition_metadata or {}).get("columns")
         if context.has_asset_partitions:
             keys = list(context.asset_partition_keys)
             upstream = context.upstream_output
             column = _partition_column(upstream) if upstream is not None else PARTITION_COLUMN
-            return wh.read_table(self.warehouse.path, table, where_column=column, where_values=keys)
-        return wh.read_table(self.warehouse.path, table)
+            return wh.read_table(self.warehouse.path, table, where_column=column, where_values=keys,
+                                 columns=columns)
+        return wh.read_table(self.warehouse.path, table, columns=columns)

@@ -448,3 +448,30 @@ def disambiguate_versions(cache_labels: pl.DataFrame) -> pl.DataFrame:
                           .then(pl.concat_str("labeler_version", pl.lit("@"), "template_version"))
                           .otherwise(pl.col("labeler_version")).alias("labeler_version"))
             .drop("_ambiguous"))
+
+
+def other_labelers_labels(cache: LabelCache, current: pl.DataFrame, prompts: pl.DataFrame,
+                          onet_version: str) -> pl.DataFrame:
+    """Cached labels of the labelers/versions *not* in `current` (labeler, labeler_version), joined to the
+    prompts (benchmark, prompt_id, prompt_hash) they label, in LABEL_COLUMNS (rationale null).
+
+    Only the other labelers' cache rows are read: the cache of the active labeler is as large as the label
+    table itself, and validation, agreement and sensitivity need it only for the labeler comparison.
+    """
+    empty = pl.DataFrame(schema=LABEL_COLUMNS)
+    if not cache._exists(CACHE_TABLE):
+        return empty
+    keys = wh.query(cache.path, f"select distinct onet_version, labeler, model, template_version, labeler_version "
+                    f"from {CACHE_TABLE} where onet_version = ?", [onet_version])
+    keys = keys.with_columns(pl.coalesce("labeler_version", pl.col("model") + "+" + pl.col("template_version"))
+                             .alias("labeler_version"))
+    other_keys = keys.join(current.select("labeler", "labeler_version").unique(),
+                           on=["labeler", "labeler_version"], how="anti")
+    if other_keys.is_empty():
+        return empty
+    rows = pl.concat([cache.read_frame(CacheKey(r["onet_version"], r["labeler"], r["model"], r["template_version"]))
+                      for r in other_keys.iter_rows(named=True)], how="vertical_relaxed")
+    others = disambiguate_versions(cache_frame_to_labels(rows))
+    return (others.join(prompts.select("benchmark", "prompt_id", "prompt_hash"), on="prompt_hash")
+            .with_columns(pl.lit(None, pl.Utf8).alias("rationale"))
+            .select(list(LABEL_COLUMNS)))
