@@ -49,7 +49,7 @@ lint: install-dev
 	$(BIN)/ruff check .
 
 bench: install
-	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b; done
+	@for b in cold warm new_benchmark labeler_throughput scale; do echo "== bench/$$b.py" >&2; $(BIN)/python bench/$$b.py; done
 
 clean-warehouse:
 	rm -f data/warehouse/benchmap.duckdb data/warehouse/benchmap.duckdb.wal
