@@ -370,15 +370,7 @@ def coverage_gaps_ranked(context: AssetCheckExecutionContext, warehouse: Warehou
     if not warehouse.table_exists("coverage_gaps"):
         return AssetCheckResult(passed=False, metadata={"missing_table": "coverage_gaps"})
     df = warehouse.read_table("coverage_gaps").sort("rank")
-    components = [
-        "c_hours",
-        "c_wage_bill",
-        "c_exposure",
-        "c_desire",
-        "c_capability",
-        "digital_factor",
-        "priority",
-    ]
+    components = list(gaps.PRIORITY_COMPONENTS)
     problems = {
         "ranks_not_1_to_n": df["rank"].to_list() != list(range(1, df.height + 1)),
         "priority_not_descending": not df["priority"].is_sorted(descending=True),

@@ -247,6 +247,12 @@ def _rank_by_priority(
     return ordered.with_row_index("rank", offset=1).with_columns(pl.col("rank").cast(pl.Int64))
 
 
+# The priority's components and the priority itself, in the order tables show them.
+PRIORITY_COMPONENTS: tuple[str, ...] = (
+    "c_hours", "c_wage_bill", "c_exposure", "c_desire", "c_capability", "digital_factor", "priority",
+)
+
+
 TASK_GAP_COLUMNS = [
     "rank",
     "onet_soc_code",
@@ -264,13 +270,7 @@ TASK_GAP_COLUMNS = [
     "desire_mean",
     "capability_mean",
     "zone",
-    "c_hours",
-    "c_wage_bill",
-    "c_exposure",
-    "c_desire",
-    "c_capability",
-    "digital_factor",
-    "priority",
+    *PRIORITY_COMPONENTS,
     "imputed",
 ]
 
@@ -363,13 +363,7 @@ OCCUPATION_GAP_COLUMNS = [
     "desire_mean",
     "capability_mean",
     "n_desire_rated",
-    "c_hours",
-    "c_wage_bill",
-    "c_exposure",
-    "c_desire",
-    "c_capability",
-    "digital_factor",
-    "priority",
+    *PRIORITY_COMPONENTS,
 ]
 
 
