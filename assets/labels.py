@@ -454,8 +454,20 @@ def labeler_validation(
     onet_occupations: pl.DataFrame,
     gold_task_labels: pl.DataFrame,
 ) -> pl.DataFrame:
+    # Only prompts with a human label can be validated: load just their labels (the label table grows with
+    # every benchmark, the human-labeled prompts do not).
     prompts = _prompts(warehouse)
-    labels = _table_or_empty(warehouse, "prompt_task_labels", lc.LABEL_COLUMNS)
+    human = pl.col("occupation").is_not_null() | pl.col("onet_task").is_not_null()
+    gold_keys = pl.concat([prompts.filter(human).select("benchmark", "prompt_id"),
+                           gold_task_labels.select(pl.col("benchmark").cast(pl.Utf8),
+                                                   pl.col("prompt_id").cast(pl.Utf8))]).unique()
+    prompts = prompts.join(gold_keys, on=["benchmark", "prompt_id"], how="semi")
+    labels = pl.DataFrame(schema=lc.LABEL_COLUMNS)
+    if warehouse.table_exists("prompt_task_labels") and gold_keys.height:
+        labels = warehouse.query(
+            "select * from prompt_task_labels where benchmark in (select unnest(?::varchar[]))",
+            [gold_keys["benchmark"].unique().to_list()],
+        ).join(gold_keys, on=["benchmark", "prompt_id"], how="semi")
     labels = _all_labeler_labels(warehouse, labels, prompts)
     mapping, mapping_source = _tac_mapping()
     ranker, ranker_source = _occupation_ranker()
