@@ -481,11 +481,13 @@ def run_all(state: State, *args: str, env_extra: Mapping[str, str] | None = None
 
 
 def cold_state(*, rebuild: bool = False) -> tuple[State, dict[str, Any]]:
-    """The state `cold` leaves behind (built now, by running bench/cold.py, when missing)."""
+    """The state `cold` leaves behind (built now, by running bench/cold.py, when missing or when it was built
+    from other code than the working tree's: a stale state would measure old code)."""
     root = state_root() / "cold"
     marker = root / "result.json"
-    if rebuild or not marker.exists():
-        log(f"[bench] no cold state in {root}: running bench/cold.py first")
+    stale = marker.exists() and json.loads(marker.read_text()).get("code_version") != code_version()
+    if rebuild or not marker.exists() or stale:
+        log(f"[bench] {'stale' if stale else 'no'} cold state in {root}: running bench/cold.py first")
         measured = run_measured([PYTHON, str(PROJECT_ROOT / "bench" / "cold.py")], dict(os.environ), echo=True)
         if measured.returncode != 0 or not marker.exists():
             raise RuntimeError(f"bench/cold.py failed (exit {measured.returncode})")
