@@ -23,16 +23,19 @@ from dagster import (
 from models import coverage as cov
 from models import regression as reg
 from models import scores
+from models import warehouse as wh
 from models.labeling import cache as label_cache
 from models.sources import ONET_VERSION
 from pipelines.resources import Warehouse
 
 GROUP = "analysis"
 KINDS = {"polars", "duckdb"}
-# Analysis needs who labeled what, not the rationale text or hashes: at 50x the mirrored prompts the full
-# label table is ~11M rows, and loading only these columns keeps each step's memory a fraction of that.
+# Model scores need prompt-level labels, but only of the prompts that have model results (a semi join in
+# DuckDB) and only these columns: the label table grows with every benchmark, scored prompts far less.
 LABEL_COLUMNS = ["benchmark", "prompt_id", "onet_soc_code", "task_id", "labeler", "labeler_version", "rank"]
-ALL_LABELS = AssetIn("prompt_task_labels", metadata={"columns": LABEL_COLUMNS})
+SCORED_LABELS = AssetIn(
+    "prompt_task_labels", metadata={"columns": LABEL_COLUMNS, "keys_in": "benchmark_results"}
+)
 ALL_RESULTS = AssetIn("benchmark_results")
 
 
@@ -55,15 +58,37 @@ def _thresholds(config: CoverageConfig) -> tuple[int, ...]:
     return thresholds
 
 
-@asset(group_name=GROUP, kinds=KINDS, ins={"prompt_task_labels": ALL_LABELS})
+@asset(group_name=GROUP, kinds=KINDS, deps=["prompt_task_labels"])
+def task_label_counts(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
+    """Prompts per labeler x benchmark x O*NET task x label-depth bucket (top 1 / 3 / 5 / all), aggregated in
+    DuckDB from every partition of prompt_task_labels. Everything coverage needs, at a size that does not
+    grow with the prompts of a benchmark, so no analysis step loads the label table itself."""
+    if not warehouse.table_exists("prompt_task_labels"):
+        context.log.warning("prompt_task_labels is not materialized yet: no label counts")
+        return pl.DataFrame(schema=cov.LABEL_COUNT_SCHEMA)
+    with wh.connect(warehouse.path, read_only=True) as con:
+        label_rows = con.execute("select count(*) from prompt_task_labels").fetchone()[0]
+        frame = cov.label_counts_from_connection(con)
+    context.add_output_metadata(
+        {
+            "label_rows": int(label_rows),
+            "rows": frame.height,
+            "labelers": ", ".join(sorted(frame["labeler"].drop_nulls().unique().to_list())) or "none",
+            "prompt_task_pairs": int(frame["n_prompts"].sum() or 0),
+        }
+    )
+    return frame
+
+
+@asset(group_name=GROUP, kinds=KINDS)
 def task_coverage(
     context: AssetExecutionContext,
     config: CoverageConfig,
-    prompt_task_labels: pl.DataFrame,
+    task_label_counts: pl.DataFrame,
     onet_tasks: pl.DataFrame,
 ) -> pl.DataFrame:
     """Per O*NET task (all 18,796): prompts and benchmarks mapped to it, and covered_1 / covered_5 flags."""
-    frame = cov.task_coverage(prompt_task_labels, onet_tasks, _thresholds(config), labeler=config.labeler)
+    frame = cov.task_coverage(task_label_counts, onet_tasks, _thresholds(config), labeler=config.labeler)
     covered = {f"tasks_covered_{t}": int(frame[f"covered_{t}"].sum()) for t in _thresholds(config)}
     context.add_output_metadata(
         {
@@ -114,11 +139,11 @@ def major_group_coverage(
     return frame
 
 
-@asset(group_name=GROUP, kinds=KINDS, ins={"prompt_task_labels": ALL_LABELS})
+@asset(group_name=GROUP, kinds=KINDS)
 def coverage_headline(
     context: AssetExecutionContext,
     config: CoverageConfig,
-    prompt_task_labels: pl.DataFrame,
+    task_label_counts: pl.DataFrame,
     onet_tasks: pl.DataFrame,
     task_hours: pl.DataFrame,
     onet_occupations: pl.DataFrame,
@@ -126,7 +151,7 @@ def coverage_headline(
     """The numbers policy reports quote: tasks covered of 18,796, occupations of 923, major groups with no
     covered occupation, share of US work hours on covered tasks, per threshold, for all benchmarks and each."""
     frame = cov.coverage_headline(
-        prompt_task_labels,
+        task_label_counts,
         onet_tasks,
         task_hours,
         onet_occupations,
@@ -228,7 +253,7 @@ def coverage_models(context: AssetExecutionContext, task_analysis_frame: pl.Data
 
 
 @asset(
-    group_name=GROUP, kinds=KINDS, ins={"prompt_task_labels": ALL_LABELS, "benchmark_results": ALL_RESULTS}
+    group_name=GROUP, kinds=KINDS, ins={"prompt_task_labels": SCORED_LABELS, "benchmark_results": ALL_RESULTS}
 )
 def occupation_model_scores(
     context: AssetExecutionContext,
@@ -254,19 +279,13 @@ def occupation_model_scores(
 @asset(
     group_name=GROUP,
     kinds=KINDS,
-    ins={
-        "prompt_task_labels": ALL_LABELS,
-        "benchmark_prompts": AssetIn(
-            "benchmark_prompts", metadata={"columns": ["benchmark", "prompt_id", "prompt_hash"]}
-        ),
-    },
+    deps=["benchmark_prompts"],
 )
 def coverage_sensitivity(
     context: AssetExecutionContext,
     config: CoverageConfig,
     warehouse: Warehouse,
-    prompt_task_labels: pl.DataFrame,
-    benchmark_prompts: pl.DataFrame,
+    task_label_counts: pl.DataFrame,
     onet_tasks: pl.DataFrame,
     task_hours: pl.DataFrame,
     onet_occupations: pl.DataFrame,
@@ -276,7 +295,7 @@ def coverage_sensitivity(
 ) -> pl.DataFrame:
     """How the headline numbers move: threshold 1 vs 5, π work hours vs equal split within occupation,
     human vs GPT-4 exposure labels, and offline vs LLM labels when the label cache holds both."""
-    labels = _labels_of_every_labeler(warehouse, prompt_task_labels, benchmark_prompts)
+    labels = _counts_of_every_labeler(warehouse, task_label_counts)
     frame = cov.coverage_sensitivity(
         labels,
         onet_tasks,
@@ -297,14 +316,17 @@ def coverage_sensitivity(
     return frame
 
 
-def _labels_of_every_labeler(
-    warehouse: Warehouse, labels: pl.DataFrame, prompts: pl.DataFrame
-) -> pl.DataFrame:
-    """The published labels plus other labelers' cached labels of the same prompts (for the labeler row)."""
-    extra = label_cache.other_labelers_labels(label_cache.LabelCache(warehouse.path), labels, prompts, ONET_VERSION)
+def _counts_of_every_labeler(warehouse: Warehouse, counts: pl.DataFrame) -> pl.DataFrame:
+    """The published label counts plus the counts of other labelers' cached labels of the current prompts
+    (for the labeler row); prompts are read only when the cache holds another labeler."""
+    cache = label_cache.LabelCache(warehouse.path)
+    if not label_cache.has_other_labelers(cache, counts, ONET_VERSION):
+        return counts
+    prompts = warehouse.query("select benchmark, prompt_id, prompt_hash from benchmark_prompts")
+    extra = label_cache.other_labelers_labels(cache, counts, prompts, ONET_VERSION)
     if extra.is_empty():
-        return labels
-    return pl.concat([labels, extra.select(labels.columns)], how="vertical_relaxed")
+        return counts
+    return pl.concat([counts, cov.label_counts(extra)], how="vertical_relaxed")
 
 
 @asset_check(
@@ -348,6 +370,7 @@ def adjusted_probabilities_in_ci(coverage_adjusted_probabilities: pl.DataFrame) 
 
 
 ASSETS = [
+    task_label_counts,
     task_coverage,
     occupation_coverage,
     major_group_coverage,

@@ -34,7 +34,7 @@ from matplotlib.figure import Figure
 from models import exports as ex
 from models import figures as fg
 from models import report
-from models.coverage_map import build_coverage_map
+from models.coverage_map import build_coverage_map_from_warehouse
 from pipelines.resources import LabelerResource, Warehouse
 
 GROUP = "exports"
@@ -153,17 +153,11 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse) -> Materi
     occupations = warehouse.query("select onet_soc_code, title, n_tasks from occupation_coverage")
     labeler_rows = warehouse.query("select distinct labeler from task_coverage where labeler is not null")
     labeler = labeler_rows["labeler"][0] if labeler_rows.height else None
-    labels = warehouse.query(
-        "select benchmark, prompt_id, onet_soc_code, task_id, labeler, rank from prompt_task_labels"
-    )
-    prompts = warehouse.query("select benchmark, prompt_id, prompt from benchmark_prompts")
-    tasks = warehouse.query("select onet_soc_code, task_id, task from onet_tasks")
     folder = export_folder(context, warehouse)
-    html, data = build_coverage_map(
+    # aggregated in DuckDB: the labels and prompt texts are never loaded whole
+    html, data = build_coverage_map_from_warehouse(
+        warehouse.path,
         occupations,
-        labels,
-        prompts,
-        tasks,
         labeler=labeler,
         footer=f"benchmap export {folder.name}; labeler {labeler or 'n/a'}. Data: O*NET 29.2 tasks, "
         "benchmark "

@@ -32,12 +32,16 @@ from dagster import (
 from pydantic import Field
 
 from models import gaps
+from models import warehouse as wh
+from models.coverage import LABEL_COUNT_SCHEMA, label_counts_from_connection
 from pipelines.resources import LabelerResource, Warehouse
 
 GROUP = "gaps"
 LABELS = "prompt_task_labels"
-GAP_DEPS = [AssetKey(t) for t in (*gaps.REFERENCE_TABLES, LABELS)]
+LABEL_COUNTS = "task_label_counts"  # coverage needs prompts per task, not the (much larger) label table
+GAP_DEPS = [AssetKey(t) for t in (*gaps.REFERENCE_TABLES, LABEL_COUNTS)]
 WHATIF_DEPS = [AssetKey(t) for t in (*gaps.REFERENCE_TABLES, *gaps.INDEX_TABLES, LABELS, "benchmark_prompts")]
+SCORED_LABEL_COLUMNS = ["benchmark", "prompt_id", "onet_soc_code", "task_id", "labeler", "labeler_version", "rank"]
 POWER_DEPS = [AssetKey(t) for t in (LABELS, "benchmark_results", "occupation_model_scores")]
 
 _DEFAULT_WEIGHTS = gaps.PriorityWeights()
@@ -89,14 +93,14 @@ def _scored_tasks(
     warehouse: Warehouse, threshold: int, weights: gaps.PriorityWeights, labeler: str | None = None
 ) -> pl.DataFrame:
     tables = {name: warehouse.read_table(name) for name in gaps.REFERENCE_TABLES}
-    labels = (
-        warehouse.read_table(LABELS)
-        if warehouse.table_exists(LABELS)
-        else pl.DataFrame(
-            schema={"benchmark": pl.Utf8, "prompt_id": pl.Utf8, "onet_soc_code": pl.Utf8, "task_id": pl.Int64}
-        )
-    )
-    return gaps.score_reference_tasks(labels, tables, threshold, weights, labeler)
+    if warehouse.table_exists(LABEL_COUNTS):
+        counts = warehouse.read_table(LABEL_COUNTS)
+    elif warehouse.table_exists(LABELS):  # task_label_counts not materialized yet: the same SQL, on the fly
+        with wh.connect(warehouse.path, read_only=True) as con:
+            counts = label_counts_from_connection(con, LABELS)
+    else:
+        counts = pl.DataFrame(schema=LABEL_COUNT_SCHEMA)
+    return gaps.score_reference_tasks(counts, tables, threshold, weights, labeler)
 
 
 @multi_asset(
@@ -336,7 +340,8 @@ def occupation_score_power(
     )
     power = gaps.score_power(
         warehouse.read_table("benchmark_results"),
-        warehouse.read_table(LABELS),
+        # only the labels of prompts with model results, loaded by a semi join in DuckDB
+        warehouse.read_table(LABELS, columns=SCORED_LABEL_COLUMNS, keys_in="benchmark_results"),
         config.target_width,
         config.min_prompts,
         labeler=config.labeler,

@@ -35,6 +35,7 @@ from dagster import (
 )
 
 from models import validation as val
+from models import warehouse as wh
 from models.labeling import cache as lc
 from models.labeling import index_store
 from models.labeling.base import PromptRecord
@@ -293,28 +294,114 @@ class AnnotationSampleConfig(Config):
     seed: int = 0
 
 
-def _table_or_empty(
-    warehouse: Warehouse, name: str, schema: dict[str, pl.DataType] | None = None
-) -> pl.DataFrame:
-    if warehouse.table_exists(name):
-        return warehouse.read_table(name)
-    return pl.DataFrame(schema=schema or {})
+PROMPT_COLUMNS: dict[str, pl.DataType] = {
+    "benchmark": pl.Utf8,
+    "prompt_id": pl.Utf8,
+    "prompt": pl.Utf8,
+    "prompt_hash": pl.Utf8,
+    "occupation": pl.Utf8,
+    "onet_soc_code": pl.Utf8,
+    "onet_task_id": pl.Int64,
+    "onet_task": pl.Utf8,
+}
+# What validate_labels and other_labelers_labels read of a prompt: no prompt text.
+VALIDATION_PROMPT_COLUMNS = (
+    "benchmark",
+    "prompt_id",
+    "prompt_hash",
+    "occupation",
+    "onet_task_id",
+    "onet_task",
+)
+# What annotation_rows reads of a label.
+ANNOTATION_LABEL_COLUMNS = ("benchmark", "prompt_id", "labeler", "rank", "task_id", "onet_soc_code")
+# A prompt the benchmark itself labeled by hand (GDPval/TheAgentCompany occupation, JobBench task statement).
+_HUMAN_LABELED_SQL = "occupation is not null or onet_task is not null"
 
 
-def _prompts(warehouse: Warehouse) -> pl.DataFrame:
-    cols = {
-        "benchmark": pl.Utf8,
-        "prompt_id": pl.Utf8,
-        "prompt": pl.Utf8,
-        "prompt_hash": pl.Utf8,
-        "occupation": pl.Utf8,
-        "onet_soc_code": pl.Utf8,
-        "onet_task_id": pl.Int64,
-        "onet_task": pl.Utf8,
-    }
+def _prompts(warehouse: Warehouse, columns: tuple[str, ...] | None = None) -> pl.DataFrame:
+    """benchmark_prompts, only `columns` of it (default: all of PROMPT_COLUMNS, texts included)."""
+    cols = {c: PROMPT_COLUMNS[c] for c in (columns or PROMPT_COLUMNS)}
     if not warehouse.table_exists("benchmark_prompts"):
         return pl.DataFrame(schema=cols)
     return warehouse.query("select " + ", ".join(cols) + " from benchmark_prompts")
+
+
+def _keys_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.select(pl.col("benchmark").cast(pl.Utf8), pl.col("prompt_id").cast(pl.Utf8)).unique()
+
+
+def _validation_inputs(
+    warehouse: Warehouse, gold_task_labels: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The prompts a human labeled (in benchmark_prompts: an occupation or an O*NET task statement; or a
+    (benchmark, prompt_id) in gold_task_labels), VALIDATION_PROMPT_COLUMNS only, and their prompt_task_labels
+    rows (rationale null), both filtered in DuckDB (semi join on (benchmark, prompt_id)) so memory follows the
+    human-labeled prompts, not the label table. Both come in table order (`order by rowid`: a join does not
+    preserve it), as a plain scan returned them: the per-prompt order feeds the seeded bootstrap."""
+    prompt_schema = {c: PROMPT_COLUMNS[c] for c in VALIDATION_PROMPT_COLUMNS}
+    prompts = pl.DataFrame(schema=prompt_schema)
+    labels = pl.DataFrame(schema=lc.LABEL_COLUMNS)
+    has_prompts = warehouse.table_exists("benchmark_prompts")
+    has_labels = warehouse.table_exists("prompt_task_labels")
+    if not (has_prompts or has_labels):
+        return prompts, labels
+    keys = "select benchmark, prompt_id from _gold_keys"
+    if has_prompts:
+        keys = (
+            f"select benchmark, prompt_id from benchmark_prompts where {_HUMAN_LABELED_SQL} union all {keys}"
+        )
+    with wh.connect(warehouse.path, read_only=True) as con:
+        con.register("_gold_keys", _keys_frame(gold_task_labels).to_arrow())
+        if has_prompts:
+            selected = ", ".join(f"p.{c}" for c in VALIDATION_PROMPT_COLUMNS)
+            prompts = wh.fetch_polars(
+                con,
+                f"with keys as ({keys}) select {selected} from benchmark_prompts p "
+                "semi join keys using (benchmark, prompt_id) order by p.rowid",
+            )
+        if has_labels:  # rationale (free text, unused by validation) stays in the warehouse
+            selected = ", ".join(
+                "null::varchar as rationale" if c == "rationale" else f"l.{c}" for c in lc.LABEL_COLUMNS
+            )
+            labels = wh.fetch_polars(
+                con,
+                f"with keys as ({keys}) select {selected} from prompt_task_labels l "
+                "semi join keys using (benchmark, prompt_id) order by l.rowid",
+            )
+    return prompts, labels
+
+
+def _annotation_pool(warehouse: Warehouse) -> pl.DataFrame:
+    """(benchmark, prompt_id) of every labeled prompt in benchmark_prompts: what the annotation sample draws
+    from, without texts or labels."""
+    if not (warehouse.table_exists("benchmark_prompts") and warehouse.table_exists("prompt_task_labels")):
+        return pl.DataFrame(schema={"benchmark": pl.Utf8, "prompt_id": pl.Utf8})
+    return warehouse.query(
+        "select p.benchmark, p.prompt_id from benchmark_prompts p "
+        "semi join prompt_task_labels l using (benchmark, prompt_id)"  # DuckDB builds on the prompts side
+    )
+
+
+def _annotation_inputs(warehouse: Warehouse, keys: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The sampled prompts (keys order; benchmark, prompt_id, prompt_hash, prompt) and their labels
+    (ANNOTATION_LABEL_COLUMNS, table order): only the sample's texts and labels are loaded."""
+    with wh.connect(warehouse.path, read_only=True) as con:
+        con.register("_sample_keys", keys.select("benchmark", "prompt_id").to_arrow())
+        texts = wh.fetch_polars(
+            con,
+            "select p.benchmark, p.prompt_id, p.prompt_hash, p.prompt from benchmark_prompts p "
+            "semi join _sample_keys using (benchmark, prompt_id) order by p.rowid",
+        )
+        labels = wh.fetch_polars(
+            con,
+            "select " + ", ".join(f"l.{c}" for c in ANNOTATION_LABEL_COLUMNS) + " from prompt_task_labels l "
+            "semi join _sample_keys using (benchmark, prompt_id) order by l.rowid",
+        )
+    sample = keys.select("benchmark", "prompt_id").join(
+        texts, on=["benchmark", "prompt_id"], how="left", maintain_order="left"
+    )
+    return sample, labels
 
 
 @asset(
@@ -332,16 +419,16 @@ def gold_annotation_sample(
     onet_tasks: pl.DataFrame,
     onet_occupations: pl.DataFrame,
 ) -> pl.DataFrame:
-    labels = _table_or_empty(warehouse, "prompt_task_labels", lc.LABEL_COLUMNS)
-    sample = val.annotation_sample(
-        _prompts(warehouse),
-        labels,
-        onet_tasks,
-        onet_occupations,
-        per_benchmark=config.per_benchmark,
-        top_k=config.top_k,
-        seed=config.seed,
+    # Draw from the keys of the labeled prompts (the same draw as val.annotation_sample over full rows), then
+    # load texts and labels of the sampled prompts only.
+    keys = val.annotation_sample_keys(
+        _annotation_pool(warehouse), per_benchmark=config.per_benchmark, seed=config.seed
     )
+    if keys.is_empty():  # nothing labeled yet
+        sample = pl.DataFrame(schema={c: pl.Utf8 for c in val.ANNOTATION_COLUMNS})
+    else:
+        chosen, labels = _annotation_inputs(warehouse, keys)
+        sample = val.annotation_rows(chosen, labels, onet_tasks, onet_occupations, top_k=config.top_k)
     folder = Path(warehouse.path).parent / "annotation"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / ANNOTATION_FILE
@@ -383,7 +470,7 @@ def gold_task_labels(
         context.add_output_metadata({"message": message, "n_files": 0, "n_prompts": 0})
         return pl.DataFrame(schema=val.GOLD_SCHEMA)
     raw = pl.concat([val.read_gold_csv(f) for f in files])
-    gold, notes = val.resolve_gold(raw, _prompts(warehouse), onet_tasks)
+    gold, notes = val.resolve_gold(raw, _prompts(warehouse, ("benchmark", "prompt_id")), onet_tasks)
     if notes.get("gold_unknown_prompts"):
         context.log.warning(
             f"{len(notes['gold_unknown_prompts'])} gold prompts are not in benchmark_prompts "
@@ -454,20 +541,9 @@ def labeler_validation(
     onet_occupations: pl.DataFrame,
     gold_task_labels: pl.DataFrame,
 ) -> pl.DataFrame:
-    # Only prompts with a human label can be validated: load just their labels (the label table grows with
-    # every benchmark, the human-labeled prompts do not).
-    prompts = _prompts(warehouse)
-    human = pl.col("occupation").is_not_null() | pl.col("onet_task").is_not_null()
-    gold_keys = pl.concat([prompts.filter(human).select("benchmark", "prompt_id"),
-                           gold_task_labels.select(pl.col("benchmark").cast(pl.Utf8),
-                                                   pl.col("prompt_id").cast(pl.Utf8))]).unique()
-    prompts = prompts.join(gold_keys, on=["benchmark", "prompt_id"], how="semi")
-    labels = pl.DataFrame(schema=lc.LABEL_COLUMNS)
-    if warehouse.table_exists("prompt_task_labels") and gold_keys.height:
-        labels = warehouse.query(
-            "select * from prompt_task_labels where benchmark in (select unnest(?::varchar[]))",
-            [gold_keys["benchmark"].unique().to_list()],
-        ).join(gold_keys, on=["benchmark", "prompt_id"], how="semi")
+    # Only prompts with a human label can be validated: load just them (no texts) and their labels, filtered
+    # in DuckDB (the label table grows with every benchmark, the human-labeled prompts do not).
+    prompts, labels = _validation_inputs(warehouse, gold_task_labels)
     labels = _all_labeler_labels(warehouse, labels, prompts)
     mapping, mapping_source = _tac_mapping()
     ranker, ranker_source = _occupation_ranker()
@@ -582,9 +658,7 @@ def labeler_agreement(context: AssetExecutionContext, warehouse: Warehouse) -> p
         context.add_output_metadata({"note": note, "n_labelers": labelers.height})
         return pl.DataFrame(schema=val.AGREEMENT_COLUMNS)
     ranker, _ = _occupation_ranker(("prompt_hash",))
-    table = val.labeler_agreement(
-        cached, _prompts(warehouse).select("benchmark", "prompt_hash"), rank_fn=ranker
-    )
+    table = val.labeler_agreement(cached, _prompts(warehouse, ("benchmark", "prompt_hash")), rank_fn=ranker)
     context.add_output_metadata(
         {
             "n_labelers": labelers.height,

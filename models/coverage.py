@@ -6,6 +6,11 @@ tasks counts once for each of them.
 
 Every function takes and returns polars frames. Frames carrying a `benchmark` column (the per-benchmark
 variant of `task_coverage`) are aggregated per benchmark all the way up.
+
+The coverage functions accept either prompt-level labels (prompt_task_labels rows) or *label counts*
+(`label_counts`: prompts per labeler x benchmark x task x label-depth bucket, aggregated in DuckDB). The counts
+are all coverage needs and their size does not grow with the number of prompts per benchmark, so the analysis
+assets read them instead of the label table (at 50x the mirrored prompts the table has 11M rows).
 """
 
 from __future__ import annotations
@@ -13,7 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+import duckdb
 import polars as pl
+
+from models.warehouse import fetch_polars, quote_identifier
 
 THRESHOLDS: tuple[int, ...] = (1, 5)
 TASK_KEY = ["onet_soc_code", "task_id"]
@@ -47,6 +55,83 @@ SOC_MAJOR_GROUPS: dict[str, str] = {
 
 # Label depths the sensitivity table compares (None = every label the labeler kept).
 LABEL_DEPTHS: tuple[int | None, ...] = (1, 3, 5, None)
+
+LABEL_COUNT_SCHEMA: dict[str, pl.DataType] = {
+    "labeler": pl.Utf8(),
+    "labeler_version": pl.Utf8(),
+    "benchmark": pl.Utf8(),
+    "onet_soc_code": pl.Utf8(),
+    "task_id": pl.Int64(),
+    # the smallest label depth of LABEL_DEPTHS that keeps these labels (rank <= min_depth); null: kept only
+    # when every label counts (rank beyond the deepest cut, or no rank)
+    "min_depth": pl.Int64(),
+    "n_prompts": pl.Int64(),
+}
+
+
+def label_counts_sql(relation: str = "prompt_task_labels") -> str:
+    """DuckDB SQL turning prompt-level labels (`relation`) into label counts (LABEL_COUNT_SCHEMA).
+
+    A prompt counts once per task and labeler (its best rank decides the depth bucket), so summing n_prompts
+    over benchmarks and buckets gives distinct (benchmark, prompt_id) per task, as `task_coverage` defines it.
+    """
+    depths = sorted(d for d in LABEL_DEPTHS if d is not None)
+    bucket = "case " + " ".join(f"when best_rank <= {int(d)} then {int(d)}" for d in depths) + " end"
+    return f"""
+with prompt_task as (
+    select labeler, min(labeler_version) as labeler_version, benchmark, prompt_id, onet_soc_code,
+           cast(task_id as bigint) as task_id, min(rank) as best_rank
+    from {quote_identifier(relation)}
+    group by labeler, benchmark, prompt_id, onet_soc_code, cast(task_id as bigint)
+)
+select labeler, labeler_version, benchmark, onet_soc_code, task_id, cast({bucket} as bigint) as min_depth,
+       count(*)::bigint as n_prompts
+from prompt_task
+group by all
+order by labeler, labeler_version, benchmark, onet_soc_code, task_id, min_depth nulls last
+"""
+
+
+def label_counts_from_connection(con: duckdb.DuckDBPyConnection, relation: str = "prompt_task_labels"
+                                 ) -> pl.DataFrame:
+    return fetch_polars(con, label_counts_sql(relation)).cast(LABEL_COUNT_SCHEMA)  # type: ignore[arg-type]
+
+
+def label_counts(labels: pl.DataFrame) -> pl.DataFrame:
+    """`label_counts_sql` over an in-memory labels frame (tests, other labelers' cached labels): the same SQL
+    as the warehouse path. Missing labeler / labeler_version / rank columns count as null."""
+    frame = labels.select(
+        *(pl.col(c).cast(pl.Utf8) if c in labels.columns else pl.lit(None, pl.Utf8).alias(c)
+          for c in ("labeler", "labeler_version")),
+        pl.col("benchmark").cast(pl.Utf8),
+        pl.col("prompt_id").cast(pl.Utf8),
+        pl.col("onet_soc_code").cast(pl.Utf8),
+        pl.col("task_id").cast(pl.Int64),
+        pl.col("rank").cast(pl.Int64) if "rank" in labels.columns else pl.lit(None, pl.Int64).alias("rank"),
+    )
+    con = duckdb.connect()
+    try:
+        con.register("labels_frame", frame.to_arrow())
+        return label_counts_from_connection(con, "labels_frame")
+    finally:
+        con.close()
+
+
+def is_label_counts(labels: pl.DataFrame) -> bool:
+    return "n_prompts" in labels.columns and "prompt_id" not in labels.columns
+
+
+def labels_at_depth(labels: pl.DataFrame, depth: int | None) -> pl.DataFrame:
+    """Only each prompt's top-`depth` labels by rank (None: all). Works on labels and on label counts; counts
+    know only the depths of LABEL_DEPTHS."""
+    if depth is None:
+        return labels
+    if is_label_counts(labels):
+        if depth not in LABEL_DEPTHS:
+            raise ValueError(f"label counts are bucketed at depths {LABEL_DEPTHS}; got {depth}")
+        return labels.filter(pl.col("min_depth") <= depth)
+    return labels.filter(pl.col("rank") <= depth)
+
 
 # When a labels frame holds several labelers and none is named, the LLM labeler wins over the offline one.
 LABELER_PREFERENCE: tuple[str, ...] = ("openai", "offline")
@@ -98,6 +183,25 @@ def prompt_task_pairs(labels: pl.DataFrame) -> pl.DataFrame:
     ).unique()
 
 
+def benchmark_task_counts(labels: pl.DataFrame) -> pl.DataFrame:
+    """Distinct prompts per (benchmark, onet_soc_code, task_id), from labels or label counts (one labeler)."""
+    if is_label_counts(labels):
+        frame = labels.select(
+            pl.col("benchmark").cast(pl.Utf8),
+            pl.col("onet_soc_code").cast(pl.Utf8),
+            pl.col("task_id").cast(pl.Int64),
+            pl.col("n_prompts").cast(pl.Int64),
+        )
+        return frame.group_by("benchmark", *TASK_KEY).agg(pl.col("n_prompts").sum()).filter(
+            pl.col("n_prompts") > 0
+        )
+    return (
+        prompt_task_pairs(labels)
+        .group_by("benchmark", *TASK_KEY)
+        .agg(pl.col("prompt_id").n_unique().cast(pl.Int64).alias("n_prompts"))
+    )
+
+
 def task_coverage(
     labels: pl.DataFrame,
     tasks: pl.DataFrame,
@@ -118,16 +222,17 @@ def task_coverage(
         wanted = [benchmark] if isinstance(benchmark, str) else list(benchmark)
         labels = labels.filter(pl.col("benchmark").is_in(wanted))
     task_keys = _task_keys(tasks).unique().sort(TASK_KEY)
-    prompt_tasks = prompt_task_pairs(labels)
+    # distinct prompts per benchmark x task; prompt keys include the benchmark, so totals add up over benchmarks
+    per_benchmark = benchmark_task_counts(labels)
     group_cols = (["benchmark"] if by_benchmark else []) + TASK_KEY
-    counts = prompt_tasks.group_by(group_cols).agg(
-        pl.struct("benchmark", "prompt_id").n_unique().alias("n_prompts"),
+    counts = per_benchmark.group_by(group_cols).agg(
+        pl.col("n_prompts").sum().alias("n_prompts"),
         pl.col("benchmark").n_unique().alias("n_benchmarks"),
         pl.col("benchmark").unique().sort().str.join(",").alias("benchmarks"),
     )
     if by_benchmark:
         benchmark_names = pl.DataFrame(
-            {"benchmark": sorted(prompt_tasks["benchmark"].unique().to_list())}, schema={"benchmark": pl.Utf8}
+            {"benchmark": sorted(per_benchmark["benchmark"].unique().to_list())}, schema={"benchmark": pl.Utf8}
         )
         base = benchmark_names.join(task_keys, how="cross")
     else:
@@ -547,9 +652,9 @@ def coverage_sensitivity(
 
     # label depth: a labeler keeps several tasks per prompt (the offline one up to 20, in rank order); how much
     # of the coverage rests on the lower-ranked labels?
-    if "rank" in chosen_labels.columns:
+    if "rank" in chosen_labels.columns or "min_depth" in chosen_labels.columns:
         for depth in LABEL_DEPTHS:
-            kept = chosen_labels if depth is None else chosen_labels.filter(pl.col("rank") <= depth)
+            kept = labels_at_depth(chosen_labels, depth)
             headline = coverage_headline(kept, tasks, task_hours, occupations, thresholds, per_benchmark=False)
             for record in headline.filter(
                 pl.col("metric").is_in(["tasks_covered", "occupations_covered", "hours_share_covered"])

@@ -9,19 +9,27 @@ The page recomputes coverage in the browser from per-task, per-benchmark prompt 
 subset is exact: a task's count is the sum over the selected benchmarks (prompts are distinct per benchmark).
 `occupation_shares` is the same computation in Python, for tests.
 
+The counts and examples are aggregated by DuckDB SQL (`coverage_map_data_from_connection`), against the
+warehouse (`build_coverage_map_from_warehouse`: the label table and prompt texts are never loaded whole) or
+against frames registered on an in-memory DuckDB (`coverage_map_data` / `build_coverage_map`).
+
 No dagster here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
+import duckdb
 import polars as pl
 
 from models.coverage import SOC_MAJOR_GROUPS, THRESHOLDS, major_group_of, select_labeler, short_group_title
+from models.warehouse import connect, fetch_polars, quote_identifier, table_exists
 
 # Colour bins of the share of tasks covered: (lower bound, colour, legend label); share 0 is NO_COVERAGE.
 NO_COVERAGE_COLOUR = "#e3e3e3"
@@ -53,26 +61,156 @@ def _clip(text: str | None, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def coverage_map_data(
+LABELS_RELATION = "prompt_task_labels"
+PROMPTS_RELATION = "benchmark_prompts"
+TASKS_RELATION = "onet_tasks"
+# DuckDB's memory while aggregating: it takes what it may (80% of RAM by default) and spills beyond the limit,
+# so this bounds the process's growth (50x labels: ~0.25 GiB instead of ~1.4 GiB, no slower).
+MEMORY_LIMIT = "256MB"
+
+
+def _columns(con: duckdb.DuckDBPyConnection, relation: str) -> list[str]:
+    return list(con.sql(f"select * from {quote_identifier(relation)} limit 0").columns)
+
+
+@contextlib.contextmanager
+def _memory_limit(con: duckdb.DuckDBPyConnection, limit: str | None) -> Iterator[None]:
+    """Cap DuckDB's memory for the block, then restore the previous cap (connections to one database file in
+    a process share it; DuckDB reports the cap rounded down to 0.1 of its unit, so that is what is restored)."""
+    if limit is None:
+        yield
+        return
+    previous = con.execute("select current_setting('memory_limit')").fetchone()[0]
+    con.execute("set memory_limit = ?", [limit])
+    try:
+        yield
+    finally:
+        con.execute("set memory_limit = ?", [previous])
+
+
+def _labels_cte(columns: Sequence[str], relation: str, filter_labeler: bool) -> str:
+    """`labels`: the chosen labeler's labels of the map's occupations, canonical types; rank 1 without ranks.
+
+    Every aggregate below is over distinct prompt ids or takes min(rank), so it equals the same aggregate over
+    the (benchmark, prompt_id, onet_soc_code, task_id) rows deduplicated with min(rank); no query needs that
+    11M-row deduplicated set itself. Parameters: the occupation codes, then the labeler when filtered."""
+    rank = "rank::bigint" if "rank" in columns else "1::bigint"
+    labeler = " and labeler = ?" if filter_labeler else ""
+    return f"""with labels as (
+    select benchmark::varchar as benchmark, prompt_id::varchar as prompt_id,
+        onet_soc_code::varchar as onet_soc_code, task_id::bigint as task_id, {rank} as rank
+    from {quote_identifier(relation)}
+    where onet_soc_code::varchar in (select unnest(?::varchar[]))
+        and benchmark is not null and prompt_id is not null and task_id is not null{labeler}
+)
+"""
+
+
+# per task and benchmark: distinct prompts
+_TASK_COUNTS_SQL = """
+select onet_soc_code, task_id, benchmark, count(distinct prompt_id) as n
+from labels group by onet_soc_code, task_id, benchmark
+order by onet_soc_code, task_id, benchmark
+"""
+# per occupation and benchmark: distinct prompts (a prompt with two tasks of the occupation counts once)
+_OCC_BENCH_SQL = """
+select onet_soc_code, benchmark, count(distinct prompt_id) as n
+from labels group by onet_soc_code, benchmark
+order by onet_soc_code, benchmark
+"""
+# per benchmark: distinct prompts labeled with a task of the map's occupations
+_BENCH_TOTALS_SQL = """
+select benchmark, count(distinct prompt_id) as n from labels group by benchmark order by benchmark
+"""
+# example prompts: per occupation and benchmark the k prompts labeled most confidently (best rank, then id),
+# with the texts of only those prompts. Extra parameter: k.
+_EXAMPLES_SQL = """,
+best as (
+    select onet_soc_code, benchmark, prompt_id, rank from (
+        select onet_soc_code, benchmark, prompt_id, min(rank) as rank,
+            row_number() over (partition by onet_soc_code, benchmark
+                               order by min(rank) asc nulls first, prompt_id asc) as pos
+        from labels group by onet_soc_code, benchmark, prompt_id
+    ) where pos <= ?
+),
+texts as (
+    select p.benchmark::varchar as benchmark, p.prompt_id::varchar as prompt_id, min(p.prompt::varchar) as prompt
+    from {prompts} p
+    semi join best on p.benchmark::varchar = best.benchmark and p.prompt_id::varchar = best.prompt_id
+    group by p.benchmark::varchar, p.prompt_id::varchar
+)
+select best.onet_soc_code, best.benchmark, best.prompt_id, texts.prompt
+from best left join texts on texts.benchmark = best.benchmark and texts.prompt_id = best.prompt_id
+order by best.onet_soc_code, best.benchmark, best.rank asc nulls first, best.prompt_id
+"""
+# statements of the labeled tasks only
+_STATEMENTS_SQL = """
+select t.onet_soc_code::varchar as onet_soc_code, t.task_id::bigint as task_id, t.task::varchar as task
+from {tasks} t
+semi join (select distinct onet_soc_code, task_id from labels) k
+    on t.onet_soc_code::varchar = k.onet_soc_code and t.task_id::bigint = k.task_id
+"""
+_N_TASKS_SQL = """
+select onet_soc_code::varchar as onet_soc_code, count(*)::bigint as n_tasks from {tasks} group by 1
+"""
+
+
+def coverage_map_data_from_connection(
+    con: duckdb.DuckDBPyConnection,
     occupations: pl.DataFrame,
-    labels: pl.DataFrame,
-    prompts: pl.DataFrame | None = None,
-    tasks: pl.DataFrame | None = None,
     *,
+    labels: str = LABELS_RELATION,
+    prompts: str | None = PROMPTS_RELATION,
+    tasks: str | None = TASKS_RELATION,
     labeler: str | None = None,
     thresholds: Sequence[int] = THRESHOLDS,
     examples_per_benchmark: int = 1,
     prompt_chars: int = PROMPT_CHARS,
     task_chars: int = TASK_CHARS,
+    memory_limit: str | None = MEMORY_LIMIT,
 ) -> dict[str, Any]:
-    """The page's data (JSON-ready).
+    """The page's data (JSON-ready), aggregated by DuckDB on `con`: only per-task/per-occupation counts, the
+    example prompts' texts and the labeled tasks' statements reach Python, so memory does not grow with the
+    number of labels or prompts.
 
-    occupations: one row per occupation with tasks -- onet_soc_code, title, and n_tasks (else counted from
-    `tasks`); occupation_coverage fits. labels: prompt_task_labels (benchmark, prompt_id, onet_soc_code,
-    task_id; labeler and rank used when present). prompts: benchmark_prompts (benchmark, prompt_id, prompt)
-    for the examples. tasks: onet_tasks (onet_soc_code, task_id, task) for task statements.
-    """
-    labels, chosen = select_labeler(labels, labeler)
+    `labels`, `prompts` and `tasks` name relations on `con` (tables of the warehouse, or registered frames):
+    prompt_task_labels (benchmark, prompt_id, onet_soc_code, task_id; labeler and rank used when present),
+    benchmark_prompts (benchmark, prompt_id, prompt) for the examples, onet_tasks (onet_soc_code, task_id,
+    task) for task statements; `prompts` / `tasks` None: no examples / statements. occupations: one row per
+    occupation with tasks -- onet_soc_code, title, and n_tasks (else counted from `tasks`). DuckDB's memory
+    is capped at `memory_limit` meanwhile (None: as it is)."""
+    with _memory_limit(con, memory_limit):
+        return _coverage_map_data(
+            con,
+            occupations,
+            labels=labels,
+            prompts=prompts,
+            tasks=tasks,
+            labeler=labeler,
+            thresholds=thresholds,
+            examples_per_benchmark=examples_per_benchmark,
+            prompt_chars=prompt_chars,
+            task_chars=task_chars,
+        )
+
+
+def _coverage_map_data(
+    con: duckdb.DuckDBPyConnection,
+    occupations: pl.DataFrame,
+    *,
+    labels: str,
+    prompts: str | None,
+    tasks: str | None,
+    labeler: str | None,
+    thresholds: Sequence[int],
+    examples_per_benchmark: int,
+    prompt_chars: int,
+    task_chars: int,
+) -> dict[str, Any]:
+    label_columns = _columns(con, labels)
+    prompt_columns = _columns(con, prompts) if prompts is not None else []
+    task_columns = _columns(con, tasks) if tasks is not None else []
+
     occ = (
         occupations.select(
             pl.col("onet_soc_code").cast(pl.Utf8),
@@ -85,48 +223,36 @@ def coverage_map_data(
     if "n_tasks" not in occ.columns:
         if tasks is None:
             raise ValueError("coverage_map_data needs n_tasks in `occupations` or a `tasks` frame")
-        counts = tasks.group_by(pl.col("onet_soc_code").cast(pl.Utf8)).agg(
-            pl.len().cast(pl.Int64).alias("n_tasks")
-        )
+        counts = fetch_polars(con, _N_TASKS_SQL.format(tasks=quote_identifier(tasks)))
         occ = occ.join(counts, on="onet_soc_code", how="left").with_columns(pl.col("n_tasks").fill_null(0))
     occ = occ.with_columns(major_group_of().alias("major_group_code"))
-    known = set(occ["onet_soc_code"].to_list())
+    codes = [c for c in occ["onet_soc_code"].to_list() if c is not None]
 
-    prompt_tasks = (
-        labels.select(
-            pl.col("benchmark").cast(pl.Utf8),
-            pl.col("prompt_id").cast(pl.Utf8),
-            pl.col("onet_soc_code").cast(pl.Utf8),
-            pl.col("task_id").cast(pl.Int64),
-            (pl.col("rank").cast(pl.Int64) if "rank" in labels.columns else pl.lit(1, dtype=pl.Int64)).alias(
-                "rank"
-            ),
-        )
-        .filter(pl.col("onet_soc_code").is_in(list(known)))
-        .group_by("benchmark", "prompt_id", "onet_soc_code", "task_id")
-        .agg(pl.col("rank").min())
-    )
-    benchmarks = sorted(prompt_tasks["benchmark"].unique().to_list())
+    # the labeler, exactly as select_labeler chooses it (from the distinct labelers of the whole relation)
+    chosen = labeler
+    params: list[Any] = [codes]
+    filter_labeler = False
+    if "labeler" in label_columns:
+        present = fetch_polars(con, f"select distinct labeler from {quote_identifier(labels)}")
+        if not present.is_empty():
+            _, chosen = select_labeler(present, labeler)
+            filter_labeler = True
+            params.append(chosen)
+    cte = _labels_cte(label_columns, labels, filter_labeler)
+
+    def run(sql: str, extra: Sequence[Any] = ()) -> pl.DataFrame:
+        return fetch_polars(con, cte + sql, [*params, *extra])
+
+    bench_totals = dict(run(_BENCH_TOTALS_SQL).iter_rows())
+    benchmarks = sorted(bench_totals)
     bench_index = {b: i for i, b in enumerate(benchmarks)}
-    bench_prompts = prompt_tasks.group_by("benchmark").agg(pl.col("prompt_id").n_unique().alias("n"))
-    bench_totals = dict(bench_prompts.iter_rows())
 
-    # per task and benchmark: distinct prompts
-    task_counts = (
-        prompt_tasks.group_by("onet_soc_code", "task_id", "benchmark")
-        .agg(pl.len().alias("n"))
-        .sort("onet_soc_code", "task_id", "benchmark")
-    )
+    task_counts = run(_TASK_COUNTS_SQL)
     statements: dict[tuple[str, int], str] = {}
-    if tasks is not None and {"onet_soc_code", "task_id", "task"} <= set(tasks.columns):
-        labeled_keys = task_counts.select("onet_soc_code", "task_id").unique()
+    if tasks is not None and {"onet_soc_code", "task_id", "task"} <= set(task_columns):
         statements = {
             (code, int(tid)): _clip(text, task_chars)
-            for code, tid, text in tasks.select(
-                pl.col("onet_soc_code").cast(pl.Utf8), pl.col("task_id").cast(pl.Int64), "task"
-            )
-            .join(labeled_keys, on=["onet_soc_code", "task_id"], how="semi")
-            .iter_rows()
+            for code, tid, text in run(_STATEMENTS_SQL.format(tasks=quote_identifier(tasks))).iter_rows()
         }
     per_occ_tasks: dict[str, list[list[Any]]] = {}
     current: tuple[str, int] | None = None
@@ -136,37 +262,16 @@ def coverage_map_data(
             per_occ_tasks.setdefault(code, []).append([task_id, statements.get((code, task_id), ""), []])
         per_occ_tasks[code][-1][2] += [bench_index[bench], int(n)]
 
-    # per occupation and benchmark: distinct prompts (a prompt with two tasks of the occupation counts once)
-    occ_bench = (
-        prompt_tasks.group_by("onet_soc_code", "benchmark")
-        .agg(pl.col("prompt_id").n_unique().alias("n"))
-        .sort("onet_soc_code", "benchmark")
-    )
     per_occ_bench: dict[str, list[int]] = {}
-    for code, bench, n in occ_bench.iter_rows():
+    for code, bench, n in run(_OCC_BENCH_SQL).iter_rows():
         per_occ_bench.setdefault(code, []).extend([bench_index[bench], int(n)])
 
-    # example prompts: per occupation and benchmark, the prompts labeled most confidently (best rank, then id)
     example_list: list[list[Any]] = []
     per_occ_examples: dict[str, list[int]] = {}
-    if prompts is not None and {"benchmark", "prompt_id", "prompt"} <= set(prompts.columns):
-        best = (
-            prompt_tasks.group_by("onet_soc_code", "benchmark", "prompt_id")
-            .agg(pl.col("rank").min())
-            .sort("onet_soc_code", "benchmark", "rank", "prompt_id")
-            .group_by("onet_soc_code", "benchmark", maintain_order=True)
-            .head(examples_per_benchmark)
-        )
-        texts = prompts.select(
-            pl.col("benchmark").cast(pl.Utf8),
-            pl.col("prompt_id").cast(pl.Utf8),
-            pl.col("prompt").cast(pl.Utf8),
-        ).unique(["benchmark", "prompt_id"])
-        best = best.join(texts, on=["benchmark", "prompt_id"], how="left")
+    if prompts is not None and {"benchmark", "prompt_id", "prompt"} <= set(prompt_columns):
+        best = run(_EXAMPLES_SQL.format(prompts=quote_identifier(prompts)), [int(examples_per_benchmark)])
         example_index: dict[tuple[str, str], int] = {}
-        for code, bench, prompt_id, _rank, text in best.select(
-            "onet_soc_code", "benchmark", "prompt_id", "rank", "prompt"
-        ).iter_rows():
+        for code, bench, prompt_id, text in best.iter_rows():
             key = (bench, prompt_id)
             if key not in example_index:
                 example_index[key] = len(example_list)
@@ -201,6 +306,48 @@ def coverage_map_data(
         "bins": [[lower, colour, label] for lower, colour, label in COLOUR_BINS],
         "no_coverage_colour": NO_COVERAGE_COLOUR,
     }
+
+
+def coverage_map_data(
+    occupations: pl.DataFrame,
+    labels: pl.DataFrame,
+    prompts: pl.DataFrame | None = None,
+    tasks: pl.DataFrame | None = None,
+    *,
+    labeler: str | None = None,
+    thresholds: Sequence[int] = THRESHOLDS,
+    examples_per_benchmark: int = 1,
+    prompt_chars: int = PROMPT_CHARS,
+    task_chars: int = TASK_CHARS,
+) -> dict[str, Any]:
+    """The page's data (JSON-ready) from frames: `coverage_map_data_from_connection` on an in-memory DuckDB
+    with the frames registered as its relations (one implementation for frames and the warehouse).
+
+    occupations: one row per occupation with tasks -- onet_soc_code, title, and n_tasks (else counted from
+    `tasks`); occupation_coverage fits. labels: prompt_task_labels (benchmark, prompt_id, onet_soc_code,
+    task_id; labeler and rank used when present). prompts: benchmark_prompts (benchmark, prompt_id, prompt)
+    for the examples. tasks: onet_tasks (onet_soc_code, task_id, task) for task statements.
+    """
+    con = duckdb.connect()
+    try:
+        con.register(LABELS_RELATION, labels.to_arrow())
+        if prompts is not None:
+            con.register(PROMPTS_RELATION, prompts.to_arrow())
+        if tasks is not None:
+            con.register(TASKS_RELATION, tasks.to_arrow())
+        return coverage_map_data_from_connection(
+            con,
+            occupations,
+            prompts=PROMPTS_RELATION if prompts is not None else None,
+            tasks=TASKS_RELATION if tasks is not None else None,
+            labeler=labeler,
+            thresholds=thresholds,
+            examples_per_benchmark=examples_per_benchmark,
+            prompt_chars=prompt_chars,
+            task_chars=task_chars,
+        )
+    finally:
+        con.close()
 
 
 def occupation_shares(
@@ -499,4 +646,32 @@ def build_coverage_map(
 ) -> tuple[str, dict[str, Any]]:
     """(HTML page, its data) in one call."""
     data = coverage_map_data(occupations, labels, prompts, tasks, labeler=labeler, thresholds=thresholds)
+    return coverage_map_html(data, subtitle=subtitle, footer=footer), data
+
+
+def build_coverage_map_from_warehouse(
+    path: str | Path,
+    occupations: pl.DataFrame,
+    *,
+    labeler: str | None = None,
+    thresholds: Sequence[int] = THRESHOLDS,
+    subtitle: str | None = None,
+    footer: str | None = None,
+    examples_per_benchmark: int = 1,
+) -> tuple[str, dict[str, Any]]:
+    """(HTML page, its data) from the warehouse at `path`, aggregated in DuckDB on a read-only connection:
+    prompt_task_labels and benchmark_prompts are never loaded whole (examples and statements are left out
+    when benchmark_prompts / onet_tasks are missing)."""
+    with connect(path, read_only=True) as con:
+        if not table_exists(con, LABELS_RELATION):
+            raise LookupError(f"table {LABELS_RELATION!r} is not in the warehouse {path}")
+        data = coverage_map_data_from_connection(
+            con,
+            occupations,
+            prompts=PROMPTS_RELATION if table_exists(con, PROMPTS_RELATION) else None,
+            tasks=TASKS_RELATION if table_exists(con, TASKS_RELATION) else None,
+            labeler=labeler,
+            thresholds=thresholds,
+            examples_per_benchmark=examples_per_benchmark,
+        )
     return coverage_map_html(data, subtitle=subtitle, footer=footer), data

@@ -186,10 +186,13 @@ def per_prompt_ranker(rank_labels: Callable[[list[TaskLabel]], list[str]],
     keys = list(keys)
 
     def rank(labels: pl.DataFrame) -> pl.DataFrame:
+        # One pass over the rows (prompts in order of first appearance, each prompt's labels in row order):
+        # iterating a polars group_by materializes a frame per prompt, which dominated at 10^4 prompts.
+        by_prompt: dict[tuple, list[TaskLabel]] = {}
+        for *key, t, s, r, sc in labels.select(*keys, "task_id", "onet_soc_code", "rank", "score").iter_rows():
+            by_prompt.setdefault(tuple(key), []).append(TaskLabel(int(t), s, int(r), float(sc)))
         rows: list[dict] = []
-        for key, group in labels.group_by(keys, maintain_order=True):
-            tl = [TaskLabel(int(t), s, int(r), float(sc)) for t, s, r, sc in
-                  group.select("task_id", "onet_soc_code", "rank", "score").iter_rows()]
+        for key, tl in by_prompt.items():
             for i, code in enumerate(rank_labels(tl)):
                 rows.append({**dict(zip(keys, key, strict=True)), "soc_code": soc6(code),
                              "occ_score": None, "occ_rank": i + 1})
@@ -423,6 +426,7 @@ def task_statement_gold(prompts: pl.DataFrame, tasks: pl.DataFrame, benchmark: s
     for tid, soc, text in tasks.select("task_id", "onet_soc_code", "task").iter_rows():
         by_text.setdefault(_norm(text), []).append((int(tid), soc))
         by_id[int(tid)] = soc
+    shortened: dict[str, list[tuple[int, str]]] = {}  # a statement shared by many prompts is matched once
     rows, unmatched = [], []
     for prompt_id, task_id, text in labeled.select("prompt_id", "onet_task_id", "onet_task").iter_rows():
         matches, how = [], None
@@ -434,7 +438,9 @@ def task_statement_gold(prompts: pl.DataFrame, tasks: pl.DataFrame, benchmark: s
             if not candidates:
                 candidates = [(int(t), s, x, _words(x))
                               for t, s, x in tasks.select("task_id", "onet_soc_code", "task").iter_rows()]
-            matches, how = _shortened_match(text, candidates), "shortened"
+            if text not in shortened:
+                shortened[text] = _shortened_match(text, candidates)
+            matches, how = shortened[text], "shortened"
         if not matches:
             unmatched.append(prompt_id)
         rows += [{"benchmark": benchmark, "prompt_id": prompt_id, "task_id": t, "onet_soc_code": s,
@@ -487,7 +493,8 @@ def validate_labels(labels: pl.DataFrame, prompts: pl.DataFrame, occupations: pl
                       n_boot=n_boot, seed=seed)
 
     if gold_task_labels is not None and not gold_task_labels.is_empty():
-        gold = gold_task_labels.select("benchmark", "prompt_id", "task_id").unique()
+        # maintain_order: the per-prompt order feeds the seeded bootstrap (else the intervals vary by run)
+        gold = gold_task_labels.select("benchmark", "prompt_id", "task_id").unique(maintain_order=True)
         notes["gold_prompts"] = gold.select("benchmark", "prompt_id").unique().height
         rows += summarise(set_scores(gold, labels), ["task_precision", "task_recall", "task_f1"],
                           pooled_label="all", n_boot=n_boot, seed=seed)
@@ -613,24 +620,31 @@ ANNOTATION_COLUMNS = ["sample_id", "benchmark", "prompt_id", "prompt_hash", "tas
                       "candidate_task_ids", "candidates", "prompt"]
 
 
-def annotation_sample(prompts: pl.DataFrame, labels: pl.DataFrame, tasks: pl.DataFrame,
-                      occupations: pl.DataFrame, *, per_benchmark: int = 20, top_k: int = 10, seed: int = 0,
-                      max_prompt_chars: int = 6000) -> pl.DataFrame:
-    """A stratified random sample of prompts (up to `per_benchmark` per benchmark, among labeled prompts)
-    with their top-k candidate tasks, in the annotation format of docs/gold_labels.md.
-
-    The annotator fills `task_ids` (and `annotator`, `notes`); the filled file is itself a valid import file.
-    """
-    labeled = labels.select("benchmark", "prompt_id").unique()
-    pool = prompts.join(labeled, on=["benchmark", "prompt_id"], how="semi").sort("benchmark", "prompt_id")
+def annotation_sample_keys(pool: pl.DataFrame, *, per_benchmark: int = 20, seed: int = 0) -> pl.DataFrame:
+    """The stratified random draw of annotation_sample: up to `per_benchmark` rows per benchmark of `pool`
+    (one row per labeled prompt: benchmark, prompt_id and any other columns), in benchmark order and, within a
+    benchmark, in prompt_id order. The draw depends only on the sorted pool's keys and the seed, so the keys
+    of the labeled prompts alone give the same sample as the full prompt rows."""
+    pool = pool.sort("benchmark", "prompt_id")
     rng = np.random.default_rng(seed)
     picked = []
     for _bench, g in sorted(pool.group_by("benchmark"), key=lambda x: x[0]):
         idx = np.sort(rng.choice(g.height, size=min(per_benchmark, g.height), replace=False))
         picked.append(g[idx.tolist()])
     if not picked:
+        return pool.clear()
+    return pl.concat(picked)
+
+
+def annotation_rows(sample: pl.DataFrame, labels: pl.DataFrame, tasks: pl.DataFrame,
+                    occupations: pl.DataFrame, *, top_k: int = 10, max_prompt_chars: int = 6000) -> pl.DataFrame:
+    """The annotation file rows (ANNOTATION_COLUMNS) of sampled prompts, in `sample` order.
+
+    sample: benchmark, prompt_id, prompt_hash, prompt (annotation_sample_keys' rows with their texts).
+    labels: at least benchmark, prompt_id, labeler, rank, task_id, onet_soc_code; labels of prompts outside
+    the sample are ignored, so only the sample's labels need to be loaded."""
+    if sample.is_empty():
         return pl.DataFrame(schema={c: pl.Utf8 for c in ANNOTATION_COLUMNS})
-    sample = pl.concat(picked)
     titles = dict(occupations.select("onet_soc_code", "title").iter_rows())
     statements = dict(tasks.select("task_id", "task").iter_rows())
     top = (labels.join(sample.select("benchmark", "prompt_id"), on=["benchmark", "prompt_id"], how="semi")
@@ -655,6 +669,22 @@ def annotation_sample(prompts: pl.DataFrame, labels: pl.DataFrame, tasks: pl.Dat
             "prompt": text,
         })
     return pl.DataFrame(rows, schema={c: pl.Utf8 for c in ANNOTATION_COLUMNS})
+
+
+def annotation_sample(prompts: pl.DataFrame, labels: pl.DataFrame, tasks: pl.DataFrame,
+                      occupations: pl.DataFrame, *, per_benchmark: int = 20, top_k: int = 10, seed: int = 0,
+                      max_prompt_chars: int = 6000) -> pl.DataFrame:
+    """A stratified random sample of prompts (up to `per_benchmark` per benchmark, among labeled prompts)
+    with their top-k candidate tasks, in the annotation format of docs/gold_labels.md.
+
+    The annotator fills `task_ids` (and `annotator`, `notes`); the filled file is itself a valid import file.
+    In memory: annotation_sample_keys then annotation_rows (the gold_annotation_sample asset runs the same two
+    steps on keys drawn in SQL, loading texts and labels of the sampled prompts only).
+    """
+    labeled = labels.select("benchmark", "prompt_id").unique()
+    pool = prompts.join(labeled, on=["benchmark", "prompt_id"], how="semi")
+    sample = annotation_sample_keys(pool, per_benchmark=per_benchmark, seed=seed)
+    return annotation_rows(sample, labels, tasks, occupations, top_k=top_k, max_prompt_chars=max_prompt_chars)
 
 
 _ID_SPLIT = re.compile(r"[;,|\s]+")

@@ -8,6 +8,7 @@ take turns instead of failing.
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import re
 import time
@@ -18,6 +19,9 @@ import duckdb
 import polars as pl
 
 LOCK_WAIT_S = 120.0
+# DuckDB's own default is 80% of RAM; a bound makes big aggregations spill to disk instead of growing the
+# process (the analysis steps aggregate the whole label table in SQL). Override with BENCHMAP_DUCKDB_MEMORY.
+DEFAULT_MEMORY_LIMIT = "1GB"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -43,7 +47,7 @@ def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = L
     delay = 0.05
     while True:
         try:
-            con = duckdb.connect(str(path), read_only=read_only)
+            con = duckdb.connect(str(path), read_only=read_only, config=_connection_config(path))
             break
         except duckdb.IOException as exc:  # "Could not set lock on file": another process is writing
             if "lock" not in str(exc).lower() or time.monotonic() > deadline:
@@ -58,6 +62,13 @@ def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = L
         yield con
     finally:
         con.close()
+
+
+def _connection_config(path: Path) -> dict[str, str]:
+    return {
+        "memory_limit": os.environ.get("BENCHMAP_DUCKDB_MEMORY", DEFAULT_MEMORY_LIMIT),
+        "temp_directory": str(path.parent / ".duckdb_spill"),
+    }
 
 
 def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
@@ -76,16 +87,26 @@ def fetch_polars(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence | No
 
 
 def read_table(path: str | Path, name: str, *, where_column: str | None = None,
-               where_values: Sequence[str] | None = None, columns: Sequence[str] | None = None) -> pl.DataFrame:
-    """A whole table, or only `columns` of it (big tables such as prompt_task_labels: load what is used)."""
+               where_values: Sequence[str] | None = None, columns: Sequence[str] | None = None,
+               keys_in: str | None = None, key_columns: Sequence[str] = ("benchmark", "prompt_id")
+               ) -> pl.DataFrame:
+    """A whole table, or only `columns` of it (big tables such as prompt_task_labels: load what is used).
+
+    `keys_in` names another table: only rows whose `key_columns` occur there are loaded (a semi join in DuckDB,
+    e.g. the labels of the prompts that have model results, without loading every label first)."""
     with connect(path, read_only=True) as con:
         if not table_exists(con, name):
             raise LookupError(f"table {name!r} is not in the warehouse {path}: materialize the asset {name!r} first")
-        selected = ", ".join(quote_identifier(c) for c in columns) if columns else "*"
-        sql = f"select {selected} from {quote_identifier(name)}"
+        selected = ", ".join(f"t.{quote_identifier(c)}" for c in columns) if columns else "t.*"
+        sql = f"select {selected} from {quote_identifier(name)} t"
         params: list = []
+        if keys_in is not None:
+            if not table_exists(con, keys_in):
+                raise LookupError(f"table {keys_in!r} is not in the warehouse {path}: materialize it first")
+            keys = ", ".join(quote_identifier(c) for c in key_columns)
+            sql += f" semi join (select distinct {keys} from {quote_identifier(keys_in)}) k using ({keys})"
         if where_column is not None and where_values is not None:
-            sql += f" where {quote_identifier(where_column)} in (select unnest(?::varchar[]))"
+            sql += f" where t.{quote_identifier(where_column)} in (select unnest(?::varchar[]))"
             params.append(list(where_values))
         return fetch_polars(con, sql, params)
 

@@ -42,14 +42,17 @@ class WarehouseIOManager(ConfigurableIOManager):
         context.add_output_metadata({"table": f"main.{table}", "row_count": obj.height})
 
     def load_input(self, context: InputContext) -> pl.DataFrame:
-        """The upstream table (its partitions' rows when partitioned); an input declared with metadata
-        `{"columns": [...]}` loads only those columns, so wide tables do not cost memory they do not use."""
+        """The upstream table (its partitions' rows when partitioned). Input metadata narrows what is loaded, so
+        big tables do not cost memory a step does not use: `{"columns": [...]}` loads only those columns,
+        `{"keys_in": "other_table"}` only rows whose (benchmark, prompt_id) occur in that table."""
         table = _table_name(context)
-        columns = (context.definition_metadata or {}).get("columns")
+        metadata = context.definition_metadata or {}
+        columns = metadata.get("columns")
+        keys_in = metadata.get("keys_in")
         if context.has_asset_partitions:
             keys = list(context.asset_partition_keys)
             upstream = context.upstream_output
             column = _partition_column(upstream) if upstream is not None else PARTITION_COLUMN
             return wh.read_table(self.warehouse.path, table, where_column=column, where_values=keys,
-                                 columns=columns)
-        return wh.read_table(self.warehouse.path, table, columns=columns)
+                                 columns=columns, keys_in=keys_in)
+        return wh.read_table(self.warehouse.path, table, columns=columns, keys_in=keys_in)

@@ -31,8 +31,10 @@ class Warehouse(ConfigurableResource):
     def query(self, sql: str, params: list | None = None) -> pl.DataFrame:
         return wh.query(self.path, sql, params)
 
-    def read_table(self, name: str) -> pl.DataFrame:
-        return wh.read_table(self.path, name)
+    def read_table(self, name: str, *, columns: list[str] | None = None, keys_in: str | None = None
+                   ) -> pl.DataFrame:
+        """A table, optionally only `columns` and only rows whose (benchmark, prompt_id) occur in `keys_in`."""
+        return wh.read_table(self.path, name, columns=columns, keys_in=keys_in)
 
     def table_exists(self, name: str) -> bool:
         if not Path(self.path).exists():

@@ -6,10 +6,13 @@ import numpy as np
 import polars as pl
 import pytest
 
+from models import warehouse as wh
 from models.coverage import (
     SOC_MAJOR_GROUPS,
     coverage_headline,
     coverage_sensitivity,
+    label_counts,
+    labels_at_depth,
     major_group_coverage,
     occupation_coverage,
     select_labeler,
@@ -320,3 +323,87 @@ def test_label_depth_sensitivity_drops_lower_ranked_labels() -> None:
     )
     shares = dict(zip(depth["variant"], depth["value"], strict=True))
     assert shares == pytest.approx({"top1": 0.25, "top3": 0.75, "top5": 0.75, "all": 0.75})
+
+
+def _random_labels(seed: int, n_prompts: int = 400) -> pl.DataFrame:
+    """Prompts in three benchmarks, each with 1-8 ranked labels over 30 tasks of 3 occupations, two labelers,
+    and some (prompt, task) pairs repeated at a worse rank (a labeler may list a task twice)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n_prompts):
+        bench = f"b{rng.integers(3)}"
+        labeler = "offline" if rng.random() < 0.8 else "openai"
+        chosen = rng.choice(30, size=int(rng.integers(1, 9)), replace=False)
+        for rank, task in enumerate(chosen, start=1):
+            occupation = [OCC_A, OCC_B, OCC_C][int(task) % 3]
+            rows.append(_label(bench, f"p{i}", occupation, int(task) + 1, labeler=labeler, rank=rank))
+            if rng.random() < 0.05:
+                rows.append(_label(bench, f"p{i}", occupation, int(task) + 1, labeler=labeler, rank=rank + 7))
+    return pl.DataFrame(rows)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_label_counts_give_the_same_coverage_as_the_labels(world: dict[str, pl.DataFrame], seed: int) -> None:
+    """The analysis assets read DuckDB-aggregated label counts instead of the label table: every coverage number
+    (pooled, per benchmark, per labeler, per label depth, headline) must equal the prompt-level computation."""
+    labels = _random_labels(seed)
+    tasks = pl.DataFrame(
+        {"onet_soc_code": [[OCC_A, OCC_B, OCC_C][t % 3] for t in range(30)], "task_id": list(range(1, 31))}
+    )
+    counts = label_counts(labels)
+    # far fewer rows than labels, and every (labeler, benchmark, prompt, task) counted exactly once
+    assert counts.height < labels.height
+    distinct = labels.select("labeler", "benchmark", "prompt_id", "onet_soc_code", "task_id").unique().height
+    assert counts["n_prompts"].sum() == distinct
+    for labeler in ("offline", "openai"):
+        for by_benchmark in (False, True):
+            expected = task_coverage(labels, tasks, (1, 3, 5), labeler=labeler, by_benchmark=by_benchmark)
+            got = task_coverage(counts, tasks, (1, 3, 5), labeler=labeler, by_benchmark=by_benchmark)
+            assert got.equals(expected)
+        for depth in (1, 3, 5, None):
+            chosen, _ = select_labeler(labels, labeler)
+            chosen_counts, _ = select_labeler(counts, labeler)
+            assert task_coverage(labels_at_depth(chosen_counts, depth), tasks).equals(
+                task_coverage(labels_at_depth(chosen, depth), tasks)
+            )
+    hours = pl.DataFrame({"onet_soc_code": tasks["onet_soc_code"], "task_id": tasks["task_id"]}).with_columns(
+        pl.lit(1 / 10).alias("pi"), pl.lit(False).alias("pi_is_fallback"),
+        pl.lit(1000.0).alias("occupation_annual_hours"), pl.lit(100.0).alias("task_annual_hours"),
+    )
+    assert coverage_headline(counts, tasks, hours, world["occupations"]).equals(
+        coverage_headline(labels, tasks, hours, world["occupations"])
+    )
+
+
+def test_label_counts_keep_a_prompts_best_rank_and_refuse_unknown_depths() -> None:
+    labels = pl.DataFrame(
+        [_label("b", "p1", OCC_A, 1, rank=4), _label("b", "p1", OCC_A, 1, rank=2), _label("b", "p2", OCC_A, 1, rank=9)]
+    )
+    counts = label_counts(labels)
+    # p1's task 1 counts once, in the top-3 bucket (its best rank 2); p2 only when every label counts
+    assert counts.select("min_depth", "n_prompts").rows() == [(3, 1), (None, 1)]
+    assert labels_at_depth(counts, 3)["n_prompts"].sum() == 1
+    assert labels_at_depth(counts, None)["n_prompts"].sum() == 2
+    with pytest.raises(ValueError, match="bucketed"):
+        labels_at_depth(counts, 2)
+
+
+def test_warehouse_label_counts_equal_the_in_memory_ones(tmp_path) -> None:
+    """The asset runs the SQL on the warehouse file; unit tests run it on a frame: same numbers."""
+    labels = _random_labels(7)
+    path = tmp_path / "w.duckdb"
+    wh.replace_table(path, "prompt_task_labels", labels)
+    from models.coverage import label_counts_from_connection
+
+    with wh.connect(path, read_only=True) as con:
+        stored = label_counts_from_connection(con)
+    assert stored.equals(label_counts(labels))
+    # keys_in: only rows whose (benchmark, prompt_id) occur in another table, selected in DuckDB
+    keys = labels.select("benchmark", "prompt_id").unique().sort("benchmark", "prompt_id").head(3)
+    results = pl.concat([keys, keys, pl.DataFrame({"benchmark": ["b9"], "prompt_id": ["nope"]})])  # 2 models
+    wh.replace_table(path, "benchmark_results", results)
+    scored = wh.read_table(path, "prompt_task_labels", columns=["benchmark", "prompt_id", "task_id"],
+                           keys_in="benchmark_results")
+    expected = labels.join(keys, on=["benchmark", "prompt_id"], how="semi").select("benchmark", "prompt_id", "task_id")
+    assert 3 <= expected.height < labels.height
+    assert scored.sort(scored.columns).equals(expected.sort(expected.columns))

@@ -34,8 +34,10 @@ from models.benchmarks import BENCHMARKS_SCHEMA
 from models.coverage_map import (
     NO_COVERAGE_COLOUR,
     build_coverage_map,
+    build_coverage_map_from_warehouse,
     colour_for,
     coverage_map_data,
+    coverage_map_data_from_connection,
     occupation_shares,
 )
 from models.data_dictionary import DATA_DICTIONARY, undocumented_columns
@@ -796,6 +798,97 @@ def test_coverage_map_html_is_self_contained_and_escapes_prompts(world):
     found = re.search(r'<script type="application/json" id="coverage-data">(.*?)</script>', html, re.S)
     assert json.loads(found.group(1)) == json.loads(json.dumps(data))
     assert "Content-Security-Policy" in html and "default-src 'none'" in html
+
+
+def _hand_made_map_inputs() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    a, b = "11-1011.00", "15-1252.00"
+    occupations = pl.DataFrame({"onet_soc_code": [a, b], "title": ["Chief Executives", "Developers"]})
+    rows = [
+        # (benchmark, prompt_id, onet_soc_code, task_id, labeler, rank)
+        ("b1", "p1", a, 1, "offline", 2),
+        ("b1", "p1", a, 2, "offline", 3),  # two tasks of one occupation: p1 counts once for (a, b1)
+        ("b1", "p2", a, 1, "offline", 4),
+        ("b1", "p2", a, 1, "offline", 1),  # duplicate with a better rank: p2's rank is 1, p2 is the example
+        ("b2", "p9", a, 1, "offline", 1),
+        ("b2", "p9", b, 5, "offline", 1),
+        ("b2", "p8", b, 5, "offline", 2),
+        ("b1", "p3", a, 3, "other", 1),  # another labeler: ignored
+        ("b3", "p4", b, 5, "other", 1),
+        ("b1", "p5", "99-9999.00", 9, "offline", 1),  # not an occupation of the map: ignored
+    ]
+    labels = pl.DataFrame(
+        rows,
+        schema=["benchmark", "prompt_id", "onet_soc_code", "task_id", "labeler", "rank"],
+        orient="row",
+    )
+    prompts = pl.DataFrame(
+        {
+            "benchmark": ["b1", "b1", "b1", "b2", "b2", "b1"],
+            "prompt_id": ["p1", "p2", "p3", "p9", "p8", "p5"],
+            "prompt": ["first", "  second\n prompt ", "third", "x" * 300, "eighth", "fifth"],
+        }
+    )
+    tasks = pl.DataFrame(
+        {
+            "onet_soc_code": [a, a, a, b, b],
+            "task_id": [1, 2, 3, 5, 6],
+            "task": ["Direct the firm.", "Approve budgets.", "Negotiate.", "Write code.", "Test code."],
+        }
+    )
+    return occupations, labels, prompts, tasks
+
+
+def test_coverage_map_sql_aggregates_by_hand(tmp_path):
+    occupations, labels, prompts, tasks = _hand_made_map_inputs()
+    data = coverage_map_data(occupations, labels, prompts, tasks)
+    assert data["labeler"] == "offline"
+    assert data["benchmarks"] == [["b1", 2], ["b2", 2]]  # b1: p1, p2 (not p3: other labeler; not p5)
+    a, b = data["occupations"]
+    assert (a["c"], a["n"], b["c"], b["n"]) == ("11-1011.00", 3, "15-1252.00", 2)  # n_tasks from `tasks`
+    # per task: [task_id, statement, [benchmark index, prompts, ...]]; task 3 is labeled by `other` only
+    assert a["k"] == [[1, "Direct the firm.", [0, 2, 1, 1]], [2, "Approve budgets.", [0, 1]]]
+    assert b["k"] == [[5, "Write code.", [1, 2]]]
+    assert a["b"] == [0, 2, 1, 1] and b["b"] == [1, 2]  # p1 counts once for (a, b1)
+    # examples: best rank, then id; p9 is the example of (a, b2) and (b, b2) and is listed once, clipped
+    assert data["examples"] == [[0, "p2", "second prompt"], [1, "p9", "x" * 179 + "\u2026"]]
+    assert a["e"] == [0, 1] and b["e"] == [1]
+    two = coverage_map_data(occupations, labels, prompts, tasks, examples_per_benchmark=2)
+    assert [two["examples"][i][1] for i in two["occupations"][0]["e"]] == ["p2", "p1", "p9"]
+    assert [two["examples"][i][1] for i in two["occupations"][1]["e"]] == ["p9", "p8"]
+    # without ranks every label has rank 1: the example is the smallest prompt id
+    unranked = coverage_map_data(occupations, labels.drop("rank"), prompts, tasks)
+    assert unranked["examples"][0][1] == "p1" and unranked["occupations"][0]["k"] == a["k"]
+    other = coverage_map_data(occupations, labels, prompts, tasks, labeler="other")
+    assert other["benchmarks"] == [["b1", 1], ["b3", 1]] and other["labeler"] == "other"
+    with pytest.raises(ValueError, match="has no labels"):
+        coverage_map_data(occupations, labels, prompts, tasks, labeler="openai")
+    # no prompts / tasks: no examples / statements
+    bare = coverage_map_data(occupations.with_columns(n_tasks=pl.lit(3)), labels)
+    assert bare["examples"] == [] and bare["occupations"][0]["k"][0][1] == ""
+
+    # the same SQL against a warehouse file gives the same page; DuckDB's memory cap is restored afterwards
+    path = tmp_path / "warehouse.duckdb"
+    for name, frame in [
+        ("prompt_task_labels", labels),
+        ("benchmark_prompts", prompts),
+        ("onet_tasks", tasks),
+    ]:
+        wh.replace_table(path, name, frame)
+    html, from_warehouse = build_coverage_map_from_warehouse(path, occupations, footer="f")
+    assert from_warehouse == data
+    assert html == build_coverage_map(occupations, labels, prompts, tasks, footer="f")[0]
+    with wh.connect(path, read_only=True) as con:
+        con.execute("set memory_limit = '1GiB'")
+        assert coverage_map_data_from_connection(con, occupations, memory_limit="64MB") == data
+        assert con.execute("select current_setting('memory_limit')").fetchone()[0] == "1.0 GiB"
+
+
+def test_coverage_map_from_warehouse_matches_frames(world, tmp_path):
+    path = tmp_path / "warehouse.duckdb"
+    fill_warehouse(world, path)
+    args = (world["occupation_coverage"], world["prompt_task_labels"], world["benchmark_prompts"])
+    expected = build_coverage_map(*args, world["onet_tasks"], footer="footer")
+    assert build_coverage_map_from_warehouse(path, world["occupation_coverage"], footer="footer") == expected
 
 
 def test_colour_bins():

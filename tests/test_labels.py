@@ -558,3 +558,187 @@ def test_disambiguate_versions_keeps_configurations_apart() -> None:
         "gpt+t1",
     ]
     assert lc.disambiguate_versions(frame[2:])["labeler_version"].to_list() == ["gpt+t1"]
+
+
+# --- validation assets on a small warehouse: filtered in DuckDB, same results as loading everything ---------
+
+SMALL_TASKS = pl.DataFrame(
+    {
+        "onet_soc_code": ["13-2011.00", "13-2011.00", "15-1252.00", "11-1011.00"],
+        "task_id": [1, 2, 4, 5],
+        "task": [
+            "Examine financial statements.",
+            "Prepare tax returns.",
+            "Write code.",
+            "Direct operations.",
+        ],
+    }
+)
+SMALL_OCCUPATIONS = pl.DataFrame(
+    {
+        "onet_soc_code": ["13-2011.00", "15-1252.00", "11-1011.00"],
+        "title": ["Accountants and Auditors", "Software Developers", "Chief Executives"],
+    }
+)
+
+
+def _small_warehouse(warehouse_path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """benchmark_prompts and prompt_task_labels (rows deliberately not in key order) written to the warehouse;
+    GDPval and JobBench prompts carry human labels, the others do not."""
+    human = {"gdpval": ("Accountants and Auditors", None), "jobbench": (None, "Write code.")}
+    rows = []
+    for bench in ("zeta", "gdpval", "alpha", "jobbench"):
+        for i in (3, 0, 2, 1, 4):
+            occupation, task = human.get(bench, (None, None))
+            rows.append(
+                {
+                    "benchmark": bench,
+                    "prompt_id": f"{bench[0]}{i}",
+                    "prompt": f"text of {bench} {i}",
+                    "prompt_hash": f"h-{bench}-{i}",
+                    "occupation": occupation,
+                    "onet_soc_code": None,
+                    "onet_task_id": None,
+                    "onet_task": task,
+                }
+            )
+    prompts = pl.DataFrame(
+        rows,
+        schema={
+            "benchmark": pl.Utf8,
+            "prompt_id": pl.Utf8,
+            "prompt": pl.Utf8,
+            "prompt_hash": pl.Utf8,
+            "occupation": pl.Utf8,
+            "onet_soc_code": pl.Utf8,
+            "onet_task_id": pl.Int64,
+            "onet_task": pl.Utf8,
+        },
+    )
+    labeled = prompts.filter(pl.col("prompt_id") != "z4")  # one prompt without labels: never sampled
+    label_rows = []
+    for n, (b, p, h) in enumerate(labeled.select("benchmark", "prompt_id", "prompt_hash").iter_rows()):
+        for rank, (task, soc) in enumerate(
+            [(1 + n % 2, "13-2011.00"), (4, "15-1252.00"), (5, "11-1011.00")][: 1 + n % 3]
+        ):
+            label_rows.append(
+                {
+                    "benchmark": b,
+                    "prompt_id": p,
+                    "prompt_hash": h,
+                    "onet_soc_code": soc,
+                    "task_id": task,
+                    "labeler": "offline",
+                    "labeler_version": "v1",
+                    "rank": rank + 1,
+                    "score": round(1.0 - 0.1 * rank - 0.01 * n, 3),
+                    "rationale": f"why {p}",
+                }
+            )
+    labels = pl.DataFrame(label_rows, schema=lc.LABEL_COLUMNS).sample(fraction=1.0, shuffle=True, seed=3)
+    wh.replace_table(warehouse_path, "benchmark_prompts", prompts)
+    wh.replace_table(warehouse_path, "prompt_task_labels", labels)
+    return prompts, labels
+
+
+def test_labeler_validation_loads_human_labeled_prompts_only_and_matches_a_full_load(
+    warehouse_path: Path,
+) -> None:
+    from dagster import build_asset_context
+
+    from assets import labels as lab
+    from models import validation as val
+    from pipelines.resources import Warehouse
+
+    prompts, labels = _small_warehouse(warehouse_path)
+    warehouse = Warehouse(path=str(warehouse_path))
+    gold = pl.DataFrame(
+        [
+            {
+                "benchmark": "alpha",
+                "prompt_id": "a2",
+                "task_id": 4,
+                "annotator": "x",
+                "source_file": "g.csv",
+                "line_number": 2,
+            },
+            {
+                "benchmark": "zeta",
+                "prompt_id": "z0",
+                "task_id": None,
+                "annotator": "x",
+                "source_file": "g.csv",
+                "line_number": 3,
+            },
+        ],
+        schema=val.GOLD_SCHEMA,
+    )
+    loaded_prompts, loaded_labels = lab._validation_inputs(warehouse, gold)
+    assert "prompt" not in loaded_prompts.columns  # no texts
+    keys = {("alpha", "a2"), ("zeta", "z0")} | {
+        (b, f"{b[0]}{i}") for b in ("gdpval", "jobbench") for i in range(5)
+    }
+    assert set(loaded_prompts.select("benchmark", "prompt_id").rows()) == keys
+    assert loaded_prompts["prompt_id"].to_list() == [
+        p for b, p in prompts.select("benchmark", "prompt_id").rows() if (b, p) in keys
+    ]  # table order
+    expected = labels.filter(
+        pl.struct("benchmark", "prompt_id").map_elements(
+            lambda k: (k["benchmark"], k["prompt_id"]) in keys, return_dtype=pl.Boolean
+        )
+    )
+    assert loaded_labels.drop("rationale").equals(expected.drop("rationale"))  # table order too
+    assert loaded_labels["rationale"].null_count() == loaded_labels.height
+
+    mapping, _ = lab._tac_mapping()
+    ranker, _ = lab._occupation_ranker()
+    for gold_labels in (gold, gold.clear()):
+        table = lab.labeler_validation(
+            build_asset_context(), warehouse, SMALL_TASKS, SMALL_OCCUPATIONS, gold_labels
+        )
+        full, _ = val.validate_labels(
+            labels,
+            prompts,
+            SMALL_OCCUPATIONS,
+            SMALL_TASKS,
+            gold_labels,
+            tac_role_to_soc=mapping,
+            rank_fn=ranker,
+        )
+        assert table.equals(full)
+        assert set(table["benchmark"]) >= {"gdpval", "jobbench"}
+        gold_benchmarks = set(table.filter(pl.col("metric") == "task_f1")["benchmark"])
+        assert gold_benchmarks == ({"all", "alpha", "zeta"} if gold_labels.height else set())
+
+
+def test_gold_annotation_sample_reads_the_sample_only_and_matches_the_in_memory_sample(
+    warehouse_path: Path, tmp_path: Path
+) -> None:
+    from dagster import build_asset_context
+
+    from assets import labels as lab
+    from models import validation as val
+    from pipelines.resources import Warehouse
+
+    prompts, labels = _small_warehouse(warehouse_path)
+    warehouse = Warehouse(path=str(warehouse_path))
+    config = lab.AnnotationSampleConfig(per_benchmark=3, top_k=2, seed=5)
+    sample = lab.gold_annotation_sample(
+        build_asset_context(), config, warehouse, SMALL_TASKS, SMALL_OCCUPATIONS
+    )
+    expected = val.annotation_sample(
+        prompts, labels, SMALL_TASKS, SMALL_OCCUPATIONS, per_benchmark=3, top_k=2, seed=5
+    )
+    assert sample.equals(expected)
+    assert sample.group_by("benchmark").len().sort("benchmark").rows() == [
+        ("alpha", 3),
+        ("gdpval", 3),
+        ("jobbench", 3),
+        ("zeta", 3),
+    ]
+    csv = warehouse_path.parent / "annotation" / lab.ANNOTATION_FILE
+    assert csv.read_bytes() == expected.write_csv().encode()
+
+    empty = Warehouse(path=str(tmp_path / "empty" / "benchmap.duckdb"))  # nothing materialized yet
+    none = lab.gold_annotation_sample(build_asset_context(), config, empty, SMALL_TASKS, SMALL_OCCUPATIONS)
+    assert none.is_empty() and none.columns == val.ANNOTATION_COLUMNS

@@ -393,3 +393,69 @@ def test_occupation_ranking_methods_and_per_prompt_adapter() -> None:
     assert v.rank_occupations(lab, method="reciprocal_rank")["soc_code"].to_list() == ["13-2011", "13-1023"]
     adapter = v.per_prompt_ranker(lambda tl: sorted({t.onet_soc_code for t in tl}, reverse=True))
     assert adapter(lab).select("soc_code", "occ_rank").rows() == [("13-2011", 1), ("13-1023", 2)]
+
+
+def test_annotation_sample_draw_needs_only_the_keys() -> None:
+    """annotation_sample_keys over (benchmark, prompt_id) in any order picks the same prompts as over the
+    full prompt rows, and annotation_rows over the sample's texts and labels alone gives annotation_sample."""
+    rows = [("a", f"a{i:02d}", None, None) for i in range(30)] + [("b", f"b{i}", None, None) for i in range(7)]
+    rows += [("c", "c0", None, None), ("d", "d0", None, None)]  # d0 is not labeled: never sampled
+    bench_prompts = prompts(rows)
+    lab = labels([(b, p, 1 + i % 5, "13-2011.00", 1) for i, (b, p, _, _) in enumerate(rows) if b != "d"])
+    lab = pl.concat([lab, labels([(b, p, 4, "15-1252.00", 2) for b, p, _, _ in rows if b == "a"])])
+    full = v.annotation_sample(bench_prompts, lab, TASKS, OCCUPATIONS, per_benchmark=5, top_k=3, seed=7)
+    pool = bench_prompts.join(lab, on=["benchmark", "prompt_id"], how="semi").select("benchmark", "prompt_id")
+    keys = v.annotation_sample_keys(pool.sample(fraction=1.0, shuffle=True, seed=1), per_benchmark=5, seed=7)
+    assert keys.rows() == full.select("benchmark", "prompt_id").rows()
+    assert keys.group_by("benchmark").len().sort("benchmark").rows() == [("a", 5), ("b", 5), ("c", 1)]
+    texts = bench_prompts.select("benchmark", "prompt_id", "prompt_hash", "prompt")
+    sample = keys.join(texts, on=["benchmark", "prompt_id"], how="left", maintain_order="left")
+    only_sampled = lab.join(keys, on=["benchmark", "prompt_id"], how="semi").select(
+        "benchmark", "prompt_id", "labeler", "rank", "task_id", "onet_soc_code")
+    assert v.annotation_rows(sample, only_sampled, TASKS, OCCUPATIONS, top_k=3).equals(full)
+    empty = v.annotation_sample_keys(pool.clear(), per_benchmark=5)
+    assert empty.is_empty() and v.annotation_rows(empty, lab, TASKS, OCCUPATIONS).columns == v.ANNOTATION_COLUMNS
+
+
+def test_per_prompt_ranker_groups_in_first_appearance_and_row_order() -> None:
+    lab = labels([("b", "p2", 4, "15-1252.00", 1), ("b", "p1", 1, "13-2011.00", 1), ("b", "p2", 2, "13-2011.00", 2),
+                  ("b", "p1", 3, "13-1023.00", 2)])
+    seen: list[list[int]] = []
+
+    def rank_labels(tl: list) -> list[str]:
+        seen.append([t.task_id for t in tl])
+        return [t.onet_soc_code for t in tl]
+
+    ranked = v.per_prompt_ranker(rank_labels)(lab)
+    assert seen == [[4, 2], [1, 3]]
+    assert ranked.select("prompt_id", "soc_code", "occ_rank").rows() == [
+        ("p2", "15-1252", 1), ("p2", "13-2011", 2), ("p1", "13-2011", 1), ("p1", "13-1023", 2)]
+    assert v.per_prompt_ranker(rank_labels)(lab.clear()).columns == [
+        "benchmark", "prompt_id", "soc_code", "occ_score", "occ_rank"]
+
+
+def test_validate_labels_with_gold_labels_is_reproducible() -> None:
+    """The per-prompt order of the gold metrics feeds the seeded bootstrap: the same inputs give the same
+    intervals (an unordered unique() of the gold rows made them vary from call to call)."""
+    ids = [f"p{i:03d}" for i in range(120)]
+    bench_prompts = prompts([("b", p, None, None) for p in ids])
+    lab = labels([("b", p, 1 + i % 4, "13-2011.00", 1) for i, p in enumerate(ids)]
+                 + [("b", p, 4, "15-1252.00", 2) for p in ids[::3]])
+    gold = pl.DataFrame([{"benchmark": "b", "prompt_id": p, "task_id": 1 + i % 3, "annotator": "x",
+                          "source_file": "g.csv", "line_number": i + 2} for i, p in enumerate(ids)],
+                        schema=v.GOLD_SCHEMA)
+    first, _ = v.validate_labels(lab, bench_prompts, OCCUPATIONS, TASKS, gold, n_boot=200)
+    assert first.filter(pl.col("metric") == "task_f1").height == 1
+    for _ in range(3):
+        again, _ = v.validate_labels(lab, bench_prompts, OCCUPATIONS, TASKS, gold, n_boot=200)
+        assert again.equals(first)
+
+
+def test_task_statement_gold_matches_a_shortened_statement_once_per_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    real = v._shortened_match
+    monkeypatch.setattr(v, "_shortened_match", lambda text, cands: calls.append(text) or real(text, cands))
+    bench_prompts = prompts([("jobbench", f"j{i}", None, "Examine statements.") for i in range(5)])
+    gold, unmatched = v.task_statement_gold(bench_prompts, TASKS)
+    assert calls == ["Examine statements."] and unmatched == []
+    assert gold.select("prompt_id", "task_id", "match").rows() == [(f"j{i}", 1, "shortened") for i in range(5)]

@@ -450,6 +450,20 @@ def disambiguate_versions(cache_labels: pl.DataFrame) -> pl.DataFrame:
             .drop("_ambiguous"))
 
 
+def _other_labeler_keys(cache: LabelCache, current: pl.DataFrame, onet_version: str) -> pl.DataFrame:
+    keys = wh.query(cache.path, f"select distinct onet_version, labeler, model, template_version, labeler_version "
+                    f"from {CACHE_TABLE} where onet_version = ?", [onet_version])
+    keys = keys.with_columns(pl.coalesce("labeler_version", pl.col("model") + "+" + pl.col("template_version"))
+                             .alias("labeler_version"))
+    return keys.join(current.select("labeler", "labeler_version").unique(),
+                     on=["labeler", "labeler_version"], how="anti")
+
+
+def has_other_labelers(cache: LabelCache, current: pl.DataFrame, onet_version: str) -> bool:
+    """Whether the cache holds labels of a labeler/version not in `current` (labeler, labeler_version)."""
+    return cache._exists(CACHE_TABLE) and not _other_labeler_keys(cache, current, onet_version).is_empty()
+
+
 def other_labelers_labels(cache: LabelCache, current: pl.DataFrame, prompts: pl.DataFrame,
                           onet_version: str) -> pl.DataFrame:
     """Cached labels of the labelers/versions *not* in `current` (labeler, labeler_version), joined to the
@@ -461,12 +475,7 @@ def other_labelers_labels(cache: LabelCache, current: pl.DataFrame, prompts: pl.
     empty = pl.DataFrame(schema=LABEL_COLUMNS)
     if not cache._exists(CACHE_TABLE):
         return empty
-    keys = wh.query(cache.path, f"select distinct onet_version, labeler, model, template_version, labeler_version "
-                    f"from {CACHE_TABLE} where onet_version = ?", [onet_version])
-    keys = keys.with_columns(pl.coalesce("labeler_version", pl.col("model") + "+" + pl.col("template_version"))
-                             .alias("labeler_version"))
-    other_keys = keys.join(current.select("labeler", "labeler_version").unique(),
-                           on=["labeler", "labeler_version"], how="anti")
+    other_keys = _other_labeler_keys(cache, current, onet_version)
     if other_keys.is_empty():
         return empty
     rows = pl.concat([cache.read_frame(CacheKey(r["onet_version"], r["labeler"], r["model"], r["template_version"]))
