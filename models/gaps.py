@@ -35,6 +35,9 @@ import polars as pl
 from models.coverage import (
     TASK_KEY,
     HoursWeighting,
+    is_label_counts,
+    label_counts,
+    label_counts_from_connection,
     major_group_of,
     major_groups,
     occupation_coverage,
@@ -583,13 +586,17 @@ def _label_keys(labels: pl.DataFrame) -> pl.DataFrame:
 
 
 def dedupe_candidate(
-    existing: pl.DataFrame, candidate: pl.DataFrame, existing_prompt_hashes: Sequence[str] | None = None
+    existing: pl.DataFrame,
+    candidate: pl.DataFrame,
+    existing_prompt_hashes: Sequence[str] | None = None,
+    landed_keys: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """Keep only candidate prompts that add new evidence.
 
     A candidate prompt does not count when its text is already in the warehouse (its prompt_hash appears in
-    the existing labels or in `existing_prompt_hashes`), when its (benchmark, prompt_id) is already landed,
-    or when an earlier candidate prompt has the same text. Returns the kept label rows and counts.
+    the existing labels or in `existing_prompt_hashes`), when its (benchmark, prompt_id) is already landed
+    (in the existing labels, or in `landed_keys` when the existing labels are label counts), or when an
+    earlier candidate prompt has the same text. Returns the kept label rows and counts.
     """
     candidate = _label_keys(candidate)
     known_hashes = (
@@ -597,7 +604,9 @@ def dedupe_candidate(
     )
     known_hashes |= set(existing_prompt_hashes or [])
     prompts = candidate.select("benchmark", "prompt_id", "prompt_hash").unique(maintain_order=True)
-    landed_ids = existing.select(
+    if landed_keys is None and "prompt_id" not in existing.columns:
+        raise ValueError("existing label counts carry no prompt ids: pass landed_keys")
+    landed_ids = (existing if landed_keys is None else landed_keys).select(
         pl.col("benchmark").cast(pl.Utf8), pl.col("prompt_id").cast(pl.Utf8)
     ).unique()
     id_landed = prompts.join(landed_ids, on=["benchmark", "prompt_id"], how="semi")
@@ -633,6 +642,7 @@ def whatif_gain(
     priorities: pl.DataFrame | None = None,
     labeler: str | None = None,
     existing_prompt_hashes: Sequence[str] | None = None,
+    landed_keys: pl.DataFrame | None = None,
     n_candidate_prompts: int | None = None,
     top_n: int = 100,
     hours_weighting: HoursWeighting = "pi",
@@ -640,7 +650,8 @@ def whatif_gain(
     """Marginal gain of adding `candidate_labels` to `existing_labels` at `threshold`. Pure: writes nothing.
 
     Both label frames have prompt_task_labels' columns (benchmark, prompt_id, prompt_hash, onet_soc_code,
-    task_id[, labeler]). The existing labels are restricted to one labeler (`labeler`, else the candidate's,
+    task_id[, labeler]); the existing labels may instead be label counts (coverage.label_counts, what the
+    warehouse path passes so that memory does not grow with the label table), then with `landed_keys`. The existing labels are restricted to one labeler (`labeler`, else the candidate's,
     else coverage.select_labeler's choice) so the comparison never mixes labelers. Candidate prompts already
     landed (same text or same benchmark/prompt_id) add nothing (dedupe_candidate).
 
@@ -653,7 +664,7 @@ def whatif_gain(
         if len(names) > 1:
             raise ValueError(f"candidate labels mix labelers {sorted(names)}; label with one labeler")
         labeler = names[0] if names else None
-    existing = _label_keys(existing_labels)
+    existing = existing_labels if is_label_counts(existing_labels) else _label_keys(existing_labels)
     if existing.height and "labeler" in existing.columns:
         present = set(existing["labeler"].drop_nulls().to_list())
         if labeler is not None and labeler not in present:
@@ -662,11 +673,19 @@ def whatif_gain(
                 f"present: {sorted(present)}"
             )
         existing, labeler = select_labeler(existing, labeler)
-    candidate, counts = dedupe_candidate(existing, candidate_labels, existing_prompt_hashes)
+    candidate, counts = dedupe_candidate(existing, candidate_labels, existing_prompt_hashes, landed_keys)
+    if is_label_counts(existing):
+        candidate_in_counts = label_counts(candidate).drop("labeler", "labeler_version")
+    else:
+        candidate_in_counts = candidate.drop("labeler", strict=False)
     candidate = candidate.drop("labeler", strict=False)
     existing = existing.drop("labeler", strict=False)
     before = task_coverage(existing, tasks, [threshold])
-    after = task_coverage(pl.concat([existing, candidate], how="diagonal_relaxed"), tasks, [threshold])
+    after = task_coverage(
+        pl.concat([existing.drop("labeler_version", strict=False), candidate_in_counts], how="diagonal_relaxed"),
+        tasks,
+        [threshold],
+    )
     covered = f"covered_{threshold}"
     cand_counts = task_coverage(candidate, tasks, [threshold]).select(
         *TASK_KEY, pl.col("n_prompts").alias("candidate_prompts")
@@ -947,6 +966,33 @@ def score_power(
     labels, _ = select_labeler(labels, labeler)
     prompt_tasks = prompt_task_pairs(labels)
     prompt_scores = mean_prompt_scores(results)
+    rows: list[dict[str, object]] = []
+    # one model at a time: the prompt x task x model join is the largest frame; groups are independent
+    for _, model_scores in prompt_scores.sort("model").group_by("model", maintain_order=True):
+        rows += _power_rows(model_scores, prompt_tasks, target_width, min_prompts, alpha)
+    out = pl.DataFrame(rows, schema=POWER_SCHEMA)
+    if scores is not None and scores.height:
+        observed_ci = scores.select(
+            pl.col("onet_soc_code").cast(pl.Utf8),
+            pl.col("model").cast(pl.Utf8),
+            pl.col("min_prompts").cast(pl.Int64),
+            "weighted_mean",
+            "weighted_ci_low",
+            "weighted_ci_high",
+            (pl.col("weighted_ci_high") - pl.col("weighted_ci_low")).alias("bootstrap_ci_width"),
+        )
+        out = out.join(observed_ci, on=["onet_soc_code", "model", "min_prompts"], how="left")
+    return out.sort("onet_soc_code", "model", "min_prompts")
+
+
+def _power_rows(
+    prompt_scores: pl.DataFrame,
+    prompt_tasks: pl.DataFrame,
+    target_width: float,
+    min_prompts: Sequence[int],
+    alpha: float,
+) -> list[dict[str, object]]:
+    """score_power's rows for the models in `prompt_scores` (one model per call)."""
     per_task = (
         prompt_scores.join(prompt_tasks, on=["benchmark", "prompt_id"], how="inner")
         .group_by("onet_soc_code", "model", "task_id")
@@ -1003,19 +1049,7 @@ def score_power(
                     "projected_ci_width": None if math.isnan(projected) else projected,
                 }
             )
-    out = pl.DataFrame(rows, schema=POWER_SCHEMA)
-    if scores is not None and scores.height:
-        observed_ci = scores.select(
-            pl.col("onet_soc_code").cast(pl.Utf8),
-            pl.col("model").cast(pl.Utf8),
-            pl.col("min_prompts").cast(pl.Int64),
-            "weighted_mean",
-            "weighted_ci_low",
-            "weighted_ci_high",
-            (pl.col("weighted_ci_high") - pl.col("weighted_ci_low")).alias("bootstrap_ci_width"),
-        )
-        out = out.join(observed_ci, on=["onet_soc_code", "model", "min_prompts"], how="left")
-    return out.sort("onet_soc_code", "model", "min_prompts")
+    return rows
 
 
 # --- what-if over a candidate folder (reads the warehouse read-only, writes nothing) ------------------------
@@ -1129,7 +1163,9 @@ def _read_tables(warehouse_path: str | Path, names: Sequence[str]) -> dict[str, 
     return {name: wh.read_table(warehouse_path, name) for name in names}
 
 
-def _existing_labels(warehouse_path: str | Path) -> pl.DataFrame:
+def _existing_label_counts(warehouse_path: str | Path, benchmarks: Sequence[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The warehouse's label counts (aggregated in DuckDB: the label table itself is never loaded) and the
+    labeled (benchmark, prompt_id) keys of the candidate's benchmark names (to drop already-landed ids)."""
     from models import warehouse as wh
 
     with wh.connect(warehouse_path, read_only=True) as con:
@@ -1138,11 +1174,14 @@ def _existing_labels(warehouse_path: str | Path) -> pl.DataFrame:
                 f"table 'prompt_task_labels' is not in the warehouse {warehouse_path}: "
                 "label the landed benchmarks first"
             )
-        return wh.fetch_polars(
+        counts = label_counts_from_connection(con, "prompt_task_labels")
+        keys = wh.fetch_polars(
             con,
-            "select benchmark, prompt_id, prompt_hash, onet_soc_code, task_id, labeler "
-            "from prompt_task_labels",
+            "select distinct benchmark, prompt_id from prompt_task_labels "
+            "where benchmark in (select unnest(?::varchar[]))",
+            [list(benchmarks)],
         )
+    return counts, keys
 
 
 def _landed_hashes(warehouse_path: str | Path) -> list[str]:
@@ -1208,7 +1247,7 @@ def run_whatif(
             f"no valid prompts ({rejects.height} rejected lines)", path=_candidate_prompts_file(Path(folder))
         )
     candidate_labels, failed = label_candidate(prompts, labeler, cached)
-    existing = _existing_labels(warehouse_path)
+    existing, landed_keys = _existing_label_counts(warehouse_path, prompts["benchmark"].unique().to_list())
     scored = score_reference_tasks(existing, tables, threshold, weights, labeler.name)
     result = whatif_gain(
         existing,
@@ -1220,6 +1259,7 @@ def run_whatif(
         priorities=scored,
         labeler=labeler.name,
         existing_prompt_hashes=_landed_hashes(warehouse_path),
+        landed_keys=landed_keys,
         n_candidate_prompts=prompts.height,
         top_n=top_n,
     )

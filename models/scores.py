@@ -144,6 +144,27 @@ def occupation_model_scores(
     labels, _ = select_labeler(labels, labeler)
     prompt_tasks = prompt_task_pairs(labels)
     prompt_scores = mean_prompt_scores(results)
+    # One model at a time: the prompt x task x model join is the largest frame here, and every occupation x
+    # model group (and its seeded generator) is independent of the others, so the rows come out the same.
+    frames = [
+        _model_score_rows(model_scores, prompt_tasks, min_prompts, n_boot, seed, alpha)
+        for _, model_scores in prompt_scores.sort("model").group_by("model", maintain_order=True)
+    ]
+    if not frames:
+        return pl.DataFrame(schema=SCORES_SCHEMA)
+    # stable sort: occupation, then model, then min_prompts in the order given
+    return pl.concat(frames).sort("onet_soc_code", "model", maintain_order=True)
+
+
+def _model_score_rows(
+    prompt_scores: pl.DataFrame,
+    prompt_tasks: pl.DataFrame,
+    min_prompts: Sequence[int],
+    n_boot: int,
+    seed: int,
+    alpha: float,
+) -> pl.DataFrame:
+    """occupation_model_scores' rows for the models in `prompt_scores` (one model per call)."""
     group_cols = ["onet_soc_code", "model"]
     # one sort, then integer codes per occupation x model: prompt_code indexes the group's prompts (sorted
     # by benchmark, prompt_id, so seeded resamples hit the same prompts whatever order the joins produced)

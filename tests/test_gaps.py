@@ -342,6 +342,30 @@ def test_whatif_reports_newly_covered_tasks_hours_and_ranks(small_world: dict[st
     assert gain["gap_priority_mass"]["gain"] == pytest.approx(-closed["priority"].sum())
 
 
+def test_whatif_from_label_counts_equals_whatif_from_labels(small_world: dict[str, pl.DataFrame]) -> None:
+    """The warehouse path passes DuckDB-aggregated label counts (plus the landed keys) instead of every label
+    row: every what-if table must come out the same, including the dedupe of already-landed prompt ids."""
+    from models.coverage import label_counts
+
+    w = small_world
+    priorities = score_tasks(w["frame"])
+    landed = w["existing"].select("benchmark", "prompt_id").unique()
+    cand = _labels([("cand", "a", OCC_B, 3), ("cand", "b", OCC_C, 5), ("cand", "c", OCC_C, 5)])
+    # one candidate prompt reuses a landed (benchmark, prompt_id): dropped on both paths
+    first = landed.row(0, named=True)
+    cand = pl.concat([cand, _labels([(first["benchmark"], first["prompt_id"], OCC_C, 5)])], how="diagonal_relaxed")
+    args = (cand, w["tasks"], w["task_hours"], w["occupations"])
+    from_labels = whatif_gain(w["existing"], *args, threshold=1, priorities=priorities)
+    from_counts = whatif_gain(label_counts(w["existing"]), *args, threshold=1, priorities=priorities,
+                              landed_keys=landed)
+    for name in ("marginal_gain", "newly_covered_tasks", "newly_covered_occupations", "gap_rank_changes"):
+        assert getattr(from_counts, name).equals(getattr(from_labels, name)), name
+    gain = {r["metric"]: r["after"] for r in from_counts.marginal_gain.iter_rows(named=True)}
+    assert gain["duplicates_of_landed"] == 1
+    with pytest.raises(ValueError, match="landed_keys"):
+        whatif_gain(label_counts(w["existing"]), *args, threshold=1)
+
+
 def test_whatif_refuses_to_mix_labelers(small_world: dict[str, pl.DataFrame]) -> None:
     w = small_world
     cand = _labels([("cand", "a", OCC_B, 3)], labeler="openai")

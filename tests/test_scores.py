@@ -158,3 +158,25 @@ def test_empty_inputs_give_an_empty_table() -> None:
     results, labels = _frames([("p1", OCC, 1)], {"p1": 1.0})
     table = occupation_model_scores(results.clear(), labels, n_boot=10)
     assert table.height == 0 and "weighted_mean" in table.columns
+
+
+def test_a_models_rows_do_not_depend_on_the_other_models() -> None:
+    """Scores are computed one model at a time (bounded memory): each model's rows, CIs included, equal a run
+    on that model alone, and the table stays ordered by occupation, model, then min_prompts as given."""
+    rng = np.random.default_rng(3)
+    assignments = [(f"p{k}", (OCC, OTHER)[k % 2], int(rng.integers(0, 4))) for k in range(120)]
+    frames = [
+        _frames(assignments, {p: float(rng.random() < q) for p, _, _ in assignments}, model=model)
+        for model, q in (("m2", 0.3), ("m1", 0.8), ("m3", 0.5))
+    ]
+    labels = frames[0][1]
+    results = pl.concat([r for r, _ in frames])
+    table = occupation_model_scores(results, labels, min_prompts=(5, 1), n_boot=200, seed=4)
+    assert table.select("onet_soc_code", "model", "min_prompts").rows() == [
+        (occ, model, m) for occ in sorted((OCC, OTHER)) for model in ("m1", "m2", "m3") for m in (5, 1)
+    ]
+    for model_results, _ in frames:
+        model = model_results["model"][0]
+        alone = occupation_model_scores(model_results, labels, min_prompts=(5, 1), n_boot=200, seed=4)
+        assert table.filter(pl.col("model") == model).equals(alone)
+    assert _row(table, model="m1")["plain_mean"] > _row(table, model="m2")["plain_mean"]
