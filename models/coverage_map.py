@@ -18,10 +18,9 @@ No dagster here.
 
 from __future__ import annotations
 
-import contextlib
 import html
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,28 +63,10 @@ def _clip(text: str | None, limit: int) -> str:
 LABELS_RELATION = "prompt_task_labels"
 PROMPTS_RELATION = "benchmark_prompts"
 TASKS_RELATION = "onet_tasks"
-# DuckDB's memory while aggregating: it takes what it may (80% of RAM by default) and spills beyond the limit,
-# so this bounds the process's growth (50x labels: ~0.25 GiB instead of ~1.4 GiB, no slower).
-MEMORY_LIMIT = "256MB"
 
 
 def _columns(con: duckdb.DuckDBPyConnection, relation: str) -> list[str]:
     return list(con.sql(f"select * from {quote_identifier(relation)} limit 0").columns)
-
-
-@contextlib.contextmanager
-def _memory_limit(con: duckdb.DuckDBPyConnection, limit: str | None) -> Iterator[None]:
-    """Cap DuckDB's memory for the block, then restore the previous cap (connections to one database file in
-    a process share it; DuckDB reports the cap rounded down to 0.1 of its unit, so that is what is restored)."""
-    if limit is None:
-        yield
-        return
-    previous = con.execute("select current_setting('memory_limit')").fetchone()[0]
-    con.execute("set memory_limit = ?", [limit])
-    try:
-        yield
-    finally:
-        con.execute("set memory_limit = ?", [previous])
 
 
 def _labels_cte(columns: Sequence[str], relation: str, filter_labeler: bool) -> str:
@@ -167,7 +148,6 @@ def coverage_map_data_from_connection(
     examples_per_benchmark: int = 1,
     prompt_chars: int = PROMPT_CHARS,
     task_chars: int = TASK_CHARS,
-    memory_limit: str | None = MEMORY_LIMIT,
 ) -> dict[str, Any]:
     """The page's data (JSON-ready), aggregated by DuckDB on `con`: only per-task/per-occupation counts, the
     example prompts' texts and the labeled tasks' statements reach Python, so memory does not grow with the
@@ -177,36 +157,7 @@ def coverage_map_data_from_connection(
     prompt_task_labels (benchmark, prompt_id, onet_soc_code, task_id; labeler and rank used when present),
     benchmark_prompts (benchmark, prompt_id, prompt) for the examples, onet_tasks (onet_soc_code, task_id,
     task) for task statements; `prompts` / `tasks` None: no examples / statements. occupations: one row per
-    occupation with tasks -- onet_soc_code, title, and n_tasks (else counted from `tasks`). DuckDB's memory
-    is capped at `memory_limit` meanwhile (None: as it is)."""
-    with _memory_limit(con, memory_limit):
-        return _coverage_map_data(
-            con,
-            occupations,
-            labels=labels,
-            prompts=prompts,
-            tasks=tasks,
-            labeler=labeler,
-            thresholds=thresholds,
-            examples_per_benchmark=examples_per_benchmark,
-            prompt_chars=prompt_chars,
-            task_chars=task_chars,
-        )
-
-
-def _coverage_map_data(
-    con: duckdb.DuckDBPyConnection,
-    occupations: pl.DataFrame,
-    *,
-    labels: str,
-    prompts: str | None,
-    tasks: str | None,
-    labeler: str | None,
-    thresholds: Sequence[int],
-    examples_per_benchmark: int,
-    prompt_chars: int,
-    task_chars: int,
-) -> dict[str, Any]:
+    occupation with tasks -- onet_soc_code, title, and n_tasks (else counted from `tasks`)."""
     label_columns = _columns(con, labels)
     prompt_columns = _columns(con, prompts) if prompts is not None else []
     task_columns = _columns(con, tasks) if tasks is not None else []
