@@ -21,6 +21,7 @@ class TaskLabel:
     rank: int  # 1 = the task the prompt exercises most clearly
     score: float  # labeler-specific strength, higher is stronger
     rationale: str | None = None
+    p_exercised: float | None = None  # calibrated probability that the prompt exercises the task
 
 
 @dataclass
@@ -33,6 +34,9 @@ class LabelOutcome:
     attempts: int = 1
     input_tokens: int = 0
     output_tokens: int = 0
+    # The work decision: a prompt that is not occupational work is an ok outcome with no labels.
+    is_work: bool | None = None
+    p_work: float | None = None
 
     @property
     def ok(self) -> bool:

@@ -1,0 +1,233 @@
+"""The task-level reference: an LLM judge's labels of a random sample of benchmark prompts (data/reference/).
+
+The reference (`data/reference/SOURCES.md`, protocol in `PROTOCOL.md`) holds, per sampled prompt and pass,
+whether the prompt is occupational work, the judge's 1-3 occupations and the O*NET tasks it exercises. It
+serves three purposes: fitting the offline labeler's selector (models/labeling/selector.py), measuring every
+labeler task by task (`task_metrics`, `labeler_reference_metrics`), and weighting the judge's labels up to
+whole benchmarks (models/estimates.py, with `sampling_design`).
+
+Parsing is pure (`parse_reference_lines` takes lines); `read_reference` is the thin file reader.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from models.errors import InputError
+
+DEFAULT_FOLDER = Path(__file__).resolve().parents[1] / "data" / "reference"
+SPLIT_FILES = {"train": "reference_task_labels_train.jsonl", "dev": "reference_task_labels_dev.jsonl"}
+DESIGN_FILE = "sampling_design.csv"
+
+REFERENCE_SCHEMA: dict[str, pl.DataType] = {
+    "split": pl.Utf8, "sample_id": pl.Utf8, "benchmark": pl.Utf8, "prompt_id": pl.Utf8,
+    "prompt_hash": pl.Utf8, "annotation": pl.Utf8, "annotator": pl.Utf8, "is_work": pl.Boolean,
+    "occupations": pl.List(pl.Utf8), "task_ids": pl.List(pl.Int64), "primary_task": pl.Int64,
+    "confidence": pl.Utf8, "notes": pl.Utf8, "source_file": pl.Utf8, "line_number": pl.Int64,
+}
+_REQUIRED = ("sample_id", "benchmark", "prompt_id", "prompt_hash", "annotation", "work")
+
+
+def parse_reference_lines(lines: Iterable[str], source: str | Path, split: str) -> pl.DataFrame:
+    """JSONL lines of one reference file -> one row per (prompt, pass), REFERENCE_SCHEMA.
+
+    Raises InputError naming the file and line for a line that is not a JSON object, a missing field, a
+    work value other than yes/no, a task ID that is not an integer, labels on a not-work prompt, or a
+    (benchmark, prompt_id, annotation) that occurs twice."""
+    rows: list[dict] = []
+    seen: dict[tuple[str, str, str], int] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON ({exc.msg})", path=source, line=number) from None
+        if not isinstance(record, dict):
+            raise InputError("a reference line must be a JSON object", path=source, line=number)
+        missing = [f for f in _REQUIRED if record.get(f) in (None, "")]
+        if missing:
+            raise InputError(f"missing field(s) {', '.join(missing)}", path=source, line=number)
+        work = str(record["work"]).strip().lower()
+        if work not in {"yes", "no"}:
+            raise InputError(f"work must be 'yes' or 'no', got {record['work']!r}", path=source, line=number)
+        try:
+            task_ids = [int(t) for t in record.get("task_ids") or []]
+            primary = record.get("primary_task")
+            primary = int(primary) if primary not in (None, "") else None
+        except (TypeError, ValueError):
+            raise InputError("task IDs must be integers", path=source, line=number,
+                             record=str(record["prompt_id"])) from None
+        if work == "no" and task_ids:
+            raise InputError("a prompt judged not work has no tasks", path=source, line=number,
+                             record=str(record["prompt_id"]))
+        key = (str(record["benchmark"]), str(record["prompt_id"]), str(record["annotation"]))
+        if key in seen:
+            raise InputError(f"duplicate (benchmark, prompt_id, pass) {key} (first at line {seen[key]})",
+                             path=source, line=number)
+        seen[key] = number
+        rows.append({
+            "split": split, "sample_id": str(record["sample_id"]), "benchmark": key[0], "prompt_id": key[1],
+            "prompt_hash": str(record["prompt_hash"]), "annotation": key[2],
+            "annotator": record.get("annotator"), "is_work": work == "yes",
+            "occupations": [str(o) for o in record.get("occupations") or []],
+            "task_ids": list(dict.fromkeys(task_ids)), "primary_task": primary,
+            "confidence": record.get("confidence"), "notes": record.get("notes"),
+            "source_file": Path(source).name, "line_number": number,
+        })
+    return pl.DataFrame(rows, schema=REFERENCE_SCHEMA)
+
+
+def read_reference(path: str | Path, split: str | None = None) -> pl.DataFrame:
+    """One reference JSONL file (split inferred from the file name when not given)."""
+    path = Path(path)
+    if split is None:
+        split = next((s for s, name in SPLIT_FILES.items() if name == path.name), path.stem)
+    if not path.is_file():
+        raise InputError("reference file not found (or not a file)", path=path)
+    with open(path, encoding="utf-8-sig") as handle:
+        return parse_reference_lines(handle, path, split)
+
+
+def load_reference(folder: str | Path | None = None, splits: Sequence[str] = ("train", "dev")) -> pl.DataFrame:
+    """The reference splits of `folder` (default: the vendored data/reference/), concatenated."""
+    folder = Path(folder) if folder is not None else DEFAULT_FOLDER
+    return pl.concat([read_reference(folder / SPLIT_FILES[s], s) for s in splits])
+
+
+def sampling_design(folder: str | Path | None = None) -> pl.DataFrame:
+    """benchmark, distinct_texts, n_train, n_dev, n_blind: how the reference sample was drawn."""
+    folder = Path(folder) if folder is not None else DEFAULT_FOLDER
+    path = folder / DESIGN_FILE
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        rows = list(csv.DictReader(handle))
+    return pl.DataFrame(rows).select(
+        "benchmark", *[pl.col(c).cast(pl.Int64) for c in ("distinct_texts", "n_train", "n_dev", "n_blind")])
+
+
+def check_reference(reference: pl.DataFrame, onet_tasks: pl.DataFrame, prompts: pl.DataFrame | None = None
+                    ) -> None:
+    """InputError (file and line) for a task ID that is not an O*NET task or a prompt that is not in
+    `prompts` (benchmark, prompt_id[, prompt_hash]) when given. Nothing is stored before this passes."""
+    known = set(onet_tasks["task_id"].cast(pl.Int64).to_list())
+    for row in reference.select("task_ids", "source_file", "line_number", "prompt_id").iter_rows(named=True):
+        unknown = [t for t in row["task_ids"] if t not in known]
+        if unknown:
+            raise InputError(f"unknown O*NET task ID(s) {unknown}", path=row["source_file"],
+                             line=row["line_number"], record=row["prompt_id"])
+    if prompts is not None:
+        keys = ["benchmark", "prompt_id"]
+        missing = reference.join(prompts.select(keys).unique(), on=keys, how="anti")
+        if not missing.is_empty():
+            row = missing.row(0, named=True)
+            raise InputError(f"prompt {row['benchmark']}/{row['prompt_id']} is not in benchmark_prompts "
+                             f"({missing.height} reference rows have no landed prompt)",
+                             path=row["source_file"], line=row["line_number"])
+
+
+# --- task-level metrics ----------------------------------------------------------------------------------
+
+def _set_scores(pred: set[int], ref: set[int]) -> tuple[float | None, float | None, float]:
+    """(precision, recall, f1) of one prompt; precision is undefined for an empty prediction, recall for an
+    empty reference; F1 is 1 when both are empty (agreeing that nothing is exercised) and 0 when one is."""
+    hit = len(pred & ref)
+    precision = hit / len(pred) if pred else None
+    recall = hit / len(ref) if ref else None
+    if not pred and not ref:
+        return precision, recall, 1.0
+    f1 = 2 * hit / (len(pred) + len(ref))
+    return precision, recall, f1
+
+
+METRICS = ("task_f1", "task_precision", "task_recall", "task_hit_at_1", "task_hit_at_5",
+           "first_occupation_agreement", "work_accuracy")
+
+
+def per_prompt_metrics(predictions: pl.DataFrame, reference: pl.DataFrame) -> pl.DataFrame:
+    """One row per (reference prompt, pass) with every metric of METRICS (null where undefined).
+
+    `predictions`: one row per prompt with prompt_hash, is_work (bool), tasks (list[int]: the label set),
+    ranking (list[int]: the labeler's ranked candidates, best first, or null), first_occupation (str|null).
+    Reference prompts the labeler has no prediction for are left out (and so counted by nobody)."""
+    joined = reference.join(predictions, on="prompt_hash", how="inner", suffix="_pred")
+    out: dict[str, list] = {"sample_id": [], "benchmark": [], "annotation": [], "split": [],
+                            **{m: [] for m in METRICS}}
+    for row in joined.iter_rows(named=True):
+        pred = set(row["tasks"] or []) if row["is_work_pred"] is not False else set()
+        ref = set(row["task_ids"] or [])
+        precision, recall, f1 = _set_scores(pred, ref)
+        ranking = row.get("ranking") or []
+        ref_work = bool(row["is_work"])
+        out["sample_id"].append(row["sample_id"])
+        out["benchmark"].append(row["benchmark"])
+        out["annotation"].append(row["annotation"])
+        out["split"].append(row["split"])
+        out["task_f1"].append(f1)
+        out["task_precision"].append(precision)
+        out["task_recall"].append(recall)
+        out["task_hit_at_1"].append(float(bool(ranking) and ranking[0] in ref) if ref else None)
+        out["task_hit_at_5"].append(float(bool(set(ranking[:5]) & ref)) if ref else None)
+        first = row.get("first_occupation")
+        out["first_occupation_agreement"].append(
+            float(first is not None and first in set(row["occupations"] or [])) if ref_work else None)
+        out["work_accuracy"].append(float(bool(row["is_work_pred"]) == ref_work))
+    return pl.DataFrame(out, schema={"sample_id": pl.Utf8, "benchmark": pl.Utf8, "annotation": pl.Utf8,
+                                     "split": pl.Utf8, **{m: pl.Float64 for m in METRICS}})
+
+
+def pass_agreement(reference: pl.DataFrame) -> pl.DataFrame:
+    """The ceiling: pass a scored against pass b (and b against a) on the prompts labeled twice, in the
+    per_prompt_metrics layout (hit@k from the other pass's task list in ID order is not defined: null)."""
+    twice = reference.filter(pl.col("sample_id").is_in(
+        reference.group_by("sample_id").len().filter(pl.col("len") >= 2)["sample_id"].implode()))
+    frames = []
+    for mine, other in (("a", "b"), ("b", "a")):
+        pred = twice.filter(pl.col("annotation") == mine).select(
+            "prompt_hash", "is_work", pl.col("task_ids").alias("tasks"),
+            pl.lit(None, pl.List(pl.Int64)).alias("ranking"),
+            pl.col("occupations").list.first().alias("first_occupation"))
+        frames.append(per_prompt_metrics(pred, twice.filter(pl.col("annotation") == other)))
+    out = pl.concat(frames)
+    return out.with_columns(pl.lit(None, pl.Float64).alias("task_hit_at_1"),
+                            pl.lit(None, pl.Float64).alias("task_hit_at_5"))
+
+
+def summarise_metrics(per_prompt: pl.DataFrame, *, n_boot: int = 1000, seed: int = 0,
+                      by_benchmark: bool = True) -> pl.DataFrame:
+    """Mean of each metric (over prompts and passes), pooled ('all') and per benchmark, with n (defined
+    rows) and a 95% bootstrap interval that resamples prompts (sample_id: both passes of a prompt move
+    together). Columns: benchmark, metric, value, ci_low, ci_high, n, n_prompts."""
+    rows: list[dict] = []
+    groups: list[tuple[str, pl.DataFrame]] = [("all", per_prompt)]
+    if by_benchmark:
+        groups += [(str(b), g) for (b,), g in per_prompt.group_by(["benchmark"], maintain_order=True)]
+    rng = np.random.default_rng(seed)
+    for name, group in groups:
+        ids, inverse = np.unique(group["sample_id"].to_numpy(), return_inverse=True)
+        draws = rng.integers(0, len(ids), size=(n_boot, len(ids))) if len(ids) else None
+        for metric in METRICS:
+            values = group[metric].to_numpy().astype(float)
+            defined = ~np.isnan(values)
+            if not defined.any():
+                continue
+            sums = np.bincount(inverse[defined], weights=values[defined], minlength=len(ids))
+            counts = np.bincount(inverse[defined], minlength=len(ids)).astype(float)
+            value = float(sums.sum() / counts.sum())
+            low = high = value
+            if draws is not None and len(ids) > 1:
+                boot_sums = sums[draws].sum(axis=1)
+                boot_counts = counts[draws].sum(axis=1)
+                ok = boot_counts > 0
+                stats = boot_sums[ok] / boot_counts[ok]
+                low, high = (float(x) for x in np.quantile(stats, [0.025, 0.975]))
+            rows.append({"benchmark": name, "metric": metric, "value": value, "ci_low": low, "ci_high": high,
+                         "n": int(counts.sum()), "n_prompts": int((counts > 0).sum())})
+    return pl.DataFrame(rows, schema={"benchmark": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64,
+                                      "ci_low": pl.Float64, "ci_high": pl.Float64, "n": pl.Int64,
+                                      "n_prompts": pl.Int64})
