@@ -15,8 +15,8 @@ mirrored data in brackets):
 - task_hours: >= 90% of 29.2 tasks have a 30.2 π [92.09%];
 - task_exposure: >= 99% of 29.2 tasks have Eloundou labels [99.76%];
 - workbank_tasks: >= 95% of WORKBank tasks are 29.2 tasks [100%];
-- onet_tasks ratings coverage (not blocking): >= 10% of tasks rated [11.3% with the partial file; most
-  tasks with the full Task Ratings.txt].
+- onet_tasks ratings coverage (not blocking): >= 17,600 tasks rated [17,639 = every Core or Supplemental
+  task, from task_ratings_im_rt_29x.csv on the mirror; 2,131 with the partial file only, which fails].
 """
 
 
@@ -45,13 +45,16 @@ FLOOR_EMPLOYMENT_SHARE = 0.95
 FLOOR_PI_MATCH = 0.90
 FLOOR_EXPOSURE_MATCH = 0.99
 FLOOR_WORKBANK_MATCH = 0.95
-FLOOR_RATED_SHARE = 0.10
+FLOOR_RATED_TASKS = 17_600  # 17,639 on the mirror (every Core/Supplemental task of 29.2)
 MIN_JOB_TITLES = 60_000  # 68,812 in 29.2
 MIN_TECHNOLOGY_SKILLS = 30_000  # 32,627 in 29.2
 WORKBANK_TASKS = 2_131
 
 RATINGS_FULL = "onet/Task Ratings.txt"
+RATINGS_29X = "onet_task_ratings/task_ratings_im_rt_29x.csv"
 RATINGS_PARTIAL = "onet_task_ratings/task_ratings_partial_from_workbank.csv"
+# best first; names as in onet_tasks.ratings_source
+RATINGS_LAYERS = tuple(zip(ref.RATINGS_SOURCES, (RATINGS_FULL, RATINGS_29X, RATINGS_PARTIAL), strict=True))
 
 
 def _source_metadata(*sources: ResolvedSource) -> dict[str, object]:
@@ -119,35 +122,65 @@ def oews_wages(context: AssetExecutionContext) -> pl.DataFrame:
     kinds=KINDS,
     description=(
         "The 18,796 task statements of O*NET 29.2 with task type, and importance (IM 1-5), relevance (RT "
-        "0-100) and the modal frequency category (FT 1-7) where ratings exist: the full O*NET Task "
-        "Ratings.txt when it resolves (data/raw, mirror or download), else the partial table of 2,131 "
-        "tasks in onet_task_ratings/. is_core is the documented importance proxy: O*NET Task Type Core "
-        "(relevance >= 67% and importance >= 3.0)."
+        "0-100) and the modal frequency category (FT 1-7) where rated. Each task takes its ratings from the "
+        "best source that rates it, named in ratings_source: the raw O*NET Task Ratings.txt "
+        "(onet_task_ratings_full), then task_ratings_im_rt_29x.csv (im_rt_29x: IM/RT of all 17,639 rated "
+        "tasks; its freq_* columns are not used), then the partial WORKBank table of 2,131 tasks "
+        "(workbank_partial). is_core is O*NET Task Type Core (relevance >= 67% and importance >= 3.0)."
     ),
 )
 def onet_tasks(context: AssetExecutionContext) -> pl.DataFrame:
     statements_source = resolve_source("onet/Task Statements.txt")
     statements = ref.parse_task_statements(statements_source.path)
     sources = [statements_source]
-    ratings = None
-    ratings_source = None
-    full = resolve_source(RATINGS_FULL, required=False)
-    chosen = full or resolve_source(RATINGS_PARTIAL, required=False)
-    if chosen is not None:
-        ratings = ref.parse_task_ratings(chosen.path)
-        ratings_source = "onet_task_ratings_full" if full is not None else "workbank_partial"
-        sources.append(chosen)
-    else:
-        context.log.warning("no task ratings found (full or partial): importance/relevance stay null")
-    df = ref.build_onet_tasks(statements, ratings, ratings_source)
+    typed = statements.filter(pl.col("task_type").is_not_null()).select("onet_soc_code", "task_id")
+    layers: list[tuple[str, pl.DataFrame]] = []
+    found: dict[str, ResolvedSource] = {}
+    rows_in_file: dict[str, int] = {}
+    for name, key in RATINGS_LAYERS:
+        # a lower source is consulted only while some Core/Supplemental task is still unrated
+        rated = ref.combine_task_ratings(layers)
+        if layers and typed.join(rated, on=["onet_soc_code", "task_id"], how="anti").is_empty():
+            break
+        source = resolve_source(key, required=False)
+        if source is None:
+            continue
+        ratings = ref.parse_task_ratings(source.path)
+        layers.append((name, ratings))
+        found[name] = source
+        rows_in_file[name] = ratings.height
+        sources.append(source)
+    ratings = ref.combine_task_ratings(layers) if layers else None
+    if ratings is None:
+        context.log.warning("no task ratings found (full, 29.x IM/RT or partial): importance/relevance stay null")
+    df = ref.build_onet_tasks(statements, ratings)
     summary = ref.onet_tasks_summary(df, ratings)
+    per_source = {
+        name: {
+            "source_file": key,
+            **(
+                {
+                    "origin": found[name].origin,
+                    "path": str(found[name].path),
+                    "sha256": found[name].sha256(),
+                    "rows_in_file": rows_in_file[name],
+                }
+                if name in found
+                else {"origin": "not used"}
+            ),
+            "tasks_rated_from_it": int(summary[f"tasks_rated_{name}"]),
+        }
+        for name, key in RATINGS_LAYERS
+    }
+    used = [name for name in ref.RATINGS_SOURCES if summary[f"tasks_rated_{name}"] > 0]
     return _finish(
         context,
         df,
         sources,
         summary,
-        ratings_used=MetadataValue.text(ratings_source or "none"),
-        ratings_file=MetadataValue.text(str(chosen.path) if chosen else "none"),
+        ratings_used=MetadataValue.text(", ".join(used) or "none"),
+        ratings_file=MetadataValue.text(str(found[used[0]].path) if used else "none"),
+        ratings_sources=MetadataValue.json(per_source),
     )
 
 
@@ -426,16 +459,30 @@ def onet_tasks_expectations(onet_tasks: pl.DataFrame) -> AssetCheckResult:
     asset=onet_tasks,
     blocking=False,
     description=(
-        f"GX: at least {FLOOR_RATED_SHARE:.0%} of tasks carry O*NET ratings (2,131 = 11.3% with the partial "
-        "table). Not blocking: is_core stands in for importance where ratings are absent."
+        f"GX: at least {FLOOR_RATED_TASKS:,} tasks carry O*NET ratings (17,639 on the mirror: every Core or "
+        "Supplemental task), and every rated task names its ratings_source. Not blocking: with only the "
+        "partial table (2,131 tasks) it fails, and the importance model then runs on those tasks and says so."
     ),
 )
 def onet_tasks_ratings_coverage(onet_tasks: pl.DataFrame) -> AssetCheckResult:
+    rated = onet_tasks.filter(pl.col("has_ratings"))
+    counts = {
+        f"tasks_rated_{name}": int((rated["ratings_source"] == name).sum()) for name in ref.RATINGS_SOURCES
+    }
     outcome = _validate(
         "onet_tasks_ratings",
-        ("onet_tasks", onet_tasks, lambda: [ex.share_at_least("has_ratings", FLOOR_RATED_SHARE)]),
+        (
+            "ratings_count",
+            _metrics(tasks_with_ratings=rated.height),
+            lambda: [ex.metric_at_least("tasks_with_ratings", FLOOR_RATED_TASKS)],
+        ),
+        (
+            "rated_tasks",
+            rated,
+            lambda: [*ex.not_null(["ratings_source", "importance"]), ex.in_set("ratings_source", ref.RATINGS_SOURCES)],
+        ),
     )
-    return check_result(outcome, tasks_with_ratings=int(onet_tasks["has_ratings"].sum()))
+    return check_result(outcome, tasks_with_ratings=rated.height, **counts)
 
 
 @asset_check(

@@ -8,10 +8,14 @@ the tests assert.
 Decisions (each also stated where it is implemented):
 - O*NET files are tab-separated with no quoting; the literal `n/a` means missing. A record whose field count
   differs from the header's, or a file that does not end with a newline (all O*NET files do), is an error.
-- Task ratings: the full O*NET `Task Ratings.txt` is used when it resolves; otherwise the partial table
-  mirrored in `onet_task_ratings/` (2,131 tasks). `frequency_category` is the modal FT category (the category
-  with the largest share of respondents; ties go to the lower category), the partial file's single FT category
-  otherwise. Where no rating exists, `is_core` follows O*NET's Task Type (Core = relevance >= 67% and
+- Task ratings come from up to three sources, best first (RATINGS_SOURCES): the raw O*NET `Task Ratings.txt`
+  (`onet_task_ratings_full`), the derived one-row-per-task copy `task_ratings_im_rt_29x.csv` of all 17,639
+  rated 29.x tasks (`im_rt_29x`; its `freq_*` columns are not O*NET values and are never read), then the
+  partial WORKBank table of 2,131 tasks (`workbank_partial`). Each task takes all its rating columns from the
+  first source that rates it, named in `ratings_source` (`combine_task_ratings`). `frequency_category` is the
+  modal FT category of the raw file (the category with the largest share of respondents; ties go to the lower
+  category) or the partial file's single FT category, and null for tasks rated from the 29.x copy (it has no
+  FT categories). Where no rating exists, `is_core` follows O*NET's Task Type (Core = relevance >= 67% and
   importance >= 3.0); tasks with Task Type `n/a` use that rule on their ratings when rated and are not core
   when unrated.
 - OEWS markers: `*` (wage not available) and `**` (employment not released) become null; `#` (wage at or
@@ -38,6 +42,9 @@ from models.errors import InputError
 ONET_OCCUPATIONS = 1_016
 ONET_OCCUPATIONS_WITH_TASKS = 923
 ONET_TASKS = 18_796
+ONET_TASKS_RATED = 17_639  # every Core or Supplemental task of 29.2; the 1,157 Task Type n/a tasks are unrated
+# task-ratings sources, best first (the names land in onet_tasks.ratings_source)
+RATINGS_SOURCES = ("onet_task_ratings_full", "im_rt_29x", "workbank_partial")
 SOC_MAJOR_GROUPS = 22  # 11-0000 .. 53-0000; 55-0000 Military has no OEWS row and no O*NET tasks
 HOURS_PER_YEAR = 2_080.0  # a full-time year: 40 h x 52 weeks (the BLS annual = hourly x 2,080 convention)
 TOP_CODED_HOURLY = 115.0  # BLS '#': wage >= $115.00 per hour
@@ -316,6 +323,10 @@ def parse_task_ratings(path: str | Path) -> pl.DataFrame:
 
     - O*NET `Task Ratings.txt` (long: one row per task x scale x category): IM and RT data values; the modal
       FT category (largest share of respondents, ties to the lower category).
+    - `task_ratings_im_rt_29x.csv` (O*NET-SOC Code, Title, Task ID, Task, freq_*, importance[_lower/_upper],
+      relevance[_lower/_upper]; one row per rated task): importance and relevance only. Its `freq_*` columns
+      are a third party's weighted sum of the FT percentages, not O*NET values, so they are not read and
+      frequency_category stays null.
     - `task_ratings_partial_from_workbank.csv` (onetsoc_code, task_id, im, rt, ft_category_workbank).
     - WORKBank `task_statement_with_metadata.csv` (the partial file's upstream: Importance, Relevance and
       Frequency columns).
@@ -324,6 +335,8 @@ def parse_task_ratings(path: str | Path) -> pl.DataFrame:
     header = _first_line(path)
     if "Scale ID" in header and "\t" in header:
         return _parse_full_task_ratings(path)
+    if "importance_lower" in header and "relevance" in header:
+        return _parse_im_rt_ratings(path)
     if header.startswith("onetsoc_code"):
         df = read_csv_records(path, ["onetsoc_code", "task_id", "im", "rt", "ft_category_workbank"])
         names = {
@@ -365,6 +378,42 @@ def parse_task_ratings(path: str | Path) -> pl.DataFrame:
     return df.select(list(RATINGS_SCHEMA))
 
 
+def _parse_im_rt_ratings(path: Path) -> pl.DataFrame:
+    """The one-row-per-task IM/RT table: importance (IM, 1-5) and relevance (RT, 0-100), both required."""
+    df = read_csv_records(path, ["O*NET-SOC Code", "Task ID", "importance", "relevance"])
+    check_pattern(df, "O*NET-SOC Code", _ONET_CODE, path, "an O*NET-SOC code")
+    df = cast_number(df, "Task ID", pl.Int64(), path, rename="task_id", required=True)
+    df = cast_number(df, "importance", pl.Float64(), path, required=True, min_value=1, max_value=5)
+    df = cast_number(df, "relevance", pl.Float64(), path, required=True, min_value=0, max_value=100)
+    df = df.with_columns(
+        pl.col("O*NET-SOC Code").alias("onet_soc_code"), pl.lit(None, dtype=pl.Int64).alias("frequency_category")
+    )
+    check_unique(df, ["onet_soc_code", "task_id"], path)
+    return df.select(list(RATINGS_SCHEMA)).cast(RATINGS_SCHEMA).sort(["onet_soc_code", "task_id"])
+
+
+def combine_task_ratings(layers: Sequence[tuple[str, pl.DataFrame]]) -> pl.DataFrame:
+    """Ratings of several sources, best first -> one row per task with `ratings_source`.
+
+    Each task takes every rating column from the first layer that rates it (importance or relevance not
+    null); columns are never mixed across sources, so `ratings_source` says where all of a row's values
+    come from.
+    """
+    frames = []
+    taken = pl.DataFrame(schema={"onet_soc_code": pl.Utf8, "task_id": pl.Int64})
+    for name, ratings in layers:
+        rated = ratings.select(list(RATINGS_SCHEMA)).cast(RATINGS_SCHEMA).filter(
+            pl.col("importance").is_not_null() | pl.col("relevance").is_not_null()
+        )
+        new = rated.join(taken, on=["onet_soc_code", "task_id"], how="anti")
+        frames.append(new.with_columns(pl.lit(name, dtype=pl.Utf8).alias("ratings_source")))
+        taken = pl.concat([taken, new.select("onet_soc_code", "task_id")])
+    schema = {**RATINGS_SCHEMA, "ratings_source": pl.Utf8}
+    if not frames:
+        return pl.DataFrame(schema=schema)
+    return pl.concat(frames).select(list(schema)).sort(["onet_soc_code", "task_id"])
+
+
 def _parse_full_task_ratings(path: Path) -> pl.DataFrame:
     df = read_tsv(path, ["O*NET-SOC Code", "Task ID", "Scale ID", "Category", "Data Value"])
     check_pattern(df, "O*NET-SOC Code", _ONET_CODE, path, "an O*NET-SOC code")
@@ -404,23 +453,28 @@ def _parse_full_task_ratings(path: Path) -> pl.DataFrame:
 
 
 def build_onet_tasks(
-    statements: pl.DataFrame, ratings: pl.DataFrame | None, ratings_source: str | None
+    statements: pl.DataFrame, ratings: pl.DataFrame | None, ratings_source: str | None = None
 ) -> pl.DataFrame:
     """Task statements with ratings where present, `has_ratings`, `ratings_source` and the `is_core` proxy.
 
-    is_core: Task Type Core -> true, Supplemental -> false; Task Type n/a -> the Core rule (relevance >= 67
-    and importance >= 3.0) on the task's ratings when rated, false when unrated.
+    `ratings` may carry a per-task `ratings_source` column (combine_task_ratings); otherwise every rated task
+    gets `ratings_source`. is_core: Task Type Core -> true, Supplemental -> false; Task Type n/a -> the Core
+    rule (relevance >= 67 and importance >= 3.0) on the task's ratings when rated, false when unrated.
     """
     if ratings is None:
         ratings = pl.DataFrame(schema=RATINGS_SCHEMA)
+    if "ratings_source" not in ratings.columns:
+        ratings = ratings.with_columns(pl.lit(ratings_source, dtype=pl.Utf8).alias("ratings_source"))
     joined = statements.join(
-        ratings.select(list(RATINGS_SCHEMA)), on=["onet_soc_code", "task_id"], how="left"
+        ratings.select(*RATINGS_SCHEMA, pl.col("ratings_source").cast(pl.Utf8).alias("_source")),
+        on=["onet_soc_code", "task_id"],
+        how="left",
     )
     rated = pl.col("importance").is_not_null() | pl.col("relevance").is_not_null()
     rule = (pl.col("relevance") >= CORE_MIN_RELEVANCE) & (pl.col("importance") >= CORE_MIN_IMPORTANCE)
     return joined.with_columns(
         rated.alias("has_ratings"),
-        pl.when(rated).then(pl.lit(ratings_source)).otherwise(None).cast(pl.Utf8).alias("ratings_source"),
+        pl.when(rated).then(pl.col("_source")).otherwise(None).cast(pl.Utf8).alias("ratings_source"),
         pl.when(pl.col("task_type") == "Core")
         .then(True)
         .when(pl.col("task_type") == "Supplemental")
@@ -461,6 +515,11 @@ def onet_tasks_summary(tasks: pl.DataFrame, ratings: pl.DataFrame | None = None)
         "tasks_with_ratings": rated.height,
         "rated_share": rated.height / tasks.height if tasks.height else 0.0,
         "occupations_with_ratings": rated["onet_soc_code"].n_unique(),
+        "typed_tasks_unrated": int((tasks["task_type"].is_not_null() & ~tasks["has_ratings"]).sum()),
+        **{
+            f"tasks_rated_{name}": int((rated["ratings_source"] == name).sum())
+            for name in RATINGS_SOURCES
+        },
         "is_core_true": int(tasks["is_core"].sum()),
         # how well the documented Core rule reproduces O*NET's Task Type on the rated tasks
         "core_rule_agreement": float(((typed["task_type"] == "Core") == rule).mean())

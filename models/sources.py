@@ -67,6 +67,11 @@ SOURCES: dict[str, SourceFile] = {
         SourceFile("onet", "Task Ratings.txt",
                    "https://www.onetcenter.org/dl_files/database/db_29_2_text/Task%20Ratings.txt",
                    f"O*NET {ONET_VERSION}", licence="CC BY 4.0"),
+        # IM and RT of all 17,639 rated 29.x tasks, one row per task (a derived copy; see its SOURCES.md)
+        SourceFile("onet_task_ratings", "task_ratings_im_rt_29x.csv",
+                   "https://raw.githubusercontent.com/theodorewright11/aei_data_analysis/"
+                   "028ed65b46e35707e57ffb8691625aed4a4c80b5/scripts/task_level_with_freq_importance_relevance.csv",
+                   "O*NET 29.x Task Ratings IM/RT (derived copy, T. Wright @ 028ed65)", licence="CC BY 4.0"),
         SourceFile("onet_task_ratings", "task_ratings_partial_from_workbank.csv",
                    f"{_WORKBANK}/task_data/task_statement_with_metadata.csv",
                    "WORKBank task metadata (O*NET 29.x ratings of 2,131 tasks)", licence="O*NET CC BY 4.0"),

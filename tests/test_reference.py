@@ -94,7 +94,25 @@ def test_assets_record_source_version_sha256_and_counts(built, mirror: Path) -> 
     assert "O*NET 29.2" in md["source_version"]
     assert md["source_origin"] == "mirror"
     assert md["rows"] == md["row_count"] == 18_796
-    assert md["tasks_with_ratings"] == 2_131
+    assert md["tasks_with_ratings"] == 17_639
+    # ratings: rows per source and each file's sha256; the 29.x IM/RT table rates every Core/Supplemental
+    # task, so the partial table is not consulted
+    assert (md["tasks_rated_onet_task_ratings_full"], md["tasks_rated_im_rt_29x"]) == (0, 17_639)
+    assert md["tasks_rated_workbank_partial"] == 0 and md["typed_tasks_unrated"] == 0
+    assert md["ratings_used"] == "im_rt_29x"
+    per_source = md["ratings_sources"]
+    ratings_file = mirror / "onet_task_ratings" / "task_ratings_im_rt_29x.csv"
+    assert per_source["im_rt_29x"]["sha256"] == sha256_file(ratings_file)
+    assert per_source["im_rt_29x"]["sha256"].startswith("ca8980e87ce76e17")  # as its SOURCES.md states
+    assert per_source["im_rt_29x"]["rows_in_file"] == 17_639
+    assert per_source["im_rt_29x"]["origin"] == "mirror" and per_source["im_rt_29x"]["tasks_rated_from_it"] == 17_639
+    assert per_source["workbank_partial"] == {
+        "source_file": "onet_task_ratings/task_ratings_partial_from_workbank.csv",
+        "origin": "not used",
+        "tasks_rated_from_it": 0,
+    }
+    assert per_source["onet_task_ratings_full"]["origin"] == "not used"  # not mirrored, downloads off
+    assert sha256_file(ratings_file) in md["sources"]["onet_task_ratings/task_ratings_im_rt_29x.csv"]["sha256"]
     assert "|" in md["preview"]  # the Markdown preview
     oews_md = _metadata(built, "oews_wages")
     assert oews_md["sha256"] == sha256_file(mirror / "oews" / "national_M2024_dl.xlsx")
@@ -122,7 +140,7 @@ def test_onet_occupations(built) -> None:
     assert row["major_group_title"] == "Computer and Mathematical Occupations"
 
 
-def test_onet_tasks_and_partial_ratings(built) -> None:
+def test_onet_tasks_and_ratings(built, mirror: Path) -> None:
     tasks = _table(built, "onet_tasks")
     assert tasks.height == 18_796 and tasks["onet_soc_code"].n_unique() == 923
     assert tasks.select(pl.struct("onet_soc_code", "task_id").n_unique()).item() == 18_796
@@ -132,15 +150,94 @@ def test_onet_tasks_and_partial_ratings(built) -> None:
         1_157,
     ]
     rated = tasks.filter(pl.col("has_ratings"))
-    assert rated.height == 2_131 and rated["onet_soc_code"].n_unique() == 287
-    assert set(rated["ratings_source"]) == {"workbank_partial"}
-    assert tasks.filter(~pl.col("has_ratings"))["importance"].null_count() == 18_796 - 2_131
-    assert rated["importance"].min() >= 1 and rated["importance"].max() <= 5
-    assert int(tasks["is_core"].sum()) == 13_417  # Core tasks; no n/a task is rated in the partial table
+    assert rated.height == 17_639 and rated["onet_soc_code"].n_unique() == 879
+    assert set(rated["ratings_source"]) == {"im_rt_29x"}
+    # exactly the Core and Supplemental tasks are rated; the 1,157 Task Type n/a tasks are not
+    assert rated["task_type"].null_count() == 0
+    assert tasks.filter(pl.col("task_type").is_null())["has_ratings"].sum() == 0
+    assert tasks.filter(~pl.col("has_ratings"))["importance"].null_count() == 18_796 - 17_639
+    assert rated["importance"].null_count() == 0 and rated["relevance"].null_count() == 0
+    assert rated["importance"].min() == 1.44 and rated["importance"].max() == 5.0
+    assert rated["relevance"].min() >= 0 and rated["relevance"].max() <= 100
+    # the 29.x table's freq_* are not O*NET frequencies: no frequency category is taken from it
+    assert rated["frequency_category"].null_count() == 17_639
+    assert int(tasks["is_core"].sum()) == 13_417  # Core tasks; no n/a task is rated
+    ceo = tasks.filter((pl.col("onet_soc_code") == "11-1011.00") & (pl.col("task_id") == 8823)).row(0, named=True)
+    assert (ceo["importance"], ceo["relevance"]) == (4.52, 74.44)  # the raw Task Ratings.txt values
     first = tasks.filter((pl.col("onet_soc_code") == "11-2011.00") & (pl.col("task_id") == 3223)).row(
         0, named=True
     )
+    assert (first["importance"], first["relevance"]) == (3.67, 81.73)
+    # every one of the 2,131 partial values is identical in the full table
+    partial = ref.parse_task_ratings(mirror / "onet_task_ratings" / "task_ratings_partial_from_workbank.csv")
+    both = partial.join(tasks, on=["onet_soc_code", "task_id"], how="inner", suffix="_used")
+    assert both.height == 2_131
+    assert (both["importance"] == both["importance_used"]).all()
+    assert (both["relevance"] == both["relevance_used"]).all()
+
+
+def test_ratings_fall_back_to_the_partial_table(
+    mirror: Path, empty_raw_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the 29.x table the partial one rates 2,131 tasks, and the ratings-coverage floor fails."""
+    partial_mirror = tmp_path / "mirror"
+    (partial_mirror / "onet_task_ratings").mkdir(parents=True)
+    (partial_mirror / "onet").symlink_to(mirror / "onet", target_is_directory=True)
+    shutil.copy(
+        mirror / "onet_task_ratings" / "task_ratings_partial_from_workbank.csv", partial_mirror / "onet_task_ratings"
+    )
+    monkeypatch.setenv("BENCHMAP_MIRROR", str(partial_mirror))
+    path = tmp_path / "warehouse" / "benchmap.duckdb"
+    result = _materialize(path, ["onet_tasks"])
+    assert result.success, _error_text(result)
+    tasks = wh.read_table(path, "onet_tasks")
+    rated = tasks.filter(pl.col("has_ratings"))
+    assert rated.height == 2_131 and rated["onet_soc_code"].n_unique() == 287
+    assert set(rated["ratings_source"]) == {"workbank_partial"}
+    first = rated.filter((pl.col("onet_soc_code") == "11-2011.00") & (pl.col("task_id") == 3223)).row(
+        0, named=True
+    )
     assert (first["importance"], first["relevance"], first["frequency_category"]) == (3.67, 81.73, 3)
+    events = result.get_asset_materialization_events()
+    md = {k: getattr(v, "value", v) for k, v in events[0].materialization.metadata.items()}
+    assert (md["tasks_rated_im_rt_29x"], md["tasks_rated_workbank_partial"]) == (0, 2_131)
+    assert md["ratings_sources"]["workbank_partial"]["rows_in_file"] == 2_131
+    assert md["ratings_sources"]["im_rt_29x"]["origin"] == "not used"
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    coverage = checks["onet_tasks_ratings_coverage"]
+    assert coverage.passed is False and coverage.metadata["tasks_with_ratings"].value == 2_131
+    assert "tasks_with_ratings" in coverage.description and checks["onet_tasks_expectations"].passed
+
+
+def test_im_rt_ratings_layout_and_bad_values(tmp_path: Path) -> None:
+    header = (
+        "O*NET-SOC Code,Title,Task ID,Task,freq_mean,freq_lower,freq_upper,importance,importance_lower,"
+        "importance_upper,relevance,relevance_lower,relevance_upper\n"
+    )
+    good = tmp_path / "task_ratings_im_rt_29x.csv"
+    good.write_text(
+        header
+        + '11-1011.00,Chief Executives,8823,"Direct, or coordinate",0.61,0.2,1.97,4.52,4.3146,4.735,74.44,57.6,86.2\n'
+        + "11-1011.00,Chief Executives,8824,Confer,0.56,0.23,1.51,4.32,,,81.71,61.0,92.7\n"
+    )
+    ratings = ref.parse_task_ratings(good)
+    assert ratings.columns == list(ref.RATINGS_SCHEMA)
+    assert ratings["importance"].to_list() == [4.52, 4.32] and ratings["relevance"].to_list() == [74.44, 81.71]
+    assert ratings["frequency_category"].null_count() == 2  # freq_mean is not an FT category
+    bad = tmp_path / "bad_29x.csv"
+    bad.write_text(header + "11-1011.00,Chief Executives,8823,Direct,0.61,0.2,1.97,5.52,,,74.44,,\n")
+    with pytest.raises(InputError, match=r"bad_29x.csv, line 2: column 'importance': above the maximum"):
+        ref.parse_task_ratings(bad)
+    # sources combine best first, never mixing columns across sources
+    combined = ref.combine_task_ratings(
+        [
+            ("onet_task_ratings_full", ratings.head(1).with_columns(pl.lit(3, dtype=pl.Int64).alias("frequency_category"))),
+            ("im_rt_29x", ratings.with_columns(pl.col("importance") - 1)),
+        ]
+    )
+    assert combined["ratings_source"].to_list() == ["onet_task_ratings_full", "im_rt_29x"]
+    assert combined["importance"].to_list() == [4.52, pytest.approx(3.32)]
+    assert combined["frequency_category"].to_list() == [3, None]
 
 
 def test_oews_wages(built) -> None:
@@ -349,13 +446,19 @@ def test_failed_rematerialization_leaves_table_unchanged(
     first = _materialize(warehouse_path, ["onet_tasks"])
     assert first.success, _error_text(first)
     tasks = wh.read_table(warehouse_path, "onet_tasks")
-    rated = tasks.filter(pl.col("has_ratings")).sort("task_id")
+    # each task takes its ratings from the best source that rates it: 4 from the raw file, the other
+    # 17,637 Core/Supplemental tasks from the mirror's 29.x IM/RT table
+    counts = dict(tasks.group_by("ratings_source").len().iter_rows())
+    assert counts == {"onet_task_ratings_full": 4, "im_rt_29x": 17_637, None: 18_796 - 17_641}
+    rated = tasks.filter(pl.col("ratings_source") == "onet_task_ratings_full").sort("task_id")
     assert rated["task_id"].to_list() == [8823, 8824, 15267, 15268]
-    assert set(rated["ratings_source"]) == {"onet_task_ratings_full"}
     assert rated["frequency_category"].to_list() == [3, 4, 5, 3]  # modal FT; the 4/5 tie goes to 4
     assert rated["importance"].to_list() == [4.52, 4.10, 3.50, 3.20]
     # Task Type n/a tasks: the Core rule on their ratings (RT 80 / IM 3.5 -> core; RT 50 -> not)
     assert rated["is_core"].to_list() == [True, True, True, False]
+    metadata = first.get_asset_materialization_events()[0].materialization.metadata
+    assert metadata["ratings_used"].value == "onet_task_ratings_full, im_rt_29x"
+    assert metadata["ratings_sources"].value["onet_task_ratings_full"]["origin"] == "raw"
     before = _table_digest(warehouse_path, "onet_tasks")
 
     # second run: a truncated Task Statements.txt in data/raw -> InputError, nothing written
