@@ -25,6 +25,7 @@ from statsmodels.tools.sm_exceptions import (
 )
 
 from models.coverage import major_group_of
+from models.fe_logit import FixedEffectsLogitFit, fit_fe_logit
 from models.stats import log_ratio_interval, logistic, with_wilson_ci, z_value
 
 TASK_KEY = ["onet_soc_code", "task_id"]
@@ -101,7 +102,7 @@ class ModelTables(NamedTuple):
     probabilities: pl.DataFrame
     contrasts: pl.DataFrame
     sample: pl.DataFrame  # model, item, value: sample sizes and exclusions
-    fit: LogitFit | None
+    fit: LogitFit | FixedEffectsLogitFit | None
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready regression summary: formula, n, clusters, covariance, coefficients, probabilities."""
@@ -604,14 +605,22 @@ def importance_fe_model(
     model: str = "importance_fe",
     min_occupations: int = 2,
     include_fixed_effects: bool = False,
+    alpha: float = 0.05,
 ) -> ModelTables:
     """Model 2: `covered_5 ~ exposed + C(importance_quintile) + C(occupation)`, clustered by occupation.
 
-    Run only on tasks with an O*NET importance rating (the rest are excluded and counted). Occupations
-    whose tasks are all covered or all uncovered carry no within-occupation information and would make
-    their fixed effect run off to +-infinity, so they are dropped explicitly and counted. Adjusted
-    probabilities per quintile x exposure and the top-vs-bottom quintile ratio are average predictive
-    margins over the kept tasks (each keeps its own occupation effect).
+    Run on every task with an O*NET importance rating (17,639 with the full ratings; the unrated are
+    excluded and counted). Importance quintiles are within occupation (`importance_quintile`); exposure is
+    the Eloundou et al. human label (E1/E2 = exposed). Occupations whose tasks are all covered or all
+    uncovered carry no within-occupation information and would make their fixed effect run off to
+    +-infinity, so they are dropped explicitly and counted. The logit is the unconditional fixed-effects
+    logit (occupation intercepts as parameters), fitted by `models.fe_logit` (the same estimate and
+    clustered covariance as statsmodels with dummies, in milliseconds instead of tens of seconds).
+
+    Adjusted probabilities per quintile x exposure are average predictive margins over the kept tasks (each
+    keeps its own occupation effect) with delta-method 95% CIs (logit scale, clustered covariance).
+    Contrasts: top vs bottom quintile (exposure as observed) and exposed vs not (quintile as observed),
+    ratios of average margins with log-scale delta-method CIs.
     """
     formula_full = f"{outcome} ~ exposed + C(importance_quintile) + C(occupation)"
     n_input = task_df.height
@@ -629,7 +638,7 @@ def importance_fe_model(
     )
     frame = frame.with_columns(importance_quintile("occupation").alias("importance_quintile"))
     varies = pl.col(outcome).n_unique().over("occupation") > 1
-    kept = frame.filter(varies)
+    kept = frame.filter(varies).sort("occupation", maintain_order=True)
     dropped = frame.filter(~varies)
     sizes = {
         "n_tasks_input": n_input,
@@ -665,32 +674,152 @@ def importance_fe_model(
     formula = formula_full if exposure_varies else f"{outcome} ~ C(importance_quintile) + C(occupation)"
     if not exposure_varies:
         note += "; exposure dropped (no within-occupation variation)"
-    fit, note = _safe_fit(kept, formula, "occupation", model, note, check_rank=False)
-    if fit is None:
-        return not_estimated(model, formula, note, sizes, kept.height, kept["occupation"].n_unique())
-    coefficients = tidy_coefficients(fit, drop_prefixes=() if include_fixed_effects else ("C(occupation)",))
     quintiles = sorted(kept["importance_quintile"].unique().to_list())
-    exposures = [0, 1] if exposure_varies else [None]
-    grid_columns: dict[str, list[Any]] = {"importance_quintile": [q for q in quintiles for _ in exposures]}
-    if exposure_varies:
-        grid_columns["exposed"] = [e for _ in quintiles for e in exposures]
+    terms = (["exposed"] if exposure_varies else []) + [f"C(importance_quintile)[T.{q}]" for q in quintiles[1:]]
+    observed_exposure = kept["exposed"].cast(pl.Float64).to_numpy()
+    observed_quintile = kept["importance_quintile"].to_numpy()
+
+    def design(exposed: float | None = None, quintile: int | None = None) -> np.ndarray:
+        """Slope design of the kept tasks, with exposure and/or the quintile set for every task."""
+        n = kept.height
+        columns = []
+        if exposure_varies:
+            columns.append(observed_exposure if exposed is None else np.full(n, float(exposed)))
+        q = observed_quintile if quintile is None else np.full(n, quintile)
+        columns += [(q == level).astype(float) for level in quintiles[1:]]
+        return np.column_stack(columns)
+
+    labels, codes = np.unique(kept["occupation"].to_numpy(), return_inverse=True)
+    try:
+        fit = fit_fe_logit(
+            kept[outcome].to_numpy().astype(float),
+            design(),
+            codes,
+            terms=terms,
+            group_labels=[str(label) for label in labels],
+            model=model,
+        )
+    except (np.linalg.LinAlgError, ValueError) as error:
+        note = f"{note} Could not be estimated: {type(error).__name__}: {error}"
+        return not_estimated(model, formula, note, sizes, kept.height, kept["occupation"].n_unique())
+    if not fit.converged:
+        note = f"{note} Did not converge in {fit.iterations} iterations."
+    if not np.all(np.isfinite(fit.beta)) or not np.all(np.isfinite(np.diag(fit.cov_beta))):
+        note = f"{note} Could not be estimated: non-finite coefficients or standard errors"
+        return not_estimated(model, formula, note, sizes, kept.height, kept["occupation"].n_unique())
+    fit.note = note
+    coefficients = _fe_coefficients(fit, formula, alpha, include_fixed_effects)
+    grid_rows = [(q, e) for q in quintiles for e in ([0, 1] if exposure_varies else [None])]
+    estimates = []
+    for q, e in grid_rows:
+        prob, gradient = fit.average_margin(design(exposed=e, quintile=q))
+        se, low, high = _interval_from_margin(Margin(prob, gradient), fit.cov_beta, alpha)
+        estimates.append({"prob": prob, "se": se, "ci_low": low, "ci_high": high})
     grid = pl.DataFrame(
-        grid_columns,
-        schema={"importance_quintile": pl.Int64, "exposed": pl.Int8}
-        if exposure_varies
-        else {"importance_quintile": pl.Int64},
+        {"importance_quintile": [q for q, _ in grid_rows]}
+        | ({"exposed": [e for _, e in grid_rows]} if exposure_varies else {}),
+        schema={"importance_quintile": pl.Int64} | ({"exposed": pl.Int8} if exposure_varies else {}),
     )
-    probabilities = adjusted_probabilities(fit, grid, average_over=kept).with_columns(
-        pl.lit(fit.note).alias("note")
-    )
-    contrasts = probability_ratio(
-        fit,
-        {"importance_quintile": quintiles[-1]},
-        {"importance_quintile": quintiles[0]},
-        average_over=kept,
-        contrast=f"importance quintile {quintiles[-1]} vs {quintiles[0]} (exposure as observed)",
+    probabilities = pl.concat(
+        [
+            pl.DataFrame({"model": [model] * grid.height, "margin": ["average"] * grid.height}),
+            grid,
+            pl.DataFrame(
+                estimates,
+                schema={"prob": pl.Float64, "se": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64},
+            ),
+        ],
+        how="horizontal",
+    ).with_columns(pl.lit(note).alias("note"))
+    comparisons = [
+        (
+            f"importance quintile {quintiles[-1]} vs {quintiles[0]} (exposure as observed)",
+            design(quintile=quintiles[-1]),
+            design(quintile=quintiles[0]),
+        )
+    ]
+    if exposure_varies:
+        comparisons.append(
+            (
+                "exposed vs not, within occupations (importance quintile as observed)",
+                design(exposed=1),
+                design(exposed=0),
+            )
+        )
+    contrasts = pl.concat(
+        [_fe_ratio(fit, label, design_a, design_b, alpha) for label, design_a, design_b in comparisons]
     )
     return ModelTables(coefficients, probabilities, contrasts, _sample_frame(model, sizes), fit)
+
+
+def _fe_coefficients(
+    fit: FixedEffectsLogitFit, formula: str, alpha: float, include_fixed_effects: bool
+) -> pl.DataFrame:
+    """Coefficient rows named as statsmodels names them for the dummy-variable formula: Intercept (the
+    first occupation's effect), the slopes and, with `include_fixed_effects`, C(occupation)[T.<code>]
+    (each occupation's effect minus the first's)."""
+    z = z_value(alpha)
+    rows = [("Intercept", float(fit.alpha[0]), fit.alpha_se(0))]
+    rows += [
+        (term, float(fit.beta[j]), float(math.sqrt(max(fit.cov_beta[j, j], 0.0))))
+        for j, term in enumerate(fit.terms)
+    ]
+    if include_fixed_effects:
+        rows += [
+            (f"C(occupation)[T.{label}]", float(fit.alpha[g] - fit.alpha[0]), fit.alpha_se(g, reference=0))
+            for g, label in enumerate(fit.group_labels)
+            if g > 0
+        ]
+    out = []
+    for term, coef, se in rows:
+        stat = coef / se if se > 0 else float("nan")
+        out.append(
+            {
+                "model": fit.model,
+                "term": term,
+                "coef": coef,
+                "se": se,
+                "z": stat,
+                "p": float(math.erfc(abs(stat) / math.sqrt(2))) if math.isfinite(stat) else float("nan"),
+                "ci_low": coef - z * se,
+                "ci_high": coef + z * se,
+                "n": fit.n,
+                "n_clusters": fit.n_clusters,
+                "cov_type": fit.cov_type,
+                "formula": formula,
+                "converged": fit.converged,
+                "note": fit.note,
+            }
+        )
+    return pl.DataFrame(out, schema=COEFFICIENT_SCHEMA)
+
+
+def _fe_ratio(
+    fit: FixedEffectsLogitFit, label: str, design_a: np.ndarray, design_b: np.ndarray, alpha: float
+) -> pl.DataFrame:
+    """Ratio of two average margins with a log-scale delta-method CI (one row, CONTRAST_SCHEMA)."""
+    prob_a, grad_a = fit.average_margin(design_a)
+    prob_b, grad_b = fit.average_margin(design_b)
+    gradient = grad_a / prob_a - grad_b / prob_b  # d log(p_a / p_b) / d theta, reduced
+    se_log = float(math.sqrt(max(gradient @ fit.cov_beta @ gradient, 0.0)))
+    ratio, low, high = log_ratio_interval(math.log(prob_a / prob_b), se_log, alpha)
+    return pl.DataFrame(
+        [
+            {
+                "model": fit.model,
+                "contrast": label,
+                "prob_a": prob_a,
+                "prob_b": prob_b,
+                "ratio": ratio,
+                "se_log_ratio": se_log,
+                "ci_low": low,
+                "ci_high": high,
+                "margin": "average",
+                "note": fit.note,
+            }
+        ],
+        schema=CONTRAST_SCHEMA,
+    )
 
 
 # --- model 3: WORKBank worker desire and AI capability ------------------------------------------------------
