@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
-from dagster import ConfigurableResource, EnvVar
+from dagster import ConfigurableResource, EnvVar, InitResourceContext
 
 from models import warehouse as wh
 from models.sources import PROJECT_ROOT
@@ -23,6 +23,14 @@ class Warehouse(ConfigurableResource):
     """The embedded DuckDB warehouse. Connections are short-lived and retry on the file lock."""
 
     path: str = str(DEFAULT_WAREHOUSE)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        """Integrity before trust: every run (sensor, schedule, UI) starts by checking that the warehouse file is
+        whole and every table reads (pipelines/integrity.py, ~0.1 s); a damaged file fails the run with the
+        recovery command instead of writing into it."""
+        from pipelines import integrity
+
+        integrity.check_for_run(self.path)
 
     @property
     def export_dir(self) -> Path:
@@ -71,16 +79,17 @@ class LabelerResource(ConfigurableResource):
     model: str = "gpt-4o-mini"
     base_url: str | None = None
     api_key: str | None = None  # only ever from the environment: EnvVar("OPENAI_API_KEY")
-    shortlist_k: int = 40
+    occupation_list: str = "all"  # openai step 1: 'all' 923 titles by major group (cached) | 'ranked' top-k
+    occupation_k: int = 40  # openai, occupation_list='ranked': the offline ranking's top-k occupations
     max_concurrency: int = 4
     timeout_s: float = 60.0
     max_retries: int = 4
     response_format: str = "auto"  # 'json_schema' (OpenAI) | 'json_object' (llama.cpp) | 'auto'
     batch_size: int = 256
     progress_every: int = 500
-    max_labels: int = 8  # openai: at most this many tasks per prompt
-    max_input_tokens: int = 3000  # openai: request budget (chars/4); long prompts are cut head+tail to fit
-    max_output_tokens: int = 600
+    max_labels: int = 10  # openai: at most this many tasks per prompt
+    max_prompt_chars: int = 6000  # openai: longer prompts are cut head+tail to this (as the reference saw)
+    max_output_tokens: int = 400
     backoff_base_s: float = 1.0
 
     def llm_config(self) -> LLMConfig:
@@ -93,13 +102,14 @@ class LabelerResource(ConfigurableResource):
         return LLMConfig(
             model=self.model, base_url=self.base_url,
             api_key=key or os.environ.get("OPENAI_API_KEY") or None,
-            shortlist_k=self.shortlist_k, max_labels=self.max_labels, max_concurrency=self.max_concurrency,
+            occupation_list=self.occupation_list, occupation_k=self.occupation_k, max_labels=self.max_labels,
+            max_concurrency=self.max_concurrency,
             timeout_s=self.timeout_s, max_retries=self.max_retries, response_format=self.response_format,
-            max_input_tokens=self.max_input_tokens, max_output_tokens=self.max_output_tokens,
+            max_prompt_chars=self.max_prompt_chars, max_output_tokens=self.max_output_tokens,
             backoff_base_s=self.backoff_base_s)
 
     def build(self, index: Any) -> Labeler:
-        """The configured labeler over a TaskIndex: OfflineLabeler, or OpenAILabeler over its shortlist."""
+        """The configured labeler over a TaskIndex: OfflineLabeler, or the two-step OpenAILabeler."""
         if self.kind == "openai":
             from models.labeling.llm import OpenAILabeler
 
@@ -119,5 +129,6 @@ def build_labeler_resource() -> LabelerResource:
             model=os.environ.get("BENCHMAP_LLM_MODEL", "gpt-4o-mini"),
             base_url=os.environ.get("OPENAI_BASE_URL") or None,
             api_key=EnvVar("OPENAI_API_KEY") if os.environ.get("OPENAI_API_KEY") else None,
+            occupation_list=os.environ.get("BENCHMAP_LLM_OCCUPATION_LIST", "all"),
         )
     return LabelerResource(kind="offline", model="offline")

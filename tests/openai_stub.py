@@ -5,12 +5,22 @@ Started on 127.0.0.1 with an ephemeral port (`with OpenAIStub() as stub: stub.ba
 - `stub.script(*actions)` queues actions answered in arrival order (any prompt);
 - `stub.on("needle", *actions)` queues actions for requests whose user message contains `needle` (checked
   first, so concurrent tests can script each prompt);
-- otherwise `stub.default(request) -> Action` answers (by default: a valid answer choosing the first two
-  shortlisted task IDs, read from the request's schema enum).
+- otherwise `stub.default(request) -> Action` answers (by default `valid(2)`).
 
-Actions: `Reply(content | callable, usage, finish_reason)`, `Status(code, message, headers)`,
+It speaks the labeler's two-step protocol (models/labeling/llm_prompt.py): `step_of(body)` tells a step-1
+request (work + occupations; schema property `occupations`) from a step-2 one (tasks of the chosen
+occupations); `offered_occupations` / `offered_tasks` read what a request offers (its schema enum, or the
+list lines when no schema is sent). A rule's or the queue's actions are consumed one per request, whatever
+the step, so `stub.on("needle", not_work())` answers step 1 and `stub.on("needle", valid(), invalid_json())`
+breaks step 2.
+
+Actions: `Reply(content | callable, usage, finish_reason, cached)`, `Status(code, message, headers)`,
 `Slow(seconds, then)` (sleep before answering: the client's timeout fires first), plus helpers
-`valid(n)`, `unknown_id(task_id)`, `invalid_json()`, `empty()`, `rate_limited(retry_after)`, `server_error()`.
+`valid(n, occupations)` (step 1: work + the first offered occupations; step 2: the first n offered tasks),
+`answer(occupations, tasks, work)`, `not_work()`, `unknown_id(id)` (an ID never offered, at either step),
+`invalid_json()`, `empty()`, `rate_limited(retry_after)`, `server_error()`. Usage reports
+`prompt_tokens_details.cached_tokens`: by default the length of the longest message prefix (in chars/4)
+shared with an earlier request, like a provider's prefix cache.
 
 `dialect="llama.cpp"` answers response_format {"type": "json_schema"} with HTTP 500 as llama.cpp does and
 accepts {"type": "json_object", "schema": ...}. Every request is recorded in `stub.requests` (path, headers,
@@ -24,6 +34,7 @@ import email.parser
 import email.policy
 import itertools
 import json
+import os
 import re
 import threading
 import time
@@ -39,6 +50,7 @@ class Reply:
     content: str | Callable[[dict], str] | None
     usage: tuple[int, int] | None = None  # (prompt_tokens, completion_tokens); default: chars/4
     finish_reason: str = "stop"
+    cached: int | None = None  # prompt_tokens_details.cached_tokens; default: the shared-prefix estimate
 
 
 @dataclass
@@ -64,33 +76,86 @@ def schema_of(body: dict) -> dict | None:
     return rf.get("schema")
 
 
-def candidate_ids(body: dict) -> list[int]:
-    """The shortlisted task IDs of a request: the schema's enum, else the ids in the candidate lines."""
+def step_of(body: dict) -> int:
+    """1 (occupations) or 2 (tasks) of the labeler's two-step protocol: from the schema, else the messages."""
     schema = schema_of(body)
     if schema:
-        return list(schema["properties"]["tasks"]["items"]["properties"]["task_id"]["enum"])
-    system = body["messages"][0]["content"]
-    return [int(m) for m in re.findall(r"^(\d+) \| ", system, re.MULTILINE)]
+        return 1 if "occupations" in schema.get("properties", {}) else 2
+    users = [m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user"]
+    return 2 if any(u.startswith("Step 2.") for u in users) else 1
+
+
+def offered_occupations(body: dict) -> list[int]:
+    """Step 1: the occupation numbers offered (schema enum, else the 'number title' lines)."""
+    schema = schema_of(body)
+    if schema and "occupations" in schema.get("properties", {}):
+        return list(schema["properties"]["occupations"]["items"]["enum"])
+    system = body["messages"][0]["content"].split("Occupation list", 1)[-1]
+    return [int(m) for m in re.findall(r"^(\d+) \S", system, re.MULTILINE)]
+
+
+def offered_tasks(body: dict) -> list[int]:
+    """Step 2: the task IDs offered (schema enum, else the 'task_id | statement' lines of the last message)."""
+    schema = schema_of(body)
+    if schema and "tasks" in schema.get("properties", {}):
+        return list(schema["properties"]["tasks"]["items"]["enum"])
+    users = [m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user"]
+    step2 = next((u for u in users if u.startswith("Step 2.")), "")
+    return [int(m) for m in re.findall(r"^(\d+) \| ", step2, re.MULTILINE)]
+
+
+def candidate_ids(body: dict) -> list[int]:
+    """The IDs a request offers: occupation numbers at step 1, task IDs at step 2."""
+    return offered_occupations(body) if step_of(body) == 1 else offered_tasks(body)
 
 
 def user_text(body: dict) -> str:
     return "\n".join(m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user")
 
 
-def valid(n: int = 2, rationale: str = "The prompt asks for this work.") -> Reply:
-    return Reply(
-        lambda body: json.dumps(
-            {"tasks": [{"task_id": t, "rationale": rationale} for t in candidate_ids(body)[:n]]}
-        )
-    )
+def answer(occupations: list[int] | None = None, tasks: list[int] | None = None, *, work: str = "yes",
+           reading: str = "The prompt asks for this work.") -> Reply:
+    """A scripted answer to whichever step is asked: step 1 gets work + `occupations` (default: the first
+    offered), step 2 gets `tasks` (default: the first two offered)."""
+
+    def content(body: dict) -> str:
+        if step_of(body) == 1:
+            occ = occupations if occupations is not None else offered_occupations(body)[:1]
+            return json.dumps({"reading": reading, "work": work, "occupations": occ if work == "yes" else []})
+        return json.dumps({"tasks": tasks if tasks is not None else offered_tasks(body)[:2]})
+
+    return Reply(content)
+
+
+def valid(n: int = 2, occupations: int = 1) -> Reply:
+    """Step 1: work, the first `occupations` offered; step 2: the first `n` offered tasks."""
+
+    def content(body: dict) -> str:
+        if step_of(body) == 1:
+            return json.dumps({"reading": "The prompt asks for this work.", "work": "yes",
+                               "occupations": offered_occupations(body)[:occupations]})
+        return json.dumps({"tasks": offered_tasks(body)[:n]})
+
+    return Reply(content)
+
+
+def not_work(reading: str = "A personal errand, not paid work.") -> Reply:
+    return Reply(json.dumps({"reading": reading, "work": "no", "occupations": []}))
 
 
 def unknown_id(task_id: int = 99_999_999) -> Reply:
-    return Reply(json.dumps({"tasks": [{"task_id": task_id, "rationale": "made up"}]}))
+    """An ID that was never offered: an occupation number at step 1, a task ID at step 2."""
+
+    def content(body: dict) -> str:
+        if step_of(body) == 1:
+            return json.dumps({"reading": "made up", "work": "yes", "occupations": [task_id]})
+        return json.dumps({"tasks": [task_id]})
+
+    return Reply(content)
 
 
 def invalid_json() -> Reply:
-    return Reply('{"tasks": [{"task_id": 1, "rationale": "unterminated')
+    return Reply('{"tasks": [1, 2')
 
 
 def empty() -> Reply:
@@ -125,6 +190,7 @@ class OpenAIStub:
         self._rules: list[tuple[str, deque[Action]]] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        self._seen_prompts: list[str] = []
         self.pending_polls = 0  # GET /batches/{id} answers 'in_progress' this many times first
         self.in_flight = 0
         self.max_in_flight = 0
@@ -271,11 +337,14 @@ class OpenAIStub:
 
     def _completion(self, body: dict, reply: Reply) -> dict[str, Any]:
         content = reply.content(body) if callable(reply.content) else reply.content
+        text = "".join(f"<{m.get('role')}>{m.get('content') or ''}" for m in body.get("messages", []))
         if reply.usage is not None:
             tin, tout = reply.usage
         else:
             chars = sum(len(m.get("content") or "") for m in body.get("messages", []))
             tin, tout = -(-chars // 4), -(-len(content or "") // 4)
+        cached = reply.cached if reply.cached is not None else self._cached_tokens(text)
+        cached = min(cached, tin)
         return {
             "id": f"chatcmpl-{next(self._ids)}",
             "object": "chat.completion",
@@ -288,8 +357,18 @@ class OpenAIStub:
                     "message": {"role": "assistant", "content": content},
                 }
             ],
-            "usage": {"prompt_tokens": tin, "completion_tokens": tout, "total_tokens": tin + tout},
+            "usage": {"prompt_tokens": tin, "completion_tokens": tout, "total_tokens": tin + tout,
+                      "prompt_tokens_details": {"cached_tokens": cached}},
         }
+
+    def _cached_tokens(self, text: str) -> int:
+        """Like OpenAI's prefix cache: the longest prefix shared with an earlier request, counted only from
+        1,024 tokens (chars/4) on and in 128-token steps."""
+        with self._lock:
+            best = max((len(os.path.commonprefix([text, seen])) for seen in self._seen_prompts), default=0)
+            self._seen_prompts.append(text)
+        tokens = best // 4
+        return 0 if tokens < 1024 else tokens - tokens % 128
 
     # -- files and batches
     def _upload(self, h: BaseHTTPRequestHandler, raw: bytes) -> tuple[int, Any, dict[str, str]]:

@@ -42,8 +42,20 @@ create table if not exists {CACHE_TABLE} (
     created_at timestamp not null,
     labeler_version varchar,
     input_tokens bigint,
-    output_tokens bigint
+    output_tokens bigint,
+    cached_input_tokens bigint,
+    step1_input_tokens bigint,
+    step1_cached_input_tokens bigint,
+    step1_output_tokens bigint,
+    step2_input_tokens bigint,
+    step2_cached_input_tokens bigint,
+    step2_output_tokens bigint,
+    requests bigint
 )"""
+# Per-step usage of the two-step LLM labeler (models/labeling/llm.py); null for labelers without steps.
+USAGE_COLUMNS = ("cached_input_tokens", "step1_input_tokens", "step1_cached_input_tokens", "step1_output_tokens",
+                 "step2_input_tokens", "step2_cached_input_tokens", "step2_output_tokens", "requests")
+_CACHE_MIGRATE = [f"alter table {CACHE_TABLE} add column if not exists {c} bigint" for c in USAGE_COLUMNS]
 _FAILURES_DDL = f"""
 create table if not exists {FAILURES_TABLE} (
     prompt_hash varchar not null,
@@ -212,6 +224,8 @@ class LabelCache:
     def ensure_tables(self) -> None:
         with wh.connect(self.path) as con:
             con.execute(_CACHE_DDL)
+            for migrate in _CACHE_MIGRATE:  # a cache written before the per-step usage columns
+                con.execute(migrate)
             con.execute(_FAILURES_DDL)
 
     def _exists(self, table: str) -> bool:
@@ -232,7 +246,8 @@ class LabelCache:
             return pl.DataFrame(schema={"prompt_hash": pl.Utf8, "onet_version": pl.Utf8, "labeler": pl.Utf8,
                                         "model": pl.Utf8, "template_version": pl.Utf8, "labels_json": pl.Utf8,
                                         "created_at": pl.Datetime, "labeler_version": pl.Utf8,
-                                        "input_tokens": pl.Int64, "output_tokens": pl.Int64})
+                                        "input_tokens": pl.Int64, "output_tokens": pl.Int64,
+                                        **{c: pl.Int64 for c in USAGE_COLUMNS}})
         where, params = [], []
         if key is not None:
             where.append("onet_version = ? and labeler = ? and model = ? and template_version = ?")
@@ -267,8 +282,9 @@ class LabelCache:
             "labeler_version": [labeler_version] * len(ok),
             "input_tokens": [int(o.input_tokens) for o in ok],
             "output_tokens": [int(o.output_tokens) for o in ok],
+            **{c: [getattr(o, c, None) for o in ok] for c in USAGE_COLUMNS},
         }, schema_overrides={"created_at": pl.Datetime("us"), "input_tokens": pl.Int64,
-                             "output_tokens": pl.Int64})
+                             "output_tokens": pl.Int64, **{c: pl.Int64 for c in USAGE_COLUMNS}})
         failure_records = [
             {"prompt_hash": o.prompt_hash, "benchmark": p.benchmark if p else None,
              "prompt_id": p.prompt_id if p else None, "labeler": key.labeler,
@@ -327,6 +343,15 @@ class LabelingStats:
     n_batches: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    # per-step usage of the two-step LLM labeler (0 for the offline labeler); summed over this run
+    cached_input_tokens: int = 0
+    step1_input_tokens: int = 0
+    step1_cached_input_tokens: int = 0
+    step1_output_tokens: int = 0
+    step2_input_tokens: int = 0
+    step2_cached_input_tokens: int = 0
+    step2_output_tokens: int = 0
+    requests: int = 0
     seconds: float = 0.0
     estimated_cost_usd: float | None = 0.0
     failures: list[dict] = field(default_factory=list)
@@ -378,6 +403,8 @@ def label_with_cache(prompts: Sequence[PromptRecord], labeler: Labeler, cache: L
         for prompt, outcome in zip(batch, outcomes, strict=True):
             stats.input_tokens += int(outcome.input_tokens)
             stats.output_tokens += int(outcome.output_tokens)
+            for column in USAGE_COLUMNS:
+                setattr(stats, column, getattr(stats, column) + int(getattr(outcome, column, 0) or 0))
             if outcome.ok:
                 cached[prompt.prompt_hash] = list(outcome.labels)
                 stats.n_labeled += 1
