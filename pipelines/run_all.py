@@ -1,27 +1,38 @@
 """Materialize everything into the Dagster instance at DAGSTER_HOME: `python -m pipelines.run_all`.
 
-Order: register one dynamic partition per benchmark found in the landing zone; materialize the unpartitioned
-assets that do not depend on benchmarks (reference data); each benchmark partition (its tables, then labels);
-then the unpartitioned assets downstream of the benchmarks (analysis, gaps, exports). Assets are selected from
-the Definitions by partitioning and dependencies, so assets that other domains add later are included.
+Order: check the warehouse (pipelines/integrity.py: the file is whole and every table reads; a damaged file
+stops the run with the recovery command); register one dynamic partition per benchmark found in the landing
+zone; materialize the unpartitioned assets that do not depend on benchmarks (reference data); each benchmark
+partition (its tables, then labels); then the unpartitioned assets downstream of the benchmarks (analysis, gaps,
+exports). Assets are selected from the Definitions by partitioning and dependencies, so assets that other
+domains add later are included.
 
-Steps whose inputs did not change since their last successful run are skipped (pipelines/run_state.py keeps a
-fingerprint of each step's inputs in the warehouse); `--force` runs every step.
+Steps whose inputs did not change since their last successful run, and whose output tables are still there
+with the rows they had, are skipped (pipelines/run_state.py); `--force` runs every step. `--rebuild` first
+moves a damaged warehouse aside and restores the label cache from the label store (pipelines/restore_labels.py),
+then runs every step: a lost warehouse costs the cheap tables, never a relabel.
+
+Output: one line per stage (what ran, rows, seconds) and a summary with the headline numbers of
+`coverage_headline`; Dagster's own log of every run goes to a file whose path is printed (`--verbose` shows it
+on the console as well).
 
 Exit code 0 when every step succeeded, 1 otherwise (the remaining steps still run; the summary lists
-failures).
+failures), 2 for an unknown benchmark name, 3 when the warehouse is damaged (nothing runs).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TextIO
 
+import polars as pl
 from dagster import (
     AssetKey,
     AssetSelection,
@@ -33,10 +44,14 @@ from dagster import (
 )
 
 from models import benchmarks as bm
+from models import cli
 from models.sources import PROJECT_ROOT
-from pipelines import run_state
+from pipelines import integrity, run_state
 from pipelines.jobs import WAREHOUSE_CHECKS
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
+
+EXIT_DAMAGED = 3
+QUIET_LOGGERS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
 @dataclass
@@ -73,6 +88,8 @@ def plan_from_definitions(defs: Definitions) -> RunPlan:
     return plan
 
 
+# --- reading a run's result ---------------------------------------------------------------------------------
+
 def _errors(result: ExecuteInProcessResult) -> list[str]:
     messages = []
     for event in result.all_events:
@@ -84,13 +101,31 @@ def _errors(result: ExecuteInProcessResult) -> list[str]:
     return messages
 
 
-def _metadata_value(result: ExecuteInProcessResult, key: str, name: str) -> object:
+def _materializations(result: ExecuteInProcessResult) -> list[Any]:
+    out = []
     for event in result.get_asset_materialization_events():
         materialization = event.event_specific_data.materialization
-        if materialization is not None and materialization.asset_key == AssetKey(key):
+        if materialization is not None:
+            out.append(materialization)
+    return out
+
+
+def _metadata_value(result: ExecuteInProcessResult, key: str, name: str) -> object:
+    for materialization in _materializations(result):
+        if materialization.asset_key == AssetKey(key):
             value = materialization.metadata.get(name)
             return None if value is None else value.value
     return None
+
+
+def _written_tables(result: ExecuteInProcessResult) -> dict[str, int]:
+    """table -> rows written, for every materialization the IO manager stored as a table."""
+    out = {}
+    for materialization in _materializations(result):
+        if "table" in materialization.metadata:
+            rows = materialization.metadata.get("row_count")
+            out[materialization.asset_key.path[-1]] = int(rows.value) if rows is not None else 0
+    return out
 
 
 def _failed_checks(result: ExecuteInProcessResult) -> list[str]:
@@ -98,36 +133,191 @@ def _failed_checks(result: ExecuteInProcessResult) -> list[str]:
             for e in result.get_asset_check_evaluations() if not e.passed]
 
 
-def _add_stored_counts(warehouse_path: str, names: list[str], totals: dict[str, int]) -> dict[str, int]:
+# --- the summary --------------------------------------------------------------------------------------------
+
+def headline_lines(warehouse_path: str | None) -> list[str]:
+    """The headline numbers of `coverage_headline` (all benchmarks), read defensively: only the columns that
+    exist are used, unknown metrics are shown as they are, and a missing table gives no line."""
+    if not warehouse_path:
+        return []
+    from models import warehouse as wh
+
+    try:
+        frame = wh.read_table(warehouse_path, "coverage_headline")
+    except Exception:  # noqa: BLE001 - the summary is informative; a missing table says nothing
+        return []
+    columns = set(frame.columns)
+    if frame.is_empty() or not {"metric", "value"} <= columns:
+        return []
+    rows = frame.to_dicts()
+    for column in frame.columns:  # scope, benchmark_index, ...: the pooled 'all' rows where a column has them
+        if column not in {"metric", "detail", "labeler", "hours_weighting"} and frame.schema[column] == pl.Utf8:
+            rows = [r for r in rows if r.get(column) == "all"] or rows
+    if "hours_weighting" in columns:
+        rows = [r for r in rows if r.get("hours_weighting") in (None, "pi")] or rows
+    labelers = sorted({str(r["labeler"]) for r in rows if r.get("labeler") is not None}) if "labeler" in columns else []
+    if labelers:
+        rows = [r for r in rows if str(r.get("labeler")) == labelers[0]]
+    heading = "headline (all benchmarks" + (f", labeler {labelers[0]}" if labelers else "") + "):"
+    metrics: dict[str, list[str]] = {}
+    for row in sorted(rows, key=lambda r: r.get("threshold") or 0):
+        value, metric = row.get("value"), str(row.get("metric"))
+        if value is None or (metric.endswith("_uncovered") and metric.replace("_uncovered", "_covered") in
+                             {str(r.get("metric")) for r in rows}):
+            continue  # the complement of a metric already shown
+        numerator, denominator = row.get("numerator"), row.get("denominator")
+        share = f"{value:.1%}" if isinstance(value, float) and 0 <= value <= 1 and "share" in metric or \
+            (isinstance(numerator, int | float) and isinstance(denominator, int | float)
+             and denominator and abs(numerator / denominator - value) < 1e-9) else f"{value:,.4g}"
+        if isinstance(numerator, int | float) and isinstance(denominator, int | float) and denominator:
+            count = (f"{numerator / 1e9:,.1f} of {denominator / 1e9:,.1f} billion hours" if denominator > 1e6
+                     else f"{numerator:,.0f} of {denominator:,.0f}")
+            text = f"{count} ({share})"
+        else:
+            text = share
+        at = f" at >= {row['threshold']}" if row.get("threshold") is not None else ""
+        metrics.setdefault(metric, []).append(f"{text}{at}")
+    order = ["tasks_covered", "occupations_covered", "major_groups_uncovered", "hours_share_covered"]
+    lines = [heading]
+    for metric in sorted(metrics, key=lambda m: (order.index(m) if m in order else len(order), m)):
+        lines.append(f"  {metric.replace('_', ' ')}: {'; '.join(metrics[metric])}")
+    return lines if len(lines) > 1 else []
+
+
+# --- the run ------------------------------------------------------------------------------------------------
+
+@dataclass
+class StepOutcome:
+    result: ExecuteInProcessResult | None
+    seconds: float = 0.0
+
+
+class Runner:
+    """One `run_all`: materializes steps in process, prints one line each, logs Dagster's events to a file."""
+
+    def __init__(self, defs: Definitions, instance: DagsterInstance, *, log: TextIO | None, verbose: bool) -> None:
+        self.defs = defs
+        self.instance = instance
+        self.assets = [*defs.assets, *(defs.asset_checks or [])]
+        self.resources = dict(defs.resources or {})
+        self.graph = defs.resolve_asset_graph()
+        self.log = log
+        self.verbose = verbose
+        self.failures: list[str] = []
+        self.totals = {"n_prompts": 0, "n_results": 0, "n_rejects": 0, "labeler_calls": 0}
+
+    def _write_log(self, label: str, result: ExecuteInProcessResult) -> None:
+        if self.log is None:
+            return
+        self.log.write(f"\n===== {label}: run {result.run_id} =====\n")
+        for entry in self.instance.all_logs(result.run_id):
+            stamp = dt.datetime.fromtimestamp(entry.timestamp, dt.UTC).strftime("%H:%M:%S.%f")[:-3]
+            event = entry.dagster_event.event_type_value if entry.dagster_event is not None else ""
+            level = {10: "DEBUG", 20: "INFO", 30: "WARNING", 40: "ERROR", 50: "CRITICAL"}.get(entry.level,
+                                                                                            str(entry.level))
+            message = entry.user_message or (entry.dagster_event.message if entry.dagster_event else "") or ""
+            self.log.write(f"{stamp} {level:<7} {entry.step_key or '-'} {event} {message}\n")
+        self.log.flush()
+
+    def run(self, label: str, keys: list[AssetKey], kind: str, partition: str | None = None, *,
+            with_warehouse_checks: bool = False) -> StepOutcome:
+        selection = AssetSelection.assets(*keys) - WAREHOUSE_CHECKS
+        if with_warehouse_checks:
+            selection = selection | WAREHOUSE_CHECKS
+        if not keys and not (with_warehouse_checks and WAREHOUSE_CHECKS.resolve_checks(self.graph)):
+            print(f"- {label}: no assets defined yet, skipped")
+            return StepOutcome(None)
+        t0 = time.monotonic()
+        result = materialize(self.assets, selection=selection, instance=self.instance, resources=self.resources,
+                             partition_key=partition, raise_on_error=False,
+                             run_config=None if self.verbose else QUIET_LOGGERS,
+                             tags={"benchmap/kind": kind, "benchmap/run_all": "1"})
+        seconds = time.monotonic() - t0
+        self._write_log(label, result)
+        return StepOutcome(result, seconds)
+
+    def report(self, label: str, outcome: StepOutcome, detail: str = "") -> None:
+        """The stage's one line (plus the first errors and failed checks, indented)."""
+        result = outcome.result
+        if result is None:
+            return
+        tables = _written_tables(result)
+        what = detail or (f"{len(_materializations(result))} assets, {len(tables)} tables, "
+                          f"{sum(tables.values()):,} rows")
+        status = "ok" if result.success else "FAILED"
+        print(f"- {label}: {status} in {outcome.seconds:.1f}s: {what}", flush=True)
+        if not result.success:
+            errors = _errors(result)
+            self.failures.append(f"{label}: {errors[0] if errors else 'failed'}")
+            for message in errors[:3]:
+                print(f"    {message.splitlines()[0][:300]}")
+        for check in _failed_checks(result):
+            print(f"    check not passed: {check}")
+
+    def partition_detail(self, name: str, result: ExecuteInProcessResult) -> str:
+        counts = {k: int(_metadata_value(result, "benchmarks" if k != "n_rejects" else "benchmark_rejects", k) or 0)
+                  for k in ("n_prompts", "n_results", "n_rejects")}
+        for k, v in counts.items():
+            self.totals[k] += v
+        labels = _written_tables(result).get("prompt_task_labels")
+        calls = _metadata_value(result, "prompt_task_labels", "labeler_calls")
+        cached = _metadata_value(result, "prompt_task_labels", "n_cached")
+        self.totals["labeler_calls"] += int(calls or 0)
+        if name == bm.LANDING_PARTITION:
+            return f"{counts['n_rejects']} landing problems recorded"
+        text = f"{counts['n_prompts']:,} prompts, {counts['n_results']:,} results, {counts['n_rejects']:,} rejects"
+        if labels is not None:
+            text += f"; {labels:,} labels ({int(calls or 0):,} prompts labeled, {int(cached or 0):,} from the cache)"
+        return text
+
+
+def _add_stored_counts(counts: dict[str, int], by_benchmark: dict[str, dict[str, int]], names: list[str],
+                       warehouse_path: str, totals: dict[str, int]) -> None:
     """Add the stored prompt/result/reject counts of skipped partitions to the run's totals."""
     from models import warehouse as wh
 
-    out = dict(totals)
-    try:
-        rows = wh.query(warehouse_path, "select coalesce(sum(n_prompts), 0) as n_prompts, coalesce(sum(n_results), 0)"
-                        " as n_results from benchmarks where benchmark in (select unnest(?::varchar[]))", [names])
-        rejects = wh.query(warehouse_path, "select count(*) as n from benchmark_rejects "
-                           "where benchmark in (select unnest(?::varchar[]))", [names])
-    except Exception:  # counts are informative only
-        return out
-    out["n_prompts"] += int(rows["n_prompts"][0])
-    out["n_results"] += int(rows["n_results"][0])
-    out["n_rejects"] += int(rejects["n"][0])
-    return out
+    if "benchmarks" in counts and names:
+        try:
+            rows = wh.query(warehouse_path, "select coalesce(sum(n_prompts), 0) as n_prompts, "
+                            "coalesce(sum(n_results), 0) as n_results from benchmarks "
+                            "where benchmark in (select unnest(?::varchar[]))", [names])
+            totals["n_prompts"] += int(rows["n_prompts"][0])
+            totals["n_results"] += int(rows["n_results"][0])
+        except Exception:  # noqa: BLE001 - counts are informative only
+            pass
+    rejects = by_benchmark.get("benchmark_rejects", {})
+    totals["n_rejects"] += sum(rejects.get(n, 0) for n in names)
+
+
+def _log_path(warehouse_path: str | None, given: str | None) -> Path:
+    if given:
+        return Path(given)
+    base = Path(warehouse_path).parent if warehouse_path else PROJECT_ROOT / "data" / "warehouse"
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
+    return base / "logs" / f"run_all-{stamp}-{os.getpid()}.log"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m pipelines.run_all", description=__doc__.split("\n\n")[0],
+                                     epilog=cli.DEBUG_HELP)
+    parser.add_argument("--benchmarks", help="comma-separated benchmark names (default: every one found)")
+    parser.add_argument("--skip-reference", action="store_true", help="skip the reference assets")
+    parser.add_argument("--skip-analysis", action="store_true", help="skip the downstream assets")
+    parser.add_argument("--force", action="store_true",
+                        help="run every step even when its inputs are unchanged since its last successful run")
+    parser.add_argument("--rebuild", action="store_true",
+                        help="move a damaged warehouse aside, restore the label cache from the label store, then "
+                             "run every step (no label is computed again)")
+    parser.add_argument("--log-file", help="where Dagster's log goes (default data/warehouse/logs/run_all-*.log)")
+    parser.add_argument("--verbose", action="store_true", help="also show Dagster's log on the console")
+    return parser
 
 
 def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
          instance: DagsterInstance | None = None) -> int:
     """Run everything; `defs` defaults to pipelines.definitions.defs and `instance` to the one at DAGSTER_HOME
     (tests pass their own)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--benchmarks", help="comma-separated benchmark names (default: every one found)")
-    parser.add_argument("--skip-reference", action="store_true", help="skip the reference assets")
-    parser.add_argument("--skip-analysis", action="store_true", help="skip the downstream assets")
-    parser.add_argument("--force", action="store_true",
-                        help="run every step even when its inputs are unchanged since its last successful run")
-    args = parser.parse_args(argv)
-
+    args = _parser().parse_args(argv)
     if instance is None and not os.environ.get("DAGSTER_HOME"):
         os.environ["DAGSTER_HOME"] = str(PROJECT_ROOT)
         print(f"DAGSTER_HOME not set: using {PROJECT_ROOT}")
@@ -138,39 +328,32 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     if instance is None and home == PROJECT_ROOT and Path.cwd().resolve() != PROJECT_ROOT:
         print(f"  warning: dagster.yaml keeps runs in .dagster/ relative to the working directory; run from "
               f"{PROJECT_ROOT} to use the project's instance", file=sys.stderr)
+    started = time.monotonic()
+    warehouse_path = getattr((defs.resources or {}).get("warehouse"), "path", None)
+    force = args.force
+
+    # integrity before trust: nothing is planned, skipped or written over a warehouse that cannot be read
+    if warehouse_path and args.rebuild:
+        from pipelines import restore_labels
+
+        for line in restore_labels.restore(warehouse_path).lines():
+            print(line)
+        force = True
+    report = integrity.check_warehouse(warehouse_path, per_benchmark=True) if warehouse_path else None
+    if report is not None and not report.ok:
+        print(f"python -m pipelines.run_all: error: {report.message()}", file=sys.stderr)
+        return EXIT_DAMAGED
+    if warehouse_path:
+        from pipelines import restore_labels
+
+        integrity.trust(warehouse_path)  # checked: the in-process runs below need not check it again
+        copied = restore_labels.backfill(warehouse_path)
+        if copied:
+            print(f"label store: copied the {copied:,} cached label sets of this warehouse to "
+                  f"{restore_labels.label_store.store_dir(warehouse_path)}")
+
     instance = instance or DagsterInstance.get()
     plan = plan_from_definitions(defs)
-    assets = [*defs.assets, *(defs.asset_checks or [])]
-    resources = dict(defs.resources or {})
-    failures: list[str] = []
-    started = time.monotonic()
-
-    graph = defs.resolve_asset_graph()
-
-    def run(label: str, keys: list[AssetKey], kind: str, partition: str | None = None, *,
-            with_warehouse_checks: bool = False) -> ExecuteInProcessResult | None:
-        selection = AssetSelection.assets(*keys) - WAREHOUSE_CHECKS
-        if with_warehouse_checks:
-            selection = selection | WAREHOUSE_CHECKS
-        if not keys and not (with_warehouse_checks and WAREHOUSE_CHECKS.resolve_checks(graph)):
-            print(f"- {label}: no assets defined yet, skipped")
-            return None
-        t0 = time.monotonic()
-        result = materialize(assets, selection=selection, instance=instance, resources=resources,
-                             partition_key=partition, raise_on_error=False,
-                             tags={"benchmap/kind": kind, "benchmap/run_all": "1"})
-        status = "ok" if result.success else "FAILED"
-        print(f"- {label}: {status} ({len(result.get_asset_materialization_events())} materializations, "
-              f"{time.monotonic() - t0:.1f}s)")
-        if not result.success:
-            errors = _errors(result)
-            failures.append(f"{label}: {errors[0] if errors else 'failed'}")
-            for message in errors[:3]:
-                print(f"    {message.splitlines()[0][:300]}")
-        for check in _failed_checks(result):
-            print(f"    check not passed: {check}")
-        return result
-
     landing = bm.discover()
     names = sorted(landing.benchmarks)
     if args.benchmarks:
@@ -180,20 +363,24 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
             print(f"unknown benchmark(s): {', '.join(unknown)} (found: {', '.join(names)})", file=sys.stderr)
             return 2
         names = wanted
+    log_path = _log_path(warehouse_path, args.log_file)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     roots = ", ".join(f"{origin}={path}" for origin, path in bm.landing_roots())
     print(f"benchmap run_all: {len(names)} benchmarks in {roots}; instance {instance.root_directory}")
+    print(f"  warehouse {warehouse_path} checked in {report.seconds:.1f}s ({len(report.counts)} tables readable)"
+          if report is not None else "  no warehouse resource")
+    print(f"  Dagster log: {log_path}")
     if not landing.benchmarks:
         print("  warning: no benchmark folders found (set BENCHMAP_MIRROR or add data/raw/benchmarks/<name>)")
     for problem in landing.problems:
         print(f"  warning: landing folder {problem.path}: {problem.reason}")
     if plan.other:
-        other = ", ".join(k.to_user_string() for k in plan.other)
-        print(f"  warning: not run (unknown partitioning): {other}")
+        print(f"  warning: not run (unknown partitioning): {', '.join(k.to_user_string() for k in plan.other)}")
 
     partitions = list(names)
-    if landing.problems or bm.LANDING_PARTITION in instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME):
-        partitions.append(bm.LANDING_PARTITION)
     registered = set(instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME))
+    if landing.problems or bm.LANDING_PARTITION in registered:
+        partitions.append(bm.LANDING_PARTITION)
     new = [p for p in partitions if p not in registered]
     if new:
         instance.add_dynamic_partitions(BENCHMARK_PARTITIONS_NAME, new)
@@ -202,68 +389,93 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     if gone:
         print(f"  warning: partitions without a landing folder (kept, not refreshed): {', '.join(gone)}")
 
-    warehouse_path = getattr(resources.get("warehouse"), "path", None)
-    stored = run_state.load(warehouse_path) if warehouse_path and not args.force else {}
-    reference_fp = run_state.reference_fingerprint(resources.get("labeler"))
+    with open(log_path, "a", encoding="utf-8") as log:
+        runner = Runner(defs, instance, log=log, verbose=args.verbose)
+        steps = _Steps(warehouse_path, report, force)
+        reference_fp = run_state.reference_fingerprint(runner.resources.get("labeler"))
+        if not args.skip_reference and not steps.unchanged("reference", reference_fp, "reference"):
+            steps.attempt("reference")
+            outcome = runner.run("reference", plan.reference, "reference")
+            runner.report("reference", outcome)
+            steps.remember("reference", reference_fp, outcome.result)
+        skipped: list[str] = []
+        for index, name in enumerate(partitions, start=1):
+            keys = plan.landing_only if name == bm.LANDING_PARTITION else plan.partitioned
+            label = f"[{index}/{len(partitions)}] {name}"
+            content = (landing.problems_hash() or "none") if name == bm.LANDING_PARTITION else \
+                bm.content_hash(landing.benchmarks[name].path)
+            partition_fp = run_state.partition_fingerprint(reference_fp, content)
+            step = f"partition:{name}"
+            if steps.unchanged(step, partition_fp, label, partition=name):
+                skipped.append(name)
+                continue
+            steps.attempt(step)
+            outcome = runner.run(label, keys, "benchmark", partition=name)
+            if outcome.result is not None:  # count what was written even when a later step (labels) failed
+                runner.report(label, outcome, runner.partition_detail(name, outcome.result))
+            steps.remember(step, partition_fp, outcome.result)
+        if skipped and warehouse_path and report is not None:  # their counts, from the warehouse
+            _add_stored_counts(report.counts, report.by_benchmark, skipped, warehouse_path, runner.totals)
+        if not args.skip_analysis:
+            analysis_fp = run_state.analysis_fingerprint(
+                reference_fp, {k[len("partition:"):]: v.fingerprint for k, v in steps.stored.items()
+                               if k.startswith("partition:")})
+            label = "analysis/exports (+ warehouse-wide benchmark checks)"
+            if not steps.unchanged("analysis", analysis_fp, label):
+                steps.attempt("analysis")
+                outcome = runner.run(label, plan.downstream, "analysis", with_warehouse_checks=True)
+                runner.report(label, outcome)
+                steps.remember("analysis", analysis_fp, outcome.result)
 
-    def unchanged(step: str, fingerprint: str, label: str) -> bool:
-        if stored.get(step) != fingerprint:
-            return False
-        print(f"- {label}: unchanged since its last successful run, skipped (--force to run it)")
-        return True
-
-    def attempt(step: str) -> None:  # a failed attempt may have written part of its output: redo it next time
-        if warehouse_path and step in stored:
-            run_state.forget(warehouse_path, step)
-            stored.pop(step)
-
-    def remember(step: str, fingerprint: str, result: ExecuteInProcessResult | None) -> None:
-        if warehouse_path and result is not None and result.success:
-            run_state.save(warehouse_path, step, fingerprint)
-            stored[step] = fingerprint
-
-    if not args.skip_reference and not unchanged("reference", reference_fp, "reference"):
-        attempt("reference")
-        remember("reference", reference_fp, run("reference", plan.reference, "reference"))
-    totals = {"n_prompts": 0, "n_results": 0, "n_rejects": 0}
-    skipped: list[str] = []
-    for index, name in enumerate(partitions, start=1):
-        keys = plan.landing_only if name == bm.LANDING_PARTITION else plan.partitioned
-        label = f"[{index}/{len(partitions)}] {name}"
-        content = (landing.problems_hash() or "none") if name == bm.LANDING_PARTITION else \
-            bm.content_hash(landing.benchmarks[name].path)
-        partition_fp = run_state.partition_fingerprint(reference_fp, content)
-        if unchanged(f"partition:{name}", partition_fp, label):
-            skipped.append(name)
-            continue
-        attempt(f"partition:{name}")
-        result = run(label, keys, "benchmark", partition=name)
-        remember(f"partition:{name}", partition_fp, result)
-        if result is not None:  # count what was written even when a later step (labels) failed
-            counts = {k: _metadata_value(result, "benchmarks" if k != "n_rejects" else "benchmark_rejects", k)
-                      for k in totals}
-            for k, v in counts.items():
-                totals[k] += int(v or 0)
-            if name != bm.LANDING_PARTITION:
-                print(f"    {counts['n_prompts']} prompts, {counts['n_results']} results, "
-                      f"{counts['n_rejects']} rejects")
-    if skipped and warehouse_path:  # their counts, from the warehouse
-        totals = _add_stored_counts(warehouse_path, skipped, totals)
-    if not args.skip_analysis:
-        analysis_fp = run_state.analysis_fingerprint(
-            reference_fp, {k[len("partition:"):]: v for k, v in stored.items() if k.startswith("partition:")})
-        label = "analysis/exports (+ warehouse-wide benchmark checks)"
-        if not unchanged("analysis", analysis_fp, label):
-            attempt("analysis")
-            remember("analysis", analysis_fp, run(label, plan.downstream, "analysis", with_warehouse_checks=True))
-
-    print(f"done in {time.monotonic() - started:.0f}s: {len(names)} benchmarks, {totals['n_prompts']} "
-          f"prompts, {totals['n_results']} results, {totals['n_rejects']} rejects; "
-          f"{'all steps succeeded' if not failures else f'{len(failures)} step(s) FAILED'}")
+    totals, failures = runner.totals, runner.failures
+    print(f"done in {time.monotonic() - started:.0f}s: {len(names)} benchmarks, {totals['n_prompts']:,} prompts, "
+          f"{totals['n_results']:,} results, {totals['n_rejects']:,} rejects, {totals['labeler_calls']:,} prompts "
+          f"labeled; {'all steps succeeded' if not failures else f'{len(failures)} step(s) FAILED'}")
+    for line in headline_lines(warehouse_path) if not args.skip_analysis else []:
+        print(line)
+    if warehouse_path:
+        exports = sorted((Path(warehouse_path).parent / "exports").glob("[0-9]*-[0-9]*-[0-9]*"))
+        if exports:
+            print(f"exports: {exports[-1]}")
+    print(f"Dagster log: {log_path}")
     for failure in failures:
         print(f"  FAILED {failure[:500]}", file=sys.stderr)
     return 1 if failures else 0
 
 
+class _Steps:
+    """The run_state bookkeeping of one run: which steps to skip, forget before and remember after."""
+
+    def __init__(self, warehouse_path: str | None, report: integrity.IntegrityReport | None, force: bool) -> None:
+        self.path = warehouse_path
+        self.report = report
+        self.force = force
+        self.stored = run_state.load_records(warehouse_path) if warehouse_path else {}
+
+    def unchanged(self, step: str, fingerprint: str, label: str, *, partition: str | None = None) -> bool:
+        record = self.stored.get(step)
+        if self.force or record is None or record.fingerprint != fingerprint:
+            return False
+        why = run_state.outputs_intact(record, self.report.counts if self.report else {},
+                                       self.report.by_benchmark if self.report else {}, partition)
+        if why is not None:
+            print(f"- {label}: inputs unchanged, but {why}: running it")
+            return False
+        print(f"- {label}: unchanged since its last successful run, skipped (--force to run it)")
+        return True
+
+    def attempt(self, step: str) -> None:  # a failed attempt may have written part of its output: redo it next time
+        if self.path and step in self.stored:
+            run_state.forget(self.path, step)
+            self.stored.pop(step)
+
+    def remember(self, step: str, fingerprint: str, result: ExecuteInProcessResult | None) -> None:
+        if not self.path or result is None or not result.success:
+            return
+        outputs = _written_tables(result)  # the rows each table (a benchmark step: its partition) got
+        run_state.save(self.path, step, fingerprint, outputs)
+        self.stored[step] = run_state.StepRecord(fingerprint, outputs)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.run_cli(main, prog="python -m pipelines.run_all",
+                         extra_errors=(integrity.WarehouseDamaged,)))

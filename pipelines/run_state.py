@@ -13,8 +13,14 @@ A fingerprint is a sha256 over:
 - the analysis: the reference fingerprint + the stored fingerprint of every partition.
 
 A step's fingerprint is dropped when it starts and written when it succeeds, so a failed attempt (which may
-have written part of its output) is always retried. Fingerprints live in the table `run_all_state` (step, fingerprint, updated_at) of the warehouse they describe,
-so a deleted or replaced warehouse file simply has none and everything runs.
+have written part of its output) is always retried. Fingerprints live in the table `run_all_state` (step,
+fingerprint, updated_at, outputs) of the warehouse they describe, so a deleted or replaced warehouse file simply
+has none and everything runs.
+
+A fingerprint alone is not trusted: `outputs` records the row count of every table the step wrote (its
+partition's rows for a benchmark step) when it succeeded, and a step is skipped only when each of those tables
+is still there, readable and as long (`outputs_intact`, fed by pipelines/integrity.py's counts). A state
+written before `outputs` existed is never skipped.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -92,16 +99,62 @@ def analysis_fingerprint(reference: str, partitions: Mapping[str, str | None]) -
     return _digest("analysis", reference, sorted(partitions.items()))
 
 
-def load(warehouse: str | Path) -> dict[str, str]:
-    """step -> fingerprint stored in the warehouse (empty when there is none)."""
+@dataclass(frozen=True)
+class StepRecord:
+    fingerprint: str
+    outputs: dict[str, int] | None  # table -> rows when the step last succeeded (None: not recorded)
+
+
+def load_records(warehouse: str | Path) -> dict[str, StepRecord]:
+    """step -> its stored fingerprint and outputs (empty when there are none)."""
     path = Path(warehouse)
     if not path.exists():
         return {}
     with wh.connect(path, read_only=True) as con:
         if not wh.table_exists(con, TABLE):
             return {}
-        rows = con.execute(f"select step, fingerprint from {TABLE}").fetchall()
-    return {str(step): str(fp) for step, fp in rows}
+        has_outputs = bool(con.execute(
+            "select count(*) from information_schema.columns where table_schema = 'main' and table_name = ? "
+            "and column_name = 'outputs'", [TABLE]).fetchone()[0])
+        rows = con.execute(f"select step, fingerprint, {'outputs' if has_outputs else 'null'} from {TABLE}"
+                           ).fetchall()
+    return {str(step): StepRecord(str(fp), {str(k): int(v) for k, v in json.loads(out).items()} if out else None)
+            for step, fp, out in rows}
+
+
+def load(warehouse: str | Path) -> dict[str, str]:
+    """step -> fingerprint stored in the warehouse (empty when there is none)."""
+    return {step: record.fingerprint for step, record in load_records(warehouse).items()}
+
+
+def output_counts(counts: Mapping[str, int], by_benchmark: Mapping[str, Mapping[str, int]],
+                  tables: Iterable[str], partition: str | None = None) -> dict[str, int]:
+    """The rows of each of `tables` now (of `partition` for tables with a benchmark column); tables absent
+    from `counts` (missing or unreadable) are left out."""
+    out = {}
+    for table in tables:
+        if table not in counts:
+            continue
+        if partition is not None and table in by_benchmark:
+            out[table] = int(by_benchmark[table].get(partition, 0))
+        else:
+            out[table] = int(counts[table])
+    return out
+
+
+def outputs_intact(record: StepRecord | None, counts: Mapping[str, int],
+                   by_benchmark: Mapping[str, Mapping[str, int]], partition: str | None = None) -> str | None:
+    """None when every output table of the step's last success is present, readable (it is in `counts`) and
+    has the row count it had then (a benchmark step: its partition's rows); else why the step must run."""
+    if record is None or record.outputs is None:
+        return "no record of its output tables"
+    now = output_counts(counts, by_benchmark, record.outputs, partition)
+    for table, rows in sorted(record.outputs.items()):
+        if table not in now:
+            return f"its output table {table} is missing"
+        if now[table] != rows:
+            return f"its output table {table} has {now[table]:,} rows, {rows:,} when it last succeeded"
+    return None
 
 
 def forget(warehouse: str | Path, step: str) -> None:
@@ -114,18 +167,23 @@ def forget(warehouse: str | Path, step: str) -> None:
             con.execute(f"delete from {TABLE} where step = ?", [step])
 
 
-def save(warehouse: str | Path, step: str, fingerprint: str) -> None:
-    """Record a step's fingerprint after it succeeded (one transaction; replaces the step's row)."""
+def save(warehouse: str | Path, step: str, fingerprint: str, outputs: Mapping[str, int] | None = None) -> None:
+    """Record a step's fingerprint (and its output tables' row counts) after it succeeded (one transaction;
+    replaces the step's row)."""
     row = pl.DataFrame({"step": [step], "fingerprint": [fingerprint],
-                        "updated_at": [dt.datetime.now(dt.UTC).replace(tzinfo=None)]},
-                       schema={"step": pl.Utf8, "fingerprint": pl.Utf8, "updated_at": pl.Datetime("us")})
+                        "updated_at": [dt.datetime.now(dt.UTC).replace(tzinfo=None)],
+                        "outputs": [json.dumps(dict(outputs), sort_keys=True) if outputs is not None else None]},
+                       schema={"step": pl.Utf8, "fingerprint": pl.Utf8, "updated_at": pl.Datetime("us"),
+                               "outputs": pl.Utf8})
     with wh.connect(warehouse) as con:
-        con.execute(f"create table if not exists {TABLE} (step varchar, fingerprint varchar, updated_at timestamp)")
+        con.execute(f"create table if not exists {TABLE} (step varchar, fingerprint varchar, updated_at timestamp,"
+                    f" outputs varchar)")
+        con.execute(f"alter table {TABLE} add column if not exists outputs varchar")  # a state from before
         con.register("_run_state_row", row.to_arrow())
         con.execute("begin transaction")
         try:
             con.execute(f"delete from {TABLE} where step = ?", [step])
-            con.execute(f"insert into {TABLE} select * from _run_state_row")
+            con.execute(f"insert into {TABLE} by name select * from _run_state_row")
             con.execute("commit")
         except BaseException:
             con.execute("rollback")

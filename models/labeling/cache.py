@@ -25,6 +25,7 @@ from typing import TypeVar
 import polars as pl
 
 from models import warehouse as wh
+from models.labeling import label_store
 from models.labeling.base import Labeler, LabelOutcome, PromptRecord, TaskLabel
 
 CACHE_TABLE = "label_cache"
@@ -293,6 +294,8 @@ class LabelCache:
             for o in bad for p in (prompts_by_hash.get(o.prompt_hash) or [None])]
         failure_rows = pl.DataFrame(failure_records, schema=_FAILURE_SCHEMA)
         touched = [o.prompt_hash for o in outcomes]
+        # the paid labels live twice: this batch also goes to the append-only store outside DuckDB, first
+        label_store.append_batch(self.path, cache_rows, failure_rows)
         with wh.connect(self.path) as con:
             con.execute(_CACHE_DDL)
             con.execute(_FAILURES_DDL)

@@ -1,0 +1,76 @@
+"""Command-line entry points speak to people: a known error is one clear line and a non-zero exit.
+
+`run_cli(main, argv, prog=...)` calls `main(argv)` and turns the errors a user can act on into one line on
+stderr: bad input (InputError: file and line), a missing source, a damaged or locked warehouse, an unreadable
+or unwritable path, a label store that cannot be written. `--debug` anywhere on the command line is removed
+before `main` sees it and shows the traceback instead. Any other exception is a bug and keeps its traceback.
+
+Exit codes: 1 for an error in the input or the environment, 130 when interrupted (Ctrl-C).
+
+Used by `python -m pipelines.run_all`, `python -m pipelines.restore_labels`, `python -m models.gaps whatif`
+and `python -m models.labeling.local_server`. No dagster here.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+
+import duckdb
+
+from models.errors import InputError, SourceNotFoundError
+from models.warehouse import WarehouseLockTimeout
+
+DEBUG_FLAG = "--debug"
+DEBUG_HELP = f"{DEBUG_FLAG}: show the full traceback of an error instead of one line"
+DAMAGED_HINT = ("the warehouse file looks damaged: `python -m pipelines.run_all --rebuild` moves it aside, "
+                "restores the label cache from the label store and rebuilds the rest")
+
+KNOWN_ERRORS: tuple[type[BaseException], ...] = (InputError, SourceNotFoundError, WarehouseLockTimeout,
+                                                 duckdb.Error, OSError)
+
+
+def describe(exc: BaseException) -> str:
+    """One line saying what went wrong and, where there is one, what to do."""
+    if isinstance(exc, WarehouseLockTimeout):
+        return f"{exc} (another process is writing the warehouse: wait for it, or stop it)"
+    if isinstance(exc, duckdb.Error):
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        damaged = any(s in str(exc) for s in ("Could not read enough bytes", "not a valid DuckDB",
+                                              "Corrupt", "checksum", "Invalid Input Error: File"))
+        return f"DuckDB: {text}" + (f" ({DAMAGED_HINT})" if damaged else "")
+    if isinstance(exc, IsADirectoryError):
+        return f"{exc.filename or exc} is a directory, not a file"
+    if isinstance(exc, NotADirectoryError):
+        return f"{exc.filename or exc} is not a directory"
+    if isinstance(exc, PermissionError):
+        return f"permission denied: {exc.filename or exc}"
+    if isinstance(exc, OSError) and not isinstance(exc, SourceNotFoundError) and exc.errno == 28:
+        return f"no space left on the device ({exc.filename or exc})"
+    if isinstance(exc, FileNotFoundError) and not isinstance(exc, SourceNotFoundError) and exc.filename:
+        return f"no such file or folder: {exc.filename}"
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def run_cli(main: Callable[[list[str]], int], argv: Sequence[str] | None = None, *, prog: str,
+            extra_errors: tuple[type[BaseException], ...] = ()) -> int:
+    """Run `main(argv)`; a known error becomes `<prog>: error: <one line>` and exit 1 (traceback with --debug)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = DEBUG_FLAG in args
+    args = [a for a in args if a != DEBUG_FLAG]
+    try:
+        return main(args)
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except (*KNOWN_ERRORS, *extra_errors) as exc:
+        if debug:
+            raise
+        print(f"{prog}: error: {describe(exc)}", file=sys.stderr)
+        print(f"  ({DEBUG_FLAG} shows the traceback)", file=sys.stderr)
+        return 1
+
+
+__all__ = ["DEBUG_FLAG", "DEBUG_HELP", "KNOWN_ERRORS", "describe", "run_cli"]

@@ -1,0 +1,169 @@
+"""Integrity before trust: is the warehouse file whole, and can every table in it be read?
+
+Every run checks this first (`python -m pipelines.run_all` before it plans anything; runs launched by the
+sensors, the schedule or the UI when the `Warehouse` resource is set up for the run). The checks are cheap and
+use DuckDB's own bookkeeping:
+
+- the file opens (read-only) and its catalog loads;
+- the file is as long as DuckDB's block count says (`pragma_database_size`: a 12 KiB header plus
+  total_blocks x block_size), which catches a truncated or half-copied file before any table is read;
+- every block a table's columns are stored in (`pragma_storage_info`) lies inside the file, and `count(*)` of
+  every table succeeds (metadata only: about 0.1 s for the whole warehouse).
+
+A damaged warehouse stops the run with one message naming the file, what cannot be read, and the recovery
+command (`python -m pipelines.run_all --rebuild`: moves the file aside, restores the label cache from the label
+store outside DuckDB and rebuilds everything else; no label is computed again).
+
+No dagster here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from models import warehouse as wh
+from models.labeling import label_store
+
+HEADER_BYTES = 3 * 4096  # DuckDB's main header and two database headers precede the first block
+REBUILD_COMMAND = "python -m pipelines.run_all --rebuild"
+RESTORE_COMMAND = "python -m pipelines.restore_labels"
+PRECIOUS = ("label_cache", "label_failures", "prompt_task_labels", "benchmark_prompts", "onet_tasks")  # named first
+_TRUSTED: set[str] = set()  # warehouse files this process checked and writes itself (run_all)
+# environment errors a command turns into one line (a damaged warehouse, a held lock, a full disk, ...)
+ENVIRONMENT_ERRORS: tuple[type[BaseException], ...] = (duckdb.IOException, wh.WarehouseLockTimeout, OSError)
+
+
+@dataclass
+class IntegrityReport:
+    path: Path
+    exists: bool
+    counts: dict[str, int] = field(default_factory=dict)  # table -> rows, for every readable table
+    by_benchmark: dict[str, dict[str, int]] = field(default_factory=dict)  # table -> benchmark -> rows
+    problems: list[str] = field(default_factory=list)  # about the file as a whole
+    unreadable: dict[str, str] = field(default_factory=dict)  # table -> why it cannot be read
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not self.unreadable
+
+    def message(self) -> str:
+        """One message: the file, what cannot be read, the exact recovery command and what it keeps."""
+        store = label_store.store_dir(self.path)
+        labels = (f"restores the label cache from {store}" if label_store.has_segments(self.path)
+                  else f"finds no label store at {store} (labels will be computed again)")
+        parts = list(self.problems)
+        if self.unreadable:
+            names = sorted(self.unreadable, key=lambda n: (n not in PRECIOUS, n))
+            shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+            detail = f" ({self.unreadable[names[0]]})" if len(names) == 1 else ""
+            parts.append(f"{len(names)} table{'s' if len(names) > 1 else ''} cannot be read: {shown}{detail}")
+        return (f"warehouse {self.path} is damaged: {'; '.join(parts)}. Recover with `{REBUILD_COMMAND}`: it "
+                f"moves the damaged file aside to {self.path.name}.damaged-<time>, {labels}, and rebuilds every "
+                f"other table from the landing zone and the reference data")
+
+
+class WarehouseDamaged(RuntimeError):
+    """The warehouse file cannot be trusted: its message says what is unreadable and how to recover."""
+
+    def __init__(self, report: IntegrityReport) -> None:
+        self.report = report
+        super().__init__(report.message())
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300] if text else ''}"
+
+
+def check_warehouse(path: str | Path, *, per_benchmark: bool = False,
+                    tables: Iterable[str] | None = None) -> IntegrityReport:
+    """Open the warehouse read-only and check its length and every table (or only `tables`).
+
+    A missing file is fine (a fresh warehouse: nothing to trust). `per_benchmark` also counts the rows per
+    benchmark of every table with a `benchmark` column (what run_all compares a skipped partition's outputs
+    with; it reads that column, so it is a deeper check of those tables too)."""
+    started = time.monotonic()
+    path = Path(path)
+    report = IntegrityReport(path, path.exists())
+    if not path.exists():
+        return report
+    try:
+        with wh.connect(path, read_only=True) as con:
+            try:
+                _, block_size, total_blocks = con.execute(
+                    "select database_name, block_size, total_blocks from pragma_database_size() "
+                    "where database_name = current_database()").fetchone()
+                expected = HEADER_BYTES + int(block_size) * int(total_blocks)
+                actual = path.stat().st_size
+                blocks_in_file = max(0, (actual - HEADER_BYTES) // int(block_size))
+                if actual < expected:
+                    report.problems.append(f"the file is {actual:,} bytes but DuckDB's block count needs "
+                                           f"{expected:,} (truncated)")
+            except duckdb.Error as exc:
+                report.problems.append(f"its block table cannot be read ({_first_line(exc)})")
+                blocks_in_file = None
+            names = [r[0] for r in con.execute(
+                "select table_name from information_schema.tables where table_schema = 'main' "
+                "and table_type = 'BASE TABLE' order by table_name").fetchall()]
+            columns = {(t, c) for t, c in con.execute(
+                "select table_name, column_name from information_schema.columns where table_schema = 'main' "
+                "and column_name = 'benchmark'").fetchall()}
+            wanted = set(tables) if tables is not None else None
+            for name in names:
+                if wanted is not None and name not in wanted:
+                    continue
+                table = wh.quote_identifier(name)
+                try:
+                    if blocks_in_file is not None:  # every block the table's columns live in is in the file
+                        last = con.execute("select max(greatest(block_id, coalesce(list_max(additional_block_ids),"
+                                           " -1))) from pragma_storage_info(?) where persistent", [name]
+                                           ).fetchone()[0]
+                        if last is not None and int(last) >= blocks_in_file:
+                            report.unreadable[name] = (f"its data is in block {last}, the file ends at "
+                                                       f"block {blocks_in_file}")
+                            continue
+                    report.counts[name] = int(con.execute(f"select count(*) from {table}").fetchone()[0])
+                    if per_benchmark and (name, "benchmark") in columns:
+                        report.by_benchmark[name] = {
+                            str(b): int(n) for b, n in con.execute(
+                                f"select benchmark, count(*) from {table} group by benchmark").fetchall()}
+                except duckdb.Error as exc:
+                    report.unreadable[name] = _first_line(exc)
+    except wh.WarehouseLockTimeout:
+        raise  # held by another writer: not damage
+    except duckdb.Error as exc:
+        report.problems.append(f"it cannot be opened ({_first_line(exc)})")
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def require_sound(path: str | Path, **kwargs: object) -> IntegrityReport:
+    """check_warehouse, raising WarehouseDamaged when anything is unreadable."""
+    report = check_warehouse(path, **kwargs)  # type: ignore[arg-type]
+    if not report.ok:
+        raise WarehouseDamaged(report)
+    return report
+
+
+def trust(path: str | Path) -> None:
+    """Mark a warehouse this process has checked and now writes itself (run_all): the resource setup of its
+    in-process runs does not check it again."""
+    _TRUSTED.add(str(Path(path).resolve()))
+
+
+def check_for_run(path: str | Path) -> IntegrityReport | None:
+    """The check a Dagster run makes when its Warehouse resource is set up (sensor, schedule and UI runs, each
+    step process): raises WarehouseDamaged; None when this process already trusts the file."""
+    if str(Path(path).resolve()) in _TRUSTED:
+        return None
+    return require_sound(path)
+
+
+__all__ = ["ENVIRONMENT_ERRORS", "REBUILD_COMMAND", "RESTORE_COMMAND", "IntegrityReport", "WarehouseDamaged",
+           "check_for_run", "check_warehouse", "require_sound", "trust"]
