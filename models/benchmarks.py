@@ -13,11 +13,13 @@ break.
 from __future__ import annotations
 
 import csv
+import decimal
 import hashlib
 import json
 import logging
 import math
 import re
+import sys
 import tomllib
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
@@ -291,6 +293,27 @@ def parse_prompts(path: Path, benchmark: str, *, label: str | None = None
     return pl.DataFrame(rows, schema=PROMPTS_SCHEMA), rejects
 
 
+def parse_score(text: str) -> tuple[float, str | None]:
+    """(score, None) for a finite number in [0, 1] (-0 becomes 0); (nan, why) otherwise, including a value
+    whose magnitude is too small for a float (`1e-400` would silently become 0.0)."""
+    try:
+        score = float(text)
+    except ValueError:
+        return math.nan, f"score {text!r} is not a number"
+    if not math.isfinite(score):
+        return math.nan, f"score {text!r} is not a finite number"
+    if score == 0.0 or abs(score) < sys.float_info.min:  # zero, or an underflow to 0 / a subnormal
+        try:
+            exact = decimal.Decimal(text.strip())
+        except decimal.InvalidOperation:
+            exact = decimal.Decimal(0)
+        if exact != 0 and (score == 0.0 or abs(score) < sys.float_info.min):
+            return math.nan, f"score {text!r} is too small to store as a number (it underflows)"
+    if not 0.0 <= score <= 1.0:
+        return math.nan, f"score {text} is outside [0, 1]"
+    return score + 0.0, None  # -0.0 + 0.0 == 0.0: no negative zero is stored
+
+
 def parse_results(path: Path, benchmark: str, known_prompt_ids: Iterable[str], *, label: str | None = None
                   ) -> tuple[pl.DataFrame, list[Reject]]:
     """Valid result rows (RESULTS_SCHEMA); rows naming unknown prompts or bad scores become Rejects."""
@@ -337,13 +360,7 @@ def parse_results(path: Path, benchmark: str, known_prompt_ids: Iterable[str], *
         elif not record["model"]:
             reason = "missing model"
         else:
-            try:
-                score = float(record["score"])
-            except ValueError:
-                reason = f"score {record['score']!r} is not a number"
-            else:
-                if not 0.0 <= score <= 1.0:  # also false for NaN
-                    reason = f"score {record['score']} is outside [0, 1]"
+            score, reason = parse_score(record["score"])
         key = (record["prompt_id"], record["model"])
         if reason is None and key in seen:
             reason = (f"duplicate result for prompt {key[0]!r} and model {key[1]!r} "
@@ -394,12 +411,13 @@ def _load_metadata_file(folder: Path) -> tuple[dict[str, Any], str | None, list[
     warnings = [f"{name} used; ignored {', '.join(present[1:])}"] if len(present) > 1 else []
     path = folder / name
     try:
+        text = path.read_bytes().decode("utf-8-sig")  # a BOM (as Windows editors save) is not part of the text
         if name.endswith(".toml"):
-            data = tomllib.loads(path.read_bytes().decode("utf-8"))
+            data = tomllib.loads(text)
         else:
             import yaml  # PyYAML ships with Dagster
 
-            data = yaml.safe_load(path.read_bytes().decode("utf-8")) or {}
+            data = yaml.safe_load(text) or {}
     except Exception as exc:  # bad TOML/YAML, bad bytes: defaults, not a failure
         return {}, name, [*warnings, f"{name} could not be read ({type(exc).__name__}: {exc}); defaults used"]
     if not isinstance(data, Mapping):

@@ -18,16 +18,22 @@ No dagster here.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
+import fcntl
 import hashlib
 import importlib.metadata
 import json
 import os
 import re
+import secrets
+import shutil
 import subprocess
+import sys
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -492,7 +498,7 @@ def file_entries(directory: Path, exclude: Iterable[str] = (MANIFEST_NAME,)) -> 
     entries = []
     for path in sorted(p for p in directory.rglob("*") if p.is_file()):
         relative = path.relative_to(directory).as_posix()
-        if relative in skip or path.name.startswith("."):
+        if relative in skip or any(part.startswith(".") for part in path.relative_to(directory).parts):
             continue
         entries.append({"path": relative, "bytes": path.stat().st_size, "sha256": sha256_file(path)})
     return entries
@@ -547,16 +553,96 @@ def write_exports(
     when None). The manifest also lists every other file already in the folder (figures, map, summary).
     """
     directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    with export_lock(directory, run_id):  # one writer per export folder: a second run waits its turn
+        return _write_exports_locked(tables, directory, run_id=run_id, benchmarks=benchmarks, labelers=labelers,
+                                     labeler_model=labeler_model, sources=sources, version=version,
+                                     expected=expected, created_at=created_at, extra=extra)
+
+
+LOCK_NAME = ".export.lock"
+LOCK_WAIT_S = 900.0
+
+
+@contextlib.contextmanager
+def export_lock(directory: Path, run_id: str | None, *, wait_s: float = LOCK_WAIT_S,
+                log: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold the export folder's lock (`<folder>/.export.lock`, an flock, so a killed holder releases it).
+
+    A second writer prints one line naming the run that holds it and waits (up to `wait_s`), then writes the
+    whole folder after it: two runs never delete or rename each other's files."""
+    say = log or (lambda message: print(message, file=sys.stderr, flush=True))
+    path = directory / LOCK_NAME
+    with open(path, "a+", encoding="utf-8") as handle:
+        deadline = time.monotonic() + wait_s
+        waited = False
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not waited:
+                    handle.seek(0)
+                    holder = handle.read().strip() or "another run"
+                    say(f"export folder {directory} is being written by {holder}: waiting for it")
+                    waited = True
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"export folder {directory} stayed locked for {wait_s:.0f}s "
+                                       f"(see {path})") from None
+                time.sleep(0.2)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"run {run_id or '?'} (pid {os.getpid()}, since {dt.datetime.now(dt.UTC):%H:%M:%S} UTC)\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            handle.flush()
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _swap_in(staging: Path, target: Path) -> None:
+    """Put the freshly written folder `staging` where `target` is (rename; the old one is removed after)."""
+    old = target.with_name(f".{target.name}.old-{os.getpid()}-{secrets.token_hex(3)}")
+    if target.exists():
+        os.replace(target, old)
+    os.replace(staging, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_exports_locked(
+    tables: Mapping[str, pl.DataFrame],
+    directory: Path,
+    *,
+    run_id: str | None,
+    benchmarks: pl.DataFrame | None,
+    labelers: Sequence[dict[str, Any]],
+    labeler_model: str | None,
+    sources: Sequence[dict[str, Any]] | None,
+    version: str | None,
+    expected: Sequence[str],
+    created_at: dt.datetime | None,
+    extra: Mapping[str, Any] | None,
+) -> ExportResult:
     table_dir = directory / TABLES_DIR
-    table_dir.mkdir(parents=True, exist_ok=True)
+    for leftover in directory.glob(f".{TABLES_DIR}.*"):  # of a writer killed mid-export (we hold the lock)
+        shutil.rmtree(leftover, ignore_errors=True)
     ordered = [t for t in expected if t in tables] + sorted(t for t in tables if t not in expected)
     prepared = {t: prepare_table(t, tables[t]) for t in ordered}
     missing = [t for t in expected if t not in tables]
-    keep = {f"{t}.{ext}" for t in prepared for ext in ("parquet", "csv")}
-    for stale in table_dir.iterdir():  # a table exported earlier today but not now must not linger
-        if stale.is_file() and stale.name not in keep:
-            stale.unlink()
-    files = [write_table_files(t, frame, table_dir) for t, frame in prepared.items()]
+    # every table into a private folder, then swapped in whole: no stale table of an earlier export lingers,
+    # and no file of another writer is ever deleted
+    staging = Path(tempfile.mkdtemp(prefix=f".{TABLES_DIR}.", suffix=".tmp", dir=directory))
+    try:
+        staged = [write_table_files(t, frame, staging) for t, frame in prepared.items()]
+        _swap_in(staging, table_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    os.chmod(table_dir, 0o755)  # mkdtemp makes 0700; exports are meant to be read by others
+    files = [dataclasses.replace(f, parquet=table_dir / f.parquet.name, csv=table_dir / f.csv.name) for f in staged]
     dictionary = dictionary_frame(prepared)
     created_at = created_at or dt.datetime.now(dt.UTC)
     version = version or code_version()

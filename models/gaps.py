@@ -1324,9 +1324,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argparse
     import os
 
+    from models.cli import DEBUG_HELP
     from models.sources import PROJECT_ROOT
 
-    parser = argparse.ArgumentParser(prog="python -m models.gaps", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m models.gaps", description=__doc__.split("\n\n")[0],
+                                     epilog=DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     whatif = sub.add_parser("whatif", help="marginal gain of a candidate benchmark folder (prompts.jsonl)")
     whatif.add_argument("folder", type=Path)
@@ -1342,6 +1344,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not Path(args.warehouse).exists():
         parser.error(f"no warehouse at {args.warehouse}: run `make run` first or pass --warehouse")
+    folder, prompts_file = Path(args.folder), Path(args.folder) / "prompts.jsonl"
+    if not folder.exists():
+        raise InputError("no such candidate folder (or prompts.jsonl file)", path=folder)
+    if folder.is_dir() and prompts_file.is_dir():
+        raise InputError("is a directory, not a file: a candidate's prompts.jsonl must be a file with one JSON "
+                         "object per line", path=prompts_file)
+    if folder.is_dir() and not prompts_file.exists():
+        raise InputError("no prompts.jsonl in this folder: a candidate benchmark folder needs one (one JSON object "
+                         "per line: benchmark, prompt_id, prompt; see README 'What would a new benchmark add?')",
+                         path=folder)
     result = run_whatif(args.warehouse, args.folder, args.threshold, top_n=args.top)
     for name, frame in whatif_tables(result).items():
         _print_frame(
@@ -1357,4 +1369,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from models.cli import run_cli
+
+    raise SystemExit(run_cli(main, prog="python -m models.gaps"))

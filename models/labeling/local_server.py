@@ -382,5 +382,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if summary["failed"] == 0 else 1
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # a known error (bad input, no model, a server that did not start) is one line
+    from models.cli import run_cli
+
+    raise SystemExit(run_cli(main, prog="python -m models.labeling.local_server",
+                             extra_errors=(LocalServerError,)))
