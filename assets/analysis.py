@@ -307,13 +307,42 @@ def coverage_sensitivity(
         thresholds=_thresholds(config),
         labeler=config.labeler,
     )
+    same = _same_prompt_rows(warehouse, task_label_counts, onet_tasks, task_hours, onet_occupations, config)
+    if same.height:
+        frame = pl.concat([frame, same], how="vertical_relaxed")
     context.add_output_metadata(
         {
             "preview": _markdown(frame, 40),
             "labelers": sorted(labels["labeler"].unique().to_list()) if labels.height else [],
+            "labelers_same_prompts": int(same.filter(pl.col("metric") == "n_prompts")["value"].max() or 0)
+            if same.height else 0,
         }
     )
     return frame
+
+
+def _same_prompt_rows(warehouse: Warehouse, counts: pl.DataFrame, onet_tasks: pl.DataFrame,
+                      task_hours: pl.DataFrame, onet_occupations: pl.DataFrame, config: CoverageConfig
+                      ) -> pl.DataFrame:
+    """With another labeler in the label cache: each labeler's headline on the prompts both labeled
+    (not-work answers included), from prompt-level labels (the active labeler's of those prompts only)."""
+    cache = label_cache.LabelCache(warehouse.path)
+    if not label_cache.has_other_labelers(cache, counts, ONET_VERSION):
+        return pl.DataFrame(schema=cov.SENSITIVITY_SCHEMA)
+    prompts = warehouse.query("select benchmark, prompt_id, prompt_hash from benchmark_prompts")
+    extra = label_cache.other_labelers_labels(cache, counts, prompts, ONET_VERSION)
+    labeled = warehouse.query(
+        f"select distinct prompt_hash, labeler from {label_cache.CACHE_TABLE} where onet_version = ?",
+        [ONET_VERSION]).join(prompts, on="prompt_hash")
+    active_names = counts["labeler"].drop_nulls().unique().to_list()
+    hashes = sorted(set(labeled.filter(~pl.col("labeler").is_in(active_names))["prompt_hash"].to_list()))
+    active = warehouse.query(
+        "select benchmark, prompt_id, prompt_hash, onet_soc_code, task_id, labeler, labeler_version, rank "
+        "from prompt_task_labels where prompt_hash in (select unnest(?::varchar[]))", [hashes])
+    both = pl.concat([active, extra.select(active.columns)], how="vertical_relaxed")
+    return cov.labeler_same_prompt_sensitivity(both, onet_tasks, task_hours, onet_occupations,
+                                               _thresholds(config),
+                                               labeled=labeled.select("benchmark", "prompt_id", "labeler"))
 
 
 def _counts_of_every_labeler(warehouse: Warehouse, counts: pl.DataFrame) -> pl.DataFrame:

@@ -638,15 +638,17 @@ def labeler_validation_floors(
     group_name=VALIDATION_GROUP,
     deps=[prompt_task_labels, "benchmark_prompts"],
     description="For prompts labeled by two labelers (label_cache, current O*NET version), per benchmark: "
-    "task-set Jaccard, top-1 occupation agreement, occupation rank correlation (Spearman over "
-    "the union), each with n and a 95% bootstrap interval. Empty when only one labeler exists.",
+    "task F1 and work agreement (prompts judged not work included), task-set Jaccard, top-1 occupation "
+    "agreement, occupation rank correlation (Spearman over the union), each with n and a 95% bootstrap "
+    "interval. Empty when only one labeler exists.",
 )
 def labeler_agreement(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
-    cached = lc.disambiguate_versions(
-        lc.cache_frame_to_labels(lc.LabelCache(warehouse.path).read_frame()).filter(
-            pl.col("onet_version") == ONET_VERSION
-        )
-    )
+    rows = lc.LabelCache(warehouse.path).read_frame().filter(pl.col("onet_version") == ONET_VERSION)
+    cached = lc.disambiguate_versions(lc.cache_frame_to_labels(rows))
+    # every labeled prompt, also those judged not work (no label rows): task F1 and work agreement count them
+    labeled = lc.disambiguate_versions(rows.with_columns(
+        pl.coalesce("labeler_version", pl.col("model") + "+" + pl.col("template_version")).alias("labeler_version")
+    )).select("prompt_hash", "labeler", "labeler_version")
     labelers = cached.select("labeler", "labeler_version").unique()
     if labelers.height < 2:
         note = (
@@ -658,7 +660,8 @@ def labeler_agreement(context: AssetExecutionContext, warehouse: Warehouse) -> p
         context.add_output_metadata({"note": note, "n_labelers": labelers.height})
         return pl.DataFrame(schema=val.AGREEMENT_COLUMNS)
     ranker, _ = _occupation_ranker(("prompt_hash",))
-    table = val.labeler_agreement(cached, _prompts(warehouse, ("benchmark", "prompt_hash")), rank_fn=ranker)
+    table = val.labeler_agreement(cached, _prompts(warehouse, ("benchmark", "prompt_hash")), rank_fn=ranker,
+                                  labeled=labeled)
     context.add_output_metadata(
         {
             "n_labelers": labelers.height,

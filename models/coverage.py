@@ -673,3 +673,43 @@ def coverage_sensitivity(
             ).iter_rows(named=True):
                 add("labeler", name, f"{record['metric']}_{record['threshold']}", record["value"], name)
     return pl.DataFrame(rows, schema=SENSITIVITY_SCHEMA)
+
+
+def labeler_same_prompt_sensitivity(
+    labels: pl.DataFrame,
+    tasks: pl.DataFrame,
+    task_hours: pl.DataFrame,
+    occupations: pl.DataFrame,
+    thresholds: Sequence[int] = THRESHOLDS,
+    *,
+    labeled: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """The labeler comparison on the same prompts (SENSITIVITY_SCHEMA rows, dimension 'labeler_same_prompts').
+
+    `labels`: prompt-level labels of two or more labelers (benchmark, prompt_id, labeler, onet_soc_code,
+    task_id, rank). `labeled` (benchmark, prompt_id, labeler): every prompt each labeler labeled, also those
+    it judged not occupational work (no label row); default: the prompts with a label row. Only the prompts
+    every labeler labeled are kept; per labeler: tasks_covered_{t}, occupations_covered_{t},
+    hours_share_covered_{t} on them, and n_prompts (how many prompts the comparison rests on)."""
+    present = sorted(labels["labeler"].drop_nulls().unique().to_list()) if labels.height else []
+    if len(present) < 2:
+        return pl.DataFrame(schema=SENSITIVITY_SCHEMA)
+    keys = ["benchmark", "prompt_id"]
+    who = labeled if labeled is not None else labels.select(*keys, "labeler")
+    common = (who.filter(pl.col("labeler").is_in(present)).unique(subset=[*keys, "labeler"])
+              .group_by(keys).agg(pl.len().alias("n")).filter(pl.col("n") == len(present)).select(keys))
+    same = labels.join(common, on=keys, how="semi")
+    rows: list[dict[str, object]] = []
+    for name in present:
+        mine = same.filter(pl.col("labeler") == name)
+        headline = coverage_headline(mine, tasks, task_hours, occupations, thresholds, per_benchmark=False)
+        for record in headline.filter(
+            pl.col("metric").is_in(["tasks_covered", "occupations_covered", "hours_share_covered"])
+        ).iter_rows(named=True):
+            value = record["value"]
+            rows.append({"dimension": "labeler_same_prompts", "variant": name,
+                         "metric": f"{record['metric']}_{record['threshold']}",
+                         "value": float(value) if value is not None and value == value else None, "labeler": name})
+        rows.append({"dimension": "labeler_same_prompts", "variant": name, "metric": "n_prompts",
+                     "value": float(common.height), "labeler": name})
+    return pl.DataFrame(rows, schema=SENSITIVITY_SCHEMA)

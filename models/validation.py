@@ -555,14 +555,20 @@ def _spearman_union(rank_a: dict[str, int], rank_b: dict[str, int]) -> float:
 
 
 def labeler_agreement(labels: pl.DataFrame, prompt_benchmarks: pl.DataFrame, *, n_boot: int = N_BOOT,
-                      seed: int = SEED, rank_fn: Callable[[pl.DataFrame], pl.DataFrame] | None = None
-                      ) -> pl.DataFrame:
+                      seed: int = SEED, rank_fn: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
+                      labeled: pl.DataFrame | None = None) -> pl.DataFrame:
     """Agreement between every pair of labelers on the prompts both labeled, per benchmark.
 
     labels: prompt_hash, labeler, labeler_version, task_id, onet_soc_code, rank, score (label_cache exploded).
     prompt_benchmarks: benchmark, prompt_hash (a hash in two benchmarks counts in both).
     Metrics per prompt: task_jaccard (|A∩B|/|A∪B| of task-ID sets), occupation_top1_agreement (same top
-    occupation), occupation_spearman (see _spearman_union). Returns AGREEMENT_COLUMNS.
+    occupation), occupation_spearman (see _spearman_union), task_f1 (2|A∩B|/(|A|+|B|)). Returns
+    AGREEMENT_COLUMNS.
+
+    `labeled` (prompt_hash, labeler, labeler_version): every prompt each labeler labeled, including those it
+    judged not occupational work (no label rows). With it, a prompt counts as labeled by both even when one
+    side has no task: its task_f1 is 0 (1 when both have none), and work_agreement (both work, or both not)
+    is reported over all of them; the occupation metrics stay over prompts both gave tasks.
     """
     if labels.is_empty():
         return pl.DataFrame(schema=AGREEMENT_COLUMNS)
@@ -575,6 +581,10 @@ def labeler_agreement(labels: pl.DataFrame, prompt_benchmarks: pl.DataFrame, *, 
         task_sets: dict[str, set[int]] = {}
         for h, t in mine.select("prompt_hash", "task_id").iter_rows():
             task_sets.setdefault(h, set()).add(int(t))
+        if labeled is not None:
+            for (h,) in labeled.filter((pl.col("labeler") == labeler) & (pl.col("labeler_version") == version)
+                                       ).select("prompt_hash").iter_rows():
+                task_sets.setdefault(h, set())  # labeled, no task: judged not work
         tasks[(labeler, version)] = task_sets
         ranking: dict[str, dict[str, int]] = {}
         ranked = rank_fn(mine) if rank_fn else rank_occupations(mine, keys=["prompt_hash"])
@@ -591,17 +601,26 @@ def labeler_agreement(labels: pl.DataFrame, prompt_benchmarks: pl.DataFrame, *, 
             for (bench,), g in sorted(pairs_of.filter(pl.col("prompt_hash").is_in(list(both)))
                                       .group_by("benchmark"), key=lambda x: x[0]):
                 hashes = sorted(g["prompt_hash"].to_list())
-                jac, top1, rho = [], [], []
+                jac, top1, rho, f1, work = [], [], [], [], []
                 for h in hashes:
                     ta, tb = tasks[a][h], tasks[b][h]
+                    work.append(float(bool(ta) == bool(tb)))
+                    f1.append(2 * len(ta & tb) / (len(ta) + len(tb)) if ta or tb else 1.0)
+                    if not (ta and tb):
+                        continue  # one side judged it not work: no task set or occupation to compare
                     jac.append(len(ta & tb) / len(ta | tb))
-                    ra, rb = occ_rank[a][h], occ_rank[b][h]
+                    ra, rb = occ_rank[a].get(h, {}), occ_rank[b].get(h, {})
+                    if not (ra and rb):
+                        continue
                     top_a = min(ra, key=ra.get)
                     top_b = min(rb, key=rb.get)
                     top1.append(float(top_a == top_b))
                     rho.append(_spearman_union(ra, rb))
-                for metric, values in [("task_jaccard", jac), ("occupation_top1_agreement", top1),
-                                       ("occupation_spearman", rho)]:
+                metrics = [("task_jaccard", jac), ("occupation_top1_agreement", top1), ("occupation_spearman", rho),
+                           ("task_f1", f1)] + ([("work_agreement", work)] if labeled is not None else [])
+                for metric, values in metrics:
+                    if not values:
+                        continue
                     base = metric_row(bench, a[0], a[1], metric, values, n_boot, seed)
                     rows.append({"benchmark": bench, "labeler_a": a[0], "labeler_version_a": a[1],
                                  "labeler_b": b[0], "labeler_version_b": b[1], "metric": metric,

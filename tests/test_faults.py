@@ -207,8 +207,10 @@ def test_llm_server_faults_are_retried_recorded_and_never_stored(world: World) -
         OpenAIStub,
         Slow,
         invalid_json,
+        offered_tasks,
         rate_limited,
         server_error,
+        step_of,
         unknown_id,
         valid,
     )
@@ -225,7 +227,7 @@ def test_llm_server_faults_are_retried_recorded_and_never_stored(world: World) -
         stub.on("[case-500]", server_error(), server_error(), valid(2))
         stub.on("[case-timeout]", Slow(2.0, valid(2)), valid(2))
         stub.on("[case-mixed]", rate_limited(retry_after=0), server_error(), Slow(2.0, valid(2)), invalid_json(),
-                unknown_id(), valid(3))
+                unknown_id(), valid(3), valid(3))  # step 1: five bad answers, then valid; step 2: 3 tasks
         stub.on("[case-badjson]", *[invalid_json() for _ in range(retries + 1)])
         stub.on("[case-unknown]", *[unknown_id() for _ in range(retries + 1)])
         labeler = LabelerResource(kind="openai", model="gpt-4o-mini", base_url=stub.base_url,
@@ -234,18 +236,20 @@ def test_llm_server_faults_are_retried_recorded_and_never_stored(world: World) -
         first = world.materialize("llm_faults", labeler=labeler)
         assert first.success, step_error(first)
         requests = {marker: sum(marker in json.dumps(r["body"]) for r in stub.chat_requests()) for marker in CASES}
-        shortlists = {}
+        shortlists = {}  # the task IDs a step-2 request offered (the chosen occupations' full task lists)
         for r in stub.chat_requests():
+            if step_of(r["body"]) != 2:
+                continue
             text = json.dumps(r["body"]["messages"])
-            schema = r["body"]["response_format"]["json_schema"]["schema"]
-            ids = set(schema["properties"]["tasks"]["items"]["properties"]["task_id"]["enum"])
+            ids = set(offered_tasks(r["body"]))
             for record in records:
                 if record["prompt"][:60] in text:
                     shortlists[record["prompt_id"]] = ids
         n_requests_first = len(stub.chat_requests())
 
-        # every retry happened: 429 -> 2 requests, 500 x2 -> 3, timeout -> 2, mixed -> 6, bad -> 1 + retries
-        assert requests == {"[case-429]": 2, "[case-500]": 3, "[case-timeout]": 2, "[case-mixed]": 6,
+        # every retry happened (+1 request for step 2 of the prompts that get there): 429 -> 2 + 1,
+        # 500 x2 -> 3 + 1, timeout -> 2 + 1, mixed -> 6 + 1, bad -> 1 + retries (step 1 fails)
+        assert requests == {"[case-429]": 3, "[case-500]": 4, "[case-timeout]": 3, "[case-mixed]": 7,
                             "[case-badjson]": retries + 1, "[case-unknown]": retries + 1}
         assert metadata(first, "prompt_task_labels", "n_failed") == 2
         by_marker = {m: next(r for r in records if r["prompt"].startswith(m)) for m in CASES}
@@ -279,7 +283,7 @@ def test_llm_server_faults_are_retried_recorded_and_never_stored(world: World) -
         second = world.materialize("llm_faults", labeler=labeler, keys=["prompt_task_labels"])
         assert second.success, step_error(second)
         assert metadata(second, "prompt_task_labels", "labeler_calls") == 2
-        assert len(stub.chat_requests()) == n_requests_first + 2
+        assert len(stub.chat_requests()) == n_requests_first + 2 * 2  # two steps each
     assert world.table("label_failures").is_empty()
     assert set(world.labels("llm_faults")["prompt_id"]) == {r["prompt_id"] for r in records}
 

@@ -553,3 +553,52 @@ def test_labeler_resource_builds_the_openai_labeler(stub: OpenAIStub, monkeypatc
     assert all(len(candidate_ids(r["body"])) <= 3 for r in reqs if step_of(r["body"]) == 1)
     with pytest.raises(ValueError, match="unknown labeler kind"):
         LabelerResource(kind="gpt").build(FakeIndex())
+
+
+# ----------------------------------------------------------------------- both labelers side by side
+def _side_by_side() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """offline: p1 -> tasks 1, 2; p2 -> 3; p3 -> 4. openai: p1 -> 2; p2 judged not work; p3 not labeled."""
+    rows = [("p1", 1, "11-1011.00", 1, "offline"), ("p1", 2, "11-1011.00", 2, "offline"),
+            ("p2", 3, "15-1252.00", 1, "offline"), ("p3", 4, "15-1252.00", 1, "offline"),
+            ("p1", 2, "11-1011.00", 1, "openai")]
+    labels = pl.DataFrame(
+        [{"benchmark": "b", "prompt_id": p, "prompt_hash": f"h{p}", "task_id": t, "onet_soc_code": soc, "rank": r,
+          "score": 1.0 / r, "labeler": who, "labeler_version": f"{who}+v"} for p, t, soc, r, who in rows])
+    labeled = pl.DataFrame({"benchmark": ["b"] * 5, "prompt_id": ["p1", "p2", "p3", "p1", "p2"],
+                            "labeler": ["offline"] * 3 + ["openai"] * 2})
+    return labels, labeled.with_columns(("h" + pl.col("prompt_id")).alias("prompt_hash"),
+                                        (pl.col("labeler") + "+v").alias("labeler_version"))
+
+
+def test_agreement_counts_not_work_prompts_in_task_f1_and_work_agreement() -> None:
+    from models.validation import labeler_agreement
+
+    labels, labeled = _side_by_side()
+    where = pl.DataFrame({"benchmark": ["b"] * 3, "prompt_hash": ["hp1", "hp2", "hp3"]})
+    got = {r["metric"]: (r["value"], r["n"]) for r in labeler_agreement(
+        labels, where, n_boot=100, labeled=labeled).iter_rows(named=True)}
+    # p1: {1,2} vs {2} -> F1 2/3, Jaccard 1/2, same top occupation; p2: {3} vs not work -> F1 0, work differs
+    assert got["task_f1"] == (pytest.approx(1 / 3), 2) and got["work_agreement"] == (0.5, 2)
+    assert got["task_jaccard"] == (0.5, 1) and got["occupation_top1_agreement"] == (1.0, 1)
+    # without `labeled` the not-work prompt is invisible: only p1 is compared
+    plain = {r["metric"]: r["n"] for r in labeler_agreement(labels, where, n_boot=100).iter_rows(named=True)}
+    assert plain["task_f1"] == 1 and "work_agreement" not in plain
+
+
+def test_coverage_headline_of_each_labeler_on_the_same_prompts() -> None:
+    from models.coverage import labeler_same_prompt_sensitivity
+
+    labels, labeled = _side_by_side()
+    tasks = pl.DataFrame({"onet_soc_code": ["11-1011.00"] * 2 + ["15-1252.00"] * 2, "task_id": [1, 2, 3, 4]})
+    hours = tasks.with_columns(pl.lit(0.5).alias("pi"), pl.lit(2000.0).alias("occupation_annual_hours"))
+    occupations = pl.DataFrame({"onet_soc_code": ["11-1011.00", "15-1252.00"], "title": ["CEO", "Dev"]})
+    out = labeler_same_prompt_sensitivity(labels, tasks, hours, occupations, (1,),
+                                          labeled=labeled.select("benchmark", "prompt_id", "labeler"))
+    got = {(r["variant"], r["metric"]): r["value"] for r in out.iter_rows(named=True)}
+    assert set(out["dimension"]) == {"labeler_same_prompts"}
+    # same prompts = p1, p2 (p3 only offline): offline covers tasks 1, 2, 3 of 4, openai task 2
+    assert got[("offline", "tasks_covered_1")] == pytest.approx(3 / 4)
+    assert got[("openai", "tasks_covered_1")] == pytest.approx(1 / 4)
+    assert got[("offline", "n_prompts")] == got[("openai", "n_prompts")] == 2
+    assert got[("offline", "hours_share_covered_1")] == pytest.approx(3 / 4)
+    assert got[("openai", "hours_share_covered_1")] == pytest.approx(1 / 4)

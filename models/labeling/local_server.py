@@ -4,7 +4,7 @@
     python -m models.labeling.local_server --benchmark gdpval --limit 20
 
 The command starts `python -m llama_cpp.server` on 127.0.0.1 (a free port), labels the benchmark's prompts
-with the `openai` labeler through it, using the same label cache, retries, rejection of invalid task IDs and
+with the two-step `openai` labeler through it, using the same label cache, retries, rejection of invalid task IDs and
 failure records as the pipeline (models.labeling.cache), prints one JSON summary, and stops the server.
 
 `LocalLLMServer` is the context manager behind it (also used by tests/test_local_llm.py):
@@ -34,6 +34,9 @@ from typing import Any
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_ALIAS = "gemma-3-270m-it-q4_k_m"
+# The two-step labeler's longest request: the 923-title occupation list (~9k tokens) + a prompt cut at 6,000
+# chars (~1.5k) + three occupations' task lists (<= ~3.5k) + the answers.
+DEFAULT_N_CTX = 16384
 
 
 class LocalServerError(RuntimeError):
@@ -87,7 +90,7 @@ class LocalLLMServer:
         *,
         host: str = LOOPBACK,
         port: int | None = None,
-        n_ctx: int = 4096,
+        n_ctx: int = 0,  # 0: DEFAULT_N_CTX
         n_threads: int | None = None,
         model_alias: str = DEFAULT_ALIAS,
         startup_timeout_s: float = 300.0,
@@ -98,7 +101,7 @@ class LocalLLMServer:
         self.model_path = Path(model_path) if model_path else None
         self.host = _loopback_only(host)
         self.port = port
-        self.n_ctx = n_ctx
+        self.n_ctx = n_ctx or DEFAULT_N_CTX
         self.n_threads = n_threads or max(1, min(2, os.cpu_count() or 1))
         self.model_alias = model_alias
         self.startup_timeout_s = startup_timeout_s
@@ -276,7 +279,8 @@ def label_benchmark(
     limit: int | None = 20,
     warehouse: str | Path | None = None,
     mirror: str | Path | None = None,
-    shortlist_k: int = 40,
+    occupation_list: str = "all",
+    occupation_k: int = 40,
     max_concurrency: int = 1,
     timeout_s: float = 180.0,
     max_retries: int = 2,
@@ -305,7 +309,8 @@ def label_benchmark(
         cfg = LLMConfig(
             model=server.model_alias,
             base_url=server.base_url,
-            shortlist_k=shortlist_k,
+            occupation_list=occupation_list,
+            occupation_k=occupation_k,
             max_concurrency=max_concurrency,
             timeout_s=timeout_s,
             max_retries=max_retries,
@@ -337,6 +342,14 @@ def label_benchmark(
         "labeler_calls": stats.labeler_calls,
         "http_requests": calls.requests,
         "valid_first_try": calls.valid_first_try,
+        "not_work": calls.not_work,
+        "step1_requests": calls.step1_requests,
+        "step2_requests": calls.step2_requests,
+        "step1_input_tokens": stats.step1_input_tokens,
+        "step1_output_tokens": stats.step1_output_tokens,
+        "step2_input_tokens": stats.step2_input_tokens,
+        "step2_output_tokens": stats.step2_output_tokens,
+        "cached_input_tokens": stats.cached_input_tokens,
         "retries": calls.retries,
         "response_format": labeler.response_format,
         "seconds": round(stats.seconds, 2),
@@ -358,10 +371,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warehouse", default=None, help="DuckDB file holding label_cache/label_failures")
     ap.add_argument("--mirror", default=None)
     ap.add_argument("--model", default=None, help="a GGUF file (default: the gemma3-270m package's)")
-    ap.add_argument("--shortlist-k", type=int, default=40)
+    ap.add_argument("--occupation-list", default="all", choices=["all", "ranked"],
+                    help="step 1 candidates: all 923 occupations by major group, or the offline top-k")
+    ap.add_argument("--occupation-k", type=int, default=40)
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=180.0)
-    ap.add_argument("--n-ctx", type=int, default=4096)
+    ap.add_argument("--n-ctx", type=int, default=DEFAULT_N_CTX)
     ap.add_argument("--response-format", default="auto", choices=["auto", "json_schema", "json_object"])
     args = ap.parse_args(argv)
     server = LocalLLMServer(args.model, n_ctx=args.n_ctx)
@@ -371,7 +386,8 @@ def main(argv: list[str] | None = None) -> int:
             limit=args.limit or None,
             warehouse=args.warehouse,
             mirror=args.mirror,
-            shortlist_k=args.shortlist_k,
+            occupation_list=args.occupation_list,
+            occupation_k=args.occupation_k,
             max_concurrency=args.concurrency,
             timeout_s=args.timeout,
             response_format=args.response_format,
