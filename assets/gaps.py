@@ -58,6 +58,7 @@ class GapFinderConfig(Config):
     weight_exposure: float = _DEFAULT_WEIGHTS.exposure
     weight_desire: float = _DEFAULT_WEIGHTS.desire
     weight_capability: float = _DEFAULT_WEIGHTS.capability
+    weight_importance: float = _DEFAULT_WEIGHTS.importance  # O*NET importance percentile in the occupation
     digital_factor_not_exposed: float = _DEFAULT_WEIGHTS.digital_factor_not_exposed
     digital_factor_unknown: float = _DEFAULT_WEIGHTS.digital_factor_unknown
     unrated_rating: float = _DEFAULT_WEIGHTS.unrated_rating
@@ -72,6 +73,7 @@ class GapFinderConfig(Config):
             exposure=self.weight_exposure,
             desire=self.weight_desire,
             capability=self.weight_capability,
+            importance=self.weight_importance,
             digital_factor_not_exposed=self.digital_factor_not_exposed,
             digital_factor_unknown=self.digital_factor_unknown,
             unrated_rating=self.unrated_rating,

@@ -601,6 +601,12 @@ def _coverage_gaps() -> dict[str, Entry]:
             HOURS,
         ),
         **_GAP_COMPONENTS,
+        "importance": ("O*NET task importance (IM scale); null when the task is unrated", "rating (1-5)", ONET_RATINGS),
+        "c_importance": (
+            "priority component: O*NET importance as a mid-rank percentile within the occupation (0-1)",
+            SHARE,
+            GAPS,
+        ),
         "imputed": ("some component was missing and took its neutral default", BOOL, GAPS),
     }
 

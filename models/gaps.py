@@ -14,9 +14,11 @@ covering a task removes it from the ranking without reshuffling the others, and 
 the old one minus the tasks it would close.
 
     priority = digital_factor * (w_h*c_hours + w_w*c_wage_bill + w_e*c_exposure + w_d*c_desire
-                                 + w_c*c_capability) / (w_h + w_w + w_e + w_d + w_c)
+                                 + w_c*c_capability + w_i*c_importance) / (w_h + w_w + w_e + w_d + w_c + w_i)
 
-Every component is a column in [0, 1]; see `PriorityWeights` and docs/gap_finder.md.
+Every component is a column in [0, 1]; see `PriorityWeights` and docs/gap_finder.md. `c_importance` is the
+task's O*NET importance as a within-occupation percentile, so among the uncovered tasks of one occupation the
+most important ones rank first; it has no occupation-level counterpart (OCCUPATION_COMPONENTS).
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ from models.scores import mean_prompt_scores
 from models.stats import z_value
 
 DEFAULT_THRESHOLD = 5
-COMPONENTS: tuple[str, ...] = ("hours", "wage_bill", "exposure", "desire", "capability")
+COMPONENTS: tuple[str, ...] = ("hours", "wage_bill", "exposure", "desire", "capability", "importance")
+# importance is a within-occupation percentile (mean ~0.5 in every occupation): occupation ranks leave it out
+OCCUPATION_COMPONENTS: tuple[str, ...] = tuple(c for c in COMPONENTS if c != "importance")
 # Eloundou et al.'s beta: direct exposure (E1) counts fully, exposure through LLM-powered software (E2) half.
 EXPOSURE_SCORE: dict[str, float] = {"E0": 0.0, "E1": 1.0, "E2": 0.5}
 
@@ -60,10 +64,12 @@ EXPOSURE_SCORE: dict[str, float] = {"E0": 0.0, "E1": 1.0, "E2": 0.5}
 class PriorityWeights:
     """Weights of the gap priority (docs/gap_finder.md). All components are normalised to [0, 1].
 
-    hours, wage_bill, exposure, desire, capability: weights of the additive part (any >= 0, not all 0).
+    hours, wage_bill, exposure, desire, capability, importance: weights of the additive part (any >= 0, not
+        all 0); importance is the task's O*NET importance percentile within its occupation.
     digital_factor_*: the multiplicative gate for "digital enough to benchmark" (Eloundou human E1/E2):
         1.0 for exposed tasks, `digital_factor_not_exposed` for E0, `digital_factor_unknown` when unlabelled.
-    unrated_rating: the value a missing rating component (exposure, WORKBank desire/capability) takes;
+    unrated_rating: the value a missing rating component (exposure, WORKBank desire/capability, O*NET
+        importance) takes;
         0.5 is the middle of the scale (neutral). Missing hours or wage bill count as 0 (no evidence of
         economic weight).
     """
@@ -73,6 +79,7 @@ class PriorityWeights:
     exposure: float = 1.0
     desire: float = 1.0
     capability: float = 1.0
+    importance: float = 1.0
     digital_factor_not_exposed: float = 0.25
     digital_factor_unknown: float = 0.5
     unrated_rating: float = 0.5
@@ -86,8 +93,8 @@ class PriorityWeights:
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1], got {value}")
 
-    def additive(self) -> dict[str, float]:
-        return {c: float(getattr(self, c)) for c in COMPONENTS}
+    def additive(self, components: Sequence[str] = COMPONENTS) -> dict[str, float]:
+        return {c: float(getattr(self, c)) for c in components}
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -170,18 +177,31 @@ def _rating_component(col: str, low: float, high: float, fill: float) -> pl.Expr
     return ((pl.col(col).cast(pl.Float64) - low) / (high - low)).clip(0.0, 1.0).fill_null(fill).fill_nan(fill)
 
 
+def importance_percentile(occupation_col: str = "onet_soc_code") -> pl.Expr:
+    """A task's O*NET importance as its mid-rank percentile among the rated tasks of its occupation:
+    (rank - 0.5) / n in (0, 1), ties sharing their average rank; null when unrated. The occupation's most
+    important task is near 1, its least important near 0, a single rated task 0.5."""
+    importance = pl.col("importance").cast(pl.Float64)
+    n = importance.count().over(occupation_col)
+    return (importance.rank("average").over(occupation_col) - 0.5) / n
+
+
 def score_tasks(frame: pl.DataFrame, weights: PriorityWeights | None = None) -> pl.DataFrame:
     """Add the priority components and the priority to a task frame (gap_task_frame's columns).
 
-    Uses task_annual_hours, wage_bill, human_exposure, exposed, desire_mean, capability_mean. Components
-    (each in [0, 1]): c_hours, c_wage_bill (ln-min-max over all rows), c_exposure (Eloundou beta from the
-    human label), c_desire, c_capability ((x - 1) / 4 on WORKBank's 1-5 scales); digital_factor (the gate);
+    Uses task_annual_hours, wage_bill, human_exposure, exposed, desire_mean, capability_mean and importance
+    (O*NET IM; treated as unrated when the column is absent). Components (each in [0, 1]): c_hours,
+    c_wage_bill (ln-min-max over all rows), c_exposure (Eloundou beta from the human label), c_desire,
+    c_capability ((x - 1) / 4 on WORKBank's 1-5 scales), c_importance (importance_percentile within the
+    occupation, over every task of `frame`); digital_factor (the gate);
     imputed (comma list of components that took the default); priority. Normalisation runs over every row of
     `frame`, covered or not, so a task's priority does not depend on coverage.
     """
     weights = weights or PriorityWeights()
     w = weights.additive()
     fill = weights.unrated_rating
+    if "importance" not in frame.columns:
+        frame = frame.with_columns(pl.lit(None, dtype=pl.Float64).alias("importance"))
     frame = frame.with_columns(
         log_minmax(frame["task_annual_hours"]).alias("c_hours"),
         log_minmax(frame["wage_bill"]).alias("c_wage_bill"),
@@ -196,6 +216,7 @@ def score_tasks(frame: pl.DataFrame, weights: PriorityWeights | None = None) -> 
         exposure_score.fill_null(fill).alias("c_exposure"),
         _rating_component("desire_mean", 1.0, 5.0, fill).alias("c_desire"),
         _rating_component("capability_mean", 1.0, 5.0, fill).alias("c_capability"),
+        importance_percentile().fill_null(fill).fill_nan(fill).alias("c_importance"),
         pl.when(exposed)
         .then(1.0)
         .when(exposed.not_())
@@ -209,6 +230,7 @@ def score_tasks(frame: pl.DataFrame, weights: PriorityWeights | None = None) -> 
         pl.when(exposure_score.is_null()).then(pl.lit("exposure")),
         pl.when(pl.col("desire_mean").is_null()).then(pl.lit("desire")),
         pl.when(pl.col("capability_mean").is_null()).then(pl.lit("capability")),
+        pl.when(pl.col("importance").is_null()).then(pl.lit("importance")),
         pl.when(exposed.is_null()).then(pl.lit("digital")),
     ]
     additive = sum(w[c] * pl.col(f"c_{c}") for c in COMPONENTS) / sum(w.values())
@@ -273,7 +295,10 @@ TASK_GAP_COLUMNS = [
     "desire_mean",
     "capability_mean",
     "zone",
-    *PRIORITY_COMPONENTS,
+    "importance",
+    *PRIORITY_COMPONENTS[:5],
+    "c_importance",
+    *PRIORITY_COMPONENTS[5:],
     "imputed",
 ]
 
@@ -292,6 +317,8 @@ def coverage_gaps(scored: pl.DataFrame, threshold: int = DEFAULT_THRESHOLD) -> p
     for col in ("occupation_title", "task", "zone", "human_exposure"):
         if col not in gaps.columns:
             gaps = gaps.with_columns(pl.lit(None, dtype=pl.Utf8).alias(col))
+    if "importance" not in gaps.columns:
+        gaps = gaps.with_columns(pl.lit(None, dtype=pl.Float64).alias("importance"))
     ranked = _rank_by_priority(gaps)
     extra = [c for c in ("labeler",) if c in ranked.columns]
     return ranked.select(TASK_GAP_COLUMNS + extra)
@@ -305,9 +332,12 @@ def occupation_priorities(
     c_hours: ln-min-max of the occupation's *uncovered* hours (tasks below threshold); c_wage_bill: of the
     wage bill; c_exposure and digital_factor: pi-weighted means of the task values; c_desire and
     c_capability: from the mean of the occupation's WORKBank-rated tasks (the default when none is rated).
+    Importance is left out (OCCUPATION_COMPONENTS): a within-occupation percentile averages ~0.5 everywhere.
     """
     weights = weights or PriorityWeights()
-    w = weights.additive()
+    w = weights.additive(OCCUPATION_COMPONENTS)
+    if sum(w.values()) <= 0:  # only importance weighted: occupations rank by hours alone
+        w = {c: float(c == "hours") for c in OCCUPATION_COMPONENTS}
     fill = weights.unrated_rating
     share = pl.col("weight_share").fill_null(0.0)
     uncovered = pl.col("n_prompts") < threshold
@@ -340,7 +370,7 @@ def occupation_priorities(
         _rating_component("desire_mean", 1.0, 5.0, fill).alias("c_desire"),
         _rating_component("capability_mean", 1.0, 5.0, fill).alias("c_capability"),
     )
-    additive = sum(w[c] * pl.col(f"c_{c}") for c in COMPONENTS) / sum(w.values())
+    additive = sum(w[c] * pl.col(f"c_{c}") for c in OCCUPATION_COMPONENTS) / sum(w.values())
     return occ.with_columns(
         (pl.col("digital_factor") * additive).alias("priority"),
         major_group_of().alias("major_group_code"),

@@ -50,6 +50,7 @@ def _task_frame(**overrides: list) -> pl.DataFrame:
         "exposed": [True, True, True, False, False, None],
         "desire_mean": [4.0, None, 3.5, 2.0, None, 1.5],
         "capability_mean": [2.0, None, 4.0, 2.0, None, 1.0],
+        "importance": [3.0, 4.5, 4.0, 4.8, None, 3.5],  # O*NET IM; task 5 unrated
         "zone": [None] * 6,
     }
     base.update(overrides)
@@ -59,6 +60,7 @@ def _task_frame(**overrides: list) -> pl.DataFrame:
             "zone": pl.Utf8,
             "desire_mean": pl.Float64,
             "capability_mean": pl.Float64,
+            "importance": pl.Float64,
             "exposed": pl.Boolean,
             "human_exposure": pl.Utf8,
         },
@@ -86,7 +88,9 @@ def test_priority_is_the_documented_formula() -> None:
     assert row["c_wage_bill"] == pytest.approx(1.0)
     assert row["c_exposure"] == 1.0 and row["digital_factor"] == 1.0  # E1
     assert row["c_desire"] == pytest.approx(0.75) and row["c_capability"] == pytest.approx(0.25)
-    assert row["priority"] == pytest.approx((c_hours + 1.0 + 1.0 + 0.75 + 0.25) / 5)
+    # importance 3.0 vs 4.5 in its occupation: mid-rank percentile (1 - 0.5) / 2
+    assert row["c_importance"] == pytest.approx(0.25)
+    assert row["priority"] == pytest.approx((c_hours + 1.0 + 1.0 + 0.75 + 0.25 + 0.25) / 6)
     assert row["imputed"] == ""
     # task 2: E2 -> beta 0.5; WORKBank unrated -> neutral 0.5 and flagged
     two = scored.filter(pl.col("task_id") == 2).row(0, named=True)
@@ -101,11 +105,13 @@ def test_priority_is_the_documented_formula() -> None:
 
 
 def test_weights_change_the_formula_and_bad_weights_are_refused() -> None:
-    only_hours = score_tasks(_task_frame(), PriorityWeights(wage_bill=0, exposure=0, desire=0, capability=0))
+    only_hours = score_tasks(
+        _task_frame(), PriorityWeights(wage_bill=0, exposure=0, desire=0, capability=0, importance=0)
+    )
     expected = (only_hours["c_hours"] * only_hours["digital_factor"]).to_list()
     assert only_hours["priority"].to_list() == pytest.approx(expected)
     with pytest.raises(ValueError, match="not all 0"):
-        PriorityWeights(hours=0, wage_bill=0, exposure=0, desire=0, capability=0)
+        PriorityWeights(hours=0, wage_bill=0, exposure=0, desire=0, capability=0, importance=0)
     with pytest.raises(ValueError, match="digital_factor_unknown"):
         PriorityWeights(digital_factor_unknown=1.5)
 
@@ -138,6 +144,7 @@ def test_ranking_orders_by_priority_and_excludes_covered() -> None:
         ("human_exposure", 2, "E1"),  # more exposed (E2 -> E1)
         ("desire_mean", 2, 5.0),  # workers want it more
         ("capability_mean", 2, 5.0),  # experts rate AI more capable
+        ("importance", 1, 5.0),  # the most important task of its occupation instead of the least
     ],
 )
 def test_raising_each_component_raises_the_rank(column: str, task_id: int, value: object) -> None:
@@ -156,6 +163,28 @@ def test_raising_each_component_raises_the_rank(column: str, task_id: int, value
     p_before = before.filter(pl.col("task_id") == task_id)["priority"][0]
     p_after = after.filter(pl.col("task_id") == task_id)["priority"][0]
     assert p_after > p_before
+
+
+def test_importance_ranks_tasks_within_occupations_not_occupations() -> None:
+    scored = score_tasks(_task_frame())
+    c_importance = dict(zip(scored["task_id"], scored["c_importance"], strict=True))
+    # A: 3.0 < 4.5; B: 4.0 < 4.8; C: task 5 unrated (neutral 0.5, flagged), task 6 the only rated one
+    assert c_importance == pytest.approx({1: 0.25, 2: 0.75, 3: 0.25, 4: 0.75, 5: 0.5, 6: 0.5})
+    assert scored.filter(pl.col("task_id") == 5)["imputed"][0] == "desire,capability,importance"
+    # between two otherwise identical tasks of one occupation, the more important one ranks first
+    twins = _task_frame(task_annual_hours=[200.0, 200.0, 1000.0, 200.0, 50.0, 5000.0], desire_mean=[None] * 6,
+                        capability_mean=[None] * 6, human_exposure=["E1", "E1", "E1", "E0", "E0", None])
+    ranked = coverage_gaps(score_tasks(twins))
+    assert _rank_of(ranked, 2) < _rank_of(ranked, 1)
+    assert "importance" in ranked.columns and "c_importance" in ranked.columns
+    # no importance column at all: every task neutral and flagged
+    unrated = score_tasks(_task_frame().drop("importance"))
+    assert set(unrated["c_importance"]) == {0.5} and unrated["imputed"].str.contains("importance").all()
+    # occupation ranks leave importance out (its within-occupation percentile averages ~0.5 everywhere)
+    with_importance = occupation_gaps(scored)
+    without = occupation_gaps(score_tasks(_task_frame(), PriorityWeights(importance=0)))
+    assert with_importance["priority"].to_list() == pytest.approx(without["priority"].to_list())
+    assert "c_importance" not in with_importance.columns
 
 
 def test_digital_gate_raises_the_rank() -> None:
