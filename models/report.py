@@ -343,12 +343,39 @@ def regression_findings(tables: Tables) -> list[str]:
             )
     contrasts = _contrast_rows(tables)
     if contrasts is not None:
-        for r in contrasts.filter(pl.col("model") == MODEL_IMPORTANCE).iter_rows(named=True):
+        importance_rows = contrasts.filter(pl.col("model") == MODEL_IMPORTANCE)
+        sizes: dict[str, Any] = {}
+        if regressions is not None and {"item", "value"} <= set(regressions.columns):
+            sizes = dict(
+                regressions.filter((pl.col("model") == MODEL_IMPORTANCE) & pl.col("item").is_not_null())
+                .select("item", "value")
+                .iter_rows()
+            )
+        sample = (
+            f"; {num(sizes['n_tasks_kept'])} of {num(sizes['n_tasks_rated'])} rated tasks in "
+            f"{num(sizes['n_occupations_kept'])} occupations, {num(sizes['n_occupations_dropped_no_variation'])} "
+            "occupations with no variation in coverage dropped"
+            if {"n_tasks_kept", "n_tasks_rated", "n_occupations_kept", "n_occupations_dropped_no_variation"}
+            <= set(sizes)
+            else ""
+        )
+        for r in importance_rows.filter(pl.col("contrast").str.starts_with("importance quintile")).iter_rows(
+            named=True
+        ):
             out.append(
                 f"**Importance.** Within occupations, {r['contrast']}: the most important tasks are "
                 f"{ratio(r['ratio'])} times as likely to be covered as the least important "
-                f"({ci(r['ci_low'], r['ci_high'], ratio)}{_excludes_one(r['ci_low'], r['ci_high'])}; "
-                "occupation fixed effects, coverage_regressions)."
+                f"(Q5/Q1 at >= 5 prompts, {ci(r['ci_low'], r['ci_high'], ratio)}"
+                f"{_excludes_one(r['ci_low'], r['ci_high'])}; logit with occupation fixed effects and "
+                f"occupation-clustered SEs{sample}; coverage_regressions)."
+            )
+        for r in importance_rows.filter(pl.col("contrast").str.starts_with("exposed vs not")).iter_rows(
+            named=True
+        ):
+            out.append(
+                f"Within occupations, holding importance as observed, exposed tasks are {ratio(r['ratio'])} "
+                f"times as likely to have >= 5 prompts as non-exposed ones ({ci(r['ci_low'], r['ci_high'], ratio)}"
+                f"{_excludes_one(r['ci_low'], r['ci_high'])}; coverage_regressions)."
             )
         for r in contrasts.filter(pl.col("model") == MODEL_WORKBANK).iter_rows(named=True):
             out.append(
