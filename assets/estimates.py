@@ -46,7 +46,7 @@ REFERENCE_DIR = PROJECT_ROOT / "data" / "reference"
 JUDGE_SAMPLE_ENV = "BENCHMAP_JUDGE_SAMPLE"
 JUDGE_ENV = "BENCHMAP_JUDGE"
 MI_DRAWS = 20
-SPLIT_REPEATS = 20
+SPLIT_REPEATS = 10
 
 DESIGN_SCHEMA: dict[str, pl.DataType] = {
     "benchmark": pl.Utf8(),
@@ -455,7 +455,7 @@ def headline_estimates(
         .with_columns(pl.col("source").fill_null("none"))
     )
     reliability = es.reliability_table(problem)
-    split = split_check(problem, scopes, config.split_repeats, min(config.n_draws, 100), config.seed)
+    split = split_check(problem, scopes, config.split_repeats, min(config.n_draws, 50), config.seed)
     t_split = time.perf_counter() - started - t_estimates
     mi = regressions_mi(task_analysis_frame, problem, result.count_draws["model_assisted"], "model_assisted")
     t_mi = time.perf_counter() - started - t_estimates - t_split
@@ -478,10 +478,22 @@ def headline_estimates(
     )
     yield Output(design, "estimate_design", metadata={"preview": MetadataValue.md(_md(design))})
     pooled = reliability.filter(pl.col("benchmark") == "all")
+    figure_meta: dict = {}
+    try:  # the reliability diagram, into this run's export folder (exports/<date>/figures/)
+        from assets.exports import FIGURES_DIR, export_folder, figure_metadata
+        from models.figures import reliability_figure
+
+        figure_meta = figure_metadata(
+            "labeler_reliability", reliability_figure(reliability), export_folder(context, warehouse) / FIGURES_DIR,
+            title="Labeler calibration against the judge",
+        )
+    except Exception as error:  # noqa: BLE001 - a figure never fails the estimates
+        context.log.warning(f"reliability figure not drawn: {type(error).__name__}: {error}")
     yield Output(
         reliability,
         "labeler_reliability",
         metadata={
+            **figure_meta,
             "ece": float(pooled["ece"][0]) if pooled.height else None,
             "recall": float(pooled["recall"][0]) if pooled.height and pooled["recall"][0] is not None else None,
             "preview": MetadataValue.md(_md(pooled)),

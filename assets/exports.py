@@ -31,6 +31,7 @@ from dagster import (
 )
 from matplotlib.figure import Figure
 
+from models import estimates as es
 from models import exports as ex
 from models import figures as fg
 from models import report
@@ -244,6 +245,7 @@ def _labeler_entries(warehouse: Warehouse) -> list[dict[str, Any]]:
 @asset(
     group_name=GROUP,
     deps=[AssetKey(t) for t in ex.EXPORT_TABLES]
+    + [AssetKey(t) for t in es.EXPORT_TABLES]
     + [AssetKey("prompt_task_labels"), report_figures, coverage_map, report_summary],
     description="exports/<date>/: every headline and analysis table as Parquet and CSV, one XLSX workbook (a "
     "sheet per table), data_dictionary.md (every column: meaning, unit, source) and manifest.json (sources "
@@ -254,6 +256,7 @@ def exports(
     context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
 ) -> MaterializeResult:
     tables, missing = _read_tables(warehouse, list(ex.EXPORT_TABLES))
+    tables |= _read_tables(warehouse, list(es.EXPORT_TABLES))[0]  # headline estimates, when present
     folder = export_folder(context, warehouse)
     label_cache_models: list[dict[str, Any]] = []
     if warehouse.table_exists("label_cache"):

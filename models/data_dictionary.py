@@ -776,6 +776,127 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
 }
 
 
+# --- headline estimates (issue 16, models/estimates.py) -------------------------------------------------------
+ESTIMATES = "computed: models/estimates.py from prompt_task_labels (p_exercised) and the judge sample"
+JUDGE_SAMPLE = "judge sample: data/reference/ (vendored reference labels) or judge_sample_labels (BENCHMAP_JUDGE_SAMPLE)"
+_ESTIMATOR_TEXT = (
+    "labels_as_truth (every label counted as certain), labeler (draws of each label with its p_exercised), "
+    "design (judge sample alone, N_b/n_b weights), model_assisted (labeler on every prompt corrected and "
+    "completed by the judge sample; multiple imputation)"
+)
+DATA_DICTIONARY["headline_estimates"] = {
+    "benchmark_index": (
+        "benchmark index the row is computed for ('all' = every landed benchmark)",
+        TEXT,
+        ESTIMATES,
+    ),
+    "scope": ("'all' for every member benchmark of the index pooled, else the one benchmark", TEXT, ESTIMATES),
+    "quantity": (
+        "tasks_covered, occupations_covered, major_groups_covered (counts) or hours_share_covered (share of US "
+        "work hours on covered tasks)",
+        TEXT,
+        ESTIMATES,
+    ),
+    "threshold": COMMON["threshold"],
+    "estimator": (f"how the value was estimated: {_ESTIMATOR_TEXT}", TEXT, ESTIMATES),
+    "value": (
+        "estimate (mean over draws for labeler and model_assisted; plug-in for design and labels_as_truth)",
+        "count, or share (0-1) for hours_share_covered",
+        ESTIMATES,
+    ),
+    "ci_low": ("lower bound of the 95% interval (2.5th percentile of the draws)", "same as value", ESTIMATES),
+    "ci_high": ("upper bound of the 95% interval (97.5th percentile of the draws)", "same as value", ESTIMATES),
+    "denominator": (
+        "what the count is out of: all O*NET tasks, occupations with tasks, SOC major groups; 1 for shares",
+        COUNT,
+        ESTIMATES,
+    ),
+    "published": (
+        "this is the estimate the headline quotes: model_assisted where the scope has judge-sampled texts, "
+        "labeler otherwise",
+        BOOL,
+        ESTIMATES,
+    ),
+    "n_texts": ("distinct prompt texts in the scope", COUNT, BENCH),
+    "n_sampled": ("distinct prompt texts of the scope in the judge sample", COUNT, JUDGE_SAMPLE),
+    "n_draws": ("draws (bootstrap replicates or imputations) behind the interval; 0 = no interval", COUNT, CODE),
+    "basis": ("what the estimate rests on and what it cannot see", TEXT, ESTIMATES),
+    "labeler": COMMON["labeler"],
+    "labeler_version": COMMON["labeler_version"],
+}
+DATA_DICTIONARY["estimate_design"] = {
+    "benchmark": COMMON["benchmark"],
+    "distinct_texts": ("distinct prompt texts N_b (the sampling units: prompt_hash within the benchmark)", COUNT,
+                       BENCH),
+    "prompts": ("prompts of the benchmark (a text stands for all prompts sharing it)", COUNT, BENCH),
+    "n_sampled": ("texts in the judge sample n_b that are in the warehouse", COUNT, JUDGE_SAMPLE),
+    "sampling_fraction": ("n_b / N_b", SHARE, ESTIMATES),
+    "weight": ("design weight N_b / n_b of a sampled text (null without a sample)", "texts per sampled text",
+               ESTIMATES),
+    "source": ("where the judge labels come from: judge_sample, reference or none", TEXT, JUDGE_SAMPLE),
+}
+DATA_DICTIONARY["labeler_reliability"] = {
+    "benchmark": ("'all' (every benchmark with a judge sample) or one benchmark", TEXT, ESTIMATES),
+    "bin": ("probability bin (0 = lowest) of p_exercised", "rank", ESTIMATES),
+    "p_low": ("lower edge of the bin", PROB, ESTIMATES),
+    "p_high": ("upper edge of the bin", PROB, ESTIMATES),
+    "n": ("labels of judge-sampled texts in the bin", COUNT, ESTIMATES),
+    "mean_predicted": ("mean p_exercised of the bin's labels", PROB, ESTIMATES),
+    "observed": ("share of the bin's labels the judge also gives", SHARE, JUDGE_SAMPLE),
+    "ci_low": ("Wilson 95% lower bound of observed", SHARE, ESTIMATES),
+    "ci_high": ("Wilson 95% upper bound of observed", SHARE, ESTIMATES),
+    "ece": ("expected calibration error of the scope: sum over bins of n_bin / n x |predicted - observed|",
+            PROB, ESTIMATES),
+    "recall": ("share of the judge's (prompt, task) pairs the labeler emitted at all (calibration says nothing "
+               "about the others)", SHARE, ESTIMATES),
+    "n_judge_pairs": ("the judge's (prompt, task) pairs in the scope", COUNT, JUDGE_SAMPLE),
+}
+DATA_DICTIONARY["estimate_split_check"] = {
+    "scope": ("'all': every benchmark's judge-labeled texts pooled", TEXT, ESTIMATES),
+    "quantity": ("headline quantity (see headline_estimates)", TEXT, ESTIMATES),
+    "threshold": COMMON["threshold"],
+    "estimator": (f"estimator: {_ESTIMATOR_TEXT}", TEXT, ESTIMATES),
+    "n_replications": ("random half splits of the judge sample", COUNT, ESTIMATES),
+    "coverage": ("share of splits whose 95% interval (from one half) holds the judge-labeled truth of both halves",
+                 SHARE, ESTIMATES),
+    "mean_abs_error": ("mean |estimate - truth| over the splits", "same as the quantity", ESTIMATES),
+    "mean_error": ("mean estimate - truth over the splits (bias)", "same as the quantity", ESTIMATES),
+    "mean_truth": ("mean truth over the splits", "same as the quantity", ESTIMATES),
+    "check": ("which check: split_half", TEXT, ESTIMATES),
+}
+DATA_DICTIONARY["coverage_regressions_mi"] = {
+    "model": ("coverage logit (exposure_wage, importance_fe, workbank; see coverage_regressions)", TEXT, REGRESSION),
+    "kind": ("coefficient, or log_ratio (a probability-ratio contrast combined on the log scale)", TEXT, ESTIMATES),
+    "term": ("coefficient term or contrast, as in coverage_regressions", TEXT, REGRESSION),
+    "estimate": ("combined estimate: the coefficient, or the probability ratio exp(mean log ratio)",
+                 "logit or ratio", ESTIMATES),
+    "coef": ("mean over the draws on the fitted scale (coefficient or log ratio)", "logit or log ratio", ESTIMATES),
+    "se": ("Rubin total standard error sqrt(W + (1 + 1/m) B)", "same as coef", ESTIMATES),
+    "ci_low": ("lower bound of the 95% interval (t with Rubin's df), on the estimate's scale", "same as estimate",
+               ESTIMATES),
+    "ci_high": ("upper bound of the 95% interval, on the estimate's scale", "same as estimate", ESTIMATES),
+    "within_var": ("W: mean squared clustered SE over the draws (sampling of tasks)", "squared coef", ESTIMATES),
+    "between_var": ("B: variance of the estimate across draws (labeler error)", "squared coef", ESTIMATES),
+    "fraction_missing_info": ("(1 + 1/m) B / T: share of the variance due to labeler error", SHARE, ESTIMATES),
+    "df": ("Rubin's degrees of freedom (inf when B = 0)", COUNT, ESTIMATES),
+    "m": ("completed label sets (draws) refitted", COUNT, ESTIMATES),
+    "draws": ("which draws: model_assisted imputations of the label set", TEXT, ESTIMATES),
+}
+TABLE_DESCRIPTIONS["headline_estimates"] = (
+    "Headline quantities under four estimators with 95% intervals; `published` marks the one the headline "
+    "quotes."
+)
+TABLE_DESCRIPTIONS["estimate_design"] = "The judge sample's design per benchmark (N_b, n_b, weights, source)."
+TABLE_DESCRIPTIONS["labeler_reliability"] = (
+    "Reliability of the labeler's p_exercised against the judge: predicted vs observed per bin, ECE, recall."
+)
+TABLE_DESCRIPTIONS["estimate_split_check"] = (
+    "Split-sample check of the estimators: estimate from half the judge sample, compare with the rest."
+)
+TABLE_DESCRIPTIONS["coverage_regressions_mi"] = (
+    "Coverage logits with labeler error: refitted on imputed label sets, combined with Rubin's rules."
+)
+
 def describe(table: str, column: str) -> Entry | None:
     """(meaning, unit, source) of `column` in `table`, or None when undocumented."""
     return DATA_DICTIONARY.get(table, {}).get(column)

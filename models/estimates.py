@@ -326,24 +326,27 @@ class Aggregator:
         sub = counts[:, active]
         scoped = np.empty((len(self.scopes), active.size))
         scoped[self.single_rows] = sub[self.single_bench]
-        if self.multi_rows.size:
-            scoped[self.multi_rows] = self.member[self.multi_rows] @ sub  # (S, A)
+        for row in self.multi_rows:  # pooled scopes: a sum of member rows (no BLAS call for a 0/1 matrix)
+            members = self.scopes[row].members
+            scoped[row] = sub[list(members)].sum(axis=0) if members else 0.0
         n_scopes = len(self.scopes)
+        out = np.zeros((n_scopes, len(QUANTITIES), len(self.thresholds)))
+        if active.size == 0:
+            return out
+        # tasks are indexed in (occupation code, task id) order and occupations in code order, so the tasks of
+        # an occupation and the occupations of a major group are contiguous runs: "any covered" is a reduceat
         occ_of = pr.task_occ[active]
-        out = np.empty((n_scopes, len(QUANTITIES), len(self.thresholds)))
+        occ_starts = np.flatnonzero(np.r_[True, occ_of[1:] != occ_of[:-1]])
+        group_of = pr.occ_group[occ_of[occ_starts]]
+        group_starts = np.flatnonzero(np.r_[True, group_of[1:] != group_of[:-1]])
+        hours_active = pr.task_hours[active]
         for ti, t in enumerate(self.thresholds):
             covered = scoped >= t - 1e-9
             out[:, 0, ti] = covered.sum(axis=1)
-            s_idx, a_idx = np.nonzero(covered)
-            occ = np.zeros(n_scopes * pr.n_occ, dtype=bool)
-            occ[s_idx * pr.n_occ + occ_of[a_idx]] = True
-            occ = occ.reshape(n_scopes, pr.n_occ)
+            occ = np.logical_or.reduceat(covered, occ_starts, axis=1)
             out[:, 1, ti] = occ.sum(axis=1)
-            so, oo = np.nonzero(occ)
-            groups = np.zeros(n_scopes * pr.n_groups, dtype=bool)
-            groups[so * pr.n_groups + pr.occ_group[oo]] = True
-            out[:, 2, ti] = groups.reshape(n_scopes, pr.n_groups).sum(axis=1)
-            hours = covered @ pr.task_hours[active]
+            out[:, 2, ti] = np.logical_or.reduceat(occ, group_starts, axis=1).sum(axis=1)
+            hours = covered @ hours_active
             out[:, 3, ti] = hours / pr.total_hours if pr.total_hours > 0 else np.nan
         return out
 
@@ -1055,3 +1058,13 @@ def simulation_study(
             check_against_truth(sim.problem, sim.truth_counts, scopes, n_draws=n_draws, seed=seed + r)
         )
     return summarize_checks(pl.concat(checks))
+
+
+# Tables of this module the export folder carries when the warehouse has them (assets/exports.py).
+EXPORT_TABLES: tuple[str, ...] = (
+    "headline_estimates",
+    "estimate_design",
+    "labeler_reliability",
+    "estimate_split_check",
+    "coverage_regressions_mi",
+)

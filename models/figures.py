@@ -255,20 +255,10 @@ def importance_quintile_figure(probabilities: pl.DataFrame) -> Figure:
     ax.set_xticks([1, 2, 3, 4, 5], ["1\n(least)", "2", "3", "4", "5\n(most important)"])
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_ylim(bottom=0)
-    ax.set_xlabel("Task-importance quintile within the occupation (O*NET importance, IM)")
+    ax.set_xlabel("Task-importance quintile within the occupation (O*NET importance)")
     ax.set_ylabel("Adjusted probability of >= 5 prompts")
     ax.set_title(title)
-    legend = ax.legend(
-        frameon=False, title="bars: 95% CI (delta method, occupation-clustered SEs)", fontsize=8
-    )
-    legend.get_title().set_fontsize(7)
-    fig.text(
-        0.01,
-        0.01,
-        "Logit with occupation fixed effects; average predictive margins over every rated task kept.",
-        fontsize=6,
-        color="#666666",
-    )
+    ax.legend(frameon=False)
     ax.grid(axis="y", color="#eeeeee")
     return fig
 
@@ -610,6 +600,42 @@ def model_score_heatmap_figure(
     axes[0].set_yticks(range(len(occ_order)), labels, fontsize=7)
     fig.colorbar(image, ax=list(axes), shrink=0.6, label="Mean score (0-1)")
     fig.suptitle(title)
+    return fig
+
+
+# --- 7. reliability of the labeler's p_exercised against the judge (issue 16) ------------------------------
+
+
+@styled
+def reliability_figure(reliability: pl.DataFrame) -> Figure:
+    """Reliability diagram: mean predicted p_exercised vs the share the judge confirms, per probability bin,
+    with Wilson 95% CIs and the diagonal; ECE and recall in the title. Input: labeler_reliability (pooled rows,
+    benchmark 'all')."""
+    title = "Labeler calibration against the judge"
+    needed = {"benchmark", "mean_predicted", "observed", "ci_low", "ci_high", "n", "ece"}
+    if not needed <= set(reliability.columns):
+        return _placeholder(title, _lacks("labeler_reliability", needed, reliability))
+    rows = reliability.filter(pl.col("benchmark") == "all").sort("mean_predicted")
+    if rows.is_empty():
+        return _placeholder(title, "No labels of judge-sampled prompts to compare.")
+    fig = new_figure(4.8, 4.4)
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1], color="#999999", linestyle="--", linewidth=1, label="perfect calibration")
+    x = rows["mean_predicted"].to_numpy()
+    y = rows["observed"].to_numpy()
+    err = np.clip(np.vstack([y - rows["ci_low"].to_numpy(), rows["ci_high"].to_numpy() - y]), 0, None)
+    ax.errorbar(x, y, yerr=err, fmt="o", capsize=3, color=SERIES_COLOURS[0], label="labels, per p bin")
+    for xv, yv, n in zip(x, y, rows["n"].to_list(), strict=True):
+        ax.annotate(f"n={n}", (xv, yv), xytext=(4, -10), textcoords="offset points", fontsize=6, color="#666666")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("predicted: mean p_exercised of the bin")
+    ax.set_ylabel("observed: share the judge also gives")
+    recall = rows["recall"][0] if "recall" in rows.columns else None
+    detail = f"ECE {rows['ece'][0]:.3f}" + (f"; recall of the judge's tasks {recall:.0%}" if recall is not None else "")
+    ax.set_title(f"{title}\n{detail}")
+    ax.grid(color="#eeeeee")
+    ax.legend(frameon=False, loc="upper left", fontsize=8)
     return fig
 
 
