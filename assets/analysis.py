@@ -21,6 +21,7 @@ from dagster import (
 )
 
 from models import coverage as cov
+from models import indexes as ix
 from models import regression as reg
 from models import scores
 from models import warehouse as wh
@@ -49,6 +50,23 @@ class CoverageConfig(Config):
 def _markdown(frame: pl.DataFrame, limit: int = 25) -> MetadataValue:
     shown = frame.head(limit).to_pandas()
     return MetadataValue.md(shown.to_markdown(index=False, floatfmt=".4g"))
+
+
+MEMBERSHIP = "benchmark_index_membership"
+
+
+def _membership(warehouse: Warehouse) -> pl.DataFrame | None:
+    """benchmark_index_membership (models/indexes.py), None before it is materialized: then only `all`."""
+    return warehouse.read_table(MEMBERSHIP) if warehouse.table_exists(MEMBERSHIP) else None
+
+
+def _by_index(frame: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
+    """(index, its rows without the column) of a per-index table, `all` first."""
+    if "benchmark_index" not in frame.columns:
+        return [(ix.ALL_INDEX, frame)]
+    names = frame["benchmark_index"].unique().to_list()
+    ordered = [ix.ALL_INDEX] * (ix.ALL_INDEX in names) + sorted(n for n in names if n != ix.ALL_INDEX)
+    return [(name, ix.only_index(frame, name)) for name in ordered]
 
 
 def _thresholds(config: CoverageConfig) -> tuple[int, ...]:
@@ -80,19 +98,30 @@ def task_label_counts(context: AssetExecutionContext, warehouse: Warehouse) -> p
     return frame
 
 
-@asset(group_name=GROUP, kinds=KINDS)
+@asset(group_name=GROUP, kinds=KINDS, deps=[MEMBERSHIP])
 def task_coverage(
     context: AssetExecutionContext,
     config: CoverageConfig,
+    warehouse: Warehouse,
     task_label_counts: pl.DataFrame,
     onet_tasks: pl.DataFrame,
 ) -> pl.DataFrame:
-    """Per O*NET task (all 18,796): prompts and benchmarks mapped to it, and covered_1 / covered_5 flags."""
-    frame = cov.task_coverage(task_label_counts, onet_tasks, _thresholds(config), labeler=config.labeler)
-    covered = {f"tasks_covered_{t}": int(frame[f"covered_{t}"].sum()) for t in _thresholds(config)}
+    """Per benchmark index x O*NET task (all 18,796): prompts and benchmarks of the index's members mapped to
+    it, and covered_1 / covered_5 flags. Index `all` counts every landed benchmark."""
+    _, labeler = cov.select_labeler(task_label_counts, config.labeler)
+    frame = pl.concat(
+        [
+            ix.with_index(cov.task_coverage(counts, onet_tasks, _thresholds(config), labeler=labeler), name)
+            for name, counts in ix.per_index(task_label_counts, _membership(warehouse))
+        ],
+        how="vertical_relaxed",
+    )
+    pooled = ix.only_index(frame)
+    covered = {f"tasks_covered_{t}": int(pooled[f"covered_{t}"].sum()) for t in _thresholds(config)}
     context.add_output_metadata(
         {
-            "tasks": frame.height,
+            "tasks": pooled.height,
+            "indexes": ", ".join(name for name, _ in _by_index(frame)),
             **covered,
             "labeler": str(frame["labeler"].first()) if frame.height else "none",
         }
@@ -110,10 +139,11 @@ def occupation_coverage(
 ) -> pl.DataFrame:
     """Per occupation with tasks (923): tasks covered / tasks, covered flag, share of its work hours covered."""
     frame = cov.occupation_coverage(task_coverage, task_hours, onet_occupations, _thresholds(config))
+    pooled = ix.only_index(frame)
     context.add_output_metadata(
         {
-            "occupations": frame.height,
-            **{f"occupations_covered_{t}": int(frame[f"covered_{t}"].sum()) for t in _thresholds(config)},
+            "occupations": pooled.height,
+            **{f"occupations_covered_{t}": int(pooled[f"covered_{t}"].sum()) for t in _thresholds(config)},
         }
     )
     return frame
@@ -133,30 +163,44 @@ def major_group_coverage(
         occupation_coverage, onet_occupations, occupation_wages, _thresholds(config)
     )
     label_cols = [c for c in frame.columns if c.startswith("label_")]
+    pooled = ix.only_index(frame)
     context.add_output_metadata(
-        {"major_groups": frame.height, "preview": _markdown(frame.select(label_cols))}
+        {"major_groups": pooled.height, "preview": _markdown(pooled.select(label_cols))}
     )
     return frame
 
 
-@asset(group_name=GROUP, kinds=KINDS)
+@asset(group_name=GROUP, kinds=KINDS, deps=[MEMBERSHIP])
 def coverage_headline(
     context: AssetExecutionContext,
     config: CoverageConfig,
+    warehouse: Warehouse,
     task_label_counts: pl.DataFrame,
     onet_tasks: pl.DataFrame,
     task_hours: pl.DataFrame,
     onet_occupations: pl.DataFrame,
 ) -> pl.DataFrame:
     """The numbers policy reports quote: tasks covered of 18,796, occupations of 923, major groups with no
-    covered occupation, share of US work hours on covered tasks, per threshold, for all benchmarks and each."""
-    frame = cov.coverage_headline(
-        task_label_counts,
-        onet_tasks,
-        task_hours,
-        onet_occupations,
-        _thresholds(config),
-        labeler=config.labeler,
+    covered occupation, share of US work hours on covered tasks, per threshold, per benchmark index (scope
+    'all' = the index's members pooled), and for each benchmark (index `all`)."""
+    _, labeler = cov.select_labeler(task_label_counts, config.labeler)
+    frame = pl.concat(
+        [
+            ix.with_index(
+                cov.coverage_headline(
+                    counts,
+                    onet_tasks,
+                    task_hours,
+                    onet_occupations,
+                    _thresholds(config),
+                    labeler=labeler,
+                    per_benchmark=name == ix.ALL_INDEX,
+                ),
+                name,
+            )
+            for name, counts in ix.per_index(task_label_counts, _membership(warehouse))
+        ],
+        how="vertical_relaxed",
     )
     pooled = frame.filter(pl.col("scope") == "all")
     context.add_output_metadata({"rows": frame.height, "preview": _markdown(pooled)})
@@ -172,13 +216,16 @@ def task_analysis_frame(
     workbank_tasks: pl.DataFrame,
     task_hours: pl.DataFrame,
 ) -> pl.DataFrame:
-    """One row per task: coverage, importance, exposure labels, occupation wage bill, WORKBank desire and
-    capability, and the task's US annual work hours. The input of the regressions and the gap finder."""
-    frame = reg.build_task_frame(task_coverage, onet_tasks, task_exposure, occupation_wages, workbank_tasks)
+    """One row per benchmark index x task: coverage, importance, exposure labels, occupation wage bill,
+    WORKBank desire and capability, and the task's US annual work hours. The input of the regressions."""
     hours = task_hours.select(
         "onet_soc_code", pl.col("task_id").cast(pl.Int64), "pi", "pi_is_fallback", "task_annual_hours"
     )
-    return frame.join(hours, on=["onet_soc_code", "task_id"], how="left")
+    frames = []
+    for name, coverage in _by_index(task_coverage):
+        frame = reg.build_task_frame(coverage, onet_tasks, task_exposure, occupation_wages, workbank_tasks)
+        frames.append(ix.with_index(frame.join(hours, on=["onet_soc_code", "task_id"], how="left"), name))
+    return pl.concat(frames, how="vertical_relaxed")
 
 
 @multi_asset(
@@ -211,16 +258,22 @@ def task_analysis_frame(
     },
 )
 def coverage_models(context: AssetExecutionContext, task_analysis_frame: pl.DataFrame):
-    tables = reg.run_coverage_models(task_analysis_frame)
+    # one fit per benchmark index (rows tagged benchmark_index); metadata and logs describe index `all`
+    per_index = [(name, reg.run_coverage_models(frame)) for name, frame in _by_index(task_analysis_frame)]
+
+    def stacked(key: str) -> pl.DataFrame:
+        return pl.concat([ix.with_index(t[key], name) for name, t in per_index], how="diagonal_relaxed")
+
+    tables = per_index[0][1]
     regressions = pl.concat(
         [
-            tables["coefficients"].with_columns(pl.lit("coefficients").alias("table")),
-            tables["contrasts"].with_columns(pl.lit("contrasts").alias("table")),
-            tables["samples"].with_columns(pl.lit("sample").alias("table")),
+            stacked("coefficients").with_columns(pl.lit("coefficients").alias("table")),
+            stacked("contrasts").with_columns(pl.lit("contrasts").alias("table")),
+            stacked("samples").with_columns(pl.lit("sample").alias("table")),
         ],
         how="diagonal_relaxed",
     )
-    probabilities = tables["adjusted_probabilities"].with_columns(pl.lit("human").alias("exposure_source"))
+    probabilities = stacked("adjusted_probabilities").with_columns(pl.lit("human").alias("exposure_source"))
     coefficients = tables["coefficients"]
     summaries = {}
     for model_name in coefficients["model"].unique().sort().to_list():
@@ -246,7 +299,7 @@ def coverage_models(context: AssetExecutionContext, task_analysis_frame: pl.Data
     )
     yield Output(probabilities, "coverage_adjusted_probabilities", metadata={"rows": probabilities.height})
     yield Output(
-        tables["workbank_zone_coverage"],
+        stacked("workbank_zone_coverage"),
         "workbank_coverage",
         metadata={"preview": _markdown(tables["workbank_zone_coverage"])},
     )

@@ -34,6 +34,7 @@ from matplotlib.figure import Figure
 from models import estimates as es
 from models import exports as ex
 from models import figures as fg
+from models import indexes as ix
 from models import report
 from models.coverage_map import build_coverage_map_from_warehouse
 from pipelines.resources import LabelerResource, Warehouse
@@ -45,8 +46,10 @@ SUMMARY_NAME = "summary.md"
 FIGURES_DIR = "figures"
 
 FIGURE_TABLES = sorted({t for spec in fg.FIGURES for t in spec.tables})
-SUMMARY_TABLES = [*ex.REQUIRED_TABLES, "benchmarks"]
-MAP_TABLES = ["occupation_coverage", "task_coverage", "prompt_task_labels", "benchmark_prompts", "onet_tasks"]
+MEMBERSHIP = "benchmark_index_membership"
+SUMMARY_TABLES = [*ex.REQUIRED_TABLES, "benchmarks", MEMBERSHIP]
+MAP_TABLES = ["occupation_coverage", "task_coverage", "prompt_task_labels", "benchmark_prompts", "onet_tasks",
+              MEMBERSHIP]
 
 
 # --- reusable metadata helpers --------------------------------------------------------------------
@@ -105,6 +108,31 @@ def _read_tables(warehouse: Warehouse, names: list[str]) -> tuple[dict[str, pl.D
     return tables, missing
 
 
+# computed over every landed benchmark only (not per index)
+_ALL_ONLY_TABLES = ("coverage_sensitivity", "occupation_model_scores")
+
+
+def _for_index(tables: dict[str, pl.DataFrame], index: str = ix.ALL_INDEX) -> dict[str, pl.DataFrame]:
+    """The rows of one benchmark index of every per-index table (others unchanged): figures and the summary
+    describe one index at a time."""
+    out = {name: frame if name == MEMBERSHIP else ix.only_index(frame, index) for name, frame in tables.items()}
+    if index != ix.ALL_INDEX:  # tables not computed per index describe `all`: left out, never misattributed
+        out = {name: frame for name, frame in out.items() if name not in _ALL_ONLY_TABLES}
+    wanted = ix.members(tables.get(MEMBERSHIP), index)
+    if wanted is not None and "benchmarks" in out:  # "benchmarks included" lists the index's members
+        out["benchmarks"] = out["benchmarks"].filter(pl.col("benchmark").is_in(wanted))
+    return out
+
+
+def _membership(warehouse: Warehouse) -> pl.DataFrame | None:
+    return warehouse.read_table(MEMBERSHIP) if warehouse.table_exists(MEMBERSHIP) else None
+
+
+def summary_name(index: str) -> str:
+    """summary.md for index `all`, summary_<index>.md for the others."""
+    return SUMMARY_NAME if index == ix.ALL_INDEX else f"summary_{index}.md"
+
+
 def _occupation_titles(warehouse: Warehouse) -> pl.DataFrame | None:
     if warehouse.table_exists("onet_occupations"):
         return warehouse.query("select onet_soc_code, title from onet_occupations")
@@ -123,6 +151,7 @@ def _occupation_titles(warehouse: Warehouse) -> pl.DataFrame | None:
 )
 def report_figures(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
     tables, missing = _read_tables(warehouse, FIGURE_TABLES)
+    tables = _for_index(tables)  # the figures show index `all`
     titles = _occupation_titles(warehouse)
     if titles is not None:
         tables["occupations"] = titles
@@ -151,7 +180,7 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse) -> Mate
     "and each benchmark; hover for tasks, benchmarks and example prompts.",
 )
 def coverage_map(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
-    occupations = warehouse.query("select onet_soc_code, title, n_tasks from occupation_coverage")
+    occupations = _all_occupations(warehouse, "onet_soc_code, title, n_tasks")
     labeler_rows = warehouse.query("select distinct labeler from task_coverage where labeler is not null")
     labeler = labeler_rows["labeler"][0] if labeler_rows.height else None
     folder = export_folder(context, warehouse)
@@ -163,6 +192,7 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse) -> Materi
         footer=f"benchmap export {folder.name}; labeler {labeler or 'n/a'}. Data: O*NET 29.2 tasks, "
         "benchmark "
         "prompts labeled with O*NET tasks. Self-contained page: no network access.",
+        membership=_membership(warehouse),
     )
     path = ex.write_text(folder / COVERAGE_MAP_NAME, html)
     covered = sum(1 for o in data["occupations"] if o["k"])
@@ -191,26 +221,34 @@ def report_summary(
     context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
 ) -> MaterializeResult:
     tables, missing = _read_tables(warehouse, SUMMARY_TABLES)
+    membership = tables.get(MEMBERSHIP)
     onet_tasks = (
         warehouse.query("select task_id, has_ratings from onet_tasks")
         if warehouse.table_exists("onet_tasks")
         else None
     )
     folder = export_folder(context, warehouse)
-    text = report.summary_markdown(
-        tables,
-        onet_tasks=onet_tasks,
-        labeler_model=_labeler_model(labeler, warehouse),
-        export_date=folder.name,
-        missing_tables=missing,
-    )
-    path = ex.write_text(folder / SUMMARY_NAME, text)
+    model = _labeler_model(labeler, warehouse)
+    # one summary per benchmark index: summary.md for `all`, summary_<index>.md for the others
+    paths, texts = {}, {}
+    for index in ix.index_names(membership):
+        texts[index] = report.summary_markdown(
+            _for_index(tables, index),
+            onet_tasks=onet_tasks,
+            labeler_model=model,
+            export_date=folder.name,
+            missing_tables=missing,
+            benchmark_index=index,
+            membership=membership,
+        )
+        paths[index] = ex.write_text(folder / summary_name(index), texts[index])
     for name in missing:
         context.log.warning(f"summary written without table {name}")
     return MaterializeResult(
         metadata={
-            "summary": MetadataValue.md(text),
-            "path": MetadataValue.path(str(path)),
+            "summary": MetadataValue.md(texts[ix.ALL_INDEX]),
+            "path": MetadataValue.path(str(paths[ix.ALL_INDEX])),
+            "index_summaries": MetadataValue.json({k: str(v) for k, v in paths.items()}),
             "missing_tables": ", ".join(missing) or "none",
         }
     )
@@ -337,6 +375,13 @@ def exports_verified(context: AssetCheckExecutionContext) -> AssetCheckResult:
     )
 
 
+def _all_occupations(warehouse: Warehouse, columns: str) -> pl.DataFrame:
+    """occupation_coverage rows of index `all` (every row when the table has no benchmark_index column)."""
+    present = warehouse.query("select * from occupation_coverage limit 0").columns
+    where = " where benchmark_index = 'all'" if "benchmark_index" in present else ""
+    return warehouse.query(f"select {columns} from occupation_coverage{where}")
+
+
 _EXTERNAL = re.compile(
     r"""(?:src|href)\s*=\s*["']?(?:https?:)?//|<link\b|@import|url\(\s*["']?(?:https?:)?//""", re.I
 )
@@ -359,7 +404,7 @@ def coverage_map_self_contained(
     external = _EXTERNAL.findall(text)
     found = re.search(r'<script type="application/json" id="coverage-data">(.*?)</script>', text, re.S)
     tiles = len(json.loads(found.group(1))["occupations"]) if found else 0
-    expected = warehouse.query("select count(*) as n from occupation_coverage")["n"][0]
+    expected = _all_occupations(warehouse, "count(*) as n")["n"][0]
     return AssetCheckResult(
         passed=not external and tiles == expected,
         metadata={"tiles": tiles, "occupations": int(expected), "external_references": len(external)},

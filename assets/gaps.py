@@ -32,6 +32,7 @@ from dagster import (
 from pydantic import Field
 
 from models import gaps
+from models import indexes as ix
 from models import warehouse as wh
 from models.coverage import LABEL_COUNT_SCHEMA, label_counts_from_connection
 from pipelines.resources import LabelerResource, Warehouse
@@ -39,7 +40,8 @@ from pipelines.resources import LabelerResource, Warehouse
 GROUP = "gaps"
 LABELS = "prompt_task_labels"
 LABEL_COUNTS = "task_label_counts"  # coverage needs prompts per task, not the (much larger) label table
-GAP_DEPS = [AssetKey(t) for t in (*gaps.REFERENCE_TABLES, LABEL_COUNTS)]
+MEMBERSHIP = "benchmark_index_membership"  # the gap lists are computed per benchmark index
+GAP_DEPS = [AssetKey(t) for t in (*gaps.REFERENCE_TABLES, LABEL_COUNTS, MEMBERSHIP)]
 WHATIF_DEPS = [AssetKey(t) for t in (*gaps.REFERENCE_TABLES, *gaps.INDEX_TABLES, LABELS, "benchmark_prompts")]
 SCORED_LABEL_COLUMNS = ["benchmark", "prompt_id", "onet_soc_code", "task_id", "labeler", "labeler_version", "rank"]
 POWER_DEPS = [AssetKey(t) for t in (LABELS, "benchmark_results", "occupation_model_scores")]
@@ -92,7 +94,8 @@ def _markdown(df: pl.DataFrame, columns: list[str], limit: int = 10) -> str:
 
 
 def _scored_tasks(
-    warehouse: Warehouse, threshold: int, weights: gaps.PriorityWeights, labeler: str | None = None
+    warehouse: Warehouse, threshold: int, weights: gaps.PriorityWeights, labeler: str | None = None,
+    members: list[str] | None = None,
 ) -> pl.DataFrame:
     tables = {name: warehouse.read_table(name) for name in gaps.REFERENCE_TABLES}
     if warehouse.table_exists(LABEL_COUNTS):
@@ -102,6 +105,8 @@ def _scored_tasks(
             counts = label_counts_from_connection(con, LABELS)
     else:
         counts = pl.DataFrame(schema=LABEL_COUNT_SCHEMA)
+    if members is not None:  # a benchmark index: only its members' prompts count
+        counts = counts.filter(pl.col("benchmark").is_in(members))
     return gaps.score_reference_tasks(counts, tables, threshold, weights, labeler)
 
 
@@ -132,12 +137,28 @@ def _scored_tasks(
 )
 def gap_finder(context: AssetExecutionContext, config: GapFinderConfig, warehouse: Warehouse):
     weights = config.weights()
+    membership = warehouse.read_table(MEMBERSHIP) if warehouse.table_exists(MEMBERSHIP) else None
     scored = _scored_tasks(warehouse, config.threshold, weights, config.labeler)
     labeler = scored["labeler"][0] if "labeler" in scored.columns and scored.height else None
-    task_gaps = gaps.coverage_gaps(scored, config.threshold)
-    occ_gaps = gaps.occupation_gaps(scored, config.threshold, weights)
-    shortlist = gaps.jobbench_shortlist(scored, config.threshold, min_desire=config.min_desire)
-    groups = gaps.major_group_gaps(scored, None, config.threshold, config.top_k_blocks)
+    per_index: dict[str, list[pl.DataFrame]] = {k: [] for k in ("task", "occ", "short", "groups")}
+    for name in ix.index_names(membership):
+        wanted = ix.members(membership, name)
+        index_scored = scored if wanted is None else _scored_tasks(
+            warehouse, config.threshold, weights, labeler, members=wanted
+        )
+        per_index["task"].append(ix.with_index(gaps.coverage_gaps(index_scored, config.threshold), name))
+        per_index["occ"].append(
+            ix.with_index(gaps.occupation_gaps(index_scored, config.threshold, weights), name)
+        )
+        per_index["short"].append(ix.with_index(
+            gaps.jobbench_shortlist(index_scored, config.threshold, min_desire=config.min_desire), name
+        ))
+        per_index["groups"].append(ix.with_index(
+            gaps.major_group_gaps(index_scored, None, config.threshold, config.top_k_blocks), name
+        ))
+    task_gaps, occ_gaps, shortlist, groups = (
+        pl.concat(per_index[k], how="vertical_relaxed") for k in ("task", "occ", "short", "groups")
+    )
     common = {
         "threshold": config.threshold,
         "labeler": str(labeler),
@@ -155,13 +176,15 @@ def gap_finder(context: AssetExecutionContext, config: GapFinderConfig, warehous
         table = MetadataValue.md(_markdown(frame if preview is None else preview, preview_columns))
         return Output(frame, output_name=name, metadata={**common, **counts, preview_key: table})
 
+    pooled_gaps = ix.only_index(task_gaps)
     yield output(
         task_gaps,
         "coverage_gaps",
         {
-            "n_gaps": task_gaps.height,
+            "indexes": ", ".join(ix.index_names(membership)),
+            "n_gaps": pooled_gaps.height,
             "n_tasks": scored.height,
-            "uncovered_hours": float(task_gaps["task_annual_hours"].sum() or 0.0),
+            "uncovered_hours": float(pooled_gaps["task_annual_hours"].sum() or 0.0),
         },
         ["rank", "occupation_title", "task", "task_annual_hours", "priority"],
     )
@@ -376,7 +399,7 @@ def occupation_score_power(
 def coverage_gaps_ranked(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:
     if not warehouse.table_exists("coverage_gaps"):
         return AssetCheckResult(passed=False, metadata={"missing_table": "coverage_gaps"})
-    df = warehouse.read_table("coverage_gaps").sort("rank")
+    df = ix.only_index(warehouse.read_table("coverage_gaps")).sort("rank")  # index `all`
     components = list(gaps.PRIORITY_COMPONENTS)
     problems = {
         "ranks_not_1_to_n": df["rank"].to_list() != list(range(1, df.height + 1)),
@@ -424,7 +447,7 @@ def major_group_gaps_all_groups(
 def jobbench_shortlist_rule(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:
     if not warehouse.table_exists("jobbench_shortlist"):
         return AssetCheckResult(passed=False, metadata={"missing_table": "jobbench_shortlist"})
-    df = warehouse.read_table("jobbench_shortlist").sort("rank")
+    df = ix.only_index(warehouse.read_table("jobbench_shortlist")).sort("rank")  # index `all`
     low_desire = int((df["desire_mean"] <= 3.0).sum())
     ordered = df["wage_bill"].drop_nulls().is_sorted(descending=True)
     return AssetCheckResult(

@@ -170,7 +170,9 @@ def _task_keys(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _scope_cols(frame: pl.DataFrame) -> list[str]:
-    return ["benchmark"] if "benchmark" in frame.columns else []
+    """The columns a coverage frame is scoped by: the benchmark index (models/indexes.py) and the benchmark,
+    when present; aggregation keeps them apart."""
+    return [c for c in ("benchmark_index", "benchmark") if c in frame.columns]
 
 
 def prompt_task_pairs(labels: pl.DataFrame) -> pl.DataFrame:

@@ -2,8 +2,10 @@
 
 Every O*NET occupation with tasks is a tile, grouped into the 22 SOC major groups and coloured by the share of
 its tasks covered, i.e. labeled with at least `threshold` distinct benchmark prompts. Toggles pick the
-threshold (>= 1 / >= 5 prompts) and which benchmarks count; hovering a tile shows the occupation, its tasks
-covered (with the most-prompted ones), the benchmarks behind it and example prompts.
+threshold (>= 1 / >= 5 prompts) and which benchmarks count; an index selector (models/indexes.py) ticks
+exactly the members of a named benchmark index and lists why the others are left out; hovering a tile shows
+the occupation, its tasks covered (with the most-prompted ones), the benchmarks behind it and example
+prompts.
 
 The page recomputes coverage in the browser from per-task, per-benchmark prompt counts, so any benchmark
 subset is exact: a task's count is the sum over the selected benchmarks (prompts are distinct per benchmark).
@@ -301,6 +303,30 @@ def coverage_map_data(
         con.close()
 
 
+def index_options(membership: pl.DataFrame | None, benchmarks: Sequence[str]) -> list[dict[str, Any]]:
+    """The map's index selector (JSON-ready): per index of benchmark_index_membership, `all` first: name,
+    title, version, members (benchmarks on the map it includes) and excluded ([benchmark, decided_by,
+    reason]). Without a membership table: only `all`, every benchmark on the map."""
+    on_map = set(benchmarks)
+    if membership is None or membership.is_empty():
+        return [{"name": "all", "title": "Every landed benchmark", "version": "", "members": sorted(on_map),
+                 "excluded": []}]
+    out = []
+    names = sorted(set(membership["benchmark_index"].to_list()), key=lambda n: (n != "all", n))
+    for name in names:
+        rows = membership.filter(pl.col("benchmark_index") == name).sort("benchmark")
+        first = rows.row(0, named=True)
+        out.append({
+            "name": name,
+            "title": first.get("title") or name,
+            "version": first.get("version") or "",
+            "members": [b for b in rows.filter(pl.col("included"))["benchmark"].to_list() if b in on_map],
+            "excluded": [[r["benchmark"], r.get("decided_by") or "", r.get("reason") or ""]
+                         for r in rows.filter(~pl.col("included")).iter_rows(named=True)],
+        })
+    return out
+
+
 def occupation_shares(
     data: dict[str, Any], threshold: int, benchmarks: Iterable[str] | None = None
 ) -> dict[str, float]:
@@ -344,6 +370,8 @@ legend{font-weight:600;padding:0 4px}
 #benchmarks label{white-space:nowrap}
 button{font-size:11px;margin:2px 4px 2px 0;padding:1px 8px;cursor:pointer}
 #summary{font-size:13px;margin:8px 0 0;font-weight:600}
+#index-note{font-size:11px;color:#444;max-width:520px;margin:3px 0 0}
+#index-note details{margin-top:2px}
 .legend{display:flex;gap:8px;align-items:center;font-size:11px;margin-top:6px;flex-wrap:wrap}
 .legend span.sw{display:inline-block;width:14px;height:14px;border-radius:2px;vertical-align:middle;
 margin-right:3px}
@@ -370,7 +398,11 @@ _JS = r"""
 (function(){
 "use strict";
 const D = JSON.parse(document.getElementById("coverage-data").textContent);
-const state = {threshold: D.thresholds[0], selected: new Set(D.benchmarks.map((b, i) => i))};
+const state = {threshold: D.thresholds[0], selected: new Set(D.benchmarks.map((b, i) => i)), index: 0,
+  modified: false};
+const INDEXES = (D.indexes && D.indexes.length) ? D.indexes :
+  [{name: "all", title: "Every landed benchmark", version: "", members: D.benchmarks.map(b => b[0]),
+    excluded: []}];
 const el = (tag, props, text) => { const e = document.createElement(tag); if (props) Object.assign(e, props);
   if (text !== undefined) e.textContent = text; return e; };
 function colour(share){
@@ -412,6 +444,7 @@ D.benchmarks.forEach(([name, n], i) => {
   input.dataset.index = String(i);
   input.addEventListener("change", () => {
     if (input.checked) state.selected.add(i); else state.selected.delete(i);
+    state.modified = true;
     render();
   });
   label.append(input, " " + name + " (" + n + ")");
@@ -420,8 +453,45 @@ D.benchmarks.forEach(([name, n], i) => {
 function setAll(on){
   benchBox.querySelectorAll("input").forEach(input => { input.checked = on; });
   state.selected = new Set(on ? D.benchmarks.map((b, i) => i) : []);
+  state.modified = true;
   render();
 }
+// index selector: ticks exactly the index's members; the benchmark toggles still work afterwards
+const indexSelect = document.getElementById("index");
+const indexNote = document.getElementById("index-note");
+INDEXES.forEach((ix, i) => {
+  const option = el("option", {value: ix.name}, ix.title + (ix.version ? " (v" + ix.version + ")" : "") +
+    " — " + ix.members.length + " benchmark" + (ix.members.length === 1 ? "" : "s"));
+  option.selected = i === 0;
+  indexSelect.append(option);
+});
+function showIndexNote(){
+  const ix = INDEXES[state.index];
+  indexNote.replaceChildren();
+  indexNote.append(el("div", {}, "Members: " + (ix.members.join(", ") || "none")));
+  if (ix.excluded.length) {
+    const details = el("details");
+    details.append(el("summary", {}, ix.excluded.length + " left out, and why"));
+    const ul = el("ul");
+    ix.excluded.forEach(([name, by, why]) => ul.append(el("li", {}, name + ": " + why + " (" + by + ")")));
+    details.append(ul);
+    indexNote.append(details);
+  }
+}
+function selectIndex(position){
+  state.index = position;
+  const members = new Set(INDEXES[position].members);
+  state.selected = new Set();
+  benchBox.querySelectorAll("input").forEach(input => {
+    input.checked = members.has(input.value);
+    if (input.checked) state.selected.add(Number(input.dataset.index));
+  });
+  state.modified = false;
+  showIndexNote();
+  render();
+}
+indexSelect.addEventListener("change", () => selectIndex(indexSelect.selectedIndex));
+showIndexNote();
 document.getElementById("all-benchmarks").addEventListener("click", () => setAll(true));
 document.getElementById("no-benchmarks").addEventListener("click", () => setAll(false));
 
@@ -474,7 +544,9 @@ function render(){
     coveredOcc + " of " + D.occupations.length + " occupations have a task with \u2265 " + t +
     " prompt" + (t > 1 ? "s" : "") + " from the " + nb + " selected benchmark" + (nb === 1 ? "" : "s") +
     "; " + coveredTaskTotal.toLocaleString("en-US") + " of " + taskTotal.toLocaleString("en-US") + " tasks (" +
-    pct(taskTotal ? coveredTaskTotal / taskTotal : 0) + ") are covered.";
+    pct(taskTotal ? coveredTaskTotal / taskTotal : 0) + ") are covered. Index: " + INDEXES[state.index].title +
+    (state.modified ? " (benchmarks changed by hand)" : "") + ".";
+  document.body.dataset.index = INDEXES[state.index].name;
 }
 
 // tooltip
@@ -550,7 +622,7 @@ def coverage_map_html(
         f"Each tile is one of {n_occ} O*NET occupations, grouped into {n_groups} SOC major groups and "
         "coloured by the share of its tasks covered, i.e. labeled with at least the chosen number of "
         f"distinct benchmark prompts (labeler: {data.get('labeler') or 'n/a'}). Pick the threshold and the "
-        "benchmarks that count; hover over a tile for the tasks, benchmarks and example prompts behind it."
+        "benchmarks that count, or a named benchmark index; hover over a tile for the tasks, benchmarks and example prompts behind it."
     )
     parts = [
         "<!DOCTYPE html>",
@@ -566,6 +638,8 @@ def coverage_map_html(
         f'<p class="sub">{html.escape(subtitle or default_subtitle)}</p>',
         '<div class="controls">',
         '<fieldset id="thresholds"><legend>Covered task = at least</legend></fieldset>',
+        '<fieldset><legend>Benchmark index</legend><select id="index"></select>'
+        '<div id="index-note"></div></fieldset>',
         "<fieldset><legend>Benchmarks counted</legend>"
         '<button type="button" id="all-benchmarks">all</button>'
         '<button type="button" id="no-benchmarks">none</button>'
@@ -594,9 +668,12 @@ def build_coverage_map(
     thresholds: Sequence[int] = THRESHOLDS,
     subtitle: str | None = None,
     footer: str | None = None,
+    membership: pl.DataFrame | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """(HTML page, its data) in one call."""
+    """(HTML page, its data) in one call; `membership` (benchmark_index_membership) fills the index
+    selector."""
     data = coverage_map_data(occupations, labels, prompts, tasks, labeler=labeler, thresholds=thresholds)
+    data["indexes"] = index_options(membership, [b for b, _ in data["benchmarks"]])
     return coverage_map_html(data, subtitle=subtitle, footer=footer), data
 
 
@@ -609,6 +686,7 @@ def build_coverage_map_from_warehouse(
     subtitle: str | None = None,
     footer: str | None = None,
     examples_per_benchmark: int = 1,
+    membership: pl.DataFrame | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """(HTML page, its data) from the warehouse at `path`, aggregated in DuckDB on a read-only connection:
     prompt_task_labels and benchmark_prompts are never loaded whole (examples and statements are left out
@@ -625,4 +703,5 @@ def build_coverage_map_from_warehouse(
             thresholds=thresholds,
             examples_per_benchmark=examples_per_benchmark,
         )
+    data["indexes"] = index_options(membership, [b for b, _ in data["benchmarks"]])
     return coverage_map_html(data, subtitle=subtitle, footer=footer), data

@@ -66,6 +66,7 @@ OPTIONAL_TABLES: tuple[str, ...] = (
     "major_group_gaps",
     "jobbench_shortlist",
     "benchmarks",
+    "benchmark_index_membership",
 )
 EXPORT_TABLES: tuple[str, ...] = REQUIRED_TABLES + OPTIONAL_TABLES
 # Tables previewed as Markdown in the Dagster UI.
@@ -108,7 +109,14 @@ SORT_KEYS: dict[str, tuple[str, ...]] = {
     "major_group_gaps": ("threshold", "major_group_code", "block_rank"),
     "jobbench_shortlist": ("threshold", "rank"),
     "benchmarks": ("benchmark",),
+    "benchmark_index_membership": ("benchmark_index", "benchmark"),
 }
+# Tables computed per benchmark index sort by it first, index 'all' first (models/indexes.py).
+for _table in ("coverage_headline", "task_coverage", "occupation_coverage", "major_group_coverage",
+               "task_analysis_frame", "coverage_regressions", "coverage_adjusted_probabilities",
+               "workbank_coverage", "coverage_gaps", "occupation_gaps", "major_group_gaps", "jobbench_shortlist",
+               "benchmark_index_membership"):
+    SORT_KEYS[_table] = ("_index_is_not_all", "benchmark_index", *SORT_KEYS.get(_table, ()))
 # Rows whose key is 'all' (pooled) come before the per-benchmark rows.
 POOLED_FIRST: dict[str, str] = {
     "coverage_headline": "scope",
@@ -158,6 +166,8 @@ def canonical_order(table: str, frame: pl.DataFrame) -> pl.DataFrame:
     keys = [k for k in SORT_KEYS.get(table, ()) if k in frame.columns]
     keys += [c for c in frame.columns if c not in keys and not isinstance(frame.schema[c], _NESTED)]
     exprs: list[pl.Expr] = [pl.col(k) for k in keys]
+    if "_index_is_not_all" in SORT_KEYS.get(table, ()) and "benchmark_index" in frame.columns:
+        exprs = [(pl.col("benchmark_index") != "all").fill_null(True), *exprs]  # index 'all' first
     pooled = POOLED_FIRST.get(table)
     if pooled in frame.columns:
         exprs = [(pl.col(pooled) != "all").fill_null(True), *exprs]

@@ -255,10 +255,20 @@ def importance_quintile_figure(probabilities: pl.DataFrame) -> Figure:
     ax.set_xticks([1, 2, 3, 4, 5], ["1\n(least)", "2", "3", "4", "5\n(most important)"])
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_ylim(bottom=0)
-    ax.set_xlabel("Task-importance quintile within the occupation (O*NET importance)")
+    ax.set_xlabel("Task-importance quintile within the occupation (O*NET importance, IM)")
     ax.set_ylabel("Adjusted probability of >= 5 prompts")
     ax.set_title(title)
-    ax.legend(frameon=False)
+    legend = ax.legend(
+        frameon=False, title="bars: 95% CI (delta method, occupation-clustered SEs)", fontsize=8
+    )
+    legend.get_title().set_fontsize(7)
+    fig.text(
+        0.01,
+        0.01,
+        "Logit with occupation fixed effects; average predictive margins over every rated task kept.",
+        fontsize=6,
+        color="#666666",
+    )
     ax.grid(axis="y", color="#eeeeee")
     return fig
 

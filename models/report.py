@@ -618,6 +618,37 @@ def data_limitations(tables: Tables, onet_tasks: pl.DataFrame | None = None) -> 
     return out
 
 
+def index_findings(benchmark_index: str, membership: pl.DataFrame | None) -> list[str]:
+    """Which benchmark index the numbers are for, its members, and why each other landed benchmark is out
+    (benchmark_index_membership)."""
+    if membership is None or membership.is_empty() or "benchmark_index" not in membership.columns:
+        return [f"**Index.** The numbers are for the index `{benchmark_index}`; its membership table "
+                "(benchmark_index_membership) is missing, so every landed benchmark counts."]
+    rows = membership.filter(pl.col("benchmark_index") == benchmark_index).sort("benchmark")
+    if rows.is_empty():
+        return [f"**Index.** The index `{benchmark_index}` has no rows in benchmark_index_membership."]
+    first = rows.row(0, named=True)
+    included = rows.filter(pl.col("included"))["benchmark"].to_list()
+    out = [
+        f"**Index.** Every number below is for the benchmark index **{first['title']}** (`{benchmark_index}`, "
+        f"version {first['version']}, {first['index_file']}): {len(included)} of the {rows.height} landed "
+        f"benchmarks count. Members: {', '.join(included) or 'none'} (benchmark_index_membership)."
+    ]
+    excluded = [
+        f"{r['benchmark']} ({r['reason'] or 'no reason recorded'}; {r['decided_by']})"
+        for r in rows.filter(~pl.col("included")).iter_rows(named=True)
+    ]
+    if excluded:
+        out.append("**Left out of the index.** " + "; ".join(excluded) + ".")
+    unknown = rows.filter(pl.col("included") & pl.col("unknown_passed").is_not_null())
+    if unknown.height:
+        out.append(
+            f"**Unknown values let through.** {unknown.height} members passed a rule on an unknown value, "
+            f"as the index allows (e.g. {unknown['unknown_passed'][0]}); benchmark_index_membership lists them."
+        )
+    return out
+
+
 def summary_markdown(
     tables: Tables,
     *,
@@ -625,8 +656,11 @@ def summary_markdown(
     labeler_model: str | None = None,
     export_date: str | None = None,
     missing_tables: Sequence[str] = (),
+    benchmark_index: str | None = None,
+    membership: pl.DataFrame | None = None,
 ) -> str:
-    """`summary.md`: headline findings with their numbers and CIs, then the limitations that apply."""
+    """`summary.md`: headline findings with their numbers and CIs, then the limitations that apply. With
+    `benchmark_index`, `tables` hold that index's rows and the summary opens with the index and its members."""
     title = "# Which parts of the US economy do AI benchmarks measure?"
     lines = [title, ""]
     if export_date:
@@ -636,6 +670,7 @@ def summary_markdown(
             "",
         ]
     sections: list[tuple[str, list[str]]] = [
+        *([("Benchmark index", index_findings(benchmark_index, membership))] if benchmark_index else []),
         ("Coverage", coverage_findings(tables)),
         ("What predicts coverage", regression_findings(tables) + workbank_findings(tables)),
         ("Model scores", score_findings(tables)),

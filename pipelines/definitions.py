@@ -14,14 +14,14 @@ import os
 
 from dagster import Definitions, multiprocess_executor
 
-from assets import analysis, benchmarks, estimates, exports, gaps, labels, reference
+from assets import analysis, benchmarks, estimates, exports, gaps, indexes, labels, reference
 from pipelines.io_manager import WarehouseIOManager
 from pipelines.jobs import JOBS
 from pipelines.resources import Warehouse, build_labeler_resource, warehouse_path_from_env
 from pipelines.schedules import SCHEDULES
 from pipelines.sensors import SENSORS
 
-_DOMAINS = [reference, benchmarks, labels, analysis, estimates, gaps, exports]
+_DOMAINS = [reference, benchmarks, labels, indexes, analysis, estimates, gaps, exports]
 
 
 def max_concurrent_from_env() -> int:

@@ -17,7 +17,14 @@ import polars as pl
 import pytest
 
 from models import coverage as cov
-from models.coverage_map import NO_COVERAGE_COLOUR, build_coverage_map, colour_for, occupation_shares
+from models.coverage_map import (
+    NO_COVERAGE_COLOUR,
+    build_coverage_map,
+    colour_for,
+    coverage_map_html,
+    index_options,
+    occupation_shares,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -221,5 +228,55 @@ def test_coverage_map_in_headless_chromium(browser, page, tmp_path):
 
     # nothing fetched, nothing broken
     assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
+    severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert severe == [], json.dumps(severe)[:500]
+
+
+def test_index_selector_ticks_the_members_and_says_why_others_are_out(browser, page, tmp_path):
+    """The index selector (issue 18): choosing an index ticks exactly its members, the tiles are the
+    estimator's shares over them, the summary names the index and the note lists each exclusion's reason."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    membership = pl.DataFrame(
+        [
+            {"benchmark_index": "all", "version": "1", "title": "Every landed benchmark", "benchmark": b,
+             "included": True, "decided_by": "no rules: every landed benchmark", "reason": None}
+            for b in BENCHMARKS
+        ]
+        + [
+            {"benchmark_index": "office", "version": "3", "title": "Office work", "benchmark": b,
+             "included": b != "webarena", "decided_by": "every rule passed" if b != "webarena" else
+             "rule economic_work (work_share >= 0.500; data/indexes/office.toml:9)",
+             "reason": None if b != "webarena" else "work_share=0.290 fails work_share >= 0.500"}
+            for b in BENCHMARKS
+        ]
+    )
+    data = dict(page["data"])
+    data["indexes"] = index_options(membership, [b for b, _ in data["benchmarks"]])
+    assert [i["name"] for i in data["indexes"]] == ["all", "office"]
+    path = tmp_path / "indexed_map.html"
+    path.write_text(coverage_map_html(data), encoding="utf-8")
+    _load(browser, path)
+
+    assert browser.execute_script("return document.body.dataset.index") == "all"
+    assert browser.find_element(By.ID, "summary").text.endswith("Index: Every landed benchmark.")
+    Select(browser.find_element(By.ID, "index")).select_by_value("office")
+    checked = {b: browser.find_element(By.ID, f"bench-{b}").is_selected() for b in BENCHMARKS}
+    assert checked == {"gdpval": True, "swe_lancer": True, "webarena": False}
+    _assert_view(_tiles(browser), occupation_shares(data, 1, ["gdpval", "swe_lancer"]))
+    summary = browser.find_element(By.ID, "summary").text
+    assert "from the 2 selected benchmarks" in summary and summary.endswith("Index: Office work.")
+    note = browser.find_element(By.ID, "index-note")
+    assert "Members: gdpval, swe_lancer" in note.text
+    browser.find_element(By.CSS_SELECTOR, "#index-note summary").click()
+    assert "webarena: work_share=0.290 fails work_share >= 0.500 (rule economic_work" in note.text
+    # a hand toggle after choosing the index is allowed, and the summary says so
+    browser.find_element(By.ID, "bench-webarena").click()
+    assert browser.find_element(By.ID, "summary").text.endswith("Index: Office work (benchmarks changed by hand).")
+    _assert_view(_tiles(browser), occupation_shares(data, 1, list(BENCHMARKS)))
+    Select(browser.find_element(By.ID, "index")).select_by_value("all")
+    _assert_view(_tiles(browser), dict(page["occupation_coverage"].select("onet_soc_code",
+                                                                         "task_share_covered_1").iter_rows()))
     severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert severe == [], json.dumps(severe)[:500]

@@ -1,0 +1,120 @@
+"""Benchmark indexes (group "analysis"): which landed benchmarks each named index counts (models/indexes.py).
+
+The index definitions are the TOML files in `data/indexes/` (or `$BENCHMAP_INDEX_DIR`), read here and passed
+to the pure evaluation as text. `benchmark_index_membership` has one row per index x landed benchmark; the
+coverage headline, coverage tables, regressions and gap finder read it to compute their numbers per index.
+The asset is in the analysis group, so every analysis refresh (the sensor's `analysis_refresh_job`, or
+`run_all`) recomputes membership after a benchmark lands or changes.
+
+A broken index file (unknown field, a rule on a column that does not exist, a benchmark never landed) is
+logged with its file and line and left out; the other indexes still compute, and the check
+`benchmark_index_files_valid` fails naming the file and line.
+"""
+
+import os
+from pathlib import Path
+
+import polars as pl
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetExecutionContext,
+    AssetKey,
+    MetadataValue,
+    asset,
+    asset_check,
+)
+
+from assets import labels as label_assets
+from models import indexes as ix
+from models.sources import PROJECT_ROOT
+from pipelines.resources import Warehouse
+
+GROUP = "analysis"
+DEFAULT_INDEX_DIR = PROJECT_ROOT / "data" / "indexes"
+PROMPT_WORK = "prompt_work"
+
+
+def index_dir() -> Path:
+    return Path(os.environ.get("BENCHMAP_INDEX_DIR", str(DEFAULT_INDEX_DIR)))
+
+
+def read_index_files(folder: Path | None = None) -> dict[str, str]:
+    """path -> text of every `*.toml` in the index folder (paths relative to the project when inside it)."""
+    folder = folder or index_dir()
+    files = {}
+    for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
+        try:
+            shown = str(path.resolve().relative_to(PROJECT_ROOT))
+        except ValueError:
+            shown = str(path)
+        files[shown] = path.read_text(encoding="utf-8")
+    return files
+
+
+def _defined_keys() -> set[AssetKey]:
+    keys: set[AssetKey] = set()
+    for definition in label_assets.ASSETS:
+        keys |= set(getattr(definition, "keys", set()))
+    return keys
+
+
+# prompt_work (the labeler's per-prompt work decision) is a dependency once the labels domain defines it
+_DEPS = [AssetKey("benchmarks"), AssetKey("task_label_counts")] + (
+    [AssetKey(PROMPT_WORK)] if AssetKey(PROMPT_WORK) in _defined_keys() else []
+)
+
+
+def compute_membership(warehouse: Warehouse, files: dict[str, str] | None = None) -> ix.IndexResult:
+    benchmarks = warehouse.read_table("benchmarks")
+    counts = warehouse.read_table("task_label_counts") if warehouse.table_exists("task_label_counts") else None
+    work = None
+    if warehouse.table_exists(PROMPT_WORK):
+        work = warehouse.read_table(PROMPT_WORK, columns=["benchmark", "prompt_id", "labeler", "is_work"])
+    properties = ix.measured_properties(benchmarks, counts, work)
+    return ix.evaluate_indexes(read_index_files() if files is None else files, properties)
+
+
+@asset(group_name=GROUP, kinds={"polars", "duckdb"}, deps=_DEPS)
+def benchmark_index_membership(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
+    """Per index (data/indexes/<name>.toml) x landed benchmark: included or not, the rule or entry that
+    decided, why, and every value read (unknown values say so). `all` is every landed benchmark."""
+    result = compute_membership(warehouse)
+    for name, message in result.errors.items():
+        context.log.error(f"index {name!r} not computed: {message}")
+    if not warehouse.table_exists(PROMPT_WORK):
+        context.log.warning("prompt_work is not in the warehouse: work_share is unknown for every benchmark")
+    frame = result.membership
+    sizes = frame.group_by("benchmark_index").agg(pl.col("included").sum()).sort("benchmark_index")
+    context.add_output_metadata(
+        {
+            "indexes": MetadataValue.json({r["benchmark_index"]: int(r["included"]) for r in sizes.to_dicts()}),
+            "errors": MetadataValue.json(result.errors),
+            "index_dir": MetadataValue.path(str(index_dir())),
+            "preview": MetadataValue.md(
+                frame.filter(pl.col("benchmark_index") != ix.ALL_INDEX)
+                .select("benchmark_index", "benchmark", "included", "decided_by", "reason")
+                .to_pandas()
+                .to_markdown(index=False)
+            ),
+        }
+    )
+    return frame
+
+
+@asset_check(
+    asset=benchmark_index_membership,
+    blocking=False,
+    description="Every index file in data/indexes parses and names only landed benchmarks.",
+)
+def benchmark_index_files_valid(warehouse: Warehouse) -> AssetCheckResult:
+    result = compute_membership(warehouse)
+    return AssetCheckResult(
+        passed=not result.errors,
+        severity=AssetCheckSeverity.ERROR,
+        metadata={"errors": MetadataValue.json(result.errors), "indexes": sorted(result.definitions)},
+    )
+
+
+ASSETS: list = [benchmark_index_membership]
+CHECKS: list = [benchmark_index_files_valid]

@@ -1,0 +1,344 @@
+"""Benchmark indexes (issue 18): index files, membership with the rule that decided, per-index numbers.
+
+Unit tests of models/indexes.py on small frames, then the shipped indexes on the mirror (`full_pipeline`, one
+run_all over the 29 mirrored benchmarks): membership as the rules say, per-index headlines, the gap finder
+and exports per index, bad index files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from models import coverage as cov
+from models import indexes as ix
+from models import warehouse as wh
+from models.data_dictionary import undocumented_columns
+from models.errors import InputError
+
+INDEX_DIR = Path(__file__).resolve().parents[1] / "data" / "indexes"
+ECONOMIC = "economic_agentic"
+
+
+def _properties(**overrides: dict) -> pl.DataFrame:
+    rows = {
+        "alpha": {"agentic": True, "public_items": 100, "saturated": None, "work_share": 0.9,
+                  "major_group": "15-0000"},
+        "beta": {"agentic": None, "public_items": 100, "saturated": None, "work_share": 0.8,
+                 "major_group": "15-0000"},
+        "gamma": {"agentic": True, "public_items": 10, "saturated": False, "work_share": 0.9,
+                  "major_group": "43-0000"},
+        "delta": {"agentic": True, "public_items": 300, "saturated": False, "work_share": 0.6,
+                  "major_group": "15-0000"},
+        "eps": {"agentic": True, "public_items": 300, "saturated": True, "work_share": 0.7,
+                "major_group": "43-0000"},
+    }
+    for name, values in overrides.items():
+        rows[name] = {**rows.get(name, {}), **values}
+    frame = pl.DataFrame(
+        [{"benchmark": b, **v} for b, v in rows.items()],
+        schema={"benchmark": pl.Utf8, "agentic": pl.Boolean, "public_items": pl.Int64, "saturated": pl.Boolean,
+                "work_share": pl.Float64, "major_group": pl.Utf8},
+    )
+    missing = [c for c in ix.COLUMNS if c not in frame.columns]
+    return frame.with_columns([pl.lit(None).alias(c) for c in missing])
+
+
+RULES = """title = "Test"
+version = "2"
+
+[[rule]]
+name = "enough"
+column = "public_items"
+op = ">="
+value = 25
+
+[[rule]]
+column = "agentic"
+op = "=="
+value = true
+
+[[rule]]
+column = "saturated"
+op = "!="
+value = true
+unknown = "include"
+"""
+
+
+def _row(frame: pl.DataFrame, benchmark: str) -> dict:
+    return frame.filter(pl.col("benchmark") == benchmark).row(0, named=True)
+
+
+# --------------------------------------------------------------------------------------------- unit
+def test_rules_decide_and_unknown_never_passes_silently():
+    definition = ix.parse_index(RULES, "data/indexes/test.toml")
+    frame = ix.evaluate_index(definition, _properties())
+    assert frame.columns == list(ix.MEMBERSHIP_SCHEMA)
+    assert set(frame.filter(pl.col("included"))["benchmark"]) == {"alpha", "delta"}
+    # gamma fails the first rule, on the value it read
+    gamma = _row(frame, "gamma")
+    assert gamma["decided_by"] == "rule enough (public_items >= 25; data/indexes/test.toml:4)"
+    assert gamma["reason"] == "public_items=10 fails public_items >= 25" and gamma["values_read"] == "public_items=10"
+    # beta: agentic unknown -> excluded by that rule (the default for unknown is exclude), and it says so
+    beta = _row(frame, "beta")
+    assert not beta["included"] and beta["decided_by"].startswith("rule agentic (agentic == true")
+    assert "unknown" in beta["reason"] and "agentic=unknown" in beta["values_read"]
+    # eps: saturated = true fails; alpha: saturated unknown let through, flagged in unknown_passed
+    assert _row(frame, "eps")["decided_by"].startswith("rule saturated")
+    alpha = _row(frame, "alpha")
+    assert alpha["included"] and alpha["decided_by"] == "every rule passed"
+    assert alpha["unknown_passed"].startswith("saturated: saturated unknown")
+    assert _row(frame, "delta")["unknown_passed"] is None
+
+
+def test_entries_assumptions_and_cap_with_tie_break():
+    text = RULES + """
+[[assume]]
+benchmark = "beta"
+column = "agentic"
+value = true
+reason = "its paper says so"
+
+[[exclude]]
+benchmark = "delta"
+reason = "a copy of alpha"
+
+[[include]]
+benchmark = "gamma"
+reason = "kept by hand"
+
+[cap]
+max = 1
+tie_break = ["work_share desc", "benchmark asc"]
+"""
+    definition = ix.parse_index(text, "idx/capped.toml")
+    frame = ix.evaluate_index(definition, _properties(zeta={"agentic": True, "public_items": 50,
+                                                           "work_share": 0.95, "major_group": None}))
+    assert _row(frame, "delta")["decided_by"] == "exclude entry (idx/capped.toml:28)"
+    assert _row(frame, "gamma")["included"] and _row(frame, "gamma")["reason"] == "kept by hand"
+    # beta's agentic comes from the assumption, and values_read says where from
+    beta = _row(frame, "beta")
+    assert "agentic=true (assumed by idx/capped.toml:22: its paper says so)" in beta["values_read"]
+    # 15-0000 holds alpha (0.9) and beta (0.8): the cap keeps one, by work_share desc
+    assert _row(frame, "alpha")["included"] and _row(frame, "alpha")["reason"].startswith("rank 1 of 2 in 15-0000")
+    assert not beta["included"] and beta["decided_by"] == "cap (idx/capped.toml:35)"
+    assert beta["reason"].startswith("rank 2 of 2 in 15-0000 by work_share desc, benchmark asc")
+    # unknown group: the cap cannot place it -> out (unknown_group defaults to exclude)
+    zeta = _row(frame, "zeta")
+    assert not zeta["included"] and "major_group is unknown" in zeta["reason"]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ('title = "x"\nversion = "1"\ncolour = "red"\n', 3, "unknown field 'colour'"),
+        ('title = "x"\nversion = "1"\n\n[[rule]]\ncolumn = "public_items"\nop = ">="\nvalue = 1\nweight = 2\n',
+         8, "unknown field 'weight' in [rule]"),
+        ('title = "x"\nversion = "1"\n\n[[rule]]\ncolumn = "agentic"\nop = "=="\nvalue = true\n\n'
+         '[[rule]]\ncolumn = "stars"\nop = ">="\nvalue = 3\n', 10, "column 'stars' does not exist"),
+        ('title = "x"\nversion = "1"\n[[rule]]\ncolumn = "agentic"\nop = "is"\nvalue = true\n', 5,
+         "operator 'is'"),
+        ('title = "x"\nversion = "1"\n[cap]\nmax = 0\ntie_break = ["benchmark asc"]\n', 4, "cap max"),
+        ('version = "1"\n', 1, "field 'title' is required"),
+        ('title = "x"\nversion = "1"\n[[rule]\n', 3, "not valid TOML"),
+    ],
+)
+def test_bad_index_files_name_file_and_line(text, line, message):
+    with pytest.raises(InputError) as caught:
+        ix.parse_index(text, "data/indexes/broken.toml")
+    assert caught.value.path == "data/indexes/broken.toml" and caught.value.line == line
+    assert message in str(caught.value) and f"data/indexes/broken.toml, line {line}" in str(caught.value)
+
+
+def test_benchmark_never_landed_and_the_other_indexes_still_compute():
+    broken = RULES + '\n[[exclude]]\nbenchmark = "no_such_bench"\nreason = "typo"\n'
+    result = ix.evaluate_indexes(
+        {"data/indexes/broken.toml": broken, "data/indexes/fine.toml": RULES}, _properties()
+    )
+    assert list(result.errors) == ["broken"]
+    assert "data/indexes/broken.toml, line 22" in result.errors["broken"]
+    assert "'no_such_bench', which was never landed" in result.errors["broken"]
+    assert set(result.membership["benchmark_index"]) == {"all", "fine"}
+    assert result.membership.filter(pl.col("benchmark_index") == "all")["included"].all()
+
+
+def test_shipped_files_parse():
+    files = sorted(p.name for p in INDEX_DIR.glob("*.toml"))
+    assert "all.toml" in files and f"{ECONOMIC}.toml" in files
+    economic = ix.parse_index((INDEX_DIR / f"{ECONOMIC}.toml").read_text(), f"data/indexes/{ECONOMIC}.toml")
+    # the Benchmark Map's criteria, one rule each, plus the cap per occupation group
+    assert [(r.column, r.op, r.value) for r in economic.rules] == [
+        ("public_items", ">=", 25), ("agentic", "==", True), ("work_share", ">=", 0.5), ("saturated", "!=", True)
+    ]
+    assert [r.unknown for r in economic.rules] == ["exclude", "exclude", "exclude", "include"]
+    assert economic.cap is not None and economic.cap.max == 3 and economic.cap.group == "major_group"
+    assert ix.parse_index((INDEX_DIR / "all.toml").read_text(), "data/indexes/all.toml").rules == ()
+
+
+# --------------------------------------------------------------------------------------------- on the mirror
+@pytest.fixture(scope="module")
+def tables(full_pipeline):
+    def read(name: str) -> pl.DataFrame:
+        return wh.read_table(full_pipeline.warehouse, name)
+
+    return read
+
+
+@pytest.mark.slow
+def test_membership_of_the_shipped_indexes(tables):
+    membership = tables("benchmark_index_membership")
+    benchmarks = tables("benchmarks")
+    every = membership.filter(pl.col("benchmark_index") == "all")
+    assert every.height == 29 and every["included"].all()
+    assert set(every["decided_by"]) == {"no rules: every landed benchmark"}
+
+    econ = membership.filter(pl.col("benchmark_index") == ECONOMIC)
+    assert econ.height == 29 and set(econ["version"]) == {"1"}
+    rows = {r["benchmark"]: r for r in econ.iter_rows(named=True)}
+    # named benchmarks out, and why (none of these depends on the labeler)
+    assert rows["jobbench"]["decided_by"].startswith("rule public_tasks")
+    assert rows["jobbench"]["reason"].startswith("public_items=6 fails public_items >= 25")
+    assert rows["paperbench"]["reason"].startswith("public_items=23 fails")
+    for qa in ("financebench", "legalbench"):
+        assert rows[qa]["decided_by"].startswith("rule agentic") and "agentic=false" in rows[qa]["reason"]
+    # no benchmark.toml and no assumption in the file: agentic unknown fails the rule, and says so
+    assert rows["finance_agent_benchmark"]["decided_by"].startswith("rule agentic")
+    assert rows["finance_agent_benchmark"]["reason"] == "agentic is unknown and the rule excludes unknown values"
+    # osworld has no benchmark.toml either, but the index asserts agentic with a reason it shows
+    assert "agentic=true (assumed by data/indexes/economic_agentic.toml:" in rows["osworld"]["values_read"]
+    assert not rows["osworld"]["decided_by"].startswith("rule agentic")
+
+    # every member satisfies every rule on the values it read, at most 3 per major group
+    work = _work_shares(tables)
+    included = econ.filter(pl.col("included"))
+    meta = {r["benchmark"]: r for r in benchmarks.iter_rows(named=True)}
+    for r in included.iter_rows(named=True):
+        assert meta[r["benchmark"]]["public_items"] >= 25
+        assert meta[r["benchmark"]]["agentic"] in (True, None)
+        assert work.get(r["benchmark"]) is not None and work[r["benchmark"]] >= 0.5
+        assert "saturated: saturated unknown" in (r["unknown_passed"] or "")  # no mirror benchmark says
+    assert included.group_by("major_group").len()["len"].max() <= 3
+    # a benchmark that passed every rule and is out was cut by the cap, ranked below 3 others of its group
+    capped = econ.filter(pl.col("decided_by").str.starts_with("cap"))
+    for r in capped.iter_rows(named=True):
+        assert r["reason"].split()[1] not in ("1", "2", "3") and r["major_group"] in r["reason"]
+    # work share: excluded exactly when measured below 0.5 or unknown (after the rules before it passed)
+    for name, r in rows.items():
+        if r["decided_by"].startswith("rule economic_work"):
+            assert work.get(name) is None or work[name] < 0.5, name
+    if work:
+        assert included.height >= 1
+
+
+def _work_shares(tables) -> dict[str, float]:
+    """Share of prompts the labeler judged work, from prompt_work directly (empty when it is absent)."""
+    try:
+        work = tables("prompt_work")
+    except Exception:  # noqa: BLE001 -- the table is optional (issue 13)
+        return {}
+    chosen, _ = cov.select_labeler(work)
+    shares = chosen.filter(pl.col("is_work").is_not_null()).group_by("benchmark").agg(
+        pl.col("is_work").cast(pl.Float64).mean()
+    )
+    return dict(shares.iter_rows())
+
+
+@pytest.mark.slow
+def test_headline_per_index(tables, full_pipeline):
+    headline = tables("coverage_headline")
+    counts = tables("task_label_counts")
+    membership = tables("benchmark_index_membership")
+    assert set(headline["benchmark_index"]) == {"all", ECONOMIC}
+    onet_tasks, task_hours, occupations = tables("onet_tasks"), tables("task_hours"), tables("onet_occupations")
+    metrics = ["scope", "threshold", "metric", "value", "numerator", "denominator", "detail"]
+
+    # `all` is today's headline, per benchmark rows included
+    today = cov.coverage_headline(counts, onet_tasks, task_hours, occupations)
+    got_all = ix.only_index(headline).sort("scope", "threshold", "metric")
+    assert got_all.select(metrics).equals(today.sort("scope", "threshold", "metric").select(metrics))
+
+    # the economic index counts only its members' prompts
+    members = ix.members(membership, ECONOMIC)
+    assert members is not None and len(members) < 29
+    expected = cov.coverage_headline(counts.filter(pl.col("benchmark").is_in(members)), onet_tasks, task_hours,
+                                     occupations, per_benchmark=False)
+    got = ix.only_index(headline, ECONOMIC).sort("threshold", "metric")
+    assert set(got["scope"]) == {"all"}
+    assert got.select(metrics).equals(expected.sort("threshold", "metric").select(metrics))
+
+    def tasks_covered(frame: pl.DataFrame, t: int) -> float:
+        return frame.filter((pl.col("scope") == "all") & (pl.col("metric") == "tasks_covered")
+                            & (pl.col("threshold") == t))["numerator"].item()
+
+    if members:  # fewer benchmarks, fewer (or as many) covered tasks; strictly fewer on the mirror
+        for t in (1, 5):
+            assert tasks_covered(got, t) < tasks_covered(got_all, t)
+
+    # an index whose rules keep every benchmark gives exactly the `all` numbers
+    keep_all = 'title = "Keeps all"\nversion = "1"\n[[rule]]\ncolumn = "n_prompts"\nop = ">="\nvalue = 1\n'
+    props = ix.measured_properties(tables("benchmarks"), counts)
+    same = ix.evaluate_indexes({"data/indexes/keep_all.toml": keep_all}, props).membership
+    assert same.filter(pl.col("benchmark_index") == "keep_all")["included"].all()
+    (_, all_counts), (_, kept_counts) = ix.per_index(counts, same)
+    again = cov.coverage_headline(kept_counts, onet_tasks, task_hours, occupations, per_benchmark=False)
+    pooled_all = got_all.filter(pl.col("scope") == "all").sort("threshold", "metric").select(metrics)
+    assert again.sort("threshold", "metric").select(metrics).equals(pooled_all)
+    assert all_counts.height == counts.height
+
+
+@pytest.mark.slow
+def test_coverage_tables_gaps_and_exports_per_index(tables, full_pipeline):
+    membership = tables("benchmark_index_membership")
+    members = set(ix.members(membership, ECONOMIC) or [])
+    task_cov = tables("task_coverage")
+    for name in ("all", ECONOMIC):
+        assert ix.only_index(task_cov, name).height == 18_796
+        assert ix.only_index(tables("occupation_coverage"), name).height == 923
+        assert ix.only_index(tables("major_group_coverage"), name).height == 22
+    # economic rows count only members' prompts: the listed benchmarks are members
+    econ = ix.only_index(task_cov, ECONOMIC)
+    listed = {b for s in econ["benchmarks"].to_list() if s for b in s.split(",")}
+    assert listed <= members
+    assert (econ["n_prompts"] <= ix.only_index(task_cov)["n_prompts"]).all()
+    # regressions and gaps exist per index
+    assert set(tables("coverage_regressions")["benchmark_index"]) == {"all", ECONOMIC}
+    gaps = tables("coverage_gaps")
+    assert set(gaps["benchmark_index"]) == {"all", ECONOMIC}
+    assert ix.only_index(gaps, ECONOMIC).height >= ix.only_index(gaps).height  # fewer prompts, more gaps
+
+    # every exported column is in the data dictionary, and each summary names its index
+    export_root = full_pipeline.warehouse.parent / "exports"
+    folder = sorted(p for p in export_root.iterdir() if p.is_dir())[-1]
+    exported = {p.stem: pl.read_parquet(p).columns for p in (folder / "tables").glob("*.parquet")}
+    assert "benchmark_index_membership" in exported
+    assert undocumented_columns(exported) == {}
+    summary = (folder / f"summary_{ECONOMIC}.md").read_text()
+    assert "(`economic_agentic`, version 1, data/indexes/economic_agentic.toml)" in summary
+    assert "jobbench (public_items=6 fails public_items >= 25" in summary
+    assert "**Index.** Every number below is for the benchmark index **Every landed benchmark**" in (
+        folder / "summary.md").read_text()
+
+
+@pytest.mark.slow
+def test_index_files_folder_with_a_broken_file(tables, full_pipeline, tmp_path, monkeypatch):
+    from assets.indexes import compute_membership
+    from pipelines.resources import Warehouse
+
+    folder = tmp_path / "indexes"
+    folder.mkdir()
+    (folder / "all.toml").write_text((INDEX_DIR / "all.toml").read_text())
+    (folder / "typo.toml").write_text(
+        'title = "Typo"\nversion = "1"\n\n[[include]]\nbenchmark = "gdp_val"\nreason = "spelled wrong"\n'
+    )
+    (folder / "no_such_column.toml").write_text(
+        'title = "Bad"\nversion = "1"\n[[rule]]\ncolumn = "stars"\nop = ">"\nvalue = 3\n'
+    )
+    monkeypatch.setenv("BENCHMAP_INDEX_DIR", str(folder))
+    result = compute_membership(Warehouse(path=str(full_pipeline.warehouse)))
+    assert set(result.errors) == {"typo", "no_such_column"}
+    assert f"{folder / 'typo.toml'}, line 5: include names benchmark 'gdp_val'" in result.errors["typo"]
+    assert "line 4: column 'stars' does not exist" in result.errors["no_such_column"]
+    assert set(result.membership["benchmark_index"]) == {"all"} and result.membership.height == 29
