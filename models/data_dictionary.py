@@ -482,7 +482,8 @@ def _coverage_sensitivity() -> dict[str, Entry]:
     return {
         "dimension": (
             "analysis choice varied: threshold, hours_weighting ('pi' vs 'equal'), exposure_labels "
-            "('human' vs 'gpt4'), labeler (when several labelers labeled the prompts)",
+            "('human' vs 'gpt4'), labeler (when several labelers labeled the prompts), labeler_same_prompts "
+            "(each labeler's headline on the prompts all of them labeled; metric n_prompts gives how many)",
             TEXT,
             SENSITIVITY,
         ),
@@ -538,6 +539,8 @@ def _labeler_agreement() -> dict[str, Entry]:
         "labeler_b": ("second labeler compared", TEXT, LABELS),
         "labeler_version_b": ("version of the second labeler", TEXT, LABELS),
         "metric": (
+            "task_f1 (2|A∩B|/(|A|+|B|) of the task sets; a prompt one labeler judged not work counts with 0), "
+            "work_agreement (both judged it work, or both not), "
             "task_jaccard (overlap of the labeled task sets), occupation_top1_agreement, "
             "occupation_spearman (rank correlation of occupation rankings)",
             TEXT,
