@@ -259,16 +259,12 @@ def importance_quintile_figure(probabilities: pl.DataFrame) -> Figure:
     ax.set_ylabel("Adjusted probability of >= 5 prompts")
     ax.set_title(title)
     legend = ax.legend(
-        frameon=False, title="bars: 95% CI (delta method, occupation-clustered SEs)", fontsize=8
+        frameon=False,
+        title="occupation fixed effects; bars: 95% CI (delta method, occupation-clustered SEs)",
+        fontsize=8,
+        loc="upper left",
     )
     legend.get_title().set_fontsize(7)
-    fig.text(
-        0.01,
-        0.01,
-        "Logit with occupation fixed effects; average predictive margins over every rated task kept.",
-        fontsize=6,
-        color="#666666",
-    )
     ax.grid(axis="y", color="#eeeeee")
     return fig
 

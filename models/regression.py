@@ -651,10 +651,12 @@ def importance_fe_model(
         "n_occupations_kept": kept["occupation"].n_unique(),
         "n_tasks_kept": kept.height,
     }
+    missing = sizes["n_tasks_missing_outcome_or_exposure"]
     note = (
         f"estimated on the {rated.height} of {n_input} tasks with an O*NET importance rating "
-        f"({n_no_importance} without importance excluded); dropped "
-        f"{sizes['n_occupations_dropped_no_variation']} occupations ({dropped.height} tasks) "
+        f"({n_no_importance} without importance excluded"
+        + (f", {missing} rated but without exposure labels or outcome excluded" if missing else "")
+        + f"); dropped {sizes['n_occupations_dropped_no_variation']} occupations ({dropped.height} tasks) "
         f"with no variation in {outcome}"
     )
     problem = _outcome_problem(kept, outcome, "occupation", min_clusters=min_occupations)
