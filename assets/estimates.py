@@ -457,7 +457,10 @@ def headline_estimates(
     reliability = es.reliability_table(problem)
     split = split_check(problem, scopes, config.split_repeats, min(config.n_draws, 50), config.seed)
     t_split = time.perf_counter() - started - t_estimates
-    mi = regressions_mi(task_analysis_frame, problem, result.count_draws["model_assisted"], "model_assisted")
+    task_frame = task_analysis_frame
+    if "benchmark_index" in task_frame.columns:  # per-index tables (issue 18): the regressions of index 'all'
+        task_frame = task_frame.filter(pl.col("benchmark_index") == es.ALL_INDEX)
+    mi = regressions_mi(task_frame, problem, result.count_draws["model_assisted"], "model_assisted")
     t_mi = time.perf_counter() - started - t_estimates - t_split
     published = frame.filter(pl.col("published") & (pl.col("scope") == es.ALL_SCOPE))
     context.log.info(

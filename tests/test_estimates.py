@@ -273,3 +273,100 @@ def test_reliability_figure_draws():
     assert len(ax.lines) >= 1
     empty = reliability_figure(pl.DataFrame(schema=es.RELIABILITY_SCHEMA))
     assert "No labels" in empty.axes[0].texts[0].get_text()
+
+
+# --- on the mirror: the estimates assets after a full run ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mirror_tables(full_pipeline):
+    from models import warehouse as wh
+
+    def read(name: str) -> pl.DataFrame:
+        return wh.read_table(full_pipeline.warehouse, name)
+
+    return read
+
+
+def test_estimates_on_the_mirror(mirror_tables):
+    from models.reference_labels import load_reference, sampling_design
+
+    design = mirror_tables("estimate_design")
+    expected = sampling_design()
+    joined = design.join(expected, on="benchmark", how="inner")
+    assert joined.height == 29
+    # every training and development text of the reference is found in the warehouse by its prompt_hash
+    assert (joined["distinct_texts"] == joined["distinct_texts_right"]).all(), joined
+    assert (joined["n_sampled"] == joined["n_train"] + joined["n_dev"]).all(), joined
+    assert set(design["source"].to_list()) == {"reference"}
+
+    estimates = mirror_tables("headline_estimates")
+    pooled = estimates.filter((pl.col("benchmark_index") == "all") & (pl.col("scope") == "all"))
+
+    def value(estimator: str, quantity: str, threshold: int) -> dict:
+        return pooled.filter(
+            (pl.col("estimator") == estimator) & (pl.col("quantity") == quantity) & (pl.col("threshold") == threshold)
+        ).row(0, named=True)
+
+    headline = mirror_tables("coverage_headline")
+    if "benchmark_index" in headline.columns:
+        headline = headline.filter(pl.col("benchmark_index") == "all")
+    for t in (1, 5):
+        published_tasks = headline.filter(
+            (pl.col("scope") == "all") & (pl.col("metric") == "tasks_covered") & (pl.col("threshold") == t)
+        )["numerator"][0]
+        assert value("labels_as_truth", "tasks_covered", t)["value"] == published_tasks
+    # the design estimate at >= 1 prompt counts exactly the distinct tasks the judge gave the sampled texts
+    ref = load_reference()
+    ref = ref.filter(pl.col("annotation") == "a").explode("task_ids").drop_nulls("task_ids")
+    assert value("design", "tasks_covered", 1)["value"] == ref["task_ids"].n_unique()
+    published = pooled.filter(pl.col("published"))
+    assert set(published["estimator"].to_list()) == {"model_assisted"}
+    assert published.height == 8  # 4 quantities x 2 thresholds
+    for row in published.iter_rows(named=True):
+        assert row["ci_low"] <= row["value"] <= row["ci_high"], row
+    shares = estimates.filter(pl.col("quantity") == "hours_share_covered")
+    assert shares.filter((pl.col("value") < 0) | (pl.col("value") > 1)).is_empty()
+    # every benchmark of the mirror has judge-sampled texts, so each is published model-assisted
+    per_bench = estimates.filter(pl.col("published") & (pl.col("scope") != "all"))
+    assert set(per_bench["estimator"].to_list()) == {"model_assisted"}
+    assert per_bench["scope"].n_unique() == 29
+
+    reliability = mirror_tables("labeler_reliability").filter(pl.col("benchmark") == "all")
+    assert reliability.height >= 1 and 0 <= reliability["ece"][0] <= 1
+    assert reliability["n_judge_pairs"][0] == ref.select("benchmark", "prompt_hash", "task_ids").unique().height
+
+    mi = mirror_tables("coverage_regressions_mi")
+    estimated = mi.filter(pl.col("kind") == "coefficient")
+    assert estimated.height > 0 and (estimated["m"] == 20).all()
+    # Rubin's total variance is never below the within-draw variance
+    assert (estimated["se"] ** 2 >= estimated["within_var"] - 1e-12).all()
+    split = mirror_tables("estimate_split_check")
+    assert set(split["estimator"].to_list()) == {"labels_as_truth", "labeler", "design", "model_assisted"}
+
+
+def test_with_published_maps_every_headline_metric():
+    headline = pl.DataFrame({
+        "scope": ["all"] * 5, "threshold": [5] * 5,
+        "metric": ["tasks_covered", "occupations_covered", "major_groups_uncovered", "hours_share_covered",
+                   "hours_share_uncovered"],
+        "value": [0.4, 0.9, 0.0, 0.6, 0.4], "numerator": [7518.0, 831, 0, 6, 4], "denominator": [18796.0, 923, 22, 10, 10],
+    })
+    estimates = pl.DataFrame({
+        "benchmark_index": ["all"] * 5, "scope": ["all"] * 4 + ["x"], "threshold": [5] * 5,
+        "quantity": ["tasks_covered", "occupations_covered", "major_groups_covered", "hours_share_covered",
+                     "tasks_covered"],
+        "estimator": ["model_assisted"] * 5, "value": [400.0, 150, 18, 0.08, 1], "ci_low": [380.0, 140, 16, 0.07, 0],
+        "ci_high": [420.0, 160, 20, 0.09, 2], "denominator": [18796.0, 923, 22, 1, 18796], "published": [True] * 5,
+    })
+    out = es.with_published(headline, estimates)
+    assert out.columns == [*headline.columns, *es.PUBLISHED_COLUMNS]
+    rows = {r["metric"]: r for r in out.iter_rows(named=True)}
+    assert rows["tasks_covered"]["published_value"] == pytest.approx(400 / 18796)
+    assert rows["occupations_covered"]["published_ci_high"] == pytest.approx(160 / 923)
+    assert (rows["major_groups_uncovered"]["published_value"], rows["major_groups_uncovered"]["published_ci_low"],
+            rows["major_groups_uncovered"]["published_ci_high"]) == (4, 2, 6)
+    assert rows["hours_share_uncovered"]["published_value"] == pytest.approx(0.92)
+    assert rows["hours_share_uncovered"]["published_ci_low"] == pytest.approx(0.91)
+    assert set(out["published_estimator"]) == {"model_assisted"}
+    assert es.with_published(headline, None)["published_value"].null_count() == 5
