@@ -68,8 +68,7 @@ def run_cli(main: Callable[[list[str]], int], argv: Sequence[str] | None = None,
     except (*KNOWN_ERRORS, *extra_errors) as exc:
         if debug:
             raise
-        print(f"{prog}: error: {describe(exc)}", file=sys.stderr)
-        print(f"  ({DEBUG_FLAG} shows the traceback)", file=sys.stderr)
+        print(f"{prog}: error: {describe(exc)} ({DEBUG_FLAG} shows the traceback)", file=sys.stderr)
         return 1
 
 

@@ -19,8 +19,9 @@ No dagster here.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -151,10 +152,16 @@ def require_sound(path: str | Path, **kwargs: object) -> IntegrityReport:
     return report
 
 
-def trust(path: str | Path) -> None:
-    """Mark a warehouse this process has checked and now writes itself (run_all): the resource setup of its
-    in-process runs does not check it again."""
-    _TRUSTED.add(str(Path(path).resolve()))
+@contextlib.contextmanager
+def trusted(path: str | Path) -> Iterator[None]:
+    """Within the block, this process trusts the warehouse it checked and now writes itself (run_all): the
+    resource setup of its in-process runs does not check it again."""
+    key = str(Path(path).resolve())
+    _TRUSTED.add(key)
+    try:
+        yield
+    finally:
+        _TRUSTED.discard(key)
 
 
 def check_for_run(path: str | Path) -> IntegrityReport | None:
@@ -166,4 +173,4 @@ def check_for_run(path: str | Path) -> IntegrityReport | None:
 
 
 __all__ = ["ENVIRONMENT_ERRORS", "REBUILD_COMMAND", "RESTORE_COMMAND", "IntegrityReport", "WarehouseDamaged",
-           "check_for_run", "check_warehouse", "require_sound", "trust"]
+           "check_for_run", "check_warehouse", "require_sound", "trusted"]

@@ -10,7 +10,8 @@ domains add later are included.
 Steps whose inputs did not change since their last successful run, and whose output tables are still there
 with the rows they had, are skipped (pipelines/run_state.py); `--force` runs every step. `--rebuild` first
 moves a damaged warehouse aside and restores the label cache from the label store (pipelines/restore_labels.py),
-then runs every step: a lost warehouse costs the cheap tables, never a relabel.
+then runs every step: a lost warehouse costs the cheap tables, never a relabel. A deleted warehouse whose label
+store is still there gets its labels back the same way, without being asked.
 
 Output: one line per stage (what ran, rows, seconds) and a summary with the headline numbers of
 `coverage_headline`; Dagster's own log of every run goes to a file whose path is printed (`--verbose` shows it
@@ -23,6 +24,7 @@ failures), 2 for an unknown benchmark name, 3 when the warehouse is damaged (not
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import os
 import sys
@@ -46,7 +48,7 @@ from dagster import (
 from models import benchmarks as bm
 from models import cli
 from models.sources import PROJECT_ROOT
-from pipelines import integrity, run_state
+from pipelines import integrity, restore_labels, run_state
 from pipelines.jobs import WAREHOUSE_CHECKS
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
 
@@ -333,9 +335,9 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     force = args.force
 
     # integrity before trust: nothing is planned, skipped or written over a warehouse that cannot be read
-    if warehouse_path and args.rebuild:
-        from pipelines import restore_labels
-
+    if warehouse_path and (args.rebuild or (not Path(warehouse_path).exists()
+                                            and restore_labels.label_store.has_segments(warehouse_path))):
+        # asked to, or the warehouse is gone but its labels are not: they come back before anything runs
         for line in restore_labels.restore(warehouse_path).lines():
             print(line)
         force = True
@@ -344,9 +346,6 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
         print(f"python -m pipelines.run_all: error: {report.message()}", file=sys.stderr)
         return EXIT_DAMAGED
     if warehouse_path:
-        from pipelines import restore_labels
-
-        integrity.trust(warehouse_path)  # checked: the in-process runs below need not check it again
         copied = restore_labels.backfill(warehouse_path)
         if copied:
             print(f"label store: copied the {copied:,} cached label sets of this warehouse to "
@@ -389,7 +388,8 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     if gone:
         print(f"  warning: partitions without a landing folder (kept, not refreshed): {', '.join(gone)}")
 
-    with open(log_path, "a", encoding="utf-8") as log:
+    trust = integrity.trusted(warehouse_path) if warehouse_path else contextlib.nullcontext()
+    with trust, open(log_path, "a", encoding="utf-8") as log:  # checked: its in-process runs need not again
         runner = Runner(defs, instance, log=log, verbose=args.verbose)
         steps = _Steps(warehouse_path, report, force)
         reference_fp = run_state.reference_fingerprint(runner.resources.get("labeler"))

@@ -10,6 +10,7 @@ real mirrored prompts. Child processes run this file as a script (see `child`).
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
 import signal
@@ -476,6 +477,77 @@ def test_api_key_never_reaches_logs_metadata_exports_or_warehouse(world: World) 
     planted.write_text(f"x{key}x")
     assert files_containing([planted], needles) == [str(planted)]
     assert files_containing(roots, needles) == []
+
+
+# ------------------------------------------------------------------------------------------------ commands (issue 19)
+def _command(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env=env)
+
+
+def test_whatif_names_a_missing_or_directory_prompts_file_in_one_line(tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh" / "benchmap.duckdb"
+    wh.replace_table(warehouse, "placeholder", pl.DataFrame({"x": [1]}))
+    empty, as_dir = tmp_path / "empty", tmp_path / "as_dir"
+    empty.mkdir()
+    (as_dir / "prompts.jsonl").mkdir(parents=True)
+    cases = {empty: "no prompts.jsonl in this folder", as_dir: "prompts.jsonl: is a directory, not a file",
+             tmp_path / "nowhere": "no such candidate folder"}
+    for folder, expected in cases.items():
+        done = _command(["models.gaps", "whatif", str(folder), "--warehouse", str(warehouse)])
+        assert done.returncode == 1 and done.stdout == "", done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("python -m models.gaps: error: "), done.stderr
+        assert expected in lines[0] and str(folder) in lines[0] and "Traceback" not in done.stderr
+    debug = _command(["models.gaps", "whatif", str(as_dir), "--warehouse", str(warehouse), "--debug"])
+    assert debug.returncode == 1 and "Traceback" in debug.stderr and "InputError" in debug.stderr
+
+
+def test_run_all_and_restore_over_a_damaged_warehouse_say_so_in_one_line(tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh" / "benchmap.duckdb"
+    warehouse.parent.mkdir(parents=True)
+    warehouse.write_bytes(b"this is not a DuckDB file\n" * 2000)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("BENCHMAP_")},
+           "BENCHMAP_WAREHOUSE": str(warehouse), "DAGSTER_HOME": str(home), "BENCHMAP_OFFLINE": "1",
+           "BENCHMAP_RAW_DIR": str(tmp_path / "raw"), "BENCHMAP_MIRROR": str(common.mirror_path())}
+    done = _command(["pipelines.run_all", "--skip-reference"], env)
+    assert done.returncode == 3, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr
+    assert f"warehouse {warehouse} is damaged: it cannot be opened" in lines[0]
+    assert "Recover with `python -m pipelines.run_all --rebuild`" in lines[0]
+    assert warehouse.read_bytes().startswith(b"this is not")  # nothing was written into it
+    restore = _command(["pipelines.restore_labels"], env)
+    assert restore.returncode == 1 and "no label store at" in restore.stderr and "Traceback" not in restore.stderr
+
+
+def test_bom_metadata_and_bad_scores(tmp_path: Path) -> None:
+    from models import benchmarks as bm
+
+    folder = tmp_path / "bom_bench"
+    folder.mkdir()
+    (folder / "benchmark.toml").write_bytes(b'\xef\xbb\xbftitle = "BOM Bench"\nversion = "v9"\nagentic = true\n')
+    meta, warnings = bm.parse_metadata(folder, "bom_bench", 3)
+    assert (meta["title"], meta["version"], meta["agentic"]) == ("BOM Bench", "v9", True)
+    assert not any("could not be read" in w for w in warnings)
+    (folder / "benchmark.toml").unlink()
+    (folder / "benchmark.yaml").write_bytes(b"\xef\xbb\xbftitle: YAML Bench\nsaturated: false\n")
+    meta, _ = bm.parse_metadata(folder, "bom_bench", 3)
+    assert (meta["title"], meta["saturated"]) == ("YAML Bench", False)
+    ids = ["p1", "p2", "p3", "p4", "p5", "p6", "p7"]
+    scores = ["1e-400", "-0", "nan", "inf", "-1e-400", "0.25", "1e-300"]
+    (folder / "results.csv").write_text("benchmark,prompt_id,model,score\n" + "".join(
+        f"bom_bench,{i},m,{s}\n" for i, s in zip(ids, scores, strict=True)))
+    results, rejects = bm.parse_results(folder / "results.csv", "bom_bench", ids)
+    kept = dict(zip(results["prompt_id"], results["score"], strict=True))
+    assert kept == {"p2": 0.0, "p6": 0.25, "p7": 1e-300}
+    assert str(kept["p2"]) == "0.0"  # not -0.0
+    reasons = {r.line_number: r.reason for r in rejects}
+    assert set(reasons) == {2, 4, 5, 6}  # the file's lines: header is line 1
+    assert "underflows" in reasons[2] and "underflows" in reasons[6]
+    assert "not a finite number" in reasons[4] and "not a finite number" in reasons[5]
 
 
 # ------------------------------------------------------------------------------------------------ child driver

@@ -202,3 +202,48 @@ def test_llm_pool_limits_concurrent_labeling_steps(snapshot: common.State, tmp_p
     assert second["start"] >= first["end"] - 0.5, f"the llm_api pool let two labeling steps overlap: {steps}"
     assert second["blocked"], "the second labeling step was never blocked by the llm_api pool"
     check_warehouse(state, 40)
+
+
+def test_two_run_alls_at_once_on_new_benchmarks_both_succeed_and_the_export_is_consistent(
+        snapshot: common.State, tmp_path: Path) -> None:
+    """Issue 19: two `python -m pipelines.run_all` started together over one warehouse, one instance and two new
+    benchmarks. Both ingest and label (each partition's writes take turns on DuckDB's lock), both run the
+    analysis and write the same export folder: one writer at a time (models/exports.py export_lock), each
+    table folder written privately and swapped in, so neither fails on the other's files."""
+    import json
+
+    from models import exports as ex
+
+    state = snapshot.copy_to(tmp_path / "state")
+    for name, source in (("two_a", "tau_bench"), ("two_b", "travelplanner")):
+        lines = (common.mirror_path() / "benchmarks" / source / "prompts.jsonl").read_text().splitlines()
+        records = [json.loads(x) for x in lines[:40] if x.strip()]
+        common.write_benchmark(state.landing, name, [{"prompt_id": r["prompt_id"], "prompt": r["prompt"]}
+                                                     for r in records])
+    env = state.env(labeler="offline")
+    cmd = [sys.executable, "-m", "pipelines.run_all", "--skip-reference"]
+    procs = [subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for _ in range(2)]
+    outputs = [proc.communicate(timeout=900)[0] for proc in procs]
+    for proc, out in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, out[-4000:]
+        assert "all steps succeeded" in out and "Traceback" not in out
+    folders = sorted(state.exports.glob("[0-9]*"))
+    assert len(folders) == 1
+    folder = folders[0]
+    assert ex.verify_export(folder) == []  # every file matches the manifest written last
+    manifest = json.loads((folder / ex.MANIFEST_NAME).read_text())
+    exported = {t["table"] for t in manifest["tables"]}
+    assert set(ex.REQUIRED_TABLES) <= exported and manifest["missing_tables"] == [
+        t for t in ex.EXPORT_TABLES if t not in exported]
+    on_disk = {p.name for p in (folder / ex.TABLES_DIR).iterdir()}
+    assert on_disk == {f"{t}.{ext}" for t in exported for ext in ("parquet", "csv")}  # complete, nothing stale
+    assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == [ex.LOCK_NAME]  # no temporary left
+    benchmarks = set(pl.read_parquet(folder / ex.TABLES_DIR / "benchmarks.parquet")["benchmark"])
+    assert {"two_a", "two_b"} <= benchmarks
+    prompts = wh.read_table(state.warehouse, "benchmark_prompts")
+    labels = wh.read_table(state.warehouse, "prompt_task_labels")
+    for name in ("two_a", "two_b"):
+        ids = set(prompts.filter(pl.col("benchmark") == name)["prompt_id"])
+        assert len(ids) == 40 and set(labels.filter(pl.col("benchmark") == name)["prompt_id"]) <= ids
+        assert labels.filter(pl.col("benchmark") == name).select("prompt_id", "task_id").is_unique().all()

@@ -1,0 +1,83 @@
+"""The code location loads: Definitions build, every job resolves, and the asset, check, job, sensor and
+schedule counts are the ones expected (a fast test: no asset is materialized, no data is read).
+
+Updating the counts: when you add (or remove) an asset, a check, a job, a sensor or a schedule, change EXPECTED
+below in the same commit. The current numbers are printed by
+
+    .venv/bin/python -c "from tests.test_definitions import counts; print(counts())"
+
+The per-group counts say where a change landed, so a count that moved in an unexpected group is visible.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+EXPECTED = {
+    "assets": 48,
+    "checks": 22,
+    "jobs": 3,
+    "sensors": 2,
+    "schedules": 1,
+}
+EXPECTED_GROUPS = {
+    "reference": 10, "benchmarks": 4, "labels": 3, "label_validation": 4, "analysis": 12, "estimates": 5,
+    "gaps": 6, "exports": 4,
+}
+EXPECTED_JOBS = {"benchmark_refresh_job", "analysis_refresh_job", "reference_refresh_job"}
+
+
+def _defs(warehouse: Path | None = None) -> Any:
+    from pipelines.definitions import build_definitions
+
+    return build_definitions(str(warehouse) if warehouse else None)
+
+
+def counts(defs: Any = None) -> dict[str, Any]:
+    """The numbers EXPECTED and EXPECTED_GROUPS hold, from the Definitions as they are now."""
+    defs = defs or _defs()
+    graph = defs.resolve_asset_graph()
+    keys = graph.materializable_asset_keys
+    return {
+        "assets": len(keys),
+        "checks": len(graph.asset_check_keys),
+        "jobs": len(list(defs.jobs or [])),
+        "sensors": len(list(defs.sensors or [])),
+        "schedules": len(list(defs.schedules or [])),
+        "groups": dict(Counter(graph.get(k).group_name for k in keys)),
+    }
+
+
+@pytest.fixture(scope="module")
+def defs(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    return _defs(tmp_path_factory.mktemp("defs") / "benchmap.duckdb")
+
+
+def test_definitions_load_with_the_expected_counts(defs: Any) -> None:
+    found = counts(defs)
+    assert {k: found[k] for k in EXPECTED} == EXPECTED, (
+        f"Definitions changed: {found}; update EXPECTED in tests/test_definitions.py if that was intended")
+    assert found["groups"] == EXPECTED_GROUPS
+
+
+def test_every_job_resolves_and_every_check_targets_a_defined_asset(defs: Any) -> None:
+    assert {job.name for job in defs.jobs} == EXPECTED_JOBS
+    for name in EXPECTED_JOBS:
+        job = defs.resolve_job_def(name)  # resolves the job's asset selection against the graph
+        assert job.name == name
+    graph = defs.resolve_asset_graph()
+    assets = set(graph.materializable_asset_keys)
+    assert {check.asset_key for check in graph.asset_check_keys} <= assets
+    # every asset is a warehouse table of the same name: a plain identifier
+    assert all(len(key.path) == 1 and key.path[0].isidentifier() for key in assets)
+
+
+def test_the_resources_point_at_the_given_warehouse(defs: Any, tmp_path: Path) -> None:
+    resources = defs.resources
+    assert {"warehouse", "io_manager", "labeler"} <= set(resources)
+    assert resources["warehouse"].path == resources["io_manager"].warehouse.path
+    assert resources["warehouse"].path.endswith("benchmap.duckdb")
