@@ -1192,3 +1192,55 @@ def with_published(headline: pl.DataFrame, estimates: pl.DataFrame | None) -> pl
         pl.when(swap).then(scaled("_lo")).otherwise(scaled("_hi")).alias("published_ci_high"),
     )
     return out.sort("_row").select(*headline.columns, *PUBLISHED_COLUMNS).cast(PUBLISHED_COLUMNS)  # type: ignore[arg-type]
+
+
+def published_sentences(estimates: pl.DataFrame, benchmark_index: str = ALL_INDEX) -> list[str]:
+    """Plain sentences of the published pooled headline of one index, with intervals, and what counting every
+    label as true gives instead (for summary.md and the coverage map). Empty when nothing is published."""
+    rows = estimates.filter((pl.col("benchmark_index") == benchmark_index) & (pl.col("scope") == ALL_SCOPE))
+    published = rows.filter(pl.col("published"))
+    if published.is_empty():
+        return []
+
+    def fmt(quantity: str, value: float | None) -> str:
+        if value is None or not math.isfinite(value):
+            return "n/a"
+        return f"{100 * value:.1f}%" if quantity == "hours_share_covered" else f"{value:,.0f}"
+
+    def part(frame: pl.DataFrame, quantity: str, threshold: int, with_ci: bool) -> str | None:
+        hit = frame.filter((pl.col("quantity") == quantity) & (pl.col("threshold") == threshold))
+        if hit.is_empty():
+            return None
+        r = hit.row(0, named=True)
+        ci = f" (95% CI {fmt(quantity, r['ci_low'])}\u2013{fmt(quantity, r['ci_high'])})" if with_ci and r[
+            "ci_low"] is not None else ""
+        if quantity == "hours_share_covered":
+            return f"{fmt(quantity, r['value'])} of US work hours{ci}"
+        noun = {"tasks_covered": "tasks", "occupations_covered": "occupations",
+                "major_groups_covered": "SOC major groups"}[quantity]
+        return f"{fmt(quantity, r['value'])}{ci} of {r['denominator']:,.0f} {noun}"
+
+    estimator = published["estimator"][0]
+    n_sampled = int(published["n_sampled"][0])
+    what = (
+        f"model-assisted: the labeler's labels on every prompt, corrected by the judge's labels of a stratified "
+        f"random sample of {n_sampled:,} prompt texts"
+        if estimator == "model_assisted"
+        else "the labeler alone, with its calibrated uncertainty (no judge-sampled prompts)"
+    )
+    out = []
+    thresholds = sorted(set(published["threshold"].to_list()), reverse=True)
+    pieces = []
+    for t in thresholds:
+        parts = [p for q in QUANTITIES if (p := part(published, q, t, True))]
+        pieces.append(f"at >= {t} prompt{'s' if t != 1 else ''}: " + ", ".join(parts))
+    out.append(f"Best-supported estimate ({what}) " + "; ".join(pieces) + ".")
+    truth = rows.filter(pl.col("estimator") == "labels_as_truth")
+    if truth.height:
+        pieces = []
+        for t in thresholds:
+            parts = [p for q in ("tasks_covered", "occupations_covered", "hours_share_covered")
+                     if (p := part(truth, q, t, False))]
+            pieces.append(f"at >= {t}: " + ", ".join(parts))
+        out.append("Counting every label as true instead gives " + "; ".join(pieces) + ".")
+    return out
