@@ -5,8 +5,8 @@ sensors, the schedule or the UI when the `Warehouse` resource is set up for the 
 use DuckDB's own bookkeeping:
 
 - the file opens (read-only) and its catalog loads;
-- the file is as long as DuckDB's block count says (`pragma_database_size`: a 12 KiB header plus
-  total_blocks x block_size), which catches a truncated or half-copied file before any table is read;
+- the file is at least as long as DuckDB's used blocks need (`pragma_database_size`: a 12 KiB header plus
+  used_blocks x block_size), which catches a truncated or half-copied file before any table is read;
 - every block a table's columns are stored in (`pragma_storage_info`) lies inside the file, and `count(*)` of
   every table succeeds (metadata only: about 0.1 s for the whole warehouse).
 
@@ -97,15 +97,16 @@ def check_warehouse(path: str | Path, *, per_benchmark: bool = False,
     try:
         with wh.connect(path, read_only=True) as con:
             try:
-                _, block_size, total_blocks = con.execute(
-                    "select database_name, block_size, total_blocks from pragma_database_size() "
+                _, block_size, used_blocks = con.execute(
+                    "select database_name, block_size, used_blocks from pragma_database_size() "
                     "where database_name = current_database()").fetchone()
-                expected = HEADER_BYTES + int(block_size) * int(total_blocks)
+                # every used block lies inside the file (free blocks at its end may have been cut off by DuckDB)
+                expected = HEADER_BYTES + int(block_size) * int(used_blocks)
                 actual = path.stat().st_size
                 blocks_in_file = max(0, (actual - HEADER_BYTES) // int(block_size))
                 if actual < expected:
-                    report.problems.append(f"the file is {actual:,} bytes but DuckDB's block count needs "
-                                           f"{expected:,} (truncated)")
+                    report.problems.append(f"the file is {actual:,} bytes but its {used_blocks:,} used blocks "
+                                           f"need at least {expected:,} (truncated)")
             except duckdb.Error as exc:
                 report.problems.append(f"its block table cannot be read ({_first_line(exc)})")
                 blocks_in_file = None
