@@ -384,7 +384,8 @@ def split_check(problem: es.Problem, scopes: list[es.Scope], repeats: int, n_dra
 
 @multi_asset(
     group_name=GROUP,
-    deps=["benchmark_prompts", "prompt_task_labels", "onet_tasks", "task_hours", "judge_sample_labels"],
+    deps=["benchmark_prompts", "prompt_task_labels", "onet_tasks", "task_hours", "judge_sample_labels",
+          "benchmark_index_membership"],
     outs={
         "headline_estimates": AssetOut(
             kinds=KINDS,

@@ -1023,6 +1023,7 @@ def simulate(
     overconfidence: float = 0.7,
     not_work_share: float = 0.1,
     unsampled_benchmarks: int = 0,
+    blind_spot_share: float = 0.0,
 ) -> Simulation:
     """A population with a known truth and a labeler of known error.
 
@@ -1031,7 +1032,9 @@ def simulate(
     p ~ U(0.05, 0.95); each is truly exercised with probability overconfidence x p (a labeler that is
     overconfident by that factor); the judge (truth) also holds Poisson(missed_mean) pool tasks the labeler
     missed. Some texts repeat (multiplicity 2-3). A stratified random sample of max(minimum, fraction N_b)
-    texts per benchmark is judged; the last `unsampled_benchmarks` benchmarks get no sample.
+    texts per benchmark is judged; the last `unsampled_benchmarks` benchmarks get no sample. With
+    `blind_spot_share` > 0 that share of the missed tasks comes from a second pool the labeler never emits
+    (a blind spot: the stress case for the model-assisted estimator's picture of where misses fall).
     """
     n_tasks = n_occupations * tasks_per_occupation
     task_keys = pl.DataFrame(
@@ -1055,6 +1058,7 @@ def simulate(
     n_bench = len(texts_per_benchmark)
     for b, n_texts in enumerate(texts_per_benchmark):
         pool = rng.choice(n_tasks, size=pool_size, replace=False)
+        blind_pool = rng.choice(np.setdiff1d(np.arange(n_tasks), pool), size=pool_size, replace=False)
         popularity = 1.0 / np.arange(1, pool_size + 1) ** 1.1
         popularity /= popularity.sum()
         n_sample = 0 if b >= n_bench - unsampled_benchmarks else min(
@@ -1078,6 +1082,9 @@ def simulate(
             n_miss = min(int(rng.poisson(missed_mean)), int(rest.sum()))
             rest_p = popularity[rest] / popularity[rest].sum()
             missed = rng.choice(pool[rest], size=n_miss, replace=False, p=rest_p) if n_miss else np.array([], int)
+            if blind_spot_share > 0 and missed.size:
+                blind = rng.random(missed.size) < blind_spot_share
+                missed = np.unique(np.where(blind, rng.choice(blind_pool, size=missed.size, p=popularity), missed))
             lab_text += [t] * emitted.size
             lab_task += emitted.tolist()
             lab_p += ps.tolist()
