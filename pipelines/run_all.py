@@ -428,9 +428,10 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
                 steps.remember("analysis", analysis_fp, outcome.result)
 
     totals, failures = runner.totals, runner.failures
-    print(f"done in {time.monotonic() - started:.0f}s: {len(names)} benchmarks, {totals['n_prompts']:,} prompts, "
-          f"{totals['n_results']:,} results, {totals['n_rejects']:,} rejects, {totals['labeler_calls']:,} prompts "
-          f"labeled; {'all steps succeeded' if not failures else f'{len(failures)} step(s) FAILED'}")
+    print(f"done in {time.monotonic() - started:.0f}s: {len(names)} benchmarks, {totals['n_prompts']} prompts, "
+          f"{totals['n_results']} results, {totals['n_rejects']} rejects; "
+          f"{'all steps succeeded' if not failures else f'{len(failures)} step(s) FAILED'}; "
+          f"{totals['labeler_calls']} prompts labeled")
     for line in headline_lines(warehouse_path) if not args.skip_analysis else []:
         print(line)
     if warehouse_path:
