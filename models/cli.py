@@ -35,7 +35,7 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, WarehouseLockTimeout):
         return f"{exc} (another process is writing the warehouse: wait for it, or stop it)"
     if isinstance(exc, duckdb.Error):
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        text = _one_line(str(exc)) or type(exc).__name__
         damaged = any(s in str(exc) for s in ("Could not read enough bytes", "not a valid DuckDB",
                                               "Corrupt", "checksum", "Invalid Input Error: File"))
         return f"DuckDB: {text}" + (f" ({DAMAGED_HINT})" if damaged else "")
@@ -49,7 +49,19 @@ def describe(exc: BaseException) -> str:
         return f"no space left on the device ({exc.filename or exc})"
     if isinstance(exc, FileNotFoundError) and not isinstance(exc, SourceNotFoundError) and exc.filename:
         return f"no such file or folder: {exc.filename}"
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return _one_line(str(exc)) or type(exc).__name__
+
+
+def _one_line(text: str) -> str:
+    """A message's first line; when it carries a captured traceback (a child process's output), the first line
+    and the traceback's last line, which names the actual error."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if len(lines) > 1 and "Traceback (most recent call last)" in text:
+        head = lines[0].replace("Traceback (most recent call last):", "").rstrip(": ")
+        return f"{head}: {lines[-1]}"
+    return lines[0]
 
 
 def run_cli(main: Callable[[list[str]], int], argv: Sequence[str] | None = None, *, prog: str,
