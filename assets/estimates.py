@@ -223,10 +223,11 @@ def _md(frame: pl.DataFrame, limit: int = 30) -> str:
     return markdown_table(frame, max_rows=limit)
 
 
-def read_reference_sample(folder: Path = REFERENCE_DIR) -> pl.DataFrame:
-    """The vendored judge labels (training split + development split pass 'a'): benchmark, prompt_id,
+def read_reference_sample(folder: Path = REFERENCE_DIR, dev_pass: str = "a") -> pl.DataFrame:
+    """The vendored judge labels (training split + development split pass `dev_pass`): benchmark, prompt_id,
     prompt_hash, split, task_id (null for a not-work text). Pass 'b' of the development split is a second
-    judge run of the same prompts; it is used only by the split check's ceiling, not as a second sample."""
+    judge run on the same prompts, not more sample: the estimates use pass 'a' and report the model-assisted
+    estimate with pass 'b' beside it (estimator model_assisted_pass_b) as the judge's own reproducibility."""
     try:
         from models.reference_labels import load_reference  # the lead's reader (validates file and line)
 
@@ -241,7 +242,8 @@ def read_reference_sample(folder: Path = REFERENCE_DIR) -> pl.DataFrame:
             return pl.DataFrame(schema={"benchmark": pl.Utf8, "prompt_id": pl.Utf8, "prompt_hash": pl.Utf8,
                                         "split": pl.Utf8, "task_id": pl.Int64})
         ref = pl.concat(frames, how="diagonal_relaxed")
-    ref = ref.filter(pl.col("annotation") == "a") if "annotation" in ref.columns else ref
+    if "annotation" in ref.columns:  # the training split has pass 'a' only
+        ref = ref.filter((pl.col("annotation") == dev_pass) | ((pl.col("split") != "dev") & (pl.col("annotation") == "a")))
     ref = ref.select(
         pl.col("benchmark").cast(pl.Utf8),
         pl.col("prompt_id").cast(pl.Utf8),
@@ -271,7 +273,7 @@ def published_labeler(warehouse: Warehouse) -> tuple[str | None, str | None, boo
     return chosen, version, "p_exercised" in columns
 
 
-def read_inputs(warehouse: Warehouse, log: object = None) -> dict[str, object]:
+def read_inputs(warehouse: Warehouse, log: object = None, dev_pass: str = "a") -> dict[str, object]:
     """Texts, labeler pairs, judge pairs (the user's own judge sample where one was drawn, else the reference),
     task keys and hours, index membership."""
     prompts = warehouse.query("select benchmark, prompt_id, prompt_hash from benchmark_prompts")
@@ -290,7 +292,7 @@ def read_inputs(warehouse: Warehouse, log: object = None) -> dict[str, object]:
             "select benchmark, prompt_hash, cast(task_id as bigint) as task_id from judge_sample_labels"
         )
         own_benchmarks = sorted(own["benchmark"].unique().to_list())
-    reference = read_reference_sample()
+    reference = read_reference_sample(dev_pass=dev_pass)
     reference = reference.filter(~pl.col("benchmark").is_in(own_benchmarks))
     judge_rows = pl.concat(
         [own.with_columns(pl.lit("judge_sample").alias("source")),
@@ -448,6 +450,27 @@ def headline_estimates(
             .otherwise(pl.col("basis"))
             .alias("basis")
         )
+    # the judge's reproducibility: the same model-assisted estimate with the development split's pass 'b'
+    other = read_inputs(warehouse, dev_pass="b")["judge_rows"]
+    if not other.equals(judge_rows):
+        problem_b = es.build_problem(
+            es.text_frame(inputs["prompts"], other),  # type: ignore[arg-type]
+            es.labeler_pairs(inputs["labels"]),  # type: ignore[arg-type]
+            es.judge_pairs(other.drop_nulls("task_id")),  # type: ignore[union-attr]
+            inputs["tasks"],  # type: ignore[arg-type]
+            inputs["task_hours"],  # type: ignore[arg-type]
+        )
+        result_b = es.run_estimators(problem_b, scopes, thresholds=thresholds, n_draws=config.n_draws,
+                                     seed=config.seed + 1, estimators=("model_assisted",))
+        frame_b = es.estimates_frame(problem_b, scopes, result_b, thresholds).with_columns(
+            pl.lit("model_assisted_pass_b").alias("estimator"),
+            pl.lit(False).alias("published"),
+            (pl.col("basis") + pl.lit("; development split judged by its second pass (b): the judge's own "
+                                      "reproducibility")).alias("basis"),
+            pl.lit(inputs["labeler"], pl.Utf8).alias("labeler"),
+            pl.lit(inputs["labeler_version"], pl.Utf8).alias("labeler_version"),
+        )
+        frame = pl.concat([frame, frame_b], how="vertical_relaxed")
     t_estimates = time.perf_counter() - started
     sources = judge_rows.group_by("benchmark").agg(pl.col("source").first())
     design = (

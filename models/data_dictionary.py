@@ -785,7 +785,8 @@ JUDGE_SAMPLE = "judge sample: data/reference/ (vendored reference labels) or jud
 _ESTIMATOR_TEXT = (
     "labels_as_truth (every label counted as certain), labeler (draws of each label with its p_exercised), "
     "design (judge sample alone, N_b/n_b weights), model_assisted (labeler on every prompt corrected and "
-    "completed by the judge sample; multiple imputation)"
+    "completed by the judge sample; multiple imputation), model_assisted_pass_b (the same with the development "
+    "split's second judge pass: the judge's reproducibility; never published)"
 )
 DATA_DICTIONARY["headline_estimates"] = {
     "benchmark_index": (
