@@ -382,7 +382,7 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
         partitions.append(bm.LANDING_PARTITION)
     new = [p for p in partitions if p not in registered]
     if new:
-        instance.add_dynamic_partitions(BENCHMARK_PARTITIONS_NAME, new)
+        _register_partitions(instance, new)
         print(f"registered {len(new)} new benchmark partitions")
     gone = sorted(registered - set(landing.benchmarks) - {bm.LANDING_PARTITION})
     if gone:
@@ -442,6 +442,22 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     for failure in failures:
         print(f"  FAILED {failure[:500]}", file=sys.stderr)
     return 1 if failures else 0
+
+
+def _register_partitions(instance: DagsterInstance, names: list[str], attempts: int = 5) -> None:
+    """Add dynamic partitions; another run registering the same ones at the same moment is not an error
+    (the storage refuses a duplicate key: re-read what is there and add only the rest)."""
+    for attempt in range(attempts):
+        missing = [n for n in names if n not in set(instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME))]
+        if not missing:
+            return
+        try:
+            instance.add_dynamic_partitions(BENCHMARK_PARTITIONS_NAME, missing)
+            return
+        except Exception:  # noqa: BLE001 - a concurrent insert of the same key (sqlite/postgres IntegrityError)
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
 
 
 class _Steps:

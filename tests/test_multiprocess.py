@@ -221,7 +221,7 @@ def test_two_run_alls_at_once_on_new_benchmarks_both_succeed_and_the_export_is_c
         common.write_benchmark(state.landing, name, [{"prompt_id": r["prompt_id"], "prompt": r["prompt"]}
                                                      for r in records])
     env = state.env(labeler="offline")
-    cmd = [sys.executable, "-m", "pipelines.run_all", "--skip-reference"]
+    cmd = [sys.executable, "-m", "pipelines.run_all", "--skip-reference", "--benchmarks", "two_a,two_b"]
     procs = [subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for _ in range(2)]
     outputs = [proc.communicate(timeout=900)[0] for proc in procs]
