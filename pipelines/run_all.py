@@ -168,13 +168,14 @@ def headline_lines(warehouse_path: str | None) -> list[str]:
                              {str(r.get("metric")) for r in rows}):
             continue  # the complement of a metric already shown
         numerator, denominator = row.get("numerator"), row.get("denominator")
-        share = f"{value:.1%}" if isinstance(value, float) and 0 <= value <= 1 and "share" in metric or \
-            (isinstance(numerator, int | float) and isinstance(denominator, int | float)
-             and denominator and abs(numerator / denominator - value) < 1e-9) else f"{value:,.4g}"
+        ratio = (isinstance(numerator, int | float) and isinstance(denominator, int | float) and denominator
+                 and abs(numerator / denominator - value) < 1e-9)
+        is_share = isinstance(value, float) and 0 <= value <= 1 and ("share" in metric or bool(ratio))
+        share = f"{value:.1%}" if is_share else f"{value:,.4g}"
         if isinstance(numerator, int | float) and isinstance(denominator, int | float) and denominator:
             count = (f"{numerator / 1e9:,.1f} of {denominator / 1e9:,.1f} billion hours" if denominator > 1e6
                      else f"{numerator:,.0f} of {denominator:,.0f}")
-            text = f"{count} ({share})"
+            text = f"{count} ({share})" if is_share else count  # a count needs no second number
         else:
             text = share
         at = f" at >= {row['threshold']}" if row.get("threshold") is not None else ""
