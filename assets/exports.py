@@ -205,6 +205,7 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse) -> Materi
             "n_benchmarks": len(data["benchmarks"]),
             "occupations_with_labeled_tasks": covered,
             "labeler": str(data["labeler"]),
+            "indexes": ", ".join(i["name"] for i in data["indexes"]),
             "size_bytes": path.stat().st_size,
         }
     )
@@ -330,7 +331,7 @@ def exports(
     }
     for table in ex.HEADLINE_TABLES:
         if table in tables:
-            metadata |= table_preview_metadata(table, ex.prepare_table(table, tables[table]))
+            metadata |= table_preview_metadata(table, ix.only_index(ex.prepare_table(table, tables[table])))
     return MaterializeResult(metadata=metadata)
 
 

@@ -29,6 +29,7 @@ from assets import labels as label_assets
 from models import indexes as ix
 from models.sources import PROJECT_ROOT
 from pipelines.resources import Warehouse
+from pipelines.run_state import index_files_fingerprint
 
 GROUP = "analysis"
 DEFAULT_INDEX_DIR = PROJECT_ROOT / "data" / "indexes"
@@ -91,6 +92,8 @@ def benchmark_index_membership(context: AssetExecutionContext, warehouse: Wareho
             "indexes": MetadataValue.json({r["benchmark_index"]: int(r["included"]) for r in sizes.to_dicts()}),
             "errors": MetadataValue.json(result.errors),
             "index_dir": MetadataValue.path(str(index_dir())),
+            # the analysis sensor compares this with the files now and refreshes the analysis when they changed
+            "index_files_fingerprint": index_files_fingerprint(),
             "preview": MetadataValue.md(
                 frame.filter(pl.col("benchmark_index") != ix.ALL_INDEX)
                 .select("benchmark_index", "benchmark", "included", "decided_by", "reason")

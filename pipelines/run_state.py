@@ -10,7 +10,8 @@ A fingerprint is a sha256 over:
   the API key is never hashed or stored) and the labeler resource's configuration without its key;
 - reference: size and modification time of every file of the landing zone and the mirror except benchmarks/;
 - a benchmark partition: the reference fingerprint + the landing folder's content hash;
-- the analysis: the reference fingerprint + the stored fingerprint of every partition.
+- the analysis: the reference fingerprint + the stored fingerprint of every partition + the index files
+  (data/indexes/*.toml).
 
 A step's fingerprint is dropped when it starts and written when it succeeds, so a failed attempt (which may
 have written part of its output) is always retried. Fingerprints live in the table `run_all_state` (step,
@@ -95,8 +96,16 @@ def partition_fingerprint(reference: str, content_hash: str) -> str:
     return _digest("partition", reference, content_hash)
 
 
+def index_files_fingerprint() -> str:
+    """The benchmark index definitions (data/indexes/*.toml or $BENCHMAP_INDEX_DIR): editing one reruns the
+    analysis, which recomputes benchmark_index_membership and every per-index table."""
+    folder = Path(os.environ.get("BENCHMAP_INDEX_DIR", str(PROJECT_ROOT / "data" / "indexes")))
+    files = sorted(folder.glob("*.toml")) if folder.is_dir() else []
+    return _digest([(f.name, hashlib.sha256(f.read_bytes()).hexdigest()) for f in files])
+
+
 def analysis_fingerprint(reference: str, partitions: Mapping[str, str | None]) -> str:
-    return _digest("analysis", reference, sorted(partitions.items()))
+    return _digest("analysis", reference, sorted(partitions.items()), index_files_fingerprint())
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from assets.benchmarks import TABLES
 from models import benchmarks as bm
 from pipelines.jobs import analysis_refresh_job, benchmark_refresh_job, reference_refresh_job
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
+from pipelines.run_state import index_files_fingerprint
 
 CURSOR_VERSION = 1
 LANDING_INTERVAL_S = 30
@@ -178,6 +179,21 @@ def job_selection(repo: RepositoryDefinition, job_name: str) -> tuple[set[AssetK
     return set(layer.selected_asset_keys), set(layer.asset_graph.asset_check_keys)
 
 
+MEMBERSHIP_KEY = AssetKey("benchmark_index_membership")
+INDEX_FINGERPRINT = "index_files_fingerprint"  # metadata of benchmark_index_membership
+
+
+def changed_index_files(instance: DagsterInstance) -> str | None:
+    """The current fingerprint of the index files (data/indexes/*.toml) when it differs from the one the
+    latest benchmark_index_membership materialization recorded; None when unchanged or never materialized."""
+    event = instance.get_latest_materialization_event(MEMBERSHIP_KEY)
+    if event is None or event.asset_materialization is None:
+        return None
+    recorded = event.asset_materialization.metadata.get(INDEX_FINGERPRINT)
+    current = index_files_fingerprint()
+    return current if recorded is not None and str(recorded.value) != current else None
+
+
 def quiet_seconds() -> float:
     return float(os.environ.get("BENCHMAP_ANALYSIS_QUIET_S", "30"))
 
@@ -205,7 +221,16 @@ def analysis_refresh_sensor(context: SensorEvaluationContext) -> SensorResult | 
     analysis_id, _ = _latest(instance, analysis_keys)
     requested = int(context.cursor or 0)
     if upstream_id <= max(analysis_id, requested):
-        return SkipReason("analysis is up to date with the benchmark and reference tables")
+        # an edited index file (data/indexes/*.toml) refreshes the analysis too: membership and every
+        # per-index table; the run key makes one request per content of the index files
+        changed = changed_index_files(instance) if MEMBERSHIP_KEY in analysis_keys else None
+        if changed is None:
+            return SkipReason("analysis is up to date with the benchmark and reference tables")
+        context.log.info("the benchmark index files changed: refreshing the analysis")
+        return SensorResult(
+            run_requests=[RunRequest(run_key=f"indexes-{changed[:16]}", tags={"benchmap/trigger": "index-files"})],
+            cursor=context.cursor,
+        )
     pending = instance.get_runs(RunsFilter(statuses=PENDING_STATUSES, tags={"benchmap/kind": UPSTREAM_KINDS}),
                                 limit=1)
     if pending:

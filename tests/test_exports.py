@@ -26,6 +26,7 @@ from models import coverage as cov
 from models import exports as ex
 from models import figures as fg
 from models import gaps, report
+from models import indexes as ix
 from models import regression as reg
 from models import scores as sc
 from models import validation as val
@@ -308,6 +309,8 @@ def build_world(seed: int = 0) -> dict[str, pl.DataFrame]:
         "occupation_gaps": gaps.occupation_gaps(scored, 5),
         "major_group_gaps": gaps.major_group_gaps(scored, None, 5),
         "jobbench_shortlist": gaps.jobbench_shortlist(scored, 5),
+        # the built-in `all` index (every benchmark); tests/test_indexes.py covers the shipped indexes
+        "benchmark_index_membership": ix.evaluate_indexes({}, ix.measured_properties(benchmarks)).membership,
     }
 
 
@@ -979,7 +982,7 @@ def test_analyst_notebook_reproduces_the_figures(world, tmp_path, monkeypatch):
     assert not [o for o in outputs if o.output_type == "error"]
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert f"warehouse: {path}" in text
-    assert "loaded 19 tables; missing: none" in text
+    assert "loaded 20 tables; missing: none" in text
     images = [o["data"]["image/png"] for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) == len(fg.FIGURES)
     # the notebook's first figure is exactly the report's, drawn from the same tables

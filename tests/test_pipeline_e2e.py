@@ -8,6 +8,7 @@ import math
 import polars as pl
 import pytest
 
+from models import indexes as ix
 from models import warehouse as wh
 
 pytestmark = pytest.mark.slow
@@ -16,7 +17,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def tables(full_pipeline):
     def read(name: str) -> pl.DataFrame:
-        return wh.read_table(full_pipeline.warehouse, name)
+        # per-index tables: the rows of index `all` (every landed benchmark, tests/test_indexes.py for the rest)
+        return ix.only_index(wh.read_table(full_pipeline.warehouse, name))
 
     return read
 
