@@ -170,7 +170,7 @@ def major_group_coverage(
     return frame
 
 
-@asset(group_name=GROUP, kinds=KINDS, deps=[MEMBERSHIP])
+@asset(group_name=GROUP, kinds=KINDS, deps=[MEMBERSHIP, "headline_estimates"])
 def coverage_headline(
     context: AssetExecutionContext,
     config: CoverageConfig,
@@ -202,6 +202,10 @@ def coverage_headline(
         ],
         how="vertical_relaxed",
     )
+    if warehouse.table_exists("headline_estimates"):  # the published estimate beside the labels (issue 16)
+        from models.estimates import with_published
+
+        frame = with_published(frame, warehouse.read_table("headline_estimates"))
     pooled = frame.filter(pl.col("scope") == "all")
     context.add_output_metadata({"rows": frame.height, "preview": _markdown(pooled)})
     return frame

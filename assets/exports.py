@@ -47,9 +47,9 @@ FIGURES_DIR = "figures"
 
 FIGURE_TABLES = sorted({t for spec in fg.FIGURES for t in spec.tables})
 MEMBERSHIP = "benchmark_index_membership"
-SUMMARY_TABLES = [*ex.REQUIRED_TABLES, "benchmarks", MEMBERSHIP]
+SUMMARY_TABLES = [*ex.REQUIRED_TABLES, "benchmarks", MEMBERSHIP, "headline_estimates"]
 MAP_TABLES = ["occupation_coverage", "task_coverage", "prompt_task_labels", "benchmark_prompts", "onet_tasks",
-              MEMBERSHIP]
+              MEMBERSHIP, "headline_estimates"]
 
 
 # --- reusable metadata helpers --------------------------------------------------------------------
@@ -133,6 +133,15 @@ def summary_name(index: str) -> str:
     return SUMMARY_NAME if index == ix.ALL_INDEX else f"summary_{index}.md"
 
 
+def _published_headline(warehouse: Warehouse) -> str | None:
+    """The published headline estimate as sentences (headline_estimates, issue 16), or None."""
+    if not warehouse.table_exists("headline_estimates"):
+        return None
+    from models.estimates import published_sentences
+
+    return " ".join(published_sentences(warehouse.read_table("headline_estimates"))) or None
+
+
 def _occupation_titles(warehouse: Warehouse) -> pl.DataFrame | None:
     if warehouse.table_exists("onet_occupations"):
         return warehouse.query("select onet_soc_code, title from onet_occupations")
@@ -193,6 +202,7 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse) -> Materi
         "benchmark "
         "prompts labeled with O*NET tasks. Self-contained page: no network access.",
         membership=_membership(warehouse),
+        headline=_published_headline(warehouse),
     )
     path = ex.write_text(folder / COVERAGE_MAP_NAME, html)
     covered = sum(1 for o in data["occupations"] if o["k"])

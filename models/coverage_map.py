@@ -614,8 +614,10 @@ def coverage_map_html(
     title: str = "Which occupations do AI benchmarks cover?",
     subtitle: str | None = None,
     footer: str | None = None,
+    headline: str | None = None,
 ) -> str:
-    """The complete page for `coverage_map_data(...)`: no external resource of any kind."""
+    """The complete page for `coverage_map_data(...)`: no external resource of any kind. `headline`: the
+    published estimate (headline_estimates), shown under the subtitle; the tiles count the labels as they are."""
     n_occ = len(data["occupations"])
     n_groups = len({o["g"] for o in data["occupations"]})
     default_subtitle = (
@@ -636,6 +638,7 @@ def coverage_map_html(
         "<header>",
         f"<h1>{html.escape(title)}</h1>",
         f'<p class="sub">{html.escape(subtitle or default_subtitle)}</p>',
+        *([f'<p class="sub" id="estimate"><b>Headline:</b> {html.escape(headline)}</p>'] if headline else []),
         '<div class="controls">',
         '<fieldset id="thresholds"><legend>Covered task = at least</legend></fieldset>',
         '<fieldset><legend>Benchmark index</legend><select id="index"></select>'
@@ -687,6 +690,7 @@ def build_coverage_map_from_warehouse(
     footer: str | None = None,
     examples_per_benchmark: int = 1,
     membership: pl.DataFrame | None = None,
+    headline: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """(HTML page, its data) from the warehouse at `path`, aggregated in DuckDB on a read-only connection:
     prompt_task_labels and benchmark_prompts are never loaded whole (examples and statements are left out
@@ -704,4 +708,4 @@ def build_coverage_map_from_warehouse(
             examples_per_benchmark=examples_per_benchmark,
         )
     data["indexes"] = index_options(membership, [b for b, _ in data["benchmarks"]])
-    return coverage_map_html(data, subtitle=subtitle, footer=footer), data
+    return coverage_map_html(data, subtitle=subtitle, footer=footer, headline=headline), data

@@ -1204,7 +1204,9 @@ def with_published(headline: pl.DataFrame, estimates: pl.DataFrame | None) -> pl
 def published_sentences(estimates: pl.DataFrame, benchmark_index: str = ALL_INDEX) -> list[str]:
     """Plain sentences of the published pooled headline of one index, with intervals, and what counting every
     label as true gives instead (for summary.md and the coverage map). Empty when nothing is published."""
-    rows = estimates.filter((pl.col("benchmark_index") == benchmark_index) & (pl.col("scope") == ALL_SCOPE))
+    rows = estimates.filter(pl.col("scope") == ALL_SCOPE)
+    if "benchmark_index" in rows.columns:  # a per-index summary may pass the index's rows without the column
+        rows = rows.filter(pl.col("benchmark_index") == benchmark_index)
     published = rows.filter(pl.col("published"))
     if published.is_empty():
         return []

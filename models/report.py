@@ -174,13 +174,28 @@ def labeler_of(tables: Tables) -> str | None:
 # --- findings -------------------------------------------------------------------------------------
 
 
+def headline_estimate_findings(tables: Tables) -> list[str]:
+    """The published headline (headline_estimates, issue 16): the best-supported estimate with its interval,
+    and what counting every label as true gives instead; nothing when the table is missing."""
+    from models.estimates import published_sentences
+
+    estimates = _table(tables, "headline_estimates")
+    sentences = published_sentences(estimates) if estimates is not None else []
+    if not sentences:
+        return []
+    return [
+        "**Headline.** " + " ".join(sentences) + " The lines below count the labels as they are "
+        "(headline_estimates; docs/estimates.md)."
+    ]
+
+
 def coverage_findings(tables: Tables) -> list[str]:
     headline = _table(tables, "coverage_headline")
     if headline is None:
         return ["Coverage headline not available: the coverage_headline table is missing or empty."]
     values = _headline_values(headline)
     thresholds = sorted({t for t, _ in values})
-    out = []
+    out = headline_estimate_findings(tables)
 
     def phrase(metric: str, noun: str) -> str | None:
         rows = [(t, values[(t, metric)]) for t in thresholds if (t, metric) in values]

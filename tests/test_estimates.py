@@ -370,3 +370,25 @@ def test_with_published_maps_every_headline_metric():
     assert rows["hours_share_uncovered"]["published_ci_low"] == pytest.approx(0.91)
     assert set(out["published_estimator"]) == {"model_assisted"}
     assert es.with_published(headline, None)["published_value"].null_count() == 5
+
+
+def test_summary_and_map_quote_the_published_estimate():
+    from models import report
+    from models.coverage_map import coverage_map_html
+
+    sim = es.simulate(np.random.default_rng(12))
+    scopes = es.scopes_for(sim.problem)
+    estimates = es.estimates_frame(sim.problem, scopes, es.run_estimators(sim.problem, scopes, n_draws=20))
+    findings = report.headline_estimate_findings({"headline_estimates": estimates})
+    assert len(findings) == 1 and findings[0].startswith("**Headline.** Best-supported estimate (model-assisted")
+    published = estimates.filter(
+        pl.col("published") & (pl.col("scope") == "all") & (pl.col("quantity") == "tasks_covered")
+        & (pl.col("threshold") == 5)
+    ).row(0, named=True)
+    assert f"{published['value']:,.0f} (95% CI {published['ci_low']:,.0f}" in findings[0]
+    assert "Counting every label as true instead" in findings[0]
+    assert report.headline_estimate_findings({}) == []
+    text = " ".join(es.published_sentences(estimates))
+    page = coverage_map_html({"occupations": [], "benchmarks": [], "labeler": "offline"}, headline=text)
+    assert 'id="estimate"' in page and "Best-supported estimate" in page
+    assert 'id="estimate"' not in coverage_map_html({"occupations": [], "benchmarks": [], "labeler": "offline"})
