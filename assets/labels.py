@@ -27,13 +27,17 @@ from dagster import (
     AssetCheckResult,
     AssetExecutionContext,
     AssetIn,
+    AssetOut,
     Config,
     Failure,
     MetadataValue,
+    Output,
     asset,
     asset_check,
+    multi_asset,
 )
 
+from models import reference_labels as rl
 from models import validation as val
 from models import warehouse as wh
 from models.labeling import cache as lc
@@ -49,6 +53,7 @@ INDEX_GROUP = "reference"
 PARTITIONED = {"partition_expr": "benchmark"}
 LLM_POOL = "llm_api"
 GOLD_DIR_NAME = "gold_labels"
+REFERENCE_DIR_NAME = "reference_labels"  # data/raw/reference_labels/ overrides the vendored data/reference/
 ANNOTATION_FILE = "gold_annotation_sample.csv"
 
 
@@ -160,28 +165,39 @@ def _markdown(df: pl.DataFrame, limit: int = 20) -> str:
     return "\n".join(lines)
 
 
-@asset(
+@multi_asset(
     group_name=GROUP,
     partitions_def=benchmark_partitions,
-    metadata=PARTITIONED,
+    outs={
+        "prompt_task_labels": AssetOut(
+            metadata=PARTITIONED,
+            description="The O*NET tasks each prompt of one benchmark exercises (rank 1 = most clearly), "
+            "with the labeler's calibrated p_exercised; none for a prompt that is not occupational work. "
+            "Through the label cache: a prompt whose hash was labeled before (same O*NET version, labeler, "
+            "model, template) is never labeled again. Failures are in label_failures, never here.",
+        ),
+        "prompt_work": AssetOut(
+            metadata=PARTITIONED,
+            description="The labeler's work decision per prompt of one benchmark: is_work, p_work (a "
+            "not-work prompt has no prompt_task_labels rows).",
+        ),
+    },
     ins={"benchmark_prompts": AssetIn()},
     deps=[task_search_index],
     pool=LLM_POOL if labeler_kind_from_env() == "openai" else None,
-    description="Prompt -> O*NET task labels (rank 1 = best) of one benchmark, through the label cache: a "
-    "prompt whose hash was labeled before (same O*NET version, labeler, model, template) is never "
-    "labeled again. Failures are in label_failures, never here.",
 )
 def prompt_task_labels(
     context: AssetExecutionContext,
     warehouse: Warehouse,
     labeler: LabelerResource,
     benchmark_prompts: pl.DataFrame,
-) -> pl.DataFrame:
+) -> tuple[Output[pl.DataFrame], Output[pl.DataFrame]]:
     benchmark = context.partition_key
     prompts = _records(benchmark_prompts.filter(pl.col("benchmark") == benchmark))
     if not prompts:
-        context.add_output_metadata({"n_prompts": 0, "labeler_calls": 0})
-        return pl.DataFrame(schema=lc.LABEL_COLUMNS)
+        empty = {"n_prompts": 0, "labeler_calls": 0}
+        return (Output(pl.DataFrame(schema=lc.LABEL_COLUMNS), metadata=empty),
+                Output(pl.DataFrame(schema=lc.WORK_COLUMNS), metadata=empty))
     cache = lc.LabelCache(warehouse.path)
     index, origin, index_s = load_task_index(warehouse, context.log)
     context.log.info(f"task index from {origin} in {index_s:.2f}s")
@@ -196,6 +212,7 @@ def prompt_task_labels(
         log_fn=context.log.info,
     )
     frame = lc.labels_frame(prompts, labels_by_hash, impl.name, impl.labeler_version)
+    work = lc.work_frame(prompts, labels_by_hash, impl.name, impl.labeler_version)
     failures = pl.DataFrame(
         stats.failures,
         schema={
@@ -221,8 +238,7 @@ def prompt_task_labels(
             "retried on the next run"
         )
     labeler_stats = getattr(impl, "stats", None)
-    context.add_output_metadata(
-        {
+    metadata = {
             **stats.as_metadata(),
             "labeler": impl.name,
             "labeler_version": impl.labeler_version,
@@ -241,8 +257,11 @@ def prompt_task_labels(
                 else {}
             ),
         }
-    )
-    return frame
+    n_not_work = int((~work["is_work"]).sum()) if work.height else 0
+    metadata["prompts_not_work"] = n_not_work
+    return (Output(frame, metadata=metadata),
+            Output(work, metadata={"n_prompts": work.height, "prompts_not_work": n_not_work,
+                                   "labeler_version": impl.labeler_version}))
 
 
 _LABELS_VALID_SQL = """
@@ -262,7 +281,7 @@ select
 
 
 @asset_check(
-    asset=prompt_task_labels,
+    asset="prompt_task_labels",
     name="prompt_task_labels_valid",
     blocking=False,
     description="Warehouse-wide: every labeled (task_id, onet_soc_code) is in onet_tasks, no duplicate "
@@ -407,7 +426,7 @@ def _annotation_inputs(warehouse: Warehouse, keys: pl.DataFrame) -> tuple[pl.Dat
 @asset(
     group_name=VALIDATION_GROUP,
     ins={"onet_tasks": AssetIn(), "onet_occupations": AssetIn()},
-    deps=[prompt_task_labels, "benchmark_prompts"],
+    deps=["prompt_task_labels", "prompt_work", "benchmark_prompts"],
     description="A stratified random sample of labeled prompts (per benchmark) with their top candidate "
     "tasks, "
     "written as CSV to data/warehouse/annotation/ for human annotators (docs/gold_labels.md).",
@@ -527,12 +546,157 @@ def _all_labeler_labels(warehouse: Warehouse, labels: pl.DataFrame, prompts: pl.
 
 @asset(
     group_name=VALIDATION_GROUP,
-    ins={"onet_tasks": AssetIn(), "onet_occupations": AssetIn(), "gold_task_labels": AssetIn()},
-    deps=[prompt_task_labels, "benchmark_prompts"],
-    description="Labelers vs human labels, one tidy table (benchmark, labeler, labeler_version, metric, "
-    "value, "
-    "ci_low, ci_high, n; 95% bootstrap over prompts): GDPval and TheAgentCompany occupation "
-    "top-1/top-5, JobBench task hit@k, gold-set task precision/recall/F1.",
+    ins={"onet_tasks": AssetIn()},
+    deps=["benchmark_prompts"],
+    description="The task-level reference (an LLM judge's labels of a random sample of prompts, two passes "
+    "on the development split; data/reference/, or data/raw/reference_labels/ when present), checked "
+    "against onet_tasks and the landed prompts: one row per (prompt, pass) of a landed benchmark.",
+)
+def reference_task_labels(
+    context: AssetExecutionContext, warehouse: Warehouse, onet_tasks: pl.DataFrame
+) -> pl.DataFrame:
+    override = raw_dir() / REFERENCE_DIR_NAME
+    folder = override if (override / rl.SPLIT_FILES["dev"]).is_file() else rl.DEFAULT_FOLDER
+    reference = rl.load_reference(folder)  # InputError with file and line on a broken or duplicated row
+    prompts = _prompts(warehouse, ("benchmark", "prompt_id", "prompt_hash"))
+    landed = reference.filter(pl.col("benchmark").is_in(prompts["benchmark"].unique().implode()))
+    rl.check_reference(landed, onet_tasks, prompts)  # unknown task or prompt: fail, nothing is stored
+    current = landed.join(prompts, on=["benchmark", "prompt_id", "prompt_hash"], how="semi")
+    if current.height < landed.height:
+        context.log.warning(f"{landed.height - current.height} reference rows label a prompt whose text has "
+                            "changed since it was judged: left out")
+    context.add_output_metadata({
+        "folder": str(folder), "rows": current.height, "prompts": current["sample_id"].n_unique(),
+        "benchmarks_not_landed": ", ".join(sorted(set(reference["benchmark"]) - set(landed["benchmark"])))
+        or "none",
+        "changed_prompts_left_out": landed.height - current.height,
+        "per_split": MetadataValue.json(dict(current.group_by("split").len().sort("split").iter_rows())),
+    })
+    return current
+
+
+def _prompt_texts(warehouse: Warehouse, keys: pl.DataFrame) -> pl.DataFrame:
+    """benchmark, prompt_id, prompt_hash, prompt of the given (benchmark, prompt_id) keys only."""
+    with wh.connect(warehouse.path, read_only=True) as con:
+        con.register("_text_keys", _keys_frame(keys).to_arrow())
+        return wh.fetch_polars(
+            con,
+            "select p.benchmark, p.prompt_id, p.prompt_hash, p.prompt from benchmark_prompts p "
+            "semi join _text_keys using (benchmark, prompt_id) order by p.rowid",
+        )
+
+
+def _context_records(warehouse: Warehouse, benchmarks: list[str]) -> list[PromptRecord]:
+    """The prompts each benchmark's labeling context is drawn from (models.labeling.selector.context_sample):
+    hashes of every prompt first, texts of the sampled ones only."""
+    from models.labeling.selector import context_sample
+
+    hashes = warehouse.query(
+        "select benchmark, prompt_id, prompt_hash from benchmark_prompts "
+        "where benchmark in (select unnest(?::varchar[])) order by rowid", [benchmarks])
+    keys = []
+    for _, group in hashes.group_by(["benchmark"], maintain_order=True):
+        keys.append(group[context_sample(group["prompt_hash"].to_list())])
+    if not keys:
+        return []
+    return _records(_prompt_texts(warehouse, pl.concat(keys)))
+
+
+def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any) -> tuple[str, pl.DataFrame, dict]:
+    """The calibrated offline labeler's ranked candidates for the given prompts: (labeler_version, ranking
+    rows in LABEL_COLUMNS (rank = candidate rank, score = p_exercised), (benchmark, prompt_id) -> O*NET-SOC codes
+    ranked by the selector's occupation probability)."""
+    from models.labeling.offline import OfflineLabeler
+
+    index, _, _ = load_task_index(warehouse, log)
+    labeler = OfflineLabeler.calibrated(index)
+    texts = _prompt_texts(warehouse, keys)
+    labeler.prepare(_context_records(warehouse, texts["benchmark"].unique().to_list()))
+    rankings = labeler.rankings(_records(texts))
+    rows: dict[str, list] = {c: [] for c in lc.LABEL_COLUMNS}
+    occupations: dict[tuple[str, str], list[str]] = {}
+    for (benchmark, prompt_id, prompt_hash, _), ranking in zip(texts.iter_rows(), rankings, strict=True):
+        for rank, (task_id, code, p) in enumerate(ranking.tasks[:50], start=1):
+            for column, value in zip(lc.LABEL_COLUMNS, (benchmark, prompt_id, prompt_hash, code, task_id,
+                                                        labeler.name, labeler.labeler_version, rank, p, None, p),
+                                     strict=True):
+                rows[column].append(value)
+        occupations[(benchmark, prompt_id)] = [c for c, _ in ranking.occupations]
+    return labeler.labeler_version, pl.DataFrame(rows, schema=lc.LABEL_COLUMNS), occupations
+
+
+def _ranking_ranker(version: str, occupations: dict[tuple[str, str], list[str]], fallback: Any) -> Any:
+    """rank_fn for validate_labels: the selector's occupation ranking for the calibrated offline labeler,
+    the label-based ranking (`fallback`) for every other labeler."""
+
+    def rank(labels: pl.DataFrame) -> pl.DataFrame:
+        if labels.is_empty() or labels["labeler_version"][0] != version:
+            return fallback(labels)
+        keys = labels.select("benchmark", "prompt_id").unique(maintain_order=True)
+        rows = [{"benchmark": b, "prompt_id": p, "soc_code": code, "occ_score": None, "occ_rank": i + 1}
+                for b, p in keys.iter_rows()
+                for i, code in enumerate(dict.fromkeys(val.soc6(c) for c in occupations.get((b, p), [])))]
+        return pl.DataFrame(rows, schema={"benchmark": pl.Utf8, "prompt_id": pl.Utf8, "soc_code": pl.Utf8,
+                                          "occ_score": pl.Float64, "occ_rank": pl.Int64})
+
+    return rank
+
+
+def _reference_predictions(warehouse: Warehouse, reference: pl.DataFrame, labels: pl.DataFrame,
+                           offline_version: str | None, ranking_labels: pl.DataFrame,
+                           occupations: dict[tuple[str, str], list[str]]) -> pl.DataFrame:
+    """Every labeler's predictions for the reference prompts: label sets from prompt_task_labels and
+    prompt_work (other labelers' from the label cache); for the calibrated offline labeler the ranking and
+    first occupation come from its ranked candidates, not from its (short) label set."""
+    hashes = reference["prompt_hash"].unique().implode()
+    mine = labels.filter(pl.col("prompt_hash").is_in(hashes))
+    work = pl.DataFrame(schema=lc.WORK_COLUMNS)
+    if warehouse.table_exists("prompt_work"):
+        work = warehouse.query(
+            "select * from prompt_work where prompt_hash in (select unnest(?::varchar[]))",
+            [reference["prompt_hash"].unique().to_list()])
+    predictions = rl.predictions_from_labels(mine, work)
+    if offline_version is None or ranking_labels.is_empty():
+        return predictions
+    ranked = (ranking_labels.sort("prompt_hash", "rank")
+              .group_by("benchmark", "prompt_id", "prompt_hash", maintain_order=True)
+              .agg(pl.col("task_id").alias("ranking")))
+    ranked = ranked.with_columns(pl.Series("best_code", [
+        next(iter(occupations.get((b, p), [])), None) for b, p in ranked.select("benchmark", "prompt_id").iter_rows()
+    ], dtype=pl.Utf8)).unique(subset=["prompt_hash"], keep="first")
+    offline = predictions.filter(pl.col("labeler_version") == offline_version).drop("ranking", "first_occupation")
+    offline = offline.join(ranked.select("prompt_hash", "ranking", pl.col("best_code").alias("first_occupation")),
+                           on="prompt_hash", how="left")
+    return pl.concat([predictions.filter(pl.col("labeler_version") != offline_version),
+                      offline.select(list(rl.PREDICTION_SCHEMA))])
+
+
+def _cross_validated_rows(offline_version: str | None) -> pl.DataFrame:
+    """The calibrated labeler's leave-one-benchmark-out figures on the development split, as recorded in its
+    fit file (metric ref_cv_*): its ref_* rows are in-sample, since it was fitted on the whole reference."""
+    schema = {"benchmark": pl.Utf8, "labeler": pl.Utf8, "labeler_version": pl.Utf8, "metric": pl.Utf8,
+              "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "n": pl.Int64}
+    if offline_version is None:
+        return pl.DataFrame(schema=schema)
+    from models.labeling.selector import load_fit
+
+    recorded = load_fit().cross_validation.get("cv_dev", {})
+    return pl.DataFrame([
+        {"benchmark": "all", "labeler": "offline", "labeler_version": offline_version,
+         "metric": f"{rl.METRIC_PREFIX}cv_{metric}", "value": v["value"], "ci_low": v["ci_low"],
+         "ci_high": v["ci_high"], "n": v["n"]} for metric, v in recorded.items()], schema=schema)
+
+
+@asset(
+    group_name=VALIDATION_GROUP,
+    ins={"onet_tasks": AssetIn(), "onet_occupations": AssetIn(), "gold_task_labels": AssetIn(),
+         "reference_task_labels": AssetIn()},
+    deps=["prompt_task_labels", "prompt_work", "benchmark_prompts"],
+    description="Labelers vs human labels and vs the task-level reference, one tidy table (benchmark, labeler, "
+    "labeler_version, metric, value, ci_low, ci_high, n; 95% bootstrap over prompts): GDPval and "
+    "TheAgentCompany occupation top-1/top-5 and JobBench task hit@k from the ranking; gold-set task "
+    "precision/recall/F1; ref_* task F1/precision/recall, hit@1/5, first occupation and work decision against "
+    "the reference, with the judge's two passes against each other as the ceiling row.",
 )
 def labeler_validation(
     context: AssetExecutionContext,
@@ -540,15 +704,40 @@ def labeler_validation(
     onet_tasks: pl.DataFrame,
     onet_occupations: pl.DataFrame,
     gold_task_labels: pl.DataFrame,
+    reference_task_labels: pl.DataFrame,
 ) -> pl.DataFrame:
     # Only prompts with a human label can be validated: load just them (no texts) and their labels, filtered
     # in DuckDB (the label table grows with every benchmark, the human-labeled prompts do not).
     prompts, labels = _validation_inputs(warehouse, gold_task_labels)
+    reference_labels = pl.DataFrame(schema=lc.LABEL_COLUMNS)
+    if warehouse.table_exists("prompt_task_labels") and not reference_task_labels.is_empty():
+        reference_labels = warehouse.query(
+            "select * exclude (rationale), null::varchar as rationale from prompt_task_labels "
+            "where prompt_hash in (select unnest(?::varchar[]))",
+            [reference_task_labels["prompt_hash"].unique().to_list()]).select(list(lc.LABEL_COLUMNS))
     labels = _all_labeler_labels(warehouse, labels, prompts)
+    offline_version = None
+    ranking_labels = pl.DataFrame(schema=lc.LABEL_COLUMNS)
+    occupations: dict[tuple[str, str], list[str]] = {}
+    current = set(labels.filter(pl.col("labeler") == "offline")["labeler_version"].unique().to_list())
+    keys = pl.concat([prompts.select("benchmark", "prompt_id"),
+                      reference_task_labels.select("benchmark", "prompt_id")]).unique()
+    if any(v.startswith("offline-calibrated") for v in current) and not keys.is_empty():
+        offline_version, ranking_labels, occupations = _offline_rankings(warehouse, keys, context.log)
+    # human-label metrics read the ranking: the calibrated labeler's label set is short by design
+    human_labels = labels
+    if offline_version is not None:
+        human = ranking_labels.join(prompts.select("benchmark", "prompt_id"), on=["benchmark", "prompt_id"],
+                                    how="semi")
+        human_labels = pl.concat([labels.filter(pl.col("labeler_version") != offline_version), human],
+                                 how="vertical_relaxed")
     mapping, mapping_source = _tac_mapping()
     ranker, ranker_source = _occupation_ranker()
+    if offline_version is not None:
+        ranker = _ranking_ranker(offline_version, occupations, ranker)
+        ranker_source += "; the calibrated offline labeler: its selector's occupation ranking"
     table, notes = val.validate_labels(
-        labels,
+        human_labels,
         prompts,
         onet_occupations,
         onet_tasks,
@@ -556,6 +745,13 @@ def labeler_validation(
         tac_role_to_soc=mapping,
         rank_fn=ranker,
     )
+    if not reference_task_labels.is_empty():
+        all_reference_labels = _all_labeler_labels(warehouse, reference_labels, reference_task_labels)
+        predictions = _reference_predictions(warehouse, reference_task_labels, all_reference_labels,
+                                             offline_version, ranking_labels, occupations)
+        reference_table = rl.labeler_reference_metrics(predictions, reference_task_labels)
+        table = pl.concat([table, reference_table.select(table.columns).cast(table.schema),
+                           _cross_validated_rows(offline_version).select(table.columns).cast(table.schema)])
     for title in notes["gdpval_unmatched_titles"]:
         context.log.warning(f"GDPval occupation title with no O*NET match (left out): {title!r}")
     context.add_output_metadata(
@@ -636,7 +832,7 @@ def labeler_validation_floors(
 
 @asset(
     group_name=VALIDATION_GROUP,
-    deps=[prompt_task_labels, "benchmark_prompts"],
+    deps=["prompt_task_labels", "prompt_work", "benchmark_prompts"],
     description="For prompts labeled by two labelers (label_cache, current O*NET version), per benchmark: "
     "task F1 and work agreement (prompts judged not work included), task-set Jaccard, top-1 occupation "
     "agreement, occupation rank correlation (Spearman over the union), each with n and a 95% bootstrap "
@@ -691,6 +887,7 @@ ASSETS: list = [
     prompt_task_labels,
     gold_annotation_sample,
     gold_task_labels,
+    reference_task_labels,
     labeler_validation,
     labeler_agreement,
 ]

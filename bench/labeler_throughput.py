@@ -78,7 +78,7 @@ def offline_run(index: Any, prompts: list[Any]) -> dict[str, Any]:
     from models.labeling.cache import batched
     from models.labeling.offline import OfflineLabeler
 
-    labeler = OfflineLabeler(index)
+    labeler = OfflineLabeler.calibrated(index)
     started = time.perf_counter()
     ok = failed = n_labels = 0
     rates = []

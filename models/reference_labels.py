@@ -231,3 +231,59 @@ def summarise_metrics(per_prompt: pl.DataFrame, *, n_boot: int = 1000, seed: int
     return pl.DataFrame(rows, schema={"benchmark": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64,
                                       "ci_low": pl.Float64, "ci_high": pl.Float64, "n": pl.Int64,
                                       "n_prompts": pl.Int64})
+
+
+# --- labelers against the reference ------------------------------------------------------------------------
+
+PREDICTION_SCHEMA: dict[str, pl.DataType] = {
+    "labeler": pl.Utf8, "labeler_version": pl.Utf8, "prompt_hash": pl.Utf8, "is_work": pl.Boolean,
+    "tasks": pl.List(pl.Int64), "ranking": pl.List(pl.Int64), "first_occupation": pl.Utf8}
+CEILING_LABELER = "reference_pass_agreement"
+METRIC_PREFIX = "ref_"
+
+
+def predictions_from_labels(labels: pl.DataFrame, work: pl.DataFrame | None = None) -> pl.DataFrame:
+    """PREDICTION_SCHEMA rows from prompt_task_labels (labeler, labeler_version, prompt_hash, task_id,
+    onet_soc_code, rank) and prompt_work (is_work): the label set is the labeled tasks, the ranking their rank
+    order, the first occupation that of the rank-1 task. Without a work row a prompt with labels is work."""
+    keys = ["labeler", "labeler_version", "prompt_hash"]
+    per_prompt = (labels.sort([*keys, "rank"])
+                  .group_by(keys, maintain_order=True)
+                  .agg(pl.col("task_id").unique(maintain_order=True).alias("tasks"),
+                       pl.col("onet_soc_code").first().alias("first_occupation")))
+    per_prompt = per_prompt.with_columns(pl.col("tasks").alias("ranking"))
+    if work is not None and not work.is_empty():
+        decisions = work.select(*keys, "is_work").unique(subset=keys, keep="first")
+        per_prompt = decisions.join(per_prompt, on=keys, how="left")
+    else:
+        per_prompt = per_prompt.with_columns(pl.lit(True).alias("is_work"))
+    return per_prompt.with_columns(
+        pl.col("tasks").fill_null(pl.lit([], pl.List(pl.Int64))),
+        pl.col("ranking").fill_null(pl.lit([], pl.List(pl.Int64))),
+    ).select(list(PREDICTION_SCHEMA)).cast(PREDICTION_SCHEMA)  # type: ignore[arg-type]
+
+
+def labeler_reference_metrics(predictions: pl.DataFrame, reference: pl.DataFrame, *, n_boot: int = 1000,
+                              seed: int = 0, ceiling: bool = True) -> pl.DataFrame:
+    """Every labeler of `predictions` (PREDICTION_SCHEMA) against the reference, per benchmark and pooled,
+    plus the judge's two passes against each other as the ceiling row (labeler CEILING_LABELER).
+    Columns: benchmark, labeler, labeler_version, metric ('ref_' + METRICS), value, ci_low, ci_high, n."""
+    frames: list[pl.DataFrame] = []
+    for (labeler, version), group in predictions.group_by(["labeler", "labeler_version"], maintain_order=True):
+        per_prompt = per_prompt_metrics(group.drop("labeler", "labeler_version"), reference)
+        if per_prompt.is_empty():
+            continue
+        frames.append(summarise_metrics(per_prompt, n_boot=n_boot, seed=seed).with_columns(
+            pl.lit(labeler).alias("labeler"), pl.lit(version).alias("labeler_version")))
+    if ceiling:
+        agreement = pass_agreement(reference)
+        if not agreement.is_empty():
+            frames.append(summarise_metrics(agreement, n_boot=n_boot, seed=seed).with_columns(
+                pl.lit(CEILING_LABELER).alias("labeler"), pl.lit("two independent passes").alias("labeler_version")))
+    if not frames:
+        return pl.DataFrame(schema={"benchmark": pl.Utf8, "labeler": pl.Utf8, "labeler_version": pl.Utf8,
+                                    "metric": pl.Utf8, "value": pl.Float64, "ci_low": pl.Float64,
+                                    "ci_high": pl.Float64, "n": pl.Int64})
+    return (pl.concat(frames)
+            .with_columns((pl.lit(METRIC_PREFIX) + pl.col("metric")).alias("metric"))
+            .select("benchmark", "labeler", "labeler_version", "metric", "value", "ci_low", "ci_high", "n"))

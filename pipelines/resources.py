@@ -117,7 +117,7 @@ class LabelerResource(ConfigurableResource):
         if self.kind == "offline":
             from models.labeling.offline import OfflineLabeler
 
-            return OfflineLabeler(index)  # OfflineLabelerConfig defaults (its own calibrated settings)
+            return OfflineLabeler.calibrated(index)  # the retriever + the fitted selector_fit.json
         raise ValueError(f"unknown labeler kind {self.kind!r}: expected 'offline' or 'openai'")
 
 

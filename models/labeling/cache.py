@@ -72,7 +72,12 @@ create table if not exists {FAILURES_TABLE} (
 LABEL_COLUMNS: dict[str, pl.DataType] = {
     "benchmark": pl.Utf8, "prompt_id": pl.Utf8, "prompt_hash": pl.Utf8, "onet_soc_code": pl.Utf8,
     "task_id": pl.Int64, "labeler": pl.Utf8, "labeler_version": pl.Utf8, "rank": pl.Int64,
-    "score": pl.Float64, "rationale": pl.Utf8,
+    "score": pl.Float64, "rationale": pl.Utf8, "p_exercised": pl.Float64,
+}
+# prompt_work: the labeler's per-prompt work decision (a not-work prompt has no prompt_task_labels rows).
+WORK_COLUMNS: dict[str, pl.DataType] = {
+    "benchmark": pl.Utf8, "prompt_id": pl.Utf8, "prompt_hash": pl.Utf8, "labeler": pl.Utf8,
+    "labeler_version": pl.Utf8, "is_work": pl.Boolean, "p_work": pl.Float64,
 }
 
 # USD per million tokens (input, output), list prices; used only for the cost estimate in asset metadata.
@@ -94,7 +99,7 @@ _FAILURE_SCHEMA: dict[str, pl.DataType] = {
 CACHE_LABEL_SCHEMA: dict[str, pl.DataType] = {
     "prompt_hash": pl.Utf8, "onet_version": pl.Utf8, "labeler": pl.Utf8, "model": pl.Utf8,
     "template_version": pl.Utf8, "labeler_version": pl.Utf8, "task_id": pl.Int64, "onet_soc_code": pl.Utf8,
-    "rank": pl.Int64, "score": pl.Float64}
+    "rank": pl.Int64, "score": pl.Float64, "p_exercised": pl.Float64}
 
 T = TypeVar("T")
 
@@ -115,14 +120,40 @@ class CacheKey:
 
 # --- (de)serialisation --------------------------------------------------------------------------------------
 
-def labels_to_json(labels: Sequence[TaskLabel]) -> str:
-    rows = [[lab.task_id, lab.onet_soc_code, lab.rank, lab.score, lab.rationale] for lab in labels]
-    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+class LabelSet(list):
+    """A prompt's labels (a list of TaskLabel) with the labeler's work decision beside them: is_work False
+    means "not occupational work" (and no labels); None means the labeler makes no such decision."""
+
+    def __init__(self, labels: Sequence[TaskLabel] = (), is_work: bool | None = None,
+                 p_work: float | None = None) -> None:
+        super().__init__(labels)
+        self.is_work = is_work
+        self.p_work = p_work
 
 
-def labels_from_json(text: str) -> list[TaskLabel]:
-    return [TaskLabel(task_id=int(t), onet_soc_code=str(s), rank=int(r), score=float(sc), rationale=ra)
-            for t, s, r, sc, ra in json.loads(text)]
+def labels_to_json(labels: Sequence[TaskLabel], is_work: bool | None = None, p_work: float | None = None
+                   ) -> str:
+    """`{"work": [is_work, p_work], "labels": [[task_id, soc, rank, score, rationale, p_exercised], ...]}`;
+    the work decision defaults to the LabelSet's own."""
+    if is_work is None and isinstance(labels, LabelSet):
+        is_work, p_work = labels.is_work, labels.p_work
+    rows = [[lab.task_id, lab.onet_soc_code, lab.rank, lab.score, lab.rationale, lab.p_exercised]
+            for lab in labels]
+    return json.dumps({"work": [is_work, p_work], "labels": rows}, ensure_ascii=False, separators=(",", ":"))
+
+
+def labels_from_json(text: str) -> LabelSet:
+    """Inverse of labels_to_json; also reads the earlier layout (a bare list of 5-element rows)."""
+    data = json.loads(text)
+    is_work, p_work = (None, None)
+    if isinstance(data, dict):
+        is_work, p_work = data.get("work") or (None, None)
+        data = data.get("labels") or []
+    labels = [TaskLabel(task_id=int(row[0]), onet_soc_code=str(row[1]), rank=int(row[2]), score=float(row[3]),
+                        rationale=row[4], p_exercised=float(row[5]) if len(row) > 5 and row[5] is not None
+                        else None)
+              for row in data]
+    return LabelSet(labels, is_work, None if p_work is None else float(p_work))
 
 
 # --- pure planning helpers ----------------------------------------------------------------------------------
@@ -278,7 +309,7 @@ class LabelCache:
             "labeler": [key.labeler] * len(ok),
             "model": [key.model] * len(ok),
             "template_version": [key.template_version] * len(ok),
-            "labels_json": [labels_to_json(o.labels) for o in ok],
+            "labels_json": [labels_to_json(o.labels, o.is_work, o.p_work) for o in ok],
             "created_at": [now] * len(ok),
             "labeler_version": [labeler_version] * len(ok),
             "input_tokens": [int(o.input_tokens) for o in ok],
@@ -298,6 +329,8 @@ class LabelCache:
         label_store.append_batch(self.path, cache_rows, failure_rows)
         with wh.connect(self.path) as con:
             con.execute(_CACHE_DDL)
+            for migrate in _CACHE_MIGRATE:  # a cache written before the per-step usage columns
+                con.execute(migrate)
             con.execute(_FAILURES_DDL)
             cache_view = f"_cache_batch_{random.randrange(1 << 30)}"
             fail_view = f"_fail_batch_{random.randrange(1 << 30)}"
@@ -387,6 +420,8 @@ def label_with_cache(prompts: Sequence[PromptRecord], labeler: Labeler, cache: L
     cached = cache.read(key, list(groups))
     stats.n_cached = len(cached)
     todo = plan_work(prompts, set(cached))
+    if todo and hasattr(labeler, "prepare"):
+        labeler.prepare(prompts)  # benchmark-level context from every prompt, not only the uncached ones
     progress = Progress(len(todo), progress_every, log_fn, clock)
     if log_fn:
         log_fn(f"{labeler.name} ({labeler_version}): {stats.n_unique} distinct prompts, "
@@ -409,7 +444,7 @@ def label_with_cache(prompts: Sequence[PromptRecord], labeler: Labeler, cache: L
             for column in USAGE_COLUMNS:
                 setattr(stats, column, getattr(stats, column) + int(getattr(outcome, column, 0) or 0))
             if outcome.ok:
-                cached[prompt.prompt_hash] = list(outcome.labels)
+                cached[prompt.prompt_hash] = LabelSet(outcome.labels, outcome.is_work, outcome.p_work)
                 stats.n_labeled += 1
             else:
                 stats.n_failed += 1
@@ -440,7 +475,29 @@ def labels_frame(prompts: Sequence[PromptRecord], labels_by_hash: dict[str, list
             rows["rank"].append(int(lab.rank))
             rows["score"].append(float(lab.score))
             rows["rationale"].append(lab.rationale)
+            rows["p_exercised"].append(None if lab.p_exercised is None else float(lab.p_exercised))
     return pl.DataFrame(rows, schema=LABEL_COLUMNS)
+
+
+def work_frame(prompts: Sequence[PromptRecord], labels_by_hash: dict[str, list[TaskLabel]], labeler: str,
+               labeler_version: str) -> pl.DataFrame:
+    """prompt_work rows: one per labeled prompt record. A labeler that makes no work decision (is_work None)
+    counts a prompt with labels as work and one without as not work."""
+    rows: dict[str, list] = {c: [] for c in WORK_COLUMNS}
+    for prompt in prompts:
+        if prompt.prompt_hash not in labels_by_hash:
+            continue  # failed: neither labels nor a decision
+        labels = labels_by_hash[prompt.prompt_hash]
+        is_work = getattr(labels, "is_work", None)
+        p_work = getattr(labels, "p_work", None)
+        rows["benchmark"].append(prompt.benchmark)
+        rows["prompt_id"].append(prompt.prompt_id)
+        rows["prompt_hash"].append(prompt.prompt_hash)
+        rows["labeler"].append(labeler)
+        rows["labeler_version"].append(labeler_version)
+        rows["is_work"].append(bool(labels) if is_work is None else bool(is_work))
+        rows["p_work"].append(None if p_work is None else float(p_work))
+    return pl.DataFrame(rows, schema=WORK_COLUMNS)
 
 
 def cache_frame_to_labels(cache_rows: pl.DataFrame) -> pl.DataFrame:
@@ -459,6 +516,7 @@ def cache_frame_to_labels(cache_rows: pl.DataFrame) -> pl.DataFrame:
             out["onet_soc_code"].append(lab.onet_soc_code)
             out["rank"].append(lab.rank)
             out["score"].append(lab.score)
+            out["p_exercised"].append(lab.p_exercised)
     return pl.DataFrame(out, schema=CACHE_LABEL_SCHEMA)
 
 

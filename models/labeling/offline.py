@@ -529,6 +529,17 @@ class TaskIndex:
     # -- scoring
     def evidence(self, prompts: Sequence[str], config: OfflineLabelerConfig) -> _BatchEvidence:
         """Occupation and task scores for a batch of prompts (one sparse product per signal)."""
+        return self._evidence(prompts, config)[0]
+
+    def evidence_with_signals(self, prompts: Sequence[str], config: OfflineLabelerConfig
+                              ) -> tuple[_BatchEvidence, dict[str, np.ndarray]]:
+        """`evidence` plus each occupation signal on its own (n x occupations, as summed into the
+        combined score: role squared, document signals scaled to a best of 1, technology scaled by the
+        absence of a role) and the raw task similarities (n x tasks): the selector's features."""
+        return self._evidence(prompts, config)
+
+    def _evidence(self, prompts: Sequence[str], config: OfflineLabelerConfig
+                  ) -> tuple[_BatchEvidence, dict[str, np.ndarray]]:
         features = [text_features(p) for p in prompts]
         occupation_query = self.occupation_vectorizer.transform(features)
         document = _dense(occupation_query @ self.occupation_matrix.T)
@@ -554,19 +565,32 @@ class TaskIndex:
         technology = _dense(self.technology_vectorizer.transform(features) @ self.technology_matrix.T)
         without_role = 1.0 - role.max(axis=1, keepdims=True)
 
-        occupation = (config.role_weight * role ** 2
-                      + config.document_weight * _scaled_to_best(document)
-                      + config.lsa_weight * _scaled_to_best(lsa)
-                      + config.opening_titles_weight * _scaled_to_best(opening)
-                      + config.opening_document_weight * _scaled_to_best(opening_document)
-                      + config.description_weight * _scaled_to_best(description)
-                      + config.role_clause_weight * _scaled_to_best(clause)
-                      + config.technology_weight * without_role * _scaled_to_best(technology))
+        signals = {
+            "role": role ** 2,
+            "document": _scaled_to_best(document),
+            "lsa": _scaled_to_best(lsa),
+            "opening_titles": _scaled_to_best(opening),
+            "opening_document": _scaled_to_best(opening_document),
+            "description": _scaled_to_best(description),
+            "role_clause": _scaled_to_best(clause),
+            "technology": without_role * _scaled_to_best(technology),
+        }
+        occupation = (config.role_weight * signals["role"]
+                      + config.document_weight * signals["document"]
+                      + config.lsa_weight * signals["lsa"]
+                      + config.opening_titles_weight * signals["opening_titles"]
+                      + config.opening_document_weight * signals["opening_document"]
+                      + config.description_weight * signals["description"]
+                      + config.role_clause_weight * signals["role_clause"]
+                      + config.technology_weight * signals["technology"])
         best_in_occupation = np.maximum.reduceat(task, self.task_starts, axis=1)[:, self.task_occupation]
         relative_task = np.where(best_in_occupation > 0, task / np.where(best_in_occupation > 0,
                                                                          best_in_occupation, 1.0), 0.0)
-        return _BatchEvidence(_scaled_to_best(occupation), relative_task.astype(np.float32), role, roles,
-                              task_query)
+        signals["document_raw"] = document
+        signals["task_raw"] = task
+        evidence = _BatchEvidence(_scaled_to_best(occupation), relative_task.astype(np.float32), role, roles,
+                                  task_query)
+        return evidence, signals
 
     def task_scores(self, evidence: _BatchEvidence, row: int, config: OfflineLabelerConfig) -> np.ndarray:
         """Task scores of one prompt of the batch: occupation score x (1 - w + w x relative task similarity)."""
@@ -638,20 +662,97 @@ class TaskIndex:
 
 
 # ------------------------------------------------------------------------------------------------- labeler
+@dataclass(frozen=True)
+class PromptRanking:
+    """The ranked candidates of one prompt (not its labels): occupations and tasks, best first, with the
+    selector's probabilities. GDPval/TheAgentCompany top-k and JobBench hit@k are measured on these."""
+
+    occupations: list[tuple[str, float]]  # (onet_soc_code, p listed by the judge)
+    tasks: list[tuple[int, str, float]]  # (task_id, onet_soc_code, p_exercised)
+
+
 class OfflineLabeler:
-    """Labels prompts with O*NET tasks from a `TaskIndex`; implements models.labeling.base.Labeler."""
+    """Labels prompts with O*NET tasks from a `TaskIndex`; implements models.labeling.base.Labeler.
+
+    With a `selector` (the fitted models/labeling/selector.py, `OfflineLabeler.calibrated`) a prompt gets the
+    tasks it exercises with calibrated probabilities, or none when it is not occupational work. Without one
+    it keeps the retriever's best tasks (up to `config.max_tasks`), the method before the selector existed.
+    """
 
     name = "offline"
     model = METHOD
 
-    def __init__(self, index: TaskIndex, config: OfflineLabelerConfig = OfflineLabelerConfig()) -> None:
+    def __init__(self, index: TaskIndex, config: OfflineLabelerConfig = OfflineLabelerConfig(),
+                 selector: Any = None) -> None:
+        from models.labeling.selector import Selector
+
         self.index = index
         self.config = config
-        self.template_version = f"{INDEX_VERSION}-{config.version}"
+        self.selector = Selector(selector, index) if selector is not None else None
+        self.contexts: dict[str, Any] = {}  # benchmark -> BenchmarkContext (see prepare)
+        if self.selector is not None:
+            self.model = f"{METHOD}+selector"
+            self.template_version = f"{INDEX_VERSION}-{self.selector.fit.version}"
+        else:
+            self.template_version = f"{INDEX_VERSION}-{config.version}"
+
+    @classmethod
+    def calibrated(cls, index: TaskIndex, fit_path: str | Path | None = None) -> OfflineLabeler:
+        """The default labeler: the retriever plus the fitted selector in models/labeling/selector_fit.json."""
+        from models.labeling.selector import FIT_PATH, load_fit
+
+        return cls(index, OfflineLabelerConfig(), load_fit(fit_path or FIT_PATH))
 
     @property
     def labeler_version(self) -> str:
+        if self.selector is not None:
+            return f"offline-calibrated+{INDEX_VERSION}+{self.selector.fit.version}"
         return LABELER_VERSION
+
+    def prepare(self, prompts: Sequence[PromptRecord]) -> None:
+        """Pool the evidence of each benchmark among `prompts` (all of a benchmark's landed prompts: the
+        context is drawn from them) into its BenchmarkContext. label() and rankings() use the context of a
+        prompt's benchmark; a benchmark not prepared gets its context from the prompts it is labeled with.
+        Prompts already in the label cache keep the labels they got with the context of their time."""
+        if self.selector is None:
+            return
+        from models.labeling.selector import context_sample
+
+        by_benchmark: dict[str, list[PromptRecord]] = {}
+        for record in prompts:
+            if isinstance(record.prompt, str) and record.prompt.strip():
+                by_benchmark.setdefault(record.benchmark, []).append(record)
+        for benchmark, records in by_benchmark.items():
+            sample = [records[i].prompt for i in context_sample([r.prompt_hash for r in records])]
+            evidence, signals = self.index.evidence_with_signals(sample, self.config)
+            self.contexts[benchmark] = self.selector.context(sample, evidence.occupation, evidence.task, signals)
+
+    def _context(self, benchmark: str, records: Sequence[PromptRecord]) -> Any:
+        if benchmark not in self.contexts:
+            self.prepare([r for r in records if r.benchmark == benchmark])
+        return self.contexts[benchmark]
+
+    def rankings(self, prompts: Sequence[PromptRecord]) -> list[PromptRanking]:
+        """The ranked candidates of each prompt (needs a selector): what validation's top-k metrics read."""
+        if self.selector is None:
+            raise ValueError("rankings() needs the calibrated selector (OfflineLabeler.calibrated)")
+        index = self.index
+        out: list[PromptRanking] = []
+        size = self.config.batch_size
+        for start in range(0, len(prompts), size):
+            batch = list(prompts[start: start + size])
+            texts = [p.prompt if isinstance(p.prompt, str) and p.prompt.strip() else " " for p in batch]
+            evidence, signals = index.evidence_with_signals(texts, self.config)
+            for row, record in enumerate(batch):
+                one = {k: v[row: row + 1] for k, v in signals.items()}
+                sel = self.selector.select([texts[row]], evidence.occupation[row: row + 1],
+                                           evidence.task[row: row + 1], one,
+                                           self._context(record.benchmark, prompts))[0]
+                out.append(PromptRanking(
+                    [(str(index.occupation_codes[o]), p) for o, p in sel.occupations],
+                    [(int(index.task_ids[j]), str(index.occupation_codes[index.task_occupation[j]]), p)
+                     for j, p in sel.ranking]))
+        return out
 
     def label(self, prompts: list[PromptRecord]) -> list[LabelOutcome]:
         """One outcome per prompt, in order; an empty prompt or one with no O*NET vocabulary gets an error."""
@@ -665,15 +766,19 @@ class OfflineLabeler:
         size = self.config.batch_size
         for start in range(0, len(usable), size):
             batch = usable[start: start + size]
+            texts = [prompts[i].prompt for i in batch]
             try:
-                evidence = self.index.evidence([prompts[i].prompt for i in batch], self.config)
+                evidence, signals = self.index.evidence_with_signals(texts, self.config)
+                selections = (self._select_batch([prompts[i] for i in batch], prompts, texts, evidence, signals)
+                              if self.selector is not None else None)
             except Exception as exc:  # never fail a whole run for one batch: record it per prompt
                 for i in batch:
                     outcomes[i] = LabelOutcome(prompt_hash=prompts[i].prompt_hash,
                                                error=f"scoring failed: {type(exc).__name__}: {exc}")
                 continue
             for row, i in enumerate(batch):
-                outcomes[i] = self._outcome(prompts[i], evidence, row)
+                outcomes[i] = (self._selected_outcome(prompts[i], evidence, row, selections[row])
+                               if selections is not None else self._outcome(prompts[i], evidence, row))
         return [o for o in outcomes if o is not None]
 
     def _outcome(self, record: PromptRecord, evidence: _BatchEvidence, row: int) -> LabelOutcome:
@@ -693,6 +798,43 @@ class OfflineLabeler:
                 for k, (rank, j) in enumerate(zip(range(1, len(picked) + 1), picked, strict=True))
             ]
             return LabelOutcome(prompt_hash=record.prompt_hash, labels=labels)
+        except Exception as exc:  # one bad prompt must not sink the batch
+            return LabelOutcome(prompt_hash=record.prompt_hash, error=f"labeling failed: {type(exc).__name__}: {exc}")
+
+    def _select_batch(self, records: list[PromptRecord], everything: Sequence[PromptRecord], texts: list[str],
+                      evidence: _BatchEvidence, signals: dict[str, np.ndarray]) -> list[Any]:
+        """The selector's decisions for a batch, each prompt with its own benchmark's context."""
+        assert self.selector is not None
+        out: list[Any] = [None] * len(records)
+        groups: dict[str, list[int]] = {}
+        for row, record in enumerate(records):
+            groups.setdefault(record.benchmark, []).append(row)
+        for benchmark, rows in groups.items():
+            picked = np.asarray(rows)
+            part = {k: v[picked] for k, v in signals.items()}
+            decisions = self.selector.select([texts[r] for r in rows], evidence.occupation[picked],
+                                             evidence.task[picked], part, self._context(benchmark, everything))
+            for r, decision in zip(rows, decisions, strict=True):
+                out[r] = decision
+        return out
+
+    def _selected_outcome(self, record: PromptRecord, evidence: _BatchEvidence, row: int, selection: Any
+                          ) -> LabelOutcome:
+        """The selector's decision as an outcome: no labels for a not-work prompt, else its kept tasks."""
+        try:
+            p_work = round(selection.p_work, 6)
+            if not selection.is_work:
+                return LabelOutcome(prompt_hash=record.prompt_hash, is_work=False, p_work=p_work)
+            picked = [j for j, _ in selection.tasks]
+            rationales = self._rationales(evidence, row, picked)
+            index = self.index
+            labels = [
+                TaskLabel(task_id=int(index.task_ids[j]),
+                          onet_soc_code=str(index.occupation_codes[index.task_occupation[j]]),
+                          rank=rank, score=round(p, 6), rationale=rationales[rank - 1], p_exercised=round(p, 6))
+                for rank, (j, p) in enumerate(selection.tasks, start=1)
+            ]
+            return LabelOutcome(prompt_hash=record.prompt_hash, labels=labels, is_work=True, p_work=p_work)
         except Exception as exc:  # one bad prompt must not sink the batch
             return LabelOutcome(prompt_hash=record.prompt_hash, error=f"labeling failed: {type(exc).__name__}: {exc}")
 

@@ -138,7 +138,8 @@ def _choose_task_threshold(rows: Sequence[dict], prompts: Sequence[TrainingPromp
 
 
 def choose_thresholds(prompts: Sequence[TrainingPrompt], index: Any, evidence: dict[str, BenchmarkEvidence],
-                      fitter: Callable[..., SelectorFit] = fit_selector) -> tuple[float, float, float]:
+                      fitter: Callable[..., SelectorFit] = fit_selector, **fit_kwargs: Any
+                      ) -> tuple[float, float, float]:
     """(pool weight, work threshold, task threshold) chosen on an inner cross-validation that holds out
     groups of whole benchmarks (so the thresholds, too, are chosen on benchmarks the fit has not seen): the
     work decision for accuracy, the task threshold for task F1 on work prompts."""
@@ -151,7 +152,7 @@ def choose_thresholds(prompts: Sequence[TrainingPrompt], index: Any, evidence: d
         test = [p for p in prompts if p.benchmark in fold]
         if not train or not test:
             continue
-        fit = fitter(train, index, evidence, work_threshold=0.5, task_threshold=0.2)
+        fit = fitter(train, index, evidence, work_threshold=0.5, task_threshold=0.2, **fit_kwargs)
         rows += predict(Selector(fit, index), test, index, evidence)
         held += test
     pool_weight, work_threshold = _choose_work(rows, held)
@@ -161,14 +162,14 @@ def choose_thresholds(prompts: Sequence[TrainingPrompt], index: Any, evidence: d
 def fit_with_thresholds(prompts: Sequence[TrainingPrompt], index: Any, evidence: dict[str, BenchmarkEvidence],
                         **kwargs: Any) -> SelectorFit:
     """Thresholds by inner cross-validation, then the models refitted on all of `prompts`."""
-    pool_weight, work_threshold, task_threshold = choose_thresholds(prompts, index, evidence)
+    pool_weight, work_threshold, task_threshold = choose_thresholds(prompts, index, evidence, **kwargs)
     return fit_selector(prompts, index, evidence, work_threshold=work_threshold, task_threshold=task_threshold,
                         pool_weight=pool_weight, **kwargs)
 
 
 def cross_validate(prompts: Sequence[TrainingPrompt], reference: pl.DataFrame, index: Any,
-                   evidence: dict[str, BenchmarkEvidence], log: Callable[[str], None] | None = None
-                   ) -> tuple[pl.DataFrame, pl.DataFrame]:
+                   evidence: dict[str, BenchmarkEvidence], log: Callable[[str], None] | None = None,
+                   **fit_kwargs: Any) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Leave one benchmark out: (per_prompt metrics of every held-out reference row, fold thresholds)."""
     benchmarks = sorted({p.benchmark for p in prompts})
     per_prompt: list[pl.DataFrame] = []
@@ -176,7 +177,7 @@ def cross_validate(prompts: Sequence[TrainingPrompt], reference: pl.DataFrame, i
     for benchmark in benchmarks:
         train = [p for p in prompts if p.benchmark != benchmark]
         test = [p for p in prompts if p.benchmark == benchmark]
-        fit = fit_with_thresholds(train, index, evidence)
+        fit = fit_with_thresholds(train, index, evidence, **fit_kwargs)
         rows = decide(predict(Selector(fit, index), test, index, evidence), fit.work.threshold,
                       fit.task_threshold)
         predictions = pl.DataFrame(

@@ -1,0 +1,174 @@
+"""The calibrated offline labeler against the task-level reference: cross-validated leaving one benchmark out,
+the fitted artefact, the work gate, and bad reference input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from models.errors import InputError
+from models.labeling import selector as sel
+from models.labeling.base import PromptRecord
+from models.labeling.offline import OfflineLabeler, OfflineLabelerConfig
+from models.reference_labels import (
+    DEFAULT_FOLDER,
+    check_reference,
+    load_reference,
+    parse_reference_lines,
+    pass_agreement,
+    per_prompt_metrics,
+    read_reference,
+    summarise_metrics,
+)
+from pipelines import fit_labeler
+
+# Issue 13's floors for the cross-validated development-split figures (the file records the measured ones).
+FLOORS = {"task_f1": 0.20, "first_occupation_agreement": 0.45, "work_accuracy": 0.88}
+
+
+@pytest.fixture(scope="module")
+def prepared(mirror: Path) -> tuple:
+    return fit_labeler.prepare(DEFAULT_FOLDER)
+
+
+@pytest.fixture(scope="module")
+def calibrated(prepared: tuple) -> OfflineLabeler:
+    return OfflineLabeler.calibrated(prepared[2])
+
+
+def test_reference_reads_both_splits_and_the_passes_agree_as_documented() -> None:
+    reference = load_reference()
+    assert reference.filter(pl.col("split") == "dev").height == 420
+    assert reference.filter(pl.col("split") == "train").height == 578
+    assert reference.filter(pl.col("split") == "dev")["sample_id"].n_unique() == 210
+    agreement = summarise_metrics(pass_agreement(reference.filter(pl.col("split") == "dev")), by_benchmark=False)
+    value = dict(zip(agreement["metric"], agreement["value"], strict=True))
+    assert value["task_f1"] == pytest.approx(0.818, abs=0.002)  # SOURCES.md: 0.818
+    assert value["work_accuracy"] == pytest.approx(0.995, abs=0.001)
+
+
+def test_task_metrics_on_a_hand_made_case() -> None:
+    reference = pl.DataFrame({
+        "split": ["dev"] * 3, "sample_id": ["s1", "s2", "s3"], "benchmark": ["b"] * 3,
+        "prompt_id": ["1", "2", "3"], "prompt_hash": ["h1", "h2", "h3"], "annotation": ["a"] * 3,
+        "is_work": [True, True, False], "occupations": [["15-1252.00"], ["13-2011.00"], []],
+        "task_ids": [[1, 2], [3], []]})
+    predictions = pl.DataFrame({
+        "prompt_hash": ["h1", "h2", "h3"], "is_work": [True, False, False], "tasks": [[1, 5], [], []],
+        "ranking": [[5, 1], [3], []], "first_occupation": ["15-1252.00", "11-1021.00", None]})
+    rows = per_prompt_metrics(predictions, reference).sort("sample_id")
+    assert rows["task_f1"].to_list() == [0.5, 0.0, 1.0]  # both empty on the not-work prompt: agreement
+    assert rows["task_precision"].to_list() == [0.5, None, None]
+    assert rows["task_recall"].to_list() == [0.5, 0.0, None]
+    assert rows["task_hit_at_1"].to_list() == [0.0, 1.0, None]
+    assert rows["task_hit_at_5"].to_list() == [1.0, 1.0, None]
+    assert rows["first_occupation_agreement"].to_list() == [1.0, 0.0, None]
+    assert rows["work_accuracy"].to_list() == [1.0, 0.0, 1.0]
+
+
+def _line(**overrides: object) -> str:
+    record = {"sample_id": "R1", "benchmark": "gdpval", "prompt_id": "p1", "prompt_hash": "h", "annotation": "a",
+              "work": "yes", "occupations": ["13-2011.00"], "task_ids": [1]}
+    record.update(overrides)
+    return json.dumps(record)
+
+
+def test_bad_reference_lines_name_the_file_and_line(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"ref.jsonl, line 2: not valid JSON"):
+        parse_reference_lines([_line(), "{broken"], "ref.jsonl", "dev")
+    with pytest.raises(InputError, match=r"line 2: duplicate \(benchmark, prompt_id, pass\)"):
+        parse_reference_lines([_line(), _line()], "ref.jsonl", "dev")
+    with pytest.raises(InputError, match="line 1: a prompt judged not work has no tasks"):
+        parse_reference_lines([_line(work="no")], "ref.jsonl", "dev")
+    path = tmp_path / "reference_task_labels_dev.jsonl"
+    path.write_text(_line() + "\n" + _line(annotation="b", task_ids=[99999999]) + "\n")
+    reference = read_reference(path)
+    tasks = pl.DataFrame({"task_id": [1, 2]})
+    with pytest.raises(InputError, match=r"reference_task_labels_dev.jsonl, line 2.*unknown O\*NET task ID"):
+        check_reference(reference, tasks)
+    ok = reference.filter(pl.col("annotation") == "a")
+    with pytest.raises(InputError, match=r"line 1: prompt gdpval/p1 is not in benchmark_prompts"):
+        check_reference(ok, tasks, pl.DataFrame({"benchmark": ["gdpval"], "prompt_id": ["other"]}))
+
+
+def test_fit_file_round_trips_and_its_version_is_in_the_cache_key(calibrated: OfflineLabeler) -> None:
+    fit = sel.load_fit()
+    again = sel.SelectorFit.from_json(fit.to_json())
+    assert again.version == fit.version
+    assert fit.version in calibrated.template_version and fit.version in calibrated.labeler_version
+    assert fit.trained_on["n_prompts"] == 788 and len(fit.trained_on["benchmarks"]) == 29
+    digest = fit_labeler.reference_digest(DEFAULT_FOLDER)
+    assert fit.trained_on["reference_sha256"] == digest, "selector_fit.json is stale: run pipelines.fit_labeler"
+    tampered = json.loads(fit.to_json())
+    tampered["task_threshold"] = 0.99
+    with pytest.raises(ValueError, match="edited by hand"):
+        sel.SelectorFit.from_json(json.dumps(tampered))
+
+
+def test_not_work_prompts_get_no_labels_and_work_prompts_get_probabilities(calibrated: OfflineLabeler,
+                                                                          mirror: Path) -> None:
+    from models import benchmarks as bm
+
+    webshop, _ = bm.parse_prompts(mirror / "benchmarks" / "webshop" / "prompts.jsonl", "webshop")
+    swe, _ = bm.parse_prompts(mirror / "benchmarks" / "swe_lancer" / "prompts.jsonl", "swe_lancer")
+    records = [PromptRecord(b, p, h, t) for b, p, h, t in pl.concat([webshop.head(60), swe.head(60)]).select(
+        "benchmark", "prompt_id", "prompt_hash", "prompt").iter_rows()]
+    calibrated.prepare(records)
+    outcomes = calibrated.label(records)
+    shop, code = outcomes[:60], outcomes[60:]
+    assert all(o.ok for o in outcomes)
+    assert sum(o.is_work is False for o in shop) >= 50  # shopping errands are not occupational work
+    for o in shop + code:
+        if o.is_work is False:
+            assert o.labels == [] and 0 <= (o.p_work or 0) < calibrated.selector.fit.work.threshold
+    assert sum(o.is_work is True for o in code) >= 55
+    for o in code:
+        if o.is_work:
+            assert 1 <= len(o.labels) <= 40
+            ps = [lab.p_exercised for lab in o.labels]
+            assert all(p is not None and 0 < p < 1 for p in ps) and ps == sorted(ps, reverse=True)
+            assert [lab.rank for lab in o.labels] == list(range(1, len(o.labels) + 1))
+
+
+def test_labels_do_not_depend_on_the_batch(calibrated: OfflineLabeler, mirror: Path) -> None:
+    from models import benchmarks as bm
+
+    frame, _ = bm.parse_prompts(mirror / "benchmarks" / "spider2" / "prompts.jsonl", "spider2")
+    records = [PromptRecord(b, p, h, t) for b, p, h, t in frame.select(
+        "benchmark", "prompt_id", "prompt_hash", "prompt").iter_rows()]
+    calibrated.prepare(records)
+    together = calibrated.label(records[:40])
+    alone = [calibrated.label([r])[0] for r in records[:40:7]]
+    for a, b in zip(together[::7], alone, strict=True):
+        assert [x.task_id for x in a.labels] == [x.task_id for x in b.labels] and a.p_work == b.p_work
+
+
+@pytest.mark.slow
+def test_cross_validated_figures_meet_the_floors_and_match_the_fit_file(prepared: tuple) -> None:
+    """Leave one benchmark out over the training and development splits (thresholds chosen inside the
+    folds), scored on the development split's two passes: the figures issue 13 asks for."""
+    from models.labeling import selector_cv as cv
+
+    reference, prompts, index, evidence = prepared
+    per_prompt, folds = cv.cross_validate(prompts, reference, index, evidence)
+    assert folds.height == 29
+    summary = cv.cv_summary(per_prompt, "dev", n_boot=200).filter(pl.col("benchmark") == "all")
+    value = dict(zip(summary["metric"], summary["value"], strict=True))
+    recorded = sel.load_fit().cross_validation["cv_dev"]
+    for metric, floor in FLOORS.items():
+        assert value[metric] == pytest.approx(recorded[metric]["value"], abs=1e-3), metric
+        assert value[metric] >= floor - 0.0 or metric in KNOWN_BELOW_FLOOR, (metric, value[metric], floor)
+    assert np.isfinite(list(value.values())).all()
+
+
+# Targets not reached yet (docs/offline_labeler.md says what was tried); the test still pins the recorded
+# value above, so a regression fails.
+KNOWN_BELOW_FLOOR: set[str] = set()
+
+
+def test_config_is_unchanged_for_the_retriever() -> None:
+    assert OfflineLabelerConfig().max_tasks == 20  # the retriever's shortlist rule, not the label set
