@@ -518,9 +518,15 @@ def _labeler_validation() -> dict[str, Entry]:
         ),
         **_entries(["labeler", "labeler_version"]),
         "metric": (
-            "occupation_top{k}: a gold occupation among the labeler's top-k occupations; "
-            "task_hit_at{k}: a gold task among the top-k labeled tasks; task_precision/recall/f1: "
-            "labeled task set vs gold set",
+            "occupation_top{k}: a gold occupation among the labeler's top-k ranked occupations; "
+            "task_hit_at{k}: a gold task among the top-k ranked tasks; task_precision/recall/f1: "
+            "labeled task set vs gold set; ref_*: against the task-level reference (an LLM judge, "
+            "data/reference/): ref_task_f1/precision/recall (mean over prompts and passes; F1 = 1 when both "
+            "sets are empty), ref_task_hit_at_1/5 (a reference task among the top-ranked candidates), "
+            "ref_first_occupation_agreement (the first occupation among the judge's), ref_work_accuracy "
+            "(work / not-work decided as the judge did); ref_cv_*: the same, cross-validated leaving one "
+            "benchmark out, for a labeler fitted on the reference (development split); labeler "
+            "reference_pass_agreement: the judge's two passes against each other (the ceiling)",
             TEXT,
             VALIDATION,
         ),
@@ -779,6 +785,60 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
 }
 
 
+# --- benchmark indexes (models/indexes.py, data/indexes/<name>.toml) ---------------------------------------
+INDEX = "data/indexes/<name>.toml evaluated by models/indexes.py over the benchmarks table and prompt_work"
+BENCHMARK_INDEX_ENTRY: Entry = (
+    "benchmark index the row is computed for: 'all' = every landed benchmark, else only the members of "
+    "data/indexes/<name>.toml (benchmark_index_membership)",
+    TEXT,
+    INDEX,
+)
+# Tables computed once per benchmark index: each row names its index.
+INDEXED_TABLES: tuple[str, ...] = (
+    "coverage_headline", "task_coverage", "occupation_coverage", "major_group_coverage", "task_analysis_frame",
+    "coverage_regressions", "coverage_adjusted_probabilities", "workbank_coverage", "coverage_gaps",
+    "occupation_gaps", "major_group_gaps", "jobbench_shortlist",
+)
+for _table in INDEXED_TABLES:
+    DATA_DICTIONARY[_table]["benchmark_index"] = BENCHMARK_INDEX_ENTRY
+DATA_DICTIONARY["benchmark_index_membership"] = {
+    "benchmark_index": ("benchmark index: the name of its file data/indexes/<name>.toml", TEXT, INDEX),
+    "version": ("version of the index definition (its `version` field)", TEXT, INDEX),
+    "title": ("title of the index", TEXT, INDEX),
+    "benchmark": COMMON["benchmark"],
+    "included": ("the benchmark counts in this index", BOOL, INDEX),
+    "decided_by": (
+        "what decided: a rule (name, condition, file:line), an include/exclude entry, the cap per group, or "
+        "'every rule passed'",
+        TEXT,
+        INDEX,
+    ),
+    "reason": ("why: the failing value, the entry's reason, or the benchmark's rank under the cap", TEXT, INDEX),
+    "values_read": (
+        "every value the rules and the cap read, 'unknown' where the metadata or measurement is missing; "
+        "values asserted by the index file say so",
+        TEXT,
+        INDEX,
+    ),
+    "unknown_passed": (
+        "rules passed although their value was unknown (the rule says unknown = \"include\")",
+        TEXT,
+        INDEX,
+    ),
+    "major_group": (
+        "SOC major group of the benchmark: target_major_group from benchmark.toml, else the group holding most "
+        "of its top-ranked task labels",
+        CODE_UNIT,
+        INDEX,
+    ),
+    "index_file": ("the index definition file", TEXT, INDEX),
+}
+TABLE_DESCRIPTIONS["benchmark_index_membership"] = (
+    "Per benchmark index and landed benchmark: included or not, the rule or entry that decided, and the "
+    "values read."
+)
+
+
 # --- headline estimates (issue 16, models/estimates.py) -------------------------------------------------------
 ESTIMATES = "computed: models/estimates.py from prompt_task_labels (p_exercised) and the judge sample"
 JUDGE_SAMPLE = "judge sample: data/reference/ (vendored reference labels) or judge_sample_labels (BENCHMAP_JUDGE_SAMPLE)"
@@ -911,60 +971,6 @@ TABLE_DESCRIPTIONS["estimate_split_check"] = (
 TABLE_DESCRIPTIONS["coverage_regressions_mi"] = (
     "Coverage logits with labeler error: refitted on imputed label sets, combined with Rubin's rules."
 )
-
-# --- benchmark indexes (models/indexes.py, data/indexes/<name>.toml) ---------------------------------------
-INDEX = "data/indexes/<name>.toml evaluated by models/indexes.py over the benchmarks table and prompt_work"
-BENCHMARK_INDEX_ENTRY: Entry = (
-    "benchmark index the row is computed for: 'all' = every landed benchmark, else only the members of "
-    "data/indexes/<name>.toml (benchmark_index_membership)",
-    TEXT,
-    INDEX,
-)
-# Tables computed once per benchmark index: each row names its index.
-INDEXED_TABLES: tuple[str, ...] = (
-    "coverage_headline", "task_coverage", "occupation_coverage", "major_group_coverage", "task_analysis_frame",
-    "coverage_regressions", "coverage_adjusted_probabilities", "workbank_coverage", "coverage_gaps",
-    "occupation_gaps", "major_group_gaps", "jobbench_shortlist",
-)
-for _table in INDEXED_TABLES:
-    DATA_DICTIONARY[_table]["benchmark_index"] = BENCHMARK_INDEX_ENTRY
-DATA_DICTIONARY["benchmark_index_membership"] = {
-    "benchmark_index": ("benchmark index: the name of its file data/indexes/<name>.toml", TEXT, INDEX),
-    "version": ("version of the index definition (its `version` field)", TEXT, INDEX),
-    "title": ("title of the index", TEXT, INDEX),
-    "benchmark": COMMON["benchmark"],
-    "included": ("the benchmark counts in this index", BOOL, INDEX),
-    "decided_by": (
-        "what decided: a rule (name, condition, file:line), an include/exclude entry, the cap per group, or "
-        "'every rule passed'",
-        TEXT,
-        INDEX,
-    ),
-    "reason": ("why: the failing value, the entry's reason, or the benchmark's rank under the cap", TEXT, INDEX),
-    "values_read": (
-        "every value the rules and the cap read, 'unknown' where the metadata or measurement is missing; "
-        "values asserted by the index file say so",
-        TEXT,
-        INDEX,
-    ),
-    "unknown_passed": (
-        "rules passed although their value was unknown (the rule says unknown = \"include\")",
-        TEXT,
-        INDEX,
-    ),
-    "major_group": (
-        "SOC major group of the benchmark: target_major_group from benchmark.toml, else the group holding most "
-        "of its top-ranked task labels",
-        CODE_UNIT,
-        INDEX,
-    ),
-    "index_file": ("the index definition file", TEXT, INDEX),
-}
-TABLE_DESCRIPTIONS["benchmark_index_membership"] = (
-    "Per benchmark index and landed benchmark: included or not, the rule or entry that decided, and the "
-    "values read."
-)
-
 
 def describe(table: str, column: str) -> Entry | None:
     """(meaning, unit, source) of `column` in `table`, or None when undocumented."""

@@ -569,6 +569,53 @@ def labeler_limitations(tables: Tables, labeler_model: str | None = None) -> lis
     return out
 
 
+def label_quality_findings(tables: Tables) -> list[str]:
+    """How far the labels behind every count can be trusted: the labeler's task precision and recall (and
+    work decision) against the task-level reference, with the judge's own reproducibility beside them
+    (labeler_validation, ref_* metrics, pooled over benchmarks)."""
+    validation = _table(tables, "labeler_validation")
+    labeler = labeler_of(tables)
+    if validation is None or "metric" not in validation.columns:
+        return ["**Label quality.** Not measured: labeler_validation is missing, so the counts below carry an "
+                "unknown labeling error."]
+    pooled = validation.filter((pl.col("benchmark") == "all") & pl.col("metric").str.starts_with("ref_"))
+    mine = pooled.filter(pl.col("labeler") == labeler) if labeler else pooled.head(0)
+    if mine.is_empty():
+        return ["**Label quality.** The labels were not measured against the task-level reference (no "
+                "reference prompt is labeled by the current labeler)."]
+    # several versions of one labeler (a cached earlier fit): the published one is in prompt_task_labels
+    version = mine.sort("labeler_version", descending=True)["labeler_version"][0]
+    row = {r["metric"]: r for r in mine.filter(pl.col("labeler_version") == version).iter_rows(named=True)}
+    ceiling = {r["metric"]: r for r in pooled.filter(pl.col("labeler") == "reference_pass_agreement")
+               .iter_rows(named=True)}
+
+    # A labeler fitted on the reference is quoted out of sample (leave one benchmark out, ref_cv_*).
+    cross_validated = "ref_cv_task_f1" in row
+    prefix = "ref_cv_" if cross_validated else "ref_"
+
+    def stat(metric: str) -> str:
+        r = row.get(prefix + metric)
+        return f"{pct(r['value'], 0)} ({ci(r['ci_low'], r['ci_high'], lambda v: pct(v, 0))})" if r else "n/a"
+
+    n = row.get(prefix + "task_f1", {}).get("n")
+    judge = ceiling.get("ref_task_f1")
+    how = ("cross-validated leaving one benchmark out, on the development split"
+           if cross_validated else "on the reference prompts")
+    in_sample = row.get("ref_task_f1")
+    return [
+        f"**Label quality.** Measured against the task-level reference (an LLM judge's labels of a random "
+        f"sample of prompts; {how}, {num(n)} prompt-passes), the labels' task precision is "
+        f"{stat('task_precision')} and recall {stat('task_recall')} (task F1 {stat('task_f1')}; the judge's "
+        f"two passes agree at {pct(judge['value'], 0) if judge else 'n/a'}); the work / not-work decision is "
+        f"right for {stat('work_accuracy')} of prompts and the first occupation for "
+        f"{stat('first_occupation_agreement')} of work prompts (labeler_validation"
+        + (f"; on the reference it was fitted on, task F1 {pct(in_sample['value'], 0)}" if cross_validated
+           and in_sample else "")
+        + "). Counts from these labels alone carry these errors; the estimates that correct them with the "
+        "judge's sample are below."
+    ]
+
+
 def label_depth_limitation(tables: Tables) -> list[str]:
     """How much coverage rests on lower-ranked labels (coverage_sensitivity, dimension label_depth)."""
     sensitivity = _table(tables, "coverage_sensitivity")
@@ -585,7 +632,7 @@ def label_depth_limitation(tables: Tables) -> list[str]:
         f"prompt, against {pct(every, 1)} with every label the labeler kept"
         + (f" ({pct(top1_5, 1)} against {pct(every_5, 1)} at five prompts)" if top1_5 is not None and every_5
            is not None else "")
-        + "; the headline counts every label, so read it as an upper bound (coverage_sensitivity, label_depth)."
+        + " (coverage_sensitivity, label_depth)."
     ]
 
 
@@ -686,7 +733,7 @@ def summary_markdown(
         ]
     sections: list[tuple[str, list[str]]] = [
         *([("Benchmark index", index_findings(benchmark_index, membership))] if benchmark_index else []),
-        ("Coverage", coverage_findings(tables)),
+        ("Coverage", label_quality_findings(tables) + coverage_findings(tables)),
         ("What predicts coverage", regression_findings(tables) + workbank_findings(tables)),
         ("Model scores", score_findings(tables)),
         ("Robustness", sensitivity_findings(tables)),
