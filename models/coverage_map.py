@@ -256,6 +256,7 @@ def coverage_map_data_from_connection(
         "occupations": occupation_rows,
         "examples": example_list,
         "labeler": chosen,
+        "indexes": index_options(None, benchmarks),  # the builders fill in benchmark_index_membership
         "bins": [[lower, colour, label] for lower, colour, label in COLOUR_BINS],
         "no_coverage_colour": NO_COVERAGE_COLOUR,
     }
