@@ -602,10 +602,11 @@ def _context_records(warehouse: Warehouse, benchmarks: list[str]) -> list[Prompt
     return _records(_prompt_texts(warehouse, pl.concat(keys)))
 
 
-def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any) -> tuple[str, pl.DataFrame, dict]:
+def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any
+                      ) -> tuple[str, pl.DataFrame, dict, dict]:
     """The calibrated offline labeler's ranked candidates for the given prompts: (labeler_version, ranking
     rows in LABEL_COLUMNS (rank = candidate rank, score = p_exercised), (benchmark, prompt_id) -> O*NET-SOC codes
-    ranked by the selector's occupation probability)."""
+    by the retriever's occupation ranking, prompt_hash -> the selector's first occupation)."""
     from models.labeling.offline import OfflineLabeler
 
     index, _, _ = load_task_index(warehouse, log)
@@ -615,6 +616,7 @@ def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any) -> tup
     rankings = labeler.rankings(_records(texts))
     rows: dict[str, list] = {c: [] for c in lc.LABEL_COLUMNS}
     occupations: dict[tuple[str, str], list[str]] = {}
+    first: dict[str, str | None] = {}
     for (benchmark, prompt_id, prompt_hash, _), ranking in zip(texts.iter_rows(), rankings, strict=True):
         for rank, (task_id, code, p) in enumerate(ranking.tasks[:50], start=1):
             for column, value in zip(lc.LABEL_COLUMNS, (benchmark, prompt_id, prompt_hash, code, task_id,
@@ -622,11 +624,12 @@ def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any) -> tup
                                      strict=True):
                 rows[column].append(value)
         occupations[(benchmark, prompt_id)] = [c for c, _ in ranking.occupations]
-    return labeler.labeler_version, pl.DataFrame(rows, schema=lc.LABEL_COLUMNS), occupations
+        first[prompt_hash] = ranking.selected_occupations[0][0] if ranking.selected_occupations else None
+    return labeler.labeler_version, pl.DataFrame(rows, schema=lc.LABEL_COLUMNS), occupations, first
 
 
 def _ranking_ranker(version: str, occupations: dict[tuple[str, str], list[str]], fallback: Any) -> Any:
-    """rank_fn for validate_labels: the selector's occupation ranking for the calibrated offline labeler,
+    """rank_fn for validate_labels: the retriever's occupation ranking for the calibrated offline labeler,
     the label-based ranking (`fallback`) for every other labeler."""
 
     def rank(labels: pl.DataFrame) -> pl.DataFrame:
@@ -644,7 +647,7 @@ def _ranking_ranker(version: str, occupations: dict[tuple[str, str], list[str]],
 
 def _reference_predictions(warehouse: Warehouse, reference: pl.DataFrame, labels: pl.DataFrame,
                            offline_version: str | None, ranking_labels: pl.DataFrame,
-                           occupations: dict[tuple[str, str], list[str]]) -> pl.DataFrame:
+                           first_occupation: dict[str, str | None]) -> pl.DataFrame:
     """Every labeler's predictions for the reference prompts: label sets from prompt_task_labels and
     prompt_work (other labelers' from the label cache); for the calibrated offline labeler the ranking and
     first occupation come from its ranked candidates, not from its (short) label set."""
@@ -661,9 +664,8 @@ def _reference_predictions(warehouse: Warehouse, reference: pl.DataFrame, labels
     ranked = (ranking_labels.sort("prompt_hash", "rank")
               .group_by("benchmark", "prompt_id", "prompt_hash", maintain_order=True)
               .agg(pl.col("task_id").alias("ranking")))
-    ranked = ranked.with_columns(pl.Series("best_code", [
-        next(iter(occupations.get((b, p), [])), None) for b, p in ranked.select("benchmark", "prompt_id").iter_rows()
-    ], dtype=pl.Utf8)).unique(subset=["prompt_hash"], keep="first")
+    ranked = ranked.with_columns(pl.Series("best_code", [first_occupation.get(h) for h in ranked["prompt_hash"]],
+                                           dtype=pl.Utf8)).unique(subset=["prompt_hash"], keep="first")
     offline = predictions.filter(pl.col("labeler_version") == offline_version).drop("ranking", "first_occupation")
     offline = offline.join(ranked.select("prompt_hash", "ranking", pl.col("best_code").alias("first_occupation")),
                            on="prompt_hash", how="left")
@@ -719,11 +721,13 @@ def labeler_validation(
     offline_version = None
     ranking_labels = pl.DataFrame(schema=lc.LABEL_COLUMNS)
     occupations: dict[tuple[str, str], list[str]] = {}
+    first_occupation: dict[str, str | None] = {}
     current = set(labels.filter(pl.col("labeler") == "offline")["labeler_version"].unique().to_list())
     keys = pl.concat([prompts.select("benchmark", "prompt_id"),
                       reference_task_labels.select("benchmark", "prompt_id")]).unique()
     if any(v.startswith("offline-calibrated") for v in current) and not keys.is_empty():
-        offline_version, ranking_labels, occupations = _offline_rankings(warehouse, keys, context.log)
+        offline_version, ranking_labels, occupations, first_occupation = _offline_rankings(
+            warehouse, keys, context.log)
     # human-label metrics read the ranking: the calibrated labeler's label set is short by design
     human_labels = labels
     if offline_version is not None:
@@ -735,7 +739,7 @@ def labeler_validation(
     ranker, ranker_source = _occupation_ranker()
     if offline_version is not None:
         ranker = _ranking_ranker(offline_version, occupations, ranker)
-        ranker_source += "; the calibrated offline labeler: its selector's occupation ranking"
+        ranker_source += "; the calibrated offline labeler: its retriever's occupation ranking"
     table, notes = val.validate_labels(
         human_labels,
         prompts,
@@ -748,7 +752,7 @@ def labeler_validation(
     if not reference_task_labels.is_empty():
         all_reference_labels = _all_labeler_labels(warehouse, reference_labels, reference_task_labels)
         predictions = _reference_predictions(warehouse, reference_task_labels, all_reference_labels,
-                                             offline_version, ranking_labels, occupations)
+                                             offline_version, ranking_labels, first_occupation)
         reference_table = rl.labeler_reference_metrics(predictions, reference_task_labels)
         table = pl.concat([table, reference_table.select(table.columns).cast(table.schema),
                            _cross_validated_rows(offline_version).select(table.columns).cast(table.schema)])

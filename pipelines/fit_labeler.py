@@ -15,6 +15,7 @@ relabels every prompt and an unchanged one labels nothing. Prints one JSON objec
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import sys
@@ -95,7 +96,7 @@ def run(reference_folder: Path, out_path: Path, *, do_cv: bool, write: bool) -> 
                       "benchmarks": sorted({p.benchmark for p in prompts}),
                       "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         cross = {k: result[k] for k in ("cv_dev", "cv_train_and_dev") if k in result}
-        fit = type(fit)(**{**fit.__dict__, "trained_on": trained_on, "cross_validation": cross})
+        fit = dataclasses.replace(fit, trained_on=trained_on, cross_validation=cross)
         out_path.write_text(fit.to_json(), encoding="utf-8")
         result["fit_version"] = fit.version
         result["work_threshold"] = fit.work.threshold

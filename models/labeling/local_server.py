@@ -139,6 +139,10 @@ class LocalLLMServer:
             str(self.n_threads),
             "--model_alias",
             self.model_alias,
+            # the server's default keeps the logits of every context position: n_ctx x 262k vocab x 4 bytes
+            # (17 GB at n_ctx 16384, touched as the long occupation list is read); the labeler needs none
+            "--logits_all",
+            "false",
             *self.extra_args,
         ]
 

@@ -23,6 +23,7 @@ cache key. Measured, cross-validated leaving one benchmark out: docs/offline_lab
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -102,6 +103,7 @@ class WorkModel:
     threshold: float
     pool_weight: float = 1.0  # weight of the prompt's own logit against its benchmark's mean logit
 
+    @functools.cached_property
     def vectorizer(self) -> TfidfVectorizer:
         vec = TfidfVectorizer(**WORK_TFIDF, vocabulary=self.vocabulary)
         vec.fit(["x"])  # sets up the analyzer; the fitted idf is replaced below
@@ -110,7 +112,7 @@ class WorkModel:
 
     def text_logit(self, texts: Sequence[str], dense: np.ndarray) -> np.ndarray:
         """The prompt-level logit (words + dense signals), before benchmark pooling."""
-        words = self.vectorizer().transform(texts)
+        words = self.vectorizer.transform(texts)
         z = words @ self.word_coef + ((dense - self.dense.mean) / self.dense.scale) @ self.dense.coef
         return np.asarray(z).ravel() + self.dense.intercept
 
@@ -155,9 +157,9 @@ class SelectorFit:
     trained_on: dict[str, Any] = field(default_factory=dict)  # reference file hashes, counts
     cross_validation: dict[str, Any] = field(default_factory=dict)  # leave-one-benchmark-out metrics
 
-    @property
+    @functools.cached_property
     def version(self) -> str:
-        """Content hash of everything that changes labels: part of the label cache key."""
+        """Content hash of everything that changes labels: part of the label cache key (computed once)."""
         body = json.dumps(self._model_dict(), sort_keys=True, separators=(",", ":"))
         return "s" + hashlib.sha256(body.encode()).hexdigest()[:10]
 
@@ -436,7 +438,8 @@ def fit_work_model(prompts: Sequence[TrainingPrompt], c: float = 1.0) -> tuple[T
     scale = np.where(scale > 1e-9, scale, 1.0)
     x = sp.hstack([words, sp.csr_matrix((dense - mean) / scale)]).tocsr()
     y = np.array([p.is_work >= 0.5 for p in prompts], dtype=int)
-    model = LogisticRegression(C=c, max_iter=3000, class_weight="balanced", solver="liblinear").fit(x, y)
+    model = LogisticRegression(C=c, max_iter=3000, class_weight="balanced", solver="liblinear",
+                               random_state=0).fit(x, y)
     coef = model.coef_[0]
     n_words = words.shape[1]
     dense_model = LinearModel(WORK_DENSE_FEATURES, mean, scale, coef[n_words:].astype(float),
