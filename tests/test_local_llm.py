@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
 # A 270M model on 2 shared CPU cores: the first request reads the ~9k-token occupation list (~1-2 min), later
 # ones reuse it from llama.cpp's prefix cache; ~30-60 s a prompt for both steps.
-N_PROMPTS = int(os.environ.get("BENCHMAP_LOCAL_LLM_N", "4"))
+N_PROMPTS = int(os.environ.get("BENCHMAP_LOCAL_LLM_N", "3"))
 OCCUPATION_LIST = os.environ.get("BENCHMAP_LOCAL_LLM_OCCUPATIONS", "all")
 
 
