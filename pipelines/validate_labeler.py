@@ -312,7 +312,7 @@ def build_labeler(args: argparse.Namespace, server: Any = None) -> Any:
     if kind == "offline":
         from models.labeling.offline import OfflineLabeler
 
-        return OfflineLabeler(index)
+        return OfflineLabeler.calibrated(index)
     resource = build_labeler_resource() if labeler_kind_from_env() == "openai" else None
     from models.labeling.llm import LLMConfig, OpenAILabeler
 
