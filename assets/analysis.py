@@ -184,6 +184,8 @@ def coverage_headline(
     covered occupation, share of US work hours on covered tasks, per threshold, per benchmark index (scope
     'all' = the index's members pooled), and for each benchmark (index `all`)."""
     _, labeler = cov.select_labeler(task_label_counts, config.labeler)
+    landed = (warehouse.query("select benchmark from benchmarks")["benchmark"].to_list()
+              if warehouse.table_exists("benchmarks") else [])
     frame = pl.concat(
         [
             ix.with_index(
@@ -195,6 +197,7 @@ def coverage_headline(
                     _thresholds(config),
                     labeler=labeler,
                     per_benchmark=name == ix.ALL_INDEX,
+                    benchmarks=landed,
                 ),
                 name,
             )

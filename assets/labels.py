@@ -748,6 +748,7 @@ def labeler_validation(
         gold_task_labels,
         tac_role_to_soc=mapping,
         rank_fn=ranker,
+        set_labels=labels,
     )
     if not reference_task_labels.is_empty():
         all_reference_labels = _all_labeler_labels(warehouse, reference_labels, reference_task_labels)

@@ -510,9 +510,11 @@ def coverage_headline(
     labeler: str | None = None,
     hours_weighting: HoursWeighting = "pi",
     per_benchmark: bool = True,
+    benchmarks: Sequence[str] = (),
 ) -> pl.DataFrame:
     """Headline numbers, tidy: scope ('all' or a benchmark), threshold, metric, value, numerator,
-    denominator, detail, labeler, hours_weighting.
+    denominator, detail, labeler, hours_weighting. `benchmarks`: every landed benchmark, so that one whose
+    prompts have no label at all (none is occupational work) still gets its rows, with zero covered.
 
     Metrics per threshold t: tasks_covered (of all tasks), occupations_covered (of occupations with
     tasks), major_groups_uncovered (count of the 22 with no covered occupation; `detail` lists them),
@@ -526,6 +528,10 @@ def coverage_headline(
         per_bench = task_coverage(labels, tasks, thresholds, by_benchmark=True)
         for (name,), frame in per_bench.group_by("benchmark", maintain_order=True):
             scopes.append((str(name), frame.drop("benchmark")))
+    if per_benchmark:
+        seen = {name for name, _ in scopes}
+        for name in sorted(set(benchmarks) - seen):
+            scopes.append((str(name), task_coverage(labels.head(0), tasks, thresholds)))
     rows: list[dict[str, object]] = []
     for scope_name, task_cov in scopes:
         weighted = task_hour_weights(task_cov, task_hours, hours_weighting)

@@ -465,11 +465,14 @@ def validate_labels(labels: pl.DataFrame, prompts: pl.DataFrame, occupations: pl
                     tasks: pl.DataFrame,
                     gold_task_labels: pl.DataFrame | None = None, *, tac_role_to_soc: dict | None = None,
                     rank_fn: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
-                    n_boot: int = N_BOOT, seed: int = SEED) -> tuple[pl.DataFrame, dict]:
+                    n_boot: int = N_BOOT, seed: int = SEED, set_labels: pl.DataFrame | None = None
+                    ) -> tuple[pl.DataFrame, dict]:
     """The labeler_validation table and notes (unmatched titles, unmapped roles, gold coverage).
 
     labels: prompt_task_labels rows; prompts: benchmark_prompts rows; occupations: onet_occupations;
     tasks: onet_tasks; gold_task_labels: benchmark, prompt_id, task_id (task_id null = no task fits).
+    `set_labels`: the label sets, when `labels` holds rankings (a labeler whose ranked candidates are not its
+    labels): gold precision/recall/F1 read them, top-k and hit@k read `labels`.
     """
     rows: list[dict] = []
     notes: dict = {}
@@ -496,7 +499,8 @@ def validate_labels(labels: pl.DataFrame, prompts: pl.DataFrame, occupations: pl
         # maintain_order: the per-prompt order feeds the seeded bootstrap (else the intervals vary by run)
         gold = gold_task_labels.select("benchmark", "prompt_id", "task_id").unique(maintain_order=True)
         notes["gold_prompts"] = gold.select("benchmark", "prompt_id").unique().height
-        rows += summarise(set_scores(gold, labels), ["task_precision", "task_recall", "task_f1"],
+        rows += summarise(set_scores(gold, labels if set_labels is None else set_labels),
+                          ["task_precision", "task_recall", "task_f1"],
                           pooled_label="all", n_boot=n_boot, seed=seed)
         rows += summarise(task_hits(gold, labels, TASK_KS), [f"task_hit_at{k}" for k in TASK_KS],
                           pooled_label="all", n_boot=n_boot, seed=seed)

@@ -1034,10 +1034,16 @@ def test_end_to_end_exports(full_pipeline, monkeypatch):
     html = (folder / "coverage_map.html").read_text()
     data = json.loads(re.search(r'id="coverage-data">(.*?)</script>', html, re.S).group(1))
     assert len(data["occupations"]) == 923 and len({o["g"] for o in data["occupations"]}) == 22
-    assert len(list((folder / "figures").glob("*.png"))) == len(fg.FIGURES)
+    # the report's figures plus the reliability figure the estimates step writes (issue 16)
+    assert {p.stem for p in (folder / "figures").glob("*.png")} == {s.name for s in fg.FIGURES} | {
+        "labeler_reliability"}
     summary = (folder / "summary.md").read_text()
     assert "occupations with task statements" in summary and "923" in summary
-    assert "Label depth" in summary  # the upper-bound caveat is generated from coverage_sensitivity
+    assert "Label depth" in summary  # generated from coverage_sensitivity
+    # label quality is stated next to the first coverage number, cross-validated, and the old caveat is gone
+    assert "**Label quality.**" in summary and "cross-validated leaving one benchmark out" in summary
+    assert summary.index("**Label quality.**") < summary.index("**Tasks.**")
+    assert "upper bound" not in summary.split("## Limitations")[0]
 
     # determinism: exporting again from the same warehouse gives byte-identical tables
     rerun = materialize(

@@ -10,6 +10,7 @@ import pytest
 from models import warehouse as wh
 from models.labeling import cache as lc
 from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
+from models.reference_labels import REFERENCE_SCHEMA
 
 
 class FakeLabeler:
@@ -229,6 +230,9 @@ class CountingLabeler:
         self.counter[0] += len(prompts)
         return self.inner.label(prompts)
 
+    def prepare(self, prompts: list[PromptRecord]) -> None:  # the benchmark context (no labeler call)
+        getattr(self.inner, "prepare", lambda _prompts: None)(prompts)
+
 
 class E2E:
     """Materializes assets into one temporary warehouse with a counting offline labeler."""
@@ -297,7 +301,8 @@ class E2E:
 
     def validate(self) -> pl.DataFrame:
         lab = self.labels
-        unpartitioned = [lab.gold_task_labels, lab.labeler_validation, lab.labeler_agreement]
+        unpartitioned = [lab.gold_task_labels, lab.reference_task_labels, lab.labeler_validation,
+                         lab.labeler_agreement]
         self.last_validation_run = self.materialize(
             [*unpartitioned, *lab.CHECKS, *self.reference], selection=unpartitioned
         )
@@ -533,7 +538,10 @@ def test_e2e_agreement_and_validation_with_a_second_labeler(e2e: E2E) -> None:
     assert 0 < got["occupation_top1_agreement"]["value"] <= 1
     table = e2e.validate()
     shadow = table.filter(pl.col("labeler_version") == "top1+t0")
-    assert shadow["benchmark"].unique().to_list() == ["gdpval"]  # validated from the cache, not floor-checked
+    # human labels: gdpval only; the task-level reference compares both labelers on the same prompts too
+    human = shadow.filter(~pl.col("metric").str.starts_with("ref_"))
+    assert human["benchmark"].unique().to_list() == ["gdpval"]  # validated from the cache, not floor-checked
+    assert set(shadow.filter(pl.col("metric") == "ref_task_f1")["benchmark"]) == {"all", "gdpval"}
     assert shadow.filter(pl.col("metric") == "occupation_top5")["n"].item() == 110
     floors = [
         e
@@ -694,7 +702,8 @@ def test_labeler_validation_loads_human_labeled_prompts_only_and_matches_a_full_
     ranker, _ = lab._occupation_ranker()
     for gold_labels in (gold, gold.clear()):
         table = lab.labeler_validation(
-            build_asset_context(), warehouse, SMALL_TASKS, SMALL_OCCUPATIONS, gold_labels
+            build_asset_context(), warehouse, SMALL_TASKS, SMALL_OCCUPATIONS, gold_labels,
+            pl.DataFrame(schema=REFERENCE_SCHEMA),  # no reference prompt in this small warehouse
         )
         full, _ = val.validate_labels(
             labels,

@@ -32,15 +32,24 @@ def test_every_stage_has_its_rows(tables):
     labels = tables("prompt_task_labels")
     # every landed prompt is labeled or recorded as a failure (the offline labeler fails only prompts with no
     # O*NET vocabulary at all, e.g. agentbench ltp-std-11), and every label is a real task
-    labeled = labels.select("benchmark", "prompt_id").unique()
+    # (labeled = has a work decision in prompt_work; a prompt judged not work has no task labels)
+    work = tables("prompt_work")
+    labeled = work.select("benchmark", "prompt_id").unique()
     failed = tables("label_failures").select("benchmark", "prompt_id").unique()
     assert labeled.join(failed, on=["benchmark", "prompt_id"]).is_empty()
     assert labeled.height + failed.height == prompts.height
     assert failed.height <= 5, failed
     known = tables("onet_tasks").select("onet_soc_code", "task_id")
     assert labels.join(known, on=["onet_soc_code", "task_id"], how="anti").is_empty()
-    per_prompt = labels.group_by("benchmark", "prompt_id").len()["len"]
-    assert per_prompt.min() >= 1
+    per_prompt = labels.group_by("benchmark", "prompt_id").len()
+    assert per_prompt["len"].min() >= 1
+    keys = ["benchmark", "prompt_id"]
+    assert per_prompt.select(keys).join(work.filter(~pl.col("is_work")).select(keys), on=keys).is_empty()
+    assert work.filter(pl.col("is_work")).select(keys).join(per_prompt.select(keys), on=keys, how="anti").is_empty()
+    # not work: every webshop errand, and most of visualwebarena (the reference: 0 of their prompts are work)
+    share = dict(work.group_by("benchmark").agg(pl.col("is_work").mean()).iter_rows())
+    assert share["webshop"] <= 0.1 and share["visualwebarena"] <= 0.2 and share["gdpval"] >= 0.9, share
+    assert labels["p_exercised"].is_between(0, 1).all()
 
 
 def test_task_and_occupation_coverage_invariants(tables):

@@ -309,7 +309,7 @@ class LabelCache:
             "labeler": [key.labeler] * len(ok),
             "model": [key.model] * len(ok),
             "template_version": [key.template_version] * len(ok),
-            "labels_json": [labels_to_json(o.labels, o.is_work, o.p_work) for o in ok],
+            "labels_json": [labels_to_json(LabelSet(o.labels, o.is_work, o.p_work)) for o in ok],
             "created_at": [now] * len(ok),
             "labeler_version": [labeler_version] * len(ok),
             "input_tokens": [int(o.input_tokens) for o in ok],
