@@ -253,8 +253,11 @@ def predictions_from_labels(labels: pl.DataFrame, work: pl.DataFrame | None = No
                        pl.col("onet_soc_code").first().alias("first_occupation")))
     per_prompt = per_prompt.with_columns(pl.col("tasks").alias("ranking"))
     if work is not None and not work.is_empty():
+        # every prompt with a decision or with labels; a labeler without work rows: labeled = work
         decisions = work.select(*keys, "is_work").unique(subset=keys, keep="first")
-        per_prompt = decisions.join(per_prompt, on=keys, how="left")
+        every = pl.concat([decisions.select(keys), per_prompt.select(keys)]).unique(maintain_order=True)
+        per_prompt = (every.join(decisions, on=keys, how="left").join(per_prompt, on=keys, how="left")
+                      .with_columns(pl.coalesce("is_work", pl.col("tasks").is_not_null()).alias("is_work")))
     else:
         per_prompt = per_prompt.with_columns(pl.lit(True).alias("is_work"))
     return per_prompt.with_columns(
