@@ -47,7 +47,7 @@ FIGURES_DIR = "figures"
 
 FIGURE_TABLES = sorted({t for spec in fg.FIGURES for t in spec.tables})
 MEMBERSHIP = "benchmark_index_membership"
-SUMMARY_TABLES = [*ex.REQUIRED_TABLES, "benchmarks", MEMBERSHIP, "headline_estimates"]
+SUMMARY_TABLES = [*ex.REQUIRED_TABLES, "benchmarks", MEMBERSHIP, "headline_estimates", "estimate_split_check"]
 MAP_TABLES = ["occupation_coverage", "task_coverage", "prompt_task_labels", "benchmark_prompts", "onet_tasks",
               MEMBERSHIP, "headline_estimates"]
 

@@ -616,6 +616,49 @@ def label_quality_findings(tables: Tables) -> list[str]:
     ]
 
 
+QUANTITY_WORDS = {"tasks_covered": "tasks", "occupations_covered": "occupations",
+                  "hours_share_covered": "the hours share", "major_groups_covered": "major groups"}
+
+
+def estimate_limitations(tables: Tables) -> list[str]:
+    """How well the published (model-assisted) estimate held up when checked on the judge sample itself
+    (estimate_split_check: estimate from one half, compare with the other), and the in-sample caveat when the
+    labeler was fitted on the very texts that serve as the judge sample."""
+    check = _table(tables, "estimate_split_check")
+    out: list[str] = []
+    if check is not None and {"estimator", "coverage", "quantity", "threshold"} <= set(check.columns):
+        rows = check.filter((pl.col("estimator") == "model_assisted") & (pl.col("scope") == "all"))
+        if rows.height:
+            def amount(r: dict, key: str) -> str:
+                return pct(r[key], 1) if "share" in r["quantity"] else num(r[key])
+
+            parts = [
+                f"{QUANTITY_WORDS.get(r['quantity'], r['quantity'])} at >= {r['threshold']}: "
+                f"{pct(r['coverage'], 0)} (mean error {amount(r, 'mean_error')} against "
+                f"{amount(r, 'mean_truth')})"
+                for r in rows.sort("quantity", "threshold").iter_rows(named=True)
+            ]
+            n = rows["n_replications"][0] if "n_replications" in rows.columns else None
+            out.append(
+                f"**How far the headline's intervals can be trusted.** Estimated from one random half of the "
+                f"judge sample and checked against the other half ({num(n)} splits), the model-assisted 95% "
+                f"interval contained the other half's value in: {'; '.join(parts)}. Where that share is far "
+                "below 95%, read the interval as too narrow and the error above as the size of the miss "
+                "(estimate_split_check)."
+            )
+    validation = _table(tables, "labeler_validation")
+    if validation is not None and "metric" in validation.columns and \
+            validation.filter(pl.col("metric").str.starts_with("ref_cv_")).height:
+        out.append(
+            "**Labeler fitted on the judge sample.** The calibrated offline labeler was fitted on the same "
+            "reference texts that serve as the judge sample; on those texts its probabilities are in sample "
+            "(better than elsewhere), so the model-assisted correction is probably too small and its "
+            "intervals too narrow. A judge sample drawn by the user (BENCHMAP_JUDGE_SAMPLE) has no such "
+            "overlap."
+        )
+    return out
+
+
 def label_depth_limitation(tables: Tables) -> list[str]:
     """How much coverage rests on lower-ranked labels (coverage_sensitivity, dimension label_depth)."""
     sensitivity = _table(tables, "coverage_sensitivity")
@@ -741,6 +784,7 @@ def summary_markdown(
             "Limitations",
             benchmark_limitations(tables)
             + labeler_limitations(tables, labeler_model)
+            + estimate_limitations(tables)
             + data_limitations(tables, onet_tasks),
         ),
     ]
