@@ -273,6 +273,36 @@ def published_labeler(warehouse: Warehouse) -> tuple[str | None, str | None, boo
     return chosen, version, "p_exercised" in columns
 
 
+def with_out_of_fold_labels(labels: pl.DataFrame, labeler_version: str | None, sampled: pl.DataFrame,
+                            log: object = None) -> pl.DataFrame:
+    """The calibrated offline labeler was fitted on the reference texts, so on them its labels are in sample.
+    Where the judge sample is the reference, swap its labels of those texts for the cross-validated ones
+    (models/labeling/selector_oof.json: each from the fold that never saw the text's benchmark), so the
+    model-assisted correction sees the labeler as it is on unseen benchmarks. Other labelers: unchanged."""
+    from models.labeling.selector import FIT_PATH
+
+    path = FIT_PATH.with_name("selector_oof.json")
+    if labeler_version is None or not labeler_version.startswith("offline-calibrated") or not path.is_file() \
+            or sampled.is_empty():
+        return labels
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not labeler_version.endswith(str(data.get("fit_version"))):
+        if log is not None:
+            log.warning(f"{path.name} is for fit {data.get('fit_version')}, not {labeler_version}: in-sample labels kept")
+        return labels
+    keys = sampled.select("benchmark", "prompt_hash").unique()
+    rows = [{"benchmark": r["benchmark"], "prompt_hash": r["prompt_hash"], "onet_soc_code": code,
+             "task_id": int(task), "p_exercised": float(p)}
+            for r in data["prompts"] for task, code, p in r["labels"]]
+    oof = pl.DataFrame(rows, schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "onet_soc_code": pl.Utf8,
+                                     "task_id": pl.Int64, "p_exercised": pl.Float64})
+    covered = pl.DataFrame([{"benchmark": r["benchmark"], "prompt_hash": r["prompt_hash"]} for r in data["prompts"]],
+                           schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8}).join(keys, on=list(keys.columns))
+    kept = labels.join(covered, on=["benchmark", "prompt_hash"], how="anti")
+    swapped = oof.join(covered, on=["benchmark", "prompt_hash"], how="semi")
+    return pl.concat([kept, swapped.select(labels.columns).cast(labels.schema)])
+
+
 def read_inputs(warehouse: Warehouse, log: object = None, dev_pass: str = "a") -> dict[str, object]:
     """Texts, labeler pairs, judge pairs (the user's own judge sample where one was drawn, else the reference),
     task keys and hours, index membership."""
@@ -302,6 +332,7 @@ def read_inputs(warehouse: Warehouse, log: object = None, dev_pass: str = "a") -
     # only texts that are in the warehouse count as sampled (the blind split and other benchmarks are not)
     known = prompts.select("benchmark", "prompt_hash").unique()
     judge_rows = judge_rows.join(known, on=["benchmark", "prompt_hash"])
+    labels = with_out_of_fold_labels(labels, version, judge_rows.filter(pl.col("source") == "reference"), log)
     tasks = warehouse.query("select onet_soc_code, cast(task_id as bigint) as task_id from onet_tasks")
     task_hours = warehouse.query("select * from task_hours")
     weighted = cov.task_hour_weights(tasks, task_hours).select(*cov.TASK_KEY, "task_hours_used")

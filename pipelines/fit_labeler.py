@@ -33,6 +33,7 @@ from models.labeling.selector import FIT_PATH, TrainingPrompt
 from models.reference_labels import DEFAULT_FOLDER, SPLIT_FILES, load_reference
 from models.sources import resolve_source
 
+OOF_FILE = "selector_oof.json"  # the held-out label sets of the cross-validation, beside the fit
 # Issue 13's targets for the cross-validated development-split figures.
 TARGETS = {"task_f1": 0.20, "first_occupation_agreement": 0.45, "work_accuracy": 0.88}
 
@@ -88,6 +89,7 @@ def run(reference_folder: Path, out_path: Path, *, do_cv: bool, write: bool) -> 
         result["cv_dev"] = summary_dict(cv.cv_summary(per_prompt, "dev"))
         result["cv_train_and_dev"] = summary_dict(cv.cv_summary(per_prompt, None))
         result["fold_thresholds"] = folds.to_dicts()
+        out_of_fold = list(cv.last_out_of_fold)
         result["targets"] = TARGETS
         result["targets_met"] = {m: result["cv_dev"][m]["value"] >= t for m, t in TARGETS.items()}
     if write:
@@ -98,6 +100,11 @@ def run(reference_folder: Path, out_path: Path, *, do_cv: bool, write: bool) -> 
         cross = {k: result[k] for k in ("cv_dev", "cv_train_and_dev") if k in result}
         fit = dataclasses.replace(fit, trained_on=trained_on, cross_validation=cross)
         out_path.write_text(fit.to_json(), encoding="utf-8")
+        if do_cv:
+            oof_path = out_path.with_name(OOF_FILE)
+            oof_path.write_text(json.dumps({"fit_version": fit.version, "prompts": out_of_fold},
+                                           separators=(",", ":")) + "\n", encoding="utf-8")
+            result["out_of_fold_written_to"] = str(oof_path)
         result["fit_version"] = fit.version
         result["work_threshold"] = fit.work.threshold
         result["task_threshold"] = fit.task_threshold

@@ -170,16 +170,24 @@ def fit_with_thresholds(prompts: Sequence[TrainingPrompt], index: Any, evidence:
 def cross_validate(prompts: Sequence[TrainingPrompt], reference: pl.DataFrame, index: Any,
                    evidence: dict[str, BenchmarkEvidence], log: Callable[[str], None] | None = None,
                    **fit_kwargs: Any) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Leave one benchmark out: (per_prompt metrics of every held-out reference row, fold thresholds)."""
+    """Leave one benchmark out: (per_prompt metrics of every held-out reference row, fold thresholds).
+    The held-out label sets themselves are in `last_out_of_fold` (see out_of_fold_labels)."""
     benchmarks = sorted({p.benchmark for p in prompts})
     per_prompt: list[pl.DataFrame] = []
     folds: list[dict] = []
+    oof: list[dict] = []
     for benchmark in benchmarks:
         train = [p for p in prompts if p.benchmark != benchmark]
         test = [p for p in prompts if p.benchmark == benchmark]
         fit = fit_with_thresholds(train, index, evidence, **fit_kwargs)
-        rows = decide(predict(Selector(fit, index), test, index, evidence), fit.work.threshold,
-                      fit.task_threshold)
+        predicted = predict(Selector(fit, index), test, index, evidence)
+        rows = decide(predicted, fit.work.threshold, fit.task_threshold)
+        code_of = {int(t): str(index.occupation_codes[o]) for t, o in zip(index.task_ids, index.task_occupation,
+                                                                         strict=True)}
+        for p, r, raw in zip(test, rows, predicted, strict=True):
+            p_of = dict(zip(raw["ranking"], raw["ranking_p"], strict=True))
+            oof.append({"benchmark": p.benchmark, "prompt_hash": p.prompt_hash, "is_work": bool(r["is_work"]),
+                        "labels": [[t, code_of[t], round(p_of[t], 6)] for t in r["tasks"]]})
         predictions = pl.DataFrame(
             [{"prompt_hash": p.prompt_hash, **r} for p, r in zip(test, rows, strict=True)],
             schema={"prompt_hash": pl.Utf8, "is_work": pl.Boolean, "tasks": pl.List(pl.Int64),
@@ -191,7 +199,16 @@ def cross_validate(prompts: Sequence[TrainingPrompt], reference: pl.DataFrame, i
         if log:
             log(f"fold {benchmark}: work >= {fit.work.threshold:.3f} (pool weight {fit.work.pool_weight}), "
                 f"task >= {fit.task_threshold:.3f}")
+    last_out_of_fold.clear()
+    last_out_of_fold.extend(oof)
     return pl.concat(per_prompt), pl.DataFrame(folds)
+
+
+# The held-out label sets of the last cross_validate call: {benchmark, prompt_hash, is_work, labels:
+# [[task_id, onet_soc_code, p_exercised], ...]} per reference prompt, each from the fold that never saw its
+# benchmark. Written next to the fit (selector_oof.json) so the estimators can treat the judge-sampled texts
+# as the labeler would label an unseen benchmark, not as texts it was fitted on.
+last_out_of_fold: list[dict] = []
 
 
 def cv_summary(per_prompt: pl.DataFrame, split: str | None = "dev", n_boot: int = 1000) -> pl.DataFrame:
