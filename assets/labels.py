@@ -18,6 +18,7 @@ import json
 import os
 import pickle
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -185,19 +186,23 @@ def _markdown(df: pl.DataFrame, limit: int = 20) -> str:
     ins={"benchmark_prompts": AssetIn()},
     deps=[task_search_index],
     pool=LLM_POOL if labeler_kind_from_env() == "openai" else None,
+    can_subset=True,  # a run may select prompt_task_labels alone; both come from the same labeling pass
 )
 def prompt_task_labels(
     context: AssetExecutionContext,
     warehouse: Warehouse,
     labeler: LabelerResource,
     benchmark_prompts: pl.DataFrame,
-) -> tuple[Output[pl.DataFrame], Output[pl.DataFrame]]:
+) -> Iterator[Output[pl.DataFrame]]:
     benchmark = context.partition_key
+    selected = set(context.op_execution_context.selected_output_names)
     prompts = _records(benchmark_prompts.filter(pl.col("benchmark") == benchmark))
     if not prompts:
         empty = {"n_prompts": 0, "labeler_calls": 0}
-        return (Output(pl.DataFrame(schema=lc.LABEL_COLUMNS), metadata=empty),
-                Output(pl.DataFrame(schema=lc.WORK_COLUMNS), metadata=empty))
+        yield from _selected_outputs(selected, Output(pl.DataFrame(schema=lc.LABEL_COLUMNS), "prompt_task_labels",
+                                                      metadata=empty),
+                                     Output(pl.DataFrame(schema=lc.WORK_COLUMNS), "prompt_work", metadata=empty))
+        return
     cache = lc.LabelCache(warehouse.path)
     index, origin, index_s = load_task_index(warehouse, context.log)
     context.log.info(f"task index from {origin} in {index_s:.2f}s")
@@ -259,9 +264,15 @@ def prompt_task_labels(
         }
     n_not_work = int((~work["is_work"]).sum()) if work.height else 0
     metadata["prompts_not_work"] = n_not_work
-    return (Output(frame, metadata=metadata),
-            Output(work, metadata={"n_prompts": work.height, "prompts_not_work": n_not_work,
-                                   "labeler_version": impl.labeler_version}))
+    yield from _selected_outputs(
+        selected, Output(frame, "prompt_task_labels", metadata=metadata),
+        Output(work, "prompt_work", metadata={"n_prompts": work.height, "prompts_not_work": n_not_work,
+                                              "labeler_version": impl.labeler_version}))
+
+
+def _selected_outputs(selected: set[str], *outputs: Output) -> Iterator[Output]:
+    """The outputs a (possibly subset) run asked for."""
+    return (o for o in outputs if o.output_name in selected)
 
 
 _LABELS_VALID_SQL = """

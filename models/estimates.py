@@ -426,7 +426,7 @@ def design_counts(problem: Problem, rng: np.random.Generator | None = None) -> n
     """Expansion estimator of T[b, j] from the judge sample (one stratified bootstrap replicate with `rng`)."""
     n_texts = np.bincount(problem.text_bench, minlength=problem.n_bench).astype(float)
     n_sampled = np.bincount(problem.text_bench, weights=problem.text_sampled, minlength=problem.n_bench)
-    expansion = np.divide(n_texts, n_sampled, out=np.zeros_like(n_texts), where=n_sampled > 0)
+    expansion = np.divide(n_texts, n_sampled, out=np.zeros(np.shape(n_texts), dtype=float), where=n_sampled > 0)
     boot = _bootstrap_text_weights(problem, rng)
     text = problem.jud_text
     weight = expansion[problem.text_bench[text]] * boot[text] * problem.text_mult[text]
@@ -483,7 +483,7 @@ class ModelAssisted:
         self.missed_per_text = np.bincount(self.missed_text, minlength=pr.text_bench.shape[0]).astype(np.int64)
         lab_mass = _counts(pr, pr.lab_text, pr.lab_task, pr.text_mult[pr.lab_text] * pr.lab_p)
         totals = lab_mass.sum(axis=1, keepdims=True)
-        self.q_labeler = np.divide(lab_mass, totals, out=np.zeros_like(lab_mass), where=totals > 0)
+        self.q_labeler = np.divide(lab_mass, totals, out=np.zeros(np.shape(lab_mass), dtype=float), where=totals > 0)
         self.donors: dict[int, np.ndarray] = {}
         self.recipients: dict[int, np.ndarray] = {}
         for b in np.flatnonzero(self.has_sample):

@@ -26,7 +26,6 @@ from typing import Any
 import polars as pl
 
 from models import benchmarks as bm
-from models.errors import InputError
 from models.labeling import selector_cv as cv
 from models.labeling.offline import OfflineLabelerConfig, TaskIndex, load_onet_reference_frames
 from models.labeling.selector import FIT_PATH, TrainingPrompt
@@ -120,15 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=FIT_PATH)
     parser.add_argument("--no-cv", action="store_true", help="skip the leave-one-benchmark-out figures")
     parser.add_argument("--check", action="store_true", help="cross-validate only; exit 1 if a target is missed")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
-    try:
-        result = run(args.reference, args.out, do_cv=not args.no_cv, write=not args.check)
-    except (InputError, KeyError, FileNotFoundError) as exc:
-        if args.debug:
-            raise
-        print(f"fit_labeler: {exc}", file=sys.stderr)
-        return 2
+    result = run(args.reference, args.out, do_cv=not args.no_cv, write=not args.check)
     print(json.dumps(result, indent=1))
     if args.check and not all(result.get("targets_met", {}).values()):
         return 1
@@ -136,4 +128,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from models import cli
+
+    # InputError (file and line), a missing file or a reference prompt with no landed text: one line, exit 1
+    raise SystemExit(cli.run_cli(main, prog="python -m pipelines.fit_labeler", extra_errors=(KeyError,)))

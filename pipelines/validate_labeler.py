@@ -370,4 +370,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from models import cli
+
+    raise SystemExit(cli.run_cli(main, prog="python -m pipelines.validate_labeler"))

@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 
 EXPECTED = {
-    "assets": 48,
+    "assets": 50,  # + prompt_work (with prompt_task_labels) and reference_task_labels (issue 13)
     "checks": 22,
     "jobs": 3,
     "sensors": 2,
     "schedules": 1,
 }
 EXPECTED_GROUPS = {
-    "reference": 10, "benchmarks": 4, "labels": 3, "label_validation": 4, "analysis": 12, "estimates": 5,
+    "reference": 10, "benchmarks": 4, "labels": 4, "label_validation": 5, "analysis": 12, "estimates": 5,
     "gaps": 6, "exports": 4,
 }
 EXPECTED_JOBS = {"benchmark_refresh_job", "analysis_refresh_job", "reference_refresh_job"}
