@@ -332,6 +332,7 @@ def read_inputs(warehouse: Warehouse, log: object = None, dev_pass: str = "a") -
     # only texts that are in the warehouse count as sampled (the blind split and other benchmarks are not)
     known = prompts.select("benchmark", "prompt_hash").unique()
     judge_rows = judge_rows.join(known, on=["benchmark", "prompt_hash"])
+    published_labels = labels
     labels = with_out_of_fold_labels(labels, version, judge_rows.filter(pl.col("source") == "reference"), log)
     tasks = warehouse.query("select onet_soc_code, cast(task_id as bigint) as task_id from onet_tasks")
     task_hours = warehouse.query("select * from task_hours")
@@ -342,6 +343,7 @@ def read_inputs(warehouse: Warehouse, log: object = None, dev_pass: str = "a") -
     return {
         "prompts": prompts,
         "labels": labels,
+        "published_labels": published_labels,  # labels_as_truth counts these (no out-of-fold swap)
         "labeler": labeler,
         "labeler_version": version,
         "has_p": has_p,
@@ -470,7 +472,18 @@ def headline_estimates(
     result = es.run_estimators(
         problem, scopes, thresholds=thresholds, n_draws=config.n_draws, seed=config.seed, keep_counts=config.mi_draws
     )
-    frame = es.estimates_frame(problem, scopes, result, thresholds).with_columns(
+    frame = es.estimates_frame(problem, scopes, result, thresholds)
+    if inputs["published_labels"] is not inputs["labels"]:  # labels as counted = the published labels
+        truth_problem = es.build_problem(
+            texts, es.labeler_pairs(inputs["published_labels"]),  # type: ignore[arg-type]
+            es.judge_pairs(judge_rows.drop_nulls("task_id")), inputs["tasks"], inputs["task_hours"],  # type: ignore[arg-type]
+        )
+        truth = es.estimates_frame(truth_problem, scopes, es.run_estimators(
+            truth_problem, scopes, thresholds=thresholds, n_draws=1, seed=config.seed,
+            estimators=("labels_as_truth",)), thresholds)
+        frame = pl.concat([frame.filter(pl.col("estimator") != "labels_as_truth"),
+                           truth.filter(pl.col("estimator") == "labels_as_truth").select(frame.columns)])
+    frame = frame.with_columns(
         pl.lit(inputs["labeler"], pl.Utf8).alias("labeler"),
         pl.lit(inputs["labeler_version"], pl.Utf8).alias("labeler_version"),
     )

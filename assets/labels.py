@@ -172,6 +172,7 @@ def _markdown(df: pl.DataFrame, limit: int = 20) -> str:
     outs={
         "prompt_task_labels": AssetOut(
             metadata=PARTITIONED,
+            is_required=False,  # a subset run selects one of the two
             description="The O*NET tasks each prompt of one benchmark exercises (rank 1 = most clearly), "
             "with the labeler's calibrated p_exercised; none for a prompt that is not occupational work. "
             "Through the label cache: a prompt whose hash was labeled before (same O*NET version, labeler, "
@@ -179,6 +180,7 @@ def _markdown(df: pl.DataFrame, limit: int = 20) -> str:
         ),
         "prompt_work": AssetOut(
             metadata=PARTITIONED,
+            is_required=False,
             description="The labeler's work decision per prompt of one benchmark: is_work, p_work (a "
             "not-work prompt has no prompt_task_labels rows).",
         ),

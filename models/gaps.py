@@ -1184,7 +1184,7 @@ def build_offline_labeler(tables: dict[str, pl.DataFrame], warehouse_path: str |
     """The offline labeler (default settings) over build_task_index(tables, warehouse_path)."""
     from models.labeling.offline import OfflineLabeler
 
-    return OfflineLabeler(build_task_index(tables, warehouse_path))
+    return OfflineLabeler.calibrated(build_task_index(tables, warehouse_path))
 
 
 def _read_tables(warehouse_path: str | Path, names: Sequence[str]) -> dict[str, pl.DataFrame]:

@@ -319,7 +319,7 @@ def _materialize_unpartitioned(world: World, keys: list[str]) -> Any:
 
 
 def test_truncated_prompts_and_deleted_folder_leave_the_warehouse_consistent(world: World) -> None:
-    a = world.add("trunc_a", real_records("webshop", 60))
+    a = world.add("trunc_a", real_records("tau_bench", 60))  # work prompts: every one gets labels
     b = world.add("gone_b", real_records("officebench", 30))
     for name in ("trunc_a", "gone_b"):
         assert world.materialize(name).success
@@ -359,7 +359,7 @@ def test_run_all_redoes_failed_and_changed_partitions_only(world: World, capsys:
     from pipelines import run_all
     from pipelines.definitions import build_definitions
 
-    a = world.add("rs_a", real_records("webshop", 40))
+    a = world.add("rs_a", real_records("tau_bench", 40))
     world.add("rs_b", real_records("officebench", 40))
     defs = build_definitions(str(world.state.warehouse))
     args = ["--skip-reference", "--skip-analysis", "--benchmarks", "rs_a,rs_b"]
@@ -584,6 +584,9 @@ def child(argv: list[str]) -> int:
         def label(self, prompts: list[PromptRecord]) -> list[LabelOutcome]:
             time.sleep(self.pace)
             return self.inner.label(prompts)
+
+        def prepare(self, prompts: list[PromptRecord]) -> None:  # the benchmark context, as unwrapped
+            getattr(self.inner, "prepare", lambda _prompts: None)(prompts)
 
     class PacedLabelerResource(LabelerResource):
         pace_s: float = 0.0

@@ -60,6 +60,9 @@ def location() -> Any:
             time.sleep(pace)
             return self.inner.label(prompts)
 
+        def prepare(self, prompts: list[PromptRecord]) -> None:  # the benchmark context, as unwrapped
+            getattr(self.inner, "prepare", lambda _prompts: None)(prompts)
+
     class PacedLabelerResource(LabelerResource):
         def build(self, index: Any) -> Any:
             return Paced(super().build(index))
