@@ -802,9 +802,12 @@ def _fe_ratio(
     """Ratio of two average margins with a log-scale delta-method CI (one row, CONTRAST_SCHEMA)."""
     prob_a, grad_a = fit.average_margin(design_a)
     prob_b, grad_b = fit.average_margin(design_b)
-    gradient = grad_a / prob_a - grad_b / prob_b  # d log(p_a / p_b) / d theta, reduced
-    se_log = float(math.sqrt(max(gradient @ fit.cov_beta @ gradient, 0.0)))
-    ratio, low, high = log_ratio_interval(math.log(prob_a / prob_b), se_log, alpha)
+    if not (prob_a > 0 and prob_b > 0):  # a degenerate fit (a tiny or outcome-free sample): no ratio
+        ratio = low = high = se_log = float("nan")
+    else:
+        gradient = grad_a / prob_a - grad_b / prob_b  # d log(p_a / p_b) / d theta, reduced
+        se_log = float(math.sqrt(max(gradient @ fit.cov_beta @ gradient, 0.0)))
+        ratio, low, high = log_ratio_interval(math.log(prob_a / prob_b), se_log, alpha)
     return pl.DataFrame(
         [
             {

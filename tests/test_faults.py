@@ -390,7 +390,7 @@ def test_run_all_redoes_failed_and_changed_partitions_only(world: World, capsys:
 
 # ------------------------------------------------------------------------------------------------ concurrency
 def test_two_materializations_at_once_wait_for_each_other_and_never_corrupt(world: World) -> None:
-    records = real_records("toolbench", 150)
+    records = real_records("workbench", 150)
     world.add("twice", records)
     world.add("other", real_records("spider2", 80))
     # both children ingest and label `twice`; a third does `other` at the same time

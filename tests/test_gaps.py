@@ -756,10 +756,16 @@ def test_whatif_on_a_synthetic_benchmark_aimed_at_one_uncovered_occupation(
     assert (landed_on_target["len"] < threshold).all()  # the occupation is not covered at the threshold
     title = occupations.filter(pl.col("onet_soc_code") == TARGET_OCCUPATION)["title"][0]
     target_tasks = tasks.filter(pl.col("onet_soc_code") == TARGET_OCCUPATION).sort("task_id")
+    # workplace framing, as real benchmark prompts have it: the calibrated labeler's work gate reads a benchmark
+    # of bare one-line task statements as not occupational work (short texts look like consumer errands)
     templates = [
-        "As one of the {title}, {task}",
-        "{title}: please {task}",
-        "Work order for {title}. Task: {task}",
+        "You are one of our {title} at a regional publishing company. Your manager has sent you the following "
+        "assignment for this week, with the files attached: {task} Deliver the finished work to the production "
+        "editor by Friday and note any issues you find.",
+        "Role: {title}. Client engagement for a law firm that is preparing a filing. The assignment: {task} "
+        "Document what you changed and why, and return the marked-up files to the client.",
+        "As one of the {title} at a book publisher, your assignment today is: {task} Send the finished pages "
+        "back to the production editor with your notes.",
     ]
     rows = [
         {

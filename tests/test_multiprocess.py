@@ -89,7 +89,7 @@ def prepare(snapshot: common.State, root: Path, *, pool_limit: int, labeler: str
 
     state = snapshot.copy_to(root)
     common.write_dagster_yaml(state.home, pool_limit=pool_limit)
-    for name, source, start in (("mp_a", "webarena", 0), ("mp_b", "visualwebarena", 0)):
+    for name, source, start in (("mp_a", "crmarena", 0), ("mp_b", "da_code", 0)):
         lines = (common.mirror_path() / "benchmarks" / source / "prompts.jsonl").read_text().splitlines()
         import json
 
