@@ -21,6 +21,28 @@ from pipelines.io_manager import WarehouseIOManager
 from pipelines.resources import Warehouse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reference"
+
+
+def broken_task_statements(mirror: Path, kind: str, folder: Path) -> Path:
+    """A damaged copy of the mirror's O*NET `Task Statements.txt`, made at test time (mirrored data is never
+    committed): 'truncated' = header + 3 records, then record 4 cut after 60 characters with no final newline
+    (InputError at line 5); 'bad_task_id' = header + 5 records with Task ID '88x27' on line 4; 'short' = header
+    + the first 50 records (parses, then fails the blocking row-count expectation)."""
+    lines = (mirror / "onet" / "Task Statements.txt").read_bytes().split(b"\n")
+    if kind == "truncated":
+        data = b"\n".join(lines[:4]) + b"\n" + lines[4][:60]
+    elif kind == "bad_task_id":
+        fields = lines[3].split(b"\t")
+        fields[1] = fields[1][:2] + b"x" + fields[1][2:]
+        data = b"\n".join([*lines[:3], b"\t".join(fields), *lines[4:6]]) + b"\n"
+    elif kind == "short":
+        data = b"\n".join(lines[:51]) + b"\n"
+    else:
+        raise ValueError(kind)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"Task Statements.{kind}.txt"
+    path.write_bytes(data)
+    return path
 ALL = [*reference_assets.ASSETS, *reference_assets.CHECKS]
 
 
@@ -371,14 +393,14 @@ def test_job_titles_and_technology_skills(built) -> None:
 # --- bad input --------------------------------------------------------------------------------------------
 
 
-def test_truncated_onet_file_names_file_and_line() -> None:
-    path = FIXTURES / "Task Statements.truncated.txt"
+def test_truncated_onet_file_names_file_and_line(mirror: Path, tmp_path: Path) -> None:
+    path = broken_task_statements(mirror, "truncated", tmp_path)
     with pytest.raises(InputError) as info:
         ref.parse_task_statements(path)
     assert info.value.line == 5 and info.value.path == str(path)
     assert "Task Statements.truncated.txt, line 5" in str(info.value)
     with pytest.raises(InputError, match=r"bad_task_id\.txt, line 4: column 'Task ID': not a number"):
-        ref.parse_task_statements(FIXTURES / "Task Statements.bad_task_id.txt")
+        ref.parse_task_statements(broken_task_statements(mirror, "bad_task_id", tmp_path))
     with pytest.raises(InputError, match=r"line 3: column 'Automation Desire Rating': above the maximum"):
         ref.parse_workbank_desires(FIXTURES / "desires.bad_rating.csv")
     with pytest.raises(InputError, match=r"line 3: column 'human_exposure_agg'.*'E3'"):
@@ -462,7 +484,8 @@ def test_failed_rematerialization_leaves_table_unchanged(
     before = _table_digest(warehouse_path, "onet_tasks")
 
     # second run: a truncated Task Statements.txt in data/raw -> InputError, nothing written
-    shutil.copy(FIXTURES / "Task Statements.truncated.txt", empty_raw_dir / "onet" / "Task Statements.txt")
+    shutil.copy(broken_task_statements(mirror, "truncated", warehouse_path.parent.parent / "broken"),
+                empty_raw_dir / "onet" / "Task Statements.txt")
     second = _materialize(warehouse_path, ["onet_tasks"])
     assert not second.success
     message = _error_text(second)
@@ -476,7 +499,8 @@ def test_failing_blocking_check_stops_downstream(
     mirror: Path, empty_raw_dir: Path, warehouse_path: Path
 ) -> None:
     (empty_raw_dir / "onet").mkdir()
-    shutil.copy(FIXTURES / "Task Statements.short.txt", empty_raw_dir / "onet" / "Task Statements.txt")
+    shutil.copy(broken_task_statements(mirror, "short", warehouse_path.parent.parent / "broken"),
+                empty_raw_dir / "onet" / "Task Statements.txt")
     result = _materialize(warehouse_path, ["oews_wages", "onet_tasks", "onet_occupations"])
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert checks["onet_tasks_expectations"].passed is False
