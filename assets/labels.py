@@ -418,13 +418,9 @@ def _annotation_pool(warehouse: Warehouse) -> pl.DataFrame:
 def _annotation_inputs(warehouse: Warehouse, keys: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The sampled prompts (keys order; benchmark, prompt_id, prompt_hash, prompt) and their labels
     (ANNOTATION_LABEL_COLUMNS, table order): only the sample's texts and labels are loaded."""
+    texts = _prompt_texts(warehouse, keys)
     with wh.connect(warehouse.path, read_only=True) as con:
         con.register("_sample_keys", keys.select("benchmark", "prompt_id").to_arrow())
-        texts = wh.fetch_polars(
-            con,
-            "select p.benchmark, p.prompt_id, p.prompt_hash, p.prompt from benchmark_prompts p "
-            "semi join _sample_keys using (benchmark, prompt_id) order by p.rowid",
-        )
         labels = wh.fetch_polars(
             con,
             "select " + ", ".join(f"l.{c}" for c in ANNOTATION_LABEL_COLUMNS) + " from prompt_task_labels l "

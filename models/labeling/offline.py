@@ -745,11 +745,8 @@ class OfflineLabeler:
             batch = list(prompts[start: start + size])
             texts = [p.prompt if isinstance(p.prompt, str) and p.prompt.strip() else " " for p in batch]
             evidence, signals = index.evidence_with_signals(texts, self.config)
-            for row, record in enumerate(batch):
-                one = {k: v[row: row + 1] for k, v in signals.items()}
-                sel = self.selector.select([texts[row]], evidence.occupation[row: row + 1],
-                                           evidence.task[row: row + 1], one,
-                                           self._context(record.benchmark, prompts))[0]
+            selections = self._select_batch(batch, prompts, texts, evidence, signals)
+            for row, sel in enumerate(selections):
                 combined = evidence.occupation[row]
                 order = np.argsort(-combined, kind="stable")[:40]
                 out.append(PromptRanking(

@@ -237,11 +237,9 @@ def priors_from_counts(shape: IndexShape, occupation_picks: dict[str, float], gr
     group_log = np.log((group_counts + 1.0) / (group_counts.sum() + len(groups)))
     group_of = np.array([groups.index(c[:2]) for c in codes])
     tasks = np.array([task_picks.get(int(t), 0.0) for t in shape.task_ids])
-    n_tasks = (shape.task_ends - shape.task_starts)[shape.task_occupation]
     occ_of_task = occ[shape.task_occupation]
     base = tasks.sum() / max(float((occ * (shape.task_ends - shape.task_starts)).sum()), 1.0)
     rate = (tasks + task_smoothing * base) / (occ_of_task + task_smoothing)
-    del n_tasks
     return Priors(occupation=np.log((occ + smoothing) / (occ.sum() + smoothing * len(codes))),
                   group=group_log[group_of], task=np.log(np.clip(rate, 1e-9, 1.0)),
                   occupation_picks=np.log1p(occ_of_task))
@@ -277,8 +275,8 @@ class BenchmarkContext:
     work_logit: float
     n_prompts: int
 
-    @property
-    def occupation_rank(self) -> np.ndarray:
+    @functools.cached_property
+    def occupation_rank(self) -> np.ndarray:  # read for every prompt of the benchmark: computed once
         rank = np.empty(len(self.occupation))
         rank[np.argsort(-self.occupation, kind="stable")] = np.arange(len(self.occupation))
         return rank
@@ -414,7 +412,7 @@ class Selector:
 
 @dataclass
 class TrainingPrompt:
-    """One reference prompt with the retriever's evidence: what fitting needs (no texts kept beyond this)."""
+    """One reference prompt with the retriever's evidence and its text: what fitting needs."""
 
     benchmark: str
     prompt_hash: str
