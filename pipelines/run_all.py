@@ -352,7 +352,7 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
             print(f"label store: copied the {copied:,} cached label sets of this warehouse to "
                   f"{restore_labels.label_store.store_dir(warehouse_path)}")
 
-    instance = instance or DagsterInstance.get()
+    instance = instance or open_instance()
     plan = plan_from_definitions(defs)
     landing = bm.discover()
     names = sorted(landing.benchmarks)
@@ -443,6 +443,19 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     for failure in failures:
         print(f"  FAILED {failure[:500]}", file=sys.stderr)
     return 1 if failures else 0
+
+
+def open_instance() -> DagsterInstance:
+    """The instance at DAGSTER_HOME, created under a file lock: Dagster's SQLite storages create their tables
+    without guarding against a second process doing the same (two `run_all` started together on a fresh home
+    failed with `table secondary_indexes already exists`)."""
+    import fcntl
+
+    home = Path(os.environ["DAGSTER_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".benchmap-instance.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        return DagsterInstance.get()
 
 
 def _register_partitions(instance: DagsterInstance, names: list[str], attempts: int = 5) -> None:
