@@ -25,8 +25,8 @@ from models import indexes as ix
 from models import regression as reg
 from models import scores
 from models import warehouse as wh
-from models.labeling import cache as label_cache
 from models.sources import ONET_VERSION
+from pipelines import label_cache
 from pipelines.resources import Warehouse
 
 GROUP = "analysis"

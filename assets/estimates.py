@@ -36,6 +36,7 @@ from models import regression as reg
 from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
 from models.sources import ONET_VERSION, PROJECT_ROOT
+from pipelines.label_cache import LabelCache
 from pipelines.partitions import benchmark_partitions
 from pipelines.resources import LabelerResource, Warehouse
 
@@ -105,7 +106,7 @@ class JudgeSampleConfig(Config):
 def label_judge_sample(
     prompts: pl.DataFrame,
     judge: object,
-    cache: lc.LabelCache,
+    cache: LabelCache,
     fraction: float,
     minimum: int,
     seed: int,
@@ -208,7 +209,7 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
     index, _, _ = load_task_index(warehouse, context.log)
     judge = judge_resource.build(index)
     labels, design = label_judge_sample(
-        prompts, judge, lc.LabelCache(warehouse.path), fraction, minimum, config.seed, context.log.info
+        prompts, judge, LabelCache(warehouse.path), fraction, minimum, config.seed, context.log.info
     )
     yield Output(labels, "judge_sample_labels", metadata={"rows": labels.height})
     yield Output(design, "judge_sample_design", metadata={"design": MetadataValue.md(_md(design))})

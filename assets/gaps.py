@@ -240,8 +240,8 @@ def _build_labeler(resource: LabelerResource, warehouse: Warehouse, log: Any = N
 
 
 def _cached_labels(warehouse: Warehouse, labeler: Any, hashes: list[str]) -> dict[str, list[Any]]:
-    from models.labeling.cache import CacheKey, LabelCache
     from models.sources import ONET_VERSION
+    from pipelines.label_cache import CacheKey, LabelCache
 
     return LabelCache(warehouse.path).read(CacheKey.for_labeler(labeler, ONET_VERSION), hashes)
 

@@ -45,6 +45,7 @@ from models.labeling import cache as lc
 from models.labeling import index_store
 from models.labeling.base import PromptRecord
 from models.sources import ONET_VERSION, raw_dir
+from pipelines.label_cache import LabelCache, other_labelers_labels
 from pipelines.partitions import benchmark_partitions
 from pipelines.resources import LabelerResource, Warehouse, labeler_kind_from_env
 
@@ -205,7 +206,7 @@ def prompt_task_labels(
                                                       metadata=empty),
                                      Output(pl.DataFrame(schema=lc.WORK_COLUMNS), "prompt_work", metadata=empty))
         return
-    cache = lc.LabelCache(warehouse.path)
+    cache = LabelCache(warehouse.path)
     index, origin, index_s = load_task_index(warehouse, context.log)
     context.log.info(f"task index from {origin} in {index_s:.2f}s")
     impl = labeler.build(index)
@@ -308,9 +309,7 @@ def prompt_task_labels_valid(context: AssetCheckExecutionContext, warehouse: War
     if missing:
         return AssetCheckResult(passed=False, metadata={"missing_tables": ", ".join(missing)})
     counts = warehouse.query(_LABELS_VALID_SQL).row(0, named=True)
-    outstanding = 0
-    if warehouse.table_exists(lc.FAILURES_TABLE):
-        outstanding = int(warehouse.query(f"select count(*) as n from {lc.FAILURES_TABLE}")["n"][0])
+    outstanding = LabelCache(warehouse.path).outstanding_failures()
     return AssetCheckResult(
         passed=all(v == 0 for v in counts.values()),
         metadata={**{k: int(v) for k, v in counts.items()}, "outstanding_label_failures": outstanding},
@@ -547,7 +546,7 @@ def _occupation_ranker(keys: tuple[str, ...] = ("benchmark", "prompt_id")) -> tu
 def _all_labeler_labels(warehouse: Warehouse, labels: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
     """prompt_task_labels plus, for labelers/versions not in it, their cached labels of current prompts
     (older configurations of the current version string are not re-validated)."""
-    extra = lc.other_labelers_labels(lc.LabelCache(warehouse.path), labels, prompts, ONET_VERSION)
+    extra = other_labelers_labels(LabelCache(warehouse.path), labels, prompts, ONET_VERSION)
     if extra.is_empty():
         return labels
     return pl.concat([labels.select(list(lc.LABEL_COLUMNS)), extra], how="vertical_relaxed")
@@ -853,7 +852,7 @@ def labeler_validation_floors(
     "interval. Empty when only one labeler exists.",
 )
 def labeler_agreement(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
-    rows = lc.LabelCache(warehouse.path).read_frame().filter(pl.col("onet_version") == ONET_VERSION)
+    rows = LabelCache(warehouse.path).read_frame().filter(pl.col("onet_version") == ONET_VERSION)
     cached = lc.disambiguate_versions(lc.cache_frame_to_labels(rows))
     # every labeled prompt, also those judged not work (no label rows): task F1 and work agreement count them
     labeled = lc.disambiguate_versions(rows.with_columns(

@@ -123,7 +123,7 @@ def _register(con: duckdb.DuckDBPyConnection, df: pl.DataFrame) -> str:
 
 
 @contextlib.contextmanager
-def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """Run the block in one transaction: commit when it completes, roll back on any exception."""
     con.execute("begin transaction")
     try:
@@ -139,7 +139,7 @@ def replace_table(path: str | Path, name: str, df: pl.DataFrame) -> None:
     table = quote_identifier(name)
     with connect(path) as con:
         view = _register(con, df)
-        with _transaction(con):
+        with transaction(con):
             con.execute(f"create or replace table {table} as select * from {view}")
 
 
@@ -153,7 +153,7 @@ def replace_partition(path: str | Path, name: str, df: pl.DataFrame, column: str
         raise ValueError(f"rows written to partition {key!r} of {name!r} must all have {column} = {key!r}")
     with connect(path) as con:
         view = _register(con, df)
-        with _transaction(con):
+        with transaction(con):
             if not table_exists(con, name):
                 con.execute(f"create table {table} as select * from {view}")
             else:
@@ -177,7 +177,7 @@ def append_rows(path: str | Path, name: str, df: pl.DataFrame) -> None:
     table = quote_identifier(name)
     with connect(path) as con:
         view = _register(con, df)
-        with _transaction(con):
+        with transaction(con):
             if not table_exists(con, name):
                 con.execute(f"create table {table} as select * from {view}")
             else:

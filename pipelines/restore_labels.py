@@ -28,9 +28,9 @@ import polars as pl
 
 from models import cli
 from models import warehouse as wh
-from models.labeling import cache as lc
 from models.labeling import label_store
 from pipelines import integrity
+from pipelines import label_cache as lc
 
 
 @dataclass

@@ -41,6 +41,7 @@ from models import reference_labels as rl
 from models import warehouse as wh
 from models.labeling import cache as lc
 from models.labeling.base import LabelOutcome, PromptRecord
+from pipelines.label_cache import LabelCache
 
 ROOT = Path(__file__).resolve().parents[1]
 # USD per 1M cached input tokens (list prices); models absent here are priced at the full input price.
@@ -165,7 +166,7 @@ def validate(labeler: Any, *, limit: int | None = 20, warehouse: Path | None = N
     records = [PromptRecord(r["benchmark"], r["prompt_id"], r["prompt_hash"], texts[r["prompt_hash"]])
                for r in chosen.iter_rows(named=True)]
     key = lc.CacheKey.for_labeler(labeler, onet_version)
-    cache = lc.LabelCache(warehouse) if (use_cache and warehouse is not None) else None
+    cache = LabelCache(warehouse) if (use_cache and warehouse is not None) else None
     usage_rows: dict[str, dict[str, Any]] = {}
     labels: dict[str, list] = {}
     cached_before = 0
@@ -224,7 +225,7 @@ def usage_summary(rows: list[dict[str, Any]], outcomes: list[LabelOutcome], seco
     return out
 
 
-def full_run_cost(labeler: Any, usage: dict[str, Any], warehouse: Path | None, cache: lc.LabelCache | None,
+def full_run_cost(labeler: Any, usage: dict[str, Any], warehouse: Path | None, cache: LabelCache | None,
                   key: lc.CacheKey) -> dict[str, Any]:
     landed, source = landed_prompt_hashes(warehouse)
     done = 0

@@ -170,8 +170,8 @@ def test_draw_judge_sample_sizes_and_stability():
 
 def test_label_judge_sample_with_any_labeler(tmp_path):
     from assets.estimates import judge_sample_setting, label_judge_sample
-    from models.labeling import cache as lc
     from models.labeling.base import LabelOutcome, TaskLabel
+    from pipelines import label_cache as lc
 
     class FakeJudge:
         name = "openai"

@@ -29,7 +29,7 @@ if str(ROOT) not in sys.path:
 
 from bench import common  # noqa: E402
 from models import warehouse as wh  # noqa: E402
-from models.labeling import cache as lc  # noqa: E402
+from pipelines import label_cache as lc  # noqa: E402
 
 LABEL_KEYS = ["benchmarks", "benchmark_prompts", "benchmark_results", "benchmark_rejects", "prompt_task_labels"]
 LANDING_KEYS = LABEL_KEYS[:4]

@@ -23,10 +23,10 @@ if str(ROOT) not in sys.path:
 
 from bench import common  # noqa: E402
 from models import warehouse as wh  # noqa: E402
-from models.labeling import cache as lc  # noqa: E402
 from models.labeling import label_store  # noqa: E402
 from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel  # noqa: E402
 from pipelines import integrity, restore_labels, run_state  # noqa: E402
+from pipelines import label_cache as lc  # noqa: E402
 
 LANDING = ["benchmarks", "benchmark_prompts", "benchmark_results", "benchmark_rejects"]
 

@@ -11,6 +11,8 @@ from models import warehouse as wh
 from models.labeling import cache as lc
 from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
 from models.reference_labels import REFERENCE_SCHEMA
+from pipelines import label_cache
+from pipelines.label_cache import LabelCache
 
 
 class FakeLabeler:
@@ -64,7 +66,7 @@ def records(n: int, benchmark: str = "b") -> list[PromptRecord]:
 
 
 def test_cache_roundtrip_batches_and_second_run_zero_calls(warehouse_path: Path) -> None:
-    cache = lc.LabelCache(warehouse_path)
+    cache = LabelCache(warehouse_path)
     labeler = FakeLabeler()
     prompts = records(10) + [PromptRecord("b", "dup", "hash3", "prompt 3")]  # same text as p3
     messages: list[str] = []
@@ -114,7 +116,7 @@ def test_cost_estimate_uses_list_prices() -> None:
 
 
 def test_kill_mid_run_keeps_completed_batches_and_resumes(warehouse_path: Path) -> None:
-    cache = lc.LabelCache(warehouse_path)
+    cache = LabelCache(warehouse_path)
     prompts = records(10)
     crashing = FakeLabeler(crash_on_call=3)  # batches 1 and 2 (p0..p5) complete, the third call dies
     with pytest.raises(KeyboardInterrupt):
@@ -132,7 +134,7 @@ def test_kill_mid_run_keeps_completed_batches_and_resumes(warehouse_path: Path) 
 
 def test_failed_batch_write_is_rolled_back(warehouse_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A batch is one transaction: if writing it fails, none of its labels or failures are kept."""
-    cache = lc.LabelCache(warehouse_path)
+    cache = LabelCache(warehouse_path)
     lc.label_with_cache(records(2), FakeLabeler(), cache, "29.2", batch_size=2)
     original = lc.labels_to_json
     calls = {"n": 0}
@@ -141,7 +143,7 @@ def test_failed_batch_write_is_rolled_back(warehouse_path: Path, monkeypatch: py
         calls["n"] += 1
         return None if calls["n"] == 2 else original(labels)
 
-    monkeypatch.setattr(lc, "labels_to_json", broken)
+    monkeypatch.setattr(label_cache, "labels_to_json", broken)  # where the store serialises a batch
     with pytest.raises(Exception, match="(?i)not.null|constraint"):
         lc.label_with_cache(records(6), FakeLabeler(fail={"p5"}), cache, "29.2", batch_size=4)
     key = lc.CacheKey("29.2", "fake", "fake-model", "t1")
@@ -150,7 +152,7 @@ def test_failed_batch_write_is_rolled_back(warehouse_path: Path, monkeypatch: py
 
 
 def test_failures_are_recorded_not_cached_and_retried(warehouse_path: Path) -> None:
-    cache = lc.LabelCache(warehouse_path)
+    cache = LabelCache(warehouse_path)
     prompts = records(5)
     first = FakeLabeler(fail={"p1", "p3"})
     labels, stats = lc.label_with_cache(prompts, first, cache, "29.2", batch_size=2)
@@ -513,7 +515,7 @@ def test_asset_records_failures_and_fails_when_nothing_labels(
 
 def test_e2e_agreement_and_validation_with_a_second_labeler(e2e: E2E) -> None:
     """A second labeler in label_cache (here: the offline labels cut to their top task, for GDPval only)."""
-    cache = lc.LabelCache(e2e.warehouse.path)
+    cache = LabelCache(e2e.warehouse.path)
     gdpval = e2e.warehouse.read_table("benchmark_prompts").filter(pl.col("benchmark") == "gdpval")
     offline = cache.read_frame(hashes=gdpval["prompt_hash"].unique().to_list())
     assert offline["labeler"].unique().to_list() == ["offline"]

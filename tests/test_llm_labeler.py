@@ -13,7 +13,7 @@ import pytest
 
 from models.labeling import llm_prompt as lp
 from models.labeling.base import PromptRecord
-from models.labeling.cache import LabelCache, label_with_cache
+from models.labeling.cache import label_with_cache
 from models.labeling.llm import (
     AnswerError,
     LabelerConfigError,
@@ -28,6 +28,7 @@ from models.labeling.llm import (
     parse_step2,
     truncate_prompt,
 )
+from pipelines.label_cache import LabelCache
 from tests.openai_stub import (
     OpenAIStub,
     Reply,

@@ -293,8 +293,9 @@ def label_benchmark(
     index: Any = None,
 ) -> dict[str, Any]:
     """Label `limit` prompts of a mirrored benchmark through a local server; returns the JSON summary."""
-    from models.labeling.cache import LabelCache, label_with_cache
+    from models.labeling.cache import label_with_cache
     from models.labeling.llm import LLMConfig, OpenAILabeler
+    from pipelines.label_cache import LabelCache
 
     root = Path(__file__).resolve().parents[2]
     mirror = Path(mirror or os.environ.get("BENCHMAP_MIRROR") or root.parent / "shared" / "data")
