@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from models import cli
+    from pipelines import cli
 
     # InputError (file and line), a missing file or a reference prompt with no landed text: one line, exit 1
     raise SystemExit(cli.run_cli(main, prog="python -m pipelines.fit_labeler", extra_errors=(KeyError,)))

@@ -46,9 +46,8 @@ from dagster import (
 )
 
 from models import benchmarks as bm
-from models import cli
 from models.sources import PROJECT_ROOT
-from pipelines import integrity, restore_labels, run_state
+from pipelines import cli, integrity, restore_labels, run_state
 from pipelines.jobs import WAREHOUSE_CHECKS
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
 

@@ -371,6 +371,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from models import cli
+    from pipelines import cli
 
     raise SystemExit(cli.run_cli(main, prog="python -m pipelines.validate_labeler"))

@@ -404,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # a known error (bad input, no model, a server that did not start) is one line
-    from models.cli import run_cli
+    from pipelines.cli import run_cli
 
     raise SystemExit(run_cli(main, prog="python -m models.labeling.local_server",
                              extra_errors=(LocalServerError,)))
