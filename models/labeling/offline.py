@@ -47,6 +47,7 @@ import polars as pl
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer, TfidfVectorizer
 
+from models import reference as ref
 from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
 
 INDEX_VERSION = "v1"  # bump when the index or the scoring changes: it is part of the label cache key
@@ -253,7 +254,8 @@ class OfflineLabelerConfig:
 
 # -------------------------------------------------------------------------------------------- reference data
 def load_onet_reference_frames(onet_dir: Path | str) -> dict[str, pl.DataFrame]:
-    """Read the raw O*NET text files into the frames `TaskIndex.build` takes.
+    """Read the raw O*NET text files into the frames `TaskIndex.build` takes, with the reference parsers
+    (`models.reference`: the same validation and the same tables as the warehouse's onet_* assets).
 
     Returns tasks (onet_soc_code, task_id, task, task_type), occupations (onet_soc_code, title,
     description), job_titles (onet_soc_code, job_title, title_source), technology_skills (onet_soc_code,
@@ -261,48 +263,25 @@ def load_onet_reference_frames(onet_dir: Path | str) -> dict[str, pl.DataFrame]:
     task_dwas (onet_soc_code, task_id, dwa_title).
     """
     onet_dir = Path(onet_dir)
-
-    def read(name: str) -> pl.DataFrame:
-        return pl.read_csv(onet_dir / name, separator="\t", quote_char=None, infer_schema_length=0)
-
-    tasks = read("Task Statements.txt").select(
-        pl.col("O*NET-SOC Code").alias("onet_soc_code"),
-        pl.col("Task ID").cast(pl.Int64).alias("task_id"),
-        pl.col("Task").alias("task"),
-        pl.col("Task Type").replace("n/a", None).alias("task_type"),
-    )
-    occupations = read("Occupation Data.txt").select(
-        pl.col("O*NET-SOC Code").alias("onet_soc_code"),
-        pl.col("Title").alias("title"),
-        pl.col("Description").alias("description"),
-    )
-    alternate = read("Alternate Titles.txt")
-    reported = read("Sample of Reported Titles.txt")
-    job_titles = pl.concat([
-        occupations.select("onet_soc_code", pl.col("title").alias("job_title"),
-                           pl.lit("title").alias("title_source")),
-        alternate.select(pl.col("O*NET-SOC Code").alias("onet_soc_code"),
-                         pl.col("Alternate Title").alias("job_title"), pl.lit("alternate").alias("title_source")),
-        alternate.filter(pl.col("Short Title") != "n/a").select(
-            pl.col("O*NET-SOC Code").alias("onet_soc_code"), pl.col("Short Title").alias("job_title"),
-            pl.lit("short").alias("title_source")),
-        reported.select(pl.col("O*NET-SOC Code").alias("onet_soc_code"),
-                        pl.col("Reported Job Title").alias("job_title"), pl.lit("reported").alias("title_source")),
-    ]).unique(maintain_order=True)
-    technology_skills = read("Technology Skills.txt").select(
-        pl.col("O*NET-SOC Code").alias("onet_soc_code"),
-        pl.col("Example").alias("example"),
-        pl.col("Commodity Title").alias("commodity_title"),
-        (pl.col("Hot Technology") == "Y").alias("hot_technology"),
-    )
-    frames = {"tasks": tasks, "occupations": occupations, "job_titles": job_titles,
-              "technology_skills": technology_skills}
-    if (onet_dir / "Tasks to DWAs.txt").exists() and (onet_dir / "DWA Reference.txt").exists():
-        dwa_titles = read("DWA Reference.txt").select("DWA ID", pl.col("DWA Title").alias("dwa_title"))
-        frames["task_dwas"] = read("Tasks to DWAs.txt").join(dwa_titles, on="DWA ID", how="inner").select(
-            pl.col("O*NET-SOC Code").alias("onet_soc_code"),
-            pl.col("Task ID").cast(pl.Int64).alias("task_id"),
-            "dwa_title",
+    occupations = ref.parse_occupation_data(onet_dir / "Occupation Data.txt")
+    frames = {
+        "tasks": ref.parse_task_statements(onet_dir / "Task Statements.txt").select(
+            "onet_soc_code", "task_id", "task", "task_type"
+        ),
+        "occupations": occupations,
+        "job_titles": ref.build_onet_job_titles(
+            occupations,
+            ref.parse_alternate_titles(onet_dir / "Alternate Titles.txt"),
+            ref.parse_reported_titles(onet_dir / "Sample of Reported Titles.txt"),
+        ),
+        "technology_skills": ref.parse_technology_skills(onet_dir / "Technology Skills.txt").select(
+            "onet_soc_code", "example", "commodity_title", "hot_technology"
+        ),
+    }
+    tasks_to_dwas, dwa_reference = onet_dir / "Tasks to DWAs.txt", onet_dir / "DWA Reference.txt"
+    if tasks_to_dwas.exists() and dwa_reference.exists():
+        frames["task_dwas"] = ref.build_task_dwas(
+            ref.parse_tasks_to_dwas(tasks_to_dwas), ref.parse_dwa_reference(dwa_reference)
         )
     return frames
 
