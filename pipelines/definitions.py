@@ -1,6 +1,11 @@
 """The benchmap code location: every asset, check, resource, sensor and schedule.
 
-`dagster dev` (with DAGSTER_HOME at the project root) loads this module through pyproject's [tool.dagster].
+`dagster dev` (with DAGSTER_HOME at the project root) loads this module through pyproject's [tool.dagster] and
+calls `code_location` (`@definitions`: nothing is built, and no setting read, when the module is imported).
+`from pipelines.definitions import defs` (run_all, bench) builds the same Definitions on first use.
+
+Assets and checks are collected from the modules of the `assets` package (`load_assets_from_package_module`),
+so an asset added to any of them is in the code location without a list to edit here.
 
 Runs launched by the daemon, `dagster job execute` or `dagster asset materialize` use the multiprocess executor
 (each step in its own process) with at most BENCHMAP_MAX_CONCURRENT (default 2) steps at once per run; the
@@ -10,41 +15,85 @@ docs/scale_out.md. (`materialize()` / `execute_in_process()`, used by run_all an
 
 from __future__ import annotations
 
-import os
+import importlib
+import pkgutil
+from types import ModuleType
+from typing import Any
 
-from dagster import Definitions, multiprocess_executor
+from dagster import (
+    AssetChecksDefinition,
+    AssetsDefinition,
+    Definitions,
+    definitions,
+    load_asset_checks_from_package_module,
+    load_assets_from_package_module,
+    multiprocess_executor,
+)
 
-from assets import analysis, benchmarks, estimates, exports, gaps, indexes, labels, reference
+import assets as assets_package
 from pipelines.io_manager import WarehouseIOManager
 from pipelines.jobs import JOBS
-from pipelines.resources import Warehouse, build_labeler_resource, warehouse_path_from_env
+from pipelines.resources import Warehouse, build_labeler_resource
 from pipelines.schedules import SCHEDULES
 from pipelines.sensors import SENSORS
+from pipelines.settings import settings
 
-_DOMAINS = [reference, benchmarks, labels, indexes, analysis, estimates, gaps, exports]
+
+def asset_modules() -> list[ModuleType]:
+    """Every module of the `assets` package (reference, benchmarks, labels, ...), imported."""
+    return [importlib.import_module(f"{assets_package.__name__}.{info.name}")
+            for info in pkgutil.iter_modules(assets_package.__path__)]
+
+
+def all_assets() -> list[AssetsDefinition]:
+    """Every asset defined in the `assets` package."""
+    return list(load_assets_from_package_module(assets_package))  # type: ignore[arg-type]
+
+
+def all_asset_checks() -> list[AssetChecksDefinition]:
+    """Every asset check defined in the `assets` package."""
+    return list(load_asset_checks_from_package_module(assets_package))
+
+
+# tests/test_gaps.py still imports this name (`domain.ASSETS` of each module); all_assets() is the way now
+_DOMAINS = asset_modules()
 
 
 def max_concurrent_from_env() -> int:
     """Steps run at once within one run (BENCHMAP_MAX_CONCURRENT, default 2: this project's 2-core machine)."""
-    return max(1, int(os.environ.get("BENCHMAP_MAX_CONCURRENT", "2")))
+    return settings().max_concurrent
 
 
 def build_definitions(warehouse_path: str | None = None) -> Definitions:
-    """Definitions over one warehouse file (tests pass a temporary one)."""
-    warehouse = Warehouse(path=warehouse_path or warehouse_path_from_env())
+    """Definitions over one warehouse file (tests pass a temporary one; default: the settings' warehouse)."""
+    config = settings()
+    warehouse = Warehouse(path=warehouse_path or str(config.warehouse))
     return Definitions(
-        assets=[asset for domain in _DOMAINS for asset in domain.ASSETS],
-        asset_checks=[check for domain in _DOMAINS for check in domain.CHECKS],
+        assets=all_assets(),
+        asset_checks=all_asset_checks(),
         jobs=JOBS,
         sensors=SENSORS,
         schedules=SCHEDULES,
-        executor=multiprocess_executor.configured({"max_concurrent": max_concurrent_from_env()}),
+        executor=multiprocess_executor.configured({"max_concurrent": config.max_concurrent}),
         resources={
             "warehouse": warehouse,
             "io_manager": WarehouseIOManager(warehouse=warehouse),
-            "labeler": build_labeler_resource(),
+            "labeler": build_labeler_resource(config),
         },
     )
 
 
-defs = build_definitions()
+@definitions
+def code_location() -> Definitions:
+    """What Dagster's tools load (`dagster dev`, the daemon, the multiprocess executor's step processes)."""
+    return build_definitions()
+
+
+def __getattr__(name: str) -> Any:
+    """`defs`: the Definitions over the settings' warehouse, built on first use and then kept (as the module
+    attribute it used to be)."""
+    if name == "defs":
+        value = build_definitions()
+        globals()["defs"] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,22 +1,19 @@
-"""Resources, chosen by environment: where the warehouse lives and which labeler runs."""
+"""Resources, chosen by the settings (pipelines/settings.py): where the warehouse lives and which labeler runs."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
-from dagster import ConfigurableResource, EnvVar, InitResourceContext
+from dagster import Config, ConfigurableResource, EnvVar, InitResourceContext
 
 from models import warehouse as wh
-from models.sources import PROJECT_ROOT
+from pipelines.settings import DEFAULT_WAREHOUSE, Settings, settings
 
 if TYPE_CHECKING:
     from models.labeling.base import Labeler
     from models.labeling.llm import LLMConfig
-
-DEFAULT_WAREHOUSE = PROJECT_ROOT / "data" / "warehouse" / "benchmap.duckdb"
 
 
 class Warehouse(ConfigurableResource):
@@ -58,55 +55,78 @@ class Warehouse(ConfigurableResource):
 
 
 def warehouse_path_from_env() -> str:
-    return os.environ.get("BENCHMAP_WAREHOUSE", str(DEFAULT_WAREHOUSE))
+    return str(settings().warehouse)
 
 
 def labeler_kind_from_env() -> str:
     """`openai` when BENCHMAP_LABELER says so or an API key is set; otherwise the offline labeler."""
-    explicit = os.environ.get("BENCHMAP_LABELER")
-    if explicit:
-        return explicit
-    return "openai" if os.environ.get("OPENAI_API_KEY") else "offline"
+    return settings().labeler
 
 
-__all__ = ["EnvVar", "Warehouse", "labeler_kind_from_env", "warehouse_path_from_env"]
+class LLMSettings(Config):
+    """models.labeling.llm.LLMConfig as Dagster config, without the key: the same fields with the same defaults
+    (tests/test_definitions.py holds the two together), converted by `to_llm_config`. Declared here rather than
+    derived from the dataclass because importing models.labeling.llm pulls in the openai client (~0.4 s), which
+    every process that loads the Definitions would pay."""
 
-
-class LabelerResource(ConfigurableResource):
-    """Which labeler labels prompts, and how. Placeholder fields; the labeling work completes `build`."""
-
-    kind: str = "offline"  # 'offline' | 'openai'
     model: str = "gpt-4o-mini"
-    base_url: str | None = None
-    api_key: str | None = None  # only ever from the environment: EnvVar("OPENAI_API_KEY")
-    occupation_list: str = "all"  # openai step 1: 'all' 923 titles by major group (cached) | 'ranked' top-k
-    occupation_k: int = 40  # openai, occupation_list='ranked': the offline ranking's top-k occupations
+    base_url: str | None = None  # None = api.openai.com; e.g. http://127.0.0.1:8000/v1 for llama.cpp
+    occupation_list: str = "all"  # step 1: 'all' 923 titles by major group (cached) | 'ranked' top-k
+    occupation_k: int = 40  # occupation_list='ranked': the offline ranking's top-k occupations
+    max_labels: int = 10  # at most this many tasks per prompt
     max_concurrency: int = 4
     timeout_s: float = 60.0
     max_retries: int = 4
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 30.0
+    retry_after_max_s: float = 120.0
     response_format: str = "auto"  # 'json_schema' (OpenAI) | 'json_object' (llama.cpp) | 'auto'
+    temperature: float = 0.0
+    seed: int | None = 0
+    max_output_tokens: int = 400
+    max_reading_chars: int = 160
+    max_prompt_chars: int = 6000  # longer prompts are cut head+tail to this (as the reference saw)
+    head_fraction: float = 0.7
+
+    def to_llm_config(self, api_key: str | None) -> LLMConfig:
+        from models.labeling.llm import LLMConfig
+
+        return LLMConfig(**self.model_dump(), api_key=api_key)
+
+
+_LLM_FIELDS = frozenset(LLMSettings.model_fields)
+
+
+class LabelerResource(ConfigurableResource):
+    """Which labeler labels prompts, and how: `kind`, the LLM labeler's `llm` settings, and the key.
+
+    LLM settings may also be given flat, `LabelerResource(kind="openai", model="gpt-4o-mini", timeout_s=30)`:
+    any keyword that names an `LLMSettings` field goes into `llm`."""
+
+    kind: str = "offline"  # 'offline' | 'openai'
+    llm: LLMSettings = LLMSettings()
+    api_key: str | None = None  # only ever from the environment: EnvVar("OPENAI_API_KEY")
     batch_size: int = 256
     progress_every: int = 500
-    max_labels: int = 10  # openai: at most this many tasks per prompt
-    max_prompt_chars: int = 6000  # openai: longer prompts are cut head+tail to this (as the reference saw)
-    max_output_tokens: int = 400
-    backoff_base_s: float = 1.0
+
+    def __init__(self, **data: Any) -> None:
+        flat = {name: data.pop(name) for name in list(data) if name in _LLM_FIELDS}
+        if flat:
+            nested = data.get("llm") or {}
+            nested = nested.model_dump() if isinstance(nested, LLMSettings) else dict(nested)
+            data["llm"] = LLMSettings(**{**nested, **flat})
+        super().__init__(**data)
+
+    @property
+    def model(self) -> str:
+        return self.llm.model
 
     def llm_config(self) -> LLMConfig:
         """The LLM labeler's configuration (its repr never shows the key)."""
-        from models.labeling.llm import LLMConfig
-
         key = self.api_key
         if isinstance(key, EnvVar):  # an uninitialized resource holds the EnvVar itself, not its value
             key = key.get_value()
-        return LLMConfig(
-            model=self.model, base_url=self.base_url,
-            api_key=key or os.environ.get("OPENAI_API_KEY") or None,
-            occupation_list=self.occupation_list, occupation_k=self.occupation_k, max_labels=self.max_labels,
-            max_concurrency=self.max_concurrency,
-            timeout_s=self.timeout_s, max_retries=self.max_retries, response_format=self.response_format,
-            max_prompt_chars=self.max_prompt_chars, max_output_tokens=self.max_output_tokens,
-            backoff_base_s=self.backoff_base_s)
+        return self.llm.to_llm_config(key or settings().api_key)
 
     def build(self, index: Any) -> Labeler:
         """The configured labeler over a TaskIndex: OfflineLabeler, or the two-step OpenAILabeler."""
@@ -121,14 +141,18 @@ class LabelerResource(ConfigurableResource):
         raise ValueError(f"unknown labeler kind {self.kind!r}: expected 'offline' or 'openai'")
 
 
-def build_labeler_resource() -> LabelerResource:
-    kind = labeler_kind_from_env()
-    if kind == "openai":
+def build_labeler_resource(config: Settings | None = None) -> LabelerResource:
+    """The labeler the settings choose: the offline one, or `openai` with the key from EnvVar("OPENAI_API_KEY")."""
+    config = config or settings()
+    if config.labeler == "openai":
         return LabelerResource(
             kind="openai",
-            model=os.environ.get("BENCHMAP_LLM_MODEL", "gpt-4o-mini"),
-            base_url=os.environ.get("OPENAI_BASE_URL") or None,
-            api_key=EnvVar("OPENAI_API_KEY") if os.environ.get("OPENAI_API_KEY") else None,
-            occupation_list=os.environ.get("BENCHMAP_LLM_OCCUPATION_LIST", "all"),
+            llm=LLMSettings(model=config.llm_model, base_url=config.base_url,
+                            occupation_list=config.occupation_list),
+            api_key=EnvVar("OPENAI_API_KEY") if config.has_api_key else None,
         )
     return LabelerResource(kind="offline", model="offline")
+
+
+__all__ = ["DEFAULT_WAREHOUSE", "EnvVar", "LLMSettings", "LabelerResource", "Warehouse", "build_labeler_resource",
+           "labeler_kind_from_env", "warehouse_path_from_env"]
