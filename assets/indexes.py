@@ -11,7 +11,6 @@ logged with its file and line and left out; the other indexes still compute, and
 `benchmark_index_files_valid` fails naming the file and line.
 """
 
-import os
 from pathlib import Path
 
 import polars as pl
@@ -27,17 +26,16 @@ from dagster import (
 
 from assets import labels as label_assets
 from models import indexes as ix
-from models.sources import PROJECT_ROOT
 from pipelines.resources import Warehouse
 from pipelines.run_state import index_files_fingerprint
+from pipelines.settings import PROJECT_ROOT, settings
 
 GROUP = "analysis"
-DEFAULT_INDEX_DIR = PROJECT_ROOT / "data" / "indexes"
 PROMPT_WORK = "prompt_work"
 
 
 def index_dir() -> Path:
-    return Path(os.environ.get("BENCHMAP_INDEX_DIR", str(DEFAULT_INDEX_DIR)))
+    return settings().index_dir
 
 
 def read_index_files(folder: Path | None = None) -> dict[str, str]:

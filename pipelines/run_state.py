@@ -6,12 +6,13 @@ with nothing changed does no work (bench/warm.py). `--force` runs every step reg
 
 A fingerprint is a sha256 over:
 - code: every .py file under models/, assets/, pipelines/ and pyproject.toml (any code change reruns all);
-- settings: the BENCHMAP_* / OPENAI_BASE_URL environment that changes results (paths and secrets excluded:
-  the API key is never hashed or stored) and the labeler resource's configuration without its key;
+- settings: the settings that change results (pipelines/settings.py `fingerprint_fields`: paths, concurrency and
+  secrets excluded: the API key is never hashed or stored) and the labeler resource's configuration without its
+  key;
 - reference: size and modification time of every file of the landing zone and the mirror except benchmarks/;
 - a benchmark partition: the reference fingerprint + the landing folder's content hash;
 - the analysis: the reference fingerprint + the stored fingerprint of every partition + the index files
-  (data/indexes/*.toml).
+  (data/indexes/*.toml or BENCHMAP_INDEX_DIR).
 
 A step's fingerprint is dropped when it starts and written when it succeeds, so a failed attempt (which may
 have written part of its output) is always retried. Fingerprints live in the table `run_all_state` (step,
@@ -29,7 +30,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,16 +38,10 @@ from typing import Any
 import polars as pl
 
 from models import warehouse as wh
-from models.sources import PROJECT_ROOT, mirror_dir, raw_dir
+from pipelines.settings import PROJECT_ROOT, Settings, settings
 
 TABLE = "run_all_state"
 CODE_DIRS = ("models", "assets", "pipelines")
-# environment that changes results; paths are left out (a copied state is the same state), secrets always
-_ENV_EXCLUDE = {"BENCHMAP_WAREHOUSE", "BENCHMAP_RAW_DIR", "BENCHMAP_MIRROR", "BENCHMAP_BENCH_DIR",
-                "BENCHMAP_MAX_CONCURRENT", "BENCHMAP_ANALYSIS_QUIET_S"}
-_ENV_EXTRA = ("OPENAI_BASE_URL",)
-
-
 def _digest(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -61,15 +55,13 @@ def code_fingerprint(root: Path = PROJECT_ROOT) -> str:
     return digest.hexdigest()
 
 
-def settings_fingerprint(labeler: Any = None, environ: Mapping[str, str] | None = None) -> str:
-    environ = os.environ if environ is None else environ
-    env = {k: v for k, v in environ.items()
-           if (k.startswith("BENCHMAP_") and k not in _ENV_EXCLUDE) or k in _ENV_EXTRA}
-    config: dict[str, Any] = {}
+def settings_fingerprint(labeler: Any = None, config: Settings | None = None) -> str:
+    """The settings that change results and the labeler resource's configuration, never the key."""
+    config = config or settings()
+    resource: dict[str, Any] = {}
     if labeler is not None and hasattr(labeler, "model_dump"):
-        config = {k: v for k, v in labeler.model_dump().items() if k != "api_key"}
-    config["has_api_key"] = bool(environ.get("OPENAI_API_KEY"))
-    return _digest(env, config)
+        resource = {k: v for k, v in labeler.model_dump().items() if k != "api_key"}
+    return _digest(config.fingerprint_fields(), resource)
 
 
 def files_fingerprint(roots: Iterable[Path | None], exclude: tuple[str, ...] = ("benchmarks",)) -> str:
@@ -87,19 +79,20 @@ def files_fingerprint(roots: Iterable[Path | None], exclude: tuple[str, ...] = (
     return _digest(entries)
 
 
-def reference_fingerprint(labeler: Any = None) -> str:
-    return _digest("reference", code_fingerprint(), settings_fingerprint(labeler),
-                   files_fingerprint([raw_dir(), mirror_dir()]))
+def reference_fingerprint(labeler: Any = None, config: Settings | None = None) -> str:
+    config = config or settings()
+    return _digest("reference", code_fingerprint(), settings_fingerprint(labeler, config),
+                   files_fingerprint([config.raw_dir, config.mirror]))
 
 
 def partition_fingerprint(reference: str, content_hash: str) -> str:
     return _digest("partition", reference, content_hash)
 
 
-def index_files_fingerprint() -> str:
+def index_files_fingerprint(folder: Path | None = None) -> str:
     """The benchmark index definitions (data/indexes/*.toml or $BENCHMAP_INDEX_DIR): editing one reruns the
     analysis, which recomputes benchmark_index_membership and every per-index table."""
-    folder = Path(os.environ.get("BENCHMAP_INDEX_DIR", str(PROJECT_ROOT / "data" / "indexes")))
+    folder = folder or settings().index_dir
     files = sorted(folder.glob("*.toml")) if folder.is_dir() else []
     return _digest([(f.name, hashlib.sha256(f.read_bytes()).hexdigest()) for f in files])
 

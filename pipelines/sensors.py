@@ -18,7 +18,6 @@ BENCHMAP_ANALYSIS_QUIET_S seconds (default 30). Several benchmarks refreshed tog
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ from models import benchmarks as bm
 from pipelines.jobs import analysis_refresh_job, benchmark_refresh_job, reference_refresh_job
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
 from pipelines.run_state import index_files_fingerprint
+from pipelines.settings import settings
 
 CURSOR_VERSION = 1
 LANDING_INTERVAL_S = 30
@@ -195,7 +195,7 @@ def changed_index_files(instance: DagsterInstance) -> str | None:
 
 
 def quiet_seconds() -> float:
-    return float(os.environ.get("BENCHMAP_ANALYSIS_QUIET_S", "30"))
+    return settings().analysis_quiet_s
 
 
 @sensor(
