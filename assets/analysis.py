@@ -24,9 +24,9 @@ from models import coverage as cov
 from models import indexes as ix
 from models import regression as reg
 from models import scores
-from models import warehouse as wh
 from models.sources import ONET_VERSION
 from pipelines import label_cache
+from pipelines import label_queries as lq
 from pipelines.resources import Warehouse
 
 GROUP = "analysis"
@@ -38,6 +38,10 @@ SCORED_LABELS = AssetIn(
     "prompt_task_labels", metadata={"columns": LABEL_COLUMNS, "keys_in": "benchmark_results"}
 )
 ALL_RESULTS = AssetIn("benchmark_results")
+# what the labeler comparison reads of a prompt, and of the active labeler's labels of the compared prompts
+PROMPT_KEYS: dict[str, pl.DataType] = {"benchmark": pl.Utf8, "prompt_id": pl.Utf8, "prompt_hash": pl.Utf8}
+ACTIVE_LABEL_COLUMNS = ("benchmark", "prompt_id", "prompt_hash", "onet_soc_code", "task_id", "labeler",
+                        "labeler_version", "rank")
 
 
 class CoverageConfig(Config):
@@ -84,9 +88,7 @@ def task_label_counts(context: AssetExecutionContext, warehouse: Warehouse) -> p
     if not warehouse.table_exists("prompt_task_labels"):
         context.log.warning("prompt_task_labels is not materialized yet: no label counts")
         return pl.DataFrame(schema=cov.LABEL_COUNT_SCHEMA)
-    with wh.connect(warehouse.path, read_only=True) as con:
-        label_rows = con.execute("select count(*) from prompt_task_labels").fetchone()[0]
-        frame = cov.label_counts_from_connection(con)
+    label_rows, frame = lq.task_label_counts(warehouse.path)
     context.add_output_metadata(
         {
             "label_rows": int(label_rows),
@@ -184,7 +186,7 @@ def coverage_headline(
     covered occupation, share of US work hours on covered tasks, per threshold, per benchmark index (scope
     'all' = the index's members pooled), and for each benchmark (index `all`)."""
     _, labeler = cov.select_labeler(task_label_counts, config.labeler)
-    landed = (warehouse.query("select benchmark from benchmarks")["benchmark"].to_list()
+    landed = (warehouse.read_table("benchmarks", columns=["benchmark"])["benchmark"].to_list()
               if warehouse.table_exists("benchmarks") else [])
     frame = pl.concat(
         [
@@ -389,16 +391,12 @@ def _same_prompt_rows(warehouse: Warehouse, counts: pl.DataFrame, onet_tasks: pl
     cache = label_cache.LabelCache(warehouse.path)
     if not label_cache.has_other_labelers(cache, counts, ONET_VERSION):
         return pl.DataFrame(schema=cov.SENSITIVITY_SCHEMA)
-    prompts = warehouse.query("select benchmark, prompt_id, prompt_hash from benchmark_prompts")
+    prompts = lq.prompt_columns(warehouse.path, PROMPT_KEYS)
     extra = label_cache.other_labelers_labels(cache, counts, prompts, ONET_VERSION)
-    labeled = warehouse.query(
-        f"select distinct prompt_hash, labeler from {label_cache.CACHE_TABLE} where onet_version = ?",
-        [ONET_VERSION]).join(prompts, on="prompt_hash")
+    labeled = cache.labeled_hashes(ONET_VERSION).join(prompts, on="prompt_hash")
     active_names = counts["labeler"].drop_nulls().unique().to_list()
     hashes = sorted(set(labeled.filter(~pl.col("labeler").is_in(active_names))["prompt_hash"].to_list()))
-    active = warehouse.query(
-        "select benchmark, prompt_id, prompt_hash, onet_soc_code, task_id, labeler, labeler_version, rank "
-        "from prompt_task_labels where prompt_hash in (select unnest(?::varchar[]))", [hashes])
+    active = lq.labels_of_hashes(warehouse.path, hashes, columns=ACTIVE_LABEL_COLUMNS)
     both = pl.concat([active, extra.select(active.columns)], how="vertical_relaxed")
     return cov.labeler_same_prompt_sensitivity(both, onet_tasks, task_hours, onet_occupations,
                                                _thresholds(config),
@@ -411,7 +409,7 @@ def _counts_of_every_labeler(warehouse: Warehouse, counts: pl.DataFrame) -> pl.D
     cache = label_cache.LabelCache(warehouse.path)
     if not label_cache.has_other_labelers(cache, counts, ONET_VERSION):
         return counts
-    prompts = warehouse.query("select benchmark, prompt_id, prompt_hash from benchmark_prompts")
+    prompts = lq.prompt_columns(warehouse.path, PROMPT_KEYS)
     extra = label_cache.other_labelers_labels(cache, counts, prompts, ONET_VERSION)
     if extra.is_empty():
         return counts

@@ -14,8 +14,6 @@
 """
 
 import hashlib
-import json
-import os
 import pickle
 import time
 from collections.abc import Iterator
@@ -40,14 +38,16 @@ from dagster import (
 
 from models import reference_labels as rl
 from models import validation as val
-from models import warehouse as wh
 from models.labeling import cache as lc
 from models.labeling import index_store
 from models.labeling.base import PromptRecord
-from models.sources import ONET_VERSION, raw_dir
+from models.sources import ONET_VERSION
+from pipelines import label_queries as lq
 from pipelines.label_cache import LabelCache, other_labelers_labels
 from pipelines.partitions import benchmark_partitions
 from pipelines.resources import LabelerResource, Warehouse, labeler_kind_from_env
+from pipelines.settings import settings
+from pipelines.sources import raw_dir
 
 GROUP = "labels"
 VALIDATION_GROUP = "label_validation"
@@ -278,22 +278,6 @@ def _selected_outputs(selected: set[str], *outputs: Output) -> Iterator[Output]:
     return (o for o in outputs if o.output_name in selected)
 
 
-_LABELS_VALID_SQL = """
-select
-  (select count(*) from prompt_task_labels l where not exists (
-     select 1 from onet_tasks t where t.task_id = l.task_id and t.onet_soc_code = l.onet_soc_code))
-     as unknown_tasks,
-  (select count(*) from (select benchmark, prompt_id, labeler, labeler_version, task_id
-     from prompt_task_labels
-     group by all having count(*) > 1)) as duplicate_labels,
-  (select count(*) from (select benchmark, prompt_id, labeler, labeler_version from prompt_task_labels
-     group by all having min(rank) <> 1)) as prompts_without_rank1,
-  (select count(*) from prompt_task_labels l where not exists (
-     select 1 from benchmark_prompts p where p.benchmark = l.benchmark and p.prompt_id = l.prompt_id
-     and p.prompt_hash = l.prompt_hash)) as stale_labels
-"""
-
-
 @asset_check(
     asset="prompt_task_labels",
     name="prompt_task_labels_valid",
@@ -308,7 +292,7 @@ def prompt_task_labels_valid(context: AssetCheckExecutionContext, warehouse: War
     ]
     if missing:
         return AssetCheckResult(passed=False, metadata={"missing_tables": ", ".join(missing)})
-    counts = warehouse.query(_LABELS_VALID_SQL).row(0, named=True)
+    counts = lq.label_problem_counts(warehouse.path)
     outstanding = LabelCache(warehouse.path).outstanding_failures()
     return AssetCheckResult(
         passed=all(v == 0 for v in counts.values()),
@@ -346,85 +330,27 @@ VALIDATION_PROMPT_COLUMNS = (
 )
 # What annotation_rows reads of a label.
 ANNOTATION_LABEL_COLUMNS = ("benchmark", "prompt_id", "labeler", "rank", "task_id", "onet_soc_code")
-# A prompt the benchmark itself labeled by hand (GDPval/TheAgentCompany occupation, JobBench task statement).
-_HUMAN_LABELED_SQL = "occupation is not null or onet_task is not null"
 
 
 def _prompts(warehouse: Warehouse, columns: tuple[str, ...] | None = None) -> pl.DataFrame:
     """benchmark_prompts, only `columns` of it (default: all of PROMPT_COLUMNS, texts included)."""
-    cols = {c: PROMPT_COLUMNS[c] for c in (columns or PROMPT_COLUMNS)}
-    if not warehouse.table_exists("benchmark_prompts"):
-        return pl.DataFrame(schema=cols)
-    return warehouse.query("select " + ", ".join(cols) + " from benchmark_prompts")
-
-
-def _keys_frame(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.select(pl.col("benchmark").cast(pl.Utf8), pl.col("prompt_id").cast(pl.Utf8)).unique()
+    return lq.prompt_columns(warehouse.path, {c: PROMPT_COLUMNS[c] for c in (columns or PROMPT_COLUMNS)})
 
 
 def _validation_inputs(
     warehouse: Warehouse, gold_task_labels: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The prompts a human labeled (in benchmark_prompts: an occupation or an O*NET task statement; or a
-    (benchmark, prompt_id) in gold_task_labels), VALIDATION_PROMPT_COLUMNS only, and their prompt_task_labels
-    rows (rationale null), both filtered in DuckDB (semi join on (benchmark, prompt_id)) so memory follows the
-    human-labeled prompts, not the label table. Both come in table order (`order by rowid`: a join does not
-    preserve it), as a plain scan returned them: the per-prompt order feeds the seeded bootstrap."""
+    """The human-labeled prompts (VALIDATION_PROMPT_COLUMNS) and their labels, filtered in DuckDB
+    (pipelines.label_queries.validation_inputs)."""
     prompt_schema = {c: PROMPT_COLUMNS[c] for c in VALIDATION_PROMPT_COLUMNS}
-    prompts = pl.DataFrame(schema=prompt_schema)
-    labels = pl.DataFrame(schema=lc.LABEL_COLUMNS)
-    has_prompts = warehouse.table_exists("benchmark_prompts")
-    has_labels = warehouse.table_exists("prompt_task_labels")
-    if not (has_prompts or has_labels):
-        return prompts, labels
-    keys = "select benchmark, prompt_id from _gold_keys"
-    if has_prompts:
-        keys = (
-            f"select benchmark, prompt_id from benchmark_prompts where {_HUMAN_LABELED_SQL} union all {keys}"
-        )
-    with wh.connect(warehouse.path, read_only=True) as con:
-        con.register("_gold_keys", _keys_frame(gold_task_labels).to_arrow())
-        if has_prompts:
-            selected = ", ".join(f"p.{c}" for c in VALIDATION_PROMPT_COLUMNS)
-            prompts = wh.fetch_polars(
-                con,
-                f"with keys as ({keys}) select {selected} from benchmark_prompts p "
-                "semi join keys using (benchmark, prompt_id) order by p.rowid",
-            )
-        if has_labels:  # rationale (free text, unused by validation) stays in the warehouse
-            selected = ", ".join(
-                "null::varchar as rationale" if c == "rationale" else f"l.{c}" for c in lc.LABEL_COLUMNS
-            )
-            labels = wh.fetch_polars(
-                con,
-                f"with keys as ({keys}) select {selected} from prompt_task_labels l "
-                "semi join keys using (benchmark, prompt_id) order by l.rowid",
-            )
-    return prompts, labels
-
-
-def _annotation_pool(warehouse: Warehouse) -> pl.DataFrame:
-    """(benchmark, prompt_id) of every labeled prompt in benchmark_prompts: what the annotation sample draws
-    from, without texts or labels."""
-    if not (warehouse.table_exists("benchmark_prompts") and warehouse.table_exists("prompt_task_labels")):
-        return pl.DataFrame(schema={"benchmark": pl.Utf8, "prompt_id": pl.Utf8})
-    return warehouse.query(
-        "select p.benchmark, p.prompt_id from benchmark_prompts p "
-        "semi join prompt_task_labels l using (benchmark, prompt_id)"  # DuckDB builds on the prompts side
-    )
+    return lq.validation_inputs(warehouse.path, gold_task_labels, prompt_schema, lc.LABEL_COLUMNS)
 
 
 def _annotation_inputs(warehouse: Warehouse, keys: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The sampled prompts (keys order; benchmark, prompt_id, prompt_hash, prompt) and their labels
     (ANNOTATION_LABEL_COLUMNS, table order): only the sample's texts and labels are loaded."""
-    texts = _prompt_texts(warehouse, keys)
-    with wh.connect(warehouse.path, read_only=True) as con:
-        con.register("_sample_keys", keys.select("benchmark", "prompt_id").to_arrow())
-        labels = wh.fetch_polars(
-            con,
-            "select " + ", ".join(f"l.{c}" for c in ANNOTATION_LABEL_COLUMNS) + " from prompt_task_labels l "
-            "semi join _sample_keys using (benchmark, prompt_id) order by l.rowid",
-        )
+    texts = lq.prompt_texts(warehouse.path, keys)
+    labels = lq.labels_of_keys(warehouse.path, keys, ANNOTATION_LABEL_COLUMNS)
     sample = keys.select("benchmark", "prompt_id").join(
         texts, on=["benchmark", "prompt_id"], how="left", maintain_order="left"
     )
@@ -449,7 +375,7 @@ def gold_annotation_sample(
     # Draw from the keys of the labeled prompts (the same draw as val.annotation_sample over full rows), then
     # load texts and labels of the sampled prompts only.
     keys = val.annotation_sample_keys(
-        _annotation_pool(warehouse), per_benchmark=config.per_benchmark, seed=config.seed
+        lq.annotation_pool(warehouse.path), per_benchmark=config.per_benchmark, seed=config.seed
     )
     if keys.is_empty():  # nothing labeled yet
         sample = pl.DataFrame(schema={c: pl.Utf8 for c in val.ANNOTATION_COLUMNS})
@@ -583,31 +509,18 @@ def reference_task_labels(
     return current
 
 
-def _prompt_texts(warehouse: Warehouse, keys: pl.DataFrame) -> pl.DataFrame:
-    """benchmark, prompt_id, prompt_hash, prompt of the given (benchmark, prompt_id) keys only."""
-    with wh.connect(warehouse.path, read_only=True) as con:
-        con.register("_text_keys", _keys_frame(keys).to_arrow())
-        return wh.fetch_polars(
-            con,
-            "select p.benchmark, p.prompt_id, p.prompt_hash, p.prompt from benchmark_prompts p "
-            "semi join _text_keys using (benchmark, prompt_id) order by p.rowid",
-        )
-
-
 def _context_records(warehouse: Warehouse, benchmarks: list[str]) -> list[PromptRecord]:
     """The prompts each benchmark's labeling context is drawn from (models.labeling.selector.context_sample):
     hashes of every prompt first, texts of the sampled ones only."""
     from models.labeling.selector import context_sample
 
-    hashes = warehouse.query(
-        "select benchmark, prompt_id, prompt_hash from benchmark_prompts "
-        "where benchmark in (select unnest(?::varchar[])) order by rowid", [benchmarks])
+    hashes = lq.prompt_hashes(warehouse.path, benchmarks)
     keys = []
     for _, group in hashes.group_by(["benchmark"], maintain_order=True):
         keys.append(group[context_sample(group["prompt_hash"].to_list())])
     if not keys:
         return []
-    return _records(_prompt_texts(warehouse, pl.concat(keys)))
+    return _records(lq.prompt_texts(warehouse.path, pl.concat(keys)))
 
 
 def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any
@@ -619,7 +532,7 @@ def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any
 
     index, _, _ = load_task_index(warehouse, log)
     labeler = OfflineLabeler.calibrated(index)
-    texts = _prompt_texts(warehouse, keys)
+    texts = lq.prompt_texts(warehouse.path, keys)
     labeler.prepare(_context_records(warehouse, texts["benchmark"].unique().to_list()))
     rankings = labeler.rankings(_records(texts))
     rows: dict[str, list] = {c: [] for c in lc.LABEL_COLUMNS}
@@ -661,11 +574,7 @@ def _reference_predictions(warehouse: Warehouse, reference: pl.DataFrame, labels
     first occupation come from its ranked candidates, not from its (short) label set."""
     hashes = reference["prompt_hash"].unique().implode()
     mine = labels.filter(pl.col("prompt_hash").is_in(hashes))
-    work = pl.DataFrame(schema=lc.WORK_COLUMNS)
-    if warehouse.table_exists("prompt_work"):
-        work = warehouse.query(
-            "select * from prompt_work where prompt_hash in (select unnest(?::varchar[]))",
-            [reference["prompt_hash"].unique().to_list()])
+    work = lq.work_of_hashes(warehouse.path, reference["prompt_hash"].unique().to_list(), lc.WORK_COLUMNS)
     predictions = rl.predictions_from_labels(mine, work)
     if offline_version is None or ranking_labels.is_empty():
         return predictions
@@ -721,10 +630,8 @@ def labeler_validation(
     prompts, labels = _validation_inputs(warehouse, gold_task_labels)
     reference_labels = pl.DataFrame(schema=lc.LABEL_COLUMNS)
     if warehouse.table_exists("prompt_task_labels") and not reference_task_labels.is_empty():
-        reference_labels = warehouse.query(
-            "select * exclude (rationale), null::varchar as rationale from prompt_task_labels "
-            "where prompt_hash in (select unnest(?::varchar[]))",
-            [reference_task_labels["prompt_hash"].unique().to_list()]).select(list(lc.LABEL_COLUMNS))
+        reference_labels = lq.labels_of_hashes(
+            warehouse.path, reference_task_labels["prompt_hash"].unique().to_list()).select(list(lc.LABEL_COLUMNS))
     labels = _all_labeler_labels(warehouse, labels, prompts)
     offline_version = None
     ranking_labels = pl.DataFrame(schema=lc.LABEL_COLUMNS)
@@ -800,9 +707,9 @@ class ValidationFloorsConfig(Config):
 def _floors(config: ValidationFloorsConfig) -> dict[str, float]:
     if config.floors:
         return dict(config.floors)
-    env = os.environ.get("BENCHMAP_VALIDATION_FLOORS")
-    if env:
-        return {str(k): float(v) for k, v in json.loads(env).items()}
+    from_env = settings().validation_floors  # BENCHMAP_VALIDATION_FLOORS, parsed once (pipelines/settings.py)
+    if from_env:
+        return dict(from_env)
     return dict(val.DEFAULT_FLOORS)
 
 
@@ -823,7 +730,7 @@ def labeler_validation_floors(
     if warehouse.table_exists(
         "prompt_task_labels"
     ):  # floors bind the labelers in use, not old cache versions
-        current = warehouse.query("select distinct labeler, labeler_version from prompt_task_labels")
+        current = lq.current_labeler_versions(warehouse.path)
         table = table.join(current, on=["labeler", "labeler_version"], how="semi")
     failures, not_evaluated = val.check_floors(table, floors)
     checked = table.filter(pl.concat_str("benchmark", pl.lit(":"), "metric").is_in(list(floors)))

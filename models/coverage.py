@@ -8,7 +8,8 @@ Every function takes and returns polars frames. Frames carrying a `benchmark` co
 variant of `task_coverage`) are aggregated per benchmark all the way up.
 
 The coverage functions accept either prompt-level labels (prompt_task_labels rows) or *label counts*
-(`label_counts`: prompts per labeler x benchmark x task x label-depth bucket, aggregated in DuckDB). The counts
+(`label_counts`: prompts per labeler x benchmark x task x label-depth bucket; the warehouse aggregates them in
+DuckDB, pipelines/label_queries.py). The counts
 are all coverage needs and their size does not grow with the number of prompts per benchmark, so the analysis
 assets read them instead of the label table (at 50x the mirrored prompts the table has 11M rows).
 """
@@ -18,10 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-import duckdb
 import polars as pl
-
-from models.warehouse import fetch_polars, quote_identifier
 
 THRESHOLDS: tuple[int, ...] = (1, 5)
 TASK_KEY = ["onet_soc_code", "task_id"]
@@ -69,37 +67,13 @@ LABEL_COUNT_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-def label_counts_sql(relation: str = "prompt_task_labels") -> str:
-    """DuckDB SQL turning prompt-level labels (`relation`) into label counts (LABEL_COUNT_SCHEMA).
-
-    A prompt counts once per task and labeler (its best rank decides the depth bucket), so summing n_prompts
-    over benchmarks and buckets gives distinct (benchmark, prompt_id) per task, as `task_coverage` defines it.
-    """
-    depths = sorted(d for d in LABEL_DEPTHS if d is not None)
-    bucket = "case " + " ".join(f"when best_rank <= {int(d)} then {int(d)}" for d in depths) + " end"
-    return f"""
-with prompt_task as (
-    select labeler, min(labeler_version) as labeler_version, benchmark, prompt_id, onet_soc_code,
-           cast(task_id as bigint) as task_id, min(rank) as best_rank
-    from {quote_identifier(relation)}
-    group by labeler, benchmark, prompt_id, onet_soc_code, cast(task_id as bigint)
-)
-select labeler, labeler_version, benchmark, onet_soc_code, task_id, cast({bucket} as bigint) as min_depth,
-       count(*)::bigint as n_prompts
-from prompt_task
-group by all
-order by labeler, labeler_version, benchmark, onet_soc_code, task_id, min_depth nulls last
-"""
-
-
-def label_counts_from_connection(con: duckdb.DuckDBPyConnection, relation: str = "prompt_task_labels"
-                                 ) -> pl.DataFrame:
-    return fetch_polars(con, label_counts_sql(relation)).cast(LABEL_COUNT_SCHEMA)  # type: ignore[arg-type]
-
-
 def label_counts(labels: pl.DataFrame) -> pl.DataFrame:
-    """`label_counts_sql` over an in-memory labels frame (tests, other labelers' cached labels): the same SQL
-    as the warehouse path. Missing labeler / labeler_version / rank columns count as null."""
+    """Prompt-level labels -> label counts (LABEL_COUNT_SCHEMA): prompts per labeler x benchmark x task x
+    label-depth bucket. A prompt counts once per task and labeler (its best rank decides the bucket), so
+    summing n_prompts over benchmarks and buckets gives distinct (benchmark, prompt_id) per task, as
+    `task_coverage` defines it. The warehouse computes the same in DuckDB (pipelines/label_queries.py
+    `label_counts_sql`; a test holds the two equal). Missing labeler / labeler_version / rank columns count as
+    null."""
     frame = labels.select(
         *(pl.col(c).cast(pl.Utf8) if c in labels.columns else pl.lit(None, pl.Utf8).alias(c)
           for c in ("labeler", "labeler_version")),
@@ -109,12 +83,21 @@ def label_counts(labels: pl.DataFrame) -> pl.DataFrame:
         pl.col("task_id").cast(pl.Int64),
         pl.col("rank").cast(pl.Int64) if "rank" in labels.columns else pl.lit(None, pl.Int64).alias("rank"),
     )
-    con = duckdb.connect()
-    try:
-        con.register("labels_frame", frame.to_arrow())
-        return label_counts_from_connection(con, "labels_frame")
-    finally:
-        con.close()
+    best_rank = pl.col("best_rank")
+    bucket: pl.Expr = pl.lit(None, pl.Int64)
+    for depth in sorted((d for d in LABEL_DEPTHS if d is not None), reverse=True):  # the smallest depth wins
+        bucket = pl.when(best_rank <= depth).then(pl.lit(depth, pl.Int64)).otherwise(bucket)
+    keys = ["labeler", "labeler_version", "benchmark", "onet_soc_code", "task_id", "min_depth"]
+    return (
+        frame.group_by("labeler", "benchmark", "prompt_id", "onet_soc_code", "task_id")
+        .agg(pl.col("labeler_version").min(), pl.col("rank").min().alias("best_rank"))
+        .with_columns(bucket.alias("min_depth"))
+        .group_by(keys)
+        .agg(pl.len().cast(pl.Int64).alias("n_prompts"))
+        .sort(keys, nulls_last=True)
+        .select(list(LABEL_COUNT_SCHEMA))
+        .cast(LABEL_COUNT_SCHEMA)  # type: ignore[arg-type]
+    )
 
 
 def is_label_counts(labels: pl.DataFrame) -> bool:

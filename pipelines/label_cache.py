@@ -176,6 +176,12 @@ class LabelCache:
                 con.execute(_INSERT_CACHE_SQL.format(view=cache_view))
                 con.execute("drop table _prev_attempts")
 
+    def labeled_hashes(self, onet_version: str) -> pl.DataFrame:
+        """The distinct (prompt_hash, labeler) cached for this O*NET version: every prompt each labeler
+        labeled, also those it judged not occupational work (no label row)."""
+        return wh.query(self.path, f"select distinct prompt_hash, labeler from {CACHE_TABLE} where onet_version = ?",
+                        [onet_version])
+
     def other_labeler_keys(self, current: pl.DataFrame, onet_version: str) -> pl.DataFrame:
         """The cache keys (with labeler_version) of this O*NET version whose (labeler, labeler_version) is not
         in `current`."""

@@ -393,7 +393,7 @@ def test_warehouse_label_counts_equal_the_in_memory_ones(tmp_path) -> None:
     labels = _random_labels(7)
     path = tmp_path / "w.duckdb"
     wh.replace_table(path, "prompt_task_labels", labels)
-    from models.coverage import label_counts_from_connection
+    from pipelines.label_queries import label_counts_from_connection
 
     with wh.connect(path, read_only=True) as con:
         stored = label_counts_from_connection(con)

@@ -12,6 +12,7 @@ from models.labeling import cache as lc
 from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
 from models.reference_labels import REFERENCE_SCHEMA
 from pipelines import label_cache
+from pipelines import label_queries as lq
 from pipelines.label_cache import LabelCache
 
 
@@ -683,7 +684,8 @@ def test_labeler_validation_loads_human_labeled_prompts_only_and_matches_a_full_
         ],
         schema=val.GOLD_SCHEMA,
     )
-    loaded_prompts, loaded_labels = lab._validation_inputs(warehouse, gold)
+    prompt_schema = {c: lab.PROMPT_COLUMNS[c] for c in lab.VALIDATION_PROMPT_COLUMNS}
+    loaded_prompts, loaded_labels = lq.validation_inputs(warehouse.path, gold, prompt_schema, lc.LABEL_COLUMNS)
     assert "prompt" not in loaded_prompts.columns  # no texts
     keys = {("alpha", "a2"), ("zeta", "z0")} | {
         (b, f"{b[0]}{i}") for b in ("gdpval", "jobbench") for i in range(5)
