@@ -29,7 +29,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, PercentFormatter
 
-from models.coverage import SOC_MAJOR_GROUPS, short_group_title
+from models.soc import SOC_MAJOR_GROUPS, short_group_title
 
 # Names the estimators use for their models and columns; if an upstream name changes, change it here only.
 MODEL_EXPOSURE_WAGE = "exposure_wage"

@@ -24,8 +24,8 @@ from statsmodels.tools.sm_exceptions import (
     PerfectSeparationWarning,
 )
 
-from models.coverage import major_group_of
 from models.fe_logit import FixedEffectsLogitFit, fit_fe_logit
+from models.soc import major_group_of
 from models.stats import log_ratio_interval, logistic, with_wilson_ci, z_value
 
 TASK_KEY = ["onet_soc_code", "task_id"]
