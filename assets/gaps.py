@@ -1,9 +1,11 @@
-"""Gap finder assets (group "gaps"): what to benchmark next. The logic lives in models/gaps.py.
+"""Gap finder assets (group "gaps"): what to benchmark next. The logic lives in models/gaps/ (pure); the
+what-if's reads of the candidate folder and the warehouse in pipelines/whatif.py.
 
 - `gap_finder` (one multi-asset, one config): `coverage_gaps`, `occupation_gaps`, `jobbench_shortlist`,
   `major_group_gaps`.
-- `candidate_benchmark_whatif`: label a candidate folder and write the marginal gain to its own tables
-  (`whatif_*`); every published table is left untouched (checked by fingerprint before and after).
+- `candidate_benchmark_whatif` (one multi-asset, one config): label a candidate folder; its marginal gain is
+  four assets of its own (`whatif_*`) plus the run summary `candidate_benchmark_whatif`; every published
+  table is left untouched (checked by fingerprint before and after).
 - `occupation_score_power`: prompts per task needed for a target CI width of the O*NET-weighted score.
 
 Inputs are read through the `warehouse` resource (the labels are benchmark-partitioned; these assets use all
@@ -33,8 +35,8 @@ from pydantic import Field
 
 from models import gaps
 from models import indexes as ix
-from models import warehouse as wh
-from models.coverage import LABEL_COUNT_SCHEMA, label_counts_from_connection
+from models.coverage import LABEL_COUNT_SCHEMA
+from pipelines import label_queries, whatif
 from pipelines.resources import LabelerResource, Warehouse
 
 GROUP = "gaps"
@@ -42,7 +44,7 @@ LABELS = "prompt_task_labels"
 LABEL_COUNTS = "task_label_counts"  # coverage needs prompts per task, not the (much larger) label table
 MEMBERSHIP = "benchmark_index_membership"  # the gap lists are computed per benchmark index
 GAP_DEPS = [AssetKey(t) for t in (*gaps.REFERENCE_TABLES, LABEL_COUNTS, MEMBERSHIP)]
-WHATIF_DEPS = [AssetKey(t) for t in (*gaps.REFERENCE_TABLES, *gaps.INDEX_TABLES, LABELS, "benchmark_prompts")]
+WHATIF_DEPS = [AssetKey(t) for t in (*gaps.REFERENCE_TABLES, *whatif.INDEX_TABLES, LABELS, "benchmark_prompts")]
 SCORED_LABEL_COLUMNS = ["benchmark", "prompt_id", "onet_soc_code", "task_id", "labeler", "labeler_version", "rank"]
 POWER_DEPS = [AssetKey(t) for t in (LABELS, "benchmark_results", "occupation_model_scores")]
 
@@ -101,8 +103,7 @@ def _scored_tasks(
     if warehouse.table_exists(LABEL_COUNTS):
         counts = warehouse.read_table(LABEL_COUNTS)
     elif warehouse.table_exists(LABELS):  # task_label_counts not materialized yet: the same SQL, on the fly
-        with wh.connect(warehouse.path, read_only=True) as con:
-            counts = label_counts_from_connection(con, LABELS)
+        counts = label_queries.task_label_counts(warehouse.path)[1]
     else:
         counts = pl.DataFrame(schema=LABEL_COUNT_SCHEMA)
     if members is not None:  # a benchmark index: only its members' prompts count
@@ -246,54 +247,41 @@ def _cached_labels(warehouse: Warehouse, labeler: Any, hashes: list[str]) -> dic
     return LabelCache(warehouse.path).read(CacheKey.for_labeler(labeler, ONET_VERSION), hashes)
 
 
-@asset(
-    name="candidate_benchmark_whatif",
-    deps=WHATIF_DEPS,
-    group_name=GROUP,
-    description="What would a candidate benchmark add? Labels the candidate folder's prompts (not landed) "
-    "and "
-    "writes the marginal gain to whatif_marginal_gain, whatif_newly_covered_tasks, "
-    "whatif_newly_covered_occupations and whatif_gap_rank_changes; this table is the run summary. "
-    "Published tables are never written (fingerprinted before and after).",
-)
-def candidate_benchmark_whatif(
-    context: AssetExecutionContext, config: WhatIfConfig, warehouse: Warehouse, labeler: LabelerResource
-):
-    if not config.candidate_folder.strip():
-        context.log.info("no candidate_folder configured: nothing to do (tables unchanged)")
-        return Output(None, metadata={"skipped": "no candidate_folder configured"})
-    started = time.monotonic()
-    before = gaps.table_fingerprints(warehouse.path)
-    model = _build_labeler(labeler, warehouse, context.log)
-    cached = None
-    if config.reuse_label_cache and labeler.kind != "offline":
-        prompts, _ = gaps.read_candidate_prompts(config.candidate_folder)
-        cached = _cached_labels(warehouse, model, prompts["prompt_hash"].unique().to_list())
-    result = gaps.run_whatif(
-        warehouse.path,
-        config.candidate_folder,
-        config.threshold,
-        labeler=model,
-        cached=cached,
-        top_n=config.top_n,
-    )
-    after_read = gaps.table_fingerprints(warehouse.path)
-    if after_read != before:
-        changed = sorted(
-            set(before) ^ set(after_read) | {k for k in before if before.get(k) != after_read.get(k)}
-        )
-        raise Failure(description=f"published tables changed during the what-if: {changed}")
-    for name, frame in gaps.whatif_tables(result).items():
-        warehouse.replace_table(name, frame)
-    unchanged = gaps.table_fingerprints(warehouse.path) == before
-    if not unchanged:
-        raise Failure(description="a published table changed while writing the what-if tables")
+WHATIF_SUMMARY = "candidate_benchmark_whatif"
+WHATIF_OUTS = {
+    WHATIF_SUMMARY: AssetOut(
+        description="One-row summary of the last what-if: candidate, threshold, labeler, prompts counted, "
+        "tasks/occupations/hours newly covered, top gaps closed, published_tables_unchanged.",
+        is_required=False,  # no candidate_folder configured: nothing is written
+    ),
+    "whatif_marginal_gain": AssetOut(
+        description="Per metric (tasks, occupations, major groups, hours covered, top-N gaps closed, gap "
+        "priority mass, candidate prompt counts): before, after and gain.",
+        is_required=False,
+    ),
+    "whatif_newly_covered_tasks": AssetOut(
+        description="The tasks the candidate would newly bring to the threshold, with their work hours.",
+        is_required=False,
+    ),
+    "whatif_newly_covered_occupations": AssetOut(
+        description="The occupations that would newly have a task at the threshold.", is_required=False
+    ),
+    "whatif_gap_rank_changes": AssetOut(
+        description="Gap ranks before and after for the top N gaps and for every gap the candidate closes.",
+        is_required=False,
+    ),
+}
+
+
+def _whatif_summary(
+    result: gaps.WhatIfResult, config: WhatIfConfig, model: Any, unchanged: bool, seconds: float
+) -> pl.DataFrame:
     gain = {r["metric"]: r for r in result.marginal_gain.iter_rows(named=True)}
 
     def value(metric: str, field: str = "gain") -> float | None:
         return gain[metric][field] if metric in gain else None
 
-    summary = pl.DataFrame(
+    return pl.DataFrame(
         [
             {
                 "candidate": result.marginal_gain["candidate"][0],
@@ -309,17 +297,63 @@ def candidate_benchmark_whatif(
                 "hours_share_gain": value("hours_share_covered"),
                 "top_gaps_closed": value(f"top_{config.top_n}_gaps_closed", "after"),
                 "published_tables_unchanged": unchanged,
-                "seconds": round(time.monotonic() - started, 2),
+                "seconds": round(seconds, 2),
             }
         ]
     )
+
+
+def _changed(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    return sorted(set(before) ^ set(after) | {k for k in before if before.get(k) != after.get(k)})
+
+
+@multi_asset(
+    name="candidate_benchmark_whatif",
+    outs=WHATIF_OUTS,
+    deps=WHATIF_DEPS,
+    group_name=GROUP,
+    can_subset=False,
+    description="What would a candidate benchmark add? Labels the candidate folder's prompts (not landed) "
+    "and writes the marginal gain to whatif_marginal_gain, whatif_newly_covered_tasks, "
+    "whatif_newly_covered_occupations and whatif_gap_rank_changes, and a run summary to "
+    "candidate_benchmark_whatif. Published tables are never written (fingerprinted before and after).",
+)
+def candidate_benchmark_whatif(
+    context: AssetExecutionContext, config: WhatIfConfig, warehouse: Warehouse, labeler: LabelerResource
+):
+    if not config.candidate_folder.strip():
+        context.log.info("no candidate_folder configured: nothing to do (tables unchanged)")
+        yield Output(None, output_name=WHATIF_SUMMARY, metadata={"skipped": "no candidate_folder configured"})
+        return
+    started = time.monotonic()
+    before = whatif.table_fingerprints(warehouse.path)
+    model = _build_labeler(labeler, warehouse, context.log)
+    cached = None
+    if config.reuse_label_cache and labeler.kind != "offline":
+        prompts, _ = whatif.read_candidate_prompts(config.candidate_folder)
+        cached = _cached_labels(warehouse, model, prompts["prompt_hash"].unique().to_list())
+    params = gaps.WhatIfParams(threshold=config.threshold, top_n=config.top_n)
+    result = whatif.run_whatif(warehouse.path, config.candidate_folder, params, labeler=model, cached=cached)
+    changed = _changed(before, whatif.table_fingerprints(warehouse.path))
+    if changed:
+        raise Failure(description=f"published tables changed during the what-if: {changed}")
+    # Dagster hands each yielded output to the IO manager before the body resumes, so the fingerprints
+    # taken after this loop see the what-if tables written
+    for name, frame in gaps.whatif_tables(result).items():
+        yield Output(frame, output_name=name)
+    unchanged = whatif.table_fingerprints(warehouse.path) == before
+    if not unchanged:
+        raise Failure(description="a published table changed while writing the what-if tables")
+    summary = _whatif_summary(result, config, model, unchanged, time.monotonic() - started)
     context.log.info(f"what-if {config.candidate_folder}: {summary.row(0, named=True)}")
-    return Output(
+    row = summary.row(0, named=True)
+    yield Output(
         summary,
+        output_name=WHATIF_SUMMARY,
         metadata={
-            "tasks_newly_covered": int(value("tasks_covered") or 0),
-            "occupations_newly_covered": int(value("occupations_covered") or 0),
-            "hours_newly_covered": float(value("hours_covered") or 0.0),
+            "tasks_newly_covered": int(row["tasks_newly_covered"] or 0),
+            "occupations_newly_covered": int(row["occupations_newly_covered"] or 0),
+            "hours_newly_covered": float(row["hours_newly_covered"] or 0.0),
             "published_tables_unchanged": unchanged,
             "tables": ", ".join(gaps.WHATIF_TABLES),
             "newly_covered_tasks": MetadataValue.md(

@@ -17,6 +17,7 @@ import pytest
 
 from models.gaps import (
     PriorityWeights,
+    WhatIfParams,
     coverage_gaps,
     dedupe_candidate,
     extra_prompts_needed,
@@ -304,7 +305,7 @@ def test_whatif_copy_of_landed_prompts_adds_nothing(small_world: dict[str, pl.Da
     copy = w["existing"].with_columns(
         pl.lit("copy").alias("benchmark"), ("c" + pl.col("prompt_id")).alias("prompt_id")
     )
-    result = whatif_gain(w["existing"], copy, w["tasks"], w["task_hours"], w["occupations"], threshold=1)
+    result = whatif_gain(w["existing"], copy, w["tasks"], w["task_hours"], w["occupations"], WhatIfParams(threshold=1))
     gain = dict(zip(result.marginal_gain["metric"], result.marginal_gain["gain"], strict=True))
     assert gain["tasks_covered"] == 0 and gain["occupations_covered"] == 0 and gain["hours_covered"] == 0
     counted = result.marginal_gain.filter(pl.col("metric") == "candidate_prompts_counted")["after"][0]
@@ -334,9 +335,8 @@ def test_whatif_reports_newly_covered_tasks_hours_and_ranks(small_world: dict[st
         w["tasks"],
         w["task_hours"],
         w["occupations"],
-        threshold=3,
+        WhatIfParams(threshold=3, n_candidate_prompts=7),
         priorities=priorities,
-        n_candidate_prompts=7,
     )
     newly = result.newly_covered_tasks
     assert newly.select("onet_soc_code", "task_id").rows() == [(OCC_B, 3), (OCC_C, 5)]
@@ -384,22 +384,22 @@ def test_whatif_from_label_counts_equals_whatif_from_labels(small_world: dict[st
     first = landed.row(0, named=True)
     cand = pl.concat([cand, _labels([(first["benchmark"], first["prompt_id"], OCC_C, 5)])], how="diagonal_relaxed")
     args = (cand, w["tasks"], w["task_hours"], w["occupations"])
-    from_labels = whatif_gain(w["existing"], *args, threshold=1, priorities=priorities)
-    from_counts = whatif_gain(label_counts(w["existing"]), *args, threshold=1, priorities=priorities,
+    from_labels = whatif_gain(w["existing"], *args, WhatIfParams(threshold=1), priorities=priorities)
+    from_counts = whatif_gain(label_counts(w["existing"]), *args, WhatIfParams(threshold=1), priorities=priorities,
                               landed_keys=landed)
     for name in ("marginal_gain", "newly_covered_tasks", "newly_covered_occupations", "gap_rank_changes"):
         assert getattr(from_counts, name).equals(getattr(from_labels, name)), name
     gain = {r["metric"]: r["after"] for r in from_counts.marginal_gain.iter_rows(named=True)}
     assert gain["duplicates_of_landed"] == 1
     with pytest.raises(ValueError, match="landed_keys"):
-        whatif_gain(label_counts(w["existing"]), *args, threshold=1)
+        whatif_gain(label_counts(w["existing"]), *args, WhatIfParams(threshold=1))
 
 
 def test_whatif_refuses_to_mix_labelers(small_world: dict[str, pl.DataFrame]) -> None:
     w = small_world
     cand = _labels([("cand", "a", OCC_B, 3)], labeler="openai")
     with pytest.raises(ValueError, match="no 'openai' labels"):
-        whatif_gain(w["existing"], cand, w["tasks"], w["task_hours"], w["occupations"], threshold=1)
+        whatif_gain(w["existing"], cand, w["tasks"], w["task_hours"], w["occupations"], WhatIfParams(threshold=1))
 
 
 def test_dedupe_candidate_by_text_and_by_id() -> None:
@@ -553,12 +553,12 @@ def _materialize(
 ) -> Any:
     from dagster import AssetKey, materialize
 
-    from pipelines.definitions import _DOMAINS
+    from pipelines.definitions import all_assets
     from pipelines.io_manager import WarehouseIOManager
     from pipelines.resources import LabelerResource, Warehouse
 
     resource = Warehouse(path=warehouse)
-    assets = [a for domain in _DOMAINS for a in domain.ASSETS]
+    assets = all_assets()
     result = materialize(
         assets,
         selection=[AssetKey(k) for k in selection],
@@ -681,6 +681,7 @@ def _candidate_folder(tmp: Path, name: str, rows: list[dict[str, Any]]) -> Path:
 def test_whatif_on_a_copy_of_a_landed_benchmark_adds_nothing(landed: dict[str, Any]) -> None:
     from models import gaps as gaps_module
     from models import warehouse as wh
+    from pipelines import whatif
 
     warehouse, tmp = landed["warehouse"], landed["tmp"]
     source = landed["mirror"] / "benchmarks" / "cybench" / "prompts.jsonl"
@@ -688,25 +689,25 @@ def test_whatif_on_a_copy_of_a_landed_benchmark_adds_nothing(landed: dict[str, A
     copy = [{**r, "benchmark": "cybench_copy", "prompt_id": f"copy-{r['prompt_id']}"} for r in rows]
     folder = _candidate_folder(tmp, "cybench_copy", copy)
     # the offline labeler is deterministic: the copy's labels are the landed ones, prompt for prompt
-    prompts, _ = gaps_module.read_candidate_prompts(folder)
+    prompts, _ = whatif.read_candidate_prompts(folder)
     tables = {
-        n: wh.read_table(warehouse, n) for n in (*gaps_module.REFERENCE_TABLES, *gaps_module.INDEX_TABLES)
+        n: wh.read_table(warehouse, n) for n in (*gaps_module.REFERENCE_TABLES, *whatif.INDEX_TABLES)
     }
     candidate_labels, failed = gaps_module.label_candidate(
-        prompts, gaps_module.build_offline_labeler(tables, warehouse)
+        prompts, whatif.build_offline_labeler(tables, warehouse)
     )
     landed_labels = _labels_in(warehouse).filter(pl.col("benchmark") == "cybench")
     key = ["prompt_hash", "onet_soc_code", "task_id", "rank"]
     assert failed == 0 and candidate_labels.height == landed_labels.height > 0
     assert candidate_labels.select(key).sort(key).equals(landed_labels.select(key).sort(key))
 
-    before = gaps_module.table_fingerprints(warehouse)
+    before = whatif.table_fingerprints(warehouse)
+    # one multi-asset: the run summary and its four tables materialize together
+    selection = ["candidate_benchmark_whatif", *gaps_module.WHATIF_TABLES]
+    _materialize(selection, warehouse, landed["instance"])  # no folder configured: a no-op
+    assert "candidate_benchmark_whatif" not in whatif.table_fingerprints(warehouse, (), ())
     _materialize(
-        ["candidate_benchmark_whatif"], warehouse, landed["instance"]
-    )  # no folder configured: a no-op
-    assert "candidate_benchmark_whatif" not in gaps_module.table_fingerprints(warehouse, (), ())
-    _materialize(
-        ["candidate_benchmark_whatif"],
+        selection,
         warehouse,
         landed["instance"],
         run_config={
@@ -715,7 +716,7 @@ def test_whatif_on_a_copy_of_a_landed_benchmark_adds_nothing(landed: dict[str, A
             }
         },
     )
-    assert gaps_module.table_fingerprints(warehouse) == before  # published tables unchanged
+    assert whatif.table_fingerprints(warehouse) == before  # published tables unchanged
     gain = wh.read_table(warehouse, "whatif_marginal_gain")
     by_metric = {r["metric"]: r for r in gain.iter_rows(named=True)}
     for metric in ("tasks_covered", "occupations_covered", "hours_covered", "major_groups_covered"):
@@ -740,6 +741,7 @@ def test_whatif_on_a_synthetic_benchmark_aimed_at_one_uncovered_occupation(
     from models import gaps as gaps_module
     from models import warehouse as wh
     from models.coverage import task_hour_weights
+    from pipelines import whatif
 
     warehouse, tmp = landed["warehouse"], landed["tmp"]
     threshold = 3
@@ -777,13 +779,12 @@ def test_whatif_on_a_synthetic_benchmark_aimed_at_one_uncovered_occupation(
         for i, template in enumerate(templates)
     ]
     folder = _candidate_folder(tmp, "pharmacy_bench", rows)
-    snapshot = gaps_module.table_fingerprints(warehouse, exclude_prefixes=(), exclude=())
+    snapshot = whatif.table_fingerprints(warehouse, exclude_prefixes=(), exclude=())
 
     out = tmp / "whatif_csv"
     assert (
-        gaps_module.main(
+        whatif.main(
             [
-                "whatif",
                 str(folder),
                 "--threshold",
                 str(threshold),
@@ -797,17 +798,17 @@ def test_whatif_on_a_synthetic_benchmark_aimed_at_one_uncovered_occupation(
     )
     assert "whatif_newly_covered_tasks" in capsys.readouterr().out
     # the command wrote nothing at all to the warehouse
-    assert gaps_module.table_fingerprints(warehouse, exclude_prefixes=(), exclude=()) == snapshot
+    assert whatif.table_fingerprints(warehouse, exclude_prefixes=(), exclude=()) == snapshot
     newly = pl.read_csv(out / "whatif_newly_covered_tasks.csv")
     gain = {r["metric"]: r for r in pl.read_csv(out / "whatif_marginal_gain.csv").iter_rows(named=True)}
 
     # what the candidate's labels actually hit, counted independently of the what-if code
-    prompts, _ = gaps_module.read_candidate_prompts(folder)
+    prompts, _ = whatif.read_candidate_prompts(folder)
     tables = {
-        n: wh.read_table(warehouse, n) for n in (*gaps_module.REFERENCE_TABLES, *gaps_module.INDEX_TABLES)
+        n: wh.read_table(warehouse, n) for n in (*gaps_module.REFERENCE_TABLES, *whatif.INDEX_TABLES)
     }
     candidate_labels, _ = gaps_module.label_candidate(
-        prompts, gaps_module.build_offline_labeler(tables, warehouse)
+        prompts, whatif.build_offline_labeler(tables, warehouse)
     )
     hits = (
         candidate_labels.select("prompt_id", "onet_soc_code", "task_id")

@@ -1,0 +1,261 @@
+"""What would a candidate benchmark add? The what-if over a candidate folder, reading the warehouse read-only.
+
+    python -m pipelines.whatif path/to/candidate [--threshold N] [--top N] [--warehouse PATH] [--out DIR]
+
+`run_whatif` reads the candidate's prompts.jsonl with the landing parser, labels it (by default with the
+offline labeler over the labels stage's TaskIndex), reads the landed label counts and reference tables, and
+returns the four what-if tables that models/gaps/whatif.py computes. The command prints them (and with --out
+writes them as CSV) and writes nothing to the warehouse; the asset `candidate_benchmark_whatif`
+(assets/gaps.py) runs the same `run_whatif` and stores them. Every file and warehouse read of the what-if is
+here, so models/gaps stays pure.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from models import gaps
+from models import warehouse as wh
+from models.errors import InputError
+from pipelines.label_queries import LABELS, label_counts_from_connection
+
+# The tables the offline labeler's TaskIndex is built from, beside gaps.REFERENCE_TABLES.
+INDEX_TABLES = ("onet_job_titles", "onet_technology_skills")
+PROG = "python -m pipelines.whatif"
+
+
+# --- the candidate folder ----------------------------------------------------------------------------------
+
+
+def candidate_prompts_file(folder: str | Path) -> Path:
+    """The candidate's prompts.jsonl: `folder`/prompts.jsonl, or `folder` itself when it is the file."""
+    folder = Path(folder)
+    path = folder / "prompts.jsonl" if folder.is_dir() else folder
+    if not path.is_file():
+        raise InputError("a candidate benchmark needs a prompts.jsonl (landing format)", path=path)
+    return path
+
+
+def candidate_benchmark_name(folder: str | Path) -> str:
+    """The candidate's benchmark name (gaps.candidate_name over its prompts.jsonl and folder name)."""
+    path = candidate_prompts_file(folder)
+    stem = path.parent.name if path.name == "prompts.jsonl" else path.stem
+    return gaps.candidate_name(path.read_bytes(), stem)
+
+
+def read_candidate_prompts(folder: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Parse a candidate folder's prompts.jsonl with the landing parser (models.benchmarks): prompt rows
+    (benchmark_prompts columns, with prompt_hash) and reject rows. Nothing is written anywhere."""
+    from models import benchmarks as bm
+
+    path = candidate_prompts_file(folder)
+    prompts, rejects = bm.parse_prompts(path, candidate_benchmark_name(folder), label=str(path))
+    return prompts, bm.rejects_frame(rejects)
+
+
+def check_candidate_folder(folder: Path) -> None:
+    """Name, in one line, what is wrong with a candidate folder before any work is done (InputError)."""
+    prompts_file = folder / "prompts.jsonl"
+    if not folder.exists():
+        raise InputError("no such candidate folder (or prompts.jsonl file)", path=folder)
+    if folder.is_dir() and prompts_file.is_dir():
+        raise InputError(
+            "is a directory, not a file: a candidate's prompts.jsonl must be a file with one JSON object per line",
+            path=prompts_file,
+        )
+    if folder.is_dir() and not prompts_file.exists():
+        raise InputError(
+            "no prompts.jsonl in this folder: a candidate benchmark folder needs one (one JSON object per line: "
+            "benchmark, prompt_id, prompt; see README 'What would a new benchmark add?')",
+            path=folder,
+        )
+
+
+# --- the labeler -------------------------------------------------------------------------------------------
+
+
+def build_task_index(tables: dict[str, pl.DataFrame], warehouse_path: str | Path | None = None) -> Any:
+    """The labelers' TaskIndex, as the labels stage uses it: the index it pickled (table task_search_index)
+    when one was built by the current offline labeler code for this O*NET version, so candidate prompts are
+    labeled exactly like the landed ones; else built from the reference tables (onet_tasks,
+    onet_occupations, onet_job_titles, onet_technology_skills) plus O*NET's task -> DWA titles."""
+    from models.labeling import index_store
+
+    stored = index_store.stored_index_path(warehouse_path) if warehouse_path is not None else None
+    if stored is not None:
+        return index_store.load_pickle(stored)
+    return index_store.build_index(tables)
+
+
+def build_offline_labeler(tables: dict[str, pl.DataFrame], warehouse_path: str | Path | None = None) -> Any:
+    """The offline labeler (default settings) over build_task_index(tables, warehouse_path)."""
+    from models.labeling.offline import OfflineLabeler
+
+    return OfflineLabeler.calibrated(build_task_index(tables, warehouse_path))
+
+
+# --- warehouse reads (read-only) ---------------------------------------------------------------------------
+
+
+def read_tables(warehouse_path: str | Path, names: Sequence[str]) -> dict[str, pl.DataFrame]:
+    return {name: wh.read_table(warehouse_path, name) for name in names}
+
+
+def existing_label_counts(
+    warehouse_path: str | Path, benchmarks: Sequence[str]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The warehouse's label counts and the labeled (benchmark, prompt_id) keys of the candidate's benchmark
+    names (to drop already-landed ids)."""
+    with wh.connect(warehouse_path, read_only=True) as con:
+        if not wh.table_exists(con, LABELS):
+            raise LookupError(
+                f"table {LABELS!r} is not in the warehouse {warehouse_path}: "
+                "label the landed benchmarks first"
+            )
+        counts = label_counts_from_connection(con, LABELS)
+        keys = wh.fetch_polars(
+            con,
+            f"select distinct benchmark, prompt_id from {LABELS} "
+            "where benchmark in (select unnest(?::varchar[]))",
+            [list(benchmarks)],
+        )
+    return counts, keys
+
+
+def landed_hashes(warehouse_path: str | Path) -> list[str]:
+    """Every landed prompt's text hash (benchmark_prompts), so a candidate's copy of a landed text counts
+    for nothing."""
+    with wh.connect(warehouse_path, read_only=True) as con:
+        if not wh.table_exists(con, "benchmark_prompts"):
+            return []
+        return [r[0] for r in con.execute("select distinct prompt_hash from benchmark_prompts").fetchall()]
+
+
+def table_fingerprints(
+    warehouse_path: str | Path,
+    exclude_prefixes: Sequence[str] = ("whatif_",),
+    exclude: Sequence[str] = ("candidate_benchmark_whatif",),
+) -> dict[str, tuple[int, int]]:
+    """(row count, order-independent hash of all rows) of every table, except the what-if's own: compare
+    before and after a what-if to show the published tables are untouched."""
+    if not Path(warehouse_path).exists():
+        return {}
+    out: dict[str, tuple[int, int]] = {}
+    with wh.connect(warehouse_path, read_only=True) as con:
+        names = [
+            r[0]
+            for r in con.execute(
+                "select table_name from information_schema.tables where table_schema = 'main' order by 1"
+            ).fetchall()
+        ]
+        for name in names:
+            if name in exclude or any(name.startswith(p) for p in exclude_prefixes):
+                continue
+            table = wh.quote_identifier(name)
+            sql = f"select count(*), coalesce(sum(hash(t)), 0) from {table} t"
+            count, digest = con.execute(sql).fetchone()
+            out[name] = (int(count), int(digest))
+    return out
+
+
+# --- the what-if -------------------------------------------------------------------------------------------
+
+
+def run_whatif(
+    warehouse_path: str | Path,
+    folder: str | Path,
+    params: gaps.WhatIfParams = gaps.WhatIfParams(),
+    *,
+    labeler: Any = None,
+    cached: dict[str, list[Any]] | None = None,
+    weights: gaps.PriorityWeights | None = None,
+) -> gaps.WhatIfResult:
+    """Label a candidate folder and compute its marginal gain against the warehouse (params.threshold and
+    params.top_n; the labeler's name decides whose labels compare), reading the warehouse read-only.
+    `labeler` defaults to the offline labeler built from the warehouse's reference tables; pass `cached`
+    (hash -> labels, e.g. from label_cache) to reuse labels. Each result frame carries `candidate`."""
+    tables = read_tables(warehouse_path, gaps.REFERENCE_TABLES)
+    if labeler is None:
+        tables |= read_tables(warehouse_path, INDEX_TABLES)
+        labeler = build_offline_labeler(tables, warehouse_path)
+    prompts, rejects = read_candidate_prompts(folder)
+    if prompts.is_empty():
+        raise InputError(
+            f"no valid prompts ({rejects.height} rejected lines)", path=candidate_prompts_file(folder)
+        )
+    candidate_labels, failed = gaps.label_candidate(prompts, labeler, cached)
+    existing, landed_keys = existing_label_counts(warehouse_path, prompts["benchmark"].unique().to_list())
+    params = gaps.WhatIfParams(params.threshold, labeler.name, params.top_n, params.hours_weighting,
+                               n_candidate_prompts=prompts.height)
+    result = gaps.whatif_gain(
+        existing,
+        candidate_labels,
+        tables["onet_tasks"],
+        tables["task_hours"],
+        tables["onet_occupations"],
+        params,
+        priorities=gaps.score_reference_tasks(existing, tables, params.threshold, weights, labeler.name),
+        existing_prompt_hashes=landed_hashes(warehouse_path),
+        landed_keys=landed_keys,
+    )
+    return gaps.for_candidate(result, prompts["benchmark"][0], params, labeler.name,
+                              rejected_lines=rejects.height, label_failed=failed)
+
+
+# --- the command -------------------------------------------------------------------------------------------
+
+
+def _print_frame(title: str, frame: pl.DataFrame, limit: int = 20) -> None:
+    print(f"\n## {title} ({frame.height} rows)")
+    with pl.Config(
+        tbl_rows=limit, tbl_cols=12, fmt_str_lengths=60, tbl_width_chars=160, tbl_hide_dataframe_shape=True
+    ):
+        print(frame.head(limit))
+
+
+def _parser() -> argparse.ArgumentParser:
+    from models.cli import DEBUG_HELP
+
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Marginal gain of a candidate benchmark folder (prompts.jsonl): what it would "
+        "add to the coverage map, computed without writing to the warehouse.", epilog=DEBUG_HELP)
+    parser.add_argument("folder", type=Path, help="the candidate folder (or its prompts.jsonl)")
+    parser.add_argument("--threshold", type=int, default=gaps.DEFAULT_THRESHOLD)
+    parser.add_argument(
+        "--warehouse", default=None,
+        help="the DuckDB file (default $BENCHMAP_WAREHOUSE or data/warehouse/benchmap.duckdb)",
+    )
+    parser.add_argument("--top", type=int, default=100, help="gap ranks compared (default 100)")
+    parser.add_argument("--out", type=Path, help="also write the four tables as CSV into this folder")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m pipelines.whatif <folder> [--threshold N] [--warehouse PATH] [--top N] [--out DIR]`."""
+    from pipelines.settings import settings
+
+    parser = _parser()
+    args = parser.parse_args(argv)
+    warehouse = args.warehouse or str(settings().warehouse)  # BENCHMAP_WAREHOUSE, read by the settings
+    if not Path(warehouse).exists():
+        parser.error(f"no warehouse at {warehouse}: run `make run` first or pass --warehouse")
+    check_candidate_folder(Path(args.folder))
+    result = run_whatif(warehouse, args.folder, gaps.WhatIfParams(threshold=args.threshold, top_n=args.top))
+    for name, frame in gaps.whatif_tables(result).items():
+        shown = frame.drop("candidate")
+        _print_frame(name, shown.filter(pl.col("closed")) if name == "whatif_gap_rank_changes" else shown)
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+            frame.write_csv(args.out / f"{name}.csv")
+    return 0
+
+
+if __name__ == "__main__":
+    from models.cli import run_cli
+
+    raise SystemExit(run_cli(main, prog=PROG))
