@@ -36,7 +36,7 @@ from models import exports as ex
 from models import figures as fg
 from models import indexes as ix
 from models import report
-from models.coverage_map import build_coverage_map_from_warehouse
+from pipelines.coverage_map_queries import build_coverage_map_from_warehouse
 from pipelines.resources import LabelerResource, Warehouse
 
 GROUP = "exports"

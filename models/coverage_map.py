@@ -11,11 +11,10 @@ The page recomputes coverage in the browser from per-task, per-benchmark prompt 
 subset is exact: a task's count is the sum over the selected benchmarks (prompts are distinct per benchmark).
 `occupation_shares` is the same computation in Python, for tests.
 
-The counts and examples are aggregated by DuckDB SQL (`coverage_map_data_from_connection`), against the
-warehouse (`build_coverage_map_from_warehouse`: the label table and prompt texts are never loaded whole) or
-against frames registered on an in-memory DuckDB (`coverage_map_data` / `build_coverage_map`).
-
-No dagster here.
+Pure: the counts and examples arrive aggregated (`MapAggregates`); pipelines/coverage_map_queries.py
+aggregates them in DuckDB, against the warehouse (`build_coverage_map_from_warehouse`: the label table and
+prompt texts are never loaded whole) or against frames (`coverage_map_data` / `build_coverage_map`), and calls
+`coverage_map_data_from_aggregates` and `coverage_map_html` here.
 """
 
 from __future__ import annotations
@@ -23,14 +22,13 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Iterable, Sequence
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-import duckdb
 import polars as pl
 
-from models.coverage import SOC_MAJOR_GROUPS, THRESHOLDS, major_group_of, select_labeler, short_group_title
-from models.warehouse import connect, fetch_polars, quote_identifier, table_exists
+from models.coverage import THRESHOLDS
+from models.soc import SOC_MAJOR_GROUPS, major_group_of, short_group_title
 
 # Colour bins of the share of tasks covered: (lower bound, colour, legend label); share 0 is NO_COVERAGE.
 NO_COVERAGE_COLOUR = "#e3e3e3"
@@ -62,108 +60,23 @@ def _clip(text: str | None, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-LABELS_RELATION = "prompt_task_labels"
-PROMPTS_RELATION = "benchmark_prompts"
-TASKS_RELATION = "onet_tasks"
+@dataclass(frozen=True)
+class MapAggregates:
+    """What the page needs of the labels, already aggregated (over the chosen labeler's labels of the map's
+    occupations; pipelines/coverage_map_queries.py computes it in DuckDB, so memory does not grow with the
+    labels or prompts). Frames in the order the page lists them (by code, task, benchmark)."""
+
+    labeler: str | None
+    bench_totals: pl.DataFrame  # benchmark, n: distinct prompts labeled with a task of the map's occupations
+    task_counts: pl.DataFrame  # onet_soc_code, task_id, benchmark, n: distinct prompts per task and benchmark
+    occ_bench: pl.DataFrame  # onet_soc_code, benchmark, n: distinct prompts per occupation and benchmark
+    statements: pl.DataFrame | None = None  # onet_soc_code, task_id, task: the labeled tasks' statements
+    examples: pl.DataFrame | None = None  # onet_soc_code, benchmark, prompt_id, prompt: the example prompts
 
 
-def _columns(con: duckdb.DuckDBPyConnection, relation: str) -> list[str]:
-    return list(con.sql(f"select * from {quote_identifier(relation)} limit 0").columns)
-
-
-def _labels_cte(columns: Sequence[str], relation: str, filter_labeler: bool) -> str:
-    """`labels`: the chosen labeler's labels of the map's occupations, canonical types; rank 1 without ranks.
-
-    Every aggregate below is over distinct prompt ids or takes min(rank), so it equals the same aggregate over
-    the (benchmark, prompt_id, onet_soc_code, task_id) rows deduplicated with min(rank); no query needs that
-    11M-row deduplicated set itself. Parameters: the occupation codes, then the labeler when filtered."""
-    rank = "rank::bigint" if "rank" in columns else "1::bigint"
-    labeler = " and labeler = ?" if filter_labeler else ""
-    return f"""with labels as (
-    select benchmark::varchar as benchmark, prompt_id::varchar as prompt_id,
-        onet_soc_code::varchar as onet_soc_code, task_id::bigint as task_id, {rank} as rank
-    from {quote_identifier(relation)}
-    where onet_soc_code::varchar in (select unnest(?::varchar[]))
-        and benchmark is not null and prompt_id is not null and task_id is not null{labeler}
-)
-"""
-
-
-# per task and benchmark: distinct prompts
-_TASK_COUNTS_SQL = """
-select onet_soc_code, task_id, benchmark, count(distinct prompt_id) as n
-from labels group by onet_soc_code, task_id, benchmark
-order by onet_soc_code, task_id, benchmark
-"""
-# per occupation and benchmark: distinct prompts (a prompt with two tasks of the occupation counts once)
-_OCC_BENCH_SQL = """
-select onet_soc_code, benchmark, count(distinct prompt_id) as n
-from labels group by onet_soc_code, benchmark
-order by onet_soc_code, benchmark
-"""
-# per benchmark: distinct prompts labeled with a task of the map's occupations
-_BENCH_TOTALS_SQL = """
-select benchmark, count(distinct prompt_id) as n from labels group by benchmark order by benchmark
-"""
-# example prompts: per occupation and benchmark the k prompts labeled most confidently (best rank, then id),
-# with the texts of only those prompts. Extra parameter: k.
-_EXAMPLES_SQL = """,
-best as (
-    select onet_soc_code, benchmark, prompt_id, rank from (
-        select onet_soc_code, benchmark, prompt_id, min(rank) as rank,
-            row_number() over (partition by onet_soc_code, benchmark
-                               order by min(rank) asc nulls first, prompt_id asc) as pos
-        from labels group by onet_soc_code, benchmark, prompt_id
-    ) where pos <= ?
-),
-texts as (
-    select p.benchmark::varchar as benchmark, p.prompt_id::varchar as prompt_id, min(p.prompt::varchar) as prompt
-    from {prompts} p
-    semi join best on p.benchmark::varchar = best.benchmark and p.prompt_id::varchar = best.prompt_id
-    group by p.benchmark::varchar, p.prompt_id::varchar
-)
-select best.onet_soc_code, best.benchmark, best.prompt_id, texts.prompt
-from best left join texts on texts.benchmark = best.benchmark and texts.prompt_id = best.prompt_id
-order by best.onet_soc_code, best.benchmark, best.rank asc nulls first, best.prompt_id
-"""
-# statements of the labeled tasks only
-_STATEMENTS_SQL = """
-select t.onet_soc_code::varchar as onet_soc_code, t.task_id::bigint as task_id, t.task::varchar as task
-from {tasks} t
-semi join (select distinct onet_soc_code, task_id from labels) k
-    on t.onet_soc_code::varchar = k.onet_soc_code and t.task_id::bigint = k.task_id
-"""
-_N_TASKS_SQL = """
-select onet_soc_code::varchar as onet_soc_code, count(*)::bigint as n_tasks from {tasks} group by 1
-"""
-
-
-def coverage_map_data_from_connection(
-    con: duckdb.DuckDBPyConnection,
-    occupations: pl.DataFrame,
-    *,
-    labels: str = LABELS_RELATION,
-    prompts: str | None = PROMPTS_RELATION,
-    tasks: str | None = TASKS_RELATION,
-    labeler: str | None = None,
-    thresholds: Sequence[int] = THRESHOLDS,
-    examples_per_benchmark: int = 1,
-    prompt_chars: int = PROMPT_CHARS,
-    task_chars: int = TASK_CHARS,
-) -> dict[str, Any]:
-    """The page's data (JSON-ready), aggregated by DuckDB on `con`: only per-task/per-occupation counts, the
-    example prompts' texts and the labeled tasks' statements reach Python, so memory does not grow with the
-    number of labels or prompts.
-
-    `labels`, `prompts` and `tasks` name relations on `con` (tables of the warehouse, or registered frames):
-    prompt_task_labels (benchmark, prompt_id, onet_soc_code, task_id; labeler and rank used when present),
-    benchmark_prompts (benchmark, prompt_id, prompt) for the examples, onet_tasks (onet_soc_code, task_id,
-    task) for task statements; `prompts` / `tasks` None: no examples / statements. occupations: one row per
-    occupation with tasks -- onet_soc_code, title, and n_tasks (else counted from `tasks`)."""
-    label_columns = _columns(con, labels)
-    prompt_columns = _columns(con, prompts) if prompts is not None else []
-    task_columns = _columns(con, tasks) if tasks is not None else []
-
+def map_occupations(occupations: pl.DataFrame, n_tasks: pl.DataFrame | None = None) -> pl.DataFrame:
+    """One row per occupation: onet_soc_code, title, n_tasks (from `occupations`, else joined from `n_tasks`:
+    onet_soc_code, n_tasks) and major_group_code, sorted by code."""
     occ = (
         occupations.select(
             pl.col("onet_soc_code").cast(pl.Utf8),
@@ -174,57 +87,47 @@ def coverage_map_data_from_connection(
         .sort("onet_soc_code")
     )
     if "n_tasks" not in occ.columns:
-        if tasks is None:
+        if n_tasks is None:
             raise ValueError("coverage_map_data needs n_tasks in `occupations` or a `tasks` frame")
-        counts = fetch_polars(con, _N_TASKS_SQL.format(tasks=quote_identifier(tasks)))
-        occ = occ.join(counts, on="onet_soc_code", how="left").with_columns(pl.col("n_tasks").fill_null(0))
-    occ = occ.with_columns(major_group_of().alias("major_group_code"))
-    codes = [c for c in occ["onet_soc_code"].to_list() if c is not None]
+        occ = occ.join(n_tasks, on="onet_soc_code", how="left").with_columns(pl.col("n_tasks").fill_null(0))
+    return occ.with_columns(major_group_of().alias("major_group_code"))
 
-    # the labeler, exactly as select_labeler chooses it (from the distinct labelers of the whole relation)
-    chosen = labeler
-    params: list[Any] = [codes]
-    filter_labeler = False
-    if "labeler" in label_columns:
-        present = fetch_polars(con, f"select distinct labeler from {quote_identifier(labels)}")
-        if not present.is_empty():
-            _, chosen = select_labeler(present, labeler)
-            filter_labeler = True
-            params.append(chosen)
-    cte = _labels_cte(label_columns, labels, filter_labeler)
 
-    def run(sql: str, extra: Sequence[Any] = ()) -> pl.DataFrame:
-        return fetch_polars(con, cte + sql, [*params, *extra])
-
-    bench_totals = dict(run(_BENCH_TOTALS_SQL).iter_rows())
+def coverage_map_data_from_aggregates(
+    occ: pl.DataFrame,
+    aggregates: MapAggregates,
+    *,
+    thresholds: Sequence[int] = THRESHOLDS,
+    prompt_chars: int = PROMPT_CHARS,
+    task_chars: int = TASK_CHARS,
+) -> dict[str, Any]:
+    """The page's data (JSON-ready) from `map_occupations(...)` and the label aggregates: tiles, groups,
+    benchmarks, examples. The index selector holds only `all` until a builder fills it (index_options)."""
+    bench_totals = dict(aggregates.bench_totals.iter_rows())
     benchmarks = sorted(bench_totals)
     bench_index = {b: i for i, b in enumerate(benchmarks)}
 
-    task_counts = run(_TASK_COUNTS_SQL)
     statements: dict[tuple[str, int], str] = {}
-    if tasks is not None and {"onet_soc_code", "task_id", "task"} <= set(task_columns):
-        statements = {
-            (code, int(tid)): _clip(text, task_chars)
-            for code, tid, text in run(_STATEMENTS_SQL.format(tasks=quote_identifier(tasks))).iter_rows()
-        }
+    if aggregates.statements is not None:
+        statements = {(code, int(tid)): _clip(text, task_chars)
+                      for code, tid, text in aggregates.statements.iter_rows()}
     per_occ_tasks: dict[str, list[list[Any]]] = {}
     current: tuple[str, int] | None = None
-    for code, task_id, bench, n in task_counts.iter_rows():
+    for code, task_id, bench, n in aggregates.task_counts.iter_rows():
         if (code, task_id) != current:
             current = (code, task_id)
             per_occ_tasks.setdefault(code, []).append([task_id, statements.get((code, task_id), ""), []])
         per_occ_tasks[code][-1][2] += [bench_index[bench], int(n)]
 
     per_occ_bench: dict[str, list[int]] = {}
-    for code, bench, n in run(_OCC_BENCH_SQL).iter_rows():
+    for code, bench, n in aggregates.occ_bench.iter_rows():
         per_occ_bench.setdefault(code, []).extend([bench_index[bench], int(n)])
 
     example_list: list[list[Any]] = []
     per_occ_examples: dict[str, list[int]] = {}
-    if prompts is not None and {"benchmark", "prompt_id", "prompt"} <= set(prompt_columns):
-        best = run(_EXAMPLES_SQL.format(prompts=quote_identifier(prompts)), [int(examples_per_benchmark)])
+    if aggregates.examples is not None:
         example_index: dict[tuple[str, str], int] = {}
-        for code, bench, prompt_id, text in best.iter_rows():
+        for code, bench, prompt_id, text in aggregates.examples.iter_rows():
             key = (bench, prompt_id)
             if key not in example_index:
                 example_index[key] = len(example_list)
@@ -255,54 +158,11 @@ def coverage_map_data_from_connection(
         "thresholds": [int(t) for t in thresholds],
         "occupations": occupation_rows,
         "examples": example_list,
-        "labeler": chosen,
+        "labeler": aggregates.labeler,
         "indexes": index_options(None, benchmarks),  # the builders fill in benchmark_index_membership
         "bins": [[lower, colour, label] for lower, colour, label in COLOUR_BINS],
         "no_coverage_colour": NO_COVERAGE_COLOUR,
     }
-
-
-def coverage_map_data(
-    occupations: pl.DataFrame,
-    labels: pl.DataFrame,
-    prompts: pl.DataFrame | None = None,
-    tasks: pl.DataFrame | None = None,
-    *,
-    labeler: str | None = None,
-    thresholds: Sequence[int] = THRESHOLDS,
-    examples_per_benchmark: int = 1,
-    prompt_chars: int = PROMPT_CHARS,
-    task_chars: int = TASK_CHARS,
-) -> dict[str, Any]:
-    """The page's data (JSON-ready) from frames: `coverage_map_data_from_connection` on an in-memory DuckDB
-    with the frames registered as its relations (one implementation for frames and the warehouse).
-
-    occupations: one row per occupation with tasks -- onet_soc_code, title, and n_tasks (else counted from
-    `tasks`); occupation_coverage fits. labels: prompt_task_labels (benchmark, prompt_id, onet_soc_code,
-    task_id; labeler and rank used when present). prompts: benchmark_prompts (benchmark, prompt_id, prompt)
-    for the examples. tasks: onet_tasks (onet_soc_code, task_id, task) for task statements.
-    """
-    con = duckdb.connect()
-    try:
-        con.register(LABELS_RELATION, labels.to_arrow())
-        if prompts is not None:
-            con.register(PROMPTS_RELATION, prompts.to_arrow())
-        if tasks is not None:
-            con.register(TASKS_RELATION, tasks.to_arrow())
-        return coverage_map_data_from_connection(
-            con,
-            occupations,
-            prompts=PROMPTS_RELATION if prompts is not None else None,
-            tasks=TASKS_RELATION if tasks is not None else None,
-            labeler=labeler,
-            thresholds=thresholds,
-            examples_per_benchmark=examples_per_benchmark,
-            prompt_chars=prompt_chars,
-            task_chars=task_chars,
-        )
-    finally:
-        con.close()
-
 
 def index_options(membership: pl.DataFrame | None, benchmarks: Sequence[str]) -> list[dict[str, Any]]:
     """The map's index selector (JSON-ready): per index of benchmark_index_membership, `all` first: name,
@@ -660,53 +520,3 @@ def coverage_map_html(
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
-
-
-def build_coverage_map(
-    occupations: pl.DataFrame,
-    labels: pl.DataFrame,
-    prompts: pl.DataFrame | None = None,
-    tasks: pl.DataFrame | None = None,
-    *,
-    labeler: str | None = None,
-    thresholds: Sequence[int] = THRESHOLDS,
-    subtitle: str | None = None,
-    footer: str | None = None,
-    membership: pl.DataFrame | None = None,
-) -> tuple[str, dict[str, Any]]:
-    """(HTML page, its data) in one call; `membership` (benchmark_index_membership) fills the index
-    selector."""
-    data = coverage_map_data(occupations, labels, prompts, tasks, labeler=labeler, thresholds=thresholds)
-    data["indexes"] = index_options(membership, [b for b, _ in data["benchmarks"]])
-    return coverage_map_html(data, subtitle=subtitle, footer=footer), data
-
-
-def build_coverage_map_from_warehouse(
-    path: str | Path,
-    occupations: pl.DataFrame,
-    *,
-    labeler: str | None = None,
-    thresholds: Sequence[int] = THRESHOLDS,
-    subtitle: str | None = None,
-    footer: str | None = None,
-    examples_per_benchmark: int = 1,
-    membership: pl.DataFrame | None = None,
-    headline: str | None = None,
-) -> tuple[str, dict[str, Any]]:
-    """(HTML page, its data) from the warehouse at `path`, aggregated in DuckDB on a read-only connection:
-    prompt_task_labels and benchmark_prompts are never loaded whole (examples and statements are left out
-    when benchmark_prompts / onet_tasks are missing)."""
-    with connect(path, read_only=True) as con:
-        if not table_exists(con, LABELS_RELATION):
-            raise LookupError(f"table {LABELS_RELATION!r} is not in the warehouse {path}")
-        data = coverage_map_data_from_connection(
-            con,
-            occupations,
-            prompts=PROMPTS_RELATION if table_exists(con, PROMPTS_RELATION) else None,
-            tasks=TASKS_RELATION if table_exists(con, TASKS_RELATION) else None,
-            labeler=labeler,
-            thresholds=thresholds,
-            examples_per_benchmark=examples_per_benchmark,
-        )
-    data["indexes"] = index_options(membership, [b for b, _ in data["benchmarks"]])
-    return coverage_map_html(data, subtitle=subtitle, footer=footer, headline=headline), data

@@ -19,12 +19,12 @@ import pytest
 from models import coverage as cov
 from models.coverage_map import (
     NO_COVERAGE_COLOUR,
-    build_coverage_map,
     colour_for,
     coverage_map_html,
     index_options,
     occupation_shares,
 )
+from pipelines.coverage_map_queries import build_coverage_map
 
 pytestmark = pytest.mark.browser
 

@@ -32,16 +32,14 @@ from models import scores as sc
 from models import validation as val
 from models import warehouse as wh
 from models.benchmarks import BENCHMARKS_SCHEMA
-from models.coverage_map import (
-    NO_COVERAGE_COLOUR,
+from models.coverage_map import NO_COVERAGE_COLOUR, colour_for, occupation_shares
+from models.data_dictionary import DATA_DICTIONARY, undocumented_columns
+from pipelines.coverage_map_queries import (
     build_coverage_map,
     build_coverage_map_from_warehouse,
-    colour_for,
     coverage_map_data,
     coverage_map_data_from_connection,
-    occupation_shares,
 )
-from models.data_dictionary import DATA_DICTIONARY, undocumented_columns
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = PROJECT_ROOT / "notebooks" / "analyst.ipynb"
