@@ -39,10 +39,10 @@ from dagster import (
 from models import reference_labels as rl
 from models import validation as val
 from models.labeling import cache as lc
-from models.labeling import index_store
 from models.labeling.base import PromptRecord
 from models.sources import ONET_VERSION
 from pipelines import label_queries as lq
+from pipelines import task_index
 from pipelines.label_cache import LabelCache, other_labelers_labels
 from pipelines.partitions import benchmark_partitions
 from pipelines.resources import LabelerResource, Warehouse, labeler_kind_from_env
@@ -70,7 +70,7 @@ ANNOTATION_FILE = "gold_annotation_sample.csv"
         "onet_job_titles": AssetIn(),
         "onet_technology_skills": AssetIn(),
     },
-    code_version=index_store.offline_code_fingerprint(),
+    code_version=task_index.offline_code_fingerprint(),
     description="The offline labeler's TaskIndex, built once from the O*NET reference tables and pickled "
     "next "
     "to the warehouse; one row: onet_version, index_version, path, size, build and load seconds.",
@@ -83,9 +83,9 @@ def task_search_index(
     onet_job_titles: pl.DataFrame,
     onet_technology_skills: pl.DataFrame,
 ) -> pl.DataFrame:
-    version = index_store.index_version()
+    version = task_index.index_version()
     started = time.perf_counter()
-    index = index_store.build_index(
+    index = task_index.build_index(
         {
             "onet_tasks": onet_tasks,
             "onet_occupations": onet_occupations,
@@ -94,9 +94,9 @@ def task_search_index(
         }
     )
     build_s = time.perf_counter() - started
-    path = index_store.index_pickle_path(warehouse.path, version)
+    path = task_index.index_pickle_path(warehouse.path, version)
     started = time.perf_counter()
-    index_store.save_index(index, path)  # atomic: a partition never loads a half-written index
+    task_index.save_index(index, path)  # atomic: a partition never loads a half-written index
     dump_s = time.perf_counter() - started
     started = time.perf_counter()
     with open(path, "rb") as handle:
@@ -139,7 +139,7 @@ def task_search_index(
 def load_task_index(warehouse: Warehouse, log: Any = None) -> tuple[Any, str, float]:
     """The TaskIndex for this O*NET version: the stored pickle when present, else built from the reference
     tables (logged as a warning). Returns (index, origin 'pickle'|'built', seconds)."""
-    return index_store.load_or_build(warehouse.path, log.warning if log is not None else None)
+    return task_index.load_or_build(warehouse.path, log.warning if log is not None else None)
 
 
 # --- labels -------------------------------------------------------------------------------------------------

@@ -4,13 +4,17 @@ The `task_search_index` asset (assets/labels.py) builds the index once from the 
 pickles it next to the warehouse (data/warehouse/task_index/) and records its path in the one-row table
 `task_search_index`, keyed by O*NET version + index version. The index version names the pickle layout
 (INDEX_FORMAT), offline.INDEX_VERSION and a fingerprint of offline.py's source, so a pickle is only reused by
-the code that built it. Both the labels stage and the gap finder's what-if (models/gaps.py) go through here,
-so candidate prompts are labeled with exactly the index the landed ones were.
+the code that built it. Both the labels stage and the gap finder's what-if (pipelines/whatif.py) go through
+here, so candidate prompts are labeled with exactly the index the landed ones were.
+
+In pipelines/ because all of it is I/O: the warehouse table, the pickles, O*NET's DWA files, the source
+fingerprint. The index itself (models.labeling.offline.TaskIndex) is pure.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import pickle
 import threading
 import time
@@ -21,7 +25,8 @@ from typing import Any
 import polars as pl
 
 from models import warehouse as wh
-from models.sources import ONET_VERSION, resolve_source
+from models.sources import ONET_VERSION
+from pipelines.sources import resolve_source
 
 TABLE = "task_search_index"
 # Bump when the pickled index layout changes; the offline module's own INDEX_VERSION (if any) is appended.
@@ -33,7 +38,8 @@ REFERENCE_TABLES: tuple[str, ...] = ("onet_tasks", "onet_occupations", "onet_job
 def offline_code_fingerprint() -> str:
     """sha256 (12 hex) of the offline labeler's source: a pickled TaskIndex is only reused by the code that
     built it, even when a change to the index forgot to bump INDEX_VERSION."""
-    path = Path(__file__).resolve().parent / "offline.py"
+    spec = importlib.util.find_spec("models.labeling.offline")  # its file, without importing it
+    path = Path(spec.origin) if spec is not None and spec.origin else Path("missing")
     return hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.is_file() else "missing"
 
 
