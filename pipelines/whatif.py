@@ -84,7 +84,7 @@ def build_task_index(tables: dict[str, pl.DataFrame], warehouse_path: str | Path
     when one was built by the current offline labeler code for this O*NET version, so candidate prompts are
     labeled exactly like the landed ones; else built from the reference tables (onet_tasks,
     onet_occupations, onet_job_titles, onet_technology_skills) plus O*NET's task -> DWA titles."""
-    from models.labeling import index_store
+    from pipelines import task_index as index_store
 
     stored = index_store.stored_index_path(warehouse_path) if warehouse_path is not None else None
     if stored is not None:
@@ -219,7 +219,7 @@ def _print_frame(title: str, frame: pl.DataFrame, limit: int = 20) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from models.cli import DEBUG_HELP
+    from pipelines.cli import DEBUG_HELP
 
     parser = argparse.ArgumentParser(
         prog=PROG, description="Marginal gain of a candidate benchmark folder (prompts.jsonl): what it would "
@@ -256,6 +256,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from models.cli import run_cli
+    from pipelines.cli import run_cli
 
     raise SystemExit(run_cli(main, prog=PROG))

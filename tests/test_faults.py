@@ -494,12 +494,12 @@ def test_whatif_names_a_missing_or_directory_prompts_file_in_one_line(tmp_path: 
     cases = {empty: "no prompts.jsonl in this folder", as_dir: "prompts.jsonl: is a directory, not a file",
              tmp_path / "nowhere": "no such candidate folder"}
     for folder, expected in cases.items():
-        done = _command(["models.gaps", "whatif", str(folder), "--warehouse", str(warehouse)])
+        done = _command(["pipelines.whatif", str(folder), "--warehouse", str(warehouse)])
         assert done.returncode == 1 and done.stdout == "", done.stderr
         lines = done.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("python -m models.gaps: error: "), done.stderr
+        assert len(lines) == 1 and lines[0].startswith("python -m pipelines.whatif: error: "), done.stderr
         assert expected in lines[0] and str(folder) in lines[0] and "Traceback" not in done.stderr
-    debug = _command(["models.gaps", "whatif", str(as_dir), "--warehouse", str(warehouse), "--debug"])
+    debug = _command(["pipelines.whatif", str(as_dir), "--warehouse", str(warehouse), "--debug"])
     assert debug.returncode == 1 and "Traceback" in debug.stderr and "InputError" in debug.stderr
 
 
