@@ -29,7 +29,7 @@ HOURS = "computed: models/coverage.py from task_hours (MIT task shares x OEWS ho
 REGRESSION = "computed: models/regression.py (logit, occupation-clustered SEs)"
 SCORES = "computed: models/scores.py from benchmark_results and prompt_task_labels"
 VALIDATION = "computed: models/validation.py against human labels shipped with the benchmarks"
-GAPS = "computed: models/gaps.py (priority formula in docs/gap_finder.md)"
+GAPS = "computed: models/gaps/ (priority formula in docs/gap_finder.md)"
 SENSITIVITY = "computed: models/coverage.py headline re-run under alternative choices"
 CODE = "pipeline configuration"
 
