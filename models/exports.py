@@ -22,7 +22,6 @@ import contextlib
 import dataclasses
 import datetime as dt
 import fcntl
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -181,10 +180,6 @@ def prepare_table(table: str, frame: pl.DataFrame) -> pl.DataFrame:
 
 
 # --- files ----------------------------------------------------------------------------------------
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
