@@ -262,12 +262,3 @@ def speed(index: TaskIndex, records: Sequence[PromptRecord], config: OfflineLabe
     seconds = time.perf_counter() - started
     return {"prompts": len(records), "seconds": seconds, "prompts_per_second": len(records) / seconds,
             "labeled_share": float(np.mean([o.ok for o in outcomes])) if outcomes else float("nan")}
-
-
-def all_mirrored_prompts(mirror: Path | str) -> list[PromptRecord]:
-    """Every prompt of every mirrored benchmark, in folder order."""
-    records = []
-    for folder in sorted((Path(mirror) / "benchmarks").iterdir()):
-        if (folder / "prompts.jsonl").exists():
-            records += [_record(row) for row in read_prompts(mirror, folder.name)]
-    return records
