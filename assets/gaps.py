@@ -1,18 +1,14 @@
-"""Gap finder assets (group "gaps"): what to benchmark next. The logic lives in models/gaps/ (pure); the
-what-if's reads of the candidate folder and the warehouse in pipelines/whatif.py.
+"""Gap finder assets (group "gaps"): what to benchmark next. The logic lives in models/gaps/ (pure).
 
 - `gap_finder` (one multi-asset, one config): `coverage_gaps`, `occupation_gaps`, `jobbench_shortlist`,
   `major_group_gaps`.
-- `candidate_benchmark_whatif` (one multi-asset, one config): label a candidate folder; its marginal gain is
-  four assets of its own (`whatif_*`) plus the run summary `candidate_benchmark_whatif`; every published
-  table is left untouched (checked by fingerprint before and after).
+- the what-if of a candidate benchmark (`candidate_benchmark_whatif` and `whatif_*`): assets/whatif.py.
 - `occupation_score_power`: prompts per task needed for a target CI width of the O*NET-weighted score.
 
 Inputs are read through the `warehouse` resource (the labels are benchmark-partitioned; these assets use all
 partitions), and declared as `deps` so the lineage shows them.
 """
 
-import time
 from typing import Any
 
 import polars as pl
@@ -24,7 +20,6 @@ from dagster import (
     AssetKey,
     AssetOut,
     Config,
-    Failure,
     MetadataValue,
     Output,
     asset,
@@ -36,15 +31,14 @@ from pydantic import Field
 from models import gaps
 from models import indexes as ix
 from models.coverage import LABEL_COUNT_SCHEMA
-from pipelines import label_queries, whatif
-from pipelines.resources import LabelerResource, Warehouse
+from pipelines import label_queries
+from pipelines.resources import Warehouse
 
 GROUP = "gaps"
 LABELS = "prompt_task_labels"
 LABEL_COUNTS = "task_label_counts"  # coverage needs prompts per task, not the (much larger) label table
 MEMBERSHIP = "benchmark_index_membership"  # the gap lists are computed per benchmark index
 GAP_DEPS = [AssetKey(t) for t in (*gaps.REFERENCE_TABLES, LABEL_COUNTS, MEMBERSHIP)]
-WHATIF_DEPS = [AssetKey(t) for t in (*gaps.REFERENCE_TABLES, *whatif.INDEX_TABLES, LABELS, "benchmark_prompts")]
 SCORED_LABEL_COLUMNS = ["benchmark", "prompt_id", "onet_soc_code", "task_id", "labeler", "labeler_version", "rank"]
 POWER_DEPS = [AssetKey(t) for t in (LABELS, "benchmark_results", "occupation_model_scores")]
 
@@ -141,6 +135,60 @@ def gap_finder(context: AssetExecutionContext, config: GapFinderConfig, warehous
     membership = warehouse.read_table(MEMBERSHIP) if warehouse.table_exists(MEMBERSHIP) else None
     scored = _scored_tasks(warehouse, config.threshold, weights, config.labeler)
     labeler = scored["labeler"][0] if "labeler" in scored.columns and scored.height else None
+    task_gaps, occ_gaps, shortlist, groups = _gap_lists(warehouse, config, scored, labeler, membership)
+    common = {
+        "threshold": config.threshold,
+        "labeler": str(labeler),
+        "weights": MetadataValue.json(weights.as_dict()),
+    }
+    pooled_gaps = ix.only_index(task_gaps)
+    yield _output(
+        task_gaps,
+        "coverage_gaps",
+        common | {
+            "indexes": ", ".join(ix.index_names(membership)),
+            "n_gaps": pooled_gaps.height,
+            "n_tasks": scored.height,
+            "uncovered_hours": float(pooled_gaps["task_annual_hours"].sum() or 0.0),
+        },
+        ["rank", "occupation_title", "task", "task_annual_hours", "priority"],
+    )
+    yield _output(
+        occ_gaps,
+        "occupation_gaps",
+        common | {"n_occupations": occ_gaps.height},
+        ["rank", "occupation_title", "uncovered_hours", "wage_bill", "priority"],
+    )
+    yield _output(
+        shortlist,
+        "jobbench_shortlist",
+        common | {
+            "n_occupations": shortlist.height,
+            "n_not_covered": int((~shortlist["occupation_covered"]).sum()) if shortlist.height else 0,
+        },
+        ["rank", "occupation_title", "wage_bill", "desire_mean", "tasks_covered", "n_driving_tasks"],
+    )
+    yield _output(
+        groups,
+        "major_group_gaps",
+        common | {"n_rows": groups.height},
+        ["major_group_code", "occupation_title", "block_uncovered_hours", "group_uncovered_share"],
+        preview_key="largest_blocks",
+        preview=groups.sort("block_uncovered_hours", descending=True, nulls_last=True),
+    )
+    context.log.info(
+        f"{task_gaps.height} task gaps, {occ_gaps.height} occupation gaps, "
+        f"{shortlist.height} shortlisted occupations at threshold {config.threshold}"
+    )
+
+
+def _gap_lists(
+    warehouse: Warehouse, config: GapFinderConfig, scored: pl.DataFrame, labeler: str | None,
+    membership: pl.DataFrame | None,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The four gap lists, each computed per benchmark index (the pooled `scored` for index `all`, the index
+    members' label counts for the others) and stacked with an `index` column."""
+    weights = config.weights()
     per_index: dict[str, list[pl.DataFrame]] = {k: [] for k in ("task", "occ", "short", "groups")}
     for name in ix.index_names(membership):
         wanted = ix.members(membership, name)
@@ -160,210 +208,20 @@ def gap_finder(context: AssetExecutionContext, config: GapFinderConfig, warehous
     task_gaps, occ_gaps, shortlist, groups = (
         pl.concat(per_index[k], how="vertical_relaxed") for k in ("task", "occ", "short", "groups")
     )
-    common = {
-        "threshold": config.threshold,
-        "labeler": str(labeler),
-        "weights": MetadataValue.json(weights.as_dict()),
-    }
-    def output(
-        frame: pl.DataFrame,
-        name: str,
-        counts: dict[str, Any],
-        preview_columns: list[str],
-        preview_key: str = "top_10",
-        preview: pl.DataFrame | None = None,
-    ) -> Output:
-        """One output with the common metadata, its counts and a markdown preview (`preview` or `frame`)."""
-        table = MetadataValue.md(_markdown(frame if preview is None else preview, preview_columns))
-        return Output(frame, output_name=name, metadata={**common, **counts, preview_key: table})
-
-    pooled_gaps = ix.only_index(task_gaps)
-    yield output(
-        task_gaps,
-        "coverage_gaps",
-        {
-            "indexes": ", ".join(ix.index_names(membership)),
-            "n_gaps": pooled_gaps.height,
-            "n_tasks": scored.height,
-            "uncovered_hours": float(pooled_gaps["task_annual_hours"].sum() or 0.0),
-        },
-        ["rank", "occupation_title", "task", "task_annual_hours", "priority"],
-    )
-    yield output(
-        occ_gaps,
-        "occupation_gaps",
-        {"n_occupations": occ_gaps.height},
-        ["rank", "occupation_title", "uncovered_hours", "wage_bill", "priority"],
-    )
-    yield output(
-        shortlist,
-        "jobbench_shortlist",
-        {
-            "n_occupations": shortlist.height,
-            "n_not_covered": int((~shortlist["occupation_covered"]).sum()) if shortlist.height else 0,
-        },
-        ["rank", "occupation_title", "wage_bill", "desire_mean", "tasks_covered", "n_driving_tasks"],
-    )
-    yield output(
-        groups,
-        "major_group_gaps",
-        {"n_rows": groups.height},
-        ["major_group_code", "occupation_title", "block_uncovered_hours", "group_uncovered_share"],
-        preview_key="largest_blocks",
-        preview=groups.sort("block_uncovered_hours", descending=True, nulls_last=True),
-    )
-    context.log.info(
-        f"{task_gaps.height} task gaps, {occ_gaps.height} occupation gaps, "
-        f"{shortlist.height} shortlisted occupations at threshold {config.threshold}"
-    )
+    return task_gaps, occ_gaps, shortlist, groups
 
 
-# --- what-if -------------------------------------------------------------------------------------------
-
-
-class WhatIfConfig(Config):
-    candidate_folder: str = Field(
-        default="",
-        description="folder holding the candidate's prompts.jsonl (landing format); empty = nothing to do",
-    )
-    threshold: int = Field(default=gaps.DEFAULT_THRESHOLD)
-    top_n: int = Field(default=100, description="gap ranks compared before/after")
-    reuse_label_cache: bool = Field(default=True, description="read (never write) label_cache for the LLM")
-
-
-def _build_labeler(resource: LabelerResource, warehouse: Warehouse, log: Any = None) -> Any:
-    """The configured labeler (LabelerResource.build) over the labels stage's TaskIndex (the stored pickle
-    when task_search_index was materialized, else built from the reference tables)."""
-    from assets.labels import load_task_index
-
-    index, _, _ = load_task_index(warehouse, log)
-    return resource.build(index)
-
-
-def _cached_labels(warehouse: Warehouse, labeler: Any, hashes: list[str]) -> dict[str, list[Any]]:
-    from models.sources import ONET_VERSION
-    from pipelines.label_cache import CacheKey, LabelCache
-
-    return LabelCache(warehouse.path).read(CacheKey.for_labeler(labeler, ONET_VERSION), hashes)
-
-
-WHATIF_SUMMARY = "candidate_benchmark_whatif"
-WHATIF_OUTS = {
-    WHATIF_SUMMARY: AssetOut(
-        description="One-row summary of the last what-if: candidate, threshold, labeler, prompts counted, "
-        "tasks/occupations/hours newly covered, top gaps closed, published_tables_unchanged.",
-        is_required=False,  # no candidate_folder configured: nothing is written
-    ),
-    "whatif_marginal_gain": AssetOut(
-        description="Per metric (tasks, occupations, major groups, hours covered, top-N gaps closed, gap "
-        "priority mass, candidate prompt counts): before, after and gain.",
-        is_required=False,
-    ),
-    "whatif_newly_covered_tasks": AssetOut(
-        description="The tasks the candidate would newly bring to the threshold, with their work hours.",
-        is_required=False,
-    ),
-    "whatif_newly_covered_occupations": AssetOut(
-        description="The occupations that would newly have a task at the threshold.", is_required=False
-    ),
-    "whatif_gap_rank_changes": AssetOut(
-        description="Gap ranks before and after for the top N gaps and for every gap the candidate closes.",
-        is_required=False,
-    ),
-}
-
-
-def _whatif_summary(
-    result: gaps.WhatIfResult, config: WhatIfConfig, model: Any, unchanged: bool, seconds: float
-) -> pl.DataFrame:
-    gain = {r["metric"]: r for r in result.marginal_gain.iter_rows(named=True)}
-
-    def value(metric: str, field: str = "gain") -> float | None:
-        return gain[metric][field] if metric in gain else None
-
-    return pl.DataFrame(
-        [
-            {
-                "candidate": result.marginal_gain["candidate"][0],
-                "candidate_folder": config.candidate_folder,
-                "threshold": config.threshold,
-                "labeler": model.name,
-                "labeler_version": model.labeler_version,
-                "candidate_prompts": value("candidate_prompts", "after"),
-                "candidate_prompts_counted": value("candidate_prompts_counted", "after"),
-                "tasks_newly_covered": value("tasks_covered"),
-                "occupations_newly_covered": value("occupations_covered"),
-                "hours_newly_covered": value("hours_covered"),
-                "hours_share_gain": value("hours_share_covered"),
-                "top_gaps_closed": value(f"top_{config.top_n}_gaps_closed", "after"),
-                "published_tables_unchanged": unchanged,
-                "seconds": round(seconds, 2),
-            }
-        ]
-    )
-
-
-def _changed(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    return sorted(set(before) ^ set(after) | {k for k in before if before.get(k) != after.get(k)})
-
-
-@multi_asset(
-    name="candidate_benchmark_whatif",
-    outs=WHATIF_OUTS,
-    deps=WHATIF_DEPS,
-    group_name=GROUP,
-    can_subset=False,
-    description="What would a candidate benchmark add? Labels the candidate folder's prompts (not landed) "
-    "and writes the marginal gain to whatif_marginal_gain, whatif_newly_covered_tasks, "
-    "whatif_newly_covered_occupations and whatif_gap_rank_changes, and a run summary to "
-    "candidate_benchmark_whatif. Published tables are never written (fingerprinted before and after).",
-)
-def candidate_benchmark_whatif(
-    context: AssetExecutionContext, config: WhatIfConfig, warehouse: Warehouse, labeler: LabelerResource
-):
-    if not config.candidate_folder.strip():
-        context.log.info("no candidate_folder configured: nothing to do (tables unchanged)")
-        yield Output(None, output_name=WHATIF_SUMMARY, metadata={"skipped": "no candidate_folder configured"})
-        return
-    started = time.monotonic()
-    before = whatif.table_fingerprints(warehouse.path)
-    model = _build_labeler(labeler, warehouse, context.log)
-    cached = None
-    if config.reuse_label_cache and labeler.kind != "offline":
-        prompts, _ = whatif.read_candidate_prompts(config.candidate_folder)
-        cached = _cached_labels(warehouse, model, prompts["prompt_hash"].unique().to_list())
-    params = gaps.WhatIfParams(threshold=config.threshold, top_n=config.top_n)
-    result = whatif.run_whatif(warehouse.path, config.candidate_folder, params, labeler=model, cached=cached)
-    changed = _changed(before, whatif.table_fingerprints(warehouse.path))
-    if changed:
-        raise Failure(description=f"published tables changed during the what-if: {changed}")
-    # Dagster hands each yielded output to the IO manager before the body resumes, so the fingerprints
-    # taken after this loop see the what-if tables written
-    for name, frame in gaps.whatif_tables(result).items():
-        yield Output(frame, output_name=name)
-    unchanged = whatif.table_fingerprints(warehouse.path) == before
-    if not unchanged:
-        raise Failure(description="a published table changed while writing the what-if tables")
-    summary = _whatif_summary(result, config, model, unchanged, time.monotonic() - started)
-    context.log.info(f"what-if {config.candidate_folder}: {summary.row(0, named=True)}")
-    row = summary.row(0, named=True)
-    yield Output(
-        summary,
-        output_name=WHATIF_SUMMARY,
-        metadata={
-            "tasks_newly_covered": int(row["tasks_newly_covered"] or 0),
-            "occupations_newly_covered": int(row["occupations_newly_covered"] or 0),
-            "hours_newly_covered": float(row["hours_newly_covered"] or 0.0),
-            "published_tables_unchanged": unchanged,
-            "tables": ", ".join(gaps.WHATIF_TABLES),
-            "newly_covered_tasks": MetadataValue.md(
-                _markdown(
-                    result.newly_covered_tasks,
-                    ["occupation_title", "task", "n_prompts_before", "n_prompts_after", "task_annual_hours"],
-                )
-            ),
-        },
-    )
+def _output(
+    frame: pl.DataFrame,
+    name: str,
+    metadata: dict[str, Any],
+    preview_columns: list[str],
+    preview_key: str = "top_10",
+    preview: pl.DataFrame | None = None,
+) -> Output:
+    """One output with its metadata and a markdown preview (`preview` or `frame`)."""
+    table = MetadataValue.md(_markdown(frame if preview is None else preview, preview_columns))
+    return Output(frame, output_name=name, metadata={**metadata, preview_key: table})
 
 
 # --- statistical power ---------------------------------------------------------------------------------
@@ -489,7 +347,3 @@ def jobbench_shortlist_rule(context: AssetCheckExecutionContext, warehouse: Ware
         severity=AssetCheckSeverity.WARN,
         metadata={"rows": df.height, "rows_at_or_below_3": low_desire, "ordered_by_wage_bill": ordered},
     )
-
-
-ASSETS: list = [gap_finder, candidate_benchmark_whatif, occupation_score_power]
-CHECKS: list = [coverage_gaps_ranked, major_group_gaps_all_groups, jobbench_shortlist_rule]
