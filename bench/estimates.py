@@ -46,7 +46,7 @@ def one(warehouse: str, factor: int, draws: int) -> dict:
 
     from assets.estimates import read_inputs, regressions_mi, split_check
     from models import estimates as es
-    from models import warehouse as wh
+    from pipelines import warehouse as wh
     from pipelines.resources import Warehouse
 
     times: dict[str, float] = {}

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 import duckdb
 
 from models.errors import InputError, SourceNotFoundError
-from models.warehouse import WarehouseLockTimeout
+from pipelines.warehouse import WarehouseLockTimeout
 
 DEBUG_FLAG = "--debug"
 DEBUG_HELP = f"{DEBUG_FLAG}: show the full traceback of an error instead of one line"

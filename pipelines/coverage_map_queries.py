@@ -16,7 +16,6 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from models import warehouse as wh
 from models.coverage import THRESHOLDS, select_labeler
 from models.coverage_map import (
     PROMPT_CHARS,
@@ -27,6 +26,7 @@ from models.coverage_map import (
     index_options,
     map_occupations,
 )
+from pipelines import warehouse as wh
 
 LABELS_RELATION = "prompt_task_labels"
 PROMPTS_RELATION = "benchmark_prompts"

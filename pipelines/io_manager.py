@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 from dagster import ConfigurableIOManager, InputContext, OutputContext
 
-from models import warehouse as wh
+from pipelines import warehouse as wh
 from pipelines.resources import Warehouse
 
 PARTITION_COLUMN = "benchmark"

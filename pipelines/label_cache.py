@@ -18,7 +18,6 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from models import warehouse as wh
 from models.labeling import label_store
 from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
 from models.labeling.cache import (
@@ -31,6 +30,7 @@ from models.labeling.cache import (
     labels_from_json,
     labels_to_json,
 )
+from pipelines import warehouse as wh
 
 CACHE_TABLE = "label_cache"
 FAILURES_TABLE = "label_failures"

@@ -14,8 +14,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from models import warehouse as wh
 from models.coverage import LABEL_COUNT_SCHEMA, LABEL_DEPTHS
+from pipelines import warehouse as wh
 
 LABELS = "prompt_task_labels"
 PROMPTS = "benchmark_prompts"

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from dagster import Config, ConfigurableResource, EnvVar, InitResourceContext
 
-from models import warehouse as wh
+from pipelines import warehouse as wh
 from pipelines.settings import DEFAULT_WAREHOUSE, Settings, settings
 
 if TYPE_CHECKING:

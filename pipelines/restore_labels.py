@@ -26,10 +26,10 @@ from pathlib import Path
 
 import polars as pl
 
-from models import warehouse as wh
 from models.labeling import label_store
 from pipelines import cli, integrity
 from pipelines import label_cache as lc
+from pipelines import warehouse as wh
 
 
 @dataclass

@@ -141,7 +141,7 @@ def headline_lines(warehouse_path: str | None) -> list[str]:
     exist are used, unknown metrics are shown as they are, and a missing table gives no line."""
     if not warehouse_path:
         return []
-    from models import warehouse as wh
+    from pipelines import warehouse as wh
 
     try:
         frame = wh.read_table(warehouse_path, "coverage_headline")
@@ -276,7 +276,7 @@ class Runner:
 def _add_stored_counts(counts: dict[str, int], by_benchmark: dict[str, dict[str, int]], names: list[str],
                        warehouse_path: str, totals: dict[str, int]) -> None:
     """Add the stored prompt/result/reject counts of skipped partitions to the run's totals."""
-    from models import warehouse as wh
+    from pipelines import warehouse as wh
 
     if "benchmarks" in counts and names:
         try:

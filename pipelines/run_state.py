@@ -37,7 +37,7 @@ from typing import Any
 
 import polars as pl
 
-from models import warehouse as wh
+from pipelines import warehouse as wh
 from pipelines.settings import PROJECT_ROOT, Settings, settings
 
 TABLE = "run_all_state"

@@ -24,8 +24,8 @@ from typing import Any
 
 import polars as pl
 
-from models import warehouse as wh
 from models.sources import ONET_VERSION
+from pipelines import warehouse as wh
 from pipelines.sources import resolve_source
 
 TABLE = "task_search_index"

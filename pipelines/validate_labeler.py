@@ -38,9 +38,9 @@ from typing import Any
 import polars as pl
 
 from models import reference_labels as rl
-from models import warehouse as wh
 from models.labeling import cache as lc
 from models.labeling.base import LabelOutcome, PromptRecord
+from pipelines import warehouse as wh
 from pipelines.label_cache import LabelCache
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,8 +20,8 @@ from typing import Any
 import polars as pl
 
 from models import gaps
-from models import warehouse as wh
 from models.errors import InputError
+from pipelines import warehouse as wh
 from pipelines.label_queries import LABELS, label_counts_from_connection
 
 # The tables the offline labeler's TaskIndex is built from, beside gaps.REFERENCE_TABLES.

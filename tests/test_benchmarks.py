@@ -29,8 +29,8 @@ from dagster import (
 
 from assets import benchmarks as bench_assets
 from models import benchmarks as bm
-from models import warehouse as wh
 from pipelines import run_all
+from pipelines import warehouse as wh
 from pipelines.io_manager import WarehouseIOManager
 from pipelines.jobs import JOBS
 from pipelines.partitions import benchmark_partitions

@@ -6,7 +6,6 @@ import numpy as np
 import polars as pl
 import pytest
 
-from models import warehouse as wh
 from models.coverage import (
     SOC_MAJOR_GROUPS,
     coverage_headline,
@@ -18,6 +17,7 @@ from models.coverage import (
     select_labeler,
     task_coverage,
 )
+from pipelines import warehouse as wh
 
 OCC_A, OCC_B, OCC_C = "15-1211.00", "15-1212.00", "11-1011.00"
 

@@ -280,7 +280,7 @@ def test_reliability_figure_draws():
 
 @pytest.fixture(scope="module")
 def mirror_tables(full_pipeline):
-    from models import warehouse as wh
+    from pipelines import warehouse as wh
 
     def read(name: str) -> pl.DataFrame:
         return wh.read_table(full_pipeline.warehouse, name)

@@ -30,10 +30,10 @@ from models import indexes as ix
 from models import regression as reg
 from models import scores as sc
 from models import validation as val
-from models import warehouse as wh
 from models.benchmarks import BENCHMARKS_SCHEMA
 from models.coverage_map import NO_COVERAGE_COLOUR, colour_for, occupation_shares
 from models.data_dictionary import DATA_DICTIONARY, undocumented_columns
+from pipelines import warehouse as wh
 from pipelines.coverage_map_queries import (
     build_coverage_map,
     build_coverage_map_from_warehouse,

@@ -28,8 +28,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import common  # noqa: E402
-from models import warehouse as wh  # noqa: E402
 from pipelines import label_cache as lc  # noqa: E402
+from pipelines import warehouse as wh  # noqa: E402
 
 LABEL_KEYS = ["benchmarks", "benchmark_prompts", "benchmark_results", "benchmark_rejects", "prompt_task_labels"]
 LANDING_KEYS = LABEL_KEYS[:4]

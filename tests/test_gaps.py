@@ -620,13 +620,13 @@ def landed(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def _labels_in(warehouse: str) -> pl.DataFrame:
-    from models import warehouse as wh
+    from pipelines import warehouse as wh
 
     return wh.read_table(warehouse, "prompt_task_labels")
 
 
 def test_gap_finder_on_the_mirror(landed: dict[str, Any]) -> None:
-    from models import warehouse as wh
+    from pipelines import warehouse as wh
 
     warehouse = landed["warehouse"]
     result = _materialize(
@@ -680,7 +680,7 @@ def _candidate_folder(tmp: Path, name: str, rows: list[dict[str, Any]]) -> Path:
 
 def test_whatif_on_a_copy_of_a_landed_benchmark_adds_nothing(landed: dict[str, Any]) -> None:
     from models import gaps as gaps_module
-    from models import warehouse as wh
+    from pipelines import warehouse as wh
     from pipelines import whatif
 
     warehouse, tmp = landed["warehouse"], landed["tmp"]
@@ -739,8 +739,8 @@ def test_whatif_on_a_synthetic_benchmark_aimed_at_one_uncovered_occupation(
     landed: dict[str, Any], capsys: pytest.CaptureFixture
 ) -> None:
     from models import gaps as gaps_module
-    from models import warehouse as wh
     from models.coverage import task_hour_weights
+    from pipelines import warehouse as wh
     from pipelines import whatif
 
     warehouse, tmp = landed["warehouse"], landed["tmp"]
@@ -858,8 +858,8 @@ def test_whatif_on_a_synthetic_benchmark_aimed_at_one_uncovered_occupation(
 
 
 def test_occupation_score_power_on_the_mirror(landed: dict[str, Any]) -> None:
-    from models import warehouse as wh
     from models.scores import occupation_model_scores
+    from pipelines import warehouse as wh
 
     warehouse = landed["warehouse"]
     _materialize(["occupation_score_power"], warehouse, landed["instance"])

@@ -14,9 +14,9 @@ import pytest
 
 from models import coverage as cov
 from models import indexes as ix
-from models import warehouse as wh
 from models.data_dictionary import undocumented_columns
 from models.errors import InputError
+from pipelines import warehouse as wh
 
 INDEX_DIR = Path(__file__).resolve().parents[1] / "data" / "indexes"
 ECONOMIC = "economic_agentic"

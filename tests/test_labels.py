@@ -7,12 +7,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from models import warehouse as wh
 from models.labeling import cache as lc
 from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
 from models.reference_labels import REFERENCE_SCHEMA
 from pipelines import label_cache
 from pipelines import label_queries as lq
+from pipelines import warehouse as wh
 from pipelines.label_cache import LabelCache
 
 

@@ -30,7 +30,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import common  # noqa: E402
-from models import warehouse as wh  # noqa: E402
+from pipelines import warehouse as wh  # noqa: E402
 
 LANDING_KEYS = ["benchmarks", "benchmark_prompts", "benchmark_results", "benchmark_rejects"]
 

@@ -14,9 +14,9 @@ import pytest
 from assets import reference as reference_assets
 from models import expectations as ex
 from models import reference as ref
-from models import warehouse as wh
 from models.errors import InputError, SourceNotFoundError
 from models.sources import resolve_source, sha256_file
+from pipelines import warehouse as wh
 from pipelines.io_manager import WarehouseIOManager
 from pipelines.resources import Warehouse
 

@@ -1,5 +1,9 @@
 """DuckDB warehouse access without Dagster: short-lived connections, lock retries, transactional writes.
 
+The one place that opens the warehouse: the resource and IO manager (pipelines/resources.py,
+pipelines/io_manager.py) and the stores (label_cache, label_queries, coverage_map_queries, task_index) go
+through it; models/ never does.
+
 DuckDB lets one process write a database file at a time. Every access here opens a connection, does its work
 in one transaction and closes it, retrying while another process holds the lock, so partition-parallel runs
 take turns instead of failing.
@@ -8,7 +12,6 @@ take turns instead of failing.
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import re
 import time
@@ -18,10 +21,9 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from pipelines.settings import settings
+
 LOCK_WAIT_S = 120.0
-# DuckDB's own default is 80% of RAM; a bound makes big aggregations spill to disk instead of growing the
-# process (the analysis steps aggregate the whole label table in SQL). Override with BENCHMAP_DUCKDB_MEMORY.
-DEFAULT_MEMORY_LIMIT = "1GB"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -37,9 +39,15 @@ def quote_identifier(name: str) -> str:
 
 
 @contextlib.contextmanager
-def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = LOCK_WAIT_S
-            ) -> Iterator[duckdb.DuckDBPyConnection]:
+def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = LOCK_WAIT_S,
+            memory_limit: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection to the warehouse file, closed on exit; waits up to `lock_wait_s` for another writer.
+
+    `memory_limit` (DuckDB syntax, e.g. '1GB'): None takes Settings.duckdb_memory (BENCHMAP_DUCKDB_MEMORY,
+    default 1GB; DuckDB's own default is 80% of RAM, and a bound makes big aggregations spill to disk instead of
+    growing the process: the analysis steps aggregate the whole label table in SQL)."""
     path = Path(path)
+    config = _connection_config(path, memory_limit or settings().duckdb_memory)
     if read_only and not path.exists():
         read_only = False  # a fresh warehouse: create it
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -47,7 +55,7 @@ def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = L
     delay = 0.05
     while True:
         try:
-            con = duckdb.connect(str(path), read_only=read_only, config=_connection_config(path))
+            con = duckdb.connect(str(path), read_only=read_only, config=config)
             break
         except duckdb.IOException as exc:  # "Could not set lock on file": another process is writing
             if "lock" not in str(exc).lower() or time.monotonic() > deadline:
@@ -64,9 +72,9 @@ def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = L
         con.close()
 
 
-def _connection_config(path: Path) -> dict[str, str]:
+def _connection_config(path: Path, memory_limit: str) -> dict[str, str]:
     return {
-        "memory_limit": os.environ.get("BENCHMAP_DUCKDB_MEMORY", DEFAULT_MEMORY_LIMIT),
+        "memory_limit": memory_limit,
         "temp_directory": str(path.parent / ".duckdb_spill"),
     }
 
