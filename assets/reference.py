@@ -1,6 +1,6 @@
 """Reference tables (O*NET 29.2, OEWS May 2024, task shares, exposure labels, WORKBank) and their GX checks.
 
-Thin wrappers: each asset resolves its source files (`models.sources.resolve_source`: data/raw, then
+Thin wrappers: each asset resolves its source files (`pipelines.sources.resolve_source`: data/raw, then
 $BENCHMAP_MIRROR, then the official URL), calls the pure parsers/builders in `models.reference`, records the
 source version, sha256, row counts and match rates as metadata and returns a polars frame that the
 `WarehouseIOManager` writes as table `<asset name>` in one transaction. A parser error (`InputError` naming
@@ -34,7 +34,7 @@ from dagster import (
 
 from models import expectations as ex
 from models import reference as ref
-from models.sources import ResolvedSource, resolve_source
+from pipelines.sources import ResolvedSource, resolve_source
 
 GROUP = "reference"
 KINDS = {"polars", "duckdb"}

@@ -30,7 +30,7 @@ from typing import Any
 
 import polars as pl
 
-from models.sources import mirror_dir, raw_dir
+from pipelines.sources import mirror_dir, raw_dir
 
 log = logging.getLogger(__name__)
 

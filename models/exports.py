@@ -41,7 +41,8 @@ import polars as pl
 import xlsxwriter
 
 from models.data_dictionary import DATA_DICTIONARY, TABLE_DESCRIPTIONS, describe, undocumented_columns
-from models.sources import PROJECT_ROOT, SOURCES, candidate_paths, sha256_file
+from models.sources import PROJECT_ROOT, SOURCES
+from pipelines.sources import candidate_paths, sha256_file
 
 # The analysis tables the report needs (missing ones fail the exports check) ...
 REQUIRED_TABLES: tuple[str, ...] = (

@@ -1,25 +1,14 @@
-"""Where each source file comes from: the landing zone, the mirror, or its official URL.
+"""The source files benchmap reads: where each is published, its version and licence (pure constants).
 
-Resolution order (DEVELOPERS.md): `data/raw/<source>/<file>`, then `$BENCHMAP_MIRROR/<source>/<file>`, then a
-download from the official URL into `data/raw/<source>/<file>`. Set `BENCHMAP_OFFLINE=1` to skip downloads.
+Finding a file (data/raw, then the mirror, then a download) is I/O and lives in `pipelines.sources`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
-import os
-import shutil
-import urllib.request
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from models.errors import SourceNotFoundError
-
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_RAW_DIR = PROJECT_ROOT / "data" / "raw"
-DOWNLOAD_TIMEOUT_S = 60
 
 
 @dataclass(frozen=True)
@@ -93,102 +82,3 @@ SOURCES: dict[str, SourceFile] = {
                    licence="none stated"),
     ]
 }
-
-
-def raw_dir() -> Path:
-    return Path(os.environ.get("BENCHMAP_RAW_DIR", DEFAULT_RAW_DIR))
-
-
-def mirror_dir() -> Path | None:
-    mirror = os.environ.get("BENCHMAP_MIRROR")
-    if not mirror:
-        return None
-    path = Path(mirror)
-    return path if path.is_absolute() else (PROJECT_ROOT / path).resolve()
-
-
-def downloads_allowed() -> bool:
-    return os.environ.get("BENCHMAP_OFFLINE", "").lower() not in {"1", "true", "yes"}
-
-
-@dataclass(frozen=True)
-class ResolvedSource:
-    spec: SourceFile
-    path: Path
-    origin: str  # 'raw' | 'mirror' | 'download'
-
-    def sha256(self) -> str:
-        return sha256_file(self.path)
-
-    def metadata(self) -> dict[str, str]:
-        return {
-            "source_file": self.spec.key,
-            "source_version": self.spec.version,
-            "source_origin": self.origin,
-            "source_path": str(self.path),
-            "sha256": self.sha256(),
-            "licence": self.spec.licence,
-        }
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def candidate_paths(spec: SourceFile) -> list[tuple[str, Path]]:
-    places = [("raw", raw_dir() / spec.source / spec.filename)]
-    mirror = mirror_dir()
-    if mirror is not None:
-        places.append(("mirror", mirror / spec.source / spec.filename))
-    return places
-
-
-def _download(spec: SourceFile, target: Path) -> None:
-    assert spec.url is not None
-    request = urllib.request.Request(spec.url, headers={"User-Agent": "benchmap/0.1 (research pipeline)"})
-    with urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT_S) as response:
-        payload = response.read()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".part")
-    if spec.archive_member:
-        with zipfile.ZipFile(io.BytesIO(payload)) as archive, archive.open(spec.archive_member) as member, \
-                open(partial, "wb") as out:
-            shutil.copyfileobj(member, out)
-    else:
-        partial.write_bytes(payload)
-    partial.replace(target)  # atomic: a half-written download never looks like a source file
-
-
-def resolve_source(key_or_spec: str | SourceFile, *, required: bool = True) -> ResolvedSource | None:
-    """Find a source file: data/raw, then $BENCHMAP_MIRROR, then its official URL.
-
-    Raises SourceNotFoundError naming the file, every place looked and the URL when nothing works
-    (or returns None when `required` is False).
-    """
-    spec = SOURCES[key_or_spec] if isinstance(key_or_spec, str) else key_or_spec
-    places = candidate_paths(spec)
-    for origin, path in places:
-        if path.is_file():
-            return ResolvedSource(spec, path, origin)
-    tried = [f"{origin}: {path}" for origin, path in places]
-    if mirror_dir() is None:
-        tried.append("mirror: BENCHMAP_MIRROR is not set")
-    if spec.url and downloads_allowed():
-        target = raw_dir() / spec.source / spec.filename
-        try:
-            _download(spec, target)
-            return ResolvedSource(spec, target, "download")
-        except Exception as exc:  # network errors, HTTP errors, a bad archive
-            tried.append(f"download: {spec.url} failed ({type(exc).__name__}: {exc})")
-    elif spec.url:
-        tried.append(f"download: skipped (BENCHMAP_OFFLINE is set); URL {spec.url}")
-    if not required:
-        return None
-    raise SourceNotFoundError(
-        f"source file {spec.key!r} ({spec.version}) not found. Looked in: " + "; ".join(tried)
-        + (f". Official URL: {spec.url}" if spec.url else "")
-    )

@@ -30,7 +30,7 @@ from models.labeling import selector_cv as cv
 from models.labeling.offline import OfflineLabelerConfig, TaskIndex, load_onet_reference_frames
 from models.labeling.selector import FIT_PATH, TrainingPrompt
 from models.reference_labels import DEFAULT_FOLDER, SPLIT_FILES, load_reference
-from models.sources import resolve_source
+from pipelines.sources import resolve_source
 
 OOF_FILE = "selector_oof.json"  # the held-out label sets of the cross-validation, beside the fit
 # Issue 13's targets for the cross-validated development-split figures.

@@ -1,0 +1,127 @@
+"""Finding source files on disk or on the web: the side-effecting half of `models.sources`.
+
+Resolution order (DEVELOPERS.md): `data/raw/<source>/<file>` (BENCHMAP_RAW_DIR), then
+`$BENCHMAP_MIRROR/<source>/<file>`, then a download from the official URL into `data/raw/<source>/<file>`;
+BENCHMAP_OFFLINE=1 skips downloads. The three variables are read through `pipelines.settings` (the one place
+that looks at the environment), at call time, so a test that sets them sees them. Every function takes an
+optional `Settings` for callers that hold one (a resource, a test); by default it is `settings()`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import shutil
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from models.errors import SourceNotFoundError
+from models.sources import SOURCES, SourceFile
+from pipelines.settings import Settings, settings
+
+DOWNLOAD_TIMEOUT_S = 60
+USER_AGENT = "benchmap/0.1 (research pipeline)"
+
+
+def raw_dir(config: Settings | None = None) -> Path:
+    """The landing zone (BENCHMAP_RAW_DIR, default data/raw)."""
+    return (config or settings()).raw_dir
+
+
+def mirror_dir(config: Settings | None = None) -> Path | None:
+    """The read-only data mirror (BENCHMAP_MIRROR; relative paths from the project root), or None."""
+    return (config or settings()).mirror
+
+
+def downloads_allowed(config: Settings | None = None) -> bool:
+    return (config or settings()).downloads_allowed
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class ResolvedSource:
+    spec: SourceFile
+    path: Path
+    origin: str  # 'raw' | 'mirror' | 'download'
+
+    def sha256(self) -> str:
+        return sha256_file(self.path)
+
+    def metadata(self) -> dict[str, str]:
+        return {
+            "source_file": self.spec.key,
+            "source_version": self.spec.version,
+            "source_origin": self.origin,
+            "source_path": str(self.path),
+            "sha256": self.sha256(),
+            "licence": self.spec.licence,
+        }
+
+
+def candidate_paths(spec: SourceFile, config: Settings | None = None) -> list[tuple[str, Path]]:
+    """(origin, path) of every place the file may already be, best first; nothing is downloaded."""
+    config = config or settings()
+    places = [("raw", raw_dir(config) / spec.source / spec.filename)]
+    mirror = mirror_dir(config)
+    if mirror is not None:
+        places.append(("mirror", mirror / spec.source / spec.filename))
+    return places
+
+
+def _download(spec: SourceFile, target: Path) -> None:
+    assert spec.url is not None
+    request = urllib.request.Request(spec.url, headers={"User-Agent": USER_AGENT})
+    with urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT_S) as response:
+        payload = response.read()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".part")
+    if spec.archive_member:
+        with zipfile.ZipFile(io.BytesIO(payload)) as archive, archive.open(spec.archive_member) as member, \
+                open(partial, "wb") as out:
+            shutil.copyfileobj(member, out)
+    else:
+        partial.write_bytes(payload)
+    partial.replace(target)  # atomic: a half-written download never looks like a source file
+
+
+def resolve_source(
+    key_or_spec: str | SourceFile, *, required: bool = True, config: Settings | None = None
+) -> ResolvedSource | None:
+    """Find a source file: data/raw, then $BENCHMAP_MIRROR, then its official URL.
+
+    Raises SourceNotFoundError naming the file, every place looked and the URL when nothing works
+    (or returns None when `required` is False).
+    """
+    config = config or settings()
+    spec = SOURCES[key_or_spec] if isinstance(key_or_spec, str) else key_or_spec
+    places = candidate_paths(spec, config)
+    for origin, path in places:
+        if path.is_file():
+            return ResolvedSource(spec, path, origin)
+    tried = [f"{origin}: {path}" for origin, path in places]
+    if mirror_dir(config) is None:
+        tried.append("mirror: BENCHMAP_MIRROR is not set")
+    if spec.url and downloads_allowed(config):
+        target = raw_dir(config) / spec.source / spec.filename
+        try:
+            _download(spec, target)
+            return ResolvedSource(spec, target, "download")
+        except Exception as exc:  # network errors, HTTP errors, a bad archive
+            tried.append(f"download: {spec.url} failed ({type(exc).__name__}: {exc})")
+    elif spec.url:
+        tried.append(f"download: skipped (BENCHMAP_OFFLINE is set); URL {spec.url}")
+    if not required:
+        return None
+    raise SourceNotFoundError(
+        f"source file {spec.key!r} ({spec.version}) not found. Looked in: " + "; ".join(tried)
+        + (f". Official URL: {spec.url}" if spec.url else "")
+    )
