@@ -46,10 +46,10 @@ from dagster import (
 )
 
 from models import benchmarks as bm
-from models.sources import PROJECT_ROOT
 from pipelines import cli, integrity, restore_labels, run_state
 from pipelines.jobs import WAREHOUSE_CHECKS
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
+from pipelines.settings import PROJECT_ROOT, settings
 
 EXIT_DAMAGED = 3
 QUIET_LOGGERS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -320,27 +320,64 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     """Run everything; `defs` defaults to pipelines.definitions.defs and `instance` to the one at DAGSTER_HOME
     (tests pass their own)."""
     args = _parser().parse_args(argv)
-    if instance is None and not os.environ.get("DAGSTER_HOME"):
-        os.environ["DAGSTER_HOME"] = str(PROJECT_ROOT)
-        print(f"DAGSTER_HOME not set: using {PROJECT_ROOT}")
-    if defs is None:
-        from pipelines.definitions import defs  # after DAGSTER_HOME is set; builds the warehouse from the env
-
-    home = Path(os.environ.get("DAGSTER_HOME", "")).resolve()
-    if instance is None and home == PROJECT_ROOT and Path.cwd().resolve() != PROJECT_ROOT:
-        print(f"  warning: dagster.yaml keeps runs in .dagster/ relative to the working directory; run from "
-              f"{PROJECT_ROOT} to use the project's instance", file=sys.stderr)
+    defs = _definitions(defs, own_instance=instance is None)
     started = time.monotonic()
     warehouse_path = getattr((defs.resources or {}).get("warehouse"), "path", None)
-    force = args.force
+    checked = _check_warehouse(warehouse_path, rebuild=args.rebuild)
+    if isinstance(checked, int):
+        return checked
+    report, restored = checked
+    instance = instance or open_instance()
+    landing = bm.discover()
+    names = _benchmark_names(landing, args.benchmarks)
+    if names is None:
+        return 2
+    plan = plan_from_definitions(defs)
+    log_path = _log_path(warehouse_path, args.log_file)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    _print_header(landing, names, plan, instance, warehouse_path, report, log_path)
+    partitions = _partitions(instance, landing, names)
+    trust = integrity.trusted(warehouse_path) if warehouse_path else contextlib.nullcontext()
+    with trust, open(log_path, "a", encoding="utf-8") as log:  # checked: its in-process runs need not again
+        runner = Runner(defs, instance, log=log, verbose=args.verbose)
+        steps = _Steps(warehouse_path, report, args.force or restored)
+        reference_fp = run_state.reference_fingerprint(runner.resources.get("labeler"))
+        if not args.skip_reference:
+            _run_step(runner, steps, "reference", reference_fp, "reference", plan.reference, "reference")
+        _run_partitions(runner, steps, plan, landing, partitions, reference_fp)
+        if not args.skip_analysis:
+            _run_analysis(runner, steps, plan, reference_fp)
+    _print_summary(runner, names, warehouse_path, log_path, started, skip_analysis=args.skip_analysis)
+    return 1 if runner.failures else 0
 
-    # integrity before trust: nothing is planned, skipped or written over a warehouse that cannot be read
-    if warehouse_path and (args.rebuild or (not Path(warehouse_path).exists()
-                                            and restore_labels.label_store.has_segments(warehouse_path))):
+
+# --- the steps of main --------------------------------------------------------------------------------------
+
+def _definitions(defs: Definitions | None, *, own_instance: bool) -> Definitions:
+    """The given Definitions, or the code location's, once DAGSTER_HOME is set (the project root by default)."""
+    if own_instance and settings().dagster_home is None:
+        os.environ["DAGSTER_HOME"] = str(PROJECT_ROOT)  # written for Dagster, which reads it itself
+        print(f"DAGSTER_HOME not set: using {PROJECT_ROOT}")
+    if defs is None:
+        from pipelines.definitions import defs  # after DAGSTER_HOME is set
+    home = settings().dagster_home
+    if own_instance and home is not None and home.resolve() == PROJECT_ROOT and Path.cwd().resolve() != PROJECT_ROOT:
+        print(f"  warning: dagster.yaml keeps runs in .dagster/ relative to the working directory; run from "
+              f"{PROJECT_ROOT} to use the project's instance", file=sys.stderr)
+    return defs
+
+
+def _check_warehouse(warehouse_path: str | None, *, rebuild: bool
+                     ) -> int | tuple[integrity.IntegrityReport | None, bool]:
+    """Integrity before trust: nothing is planned, skipped or written over a warehouse that cannot be read.
+    Returns EXIT_DAMAGED, or the integrity report and whether the label cache was restored (every step runs)."""
+    restored = False
+    if warehouse_path and (rebuild or (not Path(warehouse_path).exists()
+                                       and restore_labels.label_store.has_segments(warehouse_path))):
         # asked to, or the warehouse is gone but its labels are not: they come back before anything runs
         for line in restore_labels.restore(warehouse_path).lines():
             print(line)
-        force = True
+        restored = True
     report = integrity.check_warehouse(warehouse_path, per_benchmark=True) if warehouse_path else None
     if report is not None and not report.ok:
         print(f"python -m pipelines.run_all: error: {report.message()}", file=sys.stderr)
@@ -350,20 +387,24 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
         if copied:
             print(f"label store: copied the {copied:,} cached label sets of this warehouse to "
                   f"{restore_labels.label_store.store_dir(warehouse_path)}")
+    return report, restored
 
-    instance = instance or open_instance()
-    plan = plan_from_definitions(defs)
-    landing = bm.discover()
+
+def _benchmark_names(landing: bm.Landing, wanted_text: str | None) -> list[str] | None:
+    """The benchmarks to run: every one found, or the `--benchmarks` asked for (None: one is unknown)."""
     names = sorted(landing.benchmarks)
-    if args.benchmarks:
-        wanted = [n.strip() for n in args.benchmarks.split(",") if n.strip()]
-        unknown = sorted(set(wanted) - set(names))
-        if unknown:
-            print(f"unknown benchmark(s): {', '.join(unknown)} (found: {', '.join(names)})", file=sys.stderr)
-            return 2
-        names = wanted
-    log_path = _log_path(warehouse_path, args.log_file)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    if not wanted_text:
+        return names
+    wanted = [n.strip() for n in wanted_text.split(",") if n.strip()]
+    unknown = sorted(set(wanted) - set(names))
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)} (found: {', '.join(names)})", file=sys.stderr)
+        return None
+    return wanted
+
+
+def _print_header(landing: bm.Landing, names: list[str], plan: RunPlan, instance: DagsterInstance,
+                  warehouse_path: str | None, report: integrity.IntegrityReport | None, log_path: Path) -> None:
     roots = ", ".join(f"{origin}={path}" for origin, path in bm.landing_roots())
     print(f"benchmap run_all: {len(names)} benchmarks in {roots}; instance {instance.root_directory}")
     print(f"  warehouse {warehouse_path} checked in {report.seconds:.1f}s ({len(report.counts)} tables readable)"
@@ -376,6 +417,10 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     if plan.other:
         print(f"  warning: not run (unknown partitioning): {', '.join(k.to_user_string() for k in plan.other)}")
 
+
+def _partitions(instance: DagsterInstance, landing: bm.Landing, names: list[str]) -> list[str]:
+    """The partitions to run (the benchmarks, plus `_landing` when there are landing problems or it exists),
+    registered with the instance."""
     partitions = list(names)
     registered = set(instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME))
     if landing.problems or bm.LANDING_PARTITION in registered:
@@ -387,52 +432,62 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     gone = sorted(registered - set(landing.benchmarks) - {bm.LANDING_PARTITION})
     if gone:
         print(f"  warning: partitions without a landing folder (kept, not refreshed): {', '.join(gone)}")
+    return partitions
 
-    trust = integrity.trusted(warehouse_path) if warehouse_path else contextlib.nullcontext()
-    with trust, open(log_path, "a", encoding="utf-8") as log:  # checked: its in-process runs need not again
-        runner = Runner(defs, instance, log=log, verbose=args.verbose)
-        steps = _Steps(warehouse_path, report, force)
-        reference_fp = run_state.reference_fingerprint(runner.resources.get("labeler"))
-        if not args.skip_reference and not steps.unchanged("reference", reference_fp, "reference"):
-            steps.attempt("reference")
-            outcome = runner.run("reference", plan.reference, "reference")
-            runner.report("reference", outcome)
-            steps.remember("reference", reference_fp, outcome.result)
-        skipped: list[str] = []
-        for index, name in enumerate(partitions, start=1):
-            keys = plan.landing_only if name == bm.LANDING_PARTITION else plan.partitioned
-            label = f"[{index}/{len(partitions)}] {name}"
-            content = (landing.problems_hash() or "none") if name == bm.LANDING_PARTITION else \
-                bm.content_hash(landing.benchmarks[name].path)
-            partition_fp = run_state.partition_fingerprint(reference_fp, content)
-            step = f"partition:{name}"
-            if steps.unchanged(step, partition_fp, label, partition=name):
-                skipped.append(name)
-                continue
-            steps.attempt(step)
-            outcome = runner.run(label, keys, "benchmark", partition=name)
-            if outcome.result is not None:  # count what was written even when a later step (labels) failed
-                runner.report(label, outcome, runner.partition_detail(name, outcome.result))
-            steps.remember(step, partition_fp, outcome.result)
-        if skipped and warehouse_path and report is not None:  # their counts, from the warehouse
-            _add_stored_counts(report.counts, report.by_benchmark, skipped, warehouse_path, runner.totals)
-        if not args.skip_analysis:
-            analysis_fp = run_state.analysis_fingerprint(
-                reference_fp, {k[len("partition:"):]: v.fingerprint for k, v in steps.stored.items()
-                               if k.startswith("partition:")})
-            label = "analysis/exports (+ warehouse-wide benchmark checks)"
-            if not steps.unchanged("analysis", analysis_fp, label):
-                steps.attempt("analysis")
-                outcome = runner.run(label, plan.downstream, "analysis", with_warehouse_checks=True)
-                runner.report(label, outcome)
-                steps.remember("analysis", analysis_fp, outcome.result)
 
+def _run_step(runner: Runner, steps: _Steps, step: str, fingerprint: str, label: str, keys: list[AssetKey],
+              kind: str, *, with_warehouse_checks: bool = False) -> None:
+    """An unpartitioned step (reference, analysis): skipped when unchanged, else run, reported, remembered."""
+    if steps.unchanged(step, fingerprint, label):
+        return
+    steps.attempt(step)
+    outcome = runner.run(label, keys, kind, with_warehouse_checks=with_warehouse_checks)
+    runner.report(label, outcome)
+    steps.remember(step, fingerprint, outcome.result)
+
+
+def _run_partitions(runner: Runner, steps: _Steps, plan: RunPlan, landing: bm.Landing, partitions: list[str],
+                    reference_fp: str) -> None:
+    """Each benchmark partition whose content (or the reference) changed; the skipped ones' counts are added to
+    the totals from the warehouse."""
+    skipped: list[str] = []
+    for index, name in enumerate(partitions, start=1):
+        keys = plan.landing_only if name == bm.LANDING_PARTITION else plan.partitioned
+        label = f"[{index}/{len(partitions)}] {name}"
+        content = (landing.problems_hash() or "none") if name == bm.LANDING_PARTITION else \
+            bm.content_hash(landing.benchmarks[name].path)
+        partition_fp = run_state.partition_fingerprint(reference_fp, content)
+        step = f"partition:{name}"
+        if steps.unchanged(step, partition_fp, label, partition=name):
+            skipped.append(name)
+            continue
+        steps.attempt(step)
+        outcome = runner.run(label, keys, "benchmark", partition=name)
+        if outcome.result is not None:  # count what was written even when a later step (labels) failed
+            runner.report(label, outcome, runner.partition_detail(name, outcome.result))
+        steps.remember(step, partition_fp, outcome.result)
+    report = steps.report
+    if skipped and steps.path and report is not None:  # their counts, from the warehouse
+        _add_stored_counts(report.counts, report.by_benchmark, skipped, steps.path, runner.totals)
+
+
+def _run_analysis(runner: Runner, steps: _Steps, plan: RunPlan, reference_fp: str) -> None:
+    """The unpartitioned assets downstream of the benchmarks, when the reference or any partition changed."""
+    analysis_fp = run_state.analysis_fingerprint(
+        reference_fp, {k[len("partition:"):]: v.fingerprint for k, v in steps.stored.items()
+                       if k.startswith("partition:")})
+    _run_step(runner, steps, "analysis", analysis_fp, "analysis/exports (+ warehouse-wide benchmark checks)",
+              plan.downstream, "analysis", with_warehouse_checks=True)
+
+
+def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None, log_path: Path, started: float,
+                   *, skip_analysis: bool) -> None:
     totals, failures = runner.totals, runner.failures
     print(f"done in {time.monotonic() - started:.0f}s: {len(names)} benchmarks, {totals['n_prompts']} prompts, "
           f"{totals['n_results']} results, {totals['n_rejects']} rejects; "
           f"{'all steps succeeded' if not failures else f'{len(failures)} step(s) FAILED'}; "
           f"{totals['labeler_calls']} prompts labeled")
-    for line in headline_lines(warehouse_path) if not args.skip_analysis else []:
+    for line in headline_lines(warehouse_path) if not skip_analysis else []:
         print(line)
     if warehouse_path:
         exports = sorted((Path(warehouse_path).parent / "exports").glob("[0-9]*-[0-9]*-[0-9]*"))
@@ -441,7 +496,6 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     print(f"Dagster log: {log_path}")
     for failure in failures:
         print(f"  FAILED {failure[:500]}", file=sys.stderr)
-    return 1 if failures else 0
 
 
 def open_instance() -> DagsterInstance:
@@ -505,6 +559,7 @@ class _Steps:
         outputs = _written_tables(result)  # the rows each table (a benchmark step: its partition) got
         run_state.save(self.path, step, fingerprint, outputs)
         self.stored[step] = run_state.StepRecord(fingerprint, outputs)
+
 
 if __name__ == "__main__":
     sys.exit(cli.run_cli(main, prog="python -m pipelines.run_all",
