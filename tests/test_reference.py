@@ -12,13 +12,14 @@ import polars as pl
 import pytest
 
 from assets import reference as reference_assets
+from assets import reference_checks
 from models import expectations as ex
 from models import reference as ref
 from models.errors import InputError, SourceNotFoundError
-from models.sources import resolve_source, sha256_file
 from pipelines import warehouse as wh
 from pipelines.io_manager import WarehouseIOManager
 from pipelines.resources import Warehouse
+from pipelines.sources import resolve_source, sha256_file
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reference"
 
@@ -43,7 +44,7 @@ def broken_task_statements(mirror: Path, kind: str, folder: Path) -> Path:
     path = folder / f"Task Statements.{kind}.txt"
     path.write_bytes(data)
     return path
-ALL = [*reference_assets.ASSETS, *reference_assets.CHECKS]
+ALL = [*reference_assets.ASSETS, *reference_checks.CHECKS]
 
 
 def _resources(path: Path) -> dict[str, object]:
@@ -101,7 +102,7 @@ def _metadata(built, asset: str) -> dict[str, object]:
 
 def test_every_asset_check_passes(built) -> None:
     evaluations = built[1].get_asset_check_evaluations()
-    assert {e.check_name for e in evaluations} == {c.check_key.name for c in reference_assets.CHECKS}
+    assert {e.check_name for e in evaluations} == {c.check_key.name for c in reference_checks.CHECKS}
     failed = [(e.check_name, e.description) for e in evaluations if not e.passed]
     assert failed == []
     by_name = {e.check_name: e for e in evaluations}
