@@ -15,7 +15,6 @@
 
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -39,6 +38,7 @@ from models.sources import ONET_VERSION, PROJECT_ROOT
 from pipelines.label_cache import LabelCache
 from pipelines.partitions import benchmark_partitions
 from pipelines.resources import LabelerResource, Warehouse
+from pipelines.settings import settings
 
 GROUP = "estimates"
 KINDS = {"polars", "duckdb"}
@@ -70,7 +70,7 @@ JUDGE_LABEL_SCHEMA: dict[str, pl.DataType] = {**lc.LABEL_COLUMNS, "draw_rank": p
 
 def judge_sample_setting(value: str | None = None) -> tuple[float, int] | None:
     """(fraction, minimum) from BENCHMAP_JUDGE_SAMPLE ('0.1' or '0.1:12'); None when unset or 0."""
-    value = os.environ.get(JUDGE_SAMPLE_ENV, "") if value is None else value
+    value = settings().judge_sample if value is None else value
     if not value.strip():
         return None
     fraction_text, _, minimum_text = value.partition(":")
@@ -85,13 +85,13 @@ def judge_resource_from_env() -> LabelerResource | None:
     """The LLM judge (an `openai`-kind labeler: OpenAI or any compatible server), when a sample is asked for."""
     if judge_sample_setting() is None:
         return None
-    kind = os.environ.get(JUDGE_ENV) or ("openai" if os.environ.get("OPENAI_API_KEY") else "")
+    kind = settings().judge
     if kind != "openai":
         return None
     return LabelerResource(
         kind="openai",
-        model=os.environ.get("BENCHMAP_JUDGE_MODEL") or os.environ.get("BENCHMAP_LLM_MODEL", "gpt-4o-mini"),
-        base_url=os.environ.get("OPENAI_BASE_URL") or None,
+        model=settings().judge_model,
+        base_url=settings().base_url,
     )
 
 
