@@ -81,3 +81,48 @@ def test_the_resources_point_at_the_given_warehouse(defs: Any, tmp_path: Path) -
     assert {"warehouse", "io_manager", "labeler"} <= set(resources)
     assert resources["warehouse"].path == resources["io_manager"].warehouse.path
     assert resources["warehouse"].path.endswith("benchmap.duckdb")
+
+
+def test_the_code_location_is_built_when_loaded_not_when_imported() -> None:
+    from dagster import Definitions
+
+    from pipelines import definitions
+
+    assert isinstance(definitions.code_location(), Definitions)  # @definitions: what `dagster dev` calls
+    assert definitions.all_assets() and definitions.all_asset_checks()
+
+
+def test_llm_settings_mirror_llm_config() -> None:
+    """LabelerResource.llm is LLMConfig as Dagster config: the same fields (but the key) with the same defaults."""
+    import dataclasses
+
+    from models.labeling.llm import LLMConfig
+    from pipelines.resources import LabelerResource, LLMSettings
+
+    config_defaults = {f.name: f.default for f in dataclasses.fields(LLMConfig) if f.name != "api_key"}
+    assert {name: f.default for name, f in LLMSettings.model_fields.items()} == config_defaults
+    resource = LabelerResource(kind="openai", model="gpt-test", timeout_s=5.0, api_key="sk-never-shown")
+    assert resource.llm.model == resource.model == "gpt-test" and resource.llm.timeout_s == 5.0
+    config = resource.llm_config()
+    assert (config.model, config.timeout_s, config.api_key) == ("gpt-test", 5.0, "sk-never-shown")
+    assert "sk-never-shown" not in repr(config)
+
+
+def test_settings_are_read_once_typed_and_never_show_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipelines.settings import DEFAULT_WAREHOUSE, Settings, SettingsError, settings
+
+    empty = Settings.from_env({})
+    assert empty.warehouse == DEFAULT_WAREHOUSE and empty.labeler == "offline" and empty.max_concurrent == 2
+    assert empty.judge == "" and empty.judge_model == "gpt-4o-mini" and empty.analysis_quiet_s == 30.0
+    keyed = Settings.from_env({"OPENAI_API_KEY": "sk-secret", "BENCHMAP_LLM_MODEL": "m", "BENCHMAP_MAX_CONCURRENT": "0",
+                               "BENCHMAP_VALIDATION_FLOORS": '{"gdpval:occupation_top5": 0.6}'})
+    assert keyed.labeler == keyed.judge == "openai" and keyed.judge_model == "m" and keyed.max_concurrent == 1
+    assert dict(keyed.validation_floors or {}) == {"gdpval:occupation_top5": 0.6}
+    assert "sk-secret" not in repr(keyed) and "sk-secret" not in str(keyed.fingerprint_fields())
+    with pytest.raises(SettingsError, match="BENCHMAP_MAX_CONCURRENT"):
+        Settings.from_env({"BENCHMAP_MAX_CONCURRENT": "two"})
+    monkeypatch.setenv("BENCHMAP_ANALYSIS_QUIET_S", "7")
+    first = settings()
+    assert first.analysis_quiet_s == 7.0 and settings() is first  # kept while nothing changes
+    monkeypatch.setenv("BENCHMAP_ANALYSIS_QUIET_S", "8")
+    assert settings().analysis_quiet_s == 8.0  # rebuilt when a variable it reads changes
