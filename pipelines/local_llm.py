@@ -125,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=20, help="label the first N prompts (0 = all)")
     ap.add_argument("--warehouse", default=None, help="DuckDB file holding label_cache/label_failures")
     ap.add_argument("--mirror", default=None)
-    ap.add_argument("--model", default=None, help="a GGUF file (default: BENCHMAP_GGUF, else the gemma3-270m package's)")
+    ap.add_argument("--model", default=None,
+                    help="a GGUF file (default: BENCHMAP_GGUF, else the gemma3-270m package's)")
     ap.add_argument("--occupation-list", default="all", choices=["all", "ranked"],
                     help="step 1 candidates: all 923 occupations by major group, or the offline top-k")
     ap.add_argument("--occupation-k", type=int, default=40)

@@ -32,13 +32,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-import polars as pl
 from dagster import (
     AssetKey,
     AssetSelection,
-    DagsterEventType,
     DagsterInstance,
     Definitions,
     ExecuteInProcessResult,
@@ -47,6 +45,7 @@ from dagster import (
 
 from models import benchmarks as bm
 from pipelines import cli, integrity, restore_labels, run_state
+from pipelines import run_report as rr
 from pipelines.jobs import WAREHOUSE_CHECKS
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
 from pipelines.settings import PROJECT_ROOT, settings
@@ -87,103 +86,6 @@ def plan_from_definitions(defs: Definitions) -> RunPlan:
         else:
             plan.reference.append(key)
     return plan
-
-
-# --- reading a run's result ---------------------------------------------------------------------------------
-
-def _errors(result: ExecuteInProcessResult) -> list[str]:
-    messages = []
-    for event in result.all_events:
-        if event.event_type in (DagsterEventType.STEP_FAILURE, DagsterEventType.RUN_FAILURE):
-            error = getattr(event.event_specific_data, "error", None)
-            while error is not None and error.cause is not None:  # the user's exception, not Dagster's wrapper
-                error = error.cause
-            messages.append(f"{event.step_key or 'run'}: {error.message.strip() if error else event.message}")
-    return messages
-
-
-def _materializations(result: ExecuteInProcessResult) -> list[Any]:
-    out = []
-    for event in result.get_asset_materialization_events():
-        materialization = event.event_specific_data.materialization
-        if materialization is not None:
-            out.append(materialization)
-    return out
-
-
-def _metadata_value(result: ExecuteInProcessResult, key: str, name: str) -> object:
-    for materialization in _materializations(result):
-        if materialization.asset_key == AssetKey(key):
-            value = materialization.metadata.get(name)
-            return None if value is None else value.value
-    return None
-
-
-def _written_tables(result: ExecuteInProcessResult) -> dict[str, int]:
-    """table -> rows written, for every materialization the IO manager stored as a table."""
-    out = {}
-    for materialization in _materializations(result):
-        if "table" in materialization.metadata:
-            rows = materialization.metadata.get("row_count")
-            out[materialization.asset_key.path[-1]] = int(rows.value) if rows is not None else 0
-    return out
-
-
-def _failed_checks(result: ExecuteInProcessResult) -> list[str]:
-    return [f"{e.asset_key.to_user_string()}:{e.check_name} ({e.severity.value})"
-            for e in result.get_asset_check_evaluations() if not e.passed]
-
-
-# --- the summary --------------------------------------------------------------------------------------------
-
-def headline_lines(warehouse_path: str | None) -> list[str]:
-    """The headline numbers of `coverage_headline` (all benchmarks), read defensively: only the columns that
-    exist are used, unknown metrics are shown as they are, and a missing table gives no line."""
-    if not warehouse_path:
-        return []
-    from pipelines import warehouse as wh
-
-    try:
-        frame = wh.read_table(warehouse_path, "coverage_headline")
-    except Exception:  # noqa: BLE001 - the summary is informative; a missing table says nothing
-        return []
-    columns = set(frame.columns)
-    if frame.is_empty() or not {"metric", "value"} <= columns:
-        return []
-    rows = frame.to_dicts()
-    for column in frame.columns:  # scope, benchmark_index, ...: the pooled 'all' rows where a column has them
-        if column not in {"metric", "detail", "labeler", "hours_weighting"} and frame.schema[column] == pl.Utf8:
-            rows = [r for r in rows if r.get(column) == "all"] or rows
-    if "hours_weighting" in columns:
-        rows = [r for r in rows if r.get("hours_weighting") in (None, "pi")] or rows
-    labelers = sorted({str(r["labeler"]) for r in rows if r.get("labeler") is not None}) if "labeler" in columns else []
-    if labelers:
-        rows = [r for r in rows if str(r.get("labeler")) == labelers[0]]
-    heading = "headline (all benchmarks" + (f", labeler {labelers[0]}" if labelers else "") + "):"
-    metrics: dict[str, list[str]] = {}
-    for row in sorted(rows, key=lambda r: r.get("threshold") or 0):
-        value, metric = row.get("value"), str(row.get("metric"))
-        if value is None or (metric.endswith("_uncovered") and metric.replace("_uncovered", "_covered") in
-                             {str(r.get("metric")) for r in rows}):
-            continue  # the complement of a metric already shown
-        numerator, denominator = row.get("numerator"), row.get("denominator")
-        ratio = (isinstance(numerator, int | float) and isinstance(denominator, int | float) and denominator
-                 and abs(numerator / denominator - value) < 1e-9)
-        is_share = isinstance(value, float) and 0 <= value <= 1 and ("share" in metric or bool(ratio))
-        share = f"{value:.1%}" if is_share else f"{value:,.4g}"
-        if isinstance(numerator, int | float) and isinstance(denominator, int | float) and denominator:
-            count = (f"{numerator / 1e9:,.1f} of {denominator / 1e9:,.1f} billion hours" if denominator > 1e6
-                     else f"{numerator:,.0f} of {denominator:,.0f}")
-            text = f"{count} ({share})" if is_share else count  # a count needs no second number
-        else:
-            text = share
-        at = f" at >= {row['threshold']}" if row.get("threshold") is not None else ""
-        metrics.setdefault(metric, []).append(f"{text}{at}")
-    order = ["tasks_covered", "occupations_covered", "major_groups_uncovered", "hours_share_covered"]
-    lines = [heading]
-    for metric in sorted(metrics, key=lambda m: (order.index(m) if m in order else len(order), m)):
-        lines.append(f"  {metric.replace('_', ' ')}: {'; '.join(metrics[metric])}")
-    return lines if len(lines) > 1 else []
 
 
 # --- the run ------------------------------------------------------------------------------------------------
@@ -243,27 +145,27 @@ class Runner:
         result = outcome.result
         if result is None:
             return
-        tables = _written_tables(result)
-        what = detail or (f"{len(_materializations(result))} assets, {len(tables)} tables, "
+        tables = rr.written_tables(result)
+        what = detail or (f"{len(rr.materializations(result))} assets, {len(tables)} tables, "
                           f"{sum(tables.values()):,} rows")
         status = "ok" if result.success else "FAILED"
         print(f"- {label}: {status} in {outcome.seconds:.1f}s: {what}", flush=True)
         if not result.success:
-            errors = _errors(result)
+            errors = rr.errors(result)
             self.failures.append(f"{label}: {errors[0] if errors else 'failed'}")
             for message in errors[:3]:
                 print(f"    {message.splitlines()[0][:300]}")
-        for check in _failed_checks(result):
+        for check in rr.failed_checks(result):
             print(f"    check not passed: {check}")
 
     def partition_detail(self, name: str, result: ExecuteInProcessResult) -> str:
-        counts = {k: int(_metadata_value(result, "benchmarks" if k != "n_rejects" else "benchmark_rejects", k) or 0)
+        counts = {k: int(rr.metadata_value(result, "benchmarks" if k != "n_rejects" else "benchmark_rejects", k) or 0)
                   for k in ("n_prompts", "n_results", "n_rejects")}
         for k, v in counts.items():
             self.totals[k] += v
-        labels = _written_tables(result).get("prompt_task_labels")
-        calls = _metadata_value(result, "prompt_task_labels", "labeler_calls")
-        cached = _metadata_value(result, "prompt_task_labels", "n_cached")
+        labels = rr.written_tables(result).get("prompt_task_labels")
+        calls = rr.metadata_value(result, "prompt_task_labels", "labeler_calls")
+        cached = rr.metadata_value(result, "prompt_task_labels", "n_cached")
         self.totals["labeler_calls"] += int(calls or 0)
         if name == bm.LANDING_PARTITION:
             return f"{counts['n_rejects']} landing problems recorded"
@@ -487,7 +389,7 @@ def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None,
           f"{totals['n_results']} results, {totals['n_rejects']} rejects; "
           f"{'all steps succeeded' if not failures else f'{len(failures)} step(s) FAILED'}; "
           f"{totals['labeler_calls']} prompts labeled")
-    for line in headline_lines(warehouse_path) if not skip_analysis else []:
+    for line in rr.headline_lines(warehouse_path) if not skip_analysis else []:
         print(line)
     if warehouse_path:
         exports = sorted((Path(warehouse_path).parent / "exports").glob("[0-9]*-[0-9]*-[0-9]*"))
@@ -556,7 +458,7 @@ class _Steps:
     def remember(self, step: str, fingerprint: str, result: ExecuteInProcessResult | None) -> None:
         if not self.path or result is None or not result.success:
             return
-        outputs = _written_tables(result)  # the rows each table (a benchmark step: its partition) got
+        outputs = rr.written_tables(result)  # the rows each table (a benchmark step: its partition) got
         run_state.save(self.path, step, fingerprint, outputs)
         self.stored[step] = run_state.StepRecord(fingerprint, outputs)
 

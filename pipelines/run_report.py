@@ -1,0 +1,105 @@
+"""What `run_all` reads back from a finished in-process run (errors, materializations, tables written, failed
+checks) and the headline lines of its final summary (from the warehouse's `coverage_headline`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+from dagster import AssetKey, DagsterEventType, ExecuteInProcessResult
+
+# --- reading a run's result ---------------------------------------------------------------------------------
+
+def errors(result: ExecuteInProcessResult) -> list[str]:
+    messages = []
+    for event in result.all_events:
+        if event.event_type in (DagsterEventType.STEP_FAILURE, DagsterEventType.RUN_FAILURE):
+            error = getattr(event.event_specific_data, "error", None)
+            while error is not None and error.cause is not None:  # the user's exception, not Dagster's wrapper
+                error = error.cause
+            messages.append(f"{event.step_key or 'run'}: {error.message.strip() if error else event.message}")
+    return messages
+
+
+def materializations(result: ExecuteInProcessResult) -> list[Any]:
+    out = []
+    for event in result.get_asset_materialization_events():
+        materialization = event.event_specific_data.materialization
+        if materialization is not None:
+            out.append(materialization)
+    return out
+
+
+def metadata_value(result: ExecuteInProcessResult, key: str, name: str) -> object:
+    for materialization in materializations(result):
+        if materialization.asset_key == AssetKey(key):
+            value = materialization.metadata.get(name)
+            return None if value is None else value.value
+    return None
+
+
+def written_tables(result: ExecuteInProcessResult) -> dict[str, int]:
+    """table -> rows written, for every materialization the IO manager stored as a table."""
+    out = {}
+    for materialization in materializations(result):
+        if "table" in materialization.metadata:
+            rows = materialization.metadata.get("row_count")
+            out[materialization.asset_key.path[-1]] = int(rows.value) if rows is not None else 0
+    return out
+
+
+def failed_checks(result: ExecuteInProcessResult) -> list[str]:
+    return [f"{e.asset_key.to_user_string()}:{e.check_name} ({e.severity.value})"
+            for e in result.get_asset_check_evaluations() if not e.passed]
+
+
+# --- the summary --------------------------------------------------------------------------------------------
+
+def headline_lines(warehouse_path: str | None) -> list[str]:
+    """The headline numbers of `coverage_headline` (all benchmarks), read defensively: only the columns that
+    exist are used, unknown metrics are shown as they are, and a missing table gives no line."""
+    if not warehouse_path:
+        return []
+    from pipelines import warehouse as wh
+
+    try:
+        frame = wh.read_table(warehouse_path, "coverage_headline")
+    except Exception:  # noqa: BLE001 - the summary is informative; a missing table says nothing
+        return []
+    columns = set(frame.columns)
+    if frame.is_empty() or not {"metric", "value"} <= columns:
+        return []
+    rows = frame.to_dicts()
+    for column in frame.columns:  # scope, benchmark_index, ...: the pooled 'all' rows where a column has them
+        if column not in {"metric", "detail", "labeler", "hours_weighting"} and frame.schema[column] == pl.Utf8:
+            rows = [r for r in rows if r.get(column) == "all"] or rows
+    if "hours_weighting" in columns:
+        rows = [r for r in rows if r.get("hours_weighting") in (None, "pi")] or rows
+    labelers = sorted({str(r["labeler"]) for r in rows if r.get("labeler") is not None}) if "labeler" in columns else []
+    if labelers:
+        rows = [r for r in rows if str(r.get("labeler")) == labelers[0]]
+    heading = "headline (all benchmarks" + (f", labeler {labelers[0]}" if labelers else "") + "):"
+    metrics: dict[str, list[str]] = {}
+    for row in sorted(rows, key=lambda r: r.get("threshold") or 0):
+        value, metric = row.get("value"), str(row.get("metric"))
+        if value is None or (metric.endswith("_uncovered") and metric.replace("_uncovered", "_covered") in
+                             {str(r.get("metric")) for r in rows}):
+            continue  # the complement of a metric already shown
+        numerator, denominator = row.get("numerator"), row.get("denominator")
+        ratio = (isinstance(numerator, int | float) and isinstance(denominator, int | float) and denominator
+                 and abs(numerator / denominator - value) < 1e-9)
+        is_share = isinstance(value, float) and 0 <= value <= 1 and ("share" in metric or bool(ratio))
+        share = f"{value:.1%}" if is_share else f"{value:,.4g}"
+        if isinstance(numerator, int | float) and isinstance(denominator, int | float) and denominator:
+            count = (f"{numerator / 1e9:,.1f} of {denominator / 1e9:,.1f} billion hours" if denominator > 1e6
+                     else f"{numerator:,.0f} of {denominator:,.0f}")
+            text = f"{count} ({share})" if is_share else count  # a count needs no second number
+        else:
+            text = share
+        at = f" at >= {row['threshold']}" if row.get("threshold") is not None else ""
+        metrics.setdefault(metric, []).append(f"{text}{at}")
+    order = ["tasks_covered", "occupations_covered", "major_groups_uncovered", "hours_share_covered"]
+    lines = [heading]
+    for metric in sorted(metrics, key=lambda m: (order.index(m) if m in order else len(order), m)):
+        lines.append(f"  {metric.replace('_', ' ')}: {'; '.join(metrics[metric])}")
+    return lines if len(lines) > 1 else []
