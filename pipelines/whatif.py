@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -190,8 +191,7 @@ def run_whatif(
         )
     candidate_labels, failed = gaps.label_candidate(prompts, labeler, cached)
     existing, landed_keys = existing_label_counts(warehouse_path, prompts["benchmark"].unique().to_list())
-    params = gaps.WhatIfParams(params.threshold, labeler.name, params.top_n, params.hours_weighting,
-                               n_candidate_prompts=prompts.height)
+    params = replace(params, labeler=labeler.name, n_candidate_prompts=prompts.height)
     result = gaps.whatif_gain(
         existing,
         candidate_labels,
