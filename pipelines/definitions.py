@@ -15,9 +15,6 @@ docs/scale_out.md. (`materialize()` / `execute_in_process()`, used by run_all an
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from types import ModuleType
 from typing import Any
 
 from dagster import (
@@ -39,12 +36,6 @@ from pipelines.sensors import SENSORS
 from pipelines.settings import settings
 
 
-def asset_modules() -> list[ModuleType]:
-    """Every module of the `assets` package (reference, benchmarks, labels, ...), imported."""
-    return [importlib.import_module(f"{assets_package.__name__}.{info.name}")
-            for info in pkgutil.iter_modules(assets_package.__path__)]
-
-
 def all_assets() -> list[AssetsDefinition]:
     """Every asset defined in the `assets` package."""
     return list(load_assets_from_package_module(assets_package))  # type: ignore[arg-type]
@@ -53,15 +44,6 @@ def all_assets() -> list[AssetsDefinition]:
 def all_asset_checks() -> list[AssetChecksDefinition]:
     """Every asset check defined in the `assets` package."""
     return list(load_asset_checks_from_package_module(assets_package))
-
-
-# tests/test_gaps.py still imports this name (`domain.ASSETS` of each module); all_assets() is the way now
-_DOMAINS = asset_modules()
-
-
-def max_concurrent_from_env() -> int:
-    """Steps run at once within one run (BENCHMAP_MAX_CONCURRENT, default 2: this project's 2-core machine)."""
-    return settings().max_concurrent
 
 
 def build_definitions(warehouse_path: str | None = None) -> Definitions:

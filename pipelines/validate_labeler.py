@@ -305,15 +305,15 @@ def print_report(report: Report, out: Any = sys.stdout) -> None:
 
 def build_labeler(args: argparse.Namespace, server: Any = None) -> Any:
     from models.labeling.local_server import build_index
-    from pipelines.resources import build_labeler_resource, labeler_kind_from_env
+    from pipelines.resources import build_labeler_resource
 
-    kind = args.labeler or ("openai" if server is not None else labeler_kind_from_env())
+    kind = args.labeler or ("openai" if server is not None else settings().labeler)
     index = build_index(mirror_dir() / "onet")
     if kind == "offline":
         from models.labeling.offline import OfflineLabeler
 
         return OfflineLabeler.calibrated(index)
-    resource = build_labeler_resource() if labeler_kind_from_env() == "openai" else None
+    resource = build_labeler_resource() if settings().labeler == "openai" else None
     from models.labeling.llm import LLMConfig, OpenAILabeler
 
     base = resource.llm_config() if resource is not None else LLMConfig()
