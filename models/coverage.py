@@ -510,6 +510,17 @@ _EMPTY_WORKBANK = pl.DataFrame(
 )
 
 
+def _sensitivity_row(dimension: str, variant: str, metric: str, value: float | None, who: str | None
+                     ) -> dict[str, object]:
+    finite = value is not None and value == value  # NaN -> null
+    return {"dimension": dimension, "variant": variant, "metric": metric,
+            "value": float(value) if finite else None, "labeler": who}
+
+
+# the headline metrics the depth, labeler and same-prompt comparisons report per threshold
+_SHARE_METRICS = ["tasks_covered", "occupations_covered", "hours_share_covered"]
+
+
 def coverage_sensitivity(
     labels: pl.DataFrame,
     tasks: pl.DataFrame,
@@ -535,101 +546,77 @@ def coverage_sensitivity(
       per t (how much coverage rests on lower-ranked labels);
     - labeler: each labeler, when the labels hold more than one -> tasks/occupations/hours shares per t.
     """
-    from models.regression import build_task_frame, exposure_wage_model  # statsmodels: loaded only when used
-
     chosen_labels, chosen_labeler = select_labeler(labels, labeler)
-    rows: list[dict[str, object]] = []
-
-    def add(dimension: str, variant: str, metric: str, value: float | None, who: str | None) -> None:
-        finite = value is not None and value == value  # NaN -> null
-        rows.append(
-            {
-                "dimension": dimension,
-                "variant": variant,
-                "metric": metric,
-                "value": float(value) if finite else None,
-                "labeler": who,
-            }
-        )
-
-    by_weighting = {
-        weighting: coverage_headline(
-            chosen_labels,
-            tasks,
-            task_hours,
-            occupations,
-            thresholds,
-            hours_weighting=weighting,
-            per_benchmark=False,
-        )
-        for weighting in ("pi", "equal")
-    }
-    for record in by_weighting["pi"].iter_rows(named=True):
-        if record["metric"] != "hours_share_uncovered":
-            add("threshold", str(record["threshold"]), record["metric"], record["value"], chosen_labeler)
-    for weighting, headline in by_weighting.items():
-        for record in headline.filter(pl.col("metric") == "hours_share_covered").iter_rows(named=True):
-            add(
-                "hours_weighting",
-                weighting,
-                f"hours_share_covered_{record['threshold']}",
-                record["value"],
-                chosen_labeler,
-            )
-
+    rows = _weighting_rows(chosen_labels, chosen_labeler, tasks, task_hours, occupations, thresholds)
     task_cov = task_coverage(chosen_labels, tasks, thresholds).drop("labeler")
-    task_frame = build_task_frame(
-        task_cov,
-        tasks,
-        task_exposure,
-        occupation_wages,
-        workbank_tasks if workbank_tasks is not None else _EMPTY_WORKBANK,
-    )
-    outcome_threshold = 5 if 5 in thresholds else max(thresholds)
-    for variant, exposure_col in (("human", "exposed"), ("gpt4", "gpt4_exposed")):
-        if exposure_col not in task_frame.columns:
-            continue
-        tables = exposure_wage_model(
-            task_frame, outcome=f"covered_{outcome_threshold}", exposure_col=exposure_col
-        )
-        exposed_rows = tables.coefficients.filter(pl.col("term") == "exposed")
-        coef = exposed_rows["coef"][0] if exposed_rows.height else None
-        se = exposed_rows["se"][0] if exposed_rows.height else None
-        add("exposure_labels", variant, "exposed_coef", coef, chosen_labeler)
-        add("exposure_labels", variant, "exposed_se", se, chosen_labeler)
-        contrast = tables.contrasts.row(0, named=True)
-        for metric in ("ratio", "ci_low", "ci_high"):
-            add(
-                "exposure_labels",
-                variant,
-                f"exposed_ratio{'' if metric == 'ratio' else '_' + metric}",
-                contrast[metric],
-                chosen_labeler,
-            )
-
+    rows += _exposure_rows(task_cov, chosen_labeler, tasks, task_exposure, occupation_wages, workbank_tasks,
+                           thresholds)
     # label depth: a labeler keeps several tasks per prompt (the offline one up to 20, in rank order); how much
     # of the coverage rests on the lower-ranked labels?
     if "rank" in chosen_labels.columns or "min_depth" in chosen_labels.columns:
         for depth in LABEL_DEPTHS:
             kept = labels_at_depth(chosen_labels, depth)
             headline = coverage_headline(kept, tasks, task_hours, occupations, thresholds, per_benchmark=False)
-            for record in headline.filter(
-                pl.col("metric").is_in(["tasks_covered", "occupations_covered", "hours_share_covered"])
-            ).iter_rows(named=True):
-                add("label_depth", "all" if depth is None else f"top{depth}",
-                    f"{record['metric']}_{record['threshold']}", record["value"], chosen_labeler)
-
+            for record in headline.filter(pl.col("metric").is_in(_SHARE_METRICS)).iter_rows(named=True):
+                rows.append(_sensitivity_row("label_depth", "all" if depth is None else f"top{depth}",
+                                             f"{record['metric']}_{record['threshold']}", record["value"],
+                                             chosen_labeler))
     present = sorted(labels["labeler"].drop_nulls().unique().to_list()) if "labeler" in labels.columns else []
     if len(present) > 1:
         for name in present:
             headline = coverage_headline(
                 labels, tasks, task_hours, occupations, thresholds, labeler=name, per_benchmark=False
             )
-            for record in headline.filter(
-                pl.col("metric").is_in(["tasks_covered", "occupations_covered", "hours_share_covered"])
-            ).iter_rows(named=True):
-                add("labeler", name, f"{record['metric']}_{record['threshold']}", record["value"], name)
+            for record in headline.filter(pl.col("metric").is_in(_SHARE_METRICS)).iter_rows(named=True):
+                rows.append(_sensitivity_row("labeler", name, f"{record['metric']}_{record['threshold']}",
+                                             record["value"], name))
     return pl.DataFrame(rows, schema=SENSITIVITY_SCHEMA)
+
+
+def _weighting_rows(labels: pl.DataFrame, who: str | None, tasks: pl.DataFrame, task_hours: pl.DataFrame,
+                    occupations: pl.DataFrame, thresholds: Sequence[int]) -> list[dict[str, object]]:
+    """The threshold rows (the 'pi' headline) and the hours_weighting rows ('pi' / 'equal')."""
+    by_weighting = {
+        weighting: coverage_headline(labels, tasks, task_hours, occupations, thresholds,
+                                     hours_weighting=weighting, per_benchmark=False)
+        for weighting in ("pi", "equal")
+    }
+    rows = [_sensitivity_row("threshold", str(record["threshold"]), record["metric"], record["value"], who)
+            for record in by_weighting["pi"].iter_rows(named=True)
+            if record["metric"] != "hours_share_uncovered"]
+    for weighting, headline in by_weighting.items():
+        for record in headline.filter(pl.col("metric") == "hours_share_covered").iter_rows(named=True):
+            rows.append(_sensitivity_row("hours_weighting", weighting, f"hours_share_covered_{record['threshold']}",
+                                         record["value"], who))
+    return rows
+
+
+def _exposure_rows(task_cov: pl.DataFrame, who: str | None, tasks: pl.DataFrame, task_exposure: pl.DataFrame,
+                   occupation_wages: pl.DataFrame, workbank_tasks: pl.DataFrame | None,
+                   thresholds: Sequence[int]) -> list[dict[str, object]]:
+    """Model 1 (exposure + wage) fitted on the human and on the GPT-4 exposure labels: the exposed coefficient,
+    its se, and the exposed/non-exposed probability ratio with CI."""
+    from models.regression import build_task_frame, exposure_wage_model  # statsmodels: loaded only when used
+
+    task_frame = build_task_frame(task_cov, tasks, task_exposure, occupation_wages,
+                                  workbank_tasks if workbank_tasks is not None else _EMPTY_WORKBANK)
+    outcome_threshold = 5 if 5 in thresholds else max(thresholds)
+    rows: list[dict[str, object]] = []
+    for variant, exposure_col in (("human", "exposed"), ("gpt4", "gpt4_exposed")):
+        if exposure_col not in task_frame.columns:
+            continue
+        tables = exposure_wage_model(task_frame, outcome=f"covered_{outcome_threshold}", exposure_col=exposure_col)
+        exposed_rows = tables.coefficients.filter(pl.col("term") == "exposed")
+        coef = exposed_rows["coef"][0] if exposed_rows.height else None
+        se = exposed_rows["se"][0] if exposed_rows.height else None
+        rows.append(_sensitivity_row("exposure_labels", variant, "exposed_coef", coef, who))
+        rows.append(_sensitivity_row("exposure_labels", variant, "exposed_se", se, who))
+        contrast = tables.contrasts.row(0, named=True)
+        for metric in ("ratio", "ci_low", "ci_high"):
+            rows.append(_sensitivity_row("exposure_labels", variant,
+                                         f"exposed_ratio{'' if metric == 'ratio' else '_' + metric}",
+                                         contrast[metric], who))
+    return rows
 
 
 def labeler_same_prompt_sensitivity(
