@@ -87,6 +87,12 @@ def label_benchmark(
     finally:
         if own:
             server.stop()
+    return _summary(benchmark, prompts, labels, stats, labeler, server, warehouse, index_seconds)
+
+
+def _summary(benchmark: str, prompts: list[Any], labels: Any, stats: Any, labeler: Any, server: LocalLLMServer,
+             warehouse: Path, index_seconds: float) -> dict[str, Any]:
+    """The command's JSON summary: counts, the two steps' requests and tokens, timings, the first failures."""
     calls = labeler.stats
     return {
         "benchmark": benchmark,
