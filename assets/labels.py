@@ -1,23 +1,20 @@
-"""Labels: every benchmark prompt -> the O*NET tasks it exercises, and how well labelers do against humans.
+"""Labels: every benchmark prompt -> the O*NET tasks it exercises.
 
 - `task_search_index` (group "reference"): the offline TaskIndex built once from the reference tables and
   pickled next to the warehouse (data/warehouse/task_index/), its path recorded in a one-row table keyed by
   O*NET version + index version, so benchmark partitions load it instead of rebuilding it.
 - `prompt_task_labels` (group "labels", partitioned by benchmark): labels through the label cache
-  (models/labeling/cache.py): only prompts whose hash has no cached labels for this (O*NET version, labeler,
+  (the loop in models/labeling/cache.py, the store in pipelines/label_cache.py): only prompts whose hash has no cached labels for this (O*NET version, labeler,
   model, template version) reach the labeler; each batch is committed as it completes; failures go to
   `label_failures` and are retried next run. Runs in the "llm_api" concurrency pool when the labeler is
   openai.
-- `gold_annotation_sample`, `gold_task_labels`, `labeler_validation` (+ floor check), `labeler_agreement`
-  (group "label_validation"): unpartitioned, so a per-benchmark refresh job does not recompute them; they are
-  downstream of the benchmark tables and land in the analysis refresh job.
+- how well labelers do against humans and each other: assets/label_validation.py.
 """
 
 import hashlib
 import pickle
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -27,7 +24,6 @@ from dagster import (
     AssetExecutionContext,
     AssetIn,
     AssetOut,
-    Config,
     Failure,
     MetadataValue,
     Output,
@@ -36,27 +32,19 @@ from dagster import (
     multi_asset,
 )
 
-from models import reference_labels as rl
-from models import validation as val
 from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
 from models.sources import ONET_VERSION
 from pipelines import label_queries as lq
 from pipelines import task_index
-from pipelines.label_cache import LabelCache, other_labelers_labels
+from pipelines.label_cache import LabelCache
 from pipelines.partitions import benchmark_partitions
 from pipelines.resources import LabelerResource, Warehouse, labeler_kind_from_env
-from pipelines.settings import settings
-from pipelines.sources import raw_dir
 
 GROUP = "labels"
-VALIDATION_GROUP = "label_validation"
 INDEX_GROUP = "reference"
 PARTITIONED = {"partition_expr": "benchmark"}
 LLM_POOL = "llm_api"
-GOLD_DIR_NAME = "gold_labels"
-REFERENCE_DIR_NAME = "reference_labels"  # data/raw/reference_labels/ overrides the vendored data/reference/
-ANNOTATION_FILE = "gold_annotation_sample.csv"
 
 
 # --- the task search index ----------------------------------------------------------------------------------
@@ -145,14 +133,14 @@ def load_task_index(warehouse: Warehouse, log: Any = None) -> tuple[Any, str, fl
 # --- labels -------------------------------------------------------------------------------------------------
 
 
-def _records(prompts: pl.DataFrame) -> list[PromptRecord]:
+def prompt_records(prompts: pl.DataFrame) -> list[PromptRecord]:
     return [
         PromptRecord(b, p, h, t)
         for b, p, h, t in prompts.select("benchmark", "prompt_id", "prompt_hash", "prompt").iter_rows()
     ]
 
 
-def _markdown(df: pl.DataFrame, limit: int = 20) -> str:
+def markdown_table(df: pl.DataFrame, limit: int = 20) -> str:
     if df.is_empty():
         return "None."
     lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
@@ -199,7 +187,7 @@ def prompt_task_labels(
 ) -> Iterator[Output[pl.DataFrame]]:
     benchmark = context.partition_key
     selected = set(context.op_execution_context.selected_output_names)
-    prompts = _records(benchmark_prompts.filter(pl.col("benchmark") == benchmark))
+    prompts = prompt_records(benchmark_prompts.filter(pl.col("benchmark") == benchmark))
     if not prompts:
         empty = {"n_prompts": 0, "labeler_calls": 0}
         yield from _selected_outputs(selected, Output(pl.DataFrame(schema=lc.LABEL_COLUMNS), "prompt_task_labels",
@@ -238,7 +226,7 @@ def prompt_task_labels(
             description=f"every prompt of {benchmark!r} failed to label ({stats.n_failed} distinct prompts; "
             f"first error: {first['error']}). Failures are in label_failures and will be retried; the "
             "partition's stored labels are left unchanged.",
-            metadata={**stats.as_metadata(), "failures_preview": MetadataValue.md(_markdown(failures))},
+            metadata={**stats.as_metadata(), "failures_preview": MetadataValue.md(markdown_table(failures))},
         )
     if stats.n_failed:
         context.log.warning(
@@ -255,7 +243,7 @@ def prompt_task_labels(
             "task_index_seconds": round(index_s, 3),
             "prompts_without_labels": unlabeled,
             "labels_per_prompt": round(frame.height / max(1, len(prompts) - unlabeled), 2),
-            "failures_preview": MetadataValue.md(_markdown(failures)),
+            "failures_preview": MetadataValue.md(markdown_table(failures)),
             "progress_log": MetadataValue.md(
                 "\n".join(f"- {m}" for m in stats.progress) or "nothing to label"
             ),
@@ -300,515 +288,5 @@ def prompt_task_labels_valid(context: AssetCheckExecutionContext, warehouse: War
     )
 
 
-# --- gold labels --------------------------------------------------------------------------------------------
-
-
-class AnnotationSampleConfig(Config):
-    per_benchmark: int = 20
-    top_k: int = 10
-    seed: int = 0
-
-
-PROMPT_COLUMNS: dict[str, pl.DataType] = {
-    "benchmark": pl.Utf8,
-    "prompt_id": pl.Utf8,
-    "prompt": pl.Utf8,
-    "prompt_hash": pl.Utf8,
-    "occupation": pl.Utf8,
-    "onet_soc_code": pl.Utf8,
-    "onet_task_id": pl.Int64,
-    "onet_task": pl.Utf8,
-}
-# What validate_labels and other_labelers_labels read of a prompt: no prompt text.
-VALIDATION_PROMPT_COLUMNS = (
-    "benchmark",
-    "prompt_id",
-    "prompt_hash",
-    "occupation",
-    "onet_task_id",
-    "onet_task",
-)
-# What annotation_rows reads of a label.
-ANNOTATION_LABEL_COLUMNS = ("benchmark", "prompt_id", "labeler", "rank", "task_id", "onet_soc_code")
-
-
-def _prompts(warehouse: Warehouse, columns: tuple[str, ...] | None = None) -> pl.DataFrame:
-    """benchmark_prompts, only `columns` of it (default: all of PROMPT_COLUMNS, texts included)."""
-    return lq.prompt_columns(warehouse.path, {c: PROMPT_COLUMNS[c] for c in (columns or PROMPT_COLUMNS)})
-
-
-def _validation_inputs(
-    warehouse: Warehouse, gold_task_labels: pl.DataFrame
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The human-labeled prompts (VALIDATION_PROMPT_COLUMNS) and their labels, filtered in DuckDB
-    (pipelines.label_queries.validation_inputs)."""
-    prompt_schema = {c: PROMPT_COLUMNS[c] for c in VALIDATION_PROMPT_COLUMNS}
-    return lq.validation_inputs(warehouse.path, gold_task_labels, prompt_schema, lc.LABEL_COLUMNS)
-
-
-def _annotation_inputs(warehouse: Warehouse, keys: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The sampled prompts (keys order; benchmark, prompt_id, prompt_hash, prompt) and their labels
-    (ANNOTATION_LABEL_COLUMNS, table order): only the sample's texts and labels are loaded."""
-    texts = lq.prompt_texts(warehouse.path, keys)
-    labels = lq.labels_of_keys(warehouse.path, keys, ANNOTATION_LABEL_COLUMNS)
-    sample = keys.select("benchmark", "prompt_id").join(
-        texts, on=["benchmark", "prompt_id"], how="left", maintain_order="left"
-    )
-    return sample, labels
-
-
-@asset(
-    group_name=VALIDATION_GROUP,
-    ins={"onet_tasks": AssetIn(), "onet_occupations": AssetIn()},
-    deps=["prompt_task_labels", "prompt_work", "benchmark_prompts"],
-    description="A stratified random sample of labeled prompts (per benchmark) with their top candidate "
-    "tasks, "
-    "written as CSV to data/warehouse/annotation/ for human annotators (docs/gold_labels.md).",
-)
-def gold_annotation_sample(
-    context: AssetExecutionContext,
-    config: AnnotationSampleConfig,
-    warehouse: Warehouse,
-    onet_tasks: pl.DataFrame,
-    onet_occupations: pl.DataFrame,
-) -> pl.DataFrame:
-    # Draw from the keys of the labeled prompts (the same draw as val.annotation_sample over full rows), then
-    # load texts and labels of the sampled prompts only.
-    keys = val.annotation_sample_keys(
-        lq.annotation_pool(warehouse.path), per_benchmark=config.per_benchmark, seed=config.seed
-    )
-    if keys.is_empty():  # nothing labeled yet
-        sample = pl.DataFrame(schema={c: pl.Utf8 for c in val.ANNOTATION_COLUMNS})
-    else:
-        chosen, labels = _annotation_inputs(warehouse, keys)
-        sample = val.annotation_rows(chosen, labels, onet_tasks, onet_occupations, top_k=config.top_k)
-    folder = Path(warehouse.path).parent / "annotation"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / ANNOTATION_FILE
-    partial = path.with_name(path.name + ".part")
-    sample.write_csv(partial)
-    partial.replace(path)
-    context.add_output_metadata(
-        {
-            "csv_path": MetadataValue.path(str(path)),
-            "n_prompts": sample.height,
-            "per_benchmark": MetadataValue.json(
-                dict(sample.group_by("benchmark").len().sort("benchmark").iter_rows())
-            ),
-            "import_to": str(raw_dir() / GOLD_DIR_NAME / "<annotator>.csv"),
-        }
-    )
-    return sample
-
-
-@asset(
-    group_name=VALIDATION_GROUP,
-    ins={"onet_tasks": AssetIn()},
-    deps=["benchmark_prompts"],
-    description="Human gold task labels imported from data/raw/gold_labels/*.csv (docs/gold_labels.md): "
-    "benchmark, prompt_id, task_id (null = no O*NET task fits), annotator, source file and line. "
-    "Empty when no file is there.",
-)
-def gold_task_labels(
-    context: AssetExecutionContext, warehouse: Warehouse, onet_tasks: pl.DataFrame
-) -> pl.DataFrame:
-    folder = raw_dir() / GOLD_DIR_NAME
-    files = sorted(folder.glob("*.csv")) if folder.is_dir() else []
-    if not files:
-        message = (
-            f"no gold label files in {folder}: export a sample with gold_annotation_sample, have it "
-            "annotated, and place the CSVs there (docs/gold_labels.md)"
-        )
-        context.log.info(message)
-        context.add_output_metadata({"message": message, "n_files": 0, "n_prompts": 0})
-        return pl.DataFrame(schema=val.GOLD_SCHEMA)
-    raw = pl.concat([val.read_gold_csv(f) for f in files])
-    gold, notes = val.resolve_gold(raw, _prompts(warehouse, ("benchmark", "prompt_id")), onet_tasks)
-    if notes.get("gold_unknown_prompts"):
-        context.log.warning(
-            f"{len(notes['gold_unknown_prompts'])} gold prompts are not in benchmark_prompts "
-            f"and were dropped: {notes['gold_unknown_prompts'][:10]}"
-        )
-    context.add_output_metadata(
-        {
-            "n_files": len(files),
-            "files": ", ".join(f.name for f in files),
-            "n_prompts": notes.get("gold_prompts", 0),
-            "n_rows": gold.height,
-            "unknown_prompts_dropped": len(notes.get("gold_unknown_prompts", [])),
-        }
-    )
-    return gold
-
-
-# --- validation against human labels ------------------------------------------------------------------------
-
-
-def _tac_mapping() -> tuple[dict | None, str]:
-    try:
-        from models.labeling import offline
-    except ImportError:
-        return None, "models.validation.FALLBACK_TAC_ROLE_TO_SOC"
-    mapping = getattr(offline, "TAC_ROLE_TO_SOC", None)
-    if mapping:
-        return dict(mapping), "models.labeling.offline.TAC_ROLE_TO_SOC"
-    return None, "models.validation.FALLBACK_TAC_ROLE_TO_SOC"
-
-
-def _occupation_ranker(keys: tuple[str, ...] = ("benchmark", "prompt_id")) -> tuple[Any, str]:
-    """The offline module's occupation ranking (6-digit SOC level) when it has one, else the same rule
-    (sum of task scores) in models.validation."""
-    try:
-        from models.labeling.offline import occupation_ranking_from_labels
-    except ImportError:
-        return None, "models.validation.rank_occupations (score sum)"
-
-    def rank(labels: list) -> list[str]:
-        return occupation_ranking_from_labels(labels, level="soc")
-
-    return val.per_prompt_ranker(rank, keys), "models.labeling.offline.occupation_ranking_from_labels (soc)"
-
-
-def _all_labeler_labels(warehouse: Warehouse, labels: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
-    """prompt_task_labels plus, for labelers/versions not in it, their cached labels of current prompts
-    (older configurations of the current version string are not re-validated)."""
-    extra = other_labelers_labels(LabelCache(warehouse.path), labels, prompts, ONET_VERSION)
-    if extra.is_empty():
-        return labels
-    return pl.concat([labels.select(list(lc.LABEL_COLUMNS)), extra], how="vertical_relaxed")
-
-
-@asset(
-    group_name=VALIDATION_GROUP,
-    ins={"onet_tasks": AssetIn()},
-    deps=["benchmark_prompts"],
-    description="The task-level reference (an LLM judge's labels of a random sample of prompts, two passes "
-    "on the development split; data/reference/, or data/raw/reference_labels/ when present), checked "
-    "against onet_tasks and the landed prompts: one row per (prompt, pass) of a landed benchmark.",
-)
-def reference_task_labels(
-    context: AssetExecutionContext, warehouse: Warehouse, onet_tasks: pl.DataFrame
-) -> pl.DataFrame:
-    override = raw_dir() / REFERENCE_DIR_NAME
-    folder = override if (override / rl.SPLIT_FILES["dev"]).is_file() else rl.DEFAULT_FOLDER
-    reference = rl.load_reference(folder)  # InputError with file and line on a broken or duplicated row
-    prompts = _prompts(warehouse, ("benchmark", "prompt_id", "prompt_hash"))
-    landed = reference.filter(pl.col("benchmark").is_in(prompts["benchmark"].unique().implode()))
-    rl.check_reference(landed, onet_tasks, prompts)  # unknown task or prompt: fail, nothing is stored
-    current = landed.join(prompts, on=["benchmark", "prompt_id", "prompt_hash"], how="semi")
-    if current.height < landed.height:
-        context.log.warning(f"{landed.height - current.height} reference rows label a prompt whose text has "
-                            "changed since it was judged: left out")
-    context.add_output_metadata({
-        "folder": str(folder), "rows": current.height, "prompts": current["sample_id"].n_unique(),
-        "benchmarks_not_landed": ", ".join(sorted(set(reference["benchmark"]) - set(landed["benchmark"])))
-        or "none",
-        "changed_prompts_left_out": landed.height - current.height,
-        "per_split": MetadataValue.json(dict(current.group_by("split").len().sort("split").iter_rows())),
-    })
-    return current
-
-
-def _context_records(warehouse: Warehouse, benchmarks: list[str]) -> list[PromptRecord]:
-    """The prompts each benchmark's labeling context is drawn from (models.labeling.selector.context_sample):
-    hashes of every prompt first, texts of the sampled ones only."""
-    from models.labeling.selector import context_sample
-
-    hashes = lq.prompt_hashes(warehouse.path, benchmarks)
-    keys = []
-    for _, group in hashes.group_by(["benchmark"], maintain_order=True):
-        keys.append(group[context_sample(group["prompt_hash"].to_list())])
-    if not keys:
-        return []
-    return _records(lq.prompt_texts(warehouse.path, pl.concat(keys)))
-
-
-def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any
-                      ) -> tuple[str, pl.DataFrame, dict, dict]:
-    """The calibrated offline labeler's ranked candidates for the given prompts: (labeler_version, ranking
-    rows in LABEL_COLUMNS (rank = candidate rank, score = p_exercised), (benchmark, prompt_id) -> O*NET-SOC codes
-    by the retriever's occupation ranking, prompt_hash -> the selector's first occupation)."""
-    from models.labeling.offline import OfflineLabeler
-
-    index, _, _ = load_task_index(warehouse, log)
-    labeler = OfflineLabeler.calibrated(index)
-    texts = lq.prompt_texts(warehouse.path, keys)
-    labeler.prepare(_context_records(warehouse, texts["benchmark"].unique().to_list()))
-    rankings = labeler.rankings(_records(texts))
-    rows: dict[str, list] = {c: [] for c in lc.LABEL_COLUMNS}
-    occupations: dict[tuple[str, str], list[str]] = {}
-    first: dict[str, str | None] = {}
-    for (benchmark, prompt_id, prompt_hash, _), ranking in zip(texts.iter_rows(), rankings, strict=True):
-        for rank, (task_id, code, p) in enumerate(ranking.tasks[:50], start=1):
-            for column, value in zip(lc.LABEL_COLUMNS, (benchmark, prompt_id, prompt_hash, code, task_id,
-                                                        labeler.name, labeler.labeler_version, rank, p, None, p),
-                                     strict=True):
-                rows[column].append(value)
-        occupations[(benchmark, prompt_id)] = [c for c, _ in ranking.occupations]
-        first[prompt_hash] = ranking.selected_occupations[0][0] if ranking.selected_occupations else None
-    return labeler.labeler_version, pl.DataFrame(rows, schema=lc.LABEL_COLUMNS), occupations, first
-
-
-def _ranking_ranker(version: str, occupations: dict[tuple[str, str], list[str]], fallback: Any) -> Any:
-    """rank_fn for validate_labels: the retriever's occupation ranking for the calibrated offline labeler,
-    the label-based ranking (`fallback`) for every other labeler."""
-
-    def rank(labels: pl.DataFrame) -> pl.DataFrame:
-        if labels.is_empty() or labels["labeler_version"][0] != version:
-            return fallback(labels)
-        keys = labels.select("benchmark", "prompt_id").unique(maintain_order=True)
-        rows = [{"benchmark": b, "prompt_id": p, "soc_code": code, "occ_score": None, "occ_rank": i + 1}
-                for b, p in keys.iter_rows()
-                for i, code in enumerate(dict.fromkeys(val.soc6(c) for c in occupations.get((b, p), [])))]
-        return pl.DataFrame(rows, schema={"benchmark": pl.Utf8, "prompt_id": pl.Utf8, "soc_code": pl.Utf8,
-                                          "occ_score": pl.Float64, "occ_rank": pl.Int64})
-
-    return rank
-
-
-def _reference_predictions(warehouse: Warehouse, reference: pl.DataFrame, labels: pl.DataFrame,
-                           offline_version: str | None, ranking_labels: pl.DataFrame,
-                           first_occupation: dict[str, str | None]) -> pl.DataFrame:
-    """Every labeler's predictions for the reference prompts: label sets from prompt_task_labels and
-    prompt_work (other labelers' from the label cache); for the calibrated offline labeler the ranking and
-    first occupation come from its ranked candidates, not from its (short) label set."""
-    hashes = reference["prompt_hash"].unique().implode()
-    mine = labels.filter(pl.col("prompt_hash").is_in(hashes))
-    work = lq.work_of_hashes(warehouse.path, reference["prompt_hash"].unique().to_list(), lc.WORK_COLUMNS)
-    predictions = rl.predictions_from_labels(mine, work)
-    if offline_version is None or ranking_labels.is_empty():
-        return predictions
-    ranked = (ranking_labels.sort("prompt_hash", "rank")
-              .group_by("benchmark", "prompt_id", "prompt_hash", maintain_order=True)
-              .agg(pl.col("task_id").alias("ranking")))
-    ranked = ranked.with_columns(pl.Series("best_code", [first_occupation.get(h) for h in ranked["prompt_hash"]],
-                                           dtype=pl.Utf8)).unique(subset=["prompt_hash"], keep="first")
-    offline = predictions.filter(pl.col("labeler_version") == offline_version).drop("ranking", "first_occupation")
-    offline = offline.join(ranked.select("prompt_hash", "ranking", pl.col("best_code").alias("first_occupation")),
-                           on="prompt_hash", how="left")
-    return pl.concat([predictions.filter(pl.col("labeler_version") != offline_version),
-                      offline.select(list(rl.PREDICTION_SCHEMA))])
-
-
-def _cross_validated_rows(offline_version: str | None) -> pl.DataFrame:
-    """The calibrated labeler's leave-one-benchmark-out figures on the development split, as recorded in its
-    fit file (metric ref_cv_*): its ref_* rows are in-sample, since it was fitted on the whole reference."""
-    schema = {"benchmark": pl.Utf8, "labeler": pl.Utf8, "labeler_version": pl.Utf8, "metric": pl.Utf8,
-              "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "n": pl.Int64}
-    if offline_version is None:
-        return pl.DataFrame(schema=schema)
-    from models.labeling.selector import load_fit
-
-    recorded = load_fit().cross_validation.get("cv_dev", {})
-    return pl.DataFrame([
-        {"benchmark": "all", "labeler": "offline", "labeler_version": offline_version,
-         "metric": f"{rl.METRIC_PREFIX}cv_{metric}", "value": v["value"], "ci_low": v["ci_low"],
-         "ci_high": v["ci_high"], "n": v["n"]} for metric, v in recorded.items()], schema=schema)
-
-
-@asset(
-    group_name=VALIDATION_GROUP,
-    ins={"onet_tasks": AssetIn(), "onet_occupations": AssetIn(), "gold_task_labels": AssetIn(),
-         "reference_task_labels": AssetIn()},
-    deps=["prompt_task_labels", "prompt_work", "benchmark_prompts"],
-    description="Labelers vs human labels and vs the task-level reference, one tidy table (benchmark, labeler, "
-    "labeler_version, metric, value, ci_low, ci_high, n; 95% bootstrap over prompts): GDPval and "
-    "TheAgentCompany occupation top-1/top-5 and JobBench task hit@k from the ranking; gold-set task "
-    "precision/recall/F1; ref_* task F1/precision/recall, hit@1/5, first occupation and work decision against "
-    "the reference, with the judge's two passes against each other as the ceiling row.",
-)
-def labeler_validation(
-    context: AssetExecutionContext,
-    warehouse: Warehouse,
-    onet_tasks: pl.DataFrame,
-    onet_occupations: pl.DataFrame,
-    gold_task_labels: pl.DataFrame,
-    reference_task_labels: pl.DataFrame,
-) -> pl.DataFrame:
-    # Only prompts with a human label can be validated: load just them (no texts) and their labels, filtered
-    # in DuckDB (the label table grows with every benchmark, the human-labeled prompts do not).
-    prompts, labels = _validation_inputs(warehouse, gold_task_labels)
-    reference_labels = pl.DataFrame(schema=lc.LABEL_COLUMNS)
-    if warehouse.table_exists("prompt_task_labels") and not reference_task_labels.is_empty():
-        reference_labels = lq.labels_of_hashes(
-            warehouse.path, reference_task_labels["prompt_hash"].unique().to_list()).select(list(lc.LABEL_COLUMNS))
-    labels = _all_labeler_labels(warehouse, labels, prompts)
-    offline_version = None
-    ranking_labels = pl.DataFrame(schema=lc.LABEL_COLUMNS)
-    occupations: dict[tuple[str, str], list[str]] = {}
-    first_occupation: dict[str, str | None] = {}
-    current = set(labels.filter(pl.col("labeler") == "offline")["labeler_version"].unique().to_list())
-    keys = pl.concat([prompts.select("benchmark", "prompt_id"),
-                      reference_task_labels.select("benchmark", "prompt_id")]).unique()
-    if any(v.startswith("offline-calibrated") for v in current) and not keys.is_empty():
-        offline_version, ranking_labels, occupations, first_occupation = _offline_rankings(
-            warehouse, keys, context.log)
-    # human-label metrics read the ranking: the calibrated labeler's label set is short by design
-    human_labels = labels
-    if offline_version is not None:
-        human = ranking_labels.join(prompts.select("benchmark", "prompt_id"), on=["benchmark", "prompt_id"],
-                                    how="semi")
-        human_labels = pl.concat([labels.filter(pl.col("labeler_version") != offline_version), human],
-                                 how="vertical_relaxed")
-    mapping, mapping_source = _tac_mapping()
-    ranker, ranker_source = _occupation_ranker()
-    if offline_version is not None:
-        ranker = _ranking_ranker(offline_version, occupations, ranker)
-        ranker_source += "; the calibrated offline labeler: its retriever's occupation ranking"
-    table, notes = val.validate_labels(
-        human_labels,
-        prompts,
-        onet_occupations,
-        onet_tasks,
-        gold_task_labels,
-        tac_role_to_soc=mapping,
-        rank_fn=ranker,
-        set_labels=labels,
-    )
-    if not reference_task_labels.is_empty():
-        all_reference_labels = _all_labeler_labels(warehouse, reference_labels, reference_task_labels)
-        predictions = _reference_predictions(warehouse, reference_task_labels, all_reference_labels,
-                                             offline_version, ranking_labels, first_occupation)
-        reference_table = rl.labeler_reference_metrics(predictions, reference_task_labels)
-        table = pl.concat([table, reference_table.select(table.columns).cast(table.schema),
-                           _cross_validated_rows(offline_version).select(table.columns).cast(table.schema)])
-    for title in notes["gdpval_unmatched_titles"]:
-        context.log.warning(f"GDPval occupation title with no O*NET match (left out): {title!r}")
-    context.add_output_metadata(
-        {
-            "metrics": MetadataValue.md(
-                _markdown(
-                    table.select("benchmark", "labeler_version", "metric", "value", "ci_low", "ci_high", "n"),
-                    limit=60,
-                )
-            ),
-            "gdpval_gold_prompts": notes["gdpval_gold_prompts"],
-            "gdpval_unmatched_titles": ", ".join(notes["gdpval_unmatched_titles"]) or "none",
-            "tac_gold_prompts": notes["tac_gold_prompts"],
-            "tac_role_mapping": mapping_source,
-            "occupation_ranking": ranker_source,
-            "tac_unmapped_roles": ", ".join(notes["tac_unmapped_roles"]) or "none",
-            "jobbench_gold_prompts": notes["jobbench_gold_prompts"],
-            "jobbench_unmatched_prompts": ", ".join(notes["jobbench_unmatched_prompts"]) or "none",
-            "gold_prompts": notes["gold_prompts"],
-            "labelers": ", ".join(sorted(set(labels["labeler_version"].unique().to_list()))) or "none",
-        }
-    )
-    return table
-
-
-class ValidationFloorsConfig(Config):
-    """'benchmark:metric' -> minimum point estimate; empty = models.validation.DEFAULT_FLOORS. Can also be set
-    as JSON in the environment variable BENCHMAP_VALIDATION_FLOORS."""
-
-    floors: dict[str, float] = {}
-
-
-def _floors(config: ValidationFloorsConfig) -> dict[str, float]:
-    if config.floors:
-        return dict(config.floors)
-    from_env = settings().validation_floors  # BENCHMAP_VALIDATION_FLOORS, parsed once (pipelines/settings.py)
-    if from_env:
-        return dict(from_env)
-    return dict(val.DEFAULT_FLOORS)
-
-
-@asset_check(
-    asset=labeler_validation,
-    name="labeler_validation_floors",
-    blocking=False,
-    description="Fails when a current labeler's metric falls below its floor (default: GDPval "
-    "occupation top-5 >= 0.70).",
-)
-def labeler_validation_floors(
-    context: AssetCheckExecutionContext, config: ValidationFloorsConfig, warehouse: Warehouse
-) -> AssetCheckResult:
-    floors = _floors(config)
-    if not warehouse.table_exists("labeler_validation"):
-        return AssetCheckResult(passed=False, metadata={"message": "labeler_validation is not materialized"})
-    table = warehouse.read_table("labeler_validation")
-    if warehouse.table_exists(
-        "prompt_task_labels"
-    ):  # floors bind the labelers in use, not old cache versions
-        current = lq.current_labeler_versions(warehouse.path)
-        table = table.join(current, on=["labeler", "labeler_version"], how="semi")
-    failures, not_evaluated = val.check_floors(table, floors)
-    checked = table.filter(pl.concat_str("benchmark", pl.lit(":"), "metric").is_in(list(floors)))
-    return AssetCheckResult(
-        passed=not failures,
-        metadata={
-            "floors": MetadataValue.json(floors),
-            "checked": MetadataValue.md(
-                _markdown(checked.select("benchmark", "labeler_version", "metric", "value", "ci_low", "n"))
-            ),
-            "below_floor": MetadataValue.md(_markdown(pl.DataFrame(failures))) if failures else "none",
-            "not_evaluated": ", ".join(not_evaluated) or "none",
-        },
-    )
-
-
-# --- agreement between labelers -----------------------------------------------------------------------------
-
-
-@asset(
-    group_name=VALIDATION_GROUP,
-    deps=["prompt_task_labels", "prompt_work", "benchmark_prompts"],
-    description="For prompts labeled by two labelers (label_cache, current O*NET version), per benchmark: "
-    "task F1 and work agreement (prompts judged not work included), task-set Jaccard, top-1 occupation "
-    "agreement, occupation rank correlation (Spearman over the union), each with n and a 95% bootstrap "
-    "interval. Empty when only one labeler exists.",
-)
-def labeler_agreement(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
-    rows = LabelCache(warehouse.path).read_frame().filter(pl.col("onet_version") == ONET_VERSION)
-    cached = lc.disambiguate_versions(lc.cache_frame_to_labels(rows))
-    # every labeled prompt, also those judged not work (no label rows): task F1 and work agreement count them
-    labeled = lc.disambiguate_versions(rows.with_columns(
-        pl.coalesce("labeler_version", pl.col("model") + "+" + pl.col("template_version")).alias("labeler_version")
-    )).select("prompt_hash", "labeler", "labeler_version")
-    labelers = cached.select("labeler", "labeler_version").unique()
-    if labelers.height < 2:
-        note = (
-            f"only {labelers.height} labeler in label_cache "
-            f"({', '.join(labelers['labeler_version'].to_list()) or 'none'}): agreement needs two; run "
-            "the other labeler (BENCHMAP_LABELER=openai or offline) over the same benchmarks"
-        )
-        context.log.info(note)
-        context.add_output_metadata({"note": note, "n_labelers": labelers.height})
-        return pl.DataFrame(schema=val.AGREEMENT_COLUMNS)
-    ranker, _ = _occupation_ranker(("prompt_hash",))
-    table = val.labeler_agreement(cached, _prompts(warehouse, ("benchmark", "prompt_hash")), rank_fn=ranker,
-                                  labeled=labeled)
-    context.add_output_metadata(
-        {
-            "n_labelers": labelers.height,
-            "labelers": ", ".join(sorted(labelers["labeler_version"].to_list())),
-            "agreement": MetadataValue.md(
-                _markdown(
-                    table.select(
-                        "benchmark",
-                        "labeler_version_a",
-                        "labeler_version_b",
-                        "metric",
-                        "value",
-                        "ci_low",
-                        "ci_high",
-                        "n",
-                    ),
-                    limit=60,
-                )
-            ),
-        }
-    )
-    return table
-
-
-ASSETS: list = [
-    task_search_index,
-    prompt_task_labels,
-    gold_annotation_sample,
-    gold_task_labels,
-    reference_task_labels,
-    labeler_validation,
-    labeler_agreement,
-]
-CHECKS: list = [prompt_task_labels_valid, labeler_validation_floors]
+ASSETS: list = [task_search_index, prompt_task_labels]
+CHECKS: list = [prompt_task_labels_valid]

@@ -243,7 +243,7 @@ class E2E:
     def __init__(self, root: Path) -> None:
         from dagster import ConfigurableResource, DagsterInstance
 
-        from assets import benchmarks, labels, reference
+        from assets import benchmarks, label_validation, labels, reference
         from pipelines.io_manager import WarehouseIOManager
         from pipelines.resources import LabelerResource, Warehouse
 
@@ -265,6 +265,7 @@ class E2E:
         self.reference = [a for a in reference.ASSETS if a.key.path[-1] in REFERENCE_TABLES]
         self.benchmark_assets = benchmarks.ASSETS
         self.labels = labels
+        self.validation = label_validation
 
     def materialize(
         self, assets: list, *, partition: str | None = None, selection: list | None = None, run_config=None
@@ -303,11 +304,11 @@ class E2E:
         return self.counter[0] - before
 
     def validate(self) -> pl.DataFrame:
-        lab = self.labels
+        lab = self.validation
         unpartitioned = [lab.gold_task_labels, lab.reference_task_labels, lab.labeler_validation,
                          lab.labeler_agreement]
         self.last_validation_run = self.materialize(
-            [*unpartitioned, *lab.CHECKS, *self.reference], selection=unpartitioned
+            [*unpartitioned, *self.labels.CHECKS, *lab.CHECKS, *self.reference], selection=unpartitioned
         )
         return self.warehouse.read_table("labeler_validation")
 
@@ -373,7 +374,7 @@ def test_e2e_validation_against_human_labels(e2e: E2E) -> None:
 def test_e2e_gold_sample_export_and_import(e2e: E2E) -> None:
     """Export an annotation sample, 'annotate' it with each prompt's top candidate, import it: recall and
     hit@1 are then exactly 1 and precision is the mean of 1 / (labels per prompt)."""
-    lab = e2e.labels
+    lab = e2e.validation
     e2e.materialize(
         [lab.gold_annotation_sample, *e2e.reference],
         selection=[lab.gold_annotation_sample],
@@ -525,7 +526,7 @@ def test_e2e_agreement_and_validation_with_a_second_labeler(e2e: E2E) -> None:
         for h, js in offline.select("prompt_hash", "labels_json").iter_rows()
     ]
     cache.write_batch(lc.CacheKey("29.2", "shadow", "top1", "t0"), "top1+t0", outcomes, {})
-    lab = e2e.labels
+    lab = e2e.validation
     e2e.materialize([lab.labeler_agreement, *e2e.reference], selection=[lab.labeler_agreement])
     agreement = e2e.warehouse.read_table("labeler_agreement")
     got = {r["metric"]: r for r in agreement.iter_rows(named=True)}
@@ -657,7 +658,7 @@ def test_labeler_validation_loads_human_labeled_prompts_only_and_matches_a_full_
 ) -> None:
     from dagster import build_asset_context
 
-    from assets import labels as lab
+    from assets import label_validation as lab
     from models import validation as val
     from pipelines.resources import Warehouse
 
@@ -729,7 +730,7 @@ def test_gold_annotation_sample_reads_the_sample_only_and_matches_the_in_memory_
 ) -> None:
     from dagster import build_asset_context
 
-    from assets import labels as lab
+    from assets import label_validation as lab
     from models import validation as val
     from pipelines.resources import Warehouse
 
