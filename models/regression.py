@@ -1,365 +1,41 @@
 """Which tasks do benchmarks cover? Logit models of task coverage with occupation-clustered errors.
 
-Every public function takes polars frames and returns tidy polars frames carrying a `model` column; the
-statsmodels results stay inside `LogitFit`. Adjusted probabilities use the delta method with the clustered
-covariance: intervals are built on the logit scale and mapped back, so they stay inside [0, 1] and always
-contain the estimate; `se` is reported on the probability scale.
+Every public function takes polars frames and returns tidy polars frames carrying a `model` column. The fits,
+tables, adjusted probabilities and ratios come from models/logit.py; this module holds the analysis frame
+(`build_task_frame`) and the three models. The logit names it builds on are part of its API (`__all__`), so
+`regression.fit_logit_clustered` and friends keep working.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
 
 import numpy as np
-import pandas as pd
-import patsy
 import polars as pl
-import statsmodels.formula.api as smf
-from statsmodels.tools.sm_exceptions import (
-    ConvergenceWarning,
-    HessianInversionWarning,
-    PerfectSeparationWarning,
-)
 
 from models.fe_logit import FixedEffectsLogitFit, fit_fe_logit
+from models.logit import (
+    COEFFICIENT_SCHEMA,
+    CONTRAST_SCHEMA,
+    WAGE_GRID_RANGE,
+    LogitFit,
+    Margin,
+    ModelTables,
+    adjusted_probabilities,
+    as_binary,
+    fit_logit_clustered,
+    interval_from_margin,
+    not_estimated,
+    outcome_problem,
+    probability_ratio,
+    safe_fit,
+    sample_frame,
+    tidy_coefficients,
+)
 from models.soc import major_group_of
-from models.stats import log_ratio_interval, logistic, with_wilson_ci, z_value
+from models.stats import log_ratio_interval, with_wilson_ci, z_value
 
 TASK_KEY = ["onet_soc_code", "task_id"]
-WAGE_GRID_RANGE = (0.5e9, 50e9)  # adjusted-probability grid for model 1, in dollars of annual wage bill
-
-COEFFICIENT_SCHEMA = {
-    "model": pl.Utf8,
-    "term": pl.Utf8,
-    "coef": pl.Float64,
-    "se": pl.Float64,
-    "z": pl.Float64,
-    "p": pl.Float64,
-    "ci_low": pl.Float64,
-    "ci_high": pl.Float64,
-    "n": pl.Int64,
-    "n_clusters": pl.Int64,
-    "cov_type": pl.Utf8,
-    "formula": pl.Utf8,
-    "converged": pl.Boolean,
-    "note": pl.Utf8,
-}
-CONTRAST_SCHEMA = {
-    "model": pl.Utf8,
-    "contrast": pl.Utf8,
-    "prob_a": pl.Float64,
-    "prob_b": pl.Float64,
-    "ratio": pl.Float64,
-    "se_log_ratio": pl.Float64,
-    "ci_low": pl.Float64,
-    "ci_high": pl.Float64,
-    "margin": pl.Utf8,
-    "note": pl.Utf8,
-}
-
-
-@dataclass
-class LogitFit:
-    """A fitted logit: the statsmodels result plus what the tidy tables need to describe it."""
-
-    model: str
-    formula: str
-    result: Any  # statsmodels BinaryResultsWrapper
-    data: pd.DataFrame  # the estimation sample (rows the model actually used)
-    cluster_col: str | None
-    cov_type: str
-    n: int
-    n_clusters: int | None
-    converged: bool
-    note: str = ""
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def params(self) -> np.ndarray:
-        return np.asarray(self.result.params, dtype=float)
-
-    @property
-    def cov(self) -> np.ndarray:
-        return np.asarray(self.result.cov_params(), dtype=float)
-
-    def design(self, frame: pl.DataFrame | pd.DataFrame) -> np.ndarray:
-        """Design matrix of new rows, built with the fitted formula's encoding (levels, transforms)."""
-        data = _to_pandas(frame) if isinstance(frame, pl.DataFrame) else frame
-        model_data = self.result.model.data
-        # statsmodels >= 0.15 calls the RHS design info `model_spec`; older versions `design_info`
-        spec = getattr(model_data, "model_spec", None) or model_data.design_info
-        (matrix,) = patsy.build_design_matrices([spec], data, NA_action="raise")
-        return np.asarray(matrix, dtype=float)
-
-
-class ModelTables(NamedTuple):
-    """What each coverage model returns; every frame has a `model` column."""
-
-    coefficients: pl.DataFrame
-    probabilities: pl.DataFrame
-    contrasts: pl.DataFrame
-    sample: pl.DataFrame  # model, item, value: sample sizes and exclusions
-    fit: LogitFit | FixedEffectsLogitFit | None
-
-    def summary(self) -> dict[str, Any]:
-        """JSON-ready regression summary: formula, n, clusters, covariance, coefficients, probabilities."""
-        first = self.coefficients.row(0, named=True) if self.coefficients.height else {}
-        return {
-            "model": first.get("model"),
-            "formula": first.get("formula"),
-            "n": first.get("n"),
-            "n_clusters": first.get("n_clusters"),
-            "cov_type": first.get("cov_type"),
-            "note": first.get("note"),
-            "coefficients": self.coefficients.to_dicts(),
-            "adjusted_probabilities": self.probabilities.to_dicts(),
-            "contrasts": self.contrasts.to_dicts(),
-            "sample": self.sample.to_dicts(),
-        }
-
-
-def _to_pandas(frame: pl.DataFrame) -> pd.DataFrame:
-    """pandas copy with booleans as 0/1 so patsy treats them as numbers, not two-level factors."""
-    bool_cols = [c for c, dtype in frame.schema.items() if dtype == pl.Boolean]
-    return frame.with_columns([pl.col(c).cast(pl.Int8) for c in bool_cols]).to_pandas()
-
-
-def fit_logit_clustered(
-    df: pl.DataFrame,
-    formula: str,
-    cluster_col: str | None,
-    *,
-    model: str = "logit",
-    cov_type: str = "cluster",
-    maxiter: int = 100,
-    note: str = "",
-    check_rank: bool = True,
-) -> LogitFit:
-    """Logit of `formula` on `df` with standard errors clustered by `cluster_col`.
-
-    Rows with missing values in formula variables are dropped (patsy) and the cluster ids are aligned to the
-    rows kept. `cov_type='nonrobust'` gives the naive ML standard errors (for comparisons). The cluster
-    covariance is statsmodels' CRV1 with its default small-sample correction. Separation and convergence
-    warnings are appended to the note. `check_rank=False` skips statsmodels' QR rank check, which dominates
-    the run time with hundreds of fixed-effect columns.
-    """
-    data = _to_pandas(df)
-    logit_model = smf.logit(formula, data=data, check_rank=check_rank)
-    used = data.loc[logit_model.data.row_labels]
-    fit_kwargs: dict[str, Any] = {"disp": 0, "maxiter": maxiter}
-    n_clusters = None
-    if cov_type == "cluster":
-        if cluster_col is None:
-            raise ValueError("cov_type='cluster' needs a cluster_col")
-        cluster_ids, uniques = pd.factorize(used[cluster_col])
-        if (cluster_ids < 0).any():
-            raise ValueError(f"cluster column {cluster_col!r} has missing values in the estimation sample")
-        n_clusters = len(uniques)
-        fit_kwargs |= {"cov_type": "cluster", "cov_kwds": {"groups": cluster_ids}}
-    elif cov_type != "nonrobust":
-        fit_kwargs["cov_type"] = cov_type
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = logit_model.fit(**fit_kwargs)
-    converged = bool(result.mle_retvals.get("converged", True))
-    messages = sorted(
-        {
-            str(w.message).splitlines()[0]
-            for w in caught
-            if issubclass(w.category, (ConvergenceWarning, RuntimeWarning, UserWarning))
-        }
-    )
-    model_problems = [
-        str(w.message).splitlines()[0]
-        for w in caught
-        if issubclass(w.category, (PerfectSeparationWarning, HessianInversionWarning))
-    ]
-    if model_problems:
-        note = f"{note} statsmodels warned: {'; '.join(sorted(set(model_problems)))}".strip()
-    if not converged:
-        note = f"{note} Did not converge in {maxiter} iterations.".strip()
-    return LogitFit(
-        model=model,
-        formula=formula,
-        result=result,
-        data=used,
-        cluster_col=cluster_col,
-        cov_type=cov_type,
-        n=int(result.nobs),
-        n_clusters=n_clusters,
-        converged=converged,
-        note=note,
-        warnings=messages,
-    )
-
-
-def tidy_coefficients(
-    fit: LogitFit, alpha: float = 0.05, drop_prefixes: tuple[str, ...] = ()
-) -> pl.DataFrame:
-    """One row per coefficient: model, term, coef, se, z, p, ci_low, ci_high, n, n_clusters, cov_type,
-    formula, converged, note. Terms starting with any of `drop_prefixes` (e.g. fixed effects) are left out."""
-    result = fit.result
-    intervals = np.asarray(result.conf_int(alpha=alpha), dtype=float)
-    rows = [
-        {
-            "model": fit.model,
-            "term": term,
-            "coef": float(result.params.iloc[i]),
-            "se": float(result.bse.iloc[i]),
-            "z": float(result.tvalues.iloc[i]),
-            "p": float(result.pvalues.iloc[i]),
-            "ci_low": float(intervals[i, 0]),
-            "ci_high": float(intervals[i, 1]),
-            "n": fit.n,
-            "n_clusters": fit.n_clusters,
-            "cov_type": fit.cov_type,
-            "formula": fit.formula,
-            "converged": fit.converged,
-            "note": fit.note,
-        }
-        for i, term in enumerate(result.params.index)
-        if not str(term).startswith(drop_prefixes)
-    ]
-    return pl.DataFrame(rows, schema=COEFFICIENT_SCHEMA)
-
-
-@dataclass(frozen=True)
-class Margin:
-    """A (possibly averaged) predicted probability and its gradient with respect to the coefficients."""
-
-    prob: float
-    gradient: np.ndarray
-
-
-def _margin(fit: LogitFit, rows: pl.DataFrame | pd.DataFrame) -> Margin:
-    """Mean predicted probability over `rows` and d(mean)/d(beta) = mean of p(1-p) x (logistic link)."""
-    design = fit.design(rows)
-    probs = logistic(design @ fit.params)
-    gradient = ((probs * (1 - probs))[:, None] * design).mean(axis=0)
-    return Margin(float(probs.mean()), gradient)
-
-
-def _counterfactual(base: pd.DataFrame, setting: dict[str, Any]) -> pd.DataFrame:
-    """`base` with the columns in `setting` overwritten for every row (for average predictive margins)."""
-    frame = base.copy()
-    for column, value in setting.items():
-        frame[column] = value
-    return frame
-
-
-def _interval_from_margin(margin: Margin, cov: np.ndarray, alpha: float) -> tuple[float, float, float]:
-    """se on the probability scale and a logit-scale delta-method interval mapped back to [0, 1]."""
-    se = float(math.sqrt(max(margin.gradient @ cov @ margin.gradient, 0.0)))
-    p = margin.prob
-    if not 0 < p < 1:
-        return se, p, p
-    z = z_value(alpha)
-    logit_p = math.log(p / (1 - p))
-    se_logit = se / (p * (1 - p))  # d logit(p) / dp = 1 / (p (1 - p))
-    return (
-        se,
-        float(logistic(np.array(logit_p - z * se_logit))),
-        float(logistic(np.array(logit_p + z * se_logit))),
-    )
-
-
-def _grid_rows(grid: pl.DataFrame) -> list[dict[str, Any]]:
-    bool_cols = [c for c, dtype in grid.schema.items() if dtype == pl.Boolean]
-    return grid.with_columns([pl.col(c).cast(pl.Int8) for c in bool_cols]).to_dicts()
-
-
-def adjusted_probabilities(
-    fit: LogitFit, grid: pl.DataFrame, *, average_over: pl.DataFrame | None = None, alpha: float = 0.05
-) -> pl.DataFrame:
-    """Predicted probability at each row of `grid` with a delta-method interval (clustered covariance).
-
-    Without `average_over` each grid row is a full covariate profile (pointwise prediction). With
-    `average_over` (a frame of observations, typically the estimation sample) the grid columns are set on
-    every one of those rows and the predictions averaged: an average predictive margin, which is how
-    occupation fixed effects are integrated out. Returns grid columns + model, margin, prob,
-    se, ci_low, ci_high.
-    """
-    cov = fit.cov
-    rows = _grid_rows(grid)
-    base = _to_pandas(average_over) if average_over is not None else None
-    results = []
-    for setting in rows:
-        frame = _counterfactual(base, setting) if base is not None else pd.DataFrame([setting])
-        margin = _margin(fit, frame)
-        se, low, high = _interval_from_margin(margin, cov, alpha)
-        results.append({"prob": margin.prob, "se": se, "ci_low": low, "ci_high": high})
-    estimates = pl.DataFrame(
-        results, schema={"prob": pl.Float64, "se": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64}
-    )
-    return pl.concat(
-        [
-            pl.DataFrame(
-                {
-                    "model": [fit.model] * grid.height,
-                    "margin": ["average" if base is not None else "pointwise"] * grid.height,
-                }
-            ),
-            grid,
-            estimates,
-        ],
-        how="horizontal",
-    )
-
-
-def _as_setting(row: pl.DataFrame | dict[str, Any]) -> dict[str, Any]:
-    if isinstance(row, pl.DataFrame):
-        if row.height != 1:
-            raise ValueError(f"expected a one-row frame, got {row.height} rows")
-        return _grid_rows(row)[0]
-    return {k: int(v) if isinstance(v, bool) else v for k, v in row.items()}
-
-
-def probability_ratio(
-    fit: LogitFit,
-    row_a: pl.DataFrame | dict[str, Any],
-    row_b: pl.DataFrame | dict[str, Any],
-    *,
-    average_over: pl.DataFrame | None = None,
-    contrast: str | None = None,
-    alpha: float = 0.05,
-) -> pl.DataFrame:
-    """P(a) / P(b) with a delta-method interval on the log scale (one-row frame, CONTRAST_SCHEMA).
-
-    Rows are covariate profiles (dict or one-row frame); with `average_over` they are partial settings
-    applied to every row of that frame, comparing average predictive margins.
-    """
-    setting_a, setting_b = _as_setting(row_a), _as_setting(row_b)
-    base = _to_pandas(average_over) if average_over is not None else None
-
-    def margin(setting: dict[str, Any]) -> Margin:
-        return _margin(fit, _counterfactual(base, setting) if base is not None else pd.DataFrame([setting]))
-
-    margin_a, margin_b = margin(setting_a), margin(setting_b)
-    # d log(p) / d beta = gradient / p
-    gradient = margin_a.gradient / margin_a.prob - margin_b.gradient / margin_b.prob
-    se_log = float(math.sqrt(max(gradient @ fit.cov @ gradient, 0.0)))
-    ratio, low, high = log_ratio_interval(math.log(margin_a.prob / margin_b.prob), se_log, alpha)
-    label = contrast or f"{setting_a} vs {setting_b}"
-    return pl.DataFrame(
-        [
-            {
-                "model": fit.model,
-                "contrast": label,
-                "prob_a": margin_a.prob,
-                "prob_b": margin_b.prob,
-                "ratio": ratio,
-                "se_log_ratio": se_log,
-                "ci_low": low,
-                "ci_high": high,
-                "margin": "average" if base is not None else "pointwise",
-                "note": fit.note,
-            }
-        ],
-        schema=CONTRAST_SCHEMA,
-    )
 
 
 # --- the analysis frame -------------------------------------------------------------------------------------
@@ -423,106 +99,6 @@ def build_task_frame(
     ).sort(TASK_KEY)
 
 
-# --- helpers shared by the three models -------------------------------------------------------------------
-
-
-def _sample_frame(model: str, items: dict[str, float | int | None]) -> pl.DataFrame:
-    return pl.DataFrame(
-        {
-            "model": [model] * len(items),
-            "item": list(items),
-            "value": [None if v is None else float(v) for v in items.values()],
-        },
-        schema={"model": pl.Utf8, "item": pl.Utf8, "value": pl.Float64},
-    )
-
-
-def not_estimated(
-    model: str,
-    formula: str,
-    note: str,
-    sample: dict[str, float | int | None] | None = None,
-    n: int = 0,
-    n_clusters: int = 0,
-) -> ModelTables:
-    """Tables for a model that could not be estimated: one row each, saying why in `note`."""
-    coefficients = pl.DataFrame(
-        [
-            {
-                "model": model,
-                "term": None,
-                "coef": None,
-                "se": None,
-                "z": None,
-                "p": None,
-                "ci_low": None,
-                "ci_high": None,
-                "n": n,
-                "n_clusters": n_clusters,
-                "cov_type": "cluster",
-                "formula": formula,
-                "converged": False,
-                "note": note,
-            }
-        ],
-        schema=COEFFICIENT_SCHEMA,
-    )
-    probabilities = pl.DataFrame(
-        [
-            {
-                "model": model,
-                "margin": None,
-                "prob": None,
-                "se": None,
-                "ci_low": None,
-                "ci_high": None,
-                "note": note,
-            }
-        ],
-        schema={
-            "model": pl.Utf8,
-            "margin": pl.Utf8,
-            "prob": pl.Float64,
-            "se": pl.Float64,
-            "ci_low": pl.Float64,
-            "ci_high": pl.Float64,
-            "note": pl.Utf8,
-        },
-    )
-    contrasts = pl.DataFrame([{"model": model, "contrast": None, "note": note}], schema=CONTRAST_SCHEMA)
-    return ModelTables(coefficients, probabilities, contrasts, _sample_frame(model, sample or {"n": n}), None)
-
-
-def _binary(frame: pl.DataFrame, column: str) -> pl.Expr:
-    return pl.col(column).cast(pl.Int8) if frame.schema[column] == pl.Boolean else pl.col(column)
-
-
-def _outcome_problem(
-    sample: pl.DataFrame, outcome: str, cluster_col: str, min_clusters: int = 2
-) -> str | None:
-    """Why a logit cannot be fitted on `sample`, or None."""
-    if sample.height == 0:
-        return "no observations"
-    if sample[outcome].n_unique() < 2:
-        return f"{outcome} does not vary (all {sample[outcome][0]})"
-    if sample[cluster_col].n_unique() < min_clusters:
-        return f"only {sample[cluster_col].n_unique()} occupation cluster(s)"
-    return None
-
-
-def _safe_fit(
-    sample: pl.DataFrame, formula: str, cluster_col: str, model: str, note: str, check_rank: bool = True
-) -> tuple[LogitFit | None, str]:
-    """Fit, turning numerical failures (singular Hessian, separation) into a note instead of a crash."""
-    try:
-        fit = fit_logit_clustered(sample, formula, cluster_col, model=model, note=note, check_rank=check_rank)
-    except (np.linalg.LinAlgError, ValueError, patsy.PatsyError) as error:
-        return None, f"{note} Could not be estimated: {type(error).__name__}: {error}".strip()
-    if not np.all(np.isfinite(fit.params)) or not np.all(np.isfinite(np.diag(fit.cov))):
-        return None, f"{note} Could not be estimated: non-finite coefficients or standard errors".strip()
-    return fit, fit.note
-
-
 # --- model 1: exposure and wage bill ------------------------------------------------------------------------
 
 
@@ -545,8 +121,8 @@ def exposure_wage_model(
     sample = task_df.filter(
         pl.col(outcome).is_not_null() & pl.col(exposure_col).is_not_null() & (pl.col("wage_bill") > 0)
     ).select(
-        _binary(task_df, outcome).alias(outcome),
-        _binary(task_df, exposure_col).alias("exposed"),
+        as_binary(task_df, outcome).alias(outcome),
+        as_binary(task_df, exposure_col).alias("exposed"),
         pl.col("wage_bill").cast(pl.Float64),
         pl.col(cluster_col),
     )
@@ -557,12 +133,12 @@ def exposure_wage_model(
         "n_occupations": sample[cluster_col].n_unique(),
     }
     note = f"exposure labels: {exposure_col}; tasks without exposure or wage bill excluded"
-    problem = _outcome_problem(sample, outcome, cluster_col) or (
+    problem = outcome_problem(sample, outcome, cluster_col) or (
         None if sample["exposed"].n_unique() == 2 else "exposure does not vary"
     )
     if problem:
         return not_estimated(model, formula, f"{note}. Not estimated: {problem}", sizes, sample.height)
-    fit, note = _safe_fit(sample, formula, cluster_col, model, note)
+    fit, note = safe_fit(sample, formula, cluster_col, model, note)
     if fit is None:
         return not_estimated(model, formula, note, sizes, sample.height)
     wage_grid = np.geomspace(*WAGE_GRID_RANGE, n_grid)
@@ -579,7 +155,7 @@ def exposure_wage_model(
         {"exposed": 0, "wage_bill": median_wage_bill},
         contrast=f"exposed vs not, at median wage bill {median_wage_bill:.4g}",
     )
-    return ModelTables(tidy_coefficients(fit), probabilities, contrasts, _sample_frame(model, sizes), fit)
+    return ModelTables(tidy_coefficients(fit), probabilities, contrasts, sample_frame(model, sizes), fit)
 
 
 # --- model 2: importance quintile with occupation fixed effects ---------------------------------------------
@@ -623,6 +199,56 @@ def importance_fe_model(
     ratios of average margins with log-scale delta-method CIs.
     """
     formula_full = f"{outcome} ~ exposed + C(importance_quintile) + C(occupation)"
+    kept, sizes, note = _importance_sample(task_df, outcome, exposure_col, occupation_col)
+    problem = outcome_problem(kept, outcome, "occupation", min_clusters=min_occupations)
+    if problem is None and kept["importance_quintile"].n_unique() < 2:
+        problem = "importance quintile does not vary"
+    if problem:
+        return not_estimated(
+            model,
+            formula_full,
+            f"{note}. Not estimated: {problem}",
+            sizes,
+            kept.height,
+            kept["occupation"].n_unique(),
+        )
+    # exposure is only identified from variation within occupations; without it the term is collinear
+    exposure_varies = kept.group_by("occupation").agg(pl.col("exposed").n_unique() > 1)["exposed"].any()
+    formula = formula_full if exposure_varies else f"{outcome} ~ C(importance_quintile) + C(occupation)"
+    if not exposure_varies:
+        note += "; exposure dropped (no within-occupation variation)"
+    quintiles = sorted(kept["importance_quintile"].unique().to_list())
+    terms = (["exposed"] if exposure_varies else []) + [f"C(importance_quintile)[T.{q}]" for q in quintiles[1:]]
+    design = _ImportanceDesign(kept, quintiles, exposure_varies)
+    labels, codes = np.unique(kept["occupation"].to_numpy(), return_inverse=True)
+    try:
+        fit = fit_fe_logit(
+            kept[outcome].to_numpy().astype(float),
+            design(),
+            codes,
+            terms=terms,
+            group_labels=[str(label) for label in labels],
+            model=model,
+        )
+    except (np.linalg.LinAlgError, ValueError) as error:
+        note = f"{note} Could not be estimated: {type(error).__name__}: {error}"
+        return not_estimated(model, formula, note, sizes, kept.height, kept["occupation"].n_unique())
+    if not fit.converged:
+        note = f"{note} Did not converge in {fit.iterations} iterations."
+    if not np.all(np.isfinite(fit.beta)) or not np.all(np.isfinite(np.diag(fit.cov_beta))):
+        note = f"{note} Could not be estimated: non-finite coefficients or standard errors"
+        return not_estimated(model, formula, note, sizes, kept.height, kept["occupation"].n_unique())
+    fit.note = note
+    coefficients = _fe_coefficients(fit, formula, alpha, include_fixed_effects)
+    probabilities = _importance_probabilities(fit, design, model, note, alpha)
+    contrasts = _importance_contrasts(fit, design, alpha)
+    return ModelTables(coefficients, probabilities, contrasts, sample_frame(model, sizes), fit)
+
+
+def _importance_sample(task_df: pl.DataFrame, outcome: str, exposure_col: str, occupation_col: str
+                       ) -> tuple[pl.DataFrame, dict[str, int], str]:
+    """(the tasks model 2 is fitted on, the sample sizes, the note saying what was excluded): rated tasks
+    with outcome and exposure, less the occupations whose tasks do not vary in the outcome."""
     n_input = task_df.height
     rated = task_df.filter(
         pl.col("importance").is_not_null()
@@ -631,8 +257,8 @@ def importance_fe_model(
     )
     n_no_importance = int(task_df["importance"].is_null().sum())
     frame = rated.select(
-        _binary(task_df, outcome).alias(outcome),
-        _binary(task_df, exposure_col).alias("exposed"),
+        as_binary(task_df, outcome).alias(outcome),
+        as_binary(task_df, exposure_col).alias("exposed"),
         pl.col("importance").cast(pl.Float64),
         pl.col(occupation_col).alias("occupation"),
     )
@@ -659,70 +285,45 @@ def importance_fe_model(
         + f"); dropped {sizes['n_occupations_dropped_no_variation']} occupations ({dropped.height} tasks) "
         f"with no variation in {outcome}"
     )
-    problem = _outcome_problem(kept, outcome, "occupation", min_clusters=min_occupations)
-    if problem is None and kept["importance_quintile"].n_unique() < 2:
-        problem = "importance quintile does not vary"
-    if problem:
-        return not_estimated(
-            model,
-            formula_full,
-            f"{note}. Not estimated: {problem}",
-            sizes,
-            kept.height,
-            kept["occupation"].n_unique(),
-        )
-    # exposure is only identified from variation within occupations; without it the term is collinear
-    exposure_varies = kept.group_by("occupation").agg(pl.col("exposed").n_unique() > 1)["exposed"].any()
-    formula = formula_full if exposure_varies else f"{outcome} ~ C(importance_quintile) + C(occupation)"
-    if not exposure_varies:
-        note += "; exposure dropped (no within-occupation variation)"
-    quintiles = sorted(kept["importance_quintile"].unique().to_list())
-    terms = (["exposed"] if exposure_varies else []) + [f"C(importance_quintile)[T.{q}]" for q in quintiles[1:]]
-    observed_exposure = kept["exposed"].cast(pl.Float64).to_numpy()
-    observed_quintile = kept["importance_quintile"].to_numpy()
+    return kept, sizes, note
 
-    def design(exposed: float | None = None, quintile: int | None = None) -> np.ndarray:
-        """Slope design of the kept tasks, with exposure and/or the quintile set for every task."""
-        n = kept.height
+
+class _ImportanceDesign:
+    """The slope design of model 2's kept tasks; called with exposure and/or the quintile set for every task
+    (the counterfactual designs of the margins), or with neither (the observed design the fit uses)."""
+
+    def __init__(self, kept: pl.DataFrame, quintiles: list[int], exposure_varies: bool) -> None:
+        self.n = kept.height
+        self.quintiles = quintiles
+        self.exposure_varies = exposure_varies
+        self.observed_exposure = kept["exposed"].cast(pl.Float64).to_numpy()
+        self.observed_quintile = kept["importance_quintile"].to_numpy()
+
+    def __call__(self, exposed: float | None = None, quintile: int | None = None) -> np.ndarray:
         columns = []
-        if exposure_varies:
-            columns.append(observed_exposure if exposed is None else np.full(n, float(exposed)))
-        q = observed_quintile if quintile is None else np.full(n, quintile)
-        columns += [(q == level).astype(float) for level in quintiles[1:]]
+        if self.exposure_varies:
+            columns.append(self.observed_exposure if exposed is None else np.full(self.n, float(exposed)))
+        q = self.observed_quintile if quintile is None else np.full(self.n, quintile)
+        columns += [(q == level).astype(float) for level in self.quintiles[1:]]
         return np.column_stack(columns)
 
-    labels, codes = np.unique(kept["occupation"].to_numpy(), return_inverse=True)
-    try:
-        fit = fit_fe_logit(
-            kept[outcome].to_numpy().astype(float),
-            design(),
-            codes,
-            terms=terms,
-            group_labels=[str(label) for label in labels],
-            model=model,
-        )
-    except (np.linalg.LinAlgError, ValueError) as error:
-        note = f"{note} Could not be estimated: {type(error).__name__}: {error}"
-        return not_estimated(model, formula, note, sizes, kept.height, kept["occupation"].n_unique())
-    if not fit.converged:
-        note = f"{note} Did not converge in {fit.iterations} iterations."
-    if not np.all(np.isfinite(fit.beta)) or not np.all(np.isfinite(np.diag(fit.cov_beta))):
-        note = f"{note} Could not be estimated: non-finite coefficients or standard errors"
-        return not_estimated(model, formula, note, sizes, kept.height, kept["occupation"].n_unique())
-    fit.note = note
-    coefficients = _fe_coefficients(fit, formula, alpha, include_fixed_effects)
-    grid_rows = [(q, e) for q in quintiles for e in ([0, 1] if exposure_varies else [None])]
+
+def _importance_probabilities(fit: FixedEffectsLogitFit, design: _ImportanceDesign, model: str, note: str,
+                              alpha: float) -> pl.DataFrame:
+    """Average predictive margins per quintile (x exposure, when it varies) with delta-method CIs."""
+    exposure_varies = design.exposure_varies
+    grid_rows = [(q, e) for q in design.quintiles for e in ([0, 1] if exposure_varies else [None])]
     estimates = []
     for q, e in grid_rows:
         prob, gradient = fit.average_margin(design(exposed=e, quintile=q))
-        se, low, high = _interval_from_margin(Margin(prob, gradient), fit.cov_beta, alpha)
+        se, low, high = interval_from_margin(Margin(prob, gradient), fit.cov_beta, alpha)
         estimates.append({"prob": prob, "se": se, "ci_low": low, "ci_high": high})
     grid = pl.DataFrame(
         {"importance_quintile": [q for q, _ in grid_rows]}
         | ({"exposed": [e for _, e in grid_rows]} if exposure_varies else {}),
         schema={"importance_quintile": pl.Int64} | ({"exposed": pl.Int8} if exposure_varies else {}),
     )
-    probabilities = pl.concat(
+    return pl.concat(
         [
             pl.DataFrame({"model": [model] * grid.height, "margin": ["average"] * grid.height}),
             grid,
@@ -733,6 +334,11 @@ def importance_fe_model(
         ],
         how="horizontal",
     ).with_columns(pl.lit(note).alias("note"))
+
+
+def _importance_contrasts(fit: FixedEffectsLogitFit, design: _ImportanceDesign, alpha: float) -> pl.DataFrame:
+    """Top vs bottom quintile (exposure as observed) and, when exposure varies, exposed vs not."""
+    quintiles = design.quintiles
     comparisons = [
         (
             f"importance quintile {quintiles[-1]} vs {quintiles[0]} (exposure as observed)",
@@ -740,7 +346,7 @@ def importance_fe_model(
             design(quintile=quintiles[0]),
         )
     ]
-    if exposure_varies:
+    if design.exposure_varies:
         comparisons.append(
             (
                 "exposed vs not, within occupations (importance quintile as observed)",
@@ -748,10 +354,9 @@ def importance_fe_model(
                 design(exposed=0),
             )
         )
-    contrasts = pl.concat(
+    return pl.concat(
         [_fe_ratio(fit, label, design_a, design_b, alpha) for label, design_a, design_b in comparisons]
     )
-    return ModelTables(coefficients, probabilities, contrasts, _sample_frame(model, sizes), fit)
 
 
 def _fe_coefficients(
@@ -849,7 +454,7 @@ def workbank_model(
         & pl.col("desire_mean").is_not_null()
         & pl.col("capability_mean").is_not_null()
     ).select(
-        _binary(task_df, outcome).alias(outcome),
+        as_binary(task_df, outcome).alias(outcome),
         pl.col("desire_mean").cast(pl.Float64),
         pl.col("capability_mean").cast(pl.Float64),
         pl.col(cluster_col),
@@ -860,10 +465,10 @@ def workbank_model(
         "n_occupations": sample[cluster_col].n_unique(),
     }
     note = "WORKBank-rated tasks only"
-    problem = _outcome_problem(sample, outcome, cluster_col)
+    problem = outcome_problem(sample, outcome, cluster_col)
     if problem:
         return not_estimated(model, formula, f"{note}. Not estimated: {problem}", sizes, sample.height)
-    fit, note = _safe_fit(sample, formula, cluster_col, model, note)
+    fit, note = safe_fit(sample, formula, cluster_col, model, note)
     if fit is None:
         return not_estimated(model, formula, note, sizes, sample.height)
     means = {c: float(sample[c].mean()) for c in ("desire_mean", "capability_mean")}
@@ -890,7 +495,7 @@ def workbank_model(
             for column in ("desire_mean", "capability_mean")
         ]
     )
-    return ModelTables(tidy_coefficients(fit), probabilities, contrasts, _sample_frame(model, sizes), fit)
+    return ModelTables(tidy_coefficients(fit), probabilities, contrasts, sample_frame(model, sizes), fit)
 
 
 def workbank_zone_coverage(
@@ -936,3 +541,11 @@ def run_coverage_models(task_df: pl.DataFrame, exposure_col: str = "exposed") ->
         "samples": pl.concat([t.sample for t in tables], how="diagonal_relaxed"),
         "workbank_zone_coverage": workbank_zone_coverage(task_df),
     }
+
+
+__all__ = [
+    "COEFFICIENT_SCHEMA", "CONTRAST_SCHEMA", "TASK_KEY", "WAGE_GRID_RANGE", "LogitFit", "Margin", "ModelTables",
+    "adjusted_probabilities", "build_task_frame", "exposure_wage_model", "fit_logit_clustered",
+    "importance_fe_model", "importance_quintile", "not_estimated", "probability_ratio", "run_coverage_models",
+    "tidy_coefficients", "workbank_model", "workbank_zone_coverage",
+]
