@@ -3,11 +3,11 @@
 - `task_search_index` (group "reference"): the offline TaskIndex built once from the reference tables and
   pickled next to the warehouse (data/warehouse/task_index/), its path recorded in a one-row table keyed by
   O*NET version + index version, so benchmark partitions load it instead of rebuilding it.
-- `prompt_task_labels` (group "labels", partitioned by benchmark): labels through the label cache
-  (the loop in models/labeling/cache.py, the store in pipelines/label_cache.py): only prompts whose hash has no cached labels for this (O*NET version, labeler,
-  model, template version) reach the labeler; each batch is committed as it completes; failures go to
-  `label_failures` and are retried next run. Runs in the "llm_api" concurrency pool when the labeler is
-  openai.
+- `prompt_task_labels` (group "labels", partitioned by benchmark): labels through the label cache (the loop
+  in models/labeling/cache.py, the store in pipelines/label_cache.py): only prompts whose hash has no cached
+  labels for this (O*NET version, labeler, model, template version) reach the labeler; each batch is
+  committed as it completes; failures go to `label_failures` and are retried next run. Runs in the "llm_api"
+  concurrency pool when the labeler is openai.
 - how well labelers do against humans and each other: assets/label_validation.py.
 """
 
