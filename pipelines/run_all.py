@@ -48,7 +48,7 @@ from pipelines import cli, integrity, restore_labels, run_state
 from pipelines import run_report as rr
 from pipelines.jobs import WAREHOUSE_CHECKS
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
-from pipelines.settings import PROJECT_ROOT, settings
+from pipelines.settings import DEFAULT_WAREHOUSE, PROJECT_ROOT, settings
 
 EXIT_DAMAGED = 3
 QUIET_LOGGERS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -196,7 +196,7 @@ def _add_stored_counts(counts: dict[str, int], by_benchmark: dict[str, dict[str,
 def _log_path(warehouse_path: str | None, given: str | None) -> Path:
     if given:
         return Path(given)
-    base = Path(warehouse_path).parent if warehouse_path else PROJECT_ROOT / "data" / "warehouse"
+    base = Path(warehouse_path).parent if warehouse_path else DEFAULT_WAREHOUSE.parent
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
     return base / "logs" / f"run_all-{stamp}-{os.getpid()}.log"
 
