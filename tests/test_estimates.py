@@ -112,10 +112,10 @@ def test_labels_as_truth_and_scopes_add_up():
     published = frame.filter(pl.col("published"))
     assert published.group_by("benchmark_index", "scope", "quantity", "threshold").len()["len"].max() == 1
     assert published.height == frame.select("benchmark_index", "scope", "quantity", "threshold").unique().height
-    by_scope = dict(published.select("scope", "estimator").unique().iter_rows())
-    assert by_scope["bench0"] == "model_assisted"
-    assert by_scope["bench5"] == "labeler"  # the benchmark without a judge sample
-    assert by_scope["all"] == "model_assisted"
+    by_scope = {(scope, t): e for scope, t, e in published.select("scope", "threshold", "estimator").unique().iter_rows()}
+    assert by_scope["bench0", 5] == by_scope["all", 5] == "model_assisted"
+    assert by_scope["bench0", 1] == by_scope["all", 1] == "bounds"  # a species count: floor and ceiling
+    assert by_scope["bench5", 5] == by_scope["bench5", 1] == "labeler"  # the benchmark without a judge sample
     assert "no judge sample" in published.filter(pl.col("scope") == "all")["basis"][0]
     # no design / model-assisted rows for the benchmark without a sample
     assert frame.filter((pl.col("scope") == "bench5") & pl.col("estimator").is_in(["design", "model_assisted"])).is_empty()
