@@ -8,7 +8,7 @@
   are empty and the estimates use the vendored reference labels as the judge sample.
 - `headline_estimates`, `estimate_design`, `labeler_reliability`, `estimate_split_check`,
   `coverage_regressions_mi` (unpartitioned): every headline quantity under every estimator with 95%
-  intervals and which one is published (models/estimates.py); the sample design the estimates used;
+  intervals and which one is published (models/estimates/); the sample design the estimates used;
   calibration of p_exercised against the judge; the split-sample check; the coverage logits refitted on
   model-assisted draws of the label set and combined with Rubin's rules.
 """

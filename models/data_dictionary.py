@@ -839,8 +839,8 @@ TABLE_DESCRIPTIONS["benchmark_index_membership"] = (
 )
 
 
-# --- headline estimates (issue 16, models/estimates.py) -------------------------------------------------------
-ESTIMATES = "computed: models/estimates.py from prompt_task_labels (p_exercised) and the judge sample"
+# --- headline estimates (issue 16, models/estimates/) -------------------------------------------------------
+ESTIMATES = "computed: models/estimates/ from prompt_task_labels (p_exercised) and the judge sample"
 JUDGE_SAMPLE = "judge sample: data/reference/ (vendored reference labels) or judge_sample_labels (BENCHMAP_JUDGE_SAMPLE)"
 _ESTIMATOR_TEXT = (
     "labels_as_truth (every label counted as certain), labeler (draws of each label with its p_exercised), "

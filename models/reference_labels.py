@@ -4,7 +4,7 @@ The reference (`data/reference/SOURCES.md`, protocol in `PROTOCOL.md`) holds, pe
 whether the prompt is occupational work, the judge's 1-3 occupations and the O*NET tasks it exercises. It
 serves three purposes: fitting the offline labeler's selector (models/labeling/selector.py), measuring every
 labeler task by task (`task_metrics`, `labeler_reference_metrics`), and weighting the judge's labels up to
-whole benchmarks (models/estimates.py, with `sampling_design`).
+whole benchmarks (models/estimates/, with `sampling_design`).
 
 Parsing is pure (`parse_reference_lines` takes lines); `read_reference` is the thin file reader.
 """

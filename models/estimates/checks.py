@@ -1,0 +1,401 @@
+"""The judge sample's design and draw, the labeler's reliability, Rubin's rules, and the checks with a known
+truth: the split-sample check on the judge sample and simulated populations."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from models.estimates.problem import (
+    BOUNDED_THRESHOLDS,
+    BOUNDS,
+    QUANTITIES,
+    TASK_KEY,
+    THRESHOLDS,
+    Aggregator,
+    Problem,
+    Scope,
+    scopes_for,
+    task_counts,
+)
+from models.estimates.tables import bounds_interval, interval, run_estimators
+
+# --- the judge sample: design, stratified draws, reliability -------------------------------------------------
+
+
+def sample_design(texts: pl.DataFrame) -> pl.DataFrame:
+    """Per benchmark: distinct_texts (N_b), prompts, n_sampled (n_b), sampling_fraction, weight (N_b/n_b)."""
+    return (
+        texts.group_by("benchmark")
+        .agg(
+            pl.len().cast(pl.Int64).alias("distinct_texts"),
+            pl.col("multiplicity").sum().cast(pl.Int64).alias("prompts"),
+            pl.col("sampled").sum().cast(pl.Int64).alias("n_sampled"),
+        )
+        .with_columns(
+            (pl.col("n_sampled") / pl.col("distinct_texts")).alias("sampling_fraction"),
+            pl.when(pl.col("n_sampled") > 0)
+            .then(pl.col("distinct_texts") / pl.col("n_sampled"))
+            .alias("weight"),
+        )
+        .sort("benchmark")
+    )
+
+
+def draw_judge_sample(
+    texts: pl.DataFrame, fraction: float, minimum: int, seed: int = 16, exclude: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """A stratified simple random sample of distinct texts: per benchmark max(minimum, ceil(fraction N_b))
+    texts (all of them when fewer), drawn without replacement. Deterministic for a seed: each text's rank is a
+    hash of (seed, benchmark, prompt_hash), so adding prompts to one benchmark leaves the other draws alone and
+    a text keeps its rank. Returns benchmark, prompt_hash, draw_rank."""
+    if not 0 <= fraction <= 1:
+        raise ValueError(f"judge sample fraction must be in [0, 1], got {fraction}")
+    frame = texts.select("benchmark", "prompt_hash").unique()
+    if exclude is not None and exclude.height:
+        frame = frame.join(exclude.select("benchmark", "prompt_hash"), on=["benchmark", "prompt_hash"], how="anti")
+    keyed = frame.with_columns(
+        (pl.lit(str(seed)) + pl.lit("|") + pl.col("benchmark") + pl.lit("|") + pl.col("prompt_hash"))
+        .hash(seed=0)
+        .alias("_key")
+    )
+    ranked = keyed.with_columns(pl.col("_key").rank("ordinal").over("benchmark").alias("draw_rank"))
+    sizes = ranked.group_by("benchmark").agg(pl.len().alias("_n"))
+    return (
+        ranked.join(sizes, on="benchmark")
+        .filter(
+            pl.col("draw_rank")
+            <= pl.max_horizontal(pl.lit(minimum), (pl.col("_n") * fraction).ceil().cast(pl.Int64))
+        )
+        .select("benchmark", "prompt_hash", pl.col("draw_rank").cast(pl.Int64))
+        .sort("benchmark", "draw_rank")
+    )
+
+
+RELIABILITY_SCHEMA: dict[str, pl.DataType] = {
+    "benchmark": pl.Utf8(),
+    "bin": pl.Int64(),
+    "p_low": pl.Float64(),
+    "p_high": pl.Float64(),
+    "n": pl.Int64(),
+    "mean_predicted": pl.Float64(),
+    "observed": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "ece": pl.Float64(),
+    "recall": pl.Float64(),
+    "n_judge_pairs": pl.Int64(),
+}
+
+
+def reliability_table(problem: Problem, n_bins: int = 10) -> pl.DataFrame:
+    """Predicted vs observed: the labeler's labels on judge-sampled texts, binned by p_exercised; observed =
+    share the judge also gives. Per bin a Wilson 95% interval; per scope ('all' and each benchmark with a
+    sample) the expected calibration error (sum of n_bin / n x |predicted - observed|) and the labeler's recall
+    of the judge's pairs (share of them it emitted at all: calibration says nothing about the missed ones)."""
+    from models.stats import wilson_ci
+
+    pr = problem
+    on_sample = pr.text_sampled[pr.lab_text]
+    judged = set(zip(pr.jud_text.tolist(), pr.jud_task.tolist(), strict=True))
+    rows_t, rows_k, rows_p = pr.lab_text[on_sample], pr.lab_task[on_sample], pr.lab_p[on_sample]
+    observed = np.array([(t, k) in judged for t, k in zip(rows_t.tolist(), rows_k.tolist(), strict=True)], dtype=bool)
+    bench = pr.text_bench[rows_t]
+    out: list[dict[str, object]] = []
+    scopes: list[tuple[str, np.ndarray, np.ndarray]] = [
+        ("all", np.ones(rows_t.shape[0], dtype=bool), np.ones(pr.jud_text.shape[0], dtype=bool))
+    ]
+    for b, name in enumerate(pr.benchmarks):
+        if pr.n_sampled(b):
+            scopes.append((name, bench == b, pr.text_bench[pr.jud_text] == b))
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    for name, mask, jmask in scopes:
+        p, y = rows_p[mask], observed[mask]
+        bins = np.clip(np.digitize(p, edges[1:-1], right=True), 0, n_bins - 1)
+        n_total = p.shape[0]
+        recall = float(pr.jud_in_labels[jmask].mean()) if jmask.any() else None
+        ece = 0.0
+        scoped: list[dict[str, object]] = []
+        for i in range(n_bins):
+            in_bin = bins == i
+            n = int(in_bin.sum())
+            if n == 0:
+                continue
+            pred, obs = float(p[in_bin].mean()), float(y[in_bin].mean())
+            ece += n / n_total * abs(pred - obs)
+            interval = wilson_ci(int(y[in_bin].sum()), n)
+            low, high = interval.ci_low, interval.ci_high
+            scoped.append(
+                {
+                    "benchmark": name, "bin": i, "p_low": float(edges[i]), "p_high": float(edges[i + 1]), "n": n,
+                    "mean_predicted": pred, "observed": obs, "ci_low": low, "ci_high": high,
+                }
+            )
+        for row in scoped:
+            row["ece"] = ece
+            row["recall"] = recall
+            row["n_judge_pairs"] = int(jmask.sum())
+        out += scoped
+    return pl.DataFrame(out, schema=RELIABILITY_SCHEMA)
+
+
+# --- regressions with labeler error (Rubin's rules) -----------------------------------------------------------
+
+
+def rubin_combine(estimates: np.ndarray, variances: np.ndarray) -> dict[str, float]:
+    """Rubin's rules over M completed-data fits of one coefficient: mean, total variance
+    T = W + (1 + 1/M) B, Barnard-Rubin-free large-sample df (Rubin 1987), 95% t interval."""
+    from scipy import stats
+
+    estimates = np.asarray(estimates, dtype=float)
+    variances = np.asarray(variances, dtype=float)
+    ok = np.isfinite(estimates) & np.isfinite(variances)
+    estimates, variances = estimates[ok], variances[ok]
+    m = estimates.shape[0]
+    if m == 0:
+        return {"coef": math.nan, "se": math.nan, "ci_low": math.nan, "ci_high": math.nan, "m": 0,
+                "within_var": math.nan, "between_var": math.nan, "df": math.nan, "fraction_missing_info": math.nan}
+    qbar = float(estimates.mean())
+    w = float(variances.mean())
+    b = float(estimates.var(ddof=1)) if m > 1 else 0.0
+    total = w + (1 + 1 / m) * b
+    if b > 0 and m > 1:
+        r = (1 + 1 / m) * b / w if w > 0 else math.inf
+        df = (m - 1) * (1 + 1 / r) ** 2 if math.isfinite(r) else float(m - 1)
+    else:
+        df = math.inf
+    q = float(stats.t.ppf(0.975, df)) if math.isfinite(df) else 1.959963984540054
+    se = math.sqrt(total)
+    return {
+        "coef": qbar, "se": se, "ci_low": qbar - q * se, "ci_high": qbar + q * se, "m": m,
+        "within_var": w, "between_var": b, "df": df,
+        "fraction_missing_info": ((1 + 1 / m) * b / total) if total > 0 else 0.0,
+    }
+
+
+# --- split-sample check ----------------------------------------------------------------------------------------
+
+
+def split_sample_problem(problem: Problem, rng: np.random.Generator, fraction: float = 0.5) -> tuple[Problem, np.ndarray]:
+    """The judge-labeled sub-population as a population with known truth: only sampled texts are kept, a
+    random `fraction` of each benchmark's (at least one) stays 'sampled', the rest is held out. Returns the
+    problem and the held-out truth counts (B, K) of the kept texts (judge labels of every kept text)."""
+    keep = np.flatnonzero(problem.text_sampled)
+    remap = np.full(problem.text_bench.shape[0], -1)
+    remap[keep] = np.arange(keep.size)
+    bench = problem.text_bench[keep]
+    new_sampled = np.zeros(keep.size, dtype=bool)
+    for b in np.unique(bench):
+        members = np.flatnonzero(bench == b)
+        n = max(1, int(round(fraction * members.size)))
+        new_sampled[rng.choice(members, size=min(n, members.size), replace=False)] = True
+    lab_keep = remap[problem.lab_text] >= 0
+    jud_t = remap[problem.jud_text]
+    truth_problem = Problem(
+        benchmarks=problem.benchmarks, task_keys=problem.task_keys, text_bench=bench,
+        text_mult=np.ones(keep.size), text_sampled=np.ones(keep.size, dtype=bool),
+        lab_text=remap[problem.lab_text][lab_keep], lab_task=problem.lab_task[lab_keep],
+        lab_p=problem.lab_p[lab_keep], jud_text=jud_t, jud_task=problem.jud_task,
+        jud_in_labels=problem.jud_in_labels, task_occ=problem.task_occ, occ_group=problem.occ_group,
+        n_groups=problem.n_groups, task_hours=problem.task_hours, total_hours=problem.total_hours,
+    )
+    truth = task_counts(truth_problem, jud_t, problem.jud_task, np.ones(jud_t.shape[0]))
+    in_part = new_sampled[jud_t]
+    split = Problem(
+        **{**truth_problem.__dict__, "text_sampled": new_sampled, "jud_text": jud_t[in_part],
+           "jud_task": problem.jud_task[in_part], "jud_in_labels": problem.jud_in_labels[in_part]}
+    )
+    return split, truth
+
+
+def check_against_truth(
+    problem: Problem, truth_counts: np.ndarray, scopes: Sequence[Scope], *, n_draws: int, seed: int,
+    thresholds: Sequence[int] = THRESHOLDS,
+) -> pl.DataFrame:
+    """Every estimator on `problem` next to the truth: scope, quantity, threshold, estimator, value, ci_low,
+    ci_high, truth, covered (truth inside the interval), error (value - truth)."""
+    agg = Aggregator(problem, scopes, thresholds)
+    truth = agg.headline(truth_counts)
+    result = run_estimators(problem, scopes, thresholds=thresholds, n_draws=n_draws, seed=seed)
+    rows = []
+    for name, point in result.point.items():
+        stack = result.draws.get(name)
+        for si, scope in enumerate(scopes):
+            for qi, quantity in enumerate(QUANTITIES):
+                for ti, t in enumerate(thresholds):
+                    low = high = None
+                    if stack is not None:
+                        low, high = interval(name, float(point[si, qi, ti]), stack[:, si, qi, ti])
+                    value, true = float(point[si, qi, ti]), float(truth[si, qi, ti])
+                    rows.append({
+                        "benchmark_index": scope.benchmark_index, "scope": scope.scope, "quantity": quantity,
+                        "threshold": int(t), "estimator": name, "value": value, "ci_low": low, "ci_high": high,
+                        "truth": true,
+                        "covered": None if low is None else bool(low - 1e-9 <= true <= high + 1e-9),
+                        "error": value - true,
+                    })
+    checks = pl.DataFrame(rows)
+    at = checks.filter(pl.col("threshold").is_in(BOUNDED_THRESHOLDS))
+    design = at.filter(pl.col("estimator") == "design")
+    if design.is_empty() or "model_assisted" not in result.point:
+        return checks
+    keys = ["benchmark_index", "scope", "quantity", "threshold"]
+    joined = design.join(at.filter(pl.col("estimator") == "model_assisted").select(*keys, pl.col("ci_high").alias("_ma")),
+                         on=keys)
+    bounds = [bounds_interval(v, h, m) for v, h, m in zip(joined["value"], joined["ci_high"], joined["_ma"],
+                                                            strict=True)]  # floor: the sample's own count
+    low = pl.Series([b[1] for b in bounds], dtype=pl.Float64)
+    high = pl.Series([b[2] for b in bounds], dtype=pl.Float64)
+    extra = joined.with_columns(
+        pl.lit(BOUNDS).alias("estimator"), low.alias("ci_low"), high.alias("ci_high"),
+        ((low - 1e-9 <= pl.col("truth")) & (pl.col("truth") <= high + 1e-9)).alias("covered"),
+    ).select(checks.columns)
+    return pl.concat([checks, extra])
+
+
+def summarize_checks(checks: pl.DataFrame) -> pl.DataFrame:
+    """Coverage rate of the intervals, mean absolute and mean signed error per estimator x quantity x threshold."""
+    return (
+        checks.group_by("scope", "quantity", "threshold", "estimator")
+        .agg(
+            pl.len().alias("n_replications"),
+            pl.col("covered").cast(pl.Float64).mean().alias("coverage"),
+            pl.col("error").abs().mean().alias("mean_abs_error"),
+            pl.col("error").mean().alias("mean_error"),
+            pl.col("truth").mean().alias("mean_truth"),
+        )
+        .sort("scope", "quantity", "threshold", "estimator")
+    )
+
+
+def as_mapping(frame: pl.DataFrame) -> Mapping[str, object]:  # pragma: no cover - convenience for notebooks
+    return {c: frame[c].to_list() for c in frame.columns}
+
+
+# --- simulation (tests, bench, the note's coverage numbers) ---------------------------------------------------
+
+
+@dataclass
+class Simulation:
+    problem: Problem
+    truth_counts: np.ndarray  # (B, K) prompts whose true (judge) label set holds the task
+
+
+def simulate(
+    rng: np.random.Generator,
+    *,
+    texts_per_benchmark: Sequence[int] = (300, 500, 200, 800, 150, 400),
+    sample_fraction: float = 0.06,
+    sample_minimum: int = 12,
+    n_occupations: int = 60,
+    tasks_per_occupation: int = 10,
+    pool_size: int = 80,
+    emitted_mean: float = 2.0,
+    missed_mean: float = 1.0,
+    overconfidence: float = 0.7,
+    not_work_share: float = 0.1,
+    unsampled_benchmarks: int = 0,
+    blind_spot_share: float = 0.0,
+) -> Simulation:
+    """A population with a known truth and a labeler of known error.
+
+    Each benchmark draws its prompts' tasks from its own pool of `pool_size` tasks (Zipf popularity), as one
+    benchmark's prompts share occupations. Per work text the labeler emits 1 + Poisson(emitted_mean) tasks with
+    p ~ U(0.05, 0.95); each is truly exercised with probability overconfidence x p (a labeler that is
+    overconfident by that factor); the judge (truth) also holds Poisson(missed_mean) pool tasks the labeler
+    missed. Some texts repeat (multiplicity 2-3). A stratified random sample of max(minimum, fraction N_b)
+    texts per benchmark is judged; the last `unsampled_benchmarks` benchmarks get no sample. With
+    `blind_spot_share` > 0 that share of the missed tasks comes from a second pool the labeler never emits
+    (a blind spot: the stress case for the model-assisted estimator's picture of where misses fall).
+    """
+    n_tasks = n_occupations * tasks_per_occupation
+    task_keys = pl.DataFrame(
+        {
+            "onet_soc_code": [f"{10 + (o % 12) * 2:02d}-{1000 + o:04d}.00" for o in range(n_occupations)
+                              for _ in range(tasks_per_occupation)],
+            "task_id": np.arange(n_tasks, dtype=np.int64),
+        }
+    ).sort(TASK_KEY)
+    task_occ_codes = task_keys["onet_soc_code"].to_list()
+    occ_codes = sorted(set(task_occ_codes))
+    occ_pos = {c: i for i, c in enumerate(occ_codes)}
+    group_codes = sorted({c[:2] for c in occ_codes})
+    task_occ = np.array([occ_pos[c] for c in task_occ_codes])
+    occ_group = np.array([group_codes.index(c[:2]) for c in occ_codes])
+    hours = rng.lognormal(10, 1.5, n_tasks)
+    text_bench, text_mult, text_sampled = [], [], []
+    lab_text, lab_task, lab_p, jud_text, jud_task, jud_in = [], [], [], [], [], []
+    truth_rows: list[tuple[int, int, float]] = []
+    t = 0
+    n_bench = len(texts_per_benchmark)
+    for b, n_texts in enumerate(texts_per_benchmark):
+        pool = rng.choice(n_tasks, size=pool_size, replace=False)
+        blind_pool = rng.choice(np.setdiff1d(np.arange(n_tasks), pool), size=pool_size, replace=False)
+        popularity = 1.0 / np.arange(1, pool_size + 1) ** 1.1
+        popularity /= popularity.sum()
+        n_sample = 0 if b >= n_bench - unsampled_benchmarks else min(
+            n_texts, max(sample_minimum, int(math.ceil(sample_fraction * n_texts)))
+        )
+        sampled = np.zeros(n_texts, dtype=bool)
+        sampled[rng.choice(n_texts, size=n_sample, replace=False)] = True
+        for i in range(n_texts):
+            mult = 1.0 if rng.random() > 0.05 else float(rng.integers(2, 4))
+            text_bench.append(b)
+            text_mult.append(mult)
+            text_sampled.append(bool(sampled[i]))
+            if rng.random() < not_work_share:
+                t += 1
+                continue
+            n_emit = 1 + rng.poisson(emitted_mean)
+            emitted = rng.choice(pool, size=min(n_emit, pool_size), replace=False, p=popularity)
+            ps = rng.uniform(0.05, 0.95, emitted.size)
+            true_emitted = rng.random(emitted.size) < overconfidence * ps
+            rest = ~np.isin(pool, emitted)
+            n_miss = min(int(rng.poisson(missed_mean)), int(rest.sum()))
+            rest_p = popularity[rest] / popularity[rest].sum()
+            missed = rng.choice(pool[rest], size=n_miss, replace=False, p=rest_p) if n_miss else np.array([], int)
+            if blind_spot_share > 0 and missed.size:
+                blind = rng.random(missed.size) < blind_spot_share
+                missed = np.unique(np.where(blind, rng.choice(blind_pool, size=missed.size, p=popularity), missed))
+            lab_text += [t] * emitted.size
+            lab_task += emitted.tolist()
+            lab_p += ps.tolist()
+            true_tasks = list(emitted[true_emitted]) + list(missed)
+            truth_rows += [(b, int(k), mult) for k in true_tasks]
+            if sampled[i]:
+                jud_text += [t] * len(true_tasks)
+                jud_task += [int(k) for k in true_tasks]
+                jud_in += [True] * int(true_emitted.sum()) + [False] * len(missed)
+            t += 1
+    truth = np.zeros((n_bench, n_tasks))
+    for b, k, mult in truth_rows:
+        truth[b, k] += mult
+    problem = Problem(
+        benchmarks=[f"bench{b}" for b in range(n_bench)], task_keys=task_keys,
+        text_bench=np.array(text_bench), text_mult=np.array(text_mult), text_sampled=np.array(text_sampled),
+        lab_text=np.array(lab_text, dtype=np.int64), lab_task=np.array(lab_task, dtype=np.int64),
+        lab_p=np.array(lab_p), jud_text=np.array(jud_text, dtype=np.int64),
+        jud_task=np.array(jud_task, dtype=np.int64), jud_in_labels=np.array(jud_in, dtype=bool),
+        task_occ=task_occ, occ_group=occ_group, n_groups=len(group_codes), task_hours=hours,
+        total_hours=float(hours.sum()),
+    )
+    return Simulation(problem, truth)
+
+
+def simulation_study(
+    replications: int = 40, n_draws: int = 100, seed: int = 16, **settings: object
+) -> pl.DataFrame:
+    """Coverage and error of every estimator over `replications` simulated populations (`simulate`)."""
+    rng = np.random.default_rng(seed)
+    checks = []
+    for r in range(replications):
+        sim = simulate(rng, **settings)  # type: ignore[arg-type]
+        scopes = scopes_for(sim.problem, per_benchmark=False)
+        checks.append(
+            check_against_truth(sim.problem, sim.truth_counts, scopes, n_draws=n_draws, seed=seed + r)
+        )
+    return summarize_checks(pl.concat(checks))

@@ -1,0 +1,397 @@
+"""From draws to the published tables: every estimator's point and interval per scope, the published choice
+(model-assisted at >= 5 prompts, bounds at >= 1, labeler without a judge sample), and the published estimate
+beside coverage_headline and in sentences."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from models.estimates.draws import (
+    GroupedLabels,
+    ModelAssisted,
+    design_counts,
+    labeler_draw,
+    labels_as_truth_counts,
+)
+from models.estimates.problem import (
+    ALL_INDEX,
+    ALL_SCOPE,
+    BOUNDED_THRESHOLDS,
+    BOUNDS,
+    DEFAULT_DRAWS,
+    ESTIMATORS,
+    HEADLINE_ESTIMATE_SCHEMA,
+    QUANTITIES,
+    THRESHOLDS,
+    Aggregator,
+    Problem,
+    Scope,
+    build_problem,
+    scopes_for,
+)
+
+# --- putting it together ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class EstimateDraws:
+    """Point values and draws of every estimator: arrays (scopes, quantities, thresholds) and
+    (draws, scopes, quantities, thresholds)."""
+
+    point: dict[str, np.ndarray]
+    draws: dict[str, np.ndarray]
+    count_draws: dict[str, list[np.ndarray]]  # pooled ('all') per-task count vectors per draw, for the MI models
+
+
+def run_estimators(
+    problem: Problem,
+    scopes: Sequence[Scope],
+    *,
+    thresholds: Sequence[int] = THRESHOLDS,
+    n_draws: int = DEFAULT_DRAWS,
+    seed: int = 16,
+    keep_counts: int = 0,
+    estimators: Sequence[str] = ESTIMATORS,
+) -> EstimateDraws:
+    """Every estimator's point value and `n_draws` draws for every scope. `keep_counts` keeps that many
+    pooled per-task count vectors of the labeler and model-assisted draws (for refitting regressions)."""
+    agg = Aggregator(problem, scopes, thresholds)
+    rng = np.random.default_rng(seed)
+    point: dict[str, np.ndarray] = {}
+    draws: dict[str, np.ndarray] = {}
+    kept: dict[str, list[np.ndarray]] = {"labeler": [], "model_assisted": []}
+    if "labels_as_truth" in estimators:
+        point["labels_as_truth"] = agg.headline(labels_as_truth_counts(problem))
+    assisted = ModelAssisted(problem)
+    every_label = GroupedLabels(problem, np.arange(problem.lab_p.shape[0]))
+    # benchmarks without judge-sampled texts enter the model-assisted draws through their labeler draws
+    fill = ~assisted.has_sample
+    for name in ("labeler", "design", "model_assisted"):
+        if name not in estimators:
+            continue
+        stack = np.empty((n_draws, len(agg.scopes), len(QUANTITIES), len(agg.thresholds)))
+        for d in range(n_draws):
+            if name == "labeler":
+                counts = labeler_draw(problem, rng, every_label)
+            elif name == "design":
+                counts = design_counts(problem, rng)
+            else:
+                counts = assisted.draw(rng)
+                if fill.any():
+                    counts[fill] = labeler_draw(problem, rng, every_label)[fill]
+            stack[d] = agg.headline(counts)
+            if name in kept and d < keep_counts:
+                kept[name].append(counts.sum(axis=0))
+        draws[name] = stack
+        point[name] = design_counts_point(problem, agg) if name == "design" else stack.mean(axis=0)
+    return EstimateDraws(point, draws, kept)
+
+
+def design_counts_point(problem: Problem, agg: Aggregator) -> np.ndarray:
+    return agg.headline(design_counts(problem))
+
+
+def interval(estimator: str, point: float, draws: np.ndarray) -> tuple[float, float]:
+    """95% interval from the draws. Draw-based estimators (labeler, model_assisted) report the mean of their
+    draws, so the 2.5/97.5 percentiles are used as they are. The design estimator reports the plug-in of the
+    whole sample, and a bootstrap replicate holds only ~63% distinct texts, so its distinct-task counts run
+    low: its percentile interval is recentred on the plug-in (point + q - median of the replicates), keeping
+    the bootstrap's spread without its loss of distinct texts (the plug-in's own bias from unseen tasks stays,
+    see the module docstring)."""
+    low, high = (float(v) for v in np.quantile(draws, [0.025, 0.975]))
+    if estimator == "design":
+        shift = point - float(np.median(draws))
+        low, high = max(0.0, low + shift), high + shift
+    return low, high
+
+
+def _basis(estimator: str, scope: Scope, problem: Problem, n_draws: int) -> str:
+    sampled = [problem.n_sampled(b) for b in scope.members]
+    n_with = sum(1 for s in sampled if s > 0)
+    n_members = len(scope.members)
+    if estimator == "labels_as_truth":
+        return "every label counted as certain (the published labels as they are); no interval"
+    if estimator == "labeler":
+        return (
+            f"labeler alone: {n_draws} draws keeping each label with its p_exercised; percentile interval; "
+            "blind to the judge's tasks the labeler never emits"
+        )
+    if estimator == "design":
+        missing = "" if n_with == n_members else f"; {n_members - n_with} member benchmark(s) without a sample count 0"
+        return (
+            f"judge sample alone: {sum(sampled)} sampled texts weighted N_b/n_b within benchmark; "
+            f"stratified bootstrap ({n_draws} replicates){missing}"
+        )
+    fill = "" if n_with == n_members else (
+        f"; {n_members - n_with} of {n_members} benchmarks have no judge sample and enter through the labeler's "
+        "calibrated draws"
+    )
+    return (
+        f"labeler on every prompt, recalibrated and completed by the judge's labels of {sum(sampled)} sampled "
+        f"texts ({n_draws} imputations with a stratified bootstrap of the sample){fill}"
+    )
+
+
+def published_estimator(scope: Scope, problem: Problem, threshold: int = 5) -> str:
+    """model_assisted where a member benchmark has judge-sampled texts (`bounds` at the species-count
+    thresholds, BOUNDED_THRESHOLDS), labeler otherwise."""
+    if not any(problem.n_sampled(b) > 0 for b in scope.members):
+        return "labeler"
+    return BOUNDS if threshold in BOUNDED_THRESHOLDS else "model_assisted"
+
+
+def bounds_interval(floor: float, design_high: float | None, assisted_high: float | None
+                    ) -> tuple[float, float, float]:
+    """(value, ci_low, ci_high) of `bounds`: `floor` (value and ci_low), the higher of the model-assisted and
+    design 97.5th percentiles the ceiling."""
+    highs = [h for h in (design_high, assisted_high) if h is not None]
+    return floor, floor, max([floor, *highs])
+
+
+BOUNDS_BASIS = (
+    "species count: at least what the judge sample itself saw (every one of those is exercised) or, if higher, "
+    "the lower 95% bound at >= 5 prompts (value and ci_low); at most the model-assisted extrapolation's 97.5th "
+    "percentile (ci_high); the data cannot place it between"
+)
+
+
+def estimates_frame(
+    problem: Problem, scopes: Sequence[Scope], result: EstimateDraws, thresholds: Sequence[int] = THRESHOLDS
+) -> pl.DataFrame:
+    """The `headline_estimates` table (HEADLINE_ESTIMATE_SCHEMA)."""
+    agg_denominators = Aggregator(problem, scopes[:1], thresholds).denominators
+    rows: list[dict[str, object]] = []
+    for si, scope in enumerate(scopes):
+        n_texts = sum(problem.n_texts(b) for b in scope.members)
+        n_sampled = sum(problem.n_sampled(b) for b in scope.members)
+        for estimator, point in result.point.items():
+            if estimator in ("design", "model_assisted") and n_sampled == 0:
+                continue
+            stack = result.draws.get(estimator)
+            n_draws = 0 if stack is None else stack.shape[0]
+            for qi, quantity in enumerate(QUANTITIES):
+                for ti, t in enumerate(thresholds):
+                    low = high = None
+                    if stack is not None:
+                        values = stack[:, si, qi, ti]
+                        values = values[np.isfinite(values)]
+                        if values.size:
+                            low, high = interval(estimator, float(point[si, qi, ti]), values)
+                            high = min(high, agg_denominators[quantity])
+                    value = float(point[si, qi, ti])
+                    rows.append(
+                        {
+                            "benchmark_index": scope.benchmark_index,
+                            "scope": scope.scope,
+                            "quantity": quantity,
+                            "threshold": int(t),
+                            "estimator": estimator,
+                            "value": value if math.isfinite(value) else None,
+                            "ci_low": low,
+                            "ci_high": high,
+                            "denominator": agg_denominators[quantity],
+                            "published": estimator == published_estimator(scope, problem, int(t)),
+                            "n_texts": n_texts,
+                            "n_sampled": n_sampled,
+                            "n_draws": n_draws,
+                            "basis": _basis(estimator, scope, problem, n_draws),
+                        }
+                    )
+    return with_bounds(pl.DataFrame(rows, schema=HEADLINE_ESTIMATE_SCHEMA))
+
+
+def with_bounds(frame: pl.DataFrame) -> pl.DataFrame:
+    """Add the `bounds` rows (BOUNDED_THRESHOLDS, scopes with a judge sample) built from the design and
+    model-assisted rows of the same scope and quantity: covered at >= 1 holds everything covered at >= 5, so
+    the floor is the larger of the sample's own count and the model-assisted lower bound at the next threshold."""
+    keys = ["benchmark_index", "scope", "quantity"]
+    design = frame.filter((pl.col("estimator") == "design") & pl.col("threshold").is_in(BOUNDED_THRESHOLDS))
+    if design.is_empty():
+        return frame
+    assisted = frame.filter(pl.col("estimator") == "model_assisted")
+    higher = assisted.filter(~pl.col("threshold").is_in(BOUNDED_THRESHOLDS)).group_by(keys).agg(
+        pl.col("ci_low").max().alias("_next_low"))
+    joined = (
+        design.join(assisted.select(*keys, "threshold", pl.col("ci_high").alias("_ma")), on=[*keys, "threshold"],
+                    how="left")
+        .join(higher, on=keys, how="left")
+        .with_columns(pl.max_horizontal("value", pl.col("_next_low").fill_null(0.0)).alias("_floor"))
+    )
+    bounds = [bounds_interval(f, h, m) for f, h, m in zip(joined["_floor"], joined["ci_high"], joined["_ma"],
+                                                            strict=True)]
+    rows = joined.with_columns(
+        pl.lit(BOUNDS).alias("estimator"),
+        pl.Series("value", [b[0] for b in bounds], pl.Float64),
+        pl.Series("ci_low", [b[1] for b in bounds], pl.Float64),
+        pl.Series("ci_high", [b[2] for b in bounds], pl.Float64),
+        pl.lit(True).alias("published"),
+        pl.lit(BOUNDS_BASIS).alias("basis"),
+    ).select(frame.columns)
+    return pl.concat([frame, rows])
+
+
+def headline_estimates(
+    texts: pl.DataFrame,
+    labels: pl.DataFrame,
+    judge: pl.DataFrame,
+    tasks: pl.DataFrame,
+    task_hours: pl.DataFrame | None = None,
+    membership: pl.DataFrame | None = None,
+    *,
+    thresholds: Sequence[int] = THRESHOLDS,
+    n_draws: int = DEFAULT_DRAWS,
+    seed: int = 16,
+    per_benchmark: bool = True,
+) -> pl.DataFrame:
+    """One call from frames to the `headline_estimates` table (see the module docstring)."""
+    problem = build_problem(texts, labels, judge, tasks, task_hours)
+    scopes = scopes_for(problem, membership, per_benchmark)
+    result = run_estimators(problem, scopes, thresholds=thresholds, n_draws=n_draws, seed=seed)
+    return estimates_frame(problem, scopes, result, thresholds)
+
+
+
+# Tables of this module the export folder carries when the warehouse has them (assets/exports.py).
+EXPORT_TABLES: tuple[str, ...] = (
+    "headline_estimates",
+    "estimate_design",
+    "labeler_reliability",
+    "estimate_split_check",
+    "coverage_regressions_mi",
+)
+
+
+# --- the published estimate beside today's headline (coverage_headline, summary.md, coverage map) --------------
+
+PUBLISHED_COLUMNS: dict[str, pl.DataType] = {
+    "published_estimator": pl.Utf8(),
+    "published_value": pl.Float64(),
+    "published_ci_low": pl.Float64(),
+    "published_ci_high": pl.Float64(),
+}
+_METRIC_OF: dict[str, tuple[str, bool]] = {  # coverage_headline metric -> (quantity, complement)
+    "tasks_covered": ("tasks_covered", False),
+    "occupations_covered": ("occupations_covered", False),
+    "major_groups_uncovered": ("major_groups_covered", True),
+    "hours_share_covered": ("hours_share_covered", False),
+    "hours_share_uncovered": ("hours_share_covered", True),
+}
+
+
+def with_published(headline: pl.DataFrame, estimates: pl.DataFrame | None) -> pl.DataFrame:
+    """coverage_headline plus the published estimate of each row in the row's own unit (a share of tasks /
+    occupations / hours; a count of uncovered major groups): published_estimator, published_value,
+    published_ci_low, published_ci_high (null where headline_estimates has no such row)."""
+    empty = headline.with_columns([pl.lit(None, t).alias(c) for c, t in PUBLISHED_COLUMNS.items()])
+    if estimates is None or estimates.is_empty() or headline.is_empty():
+        return empty
+    published = estimates.filter(pl.col("published"))
+    keys = ["scope", "threshold"] + (
+        ["benchmark_index"] if "benchmark_index" in headline.columns and "benchmark_index" in published.columns else []
+    )
+    if "benchmark_index" not in keys:
+        published = published.filter(pl.col("benchmark_index") == ALL_INDEX)
+    mapping = pl.DataFrame(
+        {"metric": list(_METRIC_OF), "quantity": [q for q, _ in _METRIC_OF.values()],
+         "_complement": [c for _, c in _METRIC_OF.values()]}
+    )
+    joined = (
+        headline.with_row_index("_row")
+        .join(mapping, on="metric", how="left")
+        .join(
+            published.select(*keys, "quantity", pl.col("estimator").alias("published_estimator"),
+                             pl.col("value").alias("_v"), pl.col("ci_low").alias("_lo"), pl.col("ci_high").alias("_hi"),
+                             pl.col("denominator").alias("_den")),
+            on=[*keys, "quantity"],
+            how="left",
+        )
+    )
+    counts = pl.col("quantity").is_in(["tasks_covered", "occupations_covered"])
+    groups = pl.col("quantity") == "major_groups_covered"
+
+    def scaled(column: str) -> pl.Expr:
+        share = pl.col(column) / pl.col("denominator")
+        return (
+            pl.when(counts).then(share)
+            .when(groups).then(pl.col("denominator") - pl.col(column))  # groups uncovered, a count
+            .when(pl.col("_complement")).then(1.0 - pl.col(column))
+            .otherwise(pl.col(column))
+        )
+
+    swap = pl.col("_complement").fill_null(False)
+    out = joined.with_columns(
+        scaled("_v").alias("published_value"),
+        pl.when(swap).then(scaled("_hi")).otherwise(scaled("_lo")).alias("published_ci_low"),
+        pl.when(swap).then(scaled("_lo")).otherwise(scaled("_hi")).alias("published_ci_high"),
+    )
+    return out.sort("_row").select(*headline.columns, *PUBLISHED_COLUMNS).cast(PUBLISHED_COLUMNS)  # type: ignore[arg-type]
+
+
+def published_sentences(estimates: pl.DataFrame, benchmark_index: str = ALL_INDEX) -> list[str]:
+    """Plain sentences of the published pooled headline of one index, with intervals, and what counting every
+    label as true gives instead (for summary.md and the coverage map). Empty when nothing is published."""
+    rows = estimates.filter(pl.col("scope") == ALL_SCOPE)
+    if "benchmark_index" in rows.columns:  # a per-index summary may pass the index's rows without the column
+        rows = rows.filter(pl.col("benchmark_index") == benchmark_index)
+    published = rows.filter(pl.col("published"))
+    if published.is_empty():
+        return []
+
+    def fmt(quantity: str, value: float | None) -> str:
+        if value is None or not math.isfinite(value):
+            return "n/a"
+        return f"{100 * value:.1f}%" if quantity == "hours_share_covered" else f"{value:,.0f}"
+
+    def part(frame: pl.DataFrame, quantity: str, threshold: int, with_ci: bool) -> str | None:
+        hit = frame.filter((pl.col("quantity") == quantity) & (pl.col("threshold") == threshold))
+        if hit.is_empty():
+            return None
+        r = hit.row(0, named=True)
+        if r["estimator"] == BOUNDS:
+            span = f"at least {fmt(quantity, r['ci_low'])}, up to about {fmt(quantity, r['ci_high'])}"
+            if quantity == "hours_share_covered":
+                return f"{span} of US work hours"
+            noun = {"tasks_covered": "tasks", "occupations_covered": "occupations",
+                    "major_groups_covered": "SOC major groups"}[quantity]
+            return f"{span} of {r['denominator']:,.0f} {noun}"
+        ci = f" (95% CI {fmt(quantity, r['ci_low'])}\u2013{fmt(quantity, r['ci_high'])})" if with_ci and r[
+            "ci_low"] is not None else ""
+        if quantity == "hours_share_covered":
+            return f"{fmt(quantity, r['value'])} of US work hours{ci}"
+        noun = {"tasks_covered": "tasks", "occupations_covered": "occupations",
+                "major_groups_covered": "SOC major groups"}[quantity]
+        return f"{fmt(quantity, r['value'])}{ci} of {r['denominator']:,.0f} {noun}"
+
+    estimator = "model_assisted" if (published["estimator"] == "model_assisted").any() else published["estimator"][0]
+    n_sampled = int(published["n_sampled"][0])
+    what = (
+        f"model-assisted: the labeler's labels on every prompt, corrected by the judge's labels of a stratified "
+        f"random sample of {n_sampled:,} prompt texts"
+        if estimator == "model_assisted"
+        else "the labeler alone, with its calibrated uncertainty (no judge-sampled prompts)"
+    )
+    out = []
+    thresholds = sorted(set(published["threshold"].to_list()), reverse=True)
+    pieces = []
+    for t in thresholds:
+        parts = [p for q in QUANTITIES if (p := part(published, q, t, True))]
+        pieces.append(f"at >= {t} prompt{'s' if t != 1 else ''}: " + ", ".join(parts))
+    out.append(f"Best-supported estimate ({what}) " + "; ".join(pieces) + ".")
+    if (published["estimator"] == BOUNDS).any():
+        out.append("At >= 1 prompt the count of distinct tasks exercised by any prompt cannot be pinned down "
+                   "from a sample of a few hundred texts: the floor is what the judge itself saw, the ceiling "
+                   "the imputation's extrapolation to every unread prompt.")
+    truth = rows.filter(pl.col("estimator") == "labels_as_truth")
+    if truth.height:
+        pieces = []
+        for t in thresholds:
+            parts = [p for q in ("tasks_covered", "occupations_covered", "hours_share_covered")
+                     if (p := part(truth, q, t, False))]
+            pieces.append(f"at >= {t}: " + ", ".join(parts))
+        out.append("Counting every label as true instead gives " + "; ".join(pieces) + ".")
+    return out
