@@ -32,13 +32,8 @@ from dagster import (
 from models import coverage as cov
 from models import estimates as es
 from models import regression as reg
-from models.labeling import cache as lc
-from models.labeling.base import PromptRecord
-from models.sources import ONET_VERSION, PROJECT_ROOT
-from pipelines.label_cache import LabelCache
-from pipelines.partitions import benchmark_partitions
-from pipelines.resources import LabelerResource, Warehouse
-from pipelines.settings import settings
+from models.sources import PROJECT_ROOT
+from pipelines.resources import Warehouse
 
 GROUP = "estimates"
 KINDS = {"polars", "duckdb"}
@@ -48,172 +43,6 @@ JUDGE_SAMPLE_ENV = "BENCHMAP_JUDGE_SAMPLE"
 JUDGE_ENV = "BENCHMAP_JUDGE"
 MI_DRAWS = 20
 SPLIT_REPEATS = 10
-
-DESIGN_SCHEMA: dict[str, pl.DataType] = {
-    "benchmark": pl.Utf8(),
-    "distinct_texts": pl.Int64(),
-    "prompts": pl.Int64(),
-    "n_sampled": pl.Int64(),
-    "fraction": pl.Float64(),
-    "minimum": pl.Int64(),
-    "seed": pl.Int64(),
-    "judge": pl.Utf8(),
-    "judge_version": pl.Utf8(),
-    "n_labeled": pl.Int64(),
-    "n_failed": pl.Int64(),
-}
-JUDGE_LABEL_SCHEMA: dict[str, pl.DataType] = {**lc.LABEL_COLUMNS, "draw_rank": pl.Int64(), "is_work": pl.Boolean()}
-
-
-# --- judge a sample, label the rest -------------------------------------------------------------------------
-
-
-def judge_sample_setting(value: str | None = None) -> tuple[float, int] | None:
-    """(fraction, minimum) from BENCHMAP_JUDGE_SAMPLE ('0.1' or '0.1:12'); None when unset or 0."""
-    value = settings().judge_sample if value is None else value
-    if not value.strip():
-        return None
-    fraction_text, _, minimum_text = value.partition(":")
-    fraction = float(fraction_text)
-    minimum = int(minimum_text) if minimum_text.strip() else 12
-    if not 0 <= fraction <= 1 or minimum < 0:
-        raise ValueError(f"{JUDGE_SAMPLE_ENV}={value!r}: expected a fraction in [0, 1] and a minimum >= 0")
-    return (fraction, minimum) if fraction > 0 or minimum > 0 else None
-
-
-def judge_resource_from_env() -> LabelerResource | None:
-    """The LLM judge (an `openai`-kind labeler: OpenAI or any compatible server), when a sample is asked for."""
-    if judge_sample_setting() is None:
-        return None
-    kind = settings().judge
-    if kind != "openai":
-        return None
-    return LabelerResource(
-        kind="openai",
-        model=settings().judge_model,
-        base_url=settings().base_url,
-    )
-
-
-class JudgeSampleConfig(Config):
-    """fraction / minimum override BENCHMAP_JUDGE_SAMPLE (fraction 0 and minimum 0: off)."""
-
-    fraction: float | None = None
-    minimum: int | None = None
-    seed: int = 16
-
-
-def label_judge_sample(
-    prompts: pl.DataFrame,
-    judge: object,
-    cache: LabelCache,
-    fraction: float,
-    minimum: int,
-    seed: int,
-    log_fn: object = None,
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Draw the stratified sample of one or more benchmarks' distinct texts and label it with `judge` (any
-    `Labeler`) through the cache. Returns (judge labels JUDGE_LABEL_SCHEMA, design DESIGN_SCHEMA)."""
-    texts = es.text_frame(prompts.select("benchmark", "prompt_id", "prompt_hash"))
-    drawn = es.draw_judge_sample(texts, fraction, minimum, seed)
-    chosen = (
-        prompts.join(drawn, on=["benchmark", "prompt_hash"])
-        .sort("benchmark", "draw_rank", "prompt_id")
-        .unique(["benchmark", "prompt_hash"], keep="first", maintain_order=True)
-    )
-    records = [
-        PromptRecord(b, p, h, t)
-        for b, p, h, t in chosen.select("benchmark", "prompt_id", "prompt_hash", "prompt").iter_rows()
-    ]
-    labels_by_hash, stats = lc.label_with_cache(records, judge, cache, ONET_VERSION, log_fn=log_fn)  # type: ignore[arg-type]
-    frame = lc.labels_frame(records, labels_by_hash, judge.name, judge.labeler_version)  # type: ignore[attr-defined]
-    frame = frame.join(drawn, on=["benchmark", "prompt_hash"], how="left")
-    # a sampled text the judge labeled with no task is a judged not-work text: one row with a null task
-    judged = {h for h in labels_by_hash}
-    empty = [r for r in records if r.prompt_hash in judged and not labels_by_hash[r.prompt_hash]]
-    rows = frame.with_columns(pl.lit(True).alias("is_work"))
-    if empty:
-        blank = pl.DataFrame(
-            {
-                "benchmark": [r.benchmark for r in empty],
-                "prompt_id": [r.prompt_id for r in empty],
-                "prompt_hash": [r.prompt_hash for r in empty],
-                "labeler": [judge.name] * len(empty),  # type: ignore[attr-defined]
-                "labeler_version": [judge.labeler_version] * len(empty),  # type: ignore[attr-defined]
-                "is_work": [False] * len(empty),
-            }
-        ).join(drawn, on=["benchmark", "prompt_hash"], how="left")
-        rows = pl.concat([rows, blank], how="diagonal_relaxed")
-    rows = rows.select([pl.col(c).cast(t) if c in rows.columns else pl.lit(None, t).alias(c)
-                        for c, t in JUDGE_LABEL_SCHEMA.items()])
-    labeled = rows.filter(pl.col("prompt_hash").is_in(list(judged))).group_by("benchmark").agg(
-        pl.col("prompt_hash").n_unique().cast(pl.Int64).alias("n_labeled")
-    )
-    design = (
-        es.sample_design(es.text_frame(prompts, drawn))
-        .select("benchmark", "distinct_texts", "prompts", "n_sampled")
-        .join(labeled, on="benchmark", how="left")
-        .with_columns(
-            pl.lit(fraction).alias("fraction"),
-            pl.lit(minimum, pl.Int64).alias("minimum"),
-            pl.lit(seed, pl.Int64).alias("seed"),
-            pl.lit(judge.name).alias("judge"),  # type: ignore[attr-defined]
-            pl.lit(judge.labeler_version).alias("judge_version"),  # type: ignore[attr-defined]
-            pl.col("n_labeled").fill_null(0),
-        )
-        .with_columns((pl.col("n_sampled") - pl.col("n_labeled")).alias("n_failed"))
-        .select(list(DESIGN_SCHEMA))
-        .cast(DESIGN_SCHEMA)  # type: ignore[arg-type]
-    )
-    return rows, design
-
-
-@multi_asset(
-    group_name="labels",  # refreshed with the benchmark's labels (benchmark_refresh_job)
-    partitions_def=benchmark_partitions,
-    deps=["benchmark_prompts"],
-    outs={
-        "judge_sample_labels": AssetOut(
-            kinds=KINDS,
-            metadata=PARTITIONED,
-            description="The LLM judge's task labels of a stratified random sample of this benchmark's distinct "
-            "prompt texts (BENCHMAP_JUDGE_SAMPLE); empty when no sample is configured.",
-        ),
-        "judge_sample_design": AssetOut(
-            kinds=KINDS,
-            metadata=PARTITIONED,
-            description="The judge sample's design per benchmark: distinct texts N_b, sampled n_b, fraction, "
-            "minimum, seed, judge and version, labeled and failed counts.",
-        ),
-    },
-)
-def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, warehouse: Warehouse):
-    benchmark = context.partition_key
-    setting = judge_sample_setting()
-    fraction = config.fraction if config.fraction is not None else (setting[0] if setting else 0.0)
-    minimum = config.minimum if config.minimum is not None else (setting[1] if setting else 0)
-    judge_resource = judge_resource_from_env()
-    empty_labels = pl.DataFrame(schema=JUDGE_LABEL_SCHEMA)
-    empty_design = pl.DataFrame(schema=DESIGN_SCHEMA)
-    if (fraction <= 0 and minimum <= 0) or judge_resource is None:
-        reason = "no judge sample configured" if fraction <= 0 and minimum <= 0 else "no LLM judge configured"
-        context.log.info(f"{benchmark}: {reason}; the estimates use the vendored reference labels")
-        yield Output(empty_labels, "judge_sample_labels", metadata={"reason": reason})
-        yield Output(empty_design, "judge_sample_design", metadata={"reason": reason})
-        return
-    prompts = warehouse.query(
-        "select benchmark, prompt_id, prompt_hash, prompt from benchmark_prompts where benchmark = ?", [benchmark]
-    )
-    from assets.labels import load_task_index
-
-    index, _, _ = load_task_index(warehouse, context.log)
-    judge = judge_resource.build(index)
-    labels, design = label_judge_sample(
-        prompts, judge, LabelCache(warehouse.path), fraction, minimum, config.seed, context.log.info
-    )
-    yield Output(labels, "judge_sample_labels", metadata={"rows": labels.height})
-    yield Output(design, "judge_sample_design", metadata={"design": MetadataValue.md(_md(design))})
-
 
 # --- reading the inputs -------------------------------------------------------------------------------------
 
@@ -586,5 +415,3 @@ def headline_estimates(
                                                               mi.head(10).write_json()))})
 
 
-ASSETS = [judge_sample, headline_estimates]
-CHECKS: list = []

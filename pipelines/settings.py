@@ -25,7 +25,7 @@ The API key is held (`api_key`) but never shown: it is excluded from repr and fr
 | BENCHMAP_LLM_OCCUPATION_LIST | occupation_list | all |
 | BENCHMAP_MAX_CONCURRENT | max_concurrent (>= 1) | 2 |
 | BENCHMAP_INDEX_DIR | index_dir | data/indexes |
-| BENCHMAP_JUDGE_SAMPLE | judge_sample (raw text, parsed by assets.estimates) | "" (off) |
+| BENCHMAP_JUDGE_SAMPLE | judge_sample (raw text, parsed by assets.judge_sample) | "" (off) |
 | BENCHMAP_JUDGE | judge | openai when OPENAI_API_KEY is set, else "" |
 | BENCHMAP_JUDGE_MODEL | judge_model | llm_model |
 | BENCHMAP_VALIDATION_FLOORS | validation_floors (JSON object) | none (models.validation defaults) |

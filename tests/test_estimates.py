@@ -188,7 +188,7 @@ def test_draw_judge_sample_sizes_and_stability():
 
 
 def test_label_judge_sample_with_any_labeler(tmp_path):
-    from assets.estimates import judge_sample_setting, label_judge_sample
+    from assets.judge_sample import judge_sample_setting, label_judge_sample
     from models.labeling.base import LabelOutcome, TaskLabel
     from pipelines import label_cache as lc
 
