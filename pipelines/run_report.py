@@ -99,7 +99,21 @@ def headline_lines(warehouse_path: str | None) -> list[str]:
         at = f" at >= {row['threshold']}" if row.get("threshold") is not None else ""
         metrics.setdefault(metric, []).append(f"{text}{at}")
     order = ["tasks_covered", "occupations_covered", "major_groups_uncovered", "hours_share_covered"]
-    lines = [heading]
+    lines = [heading.replace("):", "), the labels as counted:")]
     for metric in sorted(metrics, key=lambda m: (order.index(m) if m in order else len(order), m)):
         lines.append(f"  {metric.replace('_', ' ')}: {'; '.join(metrics[metric])}")
-    return lines if len(lines) > 1 else []
+    return [*published_lines(warehouse_path), *lines] if len(lines) > 1 else []
+
+
+def published_lines(warehouse_path: str) -> list[str]:
+    """The published estimate (headline_estimates: the labels corrected by the judge sample), as summary.md
+    words it; nothing when the table is missing."""
+    from models.estimates import published_sentences
+    from pipelines import warehouse as wh
+
+    try:
+        estimates = wh.read_table(warehouse_path, "headline_estimates")
+    except Exception:  # noqa: BLE001 - informative only
+        return []
+    sentences = published_sentences(estimates)
+    return [f"published headline: {sentences[0]}"] if sentences else []
