@@ -385,6 +385,15 @@ def test_estimates_on_the_mirror(mirror_tables):
             assert coverage(check, "bounds", quantity, 1) >= 0.9, (check, quantity)
 
 
+def test_run_all_summary_leads_with_the_published_estimate(full_pipeline):
+    from pipelines.run_report import headline_lines
+
+    lines = headline_lines(str(full_pipeline.warehouse))
+    assert lines[0].startswith("published headline: Best-supported estimate (model-assisted")
+    assert "at >= 1 prompt: at least" in lines[0]
+    assert lines[1].endswith("the labels as counted:") and lines[2].lstrip().startswith("tasks covered:")
+
+
 def test_with_published_maps_every_headline_metric():
     headline = pl.DataFrame({
         "scope": ["all"] * 5, "threshold": [5] * 5,
