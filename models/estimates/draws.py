@@ -259,16 +259,19 @@ class ModelAssisted:
         return np.where(none, 1.0 / pr.n_tasks, share / self.occ_size[occ])
 
     def _choose_weights(self) -> np.ndarray:
-        """Weights of the four parts (the benchmark's missed tasks, the labeler's mass, the text's labeled
-        occupations, the benchmark's missed occupations) maximising the leave-one-text-out log likelihood of
-        the sample's missed tasks, q = u / K + (1 - u) sum_i w_i part_i(task); a part with no mass for a text
-        gives its weight to the others."""
+        """Weights of the five parts (the benchmark's missed tasks, the labeler's mass, the text's labeled
+        occupations, the benchmark's missed occupations and major groups) maximising the leave-one-text-out log
+        likelihood of the sample's missed tasks, q = u / K + (1 - u) sum_i w_i part_i(task); a part with no
+        mass for a text gives its weight to the others. Keeps each sampled text's log likelihood per grid
+        point (`text_loglik`), so a bootstrap replicate of the sample re-chooses the weights by one matrix
+        product (`weights_for`): the draws carry the uncertainty of the mixture, not only of the sample."""
         pr = self.problem
-        grid = _simplex_grid(5)
+        self.grid = _simplex_grid(5)
+        self.loglik_texts = np.unique(self.missed_text)
+        self.text_loglik = np.zeros((self.grid.shape[0], self.loglik_texts.size))
         if self.missed_text.size == 0:
             return np.array([0.0, 0.5, 0.5, 0.0, 0.0])
         k = pr.n_tasks
-        loglik = np.zeros(grid.shape[0])
         for b in self.donors:
             rows = pr.text_bench[self.missed_text] == b
             if not rows.any():
@@ -287,18 +290,27 @@ class ModelAssisted:
             ])  # (5, n)
             present = np.stack([total_loo > 0, np.full(tasks.size, self.q_labeler[b].sum() > 0),
                                 np.ones(tasks.size, dtype=bool), total_loo > 0, total_loo > 0]).astype(float)
-            w = grid[:, :, None] * present[None]  # (G, 5, n)
+            w = self.grid[:, :, None] * present[None]  # (G, 5, n)
             norm = w.sum(axis=1)
             mix = np.divide((w * parts[None]).sum(axis=1), norm, out=np.full(norm.shape, 1.0 / k), where=norm > 0)
-            loglik += np.log(UNIFORM_SHARE / k + (1 - UNIFORM_SHARE) * mix).sum(axis=1)
-        return grid[int(np.argmax(loglik))]
+            row_loglik = np.log(UNIFORM_SHARE / k + (1 - UNIFORM_SHARE) * mix)  # (G, n)
+            column = np.searchsorted(self.loglik_texts, texts)
+            for g in range(self.grid.shape[0]):
+                self.text_loglik[g] += np.bincount(column, weights=row_loglik[g], minlength=self.loglik_texts.size)
+        return self.grid[int(np.argmax(self.text_loglik.sum(axis=1)))]
+
+    def weights_for(self, boot: np.ndarray) -> np.ndarray:
+        """The mixture weights a bootstrap replicate of the sample (times each text is drawn) would choose."""
+        if self.loglik_texts.size == 0:
+            return self.weights
+        return self.grid[int(np.argmax(self.text_loglik @ boot[self.loglik_texts]))]
 
     def _draw_tasks(self, rng: np.random.Generator, b: int, owner: np.ndarray, empirical: _Sparse,
-                    missed_occ: _Sparse, missed_group: _Sparse) -> np.ndarray:
-        """One task per missed label of `owner` texts of benchmark b, from the mixture (a part without mass in
-        this benchmark gives its weight to the others)."""
+                    missed_occ: _Sparse, missed_group: _Sparse, mixture: np.ndarray) -> np.ndarray:
+        """One task per missed label of `owner` texts of benchmark b, from the mixture with weights `mixture`
+        (a part without mass in this benchmark gives its weight to the others)."""
         pr = self.problem
-        weights = self.weights.copy()
+        weights = mixture.copy()
         lab = self.lab_sparse[b]
         if empirical.total <= 0:
             weights[[0, 3, 4]] = 0.0
@@ -339,6 +351,7 @@ class ModelAssisted:
         pr = self.problem
         boot = _bootstrap_text_weights(pr, rng if bootstrap else None)
         factors = calibration_factors(pr, boot, self.prior, self.sampled_rows)
+        mixture = self.weights_for(boot) if bootstrap else self.weights
         counts = self.unsampled_labels.draw(rng, np.where(self.has_sample, factors, 1.0))
         counts[self.has_sample] += self.judge_known[self.has_sample]
         k = pr.n_tasks
@@ -359,13 +372,13 @@ class ModelAssisted:
             missed_group = _Sparse(np.bincount(pr.occ_group, weights=occ_mass, minlength=pr.n_groups))
             owner = np.repeat(recipients, n_missed)
             weights = pr.text_mult[owner]
-            tasks = self._draw_tasks(rng, b, owner, seen, missed_occ, missed_group)
+            tasks = self._draw_tasks(rng, b, owner, seen, missed_occ, missed_group, mixture)
             # a missed label is by definition outside the recipient's own label set: redraw those that are not
             for _ in range(4):
                 clash = self._labeled(owner, tasks)
                 if not clash.any():
                     break
-                tasks[clash] = self._draw_tasks(rng, b, owner[clash], seen, missed_occ, missed_group)
+                tasks[clash] = self._draw_tasks(rng, b, owner[clash], seen, missed_occ, missed_group, mixture)
             else:
                 weights = weights * ~self._labeled(owner, tasks)
             counts[b] += np.bincount(tasks, weights=weights, minlength=k)
