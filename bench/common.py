@@ -121,7 +121,9 @@ def state_root() -> Path:
     return root
 
 
-CODE_PARTS = ("models", "assets", "pipelines", "bench", "pyproject.toml", "dagster.yaml")
+# data/reference (the vendored judge labels) and data/indexes (index definitions) are read by assets
+CODE_PARTS = ("models", "assets", "pipelines", "bench", "data/reference", "data/indexes", "pyproject.toml",
+              "dagster.yaml")
 
 
 def code_snapshot(target: Path) -> Path:
