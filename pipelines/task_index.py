@@ -3,9 +3,10 @@
 The `task_search_index` asset (assets/labels.py) builds the index once from the O*NET reference tables,
 pickles it next to the warehouse (data/warehouse/task_index/) and records its path in the one-row table
 `task_search_index`, keyed by O*NET version + index version. The index version names the pickle layout
-(INDEX_FORMAT), offline.INDEX_VERSION and a fingerprint of offline.py's source, so a pickle is only reused by
-the code that built it. Both the labels stage and the gap finder's what-if (pipelines/whatif.py) go through
-here, so candidate prompts are labeled with exactly the index the landed ones were.
+(INDEX_FORMAT), offline.INDEX_VERSION and a fingerprint of the source of the models/labeling/offline/
+package, so a pickle is only reused by the code that built it. Both the labels stage and the gap finder's
+what-if (pipelines/whatif.py) go through here, so candidate prompts are labeled with exactly the index the
+landed ones were.
 
 In pipelines/ because all of it is I/O: the warehouse table, the pickles, O*NET's DWA files, the source
 fingerprint. The index itself (models.labeling.offline.TaskIndex) is pure.
@@ -36,11 +37,18 @@ REFERENCE_TABLES: tuple[str, ...] = ("onet_tasks", "onet_occupations", "onet_job
 
 
 def offline_code_fingerprint() -> str:
-    """sha256 (12 hex) of the offline labeler's source: a pickled TaskIndex is only reused by the code that
-    built it, even when a change to the index forgot to bump INDEX_VERSION."""
-    spec = importlib.util.find_spec("models.labeling.offline")  # its file, without importing it
-    path = Path(spec.origin) if spec is not None and spec.origin else Path("missing")
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.is_file() else "missing"
+    """sha256 (12 hex) of the offline labeler's source: every module of the models.labeling.offline package
+    (the index is built and scored by several of them), by name and content. A pickled TaskIndex is only
+    reused by the code that built it, even when a change to the index forgot to bump INDEX_VERSION."""
+    spec = importlib.util.find_spec("models.labeling.offline")  # its folder, without importing it
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    files = sorted(f for folder in folders for f in Path(folder).glob("*.py"))
+    if not files:
+        return "missing"
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(file.name.encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
 
 
 def index_version() -> str:

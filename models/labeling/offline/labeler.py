@@ -1,0 +1,244 @@
+"""The offline labeler: `OfflineLabeler` labels prompts with O*NET tasks from a TaskIndex (with or
+without the fitted selector), and `occupation_ranking_from_labels` ranks a prompt's occupations from its
+labels."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
+from models.labeling.offline.config import INDEX_VERSION, LABELER_VERSION, METHOD, OfflineLabelerConfig, soc6
+from models.labeling.offline.evidence import BatchEvidence
+from models.labeling.offline.index import TaskIndex
+
+
+@dataclass(frozen=True)
+class PromptRanking:
+    """The ranked candidates of one prompt (not its labels), best first. GDPval/TheAgentCompany occupation
+    top-k are measured on the retriever's occupation ranking (it reads a prompt's role best: GDPval top-1
+    0.59 against 0.46 for the selector's), JobBench hit@k on the selector's task ranking."""
+
+    occupations: list[tuple[str, float]]  # the retriever's ranking (onet_soc_code, combined score)
+    tasks: list[tuple[int, str, float]]  # (task_id, onet_soc_code, p_exercised), by the selector
+    selected_occupations: list[tuple[str, float]]  # the selector's (onet_soc_code, p listed by the judge)
+
+
+class OfflineLabeler:
+    """Labels prompts with O*NET tasks from a `TaskIndex`; implements models.labeling.base.Labeler.
+
+    With a `selector` (the fitted models/labeling/selector.py, `OfflineLabeler.calibrated`) a prompt gets the
+    tasks it exercises with calibrated probabilities, or none when it is not occupational work. Without one
+    it keeps the retriever's best tasks (up to `config.max_tasks`), the method before the selector existed.
+    """
+
+    name = "offline"
+    model = METHOD
+
+    def __init__(self, index: TaskIndex, config: OfflineLabelerConfig = OfflineLabelerConfig(),
+                 selector: Any = None) -> None:
+        from models.labeling.selector import Selector
+
+        self.index = index
+        self.config = config
+        self.selector = Selector(selector, index) if selector is not None else None
+        self.contexts: dict[str, Any] = {}  # benchmark -> BenchmarkContext (see prepare)
+        if self.selector is not None:
+            self.model = f"{METHOD}+selector"
+            self.template_version = f"{INDEX_VERSION}-{self.selector.fit.version}"
+        else:
+            self.template_version = f"{INDEX_VERSION}-{config.version}"
+
+    @classmethod
+    def calibrated(cls, index: TaskIndex, fit_path: str | Path | None = None) -> OfflineLabeler:
+        """The default labeler: the retriever plus the fitted selector in models/labeling/selector_fit.json."""
+        from models.labeling.selector import FIT_PATH, load_fit
+
+        return cls(index, OfflineLabelerConfig(), load_fit(fit_path or FIT_PATH))
+
+    @property
+    def labeler_version(self) -> str:
+        if self.selector is not None:
+            return f"offline-calibrated+{INDEX_VERSION}+{self.selector.fit.version}"
+        return LABELER_VERSION
+
+    def prepare(self, prompts: Sequence[PromptRecord]) -> None:
+        """Pool the evidence of each benchmark among `prompts` (all of a benchmark's landed prompts: the
+        context is drawn from them) into its BenchmarkContext. label() and rankings() use the context of a
+        prompt's benchmark; a benchmark not prepared gets its context from the prompts it is labeled with.
+        Prompts already in the label cache keep the labels they got with the context of their time."""
+        if self.selector is None:
+            return
+        from models.labeling.selector import context_sample
+
+        by_benchmark: dict[str, list[PromptRecord]] = {}
+        for record in prompts:
+            if isinstance(record.prompt, str) and record.prompt.strip():
+                by_benchmark.setdefault(record.benchmark, []).append(record)
+        for benchmark, records in by_benchmark.items():
+            sample = [records[i].prompt for i in context_sample([r.prompt_hash for r in records])]
+            evidence, signals = self.index.evidence_with_signals(sample, self.config)
+            self.contexts[benchmark] = self.selector.context(sample, evidence.occupation, evidence.task, signals)
+
+    def _context(self, benchmark: str, records: Sequence[PromptRecord]) -> Any:
+        if benchmark not in self.contexts:
+            self.prepare([r for r in records if r.benchmark == benchmark])
+        return self.contexts[benchmark]
+
+    def rankings(self, prompts: Sequence[PromptRecord]) -> list[PromptRanking]:
+        """The ranked candidates of each prompt (needs a selector): what validation's top-k metrics read."""
+        if self.selector is None:
+            raise ValueError("rankings() needs the calibrated selector (OfflineLabeler.calibrated)")
+        index = self.index
+        out: list[PromptRanking] = []
+        size = self.config.batch_size
+        for start in range(0, len(prompts), size):
+            batch = list(prompts[start: start + size])
+            texts = [p.prompt if isinstance(p.prompt, str) and p.prompt.strip() else " " for p in batch]
+            evidence, signals = index.evidence_with_signals(texts, self.config)
+            selections = self._select_batch(batch, prompts, texts, evidence, signals)
+            for row, sel in enumerate(selections):
+                combined = evidence.occupation[row]
+                order = np.argsort(-combined, kind="stable")[:40]
+                out.append(PromptRanking(
+                    [(str(index.occupation_codes[o]), float(combined[o])) for o in order if combined[o] > 0],
+                    [(int(index.task_ids[j]), str(index.occupation_codes[index.task_occupation[j]]), p)
+                     for j, p in sel.ranking],
+                    [(str(index.occupation_codes[o]), p) for o, p in sel.occupations]))
+        return out
+
+    def label(self, prompts: list[PromptRecord]) -> list[LabelOutcome]:
+        """One outcome per prompt, in order; an empty prompt or one with no O*NET vocabulary gets an error."""
+        outcomes: list[LabelOutcome | None] = [None] * len(prompts)
+        usable: list[int] = []
+        for i, record in enumerate(prompts):
+            if not isinstance(record.prompt, str) or not record.prompt.strip():
+                outcomes[i] = LabelOutcome(prompt_hash=record.prompt_hash, error="empty prompt")
+            else:
+                usable.append(i)
+        size = self.config.batch_size
+        for start in range(0, len(usable), size):
+            batch = usable[start: start + size]
+            texts = [prompts[i].prompt for i in batch]
+            try:
+                evidence, signals = self.index.evidence_with_signals(texts, self.config)
+                selections = (self._select_batch([prompts[i] for i in batch], prompts, texts, evidence, signals)
+                              if self.selector is not None else None)
+            except Exception as exc:  # never fail a whole run for one batch: record it per prompt
+                for i in batch:
+                    outcomes[i] = LabelOutcome(prompt_hash=prompts[i].prompt_hash,
+                                               error=f"scoring failed: {type(exc).__name__}: {exc}")
+                continue
+            for row, i in enumerate(batch):
+                outcomes[i] = (self._selected_outcome(prompts[i], evidence, row, selections[row])
+                               if selections is not None else self._outcome(prompts[i], evidence, row))
+        return [o for o in outcomes if o is not None]
+
+    def _outcome(self, record: PromptRecord, evidence: BatchEvidence, row: int) -> LabelOutcome:
+        try:
+            index, config = self.index, self.config
+            scores = index.task_scores(evidence, row, config)
+            picked = index.select_tasks(scores, config.max_tasks, config.relative_threshold,
+                                   config.max_tasks_per_occupation)
+            if not picked:
+                return LabelOutcome(prompt_hash=record.prompt_hash,
+                                    error="no O*NET vocabulary in the prompt: nothing to match")
+            rationales = self._rationales(evidence, row, picked)
+            labels = [
+                TaskLabel(task_id=int(index.task_ids[j]),
+                          onet_soc_code=str(index.occupation_codes[index.task_occupation[j]]),
+                          rank=rank, score=round(float(scores[j]), 6), rationale=rationales[k])
+                for k, (rank, j) in enumerate(zip(range(1, len(picked) + 1), picked, strict=True))
+            ]
+            return LabelOutcome(prompt_hash=record.prompt_hash, labels=labels)
+        except Exception as exc:  # one bad prompt must not sink the batch
+            return LabelOutcome(prompt_hash=record.prompt_hash, error=f"labeling failed: {type(exc).__name__}: {exc}")
+
+    def _select_batch(self, records: list[PromptRecord], everything: Sequence[PromptRecord], texts: list[str],
+                      evidence: BatchEvidence, signals: dict[str, np.ndarray]) -> list[Any]:
+        """The selector's decisions for a batch, each prompt with its own benchmark's context."""
+        assert self.selector is not None
+        out: list[Any] = [None] * len(records)
+        groups: dict[str, list[int]] = {}
+        for row, record in enumerate(records):
+            groups.setdefault(record.benchmark, []).append(row)
+        for benchmark, rows in groups.items():
+            picked = np.asarray(rows)
+            part = {k: v[picked] for k, v in signals.items()}
+            decisions = self.selector.select([texts[r] for r in rows], evidence.occupation[picked],
+                                             evidence.task[picked], part, self._context(benchmark, everything))
+            for r, decision in zip(rows, decisions, strict=True):
+                out[r] = decision
+        return out
+
+    def _selected_outcome(self, record: PromptRecord, evidence: BatchEvidence, row: int, selection: Any
+                          ) -> LabelOutcome:
+        """The selector's decision as an outcome: no labels for a not-work prompt, else its kept tasks."""
+        try:
+            p_work = round(selection.p_work, 6)
+            if not selection.is_work:
+                return LabelOutcome(prompt_hash=record.prompt_hash, is_work=False, p_work=p_work)
+            picked = [j for j, _ in selection.tasks]
+            rationales = self._rationales(evidence, row, picked)
+            index = self.index
+            labels = [
+                TaskLabel(task_id=int(index.task_ids[j]),
+                          onet_soc_code=str(index.occupation_codes[index.task_occupation[j]]),
+                          rank=rank, score=round(p, 6), rationale=rationales[rank - 1], p_exercised=round(p, 6))
+                for rank, (j, p) in enumerate(selection.tasks, start=1)
+            ]
+            return LabelOutcome(prompt_hash=record.prompt_hash, labels=labels, is_work=True, p_work=p_work)
+        except Exception as exc:  # one bad prompt must not sink the batch
+            return LabelOutcome(prompt_hash=record.prompt_hash, error=f"labeling failed: {type(exc).__name__}: {exc}")
+
+    def _rationales(self, evidence: BatchEvidence, row: int, picked: list[int]) -> list[str]:
+        """'role "Staff Accountant" ~ title "Staff Accountant"; terms: audit, sample' per picked task."""
+        index = self.index
+        query = evidence.task_queries[row]
+        shared = index.task_matrix[picked].multiply(query).tocsr()
+        titles: dict[int, tuple[str, str, float] | None] = {}
+        out: list[str] = []
+        for k, j in enumerate(picked):
+            occupation = int(index.task_occupation[j])
+            parts: list[str] = []
+            if evidence.role[row, occupation] >= 0.5:
+                if occupation not in titles:
+                    titles[occupation] = index.best_title(evidence.roles[row], occupation, self.config)
+                match = titles[occupation]
+                if match is not None:
+                    parts.append(f'role "{match[0]}" ~ title "{match[1]}"')
+            start, end = shared.indptr[k], shared.indptr[k + 1]
+            if end > start:
+                data, cols = shared.data[start:end], shared.indices[start:end]
+                top = cols[np.lexsort((cols, -data))[:4]]
+                parts.append("terms: " + ", ".join(str(index.task_features[c]) for c in top))
+            if not parts:
+                parts.append(f"occupation match: {index.occupation_titles[occupation]}")
+            out.append("; ".join(parts))
+        return out
+
+
+# -------------------------------------------------------------------------------------- occupation ranking
+def occupation_ranking_from_labels(labels: Iterable[TaskLabel], level: str = "onet") -> list[str]:
+    """Rank the occupations of one prompt from its task labels, best first.
+
+    An occupation ranks by its best label's score, then by the sum of its labels' scores, then by its best
+    rank. The offline labeler gives an occupation's best task exactly the occupation's evidence score, so
+    the best score is the occupation ranking; a plain sum would favour occupations for the number of their
+    tasks kept, which the per-occupation cap makes arbitrary. level='soc' ranks 6-digit SOC codes (O*NET
+    codes sharing a SOC code pool their tasks)."""
+    if level not in {"onet", "soc"}:
+        raise ValueError("level must be 'onet' or 'soc'")
+    best: dict[str, float] = {}
+    totals: dict[str, float] = {}
+    best_rank: dict[str, int] = {}
+    for label in labels:
+        code = soc6(label.onet_soc_code) if level == "soc" else label.onet_soc_code
+        best[code] = max(best.get(code, float("-inf")), float(label.score))
+        totals[code] = totals.get(code, 0.0) + float(label.score)
+        best_rank[code] = min(best_rank.get(code, label.rank), label.rank)
+    return sorted(totals, key=lambda c: (-round(best[c], 9), -totals[c], best_rank[c], c))
