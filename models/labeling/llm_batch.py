@@ -26,15 +26,16 @@ import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from models.labeling import llm_prompt as lp
 from models.labeling.base import LabelOutcome, PromptRecord
+from models.labeling.llm_usage import USAGE_FIELDS, LLMLabelOutcome, usage_of
 
 if TYPE_CHECKING:
-    from models.labeling.llm import LLMLabelOutcome, OpenAILabeler
+    from models.labeling.llm import OpenAILabeler
 
 log = logging.getLogger(__name__)
 RUNNING = ("validating", "in_progress", "finalizing", "cancelling")
@@ -106,8 +107,6 @@ def _results(text: str) -> dict[str, dict[str, Any]]:
 
 def _answer(row: dict[str, Any]) -> tuple[str | None, str | None, tuple[int, int, int]]:
     """(content, error, usage) of one batch result record."""
-    from models.labeling.llm import usage_of
-
     response = row.get("response") or {}
     body = response.get("body") or {}
     tokens = usage_of(body.get("usage") if isinstance(body, dict) else None)
@@ -126,8 +125,6 @@ def _answer(row: dict[str, Any]) -> tuple[str | None, str | None, tuple[int, int
 
 
 def _outcome(prompt_hash: str, state: Mapping[str, Any]) -> LLMLabelOutcome:
-    from models.labeling.llm import USAGE_FIELDS, LLMLabelOutcome
-
     out = LLMLabelOutcome(prompt_hash=prompt_hash, attempts=int(state.get("attempts", 1)),
                           error=state.get("error"), input_tokens=int(state.get("input_tokens", 0)),
                           output_tokens=int(state.get("output_tokens", 0)),
@@ -140,8 +137,6 @@ def _outcome(prompt_hash: str, state: Mapping[str, Any]) -> LLMLabelOutcome:
 
 
 def _state(out: LLMLabelOutcome) -> dict[str, Any]:
-    from models.labeling.llm import USAGE_FIELDS
-
     state = {"attempts": out.attempts, "error": out.error, "input_tokens": out.input_tokens,
              "output_tokens": out.output_tokens, "occupations": out.occupations, "reading": out.reading,
              "is_work": out.is_work}
@@ -167,8 +162,6 @@ def collect(lab: OpenAILabeler, batch_id: str, prompts: Sequence[PromptRecord], 
 
 def _after_step1(lab: OpenAILabeler, prompts: Sequence[PromptRecord], manifest: dict[str, Any],
                  manifest_file: Path, results: dict[str, dict[str, Any]], missing: str | None) -> BatchStep:
-    from models.labeling.llm import LLMLabelOutcome
-
     finals: dict[str, dict[str, Any]] = dict(manifest.get("finals") or {})
     pending: dict[str, dict[str, Any]] = {}
     lines: list[str] = []
@@ -254,8 +247,6 @@ def _after_step2(lab: OpenAILabeler, prompts: Sequence[PromptRecord], manifest: 
 
 def _merge(prompts: Sequence[PromptRecord], finals: Mapping[str, Mapping[str, Any]],
            done: Mapping[str, LabelOutcome]) -> list[LabelOutcome]:
-    from dataclasses import replace
-
     outcomes: list[LabelOutcome] = []
     for rec in prompts:
         got = done.get(rec.prompt_hash)
@@ -279,7 +270,7 @@ def run(lab: OpenAILabeler, prompts: Sequence[PromptRecord], folder: str | Path,
         if step is None:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"batch {batch_id} still running after {max_wait_s:g}s")
-            lab._sleep(poll_s)
+            lab.chat.sleep(poll_s)
             continue
         if step.outcomes is not None:
             return step.outcomes

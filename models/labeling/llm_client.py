@@ -1,0 +1,265 @@
+"""The HTTP side of the `openai` labeler: one OpenAI-compatible chat-completions endpoint and its retries.
+
+`ChatClient` sends one request body and sorts what comes back: an answer that `parse` accepts (with its token
+usage), or an error that is retried (HTTP 408/409/429/5xx, timeouts, connection errors, empty, cut-off or
+rejected answers), fatal for this prompt (e.g. HTTP 400 context too long) or fatal for the run
+(`LabelerConfigError`: authentication, permission, unknown model). `run_step` is the loop around one protocol
+step: up to `max_retries` retries with exponential backoff and jitter (honouring Retry-After), a correction
+turn after a rejected answer, and in 'auto' format mode one free switch from json_schema to json_object when
+the server refuses the schema.
+
+Pure module apart from the network: no dagster, no environment, no files. The key comes from the config and
+never appears in a message, a log line or a repr.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import threading
+import time
+from collections.abc import Callable
+from email.utils import parsedate_to_datetime
+from typing import Any, TypeVar
+
+import openai
+
+from models.labeling import llm_prompt as lp
+from models.labeling.llm_config import LLMConfig
+from models.labeling.llm_usage import LabelerStats, LLMLabelOutcome, usage_of
+
+log = logging.getLogger(__name__)
+NO_KEY = "sk-no-key-needed"  # local servers ignore the key, the client insists on one
+T = TypeVar("T")
+
+_FORMAT_WORDS = re.compile(r"response_format|json_schema|schema|grammar", re.IGNORECASE)
+_LOOPBACK = re.compile(r"https?://(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:|/|$)")
+
+
+# ----------------------------------------------------------------------------------------------- errors
+class LabelerConfigError(RuntimeError):
+    """Authentication, permission or unknown model: affects every prompt, so labeling stops."""
+
+
+class RetryableError(Exception):
+    """Worth another attempt; carries what the correction turn and the token accounting need."""
+
+    def __init__(self, reason: str, retry_after: float | None = None, feedback: tuple[str, str] | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+        self.feedback = feedback  # (previous answer, why it was rejected) for the correction turn
+        self.tokens = (0, 0, 0)  # (input, cached, output): a rejected answer still costs
+        self.format_switch = False  # 'auto' fell back to json_object: resend at once, not an attempt
+
+    def with_usage(self, tokens: tuple[int, int, int]) -> RetryableError:
+        self.tokens = tokens
+        return self
+
+
+class FatalError(Exception):
+    """Not worth retrying for this prompt (e.g. HTTP 400 context too long): recorded as its failure."""
+
+
+class StepFailed(Exception):
+    """A protocol step gave no valid answer within its attempts; the message is the prompt's error."""
+
+
+def retry_after(response: Any) -> float | None:
+    """The server's Retry-After (retry-after-ms, seconds or an HTTP date) in seconds, if it sent one."""
+    headers = getattr(response, "headers", None) or {}
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
+
+
+def is_loopback(url: str | None) -> bool:
+    return bool(url) and bool(_LOOPBACK.match(url or ""))
+
+
+def error_message(e: openai.APIStatusError) -> str:
+    """The server's error message (at most 300 chars): from the JSON body, else the response text."""
+    body = e.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        msg = inner.get("message") if isinstance(inner, dict) else inner
+        if msg:
+            return str(msg)[:300]
+    try:
+        return e.response.text[:300]
+    except Exception:
+        return str(e)[:300]
+
+
+def read_answer(resp: Any, parse: Callable[[str | None], T]) -> tuple[T, tuple[int, int, int]]:
+    """The parsed answer of one response and its usage; an empty, cut-off or rejected answer is retryable
+    (with the answer and the reason for the correction turn, and its tokens, which are billed)."""
+    tokens = usage_of(getattr(resp, "usage", None))
+    if not resp.choices:
+        raise RetryableError("empty answer (no choices)").with_usage(tokens)
+    choice = resp.choices[0]
+    content = choice.message.content if choice.message else None
+    try:
+        if choice.finish_reason == "length":
+            raise lp.AnswerError("answer cut off at max_tokens")
+        return parse(content), tokens
+    except lp.AnswerError as e:
+        raise RetryableError(str(e), feedback=(content or "", str(e))).with_usage(tokens) from None
+
+
+# ----------------------------------------------------------------------------------------------- client
+class ChatClient:
+    """One endpoint: the SDK client (made on first use), the response format in use, one request at a time.
+
+    `stats` is the labeler's; every counter update holds `lock`, since the labeler's threads share it."""
+
+    def __init__(self, config: LLMConfig, stats: LabelerStats, sleep: Callable[[float], None] = time.sleep
+                 ) -> None:
+        self.config = config
+        self.stats = stats
+        self.sleep = sleep
+        self.lock = threading.Lock()
+        self.format = "json_schema" if config.response_format == "auto" else config.response_format
+        self._client: openai.OpenAI | None = None
+
+    @property
+    def client(self) -> openai.OpenAI:
+        if self._client is None:
+            kwargs: dict[str, Any] = {}
+            if is_loopback(self.config.base_url):  # never send loopback traffic through a proxy
+                kwargs["http_client"] = openai.DefaultHttpxClient(trust_env=False)
+            self._client = openai.OpenAI(api_key=self.config.api_key or NO_KEY, base_url=self.config.base_url,
+                                         timeout=self.config.timeout_s, max_retries=0, **kwargs)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def count(self, **deltas: float) -> None:
+        with self.lock:
+            self.stats.add(**deltas)
+
+    def body(self, messages: list[dict[str, str]], schema_name: str, schema: dict[str, Any],
+             fmt: str | None = None) -> dict[str, Any]:
+        """The chat-completions body: `schema` goes into the response format in use (or `fmt`)."""
+        cfg = self.config
+        body: dict[str, Any] = {
+            "model": cfg.model, "messages": messages, "temperature": cfg.temperature,
+            "max_tokens": cfg.max_output_tokens,
+            "response_format": lp.response_format_param(fmt or self.format, schema_name, schema,
+                                                        cfg.max_reading_chars),
+        }
+        if cfg.seed is not None:
+            body["seed"] = cfg.seed
+        return body
+
+    def backoff(self, attempt: int, retry_after: float | None = None) -> float:
+        """Delay before retry `attempt` (1-based): Retry-After when given, else exponential + jitter."""
+        if retry_after is not None:
+            return min(retry_after, self.config.retry_after_max_s)
+        base = min(self.config.backoff_max_s, self.config.backoff_base_s * 2 ** (attempt - 1))
+        return base * random.uniform(0.5, 1.0) + random.uniform(0, self.config.backoff_base_s * 0.5)
+
+    def send(self, body: dict[str, Any], step: int, parse: Callable[[str | None], T]
+             ) -> tuple[T, tuple[int, int, int]]:
+        """One request: (parsed answer, usage), or RetryableError / FatalError / LabelerConfigError."""
+        self.count(requests=1, **{f"step{1 if step == 1 else 2}_requests": 1})
+        try:
+            resp = self.client.chat.completions.create(**body)
+        except openai.APITimeoutError:
+            raise RetryableError(f"timeout after {self.config.timeout_s:g}s") from None
+        except openai.APIConnectionError as e:
+            raise RetryableError(f"connection error: {type(e).__name__}") from None
+        except openai.APIStatusError as e:
+            raise self._status_error(e, body) from None
+        return read_answer(resp, parse)
+
+    def _status_error(self, e: openai.APIStatusError, body: dict[str, Any]) -> Exception:
+        status = e.status_code
+        message = error_message(e)
+        if status in (401, 403):
+            return LabelerConfigError(f"HTTP {status} from the LLM server (check the API key): {message}")
+        if status == 404:
+            return LabelerConfigError(f"HTTP 404 from the LLM server (model or URL?): {message}")
+        if status in (400, 422, 500) and _FORMAT_WORDS.search(message) and self._switch_format(body):
+            err = RetryableError("response_format json_schema rejected; switched to json_object", retry_after=0.0)
+            err.format_switch = True
+            return err
+        if status == 408 or status == 409 or status == 429 or status >= 500:
+            return RetryableError(f"HTTP {status}: {message}", retry_after=retry_after(e.response))
+        return FatalError(f"HTTP {status}: {message}")
+
+    def _switch_format(self, body: dict[str, Any]) -> bool:
+        """'auto': json_schema was refused by this server; use json_object from now on (once)."""
+        if self.config.response_format != "auto":
+            return False
+        if body.get("response_format", {}).get("type") != "json_schema":
+            return False
+        with self.lock:
+            if self.format == "json_schema":
+                self.format = "json_object"
+                self.stats.format_fallbacks += 1
+                log.info("LLM server refused response_format json_schema; using json_object from now on")
+        return True
+
+
+# ----------------------------------------------------------------------------------------------- one step
+def run_step(chat: ChatClient, out: LLMLabelOutcome, step: int, messages: list[dict[str, str]],
+             schema: tuple[str, dict[str, Any]], parse: Callable[[str | None], T], what: str) -> tuple[T, bool]:
+    """(parsed answer, valid on the first attempt) of one protocol step; raises StepFailed after the last
+    attempt. `schema` is (name, JSON schema) of the answer; `what` names the allowed values in a correction."""
+    feedback: tuple[str, str] | None = None
+    attempts = 0
+    format_switches = 0
+    last = ""
+    while attempts <= chat.config.max_retries:
+        body = chat.body(messages, *schema)  # rebuilt: the format may have switched since the last attempt
+        if feedback is not None:
+            body["messages"] = [*messages, {"role": "assistant", "content": lp.clip(feedback[0], 1500)},
+                                {"role": "user", "content": lp.CORRECTION.format(reason=feedback[1], what=what)}]
+        out.attempts += 1
+        out.requests += 1
+        try:
+            answer, tokens = chat.send(body, step, parse)
+        except RetryableError as e:
+            out.add_usage(step, *e.tokens)
+            last = e.reason
+            if e.format_switch and format_switches == 0:
+                format_switches += 1  # the format probe does not count as an attempt
+                out.attempts -= 1
+                continue
+            feedback = e.feedback or feedback
+            attempts += 1
+            if attempts > chat.config.max_retries:
+                break
+            chat.count(retries=1)
+            chat.sleep(chat.backoff(attempts, e.retry_after))
+            continue
+        except FatalError as e:
+            last = e.args[0]
+            attempts += 1
+            break
+        out.add_usage(step, *tokens)
+        return answer, attempts == 0
+    raise StepFailed(f"step {step} ({'occupations' if step == 1 else 'tasks'}): {last} "
+                     f"(after {attempts} attempt{'s' if attempts != 1 else ''})")
+
+
+__all__ = ["NO_KEY", "ChatClient", "FatalError", "LabelerConfigError", "RetryableError", "StepFailed",
+           "error_message", "is_loopback", "read_answer", "retry_after", "run_step"]
