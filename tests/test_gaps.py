@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from models.coverage import label_counts
 from models.gaps import (
     PriorityWeights,
     WhatIfParams,
@@ -296,13 +297,23 @@ def small_world() -> dict[str, pl.DataFrame]:
     }
 
 
+def _landed(existing: pl.DataFrame) -> dict:
+    """What whatif_gain is told about the landed prompts: their label counts go positionally; these name
+    the prompts (keys and text hashes), which counts do not carry."""
+    return {
+        "landed_keys": existing.select("benchmark", "prompt_id").unique(),
+        "existing_prompt_hashes": existing["prompt_hash"].to_list(),
+    }
+
+
 def test_whatif_copy_of_landed_prompts_adds_nothing(small_world: dict[str, pl.DataFrame]) -> None:
     w = small_world
     # same texts (same hashes) under another benchmark name and other ids
     copy = w["existing"].with_columns(
         pl.lit("copy").alias("benchmark"), ("c" + pl.col("prompt_id")).alias("prompt_id")
     )
-    result = whatif_gain(w["existing"], copy, w["tasks"], w["task_hours"], w["occupations"], WhatIfParams(threshold=1))
+    result = whatif_gain(label_counts(w["existing"]), copy, w["tasks"], w["task_hours"], w["occupations"],
+                         WhatIfParams(threshold=1), **_landed(w["existing"]))
     gain = dict(zip(result.marginal_gain["metric"], result.marginal_gain["gain"], strict=True))
     assert gain["tasks_covered"] == 0 and gain["occupations_covered"] == 0 and gain["hours_covered"] == 0
     counted = result.marginal_gain.filter(pl.col("metric") == "candidate_prompts_counted")["after"][0]
@@ -327,13 +338,14 @@ def test_whatif_reports_newly_covered_tasks_hours_and_ranks(small_world: dict[st
         [cand, cand.filter(pl.col("prompt_id") == "e").with_columns(pl.lit("f").alias("prompt_id"))]
     )
     result = whatif_gain(
-        w["existing"],
+        label_counts(w["existing"]),
         cand,
         w["tasks"],
         w["task_hours"],
         w["occupations"],
         WhatIfParams(threshold=3, n_candidate_prompts=7),
         priorities=priorities,
+        **_landed(w["existing"]),
     )
     newly = result.newly_covered_tasks
     assert newly.select("onet_soc_code", "task_id").rows() == [(OCC_B, 3), (OCC_C, 5)]
@@ -368,11 +380,10 @@ def test_whatif_reports_newly_covered_tasks_hours_and_ranks(small_world: dict[st
     assert gain["gap_priority_mass"]["gain"] == pytest.approx(-closed["priority"].sum())
 
 
-def test_whatif_from_label_counts_equals_whatif_from_labels(small_world: dict[str, pl.DataFrame]) -> None:
-    """The warehouse path passes DuckDB-aggregated label counts (plus the landed keys) instead of every label
-    row: every what-if table must come out the same, including the dedupe of already-landed prompt ids."""
-    from models.coverage import label_counts
-
+def test_whatif_drops_landed_ids_without_the_landed_texts(small_world: dict[str, pl.DataFrame]) -> None:
+    """The landed keys alone drop a candidate prompt reusing a landed (benchmark, prompt_id): every what-if
+    table comes out as when the landed texts are given too (whatif_gain takes label counts only; before,
+    this compared the label-counts path with a prompt-level-labels path that gave the texts)."""
     w = small_world
     priorities = score_tasks(w["frame"])
     landed = w["existing"].select("benchmark", "prompt_id").unique()
@@ -381,7 +392,8 @@ def test_whatif_from_label_counts_equals_whatif_from_labels(small_world: dict[st
     first = landed.row(0, named=True)
     cand = pl.concat([cand, _labels([(first["benchmark"], first["prompt_id"], OCC_C, 5)])], how="diagonal_relaxed")
     args = (cand, w["tasks"], w["task_hours"], w["occupations"])
-    from_labels = whatif_gain(w["existing"], *args, WhatIfParams(threshold=1), priorities=priorities)
+    from_labels = whatif_gain(label_counts(w["existing"]), *args, WhatIfParams(threshold=1), priorities=priorities,
+                              **_landed(w["existing"]))
     from_counts = whatif_gain(label_counts(w["existing"]), *args, WhatIfParams(threshold=1), priorities=priorities,
                               landed_keys=landed)
     for name in ("marginal_gain", "newly_covered_tasks", "newly_covered_occupations", "gap_rank_changes"):
@@ -396,7 +408,8 @@ def test_whatif_refuses_to_mix_labelers(small_world: dict[str, pl.DataFrame]) ->
     w = small_world
     cand = _labels([("cand", "a", OCC_B, 3)], labeler="openai")
     with pytest.raises(ValueError, match="no 'openai' labels"):
-        whatif_gain(w["existing"], cand, w["tasks"], w["task_hours"], w["occupations"], WhatIfParams(threshold=1))
+        whatif_gain(label_counts(w["existing"]), cand, w["tasks"], w["task_hours"], w["occupations"],
+                    WhatIfParams(threshold=1), **_landed(w["existing"]))
 
 
 def test_dedupe_candidate_by_text_and_by_id() -> None:

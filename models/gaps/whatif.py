@@ -18,7 +18,6 @@ import polars as pl
 from models.coverage import (
     TASK_KEY,
     HoursWeighting,
-    is_label_counts,
     label_counts,
     major_group_of,
     occupation_coverage,
@@ -160,7 +159,7 @@ def dedupe_candidate(
 
 
 def whatif_gain(
-    existing_labels: pl.DataFrame,
+    existing_counts: pl.DataFrame,
     candidate_labels: pl.DataFrame,
     tasks: pl.DataFrame,
     task_hours: pl.DataFrame,
@@ -171,21 +170,24 @@ def whatif_gain(
     existing_prompt_hashes: Sequence[str] | None = None,
     landed_keys: pl.DataFrame | None = None,
 ) -> WhatIfResult:
-    """Marginal gain of adding `candidate_labels` to `existing_labels` at `params.threshold`. Pure: writes
+    """Marginal gain of adding `candidate_labels` to the landed labels at `params.threshold`. Pure: writes
     nothing.
 
-    Both label frames have prompt_task_labels' columns (benchmark, prompt_id, prompt_hash, onet_soc_code,
-    task_id[, labeler]); the existing labels may instead be label counts (coverage.label_counts, what the
-    warehouse path passes so that memory does not grow with the label table), then with `landed_keys`. The
-    existing labels are restricted to one labeler (`params.labeler`, else the candidate's, else
+    `existing_counts` are the landed labels as label counts (coverage.label_counts; the warehouse
+    aggregates them, so memory does not grow with the label table); `landed_keys` (benchmark, prompt_id) and
+    `existing_prompt_hashes` name the landed prompts, which counts do not carry. `candidate_labels` has
+    prompt_task_labels' columns (benchmark, prompt_id, prompt_hash, onet_soc_code, task_id[, labeler]). The
+    existing counts are restricted to one labeler (`params.labeler`, else the candidate's, else
     coverage.select_labeler's choice) so the comparison never mixes labelers. Candidate prompts already
     landed (same text or same benchmark/prompt_id) add nothing (dedupe_candidate).
 
     `priorities` (onet_soc_code, task_id, priority[, task_annual_hours]; score_tasks' output) enables the gap
     ranking comparison; without it gap_rank_changes is empty.
     """
+    if landed_keys is None:
+        raise ValueError("existing label counts carry no prompt ids: pass landed_keys")
     threshold = params.threshold
-    existing, labeler = _one_labeler(existing_labels, candidate_labels, params.labeler)
+    existing, labeler = _one_labeler(existing_counts, candidate_labels, params.labeler)
     candidate, counts = dedupe_candidate(existing, candidate_labels, existing_prompt_hashes, landed_keys)
     before, after, tasks_cmp = _task_coverage_before_after(existing, candidate, tasks, threshold)
     weighted = task_hour_weights(tasks_cmp, task_hours, params.hours_weighting)
@@ -203,16 +205,15 @@ def whatif_gain(
 
 
 def _one_labeler(
-    existing_labels: pl.DataFrame, candidate_labels: pl.DataFrame, labeler: str | None
+    existing: pl.DataFrame, candidate_labels: pl.DataFrame, labeler: str | None
 ) -> tuple[pl.DataFrame, str | None]:
-    """The existing labels (as label keys, or the label counts as given) of the one labeler compared, and its
-    name: `labeler`, else the candidate's single labeler, else coverage.select_labeler's choice."""
+    """The existing label counts of the one labeler compared, and its name: `labeler`, else the candidate's
+    single labeler, else coverage.select_labeler's choice."""
     if labeler is None and "labeler" in candidate_labels.columns and candidate_labels.height:
         names = candidate_labels["labeler"].drop_nulls().unique().to_list()
         if len(names) > 1:
             raise ValueError(f"candidate labels mix labelers {sorted(names)}; label with one labeler")
         labeler = names[0] if names else None
-    existing = existing_labels if is_label_counts(existing_labels) else _label_keys(existing_labels)
     if existing.height and "labeler" in existing.columns:
         present = set(existing["labeler"].drop_nulls().to_list())
         if labeler is not None and labeler not in present:
@@ -229,11 +230,7 @@ def _task_coverage_before_after(
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Task coverage without and with the (deduplicated) candidate labels, and one row per task comparing
     them: n_prompts_before/after, covered_before/after, candidate_prompts."""
-    if is_label_counts(existing):  # add the candidate in the same shape as the existing side
-        candidate_rows = label_counts(candidate).drop("labeler", "labeler_version")
-    else:
-        candidate_rows = candidate.drop("labeler", strict=False)
-    candidate = candidate.drop("labeler", strict=False)
+    candidate_rows = label_counts(candidate).drop("labeler", "labeler_version")  # the existing side's shape
     existing = existing.drop("labeler", strict=False)
     before = task_coverage(existing, tasks, [threshold])
     after = task_coverage(
@@ -242,7 +239,7 @@ def _task_coverage_before_after(
         [threshold],
     )
     covered = f"covered_{threshold}"
-    cand_counts = task_coverage(candidate, tasks, [threshold]).select(
+    cand_counts = task_coverage(candidate_rows, tasks, [threshold]).select(
         *TASK_KEY, pl.col("n_prompts").alias("candidate_prompts")
     )
     def side(frame: pl.DataFrame, name: str) -> pl.DataFrame:
