@@ -7,7 +7,11 @@
   in models/labeling/cache.py, the store in pipelines/label_cache.py): only prompts whose hash has no cached
   labels for this (O*NET version, labeler, model, template version) reach the labeler; each batch is
   committed as it completes; failures go to `label_failures` and are retried next run. Runs in the "llm_api"
-  concurrency pool when the labeler is openai.
+  concurrency pool, whichever labeler is configured: a decorator argument is fixed when this module is
+  imported, and the labeler is only known from the settings when the resource is built. The pool bounds
+  labeling steps across all runs of the instance (dagster.yaml `pools.default_limit`, or `dagster instance
+  concurrency set llm_api N`); an offline step holds a slot too, which costs it nothing while fewer labeling
+  steps than the limit run at once (a deployment running more offline steps at once raises the limit).
 - how well labelers do against humans and each other: assets/label_validation.py.
 """
 
@@ -39,7 +43,7 @@ from pipelines import label_queries as lq
 from pipelines import task_index
 from pipelines.label_cache import LabelCache
 from pipelines.partitions import benchmark_partitions
-from pipelines.resources import LabelerResource, Warehouse, labeler_kind_from_env
+from pipelines.resources import LabelerResource, Warehouse
 
 GROUP = "labels"
 INDEX_GROUP = "reference"
@@ -176,7 +180,7 @@ def markdown_table(df: pl.DataFrame, limit: int = 20) -> str:
     },
     ins={"benchmark_prompts": AssetIn()},
     deps=[task_search_index],
-    pool=LLM_POOL if labeler_kind_from_env() == "openai" else None,
+    pool=LLM_POOL,  # for every labeler: the settings are not read at import time (module docstring)
     can_subset=True,  # a run may select prompt_task_labels alone; both come from the same labeling pass
 )
 def prompt_task_labels(

@@ -13,7 +13,7 @@ from pipelines.settings import DEFAULT_WAREHOUSE, Settings, settings
 
 if TYPE_CHECKING:
     from models.labeling.base import Labeler
-    from models.labeling.llm import LLMConfig
+    from models.labeling.llm_config import LLMConfig
 
 
 class Warehouse(ConfigurableResource):
@@ -54,20 +54,11 @@ class Warehouse(ConfigurableResource):
         wh.replace_table(self.path, name, df)
 
 
-def warehouse_path_from_env() -> str:
-    return str(settings().warehouse)
-
-
-def labeler_kind_from_env() -> str:
-    """`openai` when BENCHMAP_LABELER says so or an API key is set; otherwise the offline labeler."""
-    return settings().labeler
-
-
 class LLMSettings(Config):
     """models.labeling.llm.LLMConfig as Dagster config, without the key: the same fields with the same defaults
-    (tests/test_definitions.py holds the two together), converted by `to_llm_config`. Declared here rather than
-    derived from the dataclass because importing models.labeling.llm pulls in the openai client (~0.4 s), which
-    every process that loads the Definitions would pay."""
+    (tests/test_definitions.py holds the two together), converted by `to_llm_config`. Declared rather than
+    derived from the dataclass because models.labeling.llm pulled in the openai client (~0.4 s) for every process
+    that loads the Definitions; the dataclass now lives in models/labeling/llm_config.py, which does not."""
 
     model: str = "gpt-4o-mini"
     base_url: str | None = None  # None = api.openai.com; e.g. http://127.0.0.1:8000/v1 for llama.cpp
@@ -89,7 +80,7 @@ class LLMSettings(Config):
     head_fraction: float = 0.7
 
     def to_llm_config(self, api_key: str | None) -> LLMConfig:
-        from models.labeling.llm import LLMConfig
+        from models.labeling.llm_config import LLMConfig
 
         return LLMConfig(**self.model_dump(), api_key=api_key)
 
@@ -154,5 +145,4 @@ def build_labeler_resource(config: Settings | None = None) -> LabelerResource:
     return LabelerResource(kind="offline", model="offline")
 
 
-__all__ = ["DEFAULT_WAREHOUSE", "EnvVar", "LLMSettings", "LabelerResource", "Warehouse", "build_labeler_resource",
-           "labeler_kind_from_env", "warehouse_path_from_env"]
+__all__ = ["DEFAULT_WAREHOUSE", "EnvVar", "LLMSettings", "LabelerResource", "Warehouse", "build_labeler_resource"]

@@ -30,6 +30,7 @@ from models.labeling import label_store
 from pipelines import cli, integrity
 from pipelines import label_cache as lc
 from pipelines import warehouse as wh
+from pipelines.settings import settings
 
 
 @dataclass
@@ -140,15 +141,13 @@ def backfill(warehouse_path: str | Path) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pipelines.resources import warehouse_path_from_env
-
     parser = argparse.ArgumentParser(prog="python -m pipelines.restore_labels", description=__doc__.split("\n\n")[0],
                                      epilog=cli.DEBUG_HELP)
     parser.add_argument("--warehouse", default=None, help="the DuckDB file (default $BENCHMAP_WAREHOUSE or "
                                                           "data/warehouse/benchmap.duckdb)")
     parser.add_argument("--fresh", action="store_true", help="move even a sound warehouse aside first")
     args = parser.parse_args(argv)
-    path = Path(args.warehouse or warehouse_path_from_env())
+    path = Path(args.warehouse or settings().warehouse)
     store = label_store.store_dir(path)
     if not label_store.has_segments(path):
         print(f"python -m pipelines.restore_labels: error: no label store at {store}: nothing to restore",

@@ -556,6 +556,14 @@ def test_labeler_resource_builds_the_openai_labeler(stub: OpenAIStub, monkeypatc
         LabelerResource(kind="gpt").build(FakeIndex())
 
 
+def test_labeling_asset_is_in_the_llm_pool_whatever_the_labeler() -> None:
+    """The pool is a decorator argument, fixed at import; importing the asset module reads no setting, so the
+    asset declares it for both labelers (tests/test_multiprocess.py: the pool holds back a second openai step)."""
+    from assets.labels import LLM_POOL, prompt_task_labels
+
+    assert LLM_POOL == "llm_api" and prompt_task_labels.op.pool == LLM_POOL
+
+
 # ----------------------------------------------------------------------- both labelers side by side
 def _side_by_side() -> tuple[pl.DataFrame, pl.DataFrame]:
     """offline: p1 -> tasks 1, 2; p2 -> 3; p3 -> 4. openai: p1 -> 2; p2 judged not work; p3 not labeled."""
