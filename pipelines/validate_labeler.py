@@ -304,7 +304,7 @@ def print_report(report: Report, out: Any = sys.stdout) -> None:
 
 
 def build_labeler(args: argparse.Namespace, server: Any = None) -> Any:
-    from models.labeling.local_server import build_index
+    from pipelines.local_server import build_index
     from pipelines.resources import build_labeler_resource
 
     kind = args.labeler or ("openai" if server is not None else settings().labeler)
@@ -352,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
 
     server = None
     if args.local:
-        from models.labeling.local_server import LocalLLMServer
+        from pipelines.local_server import LocalLLMServer
 
         server = LocalLLMServer(settings().gguf, startup_timeout_s=300).start()
     try:

@@ -38,9 +38,10 @@ def local_llm():
         import llama_cpp.server  # noqa: F401
     except ImportError as e:
         pytest.fail(f'the local-llm extra is not installed ({e}): pip install ".[local-llm]"')
-    from models.labeling.local_server import LocalLLMServer, pid_alive
+    from pipelines.local_server import LocalLLMServer, pid_alive
+    from pipelines.settings import settings
 
-    server = LocalLLMServer(startup_timeout_s=300)
+    server = LocalLLMServer(settings().gguf, startup_timeout_s=300)
     with server:
         pid, port = server.pid, server.port
         yield server
@@ -57,10 +58,10 @@ def test_two_steps_end_to_end_on_reference_prompts(local_llm, mirror: Path, ware
                                                    tmp_path: Path) -> None:
     from models.labeling.cache import cache_frame_to_labels, label_with_cache, labels_from_json
     from models.labeling.llm import LLMConfig, OpenAILabeler
-    from models.labeling.local_server import build_index
     from models.labeling.offline import OfflineLabeler
     from models.validation import labeler_agreement
     from pipelines.label_cache import LabelCache
+    from pipelines.local_server import build_index
     from pipelines.validate_labeler import validate
 
     server = local_llm
@@ -149,9 +150,10 @@ def test_server_stops(mirror: Path) -> None:
     """Start and stop a second server: the process and its port are gone afterwards."""
     if os.environ.get("BENCHMAP_SKIP_LOCAL_LLM") == "1":
         pytest.skip("BENCHMAP_SKIP_LOCAL_LLM=1")
-    from models.labeling.local_server import LocalLLMServer, pid_alive
+    from pipelines.local_server import LocalLLMServer, pid_alive
+    from pipelines.settings import settings
 
-    with LocalLLMServer(n_ctx=512) as server:
+    with LocalLLMServer(settings().gguf, n_ctx=512) as server:
         pid, port = server.pid, server.port
         assert pid and pid_alive(pid) and _port_open(port)
     assert server.stopped_pid == pid and not server.is_running()

