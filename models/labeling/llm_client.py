@@ -105,6 +105,14 @@ def error_message(e: openai.APIStatusError) -> str:
         return str(e)[:300]
 
 
+def backoff(config: LLMConfig, attempt: int, retry_after: float | None = None) -> float:
+    """Delay before retry `attempt` (1-based): Retry-After when given, else exponential + jitter."""
+    if retry_after is not None:
+        return min(retry_after, config.retry_after_max_s)
+    base = min(config.backoff_max_s, config.backoff_base_s * 2 ** (attempt - 1))
+    return base * random.uniform(0.5, 1.0) + random.uniform(0, config.backoff_base_s * 0.5)
+
+
 def read_answer(resp: Any, parse: Callable[[str | None], T]) -> tuple[T, tuple[int, int, int]]:
     """The parsed answer of one response and its usage; an empty, cut-off or rejected answer is retryable
     (with the answer and the reason for the correction turn, and its tokens, which are billed)."""
@@ -168,13 +176,6 @@ class ChatClient:
         if cfg.seed is not None:
             body["seed"] = cfg.seed
         return body
-
-    def backoff(self, attempt: int, retry_after: float | None = None) -> float:
-        """Delay before retry `attempt` (1-based): Retry-After when given, else exponential + jitter."""
-        if retry_after is not None:
-            return min(retry_after, self.config.retry_after_max_s)
-        base = min(self.config.backoff_max_s, self.config.backoff_base_s * 2 ** (attempt - 1))
-        return base * random.uniform(0.5, 1.0) + random.uniform(0, self.config.backoff_base_s * 0.5)
 
     def send(self, body: dict[str, Any], step: int, parse: Callable[[str | None], T]
              ) -> tuple[T, tuple[int, int, int]]:
@@ -249,7 +250,7 @@ def run_step(chat: ChatClient, out: LLMLabelOutcome, step: int, messages: list[d
             if attempts > chat.config.max_retries:
                 break
             chat.count(retries=1)
-            chat.sleep(chat.backoff(attempts, e.retry_after))
+            chat.sleep(backoff(chat.config, attempts, e.retry_after))
             continue
         except FatalError as e:
             last = e.args[0]
@@ -261,5 +262,5 @@ def run_step(chat: ChatClient, out: LLMLabelOutcome, step: int, messages: list[d
                      f"(after {attempts} attempt{'s' if attempts != 1 else ''})")
 
 
-__all__ = ["NO_KEY", "ChatClient", "FatalError", "LabelerConfigError", "RetryableError", "StepFailed",
+__all__ = ["NO_KEY", "ChatClient", "FatalError", "LabelerConfigError", "RetryableError", "StepFailed", "backoff",
            "error_message", "is_loopback", "read_answer", "retry_after", "run_step"]
