@@ -24,6 +24,7 @@ from models import coverage as cov
 from models import indexes as ix
 from models import regression as reg
 from models import scores
+from models.markdown import markdown_table
 from models.sources import ONET_VERSION
 from pipelines import label_cache
 from pipelines import label_queries as lq
@@ -52,8 +53,7 @@ class CoverageConfig(Config):
 
 
 def _markdown(frame: pl.DataFrame, limit: int = 25) -> MetadataValue:
-    shown = frame.head(limit).to_pandas()
-    return MetadataValue.md(shown.to_markdown(index=False, floatfmt=".4g"))
+    return MetadataValue.md(markdown_table(frame, max_rows=limit, digits=4))
 
 
 MEMBERSHIP = "benchmark_index_membership"

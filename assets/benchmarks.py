@@ -23,8 +23,10 @@ from dagster import (
 )
 
 from models import benchmarks as bm
+from models.markdown import markdown_table
 from pipelines.partitions import benchmark_partitions
 from pipelines.resources import Warehouse
+from pipelines.sources import discover_landing, landing_roots
 
 GROUP = "benchmarks"
 PARTITIONED = {"partition_expr": "benchmark"}
@@ -73,7 +75,7 @@ def _outputs(frames: dict[str, pl.DataFrame], metadata: dict[str, Any]):
 )
 def benchmark_landing(context: AssetExecutionContext, warehouse: Warehouse):
     name = context.partition_key
-    landing = bm.discover()
+    landing = discover_landing()
     if name == bm.LANDING_PARTITION:
         rejects = bm.landing_rejects(landing.problems)
         for row in rejects.iter_rows(named=True):
@@ -90,7 +92,7 @@ def benchmark_landing(context: AssetExecutionContext, warehouse: Warehouse):
 
     folder = landing.benchmarks.get(name)
     if folder is None:
-        roots = ", ".join(f"{origin}: {path / name}" for origin, path in bm.landing_roots())
+        roots = ", ".join(f"{origin}: {path / name}" for origin, path in landing_roots())
         raise Failure(
             description=f"benchmark {name!r} has a partition but no landing folder (looked in {roots}). "
                         "Its rows in the warehouse are kept unchanged. Restore the folder, or delete the "
@@ -191,12 +193,7 @@ def benchmark_reject_rate(context: AssetCheckExecutionContext, warehouse: Wareho
 
 
 def _markdown(df: pl.DataFrame, limit: int = 30) -> str:
-    if df.is_empty():
-        return "None."
-    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
-    for row in df.head(limit).iter_rows():
-        lines.append("| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row) + " |")
-    return "\n".join(lines)
+    return markdown_table(df, max_rows=limit, empty="None.")
 
 
 ASSETS: list = [benchmark_landing]

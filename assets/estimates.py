@@ -48,7 +48,7 @@ SPLIT_REPEATS = 10
 
 
 def _md(frame: pl.DataFrame, limit: int = 30) -> str:
-    from models.report import markdown_table
+    from models.markdown import markdown_table
 
     return markdown_table(frame, max_rows=limit)
 

@@ -38,6 +38,7 @@ from models import indexes as ix
 from models import report
 from pipelines.coverage_map_queries import build_coverage_map_from_warehouse
 from pipelines.resources import LabelerResource, Warehouse
+from pipelines.sources import source_checksums
 
 GROUP = "exports"
 EXPORT_DATE_TAG = "benchmap/export_date"
@@ -320,6 +321,7 @@ def exports(
         benchmarks=tables.get("benchmarks"),
         labelers=_labeler_entries(warehouse),
         labeler_model=_labeler_model(labeler, warehouse),
+        sources=source_checksums(),
         extra={
             "label_cache": label_cache_models,
             "configured_labeler": {"kind": labeler.kind, "model": labeler.model},

@@ -31,6 +31,7 @@ from pydantic import Field
 from models import gaps
 from models import indexes as ix
 from models.coverage import LABEL_COUNT_SCHEMA
+from models.markdown import markdown_table
 from pipelines import label_queries
 from pipelines.resources import Warehouse
 
@@ -79,14 +80,7 @@ class GapFinderConfig(Config):
 
 
 def _markdown(df: pl.DataFrame, columns: list[str], limit: int = 10) -> str:
-    if df.is_empty():
-        return "None."
-    view = df.select([c for c in columns if c in df.columns]).head(limit)
-    lines = ["| " + " | ".join(view.columns) + " |", "|" + "---|" * len(view.columns)]
-    for row in view.iter_rows():
-        cells = [f"{v:.3g}" if isinstance(v, float) else str(v)[:80] for v in row]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return markdown_table(df, columns, max_rows=limit, max_chars=80, empty="None.")
 
 
 def _scored_tasks(

@@ -38,6 +38,7 @@ from dagster import (
 
 from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
+from models.markdown import markdown_table as md_table
 from models.sources import ONET_VERSION
 from pipelines import label_queries as lq
 from pipelines import task_index
@@ -145,18 +146,8 @@ def prompt_records(prompts: pl.DataFrame) -> list[PromptRecord]:
 
 
 def markdown_table(df: pl.DataFrame, limit: int = 20) -> str:
-    if df.is_empty():
-        return "None."
-    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
-    for row in df.head(limit).iter_rows():
-        cells = [
-            f"{v:.3f}" if isinstance(v, float) else str(v).replace("|", "/").replace("\n", " ")[:200]
-            for v in row
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    if df.height > limit:
-        lines.append(f"... {df.height - limit} more rows")
-    return "\n".join(lines)
+    """The label assets' metadata tables (models/markdown.py): "None." when empty, text cut at 200 chars."""
+    return md_table(df, max_rows=limit, max_chars=200, empty="None.")
 
 
 @multi_asset(

@@ -27,12 +27,13 @@ from models.labeling.base import PromptRecord  # noqa: E402
 from models.labeling.offline import OfflineLabeler  # noqa: E402
 from models.reference_labels import DEFAULT_FOLDER  # noqa: E402
 from pipelines import fit_labeler  # noqa: E402
+from pipelines.sources import discover_landing  # noqa: E402
 
 
 def throughput(index: object, n: int = 2000) -> dict:
     labeler = OfflineLabeler.calibrated(index)  # type: ignore[arg-type]
     records: list[PromptRecord] = []
-    for folder in sorted(bm.discover().benchmarks.values(), key=lambda f: f.name):
+    for folder in sorted(discover_landing().benchmarks.values(), key=lambda f: f.name):
         frame, _ = bm.parse_prompts(folder.path / bm.PROMPTS_FILE, folder.name)
         records += [PromptRecord(*r) for r in frame.select("benchmark", "prompt_id", "prompt_hash",
                                                              "prompt").head(80).iter_rows()]

@@ -20,7 +20,6 @@ import logging
 import math
 import re
 import sys
-import tomllib
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -30,13 +29,13 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.sources import mirror_dir, raw_dir
+from models.benchmark_metadata import METADATA_FILES, parse_metadata
+from models.markdown import markdown_table
 
 log = logging.getLogger(__name__)
 
 PROMPTS_FILE = "prompts.jsonl"
 RESULTS_FILE = "results.csv"
-METADATA_FILES = ("benchmark.toml", "benchmark.yaml", "benchmark.yml")
 CONTENT_FILES = (PROMPTS_FILE, RESULTS_FILE, *METADATA_FILES)
 
 # A benchmark name becomes a partition key, a table value and a path segment: lowercase letters, digits and
@@ -51,7 +50,6 @@ RESULT_COLUMNS = ("benchmark", "prompt_id", "model", "score")
 _TEXT_FIELDS = ("occupation", "onet_soc_code", "onet_task", "sector")
 _PROMPT_FIELDS = {"benchmark", "prompt_id", "prompt", "onet_task_id", "extra", *_TEXT_FIELDS}
 _WS = re.compile(r"\s+")
-_MAJOR_GROUP = re.compile(r"^(\d{2})(?:-0000)?$")
 
 BENCHMARKS_SCHEMA: dict[str, pl.DataType] = {
     "benchmark": pl.Utf8, "title": pl.Utf8, "version": pl.Utf8, "source_url": pl.Utf8, "license": pl.Utf8,
@@ -103,24 +101,18 @@ class Landing:
         return hashlib.sha256(text.encode()).hexdigest()
 
 
-def landing_roots() -> list[tuple[str, Path]]:
-    """Where benchmark folders are looked for, highest priority first."""
-    roots = [("raw", raw_dir() / "benchmarks")]
-    mirror = mirror_dir()
-    if mirror is not None:
-        roots.append(("mirror", mirror / "benchmarks"))
-    return roots
-
-
 def is_safe_name(name: str) -> bool:
     return bool(SAFE_NAME.match(name))
 
 
-def discover(roots: Iterable[tuple[str, Path]] | None = None) -> Landing:
-    """Every benchmark folder in the landing roots (earlier roots win) and every folder that cannot be one."""
+def discover(roots: Iterable[tuple[str, Path]]) -> Landing:
+    """Every benchmark folder in the landing roots (earlier roots win) and every folder that cannot be one.
+
+    `roots` are (origin, folder) pairs, highest priority first; `pipelines.sources.landing_roots()` gives the
+    configured ones (data/raw/benchmarks, then the mirror's) and `discover_landing()` calls this with them."""
     landing = Landing()
     invalid: dict[str, LandingProblem] = {}
-    for origin, root in (landing_roots() if roots is None else roots):
+    for origin, root in roots:
         if not root.is_dir():
             continue
         for entry in sorted(root.iterdir()):
@@ -374,117 +366,6 @@ def parse_results(path: Path, benchmark: str, known_prompt_ids: Iterable[str], *
     return pl.DataFrame(rows, schema=RESULTS_SCHEMA), rejects
 
 
-# --------------------------------------------------------------------------------------------- metadata
-_META_ALIASES = {
-    "title": ("title", "name"),
-    "version": ("version",),
-    "source_url": ("source_url", "url", "source", "homepage"),
-    "license": ("license", "licence"),
-    "agentic": ("agentic", "is_agentic"),
-    "public_items": ("public_items", "public_item_count", "n_items"),
-    "saturated": ("saturated", "is_saturated"),
-    "target_major_group": ("target_major_group", "major_group", "soc_major_group", "target_soc_major_group"),
-}
-_TRUE = {"true", "yes", "y", "1", "saturated", "agentic"}
-_FALSE = {"false", "no", "n", "0", "not saturated", "unsaturated"}
-_UNKNOWN = {"", "unknown", "n/a", "na", "none", "null", "?"}
-
-
-def _bool(value: Any) -> tuple[bool | None, bool]:
-    """(value, understood)."""
-    if isinstance(value, bool):
-        return value, True
-    text = str(value).strip().lower()
-    if text in _TRUE:
-        return True, True
-    if text in _FALSE:
-        return False, True
-    return None, text in _UNKNOWN
-
-
-def _load_metadata_file(folder: Path) -> tuple[dict[str, Any], str | None, list[str]]:
-    """(raw mapping, file name, warnings)."""
-    present = [name for name in METADATA_FILES if (folder / name).is_file()]
-    if not present:
-        return {}, None, []
-    name = present[0]
-    warnings = [f"{name} used; ignored {', '.join(present[1:])}"] if len(present) > 1 else []
-    path = folder / name
-    try:
-        text = path.read_bytes().decode("utf-8-sig")  # a BOM (as Windows editors save) is not part of the text
-        if name.endswith(".toml"):
-            data = tomllib.loads(text)
-        else:
-            import yaml  # PyYAML ships with Dagster
-
-            data = yaml.safe_load(text) or {}
-    except Exception as exc:  # bad TOML/YAML, bad bytes: defaults, not a failure
-        return {}, name, [*warnings, f"{name} could not be read ({type(exc).__name__}: {exc}); defaults used"]
-    if not isinstance(data, Mapping):
-        return {}, name, [*warnings, f"{name} is not a table/mapping; defaults used"]
-    return dict(data), name, warnings
-
-
-def parse_metadata(folder: Path, benchmark: str, n_prompts: int) -> tuple[dict[str, Any], list[str]]:
-    """Benchmark metadata with defaults; every default or unreadable value is named in the warnings."""
-    raw, filename, warnings = _load_metadata_file(folder)
-    if filename is None:
-        warnings.append(f"no {' / '.join(METADATA_FILES)}: defaults used for all metadata")
-    values: dict[str, Any] = {}
-    used: set[str] = set()
-    for target, aliases in _META_ALIASES.items():
-        for alias in aliases:
-            if alias in raw:
-                values[target] = raw[alias]
-                used.add(alias)
-                break
-    unknown = sorted(set(raw) - used)
-    if unknown:
-        warnings.append(f"unknown metadata key(s) ignored: {', '.join(unknown)}")
-    quiet = filename is None  # one warning already covers a missing file
-
-    def default(name: str, value: Any, why: str = "missing") -> Any:
-        if not quiet or why != "missing":
-            warnings.append(f"{name} {why}; default {value!r}")
-        return value
-
-    out: dict[str, Any] = {}
-    for name in ("title", "version", "source_url", "license"):
-        value = values.get(name)
-        text = None if value is None or isinstance(value, dict | list) else str(value).strip() or None
-        if text is None:
-            text = default(name, benchmark if name == "title" else None,
-                           "missing" if value is None else f"unreadable ({value!r})")
-        out[name] = text
-    for name in ("agentic", "saturated"):
-        if name not in values:
-            out[name] = default(name, None)
-            continue
-        flag, understood = _bool(values[name])
-        if not understood:
-            warnings.append(f"{name} value {values[name]!r} not understood; default None")
-        out[name] = flag
-    items = values.get("public_items")
-    if items is None:
-        out["public_items"] = default("public_items", n_prompts, "missing (prompt count used)")
-    elif isinstance(items, int) and not isinstance(items, bool) and items >= 0:
-        out["public_items"] = items
-    elif isinstance(items, str) and items.strip().replace(",", "").isdigit():
-        out["public_items"] = int(items.strip().replace(",", ""))
-    else:
-        out["public_items"] = default("public_items", n_prompts, f"unreadable ({items!r}; prompt count used)")
-    group = values.get("target_major_group")
-    match = _MAJOR_GROUP.match(str(group).strip()) if group is not None else None
-    if group is None:
-        out["target_major_group"] = default("target_major_group", None)
-    elif match is None:
-        out["target_major_group"] = default("target_major_group", None,
-                                            f"unreadable ({group!r}; expected like '13-0000')")
-    else:
-        out["target_major_group"] = f"{match.group(1)}-0000"
-    return out, warnings
-
-
 # --------------------------------------------------------------------------------------------- one benchmark
 @dataclass
 class IngestedBenchmark:
@@ -542,13 +423,5 @@ def landing_rejects(problems: Iterable[LandingProblem]) -> pl.DataFrame:
 
 def rejects_markdown(rejects: pl.DataFrame, limit: int = 20) -> str:
     """A Markdown table of the first `limit` rejects (for asset metadata)."""
-    if rejects.is_empty():
-        return "No rejects."
-    lines = ["| file | line | reason |", "|---|---|---|"]
-    for row in rejects.head(limit).iter_rows(named=True):
-        reason = str(row["reason"]).replace("|", "\\|")
-        lines.append(f"| {row['file']} | {row['line_number'] if row['line_number'] is not None else ''} "
-                     f"| {reason} |")
-    if rejects.height > limit:
-        lines.append(f"\n… and {rejects.height - limit} more (table `benchmark_rejects`).")
-    return "\n".join(lines)
+    shown = rejects.select("file", pl.col("line_number").alias("line"), "reason")
+    return markdown_table(shown, max_rows=limit, empty="No rejects.")

@@ -30,7 +30,7 @@ from models.labeling import selector_cv as cv
 from models.labeling.offline import OfflineLabelerConfig, TaskIndex, load_onet_reference_frames
 from models.labeling.selector import FIT_PATH, TrainingPrompt
 from models.reference_labels import DEFAULT_FOLDER, SPLIT_FILES, load_reference
-from pipelines.sources import resolve_source
+from pipelines.sources import discover_landing, resolve_source
 
 OOF_FILE = "selector_oof.json"  # the held-out label sets of the cross-validation, beside the fit
 # Issue 13's targets for the cross-validated development-split figures.
@@ -50,7 +50,7 @@ def landed_texts(reference: pl.DataFrame) -> dict[str, list[tuple[str, str]]]:
     """benchmark -> every landed (prompt_hash, text) of the benchmarks the reference samples."""
     names = set(reference["benchmark"].to_list())
     out: dict[str, list[tuple[str, str]]] = {}
-    for folder in bm.discover().benchmarks.values():
+    for folder in discover_landing().benchmarks.values():
         if folder.name in names:
             prompts, _ = bm.parse_prompts(folder.path / bm.PROMPTS_FILE, folder.name)
             out[folder.name] = list(prompts.select("prompt_hash", "prompt").iter_rows())

@@ -49,6 +49,7 @@ from pipelines import run_report as rr
 from pipelines.jobs import WAREHOUSE_CHECKS
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
 from pipelines.settings import DEFAULT_WAREHOUSE, PROJECT_ROOT, settings
+from pipelines.sources import discover_landing, landing_roots
 
 EXIT_DAMAGED = 3
 QUIET_LOGGERS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -230,7 +231,7 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
         return checked
     report, restored = checked
     instance = instance or open_instance()
-    landing = bm.discover()
+    landing = discover_landing()
     names = _benchmark_names(landing, args.benchmarks)
     if names is None:
         return 2
@@ -307,7 +308,7 @@ def _benchmark_names(landing: bm.Landing, wanted_text: str | None) -> list[str] 
 
 def _print_header(landing: bm.Landing, names: list[str], plan: RunPlan, instance: DagsterInstance,
                   warehouse_path: str | None, report: integrity.IntegrityReport | None, log_path: Path) -> None:
-    roots = ", ".join(f"{origin}={path}" for origin, path in bm.landing_roots())
+    roots = ", ".join(f"{origin}={path}" for origin, path in landing_roots())
     print(f"benchmap run_all: {len(names)} benchmarks in {roots}; instance {instance.root_directory}")
     print(f"  warehouse {warehouse_path} checked in {report.seconds:.1f}s ({len(report.counts)} tables readable)"
           if report is not None else "  no warehouse resource")

@@ -45,6 +45,7 @@ from pipelines.jobs import analysis_refresh_job, benchmark_refresh_job, referenc
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
 from pipelines.run_state import index_files_fingerprint
 from pipelines.settings import settings
+from pipelines.sources import discover_landing
 
 CURSOR_VERSION = 1
 LANDING_INTERVAL_S = 30
@@ -128,7 +129,7 @@ def stored_content_hash(instance: DagsterInstance, partition: str) -> str | None
 )
 def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
     instance = context.instance
-    landing = bm.discover()
+    landing = discover_landing()
     registered = instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME)
     plan = plan_landing_refresh(landing, load_cursor(context.cursor), registered,
                                 lambda name: stored_content_hash(instance, name))

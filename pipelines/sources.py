@@ -9,15 +9,17 @@ optional `Settings` for callers that hold one (a resource, a test); by default i
 
 from __future__ import annotations
 
-import hashlib
 import io
 import shutil
 import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from models.benchmarks import Landing, discover
 from models.errors import SourceNotFoundError
+from models.exports.files import sha256_file  # the one file hash (the export manifest uses it too)
 from models.sources import SOURCES, SourceFile
 from pipelines.settings import Settings, settings
 
@@ -37,14 +39,6 @@ def mirror_dir(config: Settings | None = None) -> Path | None:
 
 def downloads_allowed(config: Settings | None = None) -> bool:
     return (config or settings()).downloads_allowed
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -125,3 +119,46 @@ def resolve_source(
         f"source file {spec.key!r} ({spec.version}) not found. Looked in: " + "; ".join(tried)
         + (f". Official URL: {spec.url}" if spec.url else "")
     )
+
+
+def landing_roots(config: Settings | None = None) -> list[tuple[str, Path]]:
+    """Where benchmark folders are looked for, highest priority first: data/raw/benchmarks, then the mirror's."""
+    roots = [("raw", raw_dir(config) / "benchmarks")]
+    mirror = mirror_dir(config)
+    if mirror is not None:
+        roots.append(("mirror", mirror / "benchmarks"))
+    return roots
+
+
+def discover_landing(config: Settings | None = None) -> Landing:
+    """`models.benchmarks.discover` over the configured landing roots."""
+    return discover(landing_roots(config))
+
+
+def source_checksums(config: Settings | None = None) -> list[dict[str, Any]]:
+    """Every registered source file: version, licence, where it was found (data/raw or the mirror) and its
+    SHA-256 -- without downloading anything. Files found nowhere are listed with status 'not present'.
+    The export manifest's `sources` (models.exports.build_manifest takes them)."""
+    entries = []
+    for key in sorted(SOURCES):
+        spec = SOURCES[key]
+        entry: dict[str, Any] = {
+            "source_file": key,
+            "version": spec.version,
+            "licence": spec.licence,
+            "url": spec.url,
+        }
+        for origin, path in candidate_paths(spec, config):
+            if path.is_file():
+                entry |= {
+                    "status": "present",
+                    "origin": origin,
+                    "path": str(path),
+                    "bytes": path.stat().st_size,
+                    "sha256": sha256_file(path),
+                }
+                break
+        else:
+            entry |= {"status": "not present", "origin": None, "path": None, "bytes": None, "sha256": None}
+        entries.append(entry)
+    return entries

@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from models.errors import InputError
+from models.markdown import markdown_table
 
 # a missing value in O*NET files: the literal n/a, or an empty field
 NA = ("n/a", "")
@@ -215,7 +216,4 @@ def cast_flag(
 
 def markdown_preview(df: pl.DataFrame, rows: int = 10, max_chars: int = 80) -> str:
     """First rows as a Markdown table (long text cut) for Dagster metadata."""
-    head = df.head(rows).with_columns(
-        [pl.col(c).str.slice(0, max_chars) for c, t in df.schema.items() if t == pl.Utf8]
-    )
-    return head.to_pandas().to_markdown(index=False)
+    return markdown_table(df, max_rows=rows, max_chars=max_chars)

@@ -1,0 +1,125 @@
+"""A benchmark folder's metadata file (`benchmark.toml`, `.yaml` or `.yml`): read with defaults, never raising.
+
+Every default taken and every value that cannot be read is named in the warnings, which the benchmarks
+registry keeps (`metadata_warnings`). Split out of models/benchmarks.py, which re-exports `parse_metadata`.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+METADATA_FILES = ("benchmark.toml", "benchmark.yaml", "benchmark.yml")
+_MAJOR_GROUP = re.compile(r"^(\d{2})(?:-0000)?$")
+
+_META_ALIASES = {
+    "title": ("title", "name"),
+    "version": ("version",),
+    "source_url": ("source_url", "url", "source", "homepage"),
+    "license": ("license", "licence"),
+    "agentic": ("agentic", "is_agentic"),
+    "public_items": ("public_items", "public_item_count", "n_items"),
+    "saturated": ("saturated", "is_saturated"),
+    "target_major_group": ("target_major_group", "major_group", "soc_major_group", "target_soc_major_group"),
+}
+_TRUE = {"true", "yes", "y", "1", "saturated", "agentic"}
+_FALSE = {"false", "no", "n", "0", "not saturated", "unsaturated"}
+_UNKNOWN = {"", "unknown", "n/a", "na", "none", "null", "?"}
+
+
+def _bool(value: Any) -> tuple[bool | None, bool]:
+    """(value, understood)."""
+    if isinstance(value, bool):
+        return value, True
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True, True
+    if text in _FALSE:
+        return False, True
+    return None, text in _UNKNOWN
+
+
+def _load_metadata_file(folder: Path) -> tuple[dict[str, Any], str | None, list[str]]:
+    """(raw mapping, file name, warnings)."""
+    present = [name for name in METADATA_FILES if (folder / name).is_file()]
+    if not present:
+        return {}, None, []
+    name = present[0]
+    warnings = [f"{name} used; ignored {', '.join(present[1:])}"] if len(present) > 1 else []
+    path = folder / name
+    try:
+        text = path.read_bytes().decode("utf-8-sig")  # a BOM (as Windows editors save) is not part of the text
+        if name.endswith(".toml"):
+            data = tomllib.loads(text)
+        else:
+            import yaml  # PyYAML ships with Dagster
+
+            data = yaml.safe_load(text) or {}
+    except Exception as exc:  # bad TOML/YAML, bad bytes: defaults, not a failure
+        return {}, name, [*warnings, f"{name} could not be read ({type(exc).__name__}: {exc}); defaults used"]
+    if not isinstance(data, Mapping):
+        return {}, name, [*warnings, f"{name} is not a table/mapping; defaults used"]
+    return dict(data), name, warnings
+
+
+def parse_metadata(folder: Path, benchmark: str, n_prompts: int) -> tuple[dict[str, Any], list[str]]:
+    """Benchmark metadata with defaults; every default or unreadable value is named in the warnings."""
+    raw, filename, warnings = _load_metadata_file(folder)
+    if filename is None:
+        warnings.append(f"no {' / '.join(METADATA_FILES)}: defaults used for all metadata")
+    values: dict[str, Any] = {}
+    used: set[str] = set()
+    for target, aliases in _META_ALIASES.items():
+        for alias in aliases:
+            if alias in raw:
+                values[target] = raw[alias]
+                used.add(alias)
+                break
+    unknown = sorted(set(raw) - used)
+    if unknown:
+        warnings.append(f"unknown metadata key(s) ignored: {', '.join(unknown)}")
+    quiet = filename is None  # one warning already covers a missing file
+
+    def default(name: str, value: Any, why: str = "missing") -> Any:
+        if not quiet or why != "missing":
+            warnings.append(f"{name} {why}; default {value!r}")
+        return value
+
+    out: dict[str, Any] = {}
+    for name in ("title", "version", "source_url", "license"):
+        value = values.get(name)
+        text = None if value is None or isinstance(value, dict | list) else str(value).strip() or None
+        if text is None:
+            text = default(name, benchmark if name == "title" else None,
+                           "missing" if value is None else f"unreadable ({value!r})")
+        out[name] = text
+    for name in ("agentic", "saturated"):
+        if name not in values:
+            out[name] = default(name, None)
+            continue
+        flag, understood = _bool(values[name])
+        if not understood:
+            warnings.append(f"{name} value {values[name]!r} not understood; default None")
+        out[name] = flag
+    items = values.get("public_items")
+    if items is None:
+        out["public_items"] = default("public_items", n_prompts, "missing (prompt count used)")
+    elif isinstance(items, int) and not isinstance(items, bool) and items >= 0:
+        out["public_items"] = items
+    elif isinstance(items, str) and items.strip().replace(",", "").isdigit():
+        out["public_items"] = int(items.strip().replace(",", ""))
+    else:
+        out["public_items"] = default("public_items", n_prompts, f"unreadable ({items!r}; prompt count used)")
+    group = values.get("target_major_group")
+    match = _MAJOR_GROUP.match(str(group).strip()) if group is not None else None
+    if group is None:
+        out["target_major_group"] = default("target_major_group", None)
+    elif match is None:
+        out["target_major_group"] = default("target_major_group", None,
+                                            f"unreadable ({group!r}; expected like '13-0000')")
+    else:
+        out["target_major_group"] = f"{match.group(1)}-0000"
+    return out, warnings

@@ -1,0 +1,145 @@
+"""The report's figures: pure functions from polars frames to matplotlib Figures (Agg canvas, no pyplot).
+
+Each `*_figure` function takes the analysis table(s) it draws, with their warehouse column names, and returns
+a `matplotlib.figure.Figure`; none touches global pyplot state, so they are safe in Dagster steps and
+notebooks alike. An input with nothing to draw gives a figure saying so (and why, when the table has a
+`note`) instead of an exception, so one empty table never blocks the rest of the report.
+
+`save_figure` writes PNG and SVG (byte-stable: fixed SVG hash salt, no dates); `figure_markdown` gives the
+Markdown image (base64 PNG) the Dagster UI shows in asset metadata. `FIGURES` names every report figure with
+the tables it needs; `render_figures` draws those whose tables are present.
+
+Modules: `style` (names, colours, shared helpers), `probability` (1, 2), `coverage` (3, 4), `validation`
+(5, 7), `scores` (6); this module holds the registry and saving, and re-exports every public name.
+
+No dagster here.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+import polars as pl
+from matplotlib.figure import Figure
+
+from models.figures.coverage import (
+    LEVELS,
+    hours_by_coverage_figure,
+    hours_by_coverage_level,
+    major_group_figure,
+)
+from models.figures.probability import importance_quintile_figure, wage_bill_probability_figure
+from models.figures.scores import model_score_heatmap_figure
+from models.figures.style import (
+    EXPOSED_COLOUR,
+    LEVEL_COLOURS,
+    MODEL_EXPOSURE_WAGE,
+    MODEL_IMPORTANCE,
+    NOT_EXPOSED_COLOUR,
+    PREFERRED_EXPOSURE_SOURCE,
+    RC_PARAMS,
+    SERIES_COLOURS,
+    VALIDATION_METRICS,
+    VALIDATION_TITLES,
+    new_figure,
+    styled,
+)
+from models.figures.validation import labeler_validation_figure, reliability_figure
+
+# --- registry, saving, metadata -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    name: str
+    title: str
+    tables: tuple[str, ...]  # warehouse tables the figure draws, in argument order
+    draw: Callable[..., Figure]
+    optional_tables: tuple[str, ...] = ()  # passed as keyword arguments (named like the table) when present
+
+
+FIGURES: tuple[FigureSpec, ...] = (
+    FigureSpec(
+        "coverage_by_wage_bill",
+        "Adjusted coverage probability vs occupation wage bill",
+        ("coverage_adjusted_probabilities",),
+        wage_bill_probability_figure,
+    ),
+    FigureSpec(
+        "coverage_by_importance",
+        "Adjusted coverage by task-importance quintile",
+        ("coverage_adjusted_probabilities",),
+        importance_quintile_figure,
+    ),
+    FigureSpec(
+        "occupations_by_major_group",
+        "Covered occupations per SOC major group",
+        ("major_group_coverage",),
+        major_group_figure,
+    ),
+    FigureSpec(
+        "hours_by_coverage",
+        "Share of work hours by coverage level",
+        ("occupation_coverage",),
+        hours_by_coverage_figure,
+    ),
+    FigureSpec(
+        "labeler_validation", "Labeler validation", ("labeler_validation",), labeler_validation_figure
+    ),
+    FigureSpec(
+        "model_score_heatmap",
+        "Per-occupation model scores",
+        ("occupation_model_scores",),
+        model_score_heatmap_figure,
+        optional_tables=("occupations",),
+    ),
+)
+
+
+def render_figures(tables: Mapping[str, pl.DataFrame]) -> dict[str, Figure]:
+    """Every figure of FIGURES whose tables are in `tables` (name -> Figure). `occupations` may be passed as
+    a table (onet_soc_code, title) to label the heatmap rows."""
+    figures: dict[str, Figure] = {}
+    for spec in FIGURES:
+        if not all(t in tables for t in spec.tables):
+            continue
+        extra = {t: tables[t] for t in spec.optional_tables if t in tables}
+        figures[spec.name] = spec.draw(*(tables[t] for t in spec.tables), **extra)
+    return figures
+
+
+def figure_png_bytes(fig: Figure, dpi: int = 150) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def figure_markdown(fig: Figure, alt: str = "figure", dpi: int = 80) -> str:
+    """Markdown image with the PNG inlined as base64 (what Dagster's MetadataValue.md renders)."""
+    encoded = base64.b64encode(figure_png_bytes(fig, dpi=dpi)).decode("ascii")
+    return f"![{alt}](data:image/png;base64,{encoded})"
+
+
+def save_figure(fig: Figure, directory: str | Path, name: str, dpi: int = 150) -> dict[str, Path]:
+    """Write `<name>.png` and `<name>.svg` into `directory`; returns {'png': path, 'svg': path}."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {"png": directory / f"{name}.png", "svg": directory / f"{name}.svg"}
+    with matplotlib.rc_context(RC_PARAMS):
+        fig.savefig(paths["png"], format="png", dpi=dpi, metadata={"Software": None})
+        fig.savefig(paths["svg"], format="svg", metadata={"Date": None, "Creator": None})
+    return paths
+
+
+__all__ = [
+    "EXPOSED_COLOUR", "FIGURES", "LEVELS", "LEVEL_COLOURS", "MODEL_EXPOSURE_WAGE", "MODEL_IMPORTANCE",
+    "NOT_EXPOSED_COLOUR", "PREFERRED_EXPOSURE_SOURCE", "SERIES_COLOURS", "VALIDATION_METRICS", "VALIDATION_TITLES",
+    "FigureSpec", "figure_markdown", "figure_png_bytes", "hours_by_coverage_figure", "hours_by_coverage_level",
+    "importance_quintile_figure", "labeler_validation_figure", "major_group_figure", "model_score_heatmap_figure",
+    "new_figure", "reliability_figure", "render_figures", "save_figure", "styled", "wage_bill_probability_figure",
+]

@@ -1,0 +1,69 @@
+"""The one Markdown-table helper: asset metadata previews, the export's data dictionary and the summary report.
+
+Every Markdown table in the project is written here, so numbers, escaping and the "N more rows" note look
+the same in the Dagster UI, in `summary.md` and in `data_dictionary.md`. Pure: text in, text out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+
+def markdown_text(text: object) -> str:
+    """Text that stays inside one table cell: `|` escaped, newlines as spaces."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_cell(value: Any, digits: int = 3, max_chars: int | None = None) -> str:
+    """One cell: floats to `digits` (scientific when tiny or huge), big integers with thousands separators,
+    None as empty, text escaped and cut to `max_chars` (with an ellipsis) when given."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if value != 0 and (abs(value) >= 1e6 or abs(value) < 10 ** (-digits)):
+            return f"{value:.{digits}g}"
+        return f"{value:,.{digits}f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}" if abs(value) >= 10_000 else str(value)
+    text = str(value)
+    if max_chars is not None and len(text) > max_chars:
+        text = text[: max_chars - 1] + "…"
+    return markdown_text(text)
+
+
+def markdown_table(
+    frame: pl.DataFrame,
+    columns: Sequence[str] | None = None,
+    *,
+    max_rows: int = 25,
+    digits: int = 3,
+    max_chars: int | None = None,
+    empty: str | None = None,
+) -> str:
+    """A GitHub-flavoured Markdown table of the first `max_rows` rows (a note says how many were left out).
+
+    `columns` selects and orders columns (names the frame lacks are skipped); `max_chars` cuts long text;
+    `empty`, when given, is the whole answer for a frame with no rows (e.g. "None." in check metadata).
+    """
+    if frame.height == 0 and empty is not None:
+        return empty
+    columns = [c for c in (columns or frame.columns) if c in frame.columns]
+    if not columns:
+        return "_(no columns)_"
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in frame.select(columns).head(max_rows).iter_rows():
+        lines.append("| " + " | ".join(markdown_cell(v, digits, max_chars) for v in row) + " |")
+    if frame.height > max_rows:
+        lines.append(f"\n_{frame.height - max_rows} more rows not shown ({frame.height} in all)._")
+    if frame.height == 0:
+        lines.append("\n_(no rows)_")
+    return "\n".join(lines)
+
+
+__all__ = ["markdown_cell", "markdown_table", "markdown_text"]

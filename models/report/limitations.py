@@ -1,0 +1,271 @@
+"""The report's limitations: which benchmarks, the labeler and its measured accuracy, the estimates' bounds,
+the label depth, the O*NET and hours data, and a benchmark index's members. Pure; no dagster."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from models.figures import VALIDATION_METRICS, VALIDATION_TITLES
+from models.report.formatting import MODEL_IMPORTANCE, Tables, ci, labeler_of, num, pct, present_table
+
+# --- limitations ----------------------------------------------------------------------------------
+
+
+def benchmark_limitations(tables: Tables) -> list[str]:
+    benchmarks = present_table(tables, "benchmarks")
+    if benchmarks is None:
+        return ["The benchmarks table is missing: the benchmarks included cannot be listed."]
+    rows = benchmarks.sort("benchmark")
+    with_results = rows.filter(pl.col("n_results") > 0) if "n_results" in rows.columns else rows.head(0)
+    listed = ", ".join(
+        f"{r['benchmark']}"
+        + (f" {r['version']}" if r.get("version") else "")
+        + f" ({num(r.get('n_prompts'))})"
+        for r in rows.iter_rows(named=True)
+    )
+    total = rows["n_prompts"].sum() if "n_prompts" in rows.columns else None
+    return [
+        f"**Benchmarks included.** {rows.height} benchmarks with {num(total)} prompts in all: {listed}. "
+        f"Per-item model results are available for {with_results.height} of them "
+        f"({', '.join(with_results['benchmark'].to_list()) or 'none'}), so model scores cover only their "
+        "occupations."
+    ]
+
+
+def labeler_limitations(tables: Tables, labeler_model: str | None = None) -> list[str]:
+    labeler = labeler_of(tables)
+    validation = present_table(tables, "labeler_validation")
+    who = f"the **{labeler}** labeler" if labeler else "the labeler"
+    model = f" (model: {labeler_model})" if labeler_model else ""
+    out = [
+        f"**Labeler.** Prompts were mapped to O*NET tasks by {who}{model}; coverage counts a prompt for "
+        "every "
+        "task it is labeled with, so labeling errors move every number above."
+    ]
+    out.extend(label_depth_limitation(tables))
+    if validation is None:
+        out.append("Its accuracy was not measured: the labeler_validation table is missing or empty.")
+        return out
+    rows = validation.filter(pl.col("metric").is_in(list(VALIDATION_METRICS)) & pl.col("value").is_not_null())
+    if labeler and "labeler" in rows.columns:
+        rows = rows.filter(pl.col("labeler") == labeler)
+    if not rows.height:
+        out.append(
+            "Its accuracy against human labels could not be measured (no human-labeled prompt was labeled)."
+        )
+        return out
+    order = {m: i for i, m in enumerate(VALIDATION_METRICS)}
+    rows = rows.with_columns(pl.col("metric").replace_strict(order, default=99).alias("_order")).sort(
+        "benchmark", "_order"
+    )
+    parts = [
+        f"{VALIDATION_TITLES.get(r['metric'], r['metric']).lower()} on {r['benchmark']} {pct(r['value'], 0)} "
+        f"({ci(r['ci_low'], r['ci_high'], lambda v: pct(v, 0))}, n = {num(r['n'])})"
+        for r in rows.iter_rows(named=True)
+    ]
+    out.append(
+        "Measured against the human labels shipped with the benchmarks: "
+        + "; ".join(parts)
+        + " (labeler_validation, bootstrap intervals)."
+    )
+    return out
+
+
+def label_quality_findings(tables: Tables) -> list[str]:
+    """How far the labels behind every count can be trusted: the labeler's task precision and recall (and
+    work decision) against the task-level reference, with the judge's own reproducibility beside them
+    (labeler_validation, ref_* metrics, pooled over benchmarks)."""
+    validation = present_table(tables, "labeler_validation")
+    labeler = labeler_of(tables)
+    if validation is None or "metric" not in validation.columns:
+        return ["**Label quality.** Not measured: labeler_validation is missing, so the counts below carry an "
+                "unknown labeling error."]
+    pooled = validation.filter((pl.col("benchmark") == "all") & pl.col("metric").str.starts_with("ref_"))
+    mine = pooled.filter(pl.col("labeler") == labeler) if labeler else pooled.head(0)
+    if mine.is_empty():
+        return ["**Label quality.** The labels were not measured against the task-level reference (no "
+                "reference prompt is labeled by the current labeler)."]
+    # several versions of one labeler (a cached earlier fit): the published one is in prompt_task_labels
+    version = mine.sort("labeler_version", descending=True)["labeler_version"][0]
+    row = {r["metric"]: r for r in mine.filter(pl.col("labeler_version") == version).iter_rows(named=True)}
+    ceiling = {r["metric"]: r for r in pooled.filter(pl.col("labeler") == "reference_pass_agreement")
+               .iter_rows(named=True)}
+
+    # A labeler fitted on the reference is quoted out of sample (leave one benchmark out, ref_cv_*).
+    cross_validated = "ref_cv_task_f1" in row
+    prefix = "ref_cv_" if cross_validated else "ref_"
+
+    def stat(metric: str) -> str:
+        r = row.get(prefix + metric)
+        return f"{pct(r['value'], 0)} ({ci(r['ci_low'], r['ci_high'], lambda v: pct(v, 0))})" if r else "n/a"
+
+    n = row.get(prefix + "task_f1", {}).get("n")
+    judge = ceiling.get("ref_task_f1")
+    how = ("cross-validated leaving one benchmark out, on the development split"
+           if cross_validated else "on the reference prompts")
+    in_sample = row.get("ref_task_f1")
+    return [
+        f"**Label quality.** Measured against the task-level reference (an LLM judge's labels of a random "
+        f"sample of prompts; {how}, {num(n)} prompt-passes), the labels' task precision is "
+        f"{stat('task_precision')} and recall {stat('task_recall')} (task F1 {stat('task_f1')}; the judge's "
+        f"two passes agree at {pct(judge['value'], 0) if judge else 'n/a'}); the work / not-work decision is "
+        f"right for {stat('work_accuracy')} of prompts and the first occupation for "
+        f"{stat('first_occupation_agreement')} of work prompts (labeler_validation"
+        + (f"; on the reference it was fitted on, task F1 {pct(in_sample['value'], 0)}" if cross_validated
+           and in_sample else "")
+        + "). Counts from these labels alone carry these errors; the estimates that correct them with the "
+        "judge's sample are below."
+    ]
+
+
+QUANTITY_WORDS = {"tasks_covered": "tasks", "occupations_covered": "occupations",
+                  "hours_share_covered": "the hours share", "major_groups_covered": "major groups"}
+
+
+def estimate_limitations(tables: Tables) -> list[str]:
+    """How well the published estimates held up when checked on the judge sample itself (estimate_split_check:
+    estimate from one half, compare with the other): the model-assisted interval at >= 5 prompts, the bounds at
+    >= 1. And whether the labeler's labels of the judge-sampled texts are out of sample."""
+    check = present_table(tables, "estimate_split_check")
+    out: list[str] = []
+    if check is not None and {"estimator", "coverage", "quantity", "threshold"} <= set(check.columns):
+        published = ((pl.col("estimator") == "model_assisted") & (pl.col("threshold") != 1)) | (
+            (pl.col("estimator") == "bounds") & (pl.col("threshold") == 1))
+        rows = check.filter(published & (pl.col("scope") == "all"))
+        if "check" not in rows.columns:
+            rows = rows.with_columns(pl.lit("split_half").alias("check"))
+        described = {"split_half": "one random half", "split_fifth": "one random fifth"}
+        pieces = []
+        for name, part in rows.partition_by("check", as_dict=True, maintain_order=True).items():
+            key = name[0] if isinstance(name, tuple) else name
+
+            def amount(r: dict, key: str) -> str:
+                return pct(r[key], 1) if "share" in r["quantity"] else num(r[key])
+
+            parts = [
+                f"{QUANTITY_WORDS.get(r['quantity'], r['quantity'])} at >= {r['threshold']}: "
+                f"{pct(r['coverage'], 0)}"
+                + (f" (mean error {amount(r, 'mean_error')} against {amount(r, 'mean_truth')})"
+                   if r["estimator"] == "model_assisted" else " (bounds)")
+                for r in part.sort("threshold", "quantity", descending=[True, False]).iter_rows(named=True)
+            ]
+            n = part["n_replications"][0] if "n_replications" in part.columns else None
+            pieces.append(f"estimated from {described.get(str(key), str(key))} of each benchmark's judge sample "
+                          f"({num(n)} splits): {'; '.join(parts)}")
+        if pieces:
+            out.append(
+                "**How far the headline's intervals can be trusted.** Checked against the judge's own labels of "
+                "the whole judge sample, the published 95% interval contained the judge's value, "
+                + "; and, ".join(pieces) + ". Where that share is far below 95%, read the interval as too "
+                "narrow and the error as the size of the miss (estimate_split_check). The headline itself "
+                "imputes about 93% of the texts, more than either check, so its extrapolation (the ceiling of the "
+                "bounds at >= 1 above all) rests on the imputation model more than the checks can show."
+            )
+    validation = present_table(tables, "labeler_validation")
+    if validation is not None and "metric" in validation.columns and \
+            validation.filter(pl.col("metric").str.starts_with("ref_cv_")).height:
+        out.append(
+            "**Labeler fitted on the judge sample.** The calibrated offline labeler was fitted on the same "
+            "reference texts that serve as the judge sample. The estimates therefore use its cross-validated "
+            "labels of those texts (models/labeling/selector_oof.json: each from the fold that never saw the "
+            "text's benchmark), so the correction sees the labeler as it is on new benchmarks; the published "
+            "labels themselves stay in sample there. A judge sample drawn by the user (BENCHMAP_JUDGE_SAMPLE) "
+            "has no such overlap."
+        )
+    return out
+
+
+def label_depth_limitation(tables: Tables) -> list[str]:
+    """How much coverage rests on lower-ranked labels (coverage_sensitivity, dimension label_depth)."""
+    sensitivity = present_table(tables, "coverage_sensitivity")
+    if sensitivity is None or "dimension" not in sensitivity.columns:
+        return []
+    depth = sensitivity.filter(pl.col("dimension") == "label_depth")
+    values = {(r["variant"], r["metric"]): r["value"] for r in depth.iter_rows(named=True)}
+    top1, every = values.get(("top1", "tasks_covered_1")), values.get(("all", "tasks_covered_1"))
+    top1_5, every_5 = values.get(("top1", "tasks_covered_5")), values.get(("all", "tasks_covered_5"))
+    if top1 is None or every is None:
+        return []
+    return [
+        f"**Label depth.** Counting only each prompt's top-ranked task, {pct(top1, 1)} of tasks have at least one "
+        f"prompt, against {pct(every, 1)} with every label the labeler kept"
+        + (f" ({pct(top1_5, 1)} against {pct(every_5, 1)} at five prompts)" if top1_5 is not None and every_5
+           is not None else "")
+        + " (coverage_sensitivity, label_depth)."
+    ]
+
+
+def data_limitations(tables: Tables, onet_tasks: pl.DataFrame | None = None) -> list[str]:
+    out = []
+    if onet_tasks is not None and "has_ratings" in onet_tasks.columns and onet_tasks.height:
+        rated = int(onet_tasks["has_ratings"].sum())
+        out.append(
+            f"**Task ratings.** O*NET importance ratings are available for {num(rated)} of "
+            f"{num(onet_tasks.height)} tasks ({pct(rated / onet_tasks.height)}); the importance model uses "
+            "only rated tasks (onet_tasks)."
+        )
+    else:
+        regressions = present_table(tables, "coverage_regressions")
+        if regressions is not None and {"item", "value", "model"} <= set(regressions.columns):
+            items = dict(
+                regressions.filter(pl.col("model") == MODEL_IMPORTANCE)
+                .select("item", "value")
+                .drop_nulls()
+                .iter_rows()
+            )
+            if "n_tasks_without_importance" in items and "n_tasks_input" in items:
+                rated = items["n_tasks_input"] - items["n_tasks_without_importance"]
+                out.append(
+                    f"**Task ratings.** O*NET importance ratings are available for {num(rated)} of "
+                    f"{num(items['n_tasks_input'])} tasks ({pct(rated / items['n_tasks_input'])}); the "
+                    "importance model uses only those (coverage_regressions)."
+                )
+        if not out:
+            out.append(
+                "**Task ratings.** Coverage of O*NET task ratings is not known here (onet_tasks not given)."
+            )
+    occupations = present_table(tables, "occupation_coverage")
+    if occupations is not None and "occupation_annual_hours" in occupations.columns:
+        missing = int(occupations["occupation_annual_hours"].is_null().sum())
+        out.append(
+            f"**Hours data.** {num(missing)} of {num(occupations.height)} occupations have no OEWS "
+            "employment/hours match and are left out of the work-hours shares (occupation_coverage)."
+        )
+    out.append(
+        "**What coverage means.** A task is covered when benchmark prompts are labeled with it; this says "
+        "nothing about how well models perform the task, and a prompt labeled with several tasks counts "
+        "for each."
+    )
+    return out
+
+
+def index_findings(benchmark_index: str, membership: pl.DataFrame | None) -> list[str]:
+    """Which benchmark index the numbers are for, its members, and why each other landed benchmark is out
+    (benchmark_index_membership)."""
+    if membership is None or membership.is_empty() or "benchmark_index" not in membership.columns:
+        return [f"**Index.** The numbers are for the index `{benchmark_index}`; its membership table "
+                "(benchmark_index_membership) is missing, so every landed benchmark counts."]
+    rows = membership.filter(pl.col("benchmark_index") == benchmark_index).sort("benchmark")
+    if rows.is_empty():
+        return [f"**Index.** The index `{benchmark_index}` has no rows in benchmark_index_membership."]
+    first = rows.row(0, named=True)
+    included = rows.filter(pl.col("included"))["benchmark"].to_list()
+    out = [
+        f"**Index.** Every number below is for the benchmark index **{first['title']}** (`{benchmark_index}`, "
+        f"version {first['version']}, {first['index_file']}): {len(included)} of the {rows.height} landed "
+        f"benchmarks count. Members: {', '.join(included) or 'none'} (benchmark_index_membership)."
+    ]
+    excluded = [
+        f"{r['benchmark']} ({r['reason'] or 'no reason recorded'}; {r['decided_by']})"
+        for r in rows.filter(~pl.col("included")).iter_rows(named=True)
+    ]
+    if excluded:
+        out.append("**Left out of the index.** " + "; ".join(excluded) + ".")
+    unknown = rows.filter(pl.col("included") & pl.col("unknown_passed").is_not_null())
+    if unknown.height:
+        out.append(
+            f"**Unknown values let through.** {unknown.height} members passed a rule on an unknown value, "
+            f"as the index allows (e.g. {unknown['unknown_passed'][0]}); benchmark_index_membership lists them."
+        )
+    return out
+
