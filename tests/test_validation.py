@@ -10,6 +10,7 @@ import pytest
 
 from models import validation as v
 from models.errors import InputError
+from models.validation import gold as validation_gold
 
 OCCUPATIONS = pl.DataFrame(
     {
@@ -453,8 +454,8 @@ def test_validate_labels_with_gold_labels_is_reproducible() -> None:
 
 def test_task_statement_gold_matches_a_shortened_statement_once_per_text(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    real = v._shortened_match
-    monkeypatch.setattr(v, "_shortened_match", lambda text, cands: calls.append(text) or real(text, cands))
+    real = validation_gold.shortened_match
+    monkeypatch.setattr(validation_gold, "shortened_match", lambda text, cands: calls.append(text) or real(text, cands))
     bench_prompts = prompts([("jobbench", f"j{i}", None, "Examine statements.") for i in range(5)])
     gold, unmatched = v.task_statement_gold(bench_prompts, TASKS)
     assert calls == ["Examine statements."] and unmatched == []
