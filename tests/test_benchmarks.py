@@ -37,6 +37,7 @@ from pipelines.partitions import benchmark_partitions
 from pipelines.resources import Warehouse
 from pipelines.schedules import SCHEDULES, reference_weekly_schedule
 from pipelines.sensors import SENSORS, analysis_refresh_sensor, benchmark_landing_sensor, plan_landing_refresh
+from pipelines.sources import discover_landing, landing_roots
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
 TABLES = ("benchmarks", "benchmark_prompts", "benchmark_results", "benchmark_rejects")
@@ -182,6 +183,25 @@ def test_discover_prefers_raw_and_records_landing_problems(tmp_path: Path) -> No
     rejects = bm.landing_rejects(landing.problems)
     assert rejects["benchmark"].unique().to_list() == [bm.LANDING_PARTITION]
     assert rejects.height == 2
+
+
+def test_discover_landing_looks_in_the_configured_raw_dir_then_the_mirror(tmp_path: Path, monkeypatch) -> None:
+    raw, mirror = tmp_path / "raw", tmp_path / "mirror"
+    add_fixture(raw / "benchmarks", "tiny_bench")
+    add_fixture(mirror / "benchmarks", "tiny_bench", "mirror_only")
+    monkeypatch.setenv("BENCHMAP_RAW_DIR", str(raw))
+    monkeypatch.setenv("BENCHMAP_MIRROR", str(mirror))
+    assert landing_roots() == [("raw", raw / "benchmarks"), ("mirror", mirror / "benchmarks")]
+    landing = discover_landing()
+    assert {name: f.origin for name, f in landing.benchmarks.items()} == {"tiny_bench": "raw", "mirror_only": "mirror"}
+
+
+def test_rejects_markdown_escapes_reasons_and_says_how_many_are_left_out() -> None:
+    assert bm.rejects_markdown(bm.rejects_frame([])) == "No rejects."
+    rejects = bm.rejects_frame([bm.Reject("b", "b/prompts.jsonl", n, "bad | value", "x") for n in (1, 2, 3)])
+    text = bm.rejects_markdown(rejects, limit=2)
+    assert text.splitlines()[:3] == ["| file | line | reason |", "|---|---|---|", "| b/prompts.jsonl | 1 | bad \\| value |"]
+    assert "1 more rows not shown (3 in all)" in text
 
 
 def test_tiny_fixture_parses_completely(tmp_path: Path) -> None:
