@@ -30,7 +30,7 @@ from models import indexes as ix
 from models import regression as reg
 from models import scores as sc
 from models import validation as val
-from models.benchmarks import BENCHMARKS_SCHEMA
+from models.benchmarks import BENCHMARKS_SCHEMA, PROMPTS_SCHEMA
 from models.coverage_map import NO_COVERAGE_COLOUR, colour_for, occupation_shares
 from models.data_dictionary import DATA_DICTIONARY, undocumented_columns
 from pipelines import warehouse as wh
@@ -40,6 +40,7 @@ from pipelines.coverage_map_queries import (
     coverage_map_data,
     coverage_map_data_from_connection,
 )
+from pipelines.sources import source_checksums
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = PROJECT_ROOT / "notebooks" / "analyst.ipynb"
@@ -206,12 +207,7 @@ def build_world(seed: int = 0) -> dict[str, pl.DataFrame]:
                 )
     prompts = pl.DataFrame(
         prompt_rows,
-        schema_overrides={
-            "occupation": pl.Utf8,
-            "onet_soc_code": pl.Utf8,
-            "onet_task_id": pl.Int64,
-            "onet_task": pl.Utf8,
-        },
+        schema_overrides={c: PROMPTS_SCHEMA[c] for c in ("occupation", "onet_soc_code", "onet_task_id", "onet_task")},
     )
     labels = pl.DataFrame(label_rows, schema_overrides={"rationale": pl.Utf8})
     scored_prompts = prompts.filter(pl.col("benchmark") != "webarena").select("benchmark", "prompt_id")
@@ -528,7 +524,7 @@ def test_source_checksums_hash_local_files_without_downloading(tmp_path, monkeyp
     monkeypatch.setenv("BENCHMAP_RAW_DIR", str(raw))
     monkeypatch.setenv("BENCHMAP_MIRROR", str(tmp_path / "no_mirror"))
     monkeypatch.setenv("BENCHMAP_OFFLINE", "1")
-    entries = {e["source_file"]: e for e in ex.source_checksums()}
+    entries = {e["source_file"]: e for e in source_checksums()}
     found = entries["onet/Occupation Data.txt"]
     assert found["status"] == "present" and found["origin"] == "raw"
     assert found["sha256"] == hashlib.sha256(b"O*NET-SOC Code\tTitle\n").hexdigest()
