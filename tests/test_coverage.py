@@ -89,6 +89,7 @@ def world() -> dict[str, pl.DataFrame]:
     return {
         "tasks": tasks,
         "labels": pl.DataFrame(labels),
+        "counts": label_counts(pl.DataFrame(labels)),  # what the coverage functions take
         "task_hours": task_hours,
         "occupations": occupations,
         "wages": wages,
@@ -96,7 +97,7 @@ def world() -> dict[str, pl.DataFrame]:
 
 
 def test_task_coverage_counts_distinct_prompts_per_task(world: dict[str, pl.DataFrame]) -> None:
-    cov = task_coverage(world["labels"], world["tasks"])
+    cov = task_coverage(world["counts"], world["tasks"])
     assert cov.height == 6  # every task, labeled or not
     by_task = {row["task_id"]: row for row in cov.iter_rows(named=True)}
     assert by_task[1]["n_prompts"] == 6  # bench2/p1 is a different prompt from bench1/p1; duplicates ignored
@@ -111,17 +112,17 @@ def test_task_coverage_counts_distinct_prompts_per_task(world: dict[str, pl.Data
 
 
 def test_task_coverage_per_benchmark_and_filter(world: dict[str, pl.DataFrame]) -> None:
-    per_bench = task_coverage(world["labels"], world["tasks"], by_benchmark=True)
+    per_bench = task_coverage(world["counts"], world["tasks"], by_benchmark=True)
     assert per_bench.height == 12  # 6 tasks x 2 benchmarks
     bench2 = per_bench.filter(pl.col("benchmark") == "bench2").sort("task_id")
     assert bench2["n_prompts"].to_list() == [1, 0, 0, 1, 0, 0]
-    only_bench1 = task_coverage(world["labels"], world["tasks"], benchmark="bench1", thresholds=(1, 5, 6))
+    only_bench1 = task_coverage(world["counts"], world["tasks"], benchmark="bench1", thresholds=(1, 5, 6))
     assert only_bench1.sort("task_id")["n_prompts"].to_list() == [5, 1, 0, 1, 0, 0]
     assert only_bench1["covered_6"].sum() == 0
 
 
 def test_occupation_coverage_hours_shares(world: dict[str, pl.DataFrame]) -> None:
-    cov = task_coverage(world["labels"], world["tasks"])
+    cov = task_coverage(world["counts"], world["tasks"])
     occ = occupation_coverage(cov, world["task_hours"], world["occupations"])
     rows = {row["onet_soc_code"]: row for row in occ.iter_rows(named=True)}
     a, b, c = rows[OCC_A], rows[OCC_B], rows[OCC_C]
@@ -138,7 +139,7 @@ def test_occupation_coverage_hours_shares(world: dict[str, pl.DataFrame]) -> Non
 
 
 def test_occupation_without_pi_falls_back_to_equal_split(world: dict[str, pl.DataFrame]) -> None:
-    cov = task_coverage(world["labels"], world["tasks"])
+    cov = task_coverage(world["counts"], world["tasks"])
     no_pi = world["task_hours"].with_columns(
         pl.when(pl.col("onet_soc_code") == OCC_A).then(None).otherwise(pl.col("pi")).alias("pi")
     )
@@ -148,7 +149,7 @@ def test_occupation_without_pi_falls_back_to_equal_split(world: dict[str, pl.Dat
 
 
 def test_major_group_coverage_has_all_22_groups_and_labels(world: dict[str, pl.DataFrame]) -> None:
-    cov = task_coverage(world["labels"], world["tasks"])
+    cov = task_coverage(world["counts"], world["tasks"])
     occ = occupation_coverage(cov, world["task_hours"], world["occupations"])
     groups = major_group_coverage(occ, world["occupations"], world["wages"])
     assert groups.height == 22 and set(groups["major_group_code"]) == set(SOC_MAJOR_GROUPS)
@@ -184,7 +185,7 @@ def test_major_group_label_29_of_36() -> None:
         }
     )
     wages = pl.DataFrame({"onet_soc_code": occupations, "employment": [1.0] * 36, "wage_bill": [1.0] * 36})
-    occ = occupation_coverage(task_coverage(labels, tasks), hours, occ_table)
+    occ = occupation_coverage(task_coverage(label_counts(labels), tasks), hours, occ_table)
     groups = major_group_coverage(occ, occ_table, wages)
     assert (
         groups.filter(pl.col("major_group_code") == "15-0000")["label_1"][0]
@@ -194,7 +195,7 @@ def test_major_group_label_29_of_36() -> None:
 
 
 def test_coverage_headline_numbers(world: dict[str, pl.DataFrame]) -> None:
-    headline = coverage_headline(world["labels"], world["tasks"], world["task_hours"], world["occupations"])
+    headline = coverage_headline(world["counts"], world["tasks"], world["task_hours"], world["occupations"])
     assert set(headline["scope"]) == {"all", "bench1", "bench2"}
 
     def metric(scope: str, threshold: int, name: str) -> dict[str, object]:
@@ -219,7 +220,7 @@ def test_coverage_headline_numbers(world: dict[str, pl.DataFrame]) -> None:
     assert metric("bench2", 5, "tasks_covered")["numerator"] == 0
     assert metric("bench2", 1, "hours_share_covered")["value"] == pytest.approx(800 / 1700)
     equal = coverage_headline(
-        world["labels"],
+        world["counts"],
         world["tasks"],
         world["task_hours"],
         world["occupations"],
@@ -271,7 +272,7 @@ def test_coverage_sensitivity_dimensions() -> None:
         {"onet_soc_code": occupations, "employment": [1.0] * n_occ, "wage_bill": wage_bill[::per_occ]}
     )
     sensitivity = coverage_sensitivity(
-        labels, tasks, task_hours, occ_table, exposure, wages, labeler="offline"
+        label_counts(labels), tasks, task_hours, occ_table, exposure, wages, labeler="offline"
     )
     assert set(sensitivity["dimension"]) == {
         "threshold",
@@ -298,7 +299,7 @@ def test_coverage_sensitivity_dimensions() -> None:
 
 
 def test_no_labels_yet_gives_zero_coverage(world: dict[str, pl.DataFrame]) -> None:
-    empty = world["labels"].clear()
+    empty = label_counts(world["labels"].clear())
     cov = task_coverage(empty, world["tasks"])
     assert cov.height == 6 and cov["n_prompts"].sum() == 0 and not cov["covered_1"].any()
     headline = coverage_headline(empty, world["tasks"], world["task_hours"], world["occupations"])
@@ -316,7 +317,7 @@ def test_label_depth_sensitivity_drops_lower_ranked_labels() -> None:
     exposure = tasks.with_columns(pl.lit(True).alias("exposed"), pl.lit(True).alias("gpt4_exposed"))
     wages = pl.DataFrame({"onet_soc_code": ["15-1252.00"], "employment": [1.0], "wage_bill": [1e9]})
     sensitivity = coverage_sensitivity(
-        labels, tasks, task_hours, occupations, exposure, wages, thresholds=(1,)
+        label_counts(labels), tasks, task_hours, occupations, exposure, wages, thresholds=(1,)
     )
     depth = sensitivity.filter(
         (pl.col("dimension") == "label_depth") & (pl.col("metric") == "tasks_covered_1")
@@ -342,10 +343,23 @@ def _random_labels(seed: int, n_prompts: int = 400) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
+def _prompts_per_task(labels: pl.DataFrame, by_benchmark: bool) -> pl.DataFrame:
+    """The prompt-level count coverage rests on: distinct (benchmark, prompt_id) per task [and benchmark]."""
+    keys = (["benchmark"] if by_benchmark else []) + ["onet_soc_code", "task_id"]
+    return (labels.select("benchmark", "prompt_id", "onet_soc_code", "task_id").unique()
+            .group_by(keys).agg(pl.len().cast(pl.Int64).alias("n_prompts")))
+
+
+def _labeled_n_prompts(coverage: pl.DataFrame, by_benchmark: bool) -> pl.DataFrame:
+    keys = (["benchmark"] if by_benchmark else []) + ["onet_soc_code", "task_id"]
+    return coverage.filter(pl.col("n_prompts") > 0).select(*keys, "n_prompts")
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_label_counts_give_the_same_coverage_as_the_labels(world: dict[str, pl.DataFrame], seed: int) -> None:
     """The analysis assets read DuckDB-aggregated label counts instead of the label table: every coverage number
-    (pooled, per benchmark, per labeler, per label depth, headline) must equal the prompt-level computation."""
+    (pooled, per benchmark, per labeler, per label depth, headline) must equal the prompt-level computation
+    (counted here from the labels directly, since the coverage functions take label counts only)."""
     labels = _random_labels(seed)
     tasks = pl.DataFrame(
         {"onet_soc_code": [[OCC_A, OCC_B, OCC_C][t % 3] for t in range(30)], "task_id": list(range(1, 31))}
@@ -356,22 +370,27 @@ def test_label_counts_give_the_same_coverage_as_the_labels(world: dict[str, pl.D
     distinct = labels.select("labeler", "benchmark", "prompt_id", "onet_soc_code", "task_id").unique().height
     assert counts["n_prompts"].sum() == distinct
     for labeler in ("offline", "openai"):
+        chosen, _ = select_labeler(labels, labeler)
         for by_benchmark in (False, True):
-            expected = task_coverage(labels, tasks, (1, 3, 5), labeler=labeler, by_benchmark=by_benchmark)
+            expected = _prompts_per_task(chosen, by_benchmark)
             got = task_coverage(counts, tasks, (1, 3, 5), labeler=labeler, by_benchmark=by_benchmark)
-            assert got.equals(expected)
+            keys = expected.columns[:-1]
+            assert _labeled_n_prompts(got, by_benchmark).sort(keys).equals(expected.sort(keys))
+            assert got["covered_3"].to_list() == (got["n_prompts"] >= 3).to_list()
         for depth in (1, 3, 5, None):
-            chosen, _ = select_labeler(labels, labeler)
             chosen_counts, _ = select_labeler(counts, labeler)
-            assert task_coverage(labels_at_depth(chosen_counts, depth), tasks).equals(
-                task_coverage(labels_at_depth(chosen, depth), tasks)
-            )
+            best = chosen.group_by("benchmark", "prompt_id", "onet_soc_code", "task_id").agg(pl.col("rank").min())
+            kept = best if depth is None else best.filter(pl.col("rank") <= depth)
+            got = task_coverage(labels_at_depth(chosen_counts, depth), tasks)
+            assert _labeled_n_prompts(got, False).sort("task_id").equals(_prompts_per_task(kept, False).sort("task_id"))
     hours = pl.DataFrame({"onet_soc_code": tasks["onet_soc_code"], "task_id": tasks["task_id"]}).with_columns(
         pl.lit(1 / 10).alias("pi"), pl.lit(False).alias("pi_is_fallback"),
         pl.lit(1000.0).alias("occupation_annual_hours"), pl.lit(100.0).alias("task_annual_hours"),
     )
+    # the order of the label rows does not matter
+    shuffled = label_counts(labels.sample(fraction=1.0, shuffle=True, seed=seed))
     assert coverage_headline(counts, tasks, hours, world["occupations"]).equals(
-        coverage_headline(labels, tasks, hours, world["occupations"])
+        coverage_headline(shuffled, tasks, hours, world["occupations"])
     )
 
 

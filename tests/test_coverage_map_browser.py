@@ -104,7 +104,7 @@ def page(onet, mirror: Path, tmp_path_factory) -> dict:
                     }
                 )
     labels = pl.DataFrame(label_rows)
-    task_cov = cov.task_coverage(labels, tasks)
+    task_cov = cov.task_coverage(cov.label_counts(labels), tasks)
     no_hours = pl.DataFrame(
         schema={
             "onet_soc_code": pl.Utf8,

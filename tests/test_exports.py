@@ -245,7 +245,7 @@ def build_world(seed: int = 0) -> dict[str, pl.DataFrame]:
         schema=BENCHMARKS_SCHEMA,
     )
 
-    task_cov = cov.task_coverage(labels, tasks)
+    task_cov = cov.task_coverage(cov.label_counts(labels), tasks)
     occ_cov = cov.occupation_coverage(task_cov, task_hours, occupations)
     # the task frame and the models as assets/analysis.py builds them
     task_frame = reg.build_task_frame(task_cov, tasks, exposure, wages, workbank).join(
@@ -257,7 +257,7 @@ def build_world(seed: int = 0) -> dict[str, pl.DataFrame]:
     validation, _ = val.validate_labels(labels, prompts, occupations, tasks, n_boot=200)
     scored = gaps.score_tasks(
         gaps.gap_task_frame(
-            cov.task_coverage(labels, tasks, [5]), tasks, task_hours, exposure, wages, workbank, occupations
+            cov.task_coverage(cov.label_counts(labels), tasks, [5]), tasks, task_hours, exposure, wages, workbank, occupations
         )
     )
     # a second labeler on the same prompts (for labeler_agreement only: coverage uses one labeler)
@@ -286,7 +286,7 @@ def build_world(seed: int = 0) -> dict[str, pl.DataFrame]:
         "task_coverage": task_cov,
         "occupation_coverage": occ_cov,
         "major_group_coverage": cov.major_group_coverage(occ_cov, occupations, wages),
-        "coverage_headline": cov.coverage_headline(labels, tasks, task_hours, occupations),
+        "coverage_headline": cov.coverage_headline(cov.label_counts(labels), tasks, task_hours, occupations),
         "coverage_regressions": regressions_table(models),
         "task_analysis_frame": task_frame,
         "coverage_adjusted_probabilities": models["adjusted_probabilities"].with_columns(
@@ -295,7 +295,7 @@ def build_world(seed: int = 0) -> dict[str, pl.DataFrame]:
         "workbank_coverage": models["workbank_zone_coverage"],
         "occupation_model_scores": sc.occupation_model_scores(results, labels, n_boot=200),
         "coverage_sensitivity": cov.coverage_sensitivity(
-            labels, tasks, task_hours, occupations, exposure, wages, workbank
+            cov.label_counts(labels), tasks, task_hours, occupations, exposure, wages, workbank
         ),
         "labeler_validation": validation,
         "labeler_agreement": agreement,
@@ -773,7 +773,7 @@ def test_coverage_map_data_matches_occupation_coverage(world):
         assert occupation_shares(data, t) == pytest.approx(expected)
     # a subset of benchmarks gives the estimator's coverage restricted to those benchmarks
     subset = ["gdpval", "webarena"]
-    task_cov = cov.task_coverage(world["prompt_task_labels"], world["onet_tasks"], benchmark=subset)
+    task_cov = cov.task_coverage(cov.label_counts(world["prompt_task_labels"]), world["onet_tasks"], benchmark=subset)
     occ_subset = cov.occupation_coverage(task_cov, world["task_hours"], world["onet_occupations"])
     expected = dict(occ_subset.select("onet_soc_code", "task_share_covered_5").iter_rows())
     assert occupation_shares(data, 5, subset) == pytest.approx(expected)

@@ -1,0 +1,123 @@
+"""The coverage headline: per scope ('all' and each benchmark) and threshold, the shares of tasks,
+occupations and US work hours covered and the major groups left uncovered (HEADLINE_SCHEMA)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from models.coverage.counts import THRESHOLDS, HoursWeighting, select_labeler
+from models.coverage.tables import major_groups, occupation_coverage, task_coverage, task_hour_weights
+from models.soc import major_group_of
+
+
+def _headline_rows(
+    scope_name: str,
+    task_cov: pl.DataFrame,
+    occ_cov: pl.DataFrame,
+    weighted: pl.DataFrame,
+    groups: pl.DataFrame,
+    thresholds: Sequence[int],
+) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    n_tasks = task_cov.height
+    n_occupations = occ_cov.height
+    hours_known = weighted.filter(pl.col("task_hours_used").is_not_null())
+    total_hours = float(hours_known["task_hours_used"].sum())
+
+    def row(
+        threshold: int,
+        metric: str,
+        numerator: float,
+        denominator: float,
+        value: float | None = None,
+        detail: str | None = None,
+    ) -> dict[str, object]:
+        if value is None:
+            value = numerator / denominator if denominator else None
+        return {
+            "scope": scope_name,
+            "threshold": threshold,
+            "metric": metric,
+            "value": value,
+            "numerator": float(numerator),
+            "denominator": float(denominator),
+            "detail": detail,
+        }
+
+    occ_groups = occ_cov.with_columns(major_group_of().alias("major_group_code"))
+    for t in thresholds:
+        covered = pl.col(f"covered_{t}")
+        rows.append(row(t, "tasks_covered", int(task_cov[f"covered_{t}"].sum()), n_tasks))
+        rows.append(row(t, "occupations_covered", int(occ_cov[f"covered_{t}"].sum()), n_occupations))
+        covered_groups = set(occ_groups.filter(covered)["major_group_code"].to_list())
+        uncovered = groups.filter(~pl.col("major_group_code").is_in(sorted(covered_groups)))
+        rows.append(
+            row(
+                t,
+                "major_groups_uncovered",
+                uncovered.height,
+                groups.height,
+                value=float(uncovered.height),
+                detail="; ".join(uncovered["major_group_title"].to_list()),
+            )
+        )
+        covered_hours = float(hours_known.filter(covered)["task_hours_used"].sum())
+        rows.append(row(t, "hours_share_covered", covered_hours, total_hours))
+        rows.append(row(t, "hours_share_uncovered", total_hours - covered_hours, total_hours))
+    return rows
+
+
+HEADLINE_SCHEMA = {
+    "scope": pl.Utf8,
+    "threshold": pl.Int64,
+    "metric": pl.Utf8,
+    "value": pl.Float64,
+    "numerator": pl.Float64,
+    "denominator": pl.Float64,
+    "detail": pl.Utf8,
+}
+
+
+def coverage_headline(
+    counts: pl.DataFrame,
+    tasks: pl.DataFrame,
+    task_hours: pl.DataFrame,
+    occupations: pl.DataFrame,
+    thresholds: Sequence[int] = THRESHOLDS,
+    *,
+    labeler: str | None = None,
+    hours_weighting: HoursWeighting = "pi",
+    per_benchmark: bool = True,
+    benchmarks: Sequence[str] = (),
+) -> pl.DataFrame:
+    """Headline numbers, tidy: scope ('all' or a benchmark), threshold, metric, value, numerator,
+    denominator, detail, labeler, hours_weighting. `benchmarks`: every landed benchmark, so that one whose
+    prompts have no label at all (none is occupational work) still gets its rows, with zero covered.
+
+    Metrics per threshold t: tasks_covered (of all tasks), occupations_covered (of occupations with
+    tasks), major_groups_uncovered (count of the 22 with no covered occupation; `detail` lists them),
+    hours_share_covered / hours_share_uncovered (share of US work hours, over occupations with hours data,
+    on tasks with >= t prompts / fewer).
+    """
+    counts, chosen_labeler = select_labeler(counts, labeler)
+    groups = major_groups(occupations)
+    scopes: list[tuple[str, pl.DataFrame]] = [("all", task_coverage(counts, tasks, thresholds))]
+    if per_benchmark and counts.height:
+        per_bench = task_coverage(counts, tasks, thresholds, by_benchmark=True)
+        for (name,), frame in per_bench.group_by("benchmark", maintain_order=True):
+            scopes.append((str(name), frame.drop("benchmark")))
+    if per_benchmark:
+        seen = {name for name, _ in scopes}
+        for name in sorted(set(benchmarks) - seen):
+            scopes.append((str(name), task_coverage(counts.head(0), tasks, thresholds)))
+    rows: list[dict[str, object]] = []
+    for scope_name, task_cov in scopes:
+        weighted = task_hour_weights(task_cov, task_hours, hours_weighting)
+        occ_cov = occupation_coverage(task_cov, task_hours, occupations, thresholds, hours_weighting)
+        rows += _headline_rows(scope_name, task_cov, occ_cov, weighted, groups, thresholds)
+    return pl.DataFrame(rows, schema=HEADLINE_SCHEMA).with_columns(
+        pl.lit(chosen_labeler, dtype=pl.Utf8).alias("labeler"),
+        pl.lit(hours_weighting).alias("hours_weighting"),
+    )
