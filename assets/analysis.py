@@ -60,7 +60,7 @@ MEMBERSHIP = "benchmark_index_membership"
 
 
 def _membership(warehouse: Warehouse) -> pl.DataFrame | None:
-    """benchmark_index_membership (models/indexes.py), None before it is materialized: then only `all`."""
+    """benchmark_index_membership (models/indexes/), None before it is materialized: then only `all`."""
     return warehouse.read_table(MEMBERSHIP) if warehouse.table_exists(MEMBERSHIP) else None
 
 

@@ -1,4 +1,4 @@
-"""Benchmark indexes (group "analysis"): which landed benchmarks each named index counts (models/indexes.py).
+"""Benchmark indexes (group "analysis"): which landed benchmarks each named index counts (models/indexes/).
 
 The index definitions are the TOML files in `data/indexes/` (or `$BENCHMAP_INDEX_DIR`), read here and passed
 to the pure evaluation as text. `benchmark_index_membership` has one row per index x landed benchmark; the

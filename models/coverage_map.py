@@ -2,7 +2,7 @@
 
 Every O*NET occupation with tasks is a tile, grouped into the 22 SOC major groups and coloured by the share of
 its tasks covered, i.e. labeled with at least `threshold` distinct benchmark prompts. Toggles pick the
-threshold (>= 1 / >= 5 prompts) and which benchmarks count; an index selector (models/indexes.py) ticks
+threshold (>= 1 / >= 5 prompts) and which benchmarks count; an index selector (models/indexes/) ticks
 exactly the members of a named benchmark index and lists why the others are left out; hovering a tile shows
 the occupation, its tasks covered (with the most-prompted ones), the benchmarks behind it and example
 prompts.

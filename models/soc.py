@@ -1,6 +1,6 @@
 """The SOC 2018 major groups: codes, titles, and the major group of an O*NET-SOC code.
 
-Its own module because coverage (models/coverage.py), the regressions (models/regression.py), the figures and
+Its own module because coverage (models/coverage/), the regressions (models/regression.py), the figures and
 the map all group occupations the same way, and none of them should import another to do it.
 """
 

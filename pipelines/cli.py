@@ -8,7 +8,7 @@ before `main` sees it and shows the traceback instead. Any other exception is a 
 Exit codes: 1 for an error in the input or the environment, 130 when interrupted (Ctrl-C).
 
 Used by `python -m pipelines.run_all`, `python -m pipelines.restore_labels`, the what-if command and
-`python -m models.labeling.local_server`. No dagster here; it lives in pipelines/ because models/ hosts no
+`python -m pipelines.local_llm`. No dagster here; it lives in pipelines/ because models/ hosts no
 command line.
 """
 

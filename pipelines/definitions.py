@@ -9,7 +9,7 @@ so an asset added to any of them is in the code location without a list to edit 
 
 Runs launched by the daemon, `dagster job execute` or `dagster asset materialize` use the multiprocess executor
 (each step in its own process) with at most BENCHMAP_MAX_CONCURRENT (default 2) steps at once per run; the
-labeling step of the `openai` labeler also takes a slot of the instance-wide `llm_api` concurrency pool. See
+labeling step (of any labeler) also takes a slot of the instance-wide `llm_api` concurrency pool. See
 docs/scale_out.md. (`materialize()` / `execute_in_process()`, used by run_all and the tests, run in process.)
 """
 

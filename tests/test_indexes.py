@@ -1,6 +1,6 @@
 """Benchmark indexes (issue 18): index files, membership with the rule that decided, per-index numbers.
 
-Unit tests of models/indexes.py on small frames, then the shipped indexes on the mirror (`full_pipeline`, one
+Unit tests of models/indexes/ on small frames, then the shipped indexes on the mirror (`full_pipeline`, one
 run_all over the 29 mirrored benchmarks): membership as the rules say, per-index headlines, the gap finder
 and exports per index, bad index files.
 """

@@ -211,7 +211,7 @@ def test_two_run_alls_at_once_on_new_benchmarks_both_succeed_and_the_export_is_c
         snapshot: common.State, tmp_path: Path) -> None:
     """Issue 19: two `python -m pipelines.run_all` started together over one warehouse, one instance and two new
     benchmarks. Both ingest and label (each partition's writes take turns on DuckDB's lock), both run the
-    analysis and write the same export folder: one writer at a time (models/exports.py export_lock), each
+    analysis and write the same export folder: one writer at a time (models/exports/ export_lock), each
     table folder written privately and swapped in, so neither fails on the other's files."""
     import json
 

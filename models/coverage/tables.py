@@ -16,7 +16,7 @@ def _task_keys(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _scope_cols(frame: pl.DataFrame) -> list[str]:
-    """The columns a coverage frame is scoped by: the benchmark index (models/indexes.py) and the benchmark,
+    """The columns a coverage frame is scoped by: the benchmark index (models/indexes/) and the benchmark,
     when present; aggregation keeps them apart."""
     return [c for c in ("benchmark_index", "benchmark") if c in frame.columns]
 

@@ -61,8 +61,8 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
 }
 
 
-# --- benchmark indexes (models/indexes.py, data/indexes/<name>.toml) ---------------------------------------
-INDEX = "data/indexes/<name>.toml evaluated by models/indexes.py over the benchmarks table and prompt_work"
+# --- benchmark indexes (models/indexes/, data/indexes/<name>.toml) ---------------------------------------
+INDEX = "data/indexes/<name>.toml evaluated by models/indexes/ over the benchmarks table and prompt_work"
 BENCHMARK_INDEX_ENTRY: Entry = (
     "benchmark index the row is computed for: 'all' = every landed benchmark, else only the members of "
     "data/indexes/<name>.toml (benchmark_index_membership)",

@@ -1,4 +1,4 @@
-"""Dictionary entries of the coverage, regression, score and sensitivity tables (models/coverage.py,
+"""Dictionary entries of the coverage, regression, score and sensitivity tables (models/coverage/,
 models/regression.py, models/scores.py)."""
 
 from __future__ import annotations

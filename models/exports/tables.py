@@ -75,7 +75,7 @@ SORT_KEYS: dict[str, tuple[str, ...]] = {
     "benchmarks": ("benchmark",),
     "benchmark_index_membership": ("benchmark_index", "benchmark"),
 }
-# Tables computed per benchmark index sort by it first, index 'all' first (models/indexes.py).
+# Tables computed per benchmark index sort by it first, index 'all' first (models/indexes/).
 for _table in ("coverage_headline", "task_coverage", "occupation_coverage", "major_group_coverage",
                "task_analysis_frame", "coverage_regressions", "coverage_adjusted_probabilities",
                "workbank_coverage", "coverage_gaps", "occupation_gaps", "major_group_gaps", "jobbench_shortlist",

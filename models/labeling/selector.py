@@ -1,6 +1,6 @@
 """The offline labeler's calibrated selector: which of the retriever's candidates a prompt really exercises.
 
-The TF-IDF retriever (models/labeling/offline.py) ranks occupations and tasks well enough to shortlist, but
+The TF-IDF retriever (models/labeling/offline/) ranks occupations and tasks well enough to shortlist, but
 its top 20 tasks are not the tasks a prompt exercises (task F1 0.027 against the reference judge). The
 selector mirrors the judge's protocol (data/reference/PROTOCOL.md) with three small logistic models fitted
 on the judge's labels (`fit_selector`, run by `python -m pipelines.fit_labeler`):
