@@ -254,6 +254,77 @@ def split_check(problem: es.Problem, scopes: list[es.Scope], repeats: int, n_dra
     return pl.concat(frames)
 
 
+def _problem(inputs: dict, judge_rows: pl.DataFrame, labels: pl.DataFrame) -> es.Problem:
+    """The estimates' Problem over the warehouse's texts, `labels` and the judge rows."""
+    return es.build_problem(
+        es.text_frame(inputs["prompts"], judge_rows),
+        es.labeler_pairs(labels),
+        es.judge_pairs(judge_rows.drop_nulls("task_id")),
+        inputs["tasks"],
+        inputs["task_hours"],
+    )
+
+
+def _labels_as_counted(inputs: dict, judge_rows: pl.DataFrame, scopes: list[es.Scope], thresholds: tuple[int, ...],
+                       seed: int) -> pl.DataFrame:
+    """The labels_as_truth rows of the published labels (the estimators see the selector's cross-validated
+    labels of the judge texts; the labels as counted are the ones in prompt_task_labels)."""
+    problem = _problem(inputs, judge_rows, inputs["published_labels"])
+    result = es.run_estimators(problem, scopes, thresholds=thresholds, n_draws=1, seed=seed,
+                               estimators=("labels_as_truth",))
+    return es.estimates_frame(problem, scopes, result, thresholds).filter(pl.col("estimator") == "labels_as_truth")
+
+
+def _with_labeler(frame: pl.DataFrame, inputs: dict) -> pl.DataFrame:
+    frame = frame.with_columns(
+        pl.lit(inputs["labeler"], pl.Utf8).alias("labeler"),
+        pl.lit(inputs["labeler_version"], pl.Utf8).alias("labeler_version"),
+    )
+    if inputs["has_p"]:
+        return frame
+    return frame.with_columns(
+        pl.when(pl.col("estimator") == "labeler")
+        .then(pl.col("basis") + pl.lit("; the labels carry no p_exercised, so every label counts as p = 1"))
+        .otherwise(pl.col("basis"))
+        .alias("basis")
+    )
+
+
+def _pass_b_rows(warehouse: Warehouse, inputs: dict, judge_rows: pl.DataFrame, scopes: list[es.Scope],
+                 thresholds: tuple[int, ...], config: EstimatesConfig) -> pl.DataFrame | None:
+    """The judge's reproducibility: the same model-assisted estimate with the development split's pass 'b'
+    (None when there is no second pass)."""
+    other = read_inputs(warehouse, dev_pass="b")["judge_rows"]
+    if other.equals(judge_rows):
+        return None
+    problem_b = _problem(inputs, other, inputs["labels"])
+    result_b = es.run_estimators(problem_b, scopes, thresholds=thresholds, n_draws=config.n_draws,
+                                 seed=config.seed + 1, estimators=("model_assisted",))
+    frame_b = es.estimates_frame(problem_b, scopes, result_b, thresholds).with_columns(
+        pl.lit("model_assisted_pass_b").alias("estimator"),
+        pl.lit(False).alias("published"),
+        (pl.col("basis") + pl.lit("; development split judged by its second pass (b): the judge's own "
+                                  "reproducibility")).alias("basis"),
+    )
+    return _with_labeler(frame_b, inputs)
+
+
+def _reliability_figure(context: AssetExecutionContext, warehouse: Warehouse, reliability: pl.DataFrame) -> dict:
+    """The reliability diagram, into this run's export folder (exports/<date>/figures/); a figure never fails
+    the estimates."""
+    try:
+        from assets.exports import FIGURES_DIR, export_folder, figure_metadata
+        from models.figures import reliability_figure
+
+        return figure_metadata(
+            "labeler_reliability", reliability_figure(reliability), export_folder(context, warehouse) / FIGURES_DIR,
+            title="Labeler calibration against the judge",
+        )
+    except Exception as error:  # noqa: BLE001
+        context.log.warning(f"reliability figure not drawn: {type(error).__name__}: {error}")
+        return {}
+
+
 @multi_asset(
     group_name=GROUP,
     deps=["benchmark_prompts", "prompt_task_labels", "onet_tasks", "task_hours", "judge_sample_labels",
@@ -297,13 +368,7 @@ def headline_estimates(
     inputs = read_inputs(warehouse)
     judge_rows: pl.DataFrame = inputs["judge_rows"]  # type: ignore[assignment]
     texts = es.text_frame(inputs["prompts"], judge_rows)  # type: ignore[arg-type]
-    problem = es.build_problem(
-        texts,
-        es.labeler_pairs(inputs["labels"]),  # type: ignore[arg-type]
-        es.judge_pairs(judge_rows.drop_nulls("task_id")),
-        inputs["tasks"],  # type: ignore[arg-type]
-        inputs["task_hours"],  # type: ignore[arg-type]
-    )
+    problem = _problem(inputs, judge_rows, inputs["labels"])  # type: ignore[arg-type]
     scopes = es.scopes_for(problem, inputs["membership"])  # type: ignore[arg-type]
     thresholds = tuple(sorted(set(config.thresholds) | {5}))
     result = es.run_estimators(
@@ -311,46 +376,11 @@ def headline_estimates(
     )
     frame = es.estimates_frame(problem, scopes, result, thresholds)
     if inputs["published_labels"] is not inputs["labels"]:  # labels as counted = the published labels
-        truth_problem = es.build_problem(
-            texts, es.labeler_pairs(inputs["published_labels"]),  # type: ignore[arg-type]
-            es.judge_pairs(judge_rows.drop_nulls("task_id")), inputs["tasks"], inputs["task_hours"],  # type: ignore[arg-type]
-        )
-        truth = es.estimates_frame(truth_problem, scopes, es.run_estimators(
-            truth_problem, scopes, thresholds=thresholds, n_draws=1, seed=config.seed,
-            estimators=("labels_as_truth",)), thresholds)
-        frame = pl.concat([frame.filter(pl.col("estimator") != "labels_as_truth"),
-                           truth.filter(pl.col("estimator") == "labels_as_truth").select(frame.columns)])
-    frame = frame.with_columns(
-        pl.lit(inputs["labeler"], pl.Utf8).alias("labeler"),
-        pl.lit(inputs["labeler_version"], pl.Utf8).alias("labeler_version"),
-    )
-    if not inputs["has_p"]:
-        frame = frame.with_columns(
-            pl.when(pl.col("estimator") == "labeler")
-            .then(pl.col("basis") + pl.lit("; the labels carry no p_exercised, so every label counts as p = 1"))
-            .otherwise(pl.col("basis"))
-            .alias("basis")
-        )
-    # the judge's reproducibility: the same model-assisted estimate with the development split's pass 'b'
-    other = read_inputs(warehouse, dev_pass="b")["judge_rows"]
-    if not other.equals(judge_rows):
-        problem_b = es.build_problem(
-            es.text_frame(inputs["prompts"], other),  # type: ignore[arg-type]
-            es.labeler_pairs(inputs["labels"]),  # type: ignore[arg-type]
-            es.judge_pairs(other.drop_nulls("task_id")),  # type: ignore[union-attr]
-            inputs["tasks"],  # type: ignore[arg-type]
-            inputs["task_hours"],  # type: ignore[arg-type]
-        )
-        result_b = es.run_estimators(problem_b, scopes, thresholds=thresholds, n_draws=config.n_draws,
-                                     seed=config.seed + 1, estimators=("model_assisted",))
-        frame_b = es.estimates_frame(problem_b, scopes, result_b, thresholds).with_columns(
-            pl.lit("model_assisted_pass_b").alias("estimator"),
-            pl.lit(False).alias("published"),
-            (pl.col("basis") + pl.lit("; development split judged by its second pass (b): the judge's own "
-                                      "reproducibility")).alias("basis"),
-            pl.lit(inputs["labeler"], pl.Utf8).alias("labeler"),
-            pl.lit(inputs["labeler_version"], pl.Utf8).alias("labeler_version"),
-        )
+        counted = _labels_as_counted(inputs, judge_rows, scopes, thresholds, config.seed)
+        frame = pl.concat([frame.filter(pl.col("estimator") != "labels_as_truth"), counted.select(frame.columns)])
+    frame = _with_labeler(frame, inputs)
+    frame_b = _pass_b_rows(warehouse, inputs, judge_rows, scopes, thresholds, config)
+    if frame_b is not None:
         frame = pl.concat([frame, frame_b], how="vertical_relaxed")
     t_estimates = time.perf_counter() - started
     sources = judge_rows.group_by("benchmark").agg(pl.col("source").first())
@@ -386,17 +416,7 @@ def headline_estimates(
     )
     yield Output(design, "estimate_design", metadata={"preview": MetadataValue.md(_md(design))})
     pooled = reliability.filter(pl.col("benchmark") == "all")
-    figure_meta: dict = {}
-    try:  # the reliability diagram, into this run's export folder (exports/<date>/figures/)
-        from assets.exports import FIGURES_DIR, export_folder, figure_metadata
-        from models.figures import reliability_figure
-
-        figure_meta = figure_metadata(
-            "labeler_reliability", reliability_figure(reliability), export_folder(context, warehouse) / FIGURES_DIR,
-            title="Labeler calibration against the judge",
-        )
-    except Exception as error:  # noqa: BLE001 - a figure never fails the estimates
-        context.log.warning(f"reliability figure not drawn: {type(error).__name__}: {error}")
+    figure_meta = _reliability_figure(context, warehouse, reliability)
     yield Output(
         reliability,
         "labeler_reliability",
