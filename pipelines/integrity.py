@@ -27,7 +27,7 @@ from pathlib import Path
 
 import duckdb
 
-from models.labeling import label_store
+from pipelines import label_store
 from pipelines import warehouse as wh
 
 HEADER_BYTES = 3 * 4096  # DuckDB's main header and two database headers precede the first block

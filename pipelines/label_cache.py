@@ -2,7 +2,7 @@
 
 `LabelCache` is the one implementation of the `models.labeling.cache.LabelStore` protocol the labeling loop
 (`label_with_cache`) writes through: every batch is one transaction, and it goes to the append-only label
-store (`models.labeling.label_store`) first, so paid labels survive a damaged warehouse.
+store (`pipelines.label_store`) first, so paid labels survive a damaged warehouse.
 
 `label_failures` holds the *outstanding* failures: a prompt's row is replaced when it fails again (attempts
 accumulate across runs) and deleted once the prompt is labeled.
@@ -18,7 +18,6 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from models.labeling import label_store
 from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
 from models.labeling.cache import (
     LABEL_COLUMNS,
@@ -30,6 +29,7 @@ from models.labeling.cache import (
     labels_from_json,
     labels_to_json,
 )
+from pipelines import label_store
 from pipelines import warehouse as wh
 
 CACHE_TABLE = "label_cache"

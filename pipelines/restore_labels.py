@@ -1,6 +1,6 @@
 """Restore the label cache from the label store into the warehouse: `python -m pipelines.restore_labels`.
 
-The label store (models/labeling/label_store.py, `data/warehouse/benchmap.label_store/`) holds every batch of
+The label store (pipelines/label_store.py, `data/warehouse/benchmap.label_store/`) holds every batch of
 label_cache and label_failures rows a second time, outside the DuckDB file. This command:
 
 1. checks the warehouse (pipelines/integrity.py); a damaged file is moved aside to
@@ -26,8 +26,7 @@ from pathlib import Path
 
 import polars as pl
 
-from models.labeling import label_store
-from pipelines import cli, integrity
+from pipelines import cli, integrity, label_store
 from pipelines import label_cache as lc
 from pipelines import warehouse as wh
 from pipelines.settings import settings

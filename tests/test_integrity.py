@@ -22,9 +22,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import common  # noqa: E402
-from models.labeling import label_store  # noqa: E402
 from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel  # noqa: E402
-from pipelines import integrity, restore_labels, run_state  # noqa: E402
+from pipelines import (  # noqa: E402
+    integrity,
+    label_store,  # noqa: E402
+    restore_labels,
+    run_state,
+)
 from pipelines import label_cache as lc  # noqa: E402
 from pipelines import warehouse as wh  # noqa: E402
 
