@@ -26,6 +26,7 @@ from dagster import (
 from assets.labels import load_task_index, markdown_table, prompt_records
 from models import reference_labels as rl
 from models import validation as val
+from models.benchmarks import PROMPTS_SCHEMA
 from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
 from models.sources import ONET_VERSION
@@ -50,15 +51,9 @@ class AnnotationSampleConfig(Config):
     seed: int = 0
 
 
+# benchmark_prompts without its bookkeeping columns (one schema: models.benchmarks.PROMPTS_SCHEMA)
 PROMPT_COLUMNS: dict[str, pl.DataType] = {
-    "benchmark": pl.Utf8,
-    "prompt_id": pl.Utf8,
-    "prompt": pl.Utf8,
-    "prompt_hash": pl.Utf8,
-    "occupation": pl.Utf8,
-    "onet_soc_code": pl.Utf8,
-    "onet_task_id": pl.Int64,
-    "onet_task": pl.Utf8,
+    column: dtype for column, dtype in PROMPTS_SCHEMA.items() if column not in ("sector", "extra", "line_number")
 }
 # What validate_labels and other_labelers_labels read of a prompt: no prompt text.
 VALIDATION_PROMPT_COLUMNS = (
