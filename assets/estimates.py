@@ -133,18 +133,10 @@ def with_out_of_fold_labels(labels: pl.DataFrame, labeler_version: str | None, s
     return pl.concat([kept, swapped.select(labels.columns).cast(labels.schema)])
 
 
-def read_inputs(warehouse: Warehouse, log: object = None, dev_pass: str = "a") -> dict[str, object]:
-    """Texts, labeler pairs, judge pairs (the user's own judge sample where one was drawn, else the reference),
-    task keys and hours, index membership."""
-    prompts = warehouse.query("select benchmark, prompt_id, prompt_hash from benchmark_prompts")
-    labeler, version, has_p = published_labeler(warehouse)
-    p_expr = "max(p_exercised)" if has_p else "1.0"
-    labels = warehouse.query(
-        f"select benchmark, prompt_hash, onet_soc_code, cast(task_id as bigint) as task_id, {p_expr} as p_exercised "
-        "from prompt_task_labels where labeler = ? group by all",
-        [labeler],
-    ) if labeler else pl.DataFrame(schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "onet_soc_code": pl.Utf8,
-                                           "task_id": pl.Int64, "p_exercised": pl.Float64})
+def read_judge_rows(warehouse: Warehouse, prompts: pl.DataFrame, dev_pass: str = "a") -> pl.DataFrame:
+    """The judge's labels: the user's own judge sample where one was drawn, else the reference (its
+    development split's pass `dev_pass`); only texts that are in the warehouse count as sampled (the blind
+    split and other benchmarks are not). benchmark, prompt_hash, task_id (null: a not-work text), source."""
     own = pl.DataFrame(schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "task_id": pl.Int64})
     own_benchmarks: list[str] = []
     if warehouse.table_exists("judge_sample_labels"):
@@ -162,6 +154,22 @@ def read_inputs(warehouse: Warehouse, log: object = None, dev_pass: str = "a") -
     # only texts that are in the warehouse count as sampled (the blind split and other benchmarks are not)
     known = prompts.select("benchmark", "prompt_hash").unique()
     judge_rows = judge_rows.join(known, on=["benchmark", "prompt_hash"])
+    return judge_rows
+
+
+def read_inputs(warehouse: Warehouse, log: object = None, dev_pass: str = "a") -> dict[str, object]:
+    """Texts, labeler pairs, judge pairs (the user's own judge sample where one was drawn, else the reference),
+    task keys and hours, index membership."""
+    prompts = warehouse.query("select benchmark, prompt_id, prompt_hash from benchmark_prompts")
+    labeler, version, has_p = published_labeler(warehouse)
+    p_expr = "max(p_exercised)" if has_p else "1.0"
+    labels = warehouse.query(
+        f"select benchmark, prompt_hash, onet_soc_code, cast(task_id as bigint) as task_id, {p_expr} as p_exercised "
+        "from prompt_task_labels where labeler = ? group by all",
+        [labeler],
+    ) if labeler else pl.DataFrame(schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "onet_soc_code": pl.Utf8,
+                                           "task_id": pl.Int64, "p_exercised": pl.Float64})
+    judge_rows = read_judge_rows(warehouse, prompts, dev_pass)
     published_labels = labels
     labels = with_out_of_fold_labels(labels, version, judge_rows.filter(pl.col("source") == "reference"), log)
     tasks = warehouse.query("select onet_soc_code, cast(task_id as bigint) as task_id from onet_tasks")
@@ -294,7 +302,7 @@ def _pass_b_rows(warehouse: Warehouse, inputs: dict, judge_rows: pl.DataFrame, s
                  thresholds: tuple[int, ...], config: EstimatesConfig) -> pl.DataFrame | None:
     """The judge's reproducibility: the same model-assisted estimate with the development split's pass 'b'
     (None when there is no second pass)."""
-    other = read_inputs(warehouse, dev_pass="b")["judge_rows"]
+    other = read_judge_rows(warehouse, inputs["prompts"], dev_pass="b")
     if other.equals(judge_rows):
         return None
     problem_b = _problem(inputs, other, inputs["labels"])

@@ -171,8 +171,7 @@ class _WeightedBlocks:
         out = np.full(owners.size, -1, dtype=np.int64)
         if not has.any():
             return out
-        lo = np.where(first > 0, self.cum[np.maximum(first - 1, 0)], 0.0)
-        lo = np.where(first > 0, lo, 0.0)
+        lo = np.where(first > 0, self.cum[np.maximum(first - 1, 0)], 0.0)  # mass before each owner's block
         value = lo[has] + rng.random(int(has.sum())) * self.total[owners[has]]
         pos = np.clip(np.searchsorted(self.cum, value, side="right"), first[has], last[has] - 1)
         out[has] = self.occ[pos]

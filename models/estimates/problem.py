@@ -183,7 +183,8 @@ def build_problem(
         .sort("t")
     )
     keys = ["benchmark", "prompt_hash"]
-    lab = labels.join(text_idx.select("t", *keys), on=keys).join(task_keys, on=TASK_KEY)
+    # sorted: the draws follow row order, and a warehouse query's order is not fixed (reruns must agree)
+    lab = labels.join(text_idx.select("t", *keys), on=keys).join(task_keys, on=TASK_KEY).sort("t", "k", "p")
     jud = judge
     if "onet_soc_code" not in jud.columns:
         jud = jud.join(task_keys.select(TASK_KEY), on="task_id")
@@ -192,8 +193,10 @@ def build_problem(
         .join(task_keys, on=TASK_KEY)
         .select("t", "k")
         .unique()
+        .sort("t", "k")
     )
-    jud = jud.join(lab.select("t", "k").with_columns(pl.lit(True).alias("in_labels")), on=["t", "k"], how="left")
+    jud = jud.join(lab.select("t", "k").with_columns(pl.lit(True).alias("in_labels")), on=["t", "k"],
+                   how="left").sort("t", "k")
     hours = np.zeros(task_keys.height)
     total = 0.0
     if task_hours is not None and task_hours.height:
