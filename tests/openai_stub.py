@@ -282,30 +282,39 @@ class OpenAIStub:
             self.requests.append(record)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        # The request stops counting as in flight once its answer is ready, before it is written: the client
+        # sends its next request as soon as it has read this answer, possibly before this handler thread
+        # returns, so counting until after the write over-counts the client's concurrency by one at random.
         try:
-            if method == "POST" and path.endswith("/chat/completions"):
-                code, payload, headers = self._chat(record["body"])
-            elif method == "POST" and path.endswith("/files"):
-                code, payload, headers = self._upload(h, raw)
-            elif method == "GET" and re.search(r"/files/[^/]+/content$", path):
-                file_id = path.split("/")[-2]
-                return self._send_raw(h, 200, self.files.get(file_id, b""), "application/octet-stream")
-            elif method == "POST" and path.endswith("/batches"):
-                code, payload, headers = self._create_batch(record["body"])
-            elif method == "GET" and re.search(r"/batches/[^/]+$", path):
-                batch = self.batches.get(path.split("/")[-1])
-                if batch and self.pending_polls > 0:
-                    self.pending_polls -= 1
-                    batch = {**batch, "status": "in_progress", "output_file_id": None, "error_file_id": None}
-                code, payload, headers = (200, batch, {}) if batch else (404, _err("no such batch", 404), {})
-            else:
-                code, payload, headers = 404, _err(f"unknown route {method} {path}", 404), {}
-            self._send_json(h, code, payload, headers)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (timeout test)
+            response = self._answer(h, method, path, raw, record["body"])
         finally:
             with self._lock:
                 self.in_flight -= 1
+        try:
+            if isinstance(response, bytes):
+                self._send_raw(h, 200, response, "application/octet-stream")
+            else:
+                self._send_json(h, *response)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout test)
+
+    def _answer(self, h: BaseHTTPRequestHandler, method: str, path: str, raw: bytes,
+                body: Any) -> bytes | tuple[int, Any, dict[str, str]]:
+        if method == "POST" and path.endswith("/chat/completions"):
+            return self._chat(body)
+        if method == "POST" and path.endswith("/files"):
+            return self._upload(h, raw)
+        if method == "GET" and re.search(r"/files/[^/]+/content$", path):
+            return self.files.get(path.split("/")[-2], b"")
+        if method == "POST" and path.endswith("/batches"):
+            return self._create_batch(body)
+        if method == "GET" and re.search(r"/batches/[^/]+$", path):
+            batch = self.batches.get(path.split("/")[-1])
+            if batch and self.pending_polls > 0:
+                self.pending_polls -= 1
+                batch = {**batch, "status": "in_progress", "output_file_id": None, "error_file_id": None}
+            return (200, batch, {}) if batch else (404, _err("no such batch", 404), {})
+        return 404, _err(f"unknown route {method} {path}", 404), {}
 
     def _send_json(self, h: BaseHTTPRequestHandler, code: int, payload: Any, headers: dict[str, str]) -> None:
         self._send_raw(h, code, json.dumps(payload).encode(), "application/json", headers)
