@@ -24,6 +24,7 @@ from dagster import (
 
 from models import benchmarks as bm
 from models.markdown import markdown_table
+from pipelines.landing import ingest_folder
 from pipelines.partitions import benchmark_partitions
 from pipelines.resources import Warehouse
 from pipelines.sources import discover_landing, landing_roots
@@ -99,7 +100,7 @@ def benchmark_landing(context: AssetExecutionContext, warehouse: Warehouse):
                         f"partition {name!r} (and its rows) to retire the benchmark.",
             metadata={"benchmark": name},
         )
-    ingested = bm.ingest_benchmark(folder, previous=_previous_row(warehouse, name))
+    ingested = ingest_folder(folder, previous=_previous_row(warehouse, name))
     stored = _stored_prompt_count(warehouse, name)
     if ingested.prompts.is_empty() and stored:
         raise Failure(

@@ -59,7 +59,7 @@ def read_reference_sample(folder: Path = REFERENCE_DIR, dev_pass: str = "a") -> 
     judge run on the same prompts, not more sample: the estimates use pass 'a' and report the model-assisted
     estimate with pass 'b' beside it (estimator model_assisted_pass_b) as the judge's own reproducibility."""
     try:
-        from models.reference_labels import load_reference  # the lead's reader (validates file and line)
+        from pipelines.readers import load_reference  # the lead's reader (validates file and line)
 
         ref = load_reference(folder)
     except ImportError:
@@ -109,7 +109,7 @@ def with_out_of_fold_labels(labels: pl.DataFrame, labeler_version: str | None, s
     Where the judge sample is the reference, swap its labels of those texts for the cross-validated ones
     (models/labeling/selector_oof.json: each from the fold that never saw the text's benchmark), so the
     model-assisted correction sees the labeler as it is on unseen benchmarks. Other labelers: unchanged."""
-    from models.labeling.selector import FIT_PATH
+    from pipelines.readers import FIT_PATH
 
     path = FIT_PATH.with_name("selector_oof.json")
     if labeler_version is None or not labeler_version.startswith("offline-calibrated") or not path.is_file() \

@@ -32,6 +32,7 @@ from models.labeling.base import PromptRecord
 from models.sources import ONET_VERSION
 from pipelines import label_queries as lq
 from pipelines.label_cache import LabelCache, other_labelers_labels
+from pipelines.readers import REFERENCE_DIR, load_reference, load_selector_fit, read_gold_csv
 from pipelines.resources import Warehouse
 from pipelines.settings import settings
 from pipelines.sources import raw_dir
@@ -158,7 +159,7 @@ def gold_task_labels(
         context.log.info(message)
         context.add_output_metadata({"message": message, "n_files": 0, "n_prompts": 0})
         return pl.DataFrame(schema=val.GOLD_SCHEMA)
-    raw = pl.concat([val.read_gold_csv(f) for f in files])
+    raw = pl.concat([read_gold_csv(f) for f in files])
     gold, notes = val.resolve_gold(raw, _prompts(warehouse, ("benchmark", "prompt_id")), onet_tasks)
     if notes.get("gold_unknown_prompts"):
         context.log.warning(
@@ -226,8 +227,8 @@ def reference_task_labels(
     context: AssetExecutionContext, warehouse: Warehouse, onet_tasks: pl.DataFrame
 ) -> pl.DataFrame:
     override = raw_dir() / REFERENCE_DIR_NAME
-    folder = override if (override / rl.SPLIT_FILES["dev"]).is_file() else rl.DEFAULT_FOLDER
-    reference = rl.load_reference(folder)  # InputError with file and line on a broken or duplicated row
+    folder = override if (override / rl.SPLIT_FILES["dev"]).is_file() else REFERENCE_DIR
+    reference = load_reference(folder)  # InputError with file and line on a broken or duplicated row
     prompts = _prompts(warehouse, ("benchmark", "prompt_id", "prompt_hash"))
     landed = reference.filter(pl.col("benchmark").is_in(prompts["benchmark"].unique().implode()))
     rl.check_reference(landed, onet_tasks, prompts)  # unknown task or prompt: fail, nothing is stored
@@ -267,7 +268,7 @@ def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any
     from models.labeling.offline import OfflineLabeler
 
     index, _, _ = load_task_index(warehouse, log)
-    labeler = OfflineLabeler.calibrated(index)
+    labeler = OfflineLabeler.calibrated(index, load_selector_fit())
     texts = lq.prompt_texts(warehouse.path, keys)
     labeler.prepare(_contextprompt_records(warehouse, texts["benchmark"].unique().to_list()))
     rankings = labeler.rankings(prompt_records(texts))
@@ -333,9 +334,7 @@ def _cross_validated_rows(offline_version: str | None) -> pl.DataFrame:
               "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "n": pl.Int64}
     if offline_version is None:
         return pl.DataFrame(schema=schema)
-    from models.labeling.selector import load_fit
-
-    recorded = load_fit().cross_validation.get("cv_dev", {})
+    recorded = load_selector_fit().cross_validation.get("cv_dev", {})
     return pl.DataFrame([
         {"benchmark": "all", "labeler": "offline", "labeler_version": offline_version,
          "metric": f"{rl.METRIC_PREFIX}cv_{metric}", "value": v["value"], "ci_low": v["ci_low"],

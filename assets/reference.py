@@ -1,7 +1,8 @@
 """Reference tables: O*NET 29.2, OEWS May 2024, task shares, exposure labels, WORKBank.
 
 Thin wrappers: each asset resolves its source files (`pipelines.sources.resolve_source`: data/raw, then
-$BENCHMAP_MIRROR, then the official URL), calls the pure parsers/builders in `models.reference`, records the
+$BENCHMAP_MIRROR, then the official URL), reads them into the pure parsers of `models.reference`
+(`pipelines.readers.read_source`), calls its builders, records the
 source version, sha256, row counts and match rates as metadata and returns a polars frame that the
 `WarehouseIOManager` writes as table `<asset name>` in one transaction. A parser error (`InputError` naming
 the file and line) fails the step before anything is written, so the table already in the warehouse stays
@@ -19,6 +20,7 @@ from dagster import (
 )
 
 from models import reference as ref
+from pipelines.readers import read_source
 from pipelines.sources import ResolvedSource, resolve_source
 
 GROUP = "reference"
@@ -87,7 +89,7 @@ def _finish(
 )
 def oews_wages(context: AssetExecutionContext) -> pl.DataFrame:
     source = resolve_source("oews/national_M2024_dl.xlsx")
-    df = ref.parse_oews_national(source.path)
+    df = read_source(source.path, ref.parse_oews_national)
     return _finish(context, df, [source], ref.oews_summary(df))
 
 
@@ -105,7 +107,7 @@ def oews_wages(context: AssetExecutionContext) -> pl.DataFrame:
 )
 def onet_tasks(context: AssetExecutionContext) -> pl.DataFrame:
     statements_source = resolve_source("onet/Task Statements.txt")
-    statements = ref.parse_task_statements(statements_source.path)
+    statements = read_source(statements_source.path, ref.parse_task_statements)
     sources = [statements_source]
     typed = statements.filter(pl.col("task_type").is_not_null()).select("onet_soc_code", "task_id")
     layers: list[tuple[str, pl.DataFrame]] = []
@@ -119,7 +121,7 @@ def onet_tasks(context: AssetExecutionContext) -> pl.DataFrame:
         source = resolve_source(key, required=False)
         if source is None:
             continue
-        ratings = ref.parse_task_ratings(source.path)
+        ratings = read_source(source.path, ref.parse_task_ratings)
         layers.append((name, ratings))
         found[name] = source
         rows_in_file[name] = ratings.height
@@ -172,7 +174,8 @@ def onet_occupations(
     context: AssetExecutionContext, onet_tasks: pl.DataFrame, oews_wages: pl.DataFrame
 ) -> pl.DataFrame:
     source = resolve_source("onet/Occupation Data.txt")
-    df = ref.build_onet_occupations(ref.parse_occupation_data(source.path), onet_tasks, oews_wages)
+    occupations = read_source(source.path, ref.parse_occupation_data)
+    df = ref.build_onet_occupations(occupations, onet_tasks, oews_wages)
     with_tasks = df.filter(pl.col("has_tasks"))
     summary = {
         "occupations": df.height,
@@ -197,9 +200,9 @@ def onet_job_titles(context: AssetExecutionContext) -> pl.DataFrame:
     alt_source = resolve_source("onet/Alternate Titles.txt")
     rep_source = resolve_source("onet/Sample of Reported Titles.txt")
     df = ref.build_onet_job_titles(
-        ref.parse_occupation_data(occ_source.path),
-        ref.parse_alternate_titles(alt_source.path),
-        ref.parse_reported_titles(rep_source.path),
+        read_source(occ_source.path, ref.parse_occupation_data),
+        read_source(alt_source.path, ref.parse_alternate_titles),
+        read_source(rep_source.path, ref.parse_reported_titles),
     )
     counts = {f"rows_{k}": v for k, v in df.group_by("title_source").len().iter_rows()}
     return _finish(context, df, [alt_source, occ_source, rep_source], counts)
@@ -216,7 +219,7 @@ def onet_job_titles(context: AssetExecutionContext) -> pl.DataFrame:
 )
 def onet_technology_skills(context: AssetExecutionContext) -> pl.DataFrame:
     source = resolve_source("onet/Technology Skills.txt")
-    df = ref.parse_technology_skills(source.path)
+    df = read_source(source.path, ref.parse_technology_skills)
     summary = {
         "occupations": df["onet_soc_code"].n_unique(),
         "hot_technology": int(df["hot_technology"].sum()),
@@ -273,7 +276,7 @@ def task_hours(
     context: AssetExecutionContext, onet_tasks: pl.DataFrame, occupation_wages: pl.DataFrame
 ) -> pl.DataFrame:
     source = resolve_source("task_hours/onet_task_labor_input_30_2.parquet")
-    shares = ref.parse_task_shares(source.path)
+    shares = read_source(source.path, ref.parse_task_shares)
     df = ref.build_task_hours(onet_tasks, shares, occupation_wages)
     return _finish(context, df, [source], ref.task_hours_summary(df, shares))
 
@@ -290,7 +293,7 @@ def task_hours(
 )
 def task_exposure(context: AssetExecutionContext, onet_tasks: pl.DataFrame) -> pl.DataFrame:
     source = resolve_source("eloundou/full_labelset.tsv")
-    labels = ref.parse_eloundou_labels(source.path)
+    labels = read_source(source.path, ref.parse_eloundou_labels)
     df = ref.build_task_exposure(labels, onet_tasks)
     return _finish(context, df, [source], ref.task_exposure_summary(df, labels, onet_tasks))
 
@@ -312,9 +315,9 @@ def workbank_tasks(context: AssetExecutionContext, onet_tasks: pl.DataFrame) -> 
     desire_source = resolve_source("workbank/domain_worker_desires.csv")
     capability_source = resolve_source("workbank/expert_rated_technological_capability.csv")
     df = ref.build_workbank_tasks(
-        ref.parse_workbank_tasks(meta_source.path),
-        ref.parse_workbank_desires(desire_source.path),
-        ref.parse_workbank_capability(capability_source.path),
+        read_source(meta_source.path, ref.parse_workbank_tasks),
+        read_source(desire_source.path, ref.parse_workbank_desires),
+        read_source(capability_source.path, ref.parse_workbank_capability),
         onet_tasks,
     )
     return _finish(context, df, [desire_source, capability_source, meta_source], ref.workbank_summary(df))

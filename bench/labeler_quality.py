@@ -25,16 +25,17 @@ from models import benchmarks as bm  # noqa: E402
 from models.labeling import selector_cv as cv  # noqa: E402
 from models.labeling.base import PromptRecord  # noqa: E402
 from models.labeling.offline import OfflineLabeler  # noqa: E402
-from models.reference_labels import DEFAULT_FOLDER  # noqa: E402
 from pipelines import fit_labeler  # noqa: E402
+from pipelines.landing import read_prompts  # noqa: E402
+from pipelines.readers import REFERENCE_DIR, load_selector_fit  # noqa: E402
 from pipelines.sources import discover_landing  # noqa: E402
 
 
 def throughput(index: object, n: int = 2000) -> dict:
-    labeler = OfflineLabeler.calibrated(index)  # type: ignore[arg-type]
+    labeler = OfflineLabeler.calibrated(index, load_selector_fit())  # type: ignore[arg-type]
     records: list[PromptRecord] = []
     for folder in sorted(discover_landing().benchmarks.values(), key=lambda f: f.name):
-        frame, _ = bm.parse_prompts(folder.path / bm.PROMPTS_FILE, folder.name)
+        frame, _ = read_prompts(folder.path / bm.PROMPTS_FILE, folder.name)
         records += [PromptRecord(*r) for r in frame.select("benchmark", "prompt_id", "prompt_hash",
                                                              "prompt").head(80).iter_rows()]
     records = records[:n]
@@ -53,7 +54,7 @@ def throughput(index: object, n: int = 2000) -> dict:
 def main() -> int:
     os.environ.setdefault("BENCHMAP_MIRROR", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     started = time.perf_counter()
-    reference, prompts, index, evidence = fit_labeler.prepare(DEFAULT_FOLDER)
+    reference, prompts, index, evidence = fit_labeler.prepare(REFERENCE_DIR)
     per_prompt, folds = cv.cross_validate(prompts, reference, index, evidence,
                                           log=lambda m: print(m, file=sys.stderr))
     dev = cv.cv_summary(per_prompt, "dev")

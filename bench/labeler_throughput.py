@@ -34,15 +34,16 @@ TARGET_OFFLINE_PER_S = 50.0
 
 
 def distinct_prompts(mirror: Path) -> tuple[list[Any], dict[str, int]]:
-    from models.benchmarks import PROMPTS_FILE, discover, parse_prompts
+    from models.benchmarks import PROMPTS_FILE
     from models.labeling.base import PromptRecord
+    from pipelines.landing import discover, read_prompts
 
     landing = discover([("mirror", mirror / "benchmarks")])
     seen: set[str] = set()
     records: list[PromptRecord] = []
     per_benchmark: dict[str, int] = {}
     for name, folder in sorted(landing.benchmarks.items()):
-        frame, _ = parse_prompts(folder.path / PROMPTS_FILE, name)
+        frame, _ = read_prompts(folder.path / PROMPTS_FILE, name)
         per_benchmark[name] = frame.height
         for row in frame.select("benchmark", "prompt_id", "prompt_hash", "prompt").iter_rows():
             if row[2] not in seen:
@@ -77,8 +78,9 @@ def summary(values: list[int]) -> dict[str, float]:
 def offline_run(index: Any, prompts: list[Any]) -> dict[str, Any]:
     from models.labeling.cache import batched
     from models.labeling.offline import OfflineLabeler
+    from pipelines.readers import load_selector_fit
 
-    labeler = OfflineLabeler.calibrated(index)
+    labeler = OfflineLabeler.calibrated(index, load_selector_fit())
     started = time.perf_counter()
     ok = failed = n_labels = 0
     rates = []
@@ -131,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from models.labeling import offline
+    from pipelines.readers import load_onet_reference_frames
 
     mirror = common.mirror_path()
     machine = common.machine()
@@ -139,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         records = records[: args.limit]
     common.log(f"[throughput] {len(records)} distinct prompts over {len(per_benchmark)} benchmarks")
     t0 = time.perf_counter()
-    frames = offline.load_onet_reference_frames(mirror / "onet")
+    frames = load_onet_reference_frames(mirror / "onet")
     index = offline.TaskIndex.build(**frames)
     index_s = time.perf_counter() - t0
     common.log(f"[throughput] task index built in {index_s:.1f}s; offline labeling ...")

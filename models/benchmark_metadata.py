@@ -1,4 +1,4 @@
-"""A benchmark folder's metadata file (`benchmark.toml`, `.yaml` or `.yml`): read with defaults, never raising.
+"""A benchmark folder's metadata file (`benchmark.toml`, `.yaml` or `.yml`): parsed with defaults, never raising.
 
 Every default taken and every value that cannot be read is named in the warnings, which the benchmarks
 registry keeps (`metadata_warnings`). Split out of models/benchmarks.py, which re-exports `parse_metadata`.
@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 METADATA_FILES = ("benchmark.toml", "benchmark.yaml", "benchmark.yml")
@@ -42,16 +41,15 @@ def _bool(value: Any) -> tuple[bool | None, bool]:
     return None, text in _UNKNOWN
 
 
-def _load_metadata_file(folder: Path) -> tuple[dict[str, Any], str | None, list[str]]:
+def _load_metadata_file(files: Mapping[str, bytes]) -> tuple[dict[str, Any], str | None, list[str]]:
     """(raw mapping, file name, warnings)."""
-    present = [name for name in METADATA_FILES if (folder / name).is_file()]
+    present = [name for name in METADATA_FILES if name in files]
     if not present:
         return {}, None, []
     name = present[0]
     warnings = [f"{name} used; ignored {', '.join(present[1:])}"] if len(present) > 1 else []
-    path = folder / name
     try:
-        text = path.read_bytes().decode("utf-8-sig")  # a BOM (as Windows editors save) is not part of the text
+        text = files[name].decode("utf-8-sig")  # a BOM (as Windows editors save) is not part of the text
         if name.endswith(".toml"):
             data = tomllib.loads(text)
         else:
@@ -65,9 +63,11 @@ def _load_metadata_file(folder: Path) -> tuple[dict[str, Any], str | None, list[
     return dict(data), name, warnings
 
 
-def parse_metadata(folder: Path, benchmark: str, n_prompts: int) -> tuple[dict[str, Any], list[str]]:
-    """Benchmark metadata with defaults; every default or unreadable value is named in the warnings."""
-    raw, filename, warnings = _load_metadata_file(folder)
+def parse_metadata(files: Mapping[str, bytes], benchmark: str, n_prompts: int) -> tuple[dict[str, Any], list[str]]:
+    """Benchmark metadata with defaults; every default or unreadable value is named in the warnings.
+
+    `files`: the folder's files by name (the METADATA_FILES among them are used, the first one present)."""
+    raw, filename, warnings = _load_metadata_file(files)
     if filename is None:
         warnings.append(f"no {' / '.join(METADATA_FILES)}: defaults used for all metadata")
     values: dict[str, Any] = {}

@@ -1,8 +1,10 @@
-"""The benchmark landing zone: discovery, parsing, validation and hashing (pure; no Dagster).
+"""The benchmark landing zone: parsing, validation and hashing of a folder's files (pure; no Dagster, no I/O).
 
 A benchmark is a folder `<root>/<name>/` under `data/raw/benchmarks/` or `$BENCHMAP_MIRROR/benchmarks/`
 holding `prompts.jsonl`, optionally `results.csv` and `benchmark.toml` (or `.yaml`/`.yml`). A folder under
 data/raw wins over the mirror's folder of the same name (the whole folder; files are never mixed between roots).
+The folders are found and their files read in `pipelines/landing.py` (`discover`, `read_folder`); the
+functions here take the files' bytes (`files`: file name -> bytes, CONTENT_FILES that exist).
 
 Parsing never raises on bad lines: each line that cannot be taken becomes a reject row (file, line number,
 reason, excerpt) and the rest of the benchmark ingests. JSONL is split on b"\\n" only, never with
@@ -105,19 +107,15 @@ def is_safe_name(name: str) -> bool:
     return bool(SAFE_NAME.match(name))
 
 
-def discover(roots: Iterable[tuple[str, Path]]) -> Landing:
-    """Every benchmark folder in the landing roots (earlier roots win) and every folder that cannot be one.
+def landing_from_listing(roots: Iterable[tuple[str, Iterable[tuple[Path, bool]]]]) -> Landing:
+    """Every benchmark folder of the landing roots (earlier roots win) and every folder that cannot be one.
 
-    `roots` are (origin, folder) pairs, highest priority first; `pipelines.sources.landing_roots()` gives the
-    configured ones (data/raw/benchmarks, then the mirror's) and `discover_landing()` calls this with them."""
+    `roots`: per root, highest priority first, (origin, [(folder, has a prompts.jsonl file), ...]) of its
+    sub-folders in name order, hidden ones left out (`pipelines.landing.discover` lists them)."""
     landing = Landing()
     invalid: dict[str, LandingProblem] = {}
-    for origin, root in roots:
-        if not root.is_dir():
-            continue
-        for entry in sorted(root.iterdir()):
-            if entry.name.startswith(".") or not entry.is_dir():
-                continue  # INDEX.md and friends, .git, .DS_Store
+    for origin, entries in roots:
+        for entry, has_prompts in entries:
             name = entry.name
             if not is_safe_name(name):
                 reason = (f"folder name {name!r} is not a safe benchmark identifier (use lowercase letters, "
@@ -126,7 +124,7 @@ def discover(roots: Iterable[tuple[str, Path]]) -> Landing:
                 continue
             if name in landing.benchmarks:
                 continue  # a higher-priority root already has it
-            if not (entry / PROMPTS_FILE).is_file():
+            if not has_prompts:
                 invalid.setdefault(name, LandingProblem(origin, entry, f"folder has no {PROMPTS_FILE}"))
                 continue
             landing.benchmarks[name] = BenchmarkFolder(name, entry, origin)
@@ -135,14 +133,15 @@ def discover(roots: Iterable[tuple[str, Path]]) -> Landing:
     return landing
 
 
-def content_hash(folder: Path) -> str:
-    """sha256 over the folder's prompts.jsonl, results.csv and benchmark.toml/yaml bytes (name-delimited)."""
+def content_hash(files: Mapping[str, bytes]) -> str:
+    """sha256 over the folder's prompts.jsonl, results.csv and benchmark.toml/yaml bytes (name-delimited).
+
+    `files`: file name -> bytes of the CONTENT_FILES the folder has (others are ignored)."""
     digest = hashlib.sha256()
     for filename in CONTENT_FILES:
-        path = folder / filename
-        if not path.is_file():
+        if filename not in files:
             continue
-        data = path.read_bytes()
+        data = files[filename]
         digest.update(f"{filename}\0{len(data)}\0".encode())
         digest.update(data)
     return digest.hexdigest()
@@ -258,14 +257,15 @@ def _prompt_row(record: Any, benchmark: str, number: int, seen: dict[str, int]) 
     return row
 
 
-def parse_prompts(path: Path, benchmark: str, *, label: str | None = None
+def parse_prompts(data: bytes, benchmark: str, *, label: str | None = None
                   ) -> tuple[pl.DataFrame, list[Reject]]:
-    """Valid prompt rows (PROMPTS_SCHEMA) and one Reject per line that cannot be taken."""
+    """Valid prompt rows (PROMPTS_SCHEMA) of a prompts.jsonl file's bytes and one Reject per line that cannot
+    be taken (`label` names the file in the rejects; default `<benchmark>/prompts.jsonl`)."""
     label = label or f"{benchmark}/{PROMPTS_FILE}"
     rows: list[dict[str, Any]] = []
     rejects: list[Reject] = []
     seen: dict[str, int] = {}
-    for number, line in _physical_lines(path.read_bytes()):
+    for number, line in _physical_lines(data):
         if not line.strip():
             continue  # blank lines (e.g. the final newline) are not records
         text, problem = _decode(line)
@@ -306,16 +306,17 @@ def parse_score(text: str) -> tuple[float, str | None]:
     return score + 0.0, None  # -0.0 + 0.0 == 0.0: no negative zero is stored
 
 
-def parse_results(path: Path, benchmark: str, known_prompt_ids: Iterable[str], *, label: str | None = None
+def parse_results(data: bytes, benchmark: str, known_prompt_ids: Iterable[str], *, label: str | None = None
                   ) -> tuple[pl.DataFrame, list[Reject]]:
-    """Valid result rows (RESULTS_SCHEMA); rows naming unknown prompts or bad scores become Rejects."""
+    """Valid result rows (RESULTS_SCHEMA) of a results.csv file's bytes; rows naming unknown prompts or bad
+    scores become Rejects."""
     label = label or f"{benchmark}/{RESULTS_FILE}"
     known = set(known_prompt_ids)
     rows: list[dict[str, Any]] = []
     rejects: list[Reject] = []
     header: list[str] | None = None
     seen: dict[tuple[str, str], int] = {}
-    for number, line in _physical_lines(path.read_bytes()):
+    for number, line in _physical_lines(data):
         if not line.strip():
             continue
         text, problem = _decode(line)
@@ -382,9 +383,10 @@ def rejects_frame(rejects: Iterable[Reject]) -> pl.DataFrame:
     return pl.DataFrame([r.as_row() for r in rejects], schema=REJECTS_SCHEMA)
 
 
-def ingest_benchmark(folder: BenchmarkFolder, *, previous: Mapping[str, Any] | None = None,
-                     now: datetime | None = None) -> IngestedBenchmark:
-    """Parse one benchmark folder into the four tables' rows.
+def ingest_benchmark(folder: BenchmarkFolder, files: Mapping[str, bytes], *,
+                     previous: Mapping[str, Any] | None = None, now: datetime | None = None) -> IngestedBenchmark:
+    """Parse one benchmark folder's files (file name -> bytes of the CONTENT_FILES it has; read by
+    `pipelines.landing.read_folder`) into the four tables' rows.
 
     `previous` is the benchmark's existing registry row (or None): its first_seen is kept, and last_changed is
     kept when the content hash is unchanged.
@@ -393,15 +395,14 @@ def ingest_benchmark(folder: BenchmarkFolder, *, previous: Mapping[str, Any] | N
     if not is_safe_name(name):
         raise ValueError(f"not a safe benchmark name: {name!r}")
     now = now or datetime.now(UTC).replace(tzinfo=None)
-    digest = content_hash(folder.path)
-    prompts, rejects = parse_prompts(folder.path / PROMPTS_FILE, name)
-    results_path = folder.path / RESULTS_FILE
-    if results_path.is_file():
-        results, result_rejects = parse_results(results_path, name, prompts["prompt_id"].to_list())
+    digest = content_hash(files)
+    prompts, rejects = parse_prompts(files[PROMPTS_FILE], name)
+    if RESULTS_FILE in files:
+        results, result_rejects = parse_results(files[RESULTS_FILE], name, prompts["prompt_id"].to_list())
         rejects += result_rejects
     else:
         results = pl.DataFrame(schema=RESULTS_SCHEMA)
-    metadata, warnings = parse_metadata(folder.path, name, prompts.height)
+    metadata, warnings = parse_metadata(files, name, prompts.height)
     first_seen = previous.get("first_seen") if previous else None
     unchanged = bool(previous) and previous.get("content_hash") == digest
     last_changed = (previous.get("last_changed") if unchanged else None) or now

@@ -6,14 +6,17 @@ serves three purposes: fitting the offline labeler's selector (models/labeling/s
 labeler task by task (`task_metrics`, `labeler_reference_metrics`), and weighting the judge's labels up to
 whole benchmarks (models/estimates/, with `sampling_design`).
 
-Parsing is pure (`parse_reference_lines` takes lines); `read_reference` is the thin file reader.
+Parsing is pure (`parse_reference` takes a file's bytes, `parse_reference_lines` its lines); the files are
+read, and the vendored folder data/reference/ is located, in `pipelines/readers.py` (`read_reference`,
+`load_reference`, `sampling_design`).
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +24,6 @@ import polars as pl
 
 from models.errors import InputError
 
-DEFAULT_FOLDER = Path(__file__).resolve().parents[1] / "data" / "reference"
 SPLIT_FILES = {"train": "reference_task_labels_train.jsonl", "dev": "reference_task_labels_dev.jsonl"}
 DESIGN_FILE = "sampling_design.csv"
 
@@ -84,29 +86,22 @@ def parse_reference_lines(lines: Iterable[str], source: str | Path, split: str) 
     return pl.DataFrame(rows, schema=REFERENCE_SCHEMA)
 
 
-def read_reference(path: str | Path, split: str | None = None) -> pl.DataFrame:
-    """One reference JSONL file (split inferred from the file name when not given)."""
-    path = Path(path)
-    if split is None:
-        split = next((s for s, name in SPLIT_FILES.items() if name == path.name), path.stem)
-    if not path.is_file():
-        raise InputError("reference file not found (or not a file)", path=path)
-    with open(path, encoding="utf-8-sig") as handle:
-        return parse_reference_lines(handle, path, split)
+def split_of(filename: str) -> str:
+    """The split a reference file holds, from its name (SPLIT_FILES; another file: its stem)."""
+    return next((s for s, name in SPLIT_FILES.items() if name == filename), Path(filename).stem)
 
 
-def load_reference(folder: str | Path | None = None, splits: Sequence[str] = ("train", "dev")) -> pl.DataFrame:
-    """The reference splits of `folder` (default: the vendored data/reference/), concatenated."""
-    folder = Path(folder) if folder is not None else DEFAULT_FOLDER
-    return pl.concat([read_reference(folder / SPLIT_FILES[s], s) for s in splits])
+def parse_reference(data: bytes, source: str, split: str) -> pl.DataFrame:
+    """One reference JSONL file's bytes -> REFERENCE_SCHEMA rows (`parse_reference_lines`; a BOM is dropped).
+
+    Lines are split as a text file's lines (on \\n, \\r\\n or \\r), never on U+2028, which judge notes
+    may contain."""
+    return parse_reference_lines(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig"), source, split)
 
 
-def sampling_design(folder: str | Path | None = None) -> pl.DataFrame:
-    """benchmark, distinct_texts, n_train, n_dev, n_blind: how the reference sample was drawn."""
-    folder = Path(folder) if folder is not None else DEFAULT_FOLDER
-    path = folder / DESIGN_FILE
-    with open(path, newline="", encoding="utf-8-sig") as handle:
-        rows = list(csv.DictReader(handle))
+def parse_sampling_design(data: bytes) -> pl.DataFrame:
+    """`sampling_design.csv`'s bytes -> benchmark, distinct_texts, n_train, n_dev, n_blind."""
+    rows = list(csv.DictReader(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline="")))
     return pl.DataFrame(rows).select(
         "benchmark", *[pl.col(c).cast(pl.Int64) for c in ("distinct_texts", "n_train", "n_dev", "n_blind")])
 

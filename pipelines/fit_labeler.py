@@ -27,9 +27,11 @@ import polars as pl
 
 from models import benchmarks as bm
 from models.labeling import selector_cv as cv
-from models.labeling.offline import OfflineLabelerConfig, TaskIndex, load_onet_reference_frames
-from models.labeling.selector import FIT_PATH, TrainingPrompt
-from models.reference_labels import DEFAULT_FOLDER, SPLIT_FILES, load_reference
+from models.labeling.offline import OfflineLabelerConfig, TaskIndex
+from models.labeling.selector import TrainingPrompt
+from models.reference_labels import SPLIT_FILES
+from pipelines.landing import read_prompts
+from pipelines.readers import FIT_PATH, REFERENCE_DIR, load_onet_reference_frames, load_reference
 from pipelines.sources import discover_landing, resolve_source
 
 OOF_FILE = "selector_oof.json"  # the held-out label sets of the cross-validation, beside the fit
@@ -52,7 +54,7 @@ def landed_texts(reference: pl.DataFrame) -> dict[str, list[tuple[str, str]]]:
     out: dict[str, list[tuple[str, str]]] = {}
     for folder in discover_landing().benchmarks.values():
         if folder.name in names:
-            prompts, _ = bm.parse_prompts(folder.path / bm.PROMPTS_FILE, folder.name)
+            prompts, _ = read_prompts(folder.path / bm.PROMPTS_FILE, folder.name)
             out[folder.name] = list(prompts.select("prompt_hash", "prompt").iter_rows())
     return out
 
@@ -115,7 +117,7 @@ def run(reference_folder: Path, out_path: Path, *, do_cv: bool, write: bool) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reference", type=Path, default=DEFAULT_FOLDER)
+    parser.add_argument("--reference", type=Path, default=REFERENCE_DIR)
     parser.add_argument("--out", type=Path, default=FIT_PATH)
     parser.add_argument("--no-cv", action="store_true", help="skip the leave-one-benchmark-out figures")
     parser.add_argument("--check", action="store_true", help="cross-validate only; exit 1 if a target is missed")

@@ -249,10 +249,11 @@ def onet_version(onet_dir: str | Path) -> str:
 
 def load_prompts(benchmark: str, mirror: str | Path, limit: int | None = None) -> list[Any]:
     """PromptRecords of one mirrored benchmark, parsed by models.benchmarks (the pipeline's prompt_hash)."""
-    from models.benchmarks import PROMPTS_FILE, parse_prompts
+    from models.benchmarks import PROMPTS_FILE
     from models.labeling.base import PromptRecord
+    from pipelines.landing import read_prompts
 
-    frame, _rejects = parse_prompts(Path(mirror) / "benchmarks" / benchmark / PROMPTS_FILE, benchmark)
+    frame, _rejects = read_prompts(Path(mirror) / "benchmarks" / benchmark / PROMPTS_FILE, benchmark)
     if limit:
         frame = frame.head(limit)
     return [
@@ -268,6 +269,7 @@ def load_prompts(benchmark: str, mirror: str | Path, limit: int | None = None) -
 
 def build_index(onet_dir: str | Path) -> Any:
     """The offline TaskIndex over the O*NET reference files (models.labeling.offline)."""
-    from models.labeling.offline import TaskIndex, load_onet_reference_frames
+    from models.labeling.offline import TaskIndex
+    from pipelines.readers import load_onet_reference_frames
 
     return TaskIndex.build(**load_onet_reference_frames(onet_dir))

@@ -127,8 +127,9 @@ class LabelerResource(ConfigurableResource):
             return OpenAILabeler(index, self.llm_config())
         if self.kind == "offline":
             from models.labeling.offline import OfflineLabeler
+            from pipelines.readers import load_selector_fit
 
-            return OfflineLabeler.calibrated(index)  # the retriever + the fitted selector_fit.json
+            return OfflineLabeler.calibrated(index, load_selector_fit())  # the retriever + selector_fit.json
         raise ValueError(f"unknown labeler kind {self.kind!r}: expected 'offline' or 'openai'")
 
 

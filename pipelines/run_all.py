@@ -47,6 +47,7 @@ from models import benchmarks as bm
 from pipelines import cli, integrity, restore_labels, run_state
 from pipelines import run_report as rr
 from pipelines.jobs import WAREHOUSE_CHECKS
+from pipelines.landing import folder_content_hash
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
 from pipelines.settings import DEFAULT_WAREHOUSE, PROJECT_ROOT, settings
 from pipelines.sources import discover_landing, landing_roots
@@ -358,7 +359,7 @@ def _run_partitions(runner: Runner, steps: _Steps, plan: RunPlan, landing: bm.La
         keys = plan.landing_only if name == bm.LANDING_PARTITION else plan.partitioned
         label = f"[{index}/{len(partitions)}] {name}"
         content = (landing.problems_hash() or "none") if name == bm.LANDING_PARTITION else \
-            bm.content_hash(landing.benchmarks[name].path)
+            folder_content_hash(landing.benchmarks[name].path)
         partition_fp = run_state.partition_fingerprint(reference_fp, content)
         step = f"partition:{name}"
         if steps.unchanged(step, partition_fp, label, partition=name):

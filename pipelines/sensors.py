@@ -42,6 +42,7 @@ from dagster import (
 from assets.benchmarks import TABLES
 from models import benchmarks as bm
 from pipelines.jobs import analysis_refresh_job, benchmark_refresh_job, reference_refresh_job
+from pipelines.landing import folder_content_hash
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
 from pipelines.run_state import index_files_fingerprint
 from pipelines.settings import settings
@@ -85,7 +86,7 @@ def plan_landing_refresh(landing: bm.Landing, state: dict, registered: Iterable[
     skipped: set[str] = set()
     for name, folder in landing.benchmarks.items():
         try:
-            current[name] = bm.content_hash(folder.path)
+            current[name] = folder_content_hash(folder.path)
         except OSError as exc:  # e.g. a file being replaced: try again next tick
             skipped.add(name)
             plan.unreadable.append(f"{name}: {exc}")

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from models.benchmarks import Landing, discover
+from models.benchmarks import Landing
 from models.errors import SourceNotFoundError
 from models.exports.files import sha256_file  # the one file hash (the export manifest uses it too)
 from models.sources import SOURCES, SourceFile
+from pipelines.landing import discover
 from pipelines.settings import Settings, settings
 
 DOWNLOAD_TIMEOUT_S = 60
@@ -131,7 +132,7 @@ def landing_roots(config: Settings | None = None) -> list[tuple[str, Path]]:
 
 
 def discover_landing(config: Settings | None = None) -> Landing:
-    """`models.benchmarks.discover` over the configured landing roots."""
+    """`pipelines.landing.discover` over the configured landing roots."""
     return discover(landing_roots(config))
 
 

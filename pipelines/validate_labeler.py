@@ -41,6 +41,7 @@ from models.labeling import cache as lc
 from models.labeling.base import LabelOutcome, PromptRecord
 from pipelines import warehouse as wh
 from pipelines.label_cache import LabelCache
+from pipelines.readers import REFERENCE_DIR, load_reference, load_selector_fit
 from pipelines.settings import settings
 
 # USD per 1M cached input tokens (list prices); models absent here are priced at the full input price.
@@ -56,8 +57,8 @@ def mirror_dir() -> Path:
 
 
 def reference_folder() -> Path:
-    if (rl.DEFAULT_FOLDER / rl.SPLIT_FILES["dev"]).exists():
-        return rl.DEFAULT_FOLDER
+    if (REFERENCE_DIR / rl.SPLIT_FILES["dev"]).exists():
+        return REFERENCE_DIR
     return mirror_dir() / "reference_labels"
 
 
@@ -82,11 +83,12 @@ def prompt_texts(hashes: Sequence[str], warehouse: Path | None) -> dict[str, str
             texts.update(dict(zip(frame["prompt_hash"], frame["prompt"], strict=True)))
     missing = set(hashes) - set(texts)
     if missing:
-        from models.benchmarks import PROMPTS_FILE, parse_prompts
+        from models.benchmarks import PROMPTS_FILE
+        from pipelines.landing import read_prompts
 
         root = mirror_dir() / "benchmarks"
         for folder in sorted(p for p in root.iterdir() if (p / PROMPTS_FILE).exists()):
-            frame, _ = parse_prompts(folder / PROMPTS_FILE, folder.name)
+            frame, _ = read_prompts(folder / PROMPTS_FILE, folder.name)
             for h, text in zip(frame["prompt_hash"], frame["prompt"], strict=True):
                 if h in missing:
                     texts.setdefault(h, text)
@@ -101,12 +103,13 @@ def landed_prompt_hashes(warehouse: Path | None) -> tuple[set[str], str]:
         if has:
             frame = wh.query(warehouse, "select distinct prompt_hash from benchmark_prompts")
             return set(frame["prompt_hash"].to_list()), f"warehouse {warehouse}"
-    from models.benchmarks import PROMPTS_FILE, parse_prompts
+    from models.benchmarks import PROMPTS_FILE
+    from pipelines.landing import read_prompts
 
     hashes: set[str] = set()
     root = mirror_dir() / "benchmarks"
     for folder in sorted(p for p in root.iterdir() if (p / PROMPTS_FILE).exists()):
-        frame, _ = parse_prompts(folder / PROMPTS_FILE, folder.name)
+        frame, _ = read_prompts(folder / PROMPTS_FILE, folder.name)
         hashes.update(frame["prompt_hash"].to_list())
     return hashes, f"mirror {root}"
 
@@ -155,7 +158,7 @@ def validate(labeler: Any, *, limit: int | None = 20, warehouse: Path | None = N
 
     onet_version = onet_version or ONET_VERSION
     say = log or (lambda msg: None)
-    dev = rl.load_reference(reference_folder(), splits=("dev",))
+    dev = load_reference(reference_folder(), splits=("dev",))
     chosen = pick_prompts(dev, limit)
     texts = prompt_texts(chosen["prompt_hash"].to_list(), warehouse)
     absent = [h for h in chosen["prompt_hash"].to_list() if h not in texts]
@@ -312,7 +315,7 @@ def build_labeler(args: argparse.Namespace, server: Any = None) -> Any:
     if kind == "offline":
         from models.labeling.offline import OfflineLabeler
 
-        return OfflineLabeler.calibrated(index)
+        return OfflineLabeler.calibrated(index, load_selector_fit())
     resource = build_labeler_resource() if settings().labeler == "openai" else None
     from models.labeling.llm import LLMConfig, OpenAILabeler
 

@@ -53,9 +53,10 @@ def read_candidate_prompts(folder: str | Path) -> tuple[pl.DataFrame, pl.DataFra
     """Parse a candidate folder's prompts.jsonl with the landing parser (models.benchmarks): prompt rows
     (benchmark_prompts columns, with prompt_hash) and reject rows. Nothing is written anywhere."""
     from models import benchmarks as bm
+    from pipelines.landing import read_prompts
 
     path = candidate_prompts_file(folder)
-    prompts, rejects = bm.parse_prompts(path, candidate_benchmark_name(folder), label=str(path))
+    prompts, rejects = read_prompts(path, candidate_benchmark_name(folder), label=str(path))
     return prompts, bm.rejects_frame(rejects)
 
 
@@ -96,8 +97,9 @@ def build_task_index(tables: dict[str, pl.DataFrame], warehouse_path: str | Path
 def build_offline_labeler(tables: dict[str, pl.DataFrame], warehouse_path: str | Path | None = None) -> Any:
     """The offline labeler (default settings) over build_task_index(tables, warehouse_path)."""
     from models.labeling.offline import OfflineLabeler
+    from pipelines.readers import load_selector_fit
 
-    return OfflineLabeler.calibrated(build_task_index(tables, warehouse_path))
+    return OfflineLabeler.calibrated(build_task_index(tables, warehouse_path), load_selector_fit())
 
 
 # --- warehouse reads (read-only) ---------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from pipelines import run_all
 from pipelines import warehouse as wh
 from pipelines.io_manager import WarehouseIOManager
 from pipelines.jobs import JOBS
+from pipelines.landing import discover, folder_content_hash, ingest_folder, read_folder
 from pipelines.partitions import benchmark_partitions
 from pipelines.resources import Warehouse
 from pipelines.schedules import SCHEDULES, reference_weekly_schedule
@@ -152,15 +153,15 @@ def test_normalised_text_and_prompt_hash() -> None:
 
 def test_content_hash_covers_prompts_results_and_metadata(tmp_path: Path) -> None:
     folder = add_fixture(tmp_path, "tiny_bench")
-    base = bm.content_hash(folder)
-    assert bm.content_hash(folder) == base
+    base = folder_content_hash(folder)
+    assert folder_content_hash(folder) == base
     (folder / "SOURCES.md").write_text("notes are not content")
-    assert bm.content_hash(folder) == base
+    assert folder_content_hash(folder) == base
     for name in ("results.csv", "benchmark.toml", "prompts.jsonl"):
-        before = bm.content_hash(folder)
+        before = folder_content_hash(folder)
         with open(folder / name, "a") as handle:
             handle.write("\n")
-        assert bm.content_hash(folder) != before, name
+        assert folder_content_hash(folder) != before, name
 
 
 def test_discover_prefers_raw_and_records_landing_problems(tmp_path: Path) -> None:
@@ -172,7 +173,7 @@ def test_discover_prefers_raw_and_records_landing_problems(tmp_path: Path) -> No
     (raw / "no_prompts").mkdir()
     (raw / ".hidden").mkdir()
     (mirror / "INDEX.md").write_text("not a folder")
-    landing = bm.discover([("raw", raw), ("mirror", mirror)])
+    landing = discover([("raw", raw), ("mirror", mirror)])
     assert sorted(landing.benchmarks) == ["mirror_only", "tiny_bench"]
     assert landing.benchmarks["tiny_bench"].origin == "raw"
     assert landing.benchmarks["mirror_only"].origin == "mirror"
@@ -205,7 +206,7 @@ def test_rejects_markdown_escapes_reasons_and_says_how_many_are_left_out() -> No
 
 
 def test_tiny_fixture_parses_completely(tmp_path: Path) -> None:
-    ingested = bm.ingest_benchmark(bm.BenchmarkFolder("tiny_bench", FIXTURES / "tiny_bench", "raw"))
+    ingested = ingest_folder(bm.BenchmarkFolder("tiny_bench", FIXTURES / "tiny_bench", "raw"))
     assert ingested.prompts.height == 6 and ingested.results.height == 5 and ingested.rejects.is_empty()
     row = ingested.registry.row(0, named=True)
     assert (row["title"], row["agentic"], row["saturated"], row["target_major_group"], row["public_items"]) == \
@@ -251,7 +252,7 @@ def _assert_bad_bench_rejects(rejects: pl.DataFrame) -> None:
 
 
 def test_every_kind_of_bad_line_is_rejected_and_the_rest_ingests() -> None:
-    ingested = bm.ingest_benchmark(bm.BenchmarkFolder("bad_bench", FIXTURES / "bad_bench", "raw"))
+    ingested = ingest_folder(bm.BenchmarkFolder("bad_bench", FIXTURES / "bad_bench", "raw"))
     assert sorted(ingested.prompts["prompt_id"].to_list()) == ["ok1", "ok2", "sql'; drop table benchmarks; --"]
     assert ingested.prompts.filter(pl.col("prompt_id") == "ok1")["line_number"].to_list() == [1]
     assert sorted(ingested.results.select("prompt_id", "model", "score").rows()) == [
@@ -269,7 +270,7 @@ def test_every_kind_of_bad_line_is_rejected_and_the_rest_ingests() -> None:
 def test_results_file_with_a_bad_header_is_one_reject(tmp_path: Path) -> None:
     path = tmp_path / "results.csv"
     path.write_text("prompt,who,value\nt1,a,0.5\n")
-    results, rejects = bm.parse_results(path, "tiny_bench", ["t1"])
+    results, rejects = bm.parse_results(path.read_bytes(), "tiny_bench", ["t1"])
     assert results.is_empty() and len(rejects) == 1
     assert "header lacks column(s) benchmark, prompt_id, model, score" in rejects[0].reason
 
@@ -277,17 +278,17 @@ def test_results_file_with_a_bad_header_is_one_reject(tmp_path: Path) -> None:
 def test_metadata_defaults_yaml_and_unreadable_toml(tmp_path: Path) -> None:
     folder = tmp_path / "plain"
     folder.mkdir()
-    meta, warnings = bm.parse_metadata(folder, "plain", n_prompts=7)
+    meta, warnings = bm.parse_metadata(read_folder(folder), "plain", n_prompts=7)
     assert (meta["title"], meta["public_items"], meta["agentic"], meta["license"]) == ("plain", 7, None, None)
     assert len(warnings) == 2 and warnings[0].startswith("no benchmark.toml")
     (folder / "benchmark.yaml").write_text("title: YAML Bench\nlicence: MIT\nagentic: yes\npublic_items: '1,200'\n"
                                           "saturated: unknown\nmajor_group: '15'\n")
-    meta, warnings = bm.parse_metadata(folder, "plain", n_prompts=7)
+    meta, warnings = bm.parse_metadata(read_folder(folder), "plain", n_prompts=7)
     assert (meta["title"], meta["license"], meta["agentic"], meta["public_items"], meta["saturated"],
             meta["target_major_group"]) == ("YAML Bench", "MIT", True, 1200, None, "15-0000")
     assert warnings == ["version missing; default None", "source_url missing; default None"]
     (folder / "benchmark.toml").write_bytes(b"title = 'unterminated\n")
-    meta, warnings = bm.parse_metadata(folder, "plain", n_prompts=7)
+    meta, warnings = bm.parse_metadata(read_folder(folder), "plain", n_prompts=7)
     assert meta["title"] == "plain"
     assert any("benchmark.toml could not be read" in w for w in warnings)
     assert any("ignored benchmark.yaml" in w for w in warnings)
@@ -309,12 +310,12 @@ def test_every_mirrored_benchmark_ingests_with_index_counts(mirror: Path) -> Non
     """
     expected = _index_counts(mirror)
     assert len(expected) == 29 and sum(expected.values()) == 11107
-    landing = bm.discover([("mirror", mirror / "benchmarks")])
+    landing = discover([("mirror", mirror / "benchmarks")])
     assert sorted(landing.benchmarks) == sorted(expected) and landing.problems == []
     prompts = results = 0
     rejects = []
     for name, folder in landing.benchmarks.items():
-        ingested = bm.ingest_benchmark(folder)
+        ingested = ingest_folder(folder)
         assert ingested.prompts.height == expected[name], name
         assert ingested.prompts["prompt_id"].n_unique() == ingested.prompts.height
         prompts += ingested.prompts.height
@@ -339,7 +340,7 @@ def test_sensor_requests_exactly_new_or_changed_benchmarks(env: Env) -> None:
     before = env.table("benchmark_prompts", "tiny_bench")
     assert before.height == 6
     registry = env.table("benchmarks", "tiny_bench").row(0, named=True)
-    assert registry["content_hash"] == bm.content_hash(folder)
+    assert registry["content_hash"] == folder_content_hash(folder)
 
     # unchanged: nothing, with the cursor and also with a fresh cursor (hash read from the materialization)
     again = env.tick(first.cursor)

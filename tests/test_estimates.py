@@ -308,7 +308,7 @@ def mirror_tables(full_pipeline):
 
 
 def test_estimates_on_the_mirror(mirror_tables):
-    from models.reference_labels import load_reference, sampling_design
+    from pipelines.readers import load_reference, sampling_design
 
     design = mirror_tables("estimate_design")
     expected = sampling_design()

@@ -525,22 +525,23 @@ def test_run_all_and_restore_over_a_damaged_warehouse_say_so_in_one_line(tmp_pat
 
 def test_bom_metadata_and_bad_scores(tmp_path: Path) -> None:
     from models import benchmarks as bm
+    from pipelines.landing import read_folder
 
     folder = tmp_path / "bom_bench"
     folder.mkdir()
     (folder / "benchmark.toml").write_bytes(b'\xef\xbb\xbftitle = "BOM Bench"\nversion = "v9"\nagentic = true\n')
-    meta, warnings = bm.parse_metadata(folder, "bom_bench", 3)
+    meta, warnings = bm.parse_metadata(read_folder(folder), "bom_bench", 3)
     assert (meta["title"], meta["version"], meta["agentic"]) == ("BOM Bench", "v9", True)
     assert not any("could not be read" in w for w in warnings)
     (folder / "benchmark.toml").unlink()
     (folder / "benchmark.yaml").write_bytes(b"\xef\xbb\xbftitle: YAML Bench\nsaturated: false\n")
-    meta, _ = bm.parse_metadata(folder, "bom_bench", 3)
+    meta, _ = bm.parse_metadata(read_folder(folder), "bom_bench", 3)
     assert (meta["title"], meta["saturated"]) == ("YAML Bench", False)
     ids = ["p1", "p2", "p3", "p4", "p5", "p6", "p7"]
     scores = ["1e-400", "-0", "nan", "inf", "-1e-400", "0.25", "1e-300"]
     (folder / "results.csv").write_text("benchmark,prompt_id,model,score\n" + "".join(
         f"bom_bench,{i},m,{s}\n" for i, s in zip(ids, scores, strict=True)))
-    results, rejects = bm.parse_results(folder / "results.csv", "bom_bench", ids)
+    results, rejects = bm.parse_results((folder / "results.csv").read_bytes(), "bom_bench", ids)
     kept = dict(zip(results["prompt_id"], results["score"], strict=True))
     assert kept == {"p2": 0.0, "p6": 0.25, "p7": 1e-300}
     assert str(kept["p2"]) == "0.0"  # not -0.0

@@ -26,10 +26,10 @@ from models.labeling.offline import (
     OfflineLabelerConfig,
     TaskIndex,
     extract_role_phrases,
-    load_onet_reference_frames,
     occupation_ranking_from_labels,
     soc6,
 )
+from pipelines.readers import load_onet_reference_frames, read_mirror_prompts
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def labeler(index: TaskIndex) -> OfflineLabeler:
 
 @pytest.fixture(scope="module")
 def gdpval(mirror: Path, frames: dict) -> list:
-    return gdpval_gold(mirror, frames["occupations"])
+    return gdpval_gold(read_mirror_prompts(mirror, "gdpval"), frames["occupations"])
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +161,7 @@ def test_shortlist_and_occupation_ranking(index: TaskIndex, frames: dict) -> Non
 
 
 def test_theagentcompany_role_accuracy(mirror: Path, labeler: OfflineLabeler) -> None:
-    gold = tac_gold(mirror)
+    gold = tac_gold(read_mirror_prompts(mirror, "theagentcompany"))
     assert set(TAC_ROLE_TO_SOC) == {"SDE", "PM", "HR", "Admin", "DS", "Finance"}
     assert len(gold) == 167  # 174 labeled, 7 'Other' not mapped
     accuracy = occupation_accuracy(labeler.label([g.record for g in gold]), gold, match=soc_matches)
@@ -170,7 +170,7 @@ def test_theagentcompany_role_accuracy(mirror: Path, labeler: OfflineLabeler) ->
 
 
 def test_jobbench_gold_tasks(mirror: Path, labeler: OfflineLabeler, frames: dict) -> None:
-    gold = jobbench_gold(mirror, frames["tasks"])
+    gold = jobbench_gold(read_mirror_prompts(mirror, "jobbench"), frames["tasks"])
     assert len(gold) == 6
     outcomes = labeler.label([g.record for g in gold])
     recall, ranks = jobbench_task_recall(outcomes, gold)

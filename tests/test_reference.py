@@ -18,6 +18,7 @@ from models import reference as ref
 from models.errors import InputError, SourceNotFoundError
 from pipelines import warehouse as wh
 from pipelines.io_manager import WarehouseIOManager
+from pipelines.readers import read_source
 from pipelines.resources import Warehouse
 from pipelines.sources import resolve_source, sha256_file
 
@@ -192,7 +193,9 @@ def test_onet_tasks_and_ratings(built, mirror: Path) -> None:
     )
     assert (first["importance"], first["relevance"]) == (3.67, 81.73)
     # every one of the 2,131 partial values is identical in the full table
-    partial = ref.parse_task_ratings(mirror / "onet_task_ratings" / "task_ratings_partial_from_workbank.csv")
+    partial = read_source(
+        mirror / "onet_task_ratings" / "task_ratings_partial_from_workbank.csv", ref.parse_task_ratings
+    )
     both = partial.join(tasks, on=["onet_soc_code", "task_id"], how="inner", suffix="_used")
     assert both.height == 2_131
     assert (both["importance"] == both["importance_used"]).all()
@@ -243,14 +246,14 @@ def test_im_rt_ratings_layout_and_bad_values(tmp_path: Path) -> None:
         + '11-1011.00,Chief Executives,8823,"Direct, or coordinate",0.61,0.2,1.97,4.52,4.3146,4.735,74.44,57.6,86.2\n'
         + "11-1011.00,Chief Executives,8824,Confer,0.56,0.23,1.51,4.32,,,81.71,61.0,92.7\n"
     )
-    ratings = ref.parse_task_ratings(good)
+    ratings = read_source(good, ref.parse_task_ratings)
     assert ratings.columns == list(ref.RATINGS_SCHEMA)
     assert ratings["importance"].to_list() == [4.52, 4.32] and ratings["relevance"].to_list() == [74.44, 81.71]
     assert ratings["frequency_category"].null_count() == 2  # freq_mean is not an FT category
     bad = tmp_path / "bad_29x.csv"
     bad.write_text(header + "11-1011.00,Chief Executives,8823,Direct,0.61,0.2,1.97,5.52,,,74.44,,\n")
     with pytest.raises(InputError, match=r"bad_29x.csv, line 2: column 'importance': above the maximum"):
-        ref.parse_task_ratings(bad)
+        read_source(bad, ref.parse_task_ratings)
     # sources combine best first, never mixing columns across sources
     combined = ref.combine_task_ratings(
         [
@@ -397,26 +400,42 @@ def test_job_titles_and_technology_skills(built) -> None:
 def test_truncated_onet_file_names_file_and_line(mirror: Path, tmp_path: Path) -> None:
     path = broken_task_statements(mirror, "truncated", tmp_path)
     with pytest.raises(InputError) as info:
-        ref.parse_task_statements(path)
+        read_source(path, ref.parse_task_statements)
     assert info.value.line == 5 and info.value.path == str(path)
     assert "Task Statements.truncated.txt, line 5" in str(info.value)
     with pytest.raises(InputError, match=r"bad_task_id\.txt, line 4: column 'Task ID': not a number"):
-        ref.parse_task_statements(broken_task_statements(mirror, "bad_task_id", tmp_path))
+        read_source(broken_task_statements(mirror, "bad_task_id", tmp_path), ref.parse_task_statements)
     with pytest.raises(InputError, match=r"line 3: column 'Automation Desire Rating': above the maximum"):
-        ref.parse_workbank_desires(FIXTURES / "desires.bad_rating.csv")
+        read_source(FIXTURES / "desires.bad_rating.csv", ref.parse_workbank_desires)
     with pytest.raises(InputError, match=r"line 3: column 'human_exposure_agg'.*'E3'"):
-        ref.parse_eloundou_labels(FIXTURES / "full_labelset.bad_label.tsv")
+        read_source(FIXTURES / "full_labelset.bad_label.tsv", ref.parse_eloundou_labels)
+
+
+def test_parsers_take_content_and_read_source_names_unreadable_files(tmp_path: Path) -> None:
+    # the parsers are pure: a file's bytes (here with a BOM and CRLF line ends) and the name errors give
+    data = b"\xef\xbb\xbfO*NET-SOC Code\tTitle\tDescription\r\n13-2011.00\tAccountants\tExamine records.\r\n"
+    occupations = ref.parse_occupation_data(data, "Occupation Data.txt")
+    assert occupations.rows() == [("13-2011.00", "Accountants", "Examine records.")]
+    with pytest.raises(InputError, match=r"^in_memory.txt, line 2: not valid UTF-8 text"):
+        ref.parse_occupation_data(b"O*NET-SOC Code\tTitle\tDescription\n13-2011.00\t\xff\tx\n", "in_memory.txt")
+    # the file is read in pipelines.readers, which names a path it cannot read
+    folder = tmp_path / "Occupation Data.txt"
+    folder.mkdir()
+    with pytest.raises(InputError, match=r"Occupation Data.txt: cannot read file \(.*Is a directory"):
+        read_source(folder, ref.parse_occupation_data)
+    with pytest.raises(InputError, match=r"missing.txt: cannot read file \(.*No such file"):
+        read_source(tmp_path / "missing.txt", ref.parse_task_ratings)
 
 
 def test_truncated_binary_sources(tmp_path: Path, mirror: Path) -> None:
     parquet = tmp_path / "shares.parquet"
     parquet.write_bytes((mirror / "task_hours" / "onet_task_labor_input_30_2.parquet").read_bytes()[:5_000])
     with pytest.raises(InputError, match="shares.parquet: cannot read"):
-        ref.parse_task_shares(parquet)
+        read_source(parquet, ref.parse_task_shares)
     xlsx = tmp_path / "national_M2024_dl.xlsx"
     xlsx.write_bytes((mirror / "oews" / "national_M2024_dl.xlsx").read_bytes()[:20_000])
     with pytest.raises(InputError, match="national_M2024_dl.xlsx: cannot read sheet"):
-        ref.parse_oews_national(xlsx)
+        read_source(xlsx, ref.parse_oews_national)
 
 
 def _oews_workbook(path: Path, rows: list[list[object]]) -> Path:
@@ -437,7 +456,7 @@ def test_oews_markers_and_bad_values(tmp_path: Path) -> None:
             ["25-2021", "Elementary School Teachers", "detailed", "**", "*", 70000],
         ],
     )
-    oews = ref.parse_oews_national(good)
+    oews = read_source(good, ref.parse_oews_national)
     ceo = oews.row(1, named=True)
     assert (ceo["hourly_mean_wage"], ceo["annual_mean_wage"], ceo["wage_top_coded"]) == (
         115.0,
@@ -457,7 +476,7 @@ def test_oews_markers_and_bad_values(tmp_path: Path) -> None:
         ],
     )
     with pytest.raises(InputError, match=r"bad.xlsx, line 3: column 'TOT_EMP': not a number \(found '2OO'\)"):
-        ref.parse_oews_national(bad)
+        read_source(bad, ref.parse_oews_national)
 
 
 def test_failed_rematerialization_leaves_table_unchanged(

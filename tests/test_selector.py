@@ -15,16 +15,15 @@ from models.labeling import selector as sel
 from models.labeling.base import PromptRecord
 from models.labeling.offline import OfflineLabeler, OfflineLabelerConfig
 from models.reference_labels import (
-    DEFAULT_FOLDER,
     check_reference,
-    load_reference,
     parse_reference_lines,
     pass_agreement,
     per_prompt_metrics,
-    read_reference,
     summarise_metrics,
 )
 from pipelines import fit_labeler
+from pipelines.landing import read_prompts
+from pipelines.readers import REFERENCE_DIR, load_reference, load_selector_fit, read_reference
 
 # Issue 13's floors for the cross-validated development-split figures (the file records the measured ones).
 FLOORS = {"task_f1": 0.20, "first_occupation_agreement": 0.45, "work_accuracy": 0.88}
@@ -32,12 +31,12 @@ FLOORS = {"task_f1": 0.20, "first_occupation_agreement": 0.45, "work_accuracy": 
 
 @pytest.fixture(scope="module")
 def prepared(mirror: Path) -> tuple:
-    return fit_labeler.prepare(DEFAULT_FOLDER)
+    return fit_labeler.prepare(REFERENCE_DIR)
 
 
 @pytest.fixture(scope="module")
 def calibrated(prepared: tuple) -> OfflineLabeler:
-    return OfflineLabeler.calibrated(prepared[2])
+    return OfflineLabeler.calibrated(prepared[2], load_selector_fit())
 
 
 def test_reference_reads_both_splits_and_the_passes_agree_as_documented() -> None:
@@ -96,12 +95,12 @@ def test_bad_reference_lines_name_the_file_and_line(tmp_path: Path) -> None:
 
 
 def test_fit_file_round_trips_and_its_version_is_in_the_cache_key(calibrated: OfflineLabeler) -> None:
-    fit = sel.load_fit()
+    fit = load_selector_fit()
     again = sel.SelectorFit.from_json(fit.to_json())
     assert again.version == fit.version
     assert fit.version in calibrated.template_version and fit.version in calibrated.labeler_version
     assert fit.trained_on["n_prompts"] == 788 and len(fit.trained_on["benchmarks"]) == 29
-    digest = fit_labeler.reference_digest(DEFAULT_FOLDER)
+    digest = fit_labeler.reference_digest(REFERENCE_DIR)
     assert fit.trained_on["reference_sha256"] == digest, "selector_fit.json is stale: run pipelines.fit_labeler"
     tampered = json.loads(fit.to_json())
     tampered["task_threshold"] = 0.99
@@ -111,10 +110,8 @@ def test_fit_file_round_trips_and_its_version_is_in_the_cache_key(calibrated: Of
 
 def test_not_work_prompts_get_no_labels_and_work_prompts_get_probabilities(calibrated: OfflineLabeler,
                                                                           mirror: Path) -> None:
-    from models import benchmarks as bm
-
-    webshop, _ = bm.parse_prompts(mirror / "benchmarks" / "webshop" / "prompts.jsonl", "webshop")
-    swe, _ = bm.parse_prompts(mirror / "benchmarks" / "swe_lancer" / "prompts.jsonl", "swe_lancer")
+    webshop, _ = read_prompts(mirror / "benchmarks" / "webshop" / "prompts.jsonl", "webshop")
+    swe, _ = read_prompts(mirror / "benchmarks" / "swe_lancer" / "prompts.jsonl", "swe_lancer")
     records = [PromptRecord(b, p, h, t) for b, p, h, t in pl.concat([webshop.head(60), swe.head(60)]).select(
         "benchmark", "prompt_id", "prompt_hash", "prompt").iter_rows()]
     calibrated.prepare(records)
@@ -135,9 +132,7 @@ def test_not_work_prompts_get_no_labels_and_work_prompts_get_probabilities(calib
 
 
 def test_labels_do_not_depend_on_the_batch(calibrated: OfflineLabeler, mirror: Path) -> None:
-    from models import benchmarks as bm
-
-    frame, _ = bm.parse_prompts(mirror / "benchmarks" / "spider2" / "prompts.jsonl", "spider2")
+    frame, _ = read_prompts(mirror / "benchmarks" / "spider2" / "prompts.jsonl", "spider2")
     records = [PromptRecord(b, p, h, t) for b, p, h, t in frame.select(
         "benchmark", "prompt_id", "prompt_hash", "prompt").iter_rows()]
     calibrated.prepare(records)
@@ -158,7 +153,7 @@ def test_cross_validated_figures_meet_the_floors_and_match_the_fit_file(prepared
     assert folds.height == 29
     summary = cv.cv_summary(per_prompt, "dev", n_boot=200).filter(pl.col("benchmark") == "all")
     value = dict(zip(summary["metric"], summary["value"], strict=True))
-    recorded = sel.load_fit().cross_validation["cv_dev"]
+    recorded = load_selector_fit().cross_validation["cv_dev"]
     for metric, floor in FLOORS.items():
         assert value[metric] == pytest.approx(recorded[metric]["value"], abs=1e-3), metric
         assert value[metric] >= KNOWN_BELOW_FLOOR.get(metric, floor), (metric, value[metric], floor)

@@ -11,6 +11,7 @@ import pytest
 from models import validation as v
 from models.errors import InputError
 from models.validation import gold as validation_gold
+from pipelines.readers import read_gold_csv
 
 OCCUPATIONS = pl.DataFrame(
     {
@@ -303,7 +304,7 @@ def test_gold_csv_import_wide_long_and_errors(tmp_path: Path) -> None:
         ",p3,4,,x\n",
         encoding="utf-8",
     )
-    gold = v.read_gold_csv(wide)
+    gold = read_gold_csv(wide)
     assert gold.select("prompt_id", "task_id", "line_number").rows() == [
         ("p1", 1, 2),
         ("p1", 2, 2),
@@ -312,17 +313,17 @@ def test_gold_csv_import_wide_long_and_errors(tmp_path: Path) -> None:
     ]
     long = tmp_path / "long.csv"
     long.write_text("prompt_id,task_id\np1,3\np1,2\n", encoding="utf-8")
-    assert v.read_gold_csv(long)["task_id"].to_list() == [3, 2]
+    assert read_gold_csv(long)["task_id"].to_list() == [3, 2]
     bad = tmp_path / "bad.csv"
     bad.write_text("prompt_id,task_ids\np1,12\np2,1;x7\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"bad.csv, line 3, record p2: task ID 'x7'"):
-        v.read_gold_csv(bad)
+        read_gold_csv(bad)
     with pytest.raises(InputError, match="line 1"):
         (tmp_path / "nocol.csv").write_text("id,tasks\n1,2\n", encoding="utf-8")
-        v.read_gold_csv(tmp_path / "nocol.csv")
+        read_gold_csv(tmp_path / "nocol.csv")
 
     bench_prompts = prompts([("b", "p1", None, None), ("b", "p2", None, None), ("c", "p3", None, None)])
-    resolved, notes = v.resolve_gold(pl.concat([gold, v.read_gold_csv(long)]), bench_prompts, TASKS)
+    resolved, notes = v.resolve_gold(pl.concat([gold, read_gold_csv(long)]), bench_prompts, TASKS)
     assert resolved.select("benchmark", "prompt_id", "task_id").unique().sort(
         "prompt_id", "task_id", nulls_last=True
     ).rows() == [("b", "p1", 1), ("b", "p1", 2), ("b", "p1", 3), ("b", "p2", None), ("c", "p3", 4)]
@@ -363,7 +364,7 @@ def test_annotation_sample_is_stratified_and_importable(tmp_path: Path) -> None:
     )
     path = tmp_path / "sample.csv"
     sample.with_columns(pl.col("candidate_task_ids").alias("task_ids")).write_csv(path)
-    assert v.read_gold_csv(path).height == 4
+    assert read_gold_csv(path).height == 4
 
 
 def test_task_statement_gold_exact_then_shortened() -> None:

@@ -5,18 +5,20 @@
   `models.labeling.offline.TAC_ROLE_TO_SOC`.
 * JobBench: `onet_task` (the task statement a showcase task was built on) -> O*NET task IDs.
 
-Used by tests/test_offline_labeler.py and to produce the tables of docs/offline_labeler.md.
+Each `*_gold` takes the JSON objects of the benchmark's prompts.jsonl (`parse_prompt_lines` of its bytes;
+`pipelines.readers.read_mirror_prompts(mirror, benchmark)` reads the mirror's file). Used by
+tests/test_offline_labeler.py and to produce the tables of docs/offline_labeler.md.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -49,9 +51,10 @@ def prompt_hash(prompt: str) -> str:
     return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
 
 
-def read_prompts(mirror: Path | str, benchmark: str) -> list[dict]:
-    path = Path(mirror) / "benchmarks" / benchmark / "prompts.jsonl"
-    with path.open(encoding="utf-8") as handle:
+def parse_prompt_lines(data: bytes) -> list[dict]:
+    """The JSON objects of a prompts.jsonl file's bytes, one per non-blank line (lines as a text file splits
+    them: never on U+2028, which prompts contain)."""
+    with io.TextIOWrapper(io.BytesIO(data), encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
 
@@ -59,13 +62,13 @@ def _record(row: dict) -> PromptRecord:
     return PromptRecord(row["benchmark"], str(row["prompt_id"]), prompt_hash(row["prompt"]), row["prompt"])
 
 
-def gdpval_gold(mirror: Path | str, occupations: pl.DataFrame) -> list[GoldPrompt]:
+def gdpval_gold(prompts: Iterable[dict], occupations: pl.DataFrame) -> list[GoldPrompt]:
     """GDPval prompts with a human occupation label; gold = the 6-digit SOC codes of that title."""
     by_title: dict[str, set[str]] = {}
     for code, title in occupations.select("onet_soc_code", "title").iter_rows():
         by_title.setdefault(title, set()).add(soc6(code))
     out = []
-    for row in read_prompts(mirror, "gdpval"):
+    for row in prompts:
         title = row.get("occupation")
         if not title:
             continue
@@ -82,10 +85,10 @@ def tac_role(category: str) -> str:
     return found.group(1).strip() if found else category.strip()
 
 
-def tac_gold(mirror: Path | str, role_to_soc: dict[str, list[str]] = TAC_ROLE_TO_SOC) -> list[GoldPrompt]:
+def tac_gold(prompts: Iterable[dict], role_to_soc: dict[str, list[str]] = TAC_ROLE_TO_SOC) -> list[GoldPrompt]:
     """TheAgentCompany prompts whose role category is mapped (not 'Other', not missing)."""
     out = []
-    for row in read_prompts(mirror, "theagentcompany"):
+    for row in prompts:
         if not row.get("occupation"):
             continue
         role = tac_role(row["occupation"])
@@ -102,7 +105,7 @@ def soc_matches(code: str, pattern: str) -> bool:
     return code.startswith(prefix.rstrip("-"))
 
 
-def jobbench_gold(mirror: Path | str, tasks: pl.DataFrame, min_overlap: float = 0.5) -> list[GoldPrompt]:
+def jobbench_gold(prompts: Iterable[dict], tasks: pl.DataFrame, min_overlap: float = 0.5) -> list[GoldPrompt]:
     """JobBench prompts; gold = the task IDs whose statement equals the labeled `onet_task`, else (the
     statement was reworded between O*NET releases) the task with the largest word overlap (Jaccard of
     `word_tokens`, at least `min_overlap`)."""
@@ -112,7 +115,7 @@ def jobbench_gold(mirror: Path | str, tasks: pl.DataFrame, min_overlap: float = 
         ids_by_text.setdefault(text.strip().casefold(), set()).add(str(task_id))
         token_sets.append((str(task_id), frozenset(word_tokens(text))))
     out = []
-    for row in read_prompts(mirror, "jobbench"):
+    for row in prompts:
         text = (row.get("onet_task") or "").strip()
         if not text:
             continue

@@ -17,8 +17,8 @@ on the judge's labels (`fit_selector`, run by `python -m pipelines.fit_labeler`)
 
 A work prompt keeps the tasks with p_exercised >= `task_threshold` (at least its best task); thresholds are
 chosen inside the cross-validation folds. Everything here is pure numpy on the retriever's evidence; the
-fitted coefficients live in a versioned JSON file (`selector_fit.json`) whose version is part of the label
-cache key. Measured, cross-validated leaving one benchmark out: docs/offline_labeler.md.
+fitted coefficients live in a versioned JSON file (`selector_fit.json`, read by
+`pipelines.readers.load_selector_fit`) whose version is part of the label cache key. Measured, cross-validated leaving one benchmark out: docs/offline_labeler.md.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,7 +36,6 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
-FIT_PATH = Path(__file__).with_name("selector_fit.json")
 FORMAT_VERSION = 1
 
 OCCUPATION_SIGNALS = ("role", "document", "lsa", "opening_titles", "opening_document", "description",
@@ -191,10 +189,6 @@ class SelectorFit:
             raise ValueError(f"selector fit {data.get('version')} does not match its contents ({fit.version}): "
                              "the file was edited by hand; refit with `python -m pipelines.fit_labeler`")
         return fit
-
-
-def load_fit(path: str | Path = FIT_PATH) -> SelectorFit:
-    return SelectorFit.from_json(Path(path).read_text(encoding="utf-8"))
 
 
 # --- features --------------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Reference data: O*NET 29.2, BLS OEWS May 2024, task shares (π), exposure labels and WORKBank ratings.
 
-Pure functions (no Dagster, no environment, no downloads: the assets resolve the files and pass their paths):
-`parse_*` read one source file into a typed polars frame and raise `InputError(path=..., line=...)` on a
-truncated or malformed file; `build_*` turn parsed frames into the warehouse tables of docs/ARCHITECTURE.md;
+Pure functions (no Dagster, no environment, no downloads, no file reads: the assets resolve the files and
+`pipelines.readers.read_source(path, parser)` reads them): `parse_*(data, source)` parse one source file's
+bytes into a typed polars frame and raise `InputError(path=source, line=...)` on a truncated or malformed
+file; `build_*` turn parsed frames into the warehouse tables of docs/ARCHITECTURE.md;
 `*_summary` compute the numbers the assets record as metadata and the tests assert.
 
 One module per source, each stating its decisions:
@@ -74,9 +75,10 @@ from models.reference.readers import (
     check_in_set,
     check_pattern,
     check_unique,
+    decode_text,
     markdown_preview,
-    read_csv_records,
-    read_tsv,
+    parse_csv_records,
+    parse_tsv,
 )
 from models.reference.task_hours import build_task_hours, parse_task_shares, pi_sums, task_hours_summary
 from models.reference.workbank import (
@@ -125,6 +127,7 @@ __all__ = [
     "check_pattern",
     "check_unique",
     "combine_task_ratings",
+    "decode_text",
     "markdown_preview",
     "occupation_wages_summary",
     "oews_summary",
@@ -144,8 +147,8 @@ __all__ = [
     "parse_workbank_desires",
     "parse_workbank_tasks",
     "pi_sums",
-    "read_csv_records",
-    "read_tsv",
+    "parse_csv_records",
+    "parse_tsv",
     "task_exposure_summary",
     "task_hours_summary",
     "workbank_summary",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
 from models.reference.readers import (
@@ -12,24 +10,23 @@ from models.reference.readers import (
     check_in_set,
     check_pattern,
     check_unique,
-    read_csv_records,
+    parse_csv_records,
 )
 
 EXPOSURE_LABELS = ("E0", "E1", "E2")
 
 
-def parse_eloundou_labels(path: str | Path) -> pl.DataFrame:
+def parse_eloundou_labels(data: bytes, source: str) -> pl.DataFrame:
     """`full_labelset.tsv` -> onet_soc_code, task_id, human_exposure, gpt4_exposure (E0/E1/E2)."""
-    path = Path(path)
-    df = read_csv_records(
-        path, ["O*NET-SOC Code", "Task ID", "human_exposure_agg", "gpt4_exposure"], delimiter="\t"
+    df = parse_csv_records(
+        data, source, ["O*NET-SOC Code", "Task ID", "human_exposure_agg", "gpt4_exposure"], delimiter="\t"
     )
-    check_pattern(df, "O*NET-SOC Code", ONET_CODE, path, "an O*NET-SOC code")
-    df = cast_number(df, "Task ID", pl.Int64(), path, rename="task_id", required=True, integral_float=True)
-    check_in_set(df, "human_exposure_agg", EXPOSURE_LABELS, path)
-    check_in_set(df, "gpt4_exposure", EXPOSURE_LABELS, path)
+    check_pattern(df, "O*NET-SOC Code", ONET_CODE, source, "an O*NET-SOC code")
+    df = cast_number(df, "Task ID", pl.Int64(), source, rename="task_id", required=True, integral_float=True)
+    check_in_set(df, "human_exposure_agg", EXPOSURE_LABELS, source)
+    check_in_set(df, "gpt4_exposure", EXPOSURE_LABELS, source)
     df = df.rename({"O*NET-SOC Code": "onet_soc_code", "human_exposure_agg": "human_exposure"})
-    check_unique(df, ["onet_soc_code", "task_id"], path)
+    check_unique(df, ["onet_soc_code", "task_id"], source)
     return df.select("onet_soc_code", "task_id", "human_exposure", "gpt4_exposure")
 
 

@@ -9,7 +9,7 @@ annual mean wage; `annual_hours` = employment x 2,080 (a full-time year).
 
 from __future__ import annotations
 
-from pathlib import Path
+import io
 
 import polars as pl
 
@@ -31,27 +31,27 @@ TOP_CODED_HOURLY = 115.0  # BLS '#': wage >= $115.00 per hour
 TOP_CODED_ANNUAL = 239_200.0  # BLS '#': wage >= $239,200 per year
 
 
-def parse_oews_national(path: str | Path, sheet: str = OEWS_SHEET) -> pl.DataFrame:
+def parse_oews_national(data: bytes, source: str, sheet: str = OEWS_SHEET) -> pl.DataFrame:
     """BLS `national_M2024_dl.xlsx` -> the `oews_wages` table (one row per OCC_CODE x O_GROUP).
 
     Line numbers in errors are worksheet rows (row 1 is the header). See the module docstring for the
     `*` / `**` / `#` markers and the imputed hourly/annual wages.
     """
-    path = Path(path)
     try:
-        raw = pl.read_excel(path, sheet_name=sheet, engine="calamine", infer_schema_length=0)
+        # the workbook's bytes, in memory (pipelines/readers.py read the file)
+        raw = pl.read_excel(io.BytesIO(data), sheet_name=sheet, engine="calamine", infer_schema_length=0)
     except Exception as exc:  # fastexcel raises its own error types for a corrupt or truncated workbook
         raise InputError(
-            f"cannot read sheet {sheet!r} of the OEWS workbook ({type(exc).__name__}: {exc})", path=path
+            f"cannot read sheet {sheet!r} of the OEWS workbook ({type(exc).__name__}: {exc})", path=source
         ) from exc
     columns = ["OCC_CODE", "OCC_TITLE", "O_GROUP", "TOT_EMP", "H_MEAN", "A_MEAN"]
-    check_header(raw.columns, columns, path)
+    check_header(raw.columns, columns, source)
     df = raw.with_columns(pl.Series(LINE, range(2, raw.height + 2), dtype=pl.Int64))
     if df.is_empty():
-        raise InputError("the OEWS sheet has no data rows", path=path, line=2)
-    check_pattern(df, "OCC_CODE", SOC_CODE, path, "a SOC code like 13-2011")
-    check_in_set(df, "O_GROUP", OEWS_GROUPS, path)
-    check_unique(df, ["OCC_CODE", "O_GROUP"], path)
+        raise InputError("the OEWS sheet has no data rows", path=source, line=2)
+    check_pattern(df, "OCC_CODE", SOC_CODE, source, "a SOC code like 13-2011")
+    check_in_set(df, "O_GROUP", OEWS_GROUPS, source)
+    check_unique(df, ["OCC_CODE", "O_GROUP"], source)
     df = df.with_columns(
         (pl.col("H_MEAN") == "#").alias("_h_top"),
         (pl.col("A_MEAN") == "#").alias("_a_top"),
@@ -62,17 +62,17 @@ def parse_oews_national(path: str | Path, sheet: str = OEWS_SHEET) -> pl.DataFra
         df,
         "TOT_EMP",
         pl.Float64(),
-        path,
+        source,
         rename="employment",
         na_values=("**", ""),
         min_value=0,
         integral_float=True,
     )
     df = cast_number(
-        df, "H_MEAN", pl.Float64(), path, rename="hourly_published", na_values=("*", ""), min_value=0
+        df, "H_MEAN", pl.Float64(), source, rename="hourly_published", na_values=("*", ""), min_value=0
     )
     df = cast_number(
-        df, "A_MEAN", pl.Float64(), path, rename="annual_published", na_values=("*", ""), min_value=0
+        df, "A_MEAN", pl.Float64(), source, rename="annual_published", na_values=("*", ""), min_value=0
     )
     return df.select(
         pl.col("OCC_CODE").alias("soc_code"),

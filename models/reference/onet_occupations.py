@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
 from models.reference.readers import (
     ONET_CODE,
     check_pattern,
     check_unique,
-    read_tsv,
+    parse_tsv,
 )
 
 # expected sizes of O*NET 29.2 (the asset checks hold the data to them)
@@ -20,13 +18,12 @@ SOC_MAJOR_GROUPS = 22  # 11-0000 .. 53-0000; 55-0000 Military has no OEWS row an
 MILITARY_MAJOR_GROUP = ("55-0000", "Military Specific Occupations")  # SOC 2018 title; not in OEWS
 
 
-def parse_occupation_data(path: str | Path) -> pl.DataFrame:
+def parse_occupation_data(data: bytes, source: str) -> pl.DataFrame:
     """`Occupation Data.txt` -> onet_soc_code, title, description (one row per O*NET-SOC code)."""
-    path = Path(path)
-    df = read_tsv(path, ["O*NET-SOC Code", "Title", "Description"])
+    df = parse_tsv(data, source, ["O*NET-SOC Code", "Title", "Description"])
     df = df.rename({"O*NET-SOC Code": "onet_soc_code", "Title": "title", "Description": "description"})
-    check_pattern(df, "onet_soc_code", ONET_CODE, path, "an O*NET-SOC code like 13-2011.00")
-    check_unique(df, ["onet_soc_code"], path)
+    check_pattern(df, "onet_soc_code", ONET_CODE, source, "an O*NET-SOC code like 13-2011.00")
+    check_unique(df, ["onet_soc_code"], source)
     return df.select("onet_soc_code", "title", "description")
 
 

@@ -11,8 +11,8 @@ FT category, and null for tasks rated from the 29.x copy (it has no FT categorie
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
-from pathlib import Path
 
 import polars as pl
 
@@ -24,8 +24,8 @@ from models.reference.readers import (
     check_pattern,
     check_unique,
     fail_at,
-    read_csv_records,
-    read_tsv,
+    parse_csv_records,
+    parse_tsv,
 )
 
 ONET_TASKS_RATED = 17_639  # every Core or Supplemental task of 29.2; the 1,157 Task Type n/a tasks are unrated
@@ -40,12 +40,13 @@ RATINGS_SCHEMA = {
 }
 
 
-def _first_line(path: Path) -> str:
-    with open(path, encoding="utf-8-sig", errors="replace") as handle:
-        return handle.readline()
+def _first_line(data: bytes) -> str:
+    # decoded as the file opened in text mode (utf-8-sig, errors="replace", universal newlines) was, in
+    # memory: only the header decides the layout, the layout's parser reports bad bytes with their line
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", errors="replace").readline()
 
 
-def parse_task_ratings(path: str | Path) -> pl.DataFrame:
+def parse_task_ratings(data: bytes, source: str) -> pl.DataFrame:
     """Task ratings in any of three layouts -> onet_soc_code, task_id, importance (IM, 1-5), relevance (RT,
     0-100), frequency_category (FT, 1-7).
 
@@ -59,14 +60,15 @@ def parse_task_ratings(path: str | Path) -> pl.DataFrame:
     - WORKBank `task_statement_with_metadata.csv` (the partial file's upstream: Importance, Relevance and
       Frequency columns).
     """
-    path = Path(path)
-    header = _first_line(path)
+    header = _first_line(data)
     if "Scale ID" in header and "\t" in header:
-        return _parse_full_task_ratings(path)
+        return _parse_full_task_ratings(data, source)
     if "importance_lower" in header and "relevance" in header:
-        return _parse_im_rt_ratings(path)
+        return _parse_im_rt_ratings(data, source)
     if header.startswith("onetsoc_code"):
-        df = read_csv_records(path, ["onetsoc_code", "task_id", "im", "rt", "ft_category_workbank"])
+        df = parse_csv_records(
+            data, source, ["onetsoc_code", "task_id", "im", "rt", "ft_category_workbank"]
+        )
         names = {
             "code": "onetsoc_code",
             "task": "task_id",
@@ -75,7 +77,9 @@ def parse_task_ratings(path: str | Path) -> pl.DataFrame:
             "ft": "ft_category_workbank",
         }
     elif "Importance" in header:
-        df = read_csv_records(path, ["O*NET-SOC Code", "Task ID", "Importance", "Relevance", "Frequency"])
+        df = parse_csv_records(
+            data, source, ["O*NET-SOC Code", "Task ID", "Importance", "Relevance", "Frequency"]
+        )
         names = {
             "code": "O*NET-SOC Code",
             "task": "Task ID",
@@ -84,63 +88,63 @@ def parse_task_ratings(path: str | Path) -> pl.DataFrame:
             "ft": "Frequency",
         }
     else:
-        raise InputError(f"unknown task-ratings layout; header {header.strip()[:200]!r}", path=path, line=1)
-    check_pattern(df, names["code"], ONET_CODE, path, "an O*NET-SOC code")
+        raise InputError(f"unknown task-ratings layout; header {header.strip()[:200]!r}", path=source, line=1)
+    check_pattern(df, names["code"], ONET_CODE, source, "an O*NET-SOC code")
     df = cast_number(
-        df, names["task"], pl.Int64(), path, rename="task_id", required=True, integral_float=True
+        df, names["task"], pl.Int64(), source, rename="task_id", required=True, integral_float=True
     )
-    df = cast_number(df, names["im"], pl.Float64(), path, rename="importance", min_value=1, max_value=5)
-    df = cast_number(df, names["rt"], pl.Float64(), path, rename="relevance", min_value=0, max_value=100)
+    df = cast_number(df, names["im"], pl.Float64(), source, rename="importance", min_value=1, max_value=5)
+    df = cast_number(df, names["rt"], pl.Float64(), source, rename="relevance", min_value=0, max_value=100)
     df = cast_number(
         df,
         names["ft"],
         pl.Int64(),
-        path,
+        source,
         rename="frequency_category",
         min_value=1,
         max_value=7,
         integral_float=True,
     )
     df = df.with_columns(pl.col(names["code"]).alias("onet_soc_code"))
-    check_unique(df, ["onet_soc_code", "task_id"], path)
+    check_unique(df, ["onet_soc_code", "task_id"], source)
     return df.select(list(RATINGS_SCHEMA))
 
 
-def _parse_im_rt_ratings(path: Path) -> pl.DataFrame:
+def _parse_im_rt_ratings(data: bytes, source: str) -> pl.DataFrame:
     """The one-row-per-task IM/RT table: importance (IM, 1-5) and relevance (RT, 0-100), both required."""
-    df = read_csv_records(path, ["O*NET-SOC Code", "Task ID", "importance", "relevance"])
-    check_pattern(df, "O*NET-SOC Code", ONET_CODE, path, "an O*NET-SOC code")
-    df = cast_number(df, "Task ID", pl.Int64(), path, rename="task_id", required=True)
-    df = cast_number(df, "importance", pl.Float64(), path, required=True, min_value=1, max_value=5)
-    df = cast_number(df, "relevance", pl.Float64(), path, required=True, min_value=0, max_value=100)
+    df = parse_csv_records(data, source, ["O*NET-SOC Code", "Task ID", "importance", "relevance"])
+    check_pattern(df, "O*NET-SOC Code", ONET_CODE, source, "an O*NET-SOC code")
+    df = cast_number(df, "Task ID", pl.Int64(), source, rename="task_id", required=True)
+    df = cast_number(df, "importance", pl.Float64(), source, required=True, min_value=1, max_value=5)
+    df = cast_number(df, "relevance", pl.Float64(), source, required=True, min_value=0, max_value=100)
     df = df.with_columns(
         pl.col("O*NET-SOC Code").alias("onet_soc_code"), pl.lit(None, dtype=pl.Int64).alias("frequency_category")
     )
-    check_unique(df, ["onet_soc_code", "task_id"], path)
+    check_unique(df, ["onet_soc_code", "task_id"], source)
     return df.select(list(RATINGS_SCHEMA)).cast(RATINGS_SCHEMA).sort(["onet_soc_code", "task_id"])
 
 
-def _parse_full_task_ratings(path: Path) -> pl.DataFrame:
-    df = read_tsv(path, ["O*NET-SOC Code", "Task ID", "Scale ID", "Category", "Data Value"])
-    check_pattern(df, "O*NET-SOC Code", ONET_CODE, path, "an O*NET-SOC code")
-    check_in_set(df, "Scale ID", ["IM", "RT", "FT"], path)
-    df = cast_number(df, "Task ID", pl.Int64(), path, rename="task_id", required=True)
+def _parse_full_task_ratings(data: bytes, source: str) -> pl.DataFrame:
+    df = parse_tsv(data, source, ["O*NET-SOC Code", "Task ID", "Scale ID", "Category", "Data Value"])
+    check_pattern(df, "O*NET-SOC Code", ONET_CODE, source, "an O*NET-SOC code")
+    check_in_set(df, "Scale ID", ["IM", "RT", "FT"], source)
+    df = cast_number(df, "Task ID", pl.Int64(), source, rename="task_id", required=True)
     df = cast_number(
-        df, "Data Value", pl.Float64(), path, rename="value", required=True, min_value=0, max_value=100
+        df, "Data Value", pl.Float64(), source, rename="value", required=True, min_value=0, max_value=100
     )
     df = df.rename({"O*NET-SOC Code": "onet_soc_code"})
     ft = df.filter(pl.col("Scale ID") == "FT")
     ft = cast_number(
-        ft, "Category", pl.Int64(), path, rename="category", required=True, min_value=1, max_value=7
+        ft, "Category", pl.Int64(), source, rename="category", required=True, min_value=1, max_value=7
     )
-    check_unique(ft, ["onet_soc_code", "task_id", "category"], path)
+    check_unique(ft, ["onet_soc_code", "task_id", "category"], source)
     single = df.filter(pl.col("Scale ID") != "FT")
-    check_unique(single, ["onet_soc_code", "task_id", "Scale ID"], path)
+    check_unique(single, ["onet_soc_code", "task_id", "Scale ID"], source)
     fail_at(
         single,
         (single["Scale ID"] == "IM") & ((single["value"] < 1) | (single["value"] > 5)),
         "IM data value outside 1-5",
-        path,
+        source,
         "value",
     )
     wide = single.pivot(on="Scale ID", index=["onet_soc_code", "task_id"], values="value")

@@ -7,8 +7,6 @@ offline labeler's index adds to its task documents.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
 from models.reference.onet_ratings import RATINGS_SCHEMA, RATINGS_SOURCES
@@ -19,7 +17,7 @@ from models.reference.readers import (
     check_pattern,
     check_unique,
     fail_at,
-    read_tsv,
+    parse_tsv,
 )
 
 # expected size of O*NET 29.2 (the asset checks hold the data to it)
@@ -28,10 +26,9 @@ CORE_MIN_RELEVANCE = 67.0
 CORE_MIN_IMPORTANCE = 3.0
 
 
-def parse_task_statements(path: str | Path) -> pl.DataFrame:
+def parse_task_statements(data: bytes, source: str) -> pl.DataFrame:
     """`Task Statements.txt` -> onet_soc_code, task_id, task, task_type (null for n/a), incumbents_responding,
     task_date, domain_source."""
-    path = Path(path)
     columns = [
         "O*NET-SOC Code",
         "Task ID",
@@ -41,17 +38,17 @@ def parse_task_statements(path: str | Path) -> pl.DataFrame:
         "Date",
         "Domain Source",
     ]
-    df = read_tsv(path, columns)
-    check_pattern(df, "O*NET-SOC Code", ONET_CODE, path, "an O*NET-SOC code like 13-2011.00")
-    df = cast_number(df, "Task ID", pl.Int64(), path, rename="task_id", required=True, min_value=1)
+    df = parse_tsv(data, source, columns)
+    check_pattern(df, "O*NET-SOC Code", ONET_CODE, source, "an O*NET-SOC code like 13-2011.00")
+    df = cast_number(df, "Task ID", pl.Int64(), source, rename="task_id", required=True, min_value=1)
     df = cast_number(
-        df, "Incumbents Responding", pl.Int64(), path, rename="incumbents_responding", min_value=0
+        df, "Incumbents Responding", pl.Int64(), source, rename="incumbents_responding", min_value=0
     )
-    check_in_set(df, "Task Type", ["Core", "Supplemental", "n/a"], path)
+    check_in_set(df, "Task Type", ["Core", "Supplemental", "n/a"], source)
     fail_at(
-        df, df["Task"].str.strip_chars().str.len_chars() == 0, "column 'Task': empty task statement", path
+        df, df["Task"].str.strip_chars().str.len_chars() == 0, "column 'Task': empty task statement", source
     )
-    check_unique(df, ["O*NET-SOC Code", "task_id"], path)
+    check_unique(df, ["O*NET-SOC Code", "task_id"], source)
     return df.select(
         pl.col("O*NET-SOC Code").alias("onet_soc_code"),
         "task_id",
@@ -144,21 +141,19 @@ def onet_tasks_summary(tasks: pl.DataFrame, ratings: pl.DataFrame | None = None)
     return summary
 
 
-def parse_tasks_to_dwas(path: str | Path) -> pl.DataFrame:
+def parse_tasks_to_dwas(data: bytes, source: str) -> pl.DataFrame:
     """`Tasks to DWAs.txt` -> onet_soc_code, task_id, dwa_id (one row per task x detailed work activity)."""
-    path = Path(path)
-    df = read_tsv(path, ["O*NET-SOC Code", "Task ID", "DWA ID"])
-    check_pattern(df, "O*NET-SOC Code", ONET_CODE, path, "an O*NET-SOC code")
-    df = cast_number(df, "Task ID", pl.Int64(), path, rename="task_id", required=True)
+    df = parse_tsv(data, source, ["O*NET-SOC Code", "Task ID", "DWA ID"])
+    check_pattern(df, "O*NET-SOC Code", ONET_CODE, source, "an O*NET-SOC code")
+    df = cast_number(df, "Task ID", pl.Int64(), source, rename="task_id", required=True)
     return df.select(pl.col("O*NET-SOC Code").alias("onet_soc_code"), "task_id", pl.col("DWA ID").alias("dwa_id"))
 
 
-def parse_dwa_reference(path: str | Path) -> pl.DataFrame:
+def parse_dwa_reference(data: bytes, source: str) -> pl.DataFrame:
     """`DWA Reference.txt` -> dwa_id, dwa_title (one row per detailed work activity)."""
-    path = Path(path)
-    df = read_tsv(path, ["DWA ID", "DWA Title"])
+    df = parse_tsv(data, source, ["DWA ID", "DWA Title"])
     # a repeated DWA ID would silently double the titles of its tasks in build_task_dwas
-    check_unique(df, ["DWA ID"], path)
+    check_unique(df, ["DWA ID"], source)
     return df.select(pl.col("DWA ID").alias("dwa_id"), pl.col("DWA Title").alias("dwa_title"))
 
 

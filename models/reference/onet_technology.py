@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
 from models.reference.readers import (
@@ -12,26 +10,26 @@ from models.reference.readers import (
     cast_number,
     check_pattern,
     check_unique,
-    read_tsv,
+    parse_tsv,
 )
 
 
-def parse_technology_skills(path: str | Path) -> pl.DataFrame:
+def parse_technology_skills(data: bytes, source: str) -> pl.DataFrame:
     """`Technology Skills.txt` -> onet_soc_code, example, commodity_code, commodity_title, hot_technology,
     in_demand."""
-    path = Path(path)
-    df = read_tsv(
-        path,
+    df = parse_tsv(
+        data,
+        source,
         ["O*NET-SOC Code", "Example", "Commodity Code", "Commodity Title", "Hot Technology", "In Demand"],
     )
-    check_pattern(df, "O*NET-SOC Code", ONET_CODE, path, "an O*NET-SOC code")
-    df = cast_number(df, "Commodity Code", pl.Int64(), path, rename="commodity_code", required=True)
-    df = cast_flag(df, "Hot Technology", path, true=["Y"], false=["N"], rename="hot_technology")
-    df = cast_flag(df, "In Demand", path, true=["Y"], false=["N"], rename="in_demand")
+    check_pattern(df, "O*NET-SOC Code", ONET_CODE, source, "an O*NET-SOC code")
+    df = cast_number(df, "Commodity Code", pl.Int64(), source, rename="commodity_code", required=True)
+    df = cast_flag(df, "Hot Technology", source, true=["Y"], false=["N"], rename="hot_technology")
+    df = cast_flag(df, "In Demand", source, true=["Y"], false=["N"], rename="in_demand")
     df = df.rename(
         {"O*NET-SOC Code": "onet_soc_code", "Example": "example", "Commodity Title": "commodity_title"}
     )
-    check_unique(df, ["onet_soc_code", "example", "commodity_code"], path)
+    check_unique(df, ["onet_soc_code", "example", "commodity_code"], source)
     return df.select(
         "onet_soc_code", "example", "commodity_code", "commodity_title", "hot_technology", "in_demand"
     )

@@ -3,23 +3,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
 from models.reference.readers import (
     NA,
     ONET_CODE,
     check_pattern,
-    read_tsv,
+    parse_tsv,
 )
 
 
-def parse_alternate_titles(path: str | Path) -> pl.DataFrame:
+def parse_alternate_titles(data: bytes, source: str) -> pl.DataFrame:
     """`Alternate Titles.txt` -> onet_soc_code, alternate_title, short_title (null for n/a)."""
-    path = Path(path)
-    df = read_tsv(path, ["O*NET-SOC Code", "Alternate Title", "Short Title"])
-    check_pattern(df, "O*NET-SOC Code", ONET_CODE, path, "an O*NET-SOC code")
+    df = parse_tsv(data, source, ["O*NET-SOC Code", "Alternate Title", "Short Title"])
+    check_pattern(df, "O*NET-SOC Code", ONET_CODE, source, "an O*NET-SOC code")
     return df.select(
         pl.col("O*NET-SOC Code").alias("onet_soc_code"),
         pl.col("Alternate Title").alias("alternate_title"),
@@ -30,11 +27,10 @@ def parse_alternate_titles(path: str | Path) -> pl.DataFrame:
     )
 
 
-def parse_reported_titles(path: str | Path) -> pl.DataFrame:
+def parse_reported_titles(data: bytes, source: str) -> pl.DataFrame:
     """`Sample of Reported Titles.txt` -> onet_soc_code, reported_title."""
-    path = Path(path)
-    df = read_tsv(path, ["O*NET-SOC Code", "Reported Job Title"])
-    check_pattern(df, "O*NET-SOC Code", ONET_CODE, path, "an O*NET-SOC code")
+    df = parse_tsv(data, source, ["O*NET-SOC Code", "Reported Job Title"])
+    check_pattern(df, "O*NET-SOC Code", ONET_CODE, source, "an O*NET-SOC code")
     return df.select(
         pl.col("O*NET-SOC Code").alias("onet_soc_code"), pl.col("Reported Job Title").alias("reported_title")
     )

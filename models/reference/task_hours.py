@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import io
+from pathlib import Path  # only to take the suffix of the source name
 
 import polars as pl
 
@@ -15,41 +16,41 @@ from models.reference.readers import (
     check_pattern,
     check_unique,
     fail_at,
-    read_csv_records,
+    parse_csv_records,
 )
 
 
-def parse_task_shares(path: str | Path) -> pl.DataFrame:
-    """MIT WAL `onet_task_labor_input_30_2.parquet` (or .csv) -> onet_soc_code, task_id, pi."""
-    path = Path(path)
+def parse_task_shares(data: bytes, source: str) -> pl.DataFrame:
+    """MIT WAL `onet_task_labor_input_30_2.parquet` (or .csv: told by `source`'s suffix) -> onet_soc_code,
+    task_id, pi."""
     try:
-        if path.suffix == ".csv":
-            raw = read_csv_records(path, ["onetsoc_code", "task_id", "pi"])
-            raw = cast_number(raw, "task_id", pl.Int64(), path, required=True)
-            raw = cast_number(raw, "pi", pl.Float64(), path, required=True)
+        if Path(source).suffix == ".csv":
+            raw = parse_csv_records(data, source, ["onetsoc_code", "task_id", "pi"])
+            raw = cast_number(raw, "task_id", pl.Int64(), source, required=True)
+            raw = cast_number(raw, "pi", pl.Float64(), source, required=True)
         else:
-            raw = pl.read_parquet(path)
+            raw = pl.read_parquet(io.BytesIO(data))  # the file's bytes, in memory
             raw = raw.with_columns(pl.Series(LINE, range(1, raw.height + 1), dtype=pl.Int64))
     except InputError:
         raise
     except Exception as exc:  # a truncated or corrupt parquet file
         raise InputError(
-            f"cannot read the task-share table ({type(exc).__name__}: {exc})", path=path
+            f"cannot read the task-share table ({type(exc).__name__}: {exc})", path=source
         ) from exc
-    check_header(raw.columns, ["onetsoc_code", "task_id", "pi"], path)
+    check_header(raw.columns, ["onetsoc_code", "task_id", "pi"], source)
     df = raw.rename({"onetsoc_code": "onet_soc_code"}).with_columns(
         pl.col("task_id").cast(pl.Int64, strict=False), pl.col("pi").cast(pl.Float64, strict=False)
     )
-    check_pattern(df, "onet_soc_code", ONET_CODE, path, "an O*NET-SOC code")
-    fail_at(df, df["task_id"].is_null(), "column 'task_id': missing or not an integer (row number)", path)
+    check_pattern(df, "onet_soc_code", ONET_CODE, source, "an O*NET-SOC code")
+    fail_at(df, df["task_id"].is_null(), "column 'task_id': missing or not an integer (row number)", source)
     fail_at(
         df,
         df["pi"].is_null() | df["pi"].is_nan() | (df["pi"] < 0) | (df["pi"] > 1),
         "column 'pi': missing or outside [0, 1] (row number)",
-        path,
+        source,
         "pi",
     )
-    check_unique(df, ["onet_soc_code", "task_id"], path)
+    check_unique(df, ["onet_soc_code", "task_id"], source)
     return df.select("onet_soc_code", "task_id", "pi")
 
 

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
 from models.reference.readers import (
@@ -12,20 +10,21 @@ from models.reference.readers import (
     cast_number,
     check_pattern,
     check_unique,
-    read_csv_records,
+    parse_csv_records,
 )
 
 ZONE_THRESHOLD = 3.0
 ZONES = ("green_light", "red_light", "rnd_opportunity", "low_priority")
 
 
-def parse_workbank_tasks(path: str | Path) -> pl.DataFrame:
+def parse_workbank_tasks(data: bytes, source: str) -> pl.DataFrame:
     """`task_statement_with_metadata.csv` -> task_id, onet_soc_code, occupation_title, task."""
-    path = Path(path)
-    df = read_csv_records(path, ["O*NET-SOC Code", "Occupation (O*NET-SOC Title)", "Task ID", "Task"])
-    check_pattern(df, "O*NET-SOC Code", ONET_CODE, path, "an O*NET-SOC code")
-    df = cast_number(df, "Task ID", pl.Int64(), path, rename="task_id", required=True, integral_float=True)
-    check_unique(df, ["task_id"], path)
+    df = parse_csv_records(
+        data, source, ["O*NET-SOC Code", "Occupation (O*NET-SOC Title)", "Task ID", "Task"]
+    )
+    check_pattern(df, "O*NET-SOC Code", ONET_CODE, source, "an O*NET-SOC code")
+    df = cast_number(df, "Task ID", pl.Int64(), source, rename="task_id", required=True, integral_float=True)
+    check_unique(df, ["task_id"], source)
     return df.select(
         "task_id",
         pl.col("O*NET-SOC Code").alias("onet_soc_code"),
@@ -34,12 +33,14 @@ def parse_workbank_tasks(path: str | Path) -> pl.DataFrame:
     )
 
 
-def _parse_workbank_ratings(path: str | Path, rating_column: str, rating: str, has: str) -> pl.DataFrame:
+def _parse_workbank_ratings(
+    data: bytes, source: str, rating_column: str, rating: str, has: str
+) -> pl.DataFrame:
     """A WORKBank rating file -> task_id, occupation_title, task, `rating` (from `rating_column`, required,
     1-5) and `has` (the Human Agency Scale rating, 1-5)."""
-    path = Path(path)
-    df = read_csv_records(
-        path,
+    df = parse_csv_records(
+        data,
+        source,
         [
             "Task ID",
             "Occupation (O*NET-SOC Title)",
@@ -48,12 +49,12 @@ def _parse_workbank_ratings(path: str | Path, rating_column: str, rating: str, h
             "Human Agency Scale Rating",
         ],
     )
-    df = cast_number(df, "Task ID", pl.Int64(), path, rename="task_id", required=True, integral_float=True)
+    df = cast_number(df, "Task ID", pl.Int64(), source, rename="task_id", required=True, integral_float=True)
     df = cast_number(
         df,
         rating_column,
         pl.Int64(),
-        path,
+        source,
         rename=rating,
         required=True,
         min_value=1,
@@ -64,7 +65,7 @@ def _parse_workbank_ratings(path: str | Path, rating_column: str, rating: str, h
         df,
         "Human Agency Scale Rating",
         pl.Int64(),
-        path,
+        source,
         rename=has,
         min_value=1,
         max_value=5,
@@ -79,15 +80,15 @@ def _parse_workbank_ratings(path: str | Path, rating_column: str, rating: str, h
     )
 
 
-def parse_workbank_desires(path: str | Path) -> pl.DataFrame:
+def parse_workbank_desires(data: bytes, source: str) -> pl.DataFrame:
     """`domain_worker_desires.csv` -> task_id, occupation_title, task, desire (1-5), worker_has (1-5)."""
-    return _parse_workbank_ratings(path, "Automation Desire Rating", "desire", "worker_has")
+    return _parse_workbank_ratings(data, source, "Automation Desire Rating", "desire", "worker_has")
 
 
-def parse_workbank_capability(path: str | Path) -> pl.DataFrame:
+def parse_workbank_capability(data: bytes, source: str) -> pl.DataFrame:
     """`expert_rated_technological_capability.csv` -> task_id, occupation_title, task, capability (1-5),
     expert_has (1-5)."""
-    return _parse_workbank_ratings(path, "Automation Capacity Rating", "capability", "expert_has")
+    return _parse_workbank_ratings(data, source, "Automation Capacity Rating", "capability", "expert_has")
 
 
 def zone_expr(desire: str = "desire_mean", capability: str = "capability_mean") -> pl.Expr:

@@ -36,7 +36,7 @@ from models.validation.annotation import (
     annotation_rows,
     annotation_sample,
     annotation_sample_keys,
-    read_gold_csv,
+    parse_gold_csv,
     resolve_gold,
 )
 from models.validation.gold import (
@@ -107,9 +107,9 @@ __all__ = [
     "normalise_role_mapping",
     "occupation_hits",
     "occupations_of_tasks",
+    "parse_gold_csv",
     "per_prompt_ranker",
     "rank_occupations",
-    "read_gold_csv",
     "resolve_gold",
     "set_scores",
     "shortened_match",

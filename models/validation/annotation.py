@@ -1,9 +1,11 @@
 """Gold annotation: export a stratified sample of labeled prompts for annotators, read their answers back
-(read_gold_csv) and resolve them against the landed prompts and O*NET tasks."""
+(parse_gold_csv: a file's bytes; pipelines.readers.read_gold_csv reads the file) and resolve them against the
+landed prompts and O*NET tasks."""
 
 from __future__ import annotations
 
 import csv
+import io
 import re
 from pathlib import Path
 
@@ -92,19 +94,19 @@ def annotation_sample(prompts: pl.DataFrame, labels: pl.DataFrame, tasks: pl.Dat
 _ID_SPLIT = re.compile(r"[;,|\s]+")
 
 
-def read_gold_csv(path: str | Path) -> pl.DataFrame:
-    """One annotator CSV (docs/gold_labels.md) -> long rows: benchmark, prompt_id, task_id, annotator,
+def parse_gold_csv(data: bytes, source: str) -> pl.DataFrame:
+    """One annotator CSV's bytes (docs/gold_labels.md; `source` names it in errors) -> long rows: benchmark, prompt_id, task_id, annotator,
     source_file, line_number. Wide (`task_ids`, several IDs per row) and long (`task_id`) layouts are
     accepted; an empty `task_ids` means "no O*NET task fits" (one row with task_id null). Raises InputError
     naming the file and line for a missing column, an empty prompt_id or a task ID that is not an integer."""
-    path = Path(path)
     rows: list[dict] = []
-    with open(path, newline="", encoding="utf-8-sig") as handle:
+    # decoded as the file opened in text mode (utf-8-sig, newline="") was, so line numbers count the same
+    with io.TextIOWrapper(io.BytesIO(data), newline="", encoding="utf-8-sig") as handle:
         reader = csv.reader(handle)
         header = [h.strip() for h in next(reader, [])]
         if "prompt_id" not in header or not ({"task_ids", "task_id"} & set(header)):
             raise InputError(f"a gold label file needs the columns prompt_id and task_ids (or task_id); "
-                             f"found {header}", path=path, line=1)
+                             f"found {header}", path=source, line=1)
         id_column = "task_ids" if "task_ids" in header else "task_id"
         end_of_previous = reader.line_num
         for cells in reader:
@@ -115,17 +117,17 @@ def read_gold_csv(path: str | Path) -> pl.DataFrame:
             record = dict(zip(header, cells, strict=False))
             prompt_id = (record.get("prompt_id") or "").strip()
             if not prompt_id:
-                raise InputError("empty prompt_id", path=path, line=line)
+                raise InputError("empty prompt_id", path=source, line=line)
             raw = (record.get(id_column) or "").strip()
             ids: list[int | None] = []
             for token in filter(None, _ID_SPLIT.split(raw)):
                 try:
                     ids.append(int(token[:-2]) if re.fullmatch(r"\d+\.0", token) else int(token))
                 except ValueError:
-                    raise InputError(f"task ID {token!r} is not an integer", path=path, line=line,
+                    raise InputError(f"task ID {token!r} is not an integer", path=source, line=line,
                                      record=prompt_id) from None
             base = {"benchmark": (record.get("benchmark") or "").strip() or None, "prompt_id": prompt_id,
-                    "annotator": (record.get("annotator") or "").strip() or None, "source_file": path.name,
+                    "annotator": (record.get("annotator") or "").strip() or None, "source_file": Path(source).name,
                     "line_number": line}
             for task_id in ids or [None]:
                 rows.append({**base, "task_id": task_id})

@@ -29,12 +29,12 @@ How a prompt is scored (calibration and measured accuracy: docs/offline_labeler.
    `max_tasks_per_occupation` from one occupation (so the labels name several candidate occupations).
 
 Everything is vectorised over a batch of prompts (sparse matrix products); the index is built once from the
-reference frames and pickles.
+reference frames (pipelines.readers.load_onet_reference_frames reads them from the O*NET files) and
+pickles.
 
 The package, by concern (every public name is importable from models.labeling.offline):
   config.py    versions, TAC_ROLE_TO_SOC, title-source weights, OfflineLabelerConfig
   text.py      word tokens and features, role phrases and head nouns
-  onet.py      load_onet_reference_frames: the frames the index is built from
   build.py     TaskIndex.build's steps (the TF-IDF matrices, technology weights, LSA)
   index.py     TaskIndex: its fields and queries (shortlist, task scores, the greedy selection)
   evidence.py  a batch's occupation signals, task similarities and role-title scores
@@ -55,7 +55,6 @@ from models.labeling.offline.config import (
 from models.labeling.offline.evidence import BatchEvidence
 from models.labeling.offline.index import TaskIndex
 from models.labeling.offline.labeler import OfflineLabeler, PromptRanking, occupation_ranking_from_labels
-from models.labeling.offline.onet import load_onet_reference_frames
 from models.labeling.offline.text import (
     RolePhrase,
     extract_role_phrases,
@@ -78,7 +77,6 @@ __all__ = [
     "TaskIndex",
     "extract_role_phrases",
     "head_noun",
-    "load_onet_reference_frames",
     "occupation_ranking_from_labels",
     "soc6",
     "text_features",

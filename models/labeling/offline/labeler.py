@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -54,11 +53,10 @@ class OfflineLabeler:
             self.template_version = f"{INDEX_VERSION}-{config.version}"
 
     @classmethod
-    def calibrated(cls, index: TaskIndex, fit_path: str | Path | None = None) -> OfflineLabeler:
-        """The default labeler: the retriever plus the fitted selector in models/labeling/selector_fit.json."""
-        from models.labeling.selector import FIT_PATH, load_fit
-
-        return cls(index, OfflineLabelerConfig(), load_fit(fit_path or FIT_PATH))
+    def calibrated(cls, index: TaskIndex, fit: Any) -> OfflineLabeler:
+        """The default labeler: the retriever plus the fitted selector `fit` (a SelectorFit; the versioned one
+        in models/labeling/selector_fit.json is `pipelines.readers.load_selector_fit()`)."""
+        return cls(index, OfflineLabelerConfig(), fit)
 
     @property
     def labeler_version(self) -> str:

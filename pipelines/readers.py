@@ -1,0 +1,133 @@
+"""Reading the files whose parsers live in models/: the one place those files are opened.
+
+The parsers in models/ are pure: they take a file's content (bytes) and a `source` name for their error
+messages (`parser(data, source, ...)`). The functions here open the file and pass its path as `source`, so
+every error names the file and line as it did when the parsers opened the files themselves.
+
+- `read_source(path, parser, ...)`: the reference parsers (`models.reference.parse_*`); a file that cannot
+  be read (missing, a directory, no permission) is an InputError naming the path.
+- `load_onet_reference_frames(onet_dir)`: the O*NET frames the offline labeler's index is built from.
+- The task-level reference (vendored in REFERENCE_DIR = data/reference/): `read_reference`,
+  `load_reference`, `sampling_design`; annotators' gold CSVs: `read_gold_csv`; the human labels of the
+  mirrored benchmarks: `read_mirror_prompts`; the selector's coefficients: `load_selector_fit` (FIT_PATH).
+
+The benchmark landing zone's files are read in `pipelines/landing.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+
+import polars as pl
+
+from models import reference as ref
+from models import reference_labels as rl
+from models.errors import InputError
+from models.validation import annotation
+from pipelines.settings import PROJECT_ROOT
+
+if TYPE_CHECKING:
+    from models.labeling.selector import SelectorFit
+
+# the vendored task-level reference (data/reference/SOURCES.md) and the selector fitted on it
+REFERENCE_DIR = PROJECT_ROOT / "data" / "reference"
+FIT_PATH = PROJECT_ROOT / "models" / "labeling" / "selector_fit.json"
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """The file's bytes; InputError naming the path when it cannot be read (missing, a directory, ...)."""
+    path = Path(path)
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read file ({exc})", path=path) from exc
+
+
+def read_source(
+    path: str | Path, parser: Callable[Concatenate[bytes, str, P], T], *args: P.args, **kwargs: P.kwargs
+) -> T:
+    """`parser(bytes of path, str(path), *args, **kwargs)`: a reference file read and parsed, its errors
+    naming the path (e.g. `read_source(p, ref.parse_task_statements)`)."""
+    return parser(read_bytes(path), str(path), *args, **kwargs)
+
+
+def load_onet_reference_frames(onet_dir: Path | str) -> dict[str, pl.DataFrame]:
+    """Read the raw O*NET text files into the frames `TaskIndex.build` takes, with the reference parsers
+    (`models.reference`: the same validation and the same tables as the warehouse's onet_* assets).
+
+    Returns tasks (onet_soc_code, task_id, task, task_type), occupations (onet_soc_code, title,
+    description), job_titles (onet_soc_code, job_title, title_source), technology_skills (onet_soc_code,
+    example, commodity_title, hot_technology) and, when `Tasks to DWAs.txt` and `DWA Reference.txt` exist,
+    task_dwas (onet_soc_code, task_id, dwa_title).
+    """
+    onet_dir = Path(onet_dir)
+    occupations = read_source(onet_dir / "Occupation Data.txt", ref.parse_occupation_data)
+    frames = {
+        "tasks": read_source(onet_dir / "Task Statements.txt", ref.parse_task_statements).select(
+            "onet_soc_code", "task_id", "task", "task_type"
+        ),
+        "occupations": occupations,
+        "job_titles": ref.build_onet_job_titles(
+            occupations,
+            read_source(onet_dir / "Alternate Titles.txt", ref.parse_alternate_titles),
+            read_source(onet_dir / "Sample of Reported Titles.txt", ref.parse_reported_titles),
+        ),
+        "technology_skills": read_source(onet_dir / "Technology Skills.txt", ref.parse_technology_skills).select(
+            "onet_soc_code", "example", "commodity_title", "hot_technology"
+        ),
+    }
+    tasks_to_dwas, dwa_reference = onet_dir / "Tasks to DWAs.txt", onet_dir / "DWA Reference.txt"
+    if tasks_to_dwas.exists() and dwa_reference.exists():
+        frames["task_dwas"] = ref.build_task_dwas(
+            read_source(tasks_to_dwas, ref.parse_tasks_to_dwas),
+            read_source(dwa_reference, ref.parse_dwa_reference),
+        )
+    return frames
+
+
+# --- the task-level reference (models/reference_labels.py parses) -----------------------------------------
+
+def read_reference(path: str | Path, split: str | None = None) -> pl.DataFrame:
+    """One reference JSONL file (split inferred from the file name when not given)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("reference file not found (or not a file)", path=path)
+    return rl.parse_reference(path.read_bytes(), str(path), split or rl.split_of(path.name))
+
+
+def load_reference(folder: str | Path | None = None, splits: Sequence[str] = ("train", "dev")) -> pl.DataFrame:
+    """The reference splits of `folder` (default: the vendored data/reference/), concatenated."""
+    folder = Path(folder) if folder is not None else REFERENCE_DIR
+    return pl.concat([read_reference(folder / rl.SPLIT_FILES[s], s) for s in splits])
+
+
+def sampling_design(folder: str | Path | None = None) -> pl.DataFrame:
+    """benchmark, distinct_texts, n_train, n_dev, n_blind: how the reference sample was drawn."""
+    folder = Path(folder) if folder is not None else REFERENCE_DIR
+    return rl.parse_sampling_design((folder / rl.DESIGN_FILE).read_bytes())
+
+
+def read_gold_csv(path: str | Path) -> pl.DataFrame:
+    """One annotator CSV (docs/gold_labels.md; `models.validation.parse_gold_csv` says what is accepted)."""
+    path = Path(path)
+    return annotation.parse_gold_csv(path.read_bytes(), str(path))
+
+
+def read_mirror_prompts(mirror: Path | str, benchmark: str) -> list[dict]:
+    """The JSON objects of `<mirror>/benchmarks/<benchmark>/prompts.jsonl` (the human labels' prompts)."""
+    from models.labeling import human_labels  # the offline labeler's imports, only where they are needed
+
+    path = Path(mirror) / "benchmarks" / benchmark / "prompts.jsonl"
+    return human_labels.parse_prompt_lines(path.read_bytes())
+
+
+def load_selector_fit(path: str | Path = FIT_PATH) -> SelectorFit:
+    """The selector's fitted coefficients (models/labeling/selector_fit.json unless told otherwise)."""
+    from models.labeling.selector import SelectorFit
+
+    return SelectorFit.from_json(Path(path).read_text(encoding="utf-8"))
