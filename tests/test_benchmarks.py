@@ -186,6 +186,18 @@ def test_discover_prefers_raw_and_records_landing_problems(tmp_path: Path) -> No
     assert rejects.height == 2
 
 
+def test_landing_from_listing_decides_from_the_listing_alone() -> None:
+    # pure: no folder exists; a raw folder without prompts yields to the mirror's folder of the same name
+    raw, mirror = Path("/nowhere/raw"), Path("/nowhere/mirror")
+    landing = bm.landing_from_listing([
+        ("raw", [(raw / "a_bench", True), (raw / "Bad", True), (raw / "b_bench", False)]),
+        ("mirror", [(mirror / "a_bench", True), (mirror / "b_bench", True), (mirror / "c_bench", False)]),
+    ])
+    assert {n: (f.origin, f.path) for n, f in landing.benchmarks.items()} == {
+        "a_bench": ("raw", raw / "a_bench"), "b_bench": ("mirror", mirror / "b_bench")}
+    assert {p.path.name: p.origin for p in landing.problems} == {"Bad": "raw", "c_bench": "mirror"}
+
+
 def test_discover_landing_looks_in_the_configured_raw_dir_then_the_mirror(tmp_path: Path, monkeypatch) -> None:
     raw, mirror = tmp_path / "raw", tmp_path / "mirror"
     add_fixture(raw / "benchmarks", "tiny_bench")
