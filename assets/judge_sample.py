@@ -58,8 +58,10 @@ def judge_sample_setting(value: str | None = None) -> tuple[float, int] | None:
     return (fraction, minimum) if fraction > 0 or minimum > 0 else None
 
 
-def judge_resource_from_env() -> LabelerResource | None:
-    """The LLM judge (an `openai`-kind labeler: OpenAI or any compatible server), when a sample is asked for."""
+def labeler_resource_for_judge() -> LabelerResource | None:
+    """The LabelerResource of the LLM judge (an `openai`-kind labeler: OpenAI or any compatible server, model
+    BENCHMAP_JUDGE_MODEL) from the settings; None when no judge sample is asked for or BENCHMAP_JUDGE is not
+    'openai'. The key comes from the settings when the labeler is built."""
     if judge_sample_setting() is None:
         return None
     kind = settings().judge
@@ -169,7 +171,7 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
     setting = judge_sample_setting()
     fraction = config.fraction if config.fraction is not None else (setting[0] if setting else 0.0)
     minimum = config.minimum if config.minimum is not None else (setting[1] if setting else 0)
-    judge_resource = judge_resource_from_env()
+    judge_resource = labeler_resource_for_judge()
     empty_labels = pl.DataFrame(schema=JUDGE_LABEL_SCHEMA)
     empty_design = pl.DataFrame(schema=DESIGN_SCHEMA)
     if (fraction <= 0 and minimum <= 0) or judge_resource is None:

@@ -181,7 +181,9 @@ def gold_task_labels(
 # --- validation against human labels ------------------------------------------------------------------------
 
 
-def _tac_mapping() -> tuple[dict | None, str]:
+def tac_role_mapping() -> tuple[dict | None, str]:
+    """(TAC role -> SOC mapping, where it came from): the offline labeler's `TAC_ROLE_TO_SOC` when it has one,
+    else None (validation then uses models.validation.FALLBACK_TAC_ROLE_TO_SOC)."""
     try:
         from models.labeling import offline
     except ImportError:
@@ -192,9 +194,9 @@ def _tac_mapping() -> tuple[dict | None, str]:
     return None, "models.validation.FALLBACK_TAC_ROLE_TO_SOC"
 
 
-def _occupation_ranker(keys: tuple[str, ...] = ("benchmark", "prompt_id")) -> tuple[Any, str]:
-    """The offline module's occupation ranking (6-digit SOC level) when it has one, else the same rule
-    (sum of task scores) in models.validation."""
+def occupation_ranker(keys: tuple[str, ...] = ("benchmark", "prompt_id")) -> tuple[Any, str]:
+    """(ranker, where it came from): the offline module's occupation ranking (6-digit SOC level) per prompt
+    (`keys` name a prompt), or None when it has none (validation then ranks by the sum of task scores)."""
     try:
         from models.labeling.offline import occupation_ranking_from_labels
     except ImportError:
@@ -385,8 +387,8 @@ def labeler_validation(
                                     how="semi")
         human_labels = pl.concat([labels.filter(pl.col("labeler_version") != offline_version), human],
                                  how="vertical_relaxed")
-    mapping, mapping_source = _tac_mapping()
-    ranker, ranker_source = _occupation_ranker()
+    mapping, mapping_source = tac_role_mapping()
+    ranker, ranker_source = occupation_ranker()
     if offline_version is not None:
         ranker = _ranking_ranker(offline_version, occupations, ranker)
         ranker_source += "; the calibrated offline labeler: its retriever's occupation ranking"
@@ -510,7 +512,7 @@ def labeler_agreement(context: AssetExecutionContext, warehouse: Warehouse) -> p
         context.log.info(note)
         context.add_output_metadata({"note": note, "n_labelers": labelers.height})
         return pl.DataFrame(schema=val.AGREEMENT_COLUMNS)
-    ranker, _ = _occupation_ranker(("prompt_hash",))
+    ranker, _ = occupation_ranker(("prompt_hash",))
     table = val.labeler_agreement(cached, _prompts(warehouse, ("benchmark", "prompt_hash")), rank_fn=ranker,
                                   labeled=labeled)
     context.add_output_metadata(

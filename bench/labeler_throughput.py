@@ -102,7 +102,8 @@ def offline_run(index: Any, prompts: list[Any]) -> dict[str, Any]:
 
 def openai_run(index: Any, prompts: list[Any], base_url: str, model: str, *, concurrency: int,
                timeout_s: float, server: str) -> dict[str, Any]:
-    from models.labeling.llm import LLMConfig, OpenAILabeler
+    from models.labeling.llm_config import LLMConfig
+    from pipelines.llm_labeler import OpenAILabeler
 
     config = LLMConfig(model=model, base_url=base_url, max_concurrency=concurrency, timeout_s=timeout_s,
                        max_retries=2, backoff_base_s=0.2, response_format="auto")

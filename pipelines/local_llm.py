@@ -47,8 +47,9 @@ def label_benchmark(
 ) -> dict[str, Any]:
     """Label `limit` prompts of a mirrored benchmark through a local server; returns the JSON summary."""
     from models.labeling.cache import label_with_cache
-    from models.labeling.llm import LLMConfig, OpenAILabeler
+    from models.labeling.llm_config import LLMConfig
     from pipelines.label_cache import LabelCache
+    from pipelines.llm_labeler import OpenAILabeler
 
     mirror = Path(mirror or settings().mirror_or_shared)
     warehouse = Path(warehouse or settings().warehouse)

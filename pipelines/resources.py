@@ -55,10 +55,11 @@ class Warehouse(ConfigurableResource):
 
 
 class LLMSettings(Config):
-    """models.labeling.llm.LLMConfig as Dagster config, without the key: the same fields with the same defaults
-    (tests/test_definitions.py holds the two together), converted by `to_llm_config`. Declared rather than
-    derived from the dataclass because models.labeling.llm pulled in the openai client (~0.4 s) for every process
-    that loads the Definitions; the dataclass now lives in models/labeling/llm_config.py, which does not."""
+    """models.labeling.llm_config.LLMConfig as Dagster config, without the key: the same fields with the same
+    defaults (tests/test_definitions.py holds the two together), converted by `to_llm_config`. Declared rather
+    than derived from the dataclass because the labeler module pulled in the openai client (~0.4 s) for every
+    process that loads the Definitions; the dataclass now lives in models/labeling/llm_config.py, which does not
+    (the labeler, pipelines/llm_labeler.py, is imported only when one is built)."""
 
     model: str = "gpt-4o-mini"
     base_url: str | None = None  # None = api.openai.com; e.g. http://127.0.0.1:8000/v1 for llama.cpp
@@ -122,7 +123,7 @@ class LabelerResource(ConfigurableResource):
     def build(self, index: Any) -> Labeler:
         """The configured labeler over a TaskIndex: OfflineLabeler, or the two-step OpenAILabeler."""
         if self.kind == "openai":
-            from models.labeling.llm import OpenAILabeler
+            from pipelines.llm_labeler import OpenAILabeler
 
             return OpenAILabeler(index, self.llm_config())
         if self.kind == "offline":

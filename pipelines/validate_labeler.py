@@ -317,7 +317,8 @@ def build_labeler(args: argparse.Namespace, server: Any = None) -> Any:
 
         return OfflineLabeler.calibrated(index, load_selector_fit())
     resource = build_labeler_resource() if settings().labeler == "openai" else None
-    from models.labeling.llm import LLMConfig, OpenAILabeler
+    from models.labeling.llm_config import LLMConfig
+    from pipelines.llm_labeler import OpenAILabeler
 
     base = resource.llm_config() if resource is not None else LLMConfig()
     overrides: dict[str, Any] = {}

@@ -96,7 +96,7 @@ def test_llm_settings_mirror_llm_config() -> None:
     """LabelerResource.llm is LLMConfig as Dagster config: the same fields (but the key) with the same defaults."""
     import dataclasses
 
-    from models.labeling.llm import LLMConfig
+    from models.labeling.llm_config import LLMConfig
     from pipelines.resources import LabelerResource, LLMSettings
 
     config_defaults = {f.name: f.default for f in dataclasses.fields(LLMConfig) if f.name != "api_key"}

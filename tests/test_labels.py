@@ -703,8 +703,8 @@ def test_labeler_validation_loads_human_labeled_prompts_only_and_matches_a_full_
     assert loaded_labels.drop("rationale").equals(expected.drop("rationale"))  # table order too
     assert loaded_labels["rationale"].null_count() == loaded_labels.height
 
-    mapping, _ = lab._tac_mapping()
-    ranker, _ = lab._occupation_ranker()
+    mapping, _ = lab.tac_role_mapping()
+    ranker, _ = lab.occupation_ranker()
     for gold_labels in (gold, gold.clear()):
         table = lab.labeler_validation(
             build_asset_context(), warehouse, SMALL_TASKS, SMALL_OCCUPATIONS, gold_labels,

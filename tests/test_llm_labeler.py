@@ -11,24 +11,25 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from models.labeling import llm_batch as lb
 from models.labeling import llm_prompt as lp
 from models.labeling.base import PromptRecord
 from models.labeling.cache import label_with_cache
-from models.labeling.llm import (
+from models.labeling.llm_config import LLMConfig
+from models.labeling.llm_prompt import (
     AnswerError,
-    LabelerConfigError,
-    LLMConfig,
     Occupation,
     OccupationCatalogue,
-    OpenAILabeler,
     delimit_prompt,
-    estimate_cost,
     estimate_tokens,
     parse_step1,
     parse_step2,
     truncate_prompt,
 )
+from models.labeling.llm_protocol import TwoStepPrompts
+from models.labeling.llm_usage import estimate_cost
 from pipelines.label_cache import LabelCache
+from pipelines.llm_labeler import LabelerConfigError, OpenAILabeler
 from tests.openai_stub import (
     OpenAIStub,
     Reply,
@@ -420,6 +421,47 @@ def test_batch_failures_at_step1_are_final(stub: OpenAIStub, tmp_path: Path) -> 
     path = lab.write_batch_file(prompts, tmp_path / "s1.jsonl")
     step = lab.collect_batch(lab.submit_batch(path), prompts, path.with_name("s1.jsonl.manifest.json"))
     assert step.next_path is None and not step.outcomes[0].ok and "step 1" in step.outcomes[0].error
+
+
+def _batch_row(custom_id: str, answer: dict, status: int = 200) -> str:
+    """One Batch-API result line as OpenAI writes it."""
+    body = {"choices": [{"message": {"content": json.dumps(answer)}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 7}}
+    return json.dumps({"custom_id": custom_id, "response": {"status_code": status, "body": body}})
+
+
+def test_batch_lines_manifests_and_results_are_pure_functions() -> None:
+    """models/labeling/llm_batch.py over texts and dicts: no file, no request; a JSON round trip for the files."""
+    index = FakeIndex()
+    prompts = TwoStepPrompts(index, OccupationCatalogue.from_index(index), LLMConfig(model="gpt-test"))
+    records = [rec(AUDIT, 1), rec(SHIRT, 2), rec(AUDIT, 1)]
+    batch = lb.plan_step1(prompts, records)
+    lines = [json.loads(x) for x in batch.lines()]
+    assert [x["custom_id"] for x in lines] == ["h1", "h2"] and all(step_of(x["body"]) == 1 for x in lines)
+    assert all(x["body"]["response_format"]["type"] == "json_schema" for x in lines)
+    manifest = json.loads(json.dumps(batch.manifest))
+    assert manifest["step"] == 1 and manifest["model"] == "gpt-test" and set(manifest["offered"]) == {"h1", "h2"}
+
+    output = "\n".join([_batch_row("h1", {"reading": "An audit.", "work": "yes", "occupations": [ACCOUNTANTS]}),
+                        _batch_row("h2", {"reading": "Shopping.", "work": "no", "occupations": []}),
+                        "not a result record"])
+    step = lb.after_batch(prompts, records, manifest, lb.parse_results(output), lb.missing_reason("b1", "completed"))
+    assert step.outcomes is None and [json.loads(x)["custom_id"] for x in step.lines] == ["h1"]
+    assert offered_tasks(json.loads(step.lines[0])["body"]) == [1001, 1002]
+    assert step.manifest is not None and step.manifest["step"] == 2 and set(step.manifest["finals"]) == {"h2"}
+
+    done = lb.after_batch(prompts, records, json.loads(json.dumps(step.manifest)),
+                          lb.parse_results(_batch_row("h1", {"tasks": [1002]})), None)
+    assert done.outcomes is not None and done.manifest is None and done.lines == []
+    first, shirt, again = done.outcomes
+    assert [o.prompt_hash for o in done.outcomes] == ["h1", "h2", "h1"]
+    assert first.ok and first.is_work and [x.task_id for x in first.labels] == [1002] and first.requests == 2
+    assert (first.step1_input_tokens, first.step2_input_tokens) == (100, 100)
+    assert shirt.ok and shirt.is_work is False and shirt.labels == [] and again.labels == first.labels
+
+    expired = lb.after_batch(prompts, records, manifest, {}, lb.missing_reason("b1", "expired"))
+    assert expired.outcomes is not None
+    assert all(not o.ok and o.error == "batch b1 ended with status expired" for o in expired.outcomes)
 
 
 # ----------------------------------------------------------------------- with the label cache (cache.py)

@@ -57,10 +57,11 @@ def _port_open(port: int) -> bool:
 def test_two_steps_end_to_end_on_reference_prompts(local_llm, mirror: Path, warehouse_path: Path,
                                                    tmp_path: Path) -> None:
     from models.labeling.cache import cache_frame_to_labels, label_with_cache, labels_from_json
-    from models.labeling.llm import LLMConfig, OpenAILabeler
+    from models.labeling.llm_config import LLMConfig
     from models.labeling.offline import OfflineLabeler
     from models.validation import labeler_agreement
     from pipelines.label_cache import LabelCache
+    from pipelines.llm_labeler import OpenAILabeler
     from pipelines.local_server import build_index
     from pipelines.validate_labeler import validate
 

@@ -21,7 +21,7 @@ import polars as pl
 
 from models.labeling.base import Labeler, LabelOutcome, PromptRecord, TaskLabel
 
-# Per-step usage of the two-step LLM labeler (models/labeling/llm.py); null for labelers without steps.
+# Per-step usage of the two-step LLM labeler (pipelines/llm_labeler.py); null for labelers without steps.
 USAGE_COLUMNS = ("cached_input_tokens", "step1_input_tokens", "step1_cached_input_tokens", "step1_output_tokens",
                  "step2_input_tokens", "step2_cached_input_tokens", "step2_output_tokens", "requests")
 

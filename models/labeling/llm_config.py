@@ -1,4 +1,4 @@
-"""The `openai` labeler's configuration: everything that shapes its requests (models/labeling/llm.py).
+"""The `openai` labeler's configuration: everything that shapes its requests (pipelines/llm_labeler.py).
 
 Its own module so that what only needs the settings (pipelines/resources.py) does not import the openai
 client. Pure: no network, no dagster, no environment; the API key is passed in and never shown by `repr`.

@@ -7,11 +7,12 @@
    keeps every task the prompt requires.
 
 `TwoStepPrompts` builds what the model is shown at each step (the texts and schemas: models/labeling/
-llm_prompt.py); `label_one` runs the two steps through a `ChatClient` (models/labeling/llm_client.py), whose
-answers are validated by `parse_step1` / `parse_step2` (only offered IDs are accepted). The Batch-API path
-(models/labeling/llm_batch.py) builds the same requests from the same `TwoStepPrompts`.
+llm_prompt.py) and `request_body` the chat-completions body. `pipelines/llm_labeler.py` `label_one` runs the
+two steps through a `ChatClient` (pipelines/llm_client.py), whose answers are validated by `parse_step1` /
+`parse_step2` (only offered IDs are accepted). The Batch-API path (models/labeling/llm_batch.py) builds the
+same requests from the same `TwoStepPrompts`.
 
-Pure module apart from the client it is given: no dagster, no environment, no files.
+Pure module: no network, no dagster, no environment, no files.
 """
 
 from __future__ import annotations
@@ -21,13 +22,23 @@ from collections.abc import Sequence
 from typing import Any
 
 from models.labeling import llm_prompt as lp
-from models.labeling.base import PromptRecord
-from models.labeling.llm_client import ChatClient, StepFailed, run_step
 from models.labeling.llm_config import LLMConfig
 from models.labeling.llm_prompt import Occupation, OccupationCatalogue, Step1Answer
-from models.labeling.llm_usage import LLMLabelOutcome
 
 TEMPLATE_VERSION = "t2"  # bump when a template or a schema changes (part of the cache key)
+
+
+def request_body(config: LLMConfig, messages: list[dict[str, str]], schema_name: str, schema: dict[str, Any],
+                 fmt: str) -> dict[str, Any]:
+    """The chat-completions body of one request: `schema` goes into a response format of kind `fmt`."""
+    body: dict[str, Any] = {
+        "model": config.model, "messages": messages, "temperature": config.temperature,
+        "max_tokens": config.max_output_tokens,
+        "response_format": lp.response_format_param(fmt, schema_name, schema, config.max_reading_chars),
+    }
+    if config.seed is not None:
+        body["seed"] = config.seed
+    return body
 
 
 class TwoStepPrompts:
@@ -82,47 +93,7 @@ class TwoStepPrompts:
             return lp.STEP1_SCHEMA_NAME, lp.step1_schema(ids)
         return lp.STEP2_SCHEMA_NAME, lp.step2_schema(ids, self.config.max_labels)
 
-
-def label_one(prompts: TwoStepPrompts, chat: ChatClient, record: PromptRecord) -> LLMLabelOutcome:
-    """One prompt through both steps: labels, a not-work answer, or a failure recorded as `error`."""
-    out = LLMLabelOutcome(prompt_hash=record.prompt_hash, attempts=0)
-    try:
-        offered = prompts.offered(record.prompt)
-    except Exception as e:  # a ranking error is this prompt's failure, not the batch's
-        out.error = f"occupation ranking failed: {type(e).__name__}: {e}"
-        return _finish(chat, out)
-    if not offered:
-        out.error = "no candidate occupation for this prompt (empty prompt or no O*NET vocabulary)"
-        return _finish(chat, out)
-    catalogue = prompts.catalogue
-    messages = prompts.step1_messages(record.prompt, offered)
-    numbers = [o.number for o in offered]
-    try:
-        first, first_ok = run_step(chat, out, 1, messages, prompts.schema(1, numbers),
-                                   lambda c: lp.parse_step1(c, offered, catalogue),
-                                   "occupation numbers from the list")
-        out.reading = first.reading
-        if not first.is_work:
-            out.is_work = False
-            return _finish(chat, out, valid_first_try=first_ok)
-        out.occupations = [o.code for o in first.occupations]
-        task_ids = [t for o in first.occupations for t, _ in o.tasks]
-        labels, second_ok = run_step(
-            chat, out, 2, prompts.step2_messages(messages, first), prompts.schema(2, task_ids),
-            lambda c: lp.parse_step2(c, first.occupations, prompts.config.max_labels, catalogue.task_occupation,
-                                     rationale=first.reading),
-            "task_id values from the task lists")
-    except StepFailed as e:
-        out.error = str(e)
-        out.labels = []
-        return _finish(chat, out)
-    out.labels = labels
-    out.is_work = True
-    return _finish(chat, out, valid_first_try=first_ok and second_ok)
-
-
-def _finish(chat: ChatClient, out: LLMLabelOutcome, *, valid_first_try: bool = False) -> LLMLabelOutcome:
-    """Count the finished prompt in the labeler's stats."""
-    counts = {"ok": 1, "not_work": int(out.is_work is False)} if out.ok else {"failed": 1}
-    chat.count(prompts=1, valid_first_try=int(valid_first_try), **counts)
-    return out
+    def request_body(self, messages: list[dict[str, str]], step: int, ids: Sequence[int], fmt: str
+                     ) -> dict[str, Any]:
+        """The body of one step's request; `ids`: the occupation numbers / task IDs offered."""
+        return request_body(self.config, messages, *self.schema(step, ids), fmt)

@@ -8,8 +8,9 @@ step: up to `max_retries` retries with exponential backoff and jitter (honouring
 turn after a rejected answer, and in 'auto' format mode one free switch from json_schema to json_object when
 the server refuses the schema.
 
-Pure module apart from the network: no dagster, no environment, no files. The key comes from the config and
-never appears in a message, a log line or a repr.
+In pipelines/ because it is the network (was models/labeling/llm_client.py): what the requests say is built
+by the pure models/labeling/llm_protocol.py and llm_prompt.py. No dagster, no environment, no files. The key
+comes from the config and never appears in a message, a log line or a repr.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import openai
 
 from models.labeling import llm_prompt as lp
 from models.labeling.llm_config import LLMConfig
+from models.labeling.llm_protocol import request_body
 from models.labeling.llm_usage import LabelerStats, LLMLabelOutcome, usage_of
 
 log = logging.getLogger(__name__)
@@ -166,16 +168,7 @@ class ChatClient:
     def body(self, messages: list[dict[str, str]], schema_name: str, schema: dict[str, Any],
              fmt: str | None = None) -> dict[str, Any]:
         """The chat-completions body: `schema` goes into the response format in use (or `fmt`)."""
-        cfg = self.config
-        body: dict[str, Any] = {
-            "model": cfg.model, "messages": messages, "temperature": cfg.temperature,
-            "max_tokens": cfg.max_output_tokens,
-            "response_format": lp.response_format_param(fmt or self.format, schema_name, schema,
-                                                        cfg.max_reading_chars),
-        }
-        if cfg.seed is not None:
-            body["seed"] = cfg.seed
-        return body
+        return request_body(self.config, messages, schema_name, schema, fmt or self.format)
 
     def send(self, body: dict[str, Any], step: int, parse: Callable[[str | None], T]
              ) -> tuple[T, tuple[int, int, int]]:

@@ -15,19 +15,21 @@ Retry-After) up to `max_retries` per step, with a correction turn after a reject
 a failure for that prompt (`LabelOutcome.error`), never as labels. The benchmark prompt travels only in a
 delimited user message; it cannot change the schema, and whatever it says, only offered IDs are accepted.
 
-This module is the labeler's face (`OpenAILabeler`, and the names callers import); the parts live by concern:
+In pipelines/ because it talks to the network (was models/labeling/llm.py); the pure parts stay in models/:
 
 | module | what |
 |---|---|
-| llm_config.py | `LLMConfig`: everything that shapes the requests |
-| llm_prompt.py | the texts, schemas and answer parsers of both steps |
-| llm_protocol.py | `TwoStepPrompts` (the messages of each step) and `label_one` (step 1, then step 2) |
-| llm_client.py | `ChatClient` (HTTP, error classes, format fallback) and `run_step` (retries, correction turns) |
-| llm_usage.py | token accounting: `LLMLabelOutcome` per-step usage, `LabelerStats`, `estimate_cost` |
-| llm_batch.py | Batch-API mode (both steps as two OpenAI batches) |
+| models/labeling/llm_config.py | `LLMConfig`: everything that shapes the requests |
+| models/labeling/llm_prompt.py | the texts, schemas and answer parsers of both steps |
+| models/labeling/llm_protocol.py | `TwoStepPrompts` (the messages and bodies of each step) |
+| models/labeling/llm_usage.py | token accounting: `LLMLabelOutcome` per-step usage, `LabelerStats`, `estimate_cost` |
+| models/labeling/llm_batch.py | Batch-API request lines, manifests and result parsing |
+| pipelines/llm_client.py | `ChatClient` (HTTP, error classes, format fallback) and `run_step` (retries, correction turns) |
+| pipelines/llm_batch.py | Batch-API mode: the files, uploads and polling |
+| this module | `OpenAILabeler` and `label_one` (step 1, then step 2) |
 
-Pure modules: no dagster, no environment. The API key is passed in (from `dagster.EnvVar("OPENAI_API_KEY")` by
-the resource); it is never logged, never part of `repr`, never written anywhere.
+No dagster, no environment. The API key is passed in (from `dagster.EnvVar("OPENAI_API_KEY")` by the
+resource); it is never logged, never part of `repr`, never written anywhere.
 """
 
 from __future__ import annotations
@@ -40,31 +42,14 @@ from typing import Any
 
 import openai
 
-from models.labeling import llm_batch
+from models.labeling import llm_prompt as lp
 from models.labeling.base import LabelOutcome, PromptRecord
-from models.labeling.llm_client import NO_KEY, ChatClient, LabelerConfigError, backoff  # noqa: F401 (re-exported)
-from models.labeling.llm_config import RESPONSE_FORMATS, LLMConfig  # noqa: F401  (re-exported)
-from models.labeling.llm_prompt import (  # noqa: F401  (re-exported: the labeler's public names)
-    AnswerError,
-    Occupation,
-    OccupationCatalogue,
-    Step1Answer,
-    delimit_prompt,
-    estimate_tokens,
-    parse_step1,
-    parse_step2,
-    step1_schema,
-    step2_schema,
-    truncate_prompt,
-)
-from models.labeling.llm_protocol import TEMPLATE_VERSION, TwoStepPrompts, label_one  # noqa: F401
-from models.labeling.llm_usage import (  # noqa: F401  (re-exported)
-    USAGE_FIELDS,
-    LabelerStats,
-    LLMLabelOutcome,
-    estimate_cost,
-    usage_of,
-)
+from models.labeling.llm_config import LLMConfig
+from models.labeling.llm_prompt import Occupation, OccupationCatalogue
+from models.labeling.llm_protocol import TwoStepPrompts
+from models.labeling.llm_usage import LabelerStats, LLMLabelOutcome
+from pipelines import llm_batch
+from pipelines.llm_client import ChatClient, LabelerConfigError, StepFailed, backoff, run_step
 
 
 class OpenAILabeler:
@@ -124,7 +109,7 @@ class OpenAILabeler:
     def request_body(self, messages: list[dict[str, str]], step: int, ids: Sequence[int],
                      fmt: str | None = None) -> dict[str, Any]:
         """The chat-completions body of one step; `ids`: the occupation numbers / task IDs offered."""
-        return self.chat.body(messages, *self.prompts.schema(step, ids), fmt)
+        return self.prompts.request_body(messages, step, ids, fmt or self.chat.format)
 
     def backoff(self, attempt: int, retry_after: float | None = None) -> float:
         """Delay before retry `attempt` (1-based): Retry-After when given, else exponential + jitter."""
@@ -146,7 +131,7 @@ class OpenAILabeler:
         finally:
             self.chat.count(seconds=time.perf_counter() - start)
 
-    # -- Batch API mode (models/labeling/llm_batch.py)
+    # -- Batch API mode (pipelines/llm_batch.py; the pure part: models/labeling/llm_batch.py)
     def write_batch_file(self, prompts: Sequence[PromptRecord], path: str | Path) -> Path:
         """Step 1 of a Batch-API run: the JSONL of step-1 requests and its manifest (see llm_batch)."""
         return llm_batch.write_step1(self, prompts, path)
@@ -163,3 +148,51 @@ class OpenAILabeler:
                   max_wait_s: float = 26 * 3600.0) -> list[LabelOutcome]:
         """Both steps through the Batch API, waiting for each; one outcome per prompt, in order."""
         return llm_batch.run(self, prompts, folder, poll_s=poll_s, max_wait_s=max_wait_s)
+
+
+def label_one(prompts: TwoStepPrompts, chat: ChatClient, record: PromptRecord) -> LLMLabelOutcome:
+    """One prompt through both steps: labels, a not-work answer, or a failure recorded as `error`."""
+    out = LLMLabelOutcome(prompt_hash=record.prompt_hash, attempts=0)
+    try:
+        offered = prompts.offered(record.prompt)
+    except Exception as e:  # a ranking error is this prompt's failure, not the batch's
+        out.error = f"occupation ranking failed: {type(e).__name__}: {e}"
+        return _finish(chat, out)
+    if not offered:
+        out.error = "no candidate occupation for this prompt (empty prompt or no O*NET vocabulary)"
+        return _finish(chat, out)
+    catalogue = prompts.catalogue
+    messages = prompts.step1_messages(record.prompt, offered)
+    numbers = [o.number for o in offered]
+    try:
+        first, first_ok = run_step(chat, out, 1, messages, prompts.schema(1, numbers),
+                                   lambda c: lp.parse_step1(c, offered, catalogue),
+                                   "occupation numbers from the list")
+        out.reading = first.reading
+        if not first.is_work:
+            out.is_work = False
+            return _finish(chat, out, valid_first_try=first_ok)
+        out.occupations = [o.code for o in first.occupations]
+        task_ids = [t for o in first.occupations for t, _ in o.tasks]
+        labels, second_ok = run_step(
+            chat, out, 2, prompts.step2_messages(messages, first), prompts.schema(2, task_ids),
+            lambda c: lp.parse_step2(c, first.occupations, prompts.config.max_labels, catalogue.task_occupation,
+                                     rationale=first.reading),
+            "task_id values from the task lists")
+    except StepFailed as e:
+        out.error = str(e)
+        out.labels = []
+        return _finish(chat, out)
+    out.labels = labels
+    out.is_work = True
+    return _finish(chat, out, valid_first_try=first_ok and second_ok)
+
+
+def _finish(chat: ChatClient, out: LLMLabelOutcome, *, valid_first_try: bool = False) -> LLMLabelOutcome:
+    """Count the finished prompt in the labeler's stats."""
+    counts = {"ok": 1, "not_work": int(out.is_work is False)} if out.ok else {"failed": 1}
+    chat.count(prompts=1, valid_first_try=int(valid_first_try), **counts)
+    return out
+
+
+__all__ = ["LabelerConfigError", "OpenAILabeler", "label_one"]

@@ -1,0 +1,112 @@
+"""Batch-API mode of the `openai` labeler, the side effects: the JSONL and manifest files, the uploads, polling.
+
+    lab = OpenAILabeler(index, LLMConfig(model="gpt-4o-mini", api_key=...))
+    outcomes = lab.run_batch(prompts, "data/batches/gdpval")      # submits, waits, does step 2, returns
+
+or by hand, across processes:
+
+    path = lab.write_batch_file(prompts, "data/batches/gdpval/step1.jsonl")   # + .manifest.json
+    batch_id = lab.submit_batch(path)
+    step = lab.collect_batch(batch_id, prompts, f"{path}.manifest.json")      # None while running
+    # step.outcomes is None and step.next_path is the step-2 file when some prompts are work:
+    batch2 = lab.submit_batch(step.next_path)
+    step = lab.collect_batch(batch2, prompts, step.next_manifest)             # step.outcomes: one per prompt
+
+The request lines, the manifests and the reading of the results are pure (models/labeling/llm_batch.py, where
+the line and manifest formats are described); this module writes and reads them next to each other
+(`<name>.jsonl` + `<name>.jsonl.manifest.json`) and talks to the Files and Batches endpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from models.labeling import llm_batch as lb
+from models.labeling.base import LabelOutcome, PromptRecord
+
+if TYPE_CHECKING:
+    from pipelines.llm_labeler import OpenAILabeler
+
+
+@dataclass
+class BatchStep:
+    outcomes: list[LabelOutcome] | None  # one per prompt, in order, when the run is complete
+    next_path: Path | None = None  # the step-2 JSONL to submit when step 1 found work prompts
+    next_manifest: Path | None = None
+
+
+def manifest_path(path: str | Path) -> Path:
+    """The manifest next to a batch's JSONL file."""
+    path = Path(path)
+    return path.with_name(path.name + ".manifest.json")
+
+
+def write_batch(path: Path, lines: Iterator[str] | Sequence[str], manifest: Mapping[str, object]) -> Path:
+    """The JSONL file (line by line) and its manifest; returns the JSONL path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        for line in lines:
+            fh.write(line)
+    manifest_path(path).write_text(json.dumps(manifest), encoding="utf-8")
+    return path
+
+
+def write_step1(lab: OpenAILabeler, prompts: Sequence[PromptRecord], path: str | Path) -> Path:
+    """Step-1 requests (one per distinct prompt_hash) and the manifest; calls nothing."""
+    batch = lb.plan_step1(lab.prompts, prompts)
+    return write_batch(Path(path), batch.lines(), batch.manifest)
+
+
+def submit(lab: OpenAILabeler, path: str | Path, metadata: Mapping[str, str] | None = None) -> str:
+    """Upload the JSONL (purpose 'batch') and create the batch; returns the batch id."""
+    with Path(path).open("rb") as fh:
+        uploaded = lab.client.files.create(file=fh, purpose="batch")
+    batch = lab.client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                      completion_window="24h",
+                                      metadata=dict(metadata or {"labeler": lab.labeler_version}))
+    return batch.id
+
+
+def collect(lab: OpenAILabeler, batch_id: str, prompts: Sequence[PromptRecord], manifest_file: str | Path
+            ) -> BatchStep | None:
+    """None while the batch runs; then the next step (step 1) or the outcomes (step 2 / nothing left)."""
+    batch = lab.client.batches.retrieve(batch_id)
+    if batch.status in lb.RUNNING:
+        return None
+    manifest_file = Path(manifest_file)
+    manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+    texts = [lab.client.files.content(fid).text for fid in (batch.output_file_id, batch.error_file_id) if fid]
+    result = lb.after_batch(lab.prompts, prompts, manifest, lb.parse_results("\n".join(texts)),
+                            lb.missing_reason(batch_id, batch.status))
+    if result.outcomes is not None:
+        return BatchStep(result.outcomes)
+    assert result.manifest is not None
+    base = manifest_file.name.removesuffix(".manifest.json").removesuffix(".jsonl")
+    next_path = write_batch(manifest_file.with_name(base + ".step2.jsonl"), result.lines, result.manifest)
+    return BatchStep(None, next_path, manifest_path(next_path))
+
+
+def run(lab: OpenAILabeler, prompts: Sequence[PromptRecord], folder: str | Path, *, poll_s: float = 60.0,
+        max_wait_s: float = 26 * 3600.0) -> list[LabelOutcome]:
+    """Both steps: submit step 1, wait, submit step 2 for the work prompts, wait; outcomes in order."""
+    path = write_step1(lab, prompts, Path(folder) / "step1.jsonl")
+    step_manifest = manifest_path(path)
+    batch_id = submit(lab, path)
+    deadline = time.monotonic() + max_wait_s
+    while True:
+        step = collect(lab, batch_id, prompts, step_manifest)
+        if step is None:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"batch {batch_id} still running after {max_wait_s:g}s")
+            lab.chat.sleep(poll_s)
+            continue
+        if step.outcomes is not None:
+            return step.outcomes
+        assert step.next_path is not None and step.next_manifest is not None
+        batch_id = submit(lab, step.next_path)
+        step_manifest = step.next_manifest
