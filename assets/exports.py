@@ -36,6 +36,8 @@ from models import exports as ex
 from models import figures as fg
 from models import indexes as ix
 from models import report
+from pipelines import export_files as ef
+from pipelines import export_writer as ew
 from pipelines.coverage_map_queries import build_coverage_map_from_warehouse
 from pipelines.resources import LabelerResource, Warehouse
 from pipelines.sources import source_checksums
@@ -65,7 +67,7 @@ def figure_metadata(
     heading = f"**{title}**\n\n" if title else ""
     metadata = {name: MetadataValue.md(heading + fg.figure_markdown(fig, alt=title or name, dpi=dpi))}
     if directory is not None:
-        paths = fg.save_figure(fig, directory, name)
+        paths = ew.save_figure(fig, directory, name)
         metadata[f"{name}_png"] = MetadataValue.path(str(paths["png"]))
         metadata[f"{name}_svg"] = MetadataValue.path(str(paths["svg"]))
     return metadata
@@ -93,7 +95,7 @@ def export_date(context: AssetExecutionContext | AssetCheckExecutionContext) -> 
 
 
 def export_folder(context: AssetExecutionContext, warehouse: Warehouse) -> Path:
-    folder = ex.export_directory(warehouse.path, export_date(context))
+    folder = ew.export_directory(warehouse.path, export_date(context))
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -205,7 +207,7 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse) -> Materi
         membership=_membership(warehouse),
         headline=_published_headline(warehouse),
     )
-    path = ex.write_text(folder / COVERAGE_MAP_NAME, html)
+    path = ef.write_text(folder / COVERAGE_MAP_NAME, html)
     covered = sum(1 for o in data["occupations"] if o["k"])
     context.log.info(f"coverage map: {len(data['occupations'])} tiles, {len(data['benchmarks'])} benchmarks")
     return MaterializeResult(
@@ -253,7 +255,7 @@ def report_summary(
             benchmark_index=index,
             membership=membership,
         )
-        paths[index] = ex.write_text(folder / summary_name(index), texts[index])
+        paths[index] = ef.write_text(folder / summary_name(index), texts[index])
     for name in missing:
         context.log.warning(f"summary written without table {name}")
     return MaterializeResult(
@@ -314,7 +316,7 @@ def exports(
             "select labeler, model, template_version, onet_version, count(*) as n_prompts from label_cache "
             "group by all order by all"
         ).to_dicts()
-    result = ex.write_exports(
+    result = ew.write_exports(
         tables,
         folder,
         run_id=context.run_id,
@@ -371,10 +373,8 @@ def exports_verified(context: AssetCheckExecutionContext) -> AssetCheckResult:
         return AssetCheckResult(
             passed=False, metadata={"problem": "exports has no materialization with a folder"}
         )
-    problems = ex.verify_export(folder)
-    manifest = (
-        json.loads((folder / ex.MANIFEST_NAME).read_text()) if (folder / ex.MANIFEST_NAME).exists() else {}
-    )
+    problems = ew.verify_export(folder)
+    manifest = ew.read_manifest(folder) or {}
     optional_missing = [t for t in manifest.get("missing_tables", []) if t not in ex.REQUIRED_TABLES]
     return AssetCheckResult(
         passed=not problems,

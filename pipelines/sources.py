@@ -19,8 +19,8 @@ from typing import Any
 
 from models.benchmarks import Landing
 from models.errors import SourceNotFoundError
-from models.exports.files import sha256_file  # the one file hash (the export manifest uses it too)
 from models.sources import SOURCES, SourceFile
+from pipelines.export_files import sha256_file  # the one file hash (the export manifest uses it too)
 from pipelines.landing import discover
 from pipelines.settings import Settings, settings
 
@@ -139,7 +139,7 @@ def discover_landing(config: Settings | None = None) -> Landing:
 def source_checksums(config: Settings | None = None) -> list[dict[str, Any]]:
     """Every registered source file: version, licence, where it was found (data/raw or the mirror) and its
     SHA-256 -- without downloading anything. Files found nowhere are listed with status 'not present'.
-    The export manifest's `sources` (models.exports.build_manifest takes them)."""
+    The export manifest's `sources` (pipelines.export_writer.write_exports takes them)."""
     entries = []
     for key in sorted(SOURCES):
         spec = SOURCES[key]

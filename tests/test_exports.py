@@ -33,6 +33,7 @@ from models import validation as val
 from models.benchmarks import BENCHMARKS_SCHEMA, PROMPTS_SCHEMA
 from models.coverage_map import NO_COVERAGE_COLOUR, colour_for, occupation_shares
 from models.data_dictionary import DATA_DICTIONARY, undocumented_columns
+from pipelines import export_writer as ew
 from pipelines import warehouse as wh
 from pipelines.coverage_map_queries import (
     build_coverage_map,
@@ -317,7 +318,7 @@ def export_tables(world: dict[str, pl.DataFrame], drop: tuple[str, ...] = ()) ->
     return {t: world[t] for t in ex.EXPORT_TABLES if t in world and t not in drop}
 
 
-def write(world: dict[str, pl.DataFrame], directory: Path, **kwargs) -> ex.ExportResult:
+def write(world: dict[str, pl.DataFrame], directory: Path, **kwargs) -> ew.ExportResult:
     defaults = {
         "run_id": "run-1",
         "benchmarks": world["benchmarks"],
@@ -326,7 +327,7 @@ def write(world: dict[str, pl.DataFrame], directory: Path, **kwargs) -> ex.Expor
         "labelers": ex.labeler_entries(world["prompt_task_labels"]),
         "labeler_model": "offline",
     }
-    return ex.write_exports(
+    return ew.write_exports(
         kwargs.pop("tables", None) or export_tables(world), directory, **(defaults | kwargs)
     )
 
@@ -493,12 +494,12 @@ def test_export_folder_contents(world, tmp_path):
     )
     by_table = {t["table"]: t for t in manifest["tables"]}
     assert by_table["task_coverage"]["rows"] == 240 and by_table["task_coverage"]["sheet"] == "task_coverage"
-    assert ex.verify_export(folder) == []
+    assert ew.verify_export(folder) == []
     assert stat.S_IMODE((folder / "tables" / "task_coverage.parquet").stat().st_mode) == 0o644
 
     # a file changed after export is caught
     (folder / "tables" / "workbank_coverage.csv").write_text("tampered\n")
-    assert ex.verify_export(folder) == ["tables/workbank_coverage.csv changed after the manifest was written"]
+    assert ew.verify_export(folder) == ["tables/workbank_coverage.csv changed after the manifest was written"]
 
 
 def test_missing_tables_are_listed_not_skipped(world, tmp_path):
@@ -506,15 +507,39 @@ def test_missing_tables_are_listed_not_skipped(world, tmp_path):
         world, tmp_path / "x", tables=export_tables(world, drop=("labeler_agreement", "coverage_gaps"))
     )
     assert result.missing_tables == ["labeler_agreement", "coverage_gaps"]
-    assert result.missing_required == [] and ex.verify_export(result.directory) == []
+    assert result.missing_required == [] and ew.verify_export(result.directory) == []
     assert "`labeler_agreement`" in result.dictionary.read_text()
     result = write(world, tmp_path / "y", tables=export_tables(world, drop=("coverage_headline",)))
     assert result.missing_required == ["coverage_headline"]
-    assert ex.verify_export(result.directory) == ["required tables not exported: ['coverage_headline']"]
+    assert ew.verify_export(result.directory) == ["required tables not exported: ['coverage_headline']"]
     # a table exported earlier into the same folder but missing now does not linger
     write(world, tmp_path / "z")
     write(world, tmp_path / "z", tables=export_tables(world, drop=("coverage_gaps",)))
     assert not (tmp_path / "z" / "tables" / "coverage_gaps.parquet").exists()
+
+
+def test_manifest_problems_from_plain_values():
+    """The checks of verify_export on values alone: a missing file, a changed one, a Parquet row count that
+    disagrees, undocumented columns, a missing required table; no manifest at all."""
+    manifest = {
+        "files": [{"path": "a.csv", "sha256": "1"}, {"path": "b.csv", "sha256": "2"}, {"path": "c.csv", "sha256": "3"}],
+        "tables": [{"table": "t", "parquet": "tables/t.parquet", "rows": 5},
+                   {"table": "u", "parquet": "tables/u.parquet", "rows": 2}],
+        "undocumented_columns": {"t": ["mystery"]},
+        "missing_tables": ["coverage_gaps", "coverage_headline"],
+    }
+    problems = ex.manifest_problems(
+        manifest, {"a.csv": "1", "b.csv": None, "c.csv": "x"}, {"tables/t.parquet": 4, "tables/u.parquet": None}
+    )
+    assert problems == [
+        "b.csv is listed in the manifest but missing",
+        "c.csv changed after the manifest was written",
+        "t: parquet has 4 rows, manifest says 5",
+        "t: undocumented columns ['mystery']",
+        "required tables not exported: ['coverage_headline']",
+    ]
+    assert ex.manifest_problems(None, {}, {}, folder="x/2030-01-01") == ["no manifest.json in x/2030-01-01"]
+    assert ew.verify_export(Path("/nonexistent/2030-01-01")) == ["no manifest.json in /nonexistent/2030-01-01"]
 
 
 def test_source_checksums_hash_local_files_without_downloading(tmp_path, monkeypatch):
@@ -534,7 +559,7 @@ def test_source_checksums_hash_local_files_without_downloading(tmp_path, monkeyp
 
 
 def test_code_version_names_git_or_package():
-    assert re.match(r"^(git|package|pyproject):\S+", ex.code_version())
+    assert re.match(r"^(git|package|pyproject):\S+", ew.code_version())
 
 
 # --- figures -------------------------------------------------------------------------------------------------------
@@ -666,15 +691,23 @@ def test_render_figures_and_saving(world, tmp_path):
         "occupations_by_major_group"
     ]
     fig = drawn["coverage_by_wage_bill"]
-    first = fg.save_figure(fig, tmp_path / "one", "wage")
+    first = ew.save_figure(fig, tmp_path / "one", "wage")
     # drawing the same tables again gives byte-identical files (fixed SVG hash salt, no dates)
     redrawn = fg.render_figures({"coverage_adjusted_probabilities": world["coverage_adjusted_probabilities"]})
-    second = fg.save_figure(redrawn["coverage_by_wage_bill"], tmp_path / "two", "wage")
+    second = ew.save_figure(redrawn["coverage_by_wage_bill"], tmp_path / "two", "wage")
     assert first["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert first["svg"].read_text().lstrip().startswith("<?xml")
     assert "<dc:date>" not in first["svg"].read_text()
     assert first["svg"].read_bytes() == second["svg"].read_bytes()
     assert first["png"].read_bytes() == second["png"].read_bytes()
+    # the files are exactly models.figures' bytes (rendered without touching the disk) of a fresh drawing (a
+    # figure saved twice may differ: its layout is recomputed on each save)
+    fresh = fg.render_figures({"coverage_adjusted_probabilities": world["coverage_adjusted_probabilities"]})
+    rendered = fg.render_figure_files({"wage": fresh["coverage_by_wage_bill"]})
+    assert rendered["wage"] == {"png": first["png"].read_bytes(), "svg": first["svg"].read_bytes()}
+    assert ew.save_figures(rendered, tmp_path / "three") == {
+        "wage": {"png": tmp_path / "three" / "wage.png", "svg": tmp_path / "three" / "wage.svg"}}
+    assert (tmp_path / "three" / "wage.svg").read_bytes() == first["svg"].read_bytes()
     markdown = fg.figure_markdown(fig, alt="wage")
     assert markdown.startswith("![wage](data:image/png;base64,") and markdown.endswith(")")
     assert base64.b64decode(markdown[len("![wage](data:image/png;base64,") : -1])[:4] == b"\x89PNG"
@@ -935,7 +968,7 @@ def test_export_assets_materialize(world, tmp_path, monkeypatch):
     assert manifest["missing_tables"] == []
     assert manifest["run_id"] == result.run_id
     assert manifest["labeler"]["labelers"][0]["n_prompts"] == 300
-    assert ex.verify_export(folder) == []
+    assert ew.verify_export(folder) == []
 
     metadata = {
         e.event_specific_data.materialization.asset_key.path[
@@ -1012,7 +1045,7 @@ def test_end_to_end_exports(full_pipeline, monkeypatch):
     folders = sorted((warehouse.parent / "exports").iterdir())
     assert len(folders) == 1
     folder = folders[0]
-    assert ex.verify_export(folder) == []
+    assert ew.verify_export(folder) == []
     manifest = json.loads((folder / "manifest.json").read_text())
     assert [t for t in manifest["missing_tables"] if t in ex.REQUIRED_TABLES] == []
     assert manifest["undocumented_columns"] == {}
@@ -1023,7 +1056,7 @@ def test_end_to_end_exports(full_pipeline, monkeypatch):
     }
     for entry in manifest["tables"]:
         table = wh.read_table(warehouse, entry["table"])
-        assert ex.read_export_table(folder, entry["table"]).equals(ex.prepare_table(entry["table"], table))
+        assert ew.read_export_table(folder, entry["table"]).equals(ex.prepare_table(entry["table"], table))
 
     html = (folder / "coverage_map.html").read_text()
     data = json.loads(re.search(r'id="coverage-data">(.*?)</script>', html, re.S).group(1))

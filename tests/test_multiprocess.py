@@ -211,11 +211,12 @@ def test_two_run_alls_at_once_on_new_benchmarks_both_succeed_and_the_export_is_c
         snapshot: common.State, tmp_path: Path) -> None:
     """Issue 19: two `python -m pipelines.run_all` started together over one warehouse, one instance and two new
     benchmarks. Both ingest and label (each partition's writes take turns on DuckDB's lock), both run the
-    analysis and write the same export folder: one writer at a time (models/exports/ export_lock), each
+    analysis and write the same export folder: one writer at a time (pipelines/export_files.py export_lock), each
     table folder written privately and swapped in, so neither fails on the other's files."""
     import json
 
     from models import exports as ex
+    from pipelines.export_writer import verify_export
 
     state = snapshot.copy_to(tmp_path / "state")
     for name, source in (("two_a", "tau_bench"), ("two_b", "travelplanner")):
@@ -234,7 +235,7 @@ def test_two_run_alls_at_once_on_new_benchmarks_both_succeed_and_the_export_is_c
     folders = sorted(state.exports.glob("[0-9]*"))
     assert len(folders) == 1
     folder = folders[0]
-    assert ex.verify_export(folder) == []  # every file matches the manifest written last
+    assert verify_export(folder) == []  # every file matches the manifest written last
     manifest = json.loads((folder / ex.MANIFEST_NAME).read_text())
     exported = {t["table"] for t in manifest["tables"]}
     assert set(ex.REQUIRED_TABLES) <= exported and manifest["missing_tables"] == [

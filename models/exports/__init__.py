@@ -1,5 +1,6 @@
-"""Policy-report exports: every headline and analysis table as Parquet, CSV and one XLSX workbook, with a data
-dictionary and a manifest, written into one dated folder.
+"""Policy-report exports, the pure half: which tables are exported and how each frame is prepared, the data
+dictionary, the workbook's sheet names and README, and the manifest's content. The files are written by
+`pipelines/export_writer.py` (and `pipelines/export_files.py`), into one dated folder.
 
 Layout of `<warehouse dir>/exports/<YYYY-MM-DD>/`:
 
@@ -13,33 +14,21 @@ Layout of `<warehouse dir>/exports/<YYYY-MM-DD>/`:
 Tables are written in a canonical row order (`canonical_order`) and hold no timestamps, so re-running on
 unchanged inputs gives identical table contents (and identical Parquet and CSV bytes).
 
-Modules: `tables` (what is exported, row order), `files` (atomic writes, Parquet/CSV, workbook, checksums),
-`dictionary`, `manifest` (its parts, `verify_export`), `writer` (`write_exports` under the folder's lock).
-The source checksums are `pipelines.sources.source_checksums()` (they look on disk); the asset passes them.
-This module re-exports the public names, so `models.exports.X` works as before. No dagster here.
+Modules: `tables` (what is exported, row order, file names), `dictionary`, `workbook` (sheet names, Excel
+limits, README rows), `manifest` (its content from plain values, `manifest_problems`). This module re-exports
+the public names, so `models.exports.X` works as before. No dagster and no file I/O here.
 """
 
 from __future__ import annotations
 
 from models.data_dictionary import DATA_DICTIONARY
 from models.exports.dictionary import data_dictionary_markdown, dictionary_frame
-from models.exports.files import (
-    TableFile,
-    atomic_write,
-    file_entries,
-    read_export_table,
-    sha256_file,
-    sheet_names,
-    write_table_files,
-    write_text,
-    write_workbook,
-)
 from models.exports.manifest import (
     BENCHMARK_MANIFEST_COLUMNS,
     benchmark_entries,
-    code_version,
+    build_manifest,
     labeler_entries,
-    verify_export,
+    manifest_problems,
 )
 from models.exports.tables import (
     DICTIONARY_NAME,
@@ -48,6 +37,7 @@ from models.exports.tables import (
     EXCLUDED_COLUMNS,
     EXPORT_TABLES,
     HEADLINE_TABLES,
+    LOCK_NAME,
     MANIFEST_FORMAT,
     MANIFEST_NAME,
     OPTIONAL_TABLES,
@@ -60,54 +50,50 @@ from models.exports.tables import (
     flatten_nested,
     prepare_table,
 )
-from models.exports.writer import (
-    LOCK_NAME,
-    LOCK_WAIT_S,
-    ExportResult,
-    export_directory,
-    export_lock,
-    write_exports,
+from models.exports.workbook import (
+    DICTIONARY_SHEET,
+    README_SHEET,
+    RESERVED_SHEETS,
+    WORKBOOK_PROPERTIES,
+    excel_safe,
+    readme_frame,
+    readme_rows,
+    sheet_names,
 )
 
 __all__ = [
     "BENCHMARK_MANIFEST_COLUMNS",
     "DATA_DICTIONARY",
     "DICTIONARY_NAME",
+    "DICTIONARY_SHEET",
     "EXCEL_MAX_CHARS",
     "EXCEL_MAX_ROWS",
     "EXCLUDED_COLUMNS",
     "EXPORT_TABLES",
     "HEADLINE_TABLES",
     "LOCK_NAME",
-    "LOCK_WAIT_S",
     "MANIFEST_FORMAT",
     "MANIFEST_NAME",
     "OPTIONAL_TABLES",
     "POOLED_FIRST",
+    "README_SHEET",
     "REQUIRED_TABLES",
+    "RESERVED_SHEETS",
     "SORT_KEYS",
     "TABLES_DIR",
     "WORKBOOK_NAME",
-    "ExportResult",
-    "TableFile",
-    "atomic_write",
+    "WORKBOOK_PROPERTIES",
     "benchmark_entries",
+    "build_manifest",
     "canonical_order",
-    "code_version",
     "data_dictionary_markdown",
     "dictionary_frame",
-    "export_directory",
-    "export_lock",
-    "file_entries",
+    "excel_safe",
     "flatten_nested",
     "labeler_entries",
+    "manifest_problems",
     "prepare_table",
-    "read_export_table",
-    "sha256_file",
+    "readme_frame",
+    "readme_rows",
     "sheet_names",
-    "verify_export",
-    "write_exports",
-    "write_table_files",
-    "write_text",
-    "write_workbook",
 ]

@@ -1,48 +1,18 @@
-"""The manifest's parts (code version, benchmarks, labelers) and `verify_export`, which checks a folder
-against its manifest. The sources part is `pipelines.sources.source_checksums()` (it looks on disk for them)."""
+"""The manifest's content from plain values (its parts: benchmarks, labelers; the whole dict), and the
+problems of a folder against its manifest given what is on disk. Nothing here reads or writes a file:
+`pipelines/export_writer.py` hashes the files, counts the rows, finds the code version and writes the JSON.
+The sources part is `pipelines.sources.source_checksums()` (it looks on disk for them)."""
 
 from __future__ import annotations
 
-import importlib.metadata
-import json
-import re
-import subprocess
-from pathlib import Path
+import datetime as dt
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
 
-from models.exports.files import sha256_file
-from models.exports.tables import MANIFEST_NAME, REQUIRED_TABLES
-from models.sources import PROJECT_ROOT
-
-
-def code_version(root: Path = PROJECT_ROOT) -> str:
-    """`git describe --always --dirty --tags` of the checkout, else the installed package version."""
-    try:
-        described = subprocess.run(
-            ["git", "describe", "--always", "--dirty", "--tags"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        if described:
-            return f"git:{described}"
-    except (OSError, subprocess.SubprocessError):
-        pass
-    try:
-        return f"package:benchmap=={importlib.metadata.version('benchmap')}"
-    except importlib.metadata.PackageNotFoundError:
-        pyproject = root / "pyproject.toml"
-        found = (
-            re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(), re.M)
-            if pyproject.exists()
-            else None
-        )
-        return f"pyproject:{found.group(1)}" if found else "unknown"
-
+from models.data_dictionary import undocumented_columns
+from models.exports.tables import MANIFEST_FORMAT, MANIFEST_NAME, REQUIRED_TABLES
 
 BENCHMARK_MANIFEST_COLUMNS = (
     "benchmark",
@@ -85,32 +55,70 @@ def labeler_entries(labels: pl.DataFrame | None) -> list[dict[str, Any]]:
     )
 
 
-def verify_export(directory: str | Path) -> list[str]:
-    """Problems with an export folder: files whose checksum differs from the manifest, tables whose Parquet
-    and CSV row counts disagree with it, undocumented columns, missing required tables. Empty when sound."""
-    directory = Path(directory)
-    manifest_path = directory / MANIFEST_NAME
-    if not manifest_path.is_file():
-        return [f"no {MANIFEST_NAME} in {directory}"]
-    manifest = json.loads(manifest_path.read_text())
+def build_manifest(
+    *,
+    export_date: str,
+    created_at: dt.datetime,
+    run_id: str | None,
+    version: str,
+    labeler_model: str | None,
+    labelers: Sequence[dict[str, Any]],
+    benchmarks: pl.DataFrame | None,
+    sources: Sequence[dict[str, Any]] | None,
+    tables: Sequence[dict[str, Any]],
+    missing: Sequence[str],
+    columns: Mapping[str, Sequence[str]],
+    files: Sequence[dict[str, Any]],
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """manifest.json's content. tables: one entry per exported table (rows, columns, files and checksums,
+    sheet); columns: table -> exported columns (for `undocumented_columns`); files: every file of the folder
+    (path, bytes, sha256). `extra` keys come after the standard ones and `files` last."""
+    manifest: dict[str, Any] = {
+        "format": MANIFEST_FORMAT,
+        "export_date": export_date,
+        "created_at": created_at.isoformat(),
+        "run_id": run_id,
+        "code_version": version,
+        "labeler": {"model": labeler_model, "labelers": list(labelers)},
+        "benchmarks": benchmark_entries(benchmarks),
+        "sources": list(sources or ()),
+        "tables": list(tables),
+        "missing_tables": list(missing),
+        "undocumented_columns": undocumented_columns({t: list(c) for t, c in columns.items()}),
+        **dict(extra or {}),
+    }
+    manifest["files"] = list(files)
+    return manifest
+
+
+def manifest_problems(
+    manifest: Mapping[str, Any] | None,
+    file_sha256: Mapping[str, str | None],
+    parquet_rows: Mapping[str, int | None],
+    *,
+    folder: str = "the export folder",
+) -> list[str]:
+    """Problems of a folder against its manifest (None: there is none): files whose checksum differs
+    (`file_sha256`: listed path -> SHA-256 on disk, None when missing), tables whose Parquet row count
+    differs (`parquet_rows`: listed Parquet path -> rows, None when missing), undocumented columns, missing
+    required tables. Empty when sound."""
+    if manifest is None:
+        return [f"no {MANIFEST_NAME} in {folder}"]
     problems = []
     for entry in manifest.get("files", []):
-        path = directory / entry["path"]
-        if not path.is_file():
+        found = file_sha256.get(entry["path"])
+        if found is None:
             problems.append(f"{entry['path']} is listed in the manifest but missing")
-        elif sha256_file(path) != entry["sha256"]:
+        elif found != entry["sha256"]:
             problems.append(f"{entry['path']} changed after the manifest was written")
     for entry in manifest.get("tables", []):
-        parquet = directory / entry["parquet"]
-        if parquet.is_file():
-            rows = pl.scan_parquet(parquet).select(pl.len()).collect().item()
-            if rows != entry["rows"]:
-                problems.append(f"{entry['table']}: parquet has {rows} rows, manifest says {entry['rows']}")
+        rows = parquet_rows.get(entry["parquet"])
+        if rows is not None and rows != entry["rows"]:
+            problems.append(f"{entry['table']}: parquet has {rows} rows, manifest says {entry['rows']}")
     for table, columns in manifest.get("undocumented_columns", {}).items():
         problems.append(f"{table}: undocumented columns {columns}")
     missing_required = [t for t in manifest.get("missing_tables", []) if t in REQUIRED_TABLES]
     if missing_required:
         problems.append(f"required tables not exported: {missing_required}")
     return problems
-
-

@@ -92,6 +92,7 @@ TABLES_DIR = "tables"
 WORKBOOK_NAME = "benchmap_tables.xlsx"
 DICTIONARY_NAME = "data_dictionary.md"
 MANIFEST_NAME = "manifest.json"
+LOCK_NAME = ".export.lock"  # the folder's writer lock (pipelines/export_files.py export_lock)
 MANIFEST_FORMAT = 1
 EXCEL_MAX_ROWS = 1_048_575  # one row for the header
 EXCEL_MAX_CHARS = 32_767

@@ -5,14 +5,16 @@ a `matplotlib.figure.Figure`; none touches global pyplot state, so they are safe
 notebooks alike. An input with nothing to draw gives a figure saying so (and why, when the table has a
 `note`) instead of an exception, so one empty table never blocks the rest of the report.
 
-`save_figure` writes PNG and SVG (byte-stable: fixed SVG hash salt, no dates); `figure_markdown` gives the
-Markdown image (base64 PNG) the Dagster UI shows in asset metadata. `FIGURES` names every report figure with
+`figure_files` renders PNG and SVG bytes (byte-stable: fixed SVG hash salt, no dates; written to disk by
+`pipelines.export_writer.save_figure`); `figure_markdown` gives the Markdown image (base64 PNG) the Dagster UI
+shows in asset metadata. `FIGURES` names every report figure with
 the tables it needs; `render_figures` draws those whose tables are present.
 
 Modules: `style` (names, colours, shared helpers), `probability` (1, 2), `coverage` (3, 4), `validation`
-(5, 7), `scores` (6); this module holds the registry and saving, and re-exports every public name.
+(5, 7), `scores` (6); this module holds the registry and the rendering to bytes, and re-exports every public
+name.
 
-No dagster here.
+No dagster and no files here.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import base64
 import io
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import matplotlib
 import polars as pl
@@ -51,7 +52,7 @@ from models.figures.style import (
 )
 from models.figures.validation import labeler_validation_figure, reliability_figure
 
-# --- registry, saving, metadata -----------------------------------------------------------------------------
+# --- registry, bytes, metadata -----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -125,21 +126,26 @@ def figure_markdown(fig: Figure, alt: str = "figure", dpi: int = 80) -> str:
     return f"![{alt}](data:image/png;base64,{encoded})"
 
 
-def save_figure(fig: Figure, directory: str | Path, name: str, dpi: int = 150) -> dict[str, Path]:
-    """Write `<name>.png` and `<name>.svg` into `directory`; returns {'png': path, 'svg': path}."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = {"png": directory / f"{name}.png", "svg": directory / f"{name}.svg"}
+def figure_files(fig: Figure, dpi: int = 150) -> dict[str, bytes]:
+    """The figure as the report's files: {'png': bytes, 'svg': bytes}, byte-stable (the style's fixed SVG
+    hash salt, no software or date metadata). `pipelines.export_writer.save_figure` writes them."""
+    png, svg = io.BytesIO(), io.BytesIO()
     with matplotlib.rc_context(RC_PARAMS):
-        fig.savefig(paths["png"], format="png", dpi=dpi, metadata={"Software": None})
-        fig.savefig(paths["svg"], format="svg", metadata={"Date": None, "Creator": None})
-    return paths
+        fig.savefig(png, format="png", dpi=dpi, metadata={"Software": None})
+        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
+    return {"png": png.getvalue(), "svg": svg.getvalue()}
+
+
+def render_figure_files(figures: Mapping[str, Figure], dpi: int = 150) -> dict[str, dict[str, bytes]]:
+    """`figure_files` of each figure: name -> {'png': bytes, 'svg': bytes}."""
+    return {name: figure_files(fig, dpi=dpi) for name, fig in figures.items()}
 
 
 __all__ = [
     "EXPOSED_COLOUR", "FIGURES", "LEVELS", "LEVEL_COLOURS", "MODEL_EXPOSURE_WAGE", "MODEL_IMPORTANCE",
     "NOT_EXPOSED_COLOUR", "PREFERRED_EXPOSURE_SOURCE", "SERIES_COLOURS", "VALIDATION_METRICS", "VALIDATION_TITLES",
-    "FigureSpec", "figure_markdown", "figure_png_bytes", "hours_by_coverage_figure", "hours_by_coverage_level",
-    "importance_quintile_figure", "labeler_validation_figure", "major_group_figure", "model_score_heatmap_figure",
-    "new_figure", "reliability_figure", "render_figures", "save_figure", "styled", "wage_bill_probability_figure",
+    "FigureSpec", "figure_files", "figure_markdown", "figure_png_bytes", "hours_by_coverage_figure",
+    "hours_by_coverage_level", "importance_quintile_figure", "labeler_validation_figure", "major_group_figure",
+    "model_score_heatmap_figure", "new_figure", "reliability_figure", "render_figure_files", "render_figures",
+    "styled", "wage_bill_probability_figure",
 ]

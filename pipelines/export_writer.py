@@ -1,0 +1,213 @@
+"""Writing one export folder: tables swapped in whole, workbook, data dictionary and manifest under the
+folder's lock; the report's figures; verifying a folder against its manifest; the code version it records.
+
+The content is `models.exports` (prepared frames, dictionary, README rows, manifest dict) and
+`models.figures` (figure bytes); the file mechanics are `pipelines/export_files.py`. The assets in
+`assets/exports.py` call `write_exports`, `save_figure` and `verify_export`. No dagster here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import importlib.metadata
+import json
+import re
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from matplotlib.figure import Figure
+
+from models import exports as ex
+from models import figures as fg
+from pipelines.export_files import (
+    LOCK_NAME,
+    LOCK_WAIT_S,
+    TableFile,
+    export_lock,
+    file_entries,
+    read_export_table,
+    read_manifest,
+    sha256_file,
+    write_bytes,
+    write_tables,
+    write_text,
+    write_workbook,
+)
+from pipelines.settings import PROJECT_ROOT
+
+__all__ = [
+    "LOCK_NAME", "LOCK_WAIT_S", "ExportResult", "code_version", "export_directory", "export_lock",
+    "read_export_table", "read_manifest", "save_figure", "save_figures", "verify_export", "write_exports",
+]
+
+
+def export_directory(warehouse_path: str | Path, date: dt.date | str) -> Path:
+    """`<folder of the warehouse file>/exports/<YYYY-MM-DD>`."""
+    stamp = date.isoformat() if isinstance(date, dt.date) else str(date)
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", stamp):
+        raise ValueError(f"export date must look like YYYY-MM-DD, got {stamp!r}")
+    return Path(warehouse_path).parent / "exports" / stamp
+
+
+def code_version(root: Path = PROJECT_ROOT) -> str:
+    """`git describe --always --dirty --tags` of the checkout, else the installed package version."""
+    try:
+        described = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--tags"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        if described:
+            return f"git:{described}"
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        return f"package:benchmap=={importlib.metadata.version('benchmap')}"
+    except importlib.metadata.PackageNotFoundError:
+        pyproject = root / "pyproject.toml"
+        found = (
+            re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(), re.M)
+            if pyproject.exists()
+            else None
+        )
+        return f"pyproject:{found.group(1)}" if found else "unknown"
+
+
+@dataclass
+class ExportResult:
+    directory: Path
+    tables: list[TableFile]
+    missing_tables: list[str]
+    undocumented: dict[str, list[str]]
+    workbook: Path
+    dictionary: Path
+    manifest_path: Path
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def missing_required(self) -> list[str]:
+        return [t for t in self.missing_tables if t in ex.REQUIRED_TABLES]
+
+
+def write_exports(
+    tables: Mapping[str, pl.DataFrame],
+    directory: str | Path,
+    *,
+    run_id: str | None = None,
+    benchmarks: pl.DataFrame | None = None,
+    labelers: Sequence[dict[str, Any]] = (),
+    labeler_model: str | None = None,
+    sources: Sequence[dict[str, Any]] | None = None,
+    version: str | None = None,
+    expected: Sequence[str] = ex.EXPORT_TABLES,
+    created_at: dt.datetime | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> ExportResult:
+    """Write the export folder's tables, workbook, data dictionary and manifest.
+
+    tables: warehouse table name -> frame (only tables that exist; the others of `expected` are listed as
+    missing). benchmarks: the `benchmarks` table, for names, versions and content hashes (also exported as a
+    table when given in `tables`). labelers: `models.exports.labeler_entries(...)`. sources:
+    `pipelines.sources.source_checksums()` (None records none). version: default `code_version()`. The
+    manifest also lists every other file already in the folder (figures, map, summary).
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    with export_lock(directory, run_id):  # one writer per export folder: a second run waits its turn
+        return _write_exports_locked(tables, directory, run_id=run_id, benchmarks=benchmarks, labelers=labelers,
+                                     labeler_model=labeler_model, sources=sources, version=version,
+                                     expected=expected, created_at=created_at, extra=extra)
+
+
+def _write_exports_locked(
+    tables: Mapping[str, pl.DataFrame],
+    directory: Path,
+    *,
+    run_id: str | None,
+    benchmarks: pl.DataFrame | None,
+    labelers: Sequence[dict[str, Any]],
+    labeler_model: str | None,
+    sources: Sequence[dict[str, Any]] | None,
+    version: str | None,
+    expected: Sequence[str],
+    created_at: dt.datetime | None,
+    extra: Mapping[str, Any] | None,
+) -> ExportResult:
+    ordered = [t for t in expected if t in tables] + sorted(t for t in tables if t not in expected)
+    prepared = {t: ex.prepare_table(t, tables[t]) for t in ordered}
+    missing = [t for t in expected if t not in tables]
+    files = write_tables(prepared, directory)
+    dictionary = ex.dictionary_frame(prepared)
+    version = version or code_version()
+    readme = ex.readme_rows(directory.name, run_id=run_id, version=version, labelers=labelers,
+                            tables=prepared, missing=missing)
+    workbook = directory / ex.WORKBOOK_NAME
+    sheets = write_workbook(workbook, prepared, dictionary, readme)
+    files = [dataclasses.replace(f, sheet=sheets.get(f.table)) for f in files]
+    dictionary_path = write_text(
+        directory / ex.DICTIONARY_NAME, ex.data_dictionary_markdown(prepared, sheets, missing)
+    )
+    manifest = ex.build_manifest(
+        export_date=directory.name,
+        created_at=created_at or dt.datetime.now(dt.UTC),
+        run_id=run_id,
+        version=version,
+        labeler_model=labeler_model,
+        labelers=labelers,
+        benchmarks=benchmarks,
+        sources=sources,
+        tables=[f.manifest_entry(directory) for f in files],
+        missing=missing,
+        columns={t: f.columns for t, f in prepared.items()},
+        files=file_entries(directory),  # everything but the manifest, written next
+        extra=extra,
+    )
+    manifest_path = write_text(
+        directory / ex.MANIFEST_NAME, json.dumps(manifest, indent=2, default=str, ensure_ascii=False) + "\n"
+    )
+    return ExportResult(directory, files, missing, manifest["undocumented_columns"], workbook, dictionary_path,
+                        manifest_path, manifest)
+
+
+def verify_export(directory: str | Path) -> list[str]:
+    """Problems with an export folder: files whose checksum differs from the manifest, tables whose Parquet
+    row counts disagree with it, undocumented columns, missing required tables. Empty when sound."""
+    directory = Path(directory)
+    manifest = read_manifest(directory)
+    if manifest is None:
+        return ex.manifest_problems(None, {}, {}, folder=str(directory))
+    hashes = {}
+    for entry in manifest.get("files", []):
+        path = directory / entry["path"]
+        hashes[entry["path"]] = sha256_file(path) if path.is_file() else None
+    rows = {}
+    for entry in manifest.get("tables", []):
+        parquet = directory / entry["parquet"]
+        rows[entry["parquet"]] = (
+            pl.scan_parquet(parquet).select(pl.len()).collect().item() if parquet.is_file() else None
+        )
+    return ex.manifest_problems(manifest, hashes, rows, folder=str(directory))
+
+
+def save_figure(fig: Figure, directory: str | Path, name: str, dpi: int = 150) -> dict[str, Path]:
+    """Write `<name>.png` and `<name>.svg` (`models.figures.figure_files`) into `directory`, each atomically;
+    returns {'png': path, 'svg': path}."""
+    return _write_figure_files(fg.figure_files(fig, dpi=dpi), Path(directory), name)
+
+
+def save_figures(figures: Mapping[str, Mapping[str, bytes]], directory: str | Path) -> dict[str, dict[str, Path]]:
+    """Write rendered figures (`models.figures.render_figure_files`: name -> {'png': .., 'svg': ..})."""
+    return {name: _write_figure_files(files, Path(directory), name) for name, files in figures.items()}
+
+
+def _write_figure_files(files: Mapping[str, bytes], directory: Path, name: str) -> dict[str, Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    return {kind: write_bytes(directory / f"{name}.{kind}", data) for kind, data in files.items()}
