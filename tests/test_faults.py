@@ -223,16 +223,18 @@ def test_llm_server_faults_are_retried_recorded_and_never_stored(world: World) -
         records.append({**record, "prompt": f"{marker} {record['prompt']}".strip()})
     world.add("llm_faults", records)
     retries = 5
+    # timeout 2.5 s against an 8 s slow answer: a normal answer on a loaded machine never times out (at 0.5 s
+    # some did, and their retries broke the request counts), the slow one always does
     with OpenAIStub() as stub:
         stub.on("[case-429]", rate_limited(retry_after=0), valid(2))
         stub.on("[case-500]", server_error(), server_error(), valid(2))
-        stub.on("[case-timeout]", Slow(2.0, valid(2)), valid(2))
-        stub.on("[case-mixed]", rate_limited(retry_after=0), server_error(), Slow(2.0, valid(2)), invalid_json(),
+        stub.on("[case-timeout]", Slow(8.0, valid(2)), valid(2))
+        stub.on("[case-mixed]", rate_limited(retry_after=0), server_error(), Slow(8.0, valid(2)), invalid_json(),
                 unknown_id(), valid(3), valid(3))  # step 1: five bad answers, then valid; step 2: 3 tasks
         stub.on("[case-badjson]", *[invalid_json() for _ in range(retries + 1)])
         stub.on("[case-unknown]", *[unknown_id() for _ in range(retries + 1)])
         labeler = LabelerResource(kind="openai", model="gpt-4o-mini", base_url=stub.base_url,
-                                  api_key="sk-test-faults", max_retries=retries, timeout_s=0.5,
+                                  api_key="sk-test-faults", max_retries=retries, timeout_s=2.5,
                                   backoff_base_s=0.01, max_concurrency=3, batch_size=4)
         first = world.materialize("llm_faults", labeler=labeler)
         assert first.success, step_error(first)
