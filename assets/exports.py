@@ -12,7 +12,6 @@ figure or table into Dagster metadata and may be reused by any asset.
 """
 
 import datetime as dt
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from dagster import (
 )
 from matplotlib.figure import Figure
 
+from models import coverage_map as cmap
 from models import estimates as es
 from models import exports as ex
 from models import figures as fg
@@ -39,6 +39,7 @@ from models import report
 from pipelines import export_files as ef
 from pipelines import export_writer as ew
 from pipelines.coverage_map_queries import build_coverage_map_from_warehouse
+from pipelines.readers import read_text
 from pipelines.resources import LabelerResource, Warehouse
 from pipelines.sources import source_checksums
 
@@ -395,11 +396,6 @@ def _all_occupations(warehouse: Warehouse, columns: str) -> pl.DataFrame:
     return warehouse.query(f"select {columns} from occupation_coverage{where}")
 
 
-_EXTERNAL = re.compile(
-    r"""(?:src|href)\s*=\s*["']?(?:https?:)?//|<link\b|@import|url\(\s*["']?(?:https?:)?//""", re.I
-)
-
-
 @asset_check(
     asset=coverage_map,
     name="coverage_map_self_contained",
@@ -413,14 +409,11 @@ def coverage_map_self_contained(
     path = _latest_path(context, "coverage_map", "path")
     if path is None or not path.is_file():
         return AssetCheckResult(passed=False, metadata={"problem": f"no coverage map file ({path})"})
-    text = path.read_text(encoding="utf-8")
-    external = _EXTERNAL.findall(text)
-    found = re.search(r'<script type="application/json" id="coverage-data">(.*?)</script>', text, re.S)
-    tiles = len(json.loads(found.group(1))["occupations"]) if found else 0
+    tiles, external = cmap.map_self_containment(read_text(path))
     expected = _all_occupations(warehouse, "count(*) as n")["n"][0]
     return AssetCheckResult(
         passed=not external and tiles == expected,
-        metadata={"tiles": tiles, "occupations": int(expected), "external_references": len(external)},
+        metadata={"tiles": tiles, "occupations": int(expected), "external_references": external},
     )
 
 

@@ -26,9 +26,10 @@ from dagster import (
 
 from assets import labels as label_assets
 from models import indexes as ix
+from pipelines import readers
 from pipelines.resources import Warehouse
 from pipelines.run_state import index_files_fingerprint
-from pipelines.settings import PROJECT_ROOT, settings
+from pipelines.settings import settings
 
 GROUP = "analysis"
 PROMPT_WORK = "prompt_work"
@@ -39,16 +40,8 @@ def index_dir() -> Path:
 
 
 def read_index_files(folder: Path | None = None) -> dict[str, str]:
-    """path -> text of every `*.toml` in the index folder (paths relative to the project when inside it)."""
-    folder = folder or index_dir()
-    files = {}
-    for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
-        try:
-            shown = str(path.resolve().relative_to(PROJECT_ROOT))
-        except ValueError:
-            shown = str(path)
-        files[shown] = path.read_text(encoding="utf-8")
-    return files
+    """path -> text of every `*.toml` in the index folder (default: the settings' index_dir)."""
+    return readers.read_index_files(folder or index_dir())
 
 
 def _defined_keys() -> set[AssetKey]:

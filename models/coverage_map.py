@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -520,3 +521,16 @@ def coverage_map_html(
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
+
+
+_EXTERNAL = re.compile(
+    r"""(?:src|href)\s*=\s*["']?(?:https?:)?//|<link\b|@import|url\(\s*["']?(?:https?:)?//""", re.I
+)
+
+
+def map_self_containment(page: str) -> tuple[int, int]:
+    """(tiles, external references) of a rendered map: the occupations in its data block, and every
+    src/href to a URL, <link> or @import (the map must open offline, from one file)."""
+    found = re.search(r'<script type="application/json" id="coverage-data">(.*?)</script>', page, re.S)
+    tiles = len(json.loads(found.group(1))["occupations"]) if found else 0
+    return tiles, len(_EXTERNAL.findall(page))

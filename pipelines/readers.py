@@ -4,6 +4,7 @@ The parsers in models/ are pure: they take a file's content (bytes) and a `sourc
 messages (`parser(data, source, ...)`). The functions here open the file and pass its path as `source`, so
 every error names the file and line as it did when the parsers opened the files themselves.
 
+- `read_text`, `read_index_files` (the benchmark index TOML files, `models.indexes` evaluates them).
 - `read_source(path, parser, ...)`: the reference parsers (`models.reference.parse_*`); a file that cannot
   be read (missing, a directory, no permission) is an InputError naming the path.
 - `load_onet_reference_frames(onet_dir)`: the O*NET frames the offline labeler's index is built from.
@@ -46,6 +47,24 @@ def read_bytes(path: str | Path) -> bytes:
         return path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read file ({exc})", path=path) from exc
+
+
+def read_text(path: str | Path) -> str:
+    """A UTF-8 text file (a written artefact such as the coverage map); InputError naming it if unreadable."""
+    return read_bytes(path).decode("utf-8")
+
+
+def read_index_files(folder: Path, project_root: Path = PROJECT_ROOT) -> dict[str, str]:
+    """path -> text of every `*.toml` in the index folder (paths relative to the project when inside it),
+    for `models.indexes.evaluate_indexes`; a missing folder has none."""
+    files = {}
+    for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
+        try:
+            shown = str(path.resolve().relative_to(project_root))
+        except ValueError:
+            shown = str(path)
+        files[shown] = read_text(path)
+    return files
 
 
 def read_source(
