@@ -99,9 +99,9 @@ def reliability_table(problem: Problem, n_bins: int = 10) -> pl.DataFrame:
 
     pr = problem
     on_sample = pr.text_sampled[pr.lab_text]
-    judged = set(zip(pr.jud_text.tolist(), pr.jud_task.tolist(), strict=True))
     rows_t, rows_k, rows_p = pr.lab_text[on_sample], pr.lab_task[on_sample], pr.lab_p[on_sample]
-    observed = np.array([(t, k) in judged for t, k in zip(rows_t.tolist(), rows_k.tolist(), strict=True)], dtype=bool)
+    judged = np.unique(pr.jud_text.astype(np.int64) * pr.n_tasks + pr.jud_task)
+    observed = np.isin(rows_t.astype(np.int64) * pr.n_tasks + rows_k, judged)
     bench = pr.text_bench[rows_t]
     out: list[dict[str, object]] = []
     scopes: list[tuple[str, np.ndarray, np.ndarray]] = [
