@@ -394,15 +394,16 @@ class ModelAssisted:
                   self.seen_group.reweighted(row_boot))
         cdf = self._part_cdf(mixture, blocks[0])
         tasks = self._draw_tasks(rng, owner, cdf, blocks)
-        weights = pr.text_mult[owner]
-        # a missed label is by definition outside the recipient's own label set: redraw those that are not
+        weights = pr.text_mult[owner].copy()
+        # a missed label is by definition outside the recipient's own label set: redraw those that are not (up to
+        # 4 times; only the redrawn rows are checked again, the others cannot have changed)
+        clash = np.flatnonzero(self._labeled(owner, tasks))
         for _ in range(4):
-            clash = self._labeled(owner, tasks)
-            if not clash.any():
+            if clash.size == 0:
                 break
             tasks[clash] = self._draw_tasks(rng, owner[clash], cdf, blocks)
-        else:
-            weights = weights * ~self._labeled(owner, tasks)
+            clash = clash[self._labeled(owner[clash], tasks[clash])]
+        weights[clash] = 0.0
         k = pr.n_tasks
         flat = np.bincount(pr.text_bench[owner] * k + tasks, weights=weights, minlength=pr.n_bench * k)
         return counts + flat.reshape(pr.n_bench, k)
