@@ -249,6 +249,29 @@ def test_split_sample_problem_holds_out_half():
     assert set(split.jud_text.tolist()) <= set(np.flatnonzero(split.text_sampled).tolist())
 
 
+def test_split_check_bounds_are_the_published_bounds():
+    """The check's bounds rows come from the published table's own function (with_bounds): the floor is the
+    larger of the sample's own count and the model-assisted lower bound at >= 5 prompts, not the sample's
+    count alone, so the split check measures the interval the headline publishes."""
+    sim = es.simulate(np.random.default_rng(13))
+    scopes = es.scopes_for(sim.problem, per_benchmark=False)
+    checks = es.check_against_truth(sim.problem, sim.truth_counts, scopes, n_draws=30, seed=3)
+    result = es.run_estimators(sim.problem, scopes, n_draws=30, seed=3)
+    published = es.estimates_frame(sim.problem, scopes, result).filter(pl.col("estimator") == "bounds")
+    keys = ["benchmark_index", "scope", "quantity", "threshold"]
+    bounds = checks.filter(pl.col("estimator") == "bounds").join(published, on=keys, suffix="_published")
+    assert bounds.height == published.height == len(es.QUANTITIES)
+    for column in ("value", "ci_low", "ci_high"):
+        assert (bounds[column] == bounds[f"{column}_published"]).all(), bounds
+    design = checks.filter((pl.col("estimator") == "design") & (pl.col("threshold") == 1))
+    raised = bounds.join(design.select(*keys, pl.col("value").alias("design")), on=keys)
+    # here the model-assisted lower bound at >= 5 tasks is above what the sample saw: a design-only floor differs
+    assert (raised["ci_low"] > raised["design"] + 1e-9).any(), raised
+    inside = (bounds["ci_low"] - 1e-9 <= bounds["truth"]) & (bounds["truth"] <= bounds["ci_high"] + 1e-9)
+    assert (bounds["covered"] == inside).all()
+    assert ((bounds["error"] - (bounds["value"] - bounds["truth"])).abs() < 1e-9).all()
+
+
 # --- every column of the estimate tables is in the data dictionary ---------------------------------------------
 
 

@@ -69,6 +69,7 @@ from models.estimates.draws import (  # noqa: F401
     UNIFORM_SHARE,
     GroupedLabels,
     ModelAssisted,
+    StratifiedBootstrap,
     calibration_factors,
     design_counts,
     labeler_draw,

@@ -11,8 +11,6 @@ import numpy as np
 import polars as pl
 
 from models.estimates.problem import (
-    BOUNDED_THRESHOLDS,
-    BOUNDS,
     QUANTITIES,
     TASK_KEY,
     THRESHOLDS,
@@ -22,7 +20,7 @@ from models.estimates.problem import (
     scopes_for,
     task_counts,
 )
-from models.estimates.tables import bounds_interval, interval, run_estimators
+from models.estimates.tables import estimates_frame, run_estimators
 
 # --- the judge sample: design, stratified draws, reliability -------------------------------------------------
 
@@ -101,9 +99,9 @@ def reliability_table(problem: Problem, n_bins: int = 10) -> pl.DataFrame:
 
     pr = problem
     on_sample = pr.text_sampled[pr.lab_text]
-    judged = set(zip(pr.jud_text.tolist(), pr.jud_task.tolist(), strict=True))
     rows_t, rows_k, rows_p = pr.lab_text[on_sample], pr.lab_task[on_sample], pr.lab_p[on_sample]
-    observed = np.array([(t, k) in judged for t, k in zip(rows_t.tolist(), rows_k.tolist(), strict=True)], dtype=bool)
+    judged = np.unique(pr.jud_text.astype(np.int64) * pr.n_tasks + pr.jud_task)
+    observed = np.isin(rows_t.astype(np.int64) * pr.n_tasks + rows_k, judged)
     bench = pr.text_bench[rows_t]
     out: list[dict[str, object]] = []
     scopes: list[tuple[str, np.ndarray, np.ndarray]] = [
@@ -217,44 +215,34 @@ def check_against_truth(
     thresholds: Sequence[int] = THRESHOLDS,
 ) -> pl.DataFrame:
     """Every estimator on `problem` next to the truth: scope, quantity, threshold, estimator, value, ci_low,
-    ci_high, truth, covered (truth inside the interval), error (value - truth)."""
+    ci_high, truth, covered (truth inside the interval), error (value - truth). The rows are those of
+    `estimates_frame`, the published table's own function (its intervals, and the `bounds` rows of
+    `with_bounds`), so the check tests exactly what is published."""
     agg = Aggregator(problem, scopes, thresholds)
     truth = agg.headline(truth_counts)
     result = run_estimators(problem, scopes, thresholds=thresholds, n_draws=n_draws, seed=seed)
-    rows = []
-    for name, point in result.point.items():
-        stack = result.draws.get(name)
-        for si, scope in enumerate(scopes):
-            for qi, quantity in enumerate(QUANTITIES):
-                for ti, t in enumerate(thresholds):
-                    low = high = None
-                    if stack is not None:
-                        low, high = interval(name, float(point[si, qi, ti]), stack[:, si, qi, ti])
-                    value, true = float(point[si, qi, ti]), float(truth[si, qi, ti])
-                    rows.append({
-                        "benchmark_index": scope.benchmark_index, "scope": scope.scope, "quantity": quantity,
-                        "threshold": int(t), "estimator": name, "value": value, "ci_low": low, "ci_high": high,
-                        "truth": true,
-                        "covered": None if low is None else bool(low - 1e-9 <= true <= high + 1e-9),
-                        "error": value - true,
-                    })
-    checks = pl.DataFrame(rows)
-    at = checks.filter(pl.col("threshold").is_in(BOUNDED_THRESHOLDS))
-    design = at.filter(pl.col("estimator") == "design")
-    if design.is_empty() or "model_assisted" not in result.point:
-        return checks
     keys = ["benchmark_index", "scope", "quantity", "threshold"]
-    joined = design.join(at.filter(pl.col("estimator") == "model_assisted").select(*keys, pl.col("ci_high").alias("_ma")),
-                         on=keys)
-    bounds = [bounds_interval(v, h, m) for v, h, m in zip(joined["value"], joined["ci_high"], joined["_ma"],
-                                                            strict=True)]  # floor: the sample's own count
-    low = pl.Series([b[1] for b in bounds], dtype=pl.Float64)
-    high = pl.Series([b[2] for b in bounds], dtype=pl.Float64)
-    extra = joined.with_columns(
-        pl.lit(BOUNDS).alias("estimator"), low.alias("ci_low"), high.alias("ci_high"),
-        ((low - 1e-9 <= pl.col("truth")) & (pl.col("truth") <= high + 1e-9)).alias("covered"),
-    ).select(checks.columns)
-    return pl.concat([checks, extra])
+    truth_frame = pl.DataFrame(
+        [
+            (scope.benchmark_index, scope.scope, quantity, int(t), float(truth[si, qi, ti]))
+            for si, scope in enumerate(scopes)
+            for qi, quantity in enumerate(QUANTITIES)
+            for ti, t in enumerate(thresholds)
+        ],
+        schema={"benchmark_index": pl.Utf8, "scope": pl.Utf8, "quantity": pl.Utf8, "threshold": pl.Int64,
+                "truth": pl.Float64},
+        orient="row",
+    )
+    inside = (pl.col("ci_low") - 1e-9 <= pl.col("truth")) & (pl.col("truth") <= pl.col("ci_high") + 1e-9)
+    return (
+        estimates_frame(problem, scopes, result, thresholds)
+        .select(*keys, "estimator", "value", "ci_low", "ci_high")
+        .join(truth_frame, on=keys, how="left")
+        .with_columns(
+            pl.when(pl.col("ci_low").is_null()).then(None).otherwise(inside).alias("covered"),
+            (pl.col("value") - pl.col("truth")).alias("error"),
+        )
+    )
 
 
 def summarize_checks(checks: pl.DataFrame) -> pl.DataFrame:

@@ -3,6 +3,8 @@ estimator, and the model-assisted multiple imputation (ModelAssisted)."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from models.estimates.problem import CALIBRATION_PRIOR, Problem, task_counts
@@ -56,27 +58,39 @@ def labeler_draw(problem: Problem, rng: np.random.Generator, grouped: GroupedLab
     return grouped.draw(rng)
 
 
-def _bootstrap_text_weights(problem: Problem, rng: np.random.Generator | None) -> np.ndarray:
-    """Times each text is drawn in a stratified bootstrap of the judge sample (1 for every sampled text
-    without `rng`; 0 for unsampled texts)."""
-    weights = problem.text_sampled.astype(np.float64)
-    if rng is None:
-        return weights
-    sampled = np.flatnonzero(problem.text_sampled)
-    benches = problem.text_bench[sampled]
-    out = np.zeros_like(weights)
-    for b in np.unique(benches):
-        members = sampled[benches == b]
-        out[members] = rng.multinomial(members.size, np.full(members.size, 1.0 / members.size))
-    return out
+class StratifiedBootstrap:
+    """A stratified bootstrap of the judge sample: each benchmark's n_b sampled texts are drawn n_b times with
+    replacement. One uniform per draw, all benchmarks at once (the multinomial of each benchmark, vectorised)."""
+
+    def __init__(self, problem: Problem) -> None:
+        sampled = np.flatnonzero(problem.text_sampled)
+        order = np.argsort(problem.text_bench[sampled], kind="stable")
+        self.sampled = sampled[order]
+        bench = problem.text_bench[self.sampled]
+        size = np.bincount(bench, minlength=problem.n_bench)
+        self.start = (np.cumsum(size) - size)[bench]  # first position of each draw's benchmark
+        self.size = size[bench]
+        self.n_texts = problem.text_bench.shape[0]
+
+    def draw(self, rng: np.random.Generator | None) -> np.ndarray:
+        """Times each text is drawn (1 for every sampled text without `rng`; 0 for unsampled texts)."""
+        out = np.zeros(self.n_texts)
+        if rng is None:
+            out[self.sampled] = 1.0
+            return out
+        offset = np.minimum((rng.random(self.sampled.size) * self.size).astype(np.int64), self.size - 1)
+        out[self.sampled] = np.bincount(self.start + offset, minlength=self.sampled.size)
+        return out
 
 
-def design_counts(problem: Problem, rng: np.random.Generator | None = None) -> np.ndarray:
-    """Expansion estimator of T[b, j] from the judge sample (one stratified bootstrap replicate with `rng`)."""
+def design_counts(problem: Problem, rng: np.random.Generator | None = None,
+                  bootstrap: StratifiedBootstrap | None = None) -> np.ndarray:
+    """Expansion estimator of T[b, j] from the judge sample (one stratified bootstrap replicate with `rng`;
+    `bootstrap`: a prepared StratifiedBootstrap of `problem`, to draw many)."""
     n_texts = np.bincount(problem.text_bench, minlength=problem.n_bench).astype(float)
     n_sampled = np.bincount(problem.text_bench, weights=problem.text_sampled, minlength=problem.n_bench)
     expansion = np.divide(n_texts, n_sampled, out=np.zeros(np.shape(n_texts), dtype=float), where=n_sampled > 0)
-    boot = _bootstrap_text_weights(problem, rng)
+    boot = (bootstrap or StratifiedBootstrap(problem)).draw(rng)
     text = problem.jud_text
     weight = expansion[problem.text_bench[text]] * boot[text] * problem.text_mult[text]
     return task_counts(problem, text, problem.jud_task, weight)
@@ -113,44 +127,41 @@ def _simplex_grid(parts: int, step: float = MIX_STEP) -> np.ndarray:
     return np.array([(*r, n - sum(r)) for r in rows], dtype=float) / n
 
 
-class _Sparse:
-    """A discrete distribution kept as its non-zero entries and their cumulative mass (the distributions here
-    have a few hundred non-zero entries of 18,796): `sample` is one searchsorted, far cheaper than
-    rng.choice(p=) over every task."""
-
-    def __init__(self, dist: np.ndarray) -> None:
-        self.support = np.flatnonzero(dist)
-        self.cdf = np.cumsum(dist[self.support])
-        self.total = float(self.cdf[-1]) if self.cdf.size else 0.0
-
-    def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
-        pos = np.searchsorted(self.cdf, rng.random(size) * self.total, side="right")
-        return self.support[np.minimum(pos, self.support.size - 1)]
-
-
-def _loo_share(texts: np.ndarray, values: np.ndarray, n_values: int, total_loo: np.ndarray) -> np.ndarray:
-    """Each row's value's share among the other texts' rows (leave its own text out)."""
-    counts = np.bincount(values, minlength=n_values).astype(float)
-    _, inverse = np.unique(texts.astype(np.int64) * n_values + values, return_inverse=True)
-    own = np.bincount(inverse)[inverse]
-    return np.divide(counts[values] - own, total_loo, out=np.zeros(values.size), where=total_loo > 0)
+def _loo_share(texts: np.ndarray, bench: np.ndarray, values: np.ndarray, n_values: int,
+               total_loo: np.ndarray) -> np.ndarray:
+    """Each row's value's share among the other texts' rows of its benchmark (leave its own text out)."""
+    _, in_bench = np.unique(bench.astype(np.int64) * n_values + values, return_inverse=True)
+    _, in_text = np.unique(texts.astype(np.int64) * n_values + values, return_inverse=True)
+    counts = np.bincount(in_bench)[in_bench] - np.bincount(in_text)[in_text]
+    return np.divide(counts.astype(float), total_loo, out=np.zeros(values.size), where=total_loo > 0)
 
 
 class _WeightedBlocks:
-    """Discrete distributions over occupations, one per owner (a text, or a benchmark), as sorted CSR rows:
-    owner, occupation, weight. `draw(owners)` picks one occupation per entry by its owner's weights."""
+    """Discrete distributions over values (occupations, tasks, ...), one per owner (a text, or a benchmark), as
+    sorted CSR rows: owner, value, weight. `draw(owners)` picks one value per entry by its owner's weights;
+    `reweighted(row_weights)` is the same support with new weights of the input rows (a bootstrap replicate)."""
 
     def __init__(self, owner: np.ndarray, occ: np.ndarray, weight: np.ndarray, n_owners: int, n_occ: int) -> None:
         keys, inverse = np.unique(owner.astype(np.int64) * n_occ + occ, return_inverse=True)
         self.n_occ = n_occ
+        self.n_owners = n_owners
         self.keys = keys
+        self.inverse = inverse
         self.owner = keys // n_occ
         self.occ = keys % n_occ
-        self.weight = np.bincount(inverse, weights=weight, minlength=keys.size)
-        self.cum = np.cumsum(self.weight)
         self.first = np.searchsorted(self.owner, np.arange(n_owners))
         self.last = np.searchsorted(self.owner, np.arange(n_owners), side="right")
-        self.total = np.bincount(self.owner, weights=self.weight, minlength=n_owners)
+        self._set(np.bincount(inverse, weights=weight, minlength=keys.size))
+
+    def _set(self, weight: np.ndarray) -> None:
+        self.weight = weight
+        self.cum = np.cumsum(weight)
+        self.total = np.bincount(self.owner, weights=weight, minlength=self.n_owners)
+
+    def reweighted(self, weight: np.ndarray) -> _WeightedBlocks:
+        out = copy.copy(self)
+        out._set(np.bincount(self.inverse, weights=weight, minlength=self.keys.size))
+        return out
 
     def has(self, owners: np.ndarray) -> np.ndarray:
         return self.last[owners] > self.first[owners]
@@ -183,23 +194,29 @@ class ModelAssisted:
 
     Missed labels (the judge's tasks outside the labeler's set) of an unsampled text: their number is that of
     a random donor (a sampled text of the same benchmark, bootstrap-weighted); each one's task is drawn from a
-    mixture of four parts: u uniform over every task; and, with weights (alpha, beta, gamma) chosen on the
-    sample, (alpha) the benchmark's sampled missed tasks, (beta) the labeler's label mass in the benchmark
-    (sum of m p per task), (gamma) a task of one of *this text's* labeled occupations (picked by its labels'
-    p, the task uniform within it; a text without labels uses its benchmark's occupations). The weights
-    maximise the leave-one-text-out likelihood of the sample's missed tasks, so the data decide how often a
-    miss is a task seen before in the benchmark and how often a new task of the occupation the labeler saw.
-    The occupation part matters for the threshold counts: the judge's misses are mostly tasks no other
-    sampled text has, and only a part that spreads over whole occupations reproduces that diversity (the
-    first version, with alpha and beta alone, undercounted tasks at >= 1 by a third and overcounted them at
-    >= 5 by a quarter in the split-sample check).
+    mixture: u uniform over every task and, with weights chosen on the sample, (0) the benchmark's sampled
+    missed tasks, (1) the labeler's label mass in the benchmark (sum of m p per task), (2) a task of one of
+    *this text's* labeled occupations (picked by its labels' p, the task uniform within it; a text without
+    labels uses its benchmark's occupations), (3) a task of one of the benchmark's missed occupations, (4) a
+    task of one of its missed major groups. The weights maximise the leave-one-text-out likelihood of the
+    sample's missed tasks, so the data decide how often a miss is a task seen before in the benchmark and how
+    often a new task of an occupation seen there. The spread parts matter for the threshold counts: the
+    judge's misses are mostly tasks no other sampled text has, and only parts that spread over whole
+    occupations reproduce that diversity (with parts 0 and 1 alone, tasks at >= 1 came out a third too low and
+    at >= 5 a quarter too high in the split-sample check).
+
+    A draw is vectorised over benchmarks: every per-benchmark distribution (donors, sampled misses, their
+    occupations and groups, the labeler's mass) is one block of a _WeightedBlocks, reweighted by the draw's
+    bootstrap, so its cost does not grow with the number of benchmarks or texts beyond a few array passes.
     """
 
     def __init__(self, problem: Problem, prior: float = CALIBRATION_PRIOR) -> None:
         self.problem = problem
         self.prior = prior
         pr = problem
+        n_texts = pr.text_bench.shape[0]
         self.has_sample = np.bincount(pr.text_bench, weights=pr.text_sampled, minlength=pr.n_bench) > 0
+        self.bootstrap = StratifiedBootstrap(pr)
         # labeled pairs of texts that are not in the sample (imputed); judge pairs of sampled texts (kept)
         self.unsampled_rows = ~pr.text_sampled[pr.lab_text]
         self.unsampled_labels = GroupedLabels(pr, np.flatnonzero(self.unsampled_rows))
@@ -208,18 +225,19 @@ class ModelAssisted:
         missed = ~pr.jud_in_labels
         self.missed_text = pr.jud_text[missed]
         self.missed_task = pr.jud_task[missed]
-        self.missed_per_text = np.bincount(self.missed_text, minlength=pr.text_bench.shape[0]).astype(np.int64)
+        self.missed_per_text = np.bincount(self.missed_text, minlength=n_texts).astype(np.int64)
         lab_mass = task_counts(pr, pr.lab_text, pr.lab_task, pr.text_mult[pr.lab_text] * pr.lab_p)
         totals = lab_mass.sum(axis=1, keepdims=True)
         self.q_labeler = np.divide(lab_mass, totals, out=np.zeros(np.shape(lab_mass), dtype=float), where=totals > 0)
-        self.lab_sparse = [_Sparse(row) for row in self.q_labeler]
+        lab_bench = pr.text_bench[pr.lab_text]
+        self.lab_mass = _WeightedBlocks(lab_bench, pr.lab_task, pr.text_mult[pr.lab_text] * pr.lab_p, pr.n_bench,
+                                        pr.n_tasks)
         # the occupations of each text's labels, and of each benchmark's (for texts without labels)
         n_occ = pr.n_occ
         label_occ = pr.task_occ[pr.lab_task]
         p = np.maximum(pr.lab_p, 1e-6)
-        self.text_occ = _WeightedBlocks(pr.lab_text, label_occ, p, pr.text_bench.shape[0], n_occ)
-        self.bench_occ = _WeightedBlocks(pr.text_bench[pr.lab_text], label_occ, p * pr.text_mult[pr.lab_text],
-                                         pr.n_bench, n_occ)
+        self.text_occ = _WeightedBlocks(pr.lab_text, label_occ, p, n_texts, n_occ)
+        self.bench_occ = _WeightedBlocks(lab_bench, label_occ, p * pr.text_mult[pr.lab_text], pr.n_bench, n_occ)
         self.occ_size = np.bincount(pr.task_occ, minlength=n_occ)
         self.occ_start = np.concatenate([[0], np.cumsum(self.occ_size)[:-1]])
         self.tasks_by_occ = np.argsort(pr.task_occ, kind="stable")
@@ -227,15 +245,20 @@ class ModelAssisted:
         self.group_size = np.bincount(task_group, minlength=pr.n_groups)
         self.group_start = np.concatenate([[0], np.cumsum(self.group_size)[:-1]])
         self.tasks_by_group = np.argsort(task_group, kind="stable")
-        self.donors: dict[int, np.ndarray] = {}
-        self.recipients: dict[int, np.ndarray] = {}
-        for b in np.flatnonzero(self.has_sample):
-            in_b = pr.text_bench == b
-            self.donors[int(b)] = np.flatnonzero(in_b & pr.text_sampled)
-            self.recipients[int(b)] = np.flatnonzero(in_b & ~pr.text_sampled)
+        # donors (sampled texts) per benchmark, as blocks whose values are positions in `donors`
+        self.donors = np.flatnonzero(pr.text_sampled & self.has_sample[pr.text_bench])
+        self.donor_blocks = _WeightedBlocks(pr.text_bench[self.donors], np.arange(self.donors.size),
+                                            np.ones(self.donors.size), pr.n_bench, max(self.donors.size, 1))
+        self.recipients = np.flatnonzero(~pr.text_sampled & self.has_sample[pr.text_bench])
+        # the sample's missed tasks, their occupations and major groups per benchmark (reweighted per draw)
+        missed_bench = pr.text_bench[self.missed_text]
+        missed_occ = pr.task_occ[self.missed_task]
+        ones = np.ones(self.missed_task.size)
+        self.seen = _WeightedBlocks(missed_bench, self.missed_task, ones, pr.n_bench, pr.n_tasks)
+        self.seen_occ = _WeightedBlocks(missed_bench, missed_occ, ones, pr.n_bench, n_occ)
+        self.seen_group = _WeightedBlocks(missed_bench, pr.occ_group[missed_occ], ones, pr.n_bench, pr.n_groups)
         self.weights = self._choose_weights()
         self.label_keys = np.unique(pr.lab_text.astype(np.int64) * pr.n_tasks + pr.lab_task)
-        self.missed_rows = {b: np.flatnonzero(pr.text_bench[self.missed_text] == b) for b in self.donors}
 
     @property
     def alpha(self) -> float:
@@ -263,7 +286,9 @@ class ModelAssisted:
         likelihood of the sample's missed tasks, q = u / K + (1 - u) sum_i w_i part_i(task); a part with no
         mass for a text gives its weight to the others. Keeps each sampled text's log likelihood per grid
         point (`text_loglik`), so a bootstrap replicate of the sample re-chooses the weights by one matrix
-        product (`weights_for`): the draws carry the uncertainty of the mixture, not only of the sample."""
+        product (`weights_for`): the draws carry the uncertainty of the mixture, not only of the sample.
+        Every missed row of every benchmark at once: the leave-one-out shares are counts per (benchmark,
+        value) minus the row's own text's, and the grid's mixtures are two matrix products."""
         pr = self.problem
         self.grid = _simplex_grid(5)
         self.loglik_texts = np.unique(self.missed_text)
@@ -271,31 +296,29 @@ class ModelAssisted:
         if self.missed_text.size == 0:
             return np.array([0.0, 0.5, 0.5, 0.0, 0.0])
         k = pr.n_tasks
-        for b in self.donors:
-            rows = pr.text_bench[self.missed_text] == b
-            if not rows.any():
-                continue
-            texts, tasks = self.missed_text[rows], self.missed_task[rows]
-            occ = pr.task_occ[tasks]
-            group = pr.occ_group[occ]
-            own_total = np.bincount(texts, minlength=texts.max() + 1)[texts]
-            total_loo = tasks.size - own_total
-            parts = np.stack([
-                _loo_share(texts, tasks, k, total_loo),
-                self.q_labeler[b][tasks],
-                self._occupation_share(texts, tasks),
-                _loo_share(texts, occ, pr.n_occ, total_loo) / self.occ_size[occ],
-                _loo_share(texts, group, pr.n_groups, total_loo) / self.group_size[group],
-            ])  # (5, n)
-            present = np.stack([total_loo > 0, np.full(tasks.size, self.q_labeler[b].sum() > 0),
-                                np.ones(tasks.size, dtype=bool), total_loo > 0, total_loo > 0]).astype(float)
-            w = self.grid[:, :, None] * present[None]  # (G, 5, n)
-            norm = w.sum(axis=1)
-            mix = np.divide((w * parts[None]).sum(axis=1), norm, out=np.full(norm.shape, 1.0 / k), where=norm > 0)
-            row_loglik = np.log(UNIFORM_SHARE / k + (1 - UNIFORM_SHARE) * mix)  # (G, n)
-            column = np.searchsorted(self.loglik_texts, texts)
-            for g in range(self.grid.shape[0]):
-                self.text_loglik[g] += np.bincount(column, weights=row_loglik[g], minlength=self.loglik_texts.size)
+        texts, tasks = self.missed_text, self.missed_task
+        bench = pr.text_bench[texts]
+        occ = pr.task_occ[tasks]
+        group = pr.occ_group[occ]
+        own_total = np.bincount(texts, minlength=texts.max() + 1)[texts]
+        total_loo = np.bincount(bench, minlength=pr.n_bench)[bench] - own_total
+        lab_total = self.lab_mass.total[bench]
+        parts = np.stack([
+            _loo_share(texts, bench, tasks, k, total_loo),
+            self.q_labeler[bench, tasks],
+            self._occupation_share(texts, tasks),
+            _loo_share(texts, bench, occ, pr.n_occ, total_loo) / self.occ_size[occ],
+            _loo_share(texts, bench, group, pr.n_groups, total_loo) / self.group_size[group],
+        ])  # (5, n)
+        present = np.stack([total_loo > 0, lab_total > 0, np.ones(tasks.size, dtype=bool), total_loo > 0,
+                            total_loo > 0]).astype(float)
+        norm = self.grid @ present  # (G, n)
+        mix = np.divide(self.grid @ (present * parts), norm, out=np.full(norm.shape, 1.0 / k), where=norm > 0)
+        row_loglik = np.log(UNIFORM_SHARE / k + (1 - UNIFORM_SHARE) * mix)  # (G, n)
+        column = np.searchsorted(self.loglik_texts, texts)
+        order = np.argsort(column, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(column[order]) != 0])
+        self.text_loglik = np.add.reduceat(row_loglik[:, order], starts, axis=1)
         return self.grid[int(np.argmax(self.text_loglik.sum(axis=1)))]
 
     def weights_for(self, boot: np.ndarray) -> np.ndarray:
@@ -304,24 +327,31 @@ class ModelAssisted:
             return self.weights
         return self.grid[int(np.argmax(self.text_loglik @ boot[self.loglik_texts]))]
 
-    def _draw_tasks(self, rng: np.random.Generator, b: int, owner: np.ndarray, empirical: _Sparse,
-                    missed_occ: _Sparse, missed_group: _Sparse, mixture: np.ndarray) -> np.ndarray:
-        """One task per missed label of `owner` texts of benchmark b, from the mixture with weights `mixture`
-        (a part without mass in this benchmark gives its weight to the others)."""
+    def _part_cdf(self, mixture: np.ndarray, seen: _WeightedBlocks) -> np.ndarray:
+        """(B, 6) cumulative probabilities of the parts per benchmark (uniform first); a part without mass in a
+        benchmark gives its weight to the others."""
+        weights = np.tile(mixture, (self.problem.n_bench, 1))
+        weights[np.ix_(seen.total <= 0, [0, 3, 4])] = 0.0
+        weights[self.lab_mass.total <= 0, 1] = 0.0
+        norm = weights.sum(axis=1, keepdims=True)
+        weights = np.where(norm > 0, weights / np.where(norm > 0, norm, 1.0), np.array([0.0, 0.0, 1.0, 0.0, 0.0]))
+        probs = np.concatenate([np.full((weights.shape[0], 1), UNIFORM_SHARE), (1 - UNIFORM_SHARE) * weights], axis=1)
+        cdf = np.cumsum(probs, axis=1)
+        return cdf / cdf[:, -1:]
+
+    def _draw_tasks(self, rng: np.random.Generator, owner: np.ndarray, cdf: np.ndarray,
+                    blocks: tuple[_WeightedBlocks, _WeightedBlocks, _WeightedBlocks]) -> np.ndarray:
+        """One task per missed label of the `owner` texts, from their benchmarks' mixtures (`cdf`, _part_cdf);
+        `blocks`: this draw's sampled misses, their occupations and major groups."""
         pr = self.problem
-        weights = mixture.copy()
-        lab = self.lab_sparse[b]
-        if empirical.total <= 0:
-            weights[[0, 3, 4]] = 0.0
-        if lab.total <= 0:
-            weights[1] = 0.0
-        weights = weights / weights.sum() if weights.sum() > 0 else np.array([0.0, 0.0, 1.0, 0.0, 0.0])
-        part = rng.choice(6, size=owner.size, p=np.concatenate([[UNIFORM_SHARE], (1 - UNIFORM_SHARE) * weights]))
+        seen, seen_occ, seen_group = blocks
+        bench = pr.text_bench[owner]
+        part = np.minimum((rng.random(owner.size)[:, None] >= cdf[bench]).sum(axis=1), cdf.shape[1] - 1)
         tasks = rng.integers(0, pr.n_tasks, size=owner.size)  # part 0: uniform
-        for code, dist in ((1, empirical), (2, lab)):
+        for code, dist in ((1, seen), (2, self.lab_mass)):
             chosen = part == code
             if chosen.any():
-                tasks[chosen] = dist.sample(rng, int(chosen.sum()))
+                tasks[chosen] = dist.draw(rng, bench[chosen])
         occ = np.full(owner.size, -1, dtype=np.int64)
         chosen = part == 3
         if chosen.any():
@@ -333,10 +363,10 @@ class ModelAssisted:
             occ[chosen] = picked
         chosen = part == 4
         if chosen.any():
-            occ[chosen] = missed_occ.sample(rng, int(chosen.sum()))
+            occ[chosen] = seen_occ.draw(rng, bench[chosen])
         chosen = part == 5  # a task uniform within a major group of the benchmark's missed labels
         if chosen.any():
-            group = missed_group.sample(rng, int(chosen.sum()))
+            group = seen_group.draw(rng, bench[chosen])
             offset = (rng.random(group.size) * self.group_size[group]).astype(np.int64)
             tasks[chosen] = self.tasks_by_group[self.group_start[group] + offset]
         spread = occ >= 0  # a task uniform within the drawn occupation
@@ -348,37 +378,32 @@ class ModelAssisted:
 
     def draw(self, rng: np.random.Generator, bootstrap: bool = True) -> np.ndarray:
         pr = self.problem
-        boot = _bootstrap_text_weights(pr, rng if bootstrap else None)
+        boot = self.bootstrap.draw(rng if bootstrap else None)
         factors = calibration_factors(pr, boot, self.prior, self.sampled_rows)
         mixture = self.weights_for(boot) if bootstrap else self.weights
         counts = self.unsampled_labels.draw(rng, np.where(self.has_sample, factors, 1.0))
         counts[self.has_sample] += self.judge_known[self.has_sample]
+        if self.recipients.size == 0 or self.missed_task.size == 0:
+            return counts
+        # each unsampled text takes as many missed labels as a random donor of its benchmark
+        donors = self.donor_blocks.reweighted(boot[self.donors])
+        donor = self.donors[donors.draw(rng, pr.text_bench[self.recipients])]
+        owner = np.repeat(self.recipients, self.missed_per_text[donor])
+        row_boot = boot[self.missed_text]
+        blocks = (self.seen.reweighted(row_boot), self.seen_occ.reweighted(row_boot),
+                  self.seen_group.reweighted(row_boot))
+        cdf = self._part_cdf(mixture, blocks[0])
+        tasks = self._draw_tasks(rng, owner, cdf, blocks)
+        weights = pr.text_mult[owner].copy()
+        # a missed label is by definition outside the recipient's own label set: redraw those that are not (up to
+        # 4 times; only the redrawn rows are checked again, the others cannot have changed)
+        clash = np.flatnonzero(self._labeled(owner, tasks))
+        for _ in range(4):
+            if clash.size == 0:
+                break
+            tasks[clash] = self._draw_tasks(rng, owner[clash], cdf, blocks)
+            clash = clash[self._labeled(owner[clash], tasks[clash])]
+        weights[clash] = 0.0
         k = pr.n_tasks
-        for b, donors in self.donors.items():
-            recipients = self.recipients[b]
-            if recipients.size == 0:
-                continue
-            probs = boot[donors] / boot[donors].sum()
-            choice = rng.choice(donors.size, size=recipients.size, p=probs)
-            n_missed = self.missed_per_text[donors][choice]
-            if int(n_missed.sum()) == 0:
-                continue
-            rows = self.missed_rows[b]
-            boot_rows = boot[self.missed_text[rows]]
-            seen = _Sparse(np.bincount(self.missed_task[rows], weights=boot_rows, minlength=k))
-            occ_mass = np.bincount(pr.task_occ[self.missed_task[rows]], weights=boot_rows, minlength=pr.n_occ)
-            missed_occ = _Sparse(occ_mass)
-            missed_group = _Sparse(np.bincount(pr.occ_group, weights=occ_mass, minlength=pr.n_groups))
-            owner = np.repeat(recipients, n_missed)
-            weights = pr.text_mult[owner]
-            tasks = self._draw_tasks(rng, b, owner, seen, missed_occ, missed_group, mixture)
-            # a missed label is by definition outside the recipient's own label set: redraw those that are not
-            for _ in range(4):
-                clash = self._labeled(owner, tasks)
-                if not clash.any():
-                    break
-                tasks[clash] = self._draw_tasks(rng, b, owner[clash], seen, missed_occ, missed_group, mixture)
-            else:
-                weights = weights * ~self._labeled(owner, tasks)
-            counts[b] += np.bincount(tasks, weights=weights, minlength=k)
-        return counts
+        flat = np.bincount(pr.text_bench[owner] * k + tasks, weights=weights, minlength=pr.n_bench * k)
+        return counts + flat.reshape(pr.n_bench, k)

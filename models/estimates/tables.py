@@ -14,6 +14,7 @@ import polars as pl
 from models.estimates.draws import (
     GroupedLabels,
     ModelAssisted,
+    StratifiedBootstrap,
     design_counts,
     labeler_draw,
     labels_as_truth_counts,
@@ -67,10 +68,11 @@ def run_estimators(
     kept: dict[str, list[np.ndarray]] = {"labeler": [], "model_assisted": []}
     if "labels_as_truth" in estimators:
         point["labels_as_truth"] = agg.headline(labels_as_truth_counts(problem))
-    assisted = ModelAssisted(problem)
+    assisted = ModelAssisted(problem) if "model_assisted" in estimators else None
     every_label = GroupedLabels(problem, np.arange(problem.lab_p.shape[0]))
+    bootstrap = StratifiedBootstrap(problem)
     # benchmarks without judge-sampled texts enter the model-assisted draws through their labeler draws
-    fill = ~assisted.has_sample
+    fill = np.bincount(problem.text_bench, weights=problem.text_sampled, minlength=problem.n_bench) == 0
     for name in ("labeler", "design", "model_assisted"):
         if name not in estimators:
             continue
@@ -79,8 +81,9 @@ def run_estimators(
             if name == "labeler":
                 counts = labeler_draw(problem, rng, every_label)
             elif name == "design":
-                counts = design_counts(problem, rng)
+                counts = design_counts(problem, rng, bootstrap)
             else:
+                assert assisted is not None
                 counts = assisted.draw(rng)
                 if fill.any():
                     counts[fill] = labeler_draw(problem, rng, every_label)[fill]
