@@ -32,13 +32,12 @@ from dagster import (
 from models import coverage as cov
 from models import estimates as es
 from models import regression as reg
-from models.sources import PROJECT_ROOT
+from pipelines.readers import REFERENCE_DIR, load_reference, read_selector_oof
 from pipelines.resources import Warehouse
 
 GROUP = "estimates"
 KINDS = {"polars", "duckdb"}
 PARTITIONED = {"partition_expr": "benchmark"}
-REFERENCE_DIR = PROJECT_ROOT / "data" / "reference"
 JUDGE_SAMPLE_ENV = "BENCHMAP_JUDGE_SAMPLE"
 JUDGE_ENV = "BENCHMAP_JUDGE"
 MI_DRAWS = 20
@@ -54,39 +53,9 @@ def _md(frame: pl.DataFrame, limit: int = 30) -> str:
 
 
 def read_reference_sample(folder: Path = REFERENCE_DIR, dev_pass: str = "a") -> pl.DataFrame:
-    """The vendored judge labels (training split + development split pass `dev_pass`): benchmark, prompt_id,
-    prompt_hash, split, task_id (null for a not-work text). Pass 'b' of the development split is a second
-    judge run on the same prompts, not more sample: the estimates use pass 'a' and report the model-assisted
-    estimate with pass 'b' beside it (estimator model_assisted_pass_b) as the judge's own reproducibility."""
-    try:
-        from pipelines.readers import load_reference  # the lead's reader (validates file and line)
-
-        ref = load_reference(folder)
-    except ImportError:
-        frames = []
-        for split in ("train", "dev"):
-            path = folder / f"reference_task_labels_{split}.jsonl"
-            if path.exists():
-                frames.append(pl.read_ndjson(path).with_columns(pl.lit(split).alias("split")))
-        if not frames:
-            return pl.DataFrame(schema={"benchmark": pl.Utf8, "prompt_id": pl.Utf8, "prompt_hash": pl.Utf8,
-                                        "split": pl.Utf8, "task_id": pl.Int64})
-        ref = pl.concat(frames, how="diagonal_relaxed")
-    if "annotation" in ref.columns:  # the training split has pass 'a' only
-        ref = ref.filter((pl.col("annotation") == dev_pass) | ((pl.col("split") != "dev") & (pl.col("annotation") == "a")))
-    ref = ref.select(
-        pl.col("benchmark").cast(pl.Utf8),
-        pl.col("prompt_id").cast(pl.Utf8),
-        pl.col("prompt_hash").cast(pl.Utf8),
-        pl.col("split").cast(pl.Utf8),
-        pl.col("task_ids").cast(pl.List(pl.Int64)),
-    )
-    # a text judged not work has no task: one row with a null task (explode would drop it)
-    empty = ref.filter(pl.col("task_ids").list.len().fill_null(0) == 0).drop("task_ids").with_columns(
-        pl.lit(None, pl.Int64).alias("task_id")
-    )
-    tasks = ref.filter(pl.col("task_ids").list.len() > 0).explode("task_ids").rename({"task_ids": "task_id"})
-    return pl.concat([tasks, empty])
+    """The vendored judge labels as judge-sample rows (`models.estimates.reference_sample_rows` says which
+    pass and why)."""
+    return es.reference_sample_rows(load_reference(folder), dev_pass)
 
 
 def published_labeler(warehouse: Warehouse) -> tuple[str | None, str | None, bool]:
@@ -105,32 +74,17 @@ def published_labeler(warehouse: Warehouse) -> tuple[str | None, str | None, boo
 
 def with_out_of_fold_labels(labels: pl.DataFrame, labeler_version: str | None, sampled: pl.DataFrame,
                             log: object = None) -> pl.DataFrame:
-    """The calibrated offline labeler was fitted on the reference texts, so on them its labels are in sample.
-    Where the judge sample is the reference, swap its labels of those texts for the cross-validated ones
-    (models/labeling/selector_oof.json: each from the fold that never saw the text's benchmark), so the
-    model-assisted correction sees the labeler as it is on unseen benchmarks. Other labelers: unchanged."""
-    from pipelines.readers import FIT_PATH
-
-    path = FIT_PATH.with_name("selector_oof.json")
-    if labeler_version is None or not labeler_version.startswith("offline-calibrated") or not path.is_file() \
-            or sampled.is_empty():
+    """The published labels with the reference texts' labels swapped for the selector's cross-validated ones
+    (models/labeling/selector_oof.json; `models.estimates.with_out_of_fold_labels` says why and when)."""
+    if labeler_version is None or not labeler_version.startswith("offline-calibrated") or sampled.is_empty():
         return labels
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if not labeler_version.endswith(str(data.get("fit_version"))):
-        if log is not None:
-            log.warning(f"{path.name} is for fit {data.get('fit_version')}, not {labeler_version}: in-sample labels kept")
+    out_of_fold = read_selector_oof()
+    if out_of_fold is None:
         return labels
-    keys = sampled.select("benchmark", "prompt_hash").unique()
-    rows = [{"benchmark": r["benchmark"], "prompt_hash": r["prompt_hash"], "onet_soc_code": code,
-             "task_id": int(task), "p_exercised": float(p)}
-            for r in data["prompts"] for task, code, p in r["labels"]]
-    oof = pl.DataFrame(rows, schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "onet_soc_code": pl.Utf8,
-                                     "task_id": pl.Int64, "p_exercised": pl.Float64})
-    covered = pl.DataFrame([{"benchmark": r["benchmark"], "prompt_hash": r["prompt_hash"]} for r in data["prompts"]],
-                           schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8}).join(keys, on=list(keys.columns))
-    kept = labels.join(covered, on=["benchmark", "prompt_hash"], how="anti")
-    swapped = oof.join(covered, on=["benchmark", "prompt_hash"], how="semi")
-    return pl.concat([kept, swapped.select(labels.columns).cast(labels.schema)])
+    swapped, problem = es.with_out_of_fold_labels(labels, labeler_version, sampled, out_of_fold)
+    if problem and log is not None:
+        log.warning(problem)
+    return swapped
 
 
 def read_judge_rows(warehouse: Warehouse, prompts: pl.DataFrame, dev_pass: str = "a") -> pl.DataFrame:

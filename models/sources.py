@@ -6,9 +6,6 @@ Finding a file (data/raw, then the mirror, then a download) is I/O and lives in 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)

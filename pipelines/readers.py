@@ -150,3 +150,14 @@ def load_selector_fit(path: str | Path = FIT_PATH) -> SelectorFit:
     from models.labeling.selector import SelectorFit
 
     return SelectorFit.from_json(Path(path).read_text(encoding="utf-8"))
+
+
+def read_selector_oof(path: str | Path | None = None) -> dict | None:
+    """The selector's cross-validated labels of the reference texts (models/labeling/selector_oof.json, written
+    by `python -m pipelines.fit_labeler`), or None when there is no such file."""
+    path = Path(path) if path is not None else FIT_PATH.with_name("selector_oof.json")
+    if not path.is_file():
+        return None
+    import json
+
+    return json.loads(read_text(path))

@@ -97,6 +97,10 @@ from models.estimates.problem import (  # noqa: F401
     task_counts,
     text_frame,
 )
+from models.estimates.reference_sample import (  # noqa: F401
+    reference_sample_rows,
+    with_out_of_fold_labels,
+)
 from models.estimates.tables import (  # noqa: F401
     BOUNDS_BASIS,
     EXPORT_TABLES,
