@@ -96,9 +96,7 @@ def export_date(context: AssetExecutionContext | AssetCheckExecutionContext) -> 
 
 
 def export_folder(context: AssetExecutionContext, warehouse: Warehouse) -> Path:
-    folder = ew.export_directory(warehouse.path, export_date(context))
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    return ew.make_export_directory(warehouse.path, export_date(context))
 
 
 def _read_tables(warehouse: Warehouse, names: list[str]) -> tuple[dict[str, pl.DataFrame], list[str]]:

@@ -31,8 +31,9 @@ from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
 from models.sources import ONET_VERSION
 from pipelines import label_queries as lq
+from pipelines.export_files import write_csv
 from pipelines.label_cache import LabelCache, other_labelers_labels
-from pipelines.readers import REFERENCE_DIR, load_reference, load_selector_fit, read_gold_csv
+from pipelines.readers import REFERENCE_DIR, gold_files, load_reference, load_selector_fit, read_gold_csv
 from pipelines.resources import Warehouse
 from pipelines.settings import settings
 from pipelines.sources import raw_dir
@@ -119,12 +120,7 @@ def gold_annotation_sample(
     else:
         chosen, labels = _annotation_inputs(warehouse, keys)
         sample = val.annotation_rows(chosen, labels, onet_tasks, onet_occupations, top_k=config.top_k)
-    folder = Path(warehouse.path).parent / "annotation"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / ANNOTATION_FILE
-    partial = path.with_name(path.name + ".part")
-    sample.write_csv(partial)
-    partial.replace(path)
+    path = write_csv(Path(warehouse.path).parent / "annotation" / ANNOTATION_FILE, sample)
     context.add_output_metadata(
         {
             "csv_path": MetadataValue.path(str(path)),
@@ -150,7 +146,7 @@ def gold_task_labels(
     context: AssetExecutionContext, warehouse: Warehouse, onet_tasks: pl.DataFrame
 ) -> pl.DataFrame:
     folder = raw_dir() / GOLD_DIR_NAME
-    files = sorted(folder.glob("*.csv")) if folder.is_dir() else []
+    files = gold_files(folder)
     if not files:
         message = (
             f"no gold label files in {folder}: export a sample with gold_annotation_sample, have it "

@@ -67,6 +67,11 @@ def write_bytes(path: Path, data: bytes) -> Path:
 
 
 @dataclass(frozen=True)
+def write_csv(path: Path, frame: pl.DataFrame) -> Path:
+    """`frame` as CSV at `path`, atomically (the folder is created)."""
+    return atomic_write(path, frame.write_csv)
+
+
 class TableFile:
     table: str
     rows: int

@@ -41,7 +41,7 @@ from pipelines.export_files import (
 from pipelines.settings import PROJECT_ROOT
 
 __all__ = [
-    "LOCK_NAME", "LOCK_WAIT_S", "ExportResult", "code_version", "export_directory", "export_lock",
+    "LOCK_NAME", "LOCK_WAIT_S", "ExportResult", "code_version", "export_directory", "export_lock", "make_export_directory",
     "read_export_table", "read_manifest", "save_figure", "save_figures", "verify_export", "write_exports",
 ]
 
@@ -52,6 +52,13 @@ def export_directory(warehouse_path: str | Path, date: dt.date | str) -> Path:
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", stamp):
         raise ValueError(f"export date must look like YYYY-MM-DD, got {stamp!r}")
     return Path(warehouse_path).parent / "exports" / stamp
+
+
+def make_export_directory(warehouse_path: str | Path, date: dt.date | str) -> Path:
+    """`export_directory`, created if it is not there yet."""
+    folder = export_directory(warehouse_path, date)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def code_version(root: Path = PROJECT_ROOT) -> str:

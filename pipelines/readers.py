@@ -131,6 +131,11 @@ def sampling_design(folder: str | Path | None = None) -> pl.DataFrame:
     return rl.parse_sampling_design((folder / rl.DESIGN_FILE).read_bytes())
 
 
+def gold_files(folder: Path) -> list[Path]:
+    """The annotators' CSV files in `folder` (data/raw/gold_labels/), sorted; none when it is not there."""
+    return sorted(folder.glob("*.csv")) if folder.is_dir() else []
+
+
 def read_gold_csv(path: str | Path) -> pl.DataFrame:
     """One annotator CSV (docs/gold_labels.md; `models.validation.parse_gold_csv` says what is accepted)."""
     path = Path(path)
