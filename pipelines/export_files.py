@@ -66,12 +66,12 @@ def write_bytes(path: Path, data: bytes) -> Path:
     return atomic_write(path, lambda p: p.write_bytes(data))
 
 
-@dataclass(frozen=True)
 def write_csv(path: Path, frame: pl.DataFrame) -> Path:
     """`frame` as CSV at `path`, atomically (the folder is created)."""
     return atomic_write(path, frame.write_csv)
 
 
+@dataclass(frozen=True)
 class TableFile:
     table: str
     rows: int
