@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import polars as pl
+from scipy import special as scipy_special
 from scipy import stats as scipy_stats
 from statsmodels.stats.proportion import proportion_confint
 
@@ -34,6 +36,7 @@ class Interval:
         }
 
 
+@lru_cache(maxsize=64)  # norm.ppf costs ~0.1 ms a call and the delta-method intervals ask thousands of times
 def z_value(alpha: float = 0.05) -> float:
     """Two-sided normal critical value (1.96 for alpha = 0.05)."""
     return float(scipy_stats.norm.ppf(1 - alpha / 2))
@@ -127,8 +130,9 @@ def with_wilson_ci(
 
 
 def logistic(x: np.ndarray) -> np.ndarray:
-    """Inverse logit, numerically stable for large |x|."""
-    return scipy_stats.logistic.cdf(x)
+    """Inverse logit, numerically stable for large |x|. scipy's `logistic.cdf` is this same `expit` behind
+    ~0.1 ms of argument checking per call, which the per-grid-point margins paid thousands of times."""
+    return scipy_special.expit(np.asarray(x, dtype=float))
 
 
 def log_ratio_interval(
