@@ -464,3 +464,27 @@ def test_summary_and_map_quote_the_published_estimate():
     page = coverage_map_html({"occupations": [], "benchmarks": [], "labeler": "offline"}, headline=text)
     assert 'id="estimate"' in page and "Best-supported estimate" in page
     assert 'id="estimate"' not in coverage_map_html({"occupations": [], "benchmarks": [], "labeler": "offline"})
+
+
+def test_summary_says_which_way_the_headline_probably_errs():
+    """The fifth-split check names the quantities whose interval missed in more than a fifth of the splits and
+    the side their mean error fell on; quantities that held (or that only the half split checks) are not named."""
+    from models.report.limitations import direction_of_the_miss
+
+    def row(check, quantity, threshold, coverage, mean_error, estimator="model_assisted"):
+        return {"check": check, "scope": "all", "estimator": estimator, "quantity": quantity,
+                "threshold": threshold, "coverage": coverage, "mean_error": mean_error}
+
+    check = pl.DataFrame([
+        row("split_fifth", "major_groups_covered", 5, 0.0, 3.8),
+        row("split_fifth", "hours_share_covered", 5, 0.6, -0.002),
+        row("split_fifth", "tasks_covered", 5, 0.9, 8.2),  # held often enough: not named
+        row("split_fifth", "tasks_covered", 1, 0.0, 9.0),  # >= 1 is published as bounds: not this sentence
+        row("split_half", "occupations_covered", 5, 0.1, 5.0),  # only the fifth split stands for the headline
+        row("split_fifth", "occupations_covered", 5, 0.1, 5.0, estimator="design"),
+    ])
+    (text,) = direction_of_the_miss(check)
+    assert "major groups at >= 5 as probably too high" in text
+    assert "the hours share at >= 5 as probably too low" in text
+    assert "tasks" not in text and "occupations" not in text
+    assert direction_of_the_miss(check.filter(pl.col("quantity") == "tasks_covered")) == []

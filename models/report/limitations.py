@@ -161,6 +161,8 @@ def estimate_limitations(tables: Tables) -> list[str]:
                 "imputes about 93% of the texts, more than either check, so its extrapolation (the ceiling of the "
                 "bounds at >= 1 above all) rests on the imputation model more than the checks can show."
             )
+    if check is not None and {"estimator", "coverage", "quantity", "threshold", "mean_error"} <= set(check.columns):
+        out.extend(direction_of_the_miss(check))
     validation = present_table(tables, "labeler_validation")
     if validation is not None and "metric" in validation.columns and \
             validation.filter(pl.col("metric").str.starts_with("ref_cv_")).height:
@@ -269,3 +271,26 @@ def index_findings(benchmark_index: str, membership: pl.DataFrame | None) -> lis
         )
     return out
 
+
+def direction_of_the_miss(check: pl.DataFrame) -> list[str]:
+    """Where the check that imputes most (estimated from a fifth) ran high or low at >= 5 prompts with its
+    interval missing the truth in more than a fifth of the splits: the headline, which imputes still more,
+    probably errs the same way there, and the reader is told which way."""
+    if "check" not in check.columns:
+        return []
+    rows = check.filter((pl.col("check") == "split_fifth") & (pl.col("estimator") == "model_assisted")
+                        & (pl.col("threshold") != 1) & (pl.col("scope") == "all") & (pl.col("coverage") < 0.8))
+    high = [r for r in rows.iter_rows(named=True) if (r["mean_error"] or 0) > 0]
+    low = [r for r in rows.iter_rows(named=True) if (r["mean_error"] or 0) < 0]
+    words = []
+    for side, found in (("too high", high), ("too low", low)):
+        if found:
+            names = ", ".join(f"{QUANTITY_WORDS.get(r['quantity'], r['quantity'])} at >= {r['threshold']}"
+                              for r in found)
+            words.append(f"{names} as probably {side}")
+    if not words:
+        return []
+    return ["**Which way the headline probably errs.** Estimated from a fifth of the judge sample, the published "
+            "interval missed the held-out truth in more than a fifth of the splits, and its mean error had the "
+            "sign given here; the headline imputes more of the texts than that check, so read its "
+            + "; ".join(words) + " (estimate_split_check, docs/estimates.md)."]
