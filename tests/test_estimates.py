@@ -466,7 +466,7 @@ def test_summary_and_map_quote_the_published_estimate():
     assert 'id="estimate"' not in coverage_map_html({"occupations": [], "benchmarks": [], "labeler": "offline"})
 
 
-def test_summary_says_which_way_the_headline_probably_errs():
+def test_summary_says_which_way_the_headline_may_err():
     """The fifth-split check names the quantities whose interval missed in more than a fifth of the splits and
     the side their mean error fell on; quantities that held (or that only the half split checks) are not named."""
     from models.report.limitations import direction_of_the_miss
@@ -484,7 +484,7 @@ def test_summary_says_which_way_the_headline_probably_errs():
         row("split_fifth", "occupations_covered", 5, 0.1, 5.0, estimator="design"),
     ])
     (text,) = direction_of_the_miss(check)
-    assert "major groups at >= 5 as probably too high" in text
-    assert "the hours share at >= 5 as probably too low" in text
+    assert "major groups at >= 5 as possibly too high" in text
+    assert "the hours share at >= 5 as possibly too low" in text
     assert "tasks" not in text and "occupations" not in text
     assert direction_of_the_miss(check.filter(pl.col("quantity") == "tasks_covered")) == []

@@ -275,7 +275,7 @@ def index_findings(benchmark_index: str, membership: pl.DataFrame | None) -> lis
 def direction_of_the_miss(check: pl.DataFrame) -> list[str]:
     """Where the check that imputes most (estimated from a fifth) ran high or low at >= 5 prompts with its
     interval missing the truth in more than a fifth of the splits: the headline, which imputes still more,
-    probably errs the same way there, and the reader is told which way."""
+    may err the same way there, and the reader is told which way."""
     if "check" not in check.columns:
         return []
     rows = check.filter((pl.col("check") == "split_fifth") & (pl.col("estimator") == "model_assisted")
@@ -287,10 +287,10 @@ def direction_of_the_miss(check: pl.DataFrame) -> list[str]:
         if found:
             names = ", ".join(f"{QUANTITY_WORDS.get(r['quantity'], r['quantity'])} at >= {r['threshold']}"
                               for r in found)
-            words.append(f"{names} as probably {side}")
+            words.append(f"{names} as possibly {side}")
     if not words:
         return []
-    return ["**Which way the headline probably errs.** Estimated from a fifth of the judge sample, the published "
+    return ["**Which way the headline may err.** Estimated from a fifth of the judge sample, the published "
             "interval missed the held-out truth in more than a fifth of the splits, and its mean error had the "
             "sign given here; the headline imputes more of the texts than that check, so read its "
             + "; ".join(words) + " (estimate_split_check, docs/estimates.md)."]
