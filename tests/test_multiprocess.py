@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -117,11 +118,23 @@ def prepare(snapshot: common.State, root: Path, *, pool_limit: int, labeler: str
     return state
 
 
-def launch_two(state: common.State, env: dict[str, str]) -> list[subprocess.CompletedProcess]:
+def launch_two(state: common.State, env: dict[str, str], *, second_after: Callable[[], bool] | None = None,
+               wait_s: float = 180.0) -> list[subprocess.CompletedProcess]:
+    """Two `dagster asset materialize` runs of prompt_task_labels (mp_a, mp_b); with `second_after`, mp_b
+    starts once it returns True (polled), else both at once."""
     cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-f", __file__, "-a", "location",
            "--select", "prompt_task_labels", "--partition"]
-    procs = [subprocess.Popen([*cmd, name], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True) for name in ("mp_a", "mp_b")]
+
+    def launch(name: str) -> subprocess.Popen:
+        return subprocess.Popen([*cmd, name], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+
+    procs = [launch("mp_a")]
+    deadline = time.monotonic() + wait_s
+    while second_after is not None and not second_after() and time.monotonic() < deadline \
+            and procs[0].poll() is None:
+        time.sleep(0.1)
+    procs.append(launch("mp_b"))
     out = []
     for proc in procs:
         stdout, _ = proc.communicate(timeout=240)
@@ -195,7 +208,11 @@ def test_llm_pool_limits_concurrent_labeling_steps(snapshot: common.State, tmp_p
         llm = {"BENCHMAP_LABELER": "openai", "OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "sk-test-pool"}
         state = prepare(snapshot, tmp_path / "state", pool_limit=1, labeler="openai", n_prompts=40, extra=llm)
         env = {**state.env(labeler="openai"), **llm, "BENCHMAP_TEST_PACE_S": "2.0"}
-        runs = launch_two(state, env)
+        # the second run starts once the first step holds the pool's one slot (its first request arrived):
+        # Dagster's SQLite storage claims a slot without a row lock, so two claims in the same instant can both
+        # win (seen once in CI: 8 requests in flight); what this test checks is that a labeling step that
+        # finds the slot taken waits for it (docs/scale_out.md)
+        runs = launch_two(state, env, second_after=lambda: len(stub.chat_requests()) > 0)
         for run in runs:
             assert run.returncode == 0, run.stdout[-4000:]
         assert stub.max_in_flight <= 4  # one labeling step at a time, each with max_concurrency=4 requests
