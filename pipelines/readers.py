@@ -17,6 +17,7 @@ The benchmark landing zone's files are read in `pipelines/landing.py`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
@@ -128,7 +129,7 @@ def load_reference(folder: str | Path | None = None, splits: Sequence[str] = ("t
 def sampling_design(folder: str | Path | None = None) -> pl.DataFrame:
     """benchmark, distinct_texts, n_train, n_dev, n_blind: how the reference sample was drawn."""
     folder = Path(folder) if folder is not None else REFERENCE_DIR
-    return rl.parse_sampling_design((folder / rl.DESIGN_FILE).read_bytes())
+    return rl.parse_sampling_design(read_bytes(folder / rl.DESIGN_FILE))
 
 
 def gold_files(folder: Path) -> list[Path]:
@@ -139,7 +140,7 @@ def gold_files(folder: Path) -> list[Path]:
 def read_gold_csv(path: str | Path) -> pl.DataFrame:
     """One annotator CSV (docs/gold_labels.md; `models.validation.parse_gold_csv` says what is accepted)."""
     path = Path(path)
-    return annotation.parse_gold_csv(path.read_bytes(), str(path))
+    return annotation.parse_gold_csv(read_bytes(path), str(path))
 
 
 def read_mirror_prompts(mirror: Path | str, benchmark: str) -> list[dict]:
@@ -147,14 +148,14 @@ def read_mirror_prompts(mirror: Path | str, benchmark: str) -> list[dict]:
     from models.labeling import human_labels  # the offline labeler's imports, only where they are needed
 
     path = Path(mirror) / "benchmarks" / benchmark / "prompts.jsonl"
-    return human_labels.parse_prompt_lines(path.read_bytes())
+    return human_labels.parse_prompt_lines(read_bytes(path))
 
 
 def load_selector_fit(path: str | Path = FIT_PATH) -> SelectorFit:
     """The selector's fitted coefficients (models/labeling/selector_fit.json unless told otherwise)."""
     from models.labeling.selector import SelectorFit
 
-    return SelectorFit.from_json(Path(path).read_text(encoding="utf-8"))
+    return SelectorFit.from_json(read_text(path))
 
 
 def read_selector_oof(path: str | Path | None = None) -> dict | None:
@@ -163,6 +164,4 @@ def read_selector_oof(path: str | Path | None = None) -> dict | None:
     path = Path(path) if path is not None else FIT_PATH.with_name("selector_oof.json")
     if not path.is_file():
         return None
-    import json
-
     return json.loads(read_text(path))
