@@ -1,7 +1,7 @@
 """Jobs, selected by asset group so that assets other domains add later are included automatically.
 
 - `benchmark_refresh_job`: one benchmark partition: the benchmark tables, then its labels (groups
-  "benchmarks" and "labels"; partitioned by `benchmark`).
+  "benchmarks" and "labels"; partitioned by `benchmark`, which Dagster infers from the selected assets).
 - `analysis_refresh_job`: every unpartitioned asset downstream of the benchmarks (groups "analysis", "gaps",
   "exports", plus anything else downstream of the benchmark/label groups) and the warehouse-wide benchmark
   and label checks.
@@ -11,8 +11,6 @@
 from __future__ import annotations
 
 from dagster import AssetSelection, define_asset_job
-
-from pipelines.partitions import benchmark_partitions
 
 REFERENCE_GROUPS = ("reference",)
 BENCHMARK_GROUPS = ("benchmarks", "labels")
@@ -37,7 +35,6 @@ ANALYSIS_SELECTION = (
 benchmark_refresh_job = define_asset_job(
     "benchmark_refresh_job",
     selection=BENCHMARK_SELECTION - WAREHOUSE_CHECKS,
-    partitions_def=benchmark_partitions,
     description="Refresh one benchmark partition: prompts, results, rejects and registry row, then labels.",
     tags={"benchmap/kind": "benchmark"},
 )
