@@ -28,7 +28,6 @@ from models.markdown import markdown_table
 from models.sources import ONET_VERSION
 from pipelines import label_cache
 from pipelines import label_queries as lq
-from pipelines.automation import ANALYSIS_CHECK_AUTOMATION
 from pipelines.resources import Warehouse
 
 GROUP = "analysis"
@@ -418,7 +417,6 @@ def _counts_of_every_labeler(warehouse: Warehouse, counts: pl.DataFrame) -> pl.D
 
 
 @asset_check(
-    automation_condition=ANALYSIS_CHECK_AUTOMATION,
     asset="coverage_headline",
     blocking=True,
     description="Shares in [0,1], covered <= total, 22 major groups, 18,796 tasks in the denominator.",
@@ -443,7 +441,6 @@ def coverage_headline_invariants(coverage_headline: pl.DataFrame) -> AssetCheckR
 
 
 @asset_check(
-    automation_condition=ANALYSIS_CHECK_AUTOMATION,
     asset="coverage_adjusted_probabilities",
     blocking=False,
     description="Every adjusted probability lies in its own 95% CI, and in [0, 1].",

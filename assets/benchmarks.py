@@ -24,7 +24,6 @@ from dagster import (
 
 from models import benchmarks as bm
 from models.markdown import markdown_table
-from pipelines.automation import ANALYSIS_CHECK_AUTOMATION
 from pipelines.landing import ingest_folder
 from pipelines.partitions import benchmark_partitions
 from pipelines.resources import Warehouse
@@ -152,7 +151,7 @@ where r.score is null or r.score < 0 or r.score > 1
 """
 
 
-@asset_check(automation_condition=ANALYSIS_CHECK_AUTOMATION, asset="benchmarks", name="benchmark_tables_consistent", blocking=False,
+@asset_check(asset="benchmarks", name="benchmark_tables_consistent", blocking=False,
              description="Warehouse-wide: every registry row's counts match the stored prompts/results/"
                          "rejects, prompt ids are unique per benchmark, and every result names a stored prompt "
                          "with a score in [0, 1].")
@@ -172,7 +171,7 @@ def benchmark_tables_consistent(context: AssetCheckExecutionContext, warehouse: 
     )
 
 
-@asset_check(automation_condition=ANALYSIS_CHECK_AUTOMATION, asset="benchmark_rejects", name="benchmark_reject_rate", blocking=False,
+@asset_check(asset="benchmark_rejects", name="benchmark_reject_rate", blocking=False,
              description=f"Warns when a benchmark rejects more than {REJECT_RATE_WARN:.0%} of its lines.")
 def benchmark_reject_rate(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:
     if not warehouse.table_exists("benchmarks"):

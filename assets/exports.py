@@ -38,7 +38,6 @@ from models import indexes as ix
 from models import report
 from pipelines import export_files as ef
 from pipelines import export_writer as ew
-from pipelines.automation import ANALYSIS_CHECK_AUTOMATION
 from pipelines.coverage_map_queries import build_coverage_map_from_warehouse
 from pipelines.readers import read_text
 from pipelines.resources import LabelerResource, Warehouse
@@ -361,7 +360,6 @@ def _latest_path(context: AssetCheckExecutionContext, asset_name: str, key: str)
 
 
 @asset_check(
-    automation_condition=ANALYSIS_CHECK_AUTOMATION,
     asset=exports,
     name="exports_verified",
     blocking=False,
@@ -397,7 +395,6 @@ def _all_occupations(warehouse: Warehouse, columns: str) -> pl.DataFrame:
 
 
 @asset_check(
-    automation_condition=ANALYSIS_CHECK_AUTOMATION,
     asset=coverage_map,
     name="coverage_map_self_contained",
     blocking=False,

@@ -33,7 +33,6 @@ from models import indexes as ix
 from models.coverage import LABEL_COUNT_SCHEMA
 from models.markdown import markdown_table
 from pipelines import label_queries
-from pipelines.automation import ANALYSIS_CHECK_AUTOMATION
 from pipelines.resources import Warehouse
 
 GROUP = "gaps"
@@ -277,7 +276,6 @@ def occupation_score_power(
 
 
 @asset_check(
-    automation_condition=ANALYSIS_CHECK_AUTOMATION,
     asset="coverage_gaps",
     name="coverage_gaps_ranked",
     blocking=False,
@@ -307,7 +305,6 @@ def coverage_gaps_ranked(context: AssetCheckExecutionContext, warehouse: Warehou
 
 
 @asset_check(
-    automation_condition=ANALYSIS_CHECK_AUTOMATION,
     asset="major_group_gaps",
     name="major_group_gaps_all_groups",
     blocking=False,
@@ -328,7 +325,6 @@ def major_group_gaps_all_groups(
 
 
 @asset_check(
-    automation_condition=ANALYSIS_CHECK_AUTOMATION,
     asset="jobbench_shortlist",
     name="jobbench_shortlist_rule",
     blocking=False,

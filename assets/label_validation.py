@@ -31,7 +31,6 @@ from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
 from models.sources import ONET_VERSION
 from pipelines import label_queries as lq
-from pipelines.automation import ANALYSIS_CHECK_AUTOMATION
 from pipelines.export_files import write_csv
 from pipelines.label_cache import LabelCache, other_labelers_labels
 from pipelines.readers import REFERENCE_DIR, gold_files, load_reference, load_selector_fit, read_gold_csv
@@ -448,7 +447,6 @@ def _floors(config: ValidationFloorsConfig) -> dict[str, float]:
 
 
 @asset_check(
-    automation_condition=ANALYSIS_CHECK_AUTOMATION,
     asset=labeler_validation,
     name="labeler_validation_floors",
     blocking=False,

@@ -40,7 +40,6 @@ from models.markdown import markdown_table as md_table
 from models.sources import ONET_VERSION
 from pipelines import label_queries as lq
 from pipelines import task_index
-from pipelines.automation import ANALYSIS_CHECK_AUTOMATION
 from pipelines.label_cache import LabelCache
 from pipelines.partitions import benchmark_partitions
 from pipelines.resources import LabelerResource, Warehouse
@@ -257,7 +256,6 @@ def _selected_outputs(selected: set[str], *outputs: Output) -> Iterator[Output]:
 
 
 @asset_check(
-    automation_condition=ANALYSIS_CHECK_AUTOMATION,
     asset="prompt_task_labels",
     name="prompt_task_labels_valid",
     blocking=False,

@@ -5,8 +5,7 @@ calls `code_location` (`@definitions`: nothing is built, and no setting read, wh
 `from pipelines.definitions import defs` (run_all, bench) builds the same Definitions on first use.
 
 Assets and checks are collected from the modules of the `assets` package (`load_assets_from_package_module`),
-so an asset added to any of them is in the code location without a list to edit here. Every asset gets a
-`code_version` and the analysis assets the analysis `AutomationCondition` (pipelines/automation.py).
+so an asset added to any of them is in the code location without a list to edit here.
 
 Runs launched by the daemon, `dagster job execute` or `dagster asset materialize` use the multiprocess executor
 (each step in its own process) with at most BENCHMAP_MAX_CONCURRENT (default 2) steps at once per run; the
@@ -29,7 +28,6 @@ from dagster import (
 )
 
 import assets as assets_package
-from pipelines.automation import with_analysis_automation, with_code_versions
 from pipelines.io_manager import WarehouseIOManager
 from pipelines.jobs import JOBS
 from pipelines.resources import Warehouse, build_labeler_resource
@@ -53,7 +51,7 @@ def build_definitions(warehouse_path: str | None = None) -> Definitions:
     config = settings()
     warehouse = Warehouse(path=warehouse_path or str(config.warehouse))
     return Definitions(
-        assets=with_code_versions(with_analysis_automation(all_assets())),
+        assets=all_assets(),
         asset_checks=all_asset_checks(),
         jobs=JOBS,
         sensors=SENSORS,

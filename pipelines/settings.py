@@ -29,6 +29,7 @@ The API key is held (`api_key`) but never shown: it is excluded from repr and fr
 | BENCHMAP_JUDGE | judge | openai when OPENAI_API_KEY is set, else "" |
 | BENCHMAP_JUDGE_MODEL | judge_model | llm_model |
 | BENCHMAP_VALIDATION_FLOORS | validation_floors (JSON object) | none (models.validation defaults) |
+| BENCHMAP_ANALYSIS_QUIET_S | analysis_quiet_s | 30 |
 | BENCHMAP_GGUF | gguf (local llama.cpp model file) | none (the gemma3 package's) |
 | DAGSTER_HOME | dagster_home | none |
 """
@@ -53,18 +54,19 @@ DEFAULT_SHARED_MIRROR = PROJECT_ROOT.parent / "shared" / "data"
 DEFAULT_DUCKDB_MEMORY = "1GB"
 DEFAULT_LLM_MODEL = "gpt-4o-mini"
 DEFAULT_MAX_CONCURRENT = 2
+DEFAULT_ANALYSIS_QUIET_S = 30.0
 
 # every variable from_env reads: the cache key of settings()
 VARIABLES = (
     "BENCHMAP_RAW_DIR", "BENCHMAP_MIRROR", "BENCHMAP_OFFLINE", "BENCHMAP_WAREHOUSE", "BENCHMAP_DUCKDB_MEMORY",
     "BENCHMAP_LABELER", "BENCHMAP_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY",
     "BENCHMAP_LLM_OCCUPATION_LIST", "BENCHMAP_MAX_CONCURRENT", "BENCHMAP_INDEX_DIR", "BENCHMAP_JUDGE_SAMPLE",
-    "BENCHMAP_JUDGE", "BENCHMAP_JUDGE_MODEL", "BENCHMAP_VALIDATION_FLOORS",
+    "BENCHMAP_JUDGE", "BENCHMAP_JUDGE_MODEL", "BENCHMAP_VALIDATION_FLOORS", "BENCHMAP_ANALYSIS_QUIET_S",
     "BENCHMAP_GGUF", "DAGSTER_HOME",
 )
 # fields that do not change what the pipeline computes: left out of fingerprint_fields() (a copied state is the
-# same state; how many steps run at once changes no result)
-_NOT_RESULTS = {"raw_dir", "mirror", "warehouse", "max_concurrent", "dagster_home", "api_key",
+# same state; how many steps run at once or how long the sensor waits changes no result)
+_NOT_RESULTS = {"raw_dir", "mirror", "warehouse", "max_concurrent", "analysis_quiet_s", "dagster_home", "api_key",
                 "duckdb_memory", "gguf"}
 
 
@@ -118,6 +120,7 @@ class Settings:
     judge: str = ""
     judge_model: str = DEFAULT_LLM_MODEL
     validation_floors: Mapping[str, float] | None = None
+    analysis_quiet_s: float = DEFAULT_ANALYSIS_QUIET_S
     gguf: Path | None = None
     dagster_home: Path | None = None
     api_key: str | None = field(default=None, repr=False, compare=False)
@@ -144,6 +147,7 @@ class Settings:
             judge=env.get("BENCHMAP_JUDGE") or ("openai" if api_key else ""),
             judge_model=env.get("BENCHMAP_JUDGE_MODEL") or llm_model,
             validation_floors=_floors(env.get("BENCHMAP_VALIDATION_FLOORS")),
+            analysis_quiet_s=_number(env, "BENCHMAP_ANALYSIS_QUIET_S", DEFAULT_ANALYSIS_QUIET_S, float),
             gguf=_path(env.get("BENCHMAP_GGUF"), None),
             dagster_home=_path(env.get("DAGSTER_HOME"), None),
             api_key=api_key,

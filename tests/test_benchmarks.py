@@ -31,19 +31,13 @@ from assets import benchmarks as bench_assets
 from models import benchmarks as bm
 from pipelines import run_all
 from pipelines import warehouse as wh
-from pipelines.automation import (
-    ANALYSIS_AUTOMATION,
-    ANALYSIS_CHECK_AUTOMATION,
-    evaluate_analysis_automation,
-    with_analysis_automation,
-)
 from pipelines.io_manager import WarehouseIOManager
 from pipelines.jobs import JOBS
 from pipelines.landing import discover, folder_content_hash, ingest_folder, read_folder
 from pipelines.partitions import benchmark_partitions
 from pipelines.resources import Warehouse
 from pipelines.schedules import SCHEDULES, reference_weekly_schedule
-from pipelines.sensors import SENSORS, benchmark_landing_sensor, plan_landing_refresh
+from pipelines.sensors import SENSORS, analysis_refresh_sensor, benchmark_landing_sensor, plan_landing_refresh
 from pipelines.sources import discover_landing, landing_roots
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
@@ -75,7 +69,7 @@ def failing_analysis_stub() -> pl.DataFrame:
 def build_defs(warehouse_path: Path, *extra) -> Definitions:
     warehouse = Warehouse(path=str(warehouse_path))
     return Definitions(
-        assets=with_analysis_automation([*bench_assets.ASSETS, reference_stub, labels_stub, analysis_stub, *extra]),
+        assets=[*bench_assets.ASSETS, reference_stub, labels_stub, analysis_stub, *extra],
         asset_checks=bench_assets.CHECKS,
         jobs=JOBS, sensors=SENSORS, schedules=SCHEDULES,
         resources={"warehouse": warehouse, "io_manager": WarehouseIOManager(warehouse=warehouse)},
@@ -125,6 +119,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
     monkeypatch.setenv("BENCHMAP_RAW_DIR", str(tmp_path / "raw"))
     monkeypatch.setenv("BENCHMAP_MIRROR", str(tmp_path / "mirror"))
     monkeypatch.setenv("BENCHMAP_OFFLINE", "1")
+    monkeypatch.setenv("BENCHMAP_ANALYSIS_QUIET_S", "0")
     warehouse = tmp_path / "warehouse" / "benchmap.duckdb"
     return Env(landing, mirror, warehouse, build_defs(warehouse), DagsterInstance.ephemeral())
 
@@ -406,69 +401,27 @@ def test_second_new_benchmark_leaves_the_first_alone(env: Env) -> None:
     assert [list(r.partition_keys) for r in second.dynamic_partitions_requests] == [["tiny_two"]]
 
 
-def test_analysis_automation_requests_one_refresh_after_benchmarks(env: Env) -> None:
-    env.instance.add_dynamic_partitions("benchmark", ["tiny_bench", "other_bench", bm.LANDING_PARTITION])
+def test_analysis_sensor_requests_one_refresh_after_benchmarks(env: Env) -> None:
+    env.instance.add_dynamic_partitions("benchmark", ["tiny_bench"])
     add_fixture(env.landing, "tiny_bench")
-    job = env.defs.resolve_implicit_global_asset_job_def()
 
-    def analysis_tick(cursor: str | None = None) -> SensorResult:
-        return evaluate_analysis_automation(env.defs, env.instance, cursor)
+    def analysis_tick(cursor: str | None = None):
+        return analysis_refresh_sensor(build_sensor_context(instance=env.instance, cursor=cursor,
+                                                            definitions=env.defs))
 
-    first = analysis_tick()
-    assert first.run_requests == []  # nothing materialized yet (and the first tick only starts the clock)
-    assert env.run_partition("tiny_bench").success  # other_bench and _landing stay missing: no wait for them
-    result = analysis_tick(first.cursor)
-    assert len(result.run_requests) == 1
-    request = result.run_requests[0]
-    assert set(request.asset_selection) == {AssetKey("analysis_stub")}  # the failing stand-in is not downstream
-    assert {k.name for k in request.asset_check_keys} == {"benchmark_tables_consistent", "benchmark_reject_rate"}
-    assert request.tags["benchmap/kind"] == "analysis"
-    again = analysis_tick(result.cursor)
-    assert again.run_requests == []  # requested already: not twice
-    run = job.get_subset(asset_selection=set(request.asset_selection),
-                         asset_check_selection=set(request.asset_check_keys)).execute_in_process(
-        instance=env.instance)
+    assert analysis_tick().skip_message  # nothing materialized yet
+    assert env.run_partition("tiny_bench").success
+    result = analysis_tick()
+    assert isinstance(result, SensorResult) and len(result.run_requests) == 1
+    assert analysis_tick(result.cursor).skip_message  # requested already: not twice
+    analysis = env.defs.resolve_job_def("analysis_refresh_job")
+    keys = analysis.asset_layer.selected_asset_keys
+    assert keys == {AssetKey("analysis_stub")}
+    run = analysis.execute_in_process(instance=env.instance)
     assert run.success
     checks = {e.check_name: e.passed for e in run.get_asset_check_evaluations()}
     assert checks == {"benchmark_tables_consistent": True, "benchmark_reject_rate": True}
-    assert analysis_tick(again.cursor).run_requests == []  # analysis newer than the benchmark tables
-
-
-def test_analysis_automation_waits_for_upstream_runs(env: Env) -> None:
-    """While a benchmark run is in progress the analysis waits, and then runs once for all of them."""
-    from dagster import DagsterRunStatus
-
-    env.instance.add_dynamic_partitions("benchmark", ["tiny_bench", "tiny_two"])
-    add_fixture(env.landing, "tiny_bench")
-    add_fixture(env.landing, "tiny_bench", "tiny_two")
-    cursor = evaluate_analysis_automation(env.defs, env.instance).cursor
-    assert env.run_partition("tiny_bench").success
-    # a second partition's run, created but not started (as the daemon's queue holds it): the analysis waits
-    job = env.defs.resolve_job_def("benchmark_refresh_job")
-    queued = env.instance.create_run_for_job(job, status=DagsterRunStatus.NOT_STARTED,
-                                             tags={"dagster/partition": "tiny_two"})
-    waiting = evaluate_analysis_automation(env.defs, env.instance, cursor)
-    assert waiting.run_requests == []
-    env.instance.report_run_canceled(queued)  # withdrawn; the partition then runs for real
-    assert env.run_partition("tiny_two").success
-    settled = evaluate_analysis_automation(env.defs, env.instance, waiting.cursor)
-    assert len(settled.run_requests) == 1 and set(settled.run_requests[0].asset_selection) == {
-        AssetKey("analysis_stub")}
-
-
-def test_every_analysis_check_carries_the_automation_condition() -> None:
-    """Dagster adds no check of its own to a run that requests checks explicitly, so a check of the analysis
-    selection without the condition would silently stop running under the automation."""
-    from pipelines.definitions import build_definitions
-    from pipelines.jobs import ANALYSIS_SELECTION
-
-    graph = build_definitions().resolve_asset_graph()
-    checks = ANALYSIS_SELECTION.resolve_checks(graph)
-    assert len(checks) >= 10
-    assert {k.to_user_string() for k in checks if graph.get(k).automation_condition != ANALYSIS_CHECK_AUTOMATION} == set()
-    analysis = ANALYSIS_SELECTION.without_checks().resolve(graph)
-    assert {k for k in analysis if graph.get(k).automation_condition != ANALYSIS_AUTOMATION} == set()
-    assert all(graph.get(k).automation_condition is None for k in graph.get_all_asset_keys() - analysis)
+    assert analysis_tick().skip_message  # analysis newer than the benchmark tables
 
 
 # ----------------------------------------------------------------------------------------------- bad input
@@ -553,7 +506,7 @@ def test_jobs_sensors_and_schedule_are_wired_and_on(env: Env) -> None:
     assert repo.get_job("benchmark_refresh_job").partitions_def == benchmark_partitions
     assert {s.name: s.default_status for s in SENSORS} == {
         "benchmark_landing_sensor": DefaultSensorStatus.RUNNING,
-        "analysis_automation_sensor": DefaultSensorStatus.RUNNING}
+        "analysis_refresh_sensor": DefaultSensorStatus.RUNNING}
     assert reference_weekly_schedule.default_status == DefaultScheduleStatus.RUNNING
     requests = list(reference_weekly_schedule.evaluate_tick(build_schedule_context(instance=env.instance))
                     .run_requests or [])

@@ -113,7 +113,7 @@ def test_settings_are_read_once_typed_and_never_show_the_key(monkeypatch: pytest
 
     empty = Settings.from_env({})
     assert empty.warehouse == DEFAULT_WAREHOUSE and empty.labeler == "offline" and empty.max_concurrent == 2
-    assert empty.judge == "" and empty.judge_model == "gpt-4o-mini"
+    assert empty.judge == "" and empty.judge_model == "gpt-4o-mini" and empty.analysis_quiet_s == 30.0
     keyed = Settings.from_env({"OPENAI_API_KEY": "sk-secret", "BENCHMAP_LLM_MODEL": "m", "BENCHMAP_MAX_CONCURRENT": "0",
                                "BENCHMAP_VALIDATION_FLOORS": '{"gdpval:occupation_top5": 0.6}'})
     assert keyed.labeler == keyed.judge == "openai" and keyed.judge_model == "m" and keyed.max_concurrent == 1
@@ -121,8 +121,8 @@ def test_settings_are_read_once_typed_and_never_show_the_key(monkeypatch: pytest
     assert "sk-secret" not in repr(keyed) and "sk-secret" not in str(keyed.fingerprint_fields())
     with pytest.raises(SettingsError, match="BENCHMAP_MAX_CONCURRENT"):
         Settings.from_env({"BENCHMAP_MAX_CONCURRENT": "two"})
-    monkeypatch.setenv("BENCHMAP_JUDGE_MODEL", "model-7")
+    monkeypatch.setenv("BENCHMAP_ANALYSIS_QUIET_S", "7")
     first = settings()
-    assert first.judge_model == "model-7" and settings() is first  # kept while nothing changes
-    monkeypatch.setenv("BENCHMAP_JUDGE_MODEL", "model-8")
-    assert settings().judge_model == "model-8"  # rebuilt when a variable it reads changes
+    assert first.analysis_quiet_s == 7.0 and settings() is first  # kept while nothing changes
+    monkeypatch.setenv("BENCHMAP_ANALYSIS_QUIET_S", "8")
+    assert settings().analysis_quiet_s == 8.0  # rebuilt when a variable it reads changes
