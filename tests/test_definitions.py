@@ -126,3 +126,18 @@ def test_settings_are_read_once_typed_and_never_show_the_key(monkeypatch: pytest
     assert first.analysis_quiet_s == 7.0 and settings() is first  # kept while nothing changes
     monkeypatch.setenv("BENCHMAP_ANALYSIS_QUIET_S", "8")
     assert settings().analysis_quiet_s == 8.0  # rebuilt when a variable it reads changes
+
+
+def test_every_asset_has_a_code_version(defs: Any) -> None:
+    """The UI marks an asset stale when its code changed: every asset records the code fingerprint, the task
+    index the offline labeler's own."""
+    from dagster import AssetKey
+
+    from pipelines import run_state
+    from pipelines.task_index import offline_code_fingerprint
+
+    graph = defs.resolve_asset_graph()
+    versions = {k: graph.get(k).code_version for k in graph.materializable_asset_keys}
+    assert None not in versions.values()
+    assert versions.pop(AssetKey("task_search_index")) == offline_code_fingerprint()
+    assert set(versions.values()) == {run_state.code_fingerprint()[:12]}
