@@ -52,6 +52,75 @@ def test_bounds_floor_is_what_the_sample_saw_or_the_next_thresholds_lower_bound(
     assert lower.filter(pl.col("estimator") == "bounds")["value"][0] == 100.0  # the sample's own count
 
 
+def test_bounds_floor_rises_to_the_species_estimate():
+    frame = pl.DataFrame({
+        "benchmark_index": ["all"] * 4, "scope": ["all"] * 4, "quantity": ["tasks_covered"] * 4,
+        "threshold": [1, 1, 5, 1], "estimator": ["design", "model_assisted", "model_assisted", "richness"],
+        "value": [100.0, 300.0, 130.0, 200.0], "ci_low": [90.0, 280.0, 120.0, 160.0],
+        "ci_high": [110.0, 320.0, 140.0, 250.0],
+    })
+    bounds = es.with_bounds(frame).filter(pl.col("estimator") == "bounds").row(0, named=True)
+    assert (bounds["value"], bounds["ci_low"], bounds["ci_high"]) == (200.0, 160.0, 320.0)
+    # a species lower limit below the certain floor does not lower it
+    low = es.with_bounds(frame.with_columns(pl.when(pl.col("estimator") == "richness").then(100.0)
+                                            .otherwise(pl.col("ci_low")).alias("ci_low")))
+    assert low.filter(pl.col("estimator") == "bounds").select("value", "ci_low").row(0) == (200.0, 120.0)
+
+
+def test_chao_lin_unseen_count_by_hand():
+    from models.estimates.richness import log_normal_interval, unseen_count
+
+    n, fraction = 788, 788 / 10365
+    f0, var = unseen_count(316, 74, n, fraction, observed=502)
+    assert f0 == pytest.approx(316**2 / (2 * 74 * n / (n - 1) + 316 * fraction / (1 - fraction)))
+    assert 500 < f0 < 650 and var > 0
+    low, high = log_normal_interval(502, f0, var)
+    assert 502 < low < 502 + f0 < high
+    assert unseen_count(316, 74, n, 1.0, 502) == (0.0, 0.0)  # the whole population read: nothing unseen
+    assert unseen_count(0, 74, n, fraction, 502) == (0.0, 0.0)  # no singletons: nothing unseen
+    f0_no_doubles, _ = unseen_count(10, 0, 100, 0.2, 50)
+    assert f0_no_doubles == pytest.approx(10 * 0.8 / 0.2)  # Q2 = 0: Q1 (1 - q) / q
+
+
+def test_chao_lin_is_unbiased_for_equally_common_tasks_and_low_for_mixed():
+    """Incidence sampled without replacement from a finite population of texts: when every task is equally
+    common the estimate is close to the truth; with a few common and many rare tasks it is a lower bound,
+    still nearer the truth than the tasks seen."""
+    from models.estimates.richness import richness_estimates
+
+    rng = np.random.default_rng(11)
+
+    def population(rates: np.ndarray, n_texts: int) -> tuple[np.ndarray, np.ndarray]:
+        hits = rng.random((n_texts, rates.size)) < rates
+        text, task = np.nonzero(hits)
+        return text, task
+
+    for rates, tolerance in ((np.full(400, 0.004), 0.06), (np.r_[np.full(40, 0.05), np.full(800, 0.001)], None)):
+        n_texts, k = 2000, rates.size
+        text, task = population(rates, n_texts)
+        truth = np.unique(task).size
+        estimates, seen = [], []
+        for _ in range(20):
+            sampled = np.zeros(n_texts, dtype=bool)
+            sampled[rng.choice(n_texts, 300, replace=False)] = True
+            keep = sampled[text]
+            problem = es.Problem(
+                benchmarks=["b"], task_keys=pl.DataFrame({"onet_soc_code": ["x"] * k, "task_id": np.arange(k)}),
+                text_bench=np.zeros(n_texts, dtype=np.int64), text_mult=np.ones(n_texts), text_sampled=sampled,
+                lab_text=np.zeros(0, np.int64), lab_task=np.zeros(0, np.int64), lab_p=np.zeros(0),
+                jud_text=text[keep], jud_task=task[keep], jud_in_labels=np.zeros(keep.sum(), dtype=bool),
+                task_occ=np.arange(k) // 10, occ_group=np.zeros(k // 10 + 1, dtype=np.int64), n_groups=1,
+                task_hours=np.ones(k), total_hours=float(k),
+            )
+            estimates.append(richness_estimates(problem, es.scopes_for(problem, per_benchmark=False))[0, 0, 0])
+            seen.append(np.unique(task[keep]).size)
+        mean = float(np.mean(estimates))
+        if tolerance is not None:
+            assert abs(mean / truth - 1) < tolerance, (mean, truth)
+        else:
+            assert np.mean(seen) < mean < truth, (np.mean(seen), mean, truth)
+
+
 @pytest.mark.parametrize("quantity", ["tasks_covered", "hours_share_covered"])
 @pytest.mark.parametrize("threshold", [1, 5])
 def test_model_assisted_is_closer_than_labeler_and_design(study, quantity, threshold):
@@ -372,8 +441,23 @@ def test_estimates_on_the_mirror(mirror_tables):
     for quantity in es.QUANTITIES:
         floor = max(value("design", quantity, 1)["value"], value("model_assisted", quantity, 5)["ci_low"])
         bounds = value("bounds", quantity, 1)
-        assert bounds["value"] == bounds["ci_low"] == pytest.approx(floor)
+        if quantity == "major_groups_covered":  # 22 species: no species estimate, the floor is what was seen
+            assert pooled.filter((pl.col("estimator") == "richness") & (pl.col("quantity") == quantity)).is_empty()
+            assert bounds["value"] == bounds["ci_low"] == pytest.approx(floor)
+        else:
+            richness = value("richness", quantity, 1)
+            assert bounds["ci_low"] == pytest.approx(max(floor, richness["ci_low"]))
+            assert bounds["value"] == pytest.approx(max(bounds["ci_low"], richness["value"]))
         assert bounds["ci_high"] >= value("model_assisted", quantity, 1)["ci_high"] - 1e-9
+    # the species estimate sees past the judge's own 502 tasks: Q1 = 316 tasks given one sampled text, Q2 = 74
+    # two, so the unseen part is large; its 95% lower limit raises the published floor
+    tasks = value("richness", "tasks_covered", 1)
+    seen = value("design", "tasks_covered", 1)["value"]
+    assert seen + 300 < tasks["ci_low"] < tasks["value"] < value("model_assisted", "tasks_covered", 1)["value"]
+    # the judge's second pass gives one model-assisted row for each first-pass one, and nothing else
+    pass_b = estimates.filter(pl.col("estimator") == "model_assisted_pass_b")
+    assert pass_b.height == estimates.filter(pl.col("estimator") == "model_assisted").height
+    assert pass_b.select("benchmark_index", "scope", "quantity", "threshold").is_duplicated().sum() == 0
     shares = estimates.filter(pl.col("quantity") == "hours_share_covered")
     assert shares.filter((pl.col("value") < 0) | (pl.col("value") > 1)).is_empty()
     # every benchmark of the mirror has judge-sampled texts, so each is published model-assisted
@@ -391,7 +475,8 @@ def test_estimates_on_the_mirror(mirror_tables):
     # Rubin's total variance is never below the within-draw variance
     assert (estimated["se"] ** 2 >= estimated["within_var"] - 1e-12).all()
     split = mirror_tables("estimate_split_check")
-    assert set(split["estimator"].to_list()) == {"labels_as_truth", "labeler", "design", "model_assisted", "bounds"}
+    assert set(split["estimator"].to_list()) == {"labels_as_truth", "labeler", "design", "model_assisted", "bounds",
+                                                 "richness"}
     assert set(split["check"].to_list()) == {"split_half", "split_fifth"}
     # the published intervals held up on the judge sample itself: model-assisted at >= 5 prompts (0.0-0.1 for
     # tasks and occupations before the missed-label model spread over occupations and major groups), and the
@@ -406,6 +491,12 @@ def test_estimates_on_the_mirror(mirror_tables):
             assert coverage(check, "model_assisted", quantity, 5) >= 0.6, (check, quantity)
         for quantity in ("tasks_covered", "occupations_covered"):
             assert coverage(check, "bounds", quantity, 1) >= 0.9, (check, quantity)
+            # the species estimate is a lower bound: below the truth on average, but nearer it than what the
+            # part itself saw (design at >= 1)
+            rich, seen = (split.filter((pl.col("scope") == "all") & (pl.col("check") == check)
+                                       & (pl.col("estimator") == e) & (pl.col("quantity") == quantity)
+                                       & (pl.col("threshold") == 1))["mean_error"][0] for e in ("richness", "design"))
+            assert seen < rich < 0, (check, quantity, rich, seen)
 
 
 def test_run_all_summary_leads_with_the_published_estimate(full_pipeline):
@@ -473,7 +564,7 @@ def test_summary_says_which_way_the_headline_may_err():
 
     def row(check, quantity, threshold, coverage, mean_error, estimator="model_assisted"):
         return {"check": check, "scope": "all", "estimator": estimator, "quantity": quantity,
-                "threshold": threshold, "coverage": coverage, "mean_error": mean_error}
+                "threshold": threshold, "coverage": coverage, "mean_error": mean_error, "mean_truth": 6.0}
 
     check = pl.DataFrame([
         row("split_fifth", "major_groups_covered", 5, 0.0, 3.8),
@@ -484,7 +575,7 @@ def test_summary_says_which_way_the_headline_may_err():
         row("split_fifth", "occupations_covered", 5, 0.1, 5.0, estimator="design"),
     ])
     (text,) = direction_of_the_miss(check)
-    assert "major groups at >= 5 as possibly too high" in text
+    assert "major groups at >= 5 as possibly too high (in the check by 3.8 against 6 on average)" in text
     assert "the hours share at >= 5 as possibly too low" in text
     assert "tasks" not in text and "occupations" not in text
     assert direction_of_the_miss(check.filter(pl.col("quantity") == "tasks_covered")) == []

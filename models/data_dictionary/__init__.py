@@ -122,9 +122,11 @@ _ESTIMATOR_TEXT = (
     "labels_as_truth (every label counted as certain), labeler (draws of each label with its p_exercised), "
     "design (judge sample alone, N_b/n_b weights), model_assisted (labeler on every prompt corrected and "
     "completed by the judge sample; multiple imputation), model_assisted_pass_b (the same with the development "
-    "split's second judge pass: the judge's reproducibility; never published), bounds (at >= 1 prompt, a species "
-    "count: value = ci_low = the floor (what the judge sample saw, or the model-assisted lower bound at >= 5 "
-    "if higher), ci_high = the model-assisted extrapolation's 97.5th percentile)"
+    "split's second judge pass: the judge's reproducibility; never published), richness (at >= 1 prompt: the "
+    "Chao-Lin species estimate from the judge sample alone, a lower bound in expectation, log-normal 95% "
+    "interval; never published by itself), bounds (at >= 1 prompt, a species count: value = the richness "
+    "estimate (at least about), ci_low = the highest of its lower 95% limit, what the judge sample saw and the "
+    "model-assisted lower bound at >= 5, ci_high = the model-assisted extrapolation's 97.5th percentile)"
 )
 DATA_DICTIONARY["headline_estimates"] = {
     "benchmark_index": (
@@ -229,7 +231,7 @@ DATA_DICTIONARY["coverage_headline"].update({
     "published_estimator": (
         "the estimator of the published headline for this row (headline_estimates.published): where the scope "
         "has judge-sampled texts model_assisted at >= 5 prompts and bounds at >= 1 (published_value = its "
-        "floor), labeler otherwise; value/numerator stay the labels as counted",
+        "species estimate, published_ci_low its floor), labeler otherwise; value/numerator stay the labels as counted",
         TEXT,
         ESTIMATES,
     ),

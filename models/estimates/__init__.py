@@ -39,13 +39,17 @@ non-linear threshold counts are computed on a whole count vector, never averaged
   totals its expectation is that of a ratio-calibrated difference estimator (labeler prediction on all texts +
   expanded judge residual); the imputation lets the threshold act on whole plausible count vectors. A
   benchmark without judge-sampled texts enters pooled scopes through its `labeler` draws (said in `basis`).
+- `richness` (>= 1 prompt): the Chao-Lin species estimate of the distinct tasks (occupations, groups) in every
+  text's judge labels, from the sample's incidence frequencies and the sampling fraction (`richness`); a lower
+  bound in expectation.
 - `bounds` (>= 1 prompt): a species count, how many distinct tasks all prompts exercise, which the imputation
-  over-extrapolates; published as a floor (what the judge saw, or the model-assisted lower bound at >= 5) and
-  a ceiling (the model-assisted 97.5th percentile).
+  over-extrapolates; published as "at least about" the richness estimate, a floor (the highest of its lower
+  95% limit, what the judge saw and the model-assisted lower bound at >= 5) and a ceiling (the model-assisted
+  97.5th percentile).
 
 Modules: `problem` (inputs, scopes, the headline of a count matrix), `draws` (the estimators' count
-matrices), `tables` (points, intervals, the published choice), `checks` (design, reliability, split and
-simulation checks). No dagster, no I/O: frames in, frames out; every draw is a numpy bincount over label rows.
+matrices), `richness` (the species estimate at >= 1), `tables` (points, intervals, the published choice),
+`checks` (design, reliability, split and simulation checks). No dagster, no I/O: frames in, frames out; every draw is a numpy bincount over label rows.
 """
 
 from __future__ import annotations
@@ -101,6 +105,7 @@ from models.estimates.reference_sample import (  # noqa: F401
     reference_sample_rows,
     with_out_of_fold_labels,
 )
+from models.estimates.richness import RICHNESS, richness_estimates  # noqa: F401
 from models.estimates.tables import (  # noqa: F401
     BOUNDS_BASIS,
     EXPORT_TABLES,

@@ -19,7 +19,8 @@ QUANTITIES: tuple[str, ...] = (
 ESTIMATORS: tuple[str, ...] = ("labels_as_truth", "labeler", "design", "model_assisted")
 # At >= 1 prompt the counts are species counts: how many distinct tasks 11k prompts exercise, from the ~7% the
 # judge read. The judge sample's own tasks are a floor, the imputation extrapolates the rest and its answer moves
-# with its model of where misses fall (1,000 to 3,600 tasks under reasonable variants). Published there: `bounds`.
+# with its model of where misses fall (1,000 to 3,600 tasks under reasonable variants). Published there: `bounds`,
+# from the species estimate of the judge sample (`richness`, a lower bound) up to the imputation's ceiling.
 BOUNDS = "bounds"
 BOUNDED_THRESHOLDS: tuple[int, ...] = (1,)
 ALL_INDEX = "all"

@@ -146,7 +146,8 @@ def estimate_limitations(tables: Tables) -> list[str]:
                 f"{QUANTITY_WORDS.get(r['quantity'], r['quantity'])} at >= {r['threshold']}: "
                 f"{pct(r['coverage'], 0)}"
                 + (f" (mean error {amount(r, 'mean_error')} against {amount(r, 'mean_truth')})"
-                   if r["estimator"] == "model_assisted" else " (bounds)")
+                   if r["estimator"] == "model_assisted" else
+                   f" (bounds; their lower value off by {amount(r, 'mean_error')} against {amount(r, 'mean_truth')})")
                 for r in part.sort("threshold", "quantity", descending=[True, False]).iter_rows(named=True)
             ]
             n = part["n_replications"][0] if "n_replications" in part.columns else None
@@ -280,14 +281,17 @@ def direction_of_the_miss(check: pl.DataFrame) -> list[str]:
         return []
     rows = check.filter((pl.col("check") == "split_fifth") & (pl.col("estimator") == "model_assisted")
                         & (pl.col("threshold") != 1) & (pl.col("scope") == "all") & (pl.col("coverage") < 0.8))
-    high = [r for r in rows.iter_rows(named=True) if (r["mean_error"] or 0) > 0]
-    low = [r for r in rows.iter_rows(named=True) if (r["mean_error"] or 0) < 0]
     words = []
-    for side, found in (("too high", high), ("too low", low)):
-        if found:
-            names = ", ".join(f"{QUANTITY_WORDS.get(r['quantity'], r['quantity'])} at >= {r['threshold']}"
-                              for r in found)
-            words.append(f"{names} as possibly {side}")
+    for r in rows.sort("quantity").iter_rows(named=True):
+        error = r["mean_error"] or 0.0
+        if error == 0:
+            continue
+        share = "share" in r["quantity"]
+        size = pct(abs(error), 1) if share else f"{abs(error):,.1f}"
+        truth = r.get("mean_truth")
+        against = f" against {pct(truth, 1) if share else num(truth)}" if truth is not None else ""
+        words.append(f"{QUANTITY_WORDS.get(r['quantity'], r['quantity'])} at >= {r['threshold']} as possibly "
+                     f"{'too high' if error > 0 else 'too low'} (in the check by {size}{against} on average)")
     if not words:
         return []
     return ["**Which way the headline may err.** Estimated from a fifth of the judge sample, the published "
