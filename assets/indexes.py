@@ -3,8 +3,10 @@
 The index definitions are the TOML files in `data/indexes/` (or `$BENCHMAP_INDEX_DIR`), read here and passed
 to the pure evaluation as text. `benchmark_index_membership` has one row per index x landed benchmark; the
 coverage headline, coverage tables, regressions and gap finder read it to compute their numbers per index.
-The asset is in the analysis group, so every analysis refresh (the sensor's `analysis_refresh_job`, or
-`run_all`) recomputes membership after a benchmark lands or changes.
+The asset is in the analysis group, so every analysis refresh (the analysis automation, `analysis_refresh_job`
+or `run_all`) recomputes membership after a benchmark lands or changes. The index files themselves are the
+external asset `benchmark_index_files`: the landing sensor reports it materialized when their content changes
+(pipelines/sensors.py), which the analysis automation then follows like any other upstream update.
 
 A broken index file (unknown field, a rule on a column that does not exist, a benchmark never landed) is
 logged with its file and line and left out; the other indexes still compute, and the check
@@ -19,6 +21,7 @@ from dagster import (
     AssetCheckSeverity,
     AssetExecutionContext,
     AssetKey,
+    AssetSpec,
     MetadataValue,
     asset,
     asset_check,
@@ -33,6 +36,17 @@ from pipelines.settings import settings
 
 GROUP = "analysis"
 PROMPT_WORK = "prompt_work"
+INDEX_FILES_KEY = AssetKey("benchmark_index_files")
+INDEX_FINGERPRINT = "index_files_fingerprint"  # metadata of benchmark_index_membership and benchmark_index_files
+
+# Not materialized by Dagster: edited by hand; its updates are reported by benchmark_landing_sensor. In a group
+# of its own so that no job selects it.
+benchmark_index_files = AssetSpec(
+    INDEX_FILES_KEY,
+    group_name="landing",
+    kinds={"toml"},
+    description="The benchmark index definitions, data/indexes/*.toml (or $BENCHMAP_INDEX_DIR).",
+)
 
 
 def index_dir() -> Path:
@@ -52,7 +66,7 @@ def _defined_keys() -> set[AssetKey]:
 
 
 # prompt_work (the labeler's per-prompt work decision) is a dependency once the labels domain defines it
-_DEPS = [AssetKey("benchmarks"), AssetKey("task_label_counts")] + (
+_DEPS = [AssetKey("benchmarks"), AssetKey("task_label_counts"), INDEX_FILES_KEY] + (
     [AssetKey(PROMPT_WORK)] if AssetKey(PROMPT_WORK) in _defined_keys() else []
 )
 
@@ -83,8 +97,8 @@ def benchmark_index_membership(context: AssetExecutionContext, warehouse: Wareho
             "indexes": MetadataValue.json({r["benchmark_index"]: int(r["included"]) for r in sizes.to_dicts()}),
             "errors": MetadataValue.json(result.errors),
             "index_dir": MetadataValue.path(str(index_dir())),
-            # the analysis sensor compares this with the files now and refreshes the analysis when they changed
-            "index_files_fingerprint": index_files_fingerprint(),
+            # the landing sensor compares this with the files now and reports benchmark_index_files updated
+            INDEX_FINGERPRINT: index_files_fingerprint(),
             "preview": MetadataValue.md(
                 frame.filter(pl.col("benchmark_index") != ix.ALL_INDEX)
                 .select("benchmark_index", "benchmark", "included", "decided_by", "reason")
@@ -110,5 +124,5 @@ def benchmark_index_files_valid(warehouse: Warehouse) -> AssetCheckResult:
     )
 
 
-ASSETS: list = [benchmark_index_membership]
+ASSETS: list = [benchmark_index_files, benchmark_index_membership]
 CHECKS: list = [benchmark_index_files_valid]

@@ -10,8 +10,9 @@ the Dagster daemon does:
 1. evaluates `benchmark_landing_sensor` with an empty cursor (as a freshly started daemon would: the hashes
    stored by run_all count as seen, so only the new folder is requested), adds the dynamic partition and
    executes each run request of `benchmark_refresh_job` (ingest + labels of that partition);
-2. evaluates `analysis_refresh_sensor` (quiet period 0) and executes its run request of `analysis_refresh_job`
-   (analysis, gaps, exports over all benchmarks).
+2. evaluates `analysis_automation_sensor` (Dagster's declarative automation; one tick before the benchmark
+   run, as a running daemon has, and one after it with quiet period 0) and executes its run request (analysis,
+   gaps, exports over all benchmarks, and the warehouse-wide checks).
 
 Reports the wall time of the sensor-triggered run (process start and imports, the sensor tick, the
 benchmark_refresh_job run), of the whole child including the follow-up analysis refresh (`wall_s`), each
@@ -44,11 +45,18 @@ def child() -> int:
     from dagster import DagsterInstance, build_sensor_context
 
     from pipelines.definitions import defs
-    from pipelines.sensors import analysis_refresh_sensor, benchmark_landing_sensor
+    from pipelines.sensors import analysis_automation_sensor, benchmark_landing_sensor
+
+    def analysis_tick(instance: DagsterInstance, cursor: str | None = None):
+        return analysis_automation_sensor.evaluate_tick(
+            build_sensor_context(instance=instance, definitions=defs, cursor=cursor))
 
     imported = time.perf_counter()
     out: dict = {"import_s": round(imported - started, 2)}
     with DagsterInstance.get() as instance:
+        t0 = time.perf_counter()
+        automation_cursor = analysis_tick(instance).cursor  # the daemon's earlier tick
+        out["analysis_first_tick_s"] = round(time.perf_counter() - t0, 2)
         t0 = time.perf_counter()
         tick = benchmark_landing_sensor(build_sensor_context(instance=instance, definitions=defs))
         requests = list(tick.run_requests or [])
@@ -73,15 +81,17 @@ def child() -> int:
 
         os.environ["BENCHMAP_ANALYSIS_QUIET_S"] = "0"
         t0 = time.perf_counter()
-        analysis_tick = analysis_refresh_sensor(build_sensor_context(instance=instance, definitions=defs))
-        analysis_requests = list(getattr(analysis_tick, "run_requests", None) or [])
+        analysis_requests = list(analysis_tick(instance, automation_cursor).run_requests or [])
         out["analysis_sensor_s"] = round(time.perf_counter() - t0, 2)
         out["analysis_requested"] = len(analysis_requests)
+        out["analysis_assets_requested"] = sum(len(r.asset_selection or []) for r in analysis_requests)
         if not analysis_requests:
-            out["analysis_skip_reason"] = str(getattr(analysis_tick, "skip_message", analysis_tick))
-        analysis_job = defs.resolve_job_def("analysis_refresh_job")
+            out["analysis_skip_reason"] = "the analysis automation requested nothing"
+        implicit = defs.resolve_implicit_global_asset_job_def()
         t0 = time.perf_counter()
-        analysis_runs = [analysis_job.execute_in_process(instance=instance, tags=r.tags, raise_on_error=False)
+        analysis_runs = [implicit.get_subset(asset_selection=set(r.asset_selection or []),
+                                             asset_check_selection=set(r.asset_check_keys or []))
+                         .execute_in_process(instance=instance, tags=r.tags, raise_on_error=False)
                          for r in analysis_requests]
         out["analysis_run_s"] = round(time.perf_counter() - t0, 2)
         out["analysis_runs_ok"] = all(r.success for r in analysis_runs)
@@ -117,10 +127,11 @@ def main() -> int:
         "code_version": common.code_version(state.code),
         **measured.summary(),
         "success": measured.returncode == 0 and report.get("benchmark_runs_ok") and report.get("analysis_runs_ok"),
-        "phases_s": {k: report.get(k) for k in ("import_s", "sensor_tick_s", "benchmark_run_s",
+        "phases_s": {k: report.get(k) for k in ("import_s", "analysis_first_tick_s", "sensor_tick_s", "benchmark_run_s",
                                                  "analysis_sensor_s", "analysis_run_s")},
         "requested_partitions": report.get("requested_partitions"),
         "analysis_requested": report.get("analysis_requested"),
+        "analysis_assets_requested": report.get("analysis_assets_requested"),
         "prompts_labeled": report.get("prompts_labeled"),
         "label_cache_rows_added": after.get("label_cache", 0) - before.get("label_cache", 0),
         "benchmark_prompts_added": after.get("benchmark_prompts", 0) - before.get("benchmark_prompts", 0),
@@ -128,7 +139,7 @@ def main() -> int:
         # the sensor-triggered run: process start + imports, the sensor tick, benchmark_refresh_job (ingest+labels)
         "sensor_run_wall_s": round(sensor_run, 1),
         "share_of_cold": round(share, 3),
-        # ... plus the follow-up analysis_refresh_job the analysis sensor requests (recomputes every table)
+        # ... plus the follow-up analysis run the analysis automation requests (recomputes every table)
         "share_of_cold_including_analysis_refresh": round(share_total, 3),
         "target": {"prompts_labeled": N_PROMPTS, "share_of_cold": TARGET_SHARE},
         "meets_target": bool(report.get("prompts_labeled") == N_PROMPTS and share < TARGET_SHARE

@@ -1,4 +1,4 @@
-"""Schedules: a weekly refresh of the reference data (the analysis sensor then refreshes the analysis)."""
+"""Schedules: a weekly refresh of the reference data (the analysis automation then refreshes the analysis)."""
 
 from __future__ import annotations
 

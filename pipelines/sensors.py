@@ -9,28 +9,35 @@ When the cursor has no entry (a fresh sensor after `run_all`), the hash in the l
 materialization of that partition counts as seen. A partition whose folder disappeared logs a warning once and
 requests nothing: its warehouse rows are kept.
 
-`analysis_refresh_sensor` requests `analysis_refresh_job` once after benchmark or reference materializations:
-when the newest upstream materialization is newer than both the newest analysis materialization and the last
-request, no benchmark/reference run is queued or running, and the upstream has been quiet for
-BENCHMAP_ANALYSIS_QUIET_S seconds (default 30). Several benchmarks refreshed together give one analysis run.
+The same tick reports the external asset `benchmark_index_files` materialized when the index files
+(data/indexes/*.toml) differ from the ones the latest `benchmark_index_membership` was built from.
+
+`analysis_automation_sensor` (Dagster's declarative automation, evaluated in the code server) refreshes every
+asset and check of `analysis_refresh_job` once after benchmark, reference or index-file updates:
+`ANALYSIS_AUTOMATION` is true for a target when a dependency was updated since the target last ran, and
+`UpstreamSettled` (the same answer for every target of a tick) holds: no benchmark, reference or analysis run
+is queued or running and no upstream asset was materialized in the last BENCHMAP_ANALYSIS_QUIET_S seconds
+(default 30). All targets then fire on the same tick, so several benchmarks refreshed together give one run.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from dagster import (
     AddDynamicPartitionsRequest,
-    AssetCheckKey,
     AssetKey,
+    AssetMaterialization,
     AssetRecordsFilter,
+    AutomationCondition,
+    AutomationConditionSensorDefinition,
+    AutomationContext,
+    AutomationResult,
     DagsterInstance,
     DagsterRunStatus,
     DefaultSensorStatus,
-    RepositoryDefinition,
     RunRequest,
     RunsFilter,
     SensorEvaluationContext,
@@ -41,7 +48,7 @@ from dagster import (
 
 from assets.benchmarks import TABLES
 from models import benchmarks as bm
-from pipelines.jobs import analysis_refresh_job, benchmark_refresh_job, reference_refresh_job
+from pipelines.jobs import ANALYSIS_SELECTION, BENCHMARK_SELECTION, REFERENCE_SELECTION, benchmark_refresh_job
 from pipelines.landing import folder_content_hash
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
 from pipelines.run_state import index_files_fingerprint
@@ -54,6 +61,11 @@ ANALYSIS_INTERVAL_S = 60
 PENDING_STATUSES = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
                     DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
 UPSTREAM_KINDS = ["benchmark", "reference"]  # run tag benchmap/kind of jobs the analysis waits for
+GATED_KINDS = [*UPSTREAM_KINDS, "analysis"]  # ... and of the analysis itself (one run at a time)
+UPSTREAM_SELECTION = (BENCHMARK_SELECTION | REFERENCE_SELECTION).without_checks()
+MEMBERSHIP_KEY = AssetKey("benchmark_index_membership")
+INDEX_FILES_KEY = AssetKey("benchmark_index_files")  # assets/indexes.py
+INDEX_FINGERPRINT = "index_files_fingerprint"  # metadata of both
 
 
 # ------------------------------------------------------------------------------------------- landing sensor
@@ -152,99 +164,101 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
             tags={"benchmap/benchmark": name, "benchmap/content_hash": digest, "benchmap/trigger": why},
         ))
     cursor = json.dumps(plan.state, sort_keys=True)
+    events = index_files_event(instance)
+    if events:
+        context.log.info("the benchmark index files changed: reporting benchmark_index_files updated")
     if not run_requests:
         message = f"{len(landing.benchmarks)} benchmark folders unchanged"
         if plan.state["missing"]:
             message += f"; {len(plan.state['missing'])} partitions without a folder"
+        if events:
+            return SensorResult(asset_events=events, cursor=cursor)
         return SensorResult(skip_reason=SkipReason(message), cursor=cursor)
     adds = [AddDynamicPartitionsRequest(BENCHMARK_PARTITIONS_NAME, plan.add_partitions)] if plan.add_partitions else []
-    return SensorResult(run_requests=run_requests, dynamic_partitions_requests=adds, cursor=cursor)
+    return SensorResult(run_requests=run_requests, dynamic_partitions_requests=adds, cursor=cursor,
+                        asset_events=events)
 
 
-# ------------------------------------------------------------------------------------------- analysis sensor
-def _latest(instance: DagsterInstance, keys: Iterable[AssetKey]) -> tuple[int, float]:
-    """(storage id, timestamp) of the newest materialization of any of `keys` (0, 0.0 when none)."""
-    best = (0, 0.0)
-    keys = list(keys)
-    if not keys:
-        return best
-    for record in instance.get_asset_records(keys):
-        event = record.asset_entry.last_materialization_record
-        if event is not None and event.storage_id > best[0]:
-            best = (event.storage_id, event.timestamp)
-    return best
-
-
-def job_selection(repo: RepositoryDefinition, job_name: str) -> tuple[set[AssetKey], set[AssetCheckKey]]:
-    """The asset keys a job materializes and the check keys it executes."""
-    layer = repo.get_job(job_name).asset_layer
-    return set(layer.selected_asset_keys), set(layer.asset_graph.asset_check_keys)
-
-
-MEMBERSHIP_KEY = AssetKey("benchmark_index_membership")
-INDEX_FINGERPRINT = "index_files_fingerprint"  # metadata of benchmark_index_membership
-
-
+# ------------------------------------------------------------------------------------------- index files
 def changed_index_files(instance: DagsterInstance) -> str | None:
     """The current fingerprint of the index files (data/indexes/*.toml) when it differs from the one the
-    latest benchmark_index_membership materialization recorded; None when unchanged or never materialized."""
+    latest benchmark_index_membership materialization recorded and has not been reported yet; None when
+    unchanged, already reported, or membership was never materialized."""
     event = instance.get_latest_materialization_event(MEMBERSHIP_KEY)
     if event is None or event.asset_materialization is None:
         return None
     recorded = event.asset_materialization.metadata.get(INDEX_FINGERPRINT)
     current = index_files_fingerprint()
-    return current if recorded is not None and str(recorded.value) != current else None
+    if recorded is None or str(recorded.value) == current:
+        return None
+    reported = instance.get_latest_materialization_event(INDEX_FILES_KEY)
+    if reported is not None and reported.asset_materialization is not None:
+        value = reported.asset_materialization.metadata.get(INDEX_FINGERPRINT)
+        if value is not None and str(value.value) == current:
+            return None
+    return current
 
 
-def quiet_seconds() -> float:
-    return settings().analysis_quiet_s
+def index_files_event(instance: DagsterInstance) -> list[AssetMaterialization]:
+    """A materialization of the external asset benchmark_index_files when the files changed (see above)."""
+    changed = changed_index_files(instance)
+    if changed is None:
+        return []
+    return [AssetMaterialization(INDEX_FILES_KEY, description="the benchmark index files changed",
+                                 metadata={INDEX_FINGERPRINT: changed})]
 
 
-@sensor(
-    name="analysis_refresh_sensor",
-    job=analysis_refresh_job,
+# ------------------------------------------------------------------------------------------- analysis automation
+def upstream_settled(instance: DagsterInstance, upstream_keys: Iterable[AssetKey], now: float) -> bool:
+    """No benchmark, reference or analysis run queued or running, and no upstream materialization in the last
+    BENCHMAP_ANALYSIS_QUIET_S seconds (the gaps between the runs of `run_all` or of a backfill)."""
+    if instance.get_runs(RunsFilter(statuses=PENDING_STATUSES, tags={"benchmap/kind": GATED_KINDS}), limit=1):
+        return False
+    newest = max((r.asset_entry.last_materialization_record.timestamp
+                  for r in instance.get_asset_records(list(upstream_keys))
+                  if r.asset_entry.last_materialization_record is not None), default=0.0)
+    return now - newest >= settings().analysis_quiet_s
+
+
+class UpstreamSettled(AutomationCondition):
+    """`upstream_settled`, asked once per tick: every target of a tick sees the same answer (a run starting in
+    the middle of a tick must not split the analysis into two runs)."""
+
+    @property
+    def name(self) -> str:
+        return "upstream_settled"
+
+    def evaluate(self, context: AutomationContext) -> AutomationResult:
+        now = context.evaluation_time.timestamp()
+        if now not in _SETTLED:
+            _SETTLED.clear()
+            upstream = UPSTREAM_SELECTION.resolve(context.asset_graph)
+            _SETTLED[now] = upstream_settled(context.asset_graph_view.instance, upstream, now)
+        return AutomationResult(context, context.candidate_subset if _SETTLED[now] else context.get_empty_subset())
+
+
+_SETTLED: dict[float, bool] = {}  # evaluation time of the latest tick -> its answer
+
+
+ANALYSIS_AUTOMATION = (
+    AutomationCondition.any_deps_updated().since_last_handled()
+    & UpstreamSettled()
+    & ~AutomationCondition.in_progress()
+).with_label("after_upstream_settles")
+
+# `default_condition`: on every target without a condition of its own, i.e. every asset and check of the job
+# (a check must be a target itself: Dagster adds no check to a run that requests checks explicitly)
+analysis_automation_sensor = AutomationConditionSensorDefinition(
+    "analysis_automation_sensor",
+    target=ANALYSIS_SELECTION,
+    default_condition=ANALYSIS_AUTOMATION,
+    use_user_code_server=True,  # UpstreamSettled is Python: evaluated in the code location, not the daemon
+    run_tags={"benchmap/kind": "analysis", "benchmap/trigger": "automation"},
     minimum_interval_seconds=ANALYSIS_INTERVAL_S,
     default_status=DefaultSensorStatus.RUNNING,
-    description="After benchmark (or reference) refreshes settle, requests one refresh of the unpartitioned "
-                "analysis and export assets.",
+    description="After benchmark, reference or index-file updates settle, refreshes the analysis, gap and "
+                "export assets and the warehouse-wide checks once.",
 )
-def analysis_refresh_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
-    repo = context.repository_def
-    if repo is None:
-        return SkipReason("no repository definition in the sensor context")
-    analysis_keys, analysis_checks = job_selection(repo, analysis_refresh_job.name)
-    if not analysis_keys and not analysis_checks:
-        return SkipReason("analysis_refresh_job selects no assets or checks yet")
-    upstream_keys: set[AssetKey] = set()
-    for job in (benchmark_refresh_job, reference_refresh_job):
-        upstream_keys |= job_selection(repo, job.name)[0]
-    instance = context.instance
-    upstream_id, upstream_ts = _latest(instance, upstream_keys)
-    analysis_id, _ = _latest(instance, analysis_keys)
-    requested = int(context.cursor or 0)
-    if upstream_id <= max(analysis_id, requested):
-        # an edited index file (data/indexes/*.toml) refreshes the analysis too: membership and every
-        # per-index table; the run key makes one request per content of the index files
-        changed = changed_index_files(instance) if MEMBERSHIP_KEY in analysis_keys else None
-        if changed is None:
-            return SkipReason("analysis is up to date with the benchmark and reference tables")
-        context.log.info("the benchmark index files changed: refreshing the analysis")
-        return SensorResult(
-            run_requests=[RunRequest(run_key=f"indexes-{changed[:16]}", tags={"benchmap/trigger": "index-files"})],
-            cursor=context.cursor,
-        )
-    pending = instance.get_runs(RunsFilter(statuses=PENDING_STATUSES, tags={"benchmap/kind": UPSTREAM_KINDS}),
-                                limit=1)
-    if pending:
-        return SkipReason(f"waiting for run {pending[0].run_id} ({pending[0].job_name}) to finish")
-    if time.time() - upstream_ts < quiet_seconds():
-        return SkipReason(f"waiting for {quiet_seconds():.0f}s without new benchmark materializations")
-    context.log.info(f"upstream materialization {upstream_id} is newer than the analysis: refreshing it")
-    return SensorResult(
-        run_requests=[RunRequest(run_key=f"analysis-after-{upstream_id}",
-                                 tags={"benchmap/trigger": f"upstream-{upstream_id}"})],
-        cursor=str(upstream_id),
-    )
 
 
-SENSORS: list = [benchmark_landing_sensor, analysis_refresh_sensor]
+SENSORS: list = [benchmark_landing_sensor, analysis_automation_sensor]

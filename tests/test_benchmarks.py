@@ -18,6 +18,7 @@ from dagster import (
     AssetIn,
     AssetKey,
     DagsterInstance,
+    DagsterRunStatus,
     DefaultScheduleStatus,
     DefaultSensorStatus,
     Definitions,
@@ -37,7 +38,12 @@ from pipelines.landing import discover, folder_content_hash, ingest_folder, read
 from pipelines.partitions import benchmark_partitions
 from pipelines.resources import Warehouse
 from pipelines.schedules import SCHEDULES, reference_weekly_schedule
-from pipelines.sensors import SENSORS, analysis_refresh_sensor, benchmark_landing_sensor, plan_landing_refresh
+from pipelines.sensors import (
+    SENSORS,
+    analysis_automation_sensor,
+    benchmark_landing_sensor,
+    plan_landing_refresh,
+)
 from pipelines.sources import discover_landing, landing_roots
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
@@ -401,27 +407,75 @@ def test_second_new_benchmark_leaves_the_first_alone(env: Env) -> None:
     assert [list(r.partition_keys) for r in second.dynamic_partitions_requests] == [["tiny_two"]]
 
 
-def test_analysis_sensor_requests_one_refresh_after_benchmarks(env: Env) -> None:
-    env.instance.add_dynamic_partitions("benchmark", ["tiny_bench"])
+def analysis_tick(env: Env, cursor: str | None = None):
+    """One tick of the analysis automation, evaluated here as the code server does for the daemon."""
+    return analysis_automation_sensor.evaluate_tick(
+        build_sensor_context(instance=env.instance, cursor=cursor, definitions=env.defs))
+
+
+def run_request(env: Env, request):
+    """Execute an automation run request (a selection of the implicit asset job) as the daemon would."""
+    job = env.defs.resolve_implicit_global_asset_job_def().get_subset(
+        asset_selection=set(request.asset_selection), asset_check_selection=set(request.asset_check_keys))
+    return job.execute_in_process(instance=env.instance, tags=request.tags, raise_on_error=False)
+
+
+def test_analysis_automation_requests_one_refresh_after_benchmarks(env: Env) -> None:
+    env.instance.add_dynamic_partitions("benchmark", ["tiny_bench", "other_bench", bm.LANDING_PARTITION])
     add_fixture(env.landing, "tiny_bench")
-
-    def analysis_tick(cursor: str | None = None):
-        return analysis_refresh_sensor(build_sensor_context(instance=env.instance, cursor=cursor,
-                                                            definitions=env.defs))
-
-    assert analysis_tick().skip_message  # nothing materialized yet
-    assert env.run_partition("tiny_bench").success
-    result = analysis_tick()
-    assert isinstance(result, SensorResult) and len(result.run_requests) == 1
-    assert analysis_tick(result.cursor).skip_message  # requested already: not twice
-    analysis = env.defs.resolve_job_def("analysis_refresh_job")
-    keys = analysis.asset_layer.selected_asset_keys
-    assert keys == {AssetKey("analysis_stub")}
-    run = analysis.execute_in_process(instance=env.instance)
+    first = analysis_tick(env)
+    assert first.run_requests == []  # the first tick only starts the clock
+    assert env.run_partition("tiny_bench").success  # other_bench and _landing stay missing: no wait for them
+    result = analysis_tick(env, first.cursor)
+    assert len(result.run_requests) == 1
+    request = result.run_requests[0]
+    assert set(request.asset_selection) == {AssetKey("analysis_stub")}
+    assert {k.name for k in request.asset_check_keys} == {"benchmark_tables_consistent", "benchmark_reject_rate"}
+    assert request.tags["benchmap/kind"] == "analysis"
+    again = analysis_tick(env, result.cursor)
+    assert again.run_requests == []  # requested already: not twice
+    run = run_request(env, request)
     assert run.success
     checks = {e.check_name: e.passed for e in run.get_asset_check_evaluations()}
     assert checks == {"benchmark_tables_consistent": True, "benchmark_reject_rate": True}
-    assert analysis_tick().skip_message  # analysis newer than the benchmark tables
+    assert analysis_tick(env, again.cursor).run_requests == []  # analysis newer than the benchmark tables
+
+
+def test_analysis_automation_waits_for_every_upstream_run(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the daemon showed (four analysis runs for one benchmark): a benchmark run still running (labeling)
+    after its partition's tables were written. Dagster's own in-progress conditions no longer see it (the
+    partition's latest planned materialization is done); the gate looks at the runs themselves, so the analysis
+    waits for every benchmark run, then for the quiet period, and then runs once for all of them."""
+    env.instance.add_dynamic_partitions("benchmark", ["tiny_bench", "tiny_two"])
+    add_fixture(env.landing, "tiny_bench")
+    add_fixture(env.landing, "tiny_bench", "tiny_two")
+    cursor = analysis_tick(env).cursor
+    job = env.defs.resolve_job_def("benchmark_refresh_job")
+    running = env.instance.create_run_for_job(job, status=DagsterRunStatus.STARTED,
+                                              tags={**job.tags, "dagster/partition": "tiny_two"})
+    assert env.run_partition("tiny_bench").success and env.run_partition("tiny_two").success
+    waiting = analysis_tick(env, cursor)
+    assert waiting.run_requests == []
+    env.instance.report_run_canceled(running)  # the last upstream run ends
+    monkeypatch.setenv("BENCHMAP_ANALYSIS_QUIET_S", "3600")
+    quiet = analysis_tick(env, waiting.cursor)
+    assert quiet.run_requests == []  # upstream materialized less than the quiet period ago
+    monkeypatch.setenv("BENCHMAP_ANALYSIS_QUIET_S", "0")
+    settled = analysis_tick(env, quiet.cursor)
+    assert len(settled.run_requests) == 1
+    assert set(settled.run_requests[0].asset_selection) == {AssetKey("analysis_stub")}
+    assert len(settled.run_requests[0].asset_check_keys) == 2
+    assert analysis_tick(env, settled.cursor).run_requests == []
+
+
+def test_analysis_automation_waits_for_a_running_analysis(env: Env) -> None:
+    env.instance.add_dynamic_partitions("benchmark", ["tiny_bench"])
+    add_fixture(env.landing, "tiny_bench")
+    cursor = analysis_tick(env).cursor
+    analysis = env.defs.resolve_job_def("analysis_refresh_job")
+    env.instance.create_run_for_job(analysis, status=DagsterRunStatus.STARTED, tags=analysis.tags)
+    assert env.run_partition("tiny_bench").success
+    assert analysis_tick(env, cursor).run_requests == []
 
 
 # ----------------------------------------------------------------------------------------------- bad input
@@ -506,7 +560,7 @@ def test_jobs_sensors_and_schedule_are_wired_and_on(env: Env) -> None:
     assert repo.get_job("benchmark_refresh_job").partitions_def == benchmark_partitions
     assert {s.name: s.default_status for s in SENSORS} == {
         "benchmark_landing_sensor": DefaultSensorStatus.RUNNING,
-        "analysis_refresh_sensor": DefaultSensorStatus.RUNNING}
+        "analysis_automation_sensor": DefaultSensorStatus.RUNNING}
     assert reference_weekly_schedule.default_status == DefaultScheduleStatus.RUNNING
     requests = list(reference_weekly_schedule.evaluate_tick(build_schedule_context(instance=env.instance))
                     .run_requests or [])

@@ -346,22 +346,50 @@ def test_index_files_folder_with_a_broken_file(tables, full_pipeline, tmp_path, 
     assert set(result.membership["benchmark_index"]) == {"all"} and result.membership.height == 29
 
 
-def test_analysis_sensor_sees_edited_index_files(tmp_path, monkeypatch):
-    """An edited data/indexes/*.toml makes the analysis sensor refresh the analysis (membership recomputed):
-    the fingerprint recorded by the last membership materialization differs from the files now."""
-    from dagster import AssetMaterialization, DagsterInstance
+def test_edited_index_files_refresh_the_analysis_once(tmp_path, monkeypatch):
+    """An edited data/indexes/*.toml: the landing sensor reports the external asset benchmark_index_files
+    updated (once per content), and the analysis automation then requests membership and what follows it."""
+    from dagster import AssetKey, AssetMaterialization, DagsterInstance, build_sensor_context
 
+    from pipelines.definitions import build_definitions
     from pipelines.run_state import index_files_fingerprint
-    from pipelines.sensors import changed_index_files
+    from pipelines.sensors import analysis_automation_sensor, benchmark_landing_sensor, changed_index_files
 
     folder = tmp_path / "indexes"
     folder.mkdir()
     (folder / "all.toml").write_text((INDEX_DIR / "all.toml").read_text())
+    for name in ("raw", "mirror"):
+        (tmp_path / name).mkdir()
     monkeypatch.setenv("BENCHMAP_INDEX_DIR", str(folder))
+    monkeypatch.setenv("BENCHMAP_RAW_DIR", str(tmp_path / "raw"))  # no landed benchmark: only the index files
+    monkeypatch.setenv("BENCHMAP_MIRROR", str(tmp_path / "mirror"))
+    defs = build_definitions(str(tmp_path / "benchmap.duckdb"))
+
+    def landing_tick(instance):
+        return benchmark_landing_sensor(build_sensor_context(instance=instance, definitions=defs))
+
+    def analysis_tick(instance, cursor=None):
+        return analysis_automation_sensor.evaluate_tick(
+            build_sensor_context(instance=instance, definitions=defs, cursor=cursor))
+
     with DagsterInstance.ephemeral() as instance:
         assert changed_index_files(instance) is None  # never materialized: nothing to compare
         instance.report_runless_asset_event(AssetMaterialization(
             "benchmark_index_membership", metadata={"index_files_fingerprint": index_files_fingerprint()}))
-        assert changed_index_files(instance) is None
+        assert changed_index_files(instance) is None and not landing_tick(instance).asset_events
+        cursor = analysis_tick(instance).cursor
+        assert analysis_tick(instance, cursor).run_requests == []
+
         (folder / "all.toml").write_text((INDEX_DIR / "all.toml").read_text().replace('"1"', '"2"'))
         assert changed_index_files(instance) == index_files_fingerprint()
+        reported = landing_tick(instance)
+        assert [e.asset_key for e in reported.asset_events] == [AssetKey("benchmark_index_files")]
+        for event in reported.asset_events:
+            instance.report_runless_asset_event(event)  # what the daemon does with a sensor's asset events
+        assert not landing_tick(instance).asset_events  # reported once per content
+        tick = analysis_tick(instance, cursor)
+        assert len(tick.run_requests) == 1
+        requested = set(tick.run_requests[0].asset_selection)
+        assert AssetKey("benchmark_index_membership") in requested and AssetKey("coverage_headline") in requested
+        assert AssetKey("benchmarks") not in requested  # the benchmark partitions are not refreshed
+        assert analysis_tick(instance, tick.cursor).run_requests == []
