@@ -23,6 +23,7 @@ is queued or running and no upstream asset was materialized in the last BENCHMAP
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -35,6 +36,7 @@ from dagster import (
     AutomationConditionSensorDefinition,
     AutomationContext,
     AutomationResult,
+    BetaWarning,
     DagsterInstance,
     DagsterRunStatus,
     DefaultSensorStatus,
@@ -248,17 +250,21 @@ ANALYSIS_AUTOMATION = (
 
 # `default_condition`: on every target without a condition of its own, i.e. every asset and check of the job
 # (a check must be a target itself: Dagster adds no check to a run that requests checks explicitly)
-analysis_automation_sensor = AutomationConditionSensorDefinition(
-    "analysis_automation_sensor",
-    target=ANALYSIS_SELECTION,
-    default_condition=ANALYSIS_AUTOMATION,
-    use_user_code_server=True,  # UpstreamSettled is Python: evaluated in the code location, not the daemon
-    run_tags={"benchmap/kind": "analysis", "benchmap/trigger": "automation"},
-    minimum_interval_seconds=ANALYSIS_INTERVAL_S,
-    default_status=DefaultSensorStatus.RUNNING,
-    description="After benchmark, reference or index-file updates settle, refreshes the analysis, gap and "
-                "export assets and the warehouse-wide checks once.",
-)
+# both parameters are beta in Dagster 1.13: without the filter every import of the code location (each `make run`
+# step, each test) prints two BetaWarnings
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", BetaWarning)
+    analysis_automation_sensor = AutomationConditionSensorDefinition(
+        "analysis_automation_sensor",
+        target=ANALYSIS_SELECTION,
+        default_condition=ANALYSIS_AUTOMATION,
+        use_user_code_server=True,  # UpstreamSettled is Python: evaluated in the code location, not the daemon
+        run_tags={"benchmap/kind": "analysis", "benchmap/trigger": "automation"},
+        minimum_interval_seconds=ANALYSIS_INTERVAL_S,
+        default_status=DefaultSensorStatus.RUNNING,
+        description="After benchmark, reference or index-file updates settle, refreshes the analysis, gap and "
+                    "export assets and the warehouse-wide checks once.",
+    )
 
 
 SENSORS: list = [benchmark_landing_sensor, analysis_automation_sensor]
