@@ -297,4 +297,4 @@ def direction_of_the_miss(check: pl.DataFrame) -> list[str]:
     return ["**Which way the headline may err.** Estimated from a fifth of the judge sample, the published "
             "interval missed the held-out truth in more than a fifth of the splits, and its mean error had the "
             "sign given here; the headline imputes more of the texts than that check, so read its "
-            + "; ".join(words) + " (estimate_split_check, docs/estimates.md)."]
+            + "; ".join(words) + "; see estimate_split_check and docs/estimates.md."]
