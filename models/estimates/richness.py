@@ -1,4 +1,4 @@
-"""The species-count estimate at >= 1 prompt: how many distinct tasks (occupations, major groups) the judge
+"""The species-count estimate at >= 1 prompt: how many distinct tasks (and occupations) the judge would find
 would find in every prompt text, from the texts it read.
 
 Chao & Lin (2012, "Nonparametric lower bounds for species richness and shared species richness under sampling
