@@ -1,5 +1,5 @@
 """The species-count estimate at >= 1 prompt: how many distinct tasks (and occupations) the judge would find
-would find in every prompt text, from the texts it read.
+in every prompt text, from the texts it read.
 
 Chao & Lin (2012, "Nonparametric lower bounds for species richness and shared species richness under sampling
 without replacement", Biometrics 68) for incidence data: n texts drawn without replacement from N, Q_k the
