@@ -262,8 +262,7 @@ def _pass_b_rows(warehouse: Warehouse, inputs: dict, judge_rows: pl.DataFrame, s
     problem_b = _problem(inputs, other, inputs["labels"])
     result_b = es.run_estimators(problem_b, scopes, thresholds=thresholds, n_draws=config.n_draws,
                                  seed=config.seed + 1, estimators=("model_assisted",))
-    frame_b = es.estimates_frame(problem_b, scopes, result_b, thresholds).filter(
-        pl.col("estimator") == "model_assisted").with_columns(
+    frame_b = es.estimates_frame(problem_b, scopes, result_b, thresholds).with_columns(
         pl.lit("model_assisted_pass_b").alias("estimator"),
         pl.lit(False).alias("published"),
         (pl.col("basis") + pl.lit("; development split judged by its second pass (b): the judge's own "

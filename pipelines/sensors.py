@@ -49,6 +49,7 @@ from dagster import (
 )
 
 from assets.benchmarks import TABLES
+from assets.indexes import INDEX_FILES_KEY, INDEX_FINGERPRINT
 from models import benchmarks as bm
 from pipelines.jobs import ANALYSIS_SELECTION, BENCHMARK_SELECTION, REFERENCE_SELECTION, benchmark_refresh_job
 from pipelines.landing import folder_content_hash
@@ -66,8 +67,6 @@ UPSTREAM_KINDS = ["benchmark", "reference"]  # run tag benchmap/kind of jobs the
 GATED_KINDS = [*UPSTREAM_KINDS, "analysis"]  # ... and of the analysis itself (one run at a time)
 UPSTREAM_SELECTION = (BENCHMARK_SELECTION | REFERENCE_SELECTION).without_checks()
 MEMBERSHIP_KEY = AssetKey("benchmark_index_membership")
-INDEX_FILES_KEY = AssetKey("benchmark_index_files")  # assets/indexes.py
-INDEX_FINGERPRINT = "index_files_fingerprint"  # metadata of both
 
 
 # ------------------------------------------------------------------------------------------- landing sensor

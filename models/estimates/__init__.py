@@ -39,7 +39,7 @@ non-linear threshold counts are computed on a whole count vector, never averaged
   totals its expectation is that of a ratio-calibrated difference estimator (labeler prediction on all texts +
   expanded judge residual); the imputation lets the threshold act on whole plausible count vectors. A
   benchmark without judge-sampled texts enters pooled scopes through its `labeler` draws (said in `basis`).
-- `richness` (>= 1 prompt): the Chao-Lin species estimate of the distinct tasks (occupations, groups) in every
+- `richness` (>= 1 prompt): the Chao-Lin species estimate of the distinct tasks (and occupations) in every
   text's judge labels, from the sample's incidence frequencies and the sampling fraction (`richness`); a lower
   bound in expectation.
 - `bounds` (>= 1 prompt): a species count, how many distinct tasks all prompts exercise, which the imputation
@@ -49,7 +49,8 @@ non-linear threshold counts are computed on a whole count vector, never averaged
 
 Modules: `problem` (inputs, scopes, the headline of a count matrix), `draws` (the estimators' count
 matrices), `richness` (the species estimate at >= 1), `tables` (points, intervals, the published choice),
-`checks` (design, reliability, split and simulation checks). No dagster, no I/O: frames in, frames out; every draw is a numpy bincount over label rows.
+`checks` (design, reliability, split and simulation checks). No dagster, no I/O: frames in, frames out; every
+draw is a numpy bincount over label rows.
 """
 
 from __future__ import annotations

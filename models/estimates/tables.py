@@ -168,9 +168,9 @@ BOUNDS_BASIS = (
 )
 RICHNESS_BASIS = (
     "judge sample alone: Chao & Lin (2012) species estimate for sampling without replacement, S_obs + Q1^2 / "
-    "(2 Q2 n/(n-1) + Q1 q/(1-q)) over the sampled texts' distinct tasks (occupations, groups), q = n/N; "
-    "log-normal 95% interval (Chao 1987); a lower bound in expectation; hours: unseen tasks at the mean hours "
-    "of the tasks seen once"
+    "(2 Q2 n/(n-1) + Q1 q/(1-q)) over the sampled texts' distinct tasks (occupations), q = n/N; "
+    "log-normal 95% interval (Chao 1987); a lower bound in expectation; hours: unseen tasks at the median hours "
+    "of the tasks seen once; none for the major groups (too few)"
 )
 
 
@@ -216,7 +216,8 @@ def estimates_frame(
                             "basis": _basis(estimator, scope, problem, n_draws),
                         }
                     )
-    rows += richness_rows(problem, scopes, thresholds, agg_denominators)
+    if "design" in result.point:  # a judge-sample estimate, beside the design one (the bounds need both)
+        rows += richness_rows(problem, scopes, thresholds, agg_denominators)
     return with_bounds(pl.DataFrame(rows, schema=HEADLINE_ESTIMATE_SCHEMA))
 
 
