@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 METADATA_FILES = ("benchmark.toml", "benchmark.yaml", "benchmark.yml")
+INT64_MAX = 2**63 - 1  # public_items is stored as a 64-bit integer
 _MAJOR_GROUP = re.compile(r"^(\d{2})(?:-0000)?$")
 
 _META_ALIASES = {
@@ -63,11 +64,29 @@ def _load_metadata_file(files: Mapping[str, bytes]) -> tuple[dict[str, Any], str
     return dict(data), name, warnings
 
 
+def key_line(text: str, key: str) -> int | None:
+    """The 1-based line where `key` is set in a TOML (`key = ...`) or YAML (`key: ...`) text, if found."""
+    pattern = re.compile(rf"""^\s*["']?{re.escape(key)}["']?\s*[=:]""")
+    for number, line in enumerate(text.split("\n"), start=1):
+        if pattern.match(line):
+            return number
+    return None
+
+
 def parse_metadata(files: Mapping[str, bytes], benchmark: str, n_prompts: int) -> tuple[dict[str, Any], list[str]]:
     """Benchmark metadata with defaults; every default or unreadable value is named in the warnings.
 
     `files`: the folder's files by name (the METADATA_FILES among them are used, the first one present)."""
+    out, warnings, _ = parse_metadata_with_rejects(files, benchmark, n_prompts)
+    return out, warnings
+
+
+def parse_metadata_with_rejects(files: Mapping[str, bytes], benchmark: str, n_prompts: int
+                                ) -> tuple[dict[str, Any], list[str], list[tuple[str, int | None, str, str]]]:
+    """parse_metadata, plus (file, line, reason, excerpt) of each value refused because it is out of range
+    (public_items beyond a 64-bit integer): the benchmark's reject rows. The default is taken as documented."""
     raw, filename, warnings = _load_metadata_file(files)
+    rejects: list[tuple[str, int | None, str, str]] = []
     if filename is None:
         warnings.append(f"no {' / '.join(METADATA_FILES)}: defaults used for all metadata")
     values: dict[str, Any] = {}
@@ -105,12 +124,22 @@ def parse_metadata(files: Mapping[str, bytes], benchmark: str, n_prompts: int) -
             warnings.append(f"{name} value {values[name]!r} not understood; default None")
         out[name] = flag
     items = values.get("public_items")
+    digits = items.strip().replace(",", "") if isinstance(items, str) else ""
+    if isinstance(items, str) and digits.isascii() and digits.isdigit() and len(digits) <= 20:
+        items = int(digits)
     if items is None:
         out["public_items"] = default("public_items", n_prompts, "missing (prompt count used)")
-    elif isinstance(items, int) and not isinstance(items, bool) and items >= 0:
+    elif isinstance(items, int) and not isinstance(items, bool) and 0 <= items <= INT64_MAX:
         out["public_items"] = items
-    elif isinstance(items, str) and items.strip().replace(",", "").isdigit():
-        out["public_items"] = int(items.strip().replace(",", ""))
+    elif isinstance(items, int) and not isinstance(items, bool) and items > INT64_MAX:
+        key = next(a for a in _META_ALIASES["public_items"] if a in raw)
+        line = key_line(files[filename].decode("utf-8-sig", errors="replace"), key) if filename else None
+        shown = str(items) if len(str(items)) <= 30 else f"{str(items)[:12]}...({len(str(items)):,} digits)"
+        reason = (f"{key} = {shown} is out of range (at most {INT64_MAX:,}, a 64-bit integer); "
+                  f"default: the prompt count {n_prompts}")
+        rejects.append((filename or "", line, reason, f"{key} = {shown}"))
+        out["public_items"] = n_prompts
+        warnings.append(f"{filename} line {line}: {reason}")
     else:
         out["public_items"] = default("public_items", n_prompts, f"unreadable ({items!r}; prompt count used)")
     group = values.get("target_major_group")
@@ -122,4 +151,4 @@ def parse_metadata(files: Mapping[str, bytes], benchmark: str, n_prompts: int) -
                                             f"unreadable ({group!r}; expected like '13-0000')")
     else:
         out["target_major_group"] = f"{match.group(1)}-0000"
-    return out, warnings
+    return out, warnings, rejects

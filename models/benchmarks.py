@@ -31,7 +31,7 @@ from typing import Any
 
 import polars as pl
 
-from models.benchmark_metadata import METADATA_FILES, parse_metadata
+from models.benchmark_metadata import METADATA_FILES, parse_metadata, parse_metadata_with_rejects  # noqa: F401
 from models.markdown import markdown_table
 
 log = logging.getLogger(__name__)
@@ -68,6 +68,11 @@ PROMPTS_SCHEMA: dict[str, pl.DataType] = {
 RESULTS_SCHEMA: dict[str, pl.DataType] = {
     "benchmark": pl.Utf8, "prompt_id": pl.Utf8, "model": pl.Utf8, "score": pl.Float64,
 }
+# Parser limits: a line beyond one is a reject naming the limit, never a failure of the benchmark.
+MAX_LINE_BYTES = 32 * 2**20  # a JSONL line (and so any string in it); real prompts reach 33 KB, a test 5 MB
+MAX_JSON_DEPTH = 64  # nesting of objects and arrays in one line (real lines: 5)
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # integers are stored as 64-bit (DuckDB BIGINT, polars Int64)
+
 REJECTS_SCHEMA: dict[str, pl.DataType] = {
     "benchmark": pl.Utf8, "file": pl.Utf8, "line_number": pl.Int64, "reason": pl.Utf8, "raw_excerpt": pl.Utf8,
 }
@@ -107,15 +112,19 @@ def is_safe_name(name: str) -> bool:
     return bool(SAFE_NAME.match(name))
 
 
-def landing_from_listing(roots: Iterable[tuple[str, Iterable[tuple[Path, bool]]]]) -> Landing:
+def landing_from_listing(roots: Iterable[tuple[str, Iterable[tuple[Path, bool | str]]]]) -> Landing:
     """Every benchmark folder of the landing roots (earlier roots win) and every folder that cannot be one.
 
     `roots`: per root, highest priority first, (origin, [(folder, has a prompts.jsonl file), ...]) of its
-    sub-folders in name order, hidden ones left out (`pipelines.landing.discover` lists them)."""
+    sub-folders in name order, hidden ones left out (`pipelines.landing.discover` lists them); instead of the
+    bool, a text says why the folder is refused (a link outside the landing zone)."""
     landing = Landing()
     invalid: dict[str, LandingProblem] = {}
     for origin, entries in roots:
-        for entry, has_prompts in entries:
+        for entry, has_prompts in entries:  # has_prompts: a str is why the folder is refused
+            if isinstance(has_prompts, str):
+                invalid.setdefault(entry.name, LandingProblem(origin, entry, has_prompts))
+                continue
             name = entry.name
             if not is_safe_name(name):
                 reason = (f"folder name {name!r} is not a safe benchmark identifier (use lowercase letters, "
@@ -206,13 +215,61 @@ def _task_id(value: Any) -> int | None:
         return None
     if isinstance(value, bool):
         raise ValueError("onet_task_id must be an integer, got a boolean")
-    if isinstance(value, int):
-        return value
     if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    raise ValueError(f"onet_task_id must be an integer, got {value!r}")
+        value = int(value)
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit() and len(value.strip()) <= 19:
+        value = int(value.strip())
+    if isinstance(value, int) and 0 <= value <= INT64_MAX:
+        return value
+    raise ValueError(f"onet_task_id must be a non-negative 64-bit integer, got {str(value)[:40]!r}")
+
+
+class _LimitExceeded(ValueError):
+    """A JSON line beyond a parser limit (its message is the reject reason)."""
+
+
+def _bounded_int(text: str) -> int:
+    digits = text.lstrip("-")
+    value = int(text) if len(digits) <= 20 else None  # int() refuses over 4,300 digits: never try
+    if value is None or not INT64_MIN <= value <= INT64_MAX:
+        shown = text if len(text) <= 30 else f"{text[:12]}...({len(digits):,} digits)"
+        raise _LimitExceeded(f"number {shown} is out of range (integers must fit in 64 bits)")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _LimitExceeded(f"number {text[:30]} is out of range (larger than a 64-bit float)")
+    return value
+
+
+def _no_constant(text: str) -> Any:
+    raise _LimitExceeded(f"{text} is not a JSON number (NaN and Infinity are not JSON)")
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of objects and arrays, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def load_json_line(text: str) -> Any:
+    """json.loads within the parser limits: raises json.JSONDecodeError (bad JSON) or ValueError naming the
+    limit (nesting deeper than MAX_JSON_DEPTH, an integer outside 64 bits, a float overflowing to infinity,
+    NaN/Infinity)."""
+    try:
+        value = json.loads(text, parse_int=_bounded_int, parse_float=_finite_float, parse_constant=_no_constant)
+    except RecursionError:  # Python's parser stops near 1,000 levels: far beyond the limit
+        raise _LimitExceeded(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(value) > MAX_JSON_DEPTH:
+        raise _LimitExceeded(f"JSON nested deeper than {MAX_JSON_DEPTH} levels ({_depth(value)})")
+    return value
 
 
 def _prompt_row(record: Any, benchmark: str, number: int, seen: dict[str, int]) -> dict[str, Any]:
@@ -268,15 +325,22 @@ def parse_prompts(data: bytes, benchmark: str, *, label: str | None = None
     for number, line in _physical_lines(data):
         if not line.strip():
             continue  # blank lines (e.g. the final newline) are not records
+        if len(line) > MAX_LINE_BYTES:
+            rejects.append(Reject(benchmark, label, number, f"line is {len(line) / 2**20:,.1f} MB, over the "
+                                  f"{MAX_LINE_BYTES // 2**20} MB limit of one record", _excerpt(line[:1000])))
+            continue
         text, problem = _decode(line)
         if text is None:
             rejects.append(Reject(benchmark, label, number, problem or "not UTF-8", _excerpt(line)))
             continue
         try:
-            record = json.loads(text)
+            record = load_json_line(text)
         except json.JSONDecodeError as exc:
             rejects.append(Reject(benchmark, label, number, f"invalid JSON: {exc.msg} at column {exc.colno}",
                                   _excerpt(text)))
+            continue
+        except _LimitExceeded as exc:
+            rejects.append(Reject(benchmark, label, number, str(exc), _excerpt(text)))
             continue
         try:
             rows.append(_prompt_row(record, benchmark, number, seen))
@@ -384,12 +448,14 @@ def rejects_frame(rejects: Iterable[Reject]) -> pl.DataFrame:
 
 
 def ingest_benchmark(folder: BenchmarkFolder, files: Mapping[str, bytes], *,
-                     previous: Mapping[str, Any] | None = None, now: datetime | None = None) -> IngestedBenchmark:
+                     previous: Mapping[str, Any] | None = None, now: datetime | None = None,
+                     refused: Mapping[str, str] | None = None) -> IngestedBenchmark:
     """Parse one benchmark folder's files (file name -> bytes of the CONTENT_FILES it has; read by
     `pipelines.landing.read_folder`) into the four tables' rows.
 
     `previous` is the benchmark's existing registry row (or None): its first_seen is kept, and last_changed is
-    kept when the content hash is unchanged.
+    kept when the content hash is unchanged. `refused`: file name -> why, for files not read (a link outside
+    the landing zone): each is a reject row.
     """
     name = folder.name
     if not is_safe_name(name):
@@ -402,7 +468,9 @@ def ingest_benchmark(folder: BenchmarkFolder, files: Mapping[str, bytes], *,
         rejects += result_rejects
     else:
         results = pl.DataFrame(schema=RESULTS_SCHEMA)
-    metadata, warnings = parse_metadata(files, name, prompts.height)
+    metadata, warnings, meta_refused = parse_metadata_with_rejects(files, name, prompts.height)
+    rejects += [Reject(name, f"{name}/{file}", line, why, excerpt) for file, line, why, excerpt in meta_refused]
+    rejects += [Reject(name, f"{name}/{file}", None, why, file) for file, why in (refused or {}).items()]
     first_seen = previous.get("first_seen") if previous else None
     unchanged = bool(previous) and previous.get("content_hash") == digest
     last_changed = (previous.get("last_changed") if unchanged else None) or now

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import duckdb
 
 from models.errors import InputError, SourceNotFoundError
-from pipelines.warehouse import WarehouseLockTimeout
+from pipelines.warehouse import DiskFull, WarehouseLockTimeout, free_mib
 
 DEBUG_FLAG = "--debug"
 DEBUG_HELP = f"{DEBUG_FLAG}: show the full traceback of an error instead of one line"
@@ -46,8 +47,11 @@ def describe(exc: BaseException) -> str:
         return f"{exc.filename or exc} is not a directory"
     if isinstance(exc, PermissionError):
         return f"permission denied: {exc.filename or exc}"
+    if isinstance(exc, DiskFull):
+        return str(exc)
     if isinstance(exc, OSError) and not isinstance(exc, SourceNotFoundError) and exc.errno == 28:
-        return f"no space left on the device ({exc.filename or exc})"
+        folder = Path(exc.filename).parent if exc.filename else Path.cwd()
+        return f"disk full: {free_mib(folder):,.0f} MB free in {folder} ({exc.strerror or exc})"
     if isinstance(exc, FileNotFoundError) and not isinstance(exc, SourceNotFoundError) and exc.filename:
         return f"no such file or folder: {exc.filename}"
     return _one_line(str(exc)) or type(exc).__name__

@@ -82,13 +82,28 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:300] if text else ''}"
 
 
-def check_warehouse(path: str | Path, *, per_benchmark: bool = False,
-                    tables: Iterable[str] | None = None) -> IntegrityReport:
+def _read_every_block(con: duckdb.DuckDBPyConnection, name: str, table: str) -> None:
+    """Read every value of every column of the table: DuckDB verifies each block's checksum as it reads it, so
+    data-block damage (bytes overwritten inside the file, which leaves its length and catalog whole) raises
+    here. hash() of each value, folded with bit_xor, makes the scan touch the values themselves (a count can be
+    answered from the row groups' statistics without reading a block)."""
+    columns = [r[0] for r in con.execute(
+        "select column_name from information_schema.columns where table_schema = 'main' and table_name = ? "
+        "order by ordinal_position", [name]).fetchall()]
+    quoted = ('"' + c.replace('"', '""') + '"' for c in columns)  # any column name, quoted as SQL says
+    folded = ", ".join(f"bit_xor(hash({c}))" for c in quoted)
+    con.execute(f"select {folded} from {table}").fetchall()
+
+
+def check_warehouse(path: str | Path, *, per_benchmark: bool = False, tables: Iterable[str] | None = None,
+                    checksums: bool = True) -> IntegrityReport:
     """Open the warehouse read-only and check its length and every table (or only `tables`).
 
     A missing file is fine (a fresh warehouse: nothing to trust). `per_benchmark` also counts the rows per
     benchmark of every table with a `benchmark` column (what run_all compares a skipped partition's outputs
-    with; it reads that column, so it is a deeper check of those tables too)."""
+    with; it reads that column, so it is a deeper check of those tables too). `checksums` (the default) reads
+    every block of every table, which finds bytes damaged inside the file (bench/integrity_cost.py measures
+    it); without it only the file's length, the catalog and the row counts are checked."""
     started = time.monotonic()
     path = Path(path)
     report = IntegrityReport(path, path.exists())
@@ -131,6 +146,8 @@ def check_warehouse(path: str | Path, *, per_benchmark: bool = False,
                                                        f"block {blocks_in_file}")
                             continue
                     report.counts[name] = int(con.execute(f"select count(*) from {table}").fetchone()[0])
+                    if checksums and report.counts[name]:
+                        _read_every_block(con, name, table)
                     if per_benchmark and (name, "benchmark") in columns:
                         report.by_benchmark[name] = {
                             str(b): int(n) for b, n in con.execute(

@@ -133,8 +133,11 @@ def sampling_design(folder: str | Path | None = None) -> pl.DataFrame:
 
 
 def gold_files(folder: Path) -> list[Path]:
-    """The annotators' CSV files in `folder` (data/raw/gold_labels/), sorted; none when it is not there."""
-    return sorted(folder.glob("*.csv")) if folder.is_dir() else []
+    """The annotators' CSV files in `folder` (data/raw/gold_labels/), sorted; none when it is not there. A file
+    linking outside the folder's parent (data/raw) is left out (BENCHMAP_FOLLOW_LINKS=1 follows it)."""
+    from pipelines.landing import outside_zone
+
+    return sorted(p for p in folder.glob("*.csv") if outside_zone(p, folder.parent) is None) if folder.is_dir() else []
 
 
 def read_gold_csv(path: str | Path) -> pl.DataFrame:

@@ -16,6 +16,7 @@ The API key is held (`api_key`) but never shown: it is excluded from repr and fr
 | BENCHMAP_RAW_DIR | raw_dir | data/raw |
 | BENCHMAP_MIRROR | mirror (relative: to the project root) | none |
 | BENCHMAP_OFFLINE | offline (1/true/yes: no downloads) | false |
+| BENCHMAP_FOLLOW_LINKS | follow_links (1/true/yes: follow links in data/raw that point outside it) | false |
 | BENCHMAP_WAREHOUSE | warehouse | data/warehouse/benchmap.duckdb |
 | BENCHMAP_DUCKDB_MEMORY | duckdb_memory | 1GB |
 | BENCHMAP_LABELER | labeler | openai when OPENAI_API_KEY is set, else offline |
@@ -59,7 +60,7 @@ DEFAULT_ANALYSIS_QUIET_S = 30.0
 # every variable from_env reads: the cache key of settings()
 VARIABLES = (
     "BENCHMAP_RAW_DIR", "BENCHMAP_MIRROR", "BENCHMAP_OFFLINE", "BENCHMAP_WAREHOUSE", "BENCHMAP_DUCKDB_MEMORY",
-    "BENCHMAP_LABELER", "BENCHMAP_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY",
+    "BENCHMAP_FOLLOW_LINKS", "BENCHMAP_LABELER", "BENCHMAP_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY",
     "BENCHMAP_LLM_OCCUPATION_LIST", "BENCHMAP_MAX_CONCURRENT", "BENCHMAP_INDEX_DIR", "BENCHMAP_JUDGE_SAMPLE",
     "BENCHMAP_JUDGE", "BENCHMAP_JUDGE_MODEL", "BENCHMAP_VALIDATION_FLOORS", "BENCHMAP_ANALYSIS_QUIET_S",
     "BENCHMAP_GGUF", "DAGSTER_HOME",
@@ -108,6 +109,7 @@ class Settings:
     raw_dir: Path = DEFAULT_RAW_DIR
     mirror: Path | None = None
     offline: bool = False
+    follow_links: bool = False
     warehouse: Path = DEFAULT_WAREHOUSE
     duckdb_memory: str = DEFAULT_DUCKDB_MEMORY
     labeler: str = "offline"
@@ -135,6 +137,7 @@ class Settings:
             raw_dir=_path(env.get("BENCHMAP_RAW_DIR"), DEFAULT_RAW_DIR),
             mirror=_path(env.get("BENCHMAP_MIRROR"), None, from_root=True),
             offline=(env.get("BENCHMAP_OFFLINE") or "").lower() in {"1", "true", "yes"},
+            follow_links=(env.get("BENCHMAP_FOLLOW_LINKS") or "").lower() in {"1", "true", "yes"},
             warehouse=_path(env.get("BENCHMAP_WAREHOUSE"), DEFAULT_WAREHOUSE),
             duckdb_memory=env.get("BENCHMAP_DUCKDB_MEMORY") or DEFAULT_DUCKDB_MEMORY,
             labeler=env.get("BENCHMAP_LABELER") or ("openai" if api_key else "offline"),

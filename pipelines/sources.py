@@ -21,7 +21,7 @@ from models.benchmarks import Landing
 from models.errors import SourceNotFoundError
 from models.sources import SOURCES, SourceFile
 from pipelines.export_files import sha256_file  # the one file hash (the export manifest uses it too)
-from pipelines.landing import discover
+from pipelines.landing import discover, outside_zone
 from pipelines.settings import Settings, settings
 
 DOWNLOAD_TIMEOUT_S = 60
@@ -99,10 +99,14 @@ def resolve_source(
     config = config or settings()
     spec = SOURCES[key_or_spec] if isinstance(key_or_spec, str) else key_or_spec
     places = candidate_paths(spec, config)
+    refused = {}
     for origin, path in places:
+        if origin == "raw" and (why := outside_zone(path, raw_dir(config), follow_links=config.follow_links)):
+            refused[path] = why  # a link out of data/raw is not read (BENCHMAP_FOLLOW_LINKS=1 follows it)
+            continue
         if path.is_file():
             return ResolvedSource(spec, path, origin)
-    tried = [f"{origin}: {path}" for origin, path in places]
+    tried = [f"{origin}: {refused.get(path, path)}" for origin, path in places]
     if mirror_dir(config) is None:
         tried.append("mirror: BENCHMAP_MIRROR is not set")
     if spec.url and downloads_allowed(config):

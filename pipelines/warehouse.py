@@ -12,8 +12,11 @@ take turns instead of failing.
 from __future__ import annotations
 
 import contextlib
+import errno
 import random
 import re
+import shutil
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -29,6 +32,34 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 class WarehouseLockTimeout(TimeoutError):
     pass
+
+
+class DiskFull(OSError):
+    """A write found no space left on the warehouse's device: says so, with the folder and its free space."""
+
+    def __init__(self, folder: Path, detail: str) -> None:
+        self.folder = folder
+        self.message = f"disk full: {free_mib(folder):,.0f} MB free in {folder} ({detail})"
+        super().__init__(errno.ENOSPC, self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def free_mib(folder: Path) -> float:
+    """Free space of the device holding `folder` (or its nearest existing parent), in MB (2**20 bytes)."""
+    probe = Path(folder)
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return shutil.disk_usage(probe).free / 2**20
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """An OSError with ENOSPC, or a DuckDB IO error whose text says the device is full."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return isinstance(exc, duckdb.Error) and ("No space left on device" in str(exc)
+                                              or "Disk quota exceeded" in str(exc))
 
 
 def quote_identifier(name: str) -> str:
@@ -68,8 +99,19 @@ def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = L
             delay = min(delay * 2, 2.0)
     try:
         yield con
+    except DiskFull:
+        raise
+    except (duckdb.Error, OSError) as exc:  # a full disk says so, whichever write found it
+        if is_disk_full(exc):
+            raise DiskFull(path.parent, _first_line(exc)) from exc
+        raise
     finally:
-        con.close()
+        try:
+            con.close()  # a checkpoint on close writes too
+        except duckdb.Error as exc:
+            if not is_disk_full(exc) or sys.exc_info()[0] is not None:
+                raise
+            raise DiskFull(path.parent, _first_line(exc)) from exc
 
 
 def _connection_config(path: Path, memory_limit: str) -> dict[str, str]:
@@ -131,15 +173,27 @@ def _register(con: duckdb.DuckDBPyConnection, df: pl.DataFrame) -> str:
 
 
 @contextlib.contextmanager
-def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """Run the block in one transaction: commit when it completes, roll back on any exception."""
+def transaction(con: duckdb.DuckDBPyConnection, folder: Path | None = None) -> Iterator[None]:
+    """Run the block in one transaction: commit when it completes, roll back on any exception.
+
+    The error that stopped the block is the one raised: when DuckDB already ended the transaction (a failed
+    commit, e.g. a full disk while writing the WAL) the rollback's own "no transaction is active" is not.
+    A full disk is raised as DiskFull naming `folder` (the warehouse's) and its free space."""
     con.execute("begin transaction")
     try:
         yield
         con.execute("commit")
-    except BaseException:
-        con.execute("rollback")
+    except BaseException as exc:
+        with contextlib.suppress(duckdb.Error):  # nothing to roll back when DuckDB ended the transaction
+            con.execute("rollback")
+        if folder is not None and is_disk_full(exc):
+            raise DiskFull(folder, _first_line(exc)) from exc
         raise
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0][:300] if lines else type(exc).__name__
 
 
 def replace_table(path: str | Path, name: str, df: pl.DataFrame) -> None:
@@ -147,7 +201,7 @@ def replace_table(path: str | Path, name: str, df: pl.DataFrame) -> None:
     table = quote_identifier(name)
     with connect(path) as con:
         view = _register(con, df)
-        with transaction(con):
+        with transaction(con, Path(path).parent):
             con.execute(f"create or replace table {table} as select * from {view}")
 
 
@@ -161,7 +215,7 @@ def replace_partition(path: str | Path, name: str, df: pl.DataFrame, column: str
         raise ValueError(f"rows written to partition {key!r} of {name!r} must all have {column} = {key!r}")
     with connect(path) as con:
         view = _register(con, df)
-        with transaction(con):
+        with transaction(con, Path(path).parent):
             if not table_exists(con, name):
                 con.execute(f"create table {table} as select * from {view}")
             else:
@@ -185,7 +239,7 @@ def append_rows(path: str | Path, name: str, df: pl.DataFrame) -> None:
     table = quote_identifier(name)
     with connect(path) as con:
         view = _register(con, df)
-        with transaction(con):
+        with transaction(con, Path(path).parent):
             if not table_exists(con, name):
                 con.execute(f"create table {table} as select * from {view}")
             else:
