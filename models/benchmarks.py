@@ -326,8 +326,8 @@ def parse_prompts(data: bytes, benchmark: str, *, label: str | None = None
         if not line.strip():
             continue  # blank lines (e.g. the final newline) are not records
         if len(line) > MAX_LINE_BYTES:
-            rejects.append(Reject(benchmark, label, number, f"line is {len(line) / 2**20:,.1f} MB, over the "
-                                  f"{MAX_LINE_BYTES // 2**20} MB limit of one record", _excerpt(line[:1000])))
+            rejects.append(Reject(benchmark, label, number, f"line is {len(line):,} bytes, over the "
+                                  f"{MAX_LINE_BYTES:,}-byte limit of one record", _excerpt(line[:1000])))
             continue
         text, problem = _decode(line)
         if text is None:

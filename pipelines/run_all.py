@@ -240,6 +240,7 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     log_path = _log_path(warehouse_path, args.log_file)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     _print_header(landing, names, plan, instance, warehouse_path, report, log_path)
+    removed = _remove_gone_benchmarks(instance, landing, plan, warehouse_path) if not args.benchmarks else {}
     partitions = _partitions(instance, landing, names)
     trust = integrity.trusted(warehouse_path) if warehouse_path else contextlib.nullcontext()
     with trust, open(log_path, "a", encoding="utf-8") as log:  # checked: its in-process runs need not again
@@ -252,6 +253,9 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
         if not args.skip_analysis:
             _run_analysis(runner, steps, plan, reference_fp)
     _print_summary(runner, names, warehouse_path, log_path, started, skip_analysis=args.skip_analysis)
+    for name, deleted in removed.items():
+        print(f"removed benchmark {name} (its landing folder is gone): {sum(deleted.values()):,} rows deleted from "
+              f"{len(deleted)} tables; its labels stay in the label cache and label store")
     return 1 if runner.failures else 0
 
 
@@ -337,6 +341,38 @@ def _partitions(instance: DagsterInstance, landing: bm.Landing, names: list[str]
     if gone:
         print(f"  warning: partitions without a landing folder (kept, not refreshed): {', '.join(gone)}")
     return partitions
+
+
+def _remove_gone_benchmarks(instance: DagsterInstance, landing: bm.Landing, plan: RunPlan,
+                            warehouse_path: str | None) -> dict[str, dict[str, int]]:
+    """A registered benchmark whose landing folder is gone leaves the tables its partition writes and the
+    partition list (so the analysis and the next exports run without it); its labels stay (label_cache and the
+    label store are keyed by text, not benchmark). Only when the landing root it came from is still there: an
+    unset BENCHMAP_MIRROR or an unmounted folder removes nothing. Returns benchmark -> table -> rows deleted."""
+    from pipelines import warehouse as wh
+
+    registered = set(instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME))
+    gone = sorted(registered - set(landing.benchmarks) - {bm.LANDING_PARTITION})
+    if not gone or not warehouse_path or not Path(warehouse_path).exists():
+        return {}
+    roots = [root for _, root in landing_roots()]
+    paths: dict[str, str] = {}
+    with contextlib.suppress(LookupError):
+        registry = wh.read_table(warehouse_path, "benchmarks", columns=["benchmark", "landing_path"])
+        paths = dict(zip(registry["benchmark"].to_list(), registry["landing_path"].to_list(), strict=True))
+    tables = [key.path[-1] for key in plan.partitioned]
+    removed: dict[str, dict[str, int]] = {}
+    for name in gone:
+        folder = Path(paths[name]) if paths.get(name) else None
+        root_there = folder.parent.is_dir() if folder is not None else all(r.is_dir() for r in roots)
+        if not root_there or (folder is not None and folder.exists()):
+            continue  # its root is not reachable now (or the folder is there but not a benchmark): keep it
+        removed[name] = wh.delete_benchmark_rows(warehouse_path, name, tables)
+        run_state.forget(warehouse_path, f"partition:{name}")  # the analysis fingerprint changes: it reruns
+        instance.delete_dynamic_partition(BENCHMARK_PARTITIONS_NAME, name)
+        print(f"  benchmark {name}: its landing folder {folder or '(unknown)'} is gone: removing it from "
+              f"{len(removed[name])} tables ({sum(removed[name].values()):,} rows) and the partition list")
+    return removed
 
 
 def _run_step(runner: Runner, steps: _Steps, step: str, fingerprint: str, label: str, keys: list[AssetKey],

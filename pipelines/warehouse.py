@@ -244,3 +244,23 @@ def append_rows(path: str | Path, name: str, df: pl.DataFrame) -> None:
                 con.execute(f"create table {table} as select * from {view}")
             else:
                 con.execute(f"insert into {table} by name select * from {view}")
+
+
+def delete_benchmark_rows(path: str | Path, benchmark: str, tables: Sequence[str]) -> dict[str, int]:
+    """Delete one benchmark's rows from each of `tables` that exists and has a `benchmark` column, in one
+    transaction (a benchmark whose landing folder was removed). Returns table -> rows deleted (non-zero only)."""
+    deleted: dict[str, int] = {}
+    with connect(path) as con:
+        having = {r[0] for r in con.execute(
+            "select table_name from information_schema.columns where table_schema = 'main' "
+            "and column_name = 'benchmark'").fetchall()}
+        with transaction(con, Path(path).parent):
+            for name in tables:
+                if name not in having:
+                    continue
+                table = quote_identifier(name)
+                n = int(con.execute(f"select count(*) from {table} where benchmark = ?", [benchmark]).fetchone()[0])
+                if n:
+                    con.execute(f"delete from {table} where benchmark = ?", [benchmark])
+                    deleted[name] = n
+    return deleted

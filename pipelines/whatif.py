@@ -13,10 +13,12 @@ here, so models/gaps stays pure.
 from __future__ import annotations
 
 import argparse
+import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import polars as pl
 
@@ -28,6 +30,7 @@ from pipelines.label_queries import LABELS, label_counts_from_connection
 # The tables the offline labeler's TaskIndex is built from, beside gaps.REFERENCE_TABLES.
 INDEX_TABLES = ("onet_job_titles", "onet_technology_skills")
 PROG = "python -m pipelines.whatif"
+EXIT_USAGE = 2  # a bad argument: one line on stderr, nothing computed
 
 
 # --- the candidate folder ----------------------------------------------------------------------------------
@@ -220,19 +223,65 @@ def _print_frame(title: str, frame: pl.DataFrame, limit: int = 20) -> None:
         print(frame.head(limit))
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Usage errors are one line on stderr and exit 2 (argparse's default prints the usage block first)."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _at_least_one(name: str) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a whole number >= 1, got {text!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {value}")
+        return value
+    return parse
+
+
+def check_out_folder(out: Path) -> str | None:
+    """Why `--out` cannot take the what-if's CSV files (None when it can), checked before anything is computed:
+    it must be a folder (or not exist yet) in a writable place, and the files it would replace must be the
+    what-if's own CSV files, not something else of the same name."""
+    if out.exists() and not out.is_dir():
+        return f"--out {out} is an existing file, not a folder: --out takes a folder for the what-if CSV files"
+    if out.is_dir():
+        for name in gaps.WHATIF_TABLES:
+            target = out / f"{name}.csv"
+            if target.exists() and not target.is_file():
+                return f"--out {out}: {target} exists and is not a file"
+    probe = out
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"--out {out}: {probe} is not a folder"
+    try:  # a real write: access() says yes to root on a read-only file system
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as exc:
+        return f"--out {out} is not writable ({probe}: {exc.strerror or exc})"
+    return None
+
+
 def _parser() -> argparse.ArgumentParser:
     from pipelines.cli import DEBUG_HELP
 
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog=PROG, description="Marginal gain of a candidate benchmark folder (prompts.jsonl): what it would "
         "add to the coverage map, computed without writing to the warehouse.", epilog=DEBUG_HELP)
     parser.add_argument("folder", type=Path, help="the candidate folder (or its prompts.jsonl)")
-    parser.add_argument("--threshold", type=int, default=gaps.DEFAULT_THRESHOLD)
+    parser.add_argument("--threshold", type=_at_least_one("--threshold"), default=gaps.DEFAULT_THRESHOLD,
+                        help=f"prompts a task needs to count as covered (>= 1, default {gaps.DEFAULT_THRESHOLD})")
     parser.add_argument(
         "--warehouse", default=None,
         help="the DuckDB file (default $BENCHMAP_WAREHOUSE or data/warehouse/benchmap.duckdb)",
     )
-    parser.add_argument("--top", type=int, default=100, help="gap ranks compared (default 100)")
+    parser.add_argument("--top", type=_at_least_one("--top"), default=100,
+                        help="gap ranks compared (>= 1, default 100)")
     parser.add_argument("--out", type=Path, help="also write the four tables as CSV into this folder")
     return parser
 
@@ -246,6 +295,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     warehouse = args.warehouse or str(settings().warehouse)  # BENCHMAP_WAREHOUSE, read by the settings
     if not Path(warehouse).exists():
         parser.error(f"no warehouse at {warehouse}: run `make run` first or pass --warehouse")
+    if args.out is not None and (problem := check_out_folder(args.out)):
+        parser.error(problem)  # before any work: a bad --out used to fail only after printing the results
     check_candidate_folder(Path(args.folder))
     result = run_whatif(warehouse, args.folder, gaps.WhatIfParams(threshold=args.threshold, top_n=args.top))
     for name, frame in gaps.whatif_tables(result).items():
