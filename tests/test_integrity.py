@@ -268,3 +268,41 @@ def test_backfill_copies_a_warehouse_labeled_before_the_store_existed(tmp_path: 
     stored = label_store.read_store(path)
     assert [pl.read_parquet(p).height for p in stored.cache_files] == [1]
     assert stored.failures["prompt_hash"].to_list() == ["q2"]
+
+
+# ------------------------------------------------------------------------------------------------ removed
+def test_a_benchmark_removed_from_the_landing_zone_leaves_the_tables_but_not_its_labels(
+        state: common.State, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from dagster import DagsterInstance
+
+    monkeypatch.delenv("BENCHMAP_MIRROR")  # the landing zone is the two benchmarks below
+    instance = DagsterInstance.ephemeral()
+    common.write_benchmark(state.landing, "ra", real_records("webshop", 12, tag="ra"))
+    common.write_benchmark(state.landing, "rb", real_records("officebench", 15, tag="rb"),
+                           results=[("rb-1", "m", 0.5)])
+    args = ["--skip-reference", "--skip-analysis"]
+    assert run_all(state, instance, *args) == 0
+    assert labeler_calls(capsys.readouterr().out) == {"ra": 12, "rb": 15}
+    cached = lc.LabelCache(state.warehouse).read_frame().height
+    tables = ["benchmarks", "benchmark_prompts", "prompt_task_labels"]
+
+    def rows(benchmark: str) -> dict[str, int]:
+        return {t: int(wh.query(state.warehouse, f"select count(*) as n from {t} where benchmark = ?",
+                                [benchmark])["n"][0]) for t in tables}
+
+    kept = rows("ra")
+    assert rows("rb")["benchmark_prompts"] == 15
+    shutil.rmtree(state.landing / "rb")
+    assert run_all(state, instance, *args) == 0  # a plain run
+    out = capsys.readouterr().out
+    assert "removed benchmark rb (its landing folder is gone)" in out
+    assert rows("rb") == dict.fromkeys(tables, 0) and rows("ra") == kept
+    assert "rb" not in instance.get_dynamic_partitions("benchmark")
+    assert "partition:rb" not in run_state.load_records(state.warehouse)  # the analysis sees a change and reruns
+    assert lc.LabelCache(state.warehouse).read_frame().height == cached  # its labels stay
+    # put back: labeled from the cache, nothing computed again
+    common.write_benchmark(state.landing, "rb", real_records("officebench", 15, tag="rb"))
+    assert run_all(state, instance, *args) == 0
+    assert labeler_calls(capsys.readouterr().out) == {"rb": 0}
