@@ -182,12 +182,37 @@ def trusted(path: str | Path) -> Iterator[None]:
         _TRUSTED.discard(key)
 
 
-def check_for_run(path: str | Path) -> IntegrityReport | None:
+def check_for_run(path: str | Path, run_id: str | None = None) -> IntegrityReport | None:
     """The check a Dagster run makes when its Warehouse resource is set up (sensor, schedule and UI runs, each
-    step process): raises WarehouseDamaged; None when this process already trusts the file."""
+    step process): raises WarehouseDamaged; None when this process already trusts the file.
+
+    The checksum pass reads the whole file (seconds on a large warehouse), so with a `run_id` it runs once per
+    run: the first step process to set up records the run under `<warehouse>.checked/`, and the run's other
+    step processes make the cheap check (length, catalog, row counts) only."""
     if str(Path(path).resolve()) in _TRUSTED:
         return None
-    return require_sound(path)
+    marker = _run_marker(Path(path), run_id) if run_id else None
+    if marker is not None and marker.exists():
+        return require_sound(path, checksums=False)
+    report = require_sound(path)
+    if marker is not None:
+        with contextlib.suppress(OSError):  # only a saving: a read-only folder checks every step in full
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+            _prune_markers(marker.parent)
+    return report
+
+
+def _run_marker(path: Path, run_id: str) -> Path:
+    return path.with_name(path.name + ".checked") / run_id
+
+
+def _prune_markers(folder: Path, keep_s: float = 2 * 86400) -> None:
+    cutoff = time.time() - keep_s
+    for marker in folder.iterdir():
+        with contextlib.suppress(OSError):
+            if marker.stat().st_mtime < cutoff:
+                marker.unlink()
 
 
 __all__ = ["ENVIRONMENT_ERRORS", "REBUILD_COMMAND", "RESTORE_COMMAND", "IntegrityReport", "WarehouseDamaged",

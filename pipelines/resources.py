@@ -23,11 +23,11 @@ class Warehouse(ConfigurableResource):
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         """Integrity before trust: every run (sensor, schedule, UI) starts by checking that the warehouse file is
-        whole and every table reads (pipelines/integrity.py, ~0.1 s); a damaged file fails the run with the
-        recovery command instead of writing into it."""
+        whole and every table reads, every block's checksum once per run (pipelines/integrity.py); a damaged
+        file fails the run with the recovery command instead of writing into it."""
         from pipelines import integrity
 
-        integrity.check_for_run(self.path)
+        integrity.check_for_run(self.path, getattr(context, "run_id", None))
 
     @property
     def export_dir(self) -> Path:

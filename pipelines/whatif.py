@@ -231,16 +231,15 @@ class _OneLineParser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def _at_least_one(name: str) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a whole number >= 1, got {text!r}") from None
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {value}")
-        return value
-    return parse
+def _at_least_one(text: str) -> int:
+    """An argparse type: a whole number >= 1 (argparse names the option in the error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
 
 
 def check_out_folder(out: Path) -> str | None:
@@ -274,13 +273,13 @@ def _parser() -> argparse.ArgumentParser:
         prog=PROG, description="Marginal gain of a candidate benchmark folder (prompts.jsonl): what it would "
         "add to the coverage map, computed without writing to the warehouse.", epilog=DEBUG_HELP)
     parser.add_argument("folder", type=Path, help="the candidate folder (or its prompts.jsonl)")
-    parser.add_argument("--threshold", type=_at_least_one("--threshold"), default=gaps.DEFAULT_THRESHOLD,
+    parser.add_argument("--threshold", type=_at_least_one, default=gaps.DEFAULT_THRESHOLD,
                         help=f"prompts a task needs to count as covered (>= 1, default {gaps.DEFAULT_THRESHOLD})")
     parser.add_argument(
         "--warehouse", default=None,
         help="the DuckDB file (default $BENCHMAP_WAREHOUSE or data/warehouse/benchmap.duckdb)",
     )
-    parser.add_argument("--top", type=_at_least_one("--top"), default=100,
+    parser.add_argument("--top", type=_at_least_one, default=100,
                         help="gap ranks compared (>= 1, default 100)")
     parser.add_argument("--out", type=Path, help="also write the four tables as CSV into this folder")
     return parser

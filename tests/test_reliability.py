@@ -69,9 +69,14 @@ def test_random_bytes_inside_a_table_are_found_and_stop_the_run_with_exit_3(tmp_
     warehouse = tmp_path / "wh" / "benchmap.duckdb"
     _small_warehouse(warehouse)
     assert integrity.check_warehouse(warehouse).ok
+    assert integrity.check_for_run(warehouse, "run-a").ok  # a Dagster run's first step: the full check
     size = warehouse.stat().st_size
     _overwrite_inside(warehouse, "benchmark_prompts")
     assert warehouse.stat().st_size == size
+    # the run's later step processes make the cheap check only; the next run's first step makes the full one
+    assert integrity.check_for_run(warehouse, "run-a").ok
+    with pytest.raises(integrity.WarehouseDamaged, match="cannot be read: benchmark_prompts"):
+        integrity.check_for_run(warehouse, "run-b")
     # the length, catalog and row counts alone do not see it (the check before issue 26)
     assert integrity.check_warehouse(warehouse, checksums=False).ok
     damaged = integrity.check_warehouse(warehouse)
@@ -219,10 +224,10 @@ def test_whatif_refuses_bad_arguments_in_one_line_before_any_work(tmp_path: Path
     a_file = tmp_path / "notes.txt"
     a_file.write_text("keep me\n")
     cases = {
-        ("--threshold", "-1"): "--threshold must be >= 1, got -1",
-        ("--threshold", "0"): "--threshold must be >= 1, got 0",
-        ("--threshold", "two"): "--threshold must be a whole number >= 1",
-        ("--top", "0"): "--top must be >= 1",
+        ("--threshold", "-1"): "argument --threshold: must be >= 1, got -1",
+        ("--threshold", "0"): "argument --threshold: must be >= 1, got 0",
+        ("--threshold", "two"): "argument --threshold: must be a whole number >= 1, got 'two'",
+        ("--top", "0"): "argument --top: must be >= 1, got 0",
         ("--out", str(a_file)): f"--out {a_file} is an existing file, not a folder",
         ("--out", str(a_file / "sub")): f"{a_file} is not a folder",
     }
