@@ -11,7 +11,8 @@ Steps whose inputs did not change since their last successful run, and whose out
 with the rows they had, are skipped (pipelines/run_state.py); `--force` runs every step. `--rebuild` first
 moves a damaged warehouse aside and restores the label cache from the label store (pipelines/restore_labels.py),
 then runs every step: a lost warehouse costs the cheap tables, never a relabel. A deleted warehouse whose label
-store is still there gets its labels back the same way, without being asked.
+store is still there gets its labels back the same way, without being asked. A benchmark whose landing folder
+was removed leaves the tables and the partition list on a plain run (no `--benchmarks`); its labels stay.
 
 Output: one line per stage (what ran, rows, seconds) and a summary with the headline numbers of
 `coverage_headline`; Dagster's own log of every run goes to a file whose path is printed (`--verbose` shows it
