@@ -38,9 +38,7 @@ def describe(exc: BaseException) -> str:
         return f"{exc} (another process is writing the warehouse: wait for it, or stop it)"
     if isinstance(exc, duckdb.Error):
         text = _one_line(str(exc)) or type(exc).__name__
-        damaged = any(s in str(exc) for s in ("Could not read enough bytes", "not a valid DuckDB",
-                                              "Corrupt", "checksum", "Invalid Input Error: File"))
-        return f"DuckDB: {text}" + (f" ({DAMAGED_HINT})" if damaged else "")
+        return f"DuckDB: {text}" + (f" ({DAMAGED_HINT})" if looks_damaged(str(exc)) else "")
     if isinstance(exc, IsADirectoryError):
         return f"{exc.filename or exc} is a directory, not a file"
     if isinstance(exc, NotADirectoryError):
@@ -55,6 +53,13 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError) and not isinstance(exc, SourceNotFoundError) and exc.filename:
         return f"no such file or folder: {exc.filename}"
     return _one_line(str(exc)) or type(exc).__name__
+
+
+def looks_damaged(text: str) -> bool:
+    """Whether a DuckDB error's text says the warehouse file is damaged (a block that fails its checksum, a
+    short read, a file that is not DuckDB's)."""
+    return any(s in text for s in ("Could not read enough bytes", "not a valid DuckDB", "Corrupt database file",
+                                   "does not match stored checksum", "Invalid Input Error: File"))
 
 
 def _one_line(text: str) -> str:
@@ -89,4 +94,4 @@ def run_cli(main: Callable[[list[str]], int], argv: Sequence[str] | None = None,
         return 1
 
 
-__all__ = ["DEBUG_FLAG", "DEBUG_HELP", "KNOWN_ERRORS", "describe", "run_cli"]
+__all__ = ["DEBUG_FLAG", "DEBUG_HELP", "KNOWN_ERRORS", "describe", "looks_damaged", "run_cli"]

@@ -19,7 +19,8 @@ Output: one line per stage (what ran, rows, seconds) and a summary with the head
 on the console as well).
 
 Exit code 0 when every step succeeded, 1 otherwise (the remaining steps still run; the summary lists
-failures), 2 for an unknown benchmark name, 3 when the warehouse is damaged (nothing runs).
+failures), 2 for an unknown benchmark name, 3 when the warehouse is damaged (nothing runs; or a step found
+damage the check did not, then with the same recovery line).
 """
 
 from __future__ import annotations
@@ -257,6 +258,10 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     for name, deleted in removed.items():
         print(f"removed benchmark {name} (its landing folder is gone): {sum(deleted.values()):,} rows deleted from "
               f"{len(deleted)} tables; its labels stay in the label cache and label store")
+    if any(cli.looks_damaged(failure) for failure in runner.failures):  # damage found by a step, mid-run
+        print(f"python -m pipelines.run_all: error: a step found the warehouse damaged: recover with "
+              f"`{integrity.REBUILD_COMMAND}`", file=sys.stderr)
+        return EXIT_DAMAGED
     return 1 if runner.failures else 0
 
 
