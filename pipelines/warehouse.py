@@ -103,7 +103,7 @@ def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = L
         raise
     except (duckdb.Error, OSError) as exc:  # a full disk says so, whichever write found it
         if is_disk_full(exc):
-            raise DiskFull(path.parent, _first_line(exc)) from exc
+            raise DiskFull(path.parent, _first_line(exc)) from None  # summaries show the deepest cause
         raise
     finally:
         try:
@@ -111,7 +111,7 @@ def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = L
         except duckdb.Error as exc:
             if not is_disk_full(exc) or sys.exc_info()[0] is not None:
                 raise
-            raise DiskFull(path.parent, _first_line(exc)) from exc
+            raise DiskFull(path.parent, _first_line(exc)) from None  # summaries show the deepest cause
 
 
 def _connection_config(path: Path, memory_limit: str) -> dict[str, str]:
@@ -187,7 +187,7 @@ def transaction(con: duckdb.DuckDBPyConnection, folder: Path | None = None) -> I
         with contextlib.suppress(duckdb.Error):  # nothing to roll back when DuckDB ended the transaction
             con.execute("rollback")
         if folder is not None and is_disk_full(exc):
-            raise DiskFull(folder, _first_line(exc)) from exc
+            raise DiskFull(folder, _first_line(exc)) from None  # summaries show the deepest cause
         raise
 
 
