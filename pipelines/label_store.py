@@ -12,6 +12,8 @@ Layout, next to the warehouse file (`data/warehouse/benchmap.duckdb` -> `data/wa
     <seq>.failures.parquet         that batch's label_failures rows (attempts of this batch only), when any
     <seq>.failures.parquet.sha256
 
+    .locks/<benchmark>.lock        the per-benchmark labeling lock (pipelines/label_cache.py), no data
+
 `<seq>` = `<UTC nanoseconds>-<pid>-<random>`: segments sort in the order they were written. A segment is never
 changed after it is written: the checksum file is written first and the Parquet file renamed into place last,
 so a Parquet file that is present is complete, and one whose bytes differ from its checksum is reported and
@@ -21,6 +23,9 @@ skipped (the others are still restored).
 (models/labeling/cache.py). `replay` applies the batches in order with the same rules as `write_batch`: every
 prompt hash a batch touched (its cache rows and its failure rows) loses its outstanding failures of that
 labeler and version, the batch's failures are inserted with the attempts of the replaced ones added.
+
+A batch in the store but not in the warehouse (a process killed between the two writes) is copied into the
+warehouse by `LabelCache.read` the next time its prompts are to be labeled: it is never requested again.
 
 No dagster here; the only I/O is this folder.
 """

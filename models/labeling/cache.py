@@ -3,7 +3,8 @@
 Labeling goes batch by batch. Each batch's labels (and failures) are written in one transaction before the
 next batch starts, so a run killed halfway keeps every completed batch and the next run labels only the rest;
 a run over prompts that are all cached makes zero labeler calls. Failures are never cached as labels: they go
-to `label_failures`, and the prompt is retried on the next run.
+to `label_failures`, and the prompt is retried on the next run (at most MAX_LABEL_RUNS runs). Outcome texts are
+masked by the store's `text_scrubber` (secrets) before they are written, counted or returned.
 
 Pure: the loop writes through a `LabelStore`; the DuckDB store (tables label_cache and label_failures, its
 SQL and transactions) is `pipelines.label_cache.LabelCache`.
