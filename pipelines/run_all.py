@@ -55,6 +55,7 @@ from pipelines import run_report as rr
 from pipelines.jobs import WAREHOUSE_CHECKS
 from pipelines.landing import folder_content_hash
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
+from pipelines.run_steps import Steps
 from pipelines.settings import DEFAULT_WAREHOUSE, PROJECT_ROOT, settings
 from pipelines.sources import discover_landing, landing_roots
 from pipelines.untrusted import untrusted_scrubber
@@ -256,7 +257,7 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     trust = integrity.trusted(warehouse_path) if warehouse_path else contextlib.nullcontext()
     with trust, open(log_path, "a", encoding="utf-8") as log:  # checked: its in-process runs need not again
         runner = Runner(defs, instance, log=log, verbose=args.verbose)
-        steps = _Steps(warehouse_path, report, args.force or restored)
+        steps = Steps(warehouse_path, report, args.force or restored)
         reference_fp = run_state.reference_fingerprint(runner.resources.get("labeler"))
         if not args.skip_reference:
             _run_step(runner, steps, "reference", reference_fp, "reference", plan.reference, "reference")
@@ -353,18 +354,20 @@ def _partitions(instance: DagsterInstance, landing: bm.Landing, names: list[str]
     return partitions
 
 
-def _run_step(runner: Runner, steps: _Steps, step: str, fingerprint: str, label: str, keys: list[AssetKey],
+def _run_step(runner: Runner, steps: Steps, step: str, fingerprint: str, label: str, keys: list[AssetKey],
               kind: str, *, with_warehouse_checks: bool = False) -> None:
-    """An unpartitioned step (reference, analysis): skipped when unchanged, else run, reported, remembered."""
-    if steps.unchanged(step, fingerprint, label):
-        return
-    steps.attempt(step)
-    outcome = runner.run(label, keys, kind, with_warehouse_checks=with_warehouse_checks)
-    runner.report(label, outcome)
-    steps.remember(step, fingerprint, outcome.result)
+    """An unpartitioned step (reference, analysis): skipped when unchanged, else run, reported, remembered.
+    One run_all at a time runs it: a second one waits, then finds it done (one analysis per set of inputs)."""
+    with steps.exclusive(step, label):
+        if steps.unchanged(step, fingerprint, label):
+            return
+        steps.attempt(step)
+        outcome = runner.run(label, keys, kind, with_warehouse_checks=with_warehouse_checks)
+        runner.report(label, outcome)
+        steps.remember(step, fingerprint, outcome.result)
 
 
-def _run_partitions(runner: Runner, steps: _Steps, plan: RunPlan, landing: bm.Landing, partitions: list[str],
+def _run_partitions(runner: Runner, steps: Steps, plan: RunPlan, landing: bm.Landing, partitions: list[str],
                     reference_fp: str) -> None:
     """Each benchmark partition whose content (or the reference) changed; the skipped ones' counts are added to
     the totals from the warehouse."""
@@ -390,7 +393,7 @@ def _run_partitions(runner: Runner, steps: _Steps, plan: RunPlan, landing: bm.La
         _add_stored_counts(report.counts, report.by_benchmark, skipped, steps.path, runner.totals)
 
 
-def _run_analysis(runner: Runner, steps: _Steps, plan: RunPlan, reference_fp: str) -> None:
+def _run_analysis(runner: Runner, steps: Steps, plan: RunPlan, reference_fp: str) -> None:
     """The unpartitioned assets downstream of the benchmarks, when the reference or any partition changed."""
     analysis_fp = run_state.analysis_fingerprint(
         reference_fp, {k[len("partition:"):]: v.fingerprint for k, v in steps.stored.items()
@@ -457,54 +460,6 @@ def _register_partitions(instance: DagsterInstance, names: list[str], attempts: 
             if attempt == attempts - 1:
                 raise
             time.sleep(0.2 * (attempt + 1))
-
-
-class _Steps:
-    """The run_state bookkeeping of one run: which steps to skip, forget before and remember after."""
-
-    def __init__(self, warehouse_path: str | None, report: integrity.IntegrityReport | None, force: bool) -> None:
-        self.path = warehouse_path
-        self.report = report
-        self.force = force
-        self.stored = run_state.load_records(warehouse_path) if warehouse_path else {}
-
-    def unchanged(self, step: str, fingerprint: str, label: str, *, partition: str | None = None,
-                  open_failures: int = 0) -> bool:
-        record = self.stored.get(step)
-        if self.force or record is None or record.fingerprint != fingerprint:
-            return False
-        if open_failures:  # a failure is not done: the plain re-run retries exactly the failed prompts
-            print(f"- {label}: inputs unchanged, but {open_failures} prompts failed to label: running it")
-            return False
-        why = run_state.outputs_intact(record, self.report.counts if self.report else {},
-                                       self.report.by_benchmark if self.report else {}, partition)
-        if why is not None:
-            print(f"- {label}: inputs unchanged, but {why}: running it")
-            return False
-        print(f"- {label}: unchanged since its last successful run, skipped (--force to run it)")
-        return True
-
-    def retryable_failures(self, benchmark: str, labeler: object) -> int:
-        """Prompts of the benchmark in label_failures (this labeler) that a plain run still retries."""
-        if not self.path or not Path(self.path).exists() or benchmark == bm.LANDING_PARTITION:
-            return 0
-        from models.labeling.cache import MAX_LABEL_RUNS
-        from pipelines.label_cache import LabelCache
-
-        return LabelCache(self.path).open_failures(benchmark, getattr(labeler, "kind", None),
-                                                   retry_below_runs=MAX_LABEL_RUNS)
-
-    def attempt(self, step: str) -> None:  # a failed attempt may have written part of its output: redo it next time
-        if self.path and step in self.stored:
-            run_state.forget(self.path, step)
-            self.stored.pop(step)
-
-    def remember(self, step: str, fingerprint: str, result: ExecuteInProcessResult | None) -> None:
-        if not self.path or result is None or not result.success:
-            return
-        outputs = rr.written_tables(result)  # the rows each table (a benchmark step: its partition) got
-        run_state.save(self.path, step, fingerprint, outputs)
-        self.stored[step] = run_state.StepRecord(fingerprint, outputs)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ labels snapshot (tests/test_faults.py's `world`):
 - a server failing 6 of 16 prompts: the run says so and exits EXIT_LABEL_FAILURES, the partition's check fails,
   a plain re-run retries exactly the failed prompts, a prompt that keeps failing is given up after
   MAX_LABEL_RUNS runs with its last error kept;
-- two `run_all` at once on the same new prompts request each prompt once; a run SIGKILLed after a batch reached
-  the label store but not the warehouse never requests that batch again.
+- two `run_all` at once on the same new prompts request each prompt once and compute the analysis once; a run
+  SIGKILLed after a batch reached the label store but not the warehouse never requests that batch again.
 """
 
 from __future__ import annotations
@@ -258,6 +258,22 @@ def test_two_run_alls_at_once_request_each_new_prompt_once(world: World) -> None
     labeled = sorted(int(m) for o in outputs for m in re.findall(r"(\d+) labeled, 0 failed", o))
     assert labeled == [0, len(records)]  # one run labeled all of them, the other found them cached
     assert world.labels("together")["prompt_id"].n_unique() == len(records)
+
+
+def test_two_run_alls_at_once_compute_the_analysis_once(world: World) -> None:
+    records = marked(real_records("tau_bench", 20), "analysis")
+    world.add("analysed", records)
+    command = [sys.executable, "-m", "pipelines.run_all", "--skip-reference", "--benchmarks", "analysed"]
+    runs = [subprocess.Popen(command, env=world.state.env(), cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    outputs = [r.communicate(timeout=900)[0] for r in runs]
+    assert [r.returncode for r in runs] == [0, 0], "\n".join(o[-2000:] for o in outputs)
+    ran = [o for o in outputs if re.search(r"- analysis/exports .*: ok in", o)]
+    waited = [o for o in outputs if "analysis/exports (+ warehouse-wide benchmark checks): another run_all is "
+              "running this step: waiting for it" in o]
+    assert len(ran) == 1 and len(waited) == 1, "\n".join(o[-2000:] for o in outputs)
+    assert "analysis/exports (+ warehouse-wide benchmark checks): unchanged since its last successful run, " \
+           "skipped" in waited[0]
 
 
 def test_labels_in_the_label_store_are_never_requested_again_after_a_sigkill(world: World) -> None:
