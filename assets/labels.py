@@ -23,6 +23,7 @@ import polars as pl
 from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
+    AssetCheckSeverity,
     AssetExecutionContext,
     AssetIn,
     AssetOut,
@@ -48,6 +49,7 @@ GROUP = "labels"
 INDEX_GROUP = "reference"
 PARTITIONED = {"partition_expr": "benchmark"}
 LLM_POOL = "llm_api"
+COMPLETE_CHECK = "prompt_task_labels_complete"
 
 
 # --- the task search index ----------------------------------------------------------------------------------
@@ -217,11 +219,13 @@ def prompt_task_labels(
             "partition's stored labels are left unchanged.",
             metadata={**stats.as_metadata(), "failures_preview": MetadataValue.md(markdown_table(failures))},
         )
-    if stats.n_failed:
+    open_failures = cache.open_failures(benchmark, impl.name, impl.labeler_version)
+    if stats.n_failed or stats.n_given_up:
         context.log.warning(
-            f"{stats.n_failed} prompts failed to label (see label_failures); they will be "
-            "retried on the next run"
-        )
+            f"{stats.n_labeled} labeled, {stats.n_failed} failed (see label_failures); failed prompts are "
+            f"retried by the next plain run (at most {lc.MAX_LABEL_RUNS} runs each"
+            + (f"; {stats.n_given_up} not asked again after {lc.MAX_LABEL_RUNS} failed runs)" if stats.n_given_up
+               else ")"))
     labeler_stats = getattr(impl, "stats", None)
     metadata = {
             **stats.as_metadata(),
@@ -231,6 +235,7 @@ def prompt_task_labels(
             "task_index_origin": origin,
             "task_index_seconds": round(index_s, 3),
             "prompts_without_labels": unlabeled,
+            "open_label_failures": open_failures,
             "labels_per_prompt": round(frame.height / max(1, len(prompts) - unlabeled), 2),
             "failures_preview": MetadataValue.md(markdown_table(failures)),
             "progress_log": MetadataValue.md(
@@ -248,6 +253,7 @@ def prompt_task_labels(
         selected, Output(frame, "prompt_task_labels", metadata=metadata),
         Output(work, "prompt_work", metadata={"n_prompts": work.height, "prompts_not_work": n_not_work,
                                               "labeler_version": impl.labeler_version}))
+
 
 
 def _selected_outputs(selected: set[str], *outputs: Output) -> Iterator[Output]:
@@ -277,5 +283,33 @@ def prompt_task_labels_valid(context: AssetCheckExecutionContext, warehouse: War
     )
 
 
+@asset_check(
+    asset="prompt_task_labels",
+    name=COMPLETE_CHECK,
+    blocking=False,
+    description="Warehouse-wide: every current prompt is labeled. Fails while label_failures holds prompts of "
+    "the current benchmarks (a plain run_all retries them, up to MAX_LABEL_RUNS failed runs per prompt); the "
+    "metadata counts them per benchmark and shows the last errors.",
+)
+def prompt_task_labels_complete(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:
+    if not warehouse.table_exists("label_failures") or not warehouse.table_exists("benchmark_prompts"):
+        return AssetCheckResult(passed=True, metadata={"open_label_failures": 0})
+    open_rows = warehouse.query(
+        "select f.benchmark, f.prompt_id, f.labeler, f.labeler_version, f.attempts, coalesce(f.runs, 1) as runs, "
+        "f.error from label_failures f semi join benchmark_prompts p on p.benchmark = f.benchmark and "
+        "p.prompt_hash = f.prompt_hash order by f.benchmark, f.prompt_id")
+    per_benchmark = open_rows.group_by("benchmark").len().sort("benchmark")
+    return AssetCheckResult(
+        passed=open_rows.is_empty(),
+        severity=AssetCheckSeverity.ERROR,
+        metadata={
+            "open_label_failures": open_rows.height,
+            "given_up": int((open_rows["runs"] >= lc.MAX_LABEL_RUNS).sum()) if open_rows.height else 0,
+            "by_benchmark": MetadataValue.md(markdown_table(per_benchmark)),
+            "failures_preview": MetadataValue.md(markdown_table(open_rows)),
+        },
+    )
+
+
 ASSETS: list = [task_search_index, prompt_task_labels]
-CHECKS: list = [prompt_task_labels_valid]
+CHECKS: list = [prompt_task_labels_valid, prompt_task_labels_complete]

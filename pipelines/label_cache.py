@@ -10,9 +10,13 @@ accumulate across runs) and deleted once the prompt is labeled.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
+import os
 import random
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import duckdb
@@ -31,6 +35,7 @@ from models.labeling.cache import (
 )
 from pipelines import label_store
 from pipelines import warehouse as wh
+from pipelines.untrusted import untrusted_scrubber
 
 CACHE_TABLE = "label_cache"
 FAILURES_TABLE = "label_failures"
@@ -67,12 +72,15 @@ create table if not exists {FAILURES_TABLE} (
     labeler_version varchar not null,
     error varchar,
     attempts integer,
-    failed_at timestamp
+    failed_at timestamp,
+    runs integer
 )"""
+_FAILURES_MIGRATE = f"alter table {FAILURES_TABLE} add column if not exists runs integer"
 
 FAILURE_SCHEMA: dict[str, pl.DataType] = {
     "prompt_hash": pl.Utf8, "benchmark": pl.Utf8, "prompt_id": pl.Utf8, "labeler": pl.Utf8,
-    "labeler_version": pl.Utf8, "error": pl.Utf8, "attempts": pl.Int32, "failed_at": pl.Datetime("us")}
+    "labeler_version": pl.Utf8, "error": pl.Utf8, "attempts": pl.Int32, "failed_at": pl.Datetime("us"),
+    "runs": pl.Int32}
 CACHE_SCHEMA: dict[str, pl.DataType] = {
     "prompt_hash": pl.Utf8, "onet_version": pl.Utf8, "labeler": pl.Utf8, "model": pl.Utf8,
     "template_version": pl.Utf8, "labels_json": pl.Utf8, "created_at": pl.Datetime, "labeler_version": pl.Utf8,
@@ -81,13 +89,14 @@ CACHE_SCHEMA: dict[str, pl.DataType] = {
 # attempts accumulate over runs: add the attempts of the outstanding failure being replaced
 _PREV_ATTEMPTS_SQL = (
     f"create temp table _prev_attempts as select prompt_hash, coalesce(prompt_id, '') as pid, "
-    f"max(attempts) as attempts from {FAILURES_TABLE} where labeler = ? and labeler_version = ? "
+    f"max(attempts) as attempts, max(coalesce(runs, 1)) as runs from {FAILURES_TABLE} where labeler = ? and labeler_version = ? "
     f"and prompt_hash in (select unnest(?::varchar[])) group by all")
 _DELETE_FAILURES_SQL = (f"delete from {FAILURES_TABLE} where labeler = ? and labeler_version = ? "
                         f"and prompt_hash in (select unnest(?::varchar[]))")
 _INSERT_FAILURES_SQL = (
     f"insert into {FAILURES_TABLE} by name select f.prompt_hash, f.benchmark, f.prompt_id, f.labeler, "
-    f"f.labeler_version, f.error, f.attempts + coalesce(p.attempts, 0) as attempts, f.failed_at from {{view}} f "
+    f"f.labeler_version, f.error, f.attempts + coalesce(p.attempts, 0) as attempts, f.failed_at, "
+    f"f.runs + coalesce(p.runs, 0) as runs from {{view}} f "
     f"left join _prev_attempts p on p.prompt_hash = f.prompt_hash and p.pid = coalesce(f.prompt_id, '')")
 # the first label set written for a (hash, key) wins: a re-run never replaces paid labels
 _INSERT_CACHE_SQL = (
@@ -113,6 +122,7 @@ class LabelCache:
         for migrate in _CACHE_MIGRATE:  # a cache written before the per-step usage columns
             con.execute(migrate)
         con.execute(_FAILURES_DDL)
+        con.execute(_FAILURES_MIGRATE)  # failures recorded before runs were counted
 
     def exists(self, table: str = CACHE_TABLE) -> bool:
         if not self.path.exists():
@@ -120,11 +130,93 @@ class LabelCache:
         with wh.connect(self.path, read_only=True) as con:
             return wh.table_exists(con, table)
 
+    # -- what label_with_cache asks of its store besides read/write_batch (models/labeling/cache.py)
+    @staticmethod
+    def text_scrubber() -> Callable[[str | None], str | None]:
+        """Masks the secrets this process knows in untrusted text (errors, rationales) before it is stored."""
+        return untrusted_scrubber()
+
+    @contextlib.contextmanager
+    def labeling_lock(self, benchmarks: Sequence[str], log: Callable[[str], None] | None = None
+                      ) -> Iterator[None]:
+        """Hold the right to label these benchmarks' prompts (an flock per benchmark under the label store's
+        `.locks/`, released when the process dies): a second run labeling the same benchmark waits here for the
+        first, then reads the cache and finds its labels; runs labeling other benchmarks do not wait."""
+        folder = label_store.store_dir(self.path) / ".locks"
+        folder.mkdir(parents=True, exist_ok=True)
+        with contextlib.ExitStack() as stack:
+            for name in sorted(set(benchmarks)):  # one order everywhere: two runs never wait for each other
+                handle = stack.enter_context(open(folder / f"{_lock_name(name)}.lock", "a+"))
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    handle.seek(0)
+                    holder = handle.read().strip() or "another process"
+                    if log:
+                        log(f"labeling of {name!r} is in progress in {holder}: waiting for it")
+                    fcntl.flock(handle, fcntl.LOCK_EX)
+                handle.seek(0)
+                handle.truncate()
+                handle.write(f"pid {os.getpid()}\n")
+                handle.flush()
+            yield
+
+    def exhausted(self, labeler: str, labeler_version: str, hashes: Sequence[str], max_runs: int) -> set[str]:
+        """The hashes whose outstanding failure has already failed in `max_runs` runs: not asked again."""
+        if not hashes or not self.exists(FAILURES_TABLE):
+            return set()
+        frame = wh.query(self.path, f"select distinct prompt_hash from {FAILURES_TABLE} where labeler = ? and "
+                         f"labeler_version = ? and coalesce(runs, 1) >= ? and prompt_hash in "
+                         f"(select unnest(?::varchar[]))", [labeler, labeler_version, max_runs, list(hashes)])
+        return set(frame["prompt_hash"].to_list())
+
     def read(self, key: CacheKey, hashes: Sequence[str] | None = None) -> dict[str, list[TaskLabel]]:
-        """Cached labels by prompt hash for one key (all hashes when `hashes` is None)."""
+        """Cached labels by prompt hash for one key (all hashes when `hashes` is None). Hashes the warehouse
+        lacks but the label store holds (a run killed between the store's write and the commit) are copied
+        into the warehouse first, so they are never labeled again."""
         frame = self.read_frame(key, hashes)
+        if hashes is not None:
+            missing = sorted(set(hashes) - set(frame["prompt_hash"].to_list()))
+            if missing and self.adopt_from_store(key, missing):
+                frame = self.read_frame(key, hashes)
         return {row["prompt_hash"]: labels_from_json(row["labels_json"])
                 for row in frame.iter_rows(named=True)}
+
+    def adopt_from_store(self, key: CacheKey, missing: Sequence[str]) -> int:
+        """Copy the label store's label sets of `missing` (hashes label_cache lacks for this key) into it, and
+        drop their outstanding failures; returns how many."""
+        files = [str(seg.path) for seg in label_store.segments(self.path) if seg.kind == label_store.CACHE_KIND]
+        if not files or not missing:
+            return 0
+        missing = list(missing)
+        where = ("onet_version = ? and labeler = ? and model = ? and template_version = ? and prompt_hash in "
+                 "(select unnest(?::varchar[]))")
+        params = [key.onet_version, key.labeler, key.model, key.template_version, missing]
+        try:
+            found = wh.query(self.path, f"select * from read_parquet(?, union_by_name = true) where {where}",
+                             [files, *params])
+        except duckdb.Error:  # a damaged segment: the verified reader skips it
+            found = pl.concat([f.filter(pl.col("prompt_hash").is_in(missing))
+                               for f in label_store.verified_cache_frames(self.path)] or [pl.DataFrame()],
+                              how="diagonal_relaxed")
+            if not found.is_empty():
+                found = found.filter((pl.col("onet_version") == key.onet_version) & (pl.col("labeler") == key.labeler)
+                                     & (pl.col("model") == key.model)
+                                     & (pl.col("template_version") == key.template_version))
+        if found.is_empty():
+            return 0
+        found = found.sort("created_at").unique(subset=label_store.CACHE_KEY, keep="first", maintain_order=True)
+        with wh.connect(self.path) as con:
+            self._ensure(con)
+            view = f"_adopt_{random.randrange(1 << 30)}"
+            con.register(view, found.to_arrow())
+            with wh.transaction(con):
+                con.execute(_INSERT_CACHE_SQL.format(view=view))
+                versions = found.select(pl.coalesce("labeler_version", pl.col("model") + "+" + pl.col(
+                    "template_version"))).to_series().unique().to_list()
+                for version in versions:
+                    con.execute(_DELETE_FAILURES_SQL, [key.labeler, version, found["prompt_hash"].to_list()])
+        return found.height
 
     def read_frame(self, key: CacheKey | None = None, hashes: Sequence[str] | None = None) -> pl.DataFrame:
         """label_cache rows (one per hash and key: the first written), optionally for a key / some hashes."""
@@ -146,6 +238,30 @@ class LabelCache:
         if not self.exists(FAILURES_TABLE):
             return pl.DataFrame(schema=FAILURE_SCHEMA)
         return wh.query(self.path, f"select * from {FAILURES_TABLE} order by failed_at, prompt_hash")
+
+    def open_failures(self, benchmark: str, labeler: str | None = None, labeler_version: str | None = None, *,
+                      retry_below_runs: int | None = None) -> int:
+        """Distinct prompts of `benchmark` (still among its prompts) in label_failures, optionally of one
+        labeler and version, and only those that failed in fewer than `retry_below_runs` runs (the ones a plain
+        run asks again): a partition with any is not done (run_all runs it again; its check fails)."""
+        if not self.exists(FAILURES_TABLE):
+            return 0
+        where, params = ["f.benchmark = ?"], [benchmark]
+        if retry_below_runs is not None:
+            where.append("coalesce(f.runs, 1) < ?")
+            params.append(retry_below_runs)
+        if labeler is not None:
+            where.append("f.labeler = ?")
+            params.append(labeler)
+        if labeler_version is not None:
+            where.append("f.labeler_version = ?")
+            params.append(labeler_version)
+        with wh.connect(self.path, read_only=True) as con:
+            if wh.table_exists(con, "benchmark_prompts"):
+                where.append("f.prompt_hash in (select prompt_hash from benchmark_prompts where benchmark = ?)")
+                params.append(benchmark)
+            return int(con.execute(f"select count(distinct f.prompt_hash) from {FAILURES_TABLE} f where "
+                                   + " and ".join(where), params).fetchone()[0])
 
     def outstanding_failures(self) -> int:
         """How many label_failures rows wait for a retry (0 without the table)."""
@@ -193,6 +309,11 @@ class LabelCache:
                          on=["labeler", "labeler_version"], how="anti")
 
 
+def _lock_name(benchmark: str) -> str:
+    """A file name for any benchmark name (partition keys are identifiers; anything else is escaped)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", benchmark)[:100] or "_"
+
+
 def _cache_rows(key: CacheKey, labeler_version: str, ok: Sequence[LabelOutcome], now: dt.datetime
                 ) -> pl.DataFrame:
     return pl.DataFrame({
@@ -217,7 +338,7 @@ def _failure_rows(key: CacheKey, labeler_version: str, bad: Sequence[LabelOutcom
     records = [
         {"prompt_hash": o.prompt_hash, "benchmark": p.benchmark if p else None,
          "prompt_id": p.prompt_id if p else None, "labeler": key.labeler, "labeler_version": labeler_version,
-         "error": str(o.error)[:2000], "attempts": int(o.attempts), "failed_at": now}
+         "error": str(o.error)[:2000], "attempts": int(o.attempts), "failed_at": now, "runs": 1}
         for o in bad for p in (prompts_by_hash.get(o.prompt_hash) or [None])]
     return pl.DataFrame(records, schema=FAILURE_SCHEMA)
 

@@ -12,6 +12,8 @@ Layout, next to the warehouse file (`data/warehouse/benchmap.duckdb` -> `data/wa
     <seq>.failures.parquet         that batch's label_failures rows (attempts of this batch only), when any
     <seq>.failures.parquet.sha256
 
+    .locks/<benchmark>.lock        the per-benchmark labeling lock (pipelines/label_cache.py), no data
+
 `<seq>` = `<UTC nanoseconds>-<pid>-<random>`: segments sort in the order they were written. A segment is never
 changed after it is written: the checksum file is written first and the Parquet file renamed into place last,
 so a Parquet file that is present is complete, and one whose bytes differ from its checksum is reported and
@@ -21,6 +23,9 @@ skipped (the others are still restored).
 (models/labeling/cache.py). `replay` applies the batches in order with the same rules as `write_batch`: every
 prompt hash a batch touched (its cache rows and its failure rows) loses its outstanding failures of that
 labeler and version, the batch's failures are inserted with the attempts of the replaced ones added.
+
+A batch in the store but not in the warehouse (a process killed between the two writes) is copied into the
+warehouse by `LabelCache.read` the next time its prompts are to be labeled: it is never requested again.
 
 No dagster here; the only I/O is this folder.
 """
@@ -32,7 +37,7 @@ import io
 import os
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -177,10 +182,25 @@ def verify_segment(segment: Segment) -> tuple[bytes | None, str | None]:
     return data, None
 
 
+def verified_cache_frames(warehouse_path: str | Path) -> Iterator[pl.DataFrame]:
+    """Every label_cache segment whose checksum matches, read whole (damaged ones are skipped)."""
+    for segment in segments(warehouse_path):
+        if segment.kind != CACHE_KIND:
+            continue
+        data, _problem = verify_segment(segment)
+        if data is not None:
+            try:
+                yield pl.read_parquet(io.BytesIO(data))
+            except Exception:  # noqa: BLE001 - a checksummed file that still does not parse: skipped
+                continue
+
+
 def replay_failures(batches: Iterable[tuple[pl.DataFrame, pl.DataFrame]]) -> pl.DataFrame | None:
     """Outstanding failures after applying (cache rows, failure rows) batches in order, as write_batch does."""
     current: pl.DataFrame | None = None
     for cache_rows, failure_rows in batches:
+        if not failure_rows.is_empty() and "runs" not in failure_rows.columns:  # written before runs were counted
+            failure_rows = failure_rows.with_columns(pl.lit(1, pl.Int32).alias("runs"))
         touched_parts = []
         if not cache_rows.is_empty():
             touched_parts.append(cache_rows.select("prompt_hash", "labeler", "labeler_version"))
@@ -197,7 +217,8 @@ def replay_failures(batches: Iterable[tuple[pl.DataFrame, pl.DataFrame]]) -> pl.
         previous = (current.join(touched, on=key, how="semi")
                     .group_by("prompt_hash", "labeler", "labeler_version",
                               pl.col("prompt_id").fill_null("").alias("_pid"))
-                    .agg(pl.col("attempts").max().alias("_prev")))
+                    .agg(pl.col("attempts").max().alias("_prev"),
+                         pl.col("runs").fill_null(1).max().alias("_prev_runs")))
         kept = current.join(touched, on=key, how="anti")
         if failure_rows.is_empty():
             current = kept
@@ -205,8 +226,10 @@ def replay_failures(batches: Iterable[tuple[pl.DataFrame, pl.DataFrame]]) -> pl.
         new = (failure_rows.with_columns(pl.col("prompt_id").fill_null("").alias("_pid"))
                .join(previous, on=[*key, "_pid"], how="left")
                .with_columns((pl.col("attempts") + pl.col("_prev").fill_null(0)).cast(failure_rows["attempts"].dtype)
-                             .alias("attempts"))
-               .drop("_pid", "_prev"))
+                             .alias("attempts"),
+                             (pl.col("runs").fill_null(1) + pl.col("_prev_runs").fill_null(0)).cast(pl.Int32)
+                             .alias("runs"))
+               .drop("_pid", "_prev", "_prev_runs"))
         current = pl.concat([kept, new], how="diagonal_relaxed")
     return current
 

@@ -80,7 +80,8 @@ def collect(lab: OpenAILabeler, batch_id: str, prompts: Sequence[PromptRecord], 
         return None
     manifest_file = Path(manifest_file)
     manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
-    texts = [lab.client.files.content(fid).text for fid in (batch.output_file_id, batch.error_file_id) if fid]
+    texts = [lab.chat.scrub(lab.client.files.content(fid).text) or ""  # server text: secrets masked
+             for fid in (batch.output_file_id, batch.error_file_id) if fid]
     result = lb.after_batch(lab.prompts, prompts, manifest, lb.parse_results("\n".join(texts)),
                             lb.missing_reason(batch_id, batch.status))
     if result.outcomes is not None:

@@ -30,6 +30,7 @@ from models.labeling import llm_prompt as lp
 from models.labeling.llm_config import LLMConfig
 from models.labeling.llm_protocol import request_body
 from models.labeling.llm_usage import LabelerStats, LLMLabelOutcome, usage_of
+from pipelines.untrusted import scrub_untrusted
 
 log = logging.getLogger(__name__)
 NO_KEY = "sk-no-key-needed"  # local servers ignore the key, the client insists on one
@@ -93,18 +94,18 @@ def is_loopback(url: str | None) -> bool:
     return bool(url) and bool(_LOOPBACK.match(url or ""))
 
 
-def error_message(e: openai.APIStatusError) -> str:
-    """The server's error message (at most 300 chars): from the JSON body, else the response text."""
+def error_message(e: openai.APIStatusError, limit: int | None = 300) -> str:
+    """The server's error message (at most `limit` chars): from the JSON body, else the response text."""
     body = e.body
     if isinstance(body, dict):
         inner = body.get("error", body)
         msg = inner.get("message") if isinstance(inner, dict) else inner
         if msg:
-            return str(msg)[:300]
+            return str(msg)[:limit]
     try:
-        return e.response.text[:300]
+        return e.response.text[:limit]
     except Exception:
-        return str(e)[:300]
+        return str(e)[:limit]
 
 
 def backoff(config: LLMConfig, attempt: int, retry_after: float | None = None) -> float:
@@ -115,14 +116,16 @@ def backoff(config: LLMConfig, attempt: int, retry_after: float | None = None) -
     return base * random.uniform(0.5, 1.0) + random.uniform(0, config.backoff_base_s * 0.5)
 
 
-def read_answer(resp: Any, parse: Callable[[str | None], T]) -> tuple[T, tuple[int, int, int]]:
+def read_answer(resp: Any, parse: Callable[[str | None], T],
+                clean: Callable[[str | None], str | None] = lambda text: text) -> tuple[T, tuple[int, int, int]]:
     """The parsed answer of one response and its usage; an empty, cut-off or rejected answer is retryable
-    (with the answer and the reason for the correction turn, and its tokens, which are billed)."""
+    (with the answer and the reason for the correction turn, and its tokens, which are billed). `clean` masks
+    secrets in the answer before anything reads it (the answer's `reading` becomes the stored rationale)."""
     tokens = usage_of(getattr(resp, "usage", None))
     if not resp.choices:
         raise RetryableError("empty answer (no choices)").with_usage(tokens)
     choice = resp.choices[0]
-    content = choice.message.content if choice.message else None
+    content = clean(choice.message.content if choice.message else None)
     try:
         if choice.finish_reason == "length":
             raise lp.AnswerError("answer cut off at max_tokens")
@@ -161,6 +164,11 @@ class ChatClient:
             self._client.close()
             self._client = None
 
+    def scrub(self, text: str | None) -> str | None:
+        """Server text with every secret masked (the configured key and the environment's): the one place
+        where what the server says enters this process (pipelines/untrusted.py)."""
+        return scrub_untrusted(text, [self.config.api_key])
+
     def count(self, **deltas: float) -> None:
         with self.lock:
             self.stats.add(**deltas)
@@ -182,11 +190,13 @@ class ChatClient:
             raise RetryableError(f"connection error: {type(e).__name__}") from None
         except openai.APIStatusError as e:
             raise self._status_error(e, body) from None
-        return read_answer(resp, parse)
+        except openai.OpenAIError as e:  # anything else the SDK raises: its text may quote the server
+            raise FatalError(self.scrub(f"{type(e).__name__}: {e}")[:300]) from None
+        return read_answer(resp, parse, self.scrub)
 
     def _status_error(self, e: openai.APIStatusError, body: dict[str, Any]) -> Exception:
         status = e.status_code
-        message = error_message(e)
+        message = (self.scrub(error_message(e, limit=None)) or "")[:300]  # masked before cut: no half key
         if status in (401, 403):
             return LabelerConfigError(f"HTTP {status} from the LLM server (check the API key): {message}")
         if status == 404:

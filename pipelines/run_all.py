@@ -18,9 +18,15 @@ Output: one line per stage (what ran, rows, seconds) and a summary with the head
 `coverage_headline`; Dagster's own log of every run goes to a file whose path is printed (`--verbose` shows it
 on the console as well).
 
-Exit code 0 when every step succeeded, 1 otherwise (the remaining steps still run; the summary lists
-failures), 2 for an unknown benchmark name, 3 when the warehouse is damaged (nothing runs; or a step found
-damage the check did not, then with the same recovery line).
+A partition whose prompts failed to label (rows in `label_failures` that a plain run may still retry: fewer than
+MAX_LABEL_RUNS failed runs) is never skipped: the next plain run retries exactly those prompts (the rest come
+from the label cache).
+
+Exit code 0 when every step succeeded and every prompt is labeled, 1 when a step failed (the remaining steps
+still run; the summary lists failures), 2 for an unknown benchmark name, 3 when the warehouse is damaged (nothing
+runs; or a step found damage the check did not, then with the same recovery line), 4 (EXIT_LABEL_FAILURES) when
+every step succeeded but prompts of the run's benchmarks failed to label ("10 labeled, 6 failed (see
+label_failures)").
 """
 
 from __future__ import annotations
@@ -51,10 +57,13 @@ from pipelines import run_report as rr
 from pipelines.jobs import WAREHOUSE_CHECKS
 from pipelines.landing import folder_content_hash
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
+from pipelines.run_steps import Steps
 from pipelines.settings import DEFAULT_WAREHOUSE, PROJECT_ROOT, settings
 from pipelines.sources import discover_landing, landing_roots
+from pipelines.untrusted import untrusted_scrubber
 
 EXIT_DAMAGED = 3
+EXIT_LABEL_FAILURES = 4  # every step ran, but some prompts have no labels (label_failures lists them)
 QUIET_LOGGERS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
@@ -112,19 +121,21 @@ class Runner:
         self.log = log
         self.verbose = verbose
         self.failures: list[str] = []
-        self.totals = {"n_prompts": 0, "n_results": 0, "n_rejects": 0, "labeler_calls": 0}
+        self.totals = {"n_prompts": 0, "n_results": 0, "n_rejects": 0, "labeler_calls": 0, "n_labeled": 0,
+                       "n_failed": 0}
 
     def _write_log(self, label: str, result: ExecuteInProcessResult) -> None:
         if self.log is None:
             return
         self.log.write(f"\n===== {label}: run {result.run_id} =====\n")
+        clean = untrusted_scrubber()  # the log file holds what exceptions said: secrets masked
         for entry in self.instance.all_logs(result.run_id):
             stamp = dt.datetime.fromtimestamp(entry.timestamp, dt.UTC).strftime("%H:%M:%S.%f")[:-3]
             event = entry.dagster_event.event_type_value if entry.dagster_event is not None else ""
             level = {10: "DEBUG", 20: "INFO", 30: "WARNING", 40: "ERROR", 50: "CRITICAL"}.get(entry.level,
                                                                                             str(entry.level))
             message = entry.user_message or (entry.dagster_event.message if entry.dagster_event else "") or ""
-            self.log.write(f"{stamp} {level:<7} {entry.step_key or '-'} {event} {message}\n")
+            self.log.write(f"{stamp} {level:<7} {entry.step_key or '-'} {event} {clean(message)}\n")
         self.log.flush()
 
     def run(self, label: str, keys: list[AssetKey], kind: str, partition: str | None = None, *,
@@ -171,6 +182,8 @@ class Runner:
         calls = rr.metadata_value(result, "prompt_task_labels", "labeler_calls")
         cached = rr.metadata_value(result, "prompt_task_labels", "n_cached")
         self.totals["labeler_calls"] += int(calls or 0)
+        self.totals["n_labeled"] += int(rr.metadata_value(result, "prompt_task_labels", "n_labeled") or 0)
+        self.totals["n_failed"] += int(rr.metadata_value(result, "prompt_task_labels", "n_failed") or 0)
         if name == bm.LANDING_PARTITION:
             return f"{counts['n_rejects']} landing problems recorded"
         text = f"{counts['n_prompts']:,} prompts, {counts['n_results']:,} results, {counts['n_rejects']:,} rejects"
@@ -247,14 +260,16 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     trust = integrity.trusted(warehouse_path) if warehouse_path else contextlib.nullcontext()
     with trust, open(log_path, "a", encoding="utf-8") as log:  # checked: its in-process runs need not again
         runner = Runner(defs, instance, log=log, verbose=args.verbose)
-        steps = _Steps(warehouse_path, report, args.force or restored)
+        steps = Steps(warehouse_path, report, args.force or restored)
         reference_fp = run_state.reference_fingerprint(runner.resources.get("labeler"))
         if not args.skip_reference:
             _run_step(runner, steps, "reference", reference_fp, "reference", plan.reference, "reference")
         _run_partitions(runner, steps, plan, landing, partitions, reference_fp)
         if not args.skip_analysis:
             _run_analysis(runner, steps, plan, reference_fp)
-    _print_summary(runner, names, warehouse_path, log_path, started, skip_analysis=args.skip_analysis)
+    unlabeled = _open_label_failures(warehouse_path, names, runner.resources.get("labeler"))
+    _print_summary(runner, names, warehouse_path, log_path, started, skip_analysis=args.skip_analysis,
+                   unlabeled=unlabeled)
     for name, deleted in removed.items():
         print(f"removed benchmark {name} (its landing folder is gone): {sum(deleted.values()):,} rows deleted from "
               f"{len(deleted)} tables; its labels stay in the label cache and label store")
@@ -262,7 +277,7 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
         print(f"python -m pipelines.run_all: error: a step found the warehouse damaged: recover with "
               f"`{integrity.REBUILD_COMMAND}`", file=sys.stderr)
         return EXIT_DAMAGED
-    return 1 if runner.failures else 0
+    return 1 if runner.failures else EXIT_LABEL_FAILURES if unlabeled or runner.totals["n_failed"] else 0
 
 
 # --- the steps of main --------------------------------------------------------------------------------------
@@ -381,18 +396,20 @@ def _remove_gone_benchmarks(instance: DagsterInstance, landing: bm.Landing, plan
     return removed
 
 
-def _run_step(runner: Runner, steps: _Steps, step: str, fingerprint: str, label: str, keys: list[AssetKey],
+def _run_step(runner: Runner, steps: Steps, step: str, fingerprint: str, label: str, keys: list[AssetKey],
               kind: str, *, with_warehouse_checks: bool = False) -> None:
-    """An unpartitioned step (reference, analysis): skipped when unchanged, else run, reported, remembered."""
-    if steps.unchanged(step, fingerprint, label):
-        return
-    steps.attempt(step)
-    outcome = runner.run(label, keys, kind, with_warehouse_checks=with_warehouse_checks)
-    runner.report(label, outcome)
-    steps.remember(step, fingerprint, outcome.result)
+    """An unpartitioned step (reference, analysis): skipped when unchanged, else run, reported, remembered.
+    One run_all at a time runs it: a second one waits, then finds it done (one analysis per set of inputs)."""
+    with steps.exclusive(step, label):
+        if steps.unchanged(step, fingerprint, label):
+            return
+        steps.attempt(step)
+        outcome = runner.run(label, keys, kind, with_warehouse_checks=with_warehouse_checks)
+        runner.report(label, outcome)
+        steps.remember(step, fingerprint, outcome.result)
 
 
-def _run_partitions(runner: Runner, steps: _Steps, plan: RunPlan, landing: bm.Landing, partitions: list[str],
+def _run_partitions(runner: Runner, steps: Steps, plan: RunPlan, landing: bm.Landing, partitions: list[str],
                     reference_fp: str) -> None:
     """Each benchmark partition whose content (or the reference) changed; the skipped ones' counts are added to
     the totals from the warehouse."""
@@ -404,7 +421,8 @@ def _run_partitions(runner: Runner, steps: _Steps, plan: RunPlan, landing: bm.La
             folder_content_hash(landing.benchmarks[name].path)
         partition_fp = run_state.partition_fingerprint(reference_fp, content)
         step = f"partition:{name}"
-        if steps.unchanged(step, partition_fp, label, partition=name):
+        if steps.unchanged(step, partition_fp, label, partition=name,
+                           open_failures=steps.retryable_failures(name, runner.resources.get("labeler"))):
             skipped.append(name)
             continue
         steps.attempt(step)
@@ -417,7 +435,7 @@ def _run_partitions(runner: Runner, steps: _Steps, plan: RunPlan, landing: bm.La
         _add_stored_counts(report.counts, report.by_benchmark, skipped, steps.path, runner.totals)
 
 
-def _run_analysis(runner: Runner, steps: _Steps, plan: RunPlan, reference_fp: str) -> None:
+def _run_analysis(runner: Runner, steps: Steps, plan: RunPlan, reference_fp: str) -> None:
     """The unpartitioned assets downstream of the benchmarks, when the reference or any partition changed."""
     analysis_fp = run_state.analysis_fingerprint(
         reference_fp, {k[len("partition:"):]: v.fingerprint for k, v in steps.stored.items()
@@ -426,13 +444,26 @@ def _run_analysis(runner: Runner, steps: _Steps, plan: RunPlan, reference_fp: st
               plan.downstream, "analysis", with_warehouse_checks=True)
 
 
+def _open_label_failures(warehouse_path: str | None, names: list[str], labeler: object) -> int:
+    """Prompts of these benchmarks that have no labels because labeling failed (label_failures, this labeler)."""
+    if not warehouse_path or not Path(warehouse_path).exists():
+        return 0
+    from pipelines.label_cache import LabelCache
+
+    cache = LabelCache(warehouse_path)
+    kind = getattr(labeler, "kind", None)
+    return sum(cache.open_failures(name, kind) for name in names)
+
+
 def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None, log_path: Path, started: float,
-                   *, skip_analysis: bool) -> None:
+                   *, skip_analysis: bool, unlabeled: int = 0) -> None:
     totals, failures = runner.totals, runner.failures
+    labeled = f"{totals['n_labeled']} labeled, {totals['n_failed']} failed"
+    if totals["n_failed"] or unlabeled:
+        labeled += f" (see label_failures; {unlabeled} prompts without labels, exit {EXIT_LABEL_FAILURES})"
     print(f"done in {time.monotonic() - started:.0f}s: {len(names)} benchmarks, {totals['n_prompts']} prompts, "
           f"{totals['n_results']} results, {totals['n_rejects']} rejects; "
-          f"{'all steps succeeded' if not failures else f'{len(failures)} step(s) FAILED'}; "
-          f"{totals['labeler_calls']} prompts labeled")
+          f"{'all steps succeeded' if not failures else f'{len(failures)} step(s) FAILED'}; {labeled}")
     for line in rr.headline_lines(warehouse_path) if not skip_analysis else []:
         print(line)
     if warehouse_path:
@@ -471,40 +502,6 @@ def _register_partitions(instance: DagsterInstance, names: list[str], attempts: 
             if attempt == attempts - 1:
                 raise
             time.sleep(0.2 * (attempt + 1))
-
-
-class _Steps:
-    """The run_state bookkeeping of one run: which steps to skip, forget before and remember after."""
-
-    def __init__(self, warehouse_path: str | None, report: integrity.IntegrityReport | None, force: bool) -> None:
-        self.path = warehouse_path
-        self.report = report
-        self.force = force
-        self.stored = run_state.load_records(warehouse_path) if warehouse_path else {}
-
-    def unchanged(self, step: str, fingerprint: str, label: str, *, partition: str | None = None) -> bool:
-        record = self.stored.get(step)
-        if self.force or record is None or record.fingerprint != fingerprint:
-            return False
-        why = run_state.outputs_intact(record, self.report.counts if self.report else {},
-                                       self.report.by_benchmark if self.report else {}, partition)
-        if why is not None:
-            print(f"- {label}: inputs unchanged, but {why}: running it")
-            return False
-        print(f"- {label}: unchanged since its last successful run, skipped (--force to run it)")
-        return True
-
-    def attempt(self, step: str) -> None:  # a failed attempt may have written part of its output: redo it next time
-        if self.path and step in self.stored:
-            run_state.forget(self.path, step)
-            self.stored.pop(step)
-
-    def remember(self, step: str, fingerprint: str, result: ExecuteInProcessResult | None) -> None:
-        if not self.path or result is None or not result.success:
-            return
-        outputs = rr.written_tables(result)  # the rows each table (a benchmark step: its partition) got
-        run_state.save(self.path, step, fingerprint, outputs)
-        self.stored[step] = run_state.StepRecord(fingerprint, outputs)
 
 
 if __name__ == "__main__":

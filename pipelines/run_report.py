@@ -8,6 +8,8 @@ from typing import Any
 import polars as pl
 from dagster import AssetKey, DagsterEventType, ExecuteInProcessResult
 
+from pipelines.untrusted import scrub_untrusted
+
 # --- reading a run's result ---------------------------------------------------------------------------------
 
 def errors(result: ExecuteInProcessResult) -> list[str]:
@@ -17,7 +19,8 @@ def errors(result: ExecuteInProcessResult) -> list[str]:
             error = getattr(event.event_specific_data, "error", None)
             while error is not None and error.cause is not None:  # the user's exception, not Dagster's wrapper
                 error = error.cause
-            messages.append(f"{event.step_key or 'run'}: {error.message.strip() if error else event.message}")
+            text = f"{event.step_key or 'run'}: {error.message.strip() if error else event.message}"
+            messages.append(scrub_untrusted(text) or "")  # an exception may quote a server: printed masked
     return messages
 
 

@@ -22,6 +22,10 @@ Actions: `Reply(content | callable, usage, finish_reason, cached)`, `Status(code
 `prompt_tokens_details.cached_tokens`: by default the length of the longest message prefix (in chars/4)
 shared with an earlier request, like a provider's prefix cache.
 
+`echo_key=True` behaves like a careless proxy: every error message and every step-1 `reading` quotes the API
+key of the request's Authorization header (`Incorrect API key provided: sk-...`), so tests can check that no
+server text reaches a table, file or log unmasked.
+
 `dialect="llama.cpp"` answers response_format {"type": "json_schema"} with HTTP 500 as llama.cpp does and
 accepts {"type": "json_object", "schema": ...}. Every request is recorded in `stub.requests` (path, headers,
 JSON body, time). Files and batches (`/v1/files`, `/v1/batches`) are emulated: a batch is processed at once
@@ -179,8 +183,10 @@ LLAMA_CPP_JSON_SCHEMA_ERROR = (
 
 
 class OpenAIStub:
-    def __init__(self, dialect: str = "openai", default: Callable[[dict], Action] | None = None) -> None:
+    def __init__(self, dialect: str = "openai", default: Callable[[dict], Action] | None = None, *,
+                 echo_key: bool = False) -> None:
         self.dialect = dialect
+        self.echo_key = echo_key
         self.default = default or (lambda body: valid(2))
         self.requests: list[dict[str, Any]] = []
         self.files: dict[str, bytes] = {}
@@ -301,7 +307,7 @@ class OpenAIStub:
     def _answer(self, h: BaseHTTPRequestHandler, method: str, path: str, raw: bytes,
                 body: Any) -> bytes | tuple[int, Any, dict[str, str]]:
         if method == "POST" and path.endswith("/chat/completions"):
-            return self._chat(body)
+            return self._chat(body, h.headers.get("Authorization") or "")
         if method == "POST" and path.endswith("/files"):
             return self._upload(h, raw)
         if method == "GET" and re.search(r"/files/[^/]+/content$", path):
@@ -332,8 +338,9 @@ class OpenAIStub:
         h.wfile.write(data)
         h.wfile.flush()
 
-    def _chat(self, body: dict) -> tuple[int, Any, dict[str, str]]:
+    def _chat(self, body: dict, authorization: str = "") -> tuple[int, Any, dict[str, str]]:
         rf_type = (body.get("response_format") or {}).get("type")
+        key = authorization.removeprefix("Bearer ").strip() if self.echo_key else ""
         if self.dialect == "llama.cpp" and rf_type == "json_schema":
             return 500, _err(LLAMA_CPP_JSON_SCHEMA_ERROR, 500), {}
         action = self._next_action(body)
@@ -341,8 +348,13 @@ class OpenAIStub:
             time.sleep(action.seconds)
             action = action.then if action.then is not None else self.default(body)
         if isinstance(action, Status):
-            return action.code, _err(action.message, action.code), action.headers
-        return 200, self._completion(body, action), {}
+            message = f"{action.message} (Incorrect API key provided: {key}; {authorization})" if key else \
+                action.message
+            return action.code, _err(message, action.code), action.headers
+        completion = self._completion(body, action)
+        if key:
+            completion = _echo_in_reading(completion, key)
+        return 200, completion, {}
 
     def _completion(self, body: dict, reply: Reply) -> dict[str, Any]:
         content = reply.content(body) if callable(reply.content) else reply.content
@@ -446,6 +458,19 @@ class OpenAIStub:
             "metadata": body.get("metadata"),
         }
         return 200, self.batches[batch_id], {}
+
+
+def _echo_in_reading(completion: dict[str, Any], key: str) -> dict[str, Any]:
+    """A step-1 answer whose `reading` quotes the key (the reading becomes every label's rationale)."""
+    message = completion["choices"][0]["message"]
+    try:
+        answer = json.loads(message["content"] or "")
+    except ValueError:
+        return completion
+    if isinstance(answer, dict) and "reading" in answer:
+        answer["reading"] = f"{answer['reading']} [served with key {key}]"
+        message["content"] = json.dumps(answer)
+    return completion
 
 
 def _err(message: str, code: int) -> dict[str, Any]:

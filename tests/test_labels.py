@@ -173,6 +173,7 @@ def test_failures_are_recorded_not_cached_and_retried(warehouse_path: Path) -> N
         "error",
         "attempts",
         "failed_at",
+        "runs",  # labeling runs in which the prompt failed: bounded retries (MAX_LABEL_RUNS)
     }
 
     second = FakeLabeler(fail={"p3"})  # p1 now succeeds, p3 fails again
@@ -180,7 +181,7 @@ def test_failures_are_recorded_not_cached_and_retried(warehouse_path: Path) -> N
     assert second.prompts_seen == ["p1", "p3"]
     assert (stats2.n_labeled, stats2.n_failed) == (1, 1)
     failures = cache.failures()
-    assert failures.select("prompt_id", "attempts").rows() == [("p3", 6)]  # attempts accumulate across runs
+    assert failures.select("prompt_id", "attempts", "runs").rows() == [("p3", 6, 2)]  # both accumulate across runs
 
     third = FakeLabeler()
     lc.label_with_cache(prompts, third, cache, "29.2", batch_size=2)

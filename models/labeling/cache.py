@@ -3,7 +3,8 @@
 Labeling goes batch by batch. Each batch's labels (and failures) are written in one transaction before the
 next batch starts, so a run killed halfway keeps every completed batch and the next run labels only the rest;
 a run over prompts that are all cached makes zero labeler calls. Failures are never cached as labels: they go
-to `label_failures`, and the prompt is retried on the next run.
+to `label_failures`, and the prompt is retried on the next run (at most MAX_LABEL_RUNS runs). Outcome texts are
+masked by the store's `text_scrubber` (secrets) before they are written, counted or returned.
 
 Pure: the loop writes through a `LabelStore`; the DuckDB store (tables label_cache and label_failures, its
 SQL and transactions) is `pipelines.label_cache.LabelCache`.
@@ -11,6 +12,8 @@ SQL and transactions) is `pipelines.label_cache.LabelCache`.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -54,6 +57,8 @@ CACHE_LABEL_SCHEMA: dict[str, pl.DataType] = {
     "rank": pl.Int64, "score": pl.Float64, "p_exercised": pl.Float64}
 
 T = TypeVar("T")
+# a prompt that failed in this many labeling runs is not asked again by a plain run (its failure stays listed)
+MAX_LABEL_RUNS = 3
 
 
 @dataclass(frozen=True)
@@ -221,6 +226,7 @@ class LabelingStats:
     n_cached: int = 0  # distinct hashes already in the cache before this run
     n_labeled: int = 0  # distinct hashes labeled (successfully) in this run
     n_failed: int = 0  # distinct hashes that failed in this run
+    n_given_up: int = 0  # distinct hashes not asked again: they failed in MAX_LABEL_RUNS runs already
     labeler_calls: int = 0  # prompts handed to the labeler in this run
     n_batches: int = 0
     input_tokens: int = 0
@@ -251,21 +257,67 @@ class LabelingStats:
 def label_with_cache(prompts: Sequence[PromptRecord], labeler: Labeler, cache: LabelStore, onet_version: str,
                      *, batch_size: int = 256, progress_every: int = 500,
                      log_fn: Callable[[str], None] | None = None,
-                     clock: Callable[[], float] = time.monotonic
+                     clock: Callable[[], float] = time.monotonic,
+                     clean: Callable[[str | None], str | None] | None = None,
+                     max_runs: int | None = MAX_LABEL_RUNS,
                      ) -> tuple[dict[str, list[TaskLabel]], LabelingStats]:
     """Label every prompt not yet cached, batch by batch, committing each batch; return all labels by hash.
 
     An exception raised by the labeler (a crash, not a per-prompt failure) propagates after the completed
     batches are committed. Prompts that failed have no entry in the returned mapping.
+
+    `clean` masks secrets in the outcomes' texts (errors, rationales) before they are written or counted
+    (default: the store's `text_scrubber()`). A prompt that already failed in `max_runs` runs (the store's
+    `exhausted`) is not asked again (`n_given_up`); its failure row stays. Stores with `labeling_lock` hold it
+    from reading the cache to the last commit.
     """
     started = clock()
     key = CacheKey.for_labeler(labeler, onet_version)
-    labeler_version = labeler.labeler_version
     groups = unique_by_hash(prompts)
+    # the store's exclusive right to label these prompts (pipelines/label_cache.py: a file lock per benchmark):
+    # a second run labeling the same prompts waits here, then finds them cached
+    lock = getattr(cache, "labeling_lock", None)
+    with lock(sorted({p.benchmark for p in prompts}), log_fn) if lock else contextlib.nullcontext():
+        cached, stats = _label_uncached(prompts, groups, labeler, cache, key, batch_size=batch_size,
+                                        progress_every=progress_every, log_fn=log_fn, clock=clock,
+                                        clean=clean or _store_scrubber(cache), max_runs=max_runs)
+    stats.seconds = clock() - started
+    stats.estimated_cost_usd = estimate_cost_usd(labeler.model, stats.input_tokens, stats.output_tokens)
+    return cached, stats
+
+
+def _store_scrubber(cache: LabelStore) -> Callable[[str | None], str | None] | None:
+    make = getattr(cache, "text_scrubber", None)
+    return make() if make else None
+
+
+def clean_outcome(outcome: LabelOutcome, clean: Callable[[str | None], str | None]) -> LabelOutcome:
+    """The outcome with its untrusted texts (error, rationales) passed through `clean` (secrets masked)."""
+    error = clean(outcome.error) if outcome.error is not None else None
+    labels = [lab if not lab.rationale else dataclasses.replace(lab, rationale=clean(lab.rationale))
+              for lab in outcome.labels]
+    if error == outcome.error and all(a is b for a, b in zip(labels, outcome.labels, strict=True)):
+        return outcome
+    out = dataclasses.replace(outcome, error=error, labels=labels)
+    if hasattr(outcome, "reading"):
+        out.reading = clean(outcome.reading)  # type: ignore[attr-defined]
+    return out
+
+
+def _label_uncached(prompts: Sequence[PromptRecord], groups: dict[str, list[PromptRecord]], labeler: Labeler,
+                    cache: LabelStore, key: CacheKey, *, batch_size: int, progress_every: int,
+                    log_fn: Callable[[str], None] | None, clock: Callable[[], float],
+                    clean: Callable[[str | None], str | None] | None, max_runs: int | None
+                    ) -> tuple[dict[str, list[TaskLabel]], LabelingStats]:
+    labeler_version = labeler.labeler_version
     stats = LabelingStats(n_prompts=len(prompts), n_unique=len(groups))
     cached = cache.read(key, list(groups))
     stats.n_cached = len(cached)
-    todo = plan_work(prompts, set(cached))
+    exhausted_of = getattr(cache, "exhausted", None)
+    given_up = (exhausted_of(key.labeler, labeler_version, [h for h in groups if h not in cached], max_runs)
+                if exhausted_of and max_runs else set())
+    stats.n_given_up = len(given_up)
+    todo = plan_work(prompts, set(cached) | given_up)
     if todo and hasattr(labeler, "prepare"):
         labeler.prepare(prompts)  # benchmark-level context from every prompt, not only the uncached ones
     progress = Progress(len(todo), progress_every, log_fn, clock)
@@ -282,6 +334,8 @@ def label_with_cache(prompts: Sequence[PromptRecord], labeler: Labeler, cache: L
             if outcome.prompt_hash != prompt.prompt_hash:
                 raise RuntimeError(f"labeler {labeler.name} returned outcomes out of order "
                                    f"({outcome.prompt_hash} for {prompt.prompt_hash})")
+        if clean is not None:  # a server's or an exception's text: masked before it is stored or shown
+            outcomes = [clean_outcome(o, clean) for o in outcomes]
         cache.write_batch(key, labeler_version, outcomes, groups)
         stats.n_batches += 1
         for prompt, outcome in zip(batch, outcomes, strict=True):
@@ -300,8 +354,6 @@ def label_with_cache(prompts: Sequence[PromptRecord], labeler: Labeler, cache: L
                                            "attempts": outcome.attempts})
         progress.update(len(batch))
     stats.progress = progress.messages
-    stats.seconds = clock() - started
-    stats.estimated_cost_usd = estimate_cost_usd(labeler.model, stats.input_tokens, stats.output_tokens)
     return cached, stats
 
 

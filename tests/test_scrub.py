@@ -1,0 +1,46 @@
+"""models/scrub.py: the masking itself (the end-to-end grep is tests/test_llm_reliability.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.scrub import MASK, contains_secret, scrub, scrubber
+from pipelines.untrusted import known_secrets, scrub_untrusted
+
+KEY = "sk-test-0123456789abcdefSECRET"
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        (f"Incorrect API key provided: {KEY}.", f"Incorrect API key provided: {MASK}."),
+        (f"proxy said {KEY[8:]} twice {KEY[8:]}", f"proxy said {MASK} twice {MASK}"),  # a known secret anywhere
+        ("Authorization: Bearer abc.def-1234567890xyz", f"Authorization: Bearer {MASK}"),
+        ('{"authorization": "Basic dXNlcjpwYXNzd29yZA=="}', f'{{"authorization": "Basic {MASK}"}}'),
+        ("GET /v1?api_key=XYZ123456&x=1", f"GET /v1?api_key={MASK}&x=1"),
+        ("another key sk-proj-AAAAbbbbCCCC1234 here", f"another key {MASK} here"),  # unknown, sk-shaped
+        ("bearer bonds and a secret recipe", "bearer bonds and a secret recipe"),  # ordinary words stay
+        ("The prompt asks an accountant to audit statements.", "The prompt asks an accountant to audit statements."),
+        (None, None),
+        ("", ""),
+    ],
+)
+def test_scrub_masks_secrets_and_keeps_ordinary_text(text: str | None, want: str | None) -> None:
+    assert scrub(text, [KEY[8:], KEY, "short"]) == want
+
+
+def test_short_values_are_not_secrets_and_the_scrubber_fixes_them_once() -> None:
+    assert scrub("a 1 and true", ["1", "true"]) == "a 1 and true"  # would mask ordinary words
+    clean = scrubber([KEY])
+    assert clean(f"x{KEY}y") == f"x{MASK}y" and clean("plain") == "plain"
+    assert contains_secret(f"..{KEY}..", [KEY]) and not contains_secret(scrub(f"..{KEY}..", [KEY]), [KEY])
+
+
+def test_environment_secrets_are_known(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "custom-proxy-key-without-prefix-42")
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "tok_abcdefgh12345")
+    monkeypatch.setenv("PLAIN_SETTING_DIR", "custom-proxy-key")
+    assert {"custom-proxy-key-without-prefix-42", "tok_abcdefgh12345"} <= set(known_secrets())
+    assert "custom-proxy-key" not in known_secrets()
+    assert scrub_untrusted("echo custom-proxy-key-without-prefix-42 / tok_abcdefgh12345") == f"echo {MASK} / {MASK}"
+    assert scrub_untrusted("a given key: given-key-123456", ["given-key-123456"]) == f"a given key: {MASK}"
