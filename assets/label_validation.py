@@ -29,6 +29,7 @@ from models import validation as val
 from models.benchmarks import PROMPTS_SCHEMA
 from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
+from models.labeling.stacking import stacked_on
 from models.sources import ONET_VERSION
 from pipelines import label_queries as lq
 from pipelines.export_files import write_csv
@@ -215,6 +216,9 @@ def _all_labeler_labels(warehouse: Warehouse, labels: pl.DataFrame, prompts: pl.
     """prompt_task_labels plus, for labelers/versions not in it, their cached labels of current prompts
     (older configurations of the current version string are not re-validated)."""
     extra = other_labelers_labels(LabelCache(warehouse.path), labels, prompts, ONET_VERSION)
+    published = labels["labeler_version"].unique().to_list()
+    # the label cache holds the selector's labels the published neighbour-stack labels were made from
+    extra = extra.filter(~pl.col("labeler_version").is_in([stacked_on(v) for v in published if stacked_on(v)]))
     if extra.is_empty():
         return labels
     return pl.concat([labels.select(list(lc.LABEL_COLUMNS)), extra], how="vertical_relaxed")
@@ -325,9 +329,16 @@ def _reference_predictions(warehouse: Warehouse, reference: pl.DataFrame, labels
               .agg(pl.col("task_id").alias("ranking")))
     ranked = ranked.with_columns(pl.Series("best_code", [first_occupation.get(h) for h in ranked["prompt_hash"]],
                                            dtype=pl.Utf8)).unique(subset=["prompt_hash"], keep="first")
-    offline = predictions.filter(pl.col("labeler_version") == offline_version).drop("ranking", "first_occupation")
-    offline = offline.join(ranked.select("prompt_hash", "ranking", pl.col("best_code").alias("first_occupation")),
-                           on="prompt_hash", how="left")
+    if stacked_on(offline_version) is not None:
+        # the neighbour stack's labels: the ranking is the selector's, the first occupation its own rank-1 label's
+        offline = predictions.filter(pl.col("labeler_version") == offline_version).drop("ranking")
+        offline = offline.join(ranked.select("prompt_hash", "ranking"), on="prompt_hash", how="left")
+    else:
+        offline = predictions.filter(pl.col("labeler_version") == offline_version).drop("ranking",
+                                                                                        "first_occupation")
+        offline = offline.join(ranked.select("prompt_hash", "ranking",
+                                             pl.col("best_code").alias("first_occupation")),
+                               on="prompt_hash", how="left")
     return pl.concat([predictions.filter(pl.col("labeler_version") != offline_version),
                       offline.select(list(rl.PREDICTION_SCHEMA))])
 
@@ -414,6 +425,11 @@ def labeler_validation(
     if any(v.startswith("offline-calibrated") for v in current) and not keys.is_empty():
         offline_version, ranking_labels, occupations, first_occupation = _offline_rankings(
             warehouse, keys, context.log)
+    selector_version = offline_version
+    stacked = sorted(v for v in current if selector_version and stacked_on(v) == selector_version)
+    if stacked:  # the published labels are the neighbour stack's on this selector: they read its ranking
+        offline_version = stacked[0]
+        ranking_labels = ranking_labels.with_columns(pl.lit(offline_version).alias("labeler_version"))
     # human-label metrics read the ranking: the calibrated labeler's label set is short by design
     human_labels = labels
     if offline_version is not None:
@@ -442,9 +458,9 @@ def labeler_validation(
                                              offline_version, ranking_labels, first_occupation)
         reference_table = rl.labeler_reference_metrics(predictions, reference_task_labels)
         table = pl.concat([table, reference_table.select(table.columns).cast(table.schema),
-                           _cross_validated_rows(offline_version).select(table.columns).cast(table.schema)])
-    if offline_version is not None:
-        stack_rows = stack_cross_validated_rows(load_stack_fit(), offline_version)
+                           _cross_validated_rows(selector_version).select(table.columns).cast(table.schema)])
+    if selector_version is not None:
+        stack_rows = stack_cross_validated_rows(load_stack_fit(), selector_version)
         table = pl.concat([table, stack_rows.select(table.columns).cast(table.schema)])
     for title in notes["gdpval_unmatched_titles"]:
         context.log.warning(f"GDPval occupation title with no O*NET match (left out): {title!r}")

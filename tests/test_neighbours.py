@@ -230,3 +230,66 @@ def test_split_check_intervals_cover_the_truth_with_the_cross_fitted_labels(mirr
     for quantity in ("tasks_covered", "occupations_covered"):
         assert coverage("model_assisted", quantity, 5) >= 0.6, quantity
         assert coverage("bounds", quantity, 1) >= 0.9, quantity
+
+
+@pytest.mark.slow
+def test_split_check_with_labels_refitted_on_the_estimation_half_only(mirror: Path) -> None:
+    """The stricter split check: in each split the labels of every judged text are recomputed from the votes of
+    the estimation half alone (the held-out half's judge labels reach no label: held-out texts are labeled
+    like texts the judge never read, estimation texts leave themselves out), then the published intervals are
+    checked against the judge-labeled truth of both halves."""
+    from models import estimates as es
+    from models.estimates.problem import task_counts
+    from models.labeling.stacking import label_benchmark
+    from pipelines.fit_labeler import landed_texts
+    from pipelines.readers import load_onet_reference_frames, load_reference, read_selector_oof
+    from pipelines.sources import resolve_source
+
+    statements = resolve_source("onet/Task Statements.txt")
+    tasks = load_onet_reference_frames(statements.path.parent)["tasks"].select("onet_soc_code", "task_id")
+    task_code = {int(t): str(c) for t, c in tasks.iter_rows()}
+    reference = load_reference()
+    texts = pl.DataFrame([{"benchmark": b, "prompt_hash": h, "prompt": t}
+                          for b, pairs in landed_texts(reference).items() for h, t in pairs])
+    judged = judged_texts(reference, texts)
+    selector = read_selector_oof()
+    selector_labels = {r["prompt_hash"]: [(int(t), c, float(p)) for t, c, p in r["labels"]]
+                       for r in selector["prompts"]}
+    selector_work = {r["prompt_hash"]: (bool(r["is_work"]), None) for r in selector["prompts"]}
+    fit = load_stack_fit()
+    judge_rows = es.reference_sample_rows(reference)
+    every = judge_rows.select("benchmark", "prompt_hash").unique()
+    rng = np.random.default_rng(11)
+    checks = []
+    for r in range(4):
+        estimation = pl.concat([g.sample(fraction=0.5, seed=int(rng.integers(1 << 30)))
+                                for _, g in judged.group_by("benchmark", maintain_order=True)])
+        rows = []
+        for (benchmark,), group in judged.group_by(["benchmark"], maintain_order=True):
+            part = estimation.filter(pl.col("benchmark") == benchmark)
+            decided = label_benchmark(fit, BenchmarkSample.of(part) if part.height else None,
+                                      group["prompt"].to_list(), group["prompt_hash"].to_list(),
+                                      selector_labels, selector_work, task_code) or {}
+            for h in group["prompt_hash"].to_list():
+                labels = decided[h].labels if h in decided else selector_labels.get(h, [])
+                rows += [{"benchmark": benchmark, "prompt_hash": h, "onet_soc_code": c, "task_id": t,
+                          "p_exercised": p} for t, c, p in labels]
+        labels = pl.DataFrame(rows)
+        sampled = estimation.select("benchmark", "prompt_hash")
+        part_rows = judge_rows.join(sampled, on=["benchmark", "prompt_hash"])
+        part = es.build_problem(es.text_frame(every, sampled), es.labeler_pairs(labels),
+                                es.judge_pairs(part_rows.drop_nulls("task_id")), tasks)
+        whole = es.build_problem(es.text_frame(every, every), es.labeler_pairs(labels),
+                                 es.judge_pairs(judge_rows.drop_nulls("task_id")), tasks)
+        truth = task_counts(whole, whole.jud_text, whole.jud_task, np.ones(whole.jud_text.shape[0]))
+        scopes = es.scopes_for(part, None, per_benchmark=False)
+        checks.append(es.check_against_truth(part, truth, scopes, n_draws=30, seed=r))
+    summary = es.summarize_checks(pl.concat(checks))
+
+    def coverage(estimator: str, quantity: str, threshold: int) -> float:
+        return summary.filter((pl.col("estimator") == estimator) & (pl.col("quantity") == quantity)
+                              & (pl.col("threshold") == threshold))["coverage"][0]
+
+    for quantity in ("tasks_covered", "occupations_covered"):
+        assert coverage("model_assisted", quantity, 5) >= 0.5, quantity
+        assert coverage("bounds", quantity, 1) >= 0.75, quantity

@@ -200,6 +200,7 @@ class StackFit:
     task_threshold: float
     max_tasks: int
     selector_version: str
+    work_rule: str = "model"  # "model" (p_work >= work_threshold) or "vote" (the neighbours' vote >= 1/2)
     trained_on: dict[str, Any] = field(default_factory=dict)
     cross_validation: dict[str, Any] = field(default_factory=dict)
 
@@ -212,7 +213,7 @@ class StackFit:
         return {"format": FORMAT_VERSION, "k": self.k, "power": self.power, "work": self.work.to_dict(),
                 "occupation": self.occupation.to_dict(), "task": self.task.to_dict(),
                 "work_threshold": round(self.work_threshold, 6), "task_threshold": round(self.task_threshold, 6),
-                "max_tasks": self.max_tasks, "selector_version": self.selector_version}
+                "max_tasks": self.max_tasks, "selector_version": self.selector_version, "work_rule": self.work_rule}
 
     def to_json(self) -> str:
         body = {"version": self.version, **self._model_dict(), "trained_on": self.trained_on,
@@ -228,7 +229,8 @@ class StackFit:
         fit = cls(int(data["k"]), float(data["power"]), LinearModel.from_dict(data["work"]),
                   LinearModel.from_dict(data["occupation"]), LinearModel.from_dict(data["task"]),
                   float(data["work_threshold"]), float(data["task_threshold"]), int(data["max_tasks"]),
-                  str(data["selector_version"]), data.get("trained_on", {}), data.get("cross_validation", {}))
+                  str(data["selector_version"]), str(data.get("work_rule", "model")), data.get("trained_on", {}),
+                  data.get("cross_validation", {}))
         if data.get("version") not in (None, fit.version):
             raise ValueError(f"neighbour stack {data.get('version')} does not match its contents ({fit.version}): "
                              "the file was edited by hand; refit with `python -m pipelines.fit_labeler`")
@@ -246,6 +248,7 @@ class Scores:
     task_codes: list[str]
     p_task: np.ndarray
     first: str | None  # the first occupation (`first_with_task`)
+    work_vote: float  # the neighbours' work vote (the decision when the fit's work_rule is "vote")
 
 
 def score(models: tuple[LinearModel, LinearModel, LinearModel], c: Candidates) -> Scores:
@@ -254,7 +257,8 @@ def score(models: tuple[LinearModel, LinearModel, LinearModel], c: Candidates) -
     p_occ = occupation.predict(c.occupation_x) if c.codes else np.zeros(0)
     p_task = task.predict(with_occupation(c, p_occ)) if c.tasks else np.zeros(0)
     first = first_with_task(c, p_occ)
-    return Scores(p_work, c.codes, p_occ, c.tasks, c.task_codes, p_task, c.codes[first] if first >= 0 else None)
+    return Scores(p_work, c.codes, p_occ, c.tasks, c.task_codes, p_task, c.codes[first] if first >= 0 else None,
+                  float(c.work_x[WORK_FEATURES.index("work_vote")]))
 
 
 def ranked(s: Scores) -> tuple[np.ndarray, int | None]:
@@ -275,14 +279,17 @@ def kept_positions(p_sorted: np.ndarray, lead: int | None, task_threshold: float
     return kept
 
 
-def decide(s: Scores, work_threshold: float, task_threshold: float, max_tasks: int) -> Decision:
-    """Thresholds on Scores: not work -> no labels; else `kept_positions` of the ranked candidates."""
+def decide(s: Scores, work_threshold: float, task_threshold: float, max_tasks: int, work_rule: str = "model"
+           ) -> Decision:
+    """Thresholds on Scores: not work -> no labels; else `kept_positions` of the ranked candidates. The work
+    decision is the work model's p >= work_threshold, or (work_rule "vote") the neighbours' vote >= 1/2."""
     first = s.first
     order, lead = ranked(s)
     ranking = [(s.tasks[j], s.task_codes[j], float(s.p_task[j])) for j in order]
-    if not (s.p_work >= work_threshold and ranking):
-        return Decision(False, s.p_work, [], first, ranking)
-    return Decision(True, s.p_work, [ranking[i] for i in kept_positions(s.p_task[order], lead, task_threshold,
+    p_work = s.work_vote if work_rule == "vote" else s.p_work
+    if not (p_work >= (0.5 if work_rule == "vote" else work_threshold) and ranking):
+        return Decision(False, p_work, [], first, ranking)
+    return Decision(True, p_work, [ranking[i] for i in kept_positions(s.p_task[order], lead, task_threshold,
                                                                        max_tasks)], first, ranking)
 
 
@@ -302,8 +309,17 @@ def label_benchmark(fit: StackFit, sample: BenchmarkSample | None, texts: Sequen
             continue  # the benchmark's only judged text is this one: the selector's labels stand
         is_work, p_work = selector_work.get(h, (bool(selector_labels.get(h)), None))
         e = evidence_of(votes, row, selector_labels.get(h, ()), is_work, p_work)
-        out[h] = decide(score(models, candidates(e, task_code)), fit.work_threshold, fit.task_threshold, fit.max_tasks)
+        out[h] = decide(score(models, candidates(e, task_code)), fit.work_threshold, fit.task_threshold,
+                        fit.max_tasks, fit.work_rule)
     return out
+
+
+def stacked_on(labeler_version: str) -> str | None:
+    """The labeler version a neighbour-stacked labeler_version (`<selector labeler version>+n<10 hex>`) was
+    stacked on, or None for any other version."""
+    head, _, tail = labeler_version.rpartition("+")
+    return head if head and len(tail) == 11 and tail[0] == "n" and all(c in "0123456789abcdef" for c in tail[1:]) \
+        else None
 
 
 def task_codes_of(index: Any) -> dict[int, str]:

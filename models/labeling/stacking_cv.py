@@ -127,12 +127,15 @@ def _f1(kept: set[int], passes: Sequence[set[int]]) -> float:
                           for ref in passes]))
 
 
-def choose(scored: Sequence[tuple[Example, Scores]]) -> tuple[float, float, int, float]:
-    """(work threshold, task threshold, max tasks, mean task F1 over work texts) best on held-out scores."""
+def choose(scored: Sequence[tuple[Example, Scores]]) -> tuple[float, str, float, int, float]:
+    """(work threshold, work rule, task threshold, max tasks, mean task F1 over work texts) best on held-out
+    scores; the work rule is the plain neighbour vote when it decides at least as accurately as the model."""
     truth = np.array([ex.is_work for ex, _ in scored])
     p_work = np.array([s.p_work for _, s in scored])
     accuracy = [float(np.mean(np.where(p_work >= t, truth, 1 - truth))) for t in WORK_THRESHOLDS]
     work_threshold = float(WORK_THRESHOLDS[int(np.argmax(accuracy))])
+    vote = np.array([s.work_vote for _, s in scored])
+    work_rule = "vote" if float(np.mean(np.where(vote >= 0.5, truth, 1 - truth))) >= max(accuracy) else "model"
     totals = np.zeros((len(MAX_TASKS), len(TASK_THRESHOLDS)))
     n = 0
     for ex, s in scored:
@@ -148,7 +151,7 @@ def choose(scored: Sequence[tuple[Example, Scores]]) -> tuple[float, float, int,
                 totals[a, b] += _f1({s.tasks[order[i]] for i in kept_positions(p_sorted, lead, float(t), m)},
                                     passes)
     a, b = np.unravel_index(int(np.argmax(totals)), totals.shape)
-    return work_threshold, float(TASK_THRESHOLDS[b]), MAX_TASKS[a], float(totals[a, b] / max(n, 1))
+    return work_threshold, work_rule, float(TASK_THRESHOLDS[b]), MAX_TASKS[a], float(totals[a, b] / max(n, 1))
 
 
 def fit_stack(train: Sequence[Example], selector_version: str,
@@ -157,7 +160,7 @@ def fit_stack(train: Sequence[Example], selector_version: str,
     refitted on every training example."""
     benchmarks = sorted({ex.benchmark for ex in train})
     folds = [set(benchmarks[i::INNER_FOLDS]) for i in range(INNER_FOLDS)]
-    best: tuple[float, tuple[int, float], float, float, int] | None = None
+    best: tuple[float, tuple[int, float], float, str, float, int] | None = None
     for key in grid:
         scored: list[tuple[Example, Scores]] = []
         for fold in folds:
@@ -167,20 +170,20 @@ def fit_stack(train: Sequence[Example], selector_version: str,
                 continue
             models = fit_models(inner_train, key)
             scored += [(ex, score(models, ex.candidates[key])) for ex in inner_test]
-        work_t, task_t, max_tasks, f1 = choose(scored)
+        work_t, work_rule, task_t, max_tasks, f1 = choose(scored)
         if best is None or f1 > best[0] + 1e-12:
-            best = (f1, key, work_t, task_t, max_tasks)
+            best = (f1, key, work_t, work_rule, task_t, max_tasks)
     assert best is not None
-    _, key, work_t, task_t, max_tasks = best
+    _, key, work_t, work_rule, task_t, max_tasks = best
     work, occupation, task = fit_models(train, key)
-    return StackFit(key[0], key[1], work, occupation, task, work_t, task_t, max_tasks, selector_version)
+    return StackFit(key[0], key[1], work, occupation, task, work_t, task_t, max_tasks, selector_version, work_rule)
 
 
 def predict(fit: StackFit, test: Sequence[Example]) -> list[Decision]:
     key = (fit.k, fit.power)
     models = (fit.work, fit.occupation, fit.task)
     return [decide(score(models, ex.candidates[key]), fit.work_threshold, fit.task_threshold,
-                   fit.max_tasks) for ex in test]
+                   fit.max_tasks, fit.work_rule) for ex in test]
 
 
 def cross_validate(all_examples: Sequence[Example], selector_version: str,
@@ -195,10 +198,11 @@ def cross_validate(all_examples: Sequence[Example], selector_version: str,
         fit = fit_stack(train, selector_version, grid)
         for ex, d in zip(test, predict(fit, test), strict=True):
             decisions[ex.prompt_hash] = d
-        folds.append({"held_out": benchmark, "k": fit.k, "power": fit.power, "work_threshold": fit.work_threshold,
+        folds.append({"held_out": benchmark, "k": fit.k, "power": fit.power, "work_rule": fit.work_rule,
+                      "work_threshold": fit.work_threshold,
                       "task_threshold": fit.task_threshold, "max_tasks": fit.max_tasks})
         if log:
-            log(f"fold {benchmark}: k={fit.k} power={fit.power} work>={fit.work_threshold} "
+            log(f"fold {benchmark}: k={fit.k} power={fit.power} work {fit.work_rule} >={fit.work_threshold} "
                 f"task>={fit.task_threshold} max {fit.max_tasks}")
     return decisions, folds
 
