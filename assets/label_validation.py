@@ -30,6 +30,7 @@ from models.benchmarks import PROMPTS_SCHEMA
 from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
 from models.labeling.stacking import stacked_on
+from models.labeling.stacking_cv import NEIGHBOUR_GRID
 from models.sources import ONET_VERSION
 from pipelines import label_queries as lq
 from pipelines.export_files import write_csv
@@ -375,7 +376,7 @@ def stack_cross_validated_rows(stack: Any, selector_version: str | None) -> pl.D
     if stack is None:
         return pl.DataFrame(schema=schema)
     versions = {"neighbour_stack": f"{selector_version}+{stack.version}", "selector_only": selector_version,
-                "neighbour_vote_only": f"k={stack.k} nearest judged texts, top 3 tasks"}
+                "neighbour_vote_only": f"k={NEIGHBOUR_GRID[0][0]} nearest judged texts, top 3 tasks"}
     rows = []
     for evaluation in STACK_EVALUATIONS:
         for name, figures in stack.cross_validation.get(evaluation, {}).items():
