@@ -202,6 +202,13 @@ def _judged_problem(labels: pl.DataFrame, judge_rows: pl.DataFrame, tasks: pl.Da
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=(
+    "measured 2026-12-03: model-assisted coverage at >= 5 prompts 0.33 for tasks (mean error -5.9), 0.83 for "
+    "occupations, against 1.0 / 1.0 with the selector's labels. split_sample_problem keeps the labels of the "
+    "held-out half, and the neighbour labels of a held-out text were voted by the other held-out texts' judge "
+    "labels: that split does not simulate texts the judge never read. The stricter split below (labels "
+    "recomputed from the estimation half only) covers. estimate_split_check needs the same per-split "
+    "relabeling (issue 25, estimates helper)."))
 def test_split_check_intervals_cover_the_truth_with_the_cross_fitted_labels(mirror: Path) -> None:
     """estimate_split_check's own procedure (split_sample_problem, check_against_truth) on the judged texts with
     the new labeler's cross-fitted labels (neighbour_oof.json, what the estimators see): the published
@@ -249,7 +256,7 @@ def test_split_check_with_labels_refitted_on_the_estimation_half_only(mirror: Pa
 
     statements = resolve_source("onet/Task Statements.txt")
     tasks = load_onet_reference_frames(statements.path.parent)["tasks"].select("onet_soc_code", "task_id")
-    task_code = {int(t): str(c) for t, c in tasks.iter_rows()}
+    task_code = {int(t): str(c) for c, t in tasks.iter_rows()}
     reference = load_reference()
     texts = pl.DataFrame([{"benchmark": b, "prompt_hash": h, "prompt": t}
                           for b, pairs in landed_texts(reference).items() for h, t in pairs])
@@ -293,8 +300,9 @@ def test_split_check_with_labels_refitted_on_the_estimation_half_only(mirror: Pa
                               & (pl.col("threshold") == threshold))["coverage"][0]
 
     for quantity in ("tasks_covered", "occupations_covered"):
-        assert coverage("model_assisted", quantity, 5) >= 0.5, quantity
-        assert coverage("bounds", quantity, 1) >= 0.75, quantity
+        # measured: 1.0 and 1.0 for both (4 splits; mean error -3.5 tasks, -0.3 occupations at >= 5)
+        assert coverage("model_assisted", quantity, 5) >= 0.6, quantity
+        assert coverage("bounds", quantity, 1) >= 0.9, quantity
 
 
 def test_labeler_validation_rows_of_both_evaluations() -> None:
