@@ -82,9 +82,10 @@ def occupation_candidates(e: TextEvidence, task_code: Mapping[int, str]) -> tupl
     """(codes, candidates x OCCUPATION_FEATURES): every occupation the neighbours list, or that a neighbour's
     task or a selector label belongs to."""
     selector_p: dict[str, float] = {}
-    for _, code, p in e.selector_labels:
+    for t, label_code, p in e.selector_labels:
+        code = task_code.get(int(t), label_code)  # the task's own occupation, as task_candidates reads it
         selector_p[code] = max(selector_p.get(code, 0.0), float(p))
-    first = e.selector_labels[0][1] if e.selector_labels else None
+    first = task_code.get(int(e.selector_labels[0][0]), e.selector_labels[0][1]) if e.selector_labels else None
     vote = dict(zip(e.codes.tolist(), e.occupation_vote.tolist(), strict=True))
     first_vote = dict(zip(e.codes.tolist(), e.first_vote.tolist(), strict=True))
     task_sum: dict[str, float] = {}
@@ -114,7 +115,7 @@ def task_candidates(e: TextEvidence, task_code: Mapping[int, str]) -> tuple[list
     columns p_occupation and is_first_occupation are left at 0: `score` fills them from the occupation model."""
     selector_p = {int(t): float(p) for t, _, p in e.selector_labels}
     vote = {int(t): float(v) for t, v in zip(e.task_ids.tolist(), e.task_vote.tolist(), strict=True) if v > 0}
-    tasks = sorted((set(vote) | set(selector_p)) & set(task_code))
+    tasks = sorted(t for t in set(vote) | set(selector_p) if t in task_code)
     if not tasks:
         return [], np.zeros((0, len(TASK_FEATURES)))
     occupation_vote = dict(zip(e.codes.tolist(), e.occupation_vote.tolist(), strict=True))
