@@ -32,7 +32,7 @@ from dagster import (
 from models import coverage as cov
 from models import estimates as es
 from models import regression as reg
-from pipelines.readers import REFERENCE_DIR, load_reference, read_selector_oof
+from pipelines.readers import REFERENCE_DIR, load_reference, read_labeler_oof
 from pipelines.resources import Warehouse
 
 GROUP = "estimates"
@@ -74,11 +74,12 @@ def published_labeler(warehouse: Warehouse) -> tuple[str | None, str | None, boo
 
 def with_out_of_fold_labels(labels: pl.DataFrame, labeler_version: str | None, sampled: pl.DataFrame,
                             log: object = None) -> pl.DataFrame:
-    """The published labels with the reference texts' labels swapped for the selector's cross-validated ones
-    (models/labeling/selector_oof.json; `models.estimates.with_out_of_fold_labels` says why and when)."""
+    """The published labels with the reference texts' labels swapped for the labeler's cross-fitted ones
+    (models/labeling/neighbour_oof.json for the neighbour stack's labels, else selector_oof.json;
+    `models.estimates.with_out_of_fold_labels` says why and when)."""
     if labeler_version is None or not labeler_version.startswith("offline-calibrated") or sampled.is_empty():
         return labels
-    out_of_fold = read_selector_oof()
+    out_of_fold = read_labeler_oof(labeler_version)
     if out_of_fold is None:
         return labels
     swapped, problem = es.with_out_of_fold_labels(labels, labeler_version, sampled, out_of_fold)

@@ -29,11 +29,20 @@ from models import validation as val
 from models.benchmarks import PROMPTS_SCHEMA
 from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
+from models.labeling.stacking import stacked_on
+from models.labeling.stacking_cv import NEIGHBOUR_GRID
 from models.sources import ONET_VERSION
 from pipelines import label_queries as lq
 from pipelines.export_files import write_csv
 from pipelines.label_cache import LabelCache, other_labelers_labels
-from pipelines.readers import REFERENCE_DIR, gold_files, load_reference, load_selector_fit, read_gold_csv
+from pipelines.readers import (
+    REFERENCE_DIR,
+    gold_files,
+    load_reference,
+    load_selector_fit,
+    load_stack_fit,
+    read_gold_csv,
+)
 from pipelines.resources import Warehouse
 from pipelines.settings import settings
 from pipelines.sources import raw_dir
@@ -208,6 +217,9 @@ def _all_labeler_labels(warehouse: Warehouse, labels: pl.DataFrame, prompts: pl.
     """prompt_task_labels plus, for labelers/versions not in it, their cached labels of current prompts
     (older configurations of the current version string are not re-validated)."""
     extra = other_labelers_labels(LabelCache(warehouse.path), labels, prompts, ONET_VERSION)
+    published = labels["labeler_version"].unique().to_list()
+    # the label cache holds the selector's labels the published neighbour-stack labels were made from
+    extra = extra.filter(~pl.col("labeler_version").is_in([stacked_on(v) for v in published if stacked_on(v)]))
     if extra.is_empty():
         return labels
     return pl.concat([labels.select(list(lc.LABEL_COLUMNS)), extra], how="vertical_relaxed")
@@ -318,9 +330,16 @@ def _reference_predictions(warehouse: Warehouse, reference: pl.DataFrame, labels
               .agg(pl.col("task_id").alias("ranking")))
     ranked = ranked.with_columns(pl.Series("best_code", [first_occupation.get(h) for h in ranked["prompt_hash"]],
                                            dtype=pl.Utf8)).unique(subset=["prompt_hash"], keep="first")
-    offline = predictions.filter(pl.col("labeler_version") == offline_version).drop("ranking", "first_occupation")
-    offline = offline.join(ranked.select("prompt_hash", "ranking", pl.col("best_code").alias("first_occupation")),
-                           on="prompt_hash", how="left")
+    if stacked_on(offline_version) is not None:
+        # the neighbour stack's labels: the ranking is the selector's, the first occupation its own rank-1 label's
+        offline = predictions.filter(pl.col("labeler_version") == offline_version).drop("ranking")
+        offline = offline.join(ranked.select("prompt_hash", "ranking"), on="prompt_hash", how="left")
+    else:
+        offline = predictions.filter(pl.col("labeler_version") == offline_version).drop("ranking",
+                                                                                        "first_occupation")
+        offline = offline.join(ranked.select("prompt_hash", "ranking",
+                                             pl.col("best_code").alias("first_occupation")),
+                               on="prompt_hash", how="left")
     return pl.concat([predictions.filter(pl.col("labeler_version") != offline_version),
                       offline.select(list(rl.PREDICTION_SCHEMA))])
 
@@ -339,6 +358,35 @@ def _cross_validated_rows(offline_version: str | None) -> pl.DataFrame:
          "ci_high": v["ci_high"], "n": v["n"]} for metric, v in recorded.items()], schema=schema)
 
 
+# The neighbour stack's cross-validation (neighbour_fit.json), published under these labeler names: the
+# labels after the step (the published labeler), before it (the selector alone) and the plain neighbour vote.
+STACK_LABELERS = {"neighbour_stack": "offline", "selector_only": "offline_selector_only",
+                  "neighbour_vote_only": "neighbour_vote_only"}
+STACK_EVALUATIONS = ("within_benchmark", "new_benchmark")
+
+
+def stack_cross_validated_rows(stack: Any, selector_version: str | None) -> pl.DataFrame:
+    """The two out-of-sample evaluations of the labeler step (pipelines.fit_labeler's figures, over every
+    judged text of both splits, 95% bootstrap over texts), metric `ref_cv_<evaluation>_<metric>`:
+    within_benchmark = leave one judged text out within its benchmark (the stack's models and hyperparameters
+    also never saw the benchmark); new_benchmark = leave one benchmark out (a benchmark that arrives without
+    judged texts: the selector's labels, so before = after). Labelers: STACK_LABELERS."""
+    schema = {"benchmark": pl.Utf8, "labeler": pl.Utf8, "labeler_version": pl.Utf8, "metric": pl.Utf8,
+              "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "n": pl.Int64}
+    if stack is None:
+        return pl.DataFrame(schema=schema)
+    versions = {"neighbour_stack": f"{selector_version}+{stack.version}", "selector_only": selector_version,
+                "neighbour_vote_only": f"k={NEIGHBOUR_GRID[0][0]} nearest judged texts, top 3 tasks"}
+    rows = []
+    for evaluation in STACK_EVALUATIONS:
+        for name, figures in stack.cross_validation.get(evaluation, {}).items():
+            for metric, v in figures.get("all", {}).items():
+                rows.append({"benchmark": "all", "labeler": STACK_LABELERS[name], "labeler_version": versions[name],
+                             "metric": f"{rl.METRIC_PREFIX}cv_{evaluation}_{metric}", "value": v["value"],
+                             "ci_low": v["ci_low"], "ci_high": v["ci_high"], "n": v["n"]})
+    return pl.DataFrame(rows, schema=schema)
+
+
 @asset(
     group_name=VALIDATION_GROUP,
     ins={"onet_tasks": AssetIn(), "onet_occupations": AssetIn(), "gold_task_labels": AssetIn(),
@@ -348,7 +396,9 @@ def _cross_validated_rows(offline_version: str | None) -> pl.DataFrame:
     "labeler_version, metric, value, ci_low, ci_high, n; 95% bootstrap over prompts): GDPval and "
     "TheAgentCompany occupation top-1/top-5 and JobBench task hit@k from the ranking; gold-set task "
     "precision/recall/F1; ref_* task F1/precision/recall, hit@1/5, first occupation and work decision against "
-    "the reference, with the judge's two passes against each other as the ceiling row.",
+    "the reference, with the judge's two passes against each other as the ceiling row; ref_cv_within_benchmark_* "
+    "and ref_cv_new_benchmark_*: the labeler step with the benchmark's judged texts (labeler offline) against "
+    "the selector alone (offline_selector_only) and the plain neighbour vote, out of sample.",
 )
 def labeler_validation(
     context: AssetExecutionContext,
@@ -376,6 +426,11 @@ def labeler_validation(
     if any(v.startswith("offline-calibrated") for v in current) and not keys.is_empty():
         offline_version, ranking_labels, occupations, first_occupation = _offline_rankings(
             warehouse, keys, context.log)
+    selector_version = offline_version
+    stacked = sorted(v for v in current if selector_version and stacked_on(v) == selector_version)
+    if stacked:  # the published labels are the neighbour stack's on this selector: they read its ranking
+        offline_version = stacked[0]
+        ranking_labels = ranking_labels.with_columns(pl.lit(offline_version).alias("labeler_version"))
     # human-label metrics read the ranking: the calibrated labeler's label set is short by design
     human_labels = labels
     if offline_version is not None:
@@ -404,7 +459,10 @@ def labeler_validation(
                                              offline_version, ranking_labels, first_occupation)
         reference_table = rl.labeler_reference_metrics(predictions, reference_task_labels)
         table = pl.concat([table, reference_table.select(table.columns).cast(table.schema),
-                           _cross_validated_rows(offline_version).select(table.columns).cast(table.schema)])
+                           _cross_validated_rows(selector_version).select(table.columns).cast(table.schema)])
+    if selector_version is not None:
+        stack_rows = stack_cross_validated_rows(load_stack_fit(), selector_version)
+        table = pl.concat([table, stack_rows.select(table.columns).cast(table.schema)])
     for title in notes["gdpval_unmatched_titles"]:
         context.log.warning(f"GDPval occupation title with no O*NET match (left out): {title!r}")
     context.add_output_metadata(

@@ -12,6 +12,12 @@
   labeling steps across all runs of the instance (dagster.yaml `pools.default_limit`, or `dagster instance
   concurrency set llm_api N`); an offline step holds a slot too, which costs it nothing while fewer labeling
   steps than the limit run at once (a deployment running more offline steps at once raises the limit).
+- the neighbour step (issue 25, models/labeling/stacking.py): for a benchmark with judged texts (its own
+  judge sample in judge_sample_labels, else the vendored reference's texts of it), the selector's labels are
+  restacked with the votes of each text's nearest judged texts of the benchmark (never the text itself);
+  a benchmark without judged texts keeps the selector's labels. The label cache keeps the selector's labels;
+  the step is recomputed on every run (a sparse TF-IDF product per benchmark) and its version is appended to
+  labeler_version.
 - how well labelers do against humans and each other: assets/label_validation.py.
 """
 
@@ -43,7 +49,9 @@ from pipelines import label_queries as lq
 from pipelines import task_index
 from pipelines.label_cache import LabelCache
 from pipelines.partitions import benchmark_partitions
+from pipelines.readers import REFERENCE_DIR, load_reference, load_stack_fit
 from pipelines.resources import LabelerResource, Warehouse
+from pipelines.sources import raw_dir
 
 GROUP = "labels"
 INDEX_GROUP = "reference"
@@ -133,6 +141,53 @@ def load_task_index(warehouse: Warehouse, log: Any = None) -> tuple[Any, str, fl
 
 # --- labels -------------------------------------------------------------------------------------------------
 
+REFERENCE_OVERRIDE = "reference_labels"  # data/raw/reference_labels/ overrides the vendored data/reference/
+
+
+def judged_sample(warehouse: Warehouse, benchmark: str, prompts: list[PromptRecord]) -> pl.DataFrame:
+    """The judged texts of one benchmark (models.labeling.neighbours.JUDGED_SCHEMA): the user's own judge
+    sample when judge_sample_labels holds one for it (as the estimates do), else the reference's texts of it
+    whose text is still the landed one."""
+    from models.labeling.neighbours import judged_from_task_rows, judged_texts
+    from models.reference_labels import SPLIT_FILES
+
+    texts = pl.DataFrame([{"benchmark": p.benchmark, "prompt_hash": p.prompt_hash, "prompt": p.prompt}
+                          for p in prompts], schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "prompt": pl.Utf8})
+    if warehouse.table_exists("judge_sample_labels"):
+        own = warehouse.query("select benchmark, prompt_hash, cast(task_id as bigint) as task_id, onet_soc_code "
+                              "from judge_sample_labels where benchmark = ?", [benchmark])
+        if own.height:
+            return judged_from_task_rows(own, texts)
+    override = raw_dir() / REFERENCE_OVERRIDE
+    folder = override if (override / SPLIT_FILES["dev"]).is_file() else REFERENCE_DIR
+    reference = load_reference(folder).filter(pl.col("benchmark") == benchmark)
+    return judged_texts(reference, texts)
+
+
+def neighbour_step(warehouse: Warehouse, benchmark: str, prompts: list[PromptRecord], labels_by_hash: dict,
+                   impl: Any, index: Any) -> tuple[dict, str, dict[str, Any]]:
+    """(label sets, labeler_version, metadata) after the neighbour step; unchanged when there is no stack fit
+    for the labeler's selector (another labeler, or a stale fit: said in the metadata)."""
+    from models.labeling.neighbours import BenchmarkSample
+    from models.labeling.stacking import stacked_label_sets, task_codes_of
+
+    fit = load_stack_fit()
+    selector = getattr(getattr(impl, "selector", None), "fit", None)
+    if fit is None or selector is None or fit.selector_version != selector.version:
+        reason = ("no neighbour_fit.json" if fit is None else "not the calibrated offline labeler"
+                  if selector is None else f"neighbour_fit.json stacks selector {fit.selector_version}, "
+                  f"not {selector.version}: refit with `python -m pipelines.fit_labeler --stack-only`")
+        return labels_by_hash, impl.labeler_version, {"neighbour_step": f"not applied ({reason})"}
+    started = time.perf_counter()
+    judged = judged_sample(warehouse, benchmark, prompts)
+    sample = BenchmarkSample.of(judged) if judged.height else None
+    restacked, n = stacked_label_sets(fit, sample, prompts, labels_by_hash, task_codes_of(index))
+    return restacked, f"{impl.labeler_version}+{fit.version}", {
+        "neighbour_step": f"{n} texts restacked with {judged.height} judged texts" if n
+        else "no judged texts: the selector's labels (fallback)",
+        "neighbour_judged_texts": judged.height, "neighbour_seconds": round(time.perf_counter() - started, 3)}
+
+
 
 def prompt_records(prompts: pl.DataFrame) -> list[PromptRecord]:
     return [
@@ -198,8 +253,10 @@ def prompt_task_labels(
         progress_every=labeler.progress_every,
         log_fn=context.log.info,
     )
-    frame = lc.labels_frame(prompts, labels_by_hash, impl.name, impl.labeler_version)
-    work = lc.work_frame(prompts, labels_by_hash, impl.name, impl.labeler_version)
+    labels_by_hash, version, neighbour_meta = neighbour_step(warehouse, benchmark, prompts, labels_by_hash, impl,
+                                                             index)
+    frame = lc.labels_frame(prompts, labels_by_hash, impl.name, version)
+    work = lc.work_frame(prompts, labels_by_hash, impl.name, version)
     failures = pl.DataFrame(
         stats.failures,
         schema={
@@ -230,7 +287,8 @@ def prompt_task_labels(
     metadata = {
             **stats.as_metadata(),
             "labeler": impl.name,
-            "labeler_version": impl.labeler_version,
+            "labeler_version": version,
+            **neighbour_meta,
             "onet_version": ONET_VERSION,
             "task_index_origin": origin,
             "task_index_seconds": round(index_s, 3),
@@ -252,7 +310,7 @@ def prompt_task_labels(
     yield from _selected_outputs(
         selected, Output(frame, "prompt_task_labels", metadata=metadata),
         Output(work, "prompt_work", metadata={"n_prompts": work.height, "prompts_not_work": n_not_work,
-                                              "labeler_version": impl.labeler_version}))
+                                              "labeler_version": version}))
 
 
 

@@ -32,6 +32,7 @@ from pipelines.settings import PROJECT_ROOT
 
 if TYPE_CHECKING:
     from models.labeling.selector import SelectorFit
+    from models.labeling.stacking import StackFit
 
 # the vendored task-level reference (data/reference/SOURCES.md) and the selector fitted on it
 REFERENCE_DIR = PROJECT_ROOT / "data" / "reference"
@@ -159,6 +160,28 @@ def load_selector_fit(path: str | Path = FIT_PATH) -> SelectorFit:
     from models.labeling.selector import SelectorFit
 
     return SelectorFit.from_json(read_text(path))
+
+
+STACK_PATH = FIT_PATH.with_name("neighbour_fit.json")  # the neighbour stack (models/labeling/stacking.py)
+
+
+def load_stack_fit(path: str | Path = STACK_PATH) -> StackFit | None:
+    """The neighbour stack's fit (models/labeling/neighbour_fit.json unless told otherwise), None without one."""
+    from models.labeling.stacking import StackFit
+
+    path = Path(path)
+    return StackFit.from_json(read_text(path)) if path.is_file() else None
+
+
+def read_labeler_oof(labeler_version: str | None) -> dict | None:
+    """The cross-fitted labels of the judged texts for the published labeler: the neighbour stack's
+    (neighbour_oof.json) when the labels carry its version, else the selector's (selector_oof.json)."""
+    stack = STACK_PATH.with_name("neighbour_oof.json")
+    if labeler_version and stack.is_file():
+        data = json.loads(read_text(stack))
+        if labeler_version.endswith(f"+{data.get('fit_version')}"):
+            return data
+    return read_selector_oof()
 
 
 def read_selector_oof(path: str | Path | None = None) -> dict | None:

@@ -40,14 +40,16 @@ def reference_sample_rows(reference: pl.DataFrame, dev_pass: str = "a") -> pl.Da
 
 def with_out_of_fold_labels(labels: pl.DataFrame, labeler_version: str, sampled: pl.DataFrame,
                             out_of_fold: dict[str, Any]) -> tuple[pl.DataFrame, str | None]:
-    """(labels, problem). The calibrated offline labeler was fitted on the reference texts, so on them its
-    labels are in sample. Where the judge sample is the reference (`sampled`: benchmark, prompt_hash), swap
-    its labels of those texts for the cross-validated ones (`out_of_fold`: selector_oof.json, each from the
+    """(labels, problem). The calibrated offline labeler (and the neighbour stack on it) was fitted on the
+    reference texts, so on them its labels are in sample. Where the judge sample is the reference (`sampled`:
+    benchmark, prompt_hash), swap its labels of those texts for the cross-fitted ones (`out_of_fold`:
+    neighbour_oof.json for labels carrying the neighbour stack's version, each from models that never saw the
+    text's benchmark and the votes of the benchmark's other judged texts; else selector_oof.json, each from the
     fold that never saw the text's benchmark), so the model-assisted correction sees the labeler as it is on
-    unseen benchmarks. A file for another fit changes nothing and says so in `problem`."""
+    texts it was not fitted on. A file for another fit changes nothing and says so in `problem`."""
     if not labeler_version.endswith(str(out_of_fold.get("fit_version"))):
-        return labels, (f"selector_oof.json is for fit {out_of_fold.get('fit_version')}, not {labeler_version}: "
-                        "in-sample labels kept")
+        return labels, (f"the out-of-fold labels are for fit {out_of_fold.get('fit_version')}, not "
+                        f"{labeler_version}: in-sample labels kept")
     keys = sampled.select("benchmark", "prompt_hash").unique()
     prompts = out_of_fold["prompts"]
     oof = pl.DataFrame([{"benchmark": r["benchmark"], "prompt_hash": r["prompt_hash"], "onet_soc_code": code,

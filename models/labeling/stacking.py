@@ -1,0 +1,361 @@
+"""The labeler step that learns from a benchmark's judged texts: the calibrated selector's labels stacked
+with the votes of the text's nearest judged texts of the same benchmark (models/labeling/neighbours.py).
+
+Three small logistic models (models.labeling.selector.LinearModel), fitted on the judged texts with every
+feature out of sample (the selector's labels from the fold that never saw the text's benchmark, the votes
+from the other judged texts of its benchmark; `pipelines.fit_labeler`):
+
+1. **work**: P(occupational work) from the neighbours' work vote, the selector's decision and the nearest
+   neighbour's similarity.
+2. **occupations**: over the occupations the neighbours list or the selector's labels name, P(the judge
+   lists it) from the neighbours' (first-)occupation votes, the selector's best p in it and whether it is the
+   selector's first, and the similarity. The most probable is the text's first occupation.
+3. **tasks**: over the tasks the neighbours keep or the selector labels, P(the judge keeps it) from the
+   neighbours' task vote, the vote for its occupation, the selector's p, the occupation model's P and the
+   similarity. A work text keeps the tasks with p >= `task_threshold` (at most `max_tasks`, at least its best);
+   rank 1 is the best task of the first occupation.
+
+A benchmark without judged texts keeps the selector's labels unchanged (the fallback). Hyperparameters
+(k, power, thresholds) are chosen by cross-validation over whole benchmarks (models/labeling/stacking_cv.py),
+so nothing here is tuned to one benchmark.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from models.labeling.neighbours import BenchmarkSample, Votes, neighbour_votes
+from models.labeling.selector import LinearModel
+
+FORMAT_VERSION = 1
+# `*_x_split`: the selector's evidence times how split the neighbours are (1 - the top occupation's vote, or
+# 4 v (1 - v) for the work vote), so the selector speaks where the neighbours disagree (mixed benchmarks).
+WORK_FEATURES = ("work_vote", "selector_work", "vote_x_similarity", "max_similarity", "selector_work_x_split")
+OCCUPATION_FEATURES = ("occupation_vote", "first_vote", "selector_p", "selector_first", "task_vote_sum",
+                       "vote_x_similarity", "max_similarity", "log_vote_rank", "top_vote",
+                       "selector_first_x_split", "selector_p_x_split")
+TASK_FEATURES = ("task_vote", "occupation_vote", "p_occupation", "is_first_occupation", "selector_p",
+                 "selector_kept", "vote_x_similarity", "max_similarity", "log_vote_rank", "work_vote",
+                 "selector_p_x_split")
+
+SelectorLabels = Mapping[str, Sequence[tuple[int, str, float]]]  # prompt_hash -> (task, code, p) best first
+
+
+@dataclass(frozen=True)
+class TextEvidence:
+    """What the stack reads of one text: the selector's labels and decision, and the neighbours' votes."""
+
+    selector_labels: Sequence[tuple[int, str, float]]
+    selector_work: bool
+    selector_p_work: float | None
+    work_vote: float
+    max_similarity: float
+    codes: np.ndarray
+    occupation_vote: np.ndarray
+    first_vote: np.ndarray
+    task_ids: np.ndarray
+    task_vote: np.ndarray
+
+
+def evidence_of(votes: Votes, row: int, labels: Sequence[tuple[int, str, float]], is_work: bool,
+                p_work: float | None) -> TextEvidence:
+    return TextEvidence(labels, is_work, p_work, float(votes.work[row]), float(votes.max_similarity[row]),
+                        votes.codes, votes.occupation[row], votes.first_occupation[row], votes.task_ids,
+                        votes.task[row])
+
+
+def work_features(e: TextEvidence) -> np.ndarray:
+    # the selector's decision, not its p_work: its cross-validated labels (what the stack is fitted on)
+    # record the decision only
+    split = 4.0 * e.work_vote * (1.0 - e.work_vote)
+    return np.array([e.work_vote, float(e.selector_work), e.work_vote * e.max_similarity, e.max_similarity,
+                     float(e.selector_work) * split])
+
+
+def occupation_candidates(e: TextEvidence, task_code: Mapping[int, str]) -> tuple[list[str], np.ndarray]:
+    """(codes, candidates x OCCUPATION_FEATURES): every occupation the neighbours list, or that a neighbour's
+    task or a selector label belongs to."""
+    selector_p: dict[str, float] = {}
+    for t, label_code, p in e.selector_labels:
+        code = task_code.get(int(t), label_code)  # the task's own occupation, as task_candidates reads it
+        selector_p[code] = max(selector_p.get(code, 0.0), float(p))
+    first = task_code.get(int(e.selector_labels[0][0]), e.selector_labels[0][1]) if e.selector_labels else None
+    vote = dict(zip(e.codes.tolist(), e.occupation_vote.tolist(), strict=True))
+    first_vote = dict(zip(e.codes.tolist(), e.first_vote.tolist(), strict=True))
+    task_sum: dict[str, float] = {}
+    for t, v in zip(e.task_ids.tolist(), e.task_vote.tolist(), strict=True):
+        if v > 0:
+            code = task_code.get(int(t))
+            if code is not None:
+                task_sum[code] = task_sum.get(code, 0.0) + v
+    codes = sorted({c for c, v in vote.items() if v > 0} | set(task_sum) | set(selector_p))
+    if not codes:
+        return [], np.zeros((0, len(OCCUPATION_FEATURES)))
+    votes = np.array([vote.get(c, 0.0) for c in codes])
+    rank = np.empty(len(codes))
+    rank[np.argsort(-votes, kind="stable")] = np.arange(len(codes))
+    top = float(e.occupation_vote.max()) if len(e.occupation_vote) else 0.0
+    sel_p = np.array([selector_p.get(c, 0.0) for c in codes])
+    sel_first = np.array([float(c == first) for c in codes])
+    x = np.column_stack([votes, [first_vote.get(c, 0.0) for c in codes], sel_p, sel_first,
+                         [task_sum.get(c, 0.0) for c in codes], votes * e.max_similarity,
+                         np.full(len(codes), e.max_similarity), np.log1p(rank), np.full(len(codes), top),
+                         sel_first * (1.0 - top), sel_p * (1.0 - top)])
+    return codes, x
+
+
+def task_candidates(e: TextEvidence, task_code: Mapping[int, str]) -> tuple[list[int], np.ndarray]:
+    """(task ids, candidates x TASK_FEATURES): every task a neighbour keeps or the selector labels. The
+    columns p_occupation and is_first_occupation are left at 0: `score` fills them from the occupation model."""
+    selector_p = {int(t): float(p) for t, _, p in e.selector_labels}
+    vote = {int(t): float(v) for t, v in zip(e.task_ids.tolist(), e.task_vote.tolist(), strict=True) if v > 0}
+    tasks = sorted(t for t in set(vote) | set(selector_p) if t in task_code)
+    if not tasks:
+        return [], np.zeros((0, len(TASK_FEATURES)))
+    occupation_vote = dict(zip(e.codes.tolist(), e.occupation_vote.tolist(), strict=True))
+    votes = np.array([vote.get(t, 0.0) for t in tasks])
+    rank = np.empty(len(tasks))
+    rank[np.argsort(-votes, kind="stable")] = np.arange(len(tasks))
+    codes = [task_code[t] for t in tasks]
+    zeros = np.zeros(len(tasks))
+    top = float(e.occupation_vote.max()) if len(e.occupation_vote) else 0.0
+    sel_p = np.array([selector_p.get(t, 0.0) for t in tasks])
+    x = np.column_stack([votes, [occupation_vote.get(c, 0.0) for c in codes], zeros, zeros, sel_p,
+                         [float(t in selector_p) for t in tasks], votes * e.max_similarity,
+                         np.full(len(tasks), e.max_similarity), np.log1p(rank), np.full(len(tasks), e.work_vote),
+                         sel_p * (1.0 - top)])
+    return tasks, x
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """A text's feature rows, computed once (they do not depend on the fitted models)."""
+
+    work_x: np.ndarray  # WORK_FEATURES
+    codes: list[str]
+    occupation_x: np.ndarray  # codes x OCCUPATION_FEATURES
+    tasks: list[int]
+    task_codes: list[str]
+    task_occupation: np.ndarray  # per task: its occupation's row in `codes`
+    task_x: np.ndarray  # tasks x TASK_FEATURES (p_occupation, is_first_occupation filled by `score`)
+
+
+def candidates(e: TextEvidence, task_code: Mapping[int, str]) -> Candidates:
+    codes, ox = occupation_candidates(e, task_code)
+    tasks, tx = task_candidates(e, task_code)
+    task_codes = [task_code[t] for t in tasks]
+    row = {c: i for i, c in enumerate(codes)}
+    return Candidates(work_features(e), codes, ox, tasks, task_codes,
+                      np.array([row[c] for c in task_codes], dtype=np.int64), tx)
+
+
+_P_OCCUPATION = TASK_FEATURES.index("p_occupation")
+_IS_FIRST = TASK_FEATURES.index("is_first_occupation")
+
+
+def with_occupation(c: Candidates, p_occupation: np.ndarray) -> np.ndarray:
+    """The task rows with the occupation model's P(listed) of each task's occupation and the first flag."""
+    x = c.task_x.copy()
+    if len(c.tasks):
+        x[:, _P_OCCUPATION] = p_occupation[c.task_occupation]
+        x[:, _IS_FIRST] = (c.task_occupation == first_with_task(c, p_occupation)).astype(float)
+    return x
+
+
+def first_with_task(c: Candidates, p_occupation: np.ndarray) -> int:
+    """Row in c.codes of the most probable occupation that has a task candidate (-1 without one): the first
+    occupation, which the rank-1 label then names."""
+    if not len(c.tasks):
+        return -1
+    rows = np.unique(c.task_occupation)
+    return int(rows[int(np.argmax(p_occupation[rows]))])
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The stacked labeler's decision for one text."""
+
+    is_work: bool
+    p_work: float
+    labels: list[tuple[int, str, float]]  # (task, code, p_exercised) of the label set, rank order
+    first_occupation: str | None
+    ranking: list[tuple[int, str, float]]  # every candidate task, best first
+
+
+@dataclass(frozen=True)
+class StackFit:
+    """The fitted stack: neighbour settings, three models, the thresholds, the selector fit it stacks on."""
+
+    k: int
+    power: float
+    work: LinearModel
+    occupation: LinearModel
+    task: LinearModel
+    work_threshold: float
+    task_threshold: float
+    max_tasks: int
+    selector_version: str
+    work_rule: str = "model"  # "model" (p_work >= work_threshold) or "vote" (the neighbours' vote >= 1/2)
+    trained_on: dict[str, Any] = field(default_factory=dict)
+    cross_validation: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def version(self) -> str:
+        body = json.dumps(self._model_dict(), sort_keys=True, separators=(",", ":"))
+        return "n" + hashlib.sha256(body.encode()).hexdigest()[:10]
+
+    def _model_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT_VERSION, "k": self.k, "power": self.power, "work": self.work.to_dict(),
+                "occupation": self.occupation.to_dict(), "task": self.task.to_dict(),
+                "work_threshold": round(self.work_threshold, 6), "task_threshold": round(self.task_threshold, 6),
+                "max_tasks": self.max_tasks, "selector_version": self.selector_version, "work_rule": self.work_rule}
+
+    def to_json(self) -> str:
+        body = {"version": self.version, **self._model_dict(), "trained_on": self.trained_on,
+                "cross_validation": self.cross_validation}
+        return json.dumps(body, indent=1) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> StackFit:
+        data = json.loads(text)
+        if data.get("format") != FORMAT_VERSION:
+            raise ValueError(f"neighbour stack format {data.get('format')!r}, expected {FORMAT_VERSION}: refit "
+                             "with `python -m pipelines.fit_labeler`")
+        fit = cls(int(data["k"]), float(data["power"]), LinearModel.from_dict(data["work"]),
+                  LinearModel.from_dict(data["occupation"]), LinearModel.from_dict(data["task"]),
+                  float(data["work_threshold"]), float(data["task_threshold"]), int(data["max_tasks"]),
+                  str(data["selector_version"]), str(data.get("work_rule", "model")), data.get("trained_on", {}),
+                  data.get("cross_validation", {}))
+        if data.get("version") not in (None, fit.version):
+            raise ValueError(f"neighbour stack {data.get('version')} does not match its contents ({fit.version}): "
+                             "the file was edited by hand; refit with `python -m pipelines.fit_labeler`")
+        return fit
+
+
+@dataclass(frozen=True)
+class Scores:
+    """The three models' probabilities for one text (before thresholds)."""
+
+    p_work: float
+    codes: list[str]
+    p_occupation: np.ndarray
+    tasks: list[int]
+    task_codes: list[str]
+    p_task: np.ndarray
+    first: str | None  # the first occupation (`first_with_task`)
+    work_vote: float  # the neighbours' work vote (the decision when the fit's work_rule is "vote")
+
+
+def score(models: tuple[LinearModel, LinearModel, LinearModel], c: Candidates) -> Scores:
+    work, occupation, task = models
+    p_work = float(work.predict(c.work_x[None, :])[0])
+    p_occ = occupation.predict(c.occupation_x) if c.codes else np.zeros(0)
+    p_task = task.predict(with_occupation(c, p_occ)) if c.tasks else np.zeros(0)
+    first = first_with_task(c, p_occ)
+    return Scores(p_work, c.codes, p_occ, c.tasks, c.task_codes, p_task, c.codes[first] if first >= 0 else None,
+                  float(c.work_x[WORK_FEATURES.index("work_vote")]))
+
+
+def ranked(s: Scores) -> tuple[np.ndarray, int | None]:
+    """(candidate order by p, best first; position in that order of the first occupation's best task)."""
+    order = np.argsort(-s.p_task, kind="stable")
+    if s.first is None:
+        return order, None
+    lead = next((i for i, j in enumerate(order) if s.task_codes[j] == s.first), None)
+    return order, lead
+
+
+def kept_positions(p_sorted: np.ndarray, lead: int | None, task_threshold: float, max_tasks: int) -> list[int]:
+    """Positions (in the ranked order) of the label set: p >= task_threshold, at most max_tasks, at least
+    the best; the first occupation's best task leads (downstream reads the first occupation from rank 1)."""
+    kept = [i for i in range(min(len(p_sorted), max_tasks)) if p_sorted[i] >= task_threshold] or [0]
+    if lead is not None:
+        kept = ([lead] + [i for i in kept if i != lead])[:max_tasks]
+    return kept
+
+
+def decide(s: Scores, work_threshold: float, task_threshold: float, max_tasks: int, work_rule: str = "model"
+           ) -> Decision:
+    """Thresholds on Scores: not work -> no labels; else `kept_positions` of the ranked candidates. The work
+    decision is the work model's p >= work_threshold, or (work_rule "vote") the neighbours' vote >= 1/2."""
+    first = s.first
+    order, lead = ranked(s)
+    ranking = [(s.tasks[j], s.task_codes[j], float(s.p_task[j])) for j in order]
+    p_work = s.work_vote if work_rule == "vote" else s.p_work
+    if not (p_work >= (0.5 if work_rule == "vote" else work_threshold) and ranking):
+        return Decision(False, p_work, [], first, ranking)
+    return Decision(True, p_work, [ranking[i] for i in kept_positions(s.p_task[order], lead, task_threshold,
+                                                                       max_tasks)], first, ranking)
+
+
+def label_benchmark(fit: StackFit, sample: BenchmarkSample | None, texts: Sequence[str], hashes: Sequence[str],
+                    selector_labels: SelectorLabels, selector_work: Mapping[str, tuple[bool, float | None]],
+                    task_code: Mapping[int, str]) -> dict[str, Decision] | None:
+    """prompt_hash -> Decision for texts of one benchmark; None when the benchmark has no judged text other
+    than the texts themselves (the caller keeps the selector's labels: the fallback). A judged text's own
+    judge labels never reach its decision (neighbour_votes leaves it out)."""
+    if sample is None or sample.size == 0:
+        return None
+    models = (fit.work, fit.occupation, fit.task)
+    votes = neighbour_votes(sample, texts, hashes, fit.k, fit.power)
+    out: dict[str, Decision] = {}
+    for row, h in enumerate(hashes):
+        if votes.n_neighbours[row] == 0:
+            continue  # the benchmark's only judged text is this one: the selector's labels stand
+        is_work, p_work = selector_work.get(h, (bool(selector_labels.get(h)), None))
+        e = evidence_of(votes, row, selector_labels.get(h, ()), is_work, p_work)
+        out[h] = decide(score(models, candidates(e, task_code)), fit.work_threshold, fit.task_threshold,
+                        fit.max_tasks, fit.work_rule)
+    return out
+
+
+def stacked_on(labeler_version: str) -> str | None:
+    """The labeler version a neighbour-stacked labeler_version (`<selector labeler version>+n<10 hex>`) was
+    stacked on, or None for any other version."""
+    head, _, tail = labeler_version.rpartition("+")
+    return head if head and len(tail) == 11 and tail[0] == "n" and all(c in "0123456789abcdef" for c in tail[1:]) \
+        else None
+
+
+def task_codes_of(index: Any) -> dict[int, str]:
+    """task_id -> O*NET-SOC code of a TaskIndex (or anything with task_ids, task_occupation, occupation_codes)."""
+    return {int(t): str(index.occupation_codes[o])
+            for t, o in zip(index.task_ids, index.task_occupation, strict=True)}
+
+
+def stacked_label_sets(fit: StackFit, sample: BenchmarkSample | None, prompts: Sequence[Any],
+                       labels_by_hash: Mapping[str, Sequence[Any]], task_code: Mapping[int, str]
+                       ) -> tuple[dict[str, list[Any]], int]:
+    """The labeler step: the selector's label sets of one benchmark's prompts (`labels_by_hash`: prompt_hash
+    -> models.labeling.cache.LabelSet, as label_with_cache returns them) restacked with the neighbours' votes.
+    Returns (prompt_hash -> LabelSet, how many prompts the stack decided); without judged texts the selector's
+    sets are returned unchanged (the fallback)."""
+    from models.labeling.base import TaskLabel
+    from models.labeling.cache import LabelSet
+
+    texts: dict[str, str] = {}
+    for p in prompts:
+        if p.prompt_hash in labels_by_hash and isinstance(p.prompt, str):
+            texts.setdefault(p.prompt_hash, p.prompt)
+    hashes = list(texts)
+    selector = {h: [(int(lab.task_id), str(lab.onet_soc_code),
+                     float(lab.p_exercised if lab.p_exercised is not None else lab.score))
+                    for lab in sorted(labels_by_hash[h], key=lambda lab: lab.rank)] for h in hashes}
+    work = {h: (bool(getattr(labels_by_hash[h], "is_work", None) is not False), None) for h in hashes}
+    decisions = label_benchmark(fit, sample, [texts[h] for h in hashes], hashes, selector, work, task_code)
+    out: dict[str, list[Any]] = dict(labels_by_hash)
+    if not decisions:
+        return out, 0
+    for h, d in decisions.items():
+        rationale = {lab.task_id: lab.rationale for lab in labels_by_hash[h]}
+        labels = [TaskLabel(task_id=t, onet_soc_code=code, rank=rank, score=round(p, 6), p_exercised=round(p, 6),
+                            rationale=rationale.get(t) or "kept by the benchmark's nearest judged texts")
+                  for rank, (t, code, p) in enumerate(d.labels, start=1)]
+        out[h] = LabelSet(labels, is_work=d.is_work, p_work=round(d.p_work, 6))
+    return out, len(decisions)

@@ -1,0 +1,326 @@
+"""The labeler step that learns from a benchmark's judged texts (models/labeling/neighbours.py, stacking.py,
+stacking_cv.py): no judged text's own label reaches its prediction, the figures of both evaluations, the
+cross-fitted labels the estimators use, and the split check with them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from models.labeling import stacking_cv as scv
+from models.labeling.neighbours import BenchmarkSample, judged_from_task_rows, judged_texts, neighbour_votes
+from models.labeling.stacking import StackFit, label_benchmark
+from pipelines.readers import FIT_PATH, load_stack_fit
+
+STACK_PATH = FIT_PATH.with_name("neighbour_fit.json")
+STACK_OOF_PATH = FIT_PATH.with_name("neighbour_oof.json")
+
+# --- a small synthetic world: 4 benchmarks x 8 texts, each text about one of two topics --------------------------
+
+TOPICS = {
+    "ledger": ("reconcile the ledger and post journal entries for the quarter", "13-2011.00", [101, 102]),
+    "patient": ("triage the patient and record vital signs in the chart", "29-1141.00", [201, 202]),
+}
+TASK_CODE = {101: "13-2011.00", 102: "13-2011.00", 103: "13-2011.00", 201: "29-1141.00", 202: "29-1141.00",
+             203: "29-1141.00"}
+
+
+def _world() -> tuple[pl.DataFrame, dict, dict]:
+    rows, selector, work = [], {}, {}
+    for b in range(4):
+        for i in range(8):
+            topic = "ledger" if (i + b) % 2 else "patient"
+            text, code, tasks = TOPICS[topic]
+            h = f"b{b}t{i}"
+            not_work = i == 7
+            rows.append({"benchmark": f"bench{b}", "prompt_hash": h, "prompt": f"{text} case {i} batch {b}",
+                         "is_work": not not_work, "occupations": [] if not_work else [code],
+                         "task_ids": [] if not_work else tasks[: 1 + (i % 2)]})
+            # the selector's (cross-validated) labels: one wrong task beside, every third text the wrong topic
+            _, other_code, other_tasks = TOPICS["patient" if topic == "ledger" else "ledger"]
+            selector[h] = [(tasks[0], code, 0.3), (tasks[0] + 2, code, 0.2)] if i % 3 else \
+                [(other_tasks[0], other_code, 0.3)]
+            work[h] = True
+    reference = pl.DataFrame(rows).with_columns(pl.lit("a").alias("annotation"))
+    texts = reference.select("benchmark", "prompt_hash", "prompt")
+    return judged_texts(reference.drop("prompt"), texts), selector, work
+
+
+def _flip(judged: pl.DataFrame, prompt_hash: str) -> pl.DataFrame:
+    """The same judged texts with one text's judge labels replaced by very different ones."""
+    return judged.with_columns(
+        pl.when(pl.col("prompt_hash") == prompt_hash).then(pl.lit([[203]])).otherwise("task_ids").alias("task_ids"),
+        pl.when(pl.col("prompt_hash") == prompt_hash).then(pl.lit([["29-1141.00"]])).otherwise("occupations")
+        .alias("occupations"),
+        pl.when(pl.col("prompt_hash") == prompt_hash).then(1.0).otherwise("is_work").alias("is_work"))
+
+
+def test_a_judged_text_never_votes_for_itself() -> None:
+    judged, _, _ = _world()
+    bench = judged.filter(pl.col("benchmark") == "bench0")
+    target = bench["prompt_hash"][2]
+    texts, hashes = bench["prompt"].to_list(), bench["prompt_hash"].to_list()
+    before = neighbour_votes(BenchmarkSample.of(bench), texts, hashes, k=5)
+    after = neighbour_votes(BenchmarkSample.of(_flip(bench, target)), texts, hashes, k=5)
+    row = hashes.index(target)
+    task_before = dict(zip(before.task_ids.tolist(), before.task[row].tolist(), strict=True))
+    task_after = dict(zip(after.task_ids.tolist(), after.task[row].tolist(), strict=True))
+    assert task_after.get(203, 0.0) == 0.0  # its own new label is not among its votes
+    assert {t: v for t, v in task_after.items() if v} == {t: v for t, v in task_before.items() if v}
+    # ... while a text that has it as a neighbour sees the change (so the check above can fail)
+    others = [i for i in range(len(hashes)) if i != row]
+    assert any(after.task[i, list(after.task_ids).index(203)] > 0 for i in others)
+    assert (before.n_neighbours == min(5, bench.height - 1)).all()
+
+
+def test_cross_fitted_predictions_do_not_see_the_texts_own_label() -> None:
+    judged, selector, work = _world()
+    target = "b1t2"
+    decided = {}
+    for frame in (judged, _flip(judged, target)):
+        examples = scv.examples(frame, selector, work, TASK_CODE, grid=((3, 1.0),))
+        decisions, _ = scv.cross_validate(examples, "s-test", grid=((3, 1.0),))
+        decided[frame is judged] = decisions
+    original, flipped = decided[True], decided[False]
+    assert original[target] == flipped[target]
+    # the flip reaches the other texts (its neighbours' votes, the other folds' models)
+    assert any(original[h] != flipped[h] for h in original if h != target)
+
+
+def test_label_benchmark_falls_back_without_other_judged_texts() -> None:
+    judged, selector, work = _world()
+    examples = scv.examples(judged, selector, work, TASK_CODE, grid=((3, 1.0),))
+    fit = scv.fit_stack(examples, "s-test", grid=((3, 1.0),))
+    only = judged.filter(pl.col("prompt_hash") == "b0t0")
+    sample = BenchmarkSample.of(only)
+    decided = label_benchmark(fit, sample, ["x", "reconcile the ledger"], ["b0t0", "new"],
+                              selector, {}, TASK_CODE)
+    assert decided is not None and "b0t0" not in decided and "new" in decided  # only itself: no vote
+    assert label_benchmark(fit, None, ["x"], ["new"], selector, {}, TASK_CODE) is None
+    assert StackFit.from_json(fit.to_json()).version == fit.version
+
+
+def test_judge_sample_rows_become_judged_texts() -> None:
+    rows = pl.DataFrame({"benchmark": ["b", "b", "b"], "prompt_hash": ["h1", "h1", "h2"],
+                         "task_id": [101, 201, None], "onet_soc_code": ["13-2011.00", "29-1141.00", None]},
+                        schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "task_id": pl.Int64,
+                                "onet_soc_code": pl.Utf8})
+    texts = pl.DataFrame({"benchmark": ["b", "b"], "prompt_hash": ["h1", "h2"], "prompt": ["one", "two"]})
+    judged = judged_from_task_rows(rows, texts).sort("prompt_hash")
+    assert judged["is_work"].to_list() == [1.0, 0.0]
+    assert judged["task_ids"].to_list() == [[[101, 201]], [[]]]
+    assert sorted(judged["occupations"][0][0]) == ["13-2011.00", "29-1141.00"]
+
+
+# --- the committed fit and its cross-fitted labels ---------------------------------------------------------------
+
+
+def test_the_committed_fit_beats_the_selector_and_stacks_the_committed_selector() -> None:
+    from pipelines.readers import load_selector_fit
+
+    fit = load_stack_fit()
+    assert fit is not None, "models/labeling/neighbour_fit.json is missing: python -m pipelines.fit_labeler"
+    assert fit.selector_version == load_selector_fit().version
+    within = fit.cross_validation["within_benchmark"]
+    after, before = within["neighbour_stack"]["all"], within["selector_only"]["all"]
+    vote = within["neighbour_vote_only"]["all"]
+    assert after["task_f1"]["value"] >= 0.55  # issue 25's target
+    assert after["task_f1"]["value"] > vote["task_f1"]["value"] + 0.02  # the stack adds to the plain vote
+    assert after["task_precision"]["value"] > vote["task_precision"]["value"] + 0.05
+    # issue 25's 0.75 and 0.95 are not reached (docs/offline_labeler.md): the neighbours' level, well above before
+    assert after["first_occupation_agreement"]["value"] >= 0.70
+    assert after["work_accuracy"]["value"] >= 0.94
+    for metric in ("task_f1", "first_occupation_agreement", "work_accuracy"):
+        assert after[metric]["value"] > before[metric]["value"] + 0.05
+    new = fit.cross_validation["new_benchmark"]
+    assert new["neighbour_stack"] == new["selector_only"]  # no judged texts: the selector's labels
+
+
+def test_cross_fitted_labels_replace_the_published_ones_for_judged_texts() -> None:
+    from models.estimates import with_out_of_fold_labels
+    from pipelines.readers import load_selector_fit, read_labeler_oof
+
+    fit = load_stack_fit()
+    assert fit is not None
+    version = f"offline-calibrated+v1+{load_selector_fit().version}+{fit.version}"
+    oof = read_labeler_oof(version)
+    assert oof is not None and oof["fit_version"] == fit.version
+    assert read_labeler_oof("offline-calibrated+v1+" + load_selector_fit().version)["fit_version"] \
+        == load_selector_fit().version  # the selector's labels: its own out-of-fold file
+    judged = oof["prompts"][0]
+    published = pl.DataFrame({"benchmark": [judged["benchmark"], "other"], "prompt_hash": [judged["prompt_hash"], "x"],
+                              "onet_soc_code": ["11-1011.00", "11-1011.00"], "task_id": [1, 1],
+                              "p_exercised": [0.9, 0.9]})
+    sampled = published.select("benchmark", "prompt_hash").head(1)
+    swapped, problem = with_out_of_fold_labels(published, version, sampled, oof)
+    assert problem is None
+    mine = swapped.filter(pl.col("prompt_hash") == judged["prompt_hash"])
+    assert sorted(mine["task_id"].to_list()) == sorted(t for t, _, _ in judged["labels"])
+    assert swapped.filter(pl.col("prompt_hash") == "x").height == 1
+
+
+@pytest.mark.slow
+def test_committed_cross_fitted_labels_are_the_cross_validation(mirror: Path) -> None:
+    """neighbour_oof.json holds exactly the held-out decisions of the cross-validation whose figures are in the
+    fit file (recomputed here from the reference, the selector's out-of-fold labels and the texts)."""
+    from models.reference_labels import per_prompt_metrics
+    from pipelines.fit_labeler import landed_texts
+    from pipelines.readers import load_reference, read_selector_oof
+
+    reference = load_reference()
+    texts = pl.DataFrame([{"benchmark": b, "prompt_hash": h, "prompt": t}
+                          for b, pairs in landed_texts(reference).items() for h, t in pairs])
+    oof = json.loads(STACK_OOF_PATH.read_text())
+    predictions = pl.DataFrame([{"prompt_hash": r["prompt_hash"], "is_work": r["is_work"],
+                                 "tasks": [t for t, _, _ in r["labels"]], "ranking": [t for t, _, _ in r["labels"]],
+                                 "first_occupation": r["labels"][0][1] if r["labels"] else None}
+                                for r in oof["prompts"]])
+    per_prompt = per_prompt_metrics(predictions, reference)
+    fit = load_stack_fit()
+    recorded = fit.cross_validation["within_benchmark"]["neighbour_stack"]["all"]
+    assert per_prompt["task_f1"].mean() == pytest.approx(recorded["task_f1"]["value"], abs=1e-3)
+    assert per_prompt["work_accuracy"].mean() == pytest.approx(recorded["work_accuracy"]["value"], abs=1e-3)
+    judged = judged_texts(reference, texts)
+    assert {r["prompt_hash"] for r in oof["prompts"]} == set(judged["prompt_hash"].to_list())
+    assert read_selector_oof()["fit_version"] == fit.selector_version
+    assert np.isclose(len(oof["prompts"]), judged.height)
+
+
+# --- the headline's interval in the split check, with the new labeler ---------------------------------------------
+
+
+def _judged_problem(labels: pl.DataFrame, judge_rows: pl.DataFrame, tasks: pl.DataFrame):
+    from models import estimates as es
+
+    texts = es.text_frame(judge_rows.select("benchmark", "prompt_hash").unique(), judge_rows)
+    return es.build_problem(texts, es.labeler_pairs(labels), es.judge_pairs(judge_rows.drop_nulls("task_id")),
+                            tasks)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=(
+    "measured 2026-12-03: model-assisted coverage at >= 5 prompts 0.33 for tasks (mean error -5.9), 0.83 for "
+    "occupations, against 1.0 / 1.0 with the selector's labels. split_sample_problem keeps the labels of the "
+    "held-out half, and the neighbour labels of a held-out text were voted by the other held-out texts' judge "
+    "labels: that split does not simulate texts the judge never read. The stricter split below (labels "
+    "recomputed from the estimation half only) covers. estimate_split_check needs the same per-split "
+    "relabeling (issue 25, estimates helper)."))
+def test_split_check_intervals_cover_the_truth_with_the_cross_fitted_labels(mirror: Path) -> None:
+    """estimate_split_check's own procedure (split_sample_problem, check_against_truth) on the judged texts with
+    the new labeler's cross-fitted labels (neighbour_oof.json, what the estimators see): the published
+    model-assisted interval at >= 5 prompts and the bounds at >= 1 still cover the judge-labeled truth."""
+    from models import estimates as es
+    from pipelines.readers import load_onet_reference_frames, load_reference
+    from pipelines.sources import resolve_source
+
+    statements = resolve_source("onet/Task Statements.txt")
+    tasks = load_onet_reference_frames(statements.path.parent)["tasks"].select("onet_soc_code", "task_id")
+    judge_rows = es.reference_sample_rows(load_reference())
+    oof = json.loads(STACK_OOF_PATH.read_text())
+    labels = pl.DataFrame([{"benchmark": r["benchmark"], "prompt_hash": r["prompt_hash"], "onet_soc_code": c,
+                            "task_id": int(t), "p_exercised": float(p)} for r in oof["prompts"] for t, c, p in r["labels"]])
+    problem = _judged_problem(labels, judge_rows, tasks)
+    scopes = [s for s in es.scopes_for(problem, None, per_benchmark=False)]
+    rng = np.random.default_rng(7)
+    checks = []
+    for r in range(6):
+        split, truth = es.split_sample_problem(problem, rng, fraction=0.5)
+        checks.append(es.check_against_truth(split, truth, scopes, n_draws=30, seed=r))
+    summary = es.summarize_checks(pl.concat(checks))
+
+    def coverage(estimator: str, quantity: str, threshold: int) -> float:
+        return summary.filter((pl.col("estimator") == estimator) & (pl.col("quantity") == quantity)
+                              & (pl.col("threshold") == threshold))["coverage"][0]
+
+    for quantity in ("tasks_covered", "occupations_covered"):
+        assert coverage("model_assisted", quantity, 5) >= 0.6, quantity
+        assert coverage("bounds", quantity, 1) >= 0.9, quantity
+
+
+@pytest.mark.slow
+def test_split_check_with_labels_refitted_on_the_estimation_half_only(mirror: Path) -> None:
+    """The stricter split check: in each split the labels of every judged text are recomputed from the votes of
+    the estimation half alone (the held-out half's judge labels reach no label: held-out texts are labeled
+    like texts the judge never read, estimation texts leave themselves out), then the published intervals are
+    checked against the judge-labeled truth of both halves."""
+    from models import estimates as es
+    from models.estimates.problem import task_counts
+    from models.labeling.stacking import label_benchmark
+    from pipelines.fit_labeler import landed_texts
+    from pipelines.readers import load_onet_reference_frames, load_reference, read_selector_oof
+    from pipelines.sources import resolve_source
+
+    statements = resolve_source("onet/Task Statements.txt")
+    tasks = load_onet_reference_frames(statements.path.parent)["tasks"].select("onet_soc_code", "task_id")
+    task_code = {int(t): str(c) for c, t in tasks.iter_rows()}
+    reference = load_reference()
+    texts = pl.DataFrame([{"benchmark": b, "prompt_hash": h, "prompt": t}
+                          for b, pairs in landed_texts(reference).items() for h, t in pairs])
+    judged = judged_texts(reference, texts)
+    selector = read_selector_oof()
+    selector_labels = {r["prompt_hash"]: [(int(t), c, float(p)) for t, c, p in r["labels"]]
+                       for r in selector["prompts"]}
+    selector_work = {r["prompt_hash"]: (bool(r["is_work"]), None) for r in selector["prompts"]}
+    fit = load_stack_fit()
+    judge_rows = es.reference_sample_rows(reference)
+    every = judge_rows.select("benchmark", "prompt_hash").unique()
+    rng = np.random.default_rng(11)
+    checks = []
+    for r in range(4):
+        estimation = pl.concat([g.sample(fraction=0.5, seed=int(rng.integers(1 << 30)))
+                                for _, g in judged.group_by("benchmark", maintain_order=True)])
+        rows = []
+        for (benchmark,), group in judged.group_by(["benchmark"], maintain_order=True):
+            part = estimation.filter(pl.col("benchmark") == benchmark)
+            decided = label_benchmark(fit, BenchmarkSample.of(part) if part.height else None,
+                                      group["prompt"].to_list(), group["prompt_hash"].to_list(),
+                                      selector_labels, selector_work, task_code) or {}
+            for h in group["prompt_hash"].to_list():
+                labels = decided[h].labels if h in decided else selector_labels.get(h, [])
+                rows += [{"benchmark": benchmark, "prompt_hash": h, "onet_soc_code": c, "task_id": t,
+                          "p_exercised": p} for t, c, p in labels]
+        labels = pl.DataFrame(rows)
+        sampled = estimation.select("benchmark", "prompt_hash")
+        part_rows = judge_rows.join(sampled, on=["benchmark", "prompt_hash"])
+        part = es.build_problem(es.text_frame(every, sampled), es.labeler_pairs(labels),
+                                es.judge_pairs(part_rows.drop_nulls("task_id")), tasks)
+        whole = es.build_problem(es.text_frame(every, every), es.labeler_pairs(labels),
+                                 es.judge_pairs(judge_rows.drop_nulls("task_id")), tasks)
+        truth = task_counts(whole, whole.jud_text, whole.jud_task, np.ones(whole.jud_text.shape[0]))
+        scopes = es.scopes_for(part, None, per_benchmark=False)
+        checks.append(es.check_against_truth(part, truth, scopes, n_draws=30, seed=r))
+    summary = es.summarize_checks(pl.concat(checks))
+
+    def coverage(estimator: str, quantity: str, threshold: int) -> float:
+        return summary.filter((pl.col("estimator") == estimator) & (pl.col("quantity") == quantity)
+                              & (pl.col("threshold") == threshold))["coverage"][0]
+
+    for quantity in ("tasks_covered", "occupations_covered"):
+        # measured: 1.0 and 1.0 for both (4 splits; mean error -3.5 tasks, -0.3 occupations at >= 5)
+        assert coverage("model_assisted", quantity, 5) >= 0.6, quantity
+        assert coverage("bounds", quantity, 1) >= 0.9, quantity
+
+
+def test_labeler_validation_rows_of_both_evaluations() -> None:
+    from assets.label_validation import stack_cross_validated_rows
+    from models.labeling.stacking import stacked_on
+
+    fit = load_stack_fit()
+    rows = stack_cross_validated_rows(fit, "offline-calibrated+v1+s0")
+    assert set(rows["labeler"].to_list()) == {"offline", "offline_selector_only", "neighbour_vote_only"}
+    for evaluation in ("within_benchmark", "new_benchmark"):
+        for metric in ("task_f1", "task_precision", "task_recall", "first_occupation_agreement", "work_accuracy"):
+            name = f"ref_cv_{evaluation}_{metric}"
+            after = rows.filter((pl.col("metric") == name) & (pl.col("labeler") == "offline"))
+            before = rows.filter((pl.col("metric") == name) & (pl.col("labeler") == "offline_selector_only"))
+            assert after.height == before.height == 1, name
+            recorded = fit.cross_validation[evaluation]["neighbour_stack"]["all"][metric]
+            assert after["value"][0] == recorded["value"] and after["ci_low"][0] <= after["value"][0]
+    after = rows.filter(pl.col("labeler") == "offline")["labeler_version"][0]
+    assert stacked_on(after) == "offline-calibrated+v1+s0"
+    assert stacked_on("offline-calibrated+v1+s0") is None
+    assert stack_cross_validated_rows(None, "x").is_empty()
