@@ -51,6 +51,7 @@ from pipelines.label_cache import LabelCache
 from pipelines.partitions import benchmark_partitions
 from pipelines.readers import REFERENCE_DIR, load_reference, load_stack_fit
 from pipelines.resources import LabelerResource, Warehouse
+from pipelines.settings import settings
 from pipelines.sources import raw_dir
 
 GROUP = "labels"
@@ -171,6 +172,8 @@ def neighbour_step(warehouse: Warehouse, benchmark: str, prompts: list[PromptRec
     from models.labeling.neighbours import BenchmarkSample
     from models.labeling.stacking import stacked_label_sets, task_codes_of
 
+    if not settings().neighbour_step:
+        return labels_by_hash, impl.labeler_version, {"neighbour_step": "off (BENCHMAP_NEIGHBOUR_STEP)"}
     fit = load_stack_fit()
     selector = getattr(getattr(impl, "selector", None), "fit", None)
     if fit is None or selector is None or fit.selector_version != selector.version:

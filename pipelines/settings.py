@@ -32,6 +32,7 @@ The API key is held (`api_key`) but never shown: it is excluded from repr and fr
 | BENCHMAP_VALIDATION_FLOORS | validation_floors (JSON object) | none (models.validation defaults) |
 | BENCHMAP_ANALYSIS_QUIET_S | analysis_quiet_s | 30 |
 | BENCHMAP_GGUF | gguf (local llama.cpp model file) | none (the gemma3 package's) |
+| BENCHMAP_NEIGHBOUR_STEP | neighbour_step (1/true/yes: restack labels with the benchmark's judged texts) | false |
 | DAGSTER_HOME | dagster_home | none |
 """
 
@@ -63,7 +64,7 @@ VARIABLES = (
     "BENCHMAP_FOLLOW_LINKS", "BENCHMAP_LABELER", "BENCHMAP_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY",
     "BENCHMAP_LLM_OCCUPATION_LIST", "BENCHMAP_MAX_CONCURRENT", "BENCHMAP_INDEX_DIR", "BENCHMAP_JUDGE_SAMPLE",
     "BENCHMAP_JUDGE", "BENCHMAP_JUDGE_MODEL", "BENCHMAP_VALIDATION_FLOORS", "BENCHMAP_ANALYSIS_QUIET_S",
-    "BENCHMAP_GGUF", "DAGSTER_HOME",
+    "BENCHMAP_GGUF", "BENCHMAP_NEIGHBOUR_STEP", "DAGSTER_HOME",
 )
 # fields that do not change what the pipeline computes: left out of fingerprint_fields() (a copied state is the
 # same state; how many steps run at once or how long the sensor waits changes no result)
@@ -124,6 +125,9 @@ class Settings:
     validation_floors: Mapping[str, float] | None = None
     analysis_quiet_s: float = DEFAULT_ANALYSIS_QUIET_S
     gguf: Path | None = None
+    # off until estimate_split_check labels its held-out texts the way the pipeline labels unjudged ones
+    # (docs/offline_labeler.md, "Neighbour step"): with it on, today's check reads as under-covering
+    neighbour_step: bool = False
     dagster_home: Path | None = None
     api_key: str | None = field(default=None, repr=False, compare=False)
 
@@ -152,6 +156,7 @@ class Settings:
             validation_floors=_floors(env.get("BENCHMAP_VALIDATION_FLOORS")),
             analysis_quiet_s=_number(env, "BENCHMAP_ANALYSIS_QUIET_S", DEFAULT_ANALYSIS_QUIET_S, float),
             gguf=_path(env.get("BENCHMAP_GGUF"), None),
+            neighbour_step=(env.get("BENCHMAP_NEIGHBOUR_STEP") or "").lower() in {"1", "true", "yes"},
             dagster_home=_path(env.get("DAGSTER_HOME"), None),
             api_key=api_key,
         )
