@@ -99,21 +99,43 @@ def headline_lines(warehouse_path: str | None) -> list[str]:
         at = f" at >= {row['threshold']}" if row.get("threshold") is not None else ""
         metrics.setdefault(metric, []).append(f"{text}{at}")
     order = ["tasks_covered", "occupations_covered", "major_groups_uncovered", "hours_share_covered"]
-    lines = [heading.replace("):", "), the labels as counted:")]
+    lines = ["what the raw labels say (" + heading.removeprefix("headline (").replace("):", "), every label counted "
+                                                                                 "as true, for comparison only:")]
     for metric in sorted(metrics, key=lambda m: (order.index(m) if m in order else len(order), m)):
         lines.append(f"  {metric.replace('_', ' ')}: {'; '.join(metrics[metric])}")
     return [*published_lines(warehouse_path), *lines] if len(lines) > 1 else []
 
 
 def published_lines(warehouse_path: str) -> list[str]:
-    """The published estimate (headline_estimates: the labels corrected by the judge sample), as summary.md
-    words it; nothing when the table is missing."""
-    from models.estimates import published_sentences
+    """The one-line answer (models/report/answer.py: the sentence summary.md and the map open with) and its
+    supporting lines, naming the latest release; nothing when headline_estimates is missing."""
+    from models import report
+    from pipelines import release as rl
     from pipelines import warehouse as wh
 
     try:
         estimates = wh.read_table(warehouse_path, "headline_estimates")
     except Exception:  # noqa: BLE001 - informative only
         return []
-    sentences = published_sentences(estimates)
-    return [f"published headline: {sentences[0]}"] if sentences else []
+
+    def table(name: str) -> pl.DataFrame | None:
+        try:
+            return wh.read_table(warehouse_path, name)
+        except Exception:  # noqa: BLE001 - a missing table leaves its part out
+            return None
+
+    labeled = None
+    try:
+        with wh.connect(warehouse_path, read_only=True) as con:
+            labeled = con.sql("select benchmark, count(distinct prompt_id) as n_labeled_prompts "
+                              "from prompt_task_labels group by benchmark").pl()
+    except Exception:  # noqa: BLE001
+        labeled = None
+    counts = report.benchmark_counts(table("benchmarks"), table("benchmark_index_membership"), labeled)
+    n, excluded = report.index_benchmarks(counts, "all") if counts.height else (None, [])
+    latest = rl.latest_release(rl.exports_root(warehouse_path))
+    answer = report.headline_answer(estimates, n_benchmarks=n, excluded=excluded,
+                                    released=rl.release_date(latest.name) if latest is not None else None)
+    if answer is None:
+        return []
+    return [answer.sentence, *[f"  - {line}" for line in answer.supporting]]

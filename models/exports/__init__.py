@@ -22,6 +22,7 @@ the public names, so `models.exports.X` works as before. No dagster and no file 
 from __future__ import annotations
 
 from models.data_dictionary import DATA_DICTIONARY
+from models.exports import release  # noqa: F401  (registers the release tables' dictionary entries)
 from models.exports.dictionary import data_dictionary_markdown, dictionary_frame
 from models.exports.manifest import (
     BENCHMARK_MANIFEST_COLUMNS,
@@ -52,16 +53,23 @@ from models.exports.tables import (
 )
 from models.exports.workbook import (
     DICTIONARY_SHEET,
+    PERCENT_UNITS,
     README_SHEET,
     RESERVED_SHEETS,
     WORKBOOK_PROPERTIES,
+    column_widths,
     excel_safe,
+    percent_columns,
     readme_frame,
     readme_rows,
     sheet_names,
 )
 
 __all__ = [
+    "PERCENT_UNITS",
+    "column_widths",
+    "percent_columns",
+    "release",
     "BENCHMARK_MANIFEST_COLUMNS",
     "DATA_DICTIONARY",
     "DICTIONARY_NAME",

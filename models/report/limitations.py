@@ -114,7 +114,7 @@ def label_quality_findings(tables: Tables) -> list[str]:
         + (f"; on the reference it was fitted on, task F1 {pct(in_sample['value'], 0)}" if cross_validated
            and in_sample else "")
         + "). Counts from these labels alone carry these errors; the estimates that correct them with the "
-        "judge's sample are below."
+        "judge's sample are above."
     ]
 
 
