@@ -61,15 +61,18 @@ def percent_columns(dictionary: pl.DataFrame) -> set[tuple[str, str]]:
     return set(rows.select("table", "column").iter_rows())
 
 
+PIXELS_PER_CHARACTER = 7  # polars' write_excel takes column widths in pixels (Calibri 11)
+
+
 def column_widths(frame: pl.DataFrame, *, sample: int = 500, min_width: int = 8, max_width: int = 60) -> dict[str, int]:
-    """A width per column (characters): the longest of the header and the first `sample` cells, within
-    [min_width, max_width] -- set directly, so large sheets need no autofit pass."""
+    """A width per column, in pixels: the longest of the header and the first `sample` cells, within
+    [min_width, max_width] characters -- set directly, so large sheets need no autofit pass."""
     head = frame.head(sample)
     widths = {}
     for column in frame.columns:
         cells = head[column].cast(pl.Utf8, strict=False).str.len_chars().max() if head.height else 0
         longest = max(len(column) + 2, int(cells or 0) + 1)
-        widths[column] = max(min_width, min(max_width, longest))
+        widths[column] = PIXELS_PER_CHARACTER * max(min_width, min(max_width, longest))
     return widths
 
 

@@ -240,9 +240,9 @@ def _importance_sample(regressions: pl.DataFrame | None) -> str:
     ):
         return ""
     return (
-        f"; {num(sizes['n_tasks_kept'])} of {num(sizes['n_tasks_rated'])} rated tasks in "
-        f"{num(sizes['n_occupations_kept'])} occupations, {num(sizes['n_occupations_dropped_no_variation'])} "
-        "occupations with no variation in coverage dropped"
+        f"; {num(sizes['n_tasks_kept'])} of the {num(sizes['n_tasks_rated'])} rated tasks that also have exposure "
+        f"labels, in {num(sizes['n_occupations_kept'])} occupations; "
+        f"{num(sizes['n_occupations_dropped_no_variation'])} occupations with no variation in coverage dropped"
     )
 
 
