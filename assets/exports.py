@@ -197,7 +197,7 @@ def _occupation_titles(warehouse: Warehouse) -> pl.DataFrame | None:
 @asset(
     group_name=GROUP,
     deps=[AssetKey(t) for t in [*FIGURE_TABLES, "prompt_task_labels"]],
-    description="The report's figures (PNG and SVG in exports/<date>/figures/), each shown in this asset's "
+    description="The report's figures (PNG and SVG in the release's figures/), each shown in this asset's "
     "metadata: adjusted coverage vs wage bill and by importance quintile (exposed vs not, 95% CIs), covered "
     "occupations per major group, work hours by coverage level, labeler validation, model-score heatmap.",
 )
@@ -227,7 +227,7 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse) -> Mate
 @asset(
     group_name=GROUP,
     deps=[AssetKey(t) for t in MAP_TABLES],
-    description="exports/<date>/coverage_map.html: a self-contained page (no network) with every occupation "
+    description="coverage_map.html of the release: a self-contained page (no network) with every occupation "
     "as a tile in its SOC major group, coloured by the share of its tasks covered; toggles for the threshold "
     "and each benchmark; hover for tasks, benchmarks and example prompts.",
 )
@@ -267,7 +267,7 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse) -> Materi
 @asset(
     group_name=GROUP,
     deps=[AssetKey(t) for t in [*SUMMARY_TABLES, "onet_tasks", "prompt_task_labels"]],
-    description="exports/<date>/summary.md: the headline findings as sentences with their numbers and 95% "
+    description="summary.md of the release: the one-line answer, then the findings with their numbers and 95% "
     "CIs, generated from the tables, plus the limitations that apply (benchmarks, labeler accuracy, task "
     "ratings).",
 )

@@ -145,10 +145,20 @@ def headline_answer(
             "judge finds (see 'What the raw labels say')."
         )
     if excluded:
-        supporting.append(
-            "Not counted: " + "; ".join(f"{name} ({reason})" for name, reason in excluded) + "."
-        )
+        supporting.append(_not_counted(excluded))
     return Answer(sentence, supporting[:5], answer_figures(estimates, benchmark_index), benchmark_index, threshold)
+
+
+def _not_counted(excluded: Sequence[tuple[str, str]], spell_out: int = 3) -> str:
+    """'Not counted: webshop (reason).' for a few; for more, the names grouped by kind of reason (each
+    benchmark's own reason is in benchmark_counts and the release's data_documentation.md)."""
+    if len(excluded) <= spell_out:
+        return "Not counted: " + "; ".join(f"{name} ({reason})" for name, reason in excluded) + "."
+    groups: dict[str, list[str]] = {}
+    for name, reason in excluded:
+        groups.setdefault(reason.split(":", 1)[0], []).append(name)
+    return ("Not counted: " + "; ".join(f"{kind}: {', '.join(names)}" for kind, names in groups.items())
+            + " (each one's reason: benchmark_counts).")
 
 
 def answer_figures(estimates: pl.DataFrame, benchmark_index: str = ALL_INDEX) -> dict[str, float]:
