@@ -182,7 +182,8 @@ def _published_headline(warehouse: Warehouse, released: str | None = None) -> st
     answer = _answer(warehouse, ix.ALL_INDEX, released)
     if answer is None:
         return None
-    return " ".join([answer.sentence, *[s for s in answer.supporting if s.startswith("Not counted")]])
+    return " ".join([answer.sentence, *[s for s in answer.supporting
+                                        if s.startswith(("Not in this index", "Counted but adding"))]])
 
 
 def _occupation_titles(warehouse: Warehouse) -> pl.DataFrame | None:

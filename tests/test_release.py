@@ -171,8 +171,8 @@ def test_answer_sentence_quotes_the_published_estimates(estimates):
         f"{100 * hours['ci_high']:.1f}%) of US work hours at >= 5 prompts: ")
     assert "model-assisted estimate" in answer.sentence and "3 benchmarks, released 2030-01-31" in answer.sentence
     assert 1 <= len(answer.supporting) <= 5
-    assert answer.supporting[-1] == "Not counted: x (not in this index: too small); webshop (no prompt labeled as " \
-                                    "work, so it adds to no task)."
+    assert answer.supporting[-1] == ("Not in this index: x (too small). Counted but adding to no task: webshop (no "
+                                     "prompt labeled as work, so it adds to no task).")
     assert answer.figures["hours_share_covered_5"] == pytest.approx(hours["value"])
     assert report.headline_answer(None) is None
 

@@ -150,15 +150,19 @@ def headline_answer(
 
 
 def _not_counted(excluded: Sequence[tuple[str, str]], spell_out: int = 3) -> str:
-    """'Not counted: webshop (reason).' for a few; for more, the names grouped by kind of reason (each
-    benchmark's own reason is in benchmark_counts and the release's data_documentation.md)."""
-    if len(excluded) <= spell_out:
-        return "Not counted: " + "; ".join(f"{name} ({reason})" for name, reason in excluded) + "."
-    groups: dict[str, list[str]] = {}
-    for name, reason in excluded:
-        groups.setdefault(reason.split(":", 1)[0], []).append(name)
-    return ("Not counted: " + "; ".join(f"{kind}: {', '.join(names)}" for kind, names in groups.items())
-            + " (each one's reason: benchmark_counts).")
+    """The benchmarks behind no figure: those outside the index ('not in this index: <reason>', named with their
+    reason when few, else by name -- each one's reason is in benchmark_counts and data_documentation.md), then
+    members that add to no task (e.g. no prompt labeled as work)."""
+    outside = [(n, r.split(":", 1)[1].strip()) for n, r in excluded if r.startswith("not in this index")]
+    inert = [(n, r) for n, r in excluded if not r.startswith("not in this index")]
+    parts = []
+    if outside:
+        listed = "; ".join(f"{n} ({r})" for n, r in outside) if len(outside) <= spell_out else \
+            ", ".join(n for n, _ in outside) + " (each one's reason: benchmark_counts)"
+        parts.append(f"Not in this index: {listed}.")
+    if inert:
+        parts.append("Counted but adding to no task: " + "; ".join(f"{n} ({r})" for n, r in inert) + ".")
+    return " ".join(parts)
 
 
 def answer_figures(estimates: pl.DataFrame, benchmark_index: str = ALL_INDEX) -> dict[str, float]:
