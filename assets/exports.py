@@ -40,6 +40,7 @@ from models import exports as ex
 from models import figures as fg
 from models import indexes as ix
 from models import report
+from pipelines import answer_queries as aq
 from pipelines import export_files as ef
 from pipelines import export_writer as ew
 from pipelines import release as rl
@@ -154,32 +155,9 @@ def summary_name(index: str) -> str:
     return SUMMARY_NAME if index == ix.ALL_INDEX else f"summary_{index}.md"
 
 
-def _benchmark_counts(warehouse: Warehouse, benchmarks: pl.DataFrame | None,
-                      membership: pl.DataFrame | None) -> pl.DataFrame:
-    """benchmark_counts (models/report/counts.py): per index and landed benchmark, counted or not and why, and
-    its prompts labeled with a task -- the one query every count of benchmarks comes from."""
-    labeled = None
-    if warehouse.table_exists("prompt_task_labels"):
-        labeled = warehouse.query("select benchmark, count(distinct prompt_id) as n_labeled_prompts "
-                                  "from prompt_task_labels group by benchmark")
-    if benchmarks is None and warehouse.table_exists("benchmarks"):
-        benchmarks = warehouse.query("select benchmark, n_prompts from benchmarks")
-    return report.benchmark_counts(benchmarks, membership, labeled)
-
-
-def _answer(warehouse: Warehouse, index: str, released: str | None) -> report.Answer | None:
-    """The one-line answer of `index` from the warehouse (headline_estimates, benchmark counts)."""
-    if not warehouse.table_exists("headline_estimates"):
-        return None
-    counts = _benchmark_counts(warehouse, None, _membership(warehouse))
-    n, excluded = report.index_benchmarks(counts, index)
-    return report.headline_answer(warehouse.read_table("headline_estimates"), benchmark_index=index,
-                                  n_benchmarks=n, released=released, excluded=excluded)
-
-
 def _published_headline(warehouse: Warehouse, released: str | None = None) -> str | None:
     """The map header's answer: the sentence, then what the benchmark picker leaves out and why."""
-    answer = _answer(warehouse, ix.ALL_INDEX, released)
+    answer = aq.answer(warehouse.path, ix.ALL_INDEX, released)
     if answer is None:
         return None
     return " ".join([answer.sentence, *[s for s in answer.supporting
@@ -277,7 +255,7 @@ def report_summary(
 ) -> MaterializeResult:
     tables, missing = _read_tables(warehouse, SUMMARY_TABLES)
     membership = tables.get(MEMBERSHIP)
-    counts = _benchmark_counts(warehouse, tables.get("benchmarks"), membership)
+    counts = aq.benchmark_counts(warehouse.path, tables.get("benchmarks"), membership)
     onet_tasks = (
         warehouse.query("select task_id, has_ratings from onet_tasks")
         if warehouse.table_exists("onet_tasks")
@@ -360,7 +338,7 @@ def exports(
 ) -> MaterializeResult:
     tables, _ = _read_tables(warehouse, list(ex.EXPORT_TABLES))
     tables |= _read_tables(warehouse, list(es.EXPORT_TABLES))[0]  # the estimates' other tables, when present
-    counts = _benchmark_counts(warehouse, tables.get("benchmarks"), tables.get(MEMBERSHIP))
+    counts = aq.benchmark_counts(warehouse.path, tables.get("benchmarks"), tables.get(MEMBERSHIP))
     tables["benchmark_counts"] = counts
     staging = export_folder(context, warehouse)
     label_cache_models: list[dict[str, Any]] = []

@@ -109,33 +109,14 @@ def headline_lines(warehouse_path: str | None) -> list[str]:
 def published_lines(warehouse_path: str) -> list[str]:
     """The one-line answer (models/report/answer.py: the sentence summary.md and the map open with) and its
     supporting lines, naming the latest release; nothing when headline_estimates is missing."""
-    from models import report
+    from pipelines import answer_queries as aq
     from pipelines import release as rl
-    from pipelines import warehouse as wh
 
     try:
-        estimates = wh.read_table(warehouse_path, "headline_estimates")
-    except Exception:  # noqa: BLE001 - informative only
+        latest = rl.latest_release(rl.exports_root(warehouse_path))
+        answer = aq.answer(warehouse_path, released=rl.release_date(latest.name) if latest is not None else None)
+    except Exception:  # noqa: BLE001 - informative only: a missing or unreadable table gives no line
         return []
-
-    def table(name: str) -> pl.DataFrame | None:
-        try:
-            return wh.read_table(warehouse_path, name)
-        except Exception:  # noqa: BLE001 - a missing table leaves its part out
-            return None
-
-    labeled = None
-    try:
-        with wh.connect(warehouse_path, read_only=True) as con:
-            labeled = con.sql("select benchmark, count(distinct prompt_id) as n_labeled_prompts "
-                              "from prompt_task_labels group by benchmark").pl()
-    except Exception:  # noqa: BLE001
-        labeled = None
-    counts = report.benchmark_counts(table("benchmarks"), table("benchmark_index_membership"), labeled)
-    n, excluded = report.index_benchmarks(counts, "all") if counts.height else (None, [])
-    latest = rl.latest_release(rl.exports_root(warehouse_path))
-    answer = report.headline_answer(estimates, n_benchmarks=n, excluded=excluded,
-                                    released=rl.release_date(latest.name) if latest is not None else None)
     if answer is None:
         return []
     return [answer.sentence, *[f"  - {line}" for line in answer.supporting]]
