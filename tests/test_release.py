@@ -217,3 +217,21 @@ def test_exposure_base_rates_by_hand():
     assert rates["gpt4"]["covered_exposed"] == 0.5 and rates["gpt4"]["covered_not"] == 0.0
     line = report.exposure_difference_finding({"task_analysis_frame": frame})[0]
     assert "GPT-4 rates 67% of tasks exposed against the humans' 33%" in line
+
+
+def test_run_all_ends_with_the_answer_then_the_raw_labels(tables, tmp_path):
+    from pipelines import run_report as rr
+    from tests.test_exports import fill_warehouse
+
+    world = build_world()
+    path = tmp_path / "warehouse" / "benchmap.duckdb"
+    fill_warehouse(world, path)
+    lines = rr.headline_lines(str(path))
+    expected = report.headline_answer(world["headline_estimates"], n_benchmarks=3)
+    assert lines[0] == expected.sentence  # no release yet: the sentence names none
+    assert lines[1:1 + len(expected.supporting)] == [f"  - {line}" for line in expected.supporting]
+    raw = lines[1 + len(expected.supporting)]
+    assert raw.startswith("what the raw labels say (all benchmarks") and raw.endswith("for comparison only:")
+    # after a release, the sentence names its date
+    publish(tables, tmp_path / "warehouse")
+    assert rr.headline_lines(str(path))[0].endswith("3 benchmarks, released 2030-01-31).")
