@@ -118,6 +118,7 @@ def write_exports(
     created_at: dt.datetime | None = None,
     extra: Mapping[str, Any] | None = None,
     name: str | None = None,
+    readme_first: Sequence[tuple[str, str]] = (),
 ) -> ExportResult:
     """Write the export folder's tables, workbook, data dictionary and manifest.
 
@@ -135,7 +136,7 @@ def write_exports(
         return _write_exports_locked(tables, directory, run_id=run_id, benchmarks=benchmarks, labelers=labelers,
                                      labeler_model=labeler_model, sources=sources, version=version,
                                      expected=expected, created_at=created_at, extra=extra,
-                                     name=name or directory.name)
+                                     name=name or directory.name, readme_first=readme_first)
 
 
 def _write_exports_locked(
@@ -152,6 +153,7 @@ def _write_exports_locked(
     created_at: dt.datetime | None,
     extra: Mapping[str, Any] | None,
     name: str,
+    readme_first: Sequence[tuple[str, str]] = (),
 ) -> ExportResult:
     ordered = [t for t in expected if t in tables] + sorted(t for t in tables if t not in expected)
     prepared = {t: ex.prepare_table(t, tables[t]) for t in ordered}
@@ -159,8 +161,8 @@ def _write_exports_locked(
     files = write_tables(prepared, directory)
     dictionary = ex.dictionary_frame(prepared)
     version = version or code_version()
-    readme = ex.readme_rows(name, run_id=run_id, version=version, labelers=labelers,
-                            tables=prepared, missing=missing)
+    readme = [*readme_first, *ex.readme_rows(name, run_id=run_id, version=version, labelers=labelers,
+                                             tables=prepared, missing=missing)]
     workbook = directory / ex.WORKBOOK_NAME
     sheets = write_workbook(workbook, prepared, dictionary, readme)
     files = [dataclasses.replace(f, sheet=sheets.get(f.table)) for f in files]

@@ -189,6 +189,19 @@ class Published:
     history: pl.DataFrame  # headline_history after this run
 
 
+def answer_rows(tables: Mapping[str, pl.DataFrame], rl_date: str) -> list[tuple[str, str]]:
+    """The workbook README's first rows: the one-line answer of index `all` and its supporting lines."""
+    from models import report
+
+    counts = tables.get("benchmark_counts")
+    n, excluded = report.index_benchmarks(counts, "all") if counts is not None else (None, [])
+    answer = report.headline_answer(tables.get("headline_estimates"), n_benchmarks=n, released=rl_date,
+                                    excluded=excluded)
+    if answer is None:
+        return []
+    return [("answer", answer.sentence), *[("", line) for line in answer.supporting]]
+
+
 def input_versions(benchmarks: pl.DataFrame | None, sources: Sequence[Mapping[str, Any]] | None,
                    labelers: Sequence[Mapping[str, Any]], version: str) -> dict[str, Any]:
     """What went into the figures: benchmark content hashes, source checksums, labelers, code version."""
@@ -252,7 +265,8 @@ def publish_export(
         }
         result = ew.write_exports(tables, staging, run_id=run_id, benchmarks=benchmarks, labelers=labelers,
                                   labeler_model=labeler_model, sources=sources, version=version,
-                                  created_at=created_at, extra={**dict(extra or {}), "release": block}, name=name)
+                                  created_at=created_at, extra={**dict(extra or {}), "release": block}, name=name,
+                                  readme_first=answer_rows(tables, rl_date=release_date(name)))
         folder = promote(staging, root, name)
         frame_history, _ = write_history(root)
     return Published(folder, True, previous, changes, frame, result, frame_history)

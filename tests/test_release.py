@@ -105,6 +105,9 @@ def test_releases_are_immutable_and_only_written_when_a_figure_changes(tables, t
     assert manifest["release"]["published_sha256"] == rel.content_hash(pl.read_parquet(first.folder / "release.parquet"))
     assert manifest["release"]["inputs"]["code_version"] == "test-version"
     assert manifest["export_date"] == first.folder.name
+    readme = pl.read_excel(first.folder / "benchmap_tables.xlsx", sheet_name="README")
+    assert readme.row(0) == ("answer", report.headline_answer(
+        tables["headline_estimates"], n_benchmarks=None, released="2030-01-31").sentence)
     before = {p: p.read_bytes() for p in first.folder.rglob("*") if p.is_file()}
     assert not os.access(first.folder / "release.csv", os.W_OK) or os.geteuid() == 0
     assert not (first.folder / "release.csv").stat().st_mode & 0o222  # write bits removed
