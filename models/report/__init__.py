@@ -106,12 +106,12 @@ def summary_markdown(
          else ["Not available: coverage_regressions_mi (the fits on imputed label sets) is missing; the fits on "
                "the labels as counted are in 'What the raw labels say'."]),
         ("Model scores", score_findings(tables)),
-        ("Robustness", sensitivity_findings(tables) + exposure_difference_finding(tables)),
         ("What the raw labels say",
          ["_Counting every label as true, with no correction for the labels' misses and no labeler error in the "
           "intervals: for comparison with the estimates above, not for quoting._"]
          + label_quality_findings(tables) + coverage_findings(tables, with_estimate=False)
          + regression_findings(tables) + workbank_findings(tables)),
+        ("Robustness of the raw labels' figures", sensitivity_findings(tables) + exposure_difference_finding(tables)),
         ("Counts: what each one counts", count_lines(tables, onet_tasks, index)),
         (
             "Limitations",
