@@ -1,14 +1,18 @@
-"""Exports (group "exports"): the policy-report folder `<warehouse dir>/exports/<YYYY-MM-DD>/`.
+"""Exports (group "exports"): immutable releases `<warehouse dir>/exports/<date>T<time>Z-<input hash>/`.
 
 - `report_figures`: the report's figures as PNG and SVG in `figures/`, each shown in the asset's metadata.
 - `coverage_map`: `coverage_map.html`, the self-contained browsable map of occupations.
-- `report_summary`: `summary.md`, findings and limitations generated from the tables.
-- `exports`: every headline and analysis table as Parquet + CSV, one XLSX workbook, `data_dictionary.md` and
-  `manifest.json` (written last, so it lists the checksums of every file above too).
+- `report_summary`: `summary.md`, opening with the one-line answer (models/report/answer.py).
+- `exports`: every table as Parquet + CSV, one XLSX workbook, `data_dictionary.md`, the tidy `release.csv` /
+  `release.parquet` with `data_documentation.md`, and `manifest.json` (written last); then the run's folder is
+  published as a release -- only when a published figure changed (pipelines/release.py).
+- `headline_history`: one row per release and headline quantity (also `exports/headline_history.csv`), with the
+  latest headline as numeric metadata the Dagster UI plots over runs.
 
-The folder's date is the run tag `benchmap/export_date` when set, else the run's creation date (UTC), so all
-four assets of one run write into the same folder. `figure_metadata` and `table_preview_metadata` turn a
-figure or table into Dagster metadata and may be reused by any asset.
+Every step of one run writes into that run's staging folder `exports/.staging/<run>/`; a release is that folder
+renamed, never rewritten. The release's date is the run tag `benchmap/export_date` when set, else the run's
+creation date (UTC). `figure_metadata` and `table_preview_metadata` turn a figure or table into Dagster metadata
+and may be reused by any asset.
 """
 
 import datetime as dt
@@ -36,8 +40,10 @@ from models import exports as ex
 from models import figures as fg
 from models import indexes as ix
 from models import report
+from pipelines import answer_queries as aq
 from pipelines import export_files as ef
 from pipelines import export_writer as ew
+from pipelines import release as rl
 from pipelines.coverage_map_queries import build_coverage_map_from_warehouse
 from pipelines.readers import read_text
 from pipelines.resources import LabelerResource, Warehouse
@@ -51,7 +57,8 @@ FIGURES_DIR = "figures"
 
 FIGURE_TABLES = sorted({t for spec in fg.FIGURES for t in spec.tables})
 MEMBERSHIP = "benchmark_index_membership"
-SUMMARY_TABLES = [*ex.REQUIRED_TABLES, "benchmarks", MEMBERSHIP, "headline_estimates", "estimate_split_check"]
+SUMMARY_TABLES = [*ex.REQUIRED_TABLES, "benchmarks", MEMBERSHIP, "headline_estimates", "estimate_split_check",
+                  "coverage_regressions_mi", "task_analysis_frame"]
 MAP_TABLES = ["occupation_coverage", "task_coverage", "prompt_task_labels", "benchmark_prompts", "onet_tasks",
               MEMBERSHIP, "headline_estimates"]
 
@@ -82,21 +89,34 @@ def table_preview_metadata(table: str, frame: pl.DataFrame, max_rows: int = 25) 
 # --- where the export goes ------------------------------------------------------------------------
 
 
-def export_date(context: AssetExecutionContext | AssetCheckExecutionContext) -> str:
-    """The run tag `benchmap/export_date` (YYYY-MM-DD), else the run's creation date in UTC, else today."""
+def run_moment(context: AssetExecutionContext | AssetCheckExecutionContext) -> dt.datetime:
+    """When the run was created (UTC); the run tag `benchmap/export_date` (YYYY-MM-DD) replaces its date."""
+    record = context.instance.get_run_record_by_id(context.run_id)
+    created = record.create_timestamp if record is not None else None
+    moment = created.astimezone(dt.UTC) if created is not None else dt.datetime.now(dt.UTC)
     tag = context.run.tags.get(EXPORT_DATE_TAG) if context.run is not None else None
     if tag:
         if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", tag):
             raise ValueError(f"run tag {EXPORT_DATE_TAG} must be YYYY-MM-DD, got {tag!r}")
-        return tag
-    record = context.instance.get_run_record_by_id(context.run_id)
-    created = record.create_timestamp if record is not None else None
-    moment = created.astimezone(dt.UTC) if created is not None else dt.datetime.now(dt.UTC)
-    return moment.date().isoformat()
+        day = dt.date.fromisoformat(tag)
+        moment = moment.replace(year=day.year, month=day.month, day=day.day)
+    return moment
+
+
+def export_date(context: AssetExecutionContext | AssetCheckExecutionContext) -> str:
+    """The run tag `benchmap/export_date` (YYYY-MM-DD), else the run's creation date in UTC."""
+    return run_moment(context).date().isoformat()
+
+
+def _run_key(context: AssetExecutionContext) -> str:
+    """The staging folder's name: the root run of a re-execution, so retried steps write beside the others."""
+    run = context.run
+    return str((run.root_run_id if run is not None and run.root_run_id else None) or context.run_id)
 
 
 def export_folder(context: AssetExecutionContext, warehouse: Warehouse) -> Path:
-    return ew.make_export_directory(warehouse.path, export_date(context))
+    """This run's staging folder (exports/.staging/<run>/): published as a release by the `exports` asset."""
+    return rl.staging_folder(rl.exports_root(warehouse.path), _run_key(context))
 
 
 def _read_tables(warehouse: Warehouse, names: list[str]) -> tuple[dict[str, pl.DataFrame], list[str]]:
@@ -135,13 +155,13 @@ def summary_name(index: str) -> str:
     return SUMMARY_NAME if index == ix.ALL_INDEX else f"summary_{index}.md"
 
 
-def _published_headline(warehouse: Warehouse) -> str | None:
-    """The published headline estimate as sentences (headline_estimates, issue 16), or None."""
-    if not warehouse.table_exists("headline_estimates"):
+def _published_headline(warehouse: Warehouse, released: str | None = None) -> str | None:
+    """The map header's answer: the sentence, then what the benchmark picker leaves out and why."""
+    answer = aq.answer(warehouse.path, ix.ALL_INDEX, released)
+    if answer is None:
         return None
-    from models.estimates import published_sentences
-
-    return " ".join(published_sentences(warehouse.read_table("headline_estimates"))) or None
+    return " ".join([answer.sentence, *[s for s in answer.supporting
+                                        if s.startswith(("Not in this index", "Counted but adding"))]])
 
 
 def _occupation_titles(warehouse: Warehouse) -> pl.DataFrame | None:
@@ -156,7 +176,7 @@ def _occupation_titles(warehouse: Warehouse) -> pl.DataFrame | None:
 @asset(
     group_name=GROUP,
     deps=[AssetKey(t) for t in [*FIGURE_TABLES, "prompt_task_labels"]],
-    description="The report's figures (PNG and SVG in exports/<date>/figures/), each shown in this asset's "
+    description="The report's figures (PNG and SVG in the release's figures/), each shown in this asset's "
     "metadata: adjusted coverage vs wage bill and by importance quintile (exposed vs not, 95% CIs), covered "
     "occupations per major group, work hours by coverage level, labeler validation, model-score heatmap.",
 )
@@ -186,7 +206,7 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse) -> Mate
 @asset(
     group_name=GROUP,
     deps=[AssetKey(t) for t in MAP_TABLES],
-    description="exports/<date>/coverage_map.html: a self-contained page (no network) with every occupation "
+    description="coverage_map.html of the release: a self-contained page (no network) with every occupation "
     "as a tile in its SOC major group, coloured by the share of its tasks covered; toggles for the threshold "
     "and each benchmark; hover for tasks, benchmarks and example prompts.",
 )
@@ -200,11 +220,11 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse) -> Materi
         warehouse.path,
         occupations,
         labeler=labeler,
-        footer=f"benchmap export {folder.name}; labeler {labeler or 'n/a'}. Data: O*NET 29.2 tasks, "
+        footer=f"benchmap export of {export_date(context)}; labeler {labeler or 'n/a'}. Data: O*NET 29.2 tasks, "
         "benchmark "
         "prompts labeled with O*NET tasks. Self-contained page: no network access.",
         membership=_membership(warehouse),
-        headline=_published_headline(warehouse),
+        headline=_published_headline(warehouse, export_date(context)),
     )
     path = ef.write_text(folder / COVERAGE_MAP_NAME, html)
     covered = sum(1 for o in data["occupations"] if o["k"])
@@ -226,7 +246,7 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse) -> Materi
 @asset(
     group_name=GROUP,
     deps=[AssetKey(t) for t in [*SUMMARY_TABLES, "onet_tasks", "prompt_task_labels"]],
-    description="exports/<date>/summary.md: the headline findings as sentences with their numbers and 95% "
+    description="summary.md of the release: the one-line answer, then the findings with their numbers and 95% "
     "CIs, generated from the tables, plus the limitations that apply (benchmarks, labeler accuracy, task "
     "ratings).",
 )
@@ -235,6 +255,7 @@ def report_summary(
 ) -> MaterializeResult:
     tables, missing = _read_tables(warehouse, SUMMARY_TABLES)
     membership = tables.get(MEMBERSHIP)
+    counts = aq.benchmark_counts(warehouse.path, tables.get("benchmarks"), membership)
     onet_tasks = (
         warehouse.query("select task_id, has_ratings from onet_tasks")
         if warehouse.table_exists("onet_tasks")
@@ -246,10 +267,10 @@ def report_summary(
     paths, texts = {}, {}
     for index in ix.index_names(membership):
         texts[index] = report.summary_markdown(
-            _for_index(tables, index),
+            _for_index(tables, index) | {"benchmark_counts": counts},
             onet_tasks=onet_tasks,
             labeler_model=model,
-            export_date=folder.name,
+            export_date=export_date(context),
             missing_tables=missing,
             benchmark_index=index,
             membership=membership,
@@ -263,8 +284,17 @@ def report_summary(
             "path": MetadataValue.path(str(paths[ix.ALL_INDEX])),
             "index_summaries": MetadataValue.json({k: str(v) for k, v in paths.items()}),
             "missing_tables": ", ".join(missing) or "none",
+            **headline_metadata(tables.get("headline_estimates")),
         }
     )
+
+
+def headline_metadata(estimates: pl.DataFrame | None, index: str = ix.ALL_INDEX) -> dict[str, MetadataValue]:
+    """The published headline of `index` as numeric metadata (`<quantity>_<threshold>`, `_ci_low`,
+    `_ci_high`): the Dagster UI plots each over the asset's materializations."""
+    if estimates is None or "published" not in estimates.columns:
+        return {}
+    return {f"headline_{k}": MetadataValue.float(v) for k, v in report.answer_figures(estimates, index).items()}
 
 
 def _labeler_model(labeler: LabelerResource, warehouse: Warehouse) -> str:
@@ -295,29 +325,35 @@ def _labeler_entries(warehouse: Warehouse) -> list[dict[str, Any]]:
 
 @asset(
     group_name=GROUP,
-    deps=[AssetKey(t) for t in ex.EXPORT_TABLES]
-    + [AssetKey(t) for t in es.EXPORT_TABLES]
+    deps=[AssetKey(t) for t in dict.fromkeys([*ex.EXPORT_TABLES, *es.EXPORT_TABLES])]
     + [AssetKey("prompt_task_labels"), report_figures, coverage_map, report_summary],
-    description="exports/<date>/: every headline and analysis table as Parquet and CSV, one XLSX workbook (a "
-    "sheet per table), data_dictionary.md (every column: meaning, unit, source) and manifest.json (sources "
-    "and "
-    "checksums, benchmarks and hashes, labeler and model, code version, run id, every file's SHA-256).",
+    description="A release exports/<date>T<time>Z-<input hash>/, written only when a published figure changed "
+    "(never rewritten; exports/latest and latest.txt name the newest): every table as Parquet and CSV, one XLSX "
+    "workbook, data_dictionary.md, the tidy release.csv/.parquet of every published figure with "
+    "data_documentation.md, and manifest.json (sources and checksums, benchmarks and hashes, labeler and model, "
+    "code version, input hash, every file's SHA-256).",
 )
 def exports(
     context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
 ) -> MaterializeResult:
-    tables, missing = _read_tables(warehouse, list(ex.EXPORT_TABLES))
-    tables |= _read_tables(warehouse, list(es.EXPORT_TABLES))[0]  # headline estimates, when present
-    folder = export_folder(context, warehouse)
+    tables, _ = _read_tables(warehouse, list(ex.EXPORT_TABLES))
+    tables |= _read_tables(warehouse, list(es.EXPORT_TABLES))[0]  # the estimates' other tables, when present
+    counts = aq.benchmark_counts(warehouse.path, tables.get("benchmarks"), tables.get(MEMBERSHIP))
+    tables["benchmark_counts"] = counts
+    staging = export_folder(context, warehouse)
     label_cache_models: list[dict[str, Any]] = []
     if warehouse.table_exists("label_cache"):
         label_cache_models = warehouse.query(
             "select labeler, model, template_version, onet_version, count(*) as n_prompts from label_cache "
             "group by all order by all"
         ).to_dicts()
-    result = ew.write_exports(
+    excluded = [(index, name, why) for index in ix.index_names(tables.get(MEMBERSHIP))
+                for name, why in report.index_benchmarks(counts, index)[1]]
+    published = rl.publish_export(
         tables,
-        folder,
+        staging,
+        rl.exports_root(warehouse.path),
+        created_at=run_moment(context),
         run_id=context.run_id,
         benchmarks=tables.get("benchmarks"),
         labelers=_labeler_entries(warehouse),
@@ -327,25 +363,64 @@ def exports(
             "label_cache": label_cache_models,
             "configured_labeler": {"kind": labeler.kind, "model": labeler.model},
         },
+        excluded=excluded,
     )
-    for name in result.missing_tables:
+    folder = published.folder
+    manifest = ew.read_manifest(folder) or {}
+    if published.new:
+        context.log.info(f"new release {folder.name} ({published.changes.height} figures changed since "
+                         f"{published.previous.name if published.previous else 'none'})")
+    else:
+        context.log.info(f"published figures unchanged: release {folder.name} stands, nothing written")
+    for name in manifest.get("missing_tables", []):
         level = "error" if name in ex.REQUIRED_TABLES else "warning"
         getattr(context.log, level)(f"table {name} is not in the warehouse: not exported")
     metadata: dict[str, Any] = {
         "export_dir": MetadataValue.path(str(folder)),
-        "workbook": MetadataValue.path(str(result.workbook)),
-        "data_dictionary": MetadataValue.path(str(result.dictionary)),
-        "manifest": MetadataValue.path(str(result.manifest_path)),
-        "n_tables": len(result.tables),
-        "rows": MetadataValue.json({f.table: f.rows for f in result.tables}),
-        "missing_tables": ", ".join(result.missing_tables) or "none",
-        "undocumented_columns": MetadataValue.json(result.undocumented),
-        "code_version": result.manifest["code_version"],
+        "release": folder.name,
+        "new_release": published.new,
+        "figures_changed": published.changes.height,
+        "release_rows": published.release.height,
+        "workbook": MetadataValue.path(str(folder / ex.WORKBOOK_NAME)),
+        "data_dictionary": MetadataValue.path(str(folder / ex.DICTIONARY_NAME)),
+        "manifest": MetadataValue.path(str(folder / ex.MANIFEST_NAME)),
+        "n_tables": len(manifest.get("tables", [])),
+        "rows": MetadataValue.json({t["table"]: t["rows"] for t in manifest.get("tables", [])}),
+        "missing_tables": ", ".join(manifest.get("missing_tables", [])) or "none",
+        "undocumented_columns": MetadataValue.json(manifest.get("undocumented_columns", {})),
+        "code_version": str(manifest.get("code_version")),
+        **headline_metadata(tables.get("headline_estimates")),
     }
     for table in ex.HEADLINE_TABLES:
         if table in tables:
             metadata |= table_preview_metadata(table, ix.only_index(ex.prepare_table(table, tables[table])))
     return MaterializeResult(metadata=metadata)
+
+
+@asset(
+    group_name=GROUP,
+    deps=[exports],
+    kinds={"polars", "duckdb"},
+    description="One row per release and headline quantity (value, 95% interval, index, threshold, basis, "
+    "benchmarks counted), read from the release folders; also exports/headline_history.csv. The latest "
+    "headline is numeric metadata, so the Dagster UI plots it over runs.",
+)
+def headline_history(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
+    root = rl.exports_root(warehouse.path)
+    frame, path = rl.write_history(root)
+    latest = frame.filter((pl.col("release") == frame["release"].max()) & (pl.col("benchmark_index") == ix.ALL_INDEX)) \
+        if frame.height else frame
+    numbers = {f"{r['quantity']}_{r['threshold']}{suffix}": MetadataValue.float(float(r[column]))
+               for r in latest.iter_rows(named=True)
+               for suffix, column in (("", "value"), ("_ci_low", "ci_low"), ("_ci_high", "ci_high"))
+               if r[column] is not None}
+    context.add_output_metadata({
+        "csv": MetadataValue.path(str(path)),
+        "n_releases": frame["release"].n_unique() if frame.height else 0,
+        "latest_release": str(latest["release"][0]) if latest.height else "none",
+        **numbers,
+    })
+    return frame
 
 
 # --- checks ---------------------------------------------------------------------------------------
@@ -405,6 +480,9 @@ def coverage_map_self_contained(
     context: AssetCheckExecutionContext, warehouse: Warehouse
 ) -> AssetCheckResult:
     path = _latest_path(context, "coverage_map", "path")
+    if path is not None and not path.is_file():  # its staging folder was published (or dropped): the release's
+        latest = rl.latest_release(path.parent.parent.parent)
+        path = latest / COVERAGE_MAP_NAME if latest is not None else path
     if path is None or not path.is_file():
         return AssetCheckResult(passed=False, metadata={"problem": f"no coverage map file ({path})"})
     tiles, external = cmap.map_self_containment(read_text(path))
@@ -415,5 +493,5 @@ def coverage_map_self_contained(
     )
 
 
-ASSETS: list = [report_figures, coverage_map, report_summary, exports]
+ASSETS: list = [report_figures, coverage_map, report_summary, exports, headline_history]
 CHECKS: list = [exports_verified, coverage_map_self_contained]

@@ -478,8 +478,8 @@ def coverage_map_html(
     footer: str | None = None,
     headline: str | None = None,
 ) -> str:
-    """The complete page for `coverage_map_data(...)`: no external resource of any kind. `headline`: the
-    published estimate (headline_estimates), shown under the subtitle; the tiles count the labels as they are."""
+    """The complete page for `coverage_map_data(...)`: no external resource of any kind. `headline`: the one-line
+    answer (models/report/answer.py), the header's first line, above the subtitle."""
     n_occ = len(data["occupations"])
     n_groups = len({o["g"] for o in data["occupations"]})
     default_subtitle = (
@@ -499,8 +499,10 @@ def coverage_map_html(
         f"<style>{_CSS}</style></head><body>",
         "<header>",
         f"<h1>{html.escape(title)}</h1>",
+        # the answer first (models/report/answer.py: the sentence summary.md opens with), then how to read tiles
+        *([f'<p id="estimate" style="font-size:15px;margin:4px 0 6px"><b>{html.escape(headline)}</b></p>']
+          if headline else []),
         f'<p class="sub">{html.escape(subtitle or default_subtitle)}</p>',
-        *([f'<p class="sub" id="estimate"><b>Headline:</b> {html.escape(headline)}</p>'] if headline else []),
         '<div class="controls">',
         '<fieldset id="thresholds"><legend>Covered task = at least</legend></fieldset>',
         '<fieldset><legend>Benchmark index</legend><select id="index"></select>'

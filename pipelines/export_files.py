@@ -138,11 +138,14 @@ def write_workbook(
     dictionary: pl.DataFrame,
     readme: Sequence[tuple[str, str]] = (),
 ) -> dict[str, str]:
-    """One XLSX: a README sheet (key/value pairs), the data dictionary, then one sheet per table.
+    """One XLSX: a README sheet (key/value pairs), the data dictionary, then one sheet per table. Every sheet
+    has an autofilter, a frozen header row and set column widths; columns the dictionary calls shares or
+    probabilities show as percents (the cells keep the 0-1 value).
 
     Returns table -> sheet name. Tables longer than Excel's row limit are cut there (noted in the README).
     """
     names = ex.sheet_names(tables, reserved=ex.RESERVED_SHEETS)
+    percent = ex.percent_columns(dictionary)
 
     def write(target: Path) -> None:
         workbook = xlsxwriter.Workbook(
@@ -155,19 +158,23 @@ def write_workbook(
             },
         )
         workbook.set_properties(dict(ex.WORKBOOK_PROPERTIES))
-        ex.readme_frame(readme, tables).write_excel(workbook, ex.README_SHEET, table_name="readme", autofit=True)
-        dictionary.write_excel(
-            workbook, ex.DICTIONARY_SHEET, table_name="data_dictionary", autofit=dictionary.height <= 2000
-        )
+        readme_frame = ex.readme_frame(readme, tables)
+        readme_frame.write_excel(workbook, ex.README_SHEET, table_name="readme", freeze_panes=(1, 0),
+                                 column_widths=ex.column_widths(readme_frame, max_width=120))
+        dictionary.write_excel(workbook, ex.DICTIONARY_SHEET, table_name="data_dictionary", freeze_panes=(1, 0),
+                               column_widths=ex.column_widths(dictionary))
         for index, (table, frame) in enumerate(tables.items()):
             safe = ex.excel_safe(frame)
+            shares = [c for c in safe.columns if (table, c) in percent and safe.schema[c].is_numeric()]
             safe.write_excel(
                 workbook,
                 names[table],
                 table_name=f"t{index:02d}_{table}"[:250],
-                autofit=safe.height <= 2000,
+                column_widths=ex.column_widths(safe),
+                column_formats=dict.fromkeys(shares, "0.0%") or None,
                 float_precision=4,
                 freeze_panes=(1, 0),
+                autofilter=True,
             )
         workbook.close()
 

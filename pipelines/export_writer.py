@@ -117,21 +117,26 @@ def write_exports(
     expected: Sequence[str] = ex.EXPORT_TABLES,
     created_at: dt.datetime | None = None,
     extra: Mapping[str, Any] | None = None,
+    name: str | None = None,
+    readme_first: Sequence[tuple[str, str]] = (),
 ) -> ExportResult:
     """Write the export folder's tables, workbook, data dictionary and manifest.
 
     tables: warehouse table name -> frame (only tables that exist; the others of `expected` are listed as
     missing). benchmarks: the `benchmarks` table, for names, versions and content hashes (also exported as a
     table when given in `tables`). labelers: `models.exports.labeler_entries(...)`. sources:
-    `pipelines.sources.source_checksums()` (None records none). version: default `code_version()`. The
-    manifest also lists every other file already in the folder (figures, map, summary).
+    `pipelines.sources.source_checksums()` (None records none). version: default `code_version()`. name: what
+    the manifest and README call the export (default: the folder's name; a staged release passes the name it
+    will be published under). The manifest also lists every other file already in the folder (figures, map,
+    summary, release file).
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     with export_lock(directory, run_id):  # one writer per export folder: a second run waits its turn
         return _write_exports_locked(tables, directory, run_id=run_id, benchmarks=benchmarks, labelers=labelers,
                                      labeler_model=labeler_model, sources=sources, version=version,
-                                     expected=expected, created_at=created_at, extra=extra)
+                                     expected=expected, created_at=created_at, extra=extra,
+                                     name=name or directory.name, readme_first=readme_first)
 
 
 def _write_exports_locked(
@@ -147,6 +152,8 @@ def _write_exports_locked(
     expected: Sequence[str],
     created_at: dt.datetime | None,
     extra: Mapping[str, Any] | None,
+    name: str,
+    readme_first: Sequence[tuple[str, str]] = (),
 ) -> ExportResult:
     ordered = [t for t in expected if t in tables] + sorted(t for t in tables if t not in expected)
     prepared = {t: ex.prepare_table(t, tables[t]) for t in ordered}
@@ -154,8 +161,8 @@ def _write_exports_locked(
     files = write_tables(prepared, directory)
     dictionary = ex.dictionary_frame(prepared)
     version = version or code_version()
-    readme = ex.readme_rows(directory.name, run_id=run_id, version=version, labelers=labelers,
-                            tables=prepared, missing=missing)
+    readme = [*readme_first, *ex.readme_rows(name, run_id=run_id, version=version, labelers=labelers,
+                                             tables=prepared, missing=missing)]
     workbook = directory / ex.WORKBOOK_NAME
     sheets = write_workbook(workbook, prepared, dictionary, readme)
     files = [dataclasses.replace(f, sheet=sheets.get(f.table)) for f in files]
@@ -163,7 +170,7 @@ def _write_exports_locked(
         directory / ex.DICTIONARY_NAME, ex.data_dictionary_markdown(prepared, sheets, missing)
     )
     manifest = ex.build_manifest(
-        export_date=directory.name,
+        export_date=name,
         created_at=created_at or dt.datetime.now(dt.UTC),
         run_id=run_id,
         version=version,

@@ -461,15 +461,18 @@ def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None,
     labeled = f"{totals['n_labeled']} labeled, {totals['n_failed']} failed"
     if totals["n_failed"] or unlabeled:
         labeled += f" (see label_failures; {unlabeled} prompts without labels, exit {EXIT_LABEL_FAILURES})"
+    print()  # the answer first: the sentence summary.md and the map open with, then the raw labels' figures
+    for line in rr.headline_lines(warehouse_path) if not skip_analysis else []:
+        print(line)
     print(f"done in {time.monotonic() - started:.0f}s: {len(names)} benchmarks, {totals['n_prompts']} prompts, "
           f"{totals['n_results']} results, {totals['n_rejects']} rejects; "
           f"{'all steps succeeded' if not failures else f'{len(failures)} step(s) FAILED'}; {labeled}")
-    for line in rr.headline_lines(warehouse_path) if not skip_analysis else []:
-        print(line)
     if warehouse_path:
-        exports = sorted((Path(warehouse_path).parent / "exports").glob("[0-9]*-[0-9]*-[0-9]*"))
-        if exports:
-            print(f"exports: {exports[-1]}")
+        from pipelines.release import exports_root, latest_release
+
+        latest = latest_release(exports_root(warehouse_path))
+        if latest is not None:
+            print(f"release: {latest} (newest; also {latest.parent / 'latest'})")
     print(f"Dagster log: {log_path}")
     for failure in failures:
         print(f"  FAILED {failure[:500]}", file=sys.stderr)

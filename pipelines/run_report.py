@@ -102,21 +102,24 @@ def headline_lines(warehouse_path: str | None) -> list[str]:
         at = f" at >= {row['threshold']}" if row.get("threshold") is not None else ""
         metrics.setdefault(metric, []).append(f"{text}{at}")
     order = ["tasks_covered", "occupations_covered", "major_groups_uncovered", "hours_share_covered"]
-    lines = [heading.replace("):", "), the labels as counted:")]
+    lines = ["what the raw labels say (" + heading.removeprefix("headline (").replace("):", "), every label counted "
+                                                                                 "as true, for comparison only:")]
     for metric in sorted(metrics, key=lambda m: (order.index(m) if m in order else len(order), m)):
         lines.append(f"  {metric.replace('_', ' ')}: {'; '.join(metrics[metric])}")
     return [*published_lines(warehouse_path), *lines] if len(lines) > 1 else []
 
 
 def published_lines(warehouse_path: str) -> list[str]:
-    """The published estimate (headline_estimates: the labels corrected by the judge sample), as summary.md
-    words it; nothing when the table is missing."""
-    from models.estimates import published_sentences
-    from pipelines import warehouse as wh
+    """The one-line answer (models/report/answer.py: the sentence summary.md and the map open with) and its
+    supporting lines, naming the latest release; nothing when headline_estimates is missing."""
+    from pipelines import answer_queries as aq
+    from pipelines import release as rl
 
     try:
-        estimates = wh.read_table(warehouse_path, "headline_estimates")
-    except Exception:  # noqa: BLE001 - informative only
+        latest = rl.latest_release(rl.exports_root(warehouse_path))
+        answer = aq.answer(warehouse_path, released=rl.release_date(latest.name) if latest is not None else None)
+    except Exception:  # noqa: BLE001 - informative only: a missing or unreadable table gives no line
         return []
-    sentences = published_sentences(estimates)
-    return [f"published headline: {sentences[0]}"] if sentences else []
+    if answer is None:
+        return []
+    return [answer.sentence, *[f"  - {line}" for line in answer.supporting]]

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 EXPECTED = {
-    "assets": 54,  # + prompt_work, reference_task_labels (issue 13); + the four whatif_* tables (issue 17)
+    "assets": 55,  # + prompt_work, reference_task_labels (issue 13); + the four whatif_* tables (issue 17);
+    # + headline_history (issue 27)
     "checks": 22,
     "jobs": 3,
     "sensors": 2,
@@ -26,7 +27,7 @@ EXPECTED = {
 }
 EXPECTED_GROUPS = {
     "reference": 10, "benchmarks": 4, "labels": 4, "label_validation": 5, "analysis": 12, "estimates": 5,
-    "gaps": 10, "exports": 4,
+    "gaps": 10, "exports": 5,
 }
 EXPECTED_JOBS = {"benchmark_refresh_job", "analysis_refresh_job", "reference_refresh_job"}
 

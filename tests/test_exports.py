@@ -10,10 +10,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import re
 import stat
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -306,7 +304,18 @@ def build_world(seed: int = 0) -> dict[str, pl.DataFrame]:
         "jobbench_shortlist": gaps.jobbench_shortlist(scored, 5),
         # the built-in `all` index (every benchmark); tests/test_indexes.py covers the shipped indexes
         "benchmark_index_membership": ix.evaluate_indexes({}, ix.measured_properties(benchmarks)).membership,
+        "headline_estimates": simulated_estimates(seed),
     }
+
+
+def simulated_estimates(seed: int = 0) -> pl.DataFrame:
+    """headline_estimates from the estimators' own simulation (models/estimates): published rows with intervals,
+    computed rather than typed (the world's labels carry no p_exercised to run them on)."""
+    from models import estimates as es
+
+    sim = es.simulate(np.random.default_rng(12 + seed))
+    scopes = es.scopes_for(sim.problem)
+    return es.estimates_frame(sim.problem, scopes, es.run_estimators(sim.problem, scopes, n_draws=20))
 
 
 @pytest.fixture(scope="module")
@@ -950,7 +959,14 @@ def test_export_assets_materialize(world, tmp_path, monkeypatch):
         tags={export_assets.EXPORT_DATE_TAG: "2031-02-03"},
     )
     assert result.success
-    folder = tmp_path / "warehouse" / "exports" / "2031-02-03"
+    from pipelines import release as rl
+
+    root = tmp_path / "warehouse" / "exports"
+    folder = rl.latest_release(root)
+    assert folder is not None and folder.name.startswith("2031-02-03T") and rl.list_releases(root) == [folder]
+    assert (root / "latest.txt").read_text().strip() == folder.name
+    assert not any((root / ".staging").iterdir())  # the run's staging folder became the release
+    assert {"release.csv", "release.parquet", "data_documentation.md"} <= {p.name for p in folder.iterdir()}
     names = [spec.name for spec in fg.FIGURES]
     assert sorted(p.name for p in (folder / "figures").iterdir()) == sorted(
         [f"{n}.png" for n in names] + [f"{n}.svg" for n in names]
@@ -986,44 +1002,53 @@ def test_export_assets_materialize(world, tmp_path, monkeypatch):
     assert metadata["report_summary"]["summary"].value == (folder / "summary.md").read_text()
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     assert checks == {"exports_verified": True, "coverage_map_self_contained": True}
+    # the answer opens the summary and the map's header; the headline is numeric metadata the UI can plot
+    summary = (folder / "summary.md").read_text()
+    sentence = summary.splitlines()[2].strip("*")
+    assert sentence.startswith("AI benchmarks exercise about ") and "released 2031-02-03" in sentence
+    assert f"<b>{sentence}" in (folder / "coverage_map.html").read_text().replace("&#x27;", "'").replace("&gt;", ">")
+    published = world["headline_estimates"].filter(
+        pl.col("published") & (pl.col("scope") == "all") & (pl.col("quantity") == "hours_share_covered")
+        & (pl.col("threshold") == 5)).row(0, named=True)
+    for asset in ("report_summary", "exports"):
+        value = metadata[asset]["headline_hours_share_covered_5"]
+        assert type(value).__name__ == "FloatMetadataValue" and value.value == pytest.approx(published["value"])
+    assert metadata["exports"]["new_release"].value is True
+    history = metadata["headline_history"]
+    assert history["n_releases"].value == 1 and history["hours_share_covered_5"].value == pytest.approx(
+        published["value"])
+    assert pl.read_csv(root / "headline_history.csv").height == 8
 
-
-# --- the analyst notebook ---------------------------------------------------------------------------------------------
-
-
-def test_analyst_notebook_reproduces_the_figures(world, tmp_path, monkeypatch):
-    import nbformat
-    from nbclient import NotebookClient
-
-    path = tmp_path / "warehouse" / "benchmap.duckdb"
-    fill_warehouse(world, path)
-    monkeypatch.setenv("BENCHMAP_WAREHOUSE", str(path))
-    # the python3 kernelspec runs `python`: make that this interpreter (the venv), whatever PATH says
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    assert "read_only=True" in "".join(c.source for c in notebook.cells)
-    NotebookClient(
-        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}
-    ).execute()
-    outputs = [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])]
-    assert not [o for o in outputs if o.output_type == "error"]
-    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
-    assert f"warehouse: {path}" in text
-    assert "loaded 20 tables; missing: none" in text
-    images = [o["data"]["image/png"] for o in outputs if "image/png" in o.get("data", {})]
-    assert len(images) == len(fg.FIGURES)
-    # the notebook's first figure is exactly the report's, drawn from the same tables
-    expected = fg.figure_png_bytes(
-        fg.wage_bill_probability_figure(world["coverage_adjusted_probabilities"]), dpi=100
+    # the same warehouse again: no published figure changed, so no new release and the old one untouched
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    again = materialize(
+        [*export_assets.ASSETS],
+        resources={"warehouse": Warehouse(path=str(path)), "labeler": LabelerResource(kind="offline", model="offline")},
+        instance=DagsterInstance.ephemeral(),
+        tags={export_assets.EXPORT_DATE_TAG: "2031-02-04"},
     )
-    assert base64.b64decode(images[0]) == expected
-    markdown = "".join(o["data"].get("text/markdown", "") for o in outputs if "data" in o)
-    assert (
-        report.summary_markdown(
-            world, onet_tasks=world["onet_tasks"], missing_tables=["labeler_agreement"]
-        ).splitlines()[4]
-        in markdown
-    )
+    assert again.success and rl.list_releases(root) == [folder]
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    rerun = {e.event_specific_data.materialization.asset_key.path[-1]: e.event_specific_data.materialization.metadata
+             for e in again.get_asset_materialization_events()}
+    assert rerun["exports"]["new_release"].value is False and rerun["exports"]["release"].value == folder.name
+
+    # the workbook reads: filters, frozen header, shares as percents, README first
+    from openpyxl import load_workbook
+
+    book = load_workbook(folder / "benchmap_tables.xlsx")
+    assert book.sheetnames[0] == "README"
+    sheet = book["major_group_coverage"]
+    assert sheet.freeze_panes == "A2" and sheet.tables and sheet.tables[next(iter(sheet.tables))].autoFilter
+    header = [c.value for c in sheet[1]]
+    share = header.index("occupation_share_covered_1") + 1
+    assert sheet.cell(row=2, column=share).number_format == "0.0%"
+    assert sheet.cell(row=2, column=header.index("n_occupations") + 1).number_format != "0.0%"
+    assert sheet.column_dimensions["A"].width >= len("major_group_code")
+    book.close()
+
+
+# --- the analyst notebook: tests/test_notebook.py ---------------------------------------------------------------
 
 
 # --- end to end on the mirror -----------------------------------------------------------------------------------------
@@ -1042,9 +1067,12 @@ def test_end_to_end_exports(full_pipeline, monkeypatch):
     defined = {k.path[-1] for k in defs.resolve_asset_graph().materializable_asset_keys}
     assert [t for t in ex.REQUIRED_TABLES if t not in defined] == [], "analysis assets not all defined yet"
 
-    folders = sorted((warehouse.parent / "exports").iterdir())
+    from pipelines import release as rl
+
+    folders = rl.list_releases(warehouse.parent / "exports")
     assert len(folders) == 1
     folder = folders[0]
+    assert rl.latest_release(warehouse.parent / "exports") == folder
     assert ew.verify_export(folder) == []
     manifest = json.loads((folder / "manifest.json").read_text())
     assert [t for t in manifest["missing_tables"] if t in ex.REQUIRED_TABLES] == []
@@ -1072,7 +1100,7 @@ def test_end_to_end_exports(full_pipeline, monkeypatch):
     assert summary.index("**Label quality.**") < summary.index("**Tasks.**")
     assert "upper bound" not in summary.split("## Limitations")[0]
 
-    # determinism: exporting again from the same warehouse gives byte-identical tables
+    # determinism: exporting again from the same warehouse gives the same figures, so no new release
     rerun = materialize(
         [export_assets.exports],
         resources=dict(defs.resources),
@@ -1080,7 +1108,4 @@ def test_end_to_end_exports(full_pipeline, monkeypatch):
         tags={export_assets.EXPORT_DATE_TAG: "2099-12-31"},
     )
     assert rerun.success
-    again = json.loads((warehouse.parent / "exports" / "2099-12-31" / "manifest.json").read_text())
-    assert [(t["table"], t["parquet_sha256"], t["csv_sha256"]) for t in again["tables"]] == [
-        (t["table"], t["parquet_sha256"], t["csv_sha256"]) for t in manifest["tables"]
-    ]
+    assert rl.list_releases(warehouse.parent / "exports") == [folder] and ew.verify_export(folder) == []

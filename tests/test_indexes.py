@@ -313,7 +313,9 @@ def test_coverage_tables_gaps_and_exports_per_index(tables, full_pipeline):
     # every exported column is in the data dictionary, and each summary names its index
     export_root = full_pipeline.warehouse.parent / "exports"
     # the pipeline's own export (other tests add folders of other dates to the same warehouse later)
-    folder = min((p for p in export_root.iterdir() if p.is_dir()), key=lambda p: (p / "manifest.json").stat().st_mtime)
+    from pipelines.release import list_releases
+
+    folder = list_releases(export_root)[0]  # releases sort by time: the first is the pipeline's
     exported = {p.stem: pl.read_parquet(p).columns for p in (folder / "tables").glob("*.parquet")}
     assert "benchmark_index_membership" in exported
     assert undocumented_columns(exported) == {}

@@ -38,11 +38,13 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
         "Headline numbers: share of tasks, occupations, major groups and work hours covered, "
         "pooled and per benchmark, at each prompt threshold."
     ),
-    "task_coverage": "One row per O*NET task: how many benchmark prompts are labeled with it.",
-    "occupation_coverage": "One row per O*NET occupation with tasks: tasks and work hours covered.",
-    "major_group_coverage": "One row per SOC major group (all 22): occupations, employment and wage bill "
+    "task_coverage": "One row per benchmark index and O*NET task: how many benchmark prompts are labeled with "
+    "it.",
+    "occupation_coverage": "One row per benchmark index and O*NET occupation with tasks: tasks and work hours "
     "covered.",
-    "task_analysis_frame": "One row per task: coverage, importance, exposure, wage bill, WORKBank ratings and "
+    "major_group_coverage": "One row per benchmark index and SOC major group (all 22): occupations, employment "
+    "and wage bill covered.",
+    "task_analysis_frame": "One row per benchmark index and task: coverage, importance, exposure, wage bill, WORKBank ratings and "
     "work hours -- the input of the coverage models.",
     "coverage_regressions": "Logit models of task coverage: coefficients, probability ratios, sample sizes.",
     "coverage_adjusted_probabilities": "Adjusted probabilities of coverage from the logit models, with 95% "
@@ -77,6 +79,8 @@ INDEXED_TABLES: tuple[str, ...] = (
 )
 for _table in INDEXED_TABLES:
     DATA_DICTIONARY[_table]["benchmark_index"] = BENCHMARK_INDEX_ENTRY
+    if "benchmark index" not in TABLE_DESCRIPTIONS.get(_table, "benchmark index"):  # say what a row is
+        TABLE_DESCRIPTIONS[_table] += " Computed once per benchmark index (column benchmark_index)."
 DATA_DICTIONARY["benchmark_index_membership"] = {
     "benchmark_index": ("benchmark index: the name of its file data/indexes/<name>.toml", TEXT, INDEX),
     "version": ("version of the index definition (its `version` field)", TEXT, INDEX),

@@ -2,7 +2,8 @@
 dictionary, the workbook's sheet names and README, and the manifest's content. The files are written by
 `pipelines/export_writer.py` (and `pipelines/export_files.py`), into one dated folder.
 
-Layout of `<warehouse dir>/exports/<YYYY-MM-DD>/`:
+Layout of a release `<warehouse dir>/exports/<YYYY-MM-DD>T<HHMMSS>Z-<input hash>/` (pipelines/release.py; never
+rewritten, `exports/latest` names the newest):
 
     tables/<table>.parquet, tables/<table>.csv   one pair per exported table
     benchmap_tables.xlsx                          README + data_dictionary sheets, then one sheet per table
@@ -10,6 +11,8 @@ Layout of `<warehouse dir>/exports/<YYYY-MM-DD>/`:
     manifest.json                                 sources and checksums, benchmarks and hashes, labeler and
                                                   model, code version, run id, every file with its SHA-256
     figures/, coverage_map.html, summary.md       written by the figure, map and summary steps
+    release.csv, release.parquet                  every published figure, long and tidy (`release`)
+    data_documentation.md                         its columns, quantities, bases and what changed
 
 Tables are written in a canonical row order (`canonical_order`) and hold no timestamps, so re-running on
 unchanged inputs gives identical table contents (and identical Parquet and CSV bytes).
@@ -22,6 +25,7 @@ the public names, so `models.exports.X` works as before. No dagster and no file 
 from __future__ import annotations
 
 from models.data_dictionary import DATA_DICTIONARY
+from models.exports import release  # noqa: F401  (registers the release tables' dictionary entries)
 from models.exports.dictionary import data_dictionary_markdown, dictionary_frame
 from models.exports.manifest import (
     BENCHMARK_MANIFEST_COLUMNS,
@@ -52,16 +56,23 @@ from models.exports.tables import (
 )
 from models.exports.workbook import (
     DICTIONARY_SHEET,
+    PERCENT_UNITS,
     README_SHEET,
     RESERVED_SHEETS,
     WORKBOOK_PROPERTIES,
+    column_widths,
     excel_safe,
+    percent_columns,
     readme_frame,
     readme_rows,
     sheet_names,
 )
 
 __all__ = [
+    "PERCENT_UNITS",
+    "column_widths",
+    "percent_columns",
+    "release",
     "BENCHMARK_MANIFEST_COLUMNS",
     "DATA_DICTIONARY",
     "DICTIONARY_NAME",

@@ -31,6 +31,7 @@ OPTIONAL_TABLES: tuple[str, ...] = (
     "jobbench_shortlist",
     "benchmarks",
     "benchmark_index_membership",
+    "headline_estimates",  # the published estimates the summary's answer quotes (models/estimates/)
 )
 EXPORT_TABLES: tuple[str, ...] = REQUIRED_TABLES + OPTIONAL_TABLES
 # Tables previewed as Markdown in the Dagster UI.

@@ -50,6 +50,32 @@ def excel_safe(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.head(EXCEL_MAX_ROWS)
 
 
+PERCENT_UNITS: tuple[str, ...] = ("share (0-1)", "probability (0-1)")
+
+
+def percent_columns(dictionary: pl.DataFrame) -> set[tuple[str, str]]:
+    """(table, column) pairs the data dictionary gives a share or probability unit: shown as percents."""
+    if dictionary.is_empty() or not {"table", "column", "unit"} <= set(dictionary.columns):
+        return set()
+    rows = dictionary.filter(pl.col("unit").is_in(list(PERCENT_UNITS)))
+    return set(rows.select("table", "column").iter_rows())
+
+
+PIXELS_PER_CHARACTER = 7  # polars' write_excel takes column widths in pixels (Calibri 11)
+
+
+def column_widths(frame: pl.DataFrame, *, sample: int = 500, min_width: int = 8, max_width: int = 60) -> dict[str, int]:
+    """A width per column, in pixels: the longest of the header and the first `sample` cells, within
+    [min_width, max_width] characters -- set directly, so large sheets need no autofit pass."""
+    head = frame.head(sample)
+    widths = {}
+    for column in frame.columns:
+        cells = head[column].cast(pl.Utf8, strict=False).str.len_chars().max() if head.height else 0
+        longest = max(len(column) + 2, int(cells or 0) + 1)
+        widths[column] = PIXELS_PER_CHARACTER * max(min_width, min(max_width, longest))
+    return widths
+
+
 def readme_rows(
     export_name: str,
     *,
@@ -70,7 +96,11 @@ def readme_rows(
         ),
         ("tables", ", ".join(tables)),
         ("not exported (missing)", ", ".join(missing) or "none"),
-        ("files", f"{TABLES_DIR}/<table>.parquet and .csv; {DICTIONARY_NAME}; {MANIFEST_NAME}"),
+        ("files", f"{TABLES_DIR}/<table>.parquet and .csv; {DICTIONARY_NAME}; {MANIFEST_NAME}; release.csv "
+                  "(every published figure, long format) and data_documentation.md"),
+        ("how to read", "one sheet per table; every sheet has filters on its header row, which stays in view "
+                        "when scrolling; shares and probabilities are shown as percents (the cell holds the "
+                        "0-1 value); units and sources of every column are in the data_dictionary sheet"),
     ]
 
 

@@ -9,6 +9,7 @@ from matplotlib.ticker import PercentFormatter
 
 from models.figures.style import (
     LEVEL_COLOURS,
+    legend_outside,
     new_figure,
     placeholder,
     styled,
@@ -65,7 +66,7 @@ def major_group_figure(major_group_coverage: pl.DataFrame) -> Figure:
     ax.set_xlabel("Occupations (O*NET-SOC codes with task statements)")
     ax.set_title(title)
     ax.set_xlim(0, float(total.max()) * 1.12 + 1 if total.size else 1)
-    ax.legend(frameon=False, loc="lower right", fontsize=8)
+    legend_outside(fig, ax)
     return fig
 
 

@@ -13,6 +13,7 @@ from models.figures.style import (
     dollars,
     exposure_colour,
     exposure_label,
+    legend_outside,
     model_rows,
     new_figure,
     placeholder,
@@ -69,8 +70,7 @@ def wage_bill_probability_figure(probabilities: pl.DataFrame) -> Figure:
     ax.set_xlabel("Occupation wage bill (US$ per year, log scale)")
     ax.set_ylabel("Adjusted probability of >= 5 prompts")
     ax.set_title(title)
-    legend = ax.legend(frameon=False, loc="upper right", title="bands: 95% CI (clustered SEs)", fontsize=8)
-    legend.get_title().set_fontsize(7)
+    legend_outside(fig, ax, title="bands: 95% CI (clustered SEs)")
     ax.grid(axis="y", color="#eeeeee")
     return fig
 
@@ -122,13 +122,7 @@ def importance_quintile_figure(probabilities: pl.DataFrame) -> Figure:
     ax.set_xlabel("Task-importance quintile within the occupation (O*NET importance, IM)")
     ax.set_ylabel("Adjusted probability of >= 5 prompts")
     ax.set_title(title)
-    legend = ax.legend(
-        frameon=False,
-        title="occupation fixed effects; bars: 95% CI (delta method, occupation-clustered SEs)",
-        fontsize=8,
-        loc="upper left",
-    )
-    legend.get_title().set_fontsize(7)
+    legend_outside(fig, ax, title="occupation fixed effects; bars: 95% CI (delta method, occupation-clustered SEs)")
     ax.grid(axis="y", color="#eeeeee")
     return fig
 

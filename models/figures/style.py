@@ -65,6 +65,19 @@ def new_figure(width: float, height: float) -> Figure:
     return fig
 
 
+def legend_outside(fig: Figure, ax: object, *, title: str | None = None, ncol: int | None = None) -> object:
+    """The axes' legend below the plot area, outside the data (constrained layout makes room): a legend inside
+    the axes hid curves and labels. Returns the legend (None when the axes have no labelled artist)."""
+    handles, labels = ax.get_legend_handles_labels()  # type: ignore[attr-defined]
+    if not handles:
+        return None
+    legend = fig.legend(handles, labels, loc="outside lower center", frameon=False, fontsize=8,
+                        ncol=ncol or min(len(handles), 3), title=title)
+    if title:
+        legend.get_title().set_fontsize(7)
+    return legend
+
+
 def placeholder(title: str, message: str, width: float = 7.0, height: float = 3.0) -> Figure:
     fig = new_figure(width, height)
     ax = fig.add_subplot()

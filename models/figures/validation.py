@@ -12,6 +12,7 @@ from models.figures.style import (
     VALIDATION_METRICS,
     VALIDATION_TITLES,
     lacks_columns,
+    legend_outside,
     new_figure,
     placeholder,
     styled,
@@ -118,7 +119,7 @@ def reliability_figure(reliability: pl.DataFrame) -> Figure:
     detail = f"ECE {rows['ece'][0]:.3f}" + (f"; recall of the judge's tasks {recall:.0%}" if recall is not None else "")
     ax.set_title(f"{title}\n{detail}")
     ax.grid(color="#eeeeee")
-    ax.legend(frameon=False, loc="upper left", fontsize=8)
+    legend_outside(fig, ax)
     return fig
 
 

@@ -16,9 +16,17 @@ from collections.abc import Sequence
 import polars as pl
 
 from models.markdown import markdown_table
+from models.report.answer import ALL_INDEX, Answer, answer_figures, headline_answer
+from models.report.counts import benchmark_counts, count_lines, index_benchmarks, task_counts
+from models.report.estimated import (
+    estimated_coverage_findings,
+    exposure_base_rates,
+    exposure_difference_finding,
+)
 from models.report.findings import (
     coverage_findings,
     headline_estimate_findings,
+    mi_as_regressions,
     regression_findings,
     score_findings,
     sensitivity_findings,
@@ -37,6 +45,7 @@ from models.report.formatting import (
     labeler_of,
     num,
     pct,
+    present_table,
     ratio,
     table_preview,
 )
@@ -62,22 +71,48 @@ def summary_markdown(
     benchmark_index: str | None = None,
     membership: pl.DataFrame | None = None,
 ) -> str:
-    """`summary.md`: headline findings with their numbers and CIs, then the limitations that apply. With
-    `benchmark_index`, `tables` hold that index's rows and the summary opens with the index and its members."""
-    title = "# Which parts of the US economy do AI benchmarks measure?"
-    lines = [title, ""]
+    """`summary.md`: the one-line answer (`answer.headline_answer`) and at most five supporting lines; then the
+    counts as estimated, what predicts coverage with labeler error (the multiply-imputed fits), model scores,
+    robustness; then, titled as such, what the raw labels say; the counts and what they count; limitations.
+    With `benchmark_index`, `tables` hold that index's rows and the summary names the index and its members."""
+    index = benchmark_index or ALL_INDEX
+    lines = ["# Which parts of the US economy do AI benchmarks measure?", ""]
+    n_benchmarks, excluded = (None, [])
+    counts = present_table(tables, "benchmark_counts")
+    if counts is not None:
+        n_benchmarks, excluded = index_benchmarks(counts, index)
+    answer = headline_answer(tables.get("headline_estimates"), benchmark_index=index, n_benchmarks=n_benchmarks,
+                             released=(export_date or "")[:10] or None, excluded=excluded)
+    if answer is not None:
+        lines += [f"**{answer.sentence}**", ""] + [f"- {item}" for item in answer.supporting] + [""]
+    else:
+        lines += ["_No published estimate: headline_estimates is missing, so this summary has no one-line answer; "
+                  "the raw labels' figures are below._", ""]
     if export_date:
         lines += [
-            f"_Export of {export_date}. Every number below is read from the exported tables named in "
-            "brackets._",
+            f"_Release of {export_date}. Every number below is read from the exported tables named in brackets; "
+            "every figure is also in release.csv._",
             "",
         ]
+    estimated = dict(tables)
+    mi = present_table(tables, "coverage_regressions_mi")
+    if mi is not None and {"kind", "term", "estimate"} <= set(mi.columns):
+        estimated["coverage_regressions_mi"] = mi_as_regressions(mi)
     sections: list[tuple[str, list[str]]] = [
         *([("Benchmark index", index_findings(benchmark_index, membership))] if benchmark_index else []),
-        ("Coverage", label_quality_findings(tables) + coverage_findings(tables)),
-        ("What predicts coverage", regression_findings(tables) + workbank_findings(tables)),
+        ("Coverage, as estimated", estimated_coverage_findings(tables, index)),
+        ("What predicts coverage (with labeler error)",
+         regression_findings(estimated, "coverage_regressions_mi") if "coverage_regressions_mi" in estimated
+         else ["Not available: coverage_regressions_mi (the fits on imputed label sets) is missing; the fits on "
+               "the labels as counted are in 'What the raw labels say'."]),
         ("Model scores", score_findings(tables)),
-        ("Robustness", sensitivity_findings(tables)),
+        ("What the raw labels say",
+         ["_Counting every label as true, with no correction for the labels' misses and no labeler error in the "
+          "intervals: for comparison with the estimates above, not for quoting._"]
+         + label_quality_findings(tables) + coverage_findings(tables, with_estimate=False)
+         + regression_findings(tables) + workbank_findings(tables)),
+        ("Robustness of the raw labels' figures", sensitivity_findings(tables) + exposure_difference_finding(tables)),
+        ("Counts: what each one counts", count_lines(tables, onet_tasks, index)),
         (
             "Limitations",
             benchmark_limitations(tables)
@@ -87,13 +122,16 @@ def summary_markdown(
         ),
     ]
     for heading, items in sections:
-        lines += [f"## {heading}", ""] + [f"- {item}" for item in items] + [""]
+        lines += [f"## {heading}", ""] + [item if item.startswith("_") else f"- {item}" for item in items] + [""]
     if missing_tables:
         lines += [f"_Tables not available for this summary: {', '.join(missing_tables)}._", ""]
     return "\n".join(lines)
 
 
 __all__ = [
+    "Answer", "answer_figures", "benchmark_counts", "count_lines", "estimated_coverage_findings",
+    "exposure_base_rates", "exposure_difference_finding", "headline_answer", "index_benchmarks",
+    "mi_as_regressions", "task_counts",
     "MODEL_EXPOSURE_WAGE", "MODEL_IMPORTANCE", "MODEL_WORKBANK", "PREVIEW_COLUMNS", "QUANTITY_WORDS", "WAGE_TERM",
     "ZONE_NAMES", "Tables", "benchmark_limitations", "big", "ci", "coverage_findings", "data_limitations",
     "estimate_limitations", "headline_estimate_findings", "index_findings", "label_depth_limitation",

@@ -47,13 +47,14 @@ def headline_estimate_findings(tables: Tables) -> list[str]:
     ]
 
 
-def coverage_findings(tables: Tables) -> list[str]:
+def coverage_findings(tables: Tables, *, with_estimate: bool = True) -> list[str]:
+    """The labels as counted (coverage_headline); with `with_estimate`, the published estimate first."""
     headline = present_table(tables, "coverage_headline")
     if headline is None:
         return ["Coverage headline not available: the coverage_headline table is missing or empty."]
     values = headline_values(headline)
     thresholds = sorted({t for t, _ in values})
-    out = headline_estimate_findings(tables)
+    out = headline_estimate_findings(tables) if with_estimate else []
 
     def phrase(metric: str, noun: str) -> str | None:
         rows = [(t, values[(t, metric)]) for t in thresholds if (t, metric) in values]
@@ -123,16 +124,16 @@ def coverage_findings(tables: Tables) -> list[str]:
     return out
 
 
-def _contrast_rows(tables: Tables) -> pl.DataFrame | None:
-    regressions = present_table(tables, "coverage_regressions")
+def _contrast_rows(tables: Tables, source: str = "coverage_regressions") -> pl.DataFrame | None:
+    regressions = present_table(tables, source)
     if regressions is None or not {"contrast", "ratio"} <= set(regressions.columns):
         return None
     rows = regressions.filter(pl.col("contrast").is_not_null() & pl.col("ratio").is_not_null())
     return rows if rows.height else None
 
 
-def _exposure_ratio(tables: Tables) -> tuple[float, float, float, str] | None:
-    contrasts = _contrast_rows(tables)
+def _exposure_ratio(tables: Tables, source: str = "coverage_regressions") -> tuple[float, float, float, str] | None:
+    contrasts = _contrast_rows(tables, source)
     if contrasts is not None:
         rows = contrasts.filter(pl.col("model") == MODEL_EXPOSURE_WAGE)
         if "exposure_source" in rows.columns:
@@ -140,7 +141,9 @@ def _exposure_ratio(tables: Tables) -> tuple[float, float, float, str] | None:
             rows = human if human.height else rows
         if rows.height:
             r = rows.row(0, named=True)
-            return r["ratio"], r["ci_low"], r["ci_high"], "coverage_regressions"
+            return r["ratio"], r["ci_low"], r["ci_high"], source
+    if source != "coverage_regressions":
+        return None
     sensitivity = present_table(tables, "coverage_sensitivity")
     if sensitivity is not None and {"dimension", "variant", "metric", "value"} <= set(sensitivity.columns):
         rows = sensitivity.filter((pl.col("dimension") == "exposure_labels") & (pl.col("variant") == "human"))
@@ -161,25 +164,30 @@ def _excludes_one(low: Any, high: Any) -> str:
     return " -- an interval that includes 1, i.e. no clear difference"
 
 
-def _exposure_finding(tables: Tables) -> str:
-    exposure = _exposure_ratio(tables)
+def _exposure_finding(tables: Tables, source: str = "coverage_regressions") -> str:
+    exposure = _exposure_ratio(tables, source)
     if exposure is None:
-        return (
-            "Exposure finding not available: no exposure contrast in coverage_regressions or "
-            "coverage_sensitivity."
-        )
+        return f"Exposure finding not available: no exposure contrast in {source}."
     r, low, high, source = exposure
     return (
         f"**Exposure.** At the median occupation wage bill, tasks exposed to LLMs (Eloundou et al. "
         f"E1/E2) are {ratio(r)} times as likely as non-exposed tasks to have >= 5 prompts "
-        f"({ci(low, high, ratio)}{_excludes_one(low, high)}; logit with occupation-clustered SEs, "
-        f"{source})."
+        f"({ci(low, high, ratio)}{_excludes_one(low, high)}; {_method(source)}, {source})."
     )
 
 
-def _wage_bill_findings(tables: Tables, regressions: pl.DataFrame | None) -> list[str]:
+def _method(source: str) -> str:
+    if source == "coverage_regressions_mi":
+        return "logit refitted on imputed label sets, Rubin's rules: the interval carries labeler error"
+    return "logit with occupation-clustered SEs on the labels as counted"
+
+
+def _wage_bill_findings(tables: Tables, regressions: pl.DataFrame | None,
+                        source: str = "coverage_regressions") -> list[str]:
     out = []
-    probabilities = present_table(tables, "coverage_adjusted_probabilities")
+    # the adjusted-probability grid is fitted on the labels as counted only
+    probabilities = present_table(tables, "coverage_adjusted_probabilities") if source == "coverage_regressions" \
+        else None
     if probabilities is not None and {"model", "wage_bill", "exposed", "prob"} <= set(probabilities.columns):
         grid = probabilities.filter(
             (pl.col("model") == MODEL_EXPOSURE_WAGE)
@@ -213,7 +221,7 @@ def _wage_bill_findings(tables: Tables, regressions: pl.DataFrame | None) -> lis
                 f"Each doubling of an occupation's wage bill multiplies the odds that its tasks are "
                 f"covered by {ratio(math.exp(r['coef'] * factor))} "
                 f"({ci(math.exp(r['ci_low'] * factor), math.exp(r['ci_high'] * factor), ratio)}; "
-                "coverage_regressions)."
+                f"{source})."
             )
     return out
 
@@ -232,15 +240,16 @@ def _importance_sample(regressions: pl.DataFrame | None) -> str:
     ):
         return ""
     return (
-        f"; {num(sizes['n_tasks_kept'])} of {num(sizes['n_tasks_rated'])} rated tasks in "
-        f"{num(sizes['n_occupations_kept'])} occupations, {num(sizes['n_occupations_dropped_no_variation'])} "
-        "occupations with no variation in coverage dropped"
+        f"; {num(sizes['n_tasks_kept'])} of the {num(sizes['n_tasks_rated'])} rated tasks that also have exposure "
+        f"labels, in {num(sizes['n_occupations_kept'])} occupations; "
+        f"{num(sizes['n_occupations_dropped_no_variation'])} occupations with no variation in coverage dropped"
     )
 
 
-def _contrast_findings(tables: Tables, regressions: pl.DataFrame | None) -> list[str]:
+def _contrast_findings(tables: Tables, regressions: pl.DataFrame | None,
+                       source: str = "coverage_regressions") -> list[str]:
     out: list[str] = []
-    contrasts = _contrast_rows(tables)
+    contrasts = _contrast_rows(tables, source)
     if contrasts is None:
         return out
     importance_rows = contrasts.filter(pl.col("model") == MODEL_IMPORTANCE)
@@ -252,20 +261,20 @@ def _contrast_findings(tables: Tables, regressions: pl.DataFrame | None) -> list
             f"**Importance.** Within occupations, {r['contrast']}: the most important tasks are "
             f"{ratio(r['ratio'])} times as likely to be covered as the least important "
             f"(Q5/Q1 at >= 5 prompts, {ci(r['ci_low'], r['ci_high'], ratio)}"
-            f"{_excludes_one(r['ci_low'], r['ci_high'])}; logit with occupation fixed effects and "
-            f"occupation-clustered SEs{sample}; coverage_regressions)."
+            f"{_excludes_one(r['ci_low'], r['ci_high'])}; logit with occupation fixed effects"
+            f"{'' if source == 'coverage_regressions' else ', refitted on imputed label sets'}{sample}; {source})."
         )
     for r in importance_rows.filter(pl.col("contrast").str.starts_with("exposed vs not")).iter_rows(named=True):
         out.append(
             f"Within occupations, holding importance as observed, exposed tasks are {ratio(r['ratio'])} "
             f"times as likely to have >= 5 prompts as non-exposed ones ({ci(r['ci_low'], r['ci_high'], ratio)}"
-            f"{_excludes_one(r['ci_low'], r['ci_high'])}; coverage_regressions)."
+            f"{_excludes_one(r['ci_low'], r['ci_high'])}; {source})."
         )
     for r in contrasts.filter(pl.col("model") == MODEL_WORKBANK).iter_rows(named=True):
         out.append(
             f"**WORKBank ratings.** {r['contrast']}: the coverage probability changes by a factor of "
             f"{ratio(r['ratio'])} ({ci(r['ci_low'], r['ci_high'], ratio)}"
-            f"{_excludes_one(r['ci_low'], r['ci_high'])}; coverage_regressions)."
+            f"{_excludes_one(r['ci_low'], r['ci_high'])}; {source})."
         )
     return out
 
@@ -280,15 +289,29 @@ def _unestimated_notes(regressions: pl.DataFrame | None) -> list[str]:
     return notes
 
 
-def regression_findings(tables: Tables) -> list[str]:
-    """Exposure, wage bill, importance and WORKBank contrasts, then a note per model that was not estimated."""
-    regressions = present_table(tables, "coverage_regressions")
+def regression_findings(tables: Tables, source: str = "coverage_regressions") -> list[str]:
+    """Exposure, wage bill, importance and WORKBank contrasts, then a note per model that was not estimated.
+    `source`: coverage_regressions (the labels as counted) or coverage_regressions_mi (multiply imputed, in
+    that table's shape via `mi_as_regressions`)."""
+    regressions = present_table(tables, source)
     return (
-        [_exposure_finding(tables)]
-        + _wage_bill_findings(tables, regressions)
-        + _contrast_findings(tables, regressions)
+        [_exposure_finding(tables, source)]
+        + _wage_bill_findings(tables, regressions, source)
+        + _contrast_findings(tables, regressions, source)
         + _unestimated_notes(regressions)
     )
+
+
+def mi_as_regressions(mi: pl.DataFrame) -> pl.DataFrame:
+    """coverage_regressions_mi in coverage_regressions' shape: log-ratio rows as contrasts (ratio, CI on the
+    ratio scale), coefficient rows as terms (coef, CI on the logit scale)."""
+    contrasts = mi.filter(pl.col("kind") == "log_ratio").select(
+        "model", pl.lit(None, pl.Utf8).alias("term"), pl.col("term").alias("contrast"),
+        pl.lit(None, pl.Float64).alias("coef"), pl.col("estimate").alias("ratio"), "ci_low", "ci_high")
+    coefficients = mi.filter(pl.col("kind") != "log_ratio").select(
+        "model", "term", pl.lit(None, pl.Utf8).alias("contrast"), pl.col("estimate").alias("coef"),
+        pl.lit(None, pl.Float64).alias("ratio"), "ci_low", "ci_high")
+    return pl.concat([coefficients, contrasts]).with_columns(pl.lit(None, pl.Utf8).alias("note"))
 
 
 def workbank_findings(tables: Tables) -> list[str]:

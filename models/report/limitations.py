@@ -114,7 +114,7 @@ def label_quality_findings(tables: Tables) -> list[str]:
         + (f"; on the reference it was fitted on, task F1 {pct(in_sample['value'], 0)}" if cross_validated
            and in_sample else "")
         + "). Counts from these labels alone carry these errors; the estimates that correct them with the "
-        "judge's sample are below."
+        "judge's sample are above."
     ]
 
 
@@ -202,10 +202,15 @@ def data_limitations(tables: Tables, onet_tasks: pl.DataFrame | None = None) -> 
     out = []
     if onet_tasks is not None and "has_ratings" in onet_tasks.columns and onet_tasks.height:
         rated = int(onet_tasks["has_ratings"].sum())
+        from models.report.counts import task_counts  # the one source of the task counts
+
+        with_exposure = task_counts(tables, onet_tasks).rated_with_exposure
+        uses = (f"the importance model uses the {num(with_exposure)} of them that also have exposure labels"
+                if with_exposure is not None else "the importance model uses only rated tasks")
         out.append(
             f"**Task ratings.** O*NET importance ratings are available for {num(rated)} of "
-            f"{num(onet_tasks.height)} tasks ({pct(rated / onet_tasks.height)}); the importance model uses "
-            "only rated tasks (onet_tasks)."
+            f"{num(onet_tasks.height)} tasks ({pct(rated / onet_tasks.height)}); {uses} (onet_tasks, "
+            "coverage_regressions)."
         )
     else:
         regressions = present_table(tables, "coverage_regressions")

@@ -1,0 +1,177 @@
+"""The one-line answer: the sentence an analyst quotes, with its interval and basis, from the published
+estimates (headline_estimates) alone. summary.md, the coverage map's header and the end of `run_all` all call
+`headline_answer`, so the three say the same thing; the release's headline rows hold the same numbers.
+
+Pure: frames in, strings and floats out. No dagster, no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+ALL_INDEX = "all"
+ANSWER_THRESHOLD = 5  # the published headline's threshold: model-assisted with an interval (>= 1 is bounds)
+QUANTITY_NOUNS: dict[str, str] = {
+    "tasks_covered": "O*NET tasks",
+    "occupations_covered": "occupations",
+    "major_groups_covered": "SOC major groups",
+    "hours_share_covered": "US work hours",
+}
+BASIS_WORDS: dict[str, str] = {
+    "model_assisted": "labels corrected by a judge's reading of {n_sampled:,} sampled prompt texts",
+    "labeler": "the labeler's calibrated labels alone (no judge sample)",
+    "design": "the judge sample alone",
+    "bounds": "bounds: a species-estimate floor to the imputation's ceiling",
+}
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The quotable sentence, at most five supporting lines, and the numbers behind them (for metadata)."""
+
+    sentence: str
+    supporting: list[str] = field(default_factory=list)
+    figures: dict[str, float] = field(default_factory=dict)
+    benchmark_index: str = ALL_INDEX
+    threshold: int = ANSWER_THRESHOLD
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(float(value))
+
+
+def _value(quantity: str, value: Any) -> str:
+    if not _finite(value):
+        return "n/a"
+    return f"{100 * float(value):.1f}%" if quantity == "hours_share_covered" else f"{round(float(value)):,}"
+
+
+def _interval(quantity: str, row: dict[str, Any]) -> str:
+    low, high = row.get("ci_low"), row.get("ci_high")
+    if not (_finite(low) and _finite(high)) or _value(quantity, low) == _value(quantity, high):
+        return ""  # no interval, or one too narrow to show at this precision
+    return f" ({_value(quantity, low)}\u2013{_value(quantity, high)})"
+
+
+def published_rows(estimates: pl.DataFrame, benchmark_index: str = ALL_INDEX) -> pl.DataFrame:
+    """The published pooled rows of one index (scope 'all'), one per quantity and threshold."""
+    rows = estimates.filter(pl.col("published") & (pl.col("scope") == "all"))
+    if "benchmark_index" in rows.columns:
+        rows = rows.filter(pl.col("benchmark_index") == benchmark_index)
+    return rows
+
+
+def _row(rows: pl.DataFrame, quantity: str, threshold: int) -> dict[str, Any] | None:
+    hit = rows.filter((pl.col("quantity") == quantity) & (pl.col("threshold") == threshold))
+    return hit.row(0, named=True) if hit.height else None
+
+
+def _phrase(row: dict[str, Any]) -> str:
+    """'133 (123-145) of 923 occupations' or, for bounds, 'at least 268, up to about 401 of 923 occupations'."""
+    quantity = row["quantity"]
+    noun = QUANTITY_NOUNS[quantity]
+    if row["estimator"] == "bounds":
+        span = (f"at least about {_value(quantity, row['value'])} (lower limit {_value(quantity, row['ci_low'])}), "
+                f"up to about {_value(quantity, row['ci_high'])}")
+        return f"{span} of {noun}" if quantity == "hours_share_covered" else \
+            f"{span} of {row['denominator']:,.0f} {noun}"
+    if quantity == "hours_share_covered":
+        return f"{_value(quantity, row['value'])}{_interval(quantity, row)} of {noun}"
+    return f"{_value(quantity, row['value'])}{_interval(quantity, row)} of {row['denominator']:,.0f} {noun}"
+
+
+def _basis(rows: pl.DataFrame) -> str:
+    estimator = str(rows["estimator"][0])
+    n_sampled = int(rows["n_sampled"][0]) if "n_sampled" in rows.columns and rows["n_sampled"][0] is not None else 0
+    words = BASIS_WORDS.get(estimator, estimator).format(n_sampled=n_sampled)
+    label = estimator.replace("_", "-")
+    return f"{label} estimate: {words}"
+
+
+def headline_answer(
+    estimates: pl.DataFrame | None,
+    *,
+    benchmark_index: str = ALL_INDEX,
+    n_benchmarks: int | None = None,
+    released: str | None = None,
+    excluded: Sequence[tuple[str, str]] = (),
+    threshold: int = ANSWER_THRESHOLD,
+) -> Answer | None:
+    """The answer of one benchmark index at `threshold` (default 5 prompts), or None when nothing is published.
+
+    estimates: headline_estimates (published rows are used). n_benchmarks: benchmarks the index counts;
+    excluded: (benchmark, reason) left out of it; released: the release date the sentence names."""
+    if estimates is None or estimates.is_empty() or "published" not in estimates.columns:
+        return None
+    rows = published_rows(estimates, benchmark_index)
+    at = rows.filter(pl.col("threshold") == threshold)
+    hours = _row(at, "hours_share_covered", threshold)
+    if hours is None:
+        return None
+    prompts = f"at >= {threshold} prompt{'s' if threshold != 1 else ''}"
+    hours_text = f"{_value('hours_share_covered', hours['value'])}{_interval('hours_share_covered', hours)}"
+    units = [_phrase(r) for q in ("occupations_covered", "major_groups_covered") if (r := _row(at, q, threshold))]
+    context = [f"benchmark index `{benchmark_index}`"]
+    if n_benchmarks is not None:
+        context.append(f"{n_benchmarks} benchmarks")
+    if released:
+        context.append(f"released {released}")
+    sentence = (
+        f"AI benchmarks exercise about {hours_text} of US work hours {prompts}"
+        + (": " + " and ".join(units) if units else "")
+        + f" ({_basis(at)}; {', '.join(context)})."
+    )
+    supporting: list[str] = []
+    tasks = _row(at, "tasks_covered", threshold)
+    if tasks is not None:
+        supporting.append(f"Tasks: {_phrase(tasks)} have {threshold} or more prompts.")
+    low = [r for q in ("occupations_covered", "hours_share_covered") if (r := _row(rows, q, 1))]
+    if low:
+        supporting.append("At >= 1 prompt: " + "; ".join(_phrase(r) for r in low) + ".")
+    truth = estimates.filter((pl.col("estimator") == "labels_as_truth") & (pl.col("scope") == "all"))
+    if "benchmark_index" in truth.columns:
+        truth = truth.filter(pl.col("benchmark_index") == benchmark_index)
+    counted = _row(truth, "occupations_covered", threshold)
+    estimated = _row(at, "occupations_covered", threshold)
+    if counted is not None and estimated is not None:
+        supporting.append(
+            f"Counting every label as true would say {_value('occupations_covered', counted['value'])} occupations "
+            f"{prompts} instead of {_value('occupations_covered', estimated['value'])}: the labels miss tasks the "
+            "judge finds (see 'What the raw labels say')."
+        )
+    if excluded:
+        supporting.append(_not_counted(excluded))
+    return Answer(sentence, supporting[:5], answer_figures(estimates, benchmark_index), benchmark_index, threshold)
+
+
+def _not_counted(excluded: Sequence[tuple[str, str]], spell_out: int = 3) -> str:
+    """The benchmarks behind no figure: those outside the index ('not in this index: <reason>', named with their
+    reason when few, else by name -- each one's reason is in benchmark_counts and data_documentation.md), then
+    members that add to no task (e.g. no prompt labeled as work)."""
+    outside = [(n, r.split(":", 1)[1].strip()) for n, r in excluded if r.startswith("not in this index")]
+    inert = [(n, r) for n, r in excluded if not r.startswith("not in this index")]
+    parts = []
+    if outside:
+        listed = "; ".join(f"{n} ({r})" for n, r in outside) if len(outside) <= spell_out else \
+            ", ".join(n for n, _ in outside) + " (each one's reason: benchmark_counts)"
+        parts.append(f"Not in this index: {listed}.")
+    if inert:
+        parts.append("Counted but adding to no task: " + "; ".join(f"{n} ({r})" for n, r in inert) + ".")
+    return " ".join(parts)
+
+
+def answer_figures(estimates: pl.DataFrame, benchmark_index: str = ALL_INDEX) -> dict[str, float]:
+    """Every published pooled number of one index as floats named `<quantity>_<threshold>` (+ `_ci_low`,
+    `_ci_high`): the headline assets' numeric metadata, which the Dagster UI plots over runs."""
+    out: dict[str, float] = {}
+    for r in published_rows(estimates, benchmark_index).sort("quantity", "threshold").iter_rows(named=True):
+        key = f"{r['quantity']}_{r['threshold']}"
+        for suffix, column in (("", "value"), ("_ci_low", "ci_low"), ("_ci_high", "ci_high")):
+            if _finite(r.get(column)):
+                out[key + suffix] = float(r[column])
+    return out

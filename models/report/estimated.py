@@ -1,0 +1,116 @@
+"""The summary's counts as estimated: every quantity at every threshold from the published estimates
+(headline_estimates) with its interval, the major groups likely left uncovered (major_group_estimates, when the
+per-unit estimates exist), the benchmarks that exercise the most tasks; and why the GPT-4 and human exposure
+ratios differ (their base rates, from task_analysis_frame). Pure; no dagster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from models.report.answer import QUANTITY_NOUNS, published_rows
+from models.report.formatting import Tables, num, pct, present_table, ratio
+
+_ORDER = ("tasks_covered", "occupations_covered", "major_groups_covered", "hours_share_covered")
+
+
+def _fmt(quantity: str, value: Any) -> str:
+    return pct(value) if quantity == "hours_share_covered" else num(value)
+
+
+def _estimate(row: dict[str, Any]) -> str:
+    q = row["quantity"]
+    if row["estimator"] == "bounds":
+        return (f"at least about {_fmt(q, row['value'])} (lower limit {_fmt(q, row['ci_low'])}), up to about "
+                f"{_fmt(q, row['ci_high'])}")
+    return f"{_fmt(q, row['value'])} ({_fmt(q, row['ci_low'])}\u2013{_fmt(q, row['ci_high'])})"
+
+
+def estimated_coverage_findings(tables: Tables, index: str = "all") -> list[str]:
+    """One line per threshold with every quantity as estimated, the likely-uncovered major groups and the
+    benchmarks that exercise the most tasks; a line saying so when headline_estimates is missing."""
+    estimates = present_table(tables, "headline_estimates")
+    if estimates is None or "published" not in estimates.columns:
+        return ["Estimated coverage not available: the headline_estimates table is missing or empty."]
+    rows = published_rows(estimates, index)
+    out = []
+    for t in sorted(set(rows["threshold"].to_list()), reverse=True):
+        at = rows.filter(pl.col("threshold") == t)
+        parts = []
+        for q in _ORDER:
+            hit = at.filter(pl.col("quantity") == q)
+            if hit.height:
+                r = hit.row(0, named=True)
+                of = "" if q == "hours_share_covered" else f" of {num(r['denominator'])}"
+                parts.append(f"{QUANTITY_NOUNS[q]}: {_estimate(r)}{of}")
+        if parts:
+            estimator = at["estimator"][0].replace("_", "-")
+            out.append(f"**At >= {t} prompt{'s' if t != 1 else ''}** ({estimator}, 95% interval): "
+                       + "; ".join(parts) + " (headline_estimates).")
+    groups = present_table(tables, "major_group_estimates")
+    if groups is not None and {"major_group_code", "threshold", "p_covered"} <= set(groups.columns):
+        if "benchmark_index" in groups.columns:
+            groups = groups.filter(pl.col("benchmark_index") == index)
+        t = int(groups["threshold"].max())
+        unlikely = groups.filter((pl.col("threshold") == t) & (pl.col("p_covered") < 0.5)).sort("p_covered")
+        listed = ", ".join(f"{r['major_group_code']} (p = {r['p_covered']:.2f})" for r in unlikely.iter_rows(named=True))
+        out.append(f"**Major groups likely uncovered** at >= {t} prompts (probability covered below one half): "
+                   + (listed or "none") + " (major_group_estimates).")
+    scopes = estimates.filter(pl.col("published") & (pl.col("scope") != "all") & (pl.col("quantity") == "tasks_covered"))
+    if "benchmark_index" in scopes.columns:
+        scopes = scopes.filter(pl.col("benchmark_index") == index)
+    if scopes.height:
+        t = int(scopes["threshold"].max())
+        top = scopes.filter(pl.col("threshold") == t).sort(["value", "scope"], descending=[True, False]).head(3)
+        out.append(f"**Benchmarks.** Exercising the most tasks at >= {t} prompts (estimated, alone): "
+                   + ", ".join(f"{r['scope']} {_estimate(r)}" for r in top.iter_rows(named=True))
+                   + " (headline_estimates, per benchmark).")
+    return out
+
+
+def exposure_base_rates(frame: pl.DataFrame, threshold: int = 5, index: str = "all") -> dict[str, dict[str, float]]:
+    """Per exposure rating (human: `exposed`, gpt4: `gpt4_exposed`): share of tasks rated exposed, and the
+    share covered at `threshold` among exposed and among non-exposed tasks (the labels as counted)."""
+    if "benchmark_index" in frame.columns:
+        frame = frame.filter(pl.col("benchmark_index") == index)
+    covered = f"covered_{threshold}"
+    out: dict[str, dict[str, float]] = {}
+    for name, column in (("human", "exposed"), ("gpt4", "gpt4_exposed")):
+        if column not in frame.columns or covered not in frame.columns:
+            continue
+        rows = frame.filter(pl.col(column).is_not_null() & pl.col(covered).is_not_null()).select(
+            pl.col(column).cast(pl.Boolean).alias("x"), pl.col(covered).cast(pl.Float64).alias("y"))
+        if rows.is_empty():
+            continue
+        exposed, other = rows.filter(pl.col("x")), rows.filter(~pl.col("x"))
+        out[name] = {
+            "share_exposed": exposed.height / rows.height,
+            "covered_exposed": float(exposed["y"].mean()) if exposed.height else float("nan"),
+            "covered_not": float(other["y"].mean()) if other.height else float("nan"),
+            "n": float(rows.height),
+        }
+    return out
+
+
+def exposure_difference_finding(tables: Tables, threshold: int = 5) -> list[str]:
+    """One sentence: why the GPT-4 and human exposure ratios differ, from their base rates."""
+    frame = present_table(tables, "task_analysis_frame")
+    if frame is None:
+        return []
+    rates = exposure_base_rates(frame, threshold)
+    if not {"human", "gpt4"} <= set(rates):
+        return []
+    h, g = rates["human"], rates["gpt4"]
+
+    def raw(r: dict[str, float]) -> str:
+        return ratio(r["covered_exposed"] / r["covered_not"]) if r["covered_not"] > 0 else "n/a"
+
+    return [
+        f"**Why the GPT-4 and human ratios differ.** They divide by different base rates: GPT-4 rates "
+        f"{pct(g['share_exposed'], 0)} of tasks exposed against the humans' {pct(h['share_exposed'], 0)}, and the "
+        f"tasks it leaves unexposed are covered at >= {threshold} prompts only {pct(g['covered_not'])} of the time "
+        f"(the humans' unexposed {pct(h['covered_not'])}), while the exposed ones are covered at "
+        f"{pct(g['covered_exposed'])} and {pct(h['covered_exposed'])}: unadjusted ratios {raw(g)} and {raw(h)} "
+        "(task_analysis_frame, labels as counted)."
+    ]

@@ -1,0 +1,272 @@
+"""Immutable, versioned releases under `<warehouse dir>/exports/`:
+
+    exports/.staging/<run>/                   where one run's figures, map, summary and tables are written
+    exports/<YYYY-MM-DD>T<HHMMSS>Z-<hash8>/   a release: the staging folder renamed whole, never written again
+    exports/latest -> <newest release>        a symlink (where the file system allows one) ...
+    exports/latest.txt                        ... and the newest release's name as text (zip and Windows users)
+    exports/headline_history.csv              one row per release and headline quantity
+
+A run publishes only when its published figures (`release.csv`) differ from the latest release's; otherwise
+its staging folder is dropped and the latest release stands. Publishing happens under the exports folder's
+lock, so two runs never race for `latest` or compute "what changed" against the same release.
+
+The content comes from `models.exports.release`; no dagster here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import shutil
+import stat
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from models.exports import release as rel
+from pipelines import export_writer as ew
+from pipelines.export_files import atomic_write, export_lock, read_manifest, write_bytes, write_text
+
+STAGING_DIR = ".staging"
+STALE_STAGING_S = 24 * 3600.0
+
+
+def exports_root(warehouse_path: str | Path) -> Path:
+    """`<folder of the warehouse file>/exports`."""
+    return Path(warehouse_path).parent / "exports"
+
+
+def staging_folder(root: Path, run_key: str) -> Path:
+    """The run's private folder (created): every export step of one run writes here."""
+    folder = root / STAGING_DIR / run_key
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@contextlib.contextmanager
+def release_lock(root: Path, run_id: str | None) -> Iterator[None]:
+    """The exports folder's lock: one run at a time decides and publishes a release."""
+    root.mkdir(parents=True, exist_ok=True)
+    with export_lock(root, run_id):
+        yield
+
+
+def list_releases(root: Path) -> list[Path]:
+    """Every complete release (a manifest inside), oldest first (names sort by time)."""
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir()
+                  if p.is_dir() and not p.is_symlink() and rel.is_release_name(p.name) and (p / "manifest.json").is_file())
+
+
+def latest_release(root: Path) -> Path | None:
+    """The release `latest.txt` names (when it is a release here), else the newest by name."""
+    text = root / rel.LATEST_TEXT
+    if text.is_file():
+        named = root / text.read_text(encoding="utf-8").strip()
+        if rel.is_release_name(named.name) and (named / "manifest.json").is_file():
+            return named
+    releases = list_releases(root)
+    return releases[-1] if releases else None
+
+
+def read_release_frame(folder: Path) -> pl.DataFrame | None:
+    path = folder / rel.RELEASE_PARQUET
+    return pl.read_parquet(path) if path.is_file() else None
+
+
+def published_sha256(folder: Path) -> str | None:
+    """The content hash a release's manifest recorded for its release file."""
+    manifest = read_manifest(folder) or {}
+    return (manifest.get("release") or {}).get("published_sha256")
+
+
+def write_release_files(frame: pl.DataFrame, folder: Path) -> tuple[Path, Path]:
+    """release.csv (the bytes the content hash is taken of) and release.parquet."""
+    csv = write_bytes(folder / rel.RELEASE_CSV, rel.release_csv_bytes(frame))
+    parquet = atomic_write(folder / rel.RELEASE_PARQUET,
+                           lambda p: frame.write_parquet(p, compression="zstd", statistics=True))
+    return csv, parquet
+
+
+def _read_only(folder: Path) -> None:
+    """Files of a release lose their write bits: an accidental write fails instead of changing a release."""
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            mode = stat.S_IMODE(path.stat().st_mode)
+            os.chmod(path, mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def promote(staging: Path, root: Path, name: str) -> Path:
+    """Rename the staging folder into the release `name` (never over an existing one), make its files
+    read-only, and point `latest` at it. Call under `release_lock`."""
+    target = root / name
+    if target.exists():
+        raise FileExistsError(f"release {target} exists already: releases are never rewritten")
+    for leftover in staging.glob(".*"):  # the staging folder's lock file and temporaries
+        if leftover.is_file():
+            leftover.unlink(missing_ok=True)
+    os.rename(staging, target)
+    _read_only(target)
+    update_latest(root, name)
+    return target
+
+
+def update_latest(root: Path, name: str) -> None:
+    """`latest.txt` (always) and the `latest` symlink (where symlinks work), each replaced atomically."""
+    write_text(root / rel.LATEST_TEXT, name + "\n")
+    link = root / rel.LATEST_NAME
+    temporary = root / f".{rel.LATEST_NAME}.{os.getpid()}"
+    try:
+        temporary.unlink(missing_ok=True)
+        os.symlink(name, temporary, target_is_directory=True)
+        os.replace(temporary, link)
+    except OSError:  # no symlinks here (e.g. Windows without the privilege): latest.txt says it
+        temporary.unlink(missing_ok=True)
+
+
+def discard_staging(staging: Path) -> None:
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def remove_stale_staging(root: Path, keep: Path | None = None, max_age_s: float = STALE_STAGING_S) -> list[Path]:
+    """Staging folders of runs that died more than `max_age_s` ago (a live run's folder is never that old)."""
+    removed = []
+    now = time.time()
+    for folder in (root / STAGING_DIR).glob("*") if (root / STAGING_DIR).is_dir() else []:
+        if folder != keep and folder.is_dir() and now - folder.stat().st_mtime > max_age_s:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def released_at(folder: Path) -> str:
+    manifest = read_manifest(folder) or {}
+    return str(manifest.get("created_at") or "")
+
+
+def history(root: Path) -> pl.DataFrame:
+    """headline_history over every release in `root`."""
+    releases = []
+    for folder in list_releases(root):
+        frame = read_release_frame(folder)
+        if frame is not None:
+            releases.append((folder.name, released_at(folder), frame))
+    return rel.headline_history(releases)
+
+
+def write_history(root: Path) -> tuple[pl.DataFrame, Path]:
+    """headline_history.csv beside the releases (rewritten from them: it is an index, not a release)."""
+    frame = history(root)
+    return frame, atomic_write(root / rel.HISTORY_NAME, frame.write_csv)
+
+
+def release_date(name: str) -> str:
+    """'2026-12-03' of '2026-12-03T071500Z-1a2b3c4d'."""
+    return name.split("T", 1)[0]
+
+
+def now_utc() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+# --- publishing ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Published:
+    folder: Path  # the latest release after this run (new, or the one that stands)
+    new: bool  # False: the published figures equal the latest release's, nothing was written
+    previous: Path | None  # the release before this one (None: the first)
+    changes: pl.DataFrame  # figures that differ from `previous` (empty when not new)
+    release: pl.DataFrame  # this run's release frame
+    result: ew.ExportResult | None  # the export written (paths inside the staging folder, now renamed)
+    history: pl.DataFrame  # headline_history after this run
+
+
+def answer_rows(tables: Mapping[str, pl.DataFrame], rl_date: str) -> list[tuple[str, str]]:
+    """The workbook README's first rows: the one-line answer of index `all` and its supporting lines."""
+    from models import report
+
+    counts = tables.get("benchmark_counts")
+    n, excluded = report.index_benchmarks(counts, "all") if counts is not None else (None, [])
+    answer = report.headline_answer(tables.get("headline_estimates"), n_benchmarks=n, released=rl_date,
+                                    excluded=excluded)
+    if answer is None:
+        return []
+    return [("answer", answer.sentence), *[("", line) for line in answer.supporting]]
+
+
+def input_versions(benchmarks: pl.DataFrame | None, sources: Sequence[Mapping[str, Any]] | None,
+                   labelers: Sequence[Mapping[str, Any]], version: str) -> dict[str, Any]:
+    """What went into the figures: benchmark content hashes, source checksums, labelers, code version."""
+    bench = [] if benchmarks is None or "content_hash" not in benchmarks.columns else sorted(
+        (str(r["benchmark"]), str(r["content_hash"])) for r in benchmarks.iter_rows(named=True))
+    return {
+        "benchmarks": bench,
+        "sources": sorted((str(s.get("source_file")), str(s.get("sha256"))) for s in sources or ()),
+        "labelers": [{k: str(v) for k, v in e.items()} for e in labelers],
+        "code_version": version,
+    }
+
+
+def publish_export(
+    tables: Mapping[str, pl.DataFrame],
+    staging: Path,
+    root: Path,
+    *,
+    created_at: dt.datetime,
+    run_id: str | None,
+    benchmarks: pl.DataFrame | None,
+    labelers: Sequence[dict[str, Any]],
+    labeler_model: str | None,
+    sources: Sequence[dict[str, Any]] | None,
+    extra: Mapping[str, Any] | None = None,
+    excluded: Sequence[tuple[str, str, str]] = (),
+    version: str | None = None,
+) -> Published:
+    """Publish the staged export as a new release when its figures changed, else drop it.
+
+    Under the exports folder's lock: compare the release file's content hash with the latest release's; if
+    equal, remove `staging` and return the latest; else write release.csv/.parquet, data_documentation.md
+    (with what changed), the tables, workbook, dictionary and manifest into `staging`, rename it to
+    `<date>T<time>Z-<input hash>` and point `latest` at it; then rewrite headline_history.csv."""
+    frame = rel.release_frame(tables)
+    published = rel.content_hash(frame)
+    version = version or ew.code_version()
+    inputs = input_versions(benchmarks, sources, labelers, version)
+    inputs_sha = rel.input_hash(inputs)
+    with release_lock(root, run_id):
+        remove_stale_staging(root, keep=staging)
+        previous = latest_release(root)
+        if previous is not None and published_sha256(previous) == published:
+            discard_staging(staging)
+            return Published(previous, False, previous, rel.release_changes(frame, frame), frame, None,
+                             history(root))
+        name = rel.release_name(created_at, inputs_sha)
+        previous_frame = read_release_frame(previous) if previous is not None else None
+        changes = rel.release_changes(frame, previous_frame)
+        write_release_files(frame, staging)
+        write_text(staging / rel.DOCUMENTATION_NAME, rel.data_documentation(
+            frame, release=name, previous_release=previous.name if previous else None, changes=changes,
+            excluded=excluded))
+        block = {
+            "name": name,
+            "published_sha256": published,
+            "input_sha256": inputs_sha,
+            "inputs": inputs,
+            "previous_release": previous.name if previous else None,
+            "changes": dict(changes.group_by("change").agg(pl.len()).iter_rows()) if changes.height else {},
+        }
+        result = ew.write_exports(tables, staging, run_id=run_id, benchmarks=benchmarks, labelers=labelers,
+                                  labeler_model=labeler_model, sources=sources, version=version,
+                                  created_at=created_at, extra={**dict(extra or {}), "release": block}, name=name,
+                                  readme_first=answer_rows(tables, rl_date=release_date(name)))
+        folder = promote(staging, root, name)
+        frame_history, _ = write_history(root)
+    return Published(folder, True, previous, changes, frame, result, frame_history)

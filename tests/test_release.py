@@ -1,0 +1,240 @@
+"""Releases: the tidy release file's schema and content, immutable release folders, `latest`, no new release when
+no published figure changed, what changed, the headline history; the one-line answer and the counts it quotes.
+
+Built on the synthetic world of tests/test_exports.py plus published estimates from the estimators' own
+simulation (models/estimates), so the numbers are computed, not typed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+
+import numpy as np
+import polars as pl
+import pytest
+
+from models import estimates as es
+from models import report
+from models.exports import release as rel
+from pipelines import export_writer as ew
+from pipelines import release as rl
+from tests.test_exports import build_world, export_tables
+
+T0 = dt.datetime(2030, 1, 31, 9, 15, 0, tzinfo=dt.UTC)
+
+
+@pytest.fixture(scope="module")
+def estimates() -> pl.DataFrame:
+    sim = es.simulate(np.random.default_rng(12))
+    scopes = es.scopes_for(sim.problem)
+    return es.estimates_frame(sim.problem, scopes, es.run_estimators(sim.problem, scopes, n_draws=20))
+
+
+@pytest.fixture(scope="module")
+def tables(estimates) -> dict[str, pl.DataFrame]:
+    world = build_world()
+    out = export_tables(world)
+    out["headline_estimates"] = estimates
+    return out
+
+
+def publish(tables, tmp_path, moment=T0):
+    root = tmp_path / "exports"
+    staging = rl.staging_folder(root, f"run-{moment:%H%M%S}")
+    return rl.publish_export(tables, staging, root, created_at=moment, run_id="run", benchmarks=tables["benchmarks"],
+                             labelers=[], labeler_model="offline", sources=[], version="test-version",
+                             excluded=[("all", "webshop", report.counts.NO_WORK_REASON)])
+
+
+# --- the release file ---------------------------------------------------------------------------------------
+
+
+def test_release_schema_is_stable(tables):
+    frame = rel.release_frame(tables)
+    # the published schema: a change here is a breaking change for every analyst's script
+    assert list(frame.schema.items()) == [
+        ("benchmark_index", pl.Utf8), ("unit_type", pl.Utf8), ("unit_id", pl.Utf8), ("quantity", pl.Utf8),
+        ("threshold", pl.Int64), ("value", pl.Float64), ("ci_low", pl.Float64), ("ci_high", pl.Float64),
+        ("basis", pl.Utf8)]
+    assert frame.select(rel.RELEASE_KEY).is_duplicated().sum() == 0  # one row per figure
+    assert set(frame["unit_type"]) == {"index", "benchmark", "major_group", "occupation", "task"}
+    assert frame["value"].is_nan().sum() == 0
+    # same tables in another row order: the same bytes
+    shuffled = {k: v.sample(fraction=1.0, shuffle=True, seed=3) for k, v in tables.items()}
+    assert rel.release_csv_bytes(rel.release_frame(shuffled)) == rel.release_csv_bytes(frame)
+
+
+def test_release_holds_every_published_headline_figure(tables, estimates):
+    frame = rel.release_frame(tables)
+    published = estimates.filter(pl.col("published") & (pl.col("scope") == "all"))
+    assert published.height == 8
+    for r in published.iter_rows(named=True):
+        hit = frame.filter((pl.col("unit_type") == "index") & (pl.col("quantity") == r["quantity"])
+                           & (pl.col("threshold") == r["threshold"]) & (pl.col("basis") == r["estimator"]))
+        assert hit.height == 1
+        assert hit["value"][0] == pytest.approx(r["value"]) and hit["ci_high"][0] == pytest.approx(r["ci_high"])
+    counted = frame.filter(pl.col("quantity") == "benchmarks_counted")
+    assert counted["value"].to_list() == [3.0]  # the world's three benchmarks in index `all`
+    occupations = frame.filter((pl.col("unit_type") == "occupation") & (pl.col("quantity") == "task_share_covered"))
+    occ = tables["occupation_coverage"]
+    assert occupations.height == 2 * occ.height  # thresholds 1 and 5
+    first = occ.row(0, named=True)
+    row = occupations.filter((pl.col("unit_id") == first["onet_soc_code"]) & (pl.col("threshold") == 5))
+    assert row["value"][0] == pytest.approx(first["task_share_covered_5"])
+
+
+# --- publishing ---------------------------------------------------------------------------------------------
+
+
+def test_releases_are_immutable_and_only_written_when_a_figure_changes(tables, tmp_path):
+    first = publish(tables, tmp_path)
+    root = tmp_path / "exports"
+    assert first.new and first.previous is None
+    assert re.fullmatch(r"2030-01-31T091500Z-[0-9a-f]{8}", first.folder.name)
+    listing = sorted(p.relative_to(first.folder).as_posix() for p in first.folder.rglob("*") if p.is_file())
+    assert {"release.csv", "release.parquet", "data_documentation.md", "manifest.json", "benchmap_tables.xlsx",
+            "data_dictionary.md", "tables/headline_estimates.parquet"} <= set(listing)
+    assert not [p for p in listing if p.startswith(".")]  # no lock or temporary file left in a release
+    assert (root / "latest.txt").read_text().strip() == first.folder.name
+    assert os.readlink(root / "latest") == first.folder.name
+    assert ew.verify_export(first.folder) == []
+    manifest = json.loads((first.folder / "manifest.json").read_text())
+    assert manifest["release"]["published_sha256"] == rel.content_hash(pl.read_parquet(first.folder / "release.parquet"))
+    assert manifest["release"]["inputs"]["code_version"] == "test-version"
+    assert manifest["export_date"] == first.folder.name
+    readme = pl.read_excel(first.folder / "benchmap_tables.xlsx", sheet_name="README")
+    assert readme.row(0) == ("answer", report.headline_answer(
+        tables["headline_estimates"], n_benchmarks=None, released="2030-01-31").sentence)
+    before = {p: p.read_bytes() for p in first.folder.rglob("*") if p.is_file()}
+    assert not os.access(first.folder / "release.csv", os.W_OK) or os.geteuid() == 0
+    assert not (first.folder / "release.csv").stat().st_mode & 0o222  # write bits removed
+
+    # same figures an hour later: no new release, the staging folder is gone
+    second = publish(tables, tmp_path, T0 + dt.timedelta(hours=1))
+    assert not second.new and second.folder == first.folder
+    assert rl.list_releases(root) == [first.folder]
+    assert not any((root / ".staging").iterdir())
+
+    # one published figure moves: a new release; the old one is byte for byte what it was
+    changed = dict(tables)
+    changed["headline_estimates"] = tables["headline_estimates"].with_columns(
+        pl.when(pl.col("published") & (pl.col("scope") == "all") & (pl.col("quantity") == "tasks_covered")
+                & (pl.col("threshold") == 5)).then(pl.col("value") + 7).otherwise(pl.col("value")).alias("value"))
+    third = publish(changed, tmp_path, T0 + dt.timedelta(hours=2))
+    assert third.new and third.previous == first.folder and third.folder != first.folder
+    assert {p: p.read_bytes() for p in first.folder.rglob("*") if p.is_file()} == before
+    assert ew.verify_export(first.folder) == [] and ew.verify_export(third.folder) == []
+    assert (root / "latest.txt").read_text().strip() == third.folder.name == os.readlink(root / "latest")
+    assert third.changes.select("unit_type", "quantity", "threshold", "change").rows() == [
+        ("index", "tasks_covered", 5, "changed")]
+    documentation = (third.folder / "data_documentation.md").read_text()
+    assert f"Against {first.folder.name}: 1 changed, 0 added, 0 removed figures." in documentation
+    assert "| webshop | no prompt labeled as work" in documentation
+    for column in rel.RELEASE_SCHEMA:
+        assert f"| `{column}` |" in documentation
+
+    # the headline history: one row per release and published pooled quantity
+    history = pl.read_csv(root / "headline_history.csv")
+    assert history["release"].unique().sort().to_list() == [first.folder.name, third.folder.name]
+    assert history.height == 2 * 8
+    moved = history.filter((pl.col("quantity") == "tasks_covered") & (pl.col("threshold") == 5)).sort("release")
+    assert moved["value"][1] - moved["value"][0] == pytest.approx(7)
+    assert set(history["benchmarks"].to_list()) == {3}
+
+
+def test_a_release_is_never_overwritten(tables, tmp_path):
+    first = publish(tables, tmp_path)
+    staging = rl.staging_folder(tmp_path / "exports", "other")
+    (staging / "x.txt").write_text("x")
+    with pytest.raises(FileExistsError, match="never rewritten"):
+        rl.promote(staging, tmp_path / "exports", first.folder.name)
+
+
+# --- the one-line answer and the counts ----------------------------------------------------------------------
+
+
+def test_answer_sentence_quotes_the_published_estimates(estimates):
+    counts = report.benchmark_counts(
+        pl.DataFrame({"benchmark": ["a", "b", "webshop", "x"], "n_prompts": [10, 20, 500, 5]}),
+        pl.DataFrame({"benchmark_index": ["all"] * 4, "benchmark": ["a", "b", "webshop", "x"],
+                      "included": [True, True, True, False], "reason": [None, None, None, "too small"]}),
+        pl.DataFrame({"benchmark": ["a", "b", "x"], "n_labeled_prompts": [9, 20, 5]}),
+    )
+    n, notes = report.index_benchmarks(counts, "all")
+    assert n == 3  # webshop is counted (it is a member) but named: it adds to no task
+    assert notes == [("x", "not in this index: too small"), ("webshop", report.counts.NO_WORK_REASON)]
+    answer = report.headline_answer(estimates, n_benchmarks=n, released="2030-01-31", excluded=notes)
+    hours = estimates.filter(pl.col("published") & (pl.col("scope") == "all")
+                             & (pl.col("quantity") == "hours_share_covered") & (pl.col("threshold") == 5)).row(0, named=True)
+    assert answer.sentence.startswith(
+        f"AI benchmarks exercise about {100 * hours['value']:.1f}% ({100 * hours['ci_low']:.1f}%\u2013"
+        f"{100 * hours['ci_high']:.1f}%) of US work hours at >= 5 prompts: ")
+    assert "model-assisted estimate" in answer.sentence and "3 benchmarks, released 2030-01-31" in answer.sentence
+    assert 1 <= len(answer.supporting) <= 5
+    assert answer.supporting[-1] == ("Not in this index: x (too small). Counted but adding to no task: webshop (no "
+                                     "prompt labeled as work, so it adds to no task).")
+    assert answer.figures["hours_share_covered_5"] == pytest.approx(hours["value"])
+    assert report.headline_answer(None) is None
+
+
+def test_summary_opens_with_the_answer_and_titles_the_raw_labels(tables, estimates):
+    world = build_world()
+    counts = report.benchmark_counts(world["benchmarks"], world["benchmark_index_membership"],
+                                     world["prompt_task_labels"].group_by("benchmark").agg(
+                                         pl.col("prompt_id").n_unique().alias("n_labeled_prompts")))
+    summary = report.summary_markdown(dict(tables) | {"benchmark_counts": counts}, onet_tasks=world["onet_tasks"],
+                                      export_date="2030-01-31")
+    lines = summary.splitlines()
+    answer = report.headline_answer(estimates, n_benchmarks=3, released="2030-01-31")
+    assert lines[2] == f"**{answer.sentence}**"
+    supporting = [line for line in lines[3:10] if line.startswith("- ")]
+    assert supporting and len(supporting) <= 5
+    sections = [line for line in lines if line.startswith("## ")]
+    assert sections.index("## Coverage, as estimated") < sections.index("## What the raw labels say")
+    estimated = summary.split("## Coverage, as estimated")[1].split("## ")[0]
+    tasks = estimates.filter(pl.col("published") & (pl.col("scope") == "all") & (pl.col("quantity") == "tasks_covered")
+                             & (pl.col("threshold") == 5)).row(0, named=True)
+    assert f"O*NET tasks: {tasks['value']:,.0f} ({tasks['ci_low']:,.0f}\u2013{tasks['ci_high']:,.0f})" in estimated
+    raw = summary.split("## What the raw labels say")[1].split("\n## ")[0]
+    assert "**Tasks.** Of the" in raw  # the labels-as-counted figures live only under their title
+    assert "**Tasks.** Of the" not in summary.split("## What the raw labels say")[0]
+    counts_section = summary.split("## Counts: what each one counts")[1].split("\n## ")[0]
+    rated = int(world["onet_tasks"]["has_ratings"].sum())
+    assert f"{rated:,} of them carry an O*NET importance rating" in counts_section
+    assert "**Benchmarks.** 3 of the 3 landed benchmarks are counted in index `all`" in counts_section
+
+
+def test_exposure_base_rates_by_hand():
+    frame = pl.DataFrame({
+        "exposed": [True, True, False, False, False, False],
+        "gpt4_exposed": [True, True, True, True, False, False],
+        "covered_5": [True, False, True, False, False, False],
+    })
+    rates = report.exposure_base_rates(frame)
+    assert rates["human"] == {"share_exposed": pytest.approx(2 / 6), "covered_exposed": 0.5,
+                              "covered_not": 0.25, "n": 6.0}
+    assert rates["gpt4"]["share_exposed"] == pytest.approx(4 / 6)
+    assert rates["gpt4"]["covered_exposed"] == 0.5 and rates["gpt4"]["covered_not"] == 0.0
+    line = report.exposure_difference_finding({"task_analysis_frame": frame})[0]
+    assert "GPT-4 rates 67% of tasks exposed against the humans' 33%" in line
+
+
+def test_run_all_ends_with_the_answer_then_the_raw_labels(tables, tmp_path):
+    from pipelines import run_report as rr
+    from tests.test_exports import fill_warehouse
+
+    world = build_world()
+    path = tmp_path / "warehouse" / "benchmap.duckdb"
+    fill_warehouse(world, path)
+    lines = rr.headline_lines(str(path))
+    expected = report.headline_answer(world["headline_estimates"], n_benchmarks=3)
+    assert lines[0] == expected.sentence  # no release yet: the sentence names none
+    assert lines[1:1 + len(expected.supporting)] == [f"  - {line}" for line in expected.supporting]
+    raw = lines[1 + len(expected.supporting)]
+    assert raw.startswith("what the raw labels say (all benchmarks") and raw.endswith("for comparison only:")
+    # after a release, the sentence names its date
+    publish(tables, tmp_path / "warehouse")
+    assert rr.headline_lines(str(path))[0].endswith("3 benchmarks, released 2030-01-31).")
