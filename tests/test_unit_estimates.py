@@ -77,6 +77,8 @@ def test_benchmark_shares_sum_to_one(run):
     assert np.allclose(totals["share_mean"], 1.0)
     assert (shares["share_low"] <= shares["share_mean"] + 1e-12).all()
     assert shares.filter(pl.col("rank") == 1).height == run["problem"].n_bench
+    assert shares.filter(pl.col("share_mean") == 0)["rank"].null_count() == shares.filter(
+        pl.col("share_mean") == 0).height
 
 
 def test_judged_texts_get_their_judge_labels(run):

@@ -47,7 +47,8 @@ def _shares(unit: str) -> dict[str, Entry]:
         "share_mean": (f"{what}: mean over the {DRAWS}", SHARE, ESTIMATES),
         "share_low": (f"{what}: 2.5th percentile", SHARE, ESTIMATES),
         "share_high": (f"{what}: 97.5th percentile", SHARE, ESTIMATES),
-        "rank": ("rank of the mean share within the benchmark (1 = largest)", "rank", ESTIMATES),
+        "rank": ("rank of the mean share within the benchmark (1 = largest; null for a zero share)", "rank",
+                 ESTIMATES),
     }
 
 

@@ -90,7 +90,8 @@ def _truth_and_labels(problem: Problem, texts: np.ndarray) -> tuple[pl.DataFrame
 
 def score(predictions: pl.DataFrame, truth: pl.DataFrame, texts: np.ndarray, universe: pl.DataFrame,
           n_bins: int = N_BINS, min_p: float = ECE_MIN_P) -> tuple[dict[str, float], pl.DataFrame]:
-    """Top-1 accuracy, Brier and ECE of (t, o, p) against the judge's (t, o); `texts`: the texts scored (a text
+    """Top-1 accuracy, Brier and ECE of (t, o, p) against the judge's (t, o) (top-1 by `rank_p` when given: the
+    raw labels' first occupation is their most confident label's); `texts`: the texts scored (a text
     without predictions predicts nothing); `universe`: the (t, o) pairs the Brier score averages over (the same
     for every predictor compared; pairs outside it are p = 0 and not exercised for all of them). Returns the
     summary and the reliability bins."""
@@ -101,7 +102,9 @@ def score(predictions: pl.DataFrame, truth: pl.DataFrame, texts: np.ndarray, uni
         .with_columns(pl.col("p").fill_null(0.0), pl.col("y").fill_null(0.0))
     )
     work_texts = truth["t"].unique()
-    top = predictions.sort("p", descending=True).group_by("t", maintain_order=True).first()
+    rank = "rank_p" if "rank_p" in predictions.columns else "p"  # 0/1 labels rank by the label's own p
+    top = predictions.sort([rank, "o"], descending=[True, False], maintain_order=True).group_by(
+        "t", maintain_order=True).first()
     hits = top.join(truth.with_columns(pl.lit(True).alias("hit")), on=["t", "o"], how="left")
     n_work = work_texts.len()
     top1 = float(hits.filter(pl.col("t").is_in(work_texts.implode()) & pl.col("hit").fill_null(False)).height
@@ -130,15 +133,13 @@ def occupation_probability_calibration(problem: Problem, *, n_folds: int = 5, n_
             sampled & (problem.text_bench == b) for b in np.unique(problem.text_bench[sampled])]
     texts = np.flatnonzero(sampled)
     truth, labels = _truth_and_labels(problem, texts)
-    raw = labels.select("t", "o", pl.lit(1.0).alias("p"), "label_p")
-    # the raw labels' first occupation: the one with the most confident label
-    raw_top = raw.sort(["label_p", "o"], descending=[True, False])
+    raw = labels.select("t", "o", pl.lit(1.0).alias("p"), pl.col("label_p").alias("rank_p"))
     rows: list[pl.DataFrame] = []
     for evaluation, splits in evaluations.items():
         predictions = _held_out_predictions(problem, splits, n_draws, seed)
         universe = pl.concat([f.select(pl.col("t").cast(pl.Int64), pl.col("o").cast(pl.Int64))
                               for f in (predictions, raw, truth)])
-        for predictor, frame in (("model", predictions), ("raw_labels", raw_top.select("t", "o", "p"))):
+        for predictor, frame in (("model", predictions), ("raw_labels", raw)):
             summary, bins = score(frame, truth, texts, universe)
             head = {"evaluation": evaluation, "predictor": predictor}
             rows.append(pl.DataFrame([{**head, "bin": None, "p_low": ECE_MIN_P, "p_high": 1.0,
