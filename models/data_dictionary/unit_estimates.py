@@ -95,8 +95,9 @@ TABLES: dict[str, dict[str, Entry]] = {
                 "0.05)", PROB, ESTIMATES),
     },
     "unit_coverage_simulation_check": {
-        "check": ("split (the judged texts are the population, half of each benchmark's the sample) or simulated "
-                  "(populations drawn from models.estimates.checks.simulate)", TEXT, ESTIMATES),
+        "check": ("split_half / split_fifth (the judged texts are the population, half / a fifth of each "
+                  "benchmark's the sample, the rest imputed) or simulated (populations drawn from "
+                  "models.estimates.checks.simulate)", TEXT, ESTIMATES),
         "unit": ("task, occupation or major_group", TEXT, ESTIMATES),
         "threshold": COMMON["threshold"],
         "bin": ("p_covered bin of width 0.1 (0 = lowest; units with p_covered = 0 left out)", "rank", ESTIMATES),
