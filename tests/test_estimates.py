@@ -590,3 +590,30 @@ def test_summary_says_which_way_the_headline_may_err():
     assert "the hours share at >= 5 as possibly too low" in text
     assert "tasks" not in text and "occupations" not in text
     assert direction_of_the_miss(check.filter(pl.col("quantity") == "tasks_covered")) == []
+
+
+def test_unit_estimates_on_the_mirror(mirror_tables):
+    """Issue 25: the per-unit tables add up to the headline's means, judged texts carry their judge labels, every
+    landed benchmark's texts get probabilities, and the recalibrated per-text probabilities meet the targets."""
+    units = {name: mirror_tables(name) for name in es.UNIT_TABLES.values()}
+    headline = mirror_tables("headline_estimates")
+    total_hours = float(units["task_estimates"].filter(
+        (pl.col("benchmark_index") == "all") & (pl.col("threshold") == 5))["hours"].sum())
+    check = es.unit_sum_check(units, headline, total_hours)
+    assert check.height >= 8 and check["ok"].all(), check.filter(~pl.col("ok"))
+    occupations = units["occupation_estimates"].filter(pl.col("benchmark_index") == "all")
+    assert occupations.height == 2 * 923
+    texts = mirror_tables("prompt_occupation_estimates")
+    assert texts.filter(pl.col("judged"))["p"].eq(1.0).all()
+    labeled = mirror_tables("prompt_task_labels").select("benchmark").unique()
+    assert set(labeled["benchmark"].to_list()) <= set(texts["benchmark"].unique().to_list())
+    assert texts["p_calibrated"].is_between(0, 1).all()
+    calibration = mirror_tables("occupation_probability_calibration").filter(pl.col("bin").is_null())
+    for evaluation in ("within_benchmark", "leave_one_benchmark_out"):
+        rows = {r["predictor"]: r for r in calibration.filter(pl.col("evaluation") == evaluation).iter_rows(named=True)}
+        assert rows["model_recalibrated"]["ece"] <= 0.05, rows
+        assert rows["model_recalibrated"]["brier"] < rows["raw_labels"]["brier"], rows
+        assert rows["model_recalibrated"]["top1_accuracy"] > rows["raw_labels"]["top1_accuracy"], rows
+    shares = mirror_tables("benchmark_major_group_estimates")
+    sums = shares.group_by("benchmark").agg(pl.col("share_mean").sum())
+    assert sums.filter(pl.col("share_mean") > 0)["share_mean"].is_between(1 - 1e-9, 1 + 1e-9).all()

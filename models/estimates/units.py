@@ -108,12 +108,13 @@ class UnitDraws:
         return by_occ if level == "occupation" else np.add.reduceat(by_occ, self.group_starts, axis=2)
 
     def bench_shares(self, level: str = "occupation") -> np.ndarray:
-        """(draws, benchmarks, units) the unit's share of the benchmark's prompt x task labels per draw."""
+        """(draws, benchmarks, units) the unit's share of the benchmark's prompt x task labels per draw (NaN in a
+        draw where the benchmark has no label)."""
         mass = self.bench_occ[: self.n].astype(np.float64)
         if level == "major_group":
             mass = np.add.reduceat(mass, self.group_starts, axis=2)
         total = mass.sum(axis=2, keepdims=True)
-        return np.divide(mass, total, out=np.zeros_like(mass), where=total > 0)
+        return np.divide(mass, total, out=np.full_like(mass, np.nan), where=total > 0)  # NaN: no label in the draw
 
 
 # --- the tables ------------------------------------------------------------------------------------------------
@@ -200,7 +201,8 @@ def unit_estimates(
 def benchmark_share_estimates(draws: UnitDraws) -> dict[str, pl.DataFrame]:
     """Each benchmark's estimated occupation and major-group shares of its prompt x task labels: benchmark,
     the unit's code, share_mean, share_low, share_high (2.5-97.5 across draws), rank (1 = largest mean share;
-    null for a zero share, so a benchmark whose draws hold no label at all has no rank 1).
+    null for a zero share, so a benchmark whose draws hold no label at all has no rank 1). Draws in which a
+    benchmark has no label are left out of its shares, so its mean shares sum to 1.
     Occupations sparse (mean share >= SHARE_MIN); all 22 major groups."""
     pr = draws.problem
     codes = {"occupation": ("onet_soc_code", occupation_codes(pr)),
@@ -208,8 +210,13 @@ def benchmark_share_estimates(draws: UnitDraws) -> dict[str, pl.DataFrame]:
     out: dict[str, pl.DataFrame] = {}
     for level, (column, unit_codes) in codes.items():
         shares = draws.bench_shares(level)
-        mean = shares.mean(axis=0)
-        low, high = np.quantile(shares, [0.025, 0.975], axis=0)
+        labeled = ~np.isnan(shares).all(axis=0)  # draws of a benchmark without any label say nothing of shares
+        filled = np.where(labeled, shares, 0.0)
+        mean = np.nan_to_num(np.nanmean(filled, axis=0))
+        gaps = np.isnan(filled).any(axis=(0, 2))  # benchmarks with an empty draw (nanquantile is slow: only those)
+        low, high = np.quantile(np.where(np.isnan(filled), 0.0, filled), [0.025, 0.975], axis=0)
+        if gaps.any():
+            low[gaps], high[gaps] = np.nanquantile(filled[:, gaps], [0.025, 0.975], axis=0)
         b_idx, u_idx = np.nonzero(mean >= (SHARE_MIN if level == "occupation" else -1.0))
         frame = pl.DataFrame({
             "benchmark": np.asarray(pr.benchmarks, dtype=object)[b_idx].tolist(),
