@@ -18,15 +18,15 @@ from typing import Any
 import pytest
 
 EXPECTED = {
-    "assets": 55,  # + prompt_work, reference_task_labels (issue 13); + the four whatif_* tables (issue 17);
-    # + headline_history (issue 27)
-    "checks": 22,
+    "assets": 63,  # + prompt_work, reference_task_labels (issue 13); + the four whatif_* tables (issue 17)
+    # + eight per-unit / per-text estimate tables and their calibration (issue 25); + headline_history (issue 27)
+    "checks": 23,  # + unit_estimates_sum_to_headline (issue 25)
     "jobs": 3,
     "sensors": 2,
     "schedules": 1,
 }
 EXPECTED_GROUPS = {
-    "reference": 10, "benchmarks": 4, "labels": 4, "label_validation": 5, "analysis": 12, "estimates": 5,
+    "reference": 10, "benchmarks": 4, "labels": 4, "label_validation": 5, "analysis": 12, "estimates": 13,
     "gaps": 10, "exports": 5,
 }
 EXPECTED_JOBS = {"benchmark_refresh_job", "analysis_refresh_job", "reference_refresh_job"}

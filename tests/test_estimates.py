@@ -350,7 +350,17 @@ def test_estimate_tables_are_documented():
 
     sim = es.simulate(np.random.default_rng(9))
     scopes = es.scopes_for(sim.problem)
-    result = es.run_estimators(sim.problem, scopes, n_draws=5)
+    draws = es.UnitDraws(sim.problem, scopes, 5, with_texts=True)
+    result = es.run_estimators(sim.problem, scopes, n_draws=5, unit_draws=draws)
+    units = es.unit_estimates(draws, es.labels_as_truth_counts(sim.problem), es.THRESHOLDS)
+    units |= es.benchmark_share_estimates(draws)
+    sim_texts = pl.DataFrame({"benchmark": [sim.problem.benchmarks[b] for b in sim.problem.text_bench],
+                              "prompt_hash": [str(t) for t in range(sim.problem.text_bench.size)]})
+    units["prompt_occupation_estimates"] = draws.text_estimates.table(sim_texts)
+    units["occupation_probability_calibration"] = es.occupation_probability_calibration(
+        sim.problem, n_draws=3, leave_benchmark_out=False)
+    units["unit_coverage_simulation_check"] = es.unit_coverage_simulation_check(
+        sim.problem, replications=1, n_draws=3, simulated=1)
     headline = es.estimates_frame(sim.problem, scopes, result).with_columns(
         pl.lit("offline").alias("labeler"), pl.lit("v").alias("labeler_version")
     )
@@ -367,6 +377,7 @@ def test_estimate_tables_are_documented():
         "labeler_reliability": es.reliability_table(sim.problem).columns,
         "estimate_split_check": split.columns,
         "coverage_regressions_mi": mi.columns,
+        **{name: table.columns for name, table in units.items()},
     }
     assert set(tables) == set(es.EXPORT_TABLES)
     assert undocumented_columns(tables) == {}
@@ -580,3 +591,30 @@ def test_summary_says_which_way_the_headline_may_err():
     assert "the hours share at >= 5 as possibly too low" in text
     assert "tasks" not in text and "occupations" not in text
     assert direction_of_the_miss(check.filter(pl.col("quantity") == "tasks_covered")) == []
+
+
+def test_unit_estimates_on_the_mirror(mirror_tables):
+    """Issue 25: the per-unit tables add up to the headline's means, judged texts carry their judge labels, every
+    landed benchmark's texts get probabilities, and the recalibrated per-text probabilities meet the targets."""
+    units = {name: mirror_tables(name) for name in es.UNIT_TABLES.values()}
+    headline = mirror_tables("headline_estimates")
+    total_hours = float(units["task_estimates"].filter(
+        (pl.col("benchmark_index") == "all") & (pl.col("threshold") == 5))["hours"].sum())
+    check = es.unit_sum_check(units, headline, total_hours)
+    assert check.height >= 8 and check["ok"].all(), check.filter(~pl.col("ok"))
+    occupations = units["occupation_estimates"].filter(pl.col("benchmark_index") == "all")
+    assert occupations.height == 2 * 923
+    texts = mirror_tables("prompt_occupation_estimates")
+    assert texts.filter(pl.col("judged"))["p"].eq(1.0).all()
+    labeled = mirror_tables("prompt_task_labels").select("benchmark").unique()
+    assert set(labeled["benchmark"].to_list()) <= set(texts["benchmark"].unique().to_list())
+    assert texts["p_calibrated"].is_between(0, 1).all()
+    calibration = mirror_tables("occupation_probability_calibration").filter(pl.col("bin").is_null())
+    for evaluation in ("within_benchmark", "leave_one_benchmark_out"):
+        rows = {r["predictor"]: r for r in calibration.filter(pl.col("evaluation") == evaluation).iter_rows(named=True)}
+        assert rows["model_recalibrated"]["ece"] <= 0.05, rows
+        assert rows["model_recalibrated"]["brier"] < rows["raw_labels"]["brier"], rows
+        assert rows["model_recalibrated"]["top1_accuracy"] > rows["raw_labels"]["top1_accuracy"], rows
+    shares = mirror_tables("benchmark_major_group_estimates")
+    sums = shares.group_by("benchmark").agg(pl.col("share_mean").sum())
+    assert sums.filter(pl.col("share_mean") > 0)["share_mean"].is_between(1 - 1e-9, 1 + 1e-9).all()
