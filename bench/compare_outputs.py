@@ -8,7 +8,9 @@ Compares every warehouse table present in both states (rows sorted by every colu
 matter) and every file of the newest export folder (CSV/Parquet/JSON/markdown by content; XLSX and figures are
 skipped: they embed timestamps). Columns that record when or how fast something ran, or where a state lives,
 are left out (VOLATILE_COLUMNS); tables that are bookkeeping of the run itself are left out (VOLATILE_TABLES).
-Floats compare with an absolute tolerance (default 0: bit-equal). Prints one JSON object: equal or not, and
+Floats compare with an absolute and a relative tolerance (default 0: bit-equal; `--rtol 1e-12` forgives the
+last-bit differences of DuckDB's multi-threaded sums, which differ between two runs of the same code). CSV
+columns are compared as text. Prints one JSON object: equal or not, and
 per differing table/file what differs. Exit 0 when equal.
 """
 
@@ -47,7 +49,7 @@ def _normalised(df: pl.DataFrame) -> pl.DataFrame:
     return df.sort(sortable, nulls_last=True) if sortable else df
 
 
-def compare_frames(a: pl.DataFrame, b: pl.DataFrame, tolerance: float) -> str | None:
+def compare_frames(a: pl.DataFrame, b: pl.DataFrame, tolerance: float, rtol: float = 0.0) -> str | None:
     """None when equal, else what differs (briefly)."""
     a, b = _normalised(a), _normalised(b)
     if a.columns != b.columns:
@@ -60,7 +62,7 @@ def compare_frames(a: pl.DataFrame, b: pl.DataFrame, tolerance: float) -> str | 
             both_null = left.is_null() & right.is_null()
             both_nan = left.is_nan().fill_null(False) & right.is_nan().fill_null(False)
             diff = (left - right).abs()
-            bad = ~(both_null | both_nan | (diff <= tolerance).fill_null(False))
+            bad = ~(both_null | both_nan | (diff <= tolerance + rtol * right.abs()).fill_null(False))
             if bad.any():
                 return f"{column}: {int(bad.sum())} values differ (max abs diff {diff.filter(bad).max()})"
         elif not left.equals(right, check_names=False):
@@ -83,7 +85,7 @@ def _read_file(path: Path) -> pl.DataFrame | str | None:
     return path.read_text(errors="replace")
 
 
-def compare_states(a: Path, b: Path, tolerance: float = 0.0) -> dict[str, Any]:
+def compare_states(a: Path, b: Path, tolerance: float = 0.0, rtol: float = 0.0) -> dict[str, Any]:
     tables_a = _tables(a / "warehouse" / "benchmap.duckdb")
     tables_b = _tables(b / "warehouse" / "benchmap.duckdb")
     differences: dict[str, str] = {}
@@ -91,7 +93,7 @@ def compare_states(a: Path, b: Path, tolerance: float = 0.0) -> dict[str, Any]:
         if name not in tables_a or name not in tables_b:
             differences[f"table {name}"] = "only in " + ("A" if name in tables_a else "B")
             continue
-        why = compare_frames(tables_a[name], tables_b[name], tolerance)
+        why = compare_frames(tables_a[name], tables_b[name], tolerance, rtol)
         if why:
             differences[f"table {name}"] = why
     files_compared = 0
@@ -108,7 +110,7 @@ def compare_states(a: Path, b: Path, tolerance: float = 0.0) -> dict[str, Any]:
                 continue
             files_compared += 1
             if isinstance(left, pl.DataFrame) and isinstance(right, pl.DataFrame):
-                why = compare_frames(left, right, tolerance)
+                why = compare_frames(left, right, tolerance, rtol)
             else:
                 why = None if _strip_volatile_text(str(left)) == _strip_volatile_text(str(right)) else "text differs"
             if why:
@@ -129,9 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("state_a", type=Path)
     parser.add_argument("state_b", type=Path)
-    parser.add_argument("--tolerance", type=float, default=0.0)
+    parser.add_argument("--tolerance", type=float, default=0.0, help="absolute tolerance of floats")
+    parser.add_argument("--rtol", type=float, default=0.0,
+                        help="relative tolerance of floats (DuckDB's parallel sums differ in the last bits run to run)")
     args = parser.parse_args(argv)
-    result = compare_states(args.state_a, args.state_b, args.tolerance)
+    result = compare_states(args.state_a, args.state_b, args.tolerance, args.rtol)
     print(json.dumps(result, indent=1))
     return 0 if result["equal"] else 1
 
