@@ -7,7 +7,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 export BENCHMAP_MIRROR ?= ../shared/data
 export DAGSTER_HOME := $(CURDIR)
-PYTEST_ARGS ?=
+# two workers on the 2-core machines (pytest-xdist); tests sharing an expensive fixture stay on one worker
+# (tests/conftest.py marks them with xdist_group). PYTEST_ARGS= runs in one process.
+PYTEST_ARGS ?= -n 2 --dist loadgroup
 
 .PHONY: run test install install-dev install-llm browser dev lint bench clean-warehouse
 

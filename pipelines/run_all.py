@@ -54,6 +54,7 @@ from dagster import (
 from models import benchmarks as bm
 from pipelines import cli, integrity, restore_labels, run_state
 from pipelines import run_report as rr
+from pipelines import warehouse as wh
 from pipelines.jobs import WAREHOUSE_CHECKS
 from pipelines.landing import folder_content_hash
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
@@ -147,13 +148,24 @@ class Runner:
             print(f"- {label}: no assets defined yet, skipped")
             return StepOutcome(None)
         t0 = time.monotonic()
-        result = materialize(self.assets, selection=selection, instance=self.instance, resources=self.resources,
-                             partition_key=partition, raise_on_error=False,
-                             run_config=None if self.verbose else QUIET_LOGGERS,
-                             tags={"benchmap/kind": kind, "benchmap/run_all": "1"})
+        with wh.held(self._warehouse_to_hold(partition)):
+            result = materialize(self.assets, selection=selection, instance=self.instance,
+                                 resources=self.resources, partition_key=partition, raise_on_error=False,
+                                 run_config=None if self.verbose else QUIET_LOGGERS,
+                                 tags={"benchmap/kind": kind, "benchmap/run_all": "1"})
         seconds = time.monotonic() - t0
         self._write_log(label, result)
         return StepOutcome(result, seconds)
+
+    def _warehouse_to_hold(self, partition: str | None) -> str | None:
+        """The warehouse a run keeps open (pipelines/warehouse.held: some 30 connections of a partition run
+        reuse one DuckDB instance instead of paying ~30 CPU-ms each): a benchmark partition's short run with
+        the offline labeler. Not a run that waits on a remote labeler or a long analysis run: meanwhile
+        another process could not open the file."""
+        labeler = self.resources.get("labeler")
+        if partition is None or getattr(labeler, "kind", None) != "offline":
+            return None
+        return getattr(self.resources.get("warehouse"), "path", None)
 
     def report(self, label: str, outcome: StepOutcome, detail: str = "") -> None:
         """The stage's one line (plus the first errors and failed checks, indented)."""

@@ -17,6 +17,7 @@ import random
 import re
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -82,11 +83,13 @@ def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = L
     if read_only and not path.exists():
         read_only = False  # a fresh warehouse: create it
     path.parent.mkdir(parents=True, exist_ok=True)
+    held_con = _HELD.get(_held_key(path))  # see held(): a cursor of the open instance, its own transactions
     deadline = time.monotonic() + lock_wait_s
     delay = 0.05
     while True:
         try:
-            con = duckdb.connect(str(path), read_only=read_only, config=config)
+            con = _cursor(held_con) if held_con is not None else \
+                duckdb.connect(str(path), read_only=read_only, config=config)
             break
         except duckdb.IOException as exc:  # "Could not set lock on file": another process is writing
             if "lock" not in str(exc).lower() or time.monotonic() > deadline:
@@ -112,6 +115,42 @@ def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = L
             if not is_disk_full(exc) or sys.exc_info()[0] is not None:
                 raise
             raise DiskFull(path.parent, _first_line(exc)) from None  # summaries show the deepest cause
+
+
+_HELD: dict[str, duckdb.DuckDBPyConnection | None] = {}
+_HELD_LOCK = threading.Lock()
+
+
+def _held_key(path: Path) -> str:
+    return str(path.resolve())
+
+
+def _cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    with _HELD_LOCK:  # a connection object is not thread-safe; its cursors are, each on its own thread
+        return con.cursor()
+
+
+@contextlib.contextmanager
+def held(path: str | Path | None) -> Iterator[None]:
+    """Within the block this process keeps the warehouse's database open, so that every `connect` to it reuses
+    the open DuckDB instance (about 1 ms) instead of opening the file again (about 30 CPU-ms: the catalog is
+    read anew; a partition run connects some 30 times). Other processes wait for the file meanwhile (as for any
+    write), so hold it for one short run (a benchmark partition), not for a long one. Nested holds are no-ops."""
+    if path is None:
+        yield
+        return
+    path = Path(path)
+    key = _held_key(path)
+    if key in _HELD:
+        yield
+        return
+    _HELD[key] = None  # reserved: a failed open below leaves the plain behaviour
+    try:
+        with connect(path) as con:
+            _HELD[key] = con
+            yield
+    finally:
+        _HELD.pop(key, None)
 
 
 def _connection_config(path: Path, memory_limit: str) -> dict[str, str]:

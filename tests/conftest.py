@@ -80,3 +80,19 @@ def full_pipeline(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Pip
         assert run_all.main([], defs=defs) == 0, "run_all failed on the mirror"
         seconds = time.perf_counter() - started
     return PipelineRun(root, warehouse, home, env, defs, seconds)
+
+
+# --- pytest-xdist (`-n 2`, Makefile PYTEST_ARGS): tests that share an expensive session fixture run on one worker
+# (`--dist loadgroup`), so the fixture is built once per run, not once per worker: full_pipeline (a whole cold run
+# on the mirror; test_exports writes into it, so it is not shared across processes) and the reference snapshot of
+# bench/common.labels_snapshot (fixture `snapshot` of test_faults/test_integrity/test_multiprocess).
+XDIST_GROUPS = {"full_pipeline": "full_pipeline", "snapshot": "labels_snapshot"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        for fixture, group in XDIST_GROUPS.items():
+            if fixture in names:
+                item.add_marker(pytest.mark.xdist_group(group))
+                break
