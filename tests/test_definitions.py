@@ -19,7 +19,7 @@ import pytest
 
 EXPECTED = {
     "assets": 54,  # + prompt_work, reference_task_labels (issue 13); + the four whatif_* tables (issue 17)
-    "checks": 22,
+    "checks": 23,  # + prompt_task_labels_complete (issue 26)
     "jobs": 3,
     "sensors": 2,
     "schedules": 1,
