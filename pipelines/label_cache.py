@@ -105,6 +105,9 @@ _INSERT_CACHE_SQL = (
     f"t.model = c.model and t.template_version = c.template_version)")
 
 
+_LABELING_LOCKS_HELD: set[str] = set()  # benchmarks whose labeling lock this process holds (labeling_lock)
+
+
 class LabelCache:
     """label_cache and label_failures in one DuckDB file; every write is one transaction."""
 
@@ -145,7 +148,11 @@ class LabelCache:
         folder = label_store.store_dir(self.path) / ".locks"
         folder.mkdir(parents=True, exist_ok=True)
         with contextlib.ExitStack() as stack:
-            for name in sorted(set(benchmarks)):  # one order everywhere: two runs never wait for each other
+            # one order everywhere: two runs never wait for each other; a lock this process already holds
+            # (run_all takes it before it holds the warehouse open) is not taken again
+            for name in sorted(set(benchmarks) - _LABELING_LOCKS_HELD):
+                _LABELING_LOCKS_HELD.add(name)
+                stack.callback(_LABELING_LOCKS_HELD.discard, name)
                 handle = stack.enter_context(open(folder / f"{_lock_name(name)}.lock", "a+"))
                 try:
                     fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

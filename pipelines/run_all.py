@@ -56,6 +56,7 @@ from pipelines import cli, integrity, restore_labels, run_state
 from pipelines import run_report as rr
 from pipelines import warehouse as wh
 from pipelines.jobs import WAREHOUSE_CHECKS
+from pipelines.label_cache import LabelCache
 from pipelines.landing import folder_content_hash
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
 from pipelines.run_steps import Steps
@@ -148,7 +149,11 @@ class Runner:
             print(f"- {label}: no assets defined yet, skipped")
             return StepOutcome(None)
         t0 = time.monotonic()
-        with wh.held(self._warehouse_to_hold(partition)):
+        hold = self._warehouse_to_hold(partition)
+        # the labeling lock before the file: a second run_all waiting for this benchmark's labeling must not sit
+        # on the open warehouse meanwhile (the first could then not commit its labels)
+        with (LabelCache(hold).labeling_lock([partition]) if hold and partition else contextlib.nullcontext()), \
+                wh.held(hold):
             result = materialize(self.assets, selection=selection, instance=self.instance,
                                  resources=self.resources, partition_key=partition, raise_on_error=False,
                                  run_config=None if self.verbose else QUIET_LOGGERS,

@@ -260,6 +260,23 @@ def test_two_run_alls_at_once_request_each_new_prompt_once(world: World) -> None
     assert world.labels("together")["prompt_id"].n_unique() == len(records)
 
 
+def test_two_offline_run_alls_at_once_label_each_new_prompt_once(world: World) -> None:
+    """The offline labeler's partition run keeps the warehouse open (pipelines/warehouse.held): run_all takes
+    the benchmark's labeling lock before it opens the file, so the second run waits for the lock, not with the
+    file open while the first one cannot commit (before: the first failed on a 120 s lock timeout)."""
+    records = marked(real_records("officebench", 40), "offline-together")
+    world.add("offlinetogether", records)
+    command = [sys.executable, "-m", "pipelines.run_all", "--skip-reference", "--skip-analysis",
+               "--benchmarks", "offlinetogether"]
+    runs = [subprocess.Popen(command, env=world.state.env(), cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    outputs = [r.communicate(timeout=600)[0] for r in runs]
+    assert [r.returncode for r in runs] == [0, 0], "\n".join(o[-2000:] for o in outputs)
+    labeled = sorted(int(m) for o in outputs for m in re.findall(r"(\d+) labeled, 0 failed", o))
+    assert labeled[0] == 0 and labeled[1] > 0, "\n".join(o[-2000:] for o in outputs)
+    assert world.labels("offlinetogether")["prompt_id"].n_unique() > 0
+
+
 def test_two_run_alls_at_once_compute_the_analysis_once(world: World) -> None:
     records = marked(real_records("tau_bench", 20), "analysis")
     world.add("analysed", records)
