@@ -36,6 +36,8 @@ from pipelines.settings import settings
 
 GROUP = "analysis"
 PROMPT_WORK = "prompt_work"
+# each text's estimated occupations (issue 25): a benchmark's major group for the cap is read from them
+OCCUPATION_ESTIMATES = "prompt_occupation_estimates"
 INDEX_FILES_KEY = AssetKey("benchmark_index_files")
 INDEX_FINGERPRINT = "index_files_fingerprint"  # metadata of benchmark_index_membership and benchmark_index_files
 
@@ -71,13 +73,29 @@ _DEPS = [AssetKey("benchmarks"), AssetKey("task_label_counts"), INDEX_FILES_KEY]
 )
 
 
+def occupation_estimates(warehouse: Warehouse) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
+    """(prompt_occupation_estimates, prompts per text) when the estimates exist, else (None, None): the
+    benchmarks' major groups then come from their raw labels (and membership says so per benchmark)."""
+    if not warehouse.table_exists(OCCUPATION_ESTIMATES):
+        return None, None
+    estimates = warehouse.query(
+        f"select benchmark, prompt_hash, onet_soc_code, p from {OCCUPATION_ESTIMATES}"
+    )
+    text_prompts = warehouse.query(
+        "select benchmark, prompt_hash, count(*) as n_prompts from benchmark_prompts group by 1, 2"
+    )
+    return estimates, text_prompts
+
+
 def compute_membership(warehouse: Warehouse, files: dict[str, str] | None = None) -> ix.IndexResult:
     benchmarks = warehouse.read_table("benchmarks")
     counts = warehouse.read_table("task_label_counts") if warehouse.table_exists("task_label_counts") else None
     work = None
     if warehouse.table_exists(PROMPT_WORK):
         work = warehouse.read_table(PROMPT_WORK, columns=["benchmark", "prompt_id", "labeler", "is_work"])
-    properties = ix.measured_properties(benchmarks, counts, work)
+    estimates, text_prompts = occupation_estimates(warehouse)
+    properties = ix.measured_properties(benchmarks, counts, work, occupation_estimates=estimates,
+                                        text_prompts=text_prompts)
     return ix.evaluate_indexes(read_index_files() if files is None else files, properties)
 
 
@@ -101,7 +119,8 @@ def benchmark_index_membership(context: AssetExecutionContext, warehouse: Wareho
             INDEX_FINGERPRINT: index_files_fingerprint(),
             "preview": MetadataValue.md(
                 frame.filter(pl.col("benchmark_index") != ix.ALL_INDEX)
-                .select("benchmark_index", "benchmark", "included", "decided_by", "reason")
+                .select("benchmark_index", "benchmark", "included", "decided_by", "reason", "major_group",
+                        "major_group_rule", "major_group_share")
                 .to_pandas()
                 .to_markdown(index=False)
             ),

@@ -102,11 +102,16 @@ DATA_DICTIONARY["benchmark_index_membership"] = {
         INDEX,
     ),
     "major_group": (
-        "SOC major group of the benchmark: target_major_group from benchmark.toml, else the group holding most "
-        "of its top-ranked task labels",
+        "SOC major group of the benchmark, by major_group_rule: the index file's [[assign]] entry, else "
+        "target_major_group from benchmark.toml, else the largest share of its estimated work "
+        "(prompt_occupation_estimates), else (no estimate) the group holding most of its top-ranked raw labels",
         CODE_UNIT,
         INDEX,
     ),
+    "major_group_rule": ("the rule that placed the benchmark in major_group (an [[assign]] entry names its "
+                         "file, line and reason)", TEXT, INDEX),
+    "major_group_share": ("major_group's share of the benchmark's estimated work: texts' estimated occupation "
+                          "probabilities x prompts, summed per group; null without an estimate", SHARE, INDEX),
     "index_file": ("the index definition file", TEXT, INDEX),
 }
 TABLE_DESCRIPTIONS["benchmark_index_membership"] = (
