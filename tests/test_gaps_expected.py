@@ -1,0 +1,114 @@
+"""Gaps and what-if gains from the per-unit estimates (issue 25 item 5): expected uncovered hours with an
+interval, the ranking, and the expected gain of a candidate, on small frames whose answers are worked out
+by hand or by enumeration."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import polars as pl
+import pytest
+
+from models.gaps import expected as ge
+
+
+def _tasks() -> pl.DataFrame:
+    return pl.DataFrame({
+        "onet_soc_code": ["11-1011.00"] * 3 + ["15-1252.00"] * 2 + ["43-4051.00"],
+        "task_id": [1, 2, 3, 4, 5, 6],
+        "task_annual_hours": [100.0, 50.0, None, 400.0, 600.0, 80.0],
+    })
+
+
+def _task_estimates() -> pl.DataFrame:
+    # sparse: task 3 and 6 have no row (p = 0); 43-4051 has no task estimate at all
+    rows = [("all", "11-1011.00", 1, 1, 0.5, 0), ("all", "11-1011.00", 2, 1, 1.0, 3),
+            ("all", "15-1252.00", 4, 1, 0.2, 1), ("all", "15-1252.00", 5, 1, 0.0, 0),
+            ("all", "11-1011.00", 1, 5, 0.1, 0), ("all", "11-1011.00", 2, 5, 0.6, 3),
+            ("all", "15-1252.00", 4, 5, 0.05, 1), ("other", "15-1252.00", 5, 1, 0.9, 9)]
+    return pl.DataFrame(rows, schema=["benchmark_index", "onet_soc_code", "task_id", "threshold", "p_covered",
+                                      "labels_count"], orient="row")
+
+
+def test_expected_uncovered_hours_and_interval():
+    task_p = ge.task_probabilities(_task_estimates(), "all", 1)
+    occ = ge.expected_uncovered_hours(_tasks(), task_p, 1, n_sim=4000, seed=1)
+    rows = {r["onet_soc_code"]: r for r in occ.iter_rows(named=True)}
+    # 11-1011: 100 x 0.5 + 50 x 0 + 0 (no hours); the interval is the two outcomes of the one unsure task
+    manager = rows["11-1011.00"]
+    assert manager["expected_uncovered_hours"] == pytest.approx(50.0)
+    assert (manager["expected_uncovered_hours_low"], manager["expected_uncovered_hours_high"]) == (0.0, 100.0)
+    assert manager["p_covered"] == pytest.approx(1.0)  # task 2 is certain
+    assert manager["expected_tasks_covered"] == pytest.approx(1.5) and manager["labels_tasks_covered"] == 1
+    # 15-1252: 400 x 0.8 + 600; interval {600, 1000}: P(1000) = 0.8 so the 2.5% quantile is 600
+    dev = rows["15-1252.00"]
+    assert dev["expected_uncovered_hours"] == pytest.approx(920.0)
+    assert (dev["expected_uncovered_hours_low"], dev["expected_uncovered_hours_high"]) == (600.0, 1000.0)
+    assert dev["p_covered"] == pytest.approx(0.2) and dev["expected_uncovered_share"] == pytest.approx(0.92)
+    # no estimate at all: every hour uncovered, no spread
+    clerk = rows["43-4051.00"]
+    assert clerk["expected_uncovered_hours"] == clerk["expected_uncovered_hours_low"] == 80.0
+    assert clerk["p_covered"] == 0.0
+    # the occupation's own estimate is used when given (it carries the draws' correlation)
+    own = pl.DataFrame({"onet_soc_code": ["11-1011.00"], "p_covered": [0.97]})
+    assert ge.expected_uncovered_hours(_tasks(), task_p, 1, own, n_sim=10).filter(
+        pl.col("onet_soc_code") == "11-1011.00")["p_covered"].item() == pytest.approx(0.97)
+
+
+def test_simulated_interval_matches_the_exact_distribution():
+    """Many small independent tasks: the simulated 2.5/97.5% points sit where the exact distribution of the
+    sum puts them (a binomial here: 40 tasks of 10 hours, each uncovered with probability 0.3)."""
+    from scipy import stats
+
+    owner = np.zeros(40, dtype=int)
+    sims = ge.simulated_uncovered_hours(owner, np.full(40, 10.0), np.full(40, 0.7), 1, n_sim=20_000, seed=3)
+    low, high = np.quantile(sims[:, 0], [0.025, 0.975])
+    assert (low, high) == (10.0 * stats.binom.ppf(0.025, 40, 0.3), 10.0 * stats.binom.ppf(0.975, 40, 0.3))
+    assert sims.mean() == pytest.approx(120.0, rel=0.01)
+
+
+def test_gaps_rank_by_expected_uncovered_hours_and_leave_out_likely_covered():
+    task_p = ge.task_probabilities(_task_estimates(), "all", 1)
+    occ = ge.expected_uncovered_hours(_tasks(), task_p, 1, n_sim=200)
+    titles = pl.DataFrame({"onet_soc_code": ["15-1252.00", "43-4051.00"], "title": ["Developers", "Clerks"]})
+    gaps = ge.expected_occupation_gaps(occ, titles)
+    assert gaps.columns == ge.EXPECTED_GAP_COLUMNS
+    assert gaps["onet_soc_code"].to_list() == ["15-1252.00", "43-4051.00"]  # 11-1011 is likely covered
+    assert gaps["rank"].to_list() == [1, 2] and gaps["occupation_title"].to_list() == ["Developers", "Clerks"]
+
+
+def test_count_tail_and_candidate_pmf_by_enumeration():
+    tail = ge.count_tail(np.array([0.8]), np.array([0.4]), 5)
+    assert tail[0].tolist() == pytest.approx([1.0, 0.8, 0.7, 0.6, 0.5, 0.4])
+    q = [0.3, 0.9, 0.5, 0.6, 0.2, 0.7]
+    pmf = ge.candidate_count_pmf(np.zeros(6, dtype=int), np.array(q), 1, 5)
+    exact = np.zeros(6)
+    for outcome in itertools.product([0, 1], repeat=6):
+        exact[min(sum(outcome), 5)] += np.prod([qi if o else 1 - qi for qi, o in zip(q, outcome, strict=True)])
+    assert pmf[0] == pytest.approx(exact)
+
+
+def test_expected_whatif_gain_by_hand():
+    # the candidate labels task 4 twice (p 0.5 each) and task 6 once (p 1.0); task 1 with an unknown p (1)
+    candidate = pl.DataFrame({"onet_soc_code": ["15-1252.00", "15-1252.00", "43-4051.00", "11-1011.00"],
+                              "task_id": [4, 4, 6, 1], "p_exercised": [0.5, 0.5, 1.0, None]})
+    gain, per_task = ge.expected_whatif_gain(_tasks(), _task_estimates(), candidate, 1)
+    p = dict(zip(per_task["task_id"].to_list(), per_task["p_after"].to_list(), strict=True))
+    assert p[4] == pytest.approx(1 - 0.8 * 0.25) and p[6] == 1.0 and p[1] == 1.0 and p[5] == 0.0
+    metrics = {r["metric"]: r for r in gain.iter_rows(named=True)}
+    assert metrics["expected_tasks_covered"]["before"] == pytest.approx(1.7)
+    assert metrics["expected_tasks_covered"]["gain"] == pytest.approx(0.5 + 0.6 + 1.0)
+    # hours: task 1 (100 x 0.5), task 4 (400 x 0.6), task 6 (80 x 1)
+    assert metrics["expected_hours_covered"]["gain"] == pytest.approx(50 + 240 + 80)
+    assert metrics["expected_uncovered_hours"]["gain"] == pytest.approx(-(50 + 240 + 80))
+    # occupations (independence without occupation estimates): 15-1252 0.2 -> 0.8, 43-4051 0 -> 1
+    assert metrics["expected_occupations_covered"]["gain"] == pytest.approx(0.6 + 1.0)
+    # at >= 5 the landed tail is interpolated: task 4 has P(N>=j) = 0.2, 0.1625, 0.125, 0.0875, 0.05 (j=1..5)
+    gain5, per_task5 = ge.expected_whatif_gain(_tasks(), _task_estimates(), candidate, 5)
+    c = {0: 0.25, 1: 0.5, 2: 0.25}
+    expected4 = sum(c[k] * [1.0, 0.2, 0.1625, 0.125, 0.0875, 0.05][5 - k] for k in c)
+    assert per_task5.filter(pl.col("task_id") == 4)["p_after"].item() == pytest.approx(expected4)
+    assert per_task5.filter(pl.col("task_id") == 4)["p_before"].item() == pytest.approx(0.05)
+    with pytest.raises(ValueError, match="thresholds 1 and 5"):
+        ge.expected_whatif_gain(_tasks(), _task_estimates(), candidate, 3)
