@@ -43,6 +43,14 @@ COLOUR_BINS: tuple[tuple[float, str, str], ...] = (
 )
 PROMPT_CHARS = 180
 TASK_CHARS = 120
+# Tile classes of the estimated probability that an occupation is covered (occupation_estimates.p_covered):
+# (lower bound, colour, legend label), checked from the top; the same cut-offs as the gap finder's.
+LIKELY_COVERED, LIKELY_NOT = 0.9, 0.1
+ESTIMATE_CLASSES: tuple[tuple[float, str, str], ...] = (
+    (LIKELY_COVERED, "#225ea8", "likely covered (p \u2265 0.9)"),
+    (LIKELY_NOT, "#fdae61", "unsure (0.1 \u2264 p < 0.9)"),
+    (0.0, "#e3e3e3", "likely not (p < 0.1)"),
+)
 
 
 def colour_for(share: float) -> str:
@@ -54,6 +62,16 @@ def colour_for(share: float) -> str:
         if share >= lower:
             colour = bin_colour
     return colour
+
+
+def estimate_class(p: float) -> int:
+    """The ESTIMATE_CLASSES position of a probability covered (0 likely covered, 1 unsure, 2 likely not)."""
+    return next(i for i, (lower, _, _) in enumerate(ESTIMATE_CLASSES) if p >= lower)
+
+
+def colour_for_p(p: float) -> str:
+    """The tile colour of an estimated probability covered (the same rule as the page's JavaScript)."""
+    return ESTIMATE_CLASSES[estimate_class(p)][1]
 
 
 def _clip(text: str | None, limit: int) -> str:
@@ -101,9 +119,11 @@ def coverage_map_data_from_aggregates(
     thresholds: Sequence[int] = THRESHOLDS,
     prompt_chars: int = PROMPT_CHARS,
     task_chars: int = TASK_CHARS,
+    occupation_estimates: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
     """The page's data (JSON-ready) from `map_occupations(...)` and the label aggregates: tiles, groups,
-    benchmarks, examples. The index selector holds only `all` until a builder fills it (index_options)."""
+    benchmarks, examples, and the per-occupation estimates (`map_estimates`) when `occupation_estimates` is
+    given. The index selector holds only `all` until a builder fills it (index_options)."""
     bench_totals = dict(aggregates.bench_totals.iter_rows())
     benchmarks = sorted(bench_totals)
     bench_index = {b: i for i, b in enumerate(benchmarks)}
@@ -163,7 +183,45 @@ def coverage_map_data_from_aggregates(
         "indexes": index_options(None, benchmarks),  # the builders fill in benchmark_index_membership
         "bins": [[lower, colour, label] for lower, colour, label in COLOUR_BINS],
         "no_coverage_colour": NO_COVERAGE_COLOUR,
+        "classes": [[lower, colour, label] for lower, colour, label in ESTIMATE_CLASSES],
+        "estimates": map_estimates(occupation_estimates, occ["onet_soc_code"].to_list(), thresholds),
     }
+
+
+def map_estimates(
+    occupation_estimates: pl.DataFrame | None, codes: Sequence[str], thresholds: Sequence[int] = THRESHOLDS
+) -> dict[str, dict[str, list[list[float] | None]]]:
+    """index -> str(threshold) -> one entry per occupation of `codes` (the page's tile order): [p_covered,
+    prompts_mean, prompts_low, prompts_high, labels_count, judged_texts], or None where the sparse table has
+    no row (no draw gave it a prompt: p 0, no prompts). Empty without estimates."""
+    if occupation_estimates is None or occupation_estimates.is_empty():
+        return {}
+    position = {code: i for i, code in enumerate(codes)}
+    fields = ["p_covered", "prompts_mean", "prompts_low", "prompts_high", "labels_count", "judged_texts"]
+    frame = occupation_estimates.filter(pl.col("threshold").is_in([int(t) for t in thresholds]))
+    out: dict[str, dict[str, list[list[float] | None]]] = {}
+    for row in frame.iter_rows(named=True):
+        at = position.get(row["onet_soc_code"])
+        if at is None:
+            continue
+        per_threshold = out.setdefault(row["benchmark_index"], {})
+        entries = per_threshold.setdefault(str(int(row["threshold"])), [None] * len(codes))
+        # p exactly as in the table (a tile's class must match it at the cut-offs); the counts to 4 decimals
+        entries[at] = [float(row["p_covered"] or 0.0)] + [round(float(row.get(f) or 0.0), 4) for f in fields[1:]]
+    for per_threshold in out.values():  # every threshold present, so the page never falls back silently
+        for t in thresholds:
+            per_threshold.setdefault(str(int(t)), [None] * len(codes))
+    return out
+
+
+def estimate_classes(data: dict[str, Any], index: str, threshold: int) -> dict[str, int]:
+    """onet_soc_code -> ESTIMATE_CLASSES position of its p_covered (missing rows: p 0) for `index` and
+    `threshold`, as the page colours the tiles; empty when the page holds no estimates of the index."""
+    entries = data.get("estimates", {}).get(index, {}).get(str(int(threshold)))
+    if entries is None:
+        return {}
+    return {occ["c"]: estimate_class(entry[0] if entry else 0.0)
+            for occ, entry in zip(data["occupations"], entries, strict=True)}
 
 def index_options(membership: pl.DataFrame | None, benchmarks: Sequence[str]) -> list[dict[str, Any]]:
     """The map's index selector (JSON-ready): per index of benchmark_index_membership, `all` first: name,
@@ -288,6 +346,18 @@ function coveredTasks(occ){
   return out;
 }
 function share(occ){ return occ.n ? coveredTasks(occ).length / occ.n : 0; }
+// the estimates (occupation_estimates) of the chosen index and threshold; null when the benchmarks were
+// changed by hand or the index has none: the tiles then show the labels as counted
+function estimates(){
+  if (state.modified || !D.estimates) return null;
+  const ix = D.estimates[INDEXES[state.index].name];
+  return ix ? (ix[String(state.threshold)] || null) : null;
+}
+function pClass(p){
+  for (let i = 0; i < D.classes.length; i++) { if (p >= D.classes[i][0]) return i; }
+  return D.classes.length - 1;
+}
+const fmt = x => x >= 10 ? x.toFixed(0) : x.toFixed(1);
 
 // controls
 const thresholdBox = document.getElementById("thresholds");
@@ -357,12 +427,27 @@ showIndexNote();
 document.getElementById("all-benchmarks").addEventListener("click", () => setAll(true));
 document.getElementById("no-benchmarks").addEventListener("click", () => setAll(false));
 
-// legend
+// legend: what the tile colour means in the current view
 const legend = document.getElementById("legend");
 const item = (col, text) => { const s = el("span"); s.append(el("span", {className: "sw"}), text);
   s.firstChild.style.background = col; legend.append(s); };
-item(D.no_coverage_colour, "no task covered");
-D.bins.forEach(([lower, col, label]) => item(col, label));
+function showLegend(est, counts){
+  legend.replaceChildren();
+  const t = state.threshold, unit = " prompt" + (t > 1 ? "s" : "");
+  if (est) {
+    legend.append(el("b", {}, "Tile colour: estimated probability p that the occupation has a task with \u2265 " +
+      t + unit + " (index " + INDEXES[state.index].name + "; share of the headline's imputation draws):"));
+    D.classes.forEach(([lower, col, label], i) => item(col, label + ": " + counts[i]));
+  } else {
+    const why = D.estimates && Object.keys(D.estimates).length ? (state.modified ?
+      " (benchmarks changed by hand: estimates exist for the named indexes only)" :
+      " (no estimates for this index)") : " (no estimates in this export)";
+    legend.append(el("b", {}, "Tile colour: share of tasks covered, labels as counted" + why + ":"));
+    item(D.no_coverage_colour, "no task covered");
+    D.bins.forEach(([lower, col, label]) => item(col, label));
+  }
+  legend.dataset.mode = est ? "estimate" : "labels";
+}
 
 // tiles
 const main = document.getElementById("map");
@@ -389,20 +474,40 @@ groupEls.forEach(g => { if (g.occs.length) main.append(g.section); });
 
 function render(){
   let coveredOcc = 0, coveredTaskTotal = 0, taskTotal = 0;
+  const est = estimates(), counts = D.classes.map(() => 0), likely = new Map();
   D.occupations.forEach((occ, i) => {
     const k = coveredTasks(occ).length, s = occ.n ? k / occ.n : 0;
-    tiles[i].style.background = colour(s);
     tiles[i].dataset.share = s.toFixed(6);
     tiles[i].dataset.covered = String(k);
+    if (est) {
+      const p = est[i] ? est[i][0] : 0, c = pClass(p);
+      tiles[i].style.background = D.classes[c][1];
+      tiles[i].dataset.p = p.toFixed(4);
+      tiles[i].dataset.cls = String(c);
+      counts[c] += 1;
+      likely.set(occ, c === 0);
+    } else {
+      tiles[i].style.background = colour(s);
+      delete tiles[i].dataset.p;
+      delete tiles[i].dataset.cls;
+    }
     coveredOcc += k > 0; coveredTaskTotal += k; taskTotal += occ.n;
   });
+  showLegend(est, counts);
   groupEls.forEach(g => {
-    const k = g.occs.filter(o => coveredTasks(o).length > 0).length;
-    g.count.textContent = k + " of " + g.occs.length + " covered";
+    if (est) {
+      g.count.textContent = g.occs.filter(o => likely.get(o)).length + " of " + g.occs.length + " likely covered";
+    } else {
+      const k = g.occs.filter(o => coveredTasks(o).length > 0).length;
+      g.count.textContent = k + " of " + g.occs.length + " covered (labels as counted)";
+    }
   });
   const pct = x => (100 * x).toFixed(1) + "%";
   const t = state.threshold, nb = state.selected.size;
-  document.getElementById("summary").textContent =
+  const estimated = est ? "Estimated at \u2265 " + t + " prompt" + (t > 1 ? "s" : "") + ": " + counts[0] +
+    " of " + D.occupations.length + " occupations likely covered, " + counts[1] + " unsure, " + counts[2] +
+    " likely not. Labels as counted: " : "";
+  document.getElementById("summary").textContent = estimated +
     coveredOcc + " of " + D.occupations.length + " occupations have a task with \u2265 " + t +
     " prompt" + (t > 1 ? "s" : "") + " from the " + nb + " selected benchmark" + (nb === 1 ? "" : "s") +
     "; " + coveredTaskTotal.toLocaleString("en-US") + " of " + taskTotal.toLocaleString("en-US") + " tasks (" +
@@ -420,6 +525,23 @@ function showTip(tile, x, y){
   tip.append(el("h3", {}, occ.t), el("div", {className: "code"}, occ.c + " \u00b7 " + D.groups[occ.g][1]));
   const pctCovered = occ.n ? (100 * covered.length / occ.n).toFixed(0) : 0;
   const unit = state.threshold > 1 ? " prompts): " : " prompt): ";
+  const est = estimates();
+  if (est) {
+    const e = est[Number(tile.dataset.index)] || [0, 0, 0, 0, 0, 0];
+    const [p, mean, low, high, , judged] = e;
+    tip.append(el("div", {className: "sec"}, "Estimated (index " + INDEXES[state.index].name + ", \u2265 " +
+      state.threshold + " prompt" + (state.threshold > 1 ? "s" : "") + ")"));
+    tip.append(el("div", {className: "est-p"}, "Probability covered: " + p.toFixed(2) + " \u2014 " +
+      D.classes[pClass(p)][2].split(" (")[0]));
+    tip.append(el("div", {className: "est-prompts"}, "Expected prompts: " + fmt(mean) + " (95% interval " +
+      fmt(low) + "\u2013" + fmt(high) + ")"));
+    tip.append(el("div", {}, "Judged texts exercising it: " + judged));
+  }
+  tip.append(el("div", {className: "sec"}, "Labels as counted" + (est ? " (for comparison)" : "")));
+  if (est) {
+    const labelled = (est[Number(tile.dataset.index)] || [0, 0, 0, 0, 0])[4];
+    tip.append(el("div", {className: "labels-count"}, "Prompts labeled with its tasks: " + labelled));
+  }
   tip.append(el("div", {}, "Tasks covered (\u2265 " + state.threshold + unit + covered.length +
     " of " + occ.n + " (" + pctCovered + "%)"));
   if (covered.length) {
