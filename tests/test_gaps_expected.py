@@ -112,3 +112,37 @@ def test_expected_whatif_gain_by_hand():
     assert per_task5.filter(pl.col("task_id") == 4)["p_before"].item() == pytest.approx(0.05)
     with pytest.raises(ValueError, match="thresholds 1 and 5"):
         ge.expected_whatif_gain(_tasks(), _task_estimates(), candidate, 3)
+
+
+def test_occupation_gaps_from_estimates_rank_by_expected_uncovered_hours():
+    """The gap finder's occupation list with estimates: occupations not likely covered, ranked by expected
+    uncovered hours (not by priority), the labels-as-counted columns beside; without estimates the priority
+    list says so."""
+    from models.gaps import OCCUPATION_GAP_COLUMNS, occupation_gaps, score_tasks
+    from tests.test_gaps import OCC_A, OCC_B, OCC_C, _task_frame
+
+    scored = score_tasks(_task_frame(n_prompts=[5, 0, 0, 0, 0, 0]))
+    # labels: A covered (task 1 has 5 prompts); estimates: A likely covered, B unsure (task 3 at 0.5), C's big
+    # task (5,000 h) unsure at 0.6 -> C expected 50 + 2,000 uncovered, B 500 + 200
+    estimates = pl.DataFrame(
+        [("all", OCC_A, 1, 5, 0.95, 5), ("all", OCC_B, 3, 5, 0.5, 0), ("all", OCC_C, 6, 5, 0.6, 0)],
+        schema=["benchmark_index", "onet_soc_code", "task_id", "threshold", "p_covered", "labels_count"],
+        orient="row",
+    )
+    occupations = pl.DataFrame([("all", OCC_A, 5, 0.95), ("all", OCC_B, 5, 0.5), ("all", OCC_C, 5, 0.6)],
+                               schema=["benchmark_index", "onet_soc_code", "threshold", "p_covered"], orient="row")
+    gaps = ge.occupation_gaps_from_estimates(scored, 5, estimates, "all", occupations, n_sim=500)
+    assert gaps.columns == [*OCCUPATION_GAP_COLUMNS, *ge.EXPECTED_COLUMNS]
+    assert gaps["onet_soc_code"].to_list() == [OCC_C, OCC_B] and gaps["rank"].to_list() == [1, 2]
+    c, b = gaps.row(0, named=True), gaps.row(1, named=True)
+    assert c["expected_uncovered_hours"] == pytest.approx(50 + 0.4 * 5000)
+    assert (c["expected_uncovered_hours_low"], c["expected_uncovered_hours_high"]) == (50.0, 5050.0)
+    assert b["expected_uncovered_hours"] == pytest.approx(0.5 * 1000 + 200) and b["p_covered"] == 0.5
+    assert b["uncovered_hours"] == pytest.approx(1200.0)  # the labels as counted, beside
+    assert set(gaps["ranked_by"]) == {ge.RANKED_BY_ESTIMATES}
+    # the priority ranking would put B first: the estimate reorders
+    by_priority = occupation_gaps(scored, 5)
+    assert by_priority["onet_soc_code"].to_list()[0] == OCC_B
+    plain = ge.with_expected_columns(by_priority)
+    assert plain["expected_uncovered_hours"].null_count() == plain.height
+    assert set(plain["ranked_by"]) == {ge.RANKED_BY_PRIORITY}

@@ -54,7 +54,8 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
     "intervals.",
     "labeler_agreement": "Agreement between two labelers on the prompts both labeled.",
     "coverage_gaps": "Uncovered tasks ranked by priority: what to benchmark next.",
-    "occupation_gaps": "Occupations with no covered task, ranked by priority.",
+    "occupation_gaps": "Occupations not likely covered (estimated p_covered < 0.9), ranked by expected uncovered "
+    "work hours with an interval; without per-unit estimates: occupations with no covered task, by priority.",
     "major_group_gaps": "Per SOC major group, the largest blocks of uncovered work hours.",
     "jobbench_shortlist": "Occupations whose workers want automation, by wage bill, with uncovered tasks.",
     "benchmarks": "The benchmarks included: version, licence, prompts, results and content hash.",

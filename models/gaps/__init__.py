@@ -21,13 +21,16 @@ The what-if over a candidate folder and the warehouse, and its command, are pipe
 
 from models.gaps.candidate import candidate_name, for_candidate, label_candidate
 from models.gaps.expected import (
+    EXPECTED_COLUMNS,
     EXPECTED_GAP_COLUMNS,
     LIKELY_COVERED,
     LIKELY_NOT,
     expected_occupation_gaps,
     expected_uncovered_hours,
     expected_whatif_gain,
+    occupation_gaps_from_estimates,
     task_probabilities,
+    with_expected_columns,
 )
 from models.gaps.power import POWER_SCHEMA, extra_prompts_needed, score_power, smoothed_bernoulli_variance
 from models.gaps.priority import (
@@ -69,6 +72,7 @@ from models.gaps.whatif import (
 __all__ = [
     "COMPONENTS",
     "DEFAULT_THRESHOLD",
+    "EXPECTED_COLUMNS",
     "EXPECTED_GAP_COLUMNS",
     "EXPOSURE_SCORE",
     "LIKELY_COVERED",
@@ -101,6 +105,7 @@ __all__ = [
     "log_minmax",
     "major_group_gaps",
     "occupation_gaps",
+    "occupation_gaps_from_estimates",
     "occupation_priorities",
     "rank_by_priority",
     "score_power",
@@ -108,6 +113,7 @@ __all__ = [
     "score_tasks",
     "smoothed_bernoulli_variance",
     "task_probabilities",
+    "with_expected_columns",
     "whatif_gain",
     "whatif_tables",
 ]

@@ -294,3 +294,62 @@ def _groups_after(occ: pl.DataFrame, group_estimates: pl.DataFrame | None, index
     after = _ratio_update(groups["p_before"].to_numpy(), groups["not_before"].to_numpy(),
                           groups["not_after"].to_numpy())
     return groups.with_columns(pl.Series("p_after", after))
+
+
+# --- the occupation gap list ------------------------------------------------------------------------------
+
+EXPECTED_COLUMNS = [
+    "p_covered",
+    "expected_tasks_covered",
+    "expected_uncovered_hours",
+    "expected_uncovered_hours_low",
+    "expected_uncovered_hours_high",
+    "expected_uncovered_share",
+    "ranked_by",
+]
+RANKED_BY_ESTIMATES = "expected uncovered hours (per-unit estimates)"
+RANKED_BY_PRIORITY = "priority (labels as counted: no per-unit estimates)"
+
+
+def occupation_gaps_from_estimates(
+    scored: pl.DataFrame,
+    threshold: int,
+    task_estimates: pl.DataFrame,
+    index: str,
+    occupation_estimates: pl.DataFrame | None = None,
+    weights: object = None,
+    *,
+    n_sim: int = N_SIM,
+    seed: int = 0,
+) -> pl.DataFrame:
+    """occupation_gaps from the estimates: the occupations not likely covered at `threshold` in `index`
+    (p_covered < LIKELY_COVERED), ranked by expected uncovered hours; the labels-as-counted columns and the
+    priority of `occupation_priorities` beside them (OCCUPATION_GAP_COLUMNS + EXPECTED_COLUMNS).
+    `scored`: score_tasks' frame (its task_annual_hours are the headline's)."""
+    from models.gaps.priority import OCCUPATION_GAP_COLUMNS, occupation_priorities
+
+    occ = occupation_priorities(scored, threshold, weights)  # type: ignore[arg-type]
+    occ_p = None
+    if occupation_estimates is not None:
+        occ_p = occupation_estimates.filter(
+            (pl.col("benchmark_index") == index) & (pl.col("threshold") == threshold)
+        ).select("onet_soc_code", "p_covered")
+    expected = expected_uncovered_hours(
+        scored.select(*TASK_KEY, "task_annual_hours"), task_probabilities(task_estimates, index, threshold),
+        threshold, occ_p, n_sim=n_sim, seed=seed,
+    ).select("onet_soc_code", *EXPECTED_COLUMNS[:-1])
+    gaps = occ.join(expected, on="onet_soc_code", how="left").filter(pl.col("p_covered") < LIKELY_COVERED)
+    ranked = gaps.sort(["expected_uncovered_hours", "onet_soc_code"], descending=[True, False], nulls_last=True)
+    return (
+        ranked.with_row_index("rank", offset=1)
+        .with_columns(pl.col("rank").cast(pl.Int64), pl.lit(RANKED_BY_ESTIMATES).alias("ranked_by"))
+        .select([*OCCUPATION_GAP_COLUMNS, *EXPECTED_COLUMNS])
+    )
+
+
+def with_expected_columns(gaps: pl.DataFrame) -> pl.DataFrame:
+    """The priority-ranked occupation_gaps (no estimates) with EXPECTED_COLUMNS null, saying so."""
+    return gaps.with_columns(
+        *[pl.lit(None, dtype=pl.Float64).alias(c) for c in EXPECTED_COLUMNS[:-1]],
+        pl.lit(RANKED_BY_PRIORITY).alias("ranked_by"),
+    )
