@@ -146,3 +146,47 @@ def test_occupation_gaps_from_estimates_rank_by_expected_uncovered_hours():
     plain = ge.with_expected_columns(by_priority)
     assert plain["expected_uncovered_hours"].null_count() == plain.height
     assert set(plain["ranked_by"]) == {ge.RANKED_BY_PRIORITY}
+
+
+def test_whatif_gain_reports_the_expected_gain_beside_the_counted_one():
+    """whatif_gain with the per-unit estimates: the expected_* metrics start from the index's estimated
+    coverage and add the counted candidate labels with their p_exercised (a copy of a landed text adds
+    nothing to either)."""
+    from models.coverage import label_counts
+    from models.gaps import WhatIfParams, whatif_gain
+    from tests.test_gaps import OCC_A, OCC_B, OCC_C, _labels, _landed, _task_frame
+
+    frame = _task_frame()
+    tasks = frame.select("onet_soc_code", "task_id", "task")
+    task_hours = frame.select("onet_soc_code", "task_id", pl.col("weight_share").alias("pi"),
+                              "occupation_annual_hours", "task_annual_hours")
+    occupations = pl.DataFrame({"onet_soc_code": [OCC_A, OCC_B, OCC_C], "title": ["A", "B", "C"]})
+    existing = _labels([("bench", f"p{i}", OCC_A, 1) for i in range(5)] + [("bench", "q", OCC_B, 3)])
+    estimates = {"task_estimates": pl.DataFrame(
+        [("all", OCC_A, 1, 1, 1.0, 5), ("all", OCC_B, 3, 1, 0.5, 1)],
+        schema=["benchmark_index", "onet_soc_code", "task_id", "threshold", "p_covered", "labels_count"],
+        orient="row",
+    ).vstack(pl.DataFrame(
+        [("all", OCC_A, 1, 5, 0.9, 5)],
+        schema=["benchmark_index", "onet_soc_code", "task_id", "threshold", "p_covered", "labels_count"],
+        orient="row",
+    ))}
+    candidate = _labels([("cand", "a", OCC_B, 3), ("cand", "b", OCC_C, 6)]).with_columns(
+        pl.Series("p_exercised", [0.5, 0.25])
+    )
+    result = whatif_gain(label_counts(existing), candidate, tasks, task_hours, occupations,
+                         WhatIfParams(threshold=1), estimates=estimates, **_landed(existing))
+    gain = {r["metric"]: r for r in result.marginal_gain.iter_rows(named=True)}
+    assert gain["tasks_covered"]["gain"] == 1.0  # counted: task 6 (0 -> 1); task 3 already has a label
+    expected = gain["expected_tasks_covered"]
+    assert expected["before"] == pytest.approx(1.5)
+    assert expected["gain"] == pytest.approx((1 - 0.5 * 0.5) - 0.5 + 0.25)
+    # the headline's task hours: pi share x occupation hours (task 3: 0.8 x 1,200; task 6: 0.99 x 5,050)
+    assert gain["expected_hours_covered"]["gain"] == pytest.approx(0.25 * 960.0 + 0.25 * 4999.5)
+    # a copy of landed prompts: nothing counted, nothing expected
+    copy = existing.with_columns(pl.lit("copy").alias("benchmark"), ("c" + pl.col("prompt_id")).alias("prompt_id"),
+                                 pl.lit(0.9).alias("p_exercised"))
+    nothing = whatif_gain(label_counts(existing), copy, tasks, task_hours, occupations, WhatIfParams(threshold=1),
+                          estimates=estimates, **_landed(existing))
+    metrics = dict(zip(nothing.marginal_gain["metric"], nothing.marginal_gain["gain"], strict=True))
+    assert metrics["expected_tasks_covered"] == 0.0 and metrics["expected_hours_covered"] == 0.0
