@@ -190,3 +190,21 @@ def test_whatif_gain_reports_the_expected_gain_beside_the_counted_one():
                           estimates=estimates, **_landed(existing))
     metrics = dict(zip(nothing.marginal_gain["metric"], nothing.marginal_gain["gain"], strict=True))
     assert metrics["expected_tasks_covered"] == 0.0 and metrics["expected_hours_covered"] == 0.0
+
+
+def test_the_draws_interval_replaces_the_simulated_one():
+    from models.gaps import score_tasks
+    from tests.test_gaps import OCC_A, OCC_B, OCC_C, _task_frame
+
+    scored = score_tasks(_task_frame())
+    tasks = pl.DataFrame([("all", OCC_C, 6, 5, 0.6, 0)], orient="row", schema=[
+        "benchmark_index", "onet_soc_code", "task_id", "threshold", "p_covered", "labels_count"])
+    occupations = pl.DataFrame(
+        [("all", OCC_A, 5, 0.0, 400.0, 400.0), ("all", OCC_C, 5, 0.6, 60.0, 5050.0)], orient="row",
+        schema=["benchmark_index", "onet_soc_code", "threshold", "p_covered", "uncovered_hours_low",
+                "uncovered_hours_high"])
+    gaps = ge.occupation_gaps_from_estimates(scored, 5, tasks, "all", occupations, n_sim=50)
+    c = gaps.filter(pl.col("onet_soc_code") == OCC_C).row(0, named=True)
+    assert (c["expected_uncovered_hours_low"], c["expected_uncovered_hours_high"]) == (60.0, 5050.0)
+    b = gaps.filter(pl.col("onet_soc_code") == OCC_B).row(0, named=True)  # no row: the simulation's
+    assert b["expected_uncovered_hours_low"] == b["expected_uncovered_hours_high"] == pytest.approx(1200.0)

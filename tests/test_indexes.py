@@ -196,7 +196,7 @@ def test_group_from_estimated_shares_beats_raw_labels_and_an_assignment_wins():
     # o1 counts 3 times: 43 -> 1.8, 23 -> 0.6 + 0.5
     assert office == pytest.approx({"43-0000": 1.8 / 2.9, "23-0000": 1.1 / 2.9})
 
-    props = ix.measured_properties(benchmarks, counts, occupation_estimates=estimates, text_prompts=text_prompts)
+    props = ix.measured_properties(benchmarks, counts, group_shares=shares)
     rows = {r["benchmark"]: r for r in props.iter_rows(named=True)}
     assert (rows["cyber"]["labeled_major_group"], rows["cyber"]["major_group"]) == ("43-0000", "15-0000")
     assert (rows["office"]["labeled_major_group"], rows["office"]["major_group"]) == ("23-0000", "43-0000")

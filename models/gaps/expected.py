@@ -5,9 +5,10 @@ index, unit and threshold, `p_covered` = the share of the headline's imputation 
 at least `threshold` prompts) say how likely each task is to be exercised. Here:
 
 - **expected uncovered work hours** of an occupation = sum over its tasks of hours x P(not covered); its
-  2.5-97.5% interval comes from draws of each task's coverage (Bernoulli(p_covered), tasks independent:
-  the tables hold each task's share of draws, not the draws themselves, so the positive correlation between
-  tasks exercised by the same texts is not carried and the interval is if anything too narrow);
+  2.5-97.5% interval is the one of the headline's own draws (occupation_estimates uncovered_hours_low/high)
+  when the table has it, else from simulated draws of each task's coverage (Bernoulli(p_covered), tasks
+  independent: the positive correlation between tasks exercised by the same texts is then not carried and
+  the interval is if anything too narrow);
 - `expected_occupation_gaps`: the occupations not likely covered (p_covered < LIKELY_COVERED), ranked by
   expected uncovered hours;
 - `expected_whatif_gain`: a candidate's labels (each kept with its p_exercised, as the headline's draws treat
@@ -333,11 +334,23 @@ def occupation_gaps_from_estimates(
     if occupation_estimates is not None:
         occ_p = occupation_estimates.filter(
             (pl.col("benchmark_index") == index) & (pl.col("threshold") == threshold)
-        ).select("onet_soc_code", "p_covered")
+        )
     expected = expected_uncovered_hours(
         scored.select(*TASK_KEY, "task_annual_hours"), task_probabilities(task_estimates, index, threshold),
-        threshold, occ_p, n_sim=n_sim, seed=seed,
+        threshold, occ_p.select("onet_soc_code", "p_covered") if occ_p is not None else None,
+        n_sim=n_sim, seed=seed,
     ).select("onet_soc_code", *EXPECTED_COLUMNS[:-1])
+    if occ_p is not None and {"uncovered_hours_low", "uncovered_hours_high"} <= set(occ_p.columns):
+        # the headline's own draws carry the correlation between tasks: their interval replaces the simulation
+        draws = occ_p.select(
+            pl.col("onet_soc_code").cast(pl.Utf8),
+            pl.col("uncovered_hours_low").cast(pl.Float64).alias("draws_low"),
+            pl.col("uncovered_hours_high").cast(pl.Float64).alias("draws_high"),
+        )
+        expected = expected.join(draws, on="onet_soc_code", how="left").with_columns(
+            pl.coalesce("draws_low", "expected_uncovered_hours_low").alias("expected_uncovered_hours_low"),
+            pl.coalesce("draws_high", "expected_uncovered_hours_high").alias("expected_uncovered_hours_high"),
+        ).drop("draws_low", "draws_high")
     gaps = occ.join(expected, on="onet_soc_code", how="left").filter(pl.col("p_covered") < LIKELY_COVERED)
     ranked = gaps.sort(["expected_uncovered_hours", "onet_soc_code"], descending=[True, False], nulls_last=True)
     return (

@@ -58,7 +58,7 @@ No dagster, no file I/O here: the asset reads the files and passes their text.
 The package, by concern (every public name is importable from models.indexes):
   definition.py  the columns a rule reads, the parsed form and parse_index
   evaluate.py    measured_properties, evaluate_index (entries, rules, cap) and evaluate_indexes
-  groups.py      a benchmark's estimated work per SOC major group (from prompt_occupation_estimates)
+  groups.py      a benchmark's estimated work per SOC major group (the imputation draws' shares)
   membership.py  reading a membership table: index names, members, per-index frames, summary lines
 """
 
@@ -97,6 +97,7 @@ from models.indexes.groups import (
     RULE_TARGET,
     estimated_group_shares,
     group_properties,
+    shares_from_benchmark_estimates,
 )
 from models.indexes.membership import (
     describe_rules,
@@ -136,6 +137,7 @@ __all__ = [
     "estimated_group_shares",
     "evaluate_indexes",
     "group_properties",
+    "shares_from_benchmark_estimates",
     "index_names",
     "measured_properties",
     "members",

@@ -27,10 +27,10 @@ from models.indexes.definition import (
     parse_index,
 )
 from models.indexes.groups import (
+    GROUP_SHARE_SCHEMA,
     RULE_ESTIMATED,
     RULE_LABELS,
     RULE_TARGET,
-    estimated_group_shares,
     group_properties,
     share_of,
 )
@@ -42,8 +42,7 @@ def measured_properties(
     prompt_work: pl.DataFrame | None = None,
     *,
     labeler: str | None = None,
-    occupation_estimates: pl.DataFrame | None = None,
-    text_prompts: pl.DataFrame | None = None,
+    group_shares: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """One row per landed benchmark: the METADATA_COLUMNS plus the PROPERTIES (null where unknown), and
     `major_group_rule` (how major_group was read) and `major_group_shares` (every group's estimated share).
@@ -51,8 +50,8 @@ def measured_properties(
     work_share: mean of prompt_work.is_work over the benchmark's prompts with a decision, of the labeler the
     coverage uses (null when prompt_work is absent or has no row of the benchmark). labeled_major_group: from
     the top-ranked labels (task_label_counts rows with min_depth 1) of that labeler. estimated_major_group:
-    from `occupation_estimates` (prompt_occupation_estimates; `text_prompts`: benchmark, prompt_hash,
-    n_prompts weights each text by its prompts), models/indexes/groups.py. major_group: target_major_group,
+    the largest of `group_shares` (benchmark, major_group_code, share: each benchmark's estimated share of its
+    work per SOC major group, e.g. groups.shares_from_benchmark_estimates). major_group: target_major_group,
     else estimated_major_group, else labeled_major_group (an index's [[assign]] entry wins over all three, at
     evaluation)."""
     frame = benchmarks.select(
@@ -90,7 +89,7 @@ def measured_properties(
             .select("benchmark", pl.col("group").alias("labeled_major_group"), "labeled_major_group_share")
         )
     frame = frame.join(groups, on="benchmark", how="left")
-    estimated = group_properties(estimated_group_shares(occupation_estimates, text_prompts))
+    estimated = group_properties(group_shares if group_shares is not None else pl.DataFrame(schema=GROUP_SHARE_SCHEMA))
     frame = frame.join(estimated, on="benchmark", how="left")
     target = pl.col("target_major_group").str.extract(r"^(\d{2})", 1) + "-0000"
     return frame.with_columns(

@@ -4,9 +4,9 @@ A benchmark's group is read, in this order:
 
 1. an `[[assign]]` entry of the index file (a manual assignment: it always wins, and says why);
 2. `target_major_group` of its benchmark.toml (what the benchmark declares it targets);
-3. its **estimated** work: the per-text occupation probabilities of `prompt_occupation_estimates` (the same
-   imputation draws as the headline), each text weighted by its prompts, summed per major group; the group
-   with the largest share;
+3. its **estimated** work: its share of prompt x task labels per major group in the model-assisted imputation
+   draws (the headline's estimator: `benchmark_major_group_estimates`, `share_mean`); the group with the
+   largest share;
 4. only when a benchmark has no estimate: its raw labels (the top-ranked labels of `task_label_counts`).
 
 The raw labels name the judge's first occupation for about 41% of prompts (issue 25), so a group read from
@@ -21,7 +21,7 @@ from models.soc import major_group_of
 
 # membership's `major_group_rule` values (a manual [[assign]] entry reads "assign entry (<file>:<line>)")
 RULE_TARGET = "target_major_group (benchmark.toml)"
-RULE_ESTIMATED = "largest estimated share (prompt_occupation_estimates)"
+RULE_ESTIMATED = "largest share of its estimated work (model-assisted imputation draws)"
 RULE_LABELS = "largest share of the raw top-ranked labels (no estimate for this benchmark)"
 GROUP_SHARE_SCHEMA = {
     "benchmark": pl.Utf8,
@@ -70,6 +70,15 @@ def estimated_group_shares(
         .select(list(GROUP_SHARE_SCHEMA))
         .cast(GROUP_SHARE_SCHEMA)  # type: ignore[arg-type]
     )
+
+
+def shares_from_benchmark_estimates(benchmark_groups: pl.DataFrame) -> pl.DataFrame:
+    """GROUP_SHARE_SCHEMA from benchmark_major_group_estimates (benchmark, major_group_code, share_mean):
+    expected prompts are not in that table (null)."""
+    return benchmark_groups.select(
+        pl.col("benchmark").cast(pl.Utf8), pl.col("major_group_code").cast(pl.Utf8),
+        pl.lit(None, dtype=pl.Float64).alias("estimated_prompts"), pl.col("share_mean").cast(pl.Float64).alias("share"),
+    ).filter(pl.col("share") > 0)
 
 
 def group_properties(shares: pl.DataFrame) -> pl.DataFrame:
