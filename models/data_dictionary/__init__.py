@@ -49,6 +49,8 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
     "intervals.",
     "workbank_coverage": "Coverage of WORKBank-rated tasks by WORKBank zone, with Wilson intervals.",
     "occupation_model_scores": "Per occupation and AI model: plain and O*NET-weighted mean benchmark scores.",
+    "occupation_model_scores_estimated": "Per occupation and AI model: mean score over the prompts estimated to "
+    "exercise the occupation, with the labeler's error and the clustered sampling error in its 95% interval.",
     "coverage_sensitivity": "Headline numbers recomputed under alternative analysis choices.",
     "labeler_validation": "Accuracy of each labeler against human labels, per benchmark, with bootstrap "
     "intervals.",
