@@ -21,11 +21,13 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 from dagster import (
+    AssetCheckResult,
     AssetExecutionContext,
     AssetOut,
     Config,
     MetadataValue,
     Output,
+    asset_check,
     multi_asset,
 )
 
@@ -42,6 +44,53 @@ JUDGE_SAMPLE_ENV = "BENCHMAP_JUDGE_SAMPLE"
 JUDGE_ENV = "BENCHMAP_JUDGE"
 MI_DRAWS = 20
 SPLIT_REPEATS = 10
+
+UNIT_OUTS: dict[str, AssetOut] = {
+    "task_estimates": AssetOut(
+        kinds=KINDS,
+        description="Per benchmark index, O*NET task and threshold (1, 5): p_covered (share of the headline's "
+        "model-assisted draws with the task at or above the threshold), expected prompts with a 2.5-97.5 "
+        "interval, the labels-as-counted count and the judged texts that exercise it. Sums of p_covered are the "
+        "headline's model-assisted means (asset check unit_estimates_sum_to_headline).",
+    ),
+    "occupation_estimates": AssetOut(
+        kinds=KINDS,
+        description="As task_estimates per occupation: covered when its most-exercised task is (prompts = that "
+        "task's prompts), plus the expected annual hours on its uncovered tasks with an interval across draws.",
+    ),
+    "major_group_estimates": AssetOut(
+        kinds=KINDS,
+        description="As occupation_estimates per SOC major group (its most-exercised occupation decides).",
+    ),
+    "benchmark_occupation_estimates": AssetOut(
+        kinds=KINDS,
+        description="Each benchmark's estimated occupation shares of its prompt x task labels across the "
+        "headline's draws (mean and 2.5-97.5), occupations with a mean share >= 0.001.",
+    ),
+    "benchmark_major_group_estimates": AssetOut(
+        kinds=KINDS,
+        description="Each benchmark's estimated SOC major group shares of its prompt x task labels across the "
+        "headline's draws (mean and 2.5-97.5), all 22 groups, rank 1 = the largest.",
+    ),
+    "occupation_probability_calibration": AssetOut(
+        kinds=KINDS,
+        description="Per-text occupation probabilities against the judge on held-out judged texts (five folds "
+        "within each benchmark; leave one benchmark out): top-1 accuracy, Brier score, ECE (pairs with p >= "
+        "0.05, ten bins) and the reliability bins, beside the labeler's own labels read as 0/1.",
+    ),
+    "unit_coverage_simulation_check": AssetOut(
+        kinds=KINDS,
+        description="p_covered against a known truth: units binned by p_covered, the share truly covered per "
+        "bin, in split samples of the judge sample (the judged texts are the population) and in simulated "
+        "populations.",
+    ),
+    "prompt_occupation_estimates": AssetOut(
+        kinds=KINDS,
+        description="Per prompt text and occupation: p, the probability (expected share of the headline's draws) "
+        "that the text exercises the occupation; judged texts carry their judge labels (p = 1); stored where "
+        "p >= 0.01.",
+    ),
+}
 
 # --- reading the inputs -------------------------------------------------------------------------------------
 
@@ -154,6 +203,7 @@ class EstimatesConfig(Config):
     n_draws: int = es.DEFAULT_DRAWS
     mi_draws: int = MI_DRAWS
     split_repeats: int = SPLIT_REPEATS
+    calibration_draws: int = 40
     seed: int = 16
 
 
@@ -287,6 +337,31 @@ def _reliability_figure(context: AssetExecutionContext, warehouse: Warehouse, re
         return {}
 
 
+CALIBRATION_TABLES = ("occupation_probability_calibration", "unit_coverage_simulation_check")
+
+
+def _calibration_figures(context: AssetExecutionContext, warehouse: Warehouse,
+                         tables: dict[str, pl.DataFrame]) -> dict[str, dict]:
+    """The calibration figures (models/figures/estimates.py) into this run's export folder; never fails."""
+    try:
+        from assets.exports import FIGURES_DIR, export_folder, figure_metadata
+        from models.figures.estimates import occupation_probability_figure, unit_coverage_figure
+
+        folder = export_folder(context, warehouse) / FIGURES_DIR
+        return {
+            "occupation_probability_calibration": figure_metadata(
+                "occupation_probability_calibration",
+                occupation_probability_figure(tables["occupation_probability_calibration"]), folder,
+                title="Per-text occupation probabilities against the judge"),
+            "unit_coverage_simulation_check": figure_metadata(
+                "unit_coverage_simulation_check", unit_coverage_figure(tables["unit_coverage_simulation_check"]),
+                folder, title="p_covered against a known truth"),
+        }
+    except Exception as error:  # noqa: BLE001
+        context.log.warning(f"calibration figures not drawn: {type(error).__name__}: {error}")
+        return {}
+
+
 @multi_asset(
     group_name=GROUP,
     deps=["benchmark_prompts", "prompt_task_labels", "onet_tasks", "task_hours", "judge_sample_labels",
@@ -321,6 +396,7 @@ def _reliability_figure(context: AssetExecutionContext, warehouse: Warehouse, re
             "set and combined with Rubin's rules (coefficients and probability ratios), beside "
             "coverage_regressions.",
         ),
+        **UNIT_OUTS,
     },
 )
 def headline_estimates(
@@ -333,10 +409,26 @@ def headline_estimates(
     problem = _problem(inputs, judge_rows, inputs["labels"])  # type: ignore[arg-type]
     scopes = es.scopes_for(problem, inputs["membership"])  # type: ignore[arg-type]
     thresholds = tuple(sorted(set(config.thresholds) | {5}))
+    unit_draws = es.UnitDraws(problem, scopes, config.n_draws, with_texts=True)
     result = es.run_estimators(
-        problem, scopes, thresholds=thresholds, n_draws=config.n_draws, seed=config.seed, keep_counts=config.mi_draws
+        problem, scopes, thresholds=thresholds, n_draws=config.n_draws, seed=config.seed, keep_counts=config.mi_draws,
+        unit_draws=unit_draws,
     )
     frame = es.estimates_frame(problem, scopes, result, thresholds)
+    cpu_units = time.process_time()
+    counted_problem = problem if inputs["published_labels"] is inputs["labels"] else _problem(
+        inputs, judge_rows, inputs["published_labels"])  # type: ignore[arg-type]
+    units = es.unit_estimates(unit_draws, es.labels_as_truth_counts(counted_problem), thresholds)
+    units |= es.benchmark_share_estimates(unit_draws)
+    assert unit_draws.text_estimates is not None
+    units["prompt_occupation_estimates"] = unit_draws.text_estimates.table(texts)  # type: ignore[attr-defined]
+    cpu_units = time.process_time() - cpu_units
+    cpu_calibration = time.process_time()
+    units["occupation_probability_calibration"] = es.occupation_probability_calibration(
+        problem, n_draws=config.calibration_draws, seed=config.seed)
+    units["unit_coverage_simulation_check"] = es.unit_coverage_simulation_check(
+        problem, replications=config.split_repeats, n_draws=min(config.n_draws, 50), seed=config.seed)
+    cpu_calibration = time.process_time() - cpu_calibration
     if inputs["published_labels"] is not inputs["labels"]:  # labels as counted = the published labels
         counted = _labels_as_counted(inputs, judge_rows, scopes, thresholds, config.seed)
         frame = pl.concat([frame.filter(pl.col("estimator") != "labels_as_truth"), counted.select(frame.columns)])
@@ -389,6 +481,13 @@ def headline_estimates(
             "preview": MetadataValue.md(_md(pooled)),
         },
     )
+    context.log.info(f"per-unit and per-text tables {cpu_units:.1f} CPU-s, their calibration {cpu_calibration:.1f} "
+                     "CPU-s")
+    figures = _calibration_figures(context, warehouse, units)
+    for name, table in units.items():
+        seconds = cpu_calibration if name in CALIBRATION_TABLES else cpu_units
+        yield Output(table, name, metadata={"rows": table.height, "preview": MetadataValue.md(_md(table, 12)),
+                                            "cpu_seconds": round(seconds, 2), **figures.get(name, {})})
     yield Output(split, "estimate_split_check", metadata={"preview": MetadataValue.md(_md(split, 40)),
                                                           "seconds": round(t_split, 2)})
     yield Output(mi, "coverage_regressions_mi", metadata={"preview": MetadataValue.md(_md(mi)),
@@ -397,3 +496,27 @@ def headline_estimates(
                                                               mi.head(10).write_json()))})
 
 
+
+
+@asset_check(
+    asset="task_estimates",
+    name="unit_estimates_sum_to_headline",
+    blocking=False,
+    additional_deps=["occupation_estimates", "major_group_estimates", "headline_estimates"],
+    description="For each index and threshold the sum of p_covered over tasks, occupations and major groups, and "
+    "the hours-weighted sum over tasks, equal the model-assisted means of headline_estimates (the same draws).",
+)
+def unit_estimates_sum_to_headline(warehouse: Warehouse) -> AssetCheckResult:
+    names = ["task_estimates", "occupation_estimates", "major_group_estimates", "headline_estimates"]
+    missing = [n for n in names if not warehouse.table_exists(n)]
+    if missing:
+        return AssetCheckResult(passed=False, metadata={"missing_tables": missing})
+    units = {n: warehouse.read_table(n) for n in names[:3]}
+    tasks = units["task_estimates"]
+    one = tasks.filter((pl.col("benchmark_index") == es.ALL_INDEX) & (pl.col("threshold") == tasks["threshold"].min()))
+    result = es.unit_sum_check(units, warehouse.read_table("headline_estimates"), float(one["hours"].sum()))
+    return AssetCheckResult(
+        passed=result.height > 0 and bool(result["ok"].all()),
+        metadata={"rows": result.height, "largest_difference": float(result["difference"].max() or 0.0),
+                  "table": MetadataValue.md(_md(result, 40))},
+    )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from models.data_dictionary import analysis_tables, report_tables
+from models.data_dictionary import analysis_tables, report_tables, unit_estimates
 from models.data_dictionary.common import (
     BENCH,
     BOOL,
@@ -261,6 +261,8 @@ TABLE_DESCRIPTIONS["estimate_split_check"] = (
 TABLE_DESCRIPTIONS["coverage_regressions_mi"] = (
     "Coverage logits with labeler error: refitted on imputed label sets, combined with Rubin's rules."
 )
+DATA_DICTIONARY.update(unit_estimates.TABLES)  # per-unit and per-text estimates (issue 25)
+TABLE_DESCRIPTIONS.update(unit_estimates.DESCRIPTIONS)
 
 def describe(table: str, column: str) -> Entry | None:
     """(meaning, unit, source) of `column` in `table`, or None when undocumented."""

@@ -55,6 +55,12 @@ draw is a numpy bincount over label rows.
 
 from __future__ import annotations
 
+from models.estimates.calibration import (  # noqa: F401
+    CALIBRATION_SCHEMA,
+    COVERAGE_CHECK_SCHEMA,
+    occupation_probability_calibration,
+    unit_coverage_simulation_check,
+)
 from models.estimates.checks import (  # noqa: F401
     RELIABILITY_SCHEMA,
     Simulation,
@@ -122,4 +128,18 @@ from models.estimates.tables import (  # noqa: F401
     run_estimators,
     with_bounds,
     with_published,
+)
+from models.estimates.texts import (  # noqa: F401
+    P_MIN,
+    PROMPT_OCCUPATION_SCHEMA,
+    TextOccupationDraws,
+    text_occupation_probabilities,
+)
+from models.estimates.units import (  # noqa: F401
+    SHARE_TABLES,
+    UNIT_TABLES,
+    UnitDraws,
+    benchmark_share_estimates,
+    unit_estimates,
+    unit_sum_check,
 )

@@ -376,11 +376,18 @@ class ModelAssisted:
             tasks[spread] = self.tasks_by_occ[self.occ_start[o] + offset]
         return tasks
 
+    def parameters(self, rng: np.random.Generator, bootstrap: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A draw's (bootstrap weights, calibration factors, mixture weights); kept as `last_parameters` so the
+        per-text estimates (models.estimates.texts) follow the very draws the headline makes."""
+        boot = self.bootstrap.draw(rng if bootstrap else None)
+        factors = calibration_factors(self.problem, boot, self.prior, self.sampled_rows)
+        mixture = self.weights_for(boot) if bootstrap else self.weights
+        self.last_parameters = (boot, factors, mixture)
+        return boot, factors, mixture
+
     def draw(self, rng: np.random.Generator, bootstrap: bool = True) -> np.ndarray:
         pr = self.problem
-        boot = self.bootstrap.draw(rng if bootstrap else None)
-        factors = calibration_factors(pr, boot, self.prior, self.sampled_rows)
-        mixture = self.weights_for(boot) if bootstrap else self.weights
+        boot, factors, mixture = self.parameters(rng, bootstrap)
         counts = self.unsampled_labels.draw(rng, np.where(self.has_sample, factors, 1.0))
         counts[self.has_sample] += self.judge_known[self.has_sample]
         if self.recipients.size == 0 or self.missed_task.size == 0:

@@ -36,6 +36,8 @@ from models.estimates.problem import (
     scopes_for,
 )
 from models.estimates.richness import RICHNESS, richness_estimates
+from models.estimates.texts import TextOccupationDraws
+from models.estimates.units import UnitDraws
 
 # --- putting it together ---------------------------------------------------------------------------------------
 
@@ -59,9 +61,12 @@ def run_estimators(
     seed: int = 16,
     keep_counts: int = 0,
     estimators: Sequence[str] = ESTIMATORS,
+    unit_draws: UnitDraws | None = None,
 ) -> EstimateDraws:
     """Every estimator's point value and `n_draws` draws for every scope. `keep_counts` keeps that many
-    pooled per-task count vectors of the labeler and model-assisted draws (for refitting regressions)."""
+    pooled per-task count vectors of the labeler and model-assisted draws (for refitting regressions).
+    `unit_draws` is handed every model-assisted count matrix (the per-unit and per-text estimates of the same
+    draws; models.estimates.units); it draws no random numbers, so the headline is the same with or without."""
     agg = Aggregator(problem, scopes, thresholds)
     rng = np.random.default_rng(seed)
     point: dict[str, np.ndarray] = {}
@@ -70,6 +75,8 @@ def run_estimators(
     if "labels_as_truth" in estimators:
         point["labels_as_truth"] = agg.headline(labels_as_truth_counts(problem))
     assisted = ModelAssisted(problem) if "model_assisted" in estimators else None
+    if unit_draws is not None and unit_draws.with_texts and assisted is not None:
+        unit_draws.text_estimates = TextOccupationDraws(assisted)
     every_label = GroupedLabels(problem, np.arange(problem.lab_p.shape[0]))
     bootstrap = StratifiedBootstrap(problem)
     # benchmarks without judge-sampled texts enter the model-assisted draws through their labeler draws
@@ -88,6 +95,8 @@ def run_estimators(
                 counts = assisted.draw(rng)
                 if fill.any():
                     counts[fill] = labeler_draw(problem, rng, every_label)[fill]
+                if unit_draws is not None:
+                    unit_draws.add(counts, assisted)
             stack[d] = agg.headline(counts)
             if name in kept and d < keep_counts:
                 kept[name].append(counts.sum(axis=0))
@@ -310,6 +319,14 @@ EXPORT_TABLES: tuple[str, ...] = (
     "labeler_reliability",
     "estimate_split_check",
     "coverage_regressions_mi",
+    "task_estimates",
+    "occupation_estimates",
+    "major_group_estimates",
+    "benchmark_occupation_estimates",
+    "benchmark_major_group_estimates",
+    "prompt_occupation_estimates",
+    "occupation_probability_calibration",
+    "unit_coverage_simulation_check",
 )
 
 

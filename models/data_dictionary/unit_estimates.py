@@ -1,0 +1,122 @@
+"""Dictionary entries of the per-unit and per-text estimates and their calibration (models/estimates/units.py,
+texts.py, calibration.py; issue 25)."""
+
+from __future__ import annotations
+
+from models.data_dictionary.common import BOOL, COMMON, COUNT, HOURS_UNIT, PROB, SHARE, TEXT, Entry
+
+ESTIMATES = "computed: models/estimates/ from prompt_task_labels (p_exercised) and the judge sample"
+DRAWS = "the headline's model-assisted draws (headline_estimates, same seed)"
+INDEX: Entry = ("benchmark index the row is computed for ('all' = every landed benchmark)", TEXT, ESTIMATES)
+
+
+def _unit(unit: str, prompts: str) -> dict[str, Entry]:
+    return {
+        "benchmark_index": INDEX,
+        "threshold": COMMON["threshold"],
+        "p_covered": (
+            f"probability the {unit} is covered at the threshold: share of the {DRAWS} in which {prompts} "
+            "reach the threshold; summed over the units of an index and threshold it is the model-assisted "
+            "headline mean (at >= 1 prompt the imputation's extrapolation, the ceiling side of the published "
+            "bounds)", PROB, ESTIMATES),
+        "prompts_mean": (f"{prompts}: mean over the draws", COUNT, ESTIMATES),
+        "prompts_low": (f"{prompts}: 2.5th percentile over the draws", COUNT, ESTIMATES),
+        "prompts_high": (f"{prompts}: 97.5th percentile over the draws", COUNT, ESTIMATES),
+        "labels_count": (f"{prompts} with every published label counted as true (the labels as counted, as the "
+                         "coverage tables count them)", COUNT, ESTIMATES),
+        "judged_texts": (f"judge-sampled texts of the index whose judge labels exercise the {unit}", COUNT,
+                         ESTIMATES),
+        "hours": (f"annual US work hours on the {unit}'s tasks (task_hours)", HOURS_UNIT, ESTIMATES),
+    }
+
+
+def _uncovered(unit: str) -> dict[str, Entry]:
+    what = f"annual hours on the {unit}'s tasks below the threshold in a draw"
+    return {
+        "uncovered_hours_mean": (f"{what}: mean over the draws (= sum over its tasks of hours x (1 - p_covered))",
+                                 HOURS_UNIT, ESTIMATES),
+        "uncovered_hours_low": (f"{what}: 2.5th percentile over the draws", HOURS_UNIT, ESTIMATES),
+        "uncovered_hours_high": (f"{what}: 97.5th percentile over the draws", HOURS_UNIT, ESTIMATES),
+    }
+
+
+def _shares(unit: str) -> dict[str, Entry]:
+    what = f"the {unit}'s share of the benchmark's prompt x task labels in a draw"
+    return {
+        "benchmark": COMMON["benchmark"],
+        "share_mean": (f"{what}: mean over the {DRAWS}", SHARE, ESTIMATES),
+        "share_low": (f"{what}: 2.5th percentile", SHARE, ESTIMATES),
+        "share_high": (f"{what}: 97.5th percentile", SHARE, ESTIMATES),
+        "rank": ("rank of the mean share within the benchmark (1 = largest)", "rank", ESTIMATES),
+    }
+
+
+TABLES: dict[str, dict[str, Entry]] = {
+    "task_estimates": {**_unit("task", "prompts exercising the task"),
+                       "onet_soc_code": COMMON["onet_soc_code"], "task_id": COMMON["task_id"]},
+    "occupation_estimates": {**_unit("occupation", "prompts on the occupation's most-exercised task"),
+                             **_uncovered("occupation"), "onet_soc_code": COMMON["onet_soc_code"]},
+    "major_group_estimates": {**_unit("major group", "prompts on the group's most-exercised task"),
+                              **_uncovered("major group"), "major_group_code": COMMON["major_group_code"]},
+    "benchmark_occupation_estimates": {**_shares("occupation"), "onet_soc_code": COMMON["onet_soc_code"]},
+    "benchmark_major_group_estimates": {**_shares("major group"), "major_group_code": COMMON["major_group_code"]},
+    "prompt_occupation_estimates": {
+        "prompt_hash": ("hash of the prompt text (the texts shared by several prompts of a benchmark are one)",
+                        TEXT, ESTIMATES),
+        "benchmark": COMMON["benchmark"],
+        "onet_soc_code": COMMON["onet_soc_code"],
+        "p": ("probability the text exercises the occupation: the expected share of the headline's draws in "
+              "which it does (rows with p >= 0.01); 1 for a judged text's own judge occupations", PROB, ESTIMATES),
+        "judged": ("the judge read this text: p is its judge label", BOOL, ESTIMATES),
+    },
+    "occupation_probability_calibration": {
+        "evaluation": ("within_benchmark (five folds of each benchmark's judged texts held out in turn) or "
+                       "leave_one_benchmark_out (a benchmark's whole sample held out)", TEXT, ESTIMATES),
+        "predictor": ("model (the per-text probabilities) or raw_labels (the labeler's occupations as 0/1)",
+                      TEXT, ESTIMATES),
+        "bin": ("probability bin of width 0.1 (0 = lowest); null on the summary row", "rank", ESTIMATES),
+        "p_low": ("lower edge of the bin (summary row: 0.05, the ECE's floor)", PROB, ESTIMATES),
+        "p_high": ("upper edge of the bin", PROB, ESTIMATES),
+        "n_pairs": ("(text, occupation) pairs with p >= 0.05 in the bin (summary: in all bins)", COUNT, ESTIMATES),
+        "mean_p": ("mean predicted p of the bin", PROB, ESTIMATES),
+        "observed": ("share of the bin's pairs the judge gives", SHARE, ESTIMATES),
+        "n_texts": ("held-out judged texts scored", COUNT, ESTIMATES),
+        "top1_accuracy": ("share of judged texts with an occupation whose most probable occupation is one the "
+                          "judge gives", SHARE, ESTIMATES),
+        "brier": ("mean squared error of p against the judge over the pairs either predictor or the judge names",
+                  "squared probability", ESTIMATES),
+        "ece": ("expected calibration error: sum over bins of n_bin / n x |mean p - observed| (pairs with p >= "
+                "0.05)", PROB, ESTIMATES),
+    },
+    "unit_coverage_simulation_check": {
+        "check": ("split (the judged texts are the population, half of each benchmark's the sample) or simulated "
+                  "(populations drawn from models.estimates.checks.simulate)", TEXT, ESTIMATES),
+        "unit": ("task, occupation or major_group", TEXT, ESTIMATES),
+        "threshold": COMMON["threshold"],
+        "bin": ("p_covered bin of width 0.1 (0 = lowest; units with p_covered = 0 left out)", "rank", ESTIMATES),
+        "p_low": ("lower edge of the bin", PROB, ESTIMATES),
+        "p_high": ("upper edge of the bin", PROB, ESTIMATES),
+        "n_units": ("units in the bin, over all replications", COUNT, ESTIMATES),
+        "mean_p": ("mean p_covered of the bin", PROB, ESTIMATES),
+        "share_covered": ("share of the bin's units covered in the known truth", SHARE, ESTIMATES),
+        "difference": ("share_covered - mean_p", SHARE, ESTIMATES),
+        "replications": ("populations (splits or simulations) pooled", COUNT, ESTIMATES),
+    },
+}
+
+DESCRIPTIONS: dict[str, str] = {
+    "task_estimates": "Per index, task and threshold: probability covered, expected prompts with interval, the "
+    "labels as counted and the judged texts (from the headline's draws).",
+    "occupation_estimates": "Per index, occupation and threshold: probability covered, expected prompts, "
+    "expected uncovered work hours with intervals.",
+    "major_group_estimates": "Per index, SOC major group and threshold: probability covered, expected prompts, "
+    "expected uncovered work hours.",
+    "benchmark_occupation_estimates": "Each benchmark's estimated occupation shares of its labels, with "
+    "intervals.",
+    "benchmark_major_group_estimates": "Each benchmark's estimated SOC major group shares of its labels, with "
+    "intervals.",
+    "prompt_occupation_estimates": "Per prompt text: the probability it exercises each occupation (p >= 0.01).",
+    "occupation_probability_calibration": "Per-text occupation probabilities against the judge on held-out "
+    "texts: top-1, Brier, ECE and reliability bins, beside the raw labels.",
+    "unit_coverage_simulation_check": "p_covered against a known truth: share covered per probability bin.",
+}

@@ -1,0 +1,189 @@
+"""Per-text occupation estimates (issue 25, item 2): the share of the headline's draws in which a text exercises
+an occupation.
+
+A text the judge read keeps its judge labels (p = 1 for its occupations, 0 for every other). For any other text,
+each model-assisted draw d (ModelAssisted: a bootstrap of the judge sample, calibration factors a_b, mixture
+weights of the miss model) makes the text exercise occupation o unless none of its labels in o is kept and none
+of its missed labels falls in o. Given the draw's parameters these are independent, so the draw's probability
+is computed exactly instead of sampled (Rao-Blackwell: the same expectation as the share of draws, without the
+per-draw sampling noise, and no Python loop per text):
+
+    P_d(t, o) = 1 - prod_{labels of t in o} (1 - min(1, a_b p)) * sum_n pi_b(n) (1 - q_t(o))^n
+
+pi_b: the number of missed labels of a donor (a judged text of the benchmark, bootstrap-weighted); q_t(o): the
+miss mixture's probability of a task of o for this text (uniform part, the benchmark's sampled misses and their
+occupations and major groups, the labeler's mass, the text's own labeled occupations). p = mean over draws.
+Two approximations, both small: a missed task already among the text's labels is redrawn in the draws and not
+here, and prompts sharing a text are not told apart (one text, one probability).
+
+A benchmark without judge-sampled texts: its labels are recalibrated by the pooled factor (calibration_factors
+shrinks an empty benchmark to it) and its texts get misses from the pooled donors, their tasks from the
+labeler's mass and the text's own occupations (the parts that need no sample of the benchmark). The headline and
+the per-unit tables count such a benchmark through the labeler alone; the per-text table is the better guess
+for one text.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from models.estimates.draws import ModelAssisted
+from models.estimates.problem import Problem
+from models.estimates.units import occupation_codes
+
+P_MIN = 0.01  # the table keeps a text's occupations with p at least this (sparse)
+PROMPT_OCCUPATION_SCHEMA: dict[str, pl.DataType] = {
+    "prompt_hash": pl.Utf8(),
+    "benchmark": pl.Utf8(),
+    "onet_soc_code": pl.Utf8(),
+    "p": pl.Float64(),
+    "judged": pl.Boolean(),
+}
+
+
+class TextOccupationDraws:
+    """Accumulates P_d(t, o) over the draws of one ModelAssisted (see the module docstring)."""
+
+    def __init__(self, assisted: ModelAssisted) -> None:
+        pr = assisted.problem
+        self.assisted = assisted
+        self.problem = pr
+        n_occ, n_bench = pr.n_occ, pr.n_bench
+        rows = np.flatnonzero(~pr.text_sampled[pr.lab_text])
+        text = pr.lab_text[rows]
+        occ = pr.task_occ[pr.lab_task[rows]]
+        keys, self.row_pair = np.unique(text.astype(np.int64) * n_occ + occ, return_inverse=True)
+        self.pair_text, self.pair_occ = keys // n_occ, keys % n_occ
+        self.pair_bench = pr.text_bench[self.pair_text]
+        self.row_p = pr.lab_p[rows]
+        self.row_bench = pr.text_bench[text]
+        self.pair_textshare = assisted.text_occ.share(self.pair_text, self.pair_occ)
+        self.occ_size = assisted.occ_size.astype(float)
+        group_size = assisted.group_size.astype(float)
+        self.occ_in_group = self.occ_size / group_size[pr.occ_group]
+        lab_bench = pr.text_bench[pr.lab_text]
+        lab_occ = pr.task_occ[pr.lab_task]
+        weight = pr.text_mult[pr.lab_text]
+        self.lab_share = _row_shares(lab_bench, lab_occ, weight * pr.lab_p, n_bench, n_occ)
+        bench_occ = _row_shares(lab_bench, lab_occ, weight * np.maximum(pr.lab_p, 1e-6), n_bench, n_occ)
+        empty = bench_occ.sum(axis=1) <= 0  # no labels at all: the text-occupation part falls back to uniform
+        bench_occ[empty] = self.occ_size / pr.n_tasks
+        self.bench_occ_share = bench_occ
+        self.missed_bench = pr.text_bench[assisted.missed_text]
+        self.missed_occ = pr.task_occ[assisted.missed_task]
+        self.donor_misses = assisted.missed_per_text[assisted.donors]
+        self.donor_bench = pr.text_bench[assisted.donors]
+        self.max_misses = int(self.donor_misses.max()) if self.donor_misses.size else 0
+        self.sum_pair = np.zeros(keys.size)
+        self.sum_bg_labeled = np.zeros((n_bench, n_occ))
+        self.sum_bg_unlabeled = np.zeros((n_bench, n_occ))
+        self.n = 0
+
+    def _miss_counts(self, boot: np.ndarray) -> np.ndarray:
+        """(B, max+1) distribution of a text's missed-label count: its benchmark's donors, bootstrap-weighted;
+        the pooled donors for a benchmark without any."""
+        pr, width = self.problem, self.max_misses + 1
+        weight = boot[self.assisted.donors]
+        per_bench = np.bincount(self.donor_bench * width + self.donor_misses, weights=weight,
+                                minlength=pr.n_bench * width).reshape(pr.n_bench, width)
+        pooled = per_bench.sum(axis=0)
+        total = per_bench.sum(axis=1, keepdims=True)
+        out = np.where(total > 0, per_bench / np.where(total > 0, total, 1.0), pooled / max(pooled.sum(), 1e-300))
+        if pooled.sum() <= 0:  # no judged text anywhere: no misses
+            out = np.zeros_like(out)
+            out[:, 0] = 1.0
+        return out
+
+    def add(self, assisted: ModelAssisted | None = None, parameters: tuple | None = None) -> None:
+        """One draw, from `parameters` (boot, factors, mixture) or the ModelAssisted's last draw."""
+        boot, factors, mixture = parameters if parameters is not None else (assisted or self.assisted).last_parameters
+        pr, a = self.problem, self.assisted
+        n_occ = pr.n_occ
+        keep = np.minimum(1.0, factors[self.row_bench] * self.row_p)
+        certain = np.bincount(self.row_pair, weights=keep >= 1.0, minlength=self.sum_pair.size) > 0
+        log_none = np.bincount(self.row_pair, weights=np.log1p(-np.minimum(keep, 1 - 1e-12)),
+                               minlength=self.sum_pair.size)
+        none_kept = np.where(certain, 0.0, np.exp(log_none))
+        # the miss mixture's parts per benchmark (ModelAssisted._part_cdf, the draw's reweighted sample)
+        row_boot = boot[a.missed_text]
+        cdf = a._part_cdf(mixture, a.seen.reweighted(row_boot))
+        probs = np.diff(np.concatenate([np.zeros((pr.n_bench, 1)), cdf], axis=1), axis=1)  # (B, 6)
+        seen = _row_shares(self.missed_bench, self.missed_occ, row_boot, pr.n_bench, n_occ)
+        seen_group = _row_shares(self.missed_bench, pr.occ_group[self.missed_occ], row_boot, pr.n_bench,
+                                 pr.n_groups)
+        base = (probs[:, [0]] * self.occ_size / pr.n_tasks
+                + (probs[:, [1]] + probs[:, [4]]) * seen
+                + probs[:, [2]] * self.lab_share
+                + probs[:, [5]] * seen_group[:, pr.occ_group] * self.occ_in_group)
+        counts = self._miss_counts(boot)
+        powers = np.arange(counts.shape[1])
+
+        def no_miss(q: np.ndarray, bench: np.ndarray) -> np.ndarray:
+            return ((1.0 - np.clip(q, 0.0, 1.0))[..., None] ** powers * counts[bench]).sum(axis=-1)
+
+        every = np.arange(pr.n_bench)[:, None]
+        self.sum_bg_labeled += 1.0 - no_miss(base, every)
+        self.sum_bg_unlabeled += 1.0 - no_miss(base + probs[:, [3]] * self.bench_occ_share, every)
+        q_pair = base[self.pair_bench, self.pair_occ] + probs[self.pair_bench, 3] * self.pair_textshare
+        self.sum_pair += 1.0 - none_kept * no_miss(q_pair, self.pair_bench)
+        self.n += 1
+
+    def long_frame(self, p_min: float = P_MIN) -> pl.DataFrame:
+        """t, o (indices), p, judged: every text's occupations with p >= p_min."""
+        pr = self.problem
+        n = max(self.n, 1)
+        judged = np.unique(np.stack([pr.jud_text.astype(np.int64), pr.task_occ[pr.jud_task]]), axis=1)
+        pairs = pl.DataFrame({"t": self.pair_text, "o": self.pair_occ, "p": self.sum_pair / n,
+                              "judged": np.zeros(self.pair_text.size, dtype=bool)})
+        frames = [pl.DataFrame({"t": judged[0], "o": judged[1], "p": np.ones(judged.shape[1]),
+                                "judged": np.ones(judged.shape[1], dtype=bool)}), pairs]
+        unsampled = np.flatnonzero(~pr.text_sampled)
+        labeled = self.assisted.text_occ.has(unsampled)
+        background = []
+        for with_labels, sums in ((True, self.sum_bg_labeled), (False, self.sum_bg_unlabeled)):
+            b_idx, o_idx = np.nonzero(sums / n >= p_min)
+            bg = pl.DataFrame({"b": b_idx, "o": o_idx, "p": sums[b_idx, o_idx] / n})
+            owners = unsampled[labeled == with_labels]
+            background.append(pl.DataFrame({"t": owners, "b": pr.text_bench[owners]}).join(bg, on="b").drop("b"))
+        bg_rows = pl.concat([f.select(pl.col("t").cast(pl.Int64), pl.col("o").cast(pl.Int64), "p")
+                             for f in background])
+        bg_rows = bg_rows.join(pairs.select(pl.col("t").cast(pl.Int64), pl.col("o").cast(pl.Int64)), on=["t", "o"],
+                               how="anti")
+        frames.append(bg_rows.with_columns(pl.lit(False).alias("judged")))
+        return pl.concat([f.select(pl.col("t").cast(pl.Int64), pl.col("o").cast(pl.Int64),
+                                   pl.col("p").cast(pl.Float64).clip(0.0, 1.0), "judged") for f in frames]).filter(
+            pl.col("p") >= p_min)
+
+    def table(self, texts: pl.DataFrame, p_min: float = P_MIN) -> pl.DataFrame:
+        """`prompt_occupation_estimates` (PROMPT_OCCUPATION_SCHEMA): every text's occupations with p >= p_min;
+        `texts`: the text_frame the problem was built from (benchmark, prompt_hash)."""
+        pr = self.problem
+        occupations = pl.DataFrame({"o": np.arange(pr.n_occ, dtype=np.int64), "onet_soc_code": occupation_codes(pr)})
+        keys = texts.select("benchmark", "prompt_hash").sort("benchmark", "prompt_hash").with_row_index("t")
+        return (
+            self.long_frame(p_min)
+            .join(keys.with_columns(pl.col("t").cast(pl.Int64)), on="t")
+            .join(occupations, on="o")
+            .select(*PROMPT_OCCUPATION_SCHEMA)
+            .sort("benchmark", "prompt_hash", "p", descending=[False, False, True])
+        )
+
+
+def _row_shares(owner: np.ndarray, value: np.ndarray, weight: np.ndarray, n_owner: int, n_value: int) -> np.ndarray:
+    """(owners, values) each owner's weight share of every value (rows without weight are 0)."""
+    mass = np.bincount(owner.astype(np.int64) * n_value + value, weights=weight,
+                       minlength=n_owner * n_value).reshape(n_owner, n_value)
+    total = mass.sum(axis=1, keepdims=True)
+    return np.divide(mass, total, out=np.zeros_like(mass), where=total > 0)
+
+
+def text_occupation_probabilities(problem: Problem, n_draws: int, seed: int) -> TextOccupationDraws:
+    """The per-text estimates of `problem` from `n_draws` fresh model-assisted draw parameters (no count
+    draws): the calibration check's held-out folds."""
+    assisted = ModelAssisted(problem)
+    collector = TextOccupationDraws(assisted)
+    rng = np.random.default_rng(seed)
+    for _ in range(n_draws):
+        collector.add(parameters=assisted.parameters(rng))
+    return collector
