@@ -39,9 +39,11 @@ GROUP = "gaps"
 LABELS = "prompt_task_labels"
 LABEL_COUNTS = "task_label_counts"  # coverage needs prompts per task, not the (much larger) label table
 MEMBERSHIP = "benchmark_index_membership"  # the gap lists are computed per benchmark index
+
 # the per-unit estimates (issue 25): occupation_gaps ranks by expected uncovered hours when they exist
 TASK_ESTIMATES, OCCUPATION_ESTIMATES = "task_estimates", "occupation_estimates"
-GAP_DEPS = [AssetKey(t) for t in (*gaps.REFERENCE_TABLES, LABEL_COUNTS, MEMBERSHIP)]
+GAP_DEPS = [AssetKey(t) for t in (*gaps.REFERENCE_TABLES, LABEL_COUNTS, MEMBERSHIP, TASK_ESTIMATES,
+                                  OCCUPATION_ESTIMATES)]
 SCORED_LABEL_COLUMNS = ["benchmark", "prompt_id", "onet_soc_code", "task_id", "labeler", "labeler_version", "rank"]
 POWER_DEPS = [AssetKey(t) for t in (LABELS, "benchmark_results", "occupation_model_scores")]
 

@@ -30,7 +30,8 @@ from pipelines.resources import LabelerResource, Warehouse
 
 GROUP = "gaps"
 WHATIF_DEPS = [
-    AssetKey(t) for t in (*gaps.REFERENCE_TABLES, *whatif.INDEX_TABLES, whatif.LABELS, "benchmark_prompts")
+    AssetKey(t) for t in (*gaps.REFERENCE_TABLES, *whatif.INDEX_TABLES, whatif.LABELS, "benchmark_prompts",
+                          *whatif.ESTIMATE_TABLES)
 ]
 
 
