@@ -197,6 +197,12 @@ def test_group_from_estimated_shares_beats_raw_labels_and_an_assignment_wins():
     assert office == pytest.approx({"43-0000": 1.8 / 2.9, "23-0000": 1.1 / 2.9})
 
     props = ix.measured_properties(benchmarks, counts, group_shares=shares)
+    # the headline's table reads the same: benchmark_major_group_estimates -> the same groups and shares
+    table = shares.select("benchmark", "major_group_code", pl.col("share").alias("share_mean"),
+                          pl.lit(0.0).alias("share_low"))
+    again = ix.measured_properties(benchmarks, counts, group_shares=ix.shares_from_benchmark_estimates(table))
+    assert again.select("benchmark", "major_group", "estimated_major_group_share").equals(
+        props.select("benchmark", "major_group", "estimated_major_group_share"))
     rows = {r["benchmark"]: r for r in props.iter_rows(named=True)}
     assert (rows["cyber"]["labeled_major_group"], rows["cyber"]["major_group"]) == ("43-0000", "15-0000")
     assert (rows["office"]["labeled_major_group"], rows["office"]["major_group"]) == ("23-0000", "43-0000")
@@ -330,6 +336,26 @@ def _work_shares(tables) -> dict[str, float]:
         pl.col("is_work").cast(pl.Float64).mean()
     )
     return dict(shares.iter_rows())
+
+
+@pytest.mark.slow
+def test_membership_groups_are_the_estimated_ones(tables):
+    """Issue 25 item 5: every benchmark with labels is placed in the major group with the largest share of
+    its estimated work in the headline's own table (benchmark_major_group_estimates), with that share; the raw
+    labels' group is what it was before (labeled_major_group in values_read is no longer what decides)."""
+    membership = tables("benchmark_index_membership")
+    top = tables("benchmark_major_group_estimates").filter(pl.col("rank") == 1)
+    expected = dict(top.select("benchmark", "major_group_code").iter_rows())
+    shares = dict(top.select("benchmark", "share_mean").iter_rows())
+    for row in membership.filter(pl.col("major_group_rule") == ix.RULE_ESTIMATED).iter_rows(named=True):
+        assert row["major_group"] == expected[row["benchmark"]], row["benchmark"]
+        assert row["major_group_share"] == pytest.approx(shares[row["benchmark"]], abs=1e-12)
+    placed = membership.filter(pl.col("benchmark_index") == ECONOMIC)
+    by_rule = placed.group_by("major_group_rule").len()
+    assert dict(by_rule.iter_rows()).get(ix.RULE_ESTIMATED, 0) >= 25  # all but a benchmark with no labels
+    # the three the raw labels misplaced (issue 25): security, office and database work
+    groups = dict(placed.select("benchmark", "major_group").iter_rows())
+    assert (groups["cybench"], groups["officebench"], groups["spider2"]) == ("15-0000", "43-0000", "15-0000")
 
 
 @pytest.mark.slow
