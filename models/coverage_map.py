@@ -192,8 +192,9 @@ def map_estimates(
     occupation_estimates: pl.DataFrame | None, codes: Sequence[str], thresholds: Sequence[int] = THRESHOLDS
 ) -> dict[str, dict[str, list[list[float] | None]]]:
     """index -> str(threshold) -> one entry per occupation of `codes` (the page's tile order): [p_covered,
-    prompts_mean, prompts_low, prompts_high, labels_count, judged_texts], or None where the sparse table has
-    no row (no draw gave it a prompt: p 0, no prompts). Empty without estimates."""
+    prompts_mean, prompts_low, prompts_high, labels_count, judged_texts] (the prompts: on the occupation's
+    most-exercised task, so covered <=> prompts >= threshold), or None where the table has no row (p 0, no
+    prompts). Empty without estimates."""
     if occupation_estimates is None or occupation_estimates.is_empty():
         return {}
     position = {code: i for i, code in enumerate(codes)}
@@ -533,14 +534,14 @@ function showTip(tile, x, y){
       state.threshold + " prompt" + (state.threshold > 1 ? "s" : "") + ")"));
     tip.append(el("div", {className: "est-p"}, "Probability covered: " + p.toFixed(2) + " \u2014 " +
       D.classes[pClass(p)][2].split(" (")[0]));
-    tip.append(el("div", {className: "est-prompts"}, "Expected prompts: " + fmt(mean) + " (95% interval " +
-      fmt(low) + "\u2013" + fmt(high) + ")"));
+    tip.append(el("div", {className: "est-prompts"}, "Expected prompts on its most-exercised task: " + fmt(mean) +
+      " (95% interval " + fmt(low) + "\u2013" + fmt(high) + ")"));
     tip.append(el("div", {}, "Judged texts exercising it: " + judged));
   }
   tip.append(el("div", {className: "sec"}, "Labels as counted" + (est ? " (for comparison)" : "")));
   if (est) {
     const labelled = (est[Number(tile.dataset.index)] || [0, 0, 0, 0, 0])[4];
-    tip.append(el("div", {className: "labels-count"}, "Prompts labeled with its tasks: " + labelled));
+    tip.append(el("div", {className: "labels-count"}, "Prompts labeled with its most-labeled task: " + labelled));
   }
   tip.append(el("div", {}, "Tasks covered (\u2265 " + state.threshold + unit + covered.length +
     " of " + occ.n + " (" + pctCovered + "%)"));

@@ -359,9 +359,9 @@ def test_tiles_show_the_estimated_probability_with_its_legend_and_hover(browser,
         value = round(value, 4)
         return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
 
-    assert (f"Expected prompts: {fmt(row['prompts_mean'])} (95% interval {fmt(row['prompts_low'])}\u2013"
-            f"{fmt(row['prompts_high'])})") in text
-    assert f"Prompts labeled with its tasks: {row['labels_count']}" in text
+    assert (f"Expected prompts on its most-exercised task: {fmt(row['prompts_mean'])} (95% interval "
+            f"{fmt(row['prompts_low'])}\u2013{fmt(row['prompts_high'])})") in text
+    assert f"Prompts labeled with its most-labeled task: {row['labels_count']}" in text
     assert text.index("Expected prompts") < text.index("Labels as counted (for comparison)")
     assert text.index("Labels as counted") < text.index("Tasks covered (\u2265 5 prompts)")
 
