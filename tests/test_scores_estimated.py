@@ -71,3 +71,30 @@ def test_single_benchmark_clusters_by_prompt():
     assert (row["cluster_unit"], row["n_clusters"], row["n_prompts"]) == ("prompt", 3, 3)
     s = np.array([0.5, 0.0, 1.0])
     assert row["within_var"] == pytest.approx(1.5 * ((s - s.mean()) ** 2).sum() / 9)
+
+
+@pytest.mark.slow
+def test_estimated_scores_on_the_mirror(full_pipeline):
+    """On the mirror: the asset holds one row per occupation x model with at least one expected scored prompt,
+    each estimate inside its interval, and the estimate of the occupation with most expected prompts agrees
+    with the p-weighted mean recomputed from the tables (to the draws' Monte Carlo error)."""
+    from pipelines import warehouse as wh
+
+    frame = wh.read_table(full_pipeline.warehouse, "occupation_model_scores_estimated")
+    assert frame.height > 0 and frame.columns == list(ESTIMATED_SCORES_SCHEMA)
+    assert (frame["expected_prompts"] >= 1.0).all()
+    inside = frame.filter(pl.col("ci_low").is_not_null())
+    assert ((inside["ci_low"] <= inside["estimated_mean"] + 1e-12)
+            & (inside["estimated_mean"] <= inside["ci_high"] + 1e-12)).all()
+    top = frame.sort("expected_prompts", descending=True).row(0, named=True)
+    with wh.connect(full_pipeline.warehouse, read_only=True) as con:
+        weighted = con.execute(
+            """select sum(s.score * e.p) / sum(e.p) from (
+                   select benchmark, prompt_id, avg(score) as score from benchmark_results
+                   where model = ? and score is not null group by 1, 2) s
+               join benchmark_prompts p using (benchmark, prompt_id)
+               join prompt_occupation_estimates e on e.benchmark = p.benchmark and e.prompt_hash = p.prompt_hash
+               where e.onet_soc_code = ?""",
+            [top["model"], top["onet_soc_code"]],
+        ).fetchone()[0]
+    assert top["estimated_mean"] == pytest.approx(weighted, abs=max(0.02, 3 * top["se"] / 10))
