@@ -87,8 +87,9 @@ UNIT_OUTS: dict[str, AssetOut] = {
     "prompt_occupation_estimates": AssetOut(
         kinds=KINDS,
         description="Per prompt text and occupation: p, the probability (expected share of the headline's draws) "
-        "that the text exercises the occupation; judged texts carry their judge labels (p = 1); stored where "
-        "p >= 0.01.",
+        "that the text exercises the occupation, and p_calibrated (p through a logistic map fitted on the judge "
+        "sample's held-out texts, see occupation_probability_calibration); judged texts carry their judge labels "
+        "(p = 1); stored where p >= 0.01.",
     ),
 }
 
@@ -203,7 +204,7 @@ class EstimatesConfig(Config):
     n_draws: int = es.DEFAULT_DRAWS
     mi_draws: int = MI_DRAWS
     split_repeats: int = SPLIT_REPEATS
-    calibration_draws: int = 40
+    calibration_draws: int = 20  # per-text p is exact per draw: 20 bootstrap draws settle it
     seed: int = 16
 
 
@@ -420,15 +421,18 @@ def headline_estimates(
         inputs, judge_rows, inputs["published_labels"])  # type: ignore[arg-type]
     units = es.unit_estimates(unit_draws, es.labels_as_truth_counts(counted_problem), thresholds)
     units |= es.benchmark_share_estimates(unit_draws)
-    assert unit_draws.text_estimates is not None
-    units["prompt_occupation_estimates"] = unit_draws.text_estimates.table(texts)  # type: ignore[attr-defined]
     cpu_units = time.process_time() - cpu_units
     cpu_calibration = time.process_time()
-    units["occupation_probability_calibration"] = es.occupation_probability_calibration(
+    units["occupation_probability_calibration"], recalibration = es.text_probability_calibration(
         problem, n_draws=config.calibration_draws, seed=config.seed)
     units["unit_coverage_simulation_check"] = es.unit_coverage_simulation_check(
         problem, replications=config.split_repeats, n_draws=min(config.n_draws, 50), seed=config.seed)
     cpu_calibration = time.process_time() - cpu_calibration
+    assert unit_draws.text_estimates is not None
+    started_texts = time.process_time()
+    units["prompt_occupation_estimates"] = unit_draws.text_estimates.table(  # type: ignore[attr-defined]
+        texts, recalibrate=recalibration)
+    cpu_units += time.process_time() - started_texts
     if inputs["published_labels"] is not inputs["labels"]:  # labels as counted = the published labels
         counted = _labels_as_counted(inputs, judge_rows, scopes, thresholds, config.seed)
         frame = pl.concat([frame.filter(pl.col("estimator") != "labels_as_truth"), counted.select(frame.columns)])

@@ -7,7 +7,8 @@ bench/cold.py when missing). For each factor F a child process builds the inputs
 the warehouse and replicates every benchmark's distinct prompt texts F times as *new* texts (fresh prompt_hash,
 the same labels and p_exercised), so N_b grows F-fold while the judge sample stays the same, then runs what the
 asset runs: every estimator (--draws draws), the reliability table, the split-sample check (10 splits) and the
-regressions with Rubin's rules (20 draws). Each stage's seconds and the child's peak RSS are reported; one JSON
+regressions with Rubin's rules (20 draws), and the per-unit / per-text tables of the same draws with their
+calibration checks (issue 25; `*_cpu` are CPU seconds). Each stage's seconds and the child's peak RSS are reported; one JSON
 object on stdout.
 """
 
@@ -63,9 +64,25 @@ def one(warehouse: str, factor: int, draws: int) -> dict:
     scopes = es.scopes_for(problem, inputs["membership"])
     times["build"] = time.perf_counter() - t
     t = time.perf_counter()
-    result = es.run_estimators(problem, scopes, n_draws=draws, keep_counts=20)
+    cpu = time.process_time()
+    units = es.UnitDraws(problem, scopes, draws, with_texts=True)  # the per-unit / per-text tables (issue 25)
+    result = es.run_estimators(problem, scopes, n_draws=draws, keep_counts=20, unit_draws=units)
     frame = es.estimates_frame(problem, scopes, result)
     times["estimators"] = time.perf_counter() - t
+    times["estimators_cpu"] = time.process_time() - cpu
+    t = time.perf_counter()
+    cpu = time.process_time()
+    tables = es.unit_estimates(units, es.labels_as_truth_counts(problem), es.THRESHOLDS)
+    tables |= es.benchmark_share_estimates(units)
+    tables["prompt_occupation_estimates"] = units.text_estimates.table(texts)  # type: ignore[attr-defined]
+    times["unit_tables"] = time.perf_counter() - t
+    times["unit_tables_cpu"] = time.process_time() - cpu
+    t = time.perf_counter()
+    cpu = time.process_time()
+    es.occupation_probability_calibration(problem, n_draws=40, seed=16)
+    es.unit_coverage_simulation_check(problem, replications=10, n_draws=min(draws, 50), seed=16)
+    times["unit_calibration"] = time.perf_counter() - t
+    times["unit_calibration_cpu"] = time.process_time() - cpu
     t = time.perf_counter()
     es.reliability_table(problem)
     split_check(problem, scopes, 10, min(draws, 50), 16)
@@ -91,6 +108,7 @@ def one(warehouse: str, factor: int, draws: int) -> dict:
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "estimate_rows": frame.height,
         "mi_rows": mi.height,
+        "unit_table_rows": {name: table.height for name, table in tables.items()},
         "published_tasks_covered_all": published.select("threshold", "value", "ci_low", "ci_high").to_dicts(),
     }
 

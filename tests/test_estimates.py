@@ -350,7 +350,17 @@ def test_estimate_tables_are_documented():
 
     sim = es.simulate(np.random.default_rng(9))
     scopes = es.scopes_for(sim.problem)
-    result = es.run_estimators(sim.problem, scopes, n_draws=5)
+    draws = es.UnitDraws(sim.problem, scopes, 5, with_texts=True)
+    result = es.run_estimators(sim.problem, scopes, n_draws=5, unit_draws=draws)
+    units = es.unit_estimates(draws, es.labels_as_truth_counts(sim.problem), es.THRESHOLDS)
+    units |= es.benchmark_share_estimates(draws)
+    sim_texts = pl.DataFrame({"benchmark": [sim.problem.benchmarks[b] for b in sim.problem.text_bench],
+                              "prompt_hash": [str(t) for t in range(sim.problem.text_bench.size)]})
+    units["prompt_occupation_estimates"] = draws.text_estimates.table(sim_texts)
+    units["occupation_probability_calibration"] = es.occupation_probability_calibration(
+        sim.problem, n_draws=3, leave_benchmark_out=False)
+    units["unit_coverage_simulation_check"] = es.unit_coverage_simulation_check(
+        sim.problem, replications=1, n_draws=3, simulated=1)
     headline = es.estimates_frame(sim.problem, scopes, result).with_columns(
         pl.lit("offline").alias("labeler"), pl.lit("v").alias("labeler_version")
     )
@@ -367,6 +377,7 @@ def test_estimate_tables_are_documented():
         "labeler_reliability": es.reliability_table(sim.problem).columns,
         "estimate_split_check": split.columns,
         "coverage_regressions_mi": mi.columns,
+        **{name: table.columns for name, table in units.items()},
     }
     assert set(tables) == set(es.EXPORT_TABLES)
     assert undocumented_columns(tables) == {}

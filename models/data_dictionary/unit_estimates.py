@@ -47,7 +47,8 @@ def _shares(unit: str) -> dict[str, Entry]:
         "share_mean": (f"{what}: mean over the {DRAWS}", SHARE, ESTIMATES),
         "share_low": (f"{what}: 2.5th percentile", SHARE, ESTIMATES),
         "share_high": (f"{what}: 97.5th percentile", SHARE, ESTIMATES),
-        "rank": ("rank of the mean share within the benchmark (1 = largest)", "rank", ESTIMATES),
+        "rank": ("rank of the mean share within the benchmark (1 = largest; null for a zero share)", "rank",
+                 ESTIMATES),
     }
 
 
@@ -67,13 +68,18 @@ TABLES: dict[str, dict[str, Entry]] = {
         "onet_soc_code": COMMON["onet_soc_code"],
         "p": ("probability the text exercises the occupation: the expected share of the headline's draws in "
               "which it does (rows with p >= 0.01); 1 for a judged text's own judge occupations", PROB, ESTIMATES),
+        "p_calibrated": ("p through a logistic recalibration (log-odds of p, whether the text has a label in the "
+                         "occupation) fitted on the judge sample's held-out texts (within-benchmark folds for "
+                         "benchmarks with a sample, leave one benchmark out for the others); = p for judged texts",
+                         PROB, ESTIMATES),
         "judged": ("the judge read this text: p is its judge label", BOOL, ESTIMATES),
     },
     "occupation_probability_calibration": {
         "evaluation": ("within_benchmark (five folds of each benchmark's judged texts held out in turn) or "
                        "leave_one_benchmark_out (a benchmark's whole sample held out)", TEXT, ESTIMATES),
-        "predictor": ("model (the per-text probabilities) or raw_labels (the labeler's occupations as 0/1)",
-                      TEXT, ESTIMATES),
+        "predictor": ("model (the per-text p: share of draws), model_recalibrated (p through the logistic map "
+                      "fitted on the other benchmarks' held-out texts: p_calibrated) or raw_labels (the labeler's "
+                      "occupations as 0/1)", TEXT, ESTIMATES),
         "bin": ("probability bin of width 0.1 (0 = lowest); null on the summary row", "rank", ESTIMATES),
         "p_low": ("lower edge of the bin (summary row: 0.05, the ECE's floor)", PROB, ESTIMATES),
         "p_high": ("upper edge of the bin", PROB, ESTIMATES),

@@ -58,7 +58,9 @@ from __future__ import annotations
 from models.estimates.calibration import (  # noqa: F401
     CALIBRATION_SCHEMA,
     COVERAGE_CHECK_SCHEMA,
+    Recalibration,
     occupation_probability_calibration,
+    text_probability_calibration,
     unit_coverage_simulation_check,
 )
 from models.estimates.checks import (  # noqa: F401

@@ -21,6 +21,7 @@ units are binned by p_covered and the share truly covered per bin is compared wi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -67,15 +68,84 @@ def within_benchmark_folds(problem: Problem, n_folds: int, rng: np.random.Genera
 
 
 def _held_out_predictions(problem: Problem, splits: Sequence[np.ndarray], n_draws: int, seed: int) -> pl.DataFrame:
-    """t, o, p of the held-out texts of every split (each text held out once)."""
+    """t, o, p, labeled of the held-out texts of every split (each text held out once)."""
     frames = []
     for i, held_out in enumerate(splits):
         if not held_out.any():
             continue
         draws = text_occupation_probabilities(hide_texts(problem, held_out), n_draws, seed + i)
         frame = draws.long_frame()
-        frames.append(frame.filter(pl.col("t").is_in(np.flatnonzero(held_out).tolist())).select("t", "o", "p"))
-    return pl.concat(frames) if frames else pl.DataFrame(schema={"t": pl.Int64, "o": pl.Int64, "p": pl.Float64})
+        frames.append(frame.filter(pl.col("t").is_in(np.flatnonzero(held_out).tolist()))
+                      .select("t", "o", "p", "labeled"))
+    if not frames:
+        return pl.DataFrame(schema={"t": pl.Int64, "o": pl.Int64, "p": pl.Float64, "labeled": pl.Boolean})
+    return pl.concat(frames)
+
+
+# --- recalibration of the per-text probabilities ----------------------------------------------------------------
+
+
+def _features(p: np.ndarray, labeled: np.ndarray) -> np.ndarray:
+    """Log-odds of p, whether the text has a label in the occupation, and their product: the share of draws
+    treats a text's labels of one occupation as independent, and on the judge sample the labeled pairs and the
+    miss model's pairs are off in different ways."""
+    x = np.log(np.clip(p, 1e-4, 1 - 1e-4) / (1 - np.clip(p, 1e-4, 1 - 1e-4)))
+    lab = labeled.astype(float)
+    return np.column_stack([x, lab, x * lab])
+
+
+def fit_recalibration(p: np.ndarray, labeled: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """(intercept, coefficients) of a logistic recalibration of p (Platt scaling with the labeled flag); None
+    without both outcomes."""
+    from sklearn.linear_model import LogisticRegression
+
+    if p.size < 20 or y.min() == y.max():
+        return None
+    model = LogisticRegression(C=100.0, max_iter=1000).fit(_features(p, labeled), y)
+    return np.concatenate([model.intercept_, model.coef_[0]])
+
+
+def apply_recalibration(coef: np.ndarray | None, p: np.ndarray, labeled: np.ndarray) -> np.ndarray:
+    if coef is None:
+        return p
+    return 1.0 / (1.0 + np.exp(-(coef[0] + _features(p, labeled) @ coef[1:])))
+
+
+@dataclass
+class Recalibration:
+    """The maps from p to p_calibrated, fitted on the judge sample's held-out predictions: `within` for texts
+    of benchmarks with a judge sample, `without` (leave one benchmark out) for the others."""
+
+    within: np.ndarray | None
+    without: np.ndarray | None
+
+    def __call__(self, long: pl.DataFrame) -> pl.Series:
+        p = long["p"].to_numpy()
+        labeled = long["labeled"].to_numpy()
+        sampled = long["sampled_benchmark"].to_numpy()
+        out = np.where(sampled, apply_recalibration(self.within, p, labeled),
+                       apply_recalibration(self.without, p, labeled))
+        return pl.Series("p_calibrated", out, pl.Float64)
+
+
+def _with_outcome(predictions: pl.DataFrame, truth: pl.DataFrame) -> pl.DataFrame:
+    return predictions.join(truth.select("t", "o").with_columns(pl.lit(1.0).alias("y")), on=["t", "o"],
+                            how="left").with_columns(pl.col("y").fill_null(0.0))
+
+
+def cross_fitted_recalibration(predictions: pl.DataFrame, truth: pl.DataFrame, text_bench: np.ndarray
+                               ) -> tuple[pl.DataFrame, np.ndarray | None]:
+    """Each benchmark's held-out predictions recalibrated by a map fitted on the other benchmarks' (so no text
+    is corrected by a fit that saw it); and the map fitted on all of them (for the published table)."""
+    rows = _with_outcome(predictions, truth).with_columns(
+        pl.Series("b", text_bench[predictions["t"].to_numpy()]))
+    p, labeled, y, bench = (rows[c].to_numpy() for c in ("p", "labeled", "y", "b"))
+    out = p.copy()
+    for b in np.unique(bench):
+        mine = bench == b
+        out[mine] = apply_recalibration(fit_recalibration(p[~mine], labeled[~mine], y[~mine]), p[mine], labeled[mine])
+    recalibrated = rows.select("t", "o", "labeled").with_columns(pl.Series("p", out))
+    return recalibrated, fit_recalibration(p, labeled, y)
 
 
 def _truth_and_labels(problem: Problem, texts: np.ndarray) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -90,7 +160,8 @@ def _truth_and_labels(problem: Problem, texts: np.ndarray) -> tuple[pl.DataFrame
 
 def score(predictions: pl.DataFrame, truth: pl.DataFrame, texts: np.ndarray, universe: pl.DataFrame,
           n_bins: int = N_BINS, min_p: float = ECE_MIN_P) -> tuple[dict[str, float], pl.DataFrame]:
-    """Top-1 accuracy, Brier and ECE of (t, o, p) against the judge's (t, o); `texts`: the texts scored (a text
+    """Top-1 accuracy, Brier and ECE of (t, o, p) against the judge's (t, o) (top-1 by `rank_p` when given: the
+    raw labels' first occupation is their most confident label's); `texts`: the texts scored (a text
     without predictions predicts nothing); `universe`: the (t, o) pairs the Brier score averages over (the same
     for every predictor compared; pairs outside it are p = 0 and not exercised for all of them). Returns the
     summary and the reliability bins."""
@@ -101,7 +172,9 @@ def score(predictions: pl.DataFrame, truth: pl.DataFrame, texts: np.ndarray, uni
         .with_columns(pl.col("p").fill_null(0.0), pl.col("y").fill_null(0.0))
     )
     work_texts = truth["t"].unique()
-    top = predictions.sort("p", descending=True).group_by("t", maintain_order=True).first()
+    rank = "rank_p" if "rank_p" in predictions.columns else "p"  # 0/1 labels rank by the label's own p
+    top = predictions.sort([rank, "o"], descending=[True, False], maintain_order=True).group_by(
+        "t", maintain_order=True).first()
     hits = top.join(truth.with_columns(pl.lit(True).alias("hit")), on=["t", "o"], how="left")
     n_work = work_texts.len()
     top1 = float(hits.filter(pl.col("t").is_in(work_texts.implode()) & pl.col("hit").fill_null(False)).height
@@ -117,10 +190,12 @@ def score(predictions: pl.DataFrame, truth: pl.DataFrame, texts: np.ndarray, uni
     return {"top1_accuracy": top1, "brier": brier, "ece": ece, "n_texts": float(len(texts))}, bins
 
 
-def occupation_probability_calibration(problem: Problem, *, n_folds: int = 5, n_draws: int = 40, seed: int = 25,
-                                       leave_benchmark_out: bool = True) -> pl.DataFrame:
-    """The `occupation_probability_calibration` table (CALIBRATION_SCHEMA): per evaluation and predictor
-    (model, raw_labels) a summary row (bin null) and its reliability bins."""
+def text_probability_calibration(problem: Problem, *, n_folds: int = 5, n_draws: int = 40, seed: int = 25,
+                                 leave_benchmark_out: bool = True) -> tuple[pl.DataFrame, Recalibration]:
+    """The `occupation_probability_calibration` table (CALIBRATION_SCHEMA): per evaluation and predictor (model:
+    the share of draws; model_recalibrated: that, through a logistic map fitted on the other benchmarks'
+    held-out predictions; raw_labels) a summary row (bin null) and its reliability bins; and the
+    Recalibration fitted on every held-out prediction (p_calibrated of prompt_occupation_estimates)."""
     rng = np.random.default_rng(seed)
     sampled = problem.text_sampled
     fold = within_benchmark_folds(problem, n_folds, rng)
@@ -130,15 +205,15 @@ def occupation_probability_calibration(problem: Problem, *, n_folds: int = 5, n_
             sampled & (problem.text_bench == b) for b in np.unique(problem.text_bench[sampled])]
     texts = np.flatnonzero(sampled)
     truth, labels = _truth_and_labels(problem, texts)
-    raw = labels.select("t", "o", pl.lit(1.0).alias("p"), "label_p")
-    # the raw labels' first occupation: the one with the most confident label
-    raw_top = raw.sort(["label_p", "o"], descending=[True, False])
+    raw = labels.select("t", "o", pl.lit(1.0).alias("p"), pl.col("label_p").alias("rank_p"))
     rows: list[pl.DataFrame] = []
+    maps: dict[str, np.ndarray | None] = {}
     for evaluation, splits in evaluations.items():
         predictions = _held_out_predictions(problem, splits, n_draws, seed)
+        recalibrated, maps[evaluation] = cross_fitted_recalibration(predictions, truth, problem.text_bench)
         universe = pl.concat([f.select(pl.col("t").cast(pl.Int64), pl.col("o").cast(pl.Int64))
                               for f in (predictions, raw, truth)])
-        for predictor, frame in (("model", predictions), ("raw_labels", raw_top.select("t", "o", "p"))):
+        for predictor, frame in (("model", predictions), ("model_recalibrated", recalibrated), ("raw_labels", raw)):
             summary, bins = score(frame, truth, texts, universe)
             head = {"evaluation": evaluation, "predictor": predictor}
             rows.append(pl.DataFrame([{**head, "bin": None, "p_low": ECE_MIN_P, "p_high": 1.0,
@@ -151,7 +226,13 @@ def occupation_probability_calibration(problem: Problem, *, n_folds: int = 5, n_
                         .with_columns([pl.lit(None, t).alias(c) for c, t in CALIBRATION_SCHEMA.items()
                                        if c in ("top1_accuracy", "brier", "ece")])
                         .select(list(CALIBRATION_SCHEMA)).cast(CALIBRATION_SCHEMA))  # type: ignore[arg-type]
-    return pl.concat(rows)
+    recalibration = Recalibration(maps.get("within_benchmark"), maps.get("leave_one_benchmark_out"))
+    return pl.concat(rows), recalibration
+
+
+def occupation_probability_calibration(problem: Problem, **settings: object) -> pl.DataFrame:
+    """The calibration table alone (text_probability_calibration)."""
+    return text_probability_calibration(problem, **settings)[0]  # type: ignore[arg-type]
 
 
 # --- p_covered against a known truth --------------------------------------------------------------------------

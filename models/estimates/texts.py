@@ -25,6 +25,8 @@ for one text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import polars as pl
 
@@ -38,6 +40,7 @@ PROMPT_OCCUPATION_SCHEMA: dict[str, pl.DataType] = {
     "benchmark": pl.Utf8(),
     "onet_soc_code": pl.Utf8(),
     "p": pl.Float64(),
+    "p_calibrated": pl.Float64(),
     "judged": pl.Boolean(),
 }
 
@@ -130,39 +133,48 @@ class TextOccupationDraws:
         self.n += 1
 
     def long_frame(self, p_min: float = P_MIN) -> pl.DataFrame:
-        """t, o (indices), p, judged: every text's occupations with p >= p_min."""
+        """t, o (indices), p, judged, labeled (the text has a label in the occupation): every text's occupations
+        with p >= p_min."""
         pr = self.problem
         n = max(self.n, 1)
         judged = np.unique(np.stack([pr.jud_text.astype(np.int64), pr.task_occ[pr.jud_task]]), axis=1)
         pairs = pl.DataFrame({"t": self.pair_text, "o": self.pair_occ, "p": self.sum_pair / n,
-                              "judged": np.zeros(self.pair_text.size, dtype=bool)})
+                              "judged": False, "labeled": True})
         frames = [pl.DataFrame({"t": judged[0], "o": judged[1], "p": np.ones(judged.shape[1]),
-                                "judged": np.ones(judged.shape[1], dtype=bool)}), pairs]
+                                "judged": True, "labeled": False}), pairs]
         unsampled = np.flatnonzero(~pr.text_sampled)
-        labeled = self.assisted.text_occ.has(unsampled)
+        with_labels = self.assisted.text_occ.has(unsampled)
         background = []
-        for with_labels, sums in ((True, self.sum_bg_labeled), (False, self.sum_bg_unlabeled)):
+        for labeled_text, sums in ((True, self.sum_bg_labeled), (False, self.sum_bg_unlabeled)):
             b_idx, o_idx = np.nonzero(sums / n >= p_min)
             bg = pl.DataFrame({"b": b_idx, "o": o_idx, "p": sums[b_idx, o_idx] / n})
-            owners = unsampled[labeled == with_labels]
+            owners = unsampled[with_labels == labeled_text]
             background.append(pl.DataFrame({"t": owners, "b": pr.text_bench[owners]}).join(bg, on="b").drop("b"))
         bg_rows = pl.concat([f.select(pl.col("t").cast(pl.Int64), pl.col("o").cast(pl.Int64), "p")
                              for f in background])
         bg_rows = bg_rows.join(pairs.select(pl.col("t").cast(pl.Int64), pl.col("o").cast(pl.Int64)), on=["t", "o"],
                                how="anti")
-        frames.append(bg_rows.with_columns(pl.lit(False).alias("judged")))
+        frames.append(bg_rows.with_columns(pl.lit(False).alias("judged"), pl.lit(False).alias("labeled")))
         return pl.concat([f.select(pl.col("t").cast(pl.Int64), pl.col("o").cast(pl.Int64),
-                                   pl.col("p").cast(pl.Float64).clip(0.0, 1.0), "judged") for f in frames]).filter(
-            pl.col("p") >= p_min)
+                                   pl.col("p").cast(pl.Float64).clip(0.0, 1.0), pl.col("judged").cast(pl.Boolean),
+                                   pl.col("labeled").cast(pl.Boolean)) for f in frames]).filter(pl.col("p") >= p_min)
 
-    def table(self, texts: pl.DataFrame, p_min: float = P_MIN) -> pl.DataFrame:
+    def table(self, texts: pl.DataFrame, p_min: float = P_MIN,
+              recalibrate: Callable[[pl.DataFrame], pl.Series] | None = None) -> pl.DataFrame:
         """`prompt_occupation_estimates` (PROMPT_OCCUPATION_SCHEMA): every text's occupations with p >= p_min;
-        `texts`: the text_frame the problem was built from (benchmark, prompt_hash)."""
+        `texts`: the text_frame the problem was built from (benchmark, prompt_hash). `recalibrate` maps the
+        long frame (t, o, p, judged, labeled, sampled_benchmark) to p_calibrated (calibration.Recalibration);
+        without it p_calibrated = p."""
         pr = self.problem
         occupations = pl.DataFrame({"o": np.arange(pr.n_occ, dtype=np.int64), "onet_soc_code": occupation_codes(pr)})
         keys = texts.select("benchmark", "prompt_hash").sort("benchmark", "prompt_hash").with_row_index("t")
+        has_sample = self.assisted.has_sample[pr.text_bench]
+        long = self.long_frame(p_min)
+        long = long.with_columns(pl.Series("sampled_benchmark", has_sample[long["t"].to_numpy()]))
+        calibrated = recalibrate(long) if recalibrate is not None else long["p"]
         return (
-            self.long_frame(p_min)
+            long.with_columns(pl.when(pl.col("judged")).then(pl.col("p")).otherwise(calibrated)
+                              .alias("p_calibrated"))
             .join(keys.with_columns(pl.col("t").cast(pl.Int64)), on="t")
             .join(occupations, on="o")
             .select(*PROMPT_OCCUPATION_SCHEMA)

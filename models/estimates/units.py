@@ -199,7 +199,8 @@ def unit_estimates(
 
 def benchmark_share_estimates(draws: UnitDraws) -> dict[str, pl.DataFrame]:
     """Each benchmark's estimated occupation and major-group shares of its prompt x task labels: benchmark,
-    the unit's code, share_mean, share_low, share_high (2.5-97.5 across draws), rank (1 = largest mean share).
+    the unit's code, share_mean, share_low, share_high (2.5-97.5 across draws), rank (1 = largest mean share;
+    null for a zero share, so a benchmark whose draws hold no label at all has no rank 1).
     Occupations sparse (mean share >= SHARE_MIN); all 22 major groups."""
     pr = draws.problem
     codes = {"occupation": ("onet_soc_code", occupation_codes(pr)),
@@ -216,9 +217,10 @@ def benchmark_share_estimates(draws: UnitDraws) -> dict[str, pl.DataFrame]:
             "share_mean": mean[b_idx, u_idx], "share_low": low[b_idx, u_idx], "share_high": high[b_idx, u_idx],
         }, schema={"benchmark": pl.Utf8, column: pl.Utf8, "share_mean": pl.Float64, "share_low": pl.Float64,
                    "share_high": pl.Float64})
-        out[SHARE_TABLES[level]] = frame.with_columns(
-            pl.col("share_mean").rank("ordinal", descending=True).over("benchmark").cast(pl.Int64).alias("rank")
-        ).sort("benchmark", "rank")
+        rank = pl.col("share_mean").rank("ordinal", descending=True).over("benchmark").cast(pl.Int64)
+        out[SHARE_TABLES[level]] = frame.with_columns(  # a benchmark without any label has no ranking
+            pl.when(pl.col("share_mean") > 0).then(rank).alias("rank")
+        ).sort("benchmark", "rank", nulls_last=True)
     return out
 
 

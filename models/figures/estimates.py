@@ -24,13 +24,14 @@ def occupation_probability_figure(calibration: pl.DataFrame) -> Figure:
     evaluations = [e for e in EVALUATION_TITLES if e in set(calibration["evaluation"].to_list())]
     if not evaluations:
         return placeholder(title, "No judged texts to hold out.")
-    fig = new_figure(4.6 * len(evaluations), 4.6)
+    fig = new_figure(5.0 * len(evaluations), 5.0)
     for i, evaluation in enumerate(evaluations):
         ax = fig.add_subplot(1, len(evaluations), i + 1)
         ax.plot([0, 1], [0, 1], color="#999999", linestyle="--", linewidth=1, label="perfect calibration")
         rows = calibration.filter(pl.col("evaluation") == evaluation)
         lines = []
-        for colour, predictor, label in ((SERIES_COLOURS[0], "model", "estimated p"),
+        for colour, predictor, label in ((SERIES_COLOURS[2], "model", "share of draws (p)"),
+                                         (SERIES_COLOURS[0], "model_recalibrated", "recalibrated (p_calibrated)"),
                                          (SERIES_COLOURS[1], "raw_labels", "labels as 0/1")):
             bins = rows.filter((pl.col("predictor") == predictor) & pl.col("bin").is_not_null()).sort("bin")
             summary = rows.filter((pl.col("predictor") == predictor) & pl.col("bin").is_null())
