@@ -343,7 +343,7 @@ def occupation_model_scores(
 )
 def occupation_model_scores_estimated(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
     """Per occupation x model: the mean score over the prompts whose texts are estimated to exercise the
-    occupation (prompt_occupation_estimates: each prompt counts with its text's probability), multiply
+    occupation (prompt_occupation_estimates: each prompt counts with its text's calibrated probability), multiply
     imputed; the 95% interval carries the labeler's error (between draws) and the benchmark-clustered
     sampling error (models/scores_estimated.py). Empty without results or estimates."""
     from models.scores_estimated import ESTIMATED_SCORES_SCHEMA, estimated_occupation_scores
@@ -359,8 +359,11 @@ def occupation_model_scores_estimated(context: AssetExecutionContext, warehouse:
         "select distinct p.benchmark, p.prompt_id, p.prompt_hash from benchmark_prompts p "
         "semi join benchmark_results r on r.benchmark = p.benchmark and r.prompt_id = p.prompt_id"
     )
+    # a single text's weight: its calibrated probability (docs/estimates.md), the share of draws without one
+    columns = warehouse.query("select * from prompt_occupation_estimates limit 0").columns
+    p = "coalesce(e.p_calibrated, e.p)" if "p_calibrated" in columns else "e.p"
     estimates = warehouse.query(
-        "select e.prompt_hash, e.benchmark, e.onet_soc_code, e.p from prompt_occupation_estimates e "
+        f"select e.prompt_hash, e.benchmark, e.onet_soc_code, {p} as p from prompt_occupation_estimates e "
         "semi join (select distinct p.benchmark, p.prompt_hash from benchmark_prompts p semi join "
         "benchmark_results r on r.benchmark = p.benchmark and r.prompt_id = p.prompt_id) k "
         "on k.benchmark = e.benchmark and k.prompt_hash = e.prompt_hash"

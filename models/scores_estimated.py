@@ -2,7 +2,8 @@
 (issue 25 item 5).
 
 `models/scores.py` counts a prompt in an occupation when a raw label names one of its tasks. Here a prompt
-counts with the estimated probability that its text exercises the occupation (`prompt_occupation_estimates`,
+counts with the estimated probability that its text exercises the occupation (`prompt_occupation_estimates`;
+the asset passes its `p_calibrated`, the calibrated probability of a single text,
 from the headline's imputation draws; a judged text has p = 1 or 0). Multiple imputation:
 
 - each of `n_draws` draws includes every prompt in the occupation with its probability p (independently:

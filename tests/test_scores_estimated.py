@@ -89,7 +89,7 @@ def test_estimated_scores_on_the_mirror(full_pipeline):
     top = frame.sort("expected_prompts", descending=True).row(0, named=True)
     with wh.connect(full_pipeline.warehouse, read_only=True) as con:
         weighted = con.execute(
-            """select sum(s.score * e.p) / sum(e.p) from (
+            """select sum(s.score * e.p_calibrated) / sum(e.p_calibrated) from (
                    select benchmark, prompt_id, avg(score) as score from benchmark_results
                    where model = ? and score is not null group by 1, 2) s
                join benchmark_prompts p using (benchmark, prompt_id)
