@@ -18,14 +18,15 @@ from typing import Any
 import pytest
 
 EXPECTED = {
-    "assets": 54,  # + prompt_work, reference_task_labels (issue 13); + the four whatif_* tables (issue 17)
-    "checks": 22,
+    "assets": 63,  # + prompt_work, reference_task_labels (issue 13); + the four whatif_* tables (issue 17);
+    # issue 25: + 8 per-unit/per-text estimate tables (estimates), + occupation_model_scores_estimated (analysis)
+    "checks": 24,  # issue 25: + unit_estimates_sum_to_headline, benchmark_group_shares_match_the_headline
     "jobs": 3,
     "sensors": 2,
     "schedules": 1,
 }
 EXPECTED_GROUPS = {
-    "reference": 10, "benchmarks": 4, "labels": 4, "label_validation": 5, "analysis": 12, "estimates": 5,
+    "reference": 10, "benchmarks": 4, "labels": 4, "label_validation": 5, "analysis": 13, "estimates": 13,
     "gaps": 10, "exports": 4,
 }
 EXPECTED_JOBS = {"benchmark_refresh_job", "analysis_refresh_job", "reference_refresh_job"}
