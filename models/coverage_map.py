@@ -607,8 +607,13 @@ def coverage_map_html(
     n_groups = len({o["g"] for o in data["occupations"]})
     default_subtitle = (
         f"Each tile is one of {n_occ} O*NET occupations, grouped into {n_groups} SOC major groups and "
-        "coloured by the share of its tasks covered, i.e. labeled with at least the chosen number of "
-        f"distinct benchmark prompts (labeler: {data.get('labeler') or 'n/a'}). Pick the threshold and the "
+        + ("coloured by the estimated probability that it has a task exercised by at least the chosen number of "
+           "distinct benchmark prompts (the legend says how; labels corrected by the judge sample); a "
+           "hand-picked set of benchmarks shows the share of its tasks labeled that often instead"
+           if data.get("estimates") else
+           "coloured by the share of its tasks covered, i.e. labeled with at least the chosen number of "
+           "distinct benchmark prompts")
+        + f" (labeler: {data.get('labeler') or 'n/a'}). Pick the threshold and the "
         "benchmarks that count, or a named benchmark index; hover over a tile for the tasks, benchmarks and example prompts behind it."
     )
     parts = [

@@ -53,6 +53,8 @@ def test_map_estimates_in_tile_order_and_sparse_rows_are_p_zero(tmp_path):
     assert estimate_classes(data, "all", 5) == {"11-1011.00": 2, "15-1252.00": 2}
     assert estimate_classes(data, "nope", 1) == {}
     assert '"classes":' in html and "likely covered" in html
+    assert "coloured by the estimated probability that it has a task exercised" in html
+    assert "coloured by the share of its tasks covered" in build_coverage_map(occupations, labels, prompts, tasks)[0]
     # without estimates the page has none and colours by the labels
     assert build_coverage_map(occupations, labels, prompts, tasks)[1]["estimates"] == {}
     assert map_estimates(None, codes) == {}
