@@ -1014,7 +1014,7 @@ def test_analyst_notebook_reproduces_the_figures(world, tmp_path, monkeypatch):
     assert not [o for o in outputs if o.output_type == "error"]
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert f"warehouse: {path}" in text
-    assert "loaded 20 tables; missing: none" in text
+    assert "loaded 21 tables; missing: none" in text  # + occupation_model_scores_estimated (issue 25)
     images = [o["data"]["image/png"] for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) == len(fg.FIGURES)
     # the notebook's first figure is exactly the report's, drawn from the same tables
