@@ -232,7 +232,7 @@ def expected_whatif_gain(
     tail = count_tail(frame["p1"].to_numpy(), frame["p5"].to_numpy(), threshold)
     pmf = candidate_count_pmf(labels["k"].to_numpy(), labels["p"].to_numpy(), frame.height, threshold)
     before = tail[:, threshold]
-    after = covered_after(tail, pmf, threshold)
+    after = np.maximum(covered_after(tail, pmf, threshold), before)  # adding prompts never uncovers (rounding)
     expected_candidate = np.bincount(labels["k"].to_numpy(), weights=labels["p"].to_numpy(), minlength=frame.height)
     per_task = frame.select(*TASK_KEY, "task_annual_hours").with_columns(
         pl.Series("p_before", before), pl.Series("p_after", after),
