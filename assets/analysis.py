@@ -339,6 +339,47 @@ def occupation_model_scores(
 
 
 @asset(
+    group_name=GROUP, kinds=KINDS, deps=["benchmark_results", "benchmark_prompts", "prompt_occupation_estimates"]
+)
+def occupation_model_scores_estimated(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
+    """Per occupation x model: the mean score over the prompts whose texts are estimated to exercise the
+    occupation (prompt_occupation_estimates: each prompt counts with its text's calibrated probability), multiply
+    imputed; the 95% interval carries the labeler's error (between draws) and the benchmark-clustered
+    sampling error (models/scores_estimated.py). Empty without results or estimates."""
+    from models.scores_estimated import ESTIMATED_SCORES_SCHEMA, estimated_occupation_scores
+
+    needed = ("benchmark_results", "benchmark_prompts", "prompt_occupation_estimates")
+    missing = [name for name in needed if not warehouse.table_exists(name)]
+    if missing:
+        context.log.warning(f"occupation_model_scores_estimated is empty: no {', '.join(missing)}")
+        return pl.DataFrame(schema=ESTIMATED_SCORES_SCHEMA)
+    results = warehouse.read_table("benchmark_results")
+    # only the scored prompts' texts and estimates
+    prompts = warehouse.query(
+        "select distinct p.benchmark, p.prompt_id, p.prompt_hash from benchmark_prompts p "
+        "semi join benchmark_results r on r.benchmark = p.benchmark and r.prompt_id = p.prompt_id"
+    )
+    # a single text's weight: its calibrated probability (docs/estimates.md), the share of draws without one
+    columns = warehouse.query("select * from prompt_occupation_estimates limit 0").columns
+    p = "coalesce(e.p_calibrated, e.p)" if "p_calibrated" in columns else "e.p"
+    estimates = warehouse.query(
+        f"select e.prompt_hash, e.benchmark, e.onet_soc_code, {p} as p from prompt_occupation_estimates e "
+        "semi join (select distinct p.benchmark, p.prompt_hash from benchmark_prompts p semi join "
+        "benchmark_results r on r.benchmark = p.benchmark and r.prompt_id = p.prompt_id) k "
+        "on k.benchmark = e.benchmark and k.prompt_hash = e.prompt_hash"
+    )
+    frame = estimated_occupation_scores(results, prompts, estimates)
+    context.add_output_metadata({
+        "rows": frame.height,
+        "occupations": frame["onet_soc_code"].n_unique() if frame.height else 0,
+        "median_fraction_missing_info": float(frame["fraction_missing_info"].median() or 0.0) if frame.height
+        else 0.0,
+        "preview": _markdown(frame.sort("expected_prompts", descending=True).head(15)),
+    })
+    return frame
+
+
+@asset(
     group_name=GROUP,
     kinds=KINDS,
     deps=["benchmark_prompts"],
@@ -465,6 +506,7 @@ ASSETS = [
     task_analysis_frame,
     coverage_models,
     occupation_model_scores,
+    occupation_model_scores_estimated,
     coverage_sensitivity,
 ]
 CHECKS = [coverage_headline_invariants, adjusted_probabilities_in_ci]

@@ -44,7 +44,7 @@ from pipelines import answer_queries as aq
 from pipelines import export_files as ef
 from pipelines import export_writer as ew
 from pipelines import release as rl
-from pipelines.coverage_map_queries import build_coverage_map_from_warehouse
+from pipelines.coverage_map_queries import ESTIMATES_RELATION, build_coverage_map_from_warehouse
 from pipelines.readers import read_text
 from pipelines.resources import LabelerResource, Warehouse
 from pipelines.sources import source_checksums
@@ -205,10 +205,12 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse) -> Mate
 
 @asset(
     group_name=GROUP,
-    deps=[AssetKey(t) for t in MAP_TABLES],
+    deps=[AssetKey(t) for t in [*MAP_TABLES, ESTIMATES_RELATION]],  # + the tiles' estimates (issue 25)
     description="coverage_map.html of the release: a self-contained page (no network) with every occupation "
-    "as a tile in its SOC major group, coloured by the share of its tasks covered; toggles for the threshold "
-    "and each benchmark; hover for tasks, benchmarks and example prompts.",
+    "as a tile in its SOC major group, coloured by its estimated probability of being covered "
+    "(occupation_estimates: likely covered / unsure / likely not) for the chosen index and threshold; "
+    "toggles for the threshold and each benchmark (a hand-picked set shows the labels as counted); hover "
+    "for expected prompts, the labels as counted, tasks, benchmarks and example prompts.",
 )
 def coverage_map(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
     occupations = _all_occupations(warehouse, "onet_soc_code, title, n_tasks")

@@ -39,7 +39,11 @@ GROUP = "gaps"
 LABELS = "prompt_task_labels"
 LABEL_COUNTS = "task_label_counts"  # coverage needs prompts per task, not the (much larger) label table
 MEMBERSHIP = "benchmark_index_membership"  # the gap lists are computed per benchmark index
-GAP_DEPS = [AssetKey(t) for t in (*gaps.REFERENCE_TABLES, LABEL_COUNTS, MEMBERSHIP)]
+
+# the per-unit estimates (issue 25): occupation_gaps ranks by expected uncovered hours when they exist
+TASK_ESTIMATES, OCCUPATION_ESTIMATES = "task_estimates", "occupation_estimates"
+GAP_DEPS = [AssetKey(t) for t in (*gaps.REFERENCE_TABLES, LABEL_COUNTS, MEMBERSHIP, TASK_ESTIMATES,
+                                  OCCUPATION_ESTIMATES)]
 SCORED_LABEL_COLUMNS = ["benchmark", "prompt_id", "onet_soc_code", "task_id", "labeler", "labeler_version", "rank"]
 POWER_DEPS = [AssetKey(t) for t in (LABELS, "benchmark_results", "occupation_model_scores")]
 
@@ -150,8 +154,10 @@ def gap_finder(context: AssetExecutionContext, config: GapFinderConfig, warehous
     yield _output(
         occ_gaps,
         "occupation_gaps",
-        common | {"n_occupations": occ_gaps.height},
-        ["rank", "occupation_title", "uncovered_hours", "wage_bill", "priority"],
+        common | {"n_occupations": occ_gaps.height,
+                  "ranked_by": str(occ_gaps["ranked_by"][0]) if occ_gaps.height else "none"},
+        ["rank", "occupation_title", "p_covered", "expected_uncovered_hours", "expected_uncovered_hours_low",
+         "expected_uncovered_hours_high", "uncovered_hours", "priority"],
     )
     yield _output(
         shortlist,
@@ -176,6 +182,26 @@ def gap_finder(context: AssetExecutionContext, config: GapFinderConfig, warehous
     )
 
 
+def _estimates(warehouse: Warehouse) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
+    """(task_estimates, occupation_estimates), or (None, None) when the per-unit estimates are absent."""
+    if not warehouse.table_exists(TASK_ESTIMATES):
+        return None, None
+    occupations = warehouse.read_table(OCCUPATION_ESTIMATES) if warehouse.table_exists(OCCUPATION_ESTIMATES) else None
+    return warehouse.read_table(TASK_ESTIMATES), occupations
+
+
+def _occupation_gaps(index_scored: pl.DataFrame, config: GapFinderConfig, name: str,
+                     estimates: tuple[pl.DataFrame | None, pl.DataFrame | None]) -> pl.DataFrame:
+    """occupation_gaps of one index: by expected uncovered hours from the estimates of the index when they
+    exist (models/gaps/expected.py), else by priority over the labels as counted."""
+    task_estimates, occupation_estimates = estimates
+    weights = config.weights()
+    if task_estimates is not None and task_estimates.filter(pl.col("benchmark_index") == name).height:
+        return gaps.occupation_gaps_from_estimates(index_scored, config.threshold, task_estimates, name,
+                                                   occupation_estimates, weights)
+    return gaps.with_expected_columns(gaps.occupation_gaps(index_scored, config.threshold, weights))
+
+
 def _gap_lists(
     warehouse: Warehouse, config: GapFinderConfig, scored: pl.DataFrame, labeler: str | None,
     membership: pl.DataFrame | None,
@@ -183,6 +209,7 @@ def _gap_lists(
     """The four gap lists, each computed per benchmark index (the pooled `scored` for index `all`, the index
     members' label counts for the others) and stacked with an `index` column."""
     weights = config.weights()
+    estimates = _estimates(warehouse)
     per_index: dict[str, list[pl.DataFrame]] = {k: [] for k in ("task", "occ", "short", "groups")}
     for name in ix.index_names(membership):
         wanted = ix.members(membership, name)
@@ -190,9 +217,7 @@ def _gap_lists(
             warehouse, config.threshold, weights, labeler, members=wanted
         )
         per_index["task"].append(ix.with_index(gaps.coverage_gaps(index_scored, config.threshold), name))
-        per_index["occ"].append(
-            ix.with_index(gaps.occupation_gaps(index_scored, config.threshold, weights), name)
-        )
+        per_index["occ"].append(ix.with_index(_occupation_gaps(index_scored, config, name, estimates), name))
         per_index["short"].append(ix.with_index(
             gaps.jobbench_shortlist(index_scored, config.threshold, min_desire=config.min_desire), name
         ))

@@ -13,6 +13,7 @@ logged with its file and line and left out; the other indexes still compute, and
 `benchmark_index_files_valid` fails naming the file and line.
 """
 
+import time
 from pathlib import Path
 
 import polars as pl
@@ -36,6 +37,8 @@ from pipelines.settings import settings
 
 GROUP = "analysis"
 PROMPT_WORK = "prompt_work"
+# a benchmark's major group for the cap is the largest share of its estimated work (issue 25 item 5)
+GROUP_SHARES = "benchmark_major_group_estimates"
 INDEX_FILES_KEY = AssetKey("benchmark_index_files")
 INDEX_FINGERPRINT = "index_files_fingerprint"  # metadata of benchmark_index_membership and benchmark_index_files
 
@@ -65,19 +68,53 @@ def _defined_keys() -> set[AssetKey]:
     return keys
 
 
-# prompt_work (the labeler's per-prompt work decision) is a dependency once the labels domain defines it
+# prompt_work (the labeler's per-prompt work decision) is a dependency once the labels domain defines it; the
+# estimated group shares read what the headline's draws read
 _DEPS = [AssetKey("benchmarks"), AssetKey("task_label_counts"), INDEX_FILES_KEY] + (
     [AssetKey(PROMPT_WORK)] if AssetKey(PROMPT_WORK) in _defined_keys() else []
-)
+) + [AssetKey(t) for t in ("prompt_task_labels", "benchmark_prompts", "onet_tasks", "task_hours",
+                           "judge_sample_labels")]
 
 
-def compute_membership(warehouse: Warehouse, files: dict[str, str] | None = None) -> ix.IndexResult:
+def estimated_group_shares(warehouse: Warehouse) -> pl.DataFrame | None:
+    """Each benchmark's estimated share of its work per SOC major group: benchmark_major_group_estimates as
+    the headline computes it, from the very same draws (same estimators, seed and number of draws).
+
+    The headline's estimates are computed per index, so they come after membership; the draws themselves do
+    not depend on any index (a draw is a benchmark x task count matrix), so membership reruns them over the
+    benchmarks alone (the check benchmark_group_shares_match_the_headline compares the two). None without
+    labels."""
+    if not warehouse.table_exists("prompt_task_labels") or not warehouse.table_exists("benchmark_prompts"):
+        return None
+    from assets import estimates as estimate_assets
+    from models import estimates as es
+
+    config = estimate_assets.EstimatesConfig()
+    inputs = estimate_assets.read_inputs(warehouse)
+    problem = estimate_assets._problem(inputs, inputs["judge_rows"], inputs["labels"])  # type: ignore[arg-type]
+    scopes = es.scopes_for(problem, None)  # scopes only aggregate: the draws are the headline's
+    draws = es.UnitDraws(problem, scopes, config.n_draws)
+    es.run_estimators(problem, scopes, thresholds=tuple(sorted(set(config.thresholds) | {5})),
+                      n_draws=config.n_draws, seed=config.seed, unit_draws=draws,
+                      estimators=tuple(e for e in es.ESTIMATORS if e != "labels_as_truth"))
+    return es.benchmark_share_estimates(draws)[GROUP_SHARES]
+
+
+def compute_membership(warehouse: Warehouse, files: dict[str, str] | None = None,
+                       group_shares: pl.DataFrame | None = None) -> ix.IndexResult:
+    """Membership of every index file; `group_shares` (benchmark_major_group_estimates) places each benchmark
+    in a major group (computed by estimated_group_shares when None; an empty frame: the raw labels place
+    every benchmark)."""
     benchmarks = warehouse.read_table("benchmarks")
     counts = warehouse.read_table("task_label_counts") if warehouse.table_exists("task_label_counts") else None
     work = None
     if warehouse.table_exists(PROMPT_WORK):
         work = warehouse.read_table(PROMPT_WORK, columns=["benchmark", "prompt_id", "labeler", "is_work"])
-    properties = ix.measured_properties(benchmarks, counts, work)
+    shares = group_shares if group_shares is not None else estimated_group_shares(warehouse)
+    properties = ix.measured_properties(
+        benchmarks, counts, work,
+        group_shares=ix.shares_from_benchmark_estimates(shares) if shares is not None else None,
+    )
     return ix.evaluate_indexes(read_index_files() if files is None else files, properties)
 
 
@@ -85,7 +122,10 @@ def compute_membership(warehouse: Warehouse, files: dict[str, str] | None = None
 def benchmark_index_membership(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
     """Per index (data/indexes/<name>.toml) x landed benchmark: included or not, the rule or entry that
     decided, why, and every value read (unknown values say so). `all` is every landed benchmark."""
-    result = compute_membership(warehouse)
+    started = time.perf_counter()
+    shares = estimated_group_shares(warehouse)
+    seconds = time.perf_counter() - started
+    result = compute_membership(warehouse, group_shares=shares)
     for name, message in result.errors.items():
         context.log.error(f"index {name!r} not computed: {message}")
     if not warehouse.table_exists(PROMPT_WORK):
@@ -97,11 +137,14 @@ def benchmark_index_membership(context: AssetExecutionContext, warehouse: Wareho
             "indexes": MetadataValue.json({r["benchmark_index"]: int(r["included"]) for r in sizes.to_dicts()}),
             "errors": MetadataValue.json(result.errors),
             "index_dir": MetadataValue.path(str(index_dir())),
+            "group_shares": "estimated (model-assisted draws)" if shares is not None else "raw labels (no labels yet)",
+            "group_shares_seconds": round(seconds, 2),
             # the landing sensor compares this with the files now and reports benchmark_index_files updated
             INDEX_FINGERPRINT: index_files_fingerprint(),
             "preview": MetadataValue.md(
                 frame.filter(pl.col("benchmark_index") != ix.ALL_INDEX)
-                .select("benchmark_index", "benchmark", "included", "decided_by", "reason")
+                .select("benchmark_index", "benchmark", "included", "decided_by", "reason", "major_group",
+                        "major_group_rule", "major_group_share")
                 .to_pandas()
                 .to_markdown(index=False)
             ),
@@ -116,7 +159,9 @@ def benchmark_index_membership(context: AssetExecutionContext, warehouse: Wareho
     description="Every index file in data/indexes parses and names only landed benchmarks.",
 )
 def benchmark_index_files_valid(warehouse: Warehouse) -> AssetCheckResult:
-    result = compute_membership(warehouse)
+    # the files' validity does not depend on the group shares: no draws here
+    result = compute_membership(warehouse, group_shares=pl.DataFrame(schema={
+        "benchmark": pl.Utf8, "major_group_code": pl.Utf8, "share_mean": pl.Float64}))
     return AssetCheckResult(
         passed=not result.errors,
         severity=AssetCheckSeverity.ERROR,
@@ -124,5 +169,34 @@ def benchmark_index_files_valid(warehouse: Warehouse) -> AssetCheckResult:
     )
 
 
+
+
+@asset_check(
+    asset=AssetKey(GROUP_SHARES),
+    blocking=False,
+    additional_deps=[AssetKey("benchmark_index_membership")],
+    description="The major group that placed each benchmark in benchmark_index_membership (when read from "
+    "its estimated work) is its largest share in the headline's benchmark_major_group_estimates, with the "
+    "same share: membership reran the same draws.",
+)
+def benchmark_group_shares_match_the_headline(warehouse: Warehouse) -> AssetCheckResult:
+    names = ("benchmark_index_membership", GROUP_SHARES)
+    if not all(warehouse.table_exists(n) for n in names):
+        return AssetCheckResult(passed=False, metadata={"missing": [n for n in names if not warehouse.table_exists(n)]})
+    placed = warehouse.read_table(names[0]).filter(
+        (pl.col("benchmark_index") == ix.ALL_INDEX) & (pl.col("major_group_rule") == ix.RULE_ESTIMATED)
+    ).select("benchmark", "major_group", "major_group_share")
+    top = warehouse.read_table(GROUP_SHARES).filter(pl.col("rank") == 1).select(
+        "benchmark", pl.col("major_group_code").alias("top_group"), pl.col("share_mean").alias("top_share"))
+    joined = placed.join(top, on="benchmark", how="left")
+    differ = joined.filter((pl.col("major_group") != pl.col("top_group"))
+                           | ((pl.col("major_group_share") - pl.col("top_share")).abs() > 1e-9)
+                           | pl.col("top_group").is_null())
+    return AssetCheckResult(
+        passed=differ.is_empty(),
+        metadata={"benchmarks_placed_by_estimate": placed.height, "disagreeing": differ["benchmark"].to_list()},
+    )
+
+
 ASSETS: list = [benchmark_index_files, benchmark_index_membership]
-CHECKS: list = [benchmark_index_files_valid]
+CHECKS: list = [benchmark_index_files_valid, benchmark_group_shares_match_the_headline]

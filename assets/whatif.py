@@ -30,7 +30,8 @@ from pipelines.resources import LabelerResource, Warehouse
 
 GROUP = "gaps"
 WHATIF_DEPS = [
-    AssetKey(t) for t in (*gaps.REFERENCE_TABLES, *whatif.INDEX_TABLES, whatif.LABELS, "benchmark_prompts")
+    AssetKey(t) for t in (*gaps.REFERENCE_TABLES, *whatif.INDEX_TABLES, whatif.LABELS, "benchmark_prompts",
+                          *whatif.ESTIMATE_TABLES)
 ]
 
 
@@ -64,7 +65,8 @@ WHATIF_SUMMARY = "candidate_benchmark_whatif"
 WHATIF_OUTS = {
     WHATIF_SUMMARY: AssetOut(
         description="One-row summary of the last what-if: candidate, threshold, labeler, prompts counted, "
-        "tasks/occupations/hours newly covered, top gaps closed, published_tables_unchanged.",
+        "tasks/occupations/hours newly covered (labels as counted, and expected from the per-unit estimates), "
+        "top gaps closed, published_tables_unchanged.",
         is_required=False,  # no candidate_folder configured: nothing is written
     ),
     "whatif_marginal_gain": AssetOut(
@@ -108,6 +110,11 @@ def _whatif_summary(
                 "occupations_newly_covered": value("occupations_covered"),
                 "hours_newly_covered": value("hours_covered"),
                 "hours_share_gain": value("hours_share_covered"),
+                # the expected gain from the per-unit estimates (null without them)
+                "expected_tasks_newly_covered": value("expected_tasks_covered"),
+                "expected_occupations_newly_covered": value("expected_occupations_covered"),
+                "expected_hours_newly_covered": value("expected_hours_covered"),
+                "expected_hours_share_gain": value("expected_hours_share_covered"),
                 "top_gaps_closed": value(f"top_{config.top_n}_gaps_closed", "after"),
                 "published_tables_unchanged": unchanged,
                 "seconds": round(seconds, 2),
@@ -167,6 +174,7 @@ def candidate_benchmark_whatif(
             "tasks_newly_covered": int(row["tasks_newly_covered"] or 0),
             "occupations_newly_covered": int(row["occupations_newly_covered"] or 0),
             "hours_newly_covered": float(row["hours_newly_covered"] or 0.0),
+            "expected_hours_newly_covered": float(row["expected_hours_newly_covered"] or 0.0),
             "published_tables_unchanged": unchanged,
             "tables": ", ".join(gaps.WHATIF_TABLES),
             "newly_covered_tasks": MetadataValue.md(

@@ -29,6 +29,8 @@ from typing import Any
 import polars as pl
 
 from models.coverage import THRESHOLDS
+from models.coverage_map_page import CSS as _CSS  # the page's stylesheet and script
+from models.coverage_map_page import SCRIPT as _JS
 from models.soc import SOC_MAJOR_GROUPS, major_group_of, short_group_title
 
 # Colour bins of the share of tasks covered: (lower bound, colour, legend label); share 0 is NO_COVERAGE.
@@ -43,6 +45,14 @@ COLOUR_BINS: tuple[tuple[float, str, str], ...] = (
 )
 PROMPT_CHARS = 180
 TASK_CHARS = 120
+# Tile classes of the estimated probability that an occupation is covered (occupation_estimates.p_covered):
+# (lower bound, colour, legend label), checked from the top; the same cut-offs as the gap finder's.
+LIKELY_COVERED, LIKELY_NOT = 0.9, 0.1
+ESTIMATE_CLASSES: tuple[tuple[float, str, str], ...] = (
+    (LIKELY_COVERED, "#225ea8", "likely covered (p \u2265 0.9)"),
+    (LIKELY_NOT, "#fdae61", "unsure (0.1 \u2264 p < 0.9)"),
+    (0.0, "#e3e3e3", "likely not (p < 0.1)"),
+)
 
 
 def colour_for(share: float) -> str:
@@ -54,6 +64,16 @@ def colour_for(share: float) -> str:
         if share >= lower:
             colour = bin_colour
     return colour
+
+
+def estimate_class(p: float) -> int:
+    """The ESTIMATE_CLASSES position of a probability covered (0 likely covered, 1 unsure, 2 likely not)."""
+    return next(i for i, (lower, _, _) in enumerate(ESTIMATE_CLASSES) if p >= lower)
+
+
+def colour_for_p(p: float) -> str:
+    """The tile colour of an estimated probability covered (the same rule as the page's JavaScript)."""
+    return ESTIMATE_CLASSES[estimate_class(p)][1]
 
 
 def _clip(text: str | None, limit: int) -> str:
@@ -101,9 +121,11 @@ def coverage_map_data_from_aggregates(
     thresholds: Sequence[int] = THRESHOLDS,
     prompt_chars: int = PROMPT_CHARS,
     task_chars: int = TASK_CHARS,
+    occupation_estimates: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
     """The page's data (JSON-ready) from `map_occupations(...)` and the label aggregates: tiles, groups,
-    benchmarks, examples. The index selector holds only `all` until a builder fills it (index_options)."""
+    benchmarks, examples, and the per-occupation estimates (`map_estimates`) when `occupation_estimates` is
+    given. The index selector holds only `all` until a builder fills it (index_options)."""
     bench_totals = dict(aggregates.bench_totals.iter_rows())
     benchmarks = sorted(bench_totals)
     bench_index = {b: i for i, b in enumerate(benchmarks)}
@@ -163,7 +185,46 @@ def coverage_map_data_from_aggregates(
         "indexes": index_options(None, benchmarks),  # the builders fill in benchmark_index_membership
         "bins": [[lower, colour, label] for lower, colour, label in COLOUR_BINS],
         "no_coverage_colour": NO_COVERAGE_COLOUR,
+        "classes": [[lower, colour, label] for lower, colour, label in ESTIMATE_CLASSES],
+        "estimates": map_estimates(occupation_estimates, occ["onet_soc_code"].to_list(), thresholds),
     }
+
+
+def map_estimates(
+    occupation_estimates: pl.DataFrame | None, codes: Sequence[str], thresholds: Sequence[int] = THRESHOLDS
+) -> dict[str, dict[str, list[list[float] | None]]]:
+    """index -> str(threshold) -> one entry per occupation of `codes` (the page's tile order): [p_covered,
+    prompts_mean, prompts_low, prompts_high, labels_count, judged_texts] (the prompts: on the occupation's
+    most-exercised task, so covered <=> prompts >= threshold), or None where the table has no row (p 0, no
+    prompts). Empty without estimates."""
+    if occupation_estimates is None or occupation_estimates.is_empty():
+        return {}
+    position = {code: i for i, code in enumerate(codes)}
+    fields = ["p_covered", "prompts_mean", "prompts_low", "prompts_high", "labels_count", "judged_texts"]
+    frame = occupation_estimates.filter(pl.col("threshold").is_in([int(t) for t in thresholds]))
+    out: dict[str, dict[str, list[list[float] | None]]] = {}
+    for row in frame.iter_rows(named=True):
+        at = position.get(row["onet_soc_code"])
+        if at is None:
+            continue
+        per_threshold = out.setdefault(row["benchmark_index"], {})
+        entries = per_threshold.setdefault(str(int(row["threshold"])), [None] * len(codes))
+        # p exactly as in the table (a tile's class must match it at the cut-offs); the counts to 4 decimals
+        entries[at] = [float(row["p_covered"] or 0.0)] + [round(float(row.get(f) or 0.0), 4) for f in fields[1:]]
+    for per_threshold in out.values():  # every threshold present, so the page never falls back silently
+        for t in thresholds:
+            per_threshold.setdefault(str(int(t)), [None] * len(codes))
+    return out
+
+
+def estimate_classes(data: dict[str, Any], index: str, threshold: int) -> dict[str, int]:
+    """onet_soc_code -> ESTIMATE_CLASSES position of its p_covered (missing rows: p 0) for `index` and
+    `threshold`, as the page colours the tiles; empty when the page holds no estimates of the index."""
+    entries = data.get("estimates", {}).get(index, {}).get(str(int(threshold)))
+    if entries is None:
+        return {}
+    return {occ["c"]: estimate_class(entry[0] if entry else 0.0)
+            for occ, entry in zip(data["occupations"], entries, strict=True)}
 
 def index_options(membership: pl.DataFrame | None, benchmarks: Sequence[str]) -> list[dict[str, Any]]:
     """The map's index selector (JSON-ready): per index of benchmark_index_membership, `all` first: name,
@@ -218,258 +279,6 @@ def _script_json(data: Any) -> str:
     )
 
 
-_CSS = """
-*{box-sizing:border-box}
-body{font-family:-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:0;color:#222;
-background:#fafafa}
-header{padding:14px 20px 8px;background:#fff;border-bottom:1px solid #ddd;position:sticky;top:0;z-index:5}
-h1{font-size:19px;margin:0 0 4px}
-.sub{font-size:12px;color:#555;margin:0 0 8px;max-width:1100px}
-.controls{display:flex;flex-wrap:wrap;gap:14px;align-items:flex-start;font-size:12px}
-fieldset{border:1px solid #ddd;border-radius:6px;padding:4px 8px;margin:0;background:#fff}
-legend{font-weight:600;padding:0 4px}
-#benchmarks{display:flex;flex-wrap:wrap;gap:2px 10px;max-width:820px}
-#benchmarks label{white-space:nowrap}
-button{font-size:11px;margin:2px 4px 2px 0;padding:1px 8px;cursor:pointer}
-#summary{font-size:13px;margin:8px 0 0;font-weight:600}
-#index-note{font-size:11px;color:#444;max-width:520px;margin:3px 0 0}
-#index-note details{margin-top:2px}
-.legend{display:flex;gap:8px;align-items:center;font-size:11px;margin-top:6px;flex-wrap:wrap}
-.legend span.sw{display:inline-block;width:14px;height:14px;border-radius:2px;vertical-align:middle;
-margin-right:3px}
-main{padding:10px 20px 40px;display:grid;grid-template-columns:repeat(auto-fill,minmax(330px,1fr));gap:10px}
-section.group{background:#fff;border:1px solid #e2e2e2;border-radius:6px;padding:6px 8px 8px}
-section.group h2{font-size:12px;margin:0 0 5px;font-weight:600;display:flex;
-justify-content:space-between;gap:8px}
-section.group h2 .count{color:#666;font-weight:400;white-space:nowrap}
-.tiles{display:flex;flex-wrap:wrap;gap:2px}
-.tile{width:15px;height:15px;border-radius:2px;background:#e3e3e3;cursor:pointer;outline-offset:1px}
-.tile:hover,.tile:focus{outline:2px solid #f39c12}
-#tip{position:fixed;display:none;max-width:430px;background:#fff;border:1px solid #bbb;border-radius:6px;
-box-shadow:0 4px 14px rgba(0,0,0,.18);padding:8px 10px;font-size:12px;z-index:10;pointer-events:none}
-#tip h3{font-size:13px;margin:0 0 2px}
-#tip .code{color:#777;font-size:11px;margin-bottom:4px}
-#tip .sec{font-weight:600;margin-top:6px}
-#tip ul{margin:2px 0 0 16px;padding:0}
-#tip li{margin:1px 0}
-#tip .ex{color:#333;font-style:italic}
-footer{font-size:11px;color:#666;padding:0 20px 20px}
-"""
-
-_JS = r"""
-(function(){
-"use strict";
-const D = JSON.parse(document.getElementById("coverage-data").textContent);
-const state = {threshold: D.thresholds[0], selected: new Set(D.benchmarks.map((b, i) => i)), index: 0,
-  modified: false};
-const INDEXES = (D.indexes && D.indexes.length) ? D.indexes :
-  [{name: "all", title: "Every landed benchmark", version: "", members: D.benchmarks.map(b => b[0]),
-    excluded: []}];
-const el = (tag, props, text) => { const e = document.createElement(tag); if (props) Object.assign(e, props);
-  if (text !== undefined) e.textContent = text; return e; };
-function colour(share){
-  if (share <= 0) return D.no_coverage_colour;
-  let c = D.bins[0][1];
-  for (const [lower, col] of D.bins) { if (share >= lower) c = col; }
-  return c;
-}
-function taskCount(pairs){
-  let n = 0;
-  for (let i = 0; i < pairs.length; i += 2) { if (state.selected.has(pairs[i])) n += pairs[i + 1]; }
-  return n;
-}
-function coveredTasks(occ){
-  const out = [];
-  for (const [id, text, pairs] of occ.k) {
-    const n = taskCount(pairs);
-    if (n >= state.threshold) out.push([id, text, n]);
-  }
-  out.sort((a, b) => b[2] - a[2] || a[0] - b[0]);
-  return out;
-}
-function share(occ){ return occ.n ? coveredTasks(occ).length / occ.n : 0; }
-
-// controls
-const thresholdBox = document.getElementById("thresholds");
-D.thresholds.forEach((t, i) => {
-  const label = el("label");
-  const input = el("input", {type: "radio", name: "threshold", value: String(t), checked: i === 0,
-                             id: "threshold-" + t});
-  input.addEventListener("change", () => { state.threshold = t; render(); });
-  label.append(input, " \u2265 " + t + " prompt" + (t > 1 ? "s" : ""));
-  thresholdBox.append(label, " ");
-});
-const benchBox = document.getElementById("benchmarks");
-D.benchmarks.forEach(([name, n], i) => {
-  const label = el("label");
-  const input = el("input", {type: "checkbox", checked: true, value: name, id: "bench-" + name});
-  input.dataset.index = String(i);
-  input.addEventListener("change", () => {
-    if (input.checked) state.selected.add(i); else state.selected.delete(i);
-    state.modified = true;
-    render();
-  });
-  label.append(input, " " + name + " (" + n + ")");
-  benchBox.append(label);
-});
-function setAll(on){
-  benchBox.querySelectorAll("input").forEach(input => { input.checked = on; });
-  state.selected = new Set(on ? D.benchmarks.map((b, i) => i) : []);
-  state.modified = true;
-  render();
-}
-// index selector: ticks exactly the index's members; the benchmark toggles still work afterwards
-const indexSelect = document.getElementById("index");
-const indexNote = document.getElementById("index-note");
-INDEXES.forEach((ix, i) => {
-  const option = el("option", {value: ix.name}, ix.title + (ix.version ? " (v" + ix.version + ")" : "") +
-    " — " + ix.members.length + " benchmark" + (ix.members.length === 1 ? "" : "s"));
-  option.selected = i === 0;
-  indexSelect.append(option);
-});
-function showIndexNote(){
-  const ix = INDEXES[state.index];
-  indexNote.replaceChildren();
-  indexNote.append(el("div", {}, "Members: " + (ix.members.join(", ") || "none")));
-  if (ix.excluded.length) {
-    const details = el("details");
-    details.append(el("summary", {}, ix.excluded.length + " left out, and why"));
-    const ul = el("ul");
-    ix.excluded.forEach(([name, by, why]) => ul.append(el("li", {}, name + ": " + why + " (" + by + ")")));
-    details.append(ul);
-    indexNote.append(details);
-  }
-}
-function selectIndex(position){
-  state.index = position;
-  const members = new Set(INDEXES[position].members);
-  state.selected = new Set();
-  benchBox.querySelectorAll("input").forEach(input => {
-    input.checked = members.has(input.value);
-    if (input.checked) state.selected.add(Number(input.dataset.index));
-  });
-  state.modified = false;
-  showIndexNote();
-  render();
-}
-indexSelect.addEventListener("change", () => selectIndex(indexSelect.selectedIndex));
-showIndexNote();
-document.getElementById("all-benchmarks").addEventListener("click", () => setAll(true));
-document.getElementById("no-benchmarks").addEventListener("click", () => setAll(false));
-
-// legend
-const legend = document.getElementById("legend");
-const item = (col, text) => { const s = el("span"); s.append(el("span", {className: "sw"}), text);
-  s.firstChild.style.background = col; legend.append(s); };
-item(D.no_coverage_colour, "no task covered");
-D.bins.forEach(([lower, col, label]) => item(col, label));
-
-// tiles
-const main = document.getElementById("map");
-const groupEls = D.groups.map(([code, title]) => {
-  const section = el("section", {className: "group"});
-  section.dataset.group = code;
-  const h2 = el("h2");
-  const count = el("span", {className: "count"});
-  h2.append(el("span", {}, title), count);
-  const tiles = el("div", {className: "tiles"});
-  section.append(h2, tiles);
-  return {section, count, tiles, occs: []};
-});
-const tiles = D.occupations.map((occ, index) => {
-  const tile = el("div", {className: "tile", tabIndex: 0});
-  tile.dataset.index = String(index);
-  tile.dataset.code = occ.c;
-  tile.setAttribute("aria-label", occ.t);
-  groupEls[occ.g].tiles.append(tile);
-  groupEls[occ.g].occs.push(occ);
-  return tile;
-});
-groupEls.forEach(g => { if (g.occs.length) main.append(g.section); });
-
-function render(){
-  let coveredOcc = 0, coveredTaskTotal = 0, taskTotal = 0;
-  D.occupations.forEach((occ, i) => {
-    const k = coveredTasks(occ).length, s = occ.n ? k / occ.n : 0;
-    tiles[i].style.background = colour(s);
-    tiles[i].dataset.share = s.toFixed(6);
-    tiles[i].dataset.covered = String(k);
-    coveredOcc += k > 0; coveredTaskTotal += k; taskTotal += occ.n;
-  });
-  groupEls.forEach(g => {
-    const k = g.occs.filter(o => coveredTasks(o).length > 0).length;
-    g.count.textContent = k + " of " + g.occs.length + " covered";
-  });
-  const pct = x => (100 * x).toFixed(1) + "%";
-  const t = state.threshold, nb = state.selected.size;
-  document.getElementById("summary").textContent =
-    coveredOcc + " of " + D.occupations.length + " occupations have a task with \u2265 " + t +
-    " prompt" + (t > 1 ? "s" : "") + " from the " + nb + " selected benchmark" + (nb === 1 ? "" : "s") +
-    "; " + coveredTaskTotal.toLocaleString("en-US") + " of " + taskTotal.toLocaleString("en-US") + " tasks (" +
-    pct(taskTotal ? coveredTaskTotal / taskTotal : 0) + ") are covered. Index: " + INDEXES[state.index].title +
-    (state.modified ? " (benchmarks changed by hand)" : "") + ".";
-  document.body.dataset.index = INDEXES[state.index].name;
-}
-
-// tooltip
-const tip = document.getElementById("tip");
-function showTip(tile, x, y){
-  const occ = D.occupations[Number(tile.dataset.index)];
-  const covered = coveredTasks(occ);
-  tip.replaceChildren();
-  tip.append(el("h3", {}, occ.t), el("div", {className: "code"}, occ.c + " \u00b7 " + D.groups[occ.g][1]));
-  const pctCovered = occ.n ? (100 * covered.length / occ.n).toFixed(0) : 0;
-  const unit = state.threshold > 1 ? " prompts): " : " prompt): ";
-  tip.append(el("div", {}, "Tasks covered (\u2265 " + state.threshold + unit + covered.length +
-    " of " + occ.n + " (" + pctCovered + "%)"));
-  if (covered.length) {
-    const ul = el("ul");
-    covered.slice(0, 3).forEach(([id, text, n]) => ul.append(
-      el("li", {}, (text || ("task " + id)) + " \u2014 " + n + " prompt" + (n > 1 ? "s" : ""))));
-    if (covered.length > 3) ul.append(el("li", {}, "\u2026 and " + (covered.length - 3) + " more"));
-    tip.append(ul);
-  }
-  const benches = [];
-  for (let i = 0; i < occ.b.length; i += 2) {
-    if (state.selected.has(occ.b[i])) benches.push([occ.b[i], occ.b[i + 1]]);
-  }
-  benches.sort((a, b) => b[1] - a[1] || a[0] - b[0]);
-  tip.append(el("div", {className: "sec"}, "Benchmarks behind it"));
-  if (benches.length) {
-    const named = benches.map(([b, n]) => D.benchmarks[b][0] + " (" + n + (n > 1 ? " prompts)" : " prompt)"));
-    tip.append(el("div", {}, named.join(", ")));
-  } else {
-    tip.append(el("div", {}, "none of the selected benchmarks has a prompt labeled with its tasks"));
-  }
-  const examples = occ.e.map(i => D.examples[i]).filter(ex => state.selected.has(ex[0])).slice(0, 3);
-  if (examples.length) {
-    tip.append(el("div", {className: "sec"}, "Example prompts"));
-    const ul = el("ul");
-    examples.forEach(([b, id, text]) => {
-      const li = el("li");
-      li.append(el("b", {}, D.benchmarks[b][0] + ": "), el("span", {className: "ex"}, text));
-      ul.append(li);
-    });
-    tip.append(ul);
-  }
-  tip.style.display = "block";
-  const w = tip.offsetWidth, h = tip.offsetHeight;
-  tip.style.left = Math.max(4, Math.min(x + 14, window.innerWidth - w - 8)) + "px";
-  tip.style.top = Math.max(4, (y + 14 + h > window.innerHeight ? y - h - 10 : y + 14)) + "px";
-}
-const onPointer = ev => { const t = ev.target.closest(".tile"); if (t) showTip(t, ev.clientX, ev.clientY); };
-main.addEventListener("mouseover", onPointer);
-main.addEventListener("mousemove", onPointer);
-main.addEventListener("mouseout", ev => { if (ev.target.closest(".tile")) tip.style.display = "none"; });
-main.addEventListener("focusin", ev => { const t = ev.target.closest(".tile");
-  if (t) { const r = t.getBoundingClientRect(); showTip(t, r.right, r.bottom); } });
-main.addEventListener("focusout", () => { tip.style.display = "none"; });
-render();
-document.body.dataset.ready = "1";
-})();
-"""
-
-
 def coverage_map_html(
     data: dict[str, Any],
     *,
@@ -484,8 +293,13 @@ def coverage_map_html(
     n_groups = len({o["g"] for o in data["occupations"]})
     default_subtitle = (
         f"Each tile is one of {n_occ} O*NET occupations, grouped into {n_groups} SOC major groups and "
-        "coloured by the share of its tasks covered, i.e. labeled with at least the chosen number of "
-        f"distinct benchmark prompts (labeler: {data.get('labeler') or 'n/a'}). Pick the threshold and the "
+        + ("coloured by the estimated probability that it has a task exercised by at least the chosen number of "
+           "distinct benchmark prompts (the legend says how; labels corrected by the judge sample); a "
+           "hand-picked set of benchmarks shows the share of its tasks labeled that often instead"
+           if data.get("estimates") else
+           "coloured by the share of its tasks covered, i.e. labeled with at least the chosen number of "
+           "distinct benchmark prompts")
+        + f" (labeler: {data.get('labeler') or 'n/a'}). Pick the threshold and the "
         "benchmarks that count, or a named benchmark index; hover over a tile for the tasks, benchmarks and example prompts behind it."
     )
     parts = [

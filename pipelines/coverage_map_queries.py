@@ -29,6 +29,7 @@ from models.coverage_map import (
 from pipelines import warehouse as wh
 
 LABELS_RELATION = "prompt_task_labels"
+ESTIMATES_RELATION = "occupation_estimates"  # per index, occupation and threshold: p_covered, prompts (issue 25)
 PROMPTS_RELATION = "benchmark_prompts"
 TASKS_RELATION = "onet_tasks"
 
@@ -155,6 +156,7 @@ def coverage_map_data_from_connection(
     examples_per_benchmark: int = 1,
     prompt_chars: int = PROMPT_CHARS,
     task_chars: int = TASK_CHARS,
+    occupation_estimates: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
     """The page's data (JSON-ready), aggregated by DuckDB on `con`: only per-task/per-occupation counts, the
     example prompts' texts and the labeled tasks' statements reach Python.
@@ -172,7 +174,7 @@ def coverage_map_data_from_connection(
     aggregates = map_aggregates(con, codes, labels=labels, prompts=prompts, tasks=tasks, labeler=labeler,
                                 examples_per_benchmark=examples_per_benchmark)
     return coverage_map_data_from_aggregates(occ, aggregates, thresholds=thresholds, prompt_chars=prompt_chars,
-                                             task_chars=task_chars)
+                                             task_chars=task_chars, occupation_estimates=occupation_estimates)
 
 
 def coverage_map_data(
@@ -186,6 +188,7 @@ def coverage_map_data(
     examples_per_benchmark: int = 1,
     prompt_chars: int = PROMPT_CHARS,
     task_chars: int = TASK_CHARS,
+    occupation_estimates: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
     """The page's data (JSON-ready) from frames: `coverage_map_data_from_connection` on an in-memory DuckDB
     with the frames registered as its relations (one implementation for frames and the warehouse).
@@ -212,6 +215,7 @@ def coverage_map_data(
             examples_per_benchmark=examples_per_benchmark,
             prompt_chars=prompt_chars,
             task_chars=task_chars,
+            occupation_estimates=occupation_estimates,
         )
     finally:
         con.close()
@@ -228,10 +232,12 @@ def build_coverage_map(
     subtitle: str | None = None,
     footer: str | None = None,
     membership: pl.DataFrame | None = None,
+    occupation_estimates: pl.DataFrame | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """(HTML page, its data) in one call; `membership` (benchmark_index_membership) fills the index
-    selector."""
-    data = coverage_map_data(occupations, labels, prompts, tasks, labeler=labeler, thresholds=thresholds)
+    selector; `occupation_estimates` colours the tiles by p_covered (models/coverage_map.py)."""
+    data = coverage_map_data(occupations, labels, prompts, tasks, labeler=labeler, thresholds=thresholds,
+                             occupation_estimates=occupation_estimates)
     data["indexes"] = index_options(membership, [b for b, _ in data["benchmarks"]])
     return coverage_map_html(data, subtitle=subtitle, footer=footer), data
 
@@ -250,10 +256,15 @@ def build_coverage_map_from_warehouse(
 ) -> tuple[str, dict[str, Any]]:
     """(HTML page, its data) from the warehouse at `path`, aggregated in DuckDB on a read-only connection:
     prompt_task_labels and benchmark_prompts are never loaded whole (examples and statements are left out
-    when benchmark_prompts / onet_tasks are missing)."""
+    when benchmark_prompts / onet_tasks are missing; without occupation_estimates the tiles show the labels
+    as counted)."""
     with wh.connect(path, read_only=True) as con:
         if not wh.table_exists(con, LABELS_RELATION):
             raise LookupError(f"table {LABELS_RELATION!r} is not in the warehouse {path}")
+        estimates = (
+            wh.fetch_polars(con, f"select * from {wh.quote_identifier(ESTIMATES_RELATION)}")
+            if wh.table_exists(con, ESTIMATES_RELATION) else None
+        )
         data = coverage_map_data_from_connection(
             con,
             occupations,
@@ -262,6 +273,7 @@ def build_coverage_map_from_warehouse(
             labeler=labeler,
             thresholds=thresholds,
             examples_per_benchmark=examples_per_benchmark,
+            occupation_estimates=estimates,
         )
     data["indexes"] = index_options(membership, [b for b, _ in data["benchmarks"]])
     return coverage_map_html(data, subtitle=subtitle, footer=footer, headline=headline), data

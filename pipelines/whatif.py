@@ -133,6 +133,19 @@ def existing_label_counts(
     return counts, keys
 
 
+ESTIMATE_TABLES = ("task_estimates", "occupation_estimates", "major_group_estimates")
+
+
+def unit_estimates(warehouse_path: str | Path) -> dict[str, pl.DataFrame] | None:
+    """The per-unit estimate tables the warehouse holds (issue 25), by name; None without task_estimates
+    (the what-if then reports the labels-as-counted gain only)."""
+    with wh.connect(warehouse_path, read_only=True) as con:
+        present = [name for name in ESTIMATE_TABLES if wh.table_exists(con, name)]
+        if "task_estimates" not in present:
+            return None
+        return {name: wh.fetch_polars(con, f"select * from {wh.quote_identifier(name)}") for name in present}
+
+
 def landed_hashes(warehouse_path: str | Path) -> list[str]:
     """Every landed prompt's text hash (benchmark_prompts), so a candidate's copy of a landed text counts
     for nothing."""
@@ -207,6 +220,7 @@ def run_whatif(
         priorities=gaps.score_reference_tasks(existing, tables, params.threshold, weights, labeler.name),
         existing_prompt_hashes=landed_hashes(warehouse_path),
         landed_keys=landed_keys,
+        estimates=unit_estimates(warehouse_path),
     )
     return gaps.for_candidate(result, prompts["benchmark"][0], params, labeler.name,
                               rejected_lines=rejects.height, label_failed=failed)

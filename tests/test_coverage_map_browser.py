@@ -280,3 +280,97 @@ def test_index_selector_ticks_the_members_and_says_why_others_are_out(browser, p
                                                                          "task_share_covered_1").iter_rows()))
     severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert severe == [], json.dumps(severe)[:500]
+
+
+def _synthetic_estimates(data: dict) -> pl.DataFrame:
+    """occupation_estimates rows for index `all` (both thresholds) built from the page's own counts, with every
+    class present: occupations with labeled tasks get a p from their share, a few without any get an unsure
+    p (the estimates see work the labels miss), and the sparse table leaves the rest out (p 0)."""
+    rows = []
+    for position, occ in enumerate(data["occupations"]):
+        labelled = sum(pairs[i + 1] for _, _, pairs in occ["k"] for i in range(0, len(pairs), 2))
+        for threshold in (1, 5):
+            if labelled:
+                p = min(1.0, 0.3 + 0.6 * labelled / threshold)
+            elif position % 7 == 0:
+                p = 0.4
+            else:
+                continue
+            rows.append({"benchmark_index": "all", "onet_soc_code": occ["c"], "threshold": threshold,
+                         "p_covered": p, "prompts_mean": 2.5 * p * labelled + 0.5,
+                         "prompts_low": 0.0, "prompts_high": 4.0 * p * labelled + 3.0,
+                         "labels_count": labelled, "judged_texts": position % 3})
+    return pl.DataFrame(rows)
+
+
+def test_tiles_show_the_estimated_probability_with_its_legend_and_hover(browser, page, tmp_path):
+    """Issue 25 item 5: with occupation_estimates, a tile's colour is its p_covered class at the chosen
+    threshold (likely covered / unsure / likely not, counted in the legend), the hover gives the expected
+    prompts with their interval and then the labels as counted, named as such; a hand-picked benchmark set
+    has no estimate and falls back to the labels' shares, saying why."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    from models.coverage_map import ESTIMATE_CLASSES, colour_for_p, estimate_classes, map_estimates
+
+    estimates = _synthetic_estimates(page["data"])
+    data = dict(page["data"])
+    data["estimates"] = map_estimates(estimates, [o["c"] for o in data["occupations"]])
+    path = tmp_path / "estimated_map.html"
+    path.write_text(coverage_map_html(data), encoding="utf-8")
+    _load(browser, path)
+
+    for threshold in (1, 5):
+        if threshold == 5:
+            browser.find_element(By.ID, "threshold-5").click()
+        expected = {r["onet_soc_code"]: r["p_covered"]
+                    for r in estimates.filter(pl.col("threshold") == threshold).iter_rows(named=True)}
+        classes = estimate_classes(data, "all", threshold)
+        counts = [sum(1 for c in classes.values() if c == i) for i in range(3)]
+        assert all(counts), counts  # every class shows up
+        tiles = browser.execute_script(
+            "return Array.from(document.querySelectorAll('.tile')).map(t => ({code: t.dataset.code, "
+            "p: Number(t.dataset.p), colour: getComputedStyle(t).backgroundColor}));"
+        )
+        assert len(tiles) == 923
+        for tile in tiles:
+            p = expected.get(tile["code"], 0.0)
+            assert tile["p"] == pytest.approx(p, abs=1e-4), tile["code"]
+            assert _hex(tile["colour"]) == colour_for_p(p), tile["code"]
+        legend = browser.find_element(By.ID, "legend").text
+        assert legend.startswith(f"Tile colour: estimated probability p that the occupation has a task with \u2265 "
+                                 f"{threshold}")
+        for (_, _, label), n in zip(ESTIMATE_CLASSES, counts, strict=True):
+            assert f"{label}: {n}" in legend
+        summary = browser.find_element(By.ID, "summary").text
+        assert summary.startswith(f"Estimated at \u2265 {threshold} prompt")
+        assert f"{counts[0]} of 923 occupations likely covered, {counts[1]} unsure, {counts[2]} likely not" in summary
+        assert "Labels as counted: " in summary
+
+    # hover: the estimate first, then the labels as counted, named as such
+    row = estimates.filter(pl.col("threshold") == 5).sort(["p_covered", "onet_soc_code"],
+                                                            descending=[True, False]).row(0, named=True)
+    tile = browser.find_element(By.CSS_SELECTOR, f'.tile[data-code="{row["onet_soc_code"]}"]')
+    ActionChains(browser).move_to_element(tile).perform()
+    text = browser.find_element(By.ID, "tip").text
+    assert f"Probability covered: {row['p_covered']:.2f} \u2014 likely covered" in text
+
+    def fmt(value: float) -> str:  # as the page shows the (4-decimal) numbers it holds
+        value = round(value, 4)
+        return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
+
+    assert (f"Expected prompts on its most-exercised task: {fmt(row['prompts_mean'])} (95% interval "
+            f"{fmt(row['prompts_low'])}\u2013{fmt(row['prompts_high'])})") in text
+    assert f"Prompts labeled with its most-labeled task: {row['labels_count']}" in text
+    assert text.index("Expected prompts") < text.index("Labels as counted (for comparison)")
+    assert text.index("Labels as counted") < text.index("Tasks covered (\u2265 5 prompts)")
+
+    # a hand-picked set of benchmarks has no estimate: the labels' shares, and the legend says why
+    browser.find_element(By.ID, "bench-gdpval").click()
+    _assert_view(_tiles(browser), occupation_shares(data, 5, ["swe_lancer", "webarena"]))
+    legend = browser.find_element(By.ID, "legend").text
+    assert "labels as counted (benchmarks changed by hand: estimates exist for the named indexes only)" in legend
+    assert browser.find_element(By.ID, "summary").text.startswith(
+        f"{sum(1 for v in occupation_shares(data, 5, ['swe_lancer', 'webarena']).values() if v > 0)} of 923")
+    severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert severe == [], json.dumps(severe)[:500]

@@ -18,15 +18,17 @@ from typing import Any
 import pytest
 
 EXPECTED = {
-    "assets": 63,  # + prompt_work, reference_task_labels (issue 13); + the four whatif_* tables (issue 17)
-    # + eight per-unit / per-text estimate tables and their calibration (issue 25); + headline_history (issue 27)
-    "checks": 24,  # + unit_estimates_sum_to_headline (issue 25); + no open label failures (issue 26)
+    "assets": 65,  # + prompt_work, reference_task_labels (issue 13); + the four whatif_* tables (issue 17);
+    # issue 25: + 8 per-unit/per-text estimate tables (estimates), + occupation_model_scores_estimated (analysis);
+    # issue 27: + headline_history
+    "checks": 26,  # issue 25: + unit_estimates_sum_to_headline, benchmark_group_shares_match_the_headline;
+    # issue 26: + prompt_task_labels_complete
     "jobs": 3,
     "sensors": 2,
     "schedules": 1,
 }
 EXPECTED_GROUPS = {
-    "reference": 10, "benchmarks": 4, "labels": 4, "label_validation": 5, "analysis": 12, "estimates": 13,
+    "reference": 10, "benchmarks": 4, "labels": 4, "label_validation": 5, "analysis": 13, "estimates": 13,
     "gaps": 10, "exports": 5,
 }
 EXPECTED_JOBS = {"benchmark_refresh_job", "analysis_refresh_job", "reference_refresh_job"}

@@ -31,6 +31,7 @@ from models import validation as val
 from models.benchmarks import BENCHMARKS_SCHEMA, PROMPTS_SCHEMA
 from models.coverage_map import NO_COVERAGE_COLOUR, colour_for, occupation_shares
 from models.data_dictionary import DATA_DICTIONARY, undocumented_columns
+from models.scores_estimated import estimated_occupation_scores
 from pipelines import export_writer as ew
 from pipelines import warehouse as wh
 from pipelines.coverage_map_queries import (
@@ -293,13 +294,17 @@ def build_world(seed: int = 0) -> dict[str, pl.DataFrame]:
         ),
         "workbank_coverage": models["workbank_zone_coverage"],
         "occupation_model_scores": sc.occupation_model_scores(results, labels, n_boot=200),
+        # each labeled text exercises its labels' occupations with probability 0.8 (a stand-in for the estimates)
+        "occupation_model_scores_estimated": estimated_occupation_scores(
+            results, prompts, labels.select("benchmark", "prompt_hash", "onet_soc_code").unique()
+            .with_columns(pl.lit(0.8).alias("p")), n_draws=20),
         "coverage_sensitivity": cov.coverage_sensitivity(
             cov.label_counts(labels), tasks, task_hours, occupations, exposure, wages, workbank
         ),
         "labeler_validation": validation,
         "labeler_agreement": agreement,
         "coverage_gaps": gaps.coverage_gaps(scored, 5),
-        "occupation_gaps": gaps.occupation_gaps(scored, 5),
+        "occupation_gaps": gaps.with_expected_columns(gaps.occupation_gaps(scored, 5)),
         "major_group_gaps": gaps.major_group_gaps(scored, None, 5),
         "jobbench_shortlist": gaps.jobbench_shortlist(scored, 5),
         # the built-in `all` index (every benchmark); tests/test_indexes.py covers the shipped indexes

@@ -165,6 +165,98 @@ def test_benchmark_never_landed_and_the_other_indexes_still_compute():
     assert result.membership.filter(pl.col("benchmark_index") == "all")["included"].all()
 
 
+def _benchmarks_frame(names: list[str]) -> pl.DataFrame:
+    return pl.DataFrame({"benchmark": names, "agentic": [True] * len(names), "public_items": [100] * len(names)})
+
+
+def test_group_from_estimated_shares_beats_raw_labels_and_an_assignment_wins():
+    """Issue 25 item 5 / issue 27 item 5: the cap's group is the largest share of the benchmark's estimated
+    work (texts' occupation probabilities, weighted by prompts), not of its raw labels; an [[assign]] entry
+    wins; membership shows the rule that placed each benchmark, the group and its share."""
+    benchmarks = _benchmarks_frame(["cyber", "office", "bare"])
+    # raw top-ranked labels: cyber -> 43 (office support), office -> 23 (legal), bare -> 15
+    counts = pl.DataFrame({
+        "labeler": ["offline"] * 5, "benchmark": ["cyber", "cyber", "office", "office", "bare"],
+        "onet_soc_code": ["43-4051.00", "15-1212.00", "23-1011.00", "43-6014.00", "15-1252.00"],
+        "task_id": [1, 2, 3, 4, 5], "min_depth": [1] * 5, "n_prompts": [10, 4, 9, 5, 3],
+    })
+    # estimates: cyber's texts are security work (15); office's are secretarial (43), one text shared by 3
+    # prompts; bare has no estimate (falls back to its raw labels)
+    estimates = pl.DataFrame({
+        "prompt_hash": ["c1", "c1", "c2", "o1", "o1", "o2"],
+        "benchmark": ["cyber", "cyber", "cyber", "office", "office", "office"],
+        "onet_soc_code": ["15-1212.00", "43-4051.00", "15-1212.00", "43-6014.00", "23-1011.00", "23-1011.00"],
+        "p": [0.9, 0.3, 0.8, 0.6, 0.2, 0.5],
+    })
+    text_prompts = pl.DataFrame({"benchmark": ["office"], "prompt_hash": ["o1"], "n_prompts": [3]})
+    shares = ix.estimated_group_shares(estimates, text_prompts)
+    cyber = dict(shares.filter(pl.col("benchmark") == "cyber").select("major_group_code", "share").iter_rows())
+    assert cyber == pytest.approx({"15-0000": 1.7 / 2.0, "43-0000": 0.3 / 2.0})
+    office = dict(shares.filter(pl.col("benchmark") == "office").select("major_group_code", "share").iter_rows())
+    # o1 counts 3 times: 43 -> 1.8, 23 -> 0.6 + 0.5
+    assert office == pytest.approx({"43-0000": 1.8 / 2.9, "23-0000": 1.1 / 2.9})
+
+    props = ix.measured_properties(benchmarks, counts, group_shares=shares)
+    # the headline's table reads the same: benchmark_major_group_estimates -> the same groups and shares
+    table = shares.select("benchmark", "major_group_code", pl.col("share").alias("share_mean"),
+                          pl.lit(0.0).alias("share_low"))
+    again = ix.measured_properties(benchmarks, counts, group_shares=ix.shares_from_benchmark_estimates(table))
+    assert again.select("benchmark", "major_group", "estimated_major_group_share").equals(
+        props.select("benchmark", "major_group", "estimated_major_group_share"))
+    rows = {r["benchmark"]: r for r in props.iter_rows(named=True)}
+    assert (rows["cyber"]["labeled_major_group"], rows["cyber"]["major_group"]) == ("43-0000", "15-0000")
+    assert (rows["office"]["labeled_major_group"], rows["office"]["major_group"]) == ("23-0000", "43-0000")
+    assert rows["bare"]["major_group"] == "15-0000" and rows["bare"]["major_group_rule"] == ix.RULE_LABELS
+    assert rows["cyber"]["major_group_rule"] == ix.RULE_ESTIMATED
+
+    text = """title = "Capped"
+version = "1"
+
+[[assign]]
+benchmark = "office"
+major_group = "23"
+reason = "a legal-office benchmark by its authors' account"
+
+[cap]
+max = 1
+tie_break = ["benchmark asc"]
+"""
+    frame = ix.evaluate_index(ix.parse_index(text, "idx/capped.toml"), props)
+    assert frame.columns == list(ix.MEMBERSHIP_SCHEMA)
+    got = {r["benchmark"]: r for r in frame.iter_rows(named=True)}
+    assert got["office"]["major_group"] == "23-0000"
+    assert got["office"]["major_group_rule"].startswith("assign entry (idx/capped.toml:5): a legal-office")
+    assert got["office"]["major_group_share"] == pytest.approx(1.1 / 2.9)
+    assert "major_group=23-0000 (assign entry (idx/capped.toml:5)" in got["office"]["values_read"]
+    assert (got["cyber"]["major_group"], got["cyber"]["major_group_share"]) == ("15-0000", pytest.approx(0.85))
+    assert got["cyber"]["major_group_rule"] == ix.RULE_ESTIMATED
+    assert got["bare"]["major_group_share"] is None  # no estimate: no share to show
+    # bare and cyber share 15-0000 (bare by its raw labels): the cap keeps one by name; office alone in 23
+    assert got["bare"]["included"] and not got["cyber"]["included"] and got["office"]["included"]
+    assert got["cyber"]["reason"].startswith("rank 2 of 2 in 15-0000")
+    # without the assignment office is placed by its estimate in 43, alone there
+    plain = ix.evaluate_index(ix.parse_index(text.split("[[assign]]")[0] + text.split('account"\n')[1],
+                                             "idx/plain.toml"), props)
+    assert plain.filter(pl.col("benchmark") == "office")["major_group"].item() == "43-0000"
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ('[[assign]]\nbenchmark = "alpha"\nmajor_group = "99"\nreason = "x"\n', "is not a SOC major group"),
+        ('[[assign]]\nbenchmark = "alpha"\nmajor_group = "15"\n', "field 'reason' is required"),
+        ('[[assign]]\nbenchmark = "alpha"\nmajor_group = "15"\nreason = "x"\ngroup = 1\n', "unknown field 'group'"),
+    ],
+)
+def test_bad_assignment_names_file_and_line(entry, message):
+    with pytest.raises(InputError) as caught:
+        ix.parse_index('title = "x"\nversion = "1"\n' + entry, "data/indexes/bad.toml")
+    assert message in str(caught.value) and caught.value.line is not None and caught.value.line >= 3
+    assigned = 'title = "x"\nversion = "1"\n[[assign]]\nbenchmark = "nope"\nmajor_group = "15"\nreason = "x"\n'
+    with pytest.raises(InputError, match="assign names benchmark 'nope', which was never landed"):
+        ix.evaluate_index(ix.parse_index(assigned, "data/indexes/bad.toml"), _properties())
+
+
 def test_shipped_files_parse():
     files = sorted(p.name for p in INDEX_DIR.glob("*.toml"))
     assert "all.toml" in files and f"{ECONOMIC}.toml" in files
@@ -244,6 +336,26 @@ def _work_shares(tables) -> dict[str, float]:
         pl.col("is_work").cast(pl.Float64).mean()
     )
     return dict(shares.iter_rows())
+
+
+@pytest.mark.slow
+def test_membership_groups_are_the_estimated_ones(tables):
+    """Issue 25 item 5: every benchmark with labels is placed in the major group with the largest share of
+    its estimated work in the headline's own table (benchmark_major_group_estimates), with that share; the raw
+    labels' group is what it was before (labeled_major_group in values_read is no longer what decides)."""
+    membership = tables("benchmark_index_membership")
+    top = tables("benchmark_major_group_estimates").filter(pl.col("rank") == 1)
+    expected = dict(top.select("benchmark", "major_group_code").iter_rows())
+    shares = dict(top.select("benchmark", "share_mean").iter_rows())
+    for row in membership.filter(pl.col("major_group_rule") == ix.RULE_ESTIMATED).iter_rows(named=True):
+        assert row["major_group"] == expected[row["benchmark"]], row["benchmark"]
+        assert row["major_group_share"] == pytest.approx(shares[row["benchmark"]], abs=1e-12)
+    placed = membership.filter(pl.col("benchmark_index") == ECONOMIC)
+    by_rule = placed.group_by("major_group_rule").len()
+    assert dict(by_rule.iter_rows()).get(ix.RULE_ESTIMATED, 0) >= 25  # all but a benchmark with no labels
+    # the three the raw labels misplaced (issue 25): security, office and database work
+    groups = dict(placed.select("benchmark", "major_group").iter_rows())
+    assert (groups["cybench"], groups["officebench"], groups["spider2"]) == ("15-0000", "43-0000", "15-0000")
 
 
 @pytest.mark.slow

@@ -51,12 +51,15 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
     "intervals.",
     "workbank_coverage": "Coverage of WORKBank-rated tasks by WORKBank zone, with Wilson intervals.",
     "occupation_model_scores": "Per occupation and AI model: plain and O*NET-weighted mean benchmark scores.",
+    "occupation_model_scores_estimated": "Per occupation and AI model: mean score over the prompts estimated to "
+    "exercise the occupation, with the labeler's error and the clustered sampling error in its 95% interval.",
     "coverage_sensitivity": "Headline numbers recomputed under alternative analysis choices.",
     "labeler_validation": "Accuracy of each labeler against human labels, per benchmark, with bootstrap "
     "intervals.",
     "labeler_agreement": "Agreement between two labelers on the prompts both labeled.",
     "coverage_gaps": "Uncovered tasks ranked by priority: what to benchmark next.",
-    "occupation_gaps": "Occupations with no covered task, ranked by priority.",
+    "occupation_gaps": "Occupations not likely covered (estimated p_covered < 0.9), ranked by expected uncovered "
+    "work hours with an interval; without per-unit estimates: occupations with no covered task, by priority.",
     "major_group_gaps": "Per SOC major group, the largest blocks of uncovered work hours.",
     "jobbench_shortlist": "Occupations whose workers want automation, by wage bill, with uncovered tasks.",
     "benchmarks": "The benchmarks included: version, licence, prompts, results and content hash.",
@@ -106,11 +109,16 @@ DATA_DICTIONARY["benchmark_index_membership"] = {
         INDEX,
     ),
     "major_group": (
-        "SOC major group of the benchmark: target_major_group from benchmark.toml, else the group holding most "
-        "of its top-ranked task labels",
+        "SOC major group of the benchmark, by major_group_rule: the index file's [[assign]] entry, else "
+        "target_major_group from benchmark.toml, else the largest share of its estimated work "
+        "(prompt_occupation_estimates), else (no estimate) the group holding most of its top-ranked raw labels",
         CODE_UNIT,
         INDEX,
     ),
+    "major_group_rule": ("the rule that placed the benchmark in major_group (an [[assign]] entry names its "
+                         "file, line and reason)", TEXT, INDEX),
+    "major_group_share": ("major_group's share of the benchmark's estimated work: texts' estimated occupation "
+                          "probabilities x prompts, summed per group; null without an estimate", SHARE, INDEX),
     "index_file": ("the index definition file", TEXT, INDEX),
 }
 TABLE_DESCRIPTIONS["benchmark_index_membership"] = (

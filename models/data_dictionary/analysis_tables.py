@@ -417,6 +417,37 @@ def _coverage_sensitivity() -> dict[str, Entry]:
 
 
 
+_ESTIMATED_SCORES = "computed: models/scores_estimated.py from benchmark_results and prompt_occupation_estimates"
+
+
+def _occupation_model_scores_estimated() -> dict[str, Entry]:
+    score = "score (0-1)"
+    return {
+        **entries(["onet_soc_code"]),
+        "model": ("AI model whose benchmark results are summarised", TEXT, BENCH),
+        "n_prompts": ("scored prompts whose text has an estimated probability > 0 of exercising the occupation",
+                      COUNT, _ESTIMATED_SCORES),
+        "expected_prompts": ("sum of those probabilities: the expected number of scored prompts in the occupation",
+                             COUNT, _ESTIMATED_SCORES),
+        "n_benchmarks": ("benchmarks those prompts come from", COUNT, _ESTIMATED_SCORES),
+        "cluster_unit": ("the sampling error's clusters: benchmark (2 or more benchmarks), else prompt", TEXT,
+                         _ESTIMATED_SCORES),
+        "n_clusters": ("clusters of the sampling error", COUNT, _ESTIMATED_SCORES),
+        "estimated_mean": ("mean score over the occupation's prompts, each in with its text's probability "
+                           "(multiple imputation: mean over draws)", score, _ESTIMATED_SCORES),
+        "ci_low": ("95% interval of estimated_mean (Rubin's rules: labeler error between draws + clustered "
+                   "sampling error), lower bound, clipped to 0", score, _ESTIMATED_SCORES),
+        "ci_high": ("the same, upper bound, clipped to 1", score, _ESTIMATED_SCORES),
+        "se": ("standard error of estimated_mean (total variance)", score, _ESTIMATED_SCORES),
+        "within_var": ("mean over draws of the clustered sampling variance", "score^2", _ESTIMATED_SCORES),
+        "between_var": ("variance of the mean between draws: which prompts exercise the occupation",
+                        "score^2", _ESTIMATED_SCORES),
+        "fraction_missing_info": ("share of the total variance from the labeler's error", SHARE,
+                                  _ESTIMATED_SCORES),
+        "n_draws": ("draws combined", COUNT, _ESTIMATED_SCORES),
+    }
+
+
 TABLES: dict[str, dict[str, Entry]] = {
     "coverage_headline": _coverage_headline(),
     "task_coverage": _task_coverage(),
@@ -427,5 +458,6 @@ TABLES: dict[str, dict[str, Entry]] = {
     "coverage_adjusted_probabilities": _coverage_adjusted_probabilities(),
     "workbank_coverage": _workbank_coverage(),
     "occupation_model_scores": _occupation_model_scores(),
+    "occupation_model_scores_estimated": _occupation_model_scores_estimated(),
     "coverage_sensitivity": _coverage_sensitivity(),
 }

@@ -16,6 +16,7 @@ from models.data_dictionary.common import (
     LABELS,
     ONET,
     ONET_RATINGS,
+    PROB,
     SHARE,
     TEXT,
     VALIDATION,
@@ -136,9 +137,13 @@ def _coverage_gaps() -> dict[str, Entry]:
     }
 
 
+_ESTIMATED = "computed: models/gaps/expected.py from the per-unit estimates (task_estimates, occupation_estimates)"
+
+
 def _occupation_gaps() -> dict[str, Entry]:
     return {
-        "rank": ("priority rank among uncovered occupations (1 = first)", "rank", GAPS),
+        "rank": ("rank among occupations not (likely) covered, 1 = first: by expected uncovered hours, or by "
+                 "priority without estimates (ranked_by)", "rank", GAPS),
         **entries(
             [
                 "onet_soc_code",
@@ -163,6 +168,17 @@ def _occupation_gaps() -> dict[str, Entry]:
         "exposed_task_share": ("hour-weighted share of LLM-exposed tasks", SHARE, ELOUNDOU),
         "n_desire_rated": ("tasks with a WORKBank desire rating", COUNT, WORKBANK),
         **_GAP_COMPONENTS,
+        "p_covered": ("estimated probability that the occupation has a task at the threshold "
+                      "(occupation_estimates; the list holds the occupations below 0.9)", PROB, _ESTIMATED),
+        "expected_tasks_covered": ("sum over its tasks of P(covered) (task_estimates)", COUNT, _ESTIMATED),
+        "expected_uncovered_hours": ("sum over its tasks of annual hours x P(not covered): the ranking",
+                                     HOURS_UNIT, _ESTIMATED),
+        "expected_uncovered_hours_low": ("2.5% point of the uncovered hours over simulated draws of its tasks' "
+                                         "coverage (tasks independent)", HOURS_UNIT, _ESTIMATED),
+        "expected_uncovered_hours_high": ("97.5% point of the same", HOURS_UNIT, _ESTIMATED),
+        "expected_uncovered_share": ("expected_uncovered_hours / the occupation's task hours", SHARE, _ESTIMATED),
+        "ranked_by": ("what the rank orders by: expected uncovered hours, or the priority when no per-unit "
+                      "estimates exist", TEXT, GAPS),
     }
 
 

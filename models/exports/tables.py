@@ -25,6 +25,7 @@ REQUIRED_TABLES: tuple[str, ...] = (
 OPTIONAL_TABLES: tuple[str, ...] = (
     "task_analysis_frame",
     "labeler_agreement",
+    "occupation_model_scores_estimated",
     "coverage_gaps",
     "occupation_gaps",
     "major_group_gaps",
@@ -66,6 +67,7 @@ SORT_KEYS: dict[str, tuple[str, ...]] = {
     ),
     "workbank_coverage": ("threshold", "zone"),
     "occupation_model_scores": ("onet_soc_code", "model", "min_prompts"),
+    "occupation_model_scores_estimated": ("onet_soc_code", "model"),
     "coverage_sensitivity": ("dimension", "variant", "metric"),
     "labeler_validation": ("benchmark", "labeler", "labeler_version", "metric"),
     "labeler_agreement": ("benchmark", "labeler_a", "labeler_b", "metric"),

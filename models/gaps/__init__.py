@@ -11,12 +11,27 @@ Turns the coverage map into ranked to-do lists:
 * `whatif_gain`: the marginal gain of a candidate benchmark's labels, computed without touching any table
   (whatif.py; candidate.py labels a candidate's prompts);
 * `score_power`: how many more prompts per task would shrink an occupation score's CI below a target width
-  (power.py).
+  (power.py);
+* `expected_occupation_gaps` / `expected_whatif_gain`: the same lists and gains from the per-unit estimates
+  (task_estimates, occupation_estimates): expected uncovered work hours with an interval, the expected gain
+  (expected.py).
 
 The what-if over a candidate folder and the warehouse, and its command, are pipelines/whatif.py.
 """
 
 from models.gaps.candidate import candidate_name, for_candidate, label_candidate
+from models.gaps.expected import (
+    EXPECTED_COLUMNS,
+    EXPECTED_GAP_COLUMNS,
+    LIKELY_COVERED,
+    LIKELY_NOT,
+    expected_occupation_gaps,
+    expected_uncovered_hours,
+    expected_whatif_gain,
+    occupation_gaps_from_estimates,
+    task_probabilities,
+    with_expected_columns,
+)
 from models.gaps.power import POWER_SCHEMA, extra_prompts_needed, score_power, smoothed_bernoulli_variance
 from models.gaps.priority import (
     COMPONENTS,
@@ -57,7 +72,11 @@ from models.gaps.whatif import (
 __all__ = [
     "COMPONENTS",
     "DEFAULT_THRESHOLD",
+    "EXPECTED_COLUMNS",
+    "EXPECTED_GAP_COLUMNS",
     "EXPOSURE_SCORE",
+    "LIKELY_COVERED",
+    "LIKELY_NOT",
     "MAJOR_GROUP_GAP_COLUMNS",
     "OCCUPATION_COMPONENTS",
     "OCCUPATION_GAP_COLUMNS",
@@ -74,6 +93,9 @@ __all__ = [
     "candidate_name",
     "coverage_gaps",
     "dedupe_candidate",
+    "expected_occupation_gaps",
+    "expected_uncovered_hours",
+    "expected_whatif_gain",
     "extra_prompts_needed",
     "for_candidate",
     "gap_task_frame",
@@ -83,12 +105,15 @@ __all__ = [
     "log_minmax",
     "major_group_gaps",
     "occupation_gaps",
+    "occupation_gaps_from_estimates",
     "occupation_priorities",
     "rank_by_priority",
     "score_power",
     "score_reference_tasks",
     "score_tasks",
     "smoothed_bernoulli_variance",
+    "task_probabilities",
+    "with_expected_columns",
     "whatif_gain",
     "whatif_tables",
 ]

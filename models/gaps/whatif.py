@@ -9,7 +9,7 @@ models/gaps/candidate.py's; reading the folder and the warehouse is pipelines/wh
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +66,7 @@ class WhatIfParams:
     candidate's, else coverage.select_labeler's choice). top_n: gap ranks compared before and after.
     hours_weighting: how task hours are weighted (coverage.task_hour_weights). n_candidate_prompts: prompts in
     the candidate folder, labeled or not; reported as the metric `candidate_prompts` when given.
+    benchmark_index: the index whose per-unit estimates the expected gain (metrics expected_*) starts from.
     """
 
     threshold: int = DEFAULT_THRESHOLD
@@ -73,6 +74,7 @@ class WhatIfParams:
     top_n: int = 100
     hours_weighting: HoursWeighting = "pi"
     n_candidate_prompts: int | None = None
+    benchmark_index: str = "all"  # whose per-unit estimates the expected gain starts from
 
 
 @dataclass
@@ -169,6 +171,7 @@ def whatif_gain(
     priorities: pl.DataFrame | None = None,
     existing_prompt_hashes: Sequence[str] | None = None,
     landed_keys: pl.DataFrame | None = None,
+    estimates: Mapping[str, pl.DataFrame] | None = None,
 ) -> WhatIfResult:
     """Marginal gain of adding `candidate_labels` to the landed labels at `params.threshold`. Pure: writes
     nothing.
@@ -183,6 +186,12 @@ def whatif_gain(
 
     `priorities` (onet_soc_code, task_id, priority[, task_annual_hours]; score_tasks' output) enables the gap
     ranking comparison; without it gap_rank_changes is empty.
+
+    `estimates` (task_estimates, and occupation_estimates / major_group_estimates when present, by name) adds
+    the expected gain (models/gaps/expected.py): metrics expected_tasks_covered, expected_occupations_covered,
+    expected_major_groups_covered, expected_hours_covered, expected_hours_share_covered and
+    expected_uncovered_hours, from the index's estimated coverage plus the counted candidate labels, each kept
+    with its p_exercised. The other metrics count the labels as they are.
     """
     if landed_keys is None:
         raise ValueError("existing label counts carry no prompt ids: pass landed_keys")
@@ -196,12 +205,37 @@ def whatif_gain(
     rank_changes = _gap_rank_changes(tasks_cmp, priorities, params.top_n)
     if priorities is not None:
         metrics += _gap_metrics(tasks_cmp, priorities, rank_changes, params.top_n)
+    if estimates is not None and "task_estimates" in estimates:
+        metrics += _expected_metrics(weighted, candidate, candidate_labels, estimates, params)
     return WhatIfResult(
         _gain_frame(metrics, counts, params, labeler),
         _newly_covered_tasks(weighted, tasks, occupations, threshold),
         _newly_covered_occupations(occ_cmp, threshold),
         rank_changes,
     )
+
+
+def _expected_metrics(
+    weighted: pl.DataFrame, kept: pl.DataFrame, candidate_labels: pl.DataFrame,
+    estimates: Mapping[str, pl.DataFrame], params: WhatIfParams,
+) -> list[tuple[str, float, float]]:
+    """The expected gain's (metric, before, after) over the counted candidate labels (their p_exercised
+    joined back: dedupe_candidate keeps the keys only)."""
+    from models.gaps.expected import expected_whatif_gain
+
+    keys = ["benchmark", "prompt_id", "onet_soc_code", "task_id"]
+    if "p_exercised" in candidate_labels.columns:
+        p = _label_keys(candidate_labels).with_columns(
+            candidate_labels["p_exercised"].cast(pl.Float64).alias("p_exercised")
+        ).group_by(keys).agg(pl.col("p_exercised").max())
+        kept = kept.join(p, on=keys, how="left")
+    tasks = weighted.select(*TASK_KEY, pl.col("task_hours_used").alias("task_annual_hours"))
+    gain, _ = expected_whatif_gain(
+        tasks, estimates["task_estimates"], kept.unique(keys), params.threshold, index=params.benchmark_index,
+        occupation_estimates=estimates.get("occupation_estimates"),
+        major_group_estimates=estimates.get("major_group_estimates"),
+    )
+    return [(r["metric"], r["before"], r["after"]) for r in gain.iter_rows(named=True)]
 
 
 def _one_labeler(

@@ -28,6 +28,11 @@ An index is a TOML file `data/indexes/<name>.toml` (the file name is the index n
     benchmark = "..."
     reason = "..."
 
+    [[assign]]                               # a benchmark's SOC major group set by hand: wins over the
+    benchmark = "cybench"                    # measured one (groups.py) for rules and the cap
+    major_group = "15-0000"                  # "15" or "15-0000"
+    reason = "..."
+
     [cap]                                    # at most `max` benchmarks per SOC major group
     max = 3
     group = "major_group"                    # the property grouping benchmarks (default major_group)
@@ -39,7 +44,9 @@ Evaluation (`evaluate_index`), per landed benchmark: an exclude entry, else an i
 in file order (a null value fails the rule unless the rule says `unknown = "include"`, and then the row lists
 it in `unknown_passed`); the benchmarks passing every rule are then capped per group, best by the tie-break
 first. Every row says what decided (`decided_by`), why (`reason`) and every value read (`values_read`), so
-unknown metadata never passes a rule silently.
+unknown metadata never passes a rule silently; and which major group placed it (`major_group`), by which rule
+(`major_group_rule`: an [[assign]] entry, benchmark.toml's target, the largest share of its estimated work, or
+the raw labels without an estimate) and that group's share of its estimated work (`major_group_share`).
 
 Parsing (`parse_index`) takes the file's text and raises `InputError` naming the file and line for an unknown
 field, an unknown column, a bad operator or value; `evaluate_index` raises it for a benchmark that was never
@@ -51,6 +58,7 @@ No dagster, no file I/O here: the asset reads the files and passes their text.
 The package, by concern (every public name is importable from models.indexes):
   definition.py  the columns a rule reads, the parsed form and parse_index
   evaluate.py    measured_properties, evaluate_index (entries, rules, cap) and evaluate_indexes
+  groups.py      a benchmark's estimated work per SOC major group (the imputation draws' shares)
   membership.py  reading a membership table: index names, members, per-index frames, summary lines
 """
 
@@ -65,6 +73,7 @@ from models.indexes.definition import (
     PROPERTIES,
     UNKNOWN_POLICIES,
     UNKNOWN_WHY,
+    Assignment,
     Assumption,
     Cap,
     Entry,
@@ -81,6 +90,15 @@ from models.indexes.evaluate import (
     rule_text,
     sort_membership,
 )
+from models.indexes.groups import (
+    GROUP_SHARE_SCHEMA,
+    RULE_ESTIMATED,
+    RULE_LABELS,
+    RULE_TARGET,
+    estimated_group_shares,
+    group_properties,
+    shares_from_benchmark_estimates,
+)
 from models.indexes.membership import (
     describe_rules,
     index_names,
@@ -95,13 +113,18 @@ __all__ = [
     "ALL_INDEX",
     "COLUMNS",
     "GROUP_POLICIES",
+    "GROUP_SHARE_SCHEMA",
     "MEMBERSHIP_SCHEMA",
     "METADATA_COLUMNS",
     "NAME",
     "OPERATORS",
     "PROPERTIES",
+    "RULE_ESTIMATED",
+    "RULE_LABELS",
+    "RULE_TARGET",
     "UNKNOWN_POLICIES",
     "UNKNOWN_WHY",
+    "Assignment",
     "Assumption",
     "Cap",
     "Entry",
@@ -111,7 +134,10 @@ __all__ = [
     "all_index",
     "describe_rules",
     "evaluate_index",
+    "estimated_group_shares",
     "evaluate_indexes",
+    "group_properties",
+    "shares_from_benchmark_estimates",
     "index_names",
     "measured_properties",
     "members",

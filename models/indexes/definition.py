@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 
 from models.errors import InputError
+from models.soc import SOC_MAJOR_GROUPS
 
 ALL_INDEX = "all"  # every landed benchmark: today's numbers
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -28,9 +29,13 @@ METADATA_COLUMNS: tuple[str, ...] = (
 PROPERTIES: dict[str, str] = {
     "work_share": "share of the benchmark's prompts the labeler judged occupational work (prompt_work.is_work)",
     "n_work_judged": "prompts with a work decision in prompt_work",
-    "labeled_major_group": "the SOC major group holding most of the benchmark's top-ranked task labels",
+    "labeled_major_group": "the SOC major group holding most of the benchmark's top-ranked task labels (raw)",
     "labeled_major_group_share": "share of the benchmark's top-ranked labels in labeled_major_group",
-    "major_group": "target_major_group when benchmark.toml gives it, else labeled_major_group",
+    "estimated_major_group": "the SOC major group with the largest share of the benchmark's estimated work "
+    "(prompt_occupation_estimates: each text's occupation probabilities, weighted by its prompts)",
+    "estimated_major_group_share": "share of the benchmark's estimated work in estimated_major_group",
+    "major_group": "the index file's [[assign]] entry, else target_major_group when benchmark.toml gives it, "
+    "else estimated_major_group, else (no estimate) labeled_major_group",
 }
 COLUMNS: tuple[str, ...] = METADATA_COLUMNS + tuple(PROPERTIES)
 # why a measured property can be unknown (shown with the unknown value)
@@ -39,13 +44,17 @@ UNKNOWN_WHY: dict[str, str] = {
     "n_work_judged": "no work decision in prompt_work for this benchmark",
     "labeled_major_group": "no top-ranked task label",
     "labeled_major_group_share": "no top-ranked task label",
-    "major_group": "no target_major_group and no top-ranked task label",
+    "estimated_major_group": "no per-text estimate (prompt_occupation_estimates) for this benchmark",
+    "estimated_major_group_share": "no per-text estimate (prompt_occupation_estimates) for this benchmark",
+    "major_group": "no assignment, no target_major_group, no estimate and no top-ranked task label",
 }
 
-_TOP_KEYS = {"title", "version", "description", "rule", "assume", "include", "exclude", "cap"}
+_TOP_KEYS = {"title", "version", "description", "rule", "assume", "include", "exclude", "cap", "assign"}
 _RULE_KEYS = {"name", "column", "op", "value", "unknown", "reason"}
 _ENTRY_KEYS = {"benchmark", "reason"}
 _ASSUME_KEYS = {"benchmark", "column", "value", "reason"}
+_ASSIGN_KEYS = {"benchmark", "major_group", "reason"}
+_MAJOR_GROUP = re.compile(r"^(\d{2})(?:-0000)?$")
 _CAP_KEYS = {"max", "group", "tie_break", "unknown_group", "reason"}
 _SECTION = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-]+)\s*\]\]?")
 _KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*=")
@@ -61,6 +70,8 @@ MEMBERSHIP_SCHEMA: dict[str, pl.DataType] = {
     "values_read": pl.Utf8(),
     "unknown_passed": pl.Utf8(),
     "major_group": pl.Utf8(),
+    "major_group_rule": pl.Utf8(),
+    "major_group_share": pl.Float64(),
     "index_file": pl.Utf8(),
 }
 
@@ -94,6 +105,16 @@ class Assumption:
 
 
 @dataclass(frozen=True)
+class Assignment:
+    """A manual major group for a benchmark (`[[assign]]`): wins over every measured group."""
+
+    benchmark: str
+    major_group: str  # 'NN-0000'
+    reason: str
+    line: int
+
+
+@dataclass(frozen=True)
 class Cap:
     max: int
     group: str
@@ -115,6 +136,7 @@ class IndexDefinition:
     include: tuple[Entry, ...] = ()
     exclude: tuple[Entry, ...] = ()
     cap: Cap | None = None
+    assign: tuple[Assignment, ...] = ()
 
     def where(self, line: int) -> str:
         return f"{self.path}:{line}"
@@ -220,8 +242,32 @@ def parse_index(text: str, path: str, name: str | None = None) -> IndexDefinitio
     entries = _parse_entries(document, path, lines)
     assumptions = _parse_assumptions(document, path, lines)
     cap = _parse_cap(document, path, lines)
+    assign = _parse_assign(document, path, lines)
     return IndexDefinition(name, title, version, description, path, rules, assumptions,
-                           tuple(entries["include"]), tuple(entries["exclude"]), cap)
+                           tuple(entries["include"]), tuple(entries["exclude"]), cap, assign)
+
+
+def _parse_assign(document: Mapping[str, Any], path: str, lines: _Lines) -> tuple[Assignment, ...]:
+    """The [[assign]] tables: a benchmark's SOC major group set by hand ('15' or '15-0000'), with a reason;
+    one per benchmark."""
+    out: list[Assignment] = []
+    for i, table in enumerate(_tables(document, "assign", path, lines)):
+        _check_keys(table, _ASSIGN_KEYS, path, lines, "assign", i)
+        start = lines.section("assign", i)
+        benchmark = _text(table, "benchmark", path, start)
+        group_line = lines.key("major_group", "assign", i)
+        raw = table.get("major_group")
+        found = _MAJOR_GROUP.match(str(raw).strip()) if isinstance(raw, str | int) else None
+        group = f"{found.group(1)}-0000" if found else None
+        if group is None or group not in SOC_MAJOR_GROUPS:
+            raise InputError(f"major_group {raw!r} is not a SOC major group (write e.g. \"15-0000\" or \"15\"; "
+                             f"known: {', '.join(SOC_MAJOR_GROUPS)})", path=path, line=group_line)
+        reason = _text(table, "reason", path, start)
+        if any(a.benchmark == benchmark for a in out):
+            raise InputError(f"benchmark {benchmark!r} is assigned twice", path=path,
+                             line=lines.key("benchmark", "assign", i))
+        out.append(Assignment(benchmark, group, reason, lines.key("benchmark", "assign", i)))
+    return tuple(out)
 
 
 

@@ -18,12 +18,21 @@ from models.indexes.definition import (
     MEMBERSHIP_SCHEMA,
     METADATA_COLUMNS,
     UNKNOWN_WHY,
+    Assignment,
     Cap,
     Entry,
     IndexDefinition,
     Rule,
     all_index,
     parse_index,
+)
+from models.indexes.groups import (
+    GROUP_SHARE_SCHEMA,
+    RULE_ESTIMATED,
+    RULE_LABELS,
+    RULE_TARGET,
+    group_properties,
+    share_of,
 )
 
 
@@ -33,12 +42,18 @@ def measured_properties(
     prompt_work: pl.DataFrame | None = None,
     *,
     labeler: str | None = None,
+    group_shares: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """One row per landed benchmark: the METADATA_COLUMNS plus the PROPERTIES (null where unknown).
+    """One row per landed benchmark: the METADATA_COLUMNS plus the PROPERTIES (null where unknown), and
+    `major_group_rule` (how major_group was read) and `major_group_shares` (every group's estimated share).
 
     work_share: mean of prompt_work.is_work over the benchmark's prompts with a decision, of the labeler the
     coverage uses (null when prompt_work is absent or has no row of the benchmark). labeled_major_group: from
-    the top-ranked labels (task_label_counts rows with min_depth 1) of that labeler."""
+    the top-ranked labels (task_label_counts rows with min_depth 1) of that labeler. estimated_major_group:
+    the largest of `group_shares` (benchmark, major_group_code, share: each benchmark's estimated share of its
+    work per SOC major group, e.g. groups.shares_from_benchmark_estimates). major_group: target_major_group,
+    else estimated_major_group, else labeled_major_group (an index's [[assign]] entry wins over all three, at
+    evaluation)."""
     frame = benchmarks.select(
         pl.col("benchmark").cast(pl.Utf8),
         *[(pl.col(c) if c in benchmarks.columns else pl.lit(None)).alias(c) for c in METADATA_COLUMNS],
@@ -74,8 +89,16 @@ def measured_properties(
             .select("benchmark", pl.col("group").alias("labeled_major_group"), "labeled_major_group_share")
         )
     frame = frame.join(groups, on="benchmark", how="left")
+    estimated = group_properties(group_shares if group_shares is not None else pl.DataFrame(schema=GROUP_SHARE_SCHEMA))
+    frame = frame.join(estimated, on="benchmark", how="left")
     target = pl.col("target_major_group").str.extract(r"^(\d{2})", 1) + "-0000"
-    return frame.with_columns(pl.coalesce(target, pl.col("labeled_major_group")).alias("major_group"))
+    return frame.with_columns(
+        pl.coalesce(target, pl.col("estimated_major_group"), pl.col("labeled_major_group")).alias("major_group"),
+        pl.when(target.is_not_null()).then(pl.lit(RULE_TARGET))
+        .when(pl.col("estimated_major_group").is_not_null()).then(pl.lit(RULE_ESTIMATED))
+        .when(pl.col("labeled_major_group").is_not_null()).then(pl.lit(RULE_LABELS))
+        .otherwise(pl.lit(None, dtype=pl.Utf8)).alias("major_group_rule"),
+    )
 
 
 # --------------------------------------------------------------------------------------------- evaluation
@@ -127,14 +150,15 @@ def evaluate_index(definition: IndexDefinition, properties: pl.DataFrame) -> pl.
     decisions = {b: _decide(definition, b, includes, excludes, value_of) for b in sorted(landed)}
     if definition.cap is not None:
         _apply_cap(definition, definition.cap, decisions, includes, value_of)
-    return _membership_frame(definition, decisions, value_of.records)
+    return _membership_frame(definition, decisions, value_of)
 
 
 def _check_named_landed(definition: IndexDefinition, landed: set[str]) -> None:
-    """Every benchmark an include, exclude or assume entry names must have landed."""
+    """Every benchmark an include, exclude, assume or assign entry names must have landed."""
     named = [(e.benchmark, e.line, "include") for e in definition.include]
     named += [(e.benchmark, e.line, "exclude") for e in definition.exclude]
     named += [(a.benchmark, a.line, "assume") for a in definition.assumptions]
+    named += [(a.benchmark, a.line, "assign") for a in definition.assign]
     for benchmark, line, kind in named:
         if benchmark not in landed:
             raise InputError(f"{kind} names benchmark {benchmark!r}, which was never landed "
@@ -149,9 +173,23 @@ class _Values:
         self.definition = definition
         self.records = {r["benchmark"]: r for r in properties.iter_rows(named=True)}
         self.assumed = {(a.benchmark, a.column): a for a in definition.assumptions}
+        self.assigned: dict[str, Assignment] = {a.benchmark: a for a in definition.assign}
+
+    def group(self, benchmark: str) -> tuple[str | None, str | None, float | None]:
+        """(major group, the rule that placed it, its share of the benchmark's estimated work)."""
+        record = self.records[benchmark]
+        assignment = self.assigned.get(benchmark)
+        if assignment is not None:
+            rule = f"assign entry ({self.definition.where(assignment.line)}): {assignment.reason}"
+            return assignment.major_group, rule, share_of(record, assignment.major_group)
+        group = record.get("major_group")
+        return group, record.get("major_group_rule"), share_of(record, group)
 
     def __call__(self, benchmark: str, column: str) -> tuple[Any, str]:
         record = self.records[benchmark]
+        if column == "major_group" and benchmark in self.assigned:
+            group, rule, share = self.group(benchmark)
+            return group, f"major_group={group} ({rule}; {_share_text(share)})"
         value = record.get(column)
         assumption = self.assumed.get((benchmark, column))
         if value is None and assumption is not None:
@@ -163,9 +201,12 @@ class _Values:
         if column == "work_share" and value is not None:
             shown += f" (n={record.get('n_work_judged')})"
         if column == "major_group" and value is not None:
-            source = "target_major_group" if record.get("target_major_group") else "labeled_major_group"
-            shown += f" (from {source})"
+            shown += f" ({record.get('major_group_rule')}; {_share_text(share_of(record, value))})"
         return value, shown
+
+
+def _share_text(share: float | None) -> str:
+    return "no estimated share" if share is None else f"{share:.0%} of its estimated work"
 
 
 def _decide(definition: IndexDefinition, benchmark: str, includes: Mapping[str, Entry],
@@ -252,10 +293,10 @@ def _tie_key(benchmark: str, cap: Cap, includes: Mapping[str, Entry], value_of: 
 
 
 def _membership_frame(definition: IndexDefinition, decisions: Mapping[str, _Decision],
-                      records: Mapping[str, dict[str, Any]]) -> pl.DataFrame:
+                      value_of: _Values) -> pl.DataFrame:
     rows = []
     for benchmark, decision in sorted(decisions.items()):
-        group = records[benchmark].get("major_group")
+        group, group_rule, group_share = value_of.group(benchmark)
         rows.append({
             "benchmark_index": definition.name,
             "version": definition.version,
@@ -267,6 +308,8 @@ def _membership_frame(definition: IndexDefinition, decisions: Mapping[str, _Deci
             "values_read": "; ".join(dict.fromkeys(decision.values)) or None,
             "unknown_passed": "; ".join(decision.unknown_passed) or None,
             "major_group": group,
+            "major_group_rule": group_rule,
+            "major_group_share": group_share,
             "index_file": definition.path,
         })
     return pl.DataFrame(rows, schema=MEMBERSHIP_SCHEMA)

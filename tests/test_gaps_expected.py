@@ -1,0 +1,210 @@
+"""Gaps and what-if gains from the per-unit estimates (issue 25 item 5): expected uncovered hours with an
+interval, the ranking, and the expected gain of a candidate, on small frames whose answers are worked out
+by hand or by enumeration."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import polars as pl
+import pytest
+
+from models.gaps import expected as ge
+
+
+def _tasks() -> pl.DataFrame:
+    return pl.DataFrame({
+        "onet_soc_code": ["11-1011.00"] * 3 + ["15-1252.00"] * 2 + ["43-4051.00"],
+        "task_id": [1, 2, 3, 4, 5, 6],
+        "task_annual_hours": [100.0, 50.0, None, 400.0, 600.0, 80.0],
+    })
+
+
+def _task_estimates() -> pl.DataFrame:
+    # sparse: task 3 and 6 have no row (p = 0); 43-4051 has no task estimate at all
+    rows = [("all", "11-1011.00", 1, 1, 0.5, 0), ("all", "11-1011.00", 2, 1, 1.0, 3),
+            ("all", "15-1252.00", 4, 1, 0.2, 1), ("all", "15-1252.00", 5, 1, 0.0, 0),
+            ("all", "11-1011.00", 1, 5, 0.1, 0), ("all", "11-1011.00", 2, 5, 0.6, 3),
+            ("all", "15-1252.00", 4, 5, 0.05, 1), ("other", "15-1252.00", 5, 1, 0.9, 9)]
+    return pl.DataFrame(rows, schema=["benchmark_index", "onet_soc_code", "task_id", "threshold", "p_covered",
+                                      "labels_count"], orient="row")
+
+
+def test_expected_uncovered_hours_and_interval():
+    task_p = ge.task_probabilities(_task_estimates(), "all", 1)
+    occ = ge.expected_uncovered_hours(_tasks(), task_p, 1, n_sim=4000, seed=1)
+    rows = {r["onet_soc_code"]: r for r in occ.iter_rows(named=True)}
+    # 11-1011: 100 x 0.5 + 50 x 0 + 0 (no hours); the interval is the two outcomes of the one unsure task
+    manager = rows["11-1011.00"]
+    assert manager["expected_uncovered_hours"] == pytest.approx(50.0)
+    assert (manager["expected_uncovered_hours_low"], manager["expected_uncovered_hours_high"]) == (0.0, 100.0)
+    assert manager["p_covered"] == pytest.approx(1.0)  # task 2 is certain
+    assert manager["expected_tasks_covered"] == pytest.approx(1.5) and manager["labels_tasks_covered"] == 1
+    # 15-1252: 400 x 0.8 + 600; interval {600, 1000}: P(1000) = 0.8 so the 2.5% quantile is 600
+    dev = rows["15-1252.00"]
+    assert dev["expected_uncovered_hours"] == pytest.approx(920.0)
+    assert (dev["expected_uncovered_hours_low"], dev["expected_uncovered_hours_high"]) == (600.0, 1000.0)
+    assert dev["p_covered"] == pytest.approx(0.2) and dev["expected_uncovered_share"] == pytest.approx(0.92)
+    # no estimate at all: every hour uncovered, no spread
+    clerk = rows["43-4051.00"]
+    assert clerk["expected_uncovered_hours"] == clerk["expected_uncovered_hours_low"] == 80.0
+    assert clerk["p_covered"] == 0.0
+    # the occupation's own estimate is used when given (it carries the draws' correlation)
+    own = pl.DataFrame({"onet_soc_code": ["11-1011.00"], "p_covered": [0.97]})
+    assert ge.expected_uncovered_hours(_tasks(), task_p, 1, own, n_sim=10).filter(
+        pl.col("onet_soc_code") == "11-1011.00")["p_covered"].item() == pytest.approx(0.97)
+
+
+def test_simulated_interval_matches_the_exact_distribution():
+    """Many small independent tasks: the simulated 2.5/97.5% points sit where the exact distribution of the
+    sum puts them (a binomial here: 40 tasks of 10 hours, each uncovered with probability 0.3)."""
+    from scipy import stats
+
+    owner = np.zeros(40, dtype=int)
+    sims = ge.simulated_uncovered_hours(owner, np.full(40, 10.0), np.full(40, 0.7), 1, n_sim=20_000, seed=3)
+    low, high = np.quantile(sims[:, 0], [0.025, 0.975])
+    assert (low, high) == (10.0 * stats.binom.ppf(0.025, 40, 0.3), 10.0 * stats.binom.ppf(0.975, 40, 0.3))
+    assert sims.mean() == pytest.approx(120.0, rel=0.01)
+
+
+def test_gaps_rank_by_expected_uncovered_hours_and_leave_out_likely_covered():
+    task_p = ge.task_probabilities(_task_estimates(), "all", 1)
+    occ = ge.expected_uncovered_hours(_tasks(), task_p, 1, n_sim=200)
+    titles = pl.DataFrame({"onet_soc_code": ["15-1252.00", "43-4051.00"], "title": ["Developers", "Clerks"]})
+    gaps = ge.expected_occupation_gaps(occ, titles)
+    assert gaps.columns == ge.EXPECTED_GAP_COLUMNS
+    assert gaps["onet_soc_code"].to_list() == ["15-1252.00", "43-4051.00"]  # 11-1011 is likely covered
+    assert gaps["rank"].to_list() == [1, 2] and gaps["occupation_title"].to_list() == ["Developers", "Clerks"]
+
+
+def test_count_tail_and_candidate_pmf_by_enumeration():
+    tail = ge.count_tail(np.array([0.8]), np.array([0.4]), 5)
+    assert tail[0].tolist() == pytest.approx([1.0, 0.8, 0.7, 0.6, 0.5, 0.4])
+    q = [0.3, 0.9, 0.5, 0.6, 0.2, 0.7]
+    pmf = ge.candidate_count_pmf(np.zeros(6, dtype=int), np.array(q), 1, 5)
+    exact = np.zeros(6)
+    for outcome in itertools.product([0, 1], repeat=6):
+        exact[min(sum(outcome), 5)] += np.prod([qi if o else 1 - qi for qi, o in zip(q, outcome, strict=True)])
+    assert pmf[0] == pytest.approx(exact)
+
+
+def test_expected_whatif_gain_by_hand():
+    # the candidate labels task 4 twice (p 0.5 each) and task 6 once (p 1.0); task 1 with an unknown p (1)
+    candidate = pl.DataFrame({"onet_soc_code": ["15-1252.00", "15-1252.00", "43-4051.00", "11-1011.00"],
+                              "task_id": [4, 4, 6, 1], "p_exercised": [0.5, 0.5, 1.0, None]})
+    gain, per_task = ge.expected_whatif_gain(_tasks(), _task_estimates(), candidate, 1)
+    p = dict(zip(per_task["task_id"].to_list(), per_task["p_after"].to_list(), strict=True))
+    assert p[4] == pytest.approx(1 - 0.8 * 0.25) and p[6] == 1.0 and p[1] == 1.0 and p[5] == 0.0
+    metrics = {r["metric"]: r for r in gain.iter_rows(named=True)}
+    assert metrics["expected_tasks_covered"]["before"] == pytest.approx(1.7)
+    assert metrics["expected_tasks_covered"]["gain"] == pytest.approx(0.5 + 0.6 + 1.0)
+    # hours: task 1 (100 x 0.5), task 4 (400 x 0.6), task 6 (80 x 1)
+    assert metrics["expected_hours_covered"]["gain"] == pytest.approx(50 + 240 + 80)
+    assert metrics["expected_uncovered_hours"]["gain"] == pytest.approx(-(50 + 240 + 80))
+    # occupations (independence without occupation estimates): 15-1252 0.2 -> 0.8, 43-4051 0 -> 1
+    assert metrics["expected_occupations_covered"]["gain"] == pytest.approx(0.6 + 1.0)
+    # at >= 5 the landed tail is interpolated: task 4 has P(N>=j) = 0.2, 0.1625, 0.125, 0.0875, 0.05 (j=1..5)
+    gain5, per_task5 = ge.expected_whatif_gain(_tasks(), _task_estimates(), candidate, 5)
+    c = {0: 0.25, 1: 0.5, 2: 0.25}
+    expected4 = sum(c[k] * [1.0, 0.2, 0.1625, 0.125, 0.0875, 0.05][5 - k] for k in c)
+    assert per_task5.filter(pl.col("task_id") == 4)["p_after"].item() == pytest.approx(expected4)
+    assert per_task5.filter(pl.col("task_id") == 4)["p_before"].item() == pytest.approx(0.05)
+    with pytest.raises(ValueError, match="thresholds 1 and 5"):
+        ge.expected_whatif_gain(_tasks(), _task_estimates(), candidate, 3)
+
+
+def test_occupation_gaps_from_estimates_rank_by_expected_uncovered_hours():
+    """The gap finder's occupation list with estimates: occupations not likely covered, ranked by expected
+    uncovered hours (not by priority), the labels-as-counted columns beside; without estimates the priority
+    list says so."""
+    from models.gaps import OCCUPATION_GAP_COLUMNS, occupation_gaps, score_tasks
+    from tests.test_gaps import OCC_A, OCC_B, OCC_C, _task_frame
+
+    scored = score_tasks(_task_frame(n_prompts=[5, 0, 0, 0, 0, 0]))
+    # labels: A covered (task 1 has 5 prompts); estimates: A likely covered, B unsure (task 3 at 0.5), C's big
+    # task (5,000 h) unsure at 0.6 -> C expected 50 + 2,000 uncovered, B 500 + 200
+    estimates = pl.DataFrame(
+        [("all", OCC_A, 1, 5, 0.95, 5), ("all", OCC_B, 3, 5, 0.5, 0), ("all", OCC_C, 6, 5, 0.6, 0)],
+        schema=["benchmark_index", "onet_soc_code", "task_id", "threshold", "p_covered", "labels_count"],
+        orient="row",
+    )
+    occupations = pl.DataFrame([("all", OCC_A, 5, 0.95), ("all", OCC_B, 5, 0.5), ("all", OCC_C, 5, 0.6)],
+                               schema=["benchmark_index", "onet_soc_code", "threshold", "p_covered"], orient="row")
+    gaps = ge.occupation_gaps_from_estimates(scored, 5, estimates, "all", occupations, n_sim=500)
+    assert gaps.columns == [*OCCUPATION_GAP_COLUMNS, *ge.EXPECTED_COLUMNS]
+    assert gaps["onet_soc_code"].to_list() == [OCC_C, OCC_B] and gaps["rank"].to_list() == [1, 2]
+    c, b = gaps.row(0, named=True), gaps.row(1, named=True)
+    assert c["expected_uncovered_hours"] == pytest.approx(50 + 0.4 * 5000)
+    assert (c["expected_uncovered_hours_low"], c["expected_uncovered_hours_high"]) == (50.0, 5050.0)
+    assert b["expected_uncovered_hours"] == pytest.approx(0.5 * 1000 + 200) and b["p_covered"] == 0.5
+    assert b["uncovered_hours"] == pytest.approx(1200.0)  # the labels as counted, beside
+    assert set(gaps["ranked_by"]) == {ge.RANKED_BY_ESTIMATES}
+    # the priority ranking would put B first: the estimate reorders
+    by_priority = occupation_gaps(scored, 5)
+    assert by_priority["onet_soc_code"].to_list()[0] == OCC_B
+    plain = ge.with_expected_columns(by_priority)
+    assert plain["expected_uncovered_hours"].null_count() == plain.height
+    assert set(plain["ranked_by"]) == {ge.RANKED_BY_PRIORITY}
+
+
+def test_whatif_gain_reports_the_expected_gain_beside_the_counted_one():
+    """whatif_gain with the per-unit estimates: the expected_* metrics start from the index's estimated
+    coverage and add the counted candidate labels with their p_exercised (a copy of a landed text adds
+    nothing to either)."""
+    from models.coverage import label_counts
+    from models.gaps import WhatIfParams, whatif_gain
+    from tests.test_gaps import OCC_A, OCC_B, OCC_C, _labels, _landed, _task_frame
+
+    frame = _task_frame()
+    tasks = frame.select("onet_soc_code", "task_id", "task")
+    task_hours = frame.select("onet_soc_code", "task_id", pl.col("weight_share").alias("pi"),
+                              "occupation_annual_hours", "task_annual_hours")
+    occupations = pl.DataFrame({"onet_soc_code": [OCC_A, OCC_B, OCC_C], "title": ["A", "B", "C"]})
+    existing = _labels([("bench", f"p{i}", OCC_A, 1) for i in range(5)] + [("bench", "q", OCC_B, 3)])
+    estimates = {"task_estimates": pl.DataFrame(
+        [("all", OCC_A, 1, 1, 1.0, 5), ("all", OCC_B, 3, 1, 0.5, 1)],
+        schema=["benchmark_index", "onet_soc_code", "task_id", "threshold", "p_covered", "labels_count"],
+        orient="row",
+    ).vstack(pl.DataFrame(
+        [("all", OCC_A, 1, 5, 0.9, 5)],
+        schema=["benchmark_index", "onet_soc_code", "task_id", "threshold", "p_covered", "labels_count"],
+        orient="row",
+    ))}
+    candidate = _labels([("cand", "a", OCC_B, 3), ("cand", "b", OCC_C, 6)]).with_columns(
+        pl.Series("p_exercised", [0.5, 0.25])
+    )
+    result = whatif_gain(label_counts(existing), candidate, tasks, task_hours, occupations,
+                         WhatIfParams(threshold=1), estimates=estimates, **_landed(existing))
+    gain = {r["metric"]: r for r in result.marginal_gain.iter_rows(named=True)}
+    assert gain["tasks_covered"]["gain"] == 1.0  # counted: task 6 (0 -> 1); task 3 already has a label
+    expected = gain["expected_tasks_covered"]
+    assert expected["before"] == pytest.approx(1.5)
+    assert expected["gain"] == pytest.approx((1 - 0.5 * 0.5) - 0.5 + 0.25)
+    # the headline's task hours: pi share x occupation hours (task 3: 0.8 x 1,200; task 6: 0.99 x 5,050)
+    assert gain["expected_hours_covered"]["gain"] == pytest.approx(0.25 * 960.0 + 0.25 * 4999.5)
+    # a copy of landed prompts: nothing counted, nothing expected
+    copy = existing.with_columns(pl.lit("copy").alias("benchmark"), ("c" + pl.col("prompt_id")).alias("prompt_id"),
+                                 pl.lit(0.9).alias("p_exercised"))
+    nothing = whatif_gain(label_counts(existing), copy, tasks, task_hours, occupations, WhatIfParams(threshold=1),
+                          estimates=estimates, **_landed(existing))
+    metrics = dict(zip(nothing.marginal_gain["metric"], nothing.marginal_gain["gain"], strict=True))
+    assert metrics["expected_tasks_covered"] == 0.0 and metrics["expected_hours_covered"] == 0.0
+
+
+def test_the_draws_interval_replaces_the_simulated_one():
+    from models.gaps import score_tasks
+    from tests.test_gaps import OCC_A, OCC_B, OCC_C, _task_frame
+
+    scored = score_tasks(_task_frame())
+    tasks = pl.DataFrame([("all", OCC_C, 6, 5, 0.6, 0)], orient="row", schema=[
+        "benchmark_index", "onet_soc_code", "task_id", "threshold", "p_covered", "labels_count"])
+    occupations = pl.DataFrame(
+        [("all", OCC_A, 5, 0.0, 400.0, 400.0), ("all", OCC_C, 5, 0.6, 60.0, 5050.0)], orient="row",
+        schema=["benchmark_index", "onet_soc_code", "threshold", "p_covered", "uncovered_hours_low",
+                "uncovered_hours_high"])
+    gaps = ge.occupation_gaps_from_estimates(scored, 5, tasks, "all", occupations, n_sim=50)
+    c = gaps.filter(pl.col("onet_soc_code") == OCC_C).row(0, named=True)
+    assert (c["expected_uncovered_hours_low"], c["expected_uncovered_hours_high"]) == (60.0, 5050.0)
+    b = gaps.filter(pl.col("onet_soc_code") == OCC_B).row(0, named=True)  # no row: the simulation's
+    assert b["expected_uncovered_hours_low"] == b["expected_uncovered_hours_high"] == pytest.approx(1200.0)

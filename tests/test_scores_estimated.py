@@ -1,0 +1,100 @@
+"""Per-occupation model scores from the estimated occupations of each text (issue 25 item 5): with certain
+probabilities the estimate is the mean and its interval the cluster-robust one (worked by hand); uncertain
+probabilities add between-draw variance (the labeler's error) and move the estimate to the p-weighted mean."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+
+from models.scores_estimated import ESTIMATED_SCORES_SCHEMA, estimated_occupation_scores
+
+
+def _inputs(p_uncertain: float) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    scores = {("b1", "a"): 1.0, ("b1", "b"): 0.0, ("b1", "c"): 1.0, ("b2", "d"): 0.5, ("b2", "e"): 0.0,
+              ("b3", "f"): 1.0, ("b3", "g"): 0.0}
+    results = pl.DataFrame([{"benchmark": b, "prompt_id": i, "model": "m", "score": s}
+                            for (b, i), s in scores.items()]
+                           + [{"benchmark": "b1", "prompt_id": "a", "model": "m", "score": 0.0}])  # 2nd run
+    prompts = pl.DataFrame([{"benchmark": b, "prompt_id": i, "prompt_hash": f"h{i}"} for b, i in scores])
+    p = {"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0, "e": 1.0, "f": p_uncertain, "g": 0.0}
+    estimates = pl.DataFrame([{"prompt_hash": f"h{i}", "benchmark": b, "onet_soc_code": "15-1252.00", "p": p[i]}
+                              for b, i in scores] + [
+        {"prompt_hash": "ha", "benchmark": "b1", "onet_soc_code": "43-4051.00", "p": 0.5}])
+    return results, prompts, estimates
+
+
+def test_certain_probabilities_give_the_clustered_interval_by_hand():
+    results, prompts, estimates = _inputs(1.0)
+    frame = estimated_occupation_scores(results, prompts, estimates, n_draws=20)
+    assert frame.columns == list(ESTIMATED_SCORES_SCHEMA)
+    row = frame.filter(pl.col("onet_soc_code") == "15-1252.00").row(0, named=True)
+    s = np.array([0.5, 0.0, 1.0, 0.5, 0.0, 1.0])  # a averages its two runs; g has p = 0 and is left out
+    cluster = np.array([0, 0, 0, 1, 1, 2])
+    mean = s.mean()
+    sums = np.array([(s[cluster == c] - mean).sum() for c in range(3)])
+    variance = 3 / 2 * (sums**2).sum() / s.size**2
+    assert row["n_prompts"] == 6 and row["expected_prompts"] == 6.0 and row["n_clusters"] == 3
+    assert row["cluster_unit"] == "benchmark" and row["between_var"] == 0.0
+    assert row["estimated_mean"] == pytest.approx(mean)
+    assert row["within_var"] == pytest.approx(variance) and row["se"] == pytest.approx(math.sqrt(variance))
+    assert row["ci_low"] == pytest.approx(max(0.0, mean - 1.959963984540054 * math.sqrt(variance)))
+    # 43-4051 has half a prompt expected: below the minimum, no row
+    assert frame.filter(pl.col("onet_soc_code") == "43-4051.00").is_empty()
+
+
+def test_uncertain_probabilities_add_the_labelers_error():
+    certain = estimated_occupation_scores(*_inputs(1.0), n_draws=400).row(0, named=True)
+    unsure = estimated_occupation_scores(*_inputs(0.3), n_draws=400, seed=1).row(0, named=True)
+    # f (score 1) is in 30% of the draws: the estimate moves toward the mean without it
+    without_f = np.array([0.5, 0.0, 1.0, 0.5, 0.0]).mean()
+    assert without_f < unsure["estimated_mean"] < certain["estimated_mean"]
+    weighted = (0.5 + 0 + 1 + 0.5 + 0 + 0.3) / 5.3
+    assert unsure["estimated_mean"] == pytest.approx(weighted, abs=0.03)
+    assert unsure["between_var"] > 0 and 0 < unsure["fraction_missing_info"] < 1
+    assert unsure["expected_prompts"] == pytest.approx(5.3)
+    # the interval is a t interval around the mean with Rubin's total variance
+    total = unsure["within_var"] + (1 + 1 / unsure["n_draws"]) * unsure["between_var"]
+    assert unsure["se"] == pytest.approx(math.sqrt(total))
+    assert stats.norm.ppf(0.975) * unsure["se"] <= unsure["estimated_mean"] - unsure["ci_low"] + 1e-12
+
+
+def test_single_benchmark_clusters_by_prompt():
+    results, prompts, estimates = _inputs(1.0)
+    only_b1 = estimated_occupation_scores(results.filter(pl.col("benchmark") == "b1"), prompts, estimates,
+                                          n_draws=5).filter(pl.col("onet_soc_code") == "15-1252.00")
+    row = only_b1.row(0, named=True)
+    assert (row["cluster_unit"], row["n_clusters"], row["n_prompts"]) == ("prompt", 3, 3)
+    s = np.array([0.5, 0.0, 1.0])
+    assert row["within_var"] == pytest.approx(1.5 * ((s - s.mean()) ** 2).sum() / 9)
+
+
+@pytest.mark.slow
+def test_estimated_scores_on_the_mirror(full_pipeline):
+    """On the mirror: the asset holds one row per occupation x model with at least one expected scored prompt,
+    each estimate inside its interval, and the estimate of the occupation with most expected prompts agrees
+    with the p-weighted mean recomputed from the tables (to the draws' Monte Carlo error)."""
+    from pipelines import warehouse as wh
+
+    frame = wh.read_table(full_pipeline.warehouse, "occupation_model_scores_estimated")
+    assert frame.height > 0 and frame.columns == list(ESTIMATED_SCORES_SCHEMA)
+    assert (frame["expected_prompts"] >= 1.0).all()
+    inside = frame.filter(pl.col("ci_low").is_not_null())
+    assert ((inside["ci_low"] <= inside["estimated_mean"] + 1e-12)
+            & (inside["estimated_mean"] <= inside["ci_high"] + 1e-12)).all()
+    top = frame.sort("expected_prompts", descending=True).row(0, named=True)
+    with wh.connect(full_pipeline.warehouse, read_only=True) as con:
+        weighted = con.execute(
+            """select sum(s.score * e.p_calibrated) / sum(e.p_calibrated) from (
+                   select benchmark, prompt_id, avg(score) as score from benchmark_results
+                   where model = ? and score is not null group by 1, 2) s
+               join benchmark_prompts p using (benchmark, prompt_id)
+               join prompt_occupation_estimates e on e.benchmark = p.benchmark and e.prompt_hash = p.prompt_hash
+               where e.onet_soc_code = ?""",
+            [top["model"], top["onet_soc_code"]],
+        ).fetchone()[0]
+    assert top["estimated_mean"] == pytest.approx(weighted, abs=max(0.02, 3 * top["se"] / 10))
