@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 EXPECTED = {
-    "assets": 65,  # + prompt_work, reference_task_labels (issue 13); + the four whatif_* tables (issue 17);
+    "assets": 64,  # + prompt_work, reference_task_labels (issue 13); + the four whatif_* tables (issue 17);
     # issue 25: + 8 per-unit/per-text estimate tables (estimates), + occupation_model_scores_estimated (analysis);
     # issue 27: + headline_history
-    "checks": 26,  # issue 25: + unit_estimates_sum_to_headline, benchmark_group_shares_match_the_headline;
+    "checks": 25,  # issue 25: + unit_estimates_sum_to_headline, benchmark_group_shares_match_the_headline;
     # issue 26: + prompt_task_labels_complete
     "jobs": 3,
     "sensors": 2,
