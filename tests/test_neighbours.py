@@ -201,6 +201,12 @@ def _judged_problem(labels: pl.DataFrame, judge_rows: pl.DataFrame, tasks: pl.Da
                             tasks)
 
 
+def split_coverage(summary: pl.DataFrame, estimator: str, quantity: str, threshold: int) -> float:
+    """The share of splits whose interval covered the judge-labeled truth (es.summarize_checks' `coverage`)."""
+    return summary.filter((pl.col("estimator") == estimator) & (pl.col("quantity") == quantity)
+                          & (pl.col("threshold") == threshold))["coverage"][0]
+
+
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason=(
     "measured 2026-12-03: model-assisted coverage at >= 5 prompts 0.33 for tasks (mean error -5.9), 0.83 for "
@@ -232,13 +238,9 @@ def test_split_check_intervals_cover_the_truth_with_the_cross_fitted_labels(mirr
         checks.append(es.check_against_truth(split, truth, scopes, n_draws=30, seed=r))
     summary = es.summarize_checks(pl.concat(checks))
 
-    def coverage(estimator: str, quantity: str, threshold: int) -> float:
-        return summary.filter((pl.col("estimator") == estimator) & (pl.col("quantity") == quantity)
-                              & (pl.col("threshold") == threshold))["coverage"][0]
-
     for quantity in ("tasks_covered", "occupations_covered"):
-        assert coverage("model_assisted", quantity, 5) >= 0.6, quantity
-        assert coverage("bounds", quantity, 1) >= 0.9, quantity
+        assert split_coverage(summary, "model_assisted", quantity, 5) >= 0.6, quantity
+        assert split_coverage(summary, "bounds", quantity, 1) >= 0.9, quantity
 
 
 @pytest.mark.slow
@@ -295,14 +297,10 @@ def test_split_check_with_labels_refitted_on_the_estimation_half_only(mirror: Pa
         checks.append(es.check_against_truth(part, truth, scopes, n_draws=30, seed=r))
     summary = es.summarize_checks(pl.concat(checks))
 
-    def coverage(estimator: str, quantity: str, threshold: int) -> float:
-        return summary.filter((pl.col("estimator") == estimator) & (pl.col("quantity") == quantity)
-                              & (pl.col("threshold") == threshold))["coverage"][0]
-
     for quantity in ("tasks_covered", "occupations_covered"):
         # measured: 1.0 and 1.0 for both (4 splits; mean error -3.5 tasks, -0.3 occupations at >= 5)
-        assert coverage("model_assisted", quantity, 5) >= 0.6, quantity
-        assert coverage("bounds", quantity, 1) >= 0.9, quantity
+        assert split_coverage(summary, "model_assisted", quantity, 5) >= 0.6, quantity
+        assert split_coverage(summary, "bounds", quantity, 1) >= 0.9, quantity
 
 
 def test_labeler_validation_rows_of_both_evaluations() -> None:
