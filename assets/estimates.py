@@ -34,6 +34,7 @@ from dagster import (
 from models import coverage as cov
 from models import estimates as es
 from models import regression as reg
+from models.report.answer import answer_figures
 from pipelines.readers import REFERENCE_DIR, load_reference, read_labeler_oof
 from pipelines.resources import Warehouse
 
@@ -471,6 +472,8 @@ def headline_estimates(
             "labeler_version": str(inputs["labeler_version"]),
             "has_p_exercised": bool(inputs["has_p"]),
             "seconds": round(t_estimates, 2),
+            # the published numbers of index 'all' as floats: the Dagster UI plots them over materializations
+            **{f"headline_{k}": MetadataValue.float(v) for k, v in answer_figures(frame, es.ALL_INDEX).items()},
         },
     )
     yield Output(design, "estimate_design", metadata={"preview": MetadataValue.md(_md(design))})

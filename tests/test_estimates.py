@@ -410,6 +410,22 @@ def mirror_tables(full_pipeline):
     return read
 
 
+def test_headline_estimates_carry_the_published_numbers_as_numeric_metadata(full_pipeline, mirror_tables):
+    """The Dagster UI plots a float metadata entry over materializations: the published headline of index
+    'all' is there, equal to the table's published row."""
+    from dagster import AssetKey, DagsterInstance
+
+    published = mirror_tables("headline_estimates").filter(
+        pl.col("published") & (pl.col("scope") == "all") & (pl.col("benchmark_index") == "all")
+        & (pl.col("quantity") == "hours_share_covered") & (pl.col("threshold") == 5)).row(0, named=True)
+    with DagsterInstance.from_config(str(full_pipeline.dagster_home)) as instance:
+        event = instance.get_latest_materialization_event(AssetKey("headline_estimates"))
+    metadata = event.asset_materialization.metadata
+    value = metadata["headline_hours_share_covered_5"]
+    assert type(value).__name__ == "FloatMetadataValue" and value.value == pytest.approx(published["value"])
+    assert metadata["headline_hours_share_covered_5_ci_low"].value == pytest.approx(published["ci_low"])
+
+
 def test_estimates_on_the_mirror(mirror_tables):
     from pipelines.readers import load_reference, sampling_design
 
