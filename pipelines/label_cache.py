@@ -16,6 +16,7 @@ import fcntl
 import os
 import random
 import re
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -105,7 +106,13 @@ _INSERT_CACHE_SQL = (
     f"t.model = c.model and t.template_version = c.template_version)")
 
 
-_LABELING_LOCKS_HELD: set[str] = set()  # benchmarks whose labeling lock this process holds (labeling_lock)
+_LABELING_LOCKS = threading.local()  # .held: benchmarks whose labeling lock this thread holds (labeling_lock)
+
+
+def _locks_held() -> set[str]:
+    if not hasattr(_LABELING_LOCKS, "held"):
+        _LABELING_LOCKS.held = set()
+    return _LABELING_LOCKS.held
 
 
 class LabelCache:
@@ -148,11 +155,12 @@ class LabelCache:
         folder = label_store.store_dir(self.path) / ".locks"
         folder.mkdir(parents=True, exist_ok=True)
         with contextlib.ExitStack() as stack:
-            # one order everywhere: two runs never wait for each other; a lock this process already holds
+            # one order everywhere: two runs never wait for each other; a lock this thread already holds
             # (run_all takes it before it holds the warehouse open) is not taken again
-            for name in sorted(set(benchmarks) - _LABELING_LOCKS_HELD):
-                _LABELING_LOCKS_HELD.add(name)
-                stack.callback(_LABELING_LOCKS_HELD.discard, name)
+            held = _locks_held()
+            for name in sorted(set(benchmarks) - held):
+                held.add(name)
+                stack.callback(held.discard, name)
                 handle = stack.enter_context(open(folder / f"{_lock_name(name)}.lock", "a+"))
                 try:
                     fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

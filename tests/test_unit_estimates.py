@@ -179,3 +179,19 @@ def test_p_covered_matches_a_known_truth_at_five_prompts():
     assert tasks["difference"].abs().max() <= 0.1, tasks
     weighted = (tasks["difference"].abs() * tasks["n_units"]).sum() / tasks["n_units"].sum()
     assert weighted <= 0.05, tasks
+
+
+def test_per_text_estimates_without_any_judged_text():
+    """A warehouse whose benchmarks have no judge sample at all (a new user's own benchmark): the per-text
+    probabilities come from the labels alone (no misses to learn from), and nothing fails on the empty sample
+    (before: numpy refused to divide bincount's integer zeros)."""
+    sim = es.simulate(np.random.default_rng(5), texts_per_benchmark=(40, 30), unsampled_benchmarks=2)
+    problem = sim.problem
+    assert not problem.text_sampled.any()
+    scopes = es.scopes_for(problem, None)
+    draws = es.UnitDraws(problem, scopes, 10, with_texts=True)
+    es.run_estimators(problem, scopes, n_draws=10, seed=1, unit_draws=draws)
+    texts = pl.DataFrame({"benchmark": [problem.benchmarks[b] for b in problem.text_bench],
+                          "prompt_hash": [f"h{t:05d}" for t in range(problem.text_bench.size)]})
+    table = draws.text_estimates.table(texts)
+    assert table.height > 0 and table["p"].is_between(0.01, 1.0).all() and not table["judged"].any()

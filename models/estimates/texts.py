@@ -184,8 +184,9 @@ class TextOccupationDraws:
 
 def _row_shares(owner: np.ndarray, value: np.ndarray, weight: np.ndarray, n_owner: int, n_value: int) -> np.ndarray:
     """(owners, values) each owner's weight share of every value (rows without weight are 0)."""
+    # float always: bincount of an empty input (no judged misses anywhere) returns integers
     mass = np.bincount(owner.astype(np.int64) * n_value + value, weights=weight,
-                       minlength=n_owner * n_value).reshape(n_owner, n_value)
+                       minlength=n_owner * n_value).astype(np.float64).reshape(n_owner, n_value)
     total = mass.sum(axis=1, keepdims=True)
     return np.divide(mass, total, out=np.zeros_like(mass), where=total > 0)
 
