@@ -365,12 +365,17 @@ STACK_LABELERS = {"neighbour_stack": "offline", "selector_only": "offline_select
 STACK_EVALUATIONS = ("within_benchmark", "new_benchmark")
 
 
-def stack_cross_validated_rows(stack: Any, selector_version: str | None) -> pl.DataFrame:
+# while the step is off (BENCHMAP_NEIGHBOUR_STEP) its figures describe a candidate, not the published labels
+CANDIDATE_STACK_LABELER = "offline_neighbour_step"
+
+
+def stack_cross_validated_rows(stack: Any, selector_version: str | None, *, published: bool = True) -> pl.DataFrame:
     """The two out-of-sample evaluations of the labeler step (pipelines.fit_labeler's figures, over every
     judged text of both splits, 95% bootstrap over texts), metric `ref_cv_<evaluation>_<metric>`:
     within_benchmark = leave one judged text out within its benchmark (the stack's models and hyperparameters
     also never saw the benchmark); new_benchmark = leave one benchmark out (a benchmark that arrives without
-    judged texts: the selector's labels, so before = after). Labelers: STACK_LABELERS."""
+    judged texts: the selector's labels, so before = after). Labelers: STACK_LABELERS; the stack's own rows
+    are CANDIDATE_STACK_LABELER's when the step is not `published` (off)."""
     schema = {"benchmark": pl.Utf8, "labeler": pl.Utf8, "labeler_version": pl.Utf8, "metric": pl.Utf8,
               "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "n": pl.Int64}
     if stack is None:
@@ -381,7 +386,8 @@ def stack_cross_validated_rows(stack: Any, selector_version: str | None) -> pl.D
     for evaluation in STACK_EVALUATIONS:
         for name, figures in stack.cross_validation.get(evaluation, {}).items():
             for metric, v in figures.get("all", {}).items():
-                rows.append({"benchmark": "all", "labeler": STACK_LABELERS[name], "labeler_version": versions[name],
+                labeler = STACK_LABELERS[name] if published or name != "neighbour_stack" else CANDIDATE_STACK_LABELER
+                rows.append({"benchmark": "all", "labeler": labeler, "labeler_version": versions[name],
                              "metric": f"{rl.METRIC_PREFIX}cv_{evaluation}_{metric}", "value": v["value"],
                              "ci_low": v["ci_low"], "ci_high": v["ci_high"], "n": v["n"]})
     return pl.DataFrame(rows, schema=schema)
@@ -461,7 +467,8 @@ def labeler_validation(
         table = pl.concat([table, reference_table.select(table.columns).cast(table.schema),
                            _cross_validated_rows(selector_version).select(table.columns).cast(table.schema)])
     if selector_version is not None:
-        stack_rows = stack_cross_validated_rows(load_stack_fit(), selector_version)
+        stack_rows = stack_cross_validated_rows(load_stack_fit(), selector_version,
+                                                published=settings().neighbour_step)
         table = pl.concat([table, stack_rows.select(table.columns).cast(table.schema)])
     for title in notes["gdpval_unmatched_titles"]:
         context.log.warning(f"GDPval occupation title with no O*NET match (left out): {title!r}")

@@ -1098,9 +1098,10 @@ def test_end_to_end_exports(full_pipeline, monkeypatch):
     html = (folder / "coverage_map.html").read_text()
     data = json.loads(re.search(r'id="coverage-data">(.*?)</script>', html, re.S).group(1))
     assert len(data["occupations"]) == 923 and len({o["g"] for o in data["occupations"]}) == 22
-    # the report's figures plus the reliability figure the estimates step writes (issue 16)
+    # the report's figures plus the estimates step's: reliability (issue 16), the per-text calibration and the
+    # p_covered check (issue 25)
     assert {p.stem for p in (folder / "figures").glob("*.png")} == {s.name for s in fg.FIGURES} | {
-        "labeler_reliability"}
+        "labeler_reliability", "occupation_probability_calibration", "unit_coverage_simulation_check"}
     summary = (folder / "summary.md").read_text()
     assert "occupations with task statements" in summary and "923" in summary
     assert "Label depth" in summary  # generated from coverage_sensitivity

@@ -322,6 +322,11 @@ def test_labeler_validation_rows_of_both_evaluations() -> None:
     assert stacked_on(after) == "offline-calibrated+v1+s0"
     assert stacked_on("offline-calibrated+v1+s0") is None
     assert stack_cross_validated_rows(None, "x").is_empty()
+    # with the step off the stack's rows are a candidate's: the published labeler's rows stay the selector's
+    off = stack_cross_validated_rows(fit, "offline-calibrated+v1+s0", published=False)
+    assert set(off["labeler"].to_list()) == {"offline_neighbour_step", "offline_selector_only", "neighbour_vote_only"}
+    assert off.filter(pl.col("labeler") == "offline_neighbour_step").height == rows.filter(
+        pl.col("labeler") == "offline").height
 
 
 def test_the_neighbour_step_is_off_unless_the_setting_turns_it_on(monkeypatch: pytest.MonkeyPatch) -> None:
