@@ -24,13 +24,14 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from models.labeling import llm_batch as lb
 from models.labeling.base import LabelOutcome, PromptRecord
 
-if TYPE_CHECKING:
-    from pipelines.llm_labeler import OpenAILabeler
+# pipelines.llm_labeler.OpenAILabeler: not imported, not even for type checking (the labeler imports this module
+# for its Batch-API mode; one direction only)
+OpenAILabeler = Any
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -13,8 +13,9 @@ import scipy.sparse as sp
 from models.labeling.offline.config import OfflineLabelerConfig
 from models.labeling.offline.text import RolePhrase, head_noun, text_features
 
-if TYPE_CHECKING:
-    from models.labeling.offline.index import TaskIndex
+# models.labeling.offline.index.TaskIndex: not imported, not even for type checking (index imports this module
+# to score its batches; one direction only)
+TaskIndex = Any
 
 
 def scaled_to_best(scores: np.ndarray) -> np.ndarray:
