@@ -7,12 +7,13 @@ Pure: frames in, strings and floats out. No dagster, no I/O.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
+
+from models.report.formatting import finite
 
 ALL_INDEX = "all"
 ANSWER_THRESHOLD = 5  # the published headline's threshold: model-assisted with an interval (>= 1 is bounds)
@@ -41,19 +42,15 @@ class Answer:
     threshold: int = ANSWER_THRESHOLD
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, int | float) and math.isfinite(float(value))
-
-
 def _value(quantity: str, value: Any) -> str:
-    if not _finite(value):
+    if not finite(value):
         return "n/a"
     return f"{100 * float(value):.1f}%" if quantity == "hours_share_covered" else f"{round(float(value)):,}"
 
 
 def _interval(quantity: str, row: dict[str, Any]) -> str:
     low, high = row.get("ci_low"), row.get("ci_high")
-    if not (_finite(low) and _finite(high)) or _value(quantity, low) == _value(quantity, high):
+    if not (finite(low) and finite(high)) or _value(quantity, low) == _value(quantity, high):
         return ""  # no interval, or one too narrow to show at this precision
     return f" ({_value(quantity, low)}\u2013{_value(quantity, high)})"
 
@@ -172,6 +169,6 @@ def answer_figures(estimates: pl.DataFrame, benchmark_index: str = ALL_INDEX) ->
     for r in published_rows(estimates, benchmark_index).sort("quantity", "threshold").iter_rows(named=True):
         key = f"{r['quantity']}_{r['threshold']}"
         for suffix, column in (("", "value"), ("_ci_low", "ci_low"), ("_ci_high", "ci_high")):
-            if _finite(r.get(column)):
+            if finite(r.get(column)):
                 out[key + suffix] = float(r[column])
     return out
