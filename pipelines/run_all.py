@@ -431,6 +431,7 @@ def _run_partitions(runner: Runner, steps: Steps, plan: RunPlan, landing: bm.Lan
     """Each benchmark partition whose content (or the reference) changed; the skipped ones' counts are added to
     the totals from the warehouse."""
     skipped: list[str] = []
+    retryable = steps.retryable_failures(partitions, runner.resources.get("labeler"))
     for index, name in enumerate(partitions, start=1):
         keys = plan.landing_only if name == bm.LANDING_PARTITION else plan.partitioned
         label = f"[{index}/{len(partitions)}] {name}"
@@ -439,7 +440,7 @@ def _run_partitions(runner: Runner, steps: Steps, plan: RunPlan, landing: bm.Lan
         partition_fp = run_state.partition_fingerprint(reference_fp, content)
         step = f"partition:{name}"
         if steps.unchanged(step, partition_fp, label, partition=name,
-                           open_failures=steps.retryable_failures(name, runner.resources.get("labeler"))):
+                           open_failures=retryable.get(name, 0)):
             skipped.append(name)
             continue
         steps.attempt(step)
@@ -469,7 +470,7 @@ def _open_label_failures(warehouse_path: str | None, names: list[str], labeler: 
 
     cache = LabelCache(warehouse_path)
     kind = getattr(labeler, "kind", None)
-    return sum(cache.open_failures(name, kind) for name in names)
+    return sum(cache.open_failures_by_benchmark(names, kind).values())
 
 
 def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None, log_path: Path, started: float,

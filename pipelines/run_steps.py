@@ -4,7 +4,7 @@ one run_all at a time per unpartitioned step, and which benchmarks still have pr
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from dagster import ExecuteInProcessResult
@@ -64,15 +64,17 @@ class Steps:
                     self.report = integrity.check_warehouse(self.path, per_benchmark=True)
             yield
 
-    def retryable_failures(self, benchmark: str, labeler: object) -> int:
-        """Prompts of the benchmark in label_failures (this labeler) that a plain run still retries."""
-        if not self.path or not Path(self.path).exists() or benchmark == bm.LANDING_PARTITION:
-            return 0
+    def retryable_failures(self, benchmarks: Sequence[str], labeler: object) -> dict[str, int]:
+        """Per benchmark, its prompts in label_failures (this labeler) that a plain run still retries (one
+        query for all; benchmarks without any are absent)."""
+        names = [b for b in benchmarks if b != bm.LANDING_PARTITION]
+        if not self.path or not Path(self.path).exists() or not names:
+            return {}
         from models.labeling.cache import MAX_LABEL_RUNS
         from pipelines.label_cache import LabelCache
 
-        return LabelCache(self.path).open_failures(benchmark, getattr(labeler, "kind", None),
-                                                   retry_below_runs=MAX_LABEL_RUNS)
+        return LabelCache(self.path).open_failures_by_benchmark(names, getattr(labeler, "kind", None),
+                                                                retry_below_runs=MAX_LABEL_RUNS)
 
     def attempt(self, step: str) -> None:  # a failed attempt may have written part of its output: redo it next time
         if self.path and step in self.stored:
