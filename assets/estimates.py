@@ -206,7 +206,9 @@ class EstimatesConfig(Config):
     n_draws: int = es.DEFAULT_DRAWS
     mi_draws: int = MI_DRAWS
     split_repeats: int = SPLIT_REPEATS
-    calibration_draws: int = 20  # per-text p is exact per draw: 20 bootstrap draws settle it
+    calibration_draws: int = 20  # per-text p is exact per draw; the table's *_se columns give the draws' noise
+    coverage_repeats: int = 6  # splits per fraction of the p_covered check (its difference_se gives the noise)
+    coverage_draws: int = 30
     seed: int = 16
 
 
@@ -427,8 +429,10 @@ def headline_estimates(
     cpu_calibration = time.process_time()
     units["occupation_probability_calibration"], recalibration = es.text_probability_calibration(
         problem, n_draws=config.calibration_draws, seed=config.seed)
-    units["unit_coverage_simulation_check"] = es.unit_coverage_simulation_check(
-        problem, replications=config.split_repeats, n_draws=min(config.n_draws, 50), seed=config.seed)
+    coverage = es.unit_coverage_check(problem, replications=config.coverage_repeats,
+                                      n_draws=min(config.n_draws, config.coverage_draws), seed=config.seed, simulated=4)
+    units["unit_coverage_simulation_check"] = coverage.table
+    units |= es.with_calibrated_p_covered(units, coverage.coverage_map, es.UNIT_TABLES)
     cpu_calibration = time.process_time() - cpu_calibration
     assert unit_draws.text_estimates is not None
     started_texts = time.process_time()

@@ -195,3 +195,140 @@ def test_per_text_estimates_without_any_judged_text():
                           "prompt_hash": [f"h{t:05d}" for t in range(problem.text_bench.size)]})
     table = draws.text_estimates.table(texts)
     assert table.height > 0 and table["p"].is_between(0.01, 1.0).all() and not table["judged"].any()
+
+
+# --- the calibration's cost cuts give the same numbers (issue 29) -------------------------------------------------
+
+
+def test_held_out_texts_alone_get_the_same_probabilities(calibrated):
+    """TextOccupationDraws restricted to some texts computes exactly what the full collector does for them."""
+    from models.estimates.texts import TextOccupationDraws, batch_parameters
+
+    problem = calibrated[0]
+    held = problem.text_sampled & (problem.text_bench == 1)
+    hidden = cal.hide_texts(problem, held)
+    assisted = es.ModelAssisted(hidden)
+    parameters = batch_parameters(assisted, np.random.default_rng(2), 6)
+    full, alone = TextOccupationDraws(assisted), TextOccupationDraws(assisted, np.flatnonzero(held))
+    for draw in parameters:
+        full.add(parameters=draw)
+        alone.add(parameters=draw)
+    keys = ["t", "o"]
+    expected = full.long_frame().filter(pl.col("t").is_in(np.flatnonzero(held).tolist())).sort(keys)
+    got = alone.long_frame().sort(keys)
+    assert got.height == expected.height > 0
+    assert got.select(keys).equals(expected.select(keys))
+    assert np.array_equal(got["p"].to_numpy(), expected["p"].to_numpy())
+
+
+def test_batched_parameters_are_the_draws_parameters(calibrated):
+    from models.estimates.texts import batch_parameters
+
+    assisted = es.ModelAssisted(calibrated[0])
+    batched = batch_parameters(assisted, np.random.default_rng(4), 5)
+    rng = np.random.default_rng(4)
+    for boot, factors, mixture in batched:
+        b, f, m = assisted.parameters(rng)
+        assert np.array_equal(boot, b) and np.array_equal(factors, f) and np.array_equal(mixture, m)
+
+
+def test_leaving_a_benchmark_out_reuses_the_full_mixture_fit(calibrated):
+    """The leave-one-benchmark-out fits reuse the full problem's per-text log likelihoods: the same as a fresh
+    fit (the check fails if ModelAssisted's mixture fit comes to depend on other benchmarks' samples)."""
+    problem = calibrated[0]
+    full = es.ModelAssisted(problem)
+    for b in range(problem.n_bench):
+        hidden = cal.hide_texts(problem, problem.text_sampled & (problem.text_bench == b))
+        fresh, reused = es.ModelAssisted(hidden), cal._WithoutBenchmarks(hidden, full)
+        assert np.array_equal(fresh.loglik_texts, reused.loglik_texts)
+        assert np.allclose(fresh.text_loglik, reused.text_loglik, rtol=0, atol=1e-9)
+        assert np.array_equal(fresh.weights, reused.weights)
+
+
+def test_calibration_reports_its_monte_carlo_error(calibration):
+    summary = calibration.filter(pl.col("bin").is_null() & (pl.col("predictor") != "raw_labels"))
+    assert summary["ece_se"].is_not_null().all() and (summary["ece_se"] > 0).all()
+    # 20 draws: the draws' noise is well below the 0.05 target (the raw labels do not depend on the draws)
+    assert summary["ece_se"].max() < 0.02, summary
+    raw = calibration.filter(pl.col("bin").is_null() & (pl.col("predictor") == "raw_labels"))
+    assert raw["ece_se"].abs().max() < 1e-12
+
+
+# --- p_covered: the model's own populations, the map, the check's noise ------------------------------------------
+
+
+def test_model_population_keeps_the_design():
+    sim = es.simulate(np.random.default_rng(8), texts_per_benchmark=(200, 300, 150), unsampled_benchmarks=1)
+    problem = sim.problem
+    population, truth = es.model_population(problem, np.random.default_rng(1))
+    # as many sampled texts per benchmark as before, none in the benchmark without a sample
+    before = np.bincount(problem.text_bench, weights=problem.text_sampled, minlength=problem.n_bench)
+    after = np.bincount(population.text_bench, weights=population.text_sampled, minlength=problem.n_bench)
+    assert np.array_equal(before, after) and after[-1] == 0
+    assert not np.array_equal(problem.text_sampled, population.text_sampled)
+    # the new judge rows are the truth of the new sample: counted per task they are within the truth counts
+    judged = es.task_counts(population, population.jud_text, population.jud_task,
+                            population.text_mult[population.jud_text])
+    assert (judged <= truth + 1e-9).all() and judged.sum() > 0
+    # a judged pair is "in labels" exactly when the labeler has it
+    keys = population.lab_text * population.n_tasks + population.lab_task
+    own = np.isin(population.jud_text * population.n_tasks + population.jud_task, keys)
+    assert np.array_equal(own, population.jud_in_labels)
+    # texts of the benchmark without a sample exercise only tasks the labeler gave them
+    last = population.text_bench == problem.n_bench - 1
+    assert truth[-1].sum() <= population.text_mult[last].sum() * 10
+
+
+def test_coverage_map_recovers_a_known_miscalibration():
+    """Units whose truth is covered with probability p / 2 (an estimator twice too optimistic): the map brings
+    every well-filled bin of the cross-fitted calibrated p within 0.05 of the share covered."""
+    from models.estimates import coverage_check as cc
+
+    rng = np.random.default_rng(0)
+    frames = []
+    for r in range(4):
+        p = rng.beta(0.6, 0.6, 3000)
+        frames.append(pl.DataFrame({"replication": r, "unit": "task", "threshold": 5,
+                                    "unit_index": np.arange(p.size), "p_covered": p,
+                                    "covered": rng.random(p.size) < p / 2}, schema=cc.PAIR_SCHEMA))
+    pairs = pl.concat(frames)
+    raw = cc.bin_coverage(pairs, "x", 4).filter(pl.col("n_units") >= 200)
+    assert raw["difference"].min() < -0.3  # far off before
+    fitted = cc.cross_fitted(pairs)
+    after = cc.bin_coverage(fitted, "x", 4, cc.CALIBRATED).filter(pl.col("n_units") >= 200)
+    assert after.height >= 4 and after["difference"].abs().max() <= 0.05, after
+    # the map keeps 0 at 0 and is increasing on (0, 1]
+    whole = cc.fit_coverage_map(pairs)
+    grid = np.array([0.0, 0.05, 0.2, 0.5, 0.8, 0.99])
+    mapped = whole.apply("task", 5, grid)
+    assert mapped[0] == 0.0 and (np.diff(mapped[1:]) > 0).all()
+
+
+def test_calibrated_p_covered_sits_beside_p_covered(run):
+    from models.estimates import coverage_check as cc
+
+    coverage_map = cc.CoverageMap(coefficients={("task", 5): np.array([-1.0, 1.0, 0.0, 0.0])})
+    out = es.with_calibrated_p_covered(run["units"], coverage_map, es.UNIT_TABLES)
+    tasks = out["task_estimates"]
+    assert tasks.columns[tasks.columns.index("p_covered") + 1] == "p_covered_calibrated"
+    assert tasks["p_covered"].equals(run["units"]["task_estimates"]["p_covered"])  # the sums stay the headline's
+    at5 = tasks.filter(pl.col("threshold") == 5)
+    p = at5["p_covered"].to_numpy()
+    expected = np.where(p > 0, 1 / (1 + np.exp(1.0 - np.log(np.clip(p, 1e-3, 1 - 1e-3) / (1 - np.clip(
+        p, 1e-3, 1 - 1e-3))))), 0.0)
+    assert np.allclose(at5["p_covered_calibrated"].to_numpy(), expected)
+    at1 = tasks.filter(pl.col("threshold") == 1)  # no map for this level and threshold: p_covered as it is
+    assert at1["p_covered_calibrated"].equals(at1["p_covered"].alias("p_covered_calibrated"))
+
+
+def test_bin_difference_standard_error_by_hand():
+    from models.estimates import coverage_check as cc
+
+    pairs = pl.DataFrame({"replication": [0, 0, 1, 1], "unit": "task", "threshold": 1, "unit_index": [0, 1, 0, 1],
+                          "p_covered": [0.52, 0.58, 0.54, 0.56], "covered": [True, True, False, False]},
+                         schema=cc.PAIR_SCHEMA)
+    row = cc.bin_coverage(pairs, "x", 2).row(0, named=True)
+    assert row["n_units"] == 4 and row["mean_p"] == pytest.approx(0.55)
+    assert row["difference"] == pytest.approx(0.5 - 0.55)
+    # per replication: covered - p - difference x n = (2 - 1.1 + 0.1) and (0 - 1.1 + 0.1): +1 and -1
+    assert row["difference_se"] == pytest.approx(np.sqrt(2 / 1 * 2) / 4)

@@ -19,6 +19,11 @@ def _unit(unit: str, prompts: str) -> dict[str, Entry]:
             "reach the threshold; summed over the units of an index and threshold it is the model-assisted "
             "headline mean (at >= 1 prompt the imputation's extrapolation, the ceiling side of the published "
             "bounds)", PROB, ESTIMATES),
+        "p_covered_calibrated": (
+            "p_covered through a logistic map (log-odds of p_covered, its square, p ~ 1) per unit level and "
+            "threshold fitted on the split_fifth check of unit_coverage_simulation_check (the judged texts as a population, a fifth as the sample): "
+            "the share of units truly covered at that p_covered; use it to read a single unit as a chance; it "
+            "does not sum to the headline (p_covered does)", PROB, ESTIMATES),
         "prompts_mean": (f"{prompts}: mean over the draws", COUNT, ESTIMATES),
         "prompts_low": (f"{prompts}: 2.5th percentile over the draws", COUNT, ESTIMATES),
         "prompts_high": (f"{prompts}: 97.5th percentile over the draws", COUNT, ESTIMATES),
@@ -93,20 +98,33 @@ TABLES: dict[str, dict[str, Entry]] = {
                   "squared probability", ESTIMATES),
         "ece": ("expected calibration error: sum over bins of n_bin / n x |mean p - observed| (pairs with p >= "
                 "0.05)", PROB, ESTIMATES),
+        "top1_accuracy_se": ("Monte Carlo standard error of top1_accuracy: jackknife over four groups of the draws "
+                             "(summary rows)", SHARE, ESTIMATES),
+        "brier_se": ("Monte Carlo standard error of brier (jackknife over groups of the draws)",
+                     "squared probability", ESTIMATES),
+        "ece_se": ("Monte Carlo standard error of ece (jackknife over groups of the draws)", PROB, ESTIMATES),
+        "n_draws": ("model-assisted draw parameters per held-out fit", COUNT, ESTIMATES),
     },
     "unit_coverage_simulation_check": {
         "check": ("split_half / split_fifth (the judged texts are the population, half / a fifth of each "
-                  "benchmark's the sample, the rest imputed) or simulated (populations drawn from "
-                  "models.estimates.checks.simulate)", TEXT, ESTIMATES),
+                  "benchmark's the sample, the rest imputed), simulated (populations drawn from "
+                  "models.estimates.checks.simulate) or model (populations drawn from the estimator's own fitted "
+                  "model; not run in the pipeline)", TEXT, ESTIMATES),
+        "predictor": ("p_covered (the share of draws) or p_covered_calibrated (through the map; on split_fifth "
+                      "cross-fitted by folds of units, on split_half the map fitted on split_fifth)", TEXT,
+                      ESTIMATES),
         "unit": ("task, occupation or major_group", TEXT, ESTIMATES),
         "threshold": COMMON["threshold"],
-        "bin": ("p_covered bin of width 0.1 (0 = lowest; units with p_covered = 0 left out)", "rank", ESTIMATES),
+        "bin": ("bin of width 0.1 of the predictor (0 = lowest; units with p_covered = 0 left out)", "rank",
+                ESTIMATES),
         "p_low": ("lower edge of the bin", PROB, ESTIMATES),
         "p_high": ("upper edge of the bin", PROB, ESTIMATES),
         "n_units": ("units in the bin, over all replications", COUNT, ESTIMATES),
         "mean_p": ("mean p_covered of the bin", PROB, ESTIMATES),
         "share_covered": ("share of the bin's units covered in the known truth", SHARE, ESTIMATES),
         "difference": ("share_covered - mean_p", SHARE, ESTIMATES),
+        "difference_se": ("standard error of difference across the replications (the check's own Monte Carlo "
+                          "noise; null with one replication)", SHARE, ESTIMATES),
         "replications": ("populations (splits or simulations) pooled", COUNT, ESTIMATES),
     },
 }

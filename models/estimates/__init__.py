@@ -77,6 +77,13 @@ from models.estimates.checks import (  # noqa: F401
     split_sample_problem,
     summarize_checks,
 )
+from models.estimates.coverage_check import (  # noqa: F401
+    CoverageCheck,
+    CoverageMap,
+    model_population,
+    unit_coverage_check,
+    with_calibrated_p_covered,
+)
 from models.estimates.draws import (  # noqa: F401
     MIX_STEP,
     UNIFORM_SHARE,

@@ -11,11 +11,11 @@ model's p >= 0.01, the labeler's occupations and the judge's), and the expected 
 with p >= 0.05 in ten bins of width 0.1. Baseline: the labeler's own labels as 0/1 (the labels as counted;
 for the judged texts the estimates' labels, which are cross-validated).
 
-Per-unit p_covered (`unit_coverage_simulation_check`) has no direct truth. Two checks with a known truth:
-`split`: the judge-labeled texts are the population (truth: their judge labels), a part of each benchmark's
-is the sample, the rest is imputed (models.estimates.checks.split_sample_problem); `simulated`: populations
-drawn from a model of a labeler with misses and overconfidence (models.estimates.checks.simulate). In both the
-units are binned by p_covered and the share truly covered per bin is compared with the bin's mean p.
+Per-unit p_covered: models/estimates/coverage_check.py (`unit_coverage_simulation_check`).
+
+Monte Carlo error: the summary rows carry `ece_se` / `brier_se` / `top1_se`, the jackknife standard error over
+groups of the draws (how much the figure would move with other draws; the per-text p is exact per draw, so
+only the bootstrap of the sample's parameters is noise).
 """
 
 from __future__ import annotations
@@ -26,11 +26,16 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from models.estimates.checks import simulate, split_sample_problem
-from models.estimates.problem import THRESHOLDS, Problem, scopes_for
-from models.estimates.tables import run_estimators
+from models.estimates.coverage_check import (  # noqa: F401  (the check's names, where they were)
+    COVERAGE_CHECK_SCHEMA,
+    bin_coverage,
+    coverage_pairs,
+    unit_coverage_check,
+    unit_coverage_simulation_check,
+)
+from models.estimates.draws import ModelAssisted
+from models.estimates.problem import Problem
 from models.estimates.texts import text_occupation_probabilities
-from models.estimates.units import UNIT_LEVELS, UnitDraws
 
 ECE_MIN_P = 0.05
 N_BINS = 10
@@ -47,7 +52,12 @@ CALIBRATION_SCHEMA: dict[str, pl.DataType] = {
     "top1_accuracy": pl.Float64(),
     "brier": pl.Float64(),
     "ece": pl.Float64(),
+    "top1_accuracy_se": pl.Float64(),
+    "brier_se": pl.Float64(),
+    "ece_se": pl.Float64(),
+    "n_draws": pl.Int64(),
 }
+JACKKNIFE_GROUPS = 4  # groups of draws for the Monte Carlo standard errors
 
 
 def hide_texts(problem: Problem, held_out: np.ndarray) -> Problem:
@@ -67,19 +77,45 @@ def within_benchmark_folds(problem: Problem, n_folds: int, rng: np.random.Genera
     return fold
 
 
-def _held_out_predictions(problem: Problem, splits: Sequence[np.ndarray], n_draws: int, seed: int) -> pl.DataFrame:
-    """t, o, p, labeled of the held-out texts of every split (each text held out once)."""
-    frames = []
+class _WithoutBenchmarks(ModelAssisted):
+    """ModelAssisted of a problem whose held-out texts are whole benchmarks' samples: the mixture's
+    leave-one-text-out log likelihood of every other sampled text is the same as in the full problem (its
+    shares are within its own benchmark, the labeler's mass and the text's own labels do not depend on the
+    sample), so the full fit's columns of the remaining texts are reused instead of recomputed."""
+
+    def __init__(self, problem: Problem, full: ModelAssisted) -> None:
+        self._full = full
+        super().__init__(problem, full.prior)
+
+    def _choose_weights(self) -> np.ndarray:
+        full = self._full
+        keep = np.isin(full.loglik_texts, self.missed_text)
+        self.grid = full.grid
+        self.loglik_texts = full.loglik_texts[keep]
+        self.text_loglik = full.text_loglik[:, keep]
+        if self.missed_text.size == 0:
+            return np.array([0.0, 0.5, 0.5, 0.0, 0.0])
+        return self.grid[int(np.argmax(self.text_loglik.sum(axis=1)))]
+
+
+def _held_out_predictions(problem: Problem, splits: Sequence[np.ndarray], n_draws: int, seed: int,
+                          groups: int = 1, full: ModelAssisted | None = None) -> list[pl.DataFrame]:
+    """t, o, p, labeled of the held-out texts of every split (each text held out once): from every draw, then
+    (groups > 1) from all draws but group g, for each g (the jackknife of the Monte Carlo error). `full`: the
+    whole problem's ModelAssisted when every split holds out whole benchmarks (_WithoutBenchmarks)."""
+    frames: list[list[pl.DataFrame]] = [[] for _ in range(1 + (groups if groups > 1 else 0))]
     for i, held_out in enumerate(splits):
         if not held_out.any():
             continue
-        draws = text_occupation_probabilities(hide_texts(problem, held_out), n_draws, seed + i)
-        frame = draws.long_frame()
-        frames.append(frame.filter(pl.col("t").is_in(np.flatnonzero(held_out).tolist()))
-                      .select("t", "o", "p", "labeled"))
-    if not frames:
-        return pl.DataFrame(schema={"t": pl.Int64, "o": pl.Int64, "p": pl.Float64, "labeled": pl.Boolean})
-    return pl.concat(frames)
+        texts = np.flatnonzero(held_out)  # only the held-out texts' probabilities are computed
+        hidden = hide_texts(problem, held_out)
+        assisted = _WithoutBenchmarks(hidden, full) if full is not None else ModelAssisted(hidden)
+        draws = text_occupation_probabilities(hidden, n_draws, seed + i, texts, groups, assisted)
+        frames[0].append(draws.long_frame().select("t", "o", "p", "labeled"))
+        for g in range(len(frames) - 1):
+            frames[g + 1].append(draws.long_frame(leave_out=g).select("t", "o", "p", "labeled"))
+    empty = pl.DataFrame(schema={"t": pl.Int64, "o": pl.Int64, "p": pl.Float64, "labeled": pl.Boolean})
+    return [pl.concat(f) if f else empty for f in frames]
 
 
 # --- recalibration of the per-text probabilities ----------------------------------------------------------------
@@ -101,7 +137,8 @@ def fit_recalibration(p: np.ndarray, labeled: np.ndarray, y: np.ndarray) -> np.n
 
     if p.size < 20 or y.min() == y.max():
         return None
-    model = LogisticRegression(C=100.0, max_iter=1000).fit(_features(p, labeled), y)
+    # three features: Newton steps converge in a few iterations (lbfgs took ~10x the time, to a looser optimum)
+    model = LogisticRegression(C=100.0, max_iter=200, solver="newton-cholesky").fit(_features(p, labeled), y)
     return np.concatenate([model.intercept_, model.coef_[0]])
 
 
@@ -191,11 +228,13 @@ def score(predictions: pl.DataFrame, truth: pl.DataFrame, texts: np.ndarray, uni
 
 
 def text_probability_calibration(problem: Problem, *, n_folds: int = 5, n_draws: int = 40, seed: int = 25,
-                                 leave_benchmark_out: bool = True) -> tuple[pl.DataFrame, Recalibration]:
+                                 leave_benchmark_out: bool = True, jackknife_groups: int = JACKKNIFE_GROUPS
+                                 ) -> tuple[pl.DataFrame, Recalibration]:
     """The `occupation_probability_calibration` table (CALIBRATION_SCHEMA): per evaluation and predictor (model:
     the share of draws; model_recalibrated: that, through a logistic map fitted on the other benchmarks'
-    held-out predictions; raw_labels) a summary row (bin null) and its reliability bins; and the
-    Recalibration fitted on every held-out prediction (p_calibrated of prompt_occupation_estimates)."""
+    held-out predictions; raw_labels) a summary row (bin null, with the Monte Carlo standard errors: the
+    jackknife over `jackknife_groups` groups of the draws) and its reliability bins; and the Recalibration
+    fitted on every held-out prediction (p_calibrated of prompt_occupation_estimates)."""
     rng = np.random.default_rng(seed)
     sampled = problem.text_sampled
     fold = within_benchmark_folds(problem, n_folds, rng)
@@ -208,127 +247,46 @@ def text_probability_calibration(problem: Problem, *, n_folds: int = 5, n_draws:
     raw = labels.select("t", "o", pl.lit(1.0).alias("p"), pl.col("label_p").alias("rank_p"))
     rows: list[pl.DataFrame] = []
     maps: dict[str, np.ndarray | None] = {}
+    metrics = ("top1_accuracy", "brier", "ece")
     for evaluation, splits in evaluations.items():
-        predictions = _held_out_predictions(problem, splits, n_draws, seed)
-        recalibrated, maps[evaluation] = cross_fitted_recalibration(predictions, truth, problem.text_bench)
-        universe = pl.concat([f.select(pl.col("t").cast(pl.Int64), pl.col("o").cast(pl.Int64))
-                              for f in (predictions, raw, truth)])
-        for predictor, frame in (("model", predictions), ("model_recalibrated", recalibrated), ("raw_labels", raw)):
-            summary, bins = score(frame, truth, texts, universe)
+        full = ModelAssisted(problem) if evaluation == "leave_one_benchmark_out" else None
+        every, *jackknife = _held_out_predictions(problem, splits, n_draws, seed, jackknife_groups, full)
+        scored: list[dict[str, tuple[dict[str, float], pl.DataFrame]]] = []
+        for k, predictions in enumerate([every, *jackknife]):
+            recalibrated, fitted = cross_fitted_recalibration(predictions, truth, problem.text_bench)
+            if k == 0:
+                maps[evaluation] = fitted
+            universe = pl.concat([f.select(pl.col("t").cast(pl.Int64), pl.col("o").cast(pl.Int64))
+                                  for f in (predictions, raw, truth)])
+            scored.append({name: score(frame, truth, texts, universe) for name, frame in
+                           (("model", predictions), ("model_recalibrated", recalibrated), ("raw_labels", raw))})
+        for predictor, (summary, bins) in scored[0].items():
+            se = {m: _jackknife_se([s[predictor][0][m] for s in scored[1:]]) for m in metrics}
             head = {"evaluation": evaluation, "predictor": predictor}
             rows.append(pl.DataFrame([{**head, "bin": None, "p_low": ECE_MIN_P, "p_high": 1.0,
                                        "n_pairs": int(bins["n_pairs"].sum()) if bins.height else 0,
                                        "mean_p": None, "observed": None, "n_texts": int(summary["n_texts"]),
-                                       "top1_accuracy": summary["top1_accuracy"], "brier": summary["brier"],
-                                       "ece": summary["ece"]}], schema=CALIBRATION_SCHEMA))
+                                       **{m: summary[m] for m in metrics},
+                                       **{f"{m}_se": se[m] for m in metrics}, "n_draws": n_draws}],
+                                     schema=CALIBRATION_SCHEMA))
             rows.append(bins.with_columns(pl.lit(evaluation).alias("evaluation"), pl.lit(predictor).alias("predictor"),
-                                          pl.lit(int(summary["n_texts"])).alias("n_texts"))
+                                          pl.lit(int(summary["n_texts"])).alias("n_texts"),
+                                          pl.lit(n_draws, pl.Int64).alias("n_draws"))
                         .with_columns([pl.lit(None, t).alias(c) for c, t in CALIBRATION_SCHEMA.items()
-                                       if c in ("top1_accuracy", "brier", "ece")])
+                                       if c.startswith(metrics)])
                         .select(list(CALIBRATION_SCHEMA)).cast(CALIBRATION_SCHEMA))  # type: ignore[arg-type]
     recalibration = Recalibration(maps.get("within_benchmark"), maps.get("leave_one_benchmark_out"))
     return pl.concat(rows), recalibration
 
 
+def _jackknife_se(values: Sequence[float]) -> float | None:
+    """Delete-a-group jackknife standard error of a figure from its leave-one-group-out values."""
+    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
+    if v.size < 2:
+        return None
+    return float(np.sqrt((v.size - 1) / v.size * ((v - v.mean()) ** 2).sum()))
+
+
 def occupation_probability_calibration(problem: Problem, **settings: object) -> pl.DataFrame:
     """The calibration table alone (text_probability_calibration)."""
     return text_probability_calibration(problem, **settings)[0]  # type: ignore[arg-type]
-
-
-# --- p_covered against a known truth --------------------------------------------------------------------------
-
-COVERAGE_CHECK_SCHEMA: dict[str, pl.DataType] = {
-    "check": pl.Utf8(),
-    "unit": pl.Utf8(),
-    "threshold": pl.Int64(),
-    "bin": pl.Int64(),
-    "p_low": pl.Float64(),
-    "p_high": pl.Float64(),
-    "n_units": pl.Int64(),
-    "mean_p": pl.Float64(),
-    "share_covered": pl.Float64(),
-    "difference": pl.Float64(),
-    "replications": pl.Int64(),
-}
-
-
-def _unit_truth(problem: Problem, truth_counts: np.ndarray, threshold: int) -> dict[str, np.ndarray]:
-    """Covered (bool) per task, occupation and major group of the pooled truth counts."""
-    total = truth_counts.sum(axis=0)
-    occ_starts = np.flatnonzero(np.r_[True, problem.task_occ[1:] != problem.task_occ[:-1]])
-    group_starts = np.flatnonzero(np.r_[True, problem.occ_group[1:] != problem.occ_group[:-1]])
-    task = total >= threshold - 1e-9
-    occ = np.logical_or.reduceat(task, occ_starts)
-    return {"task": task, "occupation": occ, "major_group": np.logical_or.reduceat(occ, group_starts)}
-
-
-def _p_covered(problem: Problem, n_draws: int, seed: int, thresholds: Sequence[int]) -> dict[tuple[str, int], np.ndarray]:
-    scopes = scopes_for(problem, per_benchmark=False)
-    draws = UnitDraws(problem, scopes, n_draws)
-    run_estimators(problem, scopes, thresholds=thresholds, n_draws=n_draws, seed=seed,
-                   estimators=("model_assisted",), unit_draws=draws)
-    prompts = {"task": draws.task_prompts(), "occupation": draws.occupation_prompts(),
-               "major_group": draws.group_prompts()}
-    return {(level, t): (prompts[level][:, 0] >= t - 1e-9).mean(axis=0) for level in UNIT_LEVELS for t in thresholds}
-
-
-def coverage_pairs(problem: Problem, truth_counts: np.ndarray, n_draws: int, seed: int,
-                   thresholds: Sequence[int] = THRESHOLDS) -> pl.DataFrame:
-    """unit, threshold, p_covered, covered (truth) of every unit of the pooled scope."""
-    p = _p_covered(problem, n_draws, seed, thresholds)
-    frames = []
-    for t in thresholds:
-        truth = _unit_truth(problem, truth_counts, t)
-        for level in UNIT_LEVELS:
-            frames.append(pl.DataFrame({"unit": level, "threshold": int(t), "p_covered": p[(level, t)],
-                                        "covered": truth[level]}))
-    return pl.concat(frames)
-
-
-def bin_coverage(pairs: pl.DataFrame, check: str, replications: int, n_bins: int = N_BINS) -> pl.DataFrame:
-    """Share covered per p_covered bin (ten of width 0.1; p = 1 in the last) per unit level and threshold; units
-    whose p_covered is exactly 0 in a population where they are also absent are many and trivially right, so
-    they are left out (bin 0 holds 0 < p < 0.1)."""
-    return (
-        pairs.filter(pl.col("p_covered") > 0)
-        .with_columns((pl.col("p_covered") * n_bins).floor().clip(0, n_bins - 1).cast(pl.Int64).alias("bin"))
-        .group_by("unit", "threshold", "bin")
-        .agg(pl.len().cast(pl.Int64).alias("n_units"), pl.col("p_covered").mean().alias("mean_p"),
-             pl.col("covered").cast(pl.Float64).mean().alias("share_covered"))
-        .with_columns(
-            pl.lit(check).alias("check"), (pl.col("bin") / n_bins).alias("p_low"),
-            ((pl.col("bin") + 1) / n_bins).alias("p_high"),
-            (pl.col("share_covered") - pl.col("mean_p")).alias("difference"),
-            pl.lit(replications, pl.Int64).alias("replications"),
-        )
-        .select(list(COVERAGE_CHECK_SCHEMA))
-        .sort("unit", "threshold", "bin")
-    )
-
-
-SPLITS: dict[str, float] = {"split_half": 0.5, "split_fifth": 0.2}
-
-
-def unit_coverage_simulation_check(problem: Problem | None, *, replications: int = 8, n_draws: int = 40,
-                                   seed: int = 25, splits: dict[str, float] | None = None,
-                                   simulated: int = 8) -> pl.DataFrame:
-    """The `unit_coverage_simulation_check` table (COVERAGE_CHECK_SCHEMA): `split_half` / `split_fifth` (the
-    judge sample as the population, half / a fifth of each benchmark's sampled, the rest imputed: the fifth is
-    closer to the headline, which imputes ~93% of the texts; needs `problem`) and `simulated`
-    (models.estimates.checks.simulate populations)."""
-    rng = np.random.default_rng(seed)
-    frames = []
-    if problem is not None and problem.text_sampled.any():
-        for check, fraction in (SPLITS if splits is None else splits).items():
-            pairs = []
-            for r in range(replications):
-                split, truth = split_sample_problem(problem, rng, fraction=fraction)
-                pairs.append(coverage_pairs(split, truth, n_draws, seed + r))
-            frames.append(bin_coverage(pl.concat(pairs), check, replications))
-    if simulated:
-        pairs = []
-        for r in range(simulated):
-            sim = simulate(rng)
-            pairs.append(coverage_pairs(sim.problem, sim.truth_counts, n_draws, seed + 100 + r))
-        frames.append(bin_coverage(pl.concat(pairs), "simulated", simulated))
-    return pl.concat(frames) if frames else pl.DataFrame(schema=COVERAGE_CHECK_SCHEMA)

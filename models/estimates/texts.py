@@ -30,7 +30,7 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
-from models.estimates.draws import ModelAssisted
+from models.estimates.draws import ModelAssisted, calibration_factors
 from models.estimates.problem import Problem
 from models.estimates.units import occupation_codes
 
@@ -48,12 +48,22 @@ PROMPT_OCCUPATION_SCHEMA: dict[str, pl.DataType] = {
 class TextOccupationDraws:
     """Accumulates P_d(t, o) over the draws of one ModelAssisted (see the module docstring)."""
 
-    def __init__(self, assisted: ModelAssisted) -> None:
+    def __init__(self, assisted: ModelAssisted, texts: np.ndarray | None = None, groups: int = 1) -> None:
+        """`texts`: only these texts' probabilities (the calibration check's held-out texts; the arithmetic per
+        text is the same, the other texts' and benchmarks' are skipped); None: every text. `groups` > 1 also
+        keeps the sums of draw d in group d % groups, so `long_frame(leave_out=g)` gives p without group g (a
+        jackknife of the Monte Carlo error)."""
         pr = assisted.problem
         self.assisted = assisted
         self.problem = pr
         n_occ, n_bench = pr.n_occ, pr.n_bench
-        rows = np.flatnonzero(~pr.text_sampled[pr.lab_text])
+        self.only = np.ones(pr.text_bench.size, dtype=bool)
+        if texts is not None:
+            self.only = np.zeros(pr.text_bench.size, dtype=bool)
+            self.only[texts] = True
+        # the benchmarks whose background (texts' unlabeled occupations) is needed
+        self.bg_bench = np.unique(pr.text_bench[self.only & ~pr.text_sampled])
+        rows = np.flatnonzero(~pr.text_sampled[pr.lab_text] & self.only[pr.lab_text])
         text = pr.lab_text[rows]
         occ = pr.task_occ[pr.lab_task[rows]]
         keys, self.row_pair = np.unique(text.astype(np.int64) * n_occ + occ, return_inverse=True)
@@ -82,6 +92,11 @@ class TextOccupationDraws:
         self.sum_bg_labeled = np.zeros((n_bench, n_occ))
         self.sum_bg_unlabeled = np.zeros((n_bench, n_occ))
         self.n = 0
+        self.groups = max(int(groups), 1)
+        if self.groups > 1:
+            self.group_pair = np.zeros((self.groups, keys.size))
+            self.group_bg = np.zeros((self.groups, 2, n_bench, n_occ))
+            self.group_n = np.zeros(self.groups, dtype=np.int64)
 
     def _miss_counts(self, boot: np.ndarray) -> np.ndarray:
         """(B, max+1) distribution of a text's missed-label count: its benchmark's donors, bootstrap-weighted;
@@ -125,27 +140,43 @@ class TextOccupationDraws:
         def no_miss(q: np.ndarray, bench: np.ndarray) -> np.ndarray:
             return ((1.0 - np.clip(q, 0.0, 1.0))[..., None] ** powers * counts[bench]).sum(axis=-1)
 
-        every = np.arange(pr.n_bench)[:, None]
-        self.sum_bg_labeled += 1.0 - no_miss(base, every)
-        self.sum_bg_unlabeled += 1.0 - no_miss(base + probs[:, [3]] * self.bench_occ_share, every)
+        every, bg = self.bg_bench[:, None], self.bg_bench
+        bg_labeled = 1.0 - no_miss(base[bg], every)
+        bg_unlabeled = 1.0 - no_miss((base + probs[:, [3]] * self.bench_occ_share)[bg], every)
         q_pair = base[self.pair_bench, self.pair_occ] + probs[self.pair_bench, 3] * self.pair_textshare
-        self.sum_pair += 1.0 - none_kept * no_miss(q_pair, self.pair_bench)
+        pair = 1.0 - none_kept * no_miss(q_pair, self.pair_bench)
+        self.sum_bg_labeled[bg] += bg_labeled
+        self.sum_bg_unlabeled[bg] += bg_unlabeled
+        self.sum_pair += pair
+        if self.groups > 1:
+            g = self.n % self.groups
+            self.group_pair[g] += pair
+            self.group_bg[g, 0, bg] += bg_labeled
+            self.group_bg[g, 1, bg] += bg_unlabeled
+            self.group_n[g] += 1
         self.n += 1
 
-    def long_frame(self, p_min: float = P_MIN) -> pl.DataFrame:
+    def long_frame(self, p_min: float = P_MIN, leave_out: int | None = None) -> pl.DataFrame:
         """t, o (indices), p, judged, labeled (the text has a label in the occupation): every text's occupations
-        with p >= p_min."""
+        with p >= p_min; `leave_out`: p from the draws outside that group (needs `groups` > 1)."""
         pr = self.problem
-        n = max(self.n, 1)
-        judged = np.unique(np.stack([pr.jud_text.astype(np.int64), pr.task_occ[pr.jud_task]]), axis=1)
-        pairs = pl.DataFrame({"t": self.pair_text, "o": self.pair_occ, "p": self.sum_pair / n,
+        sum_pair, sum_labeled, sum_unlabeled, n = self.sum_pair, self.sum_bg_labeled, self.sum_bg_unlabeled, self.n
+        if leave_out is not None:
+            sum_pair = sum_pair - self.group_pair[leave_out]
+            sum_labeled = sum_labeled - self.group_bg[leave_out, 0]
+            sum_unlabeled = sum_unlabeled - self.group_bg[leave_out, 1]
+            n -= int(self.group_n[leave_out])
+        n = max(n, 1)
+        mine = self.only[pr.jud_text]
+        judged = np.unique(np.stack([pr.jud_text[mine].astype(np.int64), pr.task_occ[pr.jud_task[mine]]]), axis=1)
+        pairs = pl.DataFrame({"t": self.pair_text, "o": self.pair_occ, "p": sum_pair / n,
                               "judged": False, "labeled": True})
         frames = [pl.DataFrame({"t": judged[0], "o": judged[1], "p": np.ones(judged.shape[1]),
                                 "judged": True, "labeled": False}), pairs]
-        unsampled = np.flatnonzero(~pr.text_sampled)
+        unsampled = np.flatnonzero(~pr.text_sampled & self.only)
         with_labels = self.assisted.text_occ.has(unsampled)
         background = []
-        for labeled_text, sums in ((True, self.sum_bg_labeled), (False, self.sum_bg_unlabeled)):
+        for labeled_text, sums in ((True, sum_labeled), (False, sum_unlabeled)):
             b_idx, o_idx = np.nonzero(sums / n >= p_min)
             bg = pl.DataFrame({"b": b_idx, "o": o_idx, "p": sums[b_idx, o_idx] / n})
             owners = unsampled[with_labels == labeled_text]
@@ -191,12 +222,27 @@ def _row_shares(owner: np.ndarray, value: np.ndarray, weight: np.ndarray, n_owne
     return np.divide(mass, total, out=np.zeros_like(mass), where=total > 0)
 
 
-def text_occupation_probabilities(problem: Problem, n_draws: int, seed: int) -> TextOccupationDraws:
-    """The per-text estimates of `problem` from `n_draws` fresh model-assisted draw parameters (no count
-    draws): the calibration check's held-out folds."""
-    assisted = ModelAssisted(problem)
-    collector = TextOccupationDraws(assisted)
-    rng = np.random.default_rng(seed)
-    for _ in range(n_draws):
-        collector.add(parameters=assisted.parameters(rng))
+def batch_parameters(assisted: ModelAssisted, rng: np.random.Generator, n_draws: int
+                     ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """`n_draws` calls of assisted.parameters(rng) (the same random numbers: only the bootstrap draws any), with
+    the mixture weights of every draw chosen by one matrix product instead of one per draw."""
+    boots = [assisted.bootstrap.draw(rng) for _ in range(n_draws)]
+    factors = [calibration_factors(assisted.problem, b, assisted.prior, assisted.sampled_rows) for b in boots]
+    if assisted.loglik_texts.size and boots:
+        scores = assisted.text_loglik @ np.stack([b[assisted.loglik_texts] for b in boots], axis=1)
+        mixtures = [assisted.grid[i] for i in np.argmax(scores, axis=0)]
+    else:
+        mixtures = [assisted.weights] * n_draws
+    return list(zip(boots, factors, mixtures, strict=True))
+
+
+def text_occupation_probabilities(problem: Problem, n_draws: int, seed: int, texts: np.ndarray | None = None,
+                                  groups: int = 1, assisted: ModelAssisted | None = None) -> TextOccupationDraws:
+    """The per-text estimates of `problem` (of `texts` only, when given) from `n_draws` fresh model-assisted
+    draw parameters (no count draws): the calibration check's held-out folds. `assisted`: the problem's
+    ModelAssisted, when the caller has one."""
+    assisted = assisted if assisted is not None else ModelAssisted(problem)
+    collector = TextOccupationDraws(assisted, texts, groups)
+    for parameters in batch_parameters(assisted, np.random.default_rng(seed), n_draws):
+        collector.add(parameters=parameters)
     return collector

@@ -74,10 +74,16 @@ def unit_coverage_figure(check: pl.DataFrame) -> Figure:
         for colour, unit in zip(SERIES_COLOURS, ("task", "occupation", "major_group"), strict=False):
             rows = check.filter((pl.col("check") == name) & (pl.col("threshold") == threshold)
                                 & (pl.col("unit") == unit)).sort("mean_p")
-            if rows.height:
-                sizes = [max(8.0, min(60.0, n / 4)) for n in rows["n_units"].to_list()]
-                ax.scatter(rows["mean_p"].to_list(), rows["share_covered"].to_list(), s=sizes, color=colour,
-                           label=unit.replace("_", " "), alpha=0.8)
+            # filled: p_covered (the draws' share); open: p_covered_calibrated (the published map, cross-fitted)
+            predictors = rows["predictor"] if "predictor" in rows.columns else pl.Series(["p_covered"] * rows.height)
+            for predictor, filled in (("p_covered", True), ("p_covered_calibrated", False)):
+                part = rows.filter(predictors == predictor)
+                if not part.height:
+                    continue
+                sizes = [max(8.0, min(60.0, n / 4)) for n in part["n_units"].to_list()]
+                ax.scatter(part["mean_p"].to_list(), part["share_covered"].to_list(), s=sizes, alpha=0.8,
+                           color=colour if filled else "none", edgecolors=colour,
+                           label=unit.replace("_", " ") + ("" if filled else " (calibrated)"))
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.set_xlabel("p_covered (bin mean)")
