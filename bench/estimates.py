@@ -79,8 +79,8 @@ def one(warehouse: str, factor: int, draws: int) -> dict:
     times["unit_tables_cpu"] = time.process_time() - cpu
     t = time.perf_counter()
     cpu = time.process_time()
-    es.occupation_probability_calibration(problem, n_draws=40, seed=16)
-    es.unit_coverage_simulation_check(problem, replications=10, n_draws=min(draws, 50), seed=16)
+    es.occupation_probability_calibration(problem, n_draws=20, seed=16)  # the asset's settings (EstimatesConfig)
+    es.unit_coverage_check(problem, replications=6, n_draws=min(draws, 30), seed=16, simulated=4)
     times["unit_calibration"] = time.perf_counter() - t
     times["unit_calibration_cpu"] = time.process_time() - cpu
     t = time.perf_counter()

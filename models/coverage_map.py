@@ -45,13 +45,15 @@ COLOUR_BINS: tuple[tuple[float, str, str], ...] = (
 )
 PROMPT_CHARS = 180
 TASK_CHARS = 120
-# Tile classes of the estimated probability that an occupation is covered (occupation_estimates.p_covered):
-# (lower bound, colour, legend label), checked from the top; the same cut-offs as the gap finder's.
+# Tile classes of the estimated probability that an occupation is covered (occupation_estimates.p_covered, the
+# draws' share, which sums to the headline; its two ends are calibrated in the split checks, its middle band runs
+# high: p_covered_calibrated is the chance, docs/estimates.md): (lower bound, colour, legend label), checked from
+# the top; the same cut-offs as the gap finder's.
 LIKELY_COVERED, LIKELY_NOT = 0.9, 0.1
 ESTIMATE_CLASSES: tuple[tuple[float, str, str], ...] = (
-    (LIKELY_COVERED, "#225ea8", "likely covered (p \u2265 0.9)"),
-    (LIKELY_NOT, "#fdae61", "unsure (0.1 \u2264 p < 0.9)"),
-    (0.0, "#e3e3e3", "likely not (p < 0.1)"),
+    (LIKELY_COVERED, "#225ea8", "likely covered (p_covered \u2265 0.9)"),
+    (LIKELY_NOT, "#fdae61", "unsure (0.1 \u2264 p_covered < 0.9)"),
+    (0.0, "#e3e3e3", "likely not (p_covered < 0.1)"),
 )
 
 

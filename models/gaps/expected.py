@@ -16,6 +16,10 @@ at least `threshold` prompts) say how likely each task is to be exercised. Here:
   P(N >= 5) of each task's landed count N; P(N >= 2..4) are interpolated linearly between them (the
   interval's missing piece, said in the basis).
 
+The gaps read `p_covered` (the draws' share), not `p_covered_calibrated`: expected uncovered hours are a sum
+over units, and only the draws' share sums to the headline's hours figure; the split checks find its middle
+band too high (docs/estimates.md), so a gap's expected hours are if anything too low for mid-p occupations.
+
 Pure: frames in, frames out.
 """
 
