@@ -196,11 +196,13 @@ class OfflineLabeler:
     def _rationales(self, evidence: BatchEvidence, row: int, picked: list[int]) -> list[str]:
         """'role "Staff Accountant" ~ title "Staff Accountant"; terms: audit, sample' per picked task."""
         index = self.index
-        query = evidence.task_queries[row]
-        shared = index.task_matrix[picked].multiply(query).tocsr()
+        queries = evidence.task_queries
+        start, end = queries.indptr[row], queries.indptr[row + 1]
+        query_columns, query_values = queries.indices[start:end], queries.data[start:end]
+        tasks = index.task_matrix
         titles: dict[int, tuple[str, str, float] | None] = {}
         out: list[str] = []
-        for k, j in enumerate(picked):
+        for j in picked:
             occupation = int(index.task_occupation[j])
             parts: list[str] = []
             if evidence.role[row, occupation] >= 0.5:
@@ -209,9 +211,14 @@ class OfflineLabeler:
                 match = titles[occupation]
                 if match is not None:
                     parts.append(f'role "{match[0]}" ~ title "{match[1]}"')
-            start, end = shared.indptr[k], shared.indptr[k + 1]
-            if end > start:
-                data, cols = shared.data[start:end], shared.indices[start:end]
+            # the terms the task shares with the prompt, by the product of their weights (as the elementwise
+            # product of the two sparse rows: the same float32 products, zeros dropped)
+            lo, hi = tasks.indptr[j], tasks.indptr[j + 1]
+            cols, in_task, in_query = np.intersect1d(tasks.indices[lo:hi], query_columns, assume_unique=True,
+                                                     return_indices=True)
+            data = tasks.data[lo:hi][in_task] * query_values[in_query]
+            cols, data = cols[data != 0], data[data != 0]
+            if cols.size:
                 top = cols[np.lexsort((cols, -data))[:4]]
                 parts.append("terms: " + ", ".join(str(index.task_features[c]) for c in top))
             if not parts:
