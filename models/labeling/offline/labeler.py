@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
 from models.labeling.offline.config import INDEX_VERSION, LABELER_VERSION, METHOD, OfflineLabelerConfig, soc6
@@ -46,6 +47,8 @@ class OfflineLabeler:
         self.config = config
         self.selector = Selector(selector, index) if selector is not None else None
         self.contexts: dict[str, Any] = {}  # benchmark -> BenchmarkContext (see prepare)
+        # text -> (evidence, signals, row) of the context sample when prepare() saw one benchmark
+        self.prepared: dict[str, tuple[BatchEvidence, dict[str, np.ndarray], int]] = {}
         if self.selector is not None:
             self.model = f"{METHOD}+selector"
             self.template_version = f"{INDEX_VERSION}-{self.selector.fit.version}"
@@ -77,10 +80,33 @@ class OfflineLabeler:
         for record in prompts:
             if isinstance(record.prompt, str) and record.prompt.strip():
                 by_benchmark.setdefault(record.benchmark, []).append(record)
+        self.prepared = {}
         for benchmark, records in by_benchmark.items():
             sample = [records[i].prompt for i in context_sample([r.prompt_hash for r in records])]
             evidence, signals = self.index.evidence_with_signals(sample, self.config)
             self.contexts[benchmark] = self.selector.context(sample, evidence.occupation, evidence.task, signals)
+            if len(by_benchmark) == 1:  # a partition's prompts: label() reuses the sample's evidence
+                self.prepared = {text: (evidence, signals, row) for row, text in enumerate(sample)}
+
+    def _evidence(self, texts: list[str]) -> tuple[BatchEvidence, dict[str, np.ndarray]]:
+        """The batch's evidence, rows of texts prepare() scored taken from there (every row of the evidence
+        depends on its own text only, so the rows are the ones a fresh computation gives)."""
+        if not any(t in self.prepared for t in texts):
+            return self.index.evidence_with_signals(texts, self.config)
+        fresh = [t for t in dict.fromkeys(texts) if t not in self.prepared]
+        rows = dict(self.prepared)
+        if fresh:
+            evidence, signals = self.index.evidence_with_signals(fresh, self.config)
+            rows.update({t: (evidence, signals, r) for r, t in enumerate(fresh)})
+        parts = [rows[t] for t in texts]
+        queries = sp.vstack([e.task_queries[r] for e, _, r in parts], format="csr")
+        queries.sort_indices()
+        evidence = BatchEvidence(np.stack([e.occupation[r] for e, _, r in parts]),
+                                 np.stack([e.task[r] for e, _, r in parts]),
+                                 np.stack([e.role[r] for e, _, r in parts]),
+                                 [e.roles[r] for e, _, r in parts], queries)
+        signals = {k: np.stack([s[k][r] for _, s, r in parts]) for k in parts[0][1]}
+        return evidence, signals
 
     def _context(self, benchmark: str, records: Sequence[PromptRecord]) -> Any:
         if benchmark not in self.contexts:
@@ -123,7 +149,7 @@ class OfflineLabeler:
             batch = usable[start: start + size]
             texts = [prompts[i].prompt for i in batch]
             try:
-                evidence, signals = self.index.evidence_with_signals(texts, self.config)
+                evidence, signals = self._evidence(texts)
                 selections = (self._select_batch([prompts[i] for i in batch], prompts, texts, evidence, signals)
                               if self.selector is not None else None)
             except Exception as exc:  # never fail a whole run for one batch: record it per prompt
