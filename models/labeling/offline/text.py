@@ -47,7 +47,11 @@ def word_tokens(text: str) -> list[str]:
 
 def text_features(text: str) -> list[str]:
     """Unigrams plus adjacent bigrams of `word_tokens` ('staff accountant', 'audit sample')."""
-    tokens = word_tokens(text)
+    return token_features(word_tokens(text))
+
+
+def token_features(tokens: list[str]) -> list[str]:
+    """`text_features` of a text whose `word_tokens` are given."""
     return tokens + [f"{a} {b}" for a, b in zip(tokens, tokens[1:], strict=False)]
 
 
