@@ -28,6 +28,7 @@ from models.labeling.offline import (
     extract_role_phrases,
     occupation_ranking_from_labels,
     soc6,
+    text_features,
 )
 from pipelines.readers import load_onet_reference_frames, read_mirror_prompts
 
@@ -215,3 +216,35 @@ def test_labeling_speed(labeler: OfflineLabeler, gdpval: list) -> None:
 TAC_TOP1_FLOOR = 0.30  # measured 0.329 (docs/offline_labeler.md)
 TAC_TOP5_FLOOR = 0.60  # measured 0.641
 JOBBENCH_RECALL_FLOOR = 0.8  # measured 5 of 6 gold tasks labeled (ranks 3, 2, 1, 1, 4)
+
+
+def test_shared_counts_equal_each_vectorizers_own_transform(index: TaskIndex, gdpval: list) -> None:
+    """A batch's features are counted once over the shared vocabulary (evidence.SharedCounts): each
+    vectorizer's matrix must be bit-equal to its own transform, or the labels would drift."""
+    from models.labeling.offline.evidence import QUERY_VECTORIZERS, SharedCounts
+
+    features = [text_features(g.record.prompt) for g in gdpval[:40]] + [[], ["no such feature zz"]]
+    counts = SharedCounts(index, features)
+    for name in QUERY_VECTORIZERS:
+        want = getattr(index, f"{name}_vectorizer").transform(features).tocsr()
+        got = counts.matrix(name)
+        assert got.shape == want.shape and got.dtype == want.dtype, name
+        assert (got.indptr == want.indptr).all() and (got.indices == want.indices).all(), name
+        assert (got.data == want.data).all(), name
+    assert counts.matrix("task")[:40].nnz > 1000  # the prompts do share vocabulary with the tasks
+
+
+def test_reused_context_evidence_gives_the_labels_of_a_fresh_computation(index: TaskIndex, gdpval: list) -> None:
+    """label() takes the rows prepare() computed for the context sample: the same outcomes as computing them."""
+    from pipelines.readers import load_selector_fit
+
+    records = [g.record for g in gdpval[:60]]
+    fit = load_selector_fit()
+    reused = OfflineLabeler.calibrated(index, fit)
+    reused.prepare(records)
+    assert len(reused.prepared) == len({r.prompt for r in records})  # every text is in the context sample
+    fresh = OfflineLabeler.calibrated(index, fit)
+    fresh.prepare(records)
+    fresh.prepared = {}
+    assert reused.label(records) == fresh.label(records)
+    assert sum(len(o.labels) for o in reused.label(records[:5])) > 0

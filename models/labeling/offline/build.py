@@ -17,7 +17,13 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 
 from models.labeling.offline.config import TITLE_SOURCE_WEIGHTS
-from models.labeling.offline.text import head_noun, pre_analyzed, text_features, tfidf_vectorizer, word_tokens
+from models.labeling.offline.text import (
+    head_noun,
+    pre_analyzed,
+    tfidf_vectorizer,
+    token_features,
+    word_tokens,
+)
 
 
 def index_fields(tasks: pl.DataFrame, occupations: pl.DataFrame, job_titles: pl.DataFrame,
@@ -45,12 +51,18 @@ def index_fields(tasks: pl.DataFrame, occupations: pl.DataFrame, job_titles: pl.
     technology_vectorizer, technology_matrix = _technology(technology_skills, codes)
 
     description_docs = [f"{titles_of[i]}. {description_by_code.get(c) or ''}" for i, c in enumerate(codes)]
-    occupation_docs = _occupation_documents(tasks, technology_skills, codes, description_docs, titles_by_code)
-    occupation_vectorizer, occupation_matrix = _fit(occupation_docs)
-    description_vectorizer, description_matrix = _fit(description_docs)
-    task_vectorizer, task_matrix = _fit(task_docs)
+    # each text is tokenized once: an occupation document is its parts joined by spaces, and word_tokens of
+    # space-joined parts are the parts' tokens in order (no token or masked span crosses a space)
+    task_tokens = [word_tokens(d) for d in task_docs]
+    description_tokens = [word_tokens(d) for d in description_docs]
+    opening_tokens = [word_tokens(titles_by_code.get(c, "")) for c in codes]
+    occupation_tokens = _occupation_tokens(tasks, technology_skills, codes, description_tokens, opening_tokens,
+                                           task_tokens)
+    occupation_vectorizer, occupation_matrix = _fit_tokens(occupation_tokens)
+    description_vectorizer, description_matrix = _fit_tokens(description_tokens)
+    task_vectorizer, task_matrix = _fit_tokens(task_tokens)
     title_vectorizer, title_matrix = _fit(title_fields["title_strings"])
-    opening_vectorizer, opening_matrix = _fit([titles_by_code.get(c, "") for c in codes])
+    opening_vectorizer, opening_matrix = _fit_tokens(opening_tokens)
     lsa_projection, lsa_occupations, n_components = _lsa(occupation_matrix, lsa_components, len(codes))
 
     with_dwas = task_dwas is not None and not task_dwas.is_empty()
@@ -150,29 +162,31 @@ def _technology(technology_skills: pl.DataFrame, codes: list[str]) -> tuple[Coun
     return technology_vectorizer, (technology_counts @ sp.diags(technology_idf)).tocsr()
 
 
-def _occupation_documents(tasks: pl.DataFrame, technology_skills: pl.DataFrame, codes: list[str],
-                          description_docs: list[str], titles_by_code: dict[str, str]) -> list[str]:
-    """One document per occupation: title and description, job titles, task statements with their DWA
-    titles, technology examples and commodity titles."""
+def _occupation_tokens(tasks: pl.DataFrame, technology_skills: pl.DataFrame, codes: list[str],
+                       description_tokens: list[list[str]], opening_tokens: list[list[str]],
+                       task_tokens: list[list[str]]) -> list[list[str]]:
+    """The word tokens of one document per occupation: title and description, job titles, task statements
+    with their DWA titles (tasks are grouped by occupation), technology examples and commodity titles."""
     tech = (technology_skills.select("onet_soc_code", "example", "commodity_title")
             .filter(pl.col("onet_soc_code").is_in(codes))
             .with_columns(pl.concat_str([pl.col("example").fill_null(""),
                                          pl.col("commodity_title").fill_null("")], separator=" "))
             .group_by("onet_soc_code").agg(pl.col("example").str.join(". ")))
     tech_by_code = dict(zip(tech["onet_soc_code"], tech["example"], strict=True))
-    task_text = (tasks.group_by("onet_soc_code", maintain_order=True)
-                 .agg(pl.concat_str(["task", "dwa_title"], separator=". ").str.join(" ")))
-    task_text_by_code = dict(zip(task_text["onet_soc_code"], task_text["task"], strict=True))
-    return [
-        " ".join([description_docs[i], titles_by_code.get(c, ""), task_text_by_code.get(c, ""),
-                  tech_by_code.get(c, "")])
-        for i, c in enumerate(codes)
-    ]
+    of_code: dict[str, list[str]] = {}
+    for code, tokens in zip(tasks["onet_soc_code"], task_tokens, strict=True):
+        of_code.setdefault(code, []).extend(tokens)
+    return [[*description_tokens[i], *opening_tokens[i], *of_code.get(c, []),
+             *word_tokens(tech_by_code.get(c, ""))] for i, c in enumerate(codes)]
 
 
 def _fit(docs: Sequence[str]) -> tuple[TfidfVectorizer, sp.csr_matrix]:
+    return _fit_tokens([word_tokens(d) for d in docs])
+
+
+def _fit_tokens(tokens: Sequence[list[str]]) -> tuple[TfidfVectorizer, sp.csr_matrix]:
     vectorizer = tfidf_vectorizer()
-    matrix = vectorizer.fit_transform([text_features(d) for d in docs]).tocsr()
+    matrix = vectorizer.fit_transform([token_features(t) for t in tokens]).tocsr()
     return vectorizer, matrix
 
 

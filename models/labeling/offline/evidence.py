@@ -3,12 +3,15 @@ relative task similarities (one sparse product per signal), and the role-title s
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.preprocessing import normalize
 
 from models.labeling.offline.config import OfflineLabelerConfig
 from models.labeling.offline.text import RolePhrase, head_noun, text_features
@@ -37,19 +40,92 @@ class BatchEvidence:
     task_queries: sp.csr_matrix  # n x task vocabulary (for rationales)
 
 
+# -- what a batch needs of the index, derived once per index object (not pickled: TaskIndex.__getstate__)
+QUERY_VECTORIZERS = ("occupation", "description", "task", "technology", "opening")
+
+
+@dataclass
+class Derived:
+    """The index's document matrices transposed to CSR (scipy converts `matrix.T` on every product; the
+    conversion is the same, so the products are bit-identical) and one vocabulary over the query
+    vectorizers, so a batch's features are counted once rather than once per vectorizer."""
+
+    transposed: dict[str, sp.csr_matrix]
+    vocabulary: dict[str, int]  # every feature of any query vectorizer -> a shared id
+    columns: dict[str, np.ndarray]  # vectorizer -> its column of each shared id (-1: not in its vocabulary)
+
+
+def derived(index: TaskIndex) -> Derived:
+    cached = index.__dict__.get("_derived")
+    if cached is None:
+        vocabularies = [getattr(index, f"{name}_vectorizer").vocabulary_ for name in QUERY_VECTORIZERS]
+        vocabulary = {term: i for i, term in enumerate(dict.fromkeys(itertools.chain(*vocabularies)))}
+        columns = {}
+        for name, own in zip(QUERY_VECTORIZERS, vocabularies, strict=True):
+            column = np.full(len(vocabulary), -1, dtype=np.int64)
+            column[np.fromiter(map(vocabulary.__getitem__, own), dtype=np.int64, count=len(own))] = np.fromiter(
+                own.values(), dtype=np.int64, count=len(own))
+            columns[name] = column
+        transposed = {name: getattr(index, f"{name}_matrix").T.tocsr()
+                      for name in ("occupation", "description", "task", "opening", "technology", "title")}
+        cached = index.__dict__["_derived"] = Derived(transposed, vocabulary, columns)
+    return cached
+
+
+class SharedCounts:
+    """Term counts of a list of feature lists over the shared vocabulary, and each query vectorizer's
+    TF-IDF matrix of them: equal to `vectorizer.transform(features)` (same counts in the same sorted
+    column order, then the same sublinear tf, idf and l2 steps as sklearn's TfidfTransformer)."""
+
+    def __init__(self, index: TaskIndex, features: Sequence[list[str]]) -> None:
+        self.index = index
+        self.shared = derived(index)
+        lookup = self.shared.vocabulary.get
+        ids = [[i for i in map(lookup, doc) if i is not None] for doc in features]
+        rows = np.repeat(np.arange(len(ids), dtype=np.int64), [len(d) for d in ids])
+        flat = np.fromiter((i for d in ids for i in d), dtype=np.int64, count=len(rows))
+        keys, self.counts = np.unique(rows * len(self.shared.vocabulary) + flat, return_counts=True)
+        self.rows, self.ids = np.divmod(keys, len(self.shared.vocabulary))
+        self.n = len(ids)
+
+    def matrix(self, name: str) -> sp.csr_matrix:
+        vectorizer = getattr(self.index, f"{name}_vectorizer")
+        columns = self.shared.columns[name][self.ids]
+        keep = columns >= 0
+        indptr = np.zeros(self.n + 1, dtype=np.int32)
+        np.cumsum(np.bincount(self.rows[keep], minlength=self.n), out=indptr[1:])
+        x = sp.csr_matrix((self.counts[keep].astype(vectorizer.dtype), columns[keep].astype(np.int32), indptr),
+                          shape=(self.n, len(vectorizer.vocabulary_)))
+        x.sort_indices()
+        if getattr(vectorizer, "binary", False):
+            x.data.fill(1)
+        if isinstance(vectorizer, TfidfVectorizer):  # TfidfTransformer.transform's steps
+            if vectorizer.sublinear_tf:
+                np.log(x.data, x.data)
+                x.data += 1.0
+            x.data *= vectorizer.idf_[x.indices]
+            if vectorizer.norm is not None:
+                x = normalize(x, norm=vectorizer.norm, copy=False)
+        return x
+
+    def similarity(self, name: str, against: str | None = None) -> np.ndarray:
+        """Dense cosine rows of the batch against `against`'s documents with `name`'s vectorizer."""
+        return dense(self.matrix(name) @ self.shared.transposed[against or name])
+
+
 def batch_evidence(index: TaskIndex, prompts: Sequence[str], config: OfflineLabelerConfig
                    ) -> tuple[BatchEvidence, dict[str, np.ndarray]]:
     """The evidence of a batch of prompts and each occupation signal on its own (what
     TaskIndex.evidence_with_signals returns)."""
-    features = [text_features(p) for p in prompts]
-    occupation_query = index.occupation_vectorizer.transform(features)
-    document = dense(occupation_query @ index.occupation_matrix.T)
-    description = dense(index.description_vectorizer.transform(features) @ index.description_matrix.T)
-    task_query = index.task_vectorizer.transform(features).tocsr()
-    task = dense(task_query @ index.task_matrix.T)
-    openings = [text_features(p[: config.opening_chars]) for p in prompts]
-    opening = dense(index.opening_vectorizer.transform(openings) @ index.opening_matrix.T)
-    opening_document = dense(index.occupation_vectorizer.transform(openings) @ index.occupation_matrix.T)
+    shared = derived(index)
+    counts = SharedCounts(index, [text_features(p) for p in prompts])
+    document = counts.similarity("occupation")
+    description = counts.similarity("description")
+    task_query = counts.matrix("task")
+    task = dense(task_query @ shared.transposed["task"])
+    openings = SharedCounts(index, [text_features(p[: config.opening_chars]) for p in prompts])
+    opening = openings.similarity("opening")
+    opening_document = openings.similarity("occupation")
 
     # row by row: a batched matrix product may round differently with the batch size, and labels
     # must not depend on which prompts share a batch
@@ -61,9 +137,9 @@ def batch_evidence(index: TaskIndex, prompts: Sequence[str], config: OfflineLabe
 
     roles = [index.occupation_roles(p) for p in prompts]
     role = role_scores(index, roles, config)
-    clauses = [text_features(" ".join(r.clause for r in rs)) for rs in roles]
-    clause = dense(index.occupation_vectorizer.transform(clauses) @ index.occupation_matrix.T)
-    technology = dense(index.technology_vectorizer.transform(features) @ index.technology_matrix.T)
+    clauses = SharedCounts(index, [text_features(" ".join(r.clause for r in rs)) for rs in roles])
+    clause = clauses.similarity("occupation")
+    technology = counts.similarity("technology")
     without_role = 1.0 - role.max(axis=1, keepdims=True)
 
     signals = {
@@ -99,7 +175,7 @@ def role_title_scores(index: TaskIndex, phrases: Sequence[RolePhrase], config: O
     """phrases x titles: TF-IDF cosine with each job title, discounted on a head-noun mismatch and
     weighted by the title's source."""
     query = index.title_vectorizer.transform([text_features(r.role) for r in phrases])
-    scores = dense(query @ index.title_matrix.T)
+    scores = dense(query @ derived(index).transposed["title"])
     role_heads = np.array([index.head_ids.get(head_noun(r.role), -2) for r in phrases])
     same_head = index.title_head_ids[None, :] == role_heads[:, None]
     return scores * np.where(same_head, 1.0, config.title_head_mismatch).astype(np.float32) * index.title_weights

@@ -56,7 +56,9 @@ class TaskIndex:
     build_seconds: float = 0.0
     meta: dict[str, Any] = field(default_factory=dict)
 
-    # -- build
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields only: what evidence.derived() caches on the object is rebuilt after loading."""
+        return {k: v for k, v in self.__dict__.items() if k != "_derived"}
 
     # -- build
     @classmethod

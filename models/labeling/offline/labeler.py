@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
 from models.labeling.offline.config import INDEX_VERSION, LABELER_VERSION, METHOD, OfflineLabelerConfig, soc6
@@ -46,6 +47,8 @@ class OfflineLabeler:
         self.config = config
         self.selector = Selector(selector, index) if selector is not None else None
         self.contexts: dict[str, Any] = {}  # benchmark -> BenchmarkContext (see prepare)
+        # text -> (evidence, signals, row) of the context sample when prepare() saw one benchmark
+        self.prepared: dict[str, tuple[BatchEvidence, dict[str, np.ndarray], int]] = {}
         if self.selector is not None:
             self.model = f"{METHOD}+selector"
             self.template_version = f"{INDEX_VERSION}-{self.selector.fit.version}"
@@ -77,10 +80,33 @@ class OfflineLabeler:
         for record in prompts:
             if isinstance(record.prompt, str) and record.prompt.strip():
                 by_benchmark.setdefault(record.benchmark, []).append(record)
+        self.prepared = {}
         for benchmark, records in by_benchmark.items():
             sample = [records[i].prompt for i in context_sample([r.prompt_hash for r in records])]
             evidence, signals = self.index.evidence_with_signals(sample, self.config)
             self.contexts[benchmark] = self.selector.context(sample, evidence.occupation, evidence.task, signals)
+            if len(by_benchmark) == 1:  # a partition's prompts: label() reuses the sample's evidence
+                self.prepared = {text: (evidence, signals, row) for row, text in enumerate(sample)}
+
+    def _evidence(self, texts: list[str]) -> tuple[BatchEvidence, dict[str, np.ndarray]]:
+        """The batch's evidence, rows of texts prepare() scored taken from there (every row of the evidence
+        depends on its own text only, so the rows are the ones a fresh computation gives)."""
+        if not any(t in self.prepared for t in texts):
+            return self.index.evidence_with_signals(texts, self.config)
+        fresh = [t for t in dict.fromkeys(texts) if t not in self.prepared]
+        rows = dict(self.prepared)
+        if fresh:
+            evidence, signals = self.index.evidence_with_signals(fresh, self.config)
+            rows.update({t: (evidence, signals, r) for r, t in enumerate(fresh)})
+        parts = [rows[t] for t in texts]
+        queries = sp.vstack([e.task_queries[r] for e, _, r in parts], format="csr")
+        queries.sort_indices()
+        evidence = BatchEvidence(np.stack([e.occupation[r] for e, _, r in parts]),
+                                 np.stack([e.task[r] for e, _, r in parts]),
+                                 np.stack([e.role[r] for e, _, r in parts]),
+                                 [e.roles[r] for e, _, r in parts], queries)
+        signals = {k: np.stack([s[k][r] for _, s, r in parts]) for k in parts[0][1]}
+        return evidence, signals
 
     def _context(self, benchmark: str, records: Sequence[PromptRecord]) -> Any:
         if benchmark not in self.contexts:
@@ -123,7 +149,7 @@ class OfflineLabeler:
             batch = usable[start: start + size]
             texts = [prompts[i].prompt for i in batch]
             try:
-                evidence, signals = self.index.evidence_with_signals(texts, self.config)
+                evidence, signals = self._evidence(texts)
                 selections = (self._select_batch([prompts[i] for i in batch], prompts, texts, evidence, signals)
                               if self.selector is not None else None)
             except Exception as exc:  # never fail a whole run for one batch: record it per prompt
@@ -196,11 +222,13 @@ class OfflineLabeler:
     def _rationales(self, evidence: BatchEvidence, row: int, picked: list[int]) -> list[str]:
         """'role "Staff Accountant" ~ title "Staff Accountant"; terms: audit, sample' per picked task."""
         index = self.index
-        query = evidence.task_queries[row]
-        shared = index.task_matrix[picked].multiply(query).tocsr()
+        queries = evidence.task_queries
+        start, end = queries.indptr[row], queries.indptr[row + 1]
+        query_columns, query_values = queries.indices[start:end], queries.data[start:end]
+        tasks = index.task_matrix
         titles: dict[int, tuple[str, str, float] | None] = {}
         out: list[str] = []
-        for k, j in enumerate(picked):
+        for j in picked:
             occupation = int(index.task_occupation[j])
             parts: list[str] = []
             if evidence.role[row, occupation] >= 0.5:
@@ -209,9 +237,14 @@ class OfflineLabeler:
                 match = titles[occupation]
                 if match is not None:
                     parts.append(f'role "{match[0]}" ~ title "{match[1]}"')
-            start, end = shared.indptr[k], shared.indptr[k + 1]
-            if end > start:
-                data, cols = shared.data[start:end], shared.indices[start:end]
+            # the terms the task shares with the prompt, by the product of their weights (as the elementwise
+            # product of the two sparse rows: the same float32 products, zeros dropped)
+            lo, hi = tasks.indptr[j], tasks.indptr[j + 1]
+            cols, in_task, in_query = np.intersect1d(tasks.indices[lo:hi], query_columns, assume_unique=True,
+                                                     return_indices=True)
+            data = tasks.data[lo:hi][in_task] * query_values[in_query]
+            cols, data = cols[data != 0], data[data != 0]
+            if cols.size:
                 top = cols[np.lexsort((cols, -data))[:4]]
                 parts.append("terms: " + ", ".join(str(index.task_features[c]) for c in top))
             if not parts:

@@ -33,15 +33,25 @@ def _stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=500_000)
+def _word(token: str) -> str:
+    """The stem of a token, or '' for a token that is not a word (stop word, digits, one letter)."""
+    return "" if len(token) <= 1 or token in _STOP_WORDS or token.isdigit() else _stem(token)
+
+
 def word_tokens(text: str) -> list[str]:
     """Lower-cased, stop-word-free, stemmed word tokens (digits-only tokens and single letters dropped)."""
     text = _NOT_WORDS.sub(" ", text).lower().replace("’", "'").replace("'s ", " ")
-    return [_stem(t) for t in _TOKEN.findall(text) if len(t) > 1 and t not in _STOP_WORDS and not t.isdigit()]
+    return [w for w in map(_word, _TOKEN.findall(text)) if w]
 
 
 def text_features(text: str) -> list[str]:
     """Unigrams plus adjacent bigrams of `word_tokens` ('staff accountant', 'audit sample')."""
-    tokens = word_tokens(text)
+    return token_features(word_tokens(text))
+
+
+def token_features(tokens: list[str]) -> list[str]:
+    """`text_features` of a text whose `word_tokens` are given."""
     return tokens + [f"{a} {b}" for a, b in zip(tokens, tokens[1:], strict=False)]
 
 
