@@ -102,28 +102,58 @@ def snapshot(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> Any:
     return common.labels_snapshot(run_tmp(tmp_path_factory) / "benchmap_labels_snapshot", mirror)
 
 
-# --- pytest-xdist (`-n 2 --dist loadgroup`, Makefile PYTEST_ARGS). loadgroup hands out the groups largest first,
-# so the two long lanes start at once on different workers and every other test fills in around them:
-# - full_pipeline: a whole cold run on the mirror (~4 min), built once and shared by ~70 tests; test_exports
-#   writes into it, so it stays in one process;
-# - local_llm: the llama.cpp end-to-end test (the longest single test) and the server start/stop test.
-# The labels snapshot is shared between workers through run_tmp and its file lock, so its tests are not grouped.
+# --- pytest-xdist (`-n 2 --dist loadgroup`, Makefile PYTEST_ARGS). A group runs on one worker; the work units are
+# handed out in the order below (loadgroup's own order, largest group first, is switched off), so the two long
+# lanes start at once on different workers and everything else fills in around them:
+# 1. local_llm: the llama.cpp end-to-end test (the longest single test) and the server start/stop test;
+# 2. full_pipeline: a whole cold run on the mirror (~4 min), shared by ~17 tests; test_exports writes into it;
+# 3. the tests of one module that share a module-scoped fixture (test_labels' e2e warehouse, test_selector's
+#    prepared reference, test_gaps_mirror's landed benchmarks, ...): built once, not once per worker;
+# 4. the tests on a copy of the labels snapshot (each a few Dagster runs), then the rest in file order.
+# The labels snapshot itself is shared between workers through run_tmp and its file lock: those tests are free.
 XDIST_GROUPS = {"full_pipeline": "full_pipeline"}
 XDIST_MODULE_GROUPS = {"test_local_llm.py": "local_llm"}
+XDIST_ORDER = ("local_llm", "full_pipeline")
+
+
+def _xdist_group(item: pytest.Item) -> str | None:
+    names = set(getattr(item, "fixturenames", ()))
+    group = next((g for fixture, g in XDIST_GROUPS.items() if fixture in names), None)
+    group = group or XDIST_MODULE_GROUPS.get(item.path.name)
+    if group is None:
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info else ()
+        if any(d and d[-1].scope == "module" for d in defs):
+            group = f"module:{item.path.name}"
+    return group
+
+
+def _lane(item: pytest.Item) -> int:
+    group = next((m.args[0] for m in item.iter_markers("xdist_group")), None)
+    if group in XDIST_ORDER:
+        return XDIST_ORDER.index(group)
+    if group is not None:
+        return len(XDIST_ORDER)
+    return len(XDIST_ORDER) + (1 if "snapshot" in getattr(item, "fixturenames", ()) else 2)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "dist", "no") == "loadgroup":
+        config.option.loadscopereorder = False  # hand out the units in collection order (below), not by size
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        names = set(getattr(item, "fixturenames", ()))
-        group = next((g for fixture, g in XDIST_GROUPS.items() if fixture in names), None)
-        group = group or XDIST_MODULE_GROUPS.get(item.path.name)
+        group = _xdist_group(item)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
+    if getattr(config.option, "dist", "no") == "loadgroup":
+        items.sort(key=_lane)  # stable: file order within a lane
 
 
 # --- CPU time per test: the machine is shared, so wall times alone say little. Each phase's CPU seconds (this
 # process and its waited-for children, e.g. Dagster step processes and the llama.cpp server) go into the
-# report; the run ends with the per-worker totals, and BENCHMAP_TEST_TIMES=<file> writes every test's figures.
+# report; the run ends with the per-worker totals, and BENCHMAP_TEST_TIMES=<file> appends every test's (JSON lines).
 def _cpu_seconds() -> float:
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
@@ -159,8 +189,12 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         return  # counted once, where the reports meet (the controller, or the only process)
     node = getattr(report, "node", None)
     worker = getattr(getattr(node, "gateway", None), "id", "main")
-    _TIMES.append({"test": report.nodeid, "phase": report.when, "worker": worker,
-                   "wall_s": round(report.duration, 3), "cpu_s": cpu})
+    row = {"test": report.nodeid, "phase": report.when, "worker": worker, "wall_s": round(report.duration, 3),
+           "cpu_s": cpu}
+    _TIMES.append(row)
+    if os.environ.get("BENCHMAP_TEST_TIMES"):  # one JSON line per test phase, as they finish
+        with open(os.environ["BENCHMAP_TEST_TIMES"], "a", encoding="utf-8") as out:
+            out.write(json.dumps(row) + "\n")
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -175,5 +209,3 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     for worker, (wall, cpu) in sorted(workers.items()):
         terminalreporter.write_line(f"{worker}: {wall:8.1f} s wall, {cpu:8.1f} CPU-s")
     terminalreporter.write_line(f"load average at the end: {os.getloadavg()}")
-    if os.environ.get("BENCHMAP_TEST_TIMES"):
-        Path(os.environ["BENCHMAP_TEST_TIMES"]).write_text(json.dumps(_TIMES, indent=0))
