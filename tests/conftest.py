@@ -137,8 +137,13 @@ def _lane(item: pytest.Item) -> int:
     return len(XDIST_ORDER) + (1 if "snapshot" in getattr(item, "fixturenames", ()) else 2)
 
 
+def _loadgroup(config: pytest.Config) -> bool:
+    # the controller has dist == "loadgroup"; xdist gives its workers dist "no" and loadgroup True
+    return getattr(config.option, "dist", "no") == "loadgroup" or bool(getattr(config.option, "loadgroup", False))
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    if getattr(config.option, "dist", "no") == "loadgroup":
+    if _loadgroup(config):
         config.option.loadscopereorder = False  # hand out the units in collection order (below), not by size
 
 
@@ -147,7 +152,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = _xdist_group(item)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
-    if getattr(config.option, "dist", "no") == "loadgroup":
+    if _loadgroup(config):
         items.sort(key=_lane)  # stable: file order within a lane
 
 
