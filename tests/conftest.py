@@ -147,11 +147,31 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.loadscopereorder = False  # hand out the units in collection order (below), not by size
 
 
+def _suffix_node_id(item: pytest.Item, group: str) -> None:
+    """`<node id>@<group>`: what loadgroup schedules by. xdist 3.8 writes `item._nodeid`, which pytest 9 no longer
+    reads (its node IDs are `item._id`), so without this every group was silently ignored and full_pipeline was
+    built once per worker."""
+    if item.nodeid.endswith(f"@{group}"):
+        return  # an xdist that does it itself
+    try:
+        from _pytest.nodeid import coerce_node_id
+
+        item._id = coerce_node_id(f"{item.nodeid}@{group}")
+    except (ImportError, AttributeError, TypeError, ValueError):
+        pass
+    if not item.nodeid.endswith(f"@{group}"):
+        raise pytest.UsageError(f"cannot put {item.nodeid} in xdist group {group}: pytest's node IDs changed; "
+                                "fix tests/conftest.py _suffix_node_id or run with PYTEST_ARGS=")
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         group = _xdist_group(item)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
+            if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
+                _suffix_node_id(item, group)
     if _loadgroup(config):
         items.sort(key=_lane)  # stable: file order within a lane
 
