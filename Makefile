@@ -7,9 +7,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 export BENCHMAP_MIRROR ?= ../shared/data
 export DAGSTER_HOME := $(CURDIR)
-# two workers on the 2-core machines (pytest-xdist); tests sharing an expensive fixture stay on one worker
-# (tests/conftest.py marks them with xdist_group). PYTEST_ARGS= runs in one process.
-PYTEST_ARGS ?= -n 2 --dist loadgroup
+# two workers on the 2-core machines (pytest-xdist); loadgroup starts the two long lanes (the tests sharing the
+# full_pipeline fixture, the local llama.cpp tests: tests/conftest.py's xdist groups) on different workers and
+# fills in the rest. The run ends with the slowest tests and each worker's wall/CPU seconds. PYTEST_ARGS= runs in
+# one process.
+PYTEST_ARGS ?= -n 2 --dist loadgroup --durations=25
 
 .PHONY: run test install install-dev install-llm browser dev lint bench clean-warehouse
 

@@ -117,11 +117,6 @@ def real_records(benchmark: str, n: int, *, start: int = 0, tag: str = "") -> li
     return out
 
 
-@pytest.fixture(scope="session")
-def snapshot(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> common.State:
-    return common.labels_snapshot(tmp_path_factory.getbasetemp() / "benchmap_labels_snapshot", mirror)
-
-
 @pytest.fixture
 def world(snapshot: common.State, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
     state = snapshot.copy_to(tmp_path / "state")

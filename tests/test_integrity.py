@@ -47,11 +47,6 @@ def real_records(benchmark: str, n: int, *, tag: str) -> list[dict]:
     return out
 
 
-@pytest.fixture(scope="session")
-def snapshot(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> common.State:
-    return common.labels_snapshot(tmp_path_factory.getbasetemp() / "benchmap_labels_snapshot", mirror)
-
-
 @pytest.fixture
 def state(snapshot: common.State, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> common.State:
     state = snapshot.copy_to(tmp_path / "state")

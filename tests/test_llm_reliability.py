@@ -36,8 +36,7 @@ if str(ROOT) not in sys.path:
 from tests import test_faults as faults  # noqa: E402
 from tests.test_faults import World, real_records, step_error  # noqa: E402
 
-snapshot = faults.snapshot  # the fixtures, by name: a copied labels snapshot and its landing zone
-world = faults.world
+world = faults.world  # the fixture, by name: a copied labels snapshot (conftest `snapshot`) and its landing zone
 
 EXIT_LABEL_FAILURES = 4
 

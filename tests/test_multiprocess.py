@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -75,11 +74,6 @@ def location() -> Any:
 
 
 # ------------------------------------------------------------------------------------------------ fixtures
-@pytest.fixture(scope="session")
-def snapshot(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> common.State:
-    return common.labels_snapshot(tmp_path_factory.getbasetemp() / "benchmap_labels_snapshot", mirror)
-
-
 def prepare(snapshot: common.State, root: Path, *, pool_limit: int, labeler: str, n_prompts: int,
             extra: dict[str, str] | None = None) -> common.State:
     """A copy of the snapshot with a persistent instance, two ingested benchmark partitions `mp_a`, `mp_b`."""

@@ -142,22 +142,70 @@ def test_labels_do_not_depend_on_the_batch(calibrated: OfflineLabeler, mirror: P
         assert [x.task_id for x in a.labels] == [x.task_id for x in b.labels] and a.p_work == b.p_work
 
 
+# Folds recomputed by the test (each ~1/29 of `python -m pipelines.fit_labeler --check`): a mostly not-work
+# benchmark, a code one and the largest (gdpval); the other 26 are read from selector_oof.json, which these pin.
+RECOMPUTED_FOLDS = ("gdpval", "swe_lancer", "webshop")
+LABEL_METRICS = ("task_f1", "task_precision", "task_recall", "work_accuracy")  # need only the kept label sets
+
+
+def _oof_predictions(rows: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame(
+        [{"prompt_hash": r["prompt_hash"], "is_work": r["is_work"], "tasks": [int(x[0]) for x in r["labels"]],
+          "ranking": None, "first_occupation": None} for r in rows],
+        schema={"prompt_hash": pl.Utf8, "is_work": pl.Boolean, "tasks": pl.List(pl.Int64),
+                "ranking": pl.List(pl.Int64), "first_occupation": pl.Utf8})
+
+
 @pytest.mark.slow
 def test_cross_validated_figures_meet_the_floors_and_match_the_fit_file(prepared: tuple) -> None:
     """Leave one benchmark out over the training and development splits (thresholds chosen inside the
-    folds), scored on the development split's two passes: the figures issue 13 asks for."""
+    folds), scored on the development split's two passes: the figures issue 13 asks for.
+
+    The 29 folds' held-out labels are in selector_oof.json (written with the fit). Three folds are recomputed
+    here and must give exactly the recorded labels and thresholds' decisions; the label-set figures of all
+    29 folds are then computed from the recorded labels and must equal the fit file's and meet the floors.
+    The ranking figures (first occupation, hit@k) are not in the oof file: their recorded values are checked
+    against the floors, and fully recomputed only by `python -m pipelines.fit_labeler --check`."""
     from models.labeling import selector_cv as cv
+    from pipelines.readers import read_selector_oof
 
     reference, prompts, index, evidence = prepared
-    per_prompt, folds = cv.cross_validate(prompts, reference, index, evidence)
-    assert folds.height == 29
-    summary = cv.cv_summary(per_prompt, "dev", n_boot=200).filter(pl.col("benchmark") == "all")
+    fit = load_selector_fit()
+    oof = read_selector_oof()
+    assert oof is not None and oof["fit_version"] == fit.version, "selector_oof.json is not the fit's"
+    recorded_rows = oof["prompts"]
+    # every reference prompt is held out exactly once, in its own benchmark's fold
+    assert sorted((r["benchmark"], r["prompt_hash"]) for r in recorded_rows) == sorted(
+        (p.benchmark, p.prompt_hash) for p in prompts)
+    assert len({r["benchmark"] for r in recorded_rows}) == 29
+
+    per_prompt, folds = cv.cross_validate(prompts, reference, index, evidence, held_out=RECOMPUTED_FOLDS)
+    assert folds["held_out"].to_list() == sorted(RECOMPUTED_FOLDS)
+    recorded = {(r["benchmark"], r["prompt_hash"]): r for r in recorded_rows}
+    recomputed = list(cv.last_out_of_fold)
+    assert len(recomputed) == sum(r["benchmark"] in RECOMPUTED_FOLDS for r in recorded_rows) > 60
+    for row in recomputed:
+        old = recorded[(row["benchmark"], row["prompt_hash"])]
+        assert row["is_work"] == old["is_work"], row["prompt_hash"]
+        assert [x[:2] for x in row["labels"]] == [x[:2] for x in old["labels"]], row["prompt_hash"]
+        assert np.allclose([x[2] for x in row["labels"]], [x[2] for x in old["labels"]], atol=2e-6)
+    # the recomputed folds' rows score as the recorded labels do (same scorer, same reference rows)
+    from_oof = pl.concat([
+        per_prompt_metrics(_oof_predictions([r for r in recorded_rows if r["benchmark"] == b]),
+                           reference.filter(pl.col("benchmark") == b))
+        for b in sorted({r["benchmark"] for r in recorded_rows})])
+    mine = from_oof.filter(pl.col("benchmark").is_in(RECOMPUTED_FOLDS)).sort("sample_id", "annotation")
+    assert mine.select(LABEL_METRICS).equals(
+        per_prompt.sort("sample_id", "annotation").select(LABEL_METRICS))
+
+    summary = cv.cv_summary(from_oof, "dev", n_boot=200).filter(pl.col("benchmark") == "all")
     value = dict(zip(summary["metric"], summary["value"], strict=True))
-    recorded = load_selector_fit().cross_validation["cv_dev"]
+    figures = fit.cross_validation["cv_dev"]
+    for metric in LABEL_METRICS:
+        assert value[metric] == pytest.approx(figures[metric]["value"], abs=1e-3), metric
+        assert np.isfinite(value[metric])
     for metric, floor in FLOORS.items():
-        assert value[metric] == pytest.approx(recorded[metric]["value"], abs=1e-3), metric
-        assert value[metric] >= KNOWN_BELOW_FLOOR.get(metric, floor), (metric, value[metric], floor)
-    assert np.isfinite(list(value.values())).all()
+        assert figures[metric]["value"] >= KNOWN_BELOW_FLOOR.get(metric, floor), (metric, figures[metric], floor)
     assert value["task_f1"] > 5 * 0.027  # the published labels before the selector: 0.027
 
 
