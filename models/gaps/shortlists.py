@@ -148,8 +148,9 @@ def major_group_gaps(
             pl.col("task_annual_hours").sum().alias("occupation_hours"),
         )
         .join(biggest, on="onet_soc_code", how="left")
+        .sort("major_group_code", "onet_soc_code")  # a fixed order: the group sums below are then bit-stable
     )
-    group_totals = blocks.group_by("major_group_code").agg(
+    group_totals = blocks.group_by("major_group_code", maintain_order=True).agg(
         pl.col("occupation_hours").sum().alias("group_hours"),
         pl.col("block_uncovered_hours").sum().alias("group_uncovered_hours"),
         pl.col("block_uncovered_tasks").sum().alias("group_uncovered_tasks"),
