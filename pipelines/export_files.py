@@ -138,13 +138,16 @@ def write_workbook(
     dictionary: pl.DataFrame,
     readme: Sequence[tuple[str, str]] = (),
 ) -> dict[str, str]:
-    """One XLSX: a README sheet (key/value pairs), the data dictionary, then one sheet per table. Every sheet
-    has an autofilter, a frozen header row and set column widths; columns the dictionary calls shares or
-    probabilities show as percents (the cells keep the 0-1 value).
+    """One XLSX: a README sheet (key/value pairs), the data dictionary, then one sheet per table but those of
+    `models.exports.FILE_ONLY_TABLES` (a row per task or per text: the README names their Parquet/CSV files).
+    Every sheet has an autofilter, a frozen header row and set column widths; columns the dictionary calls
+    shares or probabilities show as percents (the cells keep the 0-1 value).
 
-    Returns table -> sheet name. Tables longer than Excel's row limit are cut there (noted in the README).
+    Returns table -> sheet name (tables with a sheet only). Tables longer than Excel's row limit are cut there
+    (noted in the README).
     """
-    names = ex.sheet_names(tables, reserved=ex.RESERVED_SHEETS)
+    sheets = ex.sheet_tables(tables)
+    names = ex.sheet_names(sheets, reserved=ex.RESERVED_SHEETS)
     percent = ex.percent_columns(dictionary)
 
     def write(target: Path) -> None:
@@ -163,7 +166,7 @@ def write_workbook(
                                  column_widths=ex.column_widths(readme_frame, max_width=120))
         dictionary.write_excel(workbook, ex.DICTIONARY_SHEET, table_name="data_dictionary", freeze_panes=(1, 0),
                                column_widths=ex.column_widths(dictionary))
-        for index, (table, frame) in enumerate(tables.items()):
+        for index, (table, frame) in enumerate(sheets.items()):
             safe = ex.excel_safe(frame)
             shares = [c for c in safe.columns if (table, c) in percent and safe.schema[c].is_numeric()]
             safe.write_excel(

@@ -447,14 +447,23 @@ def test_export_folder_contents(world, tmp_path):
         csv = pl.read_csv(folder / "tables" / f"{name}.csv", infer_schema_length=0)
         assert csv.columns == expected.columns and csv.height == expected.height == world[name].height
 
-    # workbook: README, dictionary, one sheet per table, names <= 31 characters, same rows and numbers
+    # workbook: README, dictionary, one sheet per table but the per-task/per-text ones (files only, named in the
+    # README with their row counts), names <= 31 characters, same rows and numbers
     from openpyxl import load_workbook
 
     book = load_workbook(result.workbook, read_only=True)
     sheets = {f.table: f.sheet for f in result.tables}
-    assert book.sheetnames == ["README", "data_dictionary", *[sheets[t] for t in ex.EXPORT_TABLES]]
+    with_sheet = [t for t in ex.EXPORT_TABLES if t not in ex.FILE_ONLY_TABLES]
+    assert book.sheetnames == ["README", "data_dictionary", *[sheets[t] for t in with_sheet]]
+    assert "task_coverage" in ex.FILE_ONLY_TABLES and sheets["task_coverage"] is None
+    assert all(sheets[t] is None for t in ex.FILE_ONLY_TABLES if t in sheets)
     assert all(len(s) <= 31 for s in book.sheetnames)
     book.close()
+    readme = dict(pl.read_excel(result.workbook, sheet_name="README").iter_rows())
+    assert readme["task_coverage (no sheet)"] == (
+        f"{world['task_coverage'].height:,} rows (a row per task or per prompt text): "
+        "tables/task_coverage.parquet and tables/task_coverage.csv")
+    assert not any(k.endswith("(no sheet)") for k in readme if k.split(" ")[0] not in ex.FILE_ONLY_TABLES)
     headline = pl.read_excel(result.workbook, sheet_name=sheets["coverage_headline"])
     expected = ex.prepare_table("coverage_headline", world["coverage_headline"])
     assert headline.height == expected.height
@@ -507,7 +516,8 @@ def test_export_folder_contents(world, tmp_path):
         == hashlib.sha256((folder / "tables" / "task_coverage.csv").read_bytes()).hexdigest()
     )
     by_table = {t["table"]: t for t in manifest["tables"]}
-    assert by_table["task_coverage"]["rows"] == 240 and by_table["task_coverage"]["sheet"] == "task_coverage"
+    assert by_table["task_coverage"]["rows"] == 240 and by_table["task_coverage"]["sheet"] is None
+    assert by_table["occupation_coverage"]["sheet"] == "occupation_coverage"
     assert ew.verify_export(folder) == []
     assert stat.S_IMODE((folder / "tables" / "task_coverage.parquet").stat().st_mode) == 0o644
 

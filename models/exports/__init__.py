@@ -7,6 +7,7 @@ rewritten, `exports/latest` names the newest):
 
     tables/<table>.parquet, tables/<table>.csv   one pair per exported table
     benchmap_tables.xlsx                          README + data_dictionary sheets, then one sheet per table
+                                                  (not the per-task and per-text tables: FILE_ONLY_TABLES)
     data_dictionary.md                            every column: meaning, unit, source
     manifest.json                                 sources and checksums, benchmarks and hashes, labeler and
                                                   model, code version, run id, every file with its SHA-256
@@ -40,6 +41,7 @@ from models.exports.tables import (
     EXCEL_MAX_ROWS,
     EXCLUDED_COLUMNS,
     EXPORT_TABLES,
+    FILE_ONLY_TABLES,
     HEADLINE_TABLES,
     LOCK_NAME,
     MANIFEST_FORMAT,
@@ -66,6 +68,7 @@ from models.exports.workbook import (
     readme_frame,
     readme_rows,
     sheet_names,
+    sheet_tables,
 )
 
 __all__ = [
@@ -81,6 +84,7 @@ __all__ = [
     "EXCEL_MAX_ROWS",
     "EXCLUDED_COLUMNS",
     "EXPORT_TABLES",
+    "FILE_ONLY_TABLES",
     "HEADLINE_TABLES",
     "LOCK_NAME",
     "MANIFEST_FORMAT",
@@ -107,4 +111,5 @@ __all__ = [
     "readme_frame",
     "readme_rows",
     "sheet_names",
+    "sheet_tables",
 ]

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from models.data_dictionary import TABLE_DESCRIPTIONS, describe
-from models.exports.tables import TABLES_DIR, WORKBOOK_NAME
+from models.exports.tables import FILE_ONLY_TABLES, TABLES_DIR, WORKBOOK_NAME
 from models.markdown import markdown_text
 
 
@@ -51,8 +51,10 @@ def data_dictionary_markdown(
         "# benchmap export: data dictionary",
         "",
         "Every column of every exported table, with its meaning, unit and source. Each table is in "
-        f"`{TABLES_DIR}/<table>.parquet` and `{TABLES_DIR}/<table>.csv` and on its own sheet of "
-        f"`{WORKBOOK_NAME}`. Shares are fractions between 0 and 1; intervals are 95%.",
+        f"`{TABLES_DIR}/<table>.parquet` and `{TABLES_DIR}/<table>.csv` and, unless it has a row per task or "
+        f"per prompt text ({', '.join(f'`{t}`' for t in FILE_ONLY_TABLES)}: too many rows for a "
+        f"spreadsheet), on its own sheet of `{WORKBOOK_NAME}`. Shares are fractions between 0 and 1; intervals "
+        "are 95%.",
         "",
         "| table | rows | description |",
         "|---|---|---|",
@@ -66,7 +68,8 @@ def data_dictionary_markdown(
             "Not exported (the warehouse has no such table yet): " + ", ".join(f"`{m}`" for m in missing),
         ]
     for table, frame in tables.items():
-        sheet = f"; sheet `{sheets[table]}`" if table in sheets else ""
+        sheet = f"; sheet `{sheets[table]}`" if sheets.get(table) else \
+            "; no workbook sheet (a row per task or per prompt text)" if table in FILE_ONLY_TABLES else ""
         lines += [
             "",
             f"## {table}",

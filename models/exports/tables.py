@@ -35,6 +35,17 @@ OPTIONAL_TABLES: tuple[str, ...] = (
     "headline_estimates",  # the published estimates the summary's answer quotes (models/estimates/)
 )
 EXPORT_TABLES: tuple[str, ...] = REQUIRED_TABLES + OPTIONAL_TABLES
+# Tables with a row per task or per prompt text (37k-116k rows, 95% of the cells of all tables): Parquet and CSV
+# only, no workbook sheet. Written cell by cell they took ~40 CPU-s of every export and made a 22 MB workbook
+# Excel opens slowly; an analyst filters them better in Parquet/CSV (or Power Query). The README sheet names their
+# files; every other table (occupation level and coarser) has its sheet.
+FILE_ONLY_TABLES: tuple[str, ...] = (
+    "task_coverage",
+    "task_analysis_frame",
+    "coverage_gaps",
+    "task_estimates",
+    "prompt_occupation_estimates",
+)
 # Tables previewed as Markdown in the Dagster UI.
 HEADLINE_TABLES: tuple[str, ...] = (
     "coverage_headline",

@@ -13,6 +13,7 @@ from models.exports.tables import (
     DICTIONARY_NAME,
     EXCEL_MAX_CHARS,
     EXCEL_MAX_ROWS,
+    FILE_ONLY_TABLES,
     MANIFEST_NAME,
     TABLES_DIR,
 )
@@ -41,6 +42,11 @@ def sheet_names(tables: Iterable[str], reserved: Iterable[str] = ()) -> dict[str
         used.add(name.lower())
         names[table] = name
     return names
+
+
+def sheet_tables(tables: Mapping[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """The tables that get a workbook sheet: all but FILE_ONLY_TABLES (a row per task or per text)."""
+    return {table: frame for table, frame in tables.items() if table not in FILE_ONLY_TABLES}
 
 
 def excel_safe(frame: pl.DataFrame) -> pl.DataFrame:
@@ -98,17 +104,23 @@ def readme_rows(
         ("not exported (missing)", ", ".join(missing) or "none"),
         ("files", f"{TABLES_DIR}/<table>.parquet and .csv; {DICTIONARY_NAME}; {MANIFEST_NAME}; release.csv "
                   "(every published figure, long format) and data_documentation.md"),
-        ("how to read", "one sheet per table; every sheet has filters on its header row, which stays in view "
-                        "when scrolling; shares and probabilities are shown as percents (the cell holds the "
-                        "0-1 value); units and sources of every column are in the data_dictionary sheet"),
+        ("how to read", "one sheet per table, except the tables with a row per task or per prompt text (listed "
+                        "below as 'no sheet': open their Parquet or CSV file); every sheet has filters on its "
+                        "header row, which stays in view when scrolling; shares and probabilities are shown as "
+                        "percents (the cell holds the 0-1 value); units and sources of every column (of every "
+                        "table, with or without a sheet) are in the data_dictionary sheet"),
     ]
 
 
 def readme_frame(readme: Sequence[tuple[str, str]], tables: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
-    """The README sheet (item, value): `readme`, plus a note for each table cut at Excel's row limit."""
+    """The README sheet (item, value): `readme`, a line per table without a sheet (FILE_ONLY_TABLES) naming its
+    files, and a note for each sheet cut at Excel's row limit."""
     notes = list(readme)
     for table, frame in tables.items():
-        if frame.height > EXCEL_MAX_ROWS:
+        if table in FILE_ONLY_TABLES:
+            notes.append((f"{table} (no sheet)", f"{frame.height:,} rows (a row per task or per prompt text): "
+                                                 f"{TABLES_DIR}/{table}.parquet and {TABLES_DIR}/{table}.csv"))
+        elif frame.height > EXCEL_MAX_ROWS:
             notes.append(
                 (
                     f"{table} (truncated)",

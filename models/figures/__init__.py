@@ -6,8 +6,8 @@ notebooks alike. An input with nothing to draw gives a figure saying so (and why
 `note`) instead of an exception, so one empty table never blocks the rest of the report.
 
 `figure_files` renders PNG and SVG bytes (byte-stable: fixed SVG hash salt, no dates; written to disk by
-`pipelines.export_writer.save_figure`); `figure_markdown` gives the Markdown image (base64 PNG) the Dagster UI
-shows in asset metadata. `FIGURES` names every report figure with
+`pipelines.export_writer.save_figure`), `figure_outputs` those and a small preview PNG from one layout;
+`png_markdown` / `figure_markdown` give the Markdown image (base64 PNG) the Dagster UI shows in asset metadata. `FIGURES` names every report figure with
 the tables it needs; `render_figures` draws those whose tables are present.
 
 Modules: `style` (names, colours, shared helpers), `probability` (1, 2), `coverage` (3, 4), `validation`
@@ -20,8 +20,9 @@ No dagster and no files here.
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import matplotlib
@@ -120,20 +121,61 @@ def figure_png_bytes(fig: Figure, dpi: int = 150) -> bytes:
     return buffer.getvalue()
 
 
+def png_markdown(png: bytes, alt: str = "figure") -> str:
+    """Markdown image with the PNG bytes inlined as base64 (what Dagster's MetadataValue.md renders)."""
+    return f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
+
+
 def figure_markdown(fig: Figure, alt: str = "figure", dpi: int = 80) -> str:
-    """Markdown image with the PNG inlined as base64 (what Dagster's MetadataValue.md renders)."""
-    encoded = base64.b64encode(figure_png_bytes(fig, dpi=dpi)).decode("ascii")
-    return f"![{alt}](data:image/png;base64,{encoded})"
+    """`png_markdown` of the figure rendered at `dpi`."""
+    return png_markdown(figure_png_bytes(fig, dpi=dpi), alt)
 
 
-def figure_files(fig: Figure, dpi: int = 150) -> dict[str, bytes]:
-    """The figure as the report's files: {'png': bytes, 'svg': bytes}, byte-stable (the style's fixed SVG
-    hash salt, no software or date metadata). `pipelines.export_writer.save_figure` writes them."""
+@contextlib.contextmanager
+def _layout_kept(fig: Figure) -> Iterator[None]:
+    """Within the block the figure keeps the layout its last draw computed: with no layout engine a save draws
+    the figure once, instead of a layout pass (measuring every text) and then the drawing."""
+    engine = fig.get_layout_engine()
+    if engine is None:
+        yield
+        return
+    fig.set_layout_engine(None)  # the axes keep their positions; the engine is put back below
+    try:
+        yield
+    finally:
+        fig.set_layout_engine(engine)
+
+
+def figure_outputs(fig: Figure, dpi: int = 150, preview_dpi: int | None = None) -> tuple[dict[str, bytes], bytes | None]:
+    """The figure's files {'png': bytes, 'svg': bytes} and, with `preview_dpi`, a smaller PNG for the Dagster
+    UI, from one layout and two drawings: the PNG save lays the figure out, the SVG reuses that layout (in
+    figure fractions; the text measured at the PNG's resolution moves margins by at most a few points against
+    the SVG's own layout), and the preview is the PNG scaled down (`png_scaled`: a fifth of the cost of
+    drawing it again). Byte-stable: the style's fixed SVG hash salt, no software or date metadata."""
     png, svg = io.BytesIO(), io.BytesIO()
     with matplotlib.rc_context(RC_PARAMS):
         fig.savefig(png, format="png", dpi=dpi, metadata={"Software": None})
-        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
-    return {"png": png.getvalue(), "svg": svg.getvalue()}
+        with _layout_kept(fig):
+            fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
+    files = {"png": png.getvalue(), "svg": svg.getvalue()}
+    return files, png_scaled(files["png"], preview_dpi / dpi) if preview_dpi is not None else None
+
+
+def png_scaled(png: bytes, scale: float) -> bytes:
+    """The PNG image resized by `scale` (Lanczos filter), as PNG bytes."""
+    from PIL import Image  # matplotlib's own image library
+
+    with Image.open(io.BytesIO(png)) as image:
+        size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+        out = io.BytesIO()
+        image.resize(size, Image.Resampling.LANCZOS).save(out, format="PNG")
+    return out.getvalue()
+
+
+def figure_files(fig: Figure, dpi: int = 150) -> dict[str, bytes]:
+    """The figure as the report's files: {'png': bytes, 'svg': bytes} (`figure_outputs`).
+    `pipelines.export_writer.save_figure` writes them."""
+    return figure_outputs(fig, dpi=dpi)[0]
 
 
 def render_figure_files(figures: Mapping[str, Figure], dpi: int = 150) -> dict[str, dict[str, bytes]]:
@@ -144,8 +186,8 @@ def render_figure_files(figures: Mapping[str, Figure], dpi: int = 150) -> dict[s
 __all__ = [
     "EXPOSED_COLOUR", "FIGURES", "LEVELS", "LEVEL_COLOURS", "MODEL_EXPOSURE_WAGE", "MODEL_IMPORTANCE",
     "NOT_EXPOSED_COLOUR", "PREFERRED_EXPOSURE_SOURCE", "SERIES_COLOURS", "VALIDATION_METRICS", "VALIDATION_TITLES",
-    "FigureSpec", "figure_files", "figure_markdown", "figure_png_bytes", "hours_by_coverage_figure",
+    "FigureSpec", "figure_files", "figure_markdown", "figure_outputs", "figure_png_bytes", "hours_by_coverage_figure",
     "hours_by_coverage_level", "importance_quintile_figure", "labeler_validation_figure", "major_group_figure",
-    "model_score_heatmap_figure", "new_figure", "reliability_figure", "render_figure_files", "render_figures",
+    "model_score_heatmap_figure", "new_figure", "png_markdown", "png_scaled", "reliability_figure", "render_figure_files", "render_figures",
     "styled", "wage_bill_probability_figure",
 ]

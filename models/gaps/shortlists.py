@@ -128,7 +128,8 @@ def major_group_gaps(
     A group with nothing uncovered (or no occupations) keeps one row with empty block columns.
     """
     uncovered = pl.col("n_prompts") < threshold
-    frame = scored.with_columns(major_group_of().alias("major_group_code"))
+    # rows and groups in a fixed order: float sums then add up in the same order on every run (bit-stable files)
+    frame = scored.with_columns(major_group_of().alias("major_group_code")).sort("onet_soc_code", "task_id")
     biggest = (
         frame.filter(uncovered)
         .sort(["task_annual_hours", "task_id"], descending=[True, False], nulls_last=True)
@@ -139,7 +140,7 @@ def major_group_gaps(
         )
     )
     blocks = (
-        frame.group_by("major_group_code", "onet_soc_code")
+        frame.group_by("major_group_code", "onet_soc_code", maintain_order=True)
         .agg(
             pl.col("occupation_title").first(),
             pl.col("task_annual_hours").filter(uncovered).sum().alias("block_uncovered_hours"),
@@ -148,8 +149,9 @@ def major_group_gaps(
             pl.col("task_annual_hours").sum().alias("occupation_hours"),
         )
         .join(biggest, on="onet_soc_code", how="left")
+        .sort("major_group_code", "onet_soc_code")  # a join keeps no order: sort again for the group sums
     )
-    group_totals = blocks.group_by("major_group_code").agg(
+    group_totals = blocks.group_by("major_group_code", maintain_order=True).agg(
         pl.col("occupation_hours").sum().alias("group_hours"),
         pl.col("block_uncovered_hours").sum().alias("group_uncovered_hours"),
         pl.col("block_uncovered_tasks").sum().alias("group_uncovered_tasks"),
