@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from models.estimates.checks import simulate, split_sample_problem
+from models.estimates.checks import Relabel, simulate, split_sample_problem
 from models.estimates.problem import THRESHOLDS, Problem, scopes_for
 from models.estimates.tables import run_estimators
 from models.estimates.texts import text_occupation_probabilities
@@ -311,18 +311,19 @@ SPLITS: dict[str, float] = {"split_half": 0.5, "split_fifth": 0.2}
 
 def unit_coverage_simulation_check(problem: Problem | None, *, replications: int = 8, n_draws: int = 40,
                                    seed: int = 25, splits: dict[str, float] | None = None,
-                                   simulated: int = 8) -> pl.DataFrame:
+                                   simulated: int = 8, relabel: Relabel | None = None) -> pl.DataFrame:
     """The `unit_coverage_simulation_check` table (COVERAGE_CHECK_SCHEMA): `split_half` / `split_fifth` (the
     judge sample as the population, half / a fifth of each benchmark's sampled, the rest imputed: the fifth is
     closer to the headline, which imputes ~93% of the texts; needs `problem`) and `simulated`
-    (models.estimates.checks.simulate populations)."""
+    (models.estimates.checks.simulate populations). `relabel`: as split_sample_problem's (the neighbour step's
+    labels recomputed from the estimation part)."""
     rng = np.random.default_rng(seed)
     frames = []
     if problem is not None and problem.text_sampled.any():
         for check, fraction in (SPLITS if splits is None else splits).items():
             pairs = []
             for r in range(replications):
-                split, truth = split_sample_problem(problem, rng, fraction=fraction)
+                split, truth = split_sample_problem(problem, rng, fraction=fraction, relabel=relabel)
                 pairs.append(coverage_pairs(split, truth, n_draws, seed + r))
             frames.append(bin_coverage(pl.concat(pairs), check, replications))
     if simulated:
