@@ -174,7 +174,7 @@ def neighbour_step(warehouse: Warehouse, benchmark: str, prompts: list[PromptRec
     from pipelines import neighbour_cache
 
     if not settings().neighbour_step:
-        return labels_by_hash, impl.labeler_version, {"neighbour_step": "off (BENCHMAP_NEIGHBOUR_STEP=0)"}
+        return labels_by_hash, impl.labeler_version, {"neighbour_step": "off (BENCHMAP_NEIGHBOUR_STEP)"}
     fit = load_stack_fit()
     selector = getattr(getattr(impl, "selector", None), "fit", None)
     if fit is None or selector is None or fit.selector_version != selector.version:
