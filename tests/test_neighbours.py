@@ -292,13 +292,11 @@ def split_coverage(summary: pl.DataFrame, estimator: str, quantity: str, thresho
                           & (pl.col("threshold") == threshold))["coverage"][0]
 
 
-@pytest.mark.slow
-def test_split_check_intervals_cover_the_truth_with_the_cross_fitted_labels(mirror: Path) -> None:
+@pytest.fixture(scope="module")
+def relabeled_split_check(mirror: Path) -> pl.DataFrame:
     """estimate_split_check's own procedure (assets.estimates.split_check with the relabeling the asset builds,
     models/labeling/stacking_split.py) on the judged texts with the new labeler's cross-fitted labels
-    (neighbour_oof.json, what the estimators see): the published model-assisted interval at >= 5 prompts and
-    the bounds at >= 1 still cover the judge-labeled truth. Without the relabeling (the held-out texts keeping
-    labels that other held-out texts' judge labels voted for) this failed: coverage 0.33 for tasks at >= 5."""
+    (neighbour_oof.json, what the estimators see): 4 half and 4 fifth splits."""
     from assets.estimates import split_check
     from models import estimates as es
     from models.labeling.stacking_split import EstimationPartRelabeler
@@ -326,12 +324,33 @@ def test_split_check_intervals_cover_the_truth_with_the_cross_fitted_labels(mirr
         {r["prompt_hash"]: bool(r["is_work"]) for r in selector["prompts"]},
         {(str(c), int(t)): k for k, (c, t) in enumerate(problem.task_keys.iter_rows())})
     summary = split_check(problem, es.scopes_for(problem, None, per_benchmark=False), 4, 30, 7, relabel)
-    assert relabel.n_relabeled > 0.9 * texts.height  # the stack decided (nearly) every text of the last split
+    assert relabel.n_relabeled > 0.5 * texts.height  # the stack decided most texts of the last (fifth) split
+    return summary
 
+
+@pytest.mark.slow
+def test_split_check_intervals_cover_the_truth_with_the_cross_fitted_labels(relabeled_split_check: pl.DataFrame
+                                                                            ) -> None:
+    """From half of each benchmark's judge sample, with the held-out half relabeled as unjudged texts are, the
+    published model-assisted interval at >= 5 prompts and the bounds at >= 1 still cover the judge-labeled
+    truth. Without the relabeling (held-out texts keeping labels that other held-out texts' judge labels voted
+    for) this failed: coverage 0.33 for tasks at >= 5."""
+    half = relabeled_split_check.filter(pl.col("check") == "split_half")
     for quantity in ("tasks_covered", "occupations_covered"):
-        half = summary.filter(pl.col("check") == "split_half")
         assert split_coverage(half, "model_assisted", quantity, 5) >= 0.6, quantity
         assert split_coverage(half, "bounds", quantity, 1) >= 0.9, quantity
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=(
+    "measured 2026-12-03 (run_all with BENCHMAP_NEIGHBOUR_STEP=1, 10 splits): from a fifth of each benchmark's "
+    "judge sample (~5 judged texts voting) the model-assisted count at >= 5 runs high, tasks +14.4 of 75 and "
+    "occupations +8.6 of 37, coverage 0.1 and 0.1 (0.8 and 0.9 with the selector's labels). This is why the "
+    "neighbour step stays off by default."))
+def test_fifth_split_check_covers_the_truth_with_the_neighbour_step(relabeled_split_check: pl.DataFrame) -> None:
+    fifth = relabeled_split_check.filter(pl.col("check") == "split_fifth")
+    for quantity in ("tasks_covered", "occupations_covered"):
+        assert split_coverage(fifth, "model_assisted", quantity, 5) >= 0.6, quantity
 
 
 @pytest.mark.slow
