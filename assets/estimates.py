@@ -31,6 +31,7 @@ from dagster import (
     multi_asset,
 )
 
+from assets.estimates_split import split_relabeler
 from models import coverage as cov
 from models import estimates as es
 from models import regression as reg
@@ -254,21 +255,24 @@ def regressions_mi(task_frame: pl.DataFrame, problem: es.Problem, count_draws: l
 SPLIT_FRACTIONS: dict[str, float] = {"split_half": 0.5, "split_fifth": 0.2}
 
 
-def split_check(problem: es.Problem, scopes: list[es.Scope], repeats: int, n_draws: int, seed: int) -> pl.DataFrame:
+def split_check(problem: es.Problem, scopes: list[es.Scope], repeats: int, n_draws: int, seed: int,
+                relabel: es.Relabel | None = None, held_out_labels: str = "as published") -> pl.DataFrame:
     """Split each benchmark's judge sample at random: estimate from one part (half, or a fifth: the headline
     itself imputes ~93% of the texts, so the fifth tests how the estimators extrapolate), against the truth of
     the judge-labeled sub-population (the judge's labels of every sampled text). Per quantity: interval
-    coverage over `repeats` splits, mean absolute and signed error."""
+    coverage over `repeats` splits, mean absolute and signed error. `relabel`: the neighbour step's labels
+    recomputed per split from the estimation part alone (assets/estimates_split.py); `held_out_labels` says
+    which labels the held-out texts had."""
     rng = np.random.default_rng(seed)
     pooled = [s for s in scopes if s.scope == es.ALL_SCOPE and s.benchmark_index == es.ALL_INDEX]
     frames = []
     for check, fraction in SPLIT_FRACTIONS.items():
         checks = []
         for r in range(repeats):
-            split, truth = es.split_sample_problem(problem, rng, fraction=fraction)
+            split, truth = es.split_sample_problem(problem, rng, fraction=fraction, relabel=relabel)
             checks.append(es.check_against_truth(split, truth, pooled, n_draws=n_draws, seed=seed + r))
         frames.append(es.summarize_checks(pl.concat(checks)).with_columns(pl.lit(check).alias("check")))
-    return pl.concat(frames)
+    return pl.concat(frames).with_columns(pl.lit(held_out_labels).alias("held_out_labels"))
 
 
 def _problem(inputs: dict, judge_rows: pl.DataFrame, labels: pl.DataFrame) -> es.Problem:
@@ -426,11 +430,15 @@ def headline_estimates(
     units = es.unit_estimates(unit_draws, es.labels_as_truth_counts(counted_problem), thresholds)
     units |= es.benchmark_share_estimates(unit_draws)
     cpu_units = time.process_time() - cpu_units
+    # the neighbour step's labels of a split's judged texts come from its estimation part alone (both checks)
+    relabel, held_out_labels = split_relabeler(warehouse, inputs["labeler_version"], texts, problem,  # type: ignore[arg-type]
+                                               context.log)
     cpu_calibration = time.process_time()
     units["occupation_probability_calibration"], recalibration = es.text_probability_calibration(
         problem, n_draws=config.calibration_draws, seed=config.seed)
     coverage = es.unit_coverage_check(problem, replications=config.coverage_repeats,
-                                      n_draws=min(config.n_draws, config.coverage_draws), seed=config.seed, simulated=4)
+                                      n_draws=min(config.n_draws, config.coverage_draws), seed=config.seed, simulated=4,
+                                      relabel=relabel)
     units["unit_coverage_simulation_check"] = coverage.table
     units |= es.with_calibrated_p_covered(units, coverage.coverage_map, es.UNIT_TABLES)
     cpu_calibration = time.process_time() - cpu_calibration
@@ -454,7 +462,8 @@ def headline_estimates(
         .with_columns(pl.col("source").fill_null("none"))
     )
     reliability = es.reliability_table(problem)
-    split = split_check(problem, scopes, config.split_repeats, min(config.n_draws, 50), config.seed)
+    split = split_check(problem, scopes, config.split_repeats, min(config.n_draws, 50), config.seed, relabel,
+                        held_out_labels)
     t_split = time.perf_counter() - started - t_estimates
     task_frame = task_analysis_frame
     if "benchmark_index" in task_frame.columns:  # per-index tables (issue 18): the regressions of index 'all'

@@ -170,7 +170,8 @@ def neighbour_step(warehouse: Warehouse, benchmark: str, prompts: list[PromptRec
     """(label sets, labeler_version, metadata) after the neighbour step; unchanged when there is no stack fit
     for the labeler's selector (another labeler, or a stale fit: said in the metadata)."""
     from models.labeling.neighbours import BenchmarkSample
-    from models.labeling.stacking import stacked_label_sets, task_codes_of
+    from models.labeling.stacking import judged_fingerprint, stacked_label_sets, task_codes_of
+    from pipelines import neighbour_cache
 
     if not settings().neighbour_step:
         return labels_by_hash, impl.labeler_version, {"neighbour_step": "off (BENCHMAP_NEIGHBOUR_STEP)"}
@@ -184,11 +185,20 @@ def neighbour_step(warehouse: Warehouse, benchmark: str, prompts: list[PromptRec
     started = time.perf_counter()
     judged = judged_sample(warehouse, benchmark, prompts)
     sample = BenchmarkSample.of(judged) if judged.height else None
-    restacked, n = stacked_label_sets(fit, sample, prompts, labels_by_hash, task_codes_of(index))
+    # decisions cached per benchmark under the fingerprint of the fit, labeler and judged texts: a warm run
+    # recomputes none
+    fingerprint = judged_fingerprint(fit.version, impl.labeler_version, judged)
+    path = neighbour_cache.cache_path(warehouse.path, benchmark)
+    cached = neighbour_cache.read_decisions(path, fingerprint) if sample is not None else {}
+    restacked, n, decisions = stacked_label_sets(fit, sample, prompts, labels_by_hash, task_codes_of(index), cached)
+    fresh = len(decisions.keys() - cached.keys())
+    if fresh:
+        neighbour_cache.write_decisions(path, fingerprint, decisions)
     return restacked, f"{impl.labeler_version}+{fit.version}", {
-        "neighbour_step": f"{n} texts restacked with {judged.height} judged texts" if n
-        else "no judged texts: the selector's labels (fallback)",
-        "neighbour_judged_texts": judged.height, "neighbour_seconds": round(time.perf_counter() - started, 3)}
+        "neighbour_step": f"{n} texts restacked with {judged.height} judged texts ({fresh} computed, "
+        f"{len(decisions) - fresh} from the step's cache)" if n else "no judged texts: the selector's labels (fallback)",
+        "neighbour_judged_texts": judged.height, "neighbour_texts_computed": fresh,
+        "neighbour_seconds": round(time.perf_counter() - started, 3)}
 
 
 

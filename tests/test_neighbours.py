@@ -104,6 +104,91 @@ def test_label_benchmark_falls_back_without_other_judged_texts() -> None:
     assert StackFit.from_json(fit.to_json()).version == fit.version
 
 
+def test_split_relabeling_uses_the_estimation_part_only() -> None:
+    """The split check's relabeling (models/labeling/stacking_split.py): a held-out text's labels change when an
+    estimation text's judge labels change, never when another held-out text's do; split_sample_problem takes the
+    new labels and recomputes which judge pairs the labeler emitted."""
+    from models import estimates as es
+    from models.labeling.stacking_split import EstimationPartRelabeler
+
+    judged, selector, work = _world()
+    examples = scv.examples(judged, selector, work, TASK_CODE, grid=((3, 1.0),))
+    fit = scv.fit_stack(examples, "s-test", grid=((3, 1.0),))
+    bench = judged.filter(pl.col("benchmark") == "bench0").sort("prompt_hash")
+    keys = list(zip(bench["benchmark"], bench["prompt_hash"], strict=True))
+    task_index = {(c, t): k for k, (t, c) in enumerate(sorted(TASK_CODE.items()))}
+    kept = np.arange(len(keys))
+    sampled = np.arange(len(keys)) % 2 == 0  # b0t0, b0t2, ... estimate; b0t1, b0t3, ... are held out
+    target = 1  # b0t1: held out, a ledger text
+
+    def labels_of(frame: pl.DataFrame) -> set[tuple[int, float]]:
+        relabel = EstimationPartRelabeler(fit, frame, keys, selector, work, task_index)
+        text, task, p = relabel(kept, sampled)
+        assert relabel.n_relabeled == len(keys)
+        return {(int(k), round(float(q), 9)) for t, k, q in zip(text, task, p, strict=True) if t == target}
+
+    before = labels_of(bench)
+    assert before
+    for held_out in ("b0t3", "b0t5"):  # held-out texts: their judge labels are the truth, never a vote
+        assert labels_of(_flip(bench, held_out)) == before
+    assert any(labels_of(_flip(bench, h)) != before for h in ("b0t0", "b0t2", "b0t4"))  # so this can fail
+
+    # in split_sample_problem: the relabeled pairs replace the labels, jud_in_labels follows them
+    texts = es.text_frame(bench.select("benchmark", "prompt_hash"), bench.select("benchmark", "prompt_hash"))
+    judge = judged.explode("task_ids").explode("task_ids").select(
+        "benchmark", "prompt_hash", pl.col("task_ids").alias("task_id")).drop_nulls("task_id").filter(
+        pl.col("benchmark") == "bench0")
+    tasks = pl.DataFrame({"onet_soc_code": list(TASK_CODE.values()), "task_id": list(TASK_CODE)})
+    problem = es.build_problem(texts, es.labeler_pairs(pl.DataFrame(schema={
+        "benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "onet_soc_code": pl.Utf8, "task_id": pl.Int64,
+        "p_exercised": pl.Float64})), es.judge_pairs(judge.join(tasks, on="task_id")), tasks)
+    relabel = EstimationPartRelabeler(fit, bench, keys, selector, work, task_index)
+    split, truth = es.split_sample_problem(problem, np.random.default_rng(3), fraction=0.5, relabel=relabel)
+    assert split.lab_text.size > 0 and not problem.jud_in_labels.any()
+    emitted = set(zip(split.lab_text.tolist(), split.lab_task.tolist(), strict=True))
+    assert split.jud_in_labels.tolist() == [(t, k) in emitted for t, k in
+                                            zip(split.jud_text.tolist(), split.jud_task.tolist(), strict=True)]
+    assert split.jud_in_labels.any()
+
+
+def test_the_step_reuses_its_cached_decisions(tmp_path: Path) -> None:
+    """stacked_label_sets recomputes only texts missing from the cache (a cached decision is taken as it is),
+    and the cache file is read back only under the same fingerprint (fit, labeler version, judged texts)."""
+    from models.labeling.base import PromptRecord, TaskLabel
+    from models.labeling.cache import LabelSet
+    from models.labeling.stacking import judged_fingerprint, stacked_label_sets
+    from pipelines import neighbour_cache
+
+    judged, selector, work = _world()
+    examples = scv.examples(judged, selector, work, TASK_CODE, grid=((3, 1.0),))
+    fit = scv.fit_stack(examples, "s-test", grid=((3, 1.0),))
+    bench = judged.filter(pl.col("benchmark") == "bench0")
+    sample = BenchmarkSample.of(bench)
+    prompts = [PromptRecord("bench0", f"p{i}", h, t) for i, (h, t) in
+               enumerate([*zip(bench["prompt_hash"], bench["prompt"], strict=True), ("new", "post journal entries")])]
+    labels = {p.prompt_hash: LabelSet([TaskLabel(t, c, r, q, None, q) for r, (t, c, q) in
+                                       enumerate(selector.get(p.prompt_hash, [(101, "13-2011.00", 0.4)]), start=1)],
+                                      is_work=True) for p in prompts}
+    first, n, decisions = stacked_label_sets(fit, sample, prompts, labels, TASK_CODE)
+    assert n == len(prompts) and set(decisions) == {p.prompt_hash for p in prompts}
+    fingerprint = judged_fingerprint(fit.version, "lv", bench)
+    path = neighbour_cache.cache_path(tmp_path / "benchmap.duckdb", "bench0")
+    neighbour_cache.write_decisions(path, fingerprint, decisions)
+    cached = neighbour_cache.read_decisions(path, fingerprint)
+    cached["new"] = [False, 0.1, []]  # a cached decision is used as it is: proof nothing was recomputed
+    again, n_again, decisions_again = stacked_label_sets(fit, sample, prompts, labels, TASK_CODE, cached)
+    assert n_again == n and decisions_again == cached
+    assert again["new"].is_work is False and list(again["new"]) == []
+    assert [(lab.task_id, lab.p_exercised) for lab in again["b0t1"]] == [(lab.task_id, lab.p_exercised)
+                                                                         for lab in first["b0t1"]]
+    # another judge sample (one text's labels changed) or another labeler: another fingerprint, nothing read
+    assert judged_fingerprint(fit.version, "lv", _flip(bench, "b0t3")) != fingerprint
+    assert judged_fingerprint(fit.version, "lv2", bench) != fingerprint
+    assert neighbour_cache.read_decisions(path, "other") == {}
+    path.write_text("{not json")
+    assert neighbour_cache.read_decisions(path, fingerprint) == {}
+
+
 def test_judge_sample_rows_become_judged_texts() -> None:
     rows = pl.DataFrame({"benchmark": ["b", "b", "b"], "prompt_hash": ["h1", "h1", "h2"],
                          "task_id": [101, 201, None], "onet_soc_code": ["13-2011.00", "29-1141.00", None]},
@@ -207,40 +292,65 @@ def split_coverage(summary: pl.DataFrame, estimator: str, quantity: str, thresho
                           & (pl.col("threshold") == threshold))["coverage"][0]
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "measured 2026-12-03: model-assisted coverage at >= 5 prompts 0.33 for tasks (mean error -5.9), 0.83 for "
-    "occupations, against 1.0 / 1.0 with the selector's labels. split_sample_problem keeps the labels of the "
-    "held-out half, and the neighbour labels of a held-out text were voted by the other held-out texts' judge "
-    "labels: that split does not simulate texts the judge never read. The stricter split below (labels "
-    "recomputed from the estimation half only) covers. estimate_split_check needs the same per-split "
-    "relabeling (issue 25, estimates helper)."))
-def test_split_check_intervals_cover_the_truth_with_the_cross_fitted_labels(mirror: Path) -> None:
-    """estimate_split_check's own procedure (split_sample_problem, check_against_truth) on the judged texts with
-    the new labeler's cross-fitted labels (neighbour_oof.json, what the estimators see): the published
-    model-assisted interval at >= 5 prompts and the bounds at >= 1 still cover the judge-labeled truth."""
+@pytest.fixture(scope="module")
+def relabeled_split_check(mirror: Path) -> pl.DataFrame:
+    """estimate_split_check's own procedure (assets.estimates.split_check with the relabeling the asset builds,
+    models/labeling/stacking_split.py) on the judged texts with the new labeler's cross-fitted labels
+    (neighbour_oof.json, what the estimators see): 4 half and 4 fifth splits."""
+    from assets.estimates import split_check
     from models import estimates as es
-    from pipelines.readers import load_onet_reference_frames, load_reference
+    from models.labeling.stacking_split import EstimationPartRelabeler
+    from pipelines.fit_labeler import landed_texts
+    from pipelines.readers import load_onet_reference_frames, load_reference, read_selector_oof
     from pipelines.sources import resolve_source
 
     statements = resolve_source("onet/Task Statements.txt")
     tasks = load_onet_reference_frames(statements.path.parent)["tasks"].select("onet_soc_code", "task_id")
-    judge_rows = es.reference_sample_rows(load_reference())
+    reference = load_reference()
+    judge_rows = es.reference_sample_rows(reference)
     oof = json.loads(STACK_OOF_PATH.read_text())
     labels = pl.DataFrame([{"benchmark": r["benchmark"], "prompt_hash": r["prompt_hash"], "onet_soc_code": c,
                             "task_id": int(t), "p_exercised": float(p)} for r in oof["prompts"] for t, c, p in r["labels"]])
     problem = _judged_problem(labels, judge_rows, tasks)
-    scopes = [s for s in es.scopes_for(problem, None, per_benchmark=False)]
-    rng = np.random.default_rng(7)
-    checks = []
-    for r in range(6):
-        split, truth = es.split_sample_problem(problem, rng, fraction=0.5)
-        checks.append(es.check_against_truth(split, truth, scopes, n_draws=30, seed=r))
-    summary = es.summarize_checks(pl.concat(checks))
+    every = judge_rows.select("benchmark", "prompt_hash").unique()
+    texts = es.text_frame(every, judge_rows)
+    landed = pl.DataFrame([{"benchmark": b, "prompt_hash": h, "prompt": t}
+                           for b, pairs in landed_texts(reference).items() for h, t in pairs])
+    selector = read_selector_oof()
+    relabel = EstimationPartRelabeler(
+        load_stack_fit(), judged_texts(reference, landed), list(zip(texts["benchmark"], texts["prompt_hash"],
+                                                                     strict=True)),
+        {r["prompt_hash"]: [(int(t), c, float(p)) for t, c, p in r["labels"]] for r in selector["prompts"]},
+        {r["prompt_hash"]: bool(r["is_work"]) for r in selector["prompts"]},
+        {(str(c), int(t)): k for k, (c, t) in enumerate(problem.task_keys.iter_rows())})
+    summary = split_check(problem, es.scopes_for(problem, None, per_benchmark=False), 4, 30, 7, relabel)
+    assert relabel.n_relabeled > 0.5 * texts.height  # the stack decided most texts of the last (fifth) split
+    return summary
 
+
+@pytest.mark.slow
+def test_split_check_intervals_cover_the_truth_with_the_cross_fitted_labels(relabeled_split_check: pl.DataFrame
+                                                                            ) -> None:
+    """From half of each benchmark's judge sample, with the held-out half relabeled as unjudged texts are, the
+    published model-assisted interval at >= 5 prompts and the bounds at >= 1 still cover the judge-labeled
+    truth. Without the relabeling (held-out texts keeping labels that other held-out texts' judge labels voted
+    for) this failed: coverage 0.33 for tasks at >= 5."""
+    half = relabeled_split_check.filter(pl.col("check") == "split_half")
     for quantity in ("tasks_covered", "occupations_covered"):
-        assert split_coverage(summary, "model_assisted", quantity, 5) >= 0.6, quantity
-        assert split_coverage(summary, "bounds", quantity, 1) >= 0.9, quantity
+        assert split_coverage(half, "model_assisted", quantity, 5) >= 0.6, quantity
+        assert split_coverage(half, "bounds", quantity, 1) >= 0.9, quantity
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=(
+    "measured 2026-12-03 (run_all with BENCHMAP_NEIGHBOUR_STEP=1, 10 splits): from a fifth of each benchmark's "
+    "judge sample (~5 judged texts voting) the model-assisted count at >= 5 runs high, tasks +14.4 of 75 and "
+    "occupations +8.6 of 37, coverage 0.1 and 0.1 (0.8 and 0.9 with the selector's labels). This is why the "
+    "neighbour step stays off by default."))
+def test_fifth_split_check_covers_the_truth_with_the_neighbour_step(relabeled_split_check: pl.DataFrame) -> None:
+    fifth = relabeled_split_check.filter(pl.col("check") == "split_fifth")
+    for quantity in ("tasks_covered", "occupations_covered"):
+        assert split_coverage(fifth, "model_assisted", quantity, 5) >= 0.6, quantity
 
 
 @pytest.mark.slow

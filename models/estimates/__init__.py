@@ -65,6 +65,7 @@ from models.estimates.calibration import (  # noqa: F401
 )
 from models.estimates.checks import (  # noqa: F401
     RELIABILITY_SCHEMA,
+    Relabel,
     Simulation,
     as_mapping,
     check_against_truth,

@@ -4,7 +4,7 @@ truth: the split-sample check on the judge sample and simulated populations."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -178,10 +178,21 @@ def rubin_combine(estimates: np.ndarray, variances: np.ndarray) -> dict[str, flo
 # --- split-sample check ----------------------------------------------------------------------------------------
 
 
-def split_sample_problem(problem: Problem, rng: np.random.Generator, fraction: float = 0.5) -> tuple[Problem, np.ndarray]:
+# (kept: the split's texts as indices of the full problem, sampled: which of them stay judged) -> their labels
+# (lab_text as positions in `kept`, lab_task, lab_p): labels recomputed from the sampled part's judge labels alone
+Relabel = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def split_sample_problem(problem: Problem, rng: np.random.Generator, fraction: float = 0.5,
+                         relabel: Relabel | None = None) -> tuple[Problem, np.ndarray]:
     """The judge-labeled sub-population as a population with known truth: only sampled texts are kept, a
     random `fraction` of each benchmark's (at least one) stays 'sampled', the rest is held out. Returns the
-    problem and the held-out truth counts (B, K) of the kept texts (judge labels of every kept text)."""
+    problem and the held-out truth counts (B, K) of the kept texts (judge labels of every kept text).
+
+    `relabel`: for a labeler that learns from the judged texts of a benchmark (the neighbour step), the
+    split's labels recomputed from the sampled part alone, so a held-out text is labeled as the pipeline
+    labels a text the judge never read (without it, its labels were voted by other held-out texts' judge
+    labels, and the check would not test the estimators on unjudged texts)."""
     keep = np.flatnonzero(problem.text_sampled)
     remap = np.full(problem.text_bench.shape[0], -1)
     remap[keep] = np.arange(keep.size)
@@ -193,19 +204,27 @@ def split_sample_problem(problem: Problem, rng: np.random.Generator, fraction: f
         new_sampled[rng.choice(members, size=min(n, members.size), replace=False)] = True
     lab_keep = remap[problem.lab_text] >= 0
     jud_t = remap[problem.jud_text]
+    lab_text, lab_task, lab_p = remap[problem.lab_text][lab_keep], problem.lab_task[lab_keep], problem.lab_p[lab_keep]
+    jud_in_labels = problem.jud_in_labels
+    if relabel is not None:
+        lab_text, lab_task, lab_p = relabel(keep, new_sampled)
+        order = np.lexsort((lab_p, lab_task, lab_text))  # build_problem's order: the draws follow it
+        lab_text, lab_task, lab_p = lab_text[order], lab_task[order], lab_p[order]
+        n_tasks = problem.task_keys.height
+        jud_in_labels = np.isin(jud_t * n_tasks + problem.jud_task, lab_text * n_tasks + lab_task)
     truth_problem = Problem(
         benchmarks=problem.benchmarks, task_keys=problem.task_keys, text_bench=bench,
         text_mult=np.ones(keep.size), text_sampled=np.ones(keep.size, dtype=bool),
-        lab_text=remap[problem.lab_text][lab_keep], lab_task=problem.lab_task[lab_keep],
-        lab_p=problem.lab_p[lab_keep], jud_text=jud_t, jud_task=problem.jud_task,
-        jud_in_labels=problem.jud_in_labels, task_occ=problem.task_occ, occ_group=problem.occ_group,
+        lab_text=lab_text, lab_task=lab_task,
+        lab_p=lab_p, jud_text=jud_t, jud_task=problem.jud_task,
+        jud_in_labels=jud_in_labels, task_occ=problem.task_occ, occ_group=problem.occ_group,
         n_groups=problem.n_groups, task_hours=problem.task_hours, total_hours=problem.total_hours,
     )
     truth = task_counts(truth_problem, jud_t, problem.jud_task, np.ones(jud_t.shape[0]))
     in_part = new_sampled[jud_t]
     split = Problem(
         **{**truth_problem.__dict__, "text_sampled": new_sampled, "jud_text": jud_t[in_part],
-           "jud_task": problem.jud_task[in_part], "jud_in_labels": problem.jud_in_labels[in_part]}
+           "jud_task": problem.jud_task[in_part], "jud_in_labels": jud_in_labels[in_part]}
     )
     return split, truth
 

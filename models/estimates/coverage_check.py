@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from models.estimates.checks import simulate, split_sample_problem
+from models.estimates.checks import Relabel, simulate, split_sample_problem
 from models.estimates.draws import ModelAssisted
 from models.estimates.problem import THRESHOLDS, Problem, scopes_for, task_counts
 from models.estimates.tables import run_estimators
@@ -283,7 +283,7 @@ class CoverageCheck:
 
 def unit_coverage_check(problem: Problem | None, *, replications: int = 6, n_draws: int = 40, seed: int = 25,
                         splits: dict[str, float] | None = None, simulated: int = 8,
-                        model_replications: int = 0) -> CoverageCheck:
+                        model_replications: int = 0, relabel: Relabel | None = None) -> CoverageCheck:
     """The `unit_coverage_simulation_check` table, the map for p_covered_calibrated (fitted on every
     split_fifth pair) and the pairs. The splits need `problem`; `model_replications` populations of
     `model_population` (each the full problem's cost: off in the asset by default)."""
@@ -295,7 +295,7 @@ def unit_coverage_check(problem: Problem | None, *, replications: int = 6, n_dra
         for check, fraction in (SPLITS if splits is None else splits).items():
             found = []
             for r in range(replications):
-                split, truth = split_sample_problem(problem, rng, fraction=fraction)
+                split, truth = split_sample_problem(problem, rng, fraction=fraction, relabel=relabel)
                 found.append(coverage_pairs(split, truth, n_draws, seed + r, replication=r))
             pairs[check] = pl.concat(found)
         source = MAP_CHECK if MAP_CHECK in pairs else next(iter(pairs), None)

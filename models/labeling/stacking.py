@@ -329,33 +329,60 @@ def task_codes_of(index: Any) -> dict[int, str]:
             for t, o in zip(index.task_ids, index.task_occupation, strict=True)}
 
 
+# A decided text as the step's cache keeps it: (is_work, p_work, labels (task, code, p) in rank order); None for a
+# text the stack left to the selector (its benchmark's only judged text).
+CachedDecision = tuple[bool, float, list[tuple[int, str, float]]] | None
+
+
+def judged_fingerprint(fit_version: str, labeler_version: str, judged: Any) -> str:
+    """What a benchmark's stacked decisions depend on besides the text and its selector labels (which the
+    labeler version and the text fix): the stack fit and the judged texts (JUDGED_SCHEMA rows), as a hash."""
+    rows = sorted(json.dumps([r["prompt_hash"], r["is_work"], r["occupations"], r["task_ids"]], default=str)
+                  for r in judged.iter_rows(named=True))
+    body = json.dumps([fit_version, labeler_version, rows], separators=(",", ":"))
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
 def stacked_label_sets(fit: StackFit, sample: BenchmarkSample | None, prompts: Sequence[Any],
-                       labels_by_hash: Mapping[str, Sequence[Any]], task_code: Mapping[int, str]
-                       ) -> tuple[dict[str, list[Any]], int]:
+                       labels_by_hash: Mapping[str, Sequence[Any]], task_code: Mapping[int, str],
+                       cached: Mapping[str, CachedDecision] | None = None
+                       ) -> tuple[dict[str, list[Any]], int, dict[str, CachedDecision]]:
     """The labeler step: the selector's label sets of one benchmark's prompts (`labels_by_hash`: prompt_hash
     -> models.labeling.cache.LabelSet, as label_with_cache returns them) restacked with the neighbours' votes.
-    Returns (prompt_hash -> LabelSet, how many prompts the stack decided); without judged texts the selector's
-    sets are returned unchanged (the fallback)."""
+    Returns (prompt_hash -> LabelSet, how many prompts the stack decided, every text's CachedDecision);
+    `cached` decisions (same judged_fingerprint) are reused, not recomputed. Without judged texts the
+    selector's sets are returned unchanged (the fallback)."""
     from models.labeling.base import TaskLabel
     from models.labeling.cache import LabelSet
 
+    out: dict[str, list[Any]] = dict(labels_by_hash)
+    if sample is None or sample.size == 0:
+        return out, 0, {}
+    cached = cached or {}
     texts: dict[str, str] = {}
     for p in prompts:
         if p.prompt_hash in labels_by_hash and isinstance(p.prompt, str):
             texts.setdefault(p.prompt_hash, p.prompt)
-    hashes = list(texts)
+    hashes = [h for h in texts if h not in cached]
     selector = {h: [(int(lab.task_id), str(lab.onet_soc_code),
                      float(lab.p_exercised if lab.p_exercised is not None else lab.score))
                     for lab in sorted(labels_by_hash[h], key=lambda lab: lab.rank)] for h in hashes}
     work = {h: (bool(getattr(labels_by_hash[h], "is_work", None) is not False), None) for h in hashes}
-    decisions = label_benchmark(fit, sample, [texts[h] for h in hashes], hashes, selector, work, task_code)
-    out: dict[str, list[Any]] = dict(labels_by_hash)
-    if not decisions:
-        return out, 0
-    for h, d in decisions.items():
+    decisions = (label_benchmark(fit, sample, [texts[h] for h in hashes], hashes, selector, work, task_code)
+                 if hashes else None) or {}
+    every: dict[str, CachedDecision] = {h: c for h, c in cached.items() if h in texts}
+    for h in hashes:
+        d = decisions.get(h)
+        every[h] = None if d is None else (d.is_work, d.p_work, [(int(t), str(c), float(p)) for t, c, p in d.labels])
+    n = 0
+    for h, decided in every.items():
+        if decided is None:
+            continue
+        n += 1
+        is_work, p_work, kept = decided
         rationale = {lab.task_id: lab.rationale for lab in labels_by_hash[h]}
         labels = [TaskLabel(task_id=t, onet_soc_code=code, rank=rank, score=round(p, 6), p_exercised=round(p, 6),
                             rationale=rationale.get(t) or "kept by the benchmark's nearest judged texts")
-                  for rank, (t, code, p) in enumerate(d.labels, start=1)]
-        out[h] = LabelSet(labels, is_work=d.is_work, p_work=round(d.p_work, 6))
-    return out, len(decisions)
+                  for rank, (t, code, p) in enumerate(kept, start=1)]
+        out[h] = LabelSet(labels, is_work=is_work, p_work=round(p_work, 6))
+    return out, n, every

@@ -1,0 +1,67 @@
+"""The neighbour step inside the estimates' split check: the labels of a split recomputed from the judge labels
+of its estimation part alone (models.estimates.checks.split_sample_problem's `relabel`).
+
+With the step on, a judged text's published (cross-fitted) labels were voted by the other judged texts of its
+benchmark. In a split check those include the held-out texts, whose judge labels are the truth: a held-out
+text would be labeled from the truth of its held-out neighbours, which no unjudged text of the population
+ever is. So in each split every judged text is relabeled as the pipeline labels a benchmark: neighbours are
+the estimation part's judged texts only (an estimation text still never votes for itself), on top of the
+selector's cross-validated labels (selector_oof.json). A text the stack cannot decide (no other judged text
+in its estimation part) keeps the selector's labels; a text without cross-validated selector labels (a user's
+own judge sample) is stacked on the neighbours alone, never on labels its own neighbours voted for.
+Pure: frames and dicts in, arrays out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import polars as pl
+
+from models.labeling.neighbours import BenchmarkSample
+from models.labeling.stacking import SelectorLabels, StackFit, label_benchmark
+
+
+class EstimationPartRelabeler:
+    """`relabel(kept, sampled)` for split_sample_problem: kept = the split's texts as indices of the problem
+    (whose text t is `text_keys[t]`), sampled = which stay judged; returns (positions in kept, task index k,
+    p) of every label of the kept texts."""
+
+    def __init__(self, fit: StackFit, judged: pl.DataFrame, text_keys: Sequence[tuple[str, str]],
+                 selector_labels: SelectorLabels, selector_work: Mapping[str, bool],
+                 task_index: Mapping[tuple[str, int], int]) -> None:
+        self.fit = fit
+        self.judged = {(r["benchmark"], r["prompt_hash"]): r for r in judged.iter_rows(named=True)}
+        self.text_keys = list(text_keys)
+        self.selector_labels = selector_labels
+        self.selector_work = {h: (bool(w), None) for h, w in selector_work.items()}
+        self.task_index = task_index
+        self.task_code = {t: c for c, t in task_index}
+        self.n_relabeled = 0  # texts the stack decided in the last call (the rest kept the selector's labels)
+
+    def __call__(self, kept: np.ndarray, sampled: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        by_benchmark: dict[str, list[int]] = {}
+        for position, t in enumerate(kept.tolist()):
+            by_benchmark.setdefault(self.text_keys[t][0], []).append(position)
+        rows: list[tuple[int, int, float]] = []
+        self.n_relabeled = 0
+        for benchmark, positions in by_benchmark.items():
+            hashes = [self.text_keys[int(kept[i])][1] for i in positions]
+            part = [self.judged[(benchmark, h)] for i, h in zip(positions, hashes, strict=True)
+                    if sampled[i] and (benchmark, h) in self.judged]
+            sample = BenchmarkSample.of(pl.DataFrame(part)) if part else None
+            texts = [(self.judged.get((benchmark, h)) or {}).get("prompt") or "" for h in hashes]
+            decided = label_benchmark(self.fit, sample, texts, hashes, self.selector_labels, self.selector_work,
+                                      self.task_code) or {}
+            self.n_relabeled += len(decided)
+            for i, h in zip(positions, hashes, strict=True):
+                labels = decided[h].labels if h in decided else self.selector_labels.get(h, ())
+                for task, code, p in labels:
+                    k = self.task_index.get((self.task_code.get(int(task), code), int(task)))
+                    if k is not None:
+                        rows.append((i, k, float(p)))
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+        out = np.array(rows, dtype=float)
+        return out[:, 0].astype(np.int64), out[:, 1].astype(np.int64), out[:, 2]
