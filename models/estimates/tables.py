@@ -18,6 +18,7 @@ from models.estimates.draws import (
     design_counts,
     labeler_draw,
     labels_as_truth_counts,
+    one_blas_thread,
 )
 from models.estimates.problem import (
     ALL_INDEX,
@@ -112,6 +113,15 @@ def run_estimators(
     draws; models.estimates.units); it draws no random numbers, so the headline is the same with or without.
     `record`: a DrawRecord that keeps every draw's counts; `replay`: a DrawRecord of an earlier call with the same
     problem, seed and n_draws whose counts are used instead of drawing (the result is the same)."""
+    # one BLAS thread (the draws' products are small: a second thread's start-up and spin cost 20x the product)
+    with one_blas_thread():
+        return _run_estimators(problem, scopes, thresholds, n_draws, seed, keep_counts, estimators, unit_draws,
+                               record, replay)
+
+
+def _run_estimators(problem: Problem, scopes: Sequence[Scope], thresholds: Sequence[int], n_draws: int, seed: int,
+                    keep_counts: int, estimators: Sequence[str], unit_draws: UnitDraws | None,
+                    record: DrawRecord | None, replay: DrawRecord | None) -> EstimateDraws:
     if replay is not None and not replay.covers(estimators, seed, n_draws, (problem.n_bench, problem.n_tasks)):
         raise ValueError("replay: the recorded draws are not those of this call (estimators, seed, draws, shape)")
     agg = Aggregator(problem, scopes, thresholds)
