@@ -329,8 +329,10 @@ class ModelAssisted:
         ])  # (5, n)
         present = np.stack([total_loo > 0, lab_total > 0, np.ones(tasks.size, dtype=bool), total_loo > 0,
                             total_loo > 0]).astype(float)
-        norm = self.grid @ present  # (G, n)
-        mix = np.divide(self.grid @ (present * parts), norm, out=np.full(norm.shape, 1.0 / k), where=norm > 0)
+        with one_blas_thread():  # (G, 5) x (5, n): a second thread only spins
+            norm = self.grid @ present  # (G, n)
+            weighted = self.grid @ (present * parts)
+        mix = np.divide(weighted, norm, out=np.full(norm.shape, 1.0 / k), where=norm > 0)
         row_loglik = np.log(UNIFORM_SHARE / k + (1 - UNIFORM_SHARE) * mix)  # (G, n)
         column = np.searchsorted(self.loglik_texts, texts)
         order = np.argsort(column, kind="stable")
