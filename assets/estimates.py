@@ -36,6 +36,7 @@ from models import coverage as cov
 from models import estimates as es
 from models import regression as reg
 from models.report.answer import answer_figures
+from pipelines import warehouse as wh
 from pipelines.readers import REFERENCE_DIR, load_reference, read_labeler_oof
 from pipelines.resources import Warehouse
 
@@ -275,6 +276,25 @@ def split_check(problem: es.Problem, scopes: list[es.Scope], repeats: int, n_dra
     return pl.concat(frames).with_columns(pl.lit(held_out_labels).alias("held_out_labels"))
 
 
+# The draws benchmark_index_membership made for its group shares (assets.indexes.estimated_group_shares), by the
+# problem's fingerprint: the headline of the same process (run_all's analysis run) replays them instead of drawing
+# again (the same counts, so the same values). One entry, taken by the headline; a step in another process
+# (the multiprocess executor) finds none and draws anew.
+_KEPT_DRAWS: dict[str, es.DrawRecord] = {}
+
+
+def keep_draws(problem: es.Problem, record: es.DrawRecord) -> None:
+    _KEPT_DRAWS.clear()
+    _KEPT_DRAWS[problem.fingerprint()] = record
+
+
+def kept_draws(problem: es.Problem) -> es.DrawRecord | None:
+    """The kept draws of this very problem (taken: a second call finds none)."""
+    record = _KEPT_DRAWS.pop(problem.fingerprint(), None)
+    _KEPT_DRAWS.clear()
+    return record
+
+
 def _problem(inputs: dict, judge_rows: pl.DataFrame, labels: pl.DataFrame) -> es.Problem:
     """The estimates' Problem over the warehouse's texts, `labels` and the judge rows."""
     return es.build_problem(
@@ -412,16 +432,21 @@ def headline_estimates(
     context: AssetExecutionContext, config: EstimatesConfig, warehouse: Warehouse, task_analysis_frame: pl.DataFrame
 ):
     started = time.perf_counter()
-    inputs = read_inputs(warehouse)
+    with wh.held(warehouse.path):  # one open of the file for the dozen reads (~30 CPU-ms each)
+        inputs = read_inputs(warehouse)
     judge_rows: pl.DataFrame = inputs["judge_rows"]  # type: ignore[assignment]
     texts = es.text_frame(inputs["prompts"], judge_rows)  # type: ignore[arg-type]
     problem = _problem(inputs, judge_rows, inputs["labels"])  # type: ignore[arg-type]
     scopes = es.scopes_for(problem, inputs["membership"])  # type: ignore[arg-type]
     thresholds = tuple(sorted(set(config.thresholds) | {5}))
     unit_draws = es.UnitDraws(problem, scopes, config.n_draws, with_texts=True)
+    replay = kept_draws(problem)
+    if replay is not None and not replay.covers(es.ESTIMATORS, config.seed, config.n_draws,
+                                                (problem.n_bench, problem.n_tasks)):
+        replay = None
     result = es.run_estimators(
         problem, scopes, thresholds=thresholds, n_draws=config.n_draws, seed=config.seed, keep_counts=config.mi_draws,
-        unit_draws=unit_draws,
+        unit_draws=unit_draws, replay=replay,
     )
     frame = es.estimates_frame(problem, scopes, result, thresholds)
     cpu_units = time.process_time()
@@ -472,7 +497,8 @@ def headline_estimates(
     t_mi = time.perf_counter() - started - t_estimates - t_split
     published = frame.filter(pl.col("published") & (pl.col("scope") == es.ALL_SCOPE))
     context.log.info(
-        f"estimates {t_estimates:.1f}s, split check {t_split:.1f}s, MI regressions {t_mi:.1f}s; "
+        f"estimates {t_estimates:.1f}s ({'draws of benchmark_index_membership replayed' if replay else 'drawn'}), "
+        f"split check {t_split:.1f}s, MI regressions {t_mi:.1f}s; "
         f"{int(design['n_sampled'].sum())} judge-sampled texts over {(design['n_sampled'] > 0).sum()} benchmarks"
     )
     yield Output(

@@ -31,6 +31,7 @@ from dagster import (
 from assets import labels as label_assets
 from models import indexes as ix
 from pipelines import readers
+from pipelines import warehouse as wh
 from pipelines.resources import Warehouse
 from pipelines.run_state import index_files_fingerprint
 from pipelines.settings import settings
@@ -81,22 +82,26 @@ def estimated_group_shares(warehouse: Warehouse) -> pl.DataFrame | None:
     the headline computes it, from the very same draws (same estimators, seed and number of draws).
 
     The headline's estimates are computed per index, so they come after membership; the draws themselves do
-    not depend on any index (a draw is a benchmark x task count matrix), so membership reruns them over the
-    benchmarks alone (the check benchmark_group_shares_match_the_headline compares the two). None without
-    labels."""
+    not depend on any index (a draw is a benchmark x task count matrix), so membership draws them here over
+    the benchmarks alone and keeps them (assets.estimates.keep_draws): the headline of the same process replays
+    them instead of drawing again (the check benchmark_group_shares_match_the_headline compares the two). None
+    without labels."""
     if not warehouse.table_exists("prompt_task_labels") or not warehouse.table_exists("benchmark_prompts"):
         return None
     from assets import estimates as estimate_assets
     from models import estimates as es
 
     config = estimate_assets.EstimatesConfig()
-    inputs = estimate_assets.read_inputs(warehouse)
+    with wh.held(warehouse.path):  # one open of the file for the dozen reads (~30 CPU-ms each)
+        inputs = estimate_assets.read_inputs(warehouse)
     problem = estimate_assets._problem(inputs, inputs["judge_rows"], inputs["labels"])  # type: ignore[arg-type]
     scopes = es.scopes_for(problem, None)  # scopes only aggregate: the draws are the headline's
     draws = es.UnitDraws(problem, scopes, config.n_draws)
-    es.run_estimators(problem, scopes, thresholds=tuple(sorted(set(config.thresholds) | {5})),
-                      n_draws=config.n_draws, seed=config.seed, unit_draws=draws,
+    record = es.DrawRecord((problem.n_bench, problem.n_tasks), config.seed, config.n_draws)
+    es.run_estimators(problem, [], thresholds=tuple(sorted(set(config.thresholds) | {5})),
+                      n_draws=config.n_draws, seed=config.seed, unit_draws=draws, record=record,
                       estimators=tuple(e for e in es.ESTIMATORS if e != "labels_as_truth"))
+    estimate_assets.keep_draws(problem, record)
     return es.benchmark_share_estimates(draws)[GROUP_SHARES]
 
 

@@ -4,8 +4,10 @@
 e.g. "0.1:12") and an LLM judge configured (`BENCHMAP_JUDGE=openai` or an `OPENAI_API_KEY`), the judge labels a
 stratified random sample of each benchmark's distinct prompt texts (through the label cache); the cheap labeler
 (`BENCHMAP_LABELER=offline`) labels every prompt as before. The design (N_b, n_b, fraction, minimum, seed,
-judge) is recorded per benchmark. Off by default: both tables are empty and the estimates (assets/estimates.py)
-use the vendored reference labels as the judge sample.
+judge) is recorded per benchmark. Off by default: the estimates (assets/estimates.py) use the vendored reference
+labels as the judge sample, and the step writes nothing (both outputs are optional: an empty write per partition
+run was about 0.3 CPU-s of IO manager and event-log work, x 29 partitions per cold run) unless rows of an earlier
+sample of the benchmark are stored, which it then clears.
 """
 
 
@@ -17,6 +19,7 @@ from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
 from models.report import markdown_table
 from models.sources import ONET_VERSION
+from pipelines import warehouse as wh
 from pipelines.label_cache import LabelCache
 from pipelines.partitions import benchmark_partitions
 from pipelines.resources import LabelerResource, Warehouse
@@ -147,6 +150,17 @@ def label_judge_sample(
     return rows, design
 
 
+def _stored_sample(warehouse: Warehouse, benchmark: str) -> bool:
+    """Whether the warehouse holds judge-sample rows of `benchmark` (an earlier run with the sample on); one
+    connection for both tables."""
+    with wh.connect(warehouse.path, read_only=True) as con:
+        for table in ("judge_sample_labels", "judge_sample_design"):
+            if wh.table_exists(con, table) and con.execute(
+                    f"select 1 from {wh.quote_identifier(table)} where benchmark = ? limit 1", [benchmark]).fetchone():
+                return True
+    return False
+
+
 @multi_asset(
     group_name="labels",  # refreshed with the benchmark's labels (benchmark_refresh_job)
     partitions_def=benchmark_partitions,
@@ -155,12 +169,14 @@ def label_judge_sample(
         "judge_sample_labels": AssetOut(
             kinds=KINDS,
             metadata=PARTITIONED,
+            is_required=False,
             description="The LLM judge's task labels of a stratified random sample of this benchmark's distinct "
             "prompt texts (BENCHMAP_JUDGE_SAMPLE); empty when no sample is configured.",
         ),
         "judge_sample_design": AssetOut(
             kinds=KINDS,
             metadata=PARTITIONED,
+            is_required=False,
             description="The judge sample's design per benchmark: distinct texts N_b, sampled n_b, fraction, "
             "minimum, seed, judge and version, labeled and failed counts.",
         ),
@@ -175,6 +191,8 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
     empty_labels = pl.DataFrame(schema=JUDGE_LABEL_SCHEMA)
     empty_design = pl.DataFrame(schema=DESIGN_SCHEMA)
     if (fraction <= 0 and minimum <= 0) or judge_resource is None:
+        if not _stored_sample(warehouse, benchmark):  # off and nothing to clear: no write, no event
+            return
         reason = "no judge sample configured" if fraction <= 0 and minimum <= 0 else "no LLM judge configured"
         context.log.info(f"{benchmark}: {reason}; the estimates use the vendored reference labels")
         yield Output(empty_labels, "judge_sample_labels", metadata={"reason": reason})

@@ -127,6 +127,7 @@ from models.estimates.tables import (  # noqa: F401
     BOUNDS_BASIS,
     EXPORT_TABLES,
     PUBLISHED_COLUMNS,
+    DrawRecord,
     EstimateDraws,
     bounds_interval,
     design_counts_point,

@@ -3,6 +3,7 @@ tasks), scopes, and the headline quantities of a per-benchmark x task count matr
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -139,6 +140,19 @@ class Problem:
 
     def n_sampled(self, b: int) -> int:
         return int(((self.text_bench == b) & self.text_sampled).sum())
+
+    def fingerprint(self) -> str:
+        """A hash of every input the draws read (two problems with the same fingerprint draw the same counts)."""
+        digest = hashlib.blake2b(digest_size=16)
+        digest.update("\x1f".join(self.benchmarks).encode())
+        digest.update(self.task_keys.hash_rows().to_numpy().tobytes())
+        for array in (self.text_bench, self.text_mult, self.text_sampled, self.lab_text, self.lab_task, self.lab_p,
+                      self.jud_text, self.jud_task, self.jud_in_labels, self.task_occ, self.occ_group,
+                      self.task_hours):
+            digest.update(np.ascontiguousarray(array).tobytes())
+            digest.update(str(array.shape).encode())
+        digest.update(f"{self.n_groups}:{self.total_hours!r}".encode())
+        return digest.hexdigest()
 
 
 def build_problem(
@@ -291,6 +305,8 @@ class Aggregator:
     def headline(self, counts: np.ndarray) -> np.ndarray:
         """counts (B, K) -> (scopes, quantities, thresholds). Only tasks with a count anywhere are touched."""
         pr = self.problem
+        if not self.scopes:  # draws kept for a later replay (DrawRecord), no headline asked for
+            return np.zeros((0, len(QUANTITIES), len(self.thresholds)))
         active = np.flatnonzero(counts.any(axis=0))
         sub = counts[:, active]
         scoped = np.empty((len(self.scopes), active.size))

@@ -18,6 +18,7 @@ from models.estimates.draws import (
     design_counts,
     labeler_draw,
     labels_as_truth_counts,
+    one_blas_thread,
 )
 from models.estimates.problem import (
     ALL_INDEX,
@@ -52,6 +53,47 @@ class EstimateDraws:
     count_draws: dict[str, list[np.ndarray]]  # pooled ('all') per-task count vectors per draw, for the MI models
 
 
+class DrawRecord:
+    """The count matrices (benchmarks x tasks) of one run_estimators call, per estimator and draw, kept sparse
+    (flat positions and values; float32 where that is exact, else float64), and the model-assisted draws'
+    parameters (bootstrap, calibration factors, mixture). A second run_estimators over the same problem, seed
+    and draws can replay them (`replay=`) instead of drawing again: the draws do not depend on the scopes, so
+    the benchmark shares (index membership) and the per-index headline share one set of draws, bit for bit."""
+
+    def __init__(self, shape: tuple[int, int], seed: int, n_draws: int) -> None:
+        self.shape = shape
+        self.seed = seed
+        self.n_draws = n_draws
+        self.entries: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+        self.parameters: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(self, estimator: str, counts: np.ndarray) -> None:
+        flat = counts.ravel()
+        where = np.flatnonzero(flat)
+        values = flat[where]
+        narrow = values.astype(np.float32)
+        self.entries.setdefault(estimator, []).append(
+            (where.astype(np.int32), narrow if np.array_equal(narrow, values) else values))
+
+    def counts(self, estimator: str, draw: int) -> np.ndarray:
+        where, values = self.entries[estimator][draw]
+        flat = np.zeros(self.shape[0] * self.shape[1])
+        flat[where] = values
+        return flat.reshape(self.shape)
+
+    def covers(self, estimators: Sequence[str], seed: int, n_draws: int, shape: tuple[int, int]) -> bool:
+        """Whether this record can stand in for the draws of run_estimators(estimators, seed, n_draws)."""
+        drawn = [e for e in estimators if e != "labels_as_truth"]
+        return (self.seed == seed and self.n_draws == n_draws and self.shape == shape
+                and all(len(self.entries.get(e, [])) == n_draws for e in drawn)
+                and ("model_assisted" not in drawn or len(self.parameters) == n_draws))
+
+    @property
+    def nbytes(self) -> int:
+        return sum(w.nbytes + v.nbytes for rows in self.entries.values() for w, v in rows) + sum(
+            sum(a.nbytes for a in p) for p in self.parameters)
+
+
 def run_estimators(
     problem: Problem,
     scopes: Sequence[Scope],
@@ -62,11 +104,26 @@ def run_estimators(
     keep_counts: int = 0,
     estimators: Sequence[str] = ESTIMATORS,
     unit_draws: UnitDraws | None = None,
+    record: DrawRecord | None = None,
+    replay: DrawRecord | None = None,
 ) -> EstimateDraws:
     """Every estimator's point value and `n_draws` draws for every scope. `keep_counts` keeps that many
     pooled per-task count vectors of the labeler and model-assisted draws (for refitting regressions).
     `unit_draws` is handed every model-assisted count matrix (the per-unit and per-text estimates of the same
-    draws; models.estimates.units); it draws no random numbers, so the headline is the same with or without."""
+    draws; models.estimates.units); it draws no random numbers, so the headline is the same with or without.
+    `record`: a DrawRecord that keeps every draw's counts; `replay`: a DrawRecord of an earlier call with the same
+    problem, seed and n_draws whose counts are used instead of drawing (the result is the same)."""
+    # one BLAS thread (the draws' products are small: a second thread's start-up and spin cost 20x the product)
+    with one_blas_thread():
+        return _run_estimators(problem, scopes, thresholds, n_draws, seed, keep_counts, estimators, unit_draws,
+                               record, replay)
+
+
+def _run_estimators(problem: Problem, scopes: Sequence[Scope], thresholds: Sequence[int], n_draws: int, seed: int,
+                    keep_counts: int, estimators: Sequence[str], unit_draws: UnitDraws | None,
+                    record: DrawRecord | None, replay: DrawRecord | None) -> EstimateDraws:
+    if replay is not None and not replay.covers(estimators, seed, n_draws, (problem.n_bench, problem.n_tasks)):
+        raise ValueError("replay: the recorded draws are not those of this call (estimators, seed, draws, shape)")
     agg = Aggregator(problem, scopes, thresholds)
     rng = np.random.default_rng(seed)
     point: dict[str, np.ndarray] = {}
@@ -86,7 +143,11 @@ def run_estimators(
             continue
         stack = np.empty((n_draws, len(agg.scopes), len(QUANTITIES), len(agg.thresholds)))
         for d in range(n_draws):
-            if name == "labeler":
+            if replay is not None:
+                counts = replay.counts(name, d)
+                if name == "model_assisted" and assisted is not None:
+                    assisted.last_parameters = replay.parameters[d]
+            elif name == "labeler":
                 counts = labeler_draw(problem, rng, every_label)
             elif name == "design":
                 counts = design_counts(problem, rng, bootstrap)
@@ -95,8 +156,12 @@ def run_estimators(
                 counts = assisted.draw(rng)
                 if fill.any():
                     counts[fill] = labeler_draw(problem, rng, every_label)[fill]
-                if unit_draws is not None:
-                    unit_draws.add(counts, assisted)
+            if record is not None:
+                record.add(name, counts)
+                if name == "model_assisted" and assisted is not None:
+                    record.parameters.append(assisted.last_parameters)
+            if name == "model_assisted" and unit_draws is not None:
+                unit_draws.add(counts, assisted)
             stack[d] = agg.headline(counts)
             if name in kept and d < keep_counts:
                 kept[name].append(counts.sum(axis=0))

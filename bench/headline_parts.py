@@ -1,0 +1,106 @@
+"""headline_parts: CPU-s of each part of the headline_estimates step and of membership's group shares, outside
+Dagster, on a copy of a materialized warehouse (issue 29: A/B of models/estimates changes).
+
+    PYTHONPATH=<code> .venv/bin/python bench/headline_parts.py WAREHOUSE_COPY OUT.pkl
+
+Runs membership's estimated_group_shares, then the headline step's computations in its order (the draws of
+membership are replayed where the code keeps them), prints one JSON object of CPU-s per part and pickles every
+table, for comparing two code versions table by table (`polars.DataFrame.equals`). PYTHONPATH picks the code
+(the editable install points at the main checkout). Writes nothing into the warehouse, but opens it for
+writing: use a copy per run.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+import time
+
+import polars as pl
+
+from assets import estimates as ea
+from assets import indexes as ia
+from models import estimates as es
+from pipelines.resources import Warehouse
+
+
+def headline(wh: Warehouse, timings: dict[str, float]) -> dict[str, pl.DataFrame | None]:
+    config = ea.EstimatesConfig()
+    inputs = ea.read_inputs(wh)
+    judge_rows = inputs["judge_rows"]
+    texts = es.text_frame(inputs["prompts"], judge_rows)
+    problem = ea._problem(inputs, judge_rows, inputs["labels"])
+    scopes = es.scopes_for(problem, inputs["membership"])
+    thresholds = tuple(sorted(set(config.thresholds) | {5}))
+    t = time.process_time()
+    unit_draws = es.UnitDraws(problem, scopes, config.n_draws, with_texts=True)
+    extra = {}
+    replay = ea.kept_draws(problem) if hasattr(ea, "kept_draws") else None
+    if replay is not None:
+        extra["replay"] = replay
+    timings["replayed"] = float(replay is not None)
+    result = es.run_estimators(problem, scopes, thresholds=thresholds, n_draws=config.n_draws, seed=config.seed,
+                               keep_counts=config.mi_draws, unit_draws=unit_draws, **extra)
+    frame = es.estimates_frame(problem, scopes, result, thresholds)
+    timings["draws_and_frame"] = time.process_time() - t
+    t = time.process_time()
+    counted_problem = problem if inputs["published_labels"] is inputs["labels"] else ea._problem(
+        inputs, judge_rows, inputs["published_labels"])
+    units = es.unit_estimates(unit_draws, es.labels_as_truth_counts(counted_problem), thresholds)
+    units |= es.benchmark_share_estimates(unit_draws)
+    timings["units"] = time.process_time() - t
+    t = time.process_time()
+    units["occupation_probability_calibration"], recal = es.text_probability_calibration(
+        problem, n_draws=config.calibration_draws, seed=config.seed)
+    timings["text_calibration"] = time.process_time() - t
+    t = time.process_time()
+    units["unit_coverage_simulation_check"] = es.unit_coverage_simulation_check(
+        problem, replications=config.split_repeats, n_draws=min(config.n_draws, 50), seed=config.seed)
+    timings["unit_simulation_check"] = time.process_time() - t
+    t = time.process_time()
+    units["prompt_occupation_estimates"] = unit_draws.text_estimates.table(texts, recalibrate=recal)
+    timings["text_table"] = time.process_time() - t
+    t = time.process_time()
+    if inputs["published_labels"] is not inputs["labels"]:
+        counted = ea._labels_as_counted(inputs, judge_rows, scopes, thresholds, config.seed)
+        frame = pl.concat([frame.filter(pl.col("estimator") != "labels_as_truth"), counted.select(frame.columns)])
+    frame = ea._with_labeler(frame, inputs)
+    frame_b = ea._pass_b_rows(wh, inputs, judge_rows, scopes, thresholds, config)
+    if frame_b is not None:
+        frame = pl.concat([frame, frame_b], how="vertical_relaxed")
+    timings["counted_and_pass_b"] = time.process_time() - t
+    t = time.process_time()
+    reliability = es.reliability_table(problem)
+    split = ea.split_check(problem, scopes, config.split_repeats, min(config.n_draws, 50), config.seed)
+    timings["reliability_and_split_check"] = time.process_time() - t
+    t = time.process_time()
+    mi = None
+    if wh.table_exists("task_analysis_frame"):
+        task_frame = wh.read_table("task_analysis_frame")
+        if "benchmark_index" in task_frame.columns:
+            task_frame = task_frame.filter(pl.col("benchmark_index") == es.ALL_INDEX)
+        mi = ea.regressions_mi(task_frame, problem, result.count_draws["model_assisted"], "model_assisted")
+    timings["mi_regressions"] = time.process_time() - t
+    return {"headline_estimates": frame, "estimate_split_check": split, "coverage_regressions_mi": mi,
+            "labeler_reliability": reliability, **units}
+
+
+def main(argv: list[str]) -> int:
+    wh = Warehouse(path=argv[0])
+    timings: dict[str, float] = {}
+    started = time.process_time()
+    t = time.process_time()
+    shares = ia.estimated_group_shares(wh)
+    timings["membership_group_shares"] = time.process_time() - t
+    tables = headline(wh, timings)
+    timings["total"] = time.process_time() - started
+    tables["membership_group_shares"] = shares
+    with open(argv[1], "wb") as f:
+        pickle.dump({k: v for k, v in tables.items() if v is not None}, f)
+    print(json.dumps({k: round(v, 2) for k, v in timings.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
