@@ -180,15 +180,13 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
         yield Output(empty_labels, "judge_sample_labels", metadata={"reason": reason})
         yield Output(empty_design, "judge_sample_design", metadata={"reason": reason})
         return
-    prompts = warehouse.query(
-        "select benchmark, prompt_id, prompt_hash, prompt from benchmark_prompts where benchmark = ?", [benchmark]
-    )
+    prompts = warehouse.benchmark_prompt_texts(benchmark)
     from assets.labels import load_task_index
 
     index, _, _ = load_task_index(warehouse, context.log)
     judge = judge_resource.build(index)
     labels, design = label_judge_sample(
-        prompts, judge, LabelCache(warehouse.path), fraction, minimum, config.seed, context.log.info
+        prompts, judge, warehouse.label_cache(), fraction, minimum, config.seed, context.log.info
     )
     yield Output(labels, "judge_sample_labels", metadata={"rows": labels.height})
     yield Output(design, "judge_sample_design", metadata={"design": MetadataValue.md(markdown_table(design, max_rows=30))})
