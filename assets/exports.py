@@ -40,11 +40,10 @@ from models import exports as ex
 from models import figures as fg
 from models import indexes as ix
 from models import report
-from pipelines import answer_queries as aq
 from pipelines import export_files as ef
 from pipelines import export_writer as ew
 from pipelines import release as rl
-from pipelines.coverage_map_queries import ESTIMATES_RELATION, build_coverage_map_from_warehouse
+from pipelines.coverage_map_queries import ESTIMATES_RELATION
 from pipelines.readers import read_text
 from pipelines.resources import LabelerResource, Warehouse
 from pipelines.sources import source_checksums
@@ -116,7 +115,7 @@ def _run_key(context: AssetExecutionContext) -> str:
 
 def export_folder(context: AssetExecutionContext, warehouse: Warehouse) -> Path:
     """This run's staging folder (exports/.staging/<run>/): published as a release by the `exports` asset."""
-    return rl.staging_folder(rl.exports_root(warehouse.path), _run_key(context))
+    return rl.staging_folder(warehouse.exports_root(), _run_key(context))
 
 
 def _read_tables(warehouse: Warehouse, names: list[str]) -> tuple[dict[str, pl.DataFrame], list[str]]:
@@ -157,7 +156,7 @@ def summary_name(index: str) -> str:
 
 def _published_headline(warehouse: Warehouse, released: str | None = None) -> str | None:
     """The map header's answer: the sentence, then what the benchmark picker leaves out and why."""
-    answer = aq.answer(warehouse.path, ix.ALL_INDEX, released)
+    answer = warehouse.answer(ix.ALL_INDEX, released)
     if answer is None:
         return None
     return " ".join([answer.sentence, *[s for s in answer.supporting
@@ -166,7 +165,7 @@ def _published_headline(warehouse: Warehouse, released: str | None = None) -> st
 
 def _occupation_titles(warehouse: Warehouse) -> pl.DataFrame | None:
     if warehouse.table_exists("onet_occupations"):
-        return warehouse.query("select onet_soc_code, title from onet_occupations")
+        return warehouse.occupation_titles()
     return None
 
 
@@ -213,13 +212,12 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse) -> Mate
     "for expected prompts, the labels as counted, tasks, benchmarks and example prompts.",
 )
 def coverage_map(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
-    occupations = _all_occupations(warehouse, "onet_soc_code, title, n_tasks")
-    labeler_rows = warehouse.query("select distinct labeler from task_coverage where labeler is not null")
+    occupations = warehouse.all_index_occupations(["onet_soc_code", "title", "n_tasks"])
+    labeler_rows = warehouse.coverage_labelers()
     labeler = labeler_rows["labeler"][0] if labeler_rows.height else None
     folder = export_folder(context, warehouse)
     # aggregated in DuckDB: the labels and prompt texts are never loaded whole
-    html, data = build_coverage_map_from_warehouse(
-        warehouse.path,
+    html, data = warehouse.coverage_map(
         occupations,
         labeler=labeler,
         footer=f"benchmap export of {export_date(context)}; labeler {labeler or 'n/a'}. Data: O*NET 29.2 tasks, "
@@ -257,9 +255,9 @@ def report_summary(
 ) -> MaterializeResult:
     tables, missing = _read_tables(warehouse, SUMMARY_TABLES)
     membership = tables.get(MEMBERSHIP)
-    counts = aq.benchmark_counts(warehouse.path, tables.get("benchmarks"), membership)
+    counts = warehouse.benchmark_counts(tables.get("benchmarks"), membership)
     onet_tasks = (
-        warehouse.query("select task_id, has_ratings from onet_tasks")
+        warehouse.onet_task_ratings()
         if warehouse.table_exists("onet_tasks")
         else None
     )
@@ -302,13 +300,9 @@ def headline_metadata(estimates: pl.DataFrame | None, index: str = ix.ALL_INDEX)
 def _labeler_model(labeler: LabelerResource, warehouse: Warehouse) -> str:
     """The model behind the labels in use: from label_cache when it says, else the configured resource."""
     if warehouse.table_exists("label_cache") and warehouse.table_exists("prompt_task_labels"):
-        used = warehouse.query("select distinct labeler from prompt_task_labels")["labeler"].to_list()
+        used = warehouse.published_labeler_names()
         if used:
-            models = warehouse.query(
-                "select distinct model from label_cache where labeler in (select unnest(?::varchar[])) "
-                "order by model",
-                [used],
-            )["model"].to_list()
+            models = warehouse.label_cache_models(used)
             if models:
                 return ", ".join(str(m) for m in models)
     return labeler.model if labeler.kind != "offline" else "offline (no LLM)"
@@ -317,11 +311,7 @@ def _labeler_model(labeler: LabelerResource, warehouse: Warehouse) -> str:
 def _labeler_entries(warehouse: Warehouse) -> list[dict[str, Any]]:
     if not warehouse.table_exists("prompt_task_labels"):
         return []
-    summary = warehouse.query(
-        "select labeler, labeler_version, count(*) as n_labels, "
-        "count(distinct (benchmark, prompt_id)) as n_prompts, count(distinct benchmark) as n_benchmarks "
-        "from prompt_task_labels group by labeler, labeler_version order by labeler, labeler_version"
-    )
+    summary = warehouse.labeler_summary()
     return ex.labeler_entries(summary)
 
 
@@ -340,21 +330,18 @@ def exports(
 ) -> MaterializeResult:
     tables, _ = _read_tables(warehouse, list(ex.EXPORT_TABLES))
     tables |= _read_tables(warehouse, list(es.EXPORT_TABLES))[0]  # the estimates' other tables, when present
-    counts = aq.benchmark_counts(warehouse.path, tables.get("benchmarks"), tables.get(MEMBERSHIP))
+    counts = warehouse.benchmark_counts(tables.get("benchmarks"), tables.get(MEMBERSHIP))
     tables["benchmark_counts"] = counts
     staging = export_folder(context, warehouse)
     label_cache_models: list[dict[str, Any]] = []
     if warehouse.table_exists("label_cache"):
-        label_cache_models = warehouse.query(
-            "select labeler, model, template_version, onet_version, count(*) as n_prompts from label_cache "
-            "group by all order by all"
-        ).to_dicts()
+        label_cache_models = warehouse.label_cache_model_counts().to_dicts()
     excluded = [(index, name, why) for index in ix.index_names(tables.get(MEMBERSHIP))
                 for name, why in report.index_benchmarks(counts, index)[1]]
     published = rl.publish_export(
         tables,
         staging,
-        rl.exports_root(warehouse.path),
+        warehouse.exports_root(),
         created_at=run_moment(context),
         run_id=context.run_id,
         benchmarks=tables.get("benchmarks"),
@@ -408,7 +395,7 @@ def exports(
     "headline is numeric metadata, so the Dagster UI plots it over runs.",
 )
 def headline_history(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
-    root = rl.exports_root(warehouse.path)
+    root = warehouse.exports_root()
     frame, path = rl.write_history(root)
     latest = frame.filter((pl.col("release") == frame["release"].max()) & (pl.col("benchmark_index") == ix.ALL_INDEX)) \
         if frame.height else frame
@@ -464,13 +451,6 @@ def exports_verified(context: AssetCheckExecutionContext) -> AssetCheckResult:
     )
 
 
-def _all_occupations(warehouse: Warehouse, columns: str) -> pl.DataFrame:
-    """occupation_coverage rows of index `all` (every row when the table has no benchmark_index column)."""
-    present = warehouse.query("select * from occupation_coverage limit 0").columns
-    where = " where benchmark_index = 'all'" if "benchmark_index" in present else ""
-    return warehouse.query(f"select {columns} from occupation_coverage{where}")
-
-
 @asset_check(
     asset=coverage_map,
     name="coverage_map_self_contained",
@@ -488,7 +468,7 @@ def coverage_map_self_contained(
     if path is None or not path.is_file():
         return AssetCheckResult(passed=False, metadata={"problem": f"no coverage map file ({path})"})
     tiles, external = cmap.map_self_containment(read_text(path))
-    expected = _all_occupations(warehouse, "count(*) as n")["n"][0]
+    expected = warehouse.all_index_occupation_count()
     return AssetCheckResult(
         passed=not external and tiles == expected,
         metadata={"tiles": tiles, "occupations": int(expected), "external_references": external},

@@ -251,9 +251,15 @@ class WarehouseQueries:
     def all_index_occupations(self, columns: Sequence[str]) -> pl.DataFrame:
         """`columns` of occupation_coverage's rows of index `all` (every row when the table has no
         benchmark_index column)."""
+        return self._query(f"select {', '.join(columns)} from occupation_coverage{self._all_index_filter()}")
+
+    def all_index_occupation_count(self) -> int:
+        """How many occupation_coverage rows index `all` has (the coverage map's tiles)."""
+        return self._query(f"select count(*) as n from occupation_coverage{self._all_index_filter()}")["n"][0]
+
+    def _all_index_filter(self) -> str:
         present = self._query("select * from occupation_coverage limit 0").columns
-        where = " where benchmark_index = 'all'" if "benchmark_index" in present else ""
-        return self._query(f"select {', '.join(columns)} from occupation_coverage{where}")
+        return " where benchmark_index = 'all'" if "benchmark_index" in present else ""
 
     def scored_prompt_keys(self) -> pl.DataFrame:
         """benchmark, prompt_id, prompt_hash of the prompts with model results."""
