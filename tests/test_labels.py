@@ -28,10 +28,15 @@ class FakeLabeler:
         self.crash_on_call = crash_on_call
         self.calls = 0
         self.prompts_seen: list[str] = []
+        self.prepared: list[str] = []  # the prompts `prepare` was shown, before any label call
 
     @property
     def labeler_version(self) -> str:
         return f"{self.model}+{self.template_version}"
+
+    def prepare(self, prompts: list[PromptRecord]) -> None:  # no benchmark context: records what it was shown
+        assert self.calls == 0, "prepare comes before the first label call"
+        self.prepared = [p.prompt_id for p in prompts]
 
     def label(self, prompts: list[PromptRecord]) -> list[LabelOutcome]:
         self.calls += 1
@@ -98,9 +103,15 @@ def test_cache_roundtrip_batches_and_second_run_zero_calls(warehouse_path: Path)
     assert frame.height == 22 and list(frame.columns) == list(lc.LABEL_COLUMNS)
     assert frame.filter(pl.col("prompt_id") == "dup")["task_id"].to_list() == [1003, 2003]
 
+    assert labeler.prepared == [p.prompt_id for p in prompts]  # every prompt, the duplicate too
+
     again = FakeLabeler()
     labels2, stats2 = lc.label_with_cache(prompts, again, cache, "29.2", batch_size=4)
     assert again.calls == 0 and stats2.labeler_calls == 0 and stats2.n_cached == 10
+    assert again.prepared == []  # nothing to label: no context is built
+    grown = FakeLabeler()  # one new prompt: the context is pooled from all of them, cached ones included
+    lc.label_with_cache([*prompts, PromptRecord("b", "p10", "hash10", "prompt 10")], grown, cache, "29.2")
+    assert grown.prompts_seen == ["p10"] and len(grown.prepared) == len(prompts) + 1
     assert labels2 == labels
     # another O*NET version or template version is another cache key: everything is labeled again
     other = FakeLabeler()
