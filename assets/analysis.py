@@ -484,18 +484,3 @@ def adjusted_probabilities_in_ci(coverage_adjusted_probabilities: pl.DataFrame) 
         | (pl.col("ci_high") > 1)
     )
     return AssetCheckResult(passed=bad.is_empty(), metadata={"rows": frame.height, "violations": bad.height})
-
-
-ASSETS = [
-    task_label_counts,
-    task_coverage,
-    occupation_coverage,
-    major_group_coverage,
-    coverage_headline,
-    task_analysis_frame,
-    coverage_models,
-    occupation_model_scores,
-    occupation_model_scores_estimated,
-    coverage_sensitivity,
-]
-CHECKS = [coverage_headline_invariants, adjusted_probabilities_in_ci]

@@ -181,7 +181,3 @@ def benchmark_reject_rate(context: AssetCheckExecutionContext, warehouse: Wareho
 
 def _markdown(df: pl.DataFrame, limit: int = 30) -> str:
     return markdown_table(df, max_rows=limit, empty="None.")
-
-
-ASSETS: list = [benchmark_landing]
-CHECKS: list = [benchmark_tables_consistent, benchmark_reject_rate]

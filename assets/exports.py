@@ -58,6 +58,9 @@ FIGURE_TABLES = sorted({t for spec in fg.FIGURES for t in spec.tables})
 MEMBERSHIP = "benchmark_index_membership"
 SUMMARY_TABLES = [*ex.REQUIRED_TABLES, "benchmarks", MEMBERSHIP, "headline_estimates", "estimate_split_check",
                   "coverage_regressions_mi", "task_analysis_frame"]
+# Every table the export folder carries when the warehouse has it: the report's (models/exports/tables.py), then
+# the estimates' other tables (models/estimates/tables.py); tests/test_table_registry.py holds them to the assets
+EXPORTED_TABLES = list(dict.fromkeys([*ex.EXPORT_TABLES, *es.EXPORT_TABLES]))
 MAP_TABLES = ["occupation_coverage", "task_coverage", "prompt_task_labels", "benchmark_prompts", "onet_tasks",
               MEMBERSHIP, "headline_estimates"]
 
@@ -317,7 +320,7 @@ def _labeler_entries(warehouse: Warehouse) -> list[dict[str, Any]]:
 
 @asset(
     group_name=GROUP,
-    deps=[AssetKey(t) for t in dict.fromkeys([*ex.EXPORT_TABLES, *es.EXPORT_TABLES])]
+    deps=[AssetKey(t) for t in EXPORTED_TABLES]
     + [AssetKey("prompt_task_labels"), report_figures, coverage_map, report_summary],
     description="A release exports/<date>T<time>Z-<input hash>/, written only when a published figure changed "
     "(never rewritten; exports/latest and latest.txt name the newest): every table as Parquet and CSV, one XLSX "
@@ -328,8 +331,7 @@ def _labeler_entries(warehouse: Warehouse) -> list[dict[str, Any]]:
 def exports(
     context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
 ) -> MaterializeResult:
-    tables, _ = _read_tables(warehouse, list(ex.EXPORT_TABLES))
-    tables |= _read_tables(warehouse, list(es.EXPORT_TABLES))[0]  # the estimates' other tables, when present
+    tables, _ = _read_tables(warehouse, EXPORTED_TABLES)
     counts = warehouse.benchmark_counts(tables.get("benchmarks"), tables.get(MEMBERSHIP))
     tables["benchmark_counts"] = counts
     staging = export_folder(context, warehouse)
@@ -473,7 +475,3 @@ def coverage_map_self_contained(
         passed=not external and tiles == expected,
         metadata={"tiles": tiles, "occupations": int(expected), "external_references": external},
     )
-
-
-ASSETS: list = [report_figures, coverage_map, report_summary, exports, headline_history]
-CHECKS: list = [exports_verified, coverage_map_self_contained]

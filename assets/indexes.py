@@ -29,6 +29,7 @@ from dagster import (
 )
 
 from assets import labels as label_assets
+from assets import module_assets
 from models import indexes as ix
 from pipelines import readers
 from pipelines.resources import Warehouse
@@ -63,7 +64,7 @@ def read_index_files(folder: Path | None = None) -> dict[str, str]:
 
 def _defined_keys() -> set[AssetKey]:
     keys: set[AssetKey] = set()
-    for definition in label_assets.ASSETS:
+    for definition in module_assets(label_assets):
         keys |= set(getattr(definition, "keys", set()))
     return keys
 
@@ -196,7 +197,3 @@ def benchmark_group_shares_match_the_headline(warehouse: Warehouse) -> AssetChec
         passed=differ.is_empty(),
         metadata={"benchmarks_placed_by_estimate": placed.height, "disagreeing": differ["benchmark"].to_list()},
     )
-
-
-ASSETS: list = [benchmark_index_files, benchmark_index_membership]
-CHECKS: list = [benchmark_index_files_valid, benchmark_group_shares_match_the_headline]

@@ -596,8 +596,3 @@ def labeler_agreement(context: AssetExecutionContext, warehouse: Warehouse) -> p
         }
     )
     return table
-
-
-ASSETS: list = [gold_annotation_sample, gold_task_labels, reference_task_labels, labeler_validation,
-                labeler_agreement]
-CHECKS: list = [labeler_validation_floors]

@@ -364,7 +364,3 @@ def prompt_task_labels_complete(context: AssetCheckExecutionContext, warehouse: 
             "failures_preview": MetadataValue.md(markdown_table(open_rows)),
         },
     )
-
-
-ASSETS: list = [task_search_index, prompt_task_labels]
-CHECKS: list = [prompt_task_labels_valid, prompt_task_labels_complete]

@@ -7,6 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from assets import module_assets, module_checks
 from models.labeling import cache as lc
 from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
 from models.reference_labels import REFERENCE_SCHEMA
@@ -274,8 +275,8 @@ class E2E:
             "labeler": CountingLabelerResource(kind="offline", model="offline"),
         }
         self.instance = DagsterInstance.ephemeral()
-        self.reference = [a for a in reference.ASSETS if a.key.path[-1] in REFERENCE_TABLES]
-        self.benchmark_assets = benchmarks.ASSETS
+        self.reference = [a for a in module_assets(reference) if a.key.path[-1] in REFERENCE_TABLES]
+        self.benchmark_assets = module_assets(benchmarks)
         self.labels = labels
         self.validation = label_validation
 
@@ -304,7 +305,7 @@ class E2E:
         result = self.materialize(
             [
                 self.labels.prompt_task_labels,
-                *self.labels.CHECKS,
+                *module_checks(self.labels),
                 *self.benchmark_assets,
                 self.labels.task_search_index,
                 *self.reference,
@@ -320,7 +321,7 @@ class E2E:
         unpartitioned = [lab.gold_task_labels, lab.reference_task_labels, lab.labeler_validation,
                          lab.labeler_agreement]
         self.last_validation_run = self.materialize(
-            [*unpartitioned, *self.labels.CHECKS, *lab.CHECKS, *self.reference], selection=unpartitioned
+            [*unpartitioned, *module_checks(self.labels), *module_checks(lab), *self.reference], selection=unpartitioned
         )
         return self.warehouse.read_table("labeler_validation")
 
@@ -485,7 +486,7 @@ def test_asset_records_failures_and_fails_when_nothing_labels(
 
     def run():
         return materialize(
-            [la.prompt_task_labels, *benchmarks.ASSETS],
+            [la.prompt_task_labels, *module_assets(benchmarks)],
             selection=[la.prompt_task_labels],
             partition_key="b",
             resources=resources,
