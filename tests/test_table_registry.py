@@ -70,6 +70,9 @@ def test_every_table_list_names_defined_assets(graph) -> None:
     stray = {name: [t for t in tables if t not in loaded] for name, tables in lists.items()}
     assert {name: tables for name, tables in stray.items() if tables} == {}
     assert set(benchmarks.TABLES) == _keys(benchmarks.benchmark_landing)  # the multi-asset's outputs
+    from assets import whatif as whatif_assets
+
+    assert set(whatif_assets.WHATIF_OUTS) == {whatif_assets.WHATIF_SUMMARY, *gaps.WHATIF_TABLES}
 
 
 def test_exported_and_documented_tables_are_the_same_tables() -> None:
