@@ -27,7 +27,6 @@ from models import scores
 from models.markdown import markdown_table
 from models.sources import ONET_VERSION
 from pipelines import label_cache
-from pipelines import label_queries as lq
 from pipelines.resources import Warehouse
 
 GROUP = "analysis"
@@ -88,7 +87,7 @@ def task_label_counts(context: AssetExecutionContext, warehouse: Warehouse) -> p
     if not warehouse.table_exists("prompt_task_labels"):
         context.log.warning("prompt_task_labels is not materialized yet: no label counts")
         return pl.DataFrame(schema=cov.LABEL_COUNT_SCHEMA)
-    label_rows, frame = lq.task_label_counts(warehouse.path)
+    label_rows, frame = warehouse.task_label_counts()
     context.add_output_metadata(
         {
             "label_rows": int(label_rows),
@@ -355,19 +354,9 @@ def occupation_model_scores_estimated(context: AssetExecutionContext, warehouse:
         return pl.DataFrame(schema=ESTIMATED_SCORES_SCHEMA)
     results = warehouse.read_table("benchmark_results")
     # only the scored prompts' texts and estimates
-    prompts = warehouse.query(
-        "select distinct p.benchmark, p.prompt_id, p.prompt_hash from benchmark_prompts p "
-        "semi join benchmark_results r on r.benchmark = p.benchmark and r.prompt_id = p.prompt_id"
-    )
+    prompts = warehouse.scored_prompt_keys()
     # a single text's weight: its calibrated probability (docs/estimates.md), the share of draws without one
-    columns = warehouse.query("select * from prompt_occupation_estimates limit 0").columns
-    p = "coalesce(e.p_calibrated, e.p)" if "p_calibrated" in columns else "e.p"
-    estimates = warehouse.query(
-        f"select e.prompt_hash, e.benchmark, e.onet_soc_code, {p} as p from prompt_occupation_estimates e "
-        "semi join (select distinct p.benchmark, p.prompt_hash from benchmark_prompts p semi join "
-        "benchmark_results r on r.benchmark = p.benchmark and r.prompt_id = p.prompt_id) k "
-        "on k.benchmark = e.benchmark and k.prompt_hash = e.prompt_hash"
-    )
+    estimates = warehouse.scored_prompt_estimates()
     frame = estimated_occupation_scores(results, prompts, estimates)
     context.add_output_metadata({
         "rows": frame.height,
@@ -429,15 +418,15 @@ def _same_prompt_rows(warehouse: Warehouse, counts: pl.DataFrame, onet_tasks: pl
                       ) -> pl.DataFrame:
     """With another labeler in the label cache: each labeler's headline on the prompts both labeled
     (not-work answers included), from prompt-level labels (the active labeler's of those prompts only)."""
-    cache = label_cache.LabelCache(warehouse.path)
+    cache = warehouse.label_cache()
     if not label_cache.has_other_labelers(cache, counts, ONET_VERSION):
         return pl.DataFrame(schema=cov.SENSITIVITY_SCHEMA)
-    prompts = lq.prompt_columns(warehouse.path, PROMPT_KEYS)
+    prompts = warehouse.prompt_columns(PROMPT_KEYS)
     extra = label_cache.other_labelers_labels(cache, counts, prompts, ONET_VERSION)
     labeled = cache.labeled_hashes(ONET_VERSION).join(prompts, on="prompt_hash")
     active_names = counts["labeler"].drop_nulls().unique().to_list()
     hashes = sorted(set(labeled.filter(~pl.col("labeler").is_in(active_names))["prompt_hash"].to_list()))
-    active = lq.labels_of_hashes(warehouse.path, hashes, columns=ACTIVE_LABEL_COLUMNS)
+    active = warehouse.labels_of_hashes(hashes, columns=ACTIVE_LABEL_COLUMNS)
     both = pl.concat([active, extra.select(active.columns)], how="vertical_relaxed")
     return cov.labeler_same_prompt_sensitivity(both, onet_tasks, task_hours, onet_occupations,
                                                _thresholds(config),
@@ -447,10 +436,10 @@ def _same_prompt_rows(warehouse: Warehouse, counts: pl.DataFrame, onet_tasks: pl
 def _counts_of_every_labeler(warehouse: Warehouse, counts: pl.DataFrame) -> pl.DataFrame:
     """The published label counts plus the counts of other labelers' cached labels of the current prompts
     (for the labeler row); prompts are read only when the cache holds another labeler."""
-    cache = label_cache.LabelCache(warehouse.path)
+    cache = warehouse.label_cache()
     if not label_cache.has_other_labelers(cache, counts, ONET_VERSION):
         return counts
-    prompts = lq.prompt_columns(warehouse.path, PROMPT_KEYS)
+    prompts = warehouse.prompt_columns(PROMPT_KEYS)
     extra = label_cache.other_labelers_labels(cache, counts, prompts, ONET_VERSION)
     if extra.is_empty():
         return counts
@@ -495,18 +484,3 @@ def adjusted_probabilities_in_ci(coverage_adjusted_probabilities: pl.DataFrame) 
         | (pl.col("ci_high") > 1)
     )
     return AssetCheckResult(passed=bad.is_empty(), metadata={"rows": frame.height, "violations": bad.height})
-
-
-ASSETS = [
-    task_label_counts,
-    task_coverage,
-    occupation_coverage,
-    major_group_coverage,
-    coverage_headline,
-    task_analysis_frame,
-    coverage_models,
-    occupation_model_scores,
-    occupation_model_scores_estimated,
-    coverage_sensitivity,
-]
-CHECKS = [coverage_headline_invariants, adjusted_probabilities_in_ci]

@@ -47,16 +47,14 @@ _DESCRIPTIONS = {
 def _previous_row(warehouse: Warehouse, name: str) -> dict[str, Any] | None:
     if not warehouse.table_exists("benchmarks"):
         return None
-    rows = warehouse.query(
-        "select first_seen, last_changed, content_hash from benchmarks where benchmark = ?", [name])
+    rows = warehouse.benchmark_registry_row(name)
     return rows.row(0, named=True) if rows.height else None
 
 
 def _stored_prompt_count(warehouse: Warehouse, name: str) -> int:
     if not warehouse.table_exists("benchmark_prompts"):
         return 0
-    counted = warehouse.query("select count(*) as n from benchmark_prompts where benchmark = ?", [name])
-    return int(counted["n"][0])
+    return warehouse.stored_prompt_count(name)
 
 
 def _outputs(frames: dict[str, pl.DataFrame], metadata: dict[str, Any]):
@@ -144,25 +142,6 @@ def _log_rejects(context: AssetExecutionContext, name: str, rejects: pl.DataFram
                             f"{rejects.height} are in table benchmark_rejects (benchmark = '{name}')")
 
 
-_CONSISTENCY_SQL = """
-with p as (select benchmark, count(*) as n, count(distinct prompt_id) as ids
-           from benchmark_prompts group by 1),
-     r as (select benchmark, count(*) as n from benchmark_results group by 1),
-     j as (select benchmark, count(*) as n from benchmark_rejects group by 1)
-select b.benchmark, b.n_prompts, coalesce(p.n, 0) as stored_prompts, coalesce(p.ids, 0) as distinct_ids,
-       b.n_results, coalesce(r.n, 0) as stored_results, b.n_rejects, coalesce(j.n, 0) as stored_rejects
-from benchmarks b left join p using (benchmark) left join r using (benchmark) left join j using (benchmark)
-where b.n_prompts <> coalesce(p.n, 0) or coalesce(p.n, 0) <> coalesce(p.ids, 0)
-   or b.n_results <> coalesce(r.n, 0) or b.n_rejects <> coalesce(j.n, 0)
-"""
-_ORPHANS_SQL = """
-select count(*) as n from benchmark_results r
-where r.score is null or r.score < 0 or r.score > 1
-   or not exists (select 1 from benchmark_prompts p
-                  where p.benchmark = r.benchmark and p.prompt_id = r.prompt_id)
-"""
-
-
 @asset_check(asset="benchmarks", name="benchmark_tables_consistent", blocking=False,
              description="Warehouse-wide: every registry row's counts match the stored prompts/results/"
                          "rejects, prompt ids are unique per benchmark, and every result names a stored prompt "
@@ -173,8 +152,8 @@ def benchmark_tables_consistent(context: AssetCheckExecutionContext, warehouse: 
     missing = [t for t in needed if not warehouse.table_exists(t)]
     if missing:
         return AssetCheckResult(passed=False, metadata={"missing_tables": ", ".join(missing)})
-    mismatched = warehouse.query(_CONSISTENCY_SQL)
-    orphans = int(warehouse.query(_ORPHANS_SQL)["n"][0])
+    mismatched = warehouse.benchmark_count_mismatches()
+    orphans = warehouse.orphan_or_out_of_range_results()
     return AssetCheckResult(
         passed=mismatched.is_empty() and orphans == 0,
         metadata={"benchmarks_mismatched": mismatched.height,
@@ -188,15 +167,10 @@ def benchmark_tables_consistent(context: AssetCheckExecutionContext, warehouse: 
 def benchmark_reject_rate(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:
     if not warehouse.table_exists("benchmarks"):
         return AssetCheckResult(passed=False, metadata={"missing_tables": "benchmarks"})
-    rates = warehouse.query(
-        "select benchmark, n_prompts, n_results, n_rejects, "
-        "n_rejects / greatest(n_prompts + n_results + n_rejects, 1) as reject_rate from benchmarks "
-        "where n_rejects / greatest(n_prompts + n_results + n_rejects, 1) > ? order by reject_rate desc",
-        [REJECT_RATE_WARN])
+    rates = warehouse.benchmarks_over_reject_rate(REJECT_RATE_WARN)
     landing = 0
     if warehouse.table_exists("benchmark_rejects"):
-        landing = int(warehouse.query("select count(*) as n from benchmark_rejects where benchmark = ?",
-                                      [bm.LANDING_PARTITION])["n"][0])
+        landing = warehouse.reject_count(bm.LANDING_PARTITION)
     return AssetCheckResult(
         passed=rates.is_empty() and landing == 0,
         severity=AssetCheckSeverity.WARN,
@@ -207,7 +181,3 @@ def benchmark_reject_rate(context: AssetCheckExecutionContext, warehouse: Wareho
 
 def _markdown(df: pl.DataFrame, limit: int = 30) -> str:
     return markdown_table(df, max_rows=limit, empty="None.")
-
-
-ASSETS: list = [benchmark_landing]
-CHECKS: list = [benchmark_tables_consistent, benchmark_reject_rate]

@@ -36,7 +36,6 @@ from models import coverage as cov
 from models import estimates as es
 from models import regression as reg
 from models.report.answer import answer_figures
-from pipelines import warehouse as wh
 from pipelines.readers import REFERENCE_DIR, load_reference, read_labeler_oof
 from pipelines.resources import Warehouse
 
@@ -115,13 +114,11 @@ def published_labeler(warehouse: Warehouse) -> tuple[str | None, str | None, boo
     """(labeler, labeler_version, has p_exercised) of the published labels (LABELER_PREFERENCE order)."""
     if not warehouse.table_exists("prompt_task_labels"):
         return None, None, False
-    present = warehouse.query("select labeler, min(labeler_version) as v from prompt_task_labels group by 1")
+    present = warehouse.published_labelers()
     names = present["labeler"].drop_nulls().to_list()
     chosen = next((n for n in cov.LABELER_PREFERENCE if n in names), sorted(names)[0] if names else None)
     version = dict(present.iter_rows()).get(chosen)
-    columns = warehouse.query(
-        "select column_name from information_schema.columns where table_name = 'prompt_task_labels'"
-    )["column_name"].to_list()
+    columns = warehouse.table_columns("prompt_task_labels")
     return chosen, version, "p_exercised" in columns
 
 
@@ -148,9 +145,7 @@ def read_judge_rows(warehouse: Warehouse, prompts: pl.DataFrame, dev_pass: str =
     own = pl.DataFrame(schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "task_id": pl.Int64})
     own_benchmarks: list[str] = []
     if warehouse.table_exists("judge_sample_labels"):
-        own = warehouse.query(
-            "select benchmark, prompt_hash, cast(task_id as bigint) as task_id from judge_sample_labels"
-        )
+        own = warehouse.judge_sample_task_keys()
         own_benchmarks = sorted(own["benchmark"].unique().to_list())
     reference = read_reference_sample(dev_pass=dev_pass)
     reference = reference.filter(~pl.col("benchmark").is_in(own_benchmarks))
@@ -168,24 +163,19 @@ def read_judge_rows(warehouse: Warehouse, prompts: pl.DataFrame, dev_pass: str =
 def read_inputs(warehouse: Warehouse, log: object = None, dev_pass: str = "a") -> dict[str, object]:
     """Texts, labeler pairs, judge pairs (the user's own judge sample where one was drawn, else the reference),
     task keys and hours, index membership."""
-    prompts = warehouse.query("select benchmark, prompt_id, prompt_hash from benchmark_prompts")
+    prompts = warehouse.prompt_keys()
     labeler, version, has_p = published_labeler(warehouse)
-    p_expr = "max(p_exercised)" if has_p else "1.0"
-    labels = warehouse.query(
-        f"select benchmark, prompt_hash, onet_soc_code, cast(task_id as bigint) as task_id, {p_expr} as p_exercised "
-        "from prompt_task_labels where labeler = ? group by all",
-        [labeler],
-    ) if labeler else pl.DataFrame(schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "onet_soc_code": pl.Utf8,
+    labels = warehouse.published_task_labels(labeler, has_p) if labeler else pl.DataFrame(schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "onet_soc_code": pl.Utf8,
                                            "task_id": pl.Int64, "p_exercised": pl.Float64})
     judge_rows = read_judge_rows(warehouse, prompts, dev_pass)
     published_labels = labels
     labels = with_out_of_fold_labels(labels, version, judge_rows.filter(pl.col("source") == "reference"), log)
-    tasks = warehouse.query("select onet_soc_code, cast(task_id as bigint) as task_id from onet_tasks")
-    task_hours = warehouse.query("select * from task_hours")
+    tasks = warehouse.onet_task_keys()
+    task_hours = warehouse.task_hours()
     weighted = cov.task_hour_weights(tasks, task_hours).select(*cov.TASK_KEY, "task_hours_used")
     membership = None
     if warehouse.table_exists("benchmark_index_membership"):
-        membership = warehouse.query("select * from benchmark_index_membership")
+        membership = warehouse.index_membership()
     return {
         "prompts": prompts,
         "labels": labels,
@@ -432,7 +422,7 @@ def headline_estimates(
     context: AssetExecutionContext, config: EstimatesConfig, warehouse: Warehouse, task_analysis_frame: pl.DataFrame
 ):
     started = time.perf_counter()
-    with wh.held(warehouse.path):  # one open of the file for the dozen reads (~30 CPU-ms each)
+    with warehouse.held():  # one open of the file for the dozen reads (~30 CPU-ms each)
         inputs = read_inputs(warehouse)
     judge_rows: pl.DataFrame = inputs["judge_rows"]  # type: ignore[assignment]
     texts = es.text_frame(inputs["prompts"], judge_rows)  # type: ignore[arg-type]

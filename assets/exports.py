@@ -42,12 +42,10 @@ from models import exports as ex
 from models import figures as fg
 from models import indexes as ix
 from models import report
-from pipelines import answer_queries as aq
 from pipelines import export_files as ef
 from pipelines import export_writer as ew
 from pipelines import release as rl
-from pipelines import warehouse as wh
-from pipelines.coverage_map_queries import ESTIMATES_RELATION, build_coverage_map_from_warehouse
+from pipelines.coverage_map_queries import ESTIMATES_RELATION
 from pipelines.readers import read_text
 from pipelines.resources import LabelerResource, Warehouse
 from pipelines.sources import source_checksums
@@ -63,6 +61,9 @@ FIGURE_TABLES = sorted({t for spec in fg.FIGURES for t in spec.tables})
 MEMBERSHIP = "benchmark_index_membership"
 SUMMARY_TABLES = [*ex.REQUIRED_TABLES, "benchmarks", MEMBERSHIP, "headline_estimates", "estimate_split_check",
                   "coverage_regressions_mi", "task_analysis_frame"]
+# Every table the export folder carries when the warehouse has it: the report's (models/exports/tables.py), then
+# the estimates' other tables (models/estimates/tables.py); tests/test_table_registry.py holds them to the assets
+EXPORTED_TABLES = list(dict.fromkeys([*ex.EXPORT_TABLES, *es.EXPORT_TABLES]))
 MAP_TABLES = ["occupation_coverage", "task_coverage", "prompt_task_labels", "benchmark_prompts", "onet_tasks",
               MEMBERSHIP, "headline_estimates"]
 
@@ -123,7 +124,7 @@ def _run_key(context: AssetExecutionContext) -> str:
 
 def export_folder(context: AssetExecutionContext, warehouse: Warehouse) -> Path:
     """This run's staging folder (exports/.staging/<run>/): published as a release by the `exports` asset."""
-    return rl.staging_folder(rl.exports_root(warehouse.path), _run_key(context))
+    return rl.staging_folder(warehouse.exports_root(), _run_key(context))
 
 
 def _read_tables(warehouse: Warehouse, names: list[str]) -> tuple[dict[str, pl.DataFrame], list[str]]:
@@ -164,7 +165,7 @@ def summary_name(index: str) -> str:
 
 def _published_headline(warehouse: Warehouse, released: str | None = None) -> str | None:
     """The map header's answer: the sentence, then what the benchmark picker leaves out and why."""
-    answer = aq.answer(warehouse.path, ix.ALL_INDEX, released)
+    answer = warehouse.answer(ix.ALL_INDEX, released)
     if answer is None:
         return None
     return " ".join([answer.sentence, *[s for s in answer.supporting
@@ -173,19 +174,19 @@ def _published_headline(warehouse: Warehouse, released: str | None = None) -> st
 
 def _occupation_titles(warehouse: Warehouse) -> pl.DataFrame | None:
     if warehouse.table_exists("onet_occupations"):
-        return warehouse.query("select onet_soc_code, title from onet_occupations")
+        return warehouse.occupation_titles()
     return None
 
 
 def _warehouse_held(compute: Callable[..., R]) -> Callable[..., R]:
-    """Run an asset's body with the warehouse held open (`pipelines.warehouse.held`): its dozens of reads
+    """Run an asset's body with the warehouse held open (`Warehouse.held`): its dozens of reads
     (table_exists + read_table per table, the answer's and the map's queries) reuse one DuckDB instance, about
     1 ms each, instead of opening the file each time (about 27 CPU-ms each: 4-5 CPU-s of the export steps).
     Other processes wait for the file meanwhile: a few seconds. Dagster passes resources by keyword."""
 
     @functools.wraps(compute)
     def held(context: AssetExecutionContext, **resources: Any) -> R:
-        with wh.held(resources["warehouse"].path):
+        with resources["warehouse"].held():
             return compute(context, **resources)
 
     return held
@@ -236,13 +237,12 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse) -> Mate
 )
 @_warehouse_held
 def coverage_map(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
-    occupations = _all_occupations(warehouse, "onet_soc_code, title, n_tasks")
-    labeler_rows = warehouse.query("select distinct labeler from task_coverage where labeler is not null")
+    occupations = warehouse.all_index_occupations(["onet_soc_code", "title", "n_tasks"])
+    labeler_rows = warehouse.coverage_labelers()
     labeler = labeler_rows["labeler"][0] if labeler_rows.height else None
     folder = export_folder(context, warehouse)
     # aggregated in DuckDB: the labels and prompt texts are never loaded whole
-    html, data = build_coverage_map_from_warehouse(
-        warehouse.path,
+    html, data = warehouse.coverage_map(
         occupations,
         labeler=labeler,
         footer=f"benchmap export of {export_date(context)}; labeler {labeler or 'n/a'}. Data: O*NET 29.2 tasks, "
@@ -281,9 +281,9 @@ def report_summary(
 ) -> MaterializeResult:
     tables, missing = _read_tables(warehouse, SUMMARY_TABLES)
     membership = tables.get(MEMBERSHIP)
-    counts = aq.benchmark_counts(warehouse.path, tables.get("benchmarks"), membership)
+    counts = warehouse.benchmark_counts(tables.get("benchmarks"), membership)
     onet_tasks = (
-        warehouse.query("select task_id, has_ratings from onet_tasks")
+        warehouse.onet_task_ratings()
         if warehouse.table_exists("onet_tasks")
         else None
     )
@@ -326,13 +326,9 @@ def headline_metadata(estimates: pl.DataFrame | None, index: str = ix.ALL_INDEX)
 def _labeler_model(labeler: LabelerResource, warehouse: Warehouse) -> str:
     """The model behind the labels in use: from label_cache when it says, else the configured resource."""
     if warehouse.table_exists("label_cache") and warehouse.table_exists("prompt_task_labels"):
-        used = warehouse.query("select distinct labeler from prompt_task_labels")["labeler"].to_list()
+        used = warehouse.published_labeler_names()
         if used:
-            models = warehouse.query(
-                "select distinct model from label_cache where labeler in (select unnest(?::varchar[])) "
-                "order by model",
-                [used],
-            )["model"].to_list()
+            models = warehouse.label_cache_models(used)
             if models:
                 return ", ".join(str(m) for m in models)
     return labeler.model if labeler.kind != "offline" else "offline (no LLM)"
@@ -341,17 +337,13 @@ def _labeler_model(labeler: LabelerResource, warehouse: Warehouse) -> str:
 def _labeler_entries(warehouse: Warehouse) -> list[dict[str, Any]]:
     if not warehouse.table_exists("prompt_task_labels"):
         return []
-    summary = warehouse.query(
-        "select labeler, labeler_version, count(*) as n_labels, "
-        "count(distinct (benchmark, prompt_id)) as n_prompts, count(distinct benchmark) as n_benchmarks "
-        "from prompt_task_labels group by labeler, labeler_version order by labeler, labeler_version"
-    )
+    summary = warehouse.labeler_summary()
     return ex.labeler_entries(summary)
 
 
 @asset(
     group_name=GROUP,
-    deps=[AssetKey(t) for t in dict.fromkeys([*ex.EXPORT_TABLES, *es.EXPORT_TABLES])]
+    deps=[AssetKey(t) for t in EXPORTED_TABLES]
     + [AssetKey("prompt_task_labels"), report_figures, coverage_map, report_summary],
     description="A release exports/<date>T<time>Z-<input hash>/, written only when a published figure changed "
     "(never rewritten; exports/latest and latest.txt name the newest): every table as Parquet and CSV, one XLSX "
@@ -363,23 +355,19 @@ def _labeler_entries(warehouse: Warehouse) -> list[dict[str, Any]]:
 def exports(
     context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
 ) -> MaterializeResult:
-    tables, _ = _read_tables(warehouse, list(ex.EXPORT_TABLES))
-    tables |= _read_tables(warehouse, list(es.EXPORT_TABLES))[0]  # the estimates' other tables, when present
-    counts = aq.benchmark_counts(warehouse.path, tables.get("benchmarks"), tables.get(MEMBERSHIP))
+    tables, _ = _read_tables(warehouse, EXPORTED_TABLES)
+    counts = warehouse.benchmark_counts(tables.get("benchmarks"), tables.get(MEMBERSHIP))
     tables["benchmark_counts"] = counts
     staging = export_folder(context, warehouse)
     label_cache_models: list[dict[str, Any]] = []
     if warehouse.table_exists("label_cache"):
-        label_cache_models = warehouse.query(
-            "select labeler, model, template_version, onet_version, count(*) as n_prompts from label_cache "
-            "group by all order by all"
-        ).to_dicts()
+        label_cache_models = warehouse.label_cache_model_counts().to_dicts()
     excluded = [(index, name, why) for index in ix.index_names(tables.get(MEMBERSHIP))
                 for name, why in report.index_benchmarks(counts, index)[1]]
     published = rl.publish_export(
         tables,
         staging,
-        rl.exports_root(warehouse.path),
+        warehouse.exports_root(),
         created_at=run_moment(context),
         run_id=context.run_id,
         benchmarks=tables.get("benchmarks"),
@@ -433,7 +421,7 @@ def exports(
     "headline is numeric metadata, so the Dagster UI plots it over runs.",
 )
 def headline_history(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
-    root = rl.exports_root(warehouse.path)
+    root = warehouse.exports_root()
     frame, path = rl.write_history(root)
     latest = frame.filter((pl.col("release") == frame["release"].max()) & (pl.col("benchmark_index") == ix.ALL_INDEX)) \
         if frame.height else frame
@@ -489,13 +477,6 @@ def exports_verified(context: AssetCheckExecutionContext) -> AssetCheckResult:
     )
 
 
-def _all_occupations(warehouse: Warehouse, columns: str) -> pl.DataFrame:
-    """occupation_coverage rows of index `all` (every row when the table has no benchmark_index column)."""
-    present = warehouse.query("select * from occupation_coverage limit 0").columns
-    where = " where benchmark_index = 'all'" if "benchmark_index" in present else ""
-    return warehouse.query(f"select {columns} from occupation_coverage{where}")
-
-
 @asset_check(
     asset=coverage_map,
     name="coverage_map_self_contained",
@@ -513,12 +494,8 @@ def coverage_map_self_contained(
     if path is None or not path.is_file():
         return AssetCheckResult(passed=False, metadata={"problem": f"no coverage map file ({path})"})
     tiles, external = cmap.map_self_containment(read_text(path))
-    expected = _all_occupations(warehouse, "count(*) as n")["n"][0]
+    expected = warehouse.all_index_occupation_count()
     return AssetCheckResult(
         passed=not external and tiles == expected,
         metadata={"tiles": tiles, "occupations": int(expected), "external_references": external},
     )
-
-
-ASSETS: list = [report_figures, coverage_map, report_summary, exports, headline_history]
-CHECKS: list = [exports_verified, coverage_map_self_contained]

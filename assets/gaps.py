@@ -32,7 +32,6 @@ from models import gaps
 from models import indexes as ix
 from models.coverage import LABEL_COUNT_SCHEMA
 from models.markdown import markdown_table
-from pipelines import label_queries
 from pipelines.resources import Warehouse
 
 GROUP = "gaps"
@@ -95,7 +94,7 @@ def _scored_tasks(
     if warehouse.table_exists(LABEL_COUNTS):
         counts = warehouse.read_table(LABEL_COUNTS)
     elif warehouse.table_exists(LABELS):  # task_label_counts not materialized yet: the same SQL, on the fly
-        counts = label_queries.task_label_counts(warehouse.path)[1]
+        counts = warehouse.task_label_counts()[1]
     else:
         counts = pl.DataFrame(schema=LABEL_COUNT_SCHEMA)
     if members is not None:  # a benchmark index: only its members' prompts count

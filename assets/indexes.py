@@ -29,9 +29,9 @@ from dagster import (
 )
 
 from assets import labels as label_assets
+from assets import module_assets
 from models import indexes as ix
 from pipelines import readers
-from pipelines import warehouse as wh
 from pipelines.resources import Warehouse
 from pipelines.run_state import index_files_fingerprint
 from pipelines.settings import settings
@@ -64,7 +64,7 @@ def read_index_files(folder: Path | None = None) -> dict[str, str]:
 
 def _defined_keys() -> set[AssetKey]:
     keys: set[AssetKey] = set()
-    for definition in label_assets.ASSETS:
+    for definition in module_assets(label_assets):
         keys |= set(getattr(definition, "keys", set()))
     return keys
 
@@ -92,7 +92,7 @@ def estimated_group_shares(warehouse: Warehouse) -> pl.DataFrame | None:
     from models import estimates as es
 
     config = estimate_assets.EstimatesConfig()
-    with wh.held(warehouse.path):  # one open of the file for the dozen reads (~30 CPU-ms each)
+    with warehouse.held():  # one open of the file for the dozen reads (~30 CPU-ms each)
         inputs = estimate_assets.read_inputs(warehouse)
     problem = estimate_assets._problem(inputs, inputs["judge_rows"], inputs["labels"])  # type: ignore[arg-type]
     scopes = es.scopes_for(problem, None)  # scopes only aggregate: the draws are the headline's
@@ -201,7 +201,3 @@ def benchmark_group_shares_match_the_headline(warehouse: Warehouse) -> AssetChec
         passed=differ.is_empty(),
         metadata={"benchmarks_placed_by_estimate": placed.height, "disagreeing": differ["benchmark"].to_list()},
     )
-
-
-ASSETS: list = [benchmark_index_files, benchmark_index_membership]
-CHECKS: list = [benchmark_index_files_valid, benchmark_group_shares_match_the_headline]

@@ -19,7 +19,6 @@ from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
 from models.report import markdown_table
 from models.sources import ONET_VERSION
-from pipelines import warehouse as wh
 from pipelines.label_cache import LabelCache
 from pipelines.partitions import benchmark_partitions
 from pipelines.resources import LabelerResource, Warehouse
@@ -151,14 +150,8 @@ def label_judge_sample(
 
 
 def _stored_sample(warehouse: Warehouse, benchmark: str) -> bool:
-    """Whether the warehouse holds judge-sample rows of `benchmark` (an earlier run with the sample on); one
-    connection for both tables."""
-    with wh.connect(warehouse.path, read_only=True) as con:
-        for table in ("judge_sample_labels", "judge_sample_design"):
-            if wh.table_exists(con, table) and con.execute(
-                    f"select 1 from {wh.quote_identifier(table)} where benchmark = ? limit 1", [benchmark]).fetchone():
-                return True
-    return False
+    """Whether the warehouse holds judge-sample rows of `benchmark` (an earlier run with the sample on)."""
+    return warehouse.benchmark_has_rows(("judge_sample_labels", "judge_sample_design"), benchmark)
 
 
 @multi_asset(
@@ -198,15 +191,13 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
         yield Output(empty_labels, "judge_sample_labels", metadata={"reason": reason})
         yield Output(empty_design, "judge_sample_design", metadata={"reason": reason})
         return
-    prompts = warehouse.query(
-        "select benchmark, prompt_id, prompt_hash, prompt from benchmark_prompts where benchmark = ?", [benchmark]
-    )
+    prompts = warehouse.benchmark_prompt_texts(benchmark)
     from assets.labels import load_task_index
 
     index, _, _ = load_task_index(warehouse, context.log)
     judge = judge_resource.build(index)
     labels, design = label_judge_sample(
-        prompts, judge, LabelCache(warehouse.path), fraction, minimum, config.seed, context.log.info
+        prompts, judge, warehouse.label_cache(), fraction, minimum, config.seed, context.log.info
     )
     yield Output(labels, "judge_sample_labels", metadata={"rows": labels.height})
     yield Output(design, "judge_sample_design", metadata={"design": MetadataValue.md(markdown_table(design, max_rows=30))})

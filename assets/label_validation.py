@@ -8,7 +8,6 @@ The prompts and labels they read come through pipelines/label_queries.py (only t
 prompts, never the whole label table).
 """
 
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -32,9 +31,8 @@ from models.labeling.base import PromptRecord
 from models.labeling.stacking import stacked_on
 from models.labeling.stacking_cv import NEIGHBOUR_GRID
 from models.sources import ONET_VERSION
-from pipelines import label_queries as lq
 from pipelines.export_files import write_csv
-from pipelines.label_cache import LabelCache, other_labelers_labels
+from pipelines.label_cache import other_labelers_labels
 from pipelines.readers import (
     REFERENCE_DIR,
     gold_files,
@@ -81,7 +79,7 @@ ANNOTATION_LABEL_COLUMNS = ("benchmark", "prompt_id", "labeler", "rank", "task_i
 
 def _prompts(warehouse: Warehouse, columns: tuple[str, ...] | None = None) -> pl.DataFrame:
     """benchmark_prompts, only `columns` of it (default: all of PROMPT_COLUMNS, texts included)."""
-    return lq.prompt_columns(warehouse.path, {c: PROMPT_COLUMNS[c] for c in (columns or PROMPT_COLUMNS)})
+    return warehouse.prompt_columns({c: PROMPT_COLUMNS[c] for c in (columns or PROMPT_COLUMNS)})
 
 
 def _validation_inputs(
@@ -90,14 +88,14 @@ def _validation_inputs(
     """The human-labeled prompts (VALIDATION_PROMPT_COLUMNS) and their labels, filtered in DuckDB
     (pipelines.label_queries.validation_inputs)."""
     prompt_schema = {c: PROMPT_COLUMNS[c] for c in VALIDATION_PROMPT_COLUMNS}
-    return lq.validation_inputs(warehouse.path, gold_task_labels, prompt_schema, lc.LABEL_COLUMNS)
+    return warehouse.validation_inputs(gold_task_labels, prompt_schema, lc.LABEL_COLUMNS)
 
 
 def _annotation_inputs(warehouse: Warehouse, keys: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The sampled prompts (keys order; benchmark, prompt_id, prompt_hash, prompt) and their labels
     (ANNOTATION_LABEL_COLUMNS, table order): only the sample's texts and labels are loaded."""
-    texts = lq.prompt_texts(warehouse.path, keys)
-    labels = lq.labels_of_keys(warehouse.path, keys, ANNOTATION_LABEL_COLUMNS)
+    texts = warehouse.prompt_texts(keys)
+    labels = warehouse.labels_of_keys(keys, ANNOTATION_LABEL_COLUMNS)
     sample = keys.select("benchmark", "prompt_id").join(
         texts, on=["benchmark", "prompt_id"], how="left", maintain_order="left"
     )
@@ -122,14 +120,14 @@ def gold_annotation_sample(
     # Draw from the keys of the labeled prompts (the same draw as val.annotation_sample over full rows), then
     # load texts and labels of the sampled prompts only.
     keys = val.annotation_sample_keys(
-        lq.annotation_pool(warehouse.path), per_benchmark=config.per_benchmark, seed=config.seed
+        warehouse.annotation_pool(), per_benchmark=config.per_benchmark, seed=config.seed
     )
     if keys.is_empty():  # nothing labeled yet
         sample = pl.DataFrame(schema={c: pl.Utf8 for c in val.ANNOTATION_COLUMNS})
     else:
         chosen, labels = _annotation_inputs(warehouse, keys)
         sample = val.annotation_rows(chosen, labels, onet_tasks, onet_occupations, top_k=config.top_k)
-    path = write_csv(Path(warehouse.path).parent / "annotation" / ANNOTATION_FILE, sample)
+    path = write_csv(warehouse.annotation_dir() / ANNOTATION_FILE, sample)
     context.add_output_metadata(
         {
             "csv_path": MetadataValue.path(str(path)),
@@ -216,7 +214,7 @@ def occupation_ranker(keys: tuple[str, ...] = ("benchmark", "prompt_id")) -> tup
 def _all_labeler_labels(warehouse: Warehouse, labels: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
     """prompt_task_labels plus, for labelers/versions not in it, their cached labels of current prompts
     (older configurations of the current version string are not re-validated)."""
-    extra = other_labelers_labels(LabelCache(warehouse.path), labels, prompts, ONET_VERSION)
+    extra = other_labelers_labels(warehouse.label_cache(), labels, prompts, ONET_VERSION)
     published = labels["labeler_version"].unique().to_list()
     # the label cache holds the selector's labels the published neighbour-stack labels were made from
     extra = extra.filter(~pl.col("labeler_version").is_in([stacked_on(v) for v in published if stacked_on(v)]))
@@ -261,13 +259,13 @@ def _contextprompt_records(warehouse: Warehouse, benchmarks: list[str]) -> list[
     hashes of every prompt first, texts of the sampled ones only."""
     from models.labeling.selector import context_sample
 
-    hashes = lq.prompt_hashes(warehouse.path, benchmarks)
+    hashes = warehouse.prompt_hashes(benchmarks)
     keys = []
     for _, group in hashes.group_by(["benchmark"], maintain_order=True):
         keys.append(group[context_sample(group["prompt_hash"].to_list())])
     if not keys:
         return []
-    return prompt_records(lq.prompt_texts(warehouse.path, pl.concat(keys)))
+    return prompt_records(warehouse.prompt_texts(pl.concat(keys)))
 
 
 def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any
@@ -279,7 +277,7 @@ def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any
 
     index, _, _ = load_task_index(warehouse, log)
     labeler = OfflineLabeler.calibrated(index, load_selector_fit())
-    texts = lq.prompt_texts(warehouse.path, keys)
+    texts = warehouse.prompt_texts(keys)
     labeler.prepare(_contextprompt_records(warehouse, texts["benchmark"].unique().to_list()))
     rankings = labeler.rankings(prompt_records(texts))
     rows: dict[str, list] = {c: [] for c in lc.LABEL_COLUMNS}
@@ -321,7 +319,7 @@ def _reference_predictions(warehouse: Warehouse, reference: pl.DataFrame, labels
     first occupation come from its ranked candidates, not from its (short) label set."""
     hashes = reference["prompt_hash"].unique().implode()
     mine = labels.filter(pl.col("prompt_hash").is_in(hashes))
-    work = lq.work_of_hashes(warehouse.path, reference["prompt_hash"].unique().to_list(), lc.WORK_COLUMNS)
+    work = warehouse.work_of_hashes(reference["prompt_hash"].unique().to_list(), lc.WORK_COLUMNS)
     predictions = rl.predictions_from_labels(mine, work)
     if offline_version is None or ranking_labels.is_empty():
         return predictions
@@ -419,8 +417,8 @@ def labeler_validation(
     prompts, labels = _validation_inputs(warehouse, gold_task_labels)
     reference_labels = pl.DataFrame(schema=lc.LABEL_COLUMNS)
     if warehouse.table_exists("prompt_task_labels") and not reference_task_labels.is_empty():
-        reference_labels = lq.labels_of_hashes(
-            warehouse.path, reference_task_labels["prompt_hash"].unique().to_list()).select(list(lc.LABEL_COLUMNS))
+        reference_labels = warehouse.labels_of_hashes(
+            reference_task_labels["prompt_hash"].unique().to_list()).select(list(lc.LABEL_COLUMNS))
     labels = _all_labeler_labels(warehouse, labels, prompts)
     offline_version = None
     ranking_labels = pl.DataFrame(schema=lc.LABEL_COLUMNS)
@@ -528,7 +526,7 @@ def labeler_validation_floors(
     if warehouse.table_exists(
         "prompt_task_labels"
     ):  # floors bind the labelers in use, not old cache versions
-        current = lq.current_labeler_versions(warehouse.path)
+        current = warehouse.current_labeler_versions()
         table = table.join(current, on=["labeler", "labeler_version"], how="semi")
     failures, not_evaluated = val.check_floors(table, floors)
     checked = table.filter(pl.concat_str("benchmark", pl.lit(":"), "metric").is_in(list(floors)))
@@ -557,7 +555,7 @@ def labeler_validation_floors(
     "interval. Empty when only one labeler exists.",
 )
 def labeler_agreement(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
-    rows = LabelCache(warehouse.path).read_frame().filter(pl.col("onet_version") == ONET_VERSION)
+    rows = warehouse.label_cache().read_frame().filter(pl.col("onet_version") == ONET_VERSION)
     cached = lc.disambiguate_versions(lc.cache_frame_to_labels(rows))
     # every labeled prompt, also those judged not work (no label rows): task F1 and work agreement count them
     labeled = lc.disambiguate_versions(rows.with_columns(
@@ -598,8 +596,3 @@ def labeler_agreement(context: AssetExecutionContext, warehouse: Warehouse) -> p
         }
     )
     return table
-
-
-ASSETS: list = [gold_annotation_sample, gold_task_labels, reference_task_labels, labeler_validation,
-                labeler_agreement]
-CHECKS: list = [labeler_validation_floors]

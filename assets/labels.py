@@ -45,9 +45,7 @@ from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
 from models.markdown import markdown_table as md_table
 from models.sources import ONET_VERSION
-from pipelines import label_queries as lq
 from pipelines import task_index
-from pipelines.label_cache import LabelCache
 from pipelines.partitions import benchmark_partitions
 from pipelines.readers import REFERENCE_DIR, load_reference, load_stack_fit
 from pipelines.resources import LabelerResource, Warehouse
@@ -96,7 +94,7 @@ def task_search_index(
         }
     )
     build_s = time.perf_counter() - started
-    path = task_index.index_pickle_path(warehouse.path, version)
+    path = warehouse.task_index_path(version)
     started = time.perf_counter()
     task_index.save_index(index, path)  # atomic: a partition never loads a half-written index
     dump_s = time.perf_counter() - started
@@ -137,7 +135,7 @@ def task_search_index(
 def load_task_index(warehouse: Warehouse, log: Any = None) -> tuple[Any, str, float]:
     """The TaskIndex for this O*NET version: the stored pickle when present, else built from the reference
     tables (logged as a warning). Returns (index, origin 'pickle'|'built', seconds)."""
-    return task_index.load_or_build(warehouse.path, log.warning if log is not None else None)
+    return warehouse.load_task_index(log.warning if log is not None else None)
 
 
 # --- labels -------------------------------------------------------------------------------------------------
@@ -155,8 +153,7 @@ def judged_sample(warehouse: Warehouse, benchmark: str, prompts: list[PromptReco
     texts = pl.DataFrame([{"benchmark": p.benchmark, "prompt_hash": p.prompt_hash, "prompt": p.prompt}
                           for p in prompts], schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "prompt": pl.Utf8})
     if warehouse.table_exists("judge_sample_labels"):
-        own = warehouse.query("select benchmark, prompt_hash, cast(task_id as bigint) as task_id, onet_soc_code "
-                              "from judge_sample_labels where benchmark = ?", [benchmark])
+        own = warehouse.judge_sample_labels_of(benchmark)
         if own.height:
             return judged_from_task_rows(own, texts)
     override = raw_dir() / REFERENCE_OVERRIDE
@@ -253,7 +250,7 @@ def prompt_task_labels(
                                                       metadata=empty),
                                      Output(pl.DataFrame(schema=lc.WORK_COLUMNS), "prompt_work", metadata=empty))
         return
-    cache = LabelCache(warehouse.path)
+    cache = warehouse.label_cache()
     index, origin, index_s = load_task_index(warehouse, context.log)
     context.log.info(f"task index from {origin} in {index_s:.2f}s")
     impl = labeler.build(index)
@@ -346,8 +343,8 @@ def prompt_task_labels_valid(context: AssetCheckExecutionContext, warehouse: War
     ]
     if missing:
         return AssetCheckResult(passed=False, metadata={"missing_tables": ", ".join(missing)})
-    counts = lq.label_problem_counts(warehouse.path)
-    outstanding = LabelCache(warehouse.path).outstanding_failures()
+    counts = warehouse.label_problem_counts()
+    outstanding = warehouse.label_cache().outstanding_failures()
     return AssetCheckResult(
         passed=all(v == 0 for v in counts.values()),
         metadata={**{k: int(v) for k, v in counts.items()}, "outstanding_label_failures": outstanding},
@@ -365,10 +362,7 @@ def prompt_task_labels_valid(context: AssetCheckExecutionContext, warehouse: War
 def prompt_task_labels_complete(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:
     if not warehouse.table_exists("label_failures") or not warehouse.table_exists("benchmark_prompts"):
         return AssetCheckResult(passed=True, metadata={"open_label_failures": 0})
-    open_rows = warehouse.query(
-        "select f.benchmark, f.prompt_id, f.labeler, f.labeler_version, f.attempts, coalesce(f.runs, 1) as runs, "
-        "f.error from label_failures f semi join benchmark_prompts p on p.benchmark = f.benchmark and "
-        "p.prompt_hash = f.prompt_hash order by f.benchmark, f.prompt_id")
+    open_rows = warehouse.open_label_failures()
     per_benchmark = open_rows.group_by("benchmark").len().sort("benchmark")
     return AssetCheckResult(
         passed=open_rows.is_empty(),
@@ -380,7 +374,3 @@ def prompt_task_labels_complete(context: AssetCheckExecutionContext, warehouse: 
             "failures_preview": MetadataValue.md(markdown_table(open_rows)),
         },
     )
-
-
-ASSETS: list = [task_search_index, prompt_task_labels]
-CHECKS: list = [prompt_task_labels_valid, prompt_task_labels_complete]

@@ -321,16 +321,3 @@ def workbank_tasks(context: AssetExecutionContext, onet_tasks: pl.DataFrame) -> 
         onet_tasks,
     )
     return _finish(context, df, [desire_source, capability_source, meta_source], ref.workbank_summary(df))
-
-
-ASSETS = [
-    oews_wages,
-    onet_tasks,
-    onet_occupations,
-    onet_job_titles,
-    onet_technology_skills,
-    occupation_wages,
-    task_hours,
-    task_exposure,
-    workbank_tasks,
-]

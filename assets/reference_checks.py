@@ -400,17 +400,3 @@ def workbank_tasks_expectations(workbank_tasks: pl.DataFrame) -> AssetCheckResul
         ("workbank_tasks_rated", both, lambda: ex.not_null(["zone"])),
     )
     return check_result(outcome, tasks_with_zone=both.height)
-
-
-CHECKS = [
-    oews_wages_expectations,
-    onet_tasks_expectations,
-    onet_tasks_ratings_coverage,
-    onet_occupations_expectations,
-    onet_job_titles_expectations,
-    onet_technology_skills_expectations,
-    occupation_wages_expectations,
-    task_hours_expectations,
-    task_exposure_expectations,
-    workbank_tasks_expectations,
-]

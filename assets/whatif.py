@@ -56,9 +56,9 @@ def _build_labeler(resource: LabelerResource, warehouse: Warehouse, log: Any = N
 
 def _cached_labels(warehouse: Warehouse, labeler: Any, hashes: list[str]) -> dict[str, list[Any]]:
     from models.sources import ONET_VERSION
-    from pipelines.label_cache import CacheKey, LabelCache
+    from pipelines.label_cache import CacheKey
 
-    return LabelCache(warehouse.path).read(CacheKey.for_labeler(labeler, ONET_VERSION), hashes)
+    return warehouse.label_cache().read(CacheKey.for_labeler(labeler, ONET_VERSION), hashes)
 
 
 WHATIF_SUMMARY = "candidate_benchmark_whatif"
@@ -146,22 +146,22 @@ def candidate_benchmark_whatif(
         yield Output(None, output_name=WHATIF_SUMMARY, metadata={"skipped": "no candidate_folder configured"})
         return
     started = time.monotonic()
-    before = whatif.table_fingerprints(warehouse.path)
+    before = warehouse.table_fingerprints()
     model = _build_labeler(labeler, warehouse, context.log)
     cached = None
     if config.reuse_label_cache and labeler.kind != "offline":
         prompts, _ = whatif.read_candidate_prompts(config.candidate_folder)
         cached = _cached_labels(warehouse, model, prompts["prompt_hash"].unique().to_list())
     params = gaps.WhatIfParams(threshold=config.threshold, top_n=config.top_n)
-    result = whatif.run_whatif(warehouse.path, config.candidate_folder, params, labeler=model, cached=cached)
-    changed = _changed(before, whatif.table_fingerprints(warehouse.path))
+    result = warehouse.run_whatif(config.candidate_folder, params, labeler=model, cached=cached)
+    changed = _changed(before, warehouse.table_fingerprints())
     if changed:
         raise Failure(description=f"published tables changed during the what-if: {changed}")
     # Dagster hands each yielded output to the IO manager before the body resumes, so the fingerprints
     # taken after this loop see the what-if tables written
     for name, frame in gaps.whatif_tables(result).items():
         yield Output(frame, output_name=name)
-    unchanged = whatif.table_fingerprints(warehouse.path) == before
+    unchanged = warehouse.table_fingerprints() == before
     if not unchanged:
         raise Failure(description="a published table changed while writing the what-if tables")
     summary = _whatif_summary(result, config, model, unchanged, time.monotonic() - started)

@@ -41,7 +41,7 @@ from pipelines.settings import settings
 
 def all_assets() -> list[AssetsDefinition]:
     """Every asset defined in the `assets` package."""
-    return list(load_assets_from_package_module(assets_package))  # type: ignore[arg-type]
+    return list(load_assets_from_package_module(assets_package, include_specs=True))  # type: ignore[arg-type]
 
 
 def all_asset_checks() -> list[AssetChecksDefinition]:

@@ -116,6 +116,9 @@ class OpenAILabeler:
         return backoff(self.config, attempt, retry_after)
 
     # -- labeling
+    def prepare(self, prompts: Sequence[PromptRecord]) -> None:
+        """The Labeler protocol's first step: each prompt is labeled alone, so there is no benchmark context."""
+
     def label_one(self, record: PromptRecord) -> LLMLabelOutcome:
         return label_one(self.prompts, self.chat, record)
 

@@ -10,14 +10,17 @@ from dagster import Config, ConfigurableResource, EnvVar, InitResourceContext
 
 from pipelines import warehouse as wh
 from pipelines.settings import DEFAULT_WAREHOUSE, Settings, settings
+from pipelines.warehouse_queries import WarehouseQueries
 
 if TYPE_CHECKING:
     from models.labeling.base import Labeler
     from models.labeling.llm_config import LLMConfig
 
 
-class Warehouse(ConfigurableResource):
-    """The embedded DuckDB warehouse. Connections are short-lived and retry on the file lock."""
+class Warehouse(WarehouseQueries, ConfigurableResource):
+    """The embedded DuckDB warehouse. Connections are short-lived and retry on the file lock. Assets read through
+    its named queries (pipelines/warehouse_queries.py) and `read_table`, and write through the IO manager or
+    `replace_table`/`append_rows`: no SQL and no file path in assets/."""
 
     path: str = str(DEFAULT_WAREHOUSE)
 

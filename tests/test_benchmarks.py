@@ -29,6 +29,7 @@ from dagster import (
 )
 
 from assets import benchmarks as bench_assets
+from assets import module_assets, module_checks
 from models import benchmarks as bm
 from pipelines import run_all
 from pipelines import warehouse as wh
@@ -75,8 +76,8 @@ def failing_analysis_stub() -> pl.DataFrame:
 def build_defs(warehouse_path: Path, *extra) -> Definitions:
     warehouse = Warehouse(path=str(warehouse_path))
     return Definitions(
-        assets=[*bench_assets.ASSETS, reference_stub, labels_stub, analysis_stub, *extra],
-        asset_checks=bench_assets.CHECKS,
+        assets=[*module_assets(bench_assets), reference_stub, labels_stub, analysis_stub, *extra],
+        asset_checks=module_checks(bench_assets),
         jobs=JOBS, sensors=SENSORS, schedules=SCHEDULES,
         resources={"warehouse": warehouse, "io_manager": WarehouseIOManager(warehouse=warehouse)},
     )

@@ -270,6 +270,9 @@ def test_label_judge_sample_with_any_labeler(tmp_path):
         def __init__(self) -> None:
             self.seen: list[str] = []
 
+        def prepare(self, prompts) -> None:  # no benchmark context
+            pass
+
         def label(self, prompts):
             self.seen += [p.prompt_hash for p in prompts]
             return [

@@ -20,6 +20,7 @@ import pytest
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
+from assets import module_assets, module_checks
 from models import coverage as cov
 from models import exports as ex
 from models import figures as fg
@@ -965,7 +966,7 @@ def test_export_assets_materialize(world, tmp_path, monkeypatch):
     path = tmp_path / "warehouse" / "benchmap.duckdb"
     fill_warehouse(world, path)
     result = materialize(
-        [*export_assets.ASSETS, *export_assets.CHECKS],
+        [*module_assets(export_assets), *module_checks(export_assets)],
         resources={
             "warehouse": Warehouse(path=str(path)),
             "labeler": LabelerResource(kind="offline", model="offline"),
@@ -1037,7 +1038,7 @@ def test_export_assets_materialize(world, tmp_path, monkeypatch):
     # the same warehouse again: no published figure changed, so no new release and the old one untouched
     before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
     again = materialize(
-        [*export_assets.ASSETS],
+        [*module_assets(export_assets)],
         resources={"warehouse": Warehouse(path=str(path)), "labeler": LabelerResource(kind="offline", model="offline")},
         instance=DagsterInstance.ephemeral(),
         tags={export_assets.EXPORT_DATE_TAG: "2031-02-04"},

@@ -7,6 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from assets import module_assets, module_checks
 from models.labeling import cache as lc
 from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
 from models.reference_labels import REFERENCE_SCHEMA
@@ -28,10 +29,15 @@ class FakeLabeler:
         self.crash_on_call = crash_on_call
         self.calls = 0
         self.prompts_seen: list[str] = []
+        self.prepared: list[str] = []  # the prompts `prepare` was shown, before any label call
 
     @property
     def labeler_version(self) -> str:
         return f"{self.model}+{self.template_version}"
+
+    def prepare(self, prompts: list[PromptRecord]) -> None:  # no benchmark context: records what it was shown
+        assert self.calls == 0, "prepare comes before the first label call"
+        self.prepared = [p.prompt_id for p in prompts]
 
     def label(self, prompts: list[PromptRecord]) -> list[LabelOutcome]:
         self.calls += 1
@@ -98,9 +104,15 @@ def test_cache_roundtrip_batches_and_second_run_zero_calls(warehouse_path: Path)
     assert frame.height == 22 and list(frame.columns) == list(lc.LABEL_COLUMNS)
     assert frame.filter(pl.col("prompt_id") == "dup")["task_id"].to_list() == [1003, 2003]
 
+    assert labeler.prepared == [p.prompt_id for p in prompts]  # every prompt, the duplicate too
+
     again = FakeLabeler()
     labels2, stats2 = lc.label_with_cache(prompts, again, cache, "29.2", batch_size=4)
     assert again.calls == 0 and stats2.labeler_calls == 0 and stats2.n_cached == 10
+    assert again.prepared == []  # nothing to label: no context is built
+    grown = FakeLabeler()  # one new prompt: the context is pooled from all of them, cached ones included
+    lc.label_with_cache([*prompts, PromptRecord("b", "p10", "hash10", "prompt 10")], grown, cache, "29.2")
+    assert grown.prompts_seen == ["p10"] and len(grown.prepared) == len(prompts) + 1
     assert labels2 == labels
     # another O*NET version or template version is another cache key: everything is labeled again
     other = FakeLabeler()
@@ -263,8 +275,8 @@ class E2E:
             "labeler": CountingLabelerResource(kind="offline", model="offline"),
         }
         self.instance = DagsterInstance.ephemeral()
-        self.reference = [a for a in reference.ASSETS if a.key.path[-1] in REFERENCE_TABLES]
-        self.benchmark_assets = benchmarks.ASSETS
+        self.reference = [a for a in module_assets(reference) if a.key.path[-1] in REFERENCE_TABLES]
+        self.benchmark_assets = module_assets(benchmarks)
         self.labels = labels
         self.validation = label_validation
 
@@ -293,7 +305,7 @@ class E2E:
         result = self.materialize(
             [
                 self.labels.prompt_task_labels,
-                *self.labels.CHECKS,
+                *module_checks(self.labels),
                 *self.benchmark_assets,
                 self.labels.task_search_index,
                 *self.reference,
@@ -309,7 +321,7 @@ class E2E:
         unpartitioned = [lab.gold_task_labels, lab.reference_task_labels, lab.labeler_validation,
                          lab.labeler_agreement]
         self.last_validation_run = self.materialize(
-            [*unpartitioned, *self.labels.CHECKS, *lab.CHECKS, *self.reference], selection=unpartitioned
+            [*unpartitioned, *module_checks(self.labels), *module_checks(lab), *self.reference], selection=unpartitioned
         )
         return self.warehouse.read_table("labeler_validation")
 
@@ -474,7 +486,7 @@ def test_asset_records_failures_and_fails_when_nothing_labels(
 
     def run():
         return materialize(
-            [la.prompt_task_labels, *benchmarks.ASSETS],
+            [la.prompt_task_labels, *module_assets(benchmarks)],
             selection=[la.prompt_task_labels],
             partition_key="b",
             resources=resources,

@@ -11,8 +11,8 @@ import dagster as dg
 import polars as pl
 import pytest
 
+from assets import module_assets, module_checks, reference_checks
 from assets import reference as reference_assets
-from assets import reference_checks
 from models import expectations as ex
 from models import reference as ref
 from models.errors import InputError, SourceNotFoundError
@@ -45,7 +45,7 @@ def broken_task_statements(mirror: Path, kind: str, folder: Path) -> Path:
     path = folder / f"Task Statements.{kind}.txt"
     path.write_bytes(data)
     return path
-ALL = [*reference_assets.ASSETS, *reference_checks.CHECKS]
+ALL = [*module_assets(reference_assets), *module_checks(reference_checks)]
 
 
 def _resources(path: Path) -> dict[str, object]:
@@ -103,7 +103,7 @@ def _metadata(built, asset: str) -> dict[str, object]:
 
 def test_every_asset_check_passes(built) -> None:
     evaluations = built[1].get_asset_check_evaluations()
-    assert {e.check_name for e in evaluations} == {c.check_key.name for c in reference_checks.CHECKS}
+    assert {e.check_name for e in evaluations} == {c.check_key.name for c in module_checks(reference_checks)}
     failed = [(e.check_name, e.description) for e in evaluations if not e.passed]
     assert failed == []
     by_name = {e.check_name: e for e in evaluations}
@@ -141,9 +141,9 @@ def test_assets_record_source_version_sha256_and_counts(built, mirror: Path) -> 
     oews_md = _metadata(built, "oews_wages")
     assert oews_md["sha256"] == sha256_file(mirror / "oews" / "national_M2024_dl.xlsx")
     assert oews_md["source_version"] == "BLS OEWS May 2024"
-    for asset in reference_assets.ASSETS:
+    for asset in module_assets(reference_assets):
         assert _metadata(built, asset.key.to_user_string())["rows"] > 0
-    specs = {a.key.to_user_string(): a.specs_by_key[a.key] for a in reference_assets.ASSETS}
+    specs = {a.key.to_user_string(): a.specs_by_key[a.key] for a in module_assets(reference_assets)}
     assert {s.group_name for s in specs.values()} == {"reference"}
     assert all(s.description and {"polars", "duckdb"} <= set(s.kinds) for s in specs.values())
 

@@ -8,6 +8,8 @@ from typing import Any
 
 import polars as pl
 
+from models.data_dictionary import INDEXED_TABLES
+
 # The analysis tables the report needs (missing ones fail the exports check) ...
 REQUIRED_TABLES: tuple[str, ...] = (
     "coverage_headline",
@@ -89,11 +91,9 @@ SORT_KEYS: dict[str, tuple[str, ...]] = {
     "benchmarks": ("benchmark",),
     "benchmark_index_membership": ("benchmark_index", "benchmark"),
 }
-# Tables computed per benchmark index sort by it first, index 'all' first (models/indexes/).
-for _table in ("coverage_headline", "task_coverage", "occupation_coverage", "major_group_coverage",
-               "task_analysis_frame", "coverage_regressions", "coverage_adjusted_probabilities",
-               "workbank_coverage", "coverage_gaps", "occupation_gaps", "major_group_gaps", "jobbench_shortlist",
-               "benchmark_index_membership"):
+# Tables computed per benchmark index (the data dictionary's list) sort by it first, index 'all' first
+# (models/indexes/); so does the membership table itself.
+for _table in (*INDEXED_TABLES, "benchmark_index_membership"):
     SORT_KEYS[_table] = ("_index_is_not_all", "benchmark_index", *SORT_KEYS.get(_table, ()))
 # Rows whose key is 'all' (pooled) come before the per-benchmark rows.
 POOLED_FIRST: dict[str, str] = {

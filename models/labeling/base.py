@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -56,6 +57,11 @@ class Labeler(Protocol):
 
     @property
     def labeler_version(self) -> str:  # e.g. "gpt-4o-mini+t3" or "tfidf-hybrid+v2"
+        ...
+
+    def prepare(self, prompts: Sequence[PromptRecord]) -> None:
+        """Before labeling: see every prompt of the benchmarks to be labeled (cached ones too), e.g. to pool a
+        benchmark-level context (the offline labeler's BenchmarkContext). A labeler that needs none does nothing."""
         ...
 
     def label(self, prompts: list[PromptRecord]) -> list[LabelOutcome]:

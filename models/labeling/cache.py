@@ -318,7 +318,7 @@ def _label_uncached(prompts: Sequence[PromptRecord], groups: dict[str, list[Prom
                 if exhausted_of and max_runs else set())
     stats.n_given_up = len(given_up)
     todo = plan_work(prompts, set(cached) | given_up)
-    if todo and hasattr(labeler, "prepare"):
+    if todo:
         labeler.prepare(prompts)  # benchmark-level context from every prompt, not only the uncached ones
     progress = Progress(len(todo), progress_every, log_fn, clock)
     if log_fn:

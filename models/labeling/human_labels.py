@@ -7,7 +7,7 @@
 
 Each `*_gold` takes the JSON objects of the benchmark's prompts.jsonl (`parse_prompt_lines` of its bytes;
 `pipelines.readers.read_mirror_prompts(mirror, benchmark)` reads the mirror's file). Used by
-tests/test_offline_labeler.py and to produce the tables of docs/offline_labeler.md.
+tests/test_offline_labeler.py and for the accuracy figures of docs/offline_labeler.md.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ import hashlib
 import io
 import json
 import re
-import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -26,9 +25,6 @@ import polars as pl
 from models.labeling.base import LabelOutcome, PromptRecord
 from models.labeling.offline import (
     TAC_ROLE_TO_SOC,
-    OfflineLabeler,
-    OfflineLabelerConfig,
-    TaskIndex,
     occupation_ranking_from_labels,
     soc6,
     word_tokens,
@@ -193,75 +189,3 @@ def jobbench_task_recall(outcomes: Sequence[LabelOutcome], gold: Sequence[GoldPr
         found = [lab.rank for lab in outcome.labels if str(lab.task_id) in gp.gold]
         ranks.append(min(found) if found else None)
     return float(np.mean([r is not None for r in ranks])) if ranks else float("nan"), ranks
-
-
-def evaluate(index: TaskIndex, config: OfflineLabelerConfig, gdpval: Sequence[GoldPrompt],
-             tac: Sequence[GoldPrompt] = (), jobbench: Sequence[GoldPrompt] = ()) -> dict[str, float]:
-    """GDPval occupation accuracy, TAC role accuracy, JobBench task recall for one configuration."""
-    labeler = OfflineLabeler(index, config)
-    out: dict[str, float] = {}
-    g = occupation_accuracy(labeler.label([p.record for p in gdpval]), gdpval)
-    out.update(gdpval_top1=g.top1, gdpval_top5=g.top5, gdpval_top1_rr=g.top1_reciprocal_rank,
-               gdpval_top5_rr=g.top5_reciprocal_rank, mean_labels=g.mean_labels,
-               mean_occupations=g.mean_occupations, gold_share=g.gold_share)
-    if tac:
-        t = occupation_accuracy(labeler.label([p.record for p in tac]), tac, match=soc_matches)
-        out.update(tac_top1=t.top1, tac_top5=t.top5)
-    if jobbench:
-        recall, _ = jobbench_task_recall(labeler.label([p.record for p in jobbench]), jobbench)
-        out.update(jobbench_recall=recall)
-    return out
-
-
-def calibration_table(index: TaskIndex, gdpval: Sequence[GoldPrompt], jobbench: Sequence[GoldPrompt],
-                      grid: Iterable[dict], base: OfflineLabelerConfig = OfflineLabelerConfig()) -> pl.DataFrame:
-    """One row per label-selection setting of `grid` (dicts of OfflineLabelerConfig fields)."""
-    rows = []
-    for settings in grid:
-        config = replace(base, **settings)
-        rows.append({**settings, **evaluate(index, config, gdpval, jobbench=jobbench)})
-    return pl.DataFrame(rows)
-
-
-def split_half(index: TaskIndex, gdpval: Sequence[GoldPrompt], candidates: Sequence[dict],
-               base: OfflineLabelerConfig = OfflineLabelerConfig(), repeats: int = 5, seed: int = 0
-               ) -> pl.DataFrame:
-    """Honest accuracy of choosing the occupation weights on data: for random halves A/B, pick the
-    candidate with the best top1+top5 on A and score it on B (and the other way round). The GDPval
-    occupations are split by occupation title, so a title is never in both halves."""
-    titles = sorted({g.label for g in gdpval})
-    rng = np.random.default_rng(seed)
-    # label every prompt once per candidate, then score subsets
-    rankings: list[list[list[str]]] = []
-    for settings in candidates:
-        outcomes = OfflineLabeler(index, replace(base, **settings)).label([g.record for g in gdpval])
-        rankings.append([soc_ranking(o) for o in outcomes])
-    rows = []
-    for repeat in range(repeats):
-        shuffled = list(rng.permutation(titles))
-        half_a = set(shuffled[: len(titles) // 2])
-        halves = ([i for i, g in enumerate(gdpval) if g.label in half_a],
-                  [i for i, g in enumerate(gdpval) if g.label not in half_a])
-        for fit_on, test_on in ((0, 1), (1, 0)):
-            def score(c: int, idx: list[int]) -> tuple[float, float]:
-                ranks = [rankings[c][i] for i in idx]
-                golds = [gdpval[i].gold for i in idx]
-                return topk_accuracy(ranks, golds, 1), topk_accuracy(ranks, golds, 5)
-            chosen = max(range(len(candidates)), key=lambda c: (sum(score(c, halves[fit_on])), -c))
-            fit_top1, fit_top5 = score(chosen, halves[fit_on])
-            test_top1, test_top5 = score(chosen, halves[test_on])
-            rows.append({"repeat": repeat, "fit_half": "AB"[fit_on], "chosen": chosen,
-                         "fit_top1": fit_top1, "fit_top5": fit_top5, "test_top1": test_top1,
-                         "test_top5": test_top5, "n_test": len(halves[test_on])})
-    return pl.DataFrame(rows)
-
-
-def speed(index: TaskIndex, records: Sequence[PromptRecord], config: OfflineLabelerConfig = OfflineLabelerConfig()
-          ) -> dict[str, float]:
-    """Prompts per second of OfflineLabeler.label over `records`, and the share labeled."""
-    labeler = OfflineLabeler(index, config)
-    started = time.perf_counter()
-    outcomes = labeler.label(list(records))
-    seconds = time.perf_counter() - started
-    return {"prompts": len(records), "seconds": seconds, "prompts_per_second": len(records) / seconds,
-            "labeled_share": float(np.mean([o.ok for o in outcomes])) if outcomes else float("nan")}
