@@ -35,10 +35,7 @@ def split_relabeler(warehouse: Warehouse, labeler_version: str | None, texts: pl
             log.warning(reason)
         return None, reason
     sampled = texts.filter(pl.col("sampled")).select("benchmark", "prompt_hash")
-    prompts = warehouse.query(
-        "select benchmark, prompt_id, prompt_hash, prompt from benchmark_prompts p "
-        "where list_contains(?, benchmark || '/' || prompt_hash)",
-        [[f"{b}/{h}" for b, h in sampled.iter_rows()]]).unique(["benchmark", "prompt_hash"])
+    prompts = warehouse.prompts_of_texts(list(sampled.iter_rows()))
     judged = [judged_sample(warehouse, str(b), prompt_records(group))
               for (b,), group in prompts.group_by(["benchmark"], maintain_order=True)]
     keys = problem.task_keys

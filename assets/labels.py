@@ -185,7 +185,7 @@ def neighbour_step(warehouse: Warehouse, benchmark: str, prompts: list[PromptRec
     # decisions cached per benchmark under the fingerprint of the fit, labeler and judged texts: a warm run
     # recomputes none
     fingerprint = judged_fingerprint(fit.version, impl.labeler_version, judged)
-    path = neighbour_cache.cache_path(warehouse.path, benchmark)
+    path = warehouse.neighbour_cache_path(benchmark)
     cached = neighbour_cache.read_decisions(path, fingerprint) if sample is not None else {}
     restacked, n, decisions = stacked_label_sets(fit, sample, prompts, labels_by_hash, task_codes_of(index), cached)
     fresh = len(decisions.keys() - cached.keys())

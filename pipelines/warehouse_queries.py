@@ -49,6 +49,19 @@ class WarehouseQueries:
                     return True
         return False
 
+    def prompts_of_texts(self, keys: Sequence[tuple[str, str]]) -> pl.DataFrame:
+        """benchmark, prompt_id, prompt_hash, prompt of the given (benchmark, prompt_hash) texts, one row each."""
+        return self._query(
+            "select benchmark, prompt_id, prompt_hash, prompt from benchmark_prompts p "
+            "where list_contains(?, benchmark || '/' || prompt_hash)",
+            [[f"{b}/{h}" for b, h in keys]]).unique(["benchmark", "prompt_hash"])
+
+    def neighbour_cache_path(self, benchmark: str) -> Path:
+        """Where the neighbour step keeps `benchmark`'s decisions, beside this warehouse (neighbour_cache.py)."""
+        from pipelines import neighbour_cache
+
+        return neighbour_cache.cache_path(self.path, benchmark)
+
     # --- stores and folders bound to the warehouse file ---------------------------------------------------------
 
     def label_cache(self) -> LabelCache:
