@@ -54,8 +54,8 @@ from models import benchmarks as bm
 from pipelines.jobs import ANALYSIS_SELECTION, BENCHMARK_SELECTION, REFERENCE_SELECTION, benchmark_refresh_job
 from pipelines.landing import folder_content_hash
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
-from pipelines.run_state import index_files_fingerprint
 from pipelines.settings import settings
+from pipelines.source_versions import index_files_fingerprint
 from pipelines.sources import discover_landing
 
 CURSOR_VERSION = 1
