@@ -67,6 +67,11 @@ def index_files_fingerprint(folder: Path | None = None) -> str:
     return hashlib.sha256(json.dumps([entries], sort_keys=True).encode()).hexdigest()
 
 
+def observation(key: AssetKey, version: str, partition: str | None = None) -> AssetObservation:
+    """An observation carrying a source's data version (Dagster's DATA_VERSION tag: `dagster/data_version`)."""
+    return AssetObservation(key, partition=partition, tags={DATA_VERSION_TAG: version})
+
+
 def _observed(instance: DagsterInstance, key: AssetKey, partitions: list[str] | None) -> dict[str | None, str]:
     """The data version of the latest observation of `key` (per partition when `partitions` is given)."""
     if partitions is None:
@@ -84,14 +89,12 @@ def report_source_versions(instance: DagsterInstance, *, reference: str | None =
     many were recorded (0 on a warm run: two small queries)."""
     reported = 0
     if reference is not None and _observed(instance, REFERENCE_FILES_KEY, None).get(None) != reference:
-        instance.report_runless_asset_event(AssetObservation(REFERENCE_FILES_KEY,
-                                                             tags={DATA_VERSION_TAG: reference}))
+        instance.report_runless_asset_event(observation(REFERENCE_FILES_KEY, reference))
         reported += 1
     if landing:
         seen = _observed(instance, LANDING_FOLDERS_KEY, sorted(landing))
         for name, version in sorted(landing.items()):
             if seen.get(name) != version:
-                instance.report_runless_asset_event(AssetObservation(LANDING_FOLDERS_KEY, partition=name,
-                                                                     tags={DATA_VERSION_TAG: version}))
+                instance.report_runless_asset_event(observation(LANDING_FOLDERS_KEY, version, name))
                 reported += 1
     return reported

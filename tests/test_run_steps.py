@@ -167,3 +167,29 @@ def test_the_settings_that_change_results_are_in_every_code_version(monkeypatch:
     base = cv.settings_fingerprint(None, settings())
     monkeypatch.setenv("BENCHMAP_LABELER", "openai")
     assert cv.settings_fingerprint(None, settings()) != base
+
+
+def test_the_landing_sensor_records_the_folder_version_it_requests(tmp_path: Path, monkeypatch: Any) -> None:
+    """A sensor-launched refresh reads the version the sensor recorded: the next run_all does not redo it."""
+    from dagster import build_sensor_context
+
+    from pipelines.sensors import benchmark_landing_sensor
+
+    folder = tmp_path / "raw" / "benchmarks" / "toy"
+    folder.mkdir(parents=True)
+    (folder / "prompts.jsonl").write_text('{"prompt_id": "1", "prompt": "Reconcile the ledger."}\n')
+    (tmp_path / "mirror").mkdir()
+    monkeypatch.setenv("BENCHMAP_RAW_DIR", str(tmp_path / "raw"))
+    monkeypatch.setenv("BENCHMAP_MIRROR", str(tmp_path / "mirror"))
+    instance = DagsterInstance.ephemeral()
+    result = benchmark_landing_sensor(build_sensor_context(instance=instance))
+    (request,) = result.run_requests
+    observations = [e for e in result.asset_events if e.asset_key == sv.LANDING_FOLDERS_KEY]
+    assert [(o.partition, o.tags["dagster/data_version"]) for o in observations] == \
+        [("toy", request.tags["benchmap/content_hash"])]
+    for event in result.asset_events:
+        instance.report_runless_asset_event(event)
+    # run_all reports the same version: nothing new recorded
+    from pipelines.sources import discover_landing
+
+    assert sv.report_source_versions(instance, landing=sv.landing_versions(discover_landing(), ["toy"])) == 0
