@@ -30,7 +30,10 @@ from pathlib import Path
 
 from dagster import AssetKey, AssetRecordsFilter, DagsterEventType, DagsterInstance, Definitions
 from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
-from dagster._core.definitions.data_version import CachingStaleStatusResolver
+from dagster._core.definitions.data_version import (
+    CachingStaleStatusResolver,
+    extract_data_provenance_from_entry,
+)
 from dagster._core.storage.event_log.base import EventLogRecord
 from dagster._time import get_current_datetime
 
@@ -46,6 +49,12 @@ TRUST_KEY = "benchmap/warehouse_trust"  # instance key-value: {"id": warehouse i
 
 def warehouse_identity(path: str | Path) -> str:
     """The warehouse's id (written on first use: a new or rebuilt file gets a new one)."""
+    if Path(path).exists():  # the warm path: one read-only look
+        with wh.connect(path, read_only=True) as con:
+            if wh.table_exists(con, IDENTITY_TABLE):
+                row = con.execute(f"select id from {IDENTITY_TABLE} limit 1").fetchone()
+                if row is not None:
+                    return str(row[0])
     with wh.connect(path) as con:
         con.execute(f"create table if not exists {IDENTITY_TABLE} (id varchar, created_at timestamp)")
         row = con.execute(f"select id from {IDENTITY_TABLE} limit 1").fetchone()
@@ -61,13 +70,19 @@ def trusted_since(instance: DagsterInstance, warehouse_path: str | None) -> int:
     """The event id after which the instance's materializations describe this warehouse (0: all of them)."""
     if not warehouse_path:
         return 0
+    import fcntl
+
     ident = warehouse_identity(warehouse_path)
-    stored = instance.run_storage.get_cursor_values({TRUST_KEY}).get(TRUST_KEY)
-    trust = json.loads(stored) if stored else {}
-    if trust.get("id") == ident:
-        return int(trust.get("since", 0))
-    since = int(instance.event_log_storage.get_maximum_record_id() or 0)
-    instance.run_storage.set_cursor_values({TRUST_KEY: json.dumps({"id": ident, "since": since})})
+    folder = Path(warehouse_path).parent / ".run_all_locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "trust.lock", "a+") as handle:  # two run_alls starting together adopt the file once
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        stored = instance.run_storage.get_cursor_values({TRUST_KEY}).get(TRUST_KEY)
+        trust = json.loads(stored) if stored else {}
+        if trust.get("id") == ident:
+            return int(trust.get("since", 0))
+        since = int(instance.event_log_storage.get_maximum_record_id() or 0)
+        instance.run_storage.set_cursor_values({TRUST_KEY: json.dumps({"id": ident, "since": since})})
     if trust:
         print(f"  the instance's records are of another warehouse file: every step runs ({warehouse_path} "
               f"is adopted from event {since})")
@@ -91,6 +106,7 @@ class Records:
         self._by_partition: dict[AssetKey, dict[str, int]] = {}
         self._attempts: dict[AssetKey, set[str]] = {}
         self._records: dict[int, EventLogRecord] = {}
+        self._sources: dict[tuple[AssetKey, str | None], str | None] = {}
         view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(),
                                                                last_event_id=None),
                               instance=self.instance, asset_graph=self.graph)
@@ -168,6 +184,42 @@ class Records:
                 latest = record.storage_id if record is not None else None
             if latest is not None and latest > own:
                 return parent
+        return None
+
+    def _source_version(self, key: AssetKey, partition: str | None) -> str | None:
+        """The latest observed data version of a source (per partition: every partition in one query)."""
+        from pipelines.source_versions import observed
+
+        if (key, partition) not in self._sources:
+            partitions_def = self.graph.get(key).partitions_def
+            names = None if partitions_def is None else sorted(
+                self.instance.get_dynamic_partitions(partitions_def.name) if hasattr(partitions_def, "name")
+                and partitions_def.name else partitions_def.get_partition_keys())
+            found = observed(self.instance, key, names)
+            for part, version in found.items():
+                self._sources[(key, part)] = version
+            self._sources.setdefault((key, partition), None)
+        return self._sources[(key, partition)]
+
+    def provenance_cause(self, key: AssetKey, partition: str | None) -> str | None:
+        """Dagster's stale causes that are not a newer dependency (`newer_parent`), read from the data
+        provenance of the latest materialization: a new code version, a new data version of a source it reads."""
+        record = self._record(key, partition)
+        provenance = extract_data_provenance_from_entry(record.event_log_entry) if record is not None else None
+        name = key.to_user_string()
+        if provenance is None:
+            return None
+        code_version = self.graph.get(key).code_version
+        if code_version and code_version != provenance.code_version:
+            return f"{name} has a new code version"
+        for parent in sorted(self.graph.get(key).parent_keys):
+            if not self.graph.get(parent).is_observable:
+                continue
+            part = partition if self.graph.get(parent).is_partitioned else None
+            current = self._source_version(parent, part)
+            recorded = provenance.input_data_versions.get(parent)
+            if current is not None and (recorded is None or recorded.value != current):
+                return f"{name} has a new dependency data version ({parent.to_user_string()})"
         return None
 
     def stale_cause(self, key: AssetKey, partition: str | None) -> str | None:

@@ -72,7 +72,7 @@ def observation(key: AssetKey, version: str, partition: str | None = None) -> As
     return AssetObservation(key, partition=partition, tags={DATA_VERSION_TAG: version})
 
 
-def _observed(instance: DagsterInstance, key: AssetKey, partitions: list[str] | None) -> dict[str | None, str]:
+def observed(instance: DagsterInstance, key: AssetKey, partitions: list[str] | None) -> dict[str | None, str]:
     """The data version of the latest observation of `key` (per partition when `partitions` is given)."""
     if partitions is None:
         record = instance.get_latest_data_version_record(key, is_source=True)
@@ -88,11 +88,11 @@ def report_source_versions(instance: DagsterInstance, *, reference: str | None =
     """Record an observation for each source version that differs from the latest one observed; returns how
     many were recorded (0 on a warm run: two small queries)."""
     reported = 0
-    if reference is not None and _observed(instance, REFERENCE_FILES_KEY, None).get(None) != reference:
+    if reference is not None and observed(instance, REFERENCE_FILES_KEY, None).get(None) != reference:
         instance.report_runless_asset_event(observation(REFERENCE_FILES_KEY, reference))
         reported += 1
     if landing:
-        seen = _observed(instance, LANDING_FOLDERS_KEY, sorted(landing))
+        seen = observed(instance, LANDING_FOLDERS_KEY, sorted(landing))
         for name, version in sorted(landing.items()):
             if seen.get(name) != version:
                 instance.report_runless_asset_event(observation(LANDING_FOLDERS_KEY, version, name))
