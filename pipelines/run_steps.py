@@ -4,11 +4,14 @@ records say one of its assets is stale or missing, else it is skipped. `--force`
 An asset (a benchmark step: its partition) must run when
 - it has no materialization this warehouse can trust (see below), or an attempt since its latest one did not
   finish (Dagster's planned-but-not-materialized record: a failed attempt may have written part of its output);
-- Dagster's stale status has a cause (CachingStaleStatusResolver): a new code version (pipelines/code_versions.py:
-  its module, what it imports, the settings that change results), a new data version of a source it reads
-  (assets/sources.py: landing folder hashes, reference file checksums) or of a dependency;
-- a dependency was materialized after it (Dagster's stale status does not cross a partitioned-to-unpartitioned
-  edge for changed data; the storage ids of the latest materializations do);
+- a dependency was materialized after it (the storage ids of the latest materializations; Dagster's own
+  CachingStaleStatusResolver does not see changed data across a partitioned-to-unpartitioned edge, and asks
+  the instance one or two queries per asset partition and dependency partition; these records: a few per
+  asset);
+- its latest materialization's data provenance (what Dagster's stale status compares) names another code
+  version than the asset's now (pipelines/code_versions.py: its module, what it imports, the settings that
+  change results), or another data version of a source it reads than the one observed now (assets/sources.py:
+  landing folder hashes, reference file checksums);
 - its table is missing, unreadable or has other row counts than its latest materialization recorded
   (`row_count` metadata against pipelines/integrity.py's counts): rows lost behind Dagster's back.
 
@@ -29,13 +32,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from dagster import AssetKey, AssetRecordsFilter, DagsterEventType, DagsterInstance, Definitions
-from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
-from dagster._core.definitions.data_version import (
-    CachingStaleStatusResolver,
-    extract_data_provenance_from_entry,
-)
+from dagster._core.definitions.data_version import extract_data_provenance_from_entry
 from dagster._core.storage.event_log.base import EventLogRecord
-from dagster._time import get_current_datetime
 
 from models import benchmarks as bm
 from pipelines import integrity
@@ -106,11 +104,8 @@ class Records:
         self._by_partition: dict[AssetKey, dict[str, int]] = {}
         self._attempts: dict[AssetKey, set[str]] = {}
         self._records: dict[int, EventLogRecord] = {}
-        self._sources: dict[tuple[AssetKey, str | None], str | None] = {}
-        view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(),
-                                                               last_event_id=None),
-                              instance=self.instance, asset_graph=self.graph)
-        self.resolver = CachingStaleStatusResolver(self.instance, self.graph, view)
+        self._sources: dict[AssetKey, str | None] = {}
+        self._observations: dict[AssetKey, dict[str, int]] = {}
 
     def _partition_ids(self, key: AssetKey) -> dict[str, int]:
         if key not in self._by_partition:
@@ -186,20 +181,20 @@ class Records:
                 return parent
         return None
 
-    def _source_version(self, key: AssetKey, partition: str | None) -> str | None:
-        """The latest observed data version of a source (per partition: every partition in one query)."""
+    def _observation_ids(self, key: AssetKey) -> dict[str, int]:
+        """partition -> storage id of the latest observation of a partitioned source (one query)."""
+        if key not in self._observations:
+            self._observations[key] = dict(self.instance.get_latest_storage_id_by_partition(
+                key, DagsterEventType.ASSET_OBSERVATION))
+        return self._observations[key]
+
+    def _source_version(self, key: AssetKey) -> str | None:
+        """The latest observed data version of an unpartitioned source."""
         from pipelines.source_versions import observed
 
-        if (key, partition) not in self._sources:
-            partitions_def = self.graph.get(key).partitions_def
-            names = None if partitions_def is None else sorted(
-                self.instance.get_dynamic_partitions(partitions_def.name) if hasattr(partitions_def, "name")
-                and partitions_def.name else partitions_def.get_partition_keys())
-            found = observed(self.instance, key, names)
-            for part, version in found.items():
-                self._sources[(key, part)] = version
-            self._sources.setdefault((key, partition), None)
-        return self._sources[(key, partition)]
+        if key not in self._sources:
+            self._sources[key] = observed(self.instance, key, None).get(None)
+        return self._sources[key]
 
     def provenance_cause(self, key: AssetKey, partition: str | None) -> str | None:
         """Dagster's stale causes that are not a newer dependency (`newer_parent`), read from the data
@@ -215,20 +210,19 @@ class Records:
         for parent in sorted(self.graph.get(key).parent_keys):
             if not self.graph.get(parent).is_observable:
                 continue
-            part = partition if self.graph.get(parent).is_partitioned else None
-            current = self._source_version(parent, part)
-            recorded = provenance.input_data_versions.get(parent)
-            if current is not None and (recorded is None or recorded.value != current):
+            if self.graph.get(parent).is_partitioned and partition is not None:
+                # Dagster records a partitioned input by the event it read: a newer observation of the
+                # partition is a new version (report_source_versions records only changed ones)
+                latest = self._observation_ids(parent).get(partition)
+                read = provenance.input_storage_ids.get(parent)
+                changed = latest is not None and (read is None or latest > read)
+            else:
+                current = self._source_version(parent)
+                recorded = provenance.input_data_versions.get(parent)
+                changed = current is not None and (recorded is None or recorded.value != current)
+            if changed:
                 return f"{name} has a new dependency data version ({parent.to_user_string()})"
         return None
-
-    def stale_cause(self, key: AssetKey, partition: str | None) -> str | None:
-        causes = self.resolver.get_stale_causes(key, partition if self.graph.get(key).is_partitioned else None)
-        if not causes:
-            return None
-        cause = causes[0]
-        dep = f" ({cause.dependency.asset_key.to_user_string()})" if cause.dependency is not None else ""
-        return f"{cause.key.asset_key.to_user_string()} {cause.reason}{dep}"
 
 
 # --- the steps of one run_all -------------------------------------------------------------------------------
@@ -266,7 +260,7 @@ class Steps:
             parent = records.newer_parent(key, partition, latest[key] or 0)
             if parent is not None:
                 return f"{parent.to_user_string()} was materialized after {key.to_user_string()}", ran_before
-            cause = records.stale_cause(key, partition)
+            cause = records.provenance_cause(key, partition)
             if cause is not None:
                 return cause, ran_before
         return None, ran_before

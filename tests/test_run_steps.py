@@ -193,3 +193,16 @@ def test_the_landing_sensor_records_the_folder_version_it_requests(tmp_path: Pat
     from pipelines.sources import discover_landing
 
     assert sv.report_source_versions(instance, landing=sv.landing_versions(discover_landing(), ["toy"])) == 0
+
+
+def test_a_changed_folder_makes_only_its_own_partition_stale(instance: DagsterInstance) -> None:
+    defs = toy_defs()
+    instance.add_dynamic_partitions("benchmark", ["b"])
+    sv.report_source_versions(instance, landing={"a": "a-1", "b": "b-1"})
+    assert run(defs, instance, "raw", "b") and run(defs, instance, "raw", "a")
+    both = report({"raw": 6}, {"raw": {"a": 3, "b": 3}})
+    assert why(defs, instance, [RAW], "a", both) is None and why(defs, instance, [RAW], "b", both) is None
+    sv.report_source_versions(instance, landing={"a": "a-1", "b": "b-2"})
+    assert why(defs, instance, [RAW], "a", both) is None
+    assert why(defs, instance, [RAW], "b", both) == \
+        "raw has a new dependency data version (benchmark_landing_folders)"
