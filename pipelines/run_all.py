@@ -439,6 +439,7 @@ def _run_step(runner: Runner, steps: Steps, step: str, label: str, keys: list[As
         if steps.unchanged(keys, label, force=force):
             return
         outcome = runner.run(label, keys, kind, with_warehouse_checks=with_warehouse_checks)
+        steps.ran()
         runner.report(label, outcome)
 
 
@@ -455,6 +456,7 @@ def _run_partitions(runner: Runner, steps: Steps, plan: RunPlan, partitions: lis
             skipped.append(name)
             continue
         outcome = runner.run(label, keys, "benchmark", partition=name)
+        steps.ran()
         if outcome.result is not None:  # count what was written even when a later step (labels) failed
             runner.report(label, outcome, runner.partition_detail(name, outcome.result))
     report = steps.report

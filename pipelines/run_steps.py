@@ -237,10 +237,18 @@ class Steps:
         self.force = force
         self.instance = instance
         self.records = Records(instance, defs, trusted_since(instance, warehouse_path))
+        self.outdated = False
 
     def refresh(self) -> None:
-        """Re-read the records (after a stage ran: its materializations are what the next stage compares to)."""
-        self.records.refresh()
+        """Re-read the records when something ran since they were read (its materializations are what the next
+        stage compares to); a warm run reads them once."""
+        if self.outdated:
+            self.records.refresh()
+            self.outdated = False
+
+    def ran(self) -> None:
+        """A step ran (or another run_all did): the records must be read again before the next decision."""
+        self.outdated = True
 
     def why_run(self, keys: Sequence[AssetKey], partition: str | None = None) -> tuple[str | None, bool]:
         """Why the step must run (None: every asset is up to date) and whether it ever ran before."""
@@ -312,7 +320,7 @@ class Steps:
             except BlockingIOError:
                 print(f"- {label}: another run_all is running this step: waiting for it", flush=True)
                 fcntl.flock(handle, fcntl.LOCK_EX)
-                self.refresh()
+                self.ran()
                 self.report = integrity.check_warehouse(self.path, per_benchmark=True)
             yield
 
