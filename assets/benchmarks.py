@@ -27,6 +27,7 @@ from models.markdown import markdown_table
 from pipelines.landing import ingest_folder
 from pipelines.partitions import benchmark_partitions
 from pipelines.resources import Warehouse
+from pipelines.source_versions import LANDING_FOLDERS_KEY
 from pipelines.sources import discover_landing, landing_roots
 
 GROUP = "benchmarks"
@@ -64,6 +65,7 @@ def _outputs(frames: dict[str, pl.DataFrame], metadata: dict[str, Any]):
 
 @multi_asset(
     name="benchmark_landing",
+    deps=[LANDING_FOLDERS_KEY],  # its data version per partition: the folder's content hash (assets/sources.py)
     outs={table: AssetOut(metadata=PARTITIONED, description=_DESCRIPTIONS[table], is_required=True)
           for table in TABLES},
     partitions_def=benchmark_partitions,

@@ -33,8 +33,8 @@ from assets import module_assets
 from models import indexes as ix
 from pipelines import readers
 from pipelines.resources import Warehouse
-from pipelines.run_state import index_files_fingerprint
 from pipelines.settings import settings
+from pipelines.source_versions import index_files_fingerprint
 
 GROUP = "analysis"
 PROMPT_WORK = "prompt_work"

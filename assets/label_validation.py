@@ -43,6 +43,7 @@ from pipelines.readers import (
 )
 from pipelines.resources import Warehouse
 from pipelines.settings import settings
+from pipelines.source_versions import REFERENCE_FILES_KEY
 from pipelines.sources import raw_dir
 
 VALIDATION_GROUP = "label_validation"
@@ -144,7 +145,7 @@ def gold_annotation_sample(
 @asset(
     group_name=VALIDATION_GROUP,
     ins={"onet_tasks": AssetIn()},
-    deps=["benchmark_prompts"],
+    deps=["benchmark_prompts", REFERENCE_FILES_KEY],  # REFERENCE_FILES_KEY: it reads files of data/raw
     description="Human gold task labels imported from data/raw/gold_labels/*.csv (docs/gold_labels.md): "
     "benchmark, prompt_id, task_id (null = no O*NET task fits), annotator, source file and line. "
     "Empty when no file is there.",
@@ -226,7 +227,7 @@ def _all_labeler_labels(warehouse: Warehouse, labels: pl.DataFrame, prompts: pl.
 @asset(
     group_name=VALIDATION_GROUP,
     ins={"onet_tasks": AssetIn()},
-    deps=["benchmark_prompts"],
+    deps=["benchmark_prompts", REFERENCE_FILES_KEY],  # REFERENCE_FILES_KEY: it reads files of data/raw
     description="The task-level reference (an LLM judge's labels of a random sample of prompts, two passes "
     "on the development split; data/reference/, or data/raw/reference_labels/ when present), checked "
     "against onet_tasks and the landed prompts: one row per (prompt, pass) of a landed benchmark.",

@@ -21,6 +21,7 @@ from dagster import (
 
 from models import reference as ref
 from pipelines.readers import read_source
+from pipelines.source_versions import REFERENCE_FILES_KEY
 from pipelines.sources import ResolvedSource, resolve_source
 
 GROUP = "reference"
@@ -77,6 +78,7 @@ def _finish(
 
 
 @asset(
+    deps=[REFERENCE_FILES_KEY],  # its data version: the reference files' checksums (assets/sources.py)
     group_name=GROUP,
     kinds=KINDS,
     description=(
@@ -94,6 +96,7 @@ def oews_wages(context: AssetExecutionContext) -> pl.DataFrame:
 
 
 @asset(
+    deps=[REFERENCE_FILES_KEY],  # its data version: the reference files' checksums (assets/sources.py)
     group_name=GROUP,
     kinds=KINDS,
     description=(
@@ -161,6 +164,7 @@ def onet_tasks(context: AssetExecutionContext) -> pl.DataFrame:
 
 
 @asset(
+    deps=[REFERENCE_FILES_KEY],  # its data version: the reference files' checksums (assets/sources.py)
     group_name=GROUP,
     kinds=KINDS,
     ins={"onet_tasks": AssetIn(), "oews_wages": AssetIn()},
@@ -187,6 +191,7 @@ def onet_occupations(
 
 
 @asset(
+    deps=[REFERENCE_FILES_KEY],  # its data version: the reference files' checksums (assets/sources.py)
     group_name=GROUP,
     kinds=KINDS,
     description=(
@@ -209,6 +214,7 @@ def onet_job_titles(context: AssetExecutionContext) -> pl.DataFrame:
 
 
 @asset(
+    deps=[REFERENCE_FILES_KEY],  # its data version: the reference files' checksums (assets/sources.py)
     group_name=GROUP,
     kinds=KINDS,
     description=(
@@ -262,6 +268,7 @@ def occupation_wages(
 
 
 @asset(
+    deps=[REFERENCE_FILES_KEY],  # its data version: the reference files' checksums (assets/sources.py)
     group_name=GROUP,
     kinds=KINDS,
     ins={"onet_tasks": AssetIn(), "occupation_wages": AssetIn()},
@@ -282,6 +289,7 @@ def task_hours(
 
 
 @asset(
+    deps=[REFERENCE_FILES_KEY],  # its data version: the reference files' checksums (assets/sources.py)
     group_name=GROUP,
     kinds=KINDS,
     ins={"onet_tasks": AssetIn()},
@@ -299,6 +307,7 @@ def task_exposure(context: AssetExecutionContext, onet_tasks: pl.DataFrame) -> p
 
 
 @asset(
+    deps=[REFERENCE_FILES_KEY],  # its data version: the reference files' checksums (assets/sources.py)
     group_name=GROUP,
     kinds=KINDS,
     ins={"onet_tasks": AssetIn()},

@@ -142,7 +142,7 @@ def code_snapshot(target: Path) -> Path:
 
 
 def code_version(root: Path = PROJECT_ROOT) -> str:
-    """Short sha256 over the .py files of models/, assets/, pipelines/ (as pipelines.run_state does)."""
+    """Short sha256 over the .py files of models/, assets/, pipelines/ (the bench's marker of which code built a state)."""
     import hashlib
 
     digest = hashlib.sha256()

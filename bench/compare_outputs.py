@@ -25,7 +25,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-VOLATILE_TABLES = {"run_all_state", "task_search_index", "label_cache", "label_failures"}
+VOLATILE_TABLES = {"run_all_state", "warehouse_identity", "task_search_index", "label_cache", "label_failures"}
 VOLATILE_COLUMNS = {"first_seen", "last_changed", "labeled_at", "created_at", "computed_at", "built_at",
                     "materialized_at", "seconds", "build_seconds", "load_seconds", "path", "landing_path",
                     "generated_at", "run_id", "measured_at", "written_at", "updated_at"}

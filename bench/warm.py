@@ -5,8 +5,8 @@
 Starts from a copy of the `cold` state (running bench/cold.py first when there is none), runs
 `python -m pipelines.run_all` again over the same landing zone and reports wall time, peak RSS, time per stage
 and the number of prompts labeled (the `labeler_calls` metadata of every prompt_task_labels materialization,
-cross-checked against the label_cache row count). run_all skips every step whose input fingerprint is
-unchanged (pipelines/run_state.py); `forced` reports a second rerun with `--force`, where every asset is
+cross-checked against the label_cache row count). run_all skips every step whose assets Dagster's records
+call up to date (pipelines/run_steps.py); `forced` reports a second rerun with `--force`, where every asset is
 re-materialized and the labels come from the label cache.
 Target (issue 7): 0 prompts labeled and under 15% of the cold wall time.
 """

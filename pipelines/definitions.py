@@ -6,7 +6,8 @@ calls `code_location` (`@definitions`: nothing is built, and no setting read, wh
 
 Assets and checks are collected from the modules of the `assets` package (`load_assets_from_package_module`),
 so an asset added to any of them is in the code location without a list to edit here. Every asset has a
-`code_version` (`with_code_versions`).
+`code_version` of its own (pipelines/code_versions.py: its module, the project modules it imports, and the
+settings that change results), so Dagster's "stale" badge names the assets a code change affects.
 
 Runs launched by the daemon, `dagster job execute` or `dagster asset materialize` use the multiprocess executor
 (each step in its own process) with at most BENCHMAP_MAX_CONCURRENT (default 2) steps at once per run; the
@@ -25,12 +26,11 @@ from dagster import (
     definitions,
     load_asset_checks_from_package_module,
     load_assets_from_package_module,
-    map_asset_specs,
     multiprocess_executor,
 )
 
 import assets as assets_package
-from pipelines import run_state
+from pipelines import code_versions
 from pipelines.io_manager import WarehouseIOManager
 from pipelines.jobs import JOBS
 from pipelines.resources import Warehouse, build_labeler_resource
@@ -49,21 +49,14 @@ def all_asset_checks() -> list[AssetChecksDefinition]:
     return list(load_asset_checks_from_package_module(assets_package))
 
 
-def with_code_versions(assets: list[AssetsDefinition]) -> list[AssetsDefinition]:
-    """`assets` with a `code_version` on every asset that has none: the fingerprint of the code run_all hashes
-    (models/, assets/, pipelines/, pyproject.toml), so the UI marks assets stale after a code change. An
-    asset's own code_version (the task index's: the offline labeler's source) stays."""
-    version = run_state.code_fingerprint()[:12]  # about 5 ms per Definitions build
-    return list(map_asset_specs(
-        lambda spec: spec if spec.code_version else spec.replace_attributes(code_version=version), assets))
-
-
 def build_definitions(warehouse_path: str | None = None) -> Definitions:
     """Definitions over one warehouse file (tests pass a temporary one; default: the settings' warehouse)."""
     config = settings()
     warehouse = Warehouse(path=warehouse_path or str(config.warehouse))
+    labeler = build_labeler_resource(config)
+    salt = code_versions.settings_fingerprint(labeler, config)
     return Definitions(
-        assets=with_code_versions(all_assets()),
+        assets=code_versions.with_code_versions(all_assets(), salt),
         asset_checks=all_asset_checks(),
         jobs=JOBS,
         sensors=SENSORS,
@@ -72,7 +65,7 @@ def build_definitions(warehouse_path: str | None = None) -> Definitions:
         resources={
             "warehouse": warehouse,
             "io_manager": WarehouseIOManager(warehouse=warehouse),
-            "labeler": build_labeler_resource(config),
+            "labeler": labeler,
         },
     )
 

@@ -7,12 +7,16 @@ partition (its tables, then labels); then the unpartitioned assets downstream of
 exports). Assets are selected from the Definitions by partitioning and dependencies, so assets that other
 domains add later are included.
 
-Steps whose inputs did not change since their last successful run, and whose output tables are still there
-with the rows they had, are skipped (pipelines/run_state.py); `--force` runs every step. `--rebuild` first
-moves a damaged warehouse aside and restores the label cache from the label store (pipelines/restore_labels.py),
-then runs every step: a lost warehouse costs the cheap tables, never a relabel. A deleted warehouse whose label
-store is still there gets its labels back the same way, without being asked. A benchmark whose landing folder
-was removed leaves the tables and the partition list on a plain run (no `--benchmarks`); its labels stay.
+A step runs only when Dagster's records say one of its assets is stale or missing (pipelines/run_steps.py:
+never materialized in this warehouse, an unfinished attempt, a new code version (pipelines/code_versions.py),
+a new source data version (the landing folder hashes and reference file checksums run_all reports first:
+pipelines/source_versions.py), a dependency materialized since, or its output table changed behind Dagster's
+back); `--force` runs every step. The instance's records are trusted only for the warehouse file they describe
+(its identity is stored in it). `--rebuild` first moves a damaged warehouse aside and restores the label cache
+from the label store (pipelines/restore_labels.py), then runs every step: a lost warehouse costs the cheap
+tables, never a relabel. A deleted warehouse whose label store is still there gets its labels back the same
+way, without being asked. A benchmark whose landing folder was removed leaves the tables and the partition
+list on a plain run (no `--benchmarks`); its labels stay, and the analysis runs again.
 
 Output: one line per stage (what ran, rows, seconds) and a summary with the headline numbers of
 `coverage_headline`; Dagster's own log of every run goes to a file whose path is printed (`--verbose` shows it
@@ -52,12 +56,12 @@ from dagster import (
 )
 
 from models import benchmarks as bm
-from pipelines import cli, integrity, restore_labels, run_state
+from pipelines import cli, integrity, restore_labels
 from pipelines import run_report as rr
+from pipelines import source_versions as sv
 from pipelines import warehouse as wh
 from pipelines.jobs import WAREHOUSE_CHECKS
 from pipelines.label_cache import LabelCache
-from pipelines.landing import folder_content_hash
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
 from pipelines.run_steps import Steps
 from pipelines.settings import DEFAULT_WAREHOUSE, PROJECT_ROOT, settings
@@ -277,13 +281,14 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     trust = integrity.trusted(warehouse_path) if warehouse_path else contextlib.nullcontext()
     with trust, open(log_path, "a", encoding="utf-8") as log:  # checked: its in-process runs need not again
         runner = Runner(defs, instance, log=log, verbose=args.verbose)
-        steps = Steps(warehouse_path, report, args.force or restored)
-        reference_fp = run_state.reference_fingerprint(runner.resources.get("labeler"))
+        _report_sources(instance, landing, partitions)
+        steps = Steps(defs, instance, warehouse_path, report, args.force or restored)
         if not args.skip_reference:
-            _run_step(runner, steps, "reference", reference_fp, "reference", plan.reference, "reference")
-        _run_partitions(runner, steps, plan, landing, partitions, reference_fp)
+            _run_step(runner, steps, "reference", "reference", plan.reference, "reference")
+        _run_partitions(runner, steps, plan, partitions)
         if not args.skip_analysis:
-            _run_analysis(runner, steps, plan, reference_fp)
+            _run_step(runner, steps, "analysis", "analysis/exports (+ warehouse-wide benchmark checks)",
+                      plan.downstream, "analysis", with_warehouse_checks=True, force=bool(removed))
     unlabeled = _open_label_failures(warehouse_path, names, runner.resources.get("labeler"))
     _print_summary(runner, names, warehouse_path, log_path, started, skip_analysis=args.skip_analysis,
                    unlabeled=unlabeled)
@@ -406,60 +411,57 @@ def _remove_gone_benchmarks(instance: DagsterInstance, landing: bm.Landing, plan
         if not root_there or (folder is not None and folder.exists()):
             continue  # its root is not reachable now (or the folder is there but not a benchmark): keep it
         removed[name] = wh.delete_benchmark_rows(warehouse_path, name, tables)
-        run_state.forget(warehouse_path, f"partition:{name}")  # the analysis fingerprint changes: it reruns
         instance.delete_dynamic_partition(BENCHMARK_PARTITIONS_NAME, name)
         print(f"  benchmark {name}: its landing folder {folder or '(unknown)'} is gone: removing it from "
               f"{len(removed[name])} tables ({sum(removed[name].values()):,} rows) and the partition list")
     return removed
 
 
-def _run_step(runner: Runner, steps: Steps, step: str, fingerprint: str, label: str, keys: list[AssetKey],
-              kind: str, *, with_warehouse_checks: bool = False) -> None:
-    """An unpartitioned step (reference, analysis): skipped when unchanged, else run, reported, remembered.
-    One run_all at a time runs it: a second one waits, then finds it done (one analysis per set of inputs)."""
+def _report_sources(instance: DagsterInstance, landing: bm.Landing, partitions: list[str]) -> None:
+    """Record the sources' data versions with the instance where they changed (the landing folders of the
+    partitions to run, the reference files), and the index files as updated when they changed since the
+    membership was built: what Dagster's stale status of their dependents compares."""
+    from pipelines.sensors import index_files_event
+
+    sv.report_source_versions(instance, reference=sv.reference_files_version(),
+                              landing=sv.landing_versions(landing, partitions))
+    for event in index_files_event(instance):
+        instance.report_runless_asset_event(event)
+
+
+def _run_step(runner: Runner, steps: Steps, step: str, label: str, keys: list[AssetKey], kind: str, *,
+              with_warehouse_checks: bool = False, force: bool = False) -> None:
+    """An unpartitioned step (reference, analysis): skipped when Dagster finds its assets up to date, else run
+    and reported. One run_all at a time runs it: a second one waits, then finds it done (one analysis per set
+    of inputs)."""
     with steps.exclusive(step, label):
-        if steps.unchanged(step, fingerprint, label):
+        steps.refresh()  # what the previous stage (or the run_all we waited for) materialized
+        if steps.unchanged(keys, label, force=force):
             return
-        steps.attempt(step)
         outcome = runner.run(label, keys, kind, with_warehouse_checks=with_warehouse_checks)
+        steps.ran()
         runner.report(label, outcome)
-        steps.remember(step, fingerprint, outcome.result)
 
 
-def _run_partitions(runner: Runner, steps: Steps, plan: RunPlan, landing: bm.Landing, partitions: list[str],
-                    reference_fp: str) -> None:
-    """Each benchmark partition whose content (or the reference) changed; the skipped ones' counts are added to
-    the totals from the warehouse."""
+def _run_partitions(runner: Runner, steps: Steps, plan: RunPlan, partitions: list[str]) -> None:
+    """Each benchmark partition Dagster finds stale or missing (or with prompts to retry); the skipped ones'
+    counts are added to the totals from the warehouse."""
     skipped: list[str] = []
     retryable = steps.retryable_failures(partitions, runner.resources.get("labeler"))
+    steps.refresh()
     for index, name in enumerate(partitions, start=1):
         keys = plan.landing_only if name == bm.LANDING_PARTITION else plan.partitioned
         label = f"[{index}/{len(partitions)}] {name}"
-        content = (landing.problems_hash() or "none") if name == bm.LANDING_PARTITION else \
-            folder_content_hash(landing.benchmarks[name].path)
-        partition_fp = run_state.partition_fingerprint(reference_fp, content)
-        step = f"partition:{name}"
-        if steps.unchanged(step, partition_fp, label, partition=name,
-                           open_failures=retryable.get(name, 0)):
+        if steps.unchanged(keys, label, partition=name, open_failures=retryable.get(name, 0)):
             skipped.append(name)
             continue
-        steps.attempt(step)
         outcome = runner.run(label, keys, "benchmark", partition=name)
+        steps.ran()
         if outcome.result is not None:  # count what was written even when a later step (labels) failed
             runner.report(label, outcome, runner.partition_detail(name, outcome.result))
-        steps.remember(step, partition_fp, outcome.result)
     report = steps.report
     if skipped and steps.path and report is not None:  # their counts, from the warehouse
         _add_stored_counts(report.counts, report.by_benchmark, skipped, steps.path, runner.totals)
-
-
-def _run_analysis(runner: Runner, steps: Steps, plan: RunPlan, reference_fp: str) -> None:
-    """The unpartitioned assets downstream of the benchmarks, when the reference or any partition changed."""
-    analysis_fp = run_state.analysis_fingerprint(
-        reference_fp, {k[len("partition:"):]: v.fingerprint for k, v in steps.stored.items()
-                       if k.startswith("partition:")})
-    _run_step(runner, steps, "analysis", analysis_fp, "analysis/exports (+ warehouse-wide benchmark checks)",
-              plan.downstream, "analysis", with_warehouse_checks=True)
 
 
 def _open_label_failures(warehouse_path: str | None, names: list[str], labeler: object) -> int:

@@ -54,8 +54,8 @@ from models import benchmarks as bm
 from pipelines.jobs import ANALYSIS_SELECTION, BENCHMARK_SELECTION, REFERENCE_SELECTION, benchmark_refresh_job
 from pipelines.landing import folder_content_hash
 from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
-from pipelines.run_state import index_files_fingerprint
 from pipelines.settings import settings
+from pipelines.source_versions import LANDING_FOLDERS_KEY, index_files_fingerprint, observation
 from pipelines.sources import discover_landing
 
 CURSOR_VERSION = 1
@@ -156,7 +156,9 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
     for problem in landing.problems:
         context.log.warning(f"landing problem ({problem.origin}) {problem.path}: {problem.reason}")
     run_requests = []
+    observations = []  # the folder's data version (assets/sources.py), recorded before the run reads it
     for name, digest, why in plan.refresh:
+        observations.append(observation(LANDING_FOLDERS_KEY, digest, name))
         context.log.info(f"benchmark {name!r}: {why} content {digest[:12]}: requesting a refresh")
         run_requests.append(RunRequest(
             run_key=f"{name}:{digest}",
@@ -165,8 +167,8 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
             tags={"benchmap/benchmark": name, "benchmap/content_hash": digest, "benchmap/trigger": why},
         ))
     cursor = json.dumps(plan.state, sort_keys=True)
-    events = index_files_event(instance)
-    if events:
+    events: list = [*observations, *index_files_event(instance)]
+    if len(events) > len(observations):
         context.log.info("the benchmark index files changed: reporting benchmark_index_files updated")
     if not run_requests:
         message = f"{len(landing.benchmarks)} benchmark folders unchanged"

@@ -176,7 +176,7 @@ class Settings:
 
     def fingerprint_fields(self) -> dict[str, Any]:
         """The settings that change results (paths, concurrency, timing and the key left out), as plain JSON
-        values: what pipelines.run_state hashes."""
+        values: what pipelines.code_versions hashes into every code version."""
         values = {name: getattr(self, name) for name in self.__dataclass_fields__ if name not in _NOT_RESULTS}
         values["validation_floors"] = dict(self.validation_floors) if self.validation_floors else None
         values["has_api_key"] = self.has_api_key

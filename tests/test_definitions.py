@@ -131,16 +131,28 @@ def test_settings_are_read_once_typed_and_never_show_the_key(monkeypatch: pytest
     assert settings().analysis_quiet_s == 8.0  # rebuilt when a variable it reads changes
 
 
-def test_every_asset_has_a_code_version(defs: Any) -> None:
-    """The UI marks an asset stale when its code changed: every asset records the code fingerprint, the task
-    index the offline labeler's own."""
+def test_every_asset_has_a_code_version_of_its_own_code(defs: Any) -> None:
+    """The UI marks an asset stale when its code changed: every asset's version is derived from its own module
+    and what that imports (pipelines/code_versions.py), the task index's is the offline labeler's own."""
     from dagster import AssetKey
 
-    from pipelines import run_state
+    from pipelines import code_versions
+    from pipelines.settings import PROJECT_ROOT
     from pipelines.task_index import offline_code_fingerprint
 
     graph = defs.resolve_asset_graph()
     versions = {k: graph.get(k).code_version for k in graph.materializable_asset_keys}
     assert None not in versions.values()
     assert versions.pop(AssetKey("task_search_index")) == offline_code_fingerprint()
-    assert set(versions.values()) == {run_state.code_fingerprint()[:12]}
+    # assets of one module share a version; modules that import different code have different ones
+    assert versions[AssetKey("onet_tasks")] == versions[AssetKey("oews_wages")]
+    assert versions[AssetKey("onet_tasks")] != versions[AssetKey("task_estimates")]
+    assert len(set(versions.values())) >= 5
+    # "not the whole tree": the reference assets' closure holds no estimator, the estimates' holds one
+    reference = code_versions.module_closure(PROJECT_ROOT / "assets" / "reference.py")
+    estimates = code_versions.module_closure(PROJECT_ROOT / "assets" / "estimates.py")
+    assert PROJECT_ROOT / "models" / "reference" / "__init__.py" in reference
+    assert not any(p.is_relative_to(PROJECT_ROOT / "models" / "estimates") for p in reference)
+    assert any(p.is_relative_to(PROJECT_ROOT / "models" / "estimates") for p in estimates)
+
+

@@ -466,8 +466,8 @@ def test_edited_index_files_refresh_the_analysis_once(tmp_path, monkeypatch):
     from dagster import AssetKey, AssetMaterialization, DagsterInstance, build_sensor_context
 
     from pipelines.definitions import build_definitions
-    from pipelines.run_state import index_files_fingerprint
     from pipelines.sensors import analysis_automation_sensor, benchmark_landing_sensor, changed_index_files
+    from pipelines.source_versions import index_files_fingerprint
 
     folder = tmp_path / "indexes"
     folder.mkdir()

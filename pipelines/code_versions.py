@@ -1,0 +1,137 @@
+"""Per-asset code versions: what Dagster compares to call an asset stale ("has a new code version").
+
+An asset's version is a sha256 over the source of the module that defines it and of every project module that
+module imports, followed transitively through `models/`, `pipelines/` and `assets/` (static imports, read with
+`ast`, including imports inside functions), plus pyproject.toml (the dependency pins) and the settings that
+change results (`pipelines/settings.py` `fingerprint_fields`, and the labeler resource's configuration without
+its key). Editing an estimator in `models/estimates/` marks the assets whose modules use it stale, not every
+asset; changing BENCHMAP_LABELER marks everything stale. About 10 ms per Definitions build (each file read and
+parsed once per process).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import inspect
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from dagster import AssetsDefinition
+
+from pipelines.settings import PROJECT_ROOT, Settings, settings
+
+PACKAGES = ("models", "pipelines", "assets")  # imports followed into these; anything else is a library
+
+
+def settings_fingerprint(labeler: Any = None, config: Settings | None = None) -> str:
+    """The settings that change results and the labeler resource's configuration, never the key."""
+    config = config or settings()
+    resource: dict[str, Any] = {}
+    if labeler is not None and hasattr(labeler, "model_dump"):
+        resource = {k: v for k, v in labeler.model_dump().items() if k != "api_key"}
+    return hashlib.sha256(json.dumps([config.fingerprint_fields(), resource], sort_keys=True, default=str)
+                          .encode()).hexdigest()
+
+
+def module_file(name: str, root: Path = PROJECT_ROOT) -> Path | None:
+    """The file of a project module (`models.estimates.draws` -> models/estimates/draws.py or its package's
+    __init__.py); None for a library or a name that is not a module (an attribute)."""
+    if name.split(".")[0] not in PACKAGES:
+        return None
+    base = root.joinpath(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@functools.cache
+def _imports(path: Path, root: Path) -> tuple[Path, ...]:
+    """The project modules one file imports (`import a.b`, `from a.b import c` where c may be a module)."""
+    tree = ast.parse(path.read_bytes(), filename=str(path))
+    package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])
+    found: set[Path] = set()
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolved against this file's package
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        for name in names:
+            parts = name.split(".")
+            for end in range(1, len(parts) + 1):  # a package's __init__ runs on import too
+                file = module_file(".".join(parts[:end]), root)
+                if file is not None:
+                    found.add(file)
+    return tuple(sorted(found))
+
+
+def module_closure(start: Path, root: Path = PROJECT_ROOT) -> list[Path]:
+    """`start` and every project module it imports, transitively (sorted)."""
+    seen: set[Path] = set()
+    todo = [start]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        todo.extend(_imports(path, root))
+    return sorted(seen)
+
+
+@functools.cache
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def files_version(files: Iterable[Path], salt: str = "", root: Path = PROJECT_ROOT) -> str:
+    digest = hashlib.sha256(salt.encode())
+    for path in [*files, root / "pyproject.toml"]:
+        if path.is_file():
+            digest.update(f"{path.relative_to(root)}\0{_file_digest(path)}\0".encode())
+    return digest.hexdigest()[:12]
+
+
+def defining_file(assets_def: AssetsDefinition) -> Path | None:
+    """The source file of the function an asset (or multi-asset) runs; None when it has none."""
+    try:
+        fn = assets_def.op.compute_fn
+    except Exception:  # noqa: BLE001 - a graph-backed or external asset has no single op
+        return None
+    fn = getattr(fn, "decorated_fn", fn)
+    try:
+        source = inspect.getsourcefile(inspect.unwrap(fn))
+    except TypeError:
+        return None
+    return Path(source).resolve() if source else None
+
+
+def asset_code_version(assets_def: AssetsDefinition, salt: str = "", root: Path = PROJECT_ROOT) -> str | None:
+    """The code version of one asset definition: its module and what it imports (see the module doc)."""
+    start = defining_file(assets_def)
+    if start is None or not start.is_relative_to(root):
+        return None
+    return files_version(module_closure(start, root), salt, root)
+
+
+def with_code_versions(assets: list[Any], salt: str = "") -> list[Any]:
+    """`assets` with a per-asset `code_version` on every asset spec that has none (an asset's own, e.g. the
+    task index's offline labeler fingerprint, stays). One helper for every asset: no version by hand."""
+    out = []
+    for assets_def in assets:
+        materializable = isinstance(assets_def, AssetsDefinition) and assets_def.is_materializable
+        version = asset_code_version(assets_def, salt) if materializable else None
+        if version is None:
+            out.append(assets_def)
+            continue
+        out.append(assets_def.map_asset_specs(
+            lambda spec, v=version: spec if spec.code_version else spec.replace_attributes(code_version=v)))
+    return out

@@ -1,0 +1,208 @@
+"""What run_all runs is what Dagster's records call stale or missing (pipelines/run_steps.py), with per-asset
+code versions (pipelines/code_versions.py) and source data versions (pipelines/source_versions.py).
+
+Small toy graphs on an ephemeral instance: a partitioned observable source -> a partitioned raw asset -> an
+unpartitioned analysis asset, and a reference chain; each test changes one thing and asserts the one reason
+a step must run (or that it is skipped). The run_all behaviour on the mirror is tested in test_integrity,
+test_faults, test_llm_reliability and test_benchmarks.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dagster import (
+    AssetKey,
+    DagsterInstance,
+    Definitions,
+    DynamicPartitionsDefinition,
+    MaterializeResult,
+    asset,
+    materialize,
+)
+
+from pipelines import code_versions as cv
+from pipelines import integrity, run_steps
+from pipelines import source_versions as sv
+
+PARTS = DynamicPartitionsDefinition(name="benchmark")
+
+
+def toy_defs(*, raw_version: str = "1", fail: bool = False) -> Definitions:
+    from assets.sources import benchmark_landing_folders
+
+    @asset(partitions_def=PARTS, deps=[sv.LANDING_FOLDERS_KEY], code_version=raw_version)
+    def raw() -> MaterializeResult:
+        if fail:
+            raise RuntimeError("refused")
+        return MaterializeResult(metadata={"table": "main.raw", "row_count": 3})
+
+    @asset(deps=[raw], code_version="1")
+    def summary() -> MaterializeResult:
+        return MaterializeResult(metadata={"table": "main.summary", "row_count": 1})
+
+    return Definitions(assets=[benchmark_landing_folders, raw, summary])
+
+
+def run(defs: Definitions, instance: DagsterInstance, key: str, partition: str | None = None) -> bool:
+    return materialize(list(defs.assets), selection=[key], instance=instance, partition_key=partition,
+                       raise_on_error=False).success
+
+
+def report(counts: dict[str, int], by_benchmark: dict[str, dict[str, int]] | None = None
+           ) -> integrity.IntegrityReport:
+    return integrity.IntegrityReport(Path("toy"), True, counts=counts, by_benchmark=by_benchmark or {})
+
+
+RAW, SUMMARY = AssetKey("raw"), AssetKey("summary")
+INTACT = report({"raw": 3, "summary": 1}, {"raw": {"a": 3}})
+
+
+@pytest.fixture
+def instance() -> DagsterInstance:
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("benchmark", ["a"])
+    return instance
+
+
+def why(defs: Definitions, instance: DagsterInstance, keys: list[AssetKey], partition: str | None = None,
+        counts: integrity.IntegrityReport = INTACT) -> str | None:
+    steps = run_steps.Steps(defs, instance, None, counts, force=False)
+    return steps.why_run(keys, partition)[0]
+
+
+def test_a_step_runs_until_materialized_then_only_when_its_source_changes(instance: DagsterInstance) -> None:
+    defs = toy_defs()
+    sv.report_source_versions(instance, landing={"a": "hash-1"})
+    assert why(defs, instance, [RAW], "a") == "raw was never materialized in this warehouse"
+    assert run(defs, instance, "raw", "a") and run(defs, instance, "summary")
+    assert why(defs, instance, [RAW], "a") is None and why(defs, instance, [SUMMARY]) is None
+    assert sv.report_source_versions(instance, landing={"a": "hash-1"}) == 0  # same version: nothing recorded
+    assert sv.report_source_versions(instance, landing={"a": "hash-2"}) == 1  # the folder changed
+    assert why(defs, instance, [RAW], "a") == \
+        "raw has a new dependency data version (benchmark_landing_folders)"
+    assert run(defs, instance, "raw", "a")
+    assert why(defs, instance, [RAW], "a") is None
+    # the partitioned -> unpartitioned edge: Dagster's stale status misses it, the storage ids do not
+    assert why(defs, instance, [SUMMARY]) == "raw was materialized after summary"
+    assert run(defs, instance, "summary")
+    assert why(defs, instance, [SUMMARY]) is None
+
+
+def test_a_new_code_version_a_failed_attempt_and_lost_rows_each_make_a_step_run(instance: DagsterInstance) -> None:
+    defs = toy_defs()
+    sv.report_source_versions(instance, landing={"a": "hash-1"})
+    assert run(defs, instance, "raw", "a")
+    assert why(toy_defs(raw_version="2"), instance, [RAW], "a") == "raw has a new code version"
+    assert why(defs, instance, [RAW], "a", report({"raw": 3}, {"raw": {"a": 2}})) == \
+        "its output table raw has 2 rows, 3 when it last succeeded"
+    assert why(defs, instance, [RAW], "a", report({})) == "its output table raw is missing"
+    assert not run(toy_defs(fail=True), instance, "raw", "a")  # an attempt that may have written part of it
+    assert why(defs, instance, [RAW], "a") == "an attempt to materialize raw did not finish"
+    assert run(defs, instance, "raw", "a")
+    assert why(defs, instance, [RAW], "a") is None
+
+
+def test_records_of_another_warehouse_file_are_not_trusted(instance: DagsterInstance, tmp_path: Path) -> None:
+    """The instance lives apart from the warehouse: a deleted or rebuilt warehouse must not look up to date."""
+    defs = toy_defs()
+    warehouse = tmp_path / "benchmap.duckdb"
+    sv.report_source_versions(instance, landing={"a": "hash-1"})
+    first = run_steps.trusted_since(instance, str(warehouse))
+    assert run_steps.trusted_since(instance, str(warehouse)) == first  # the same file: the same trust
+    assert run(defs, instance, "raw", "a")
+    steps = run_steps.Steps(defs, instance, str(warehouse), INTACT, force=False)
+    assert steps.why_run([RAW], "a")[0] is None
+    copy = tmp_path / "copy.duckdb"  # a copy of the file is the same warehouse (bench/ copies states)
+    copy.write_bytes(warehouse.read_bytes())
+    assert run_steps.trusted_since(instance, str(copy)) == first
+    os.remove(warehouse)  # deleted (or moved aside by --rebuild): a new file, a new identity
+    steps = run_steps.Steps(defs, instance, str(warehouse), INTACT, force=False)
+    assert steps.records.since > first
+    assert steps.why_run([RAW], "a")[0] == "raw was never materialized in this warehouse"
+    assert run(defs, instance, "raw", "a")
+    assert run_steps.Steps(defs, instance, str(warehouse), INTACT, force=False).why_run([RAW], "a")[0] is None
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def test_a_code_version_covers_its_module_and_what_it_imports_only(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "pyproject.toml": "[project]\n",
+        "models/__init__.py": "", "models/a.py": "A = 1\n", "models/b.py": "B = 1\n",
+        "models/deep.py": "D = 1\n",
+        "pipelines/__init__.py": "", "pipelines/x.py": "from models import a\nfrom models.deep import D\n",
+        "assets/__init__.py": "",
+        "assets/one.py": "import polars\nfrom pipelines.x import something\n",
+        "assets/two.py": "def f():\n    from models import b  # a function-level import counts too\n",
+    })
+
+    def versions() -> dict[str, str]:
+        return {name: cv.files_version(cv.module_closure(tmp_path / "assets" / name, tmp_path), "", tmp_path)
+                for name in ("one.py", "two.py")}
+
+    closure = {p.relative_to(tmp_path).as_posix() for p in cv.module_closure(tmp_path / "assets/one.py", tmp_path)}
+    assert closure == {"assets/one.py", "pipelines/__init__.py", "pipelines/x.py", "models/__init__.py",
+                       "models/a.py", "models/deep.py"}
+    before = versions()
+    cv._file_digest.cache_clear()
+    write(tmp_path, {"models/deep.py": "D = 2\n"})  # used by one.py through pipelines/x.py only
+    after = versions()
+    assert after["one.py"] != before["one.py"] and after["two.py"] == before["two.py"]
+    cv._file_digest.cache_clear()
+    write(tmp_path, {"models/b.py": "B = 2\n"})
+    assert versions()["two.py"] != after["two.py"]
+
+
+def test_the_settings_that_change_results_are_in_every_code_version(monkeypatch: Any) -> None:
+    from pipelines.settings import settings
+
+    base = cv.settings_fingerprint(None, settings())
+    monkeypatch.setenv("BENCHMAP_LABELER", "openai")
+    assert cv.settings_fingerprint(None, settings()) != base
+
+
+def test_the_landing_sensor_records_the_folder_version_it_requests(tmp_path: Path, monkeypatch: Any) -> None:
+    """A sensor-launched refresh reads the version the sensor recorded: the next run_all does not redo it."""
+    from dagster import build_sensor_context
+
+    from pipelines.sensors import benchmark_landing_sensor
+
+    folder = tmp_path / "raw" / "benchmarks" / "toy"
+    folder.mkdir(parents=True)
+    (folder / "prompts.jsonl").write_text('{"prompt_id": "1", "prompt": "Reconcile the ledger."}\n')
+    (tmp_path / "mirror").mkdir()
+    monkeypatch.setenv("BENCHMAP_RAW_DIR", str(tmp_path / "raw"))
+    monkeypatch.setenv("BENCHMAP_MIRROR", str(tmp_path / "mirror"))
+    instance = DagsterInstance.ephemeral()
+    result = benchmark_landing_sensor(build_sensor_context(instance=instance))
+    (request,) = result.run_requests
+    observations = [e for e in result.asset_events if e.asset_key == sv.LANDING_FOLDERS_KEY]
+    assert [(o.partition, o.tags["dagster/data_version"]) for o in observations] == \
+        [("toy", request.tags["benchmap/content_hash"])]
+    for event in result.asset_events:
+        instance.report_runless_asset_event(event)
+    # run_all reports the same version: nothing new recorded
+    from pipelines.sources import discover_landing
+
+    assert sv.report_source_versions(instance, landing=sv.landing_versions(discover_landing(), ["toy"])) == 0
+
+
+def test_a_changed_folder_makes_only_its_own_partition_stale(instance: DagsterInstance) -> None:
+    defs = toy_defs()
+    instance.add_dynamic_partitions("benchmark", ["b"])
+    sv.report_source_versions(instance, landing={"a": "a-1", "b": "b-1"})
+    assert run(defs, instance, "raw", "b") and run(defs, instance, "raw", "a")
+    both = report({"raw": 6}, {"raw": {"a": 3, "b": 3}})
+    assert why(defs, instance, [RAW], "a", both) is None and why(defs, instance, [RAW], "b", both) is None
+    sv.report_source_versions(instance, landing={"a": "a-1", "b": "b-2"})
+    assert why(defs, instance, [RAW], "a", both) is None
+    assert why(defs, instance, [RAW], "b", both) == \
+        "raw has a new dependency data version (benchmark_landing_folders)"
