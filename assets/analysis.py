@@ -26,8 +26,8 @@ from models import regression as reg
 from models import scores
 from models.markdown import markdown_table
 from models.sources import ONET_VERSION
-from pipelines import label_cache
-from pipelines.resources import Warehouse
+from resources import label_cache
+from resources.dagster_resources import Warehouse
 
 GROUP = "analysis"
 KINDS = {"polars", "duckdb"}

@@ -22,13 +22,13 @@ from dagster import (
     multi_asset,
 )
 
+from assets.partitions import benchmark_partitions
 from models import benchmarks as bm
 from models.markdown import markdown_table
-from pipelines.landing import ingest_folder
-from pipelines.partitions import benchmark_partitions
-from pipelines.resources import Warehouse
-from pipelines.source_versions import LANDING_FOLDERS_KEY
-from pipelines.sources import discover_landing, landing_roots
+from resources.dagster_resources import Warehouse
+from resources.landing import ingest_folder
+from resources.source_versions import LANDING_FOLDERS_KEY
+from resources.sources import discover_landing, landing_roots
 
 GROUP = "benchmarks"
 PARTITIONED = {"partition_expr": "benchmark"}

@@ -36,8 +36,8 @@ from models import coverage as cov
 from models import estimates as es
 from models import regression as reg
 from models.report.answer import answer_figures
-from pipelines.readers import REFERENCE_DIR, load_reference, read_labeler_oof
-from pipelines.resources import Warehouse
+from resources.dagster_resources import Warehouse
+from resources.readers import REFERENCE_DIR, load_reference, read_labeler_oof
 
 GROUP = "estimates"
 KINDS = {"polars", "duckdb"}

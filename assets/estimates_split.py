@@ -10,8 +10,8 @@ from typing import Any
 import polars as pl
 
 from models import estimates as es
-from pipelines.readers import load_stack_fit, read_selector_oof
-from pipelines.resources import Warehouse
+from resources.dagster_resources import Warehouse
+from resources.readers import load_stack_fit, read_selector_oof
 
 
 def split_relabeler(warehouse: Warehouse, labeler_version: str | None, texts: pl.DataFrame, problem: es.Problem,

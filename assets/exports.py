@@ -5,7 +5,7 @@
 - `report_summary`: `summary.md`, opening with the one-line answer (models/report/answer.py).
 - `exports`: every table as Parquet + CSV, one XLSX workbook, `data_dictionary.md`, the tidy `release.csv` /
   `release.parquet` with `data_documentation.md`, and `manifest.json` (written last); then the run's folder is
-  published as a release -- only when a published figure changed (pipelines/release.py).
+  published as a release -- only when a published figure changed (resources/release.py).
 - `headline_history`: one row per release and headline quantity (also `exports/headline_history.csv`), with the
   latest headline as numeric metadata the Dagster UI plots over runs.
 
@@ -42,13 +42,13 @@ from models import exports as ex
 from models import figures as fg
 from models import indexes as ix
 from models import report
-from pipelines import export_files as ef
-from pipelines import export_writer as ew
-from pipelines import release as rl
-from pipelines.coverage_map_queries import ESTIMATES_RELATION
-from pipelines.readers import read_text
-from pipelines.resources import LabelerResource, Warehouse
-from pipelines.sources import source_checksums
+from resources import export_files as ef
+from resources import export_writer as ew
+from resources import release as rl
+from resources.coverage_map_queries import ESTIMATES_RELATION
+from resources.dagster_resources import LabelerResource, Warehouse
+from resources.readers import read_text
+from resources.sources import source_checksums
 
 R = TypeVar("R")
 GROUP = "exports"

@@ -32,7 +32,7 @@ from models import gaps
 from models import indexes as ix
 from models.coverage import LABEL_COUNT_SCHEMA
 from models.markdown import markdown_table
-from pipelines.resources import Warehouse
+from resources.dagster_resources import Warehouse
 
 GROUP = "gaps"
 LABELS = "prompt_task_labels"

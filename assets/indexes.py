@@ -31,10 +31,10 @@ from dagster import (
 from assets import labels as label_assets
 from assets import module_assets
 from models import indexes as ix
-from pipelines import readers
-from pipelines.resources import Warehouse
-from pipelines.settings import settings
-from pipelines.source_versions import index_files_fingerprint
+from resources import readers
+from resources.dagster_resources import Warehouse
+from resources.settings import settings
+from resources.source_versions import index_files_fingerprint
 
 GROUP = "analysis"
 PROMPT_WORK = "prompt_work"

@@ -14,15 +14,15 @@ sample of the benchmark are stored, which it then clears.
 import polars as pl
 from dagster import AssetExecutionContext, AssetOut, Config, MetadataValue, Output, multi_asset
 
+from assets.partitions import benchmark_partitions
 from models import estimates as es
 from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
 from models.report import markdown_table
 from models.sources import ONET_VERSION
-from pipelines.label_cache import LabelCache
-from pipelines.partitions import benchmark_partitions
-from pipelines.resources import LabelerResource, Warehouse
-from pipelines.settings import settings
+from resources.dagster_resources import LabelerResource, Warehouse
+from resources.label_cache import LabelCache
+from resources.settings import settings
 
 KINDS = {"polars", "duckdb"}
 PARTITIONED = {"partition_expr": "benchmark"}

@@ -4,7 +4,7 @@
   `labeler_agreement`: unpartitioned, so a per-benchmark refresh job does not recompute them; they are
   downstream of the benchmark tables and land in the analysis refresh job.
 
-The prompts and labels they read come through pipelines/label_queries.py (only the human-labeled or sampled
+The prompts and labels they read come through resources/label_queries.py (only the human-labeled or sampled
 prompts, never the whole label table).
 """
 
@@ -31,9 +31,10 @@ from models.labeling.base import PromptRecord
 from models.labeling.stacking import stacked_on
 from models.labeling.stacking_cv import NEIGHBOUR_GRID
 from models.sources import ONET_VERSION
-from pipelines.export_files import write_csv
-from pipelines.label_cache import other_labelers_labels
-from pipelines.readers import (
+from resources.dagster_resources import Warehouse
+from resources.export_files import write_csv
+from resources.label_cache import other_labelers_labels
+from resources.readers import (
     REFERENCE_DIR,
     gold_files,
     load_reference,
@@ -41,10 +42,9 @@ from pipelines.readers import (
     load_stack_fit,
     read_gold_csv,
 )
-from pipelines.resources import Warehouse
-from pipelines.settings import settings
-from pipelines.source_versions import REFERENCE_FILES_KEY
-from pipelines.sources import raw_dir
+from resources.settings import settings
+from resources.source_versions import REFERENCE_FILES_KEY
+from resources.sources import raw_dir
 
 VALIDATION_GROUP = "label_validation"
 GOLD_DIR_NAME = "gold_labels"
@@ -87,7 +87,7 @@ def _validation_inputs(
     warehouse: Warehouse, gold_task_labels: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The human-labeled prompts (VALIDATION_PROMPT_COLUMNS) and their labels, filtered in DuckDB
-    (pipelines.label_queries.validation_inputs)."""
+    (resources.label_queries.validation_inputs)."""
     prompt_schema = {c: PROMPT_COLUMNS[c] for c in VALIDATION_PROMPT_COLUMNS}
     return warehouse.validation_inputs(gold_task_labels, prompt_schema, lc.LABEL_COLUMNS)
 
@@ -504,7 +504,7 @@ class ValidationFloorsConfig(Config):
 def _floors(config: ValidationFloorsConfig) -> dict[str, float]:
     if config.floors:
         return dict(config.floors)
-    from_env = settings().validation_floors  # BENCHMAP_VALIDATION_FLOORS, parsed once (pipelines/settings.py)
+    from_env = settings().validation_floors  # BENCHMAP_VALIDATION_FLOORS, parsed once (resources/settings.py)
     if from_env:
         return dict(from_env)
     return dict(val.DEFAULT_FLOORS)

@@ -4,7 +4,7 @@
   pickled next to the warehouse (data/warehouse/task_index/), its path recorded in a one-row table keyed by
   O*NET version + index version, so benchmark partitions load it instead of rebuilding it.
 - `prompt_task_labels` (group "labels", partitioned by benchmark): labels through the label cache (the loop
-  in models/labeling/cache.py, the store in pipelines/label_cache.py): only prompts whose hash has no cached
+  in models/labeling/cache.py, the store in resources/label_cache.py): only prompts whose hash has no cached
   labels for this (O*NET version, labeler, model, template version) reach the labeler; each batch is
   committed as it completes; failures go to `label_failures` and are retried next run. Runs in the "llm_api"
   concurrency pool, whichever labeler is configured: a decorator argument is fixed when this module is
@@ -41,16 +41,16 @@ from dagster import (
     multi_asset,
 )
 
+from assets.partitions import benchmark_partitions
 from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
 from models.markdown import markdown_table as md_table
 from models.sources import ONET_VERSION
-from pipelines import task_index
-from pipelines.partitions import benchmark_partitions
-from pipelines.readers import REFERENCE_DIR, load_reference, load_stack_fit
-from pipelines.resources import LabelerResource, Warehouse
-from pipelines.settings import settings
-from pipelines.sources import raw_dir
+from resources import task_index
+from resources.dagster_resources import LabelerResource, Warehouse
+from resources.readers import REFERENCE_DIR, load_reference, load_stack_fit
+from resources.settings import settings
+from resources.sources import raw_dir
 
 GROUP = "labels"
 INDEX_GROUP = "reference"
@@ -168,7 +168,7 @@ def neighbour_step(warehouse: Warehouse, benchmark: str, prompts: list[PromptRec
     for the labeler's selector (another labeler, or a stale fit: said in the metadata)."""
     from models.labeling.neighbours import BenchmarkSample
     from models.labeling.stacking import judged_fingerprint, stacked_label_sets, task_codes_of
-    from pipelines import neighbour_cache
+    from resources import neighbour_cache
 
     if not settings().neighbour_step:
         return labels_by_hash, impl.labeler_version, {"neighbour_step": "off (BENCHMAP_NEIGHBOUR_STEP)"}

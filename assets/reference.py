@@ -1,8 +1,8 @@
 """Reference tables: O*NET 29.2, OEWS May 2024, task shares, exposure labels, WORKBank.
 
-Thin wrappers: each asset resolves its source files (`pipelines.sources.resolve_source`: data/raw, then
+Thin wrappers: each asset resolves its source files (`resources.sources.resolve_source`: data/raw, then
 $BENCHMAP_MIRROR, then the official URL), reads them into the pure parsers of `models.reference`
-(`pipelines.readers.read_source`), calls its builders, records the
+(`resources.readers.read_source`), calls its builders, records the
 source version, sha256, row counts and match rates as metadata and returns a polars frame that the
 `WarehouseIOManager` writes as table `<asset name>` in one transaction. A parser error (`InputError` naming
 the file and line) fails the step before anything is written, so the table already in the warehouse stays
@@ -20,9 +20,9 @@ from dagster import (
 )
 
 from models import reference as ref
-from pipelines.readers import read_source
-from pipelines.source_versions import REFERENCE_FILES_KEY
-from pipelines.sources import ResolvedSource, resolve_source
+from resources.readers import read_source
+from resources.source_versions import REFERENCE_FILES_KEY
+from resources.sources import ResolvedSource, resolve_source
 
 GROUP = "reference"
 KINDS = {"polars", "duckdb"}

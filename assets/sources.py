@@ -1,5 +1,5 @@
 """The project's sources as observable source assets: Dagster's data versions of what the raw-loading assets
-read (pipelines/source_versions.py computes them; run_all reports them before it decides what is stale).
+read (resources/source_versions.py computes them; run_all reports them before it decides what is stale).
 
 - `reference_source_files`: the checksums of the reference files (data/raw and the mirror outside benchmarks/);
   the reference assets and the label-validation assets that read files depend on it.
@@ -15,9 +15,9 @@ import warnings
 
 from dagster import BetaWarning, DataVersion, DataVersionsByPartition, observable_source_asset
 
-from pipelines import source_versions as sv
-from pipelines.partitions import benchmark_partitions
-from pipelines.sources import discover_landing
+from assets.partitions import benchmark_partitions
+from resources import source_versions as sv
+from resources.sources import discover_landing
 
 
 def _reference_version() -> DataVersion:

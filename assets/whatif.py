@@ -25,8 +25,8 @@ from pydantic import Field
 
 from models import gaps
 from models.report import markdown_table
-from pipelines import whatif
-from pipelines.resources import LabelerResource, Warehouse
+from resources import whatif
+from resources.dagster_resources import LabelerResource, Warehouse
 
 GROUP = "gaps"
 WHATIF_DEPS = [
@@ -56,7 +56,7 @@ def _build_labeler(resource: LabelerResource, warehouse: Warehouse, log: Any = N
 
 def _cached_labels(warehouse: Warehouse, labeler: Any, hashes: list[str]) -> dict[str, list[Any]]:
     from models.sources import ONET_VERSION
-    from pipelines.label_cache import CacheKey
+    from resources.label_cache import CacheKey
 
     return warehouse.label_cache().read(CacheKey.for_labeler(labeler, ONET_VERSION), hashes)
 

@@ -47,8 +47,8 @@ def one(warehouse: str, factor: int, draws: int) -> dict:
 
     from assets.estimates import read_inputs, regressions_mi, split_check
     from models import estimates as es
-    from pipelines import warehouse as wh
-    from pipelines.resources import Warehouse
+    from resources import warehouse as wh
+    from resources.dagster_resources import Warehouse
 
     times: dict[str, float] = {}
     started = time.perf_counter()

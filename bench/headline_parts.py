@@ -22,7 +22,7 @@ import polars as pl
 from assets import estimates as ea
 from assets import indexes as ia
 from models import estimates as es
-from pipelines.resources import Warehouse
+from resources.dagster_resources import Warehouse
 
 
 def headline(wh: Warehouse, timings: dict[str, float]) -> dict[str, pl.DataFrame | None]:

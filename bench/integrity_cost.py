@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/integrity_cost.py [--warehouse PATH] [--factors 1,50] [--repeat 3]
 
-The checksum pass (pipelines/integrity.py, issue 26) reads every value of every table so that DuckDB verifies
+The checksum pass (resources/integrity.py, issue 26) reads every value of every table so that DuckDB verifies
 each block's checksum: it finds bytes damaged inside the file, which the length/catalog/row-count check
 (`checksums=False`, the check before) does not. Measured on the given warehouse (default: BENCHMAP_WAREHOUSE or
 data/warehouse/benchmap.duckdb, a `python -m pipelines.run_all` over the mirror) and, for each factor F > 1, on
@@ -46,7 +46,7 @@ def replicate(source: Path, target: Path, factor: int) -> None:
 
 
 def measure(path: Path, repeat: int) -> dict:
-    from pipelines import integrity
+    from resources import integrity
 
     out: dict = {"file_mib": common.mib(path.stat().st_size)}
     for label, checksums in (("counts_only_s", False), ("with_checksums_s", True)):
@@ -66,7 +66,7 @@ def measure(path: Path, repeat: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pipelines.settings import settings
+    from resources.settings import settings
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--warehouse", type=Path, default=None)

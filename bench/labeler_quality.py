@@ -26,9 +26,9 @@ from models.labeling import selector_cv as cv  # noqa: E402
 from models.labeling.base import PromptRecord  # noqa: E402
 from models.labeling.offline import OfflineLabeler  # noqa: E402
 from pipelines import fit_labeler  # noqa: E402
-from pipelines.landing import read_prompts  # noqa: E402
-from pipelines.readers import REFERENCE_DIR, load_selector_fit  # noqa: E402
-from pipelines.sources import discover_landing  # noqa: E402
+from resources.landing import read_prompts  # noqa: E402
+from resources.readers import REFERENCE_DIR, load_selector_fit  # noqa: E402
+from resources.sources import discover_landing  # noqa: E402
 
 
 def throughput(index: object, n: int = 2000) -> dict:

@@ -36,7 +36,7 @@ TARGET_OFFLINE_PER_S = 50.0
 def distinct_prompts(mirror: Path) -> tuple[list[Any], dict[str, int]]:
     from models.benchmarks import PROMPTS_FILE
     from models.labeling.base import PromptRecord
-    from pipelines.landing import discover, read_prompts
+    from resources.landing import discover, read_prompts
 
     landing = discover([("mirror", mirror / "benchmarks")])
     seen: set[str] = set()
@@ -78,7 +78,7 @@ def summary(values: list[int]) -> dict[str, float]:
 def offline_run(index: Any, prompts: list[Any]) -> dict[str, Any]:
     from models.labeling.cache import batched
     from models.labeling.offline import OfflineLabeler
-    from pipelines.readers import load_selector_fit
+    from resources.readers import load_selector_fit
 
     labeler = OfflineLabeler.calibrated(index, load_selector_fit())
     started = time.perf_counter()
@@ -103,7 +103,7 @@ def offline_run(index: Any, prompts: list[Any]) -> dict[str, Any]:
 def openai_run(index: Any, prompts: list[Any], base_url: str, model: str, *, concurrency: int,
                timeout_s: float, server: str) -> dict[str, Any]:
     from models.labeling.llm_config import LLMConfig
-    from pipelines.llm_labeler import OpenAILabeler
+    from resources.llm_labeler import OpenAILabeler
 
     config = LLMConfig(model=model, base_url=base_url, max_concurrency=concurrency, timeout_s=timeout_s,
                        max_retries=2, backoff_base_s=0.2, response_format="auto")
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from models.labeling import offline
-    from pipelines.readers import load_onet_reference_frames
+    from resources.readers import load_onet_reference_frames
 
     mirror = common.mirror_path()
     machine = common.machine()
@@ -169,8 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError as exc:
             result["openai_llama_cpp"] = {"skipped": f"local-llm extra not installed ({exc})"}
         else:
-            from pipelines.local_server import LocalLLMServer
-            from pipelines.settings import settings
+            from resources.local_server import LocalLLMServer
+            from resources.settings import settings
 
             small = stratified(records, args.llama_prompts, seed=5)
             common.log(f"[throughput] starting llama.cpp (Gemma 3 270M) for {len(small)} prompts ...")

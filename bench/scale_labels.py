@@ -12,7 +12,7 @@ prompt ids `<id>~p<k>`); results files are not replicated (ingest of results is 
 Each factor runs in its own child process (peak RSS per factor), stage by stage, the way a partition run does
 them but without Dagster and without the warehouse's label cache:
 - `index`: unpickling the task index (built once in the parent: a fixed cost, reported as `index_build`);
-- `ingest`: `pipelines.landing.read_prompts` (models.benchmarks.parse_prompts) of every benchmark's file;
+- `ingest`: `resources.landing.read_prompts` (models.benchmarks.parse_prompts) of every benchmark's file;
 - `label`: per benchmark, the calibrated offline labeler's `prepare` (the benchmark's context) and `label`
   in batches of 256 (the pipeline's batch size), then `models.labeling.cache.labels_frame`;
 - `write`: the label frames inserted into a fresh DuckDB file (one table, one insert per benchmark).
@@ -101,8 +101,8 @@ def child(landing: Path, index_path: Path, out_db: Path) -> dict[str, Any]:
     from models.labeling.base import PromptRecord
     from models.labeling.cache import labels_frame
     from models.labeling.offline import OfflineLabeler
-    from pipelines.landing import read_prompts
-    from pipelines.readers import load_selector_fit
+    from resources.landing import read_prompts
+    from resources.readers import load_selector_fit
 
     stages: dict[str, dict[str, float]] = {}
 
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from models.labeling import offline
-    from pipelines.readers import load_onet_reference_frames
+    from resources.readers import load_onet_reference_frames
 
     mirror = common.mirror_path()
     work = Path(tempfile.mkdtemp(prefix="scale-labels-", dir=common.state_root() if common.state_root().exists()

@@ -3,7 +3,7 @@
 A benchmark is a folder `<root>/<name>/` under `data/raw/benchmarks/` or `$BENCHMAP_MIRROR/benchmarks/`
 holding `prompts.jsonl`, optionally `results.csv` and `benchmark.toml` (or `.yaml`/`.yml`). A folder under
 data/raw wins over the mirror's folder of the same name (the whole folder; files are never mixed between roots).
-The folders are found and their files read in `pipelines/landing.py` (`discover`, `read_folder`); the
+The folders are found and their files read in `resources/landing.py` (`discover`, `read_folder`); the
 functions here take the files' bytes (`files`: file name -> bytes, CONTENT_FILES that exist).
 
 Parsing never raises on bad lines: each line that cannot be taken becomes a reject row (file, line number,
@@ -116,7 +116,7 @@ def landing_from_listing(roots: Iterable[tuple[str, Iterable[tuple[Path, bool | 
     """Every benchmark folder of the landing roots (earlier roots win) and every folder that cannot be one.
 
     `roots`: per root, highest priority first, (origin, [(folder, has a prompts.jsonl file), ...]) of its
-    sub-folders in name order, hidden ones left out (`pipelines.landing.discover` lists them); instead of the
+    sub-folders in name order, hidden ones left out (`resources.landing.discover` lists them); instead of the
     bool, a text says why the folder is refused (a link outside the landing zone)."""
     landing = Landing()
     invalid: dict[str, LandingProblem] = {}
@@ -451,7 +451,7 @@ def ingest_benchmark(folder: BenchmarkFolder, files: Mapping[str, bytes], *,
                      previous: Mapping[str, Any] | None = None, now: datetime | None = None,
                      refused: Mapping[str, str] | None = None) -> IngestedBenchmark:
     """Parse one benchmark folder's files (file name -> bytes of the CONTENT_FILES it has; read by
-    `pipelines.landing.read_folder`) into the four tables' rows.
+    `resources.landing.read_folder`) into the four tables' rows.
 
     `previous` is the benchmark's existing registry row (or None): its first_seen is kept, and last_changed is
     kept when the content hash is unchanged. `refused`: file name -> why, for files not read (a link outside

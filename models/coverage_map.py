@@ -11,7 +11,7 @@ The page recomputes coverage in the browser from per-task, per-benchmark prompt 
 subset is exact: a task's count is the sum over the selected benchmarks (prompts are distinct per benchmark).
 `occupation_shares` is the same computation in Python, for tests.
 
-Pure: the counts and examples arrive aggregated (`MapAggregates`); pipelines/coverage_map_queries.py
+Pure: the counts and examples arrive aggregated (`MapAggregates`); resources/coverage_map_queries.py
 aggregates them in DuckDB, against the warehouse (`build_coverage_map_from_warehouse`: the label table and
 prompt texts are never loaded whole) or against frames (`coverage_map_data` / `build_coverage_map`), and calls
 `coverage_map_data_from_aggregates` and `coverage_map_html` here.
@@ -86,7 +86,7 @@ def _clip(text: str | None, limit: int) -> str:
 @dataclass(frozen=True)
 class MapAggregates:
     """What the page needs of the labels, already aggregated (over the chosen labeler's labels of the map's
-    occupations; pipelines/coverage_map_queries.py computes it in DuckDB, so memory does not grow with the
+    occupations; resources/coverage_map_queries.py computes it in DuckDB, so memory does not grow with the
     labels or prompts). Frames in the order the page lists them (by code, task, benchmark)."""
 
     labeler: str | None

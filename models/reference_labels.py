@@ -7,7 +7,7 @@ labeler task by task (`task_metrics`, `labeler_reference_metrics`), and weightin
 whole benchmarks (models/estimates/, with `sampling_design`).
 
 Parsing is pure (`parse_reference` takes a file's bytes, `parse_reference_lines` its lines); the files are
-read, and the vendored folder data/reference/ is located, in `pipelines/readers.py` (`read_reference`,
+read, and the vendored folder data/reference/ is located, in `resources/readers.py` (`read_reference`,
 `load_reference`, `sampling_design`).
 """
 

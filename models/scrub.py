@@ -5,7 +5,7 @@
 - the value after `Authorization:` / `Bearer` / `api_key=` (whatever the token looks like);
 - any `sk-...`-shaped token (OpenAI-style keys, also those the process does not know, e.g. a proxy's own key)
 
-by `[redacted]`. Pure: the secrets the process knows are collected by `pipelines.untrusted`.
+by `[redacted]`. Pure: the secrets the process knows are collected by `resources.untrusted`.
 """
 
 from __future__ import annotations

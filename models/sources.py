@@ -1,6 +1,6 @@
 """The source files benchmap reads: where each is published, its version and licence (pure constants).
 
-Finding a file (data/raw, then the mirror, then a download) is I/O and lives in `pipelines.sources`.
+Finding a file (data/raw, then the mirror, then a download) is I/O and lives in `resources.sources`.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 
 from models.errors import InputError, SourceNotFoundError
-from pipelines.warehouse import DiskFull, WarehouseLockTimeout, free_mib
+from resources.warehouse import DiskFull, WarehouseLockTimeout, free_mib
 
 DEBUG_FLAG = "--debug"
 DEBUG_HELP = f"{DEBUG_FLAG}: show the full traceback of an error instead of one line"

@@ -3,7 +3,7 @@
 An asset's version is a sha256 over the source of the module that defines it and of every project module that
 module imports, followed transitively through `models/`, `pipelines/` and `assets/` (static imports, read with
 `ast`, including imports inside functions), plus pyproject.toml (the dependency pins) and the settings that
-change results (`pipelines/settings.py` `fingerprint_fields`, and the labeler resource's configuration without
+change results (`resources/settings.py` `fingerprint_fields`, and the labeler resource's configuration without
 its key). Editing an estimator in `models/estimates/` marks the assets whose modules use it stale, not every
 asset; changing BENCHMAP_LABELER marks everything stale. About 10 ms per Definitions build (each file read and
 parsed once per process).
@@ -22,9 +22,9 @@ from typing import Any
 
 from dagster import AssetsDefinition
 
-from pipelines.settings import PROJECT_ROOT, Settings, settings
+from resources.settings import PROJECT_ROOT, Settings, settings
 
-PACKAGES = ("models", "pipelines", "assets")  # imports followed into these; anything else is a library
+PACKAGES = ("models", "resources", "assets", "pipelines")  # imports followed into these; anything else is a library
 
 
 def settings_fingerprint(labeler: Any = None, config: Settings | None = None) -> str:

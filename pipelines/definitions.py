@@ -31,12 +31,12 @@ from dagster import (
 
 import assets as assets_package
 from pipelines import code_versions
-from pipelines.io_manager import WarehouseIOManager
 from pipelines.jobs import JOBS
-from pipelines.resources import Warehouse, build_labeler_resource
 from pipelines.schedules import SCHEDULES
 from pipelines.sensors import SENSORS
-from pipelines.settings import settings
+from resources.dagster_resources import Warehouse, build_labeler_resource
+from resources.io_manager import WarehouseIOManager
+from resources.settings import settings
 
 
 def all_assets() -> list[AssetsDefinition]:

@@ -37,9 +37,9 @@ from models.labeling import selector_cv as cv
 from models.labeling.offline import OfflineLabelerConfig, TaskIndex
 from models.labeling.selector import TrainingPrompt
 from models.reference_labels import SPLIT_FILES
-from pipelines.landing import read_prompts
-from pipelines.readers import FIT_PATH, REFERENCE_DIR, load_onet_reference_frames, load_reference
-from pipelines.sources import discover_landing, resolve_source
+from resources.landing import read_prompts
+from resources.readers import FIT_PATH, REFERENCE_DIR, load_onet_reference_frames, load_reference
+from resources.sources import discover_landing, resolve_source
 
 OOF_FILE = "selector_oof.json"  # the held-out label sets of the cross-validation, beside the fit
 STACK_FILE = "neighbour_fit.json"  # the neighbour stack, beside the selector's fit
@@ -104,7 +104,7 @@ def fit_stack(reference_folder: Path, selector_path: Path, *, write: bool,
     from models.labeling.neighbours import judged_texts
     from models.labeling.selector import SelectorFit
     from models.reference_labels import per_prompt_metrics
-    from pipelines.readers import load_onet_reference_frames
+    from resources.readers import load_onet_reference_frames
 
     started = time.perf_counter()
     selector = SelectorFit.from_json(selector_path.read_text(encoding="utf-8"))

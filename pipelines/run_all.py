@@ -1,6 +1,6 @@
 """Materialize everything into the Dagster instance at DAGSTER_HOME: `python -m pipelines.run_all`.
 
-Order: check the warehouse (pipelines/integrity.py: the file is whole and every table reads; a damaged file
+Order: check the warehouse (resources/integrity.py: the file is whole and every table reads; a damaged file
 stops the run with the recovery command); register one dynamic partition per benchmark found in the landing
 zone; materialize the unpartitioned assets that do not depend on benchmarks (reference data); each benchmark
 partition (its tables, then labels); then the unpartitioned assets downstream of the benchmarks (analysis, gaps,
@@ -10,7 +10,7 @@ domains add later are included.
 A step runs only when Dagster's records say one of its assets is stale or missing (pipelines/run_steps.py:
 never materialized in this warehouse, an unfinished attempt, a new code version (pipelines/code_versions.py),
 a new source data version (the landing folder hashes and reference file checksums run_all reports first:
-pipelines/source_versions.py), a dependency materialized since, or its output table changed behind Dagster's
+resources/source_versions.py), a dependency materialized since, or its output table changed behind Dagster's
 back); `--force` runs every step. The instance's records are trusted only for the warehouse file they describe
 (its identity is stored in it). `--rebuild` first moves a damaged warehouse aside and restores the label cache
 from the label store (pipelines/restore_labels.py), then runs every step: a lost warehouse costs the cheap
@@ -55,18 +55,19 @@ from dagster import (
     materialize,
 )
 
+from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
-from pipelines import cli, integrity, restore_labels
+from pipelines import cli, restore_labels
 from pipelines import run_report as rr
-from pipelines import source_versions as sv
-from pipelines import warehouse as wh
 from pipelines.jobs import WAREHOUSE_CHECKS
-from pipelines.label_cache import LabelCache
-from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
 from pipelines.run_steps import Steps
-from pipelines.settings import DEFAULT_WAREHOUSE, PROJECT_ROOT, settings
-from pipelines.sources import discover_landing, landing_roots
-from pipelines.untrusted import untrusted_scrubber
+from resources import integrity
+from resources import source_versions as sv
+from resources import warehouse as wh
+from resources.label_cache import LabelCache
+from resources.settings import DEFAULT_WAREHOUSE, PROJECT_ROOT, settings
+from resources.sources import discover_landing, landing_roots
+from resources.untrusted import untrusted_scrubber
 
 EXIT_DAMAGED = 3
 EXIT_LABEL_FAILURES = 4  # every step ran, but some prompts have no labels (label_failures lists them)
@@ -216,7 +217,7 @@ class Runner:
 def _add_stored_counts(counts: dict[str, int], by_benchmark: dict[str, dict[str, int]], names: list[str],
                        warehouse_path: str, totals: dict[str, int]) -> None:
     """Add the stored prompt/result/reject counts of skipped partitions to the run's totals."""
-    from pipelines import warehouse as wh
+    from resources import warehouse as wh
 
     if "benchmarks" in counts and names:
         try:
@@ -392,7 +393,7 @@ def _remove_gone_benchmarks(instance: DagsterInstance, landing: bm.Landing, plan
     partition list (so the analysis and the next exports run without it); its labels stay (label_cache and the
     label store are keyed by text, not benchmark). Only when the landing root it came from is still there: an
     unset BENCHMAP_MIRROR or an unmounted folder removes nothing. Returns benchmark -> table -> rows deleted."""
-    from pipelines import warehouse as wh
+    from resources import warehouse as wh
 
     registered = set(instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME))
     gone = sorted(registered - set(landing.benchmarks) - {bm.LANDING_PARTITION})
@@ -468,7 +469,7 @@ def _open_label_failures(warehouse_path: str | None, names: list[str], labeler: 
     """Prompts of these benchmarks that have no labels because labeling failed (label_failures, this labeler)."""
     if not warehouse_path or not Path(warehouse_path).exists():
         return 0
-    from pipelines.label_cache import LabelCache
+    from resources.label_cache import LabelCache
 
     cache = LabelCache(warehouse_path)
     kind = getattr(labeler, "kind", None)
@@ -488,7 +489,7 @@ def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None,
           f"{totals['n_results']} results, {totals['n_rejects']} rejects; "
           f"{'all steps succeeded' if not failures else f'{len(failures)} step(s) FAILED'}; {labeled}")
     if warehouse_path:
-        from pipelines.release import exports_root, latest_release
+        from resources.release import exports_root, latest_release
 
         latest = latest_release(exports_root(warehouse_path))
         if latest is not None:

@@ -8,7 +8,7 @@ from typing import Any
 import polars as pl
 from dagster import AssetKey, DagsterEventType, ExecuteInProcessResult
 
-from pipelines.untrusted import scrub_untrusted
+from resources.untrusted import scrub_untrusted
 
 # --- reading a run's result ---------------------------------------------------------------------------------
 
@@ -63,7 +63,7 @@ def headline_lines(warehouse_path: str | None) -> list[str]:
     exist are used, unknown metrics are shown as they are, and a missing table gives no line."""
     if not warehouse_path:
         return []
-    from pipelines import warehouse as wh
+    from resources import warehouse as wh
 
     try:
         frame = wh.read_table(warehouse_path, "coverage_headline")
@@ -112,8 +112,8 @@ def headline_lines(warehouse_path: str | None) -> list[str]:
 def published_lines(warehouse_path: str) -> list[str]:
     """The one-line answer (models/report/answer.py: the sentence summary.md and the map open with) and its
     supporting lines, naming the latest release; nothing when headline_estimates is missing."""
-    from pipelines import answer_queries as aq
-    from pipelines import release as rl
+    from resources import answer_queries as aq
+    from resources import release as rl
 
     try:
         latest = rl.latest_release(rl.exports_root(warehouse_path))

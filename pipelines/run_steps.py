@@ -13,7 +13,7 @@ An asset (a benchmark step: its partition) must run when
   change results), or another data version of a source it reads than the one observed now (assets/sources.py:
   landing folder hashes, reference file checksums);
 - its table is missing, unreadable or has other row counts than its latest materialization recorded
-  (`row_count` metadata against pipelines/integrity.py's counts): rows lost behind Dagster's back.
+  (`row_count` metadata against resources/integrity.py's counts): rows lost behind Dagster's back.
 
 Trusting the instance: Dagster's records live in DAGSTER_HOME, apart from the warehouse file. The warehouse
 holds its own identity (table `warehouse_identity`, a random id written when run_all first sees the file); the
@@ -36,8 +36,8 @@ from dagster._core.definitions.data_version import extract_data_provenance_from_
 from dagster._core.storage.event_log.base import EventLogRecord
 
 from models import benchmarks as bm
-from pipelines import integrity
-from pipelines import warehouse as wh
+from resources import integrity
+from resources import warehouse as wh
 
 IDENTITY_TABLE = "warehouse_identity"
 TRUST_KEY = "benchmap/warehouse_trust"  # instance key-value: {"id": warehouse id, "since": event id}
@@ -190,7 +190,7 @@ class Records:
 
     def _source_version(self, key: AssetKey) -> str | None:
         """The latest observed data version of an unpartitioned source."""
-        from pipelines.source_versions import observed
+        from resources.source_versions import observed
 
         if key not in self._sources:
             self._sources[key] = observed(self.instance, key, None).get(None)
@@ -331,7 +331,7 @@ class Steps:
         if not self.path or not Path(self.path).exists() or not names:
             return {}
         from models.labeling.cache import MAX_LABEL_RUNS
-        from pipelines.label_cache import LabelCache
+        from resources.label_cache import LabelCache
 
         return LabelCache(self.path).open_failures_by_benchmark(names, getattr(labeler, "kind", None),
                                                                 retry_below_runs=MAX_LABEL_RUNS)

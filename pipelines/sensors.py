@@ -50,13 +50,13 @@ from dagster import (
 
 from assets.benchmarks import TABLES
 from assets.indexes import INDEX_FILES_KEY, INDEX_FINGERPRINT
+from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
 from pipelines.jobs import ANALYSIS_SELECTION, BENCHMARK_SELECTION, REFERENCE_SELECTION, benchmark_refresh_job
-from pipelines.landing import folder_content_hash
-from pipelines.partitions import BENCHMARK_PARTITIONS_NAME
-from pipelines.settings import settings
-from pipelines.source_versions import LANDING_FOLDERS_KEY, index_files_fingerprint, observation
-from pipelines.sources import discover_landing
+from resources.landing import folder_content_hash
+from resources.settings import settings
+from resources.source_versions import LANDING_FOLDERS_KEY, index_files_fingerprint, observation
+from resources.sources import discover_landing
 
 CURSOR_VERSION = 1
 LANDING_INTERVAL_S = 30

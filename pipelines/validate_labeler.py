@@ -39,10 +39,10 @@ import polars as pl
 from models import reference_labels as rl
 from models.labeling import cache as lc
 from models.labeling.base import LabelOutcome, PromptRecord
-from pipelines import warehouse as wh
-from pipelines.label_cache import LabelCache
-from pipelines.readers import REFERENCE_DIR, load_reference, load_selector_fit
-from pipelines.settings import settings
+from resources import warehouse as wh
+from resources.label_cache import LabelCache
+from resources.readers import REFERENCE_DIR, load_reference, load_selector_fit
+from resources.settings import settings
 
 # USD per 1M cached input tokens (list prices); models absent here are priced at the full input price.
 CACHED_PRICES_PER_MTOK: dict[str, float] = {
@@ -84,7 +84,7 @@ def prompt_texts(hashes: Sequence[str], warehouse: Path | None) -> dict[str, str
     missing = set(hashes) - set(texts)
     if missing:
         from models.benchmarks import PROMPTS_FILE
-        from pipelines.landing import read_prompts
+        from resources.landing import read_prompts
 
         root = mirror_dir() / "benchmarks"
         for folder in sorted(p for p in root.iterdir() if (p / PROMPTS_FILE).exists()):
@@ -104,7 +104,7 @@ def landed_prompt_hashes(warehouse: Path | None) -> tuple[set[str], str]:
             frame = wh.query(warehouse, "select distinct prompt_hash from benchmark_prompts")
             return set(frame["prompt_hash"].to_list()), f"warehouse {warehouse}"
     from models.benchmarks import PROMPTS_FILE
-    from pipelines.landing import read_prompts
+    from resources.landing import read_prompts
 
     hashes: set[str] = set()
     root = mirror_dir() / "benchmarks"
@@ -307,8 +307,8 @@ def print_report(report: Report, out: Any = sys.stdout) -> None:
 
 
 def build_labeler(args: argparse.Namespace, server: Any = None) -> Any:
-    from pipelines.local_server import build_index
-    from pipelines.resources import build_labeler_resource
+    from resources.dagster_resources import build_labeler_resource
+    from resources.local_server import build_index
 
     kind = args.labeler or ("openai" if server is not None else settings().labeler)
     index = build_index(mirror_dir() / "onet")
@@ -318,7 +318,7 @@ def build_labeler(args: argparse.Namespace, server: Any = None) -> Any:
         return OfflineLabeler.calibrated(index, load_selector_fit())
     resource = build_labeler_resource() if settings().labeler == "openai" else None
     from models.labeling.llm_config import LLMConfig
-    from pipelines.llm_labeler import OpenAILabeler
+    from resources.llm_labeler import OpenAILabeler
 
     base = resource.llm_config() if resource is not None else LLMConfig()
     overrides: dict[str, Any] = {}
@@ -356,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
 
     server = None
     if args.local:
-        from pipelines.local_server import LocalLLMServer
+        from resources.local_server import LocalLLMServer
 
         server = LocalLLMServer(settings().gguf, startup_timeout_s=300).start()
     try:

@@ -24,8 +24,8 @@ import polars as pl
 
 from models import gaps
 from models.errors import InputError
-from pipelines import warehouse as wh
-from pipelines.label_queries import LABELS, label_counts_from_connection
+from resources import warehouse as wh
+from resources.label_queries import LABELS, label_counts_from_connection
 
 # The tables the offline labeler's TaskIndex is built from, beside gaps.REFERENCE_TABLES.
 INDEX_TABLES = ("onet_job_titles", "onet_technology_skills")
@@ -56,7 +56,7 @@ def read_candidate_prompts(folder: str | Path) -> tuple[pl.DataFrame, pl.DataFra
     """Parse a candidate folder's prompts.jsonl with the landing parser (models.benchmarks): prompt rows
     (benchmark_prompts columns, with prompt_hash) and reject rows. Nothing is written anywhere."""
     from models import benchmarks as bm
-    from pipelines.landing import read_prompts
+    from resources.landing import read_prompts
 
     path = candidate_prompts_file(folder)
     prompts, rejects = read_prompts(path, candidate_benchmark_name(folder), label=str(path))
@@ -89,7 +89,7 @@ def build_task_index(tables: dict[str, pl.DataFrame], warehouse_path: str | Path
     when one was built by the current offline labeler code for this O*NET version, so candidate prompts are
     labeled exactly like the landed ones; else built from the reference tables (onet_tasks,
     onet_occupations, onet_job_titles, onet_technology_skills) plus O*NET's task -> DWA titles."""
-    from pipelines import task_index as index_store
+    from resources import task_index as index_store
 
     stored = index_store.stored_index_path(warehouse_path) if warehouse_path is not None else None
     if stored is not None:
@@ -100,7 +100,7 @@ def build_task_index(tables: dict[str, pl.DataFrame], warehouse_path: str | Path
 def build_offline_labeler(tables: dict[str, pl.DataFrame], warehouse_path: str | Path | None = None) -> Any:
     """The offline labeler (default settings) over build_task_index(tables, warehouse_path)."""
     from models.labeling.offline import OfflineLabeler
-    from pipelines.readers import load_selector_fit
+    from resources.readers import load_selector_fit
 
     return OfflineLabeler.calibrated(build_task_index(tables, warehouse_path), load_selector_fit())
 
@@ -301,7 +301,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m pipelines.whatif <folder> [--threshold N] [--warehouse PATH] [--top N] [--out DIR]`."""
-    from pipelines.settings import settings
+    from resources.settings import settings
 
     parser = _parser()
     args = parser.parse_args(argv)

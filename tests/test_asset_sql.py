@@ -1,6 +1,6 @@
 """Assets ask the warehouse resource for frames (issue 28 item 2): no SQL text and no warehouse path in assets/.
 
-The SQL lives in the I/O layer (pipelines/warehouse_queries.py, the resource's named reads, and the query
+The SQL lives in the I/O layer (resources/warehouse_queries.py, the resource's named reads, and the query
 modules they call); an asset that wants a new read adds a named method there. Parsed with `ast`, so comments
 and docstrings that merely mention a table do not count, but any string (or f-string) shaped like a statement
 does, as does `<warehouse>.path` or `<warehouse>.query(...)` on the resource."""
@@ -25,7 +25,7 @@ SQL_STATEMENT = re.compile(
 # The resource's raw entry points an asset must not use: its file path and free SQL.
 FORBIDDEN_ATTRIBUTES = {"path", "query"}
 # Modules that take a warehouse path: an asset reaches them through the resource's methods instead.
-PATH_MODULES = {"pipelines.warehouse", "pipelines.label_queries", "pipelines.answer_queries", "duckdb"}
+PATH_MODULES = {"resources.warehouse", "resources.label_queries", "resources.answer_queries", "duckdb"}
 # (file, line) -> why: none remain. Add one only with a reason the lead can read in the report.
 EXEMPT: dict[tuple[str, int], str] = {}
 
@@ -72,8 +72,8 @@ def violations(source: str, filename: str = "<asset>") -> list[tuple[str, int, s
 
 def test_the_detector_finds_sql_paths_and_raw_queries() -> None:
     source = '''
-from pipelines import label_queries as lq
-from pipelines.resources import Warehouse
+from resources import label_queries as lq
+from resources.dagster_resources import Warehouse
 
 def read(store: Warehouse, name: str):
     """Select the rows; with a docstring that says select and from in prose."""

@@ -30,14 +30,10 @@ from dagster import (
 
 from assets import benchmarks as bench_assets
 from assets import module_assets, module_checks
+from assets.partitions import benchmark_partitions
 from models import benchmarks as bm
 from pipelines import run_all
-from pipelines import warehouse as wh
-from pipelines.io_manager import WarehouseIOManager
 from pipelines.jobs import JOBS
-from pipelines.landing import discover, folder_content_hash, ingest_folder, read_folder
-from pipelines.partitions import benchmark_partitions
-from pipelines.resources import Warehouse
 from pipelines.schedules import SCHEDULES, reference_weekly_schedule
 from pipelines.sensors import (
     SENSORS,
@@ -45,7 +41,11 @@ from pipelines.sensors import (
     benchmark_landing_sensor,
     plan_landing_refresh,
 )
-from pipelines.sources import discover_landing, landing_roots
+from resources import warehouse as wh
+from resources.dagster_resources import Warehouse
+from resources.io_manager import WarehouseIOManager
+from resources.landing import discover, folder_content_hash, ingest_folder, read_folder
+from resources.sources import discover_landing, landing_roots
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
 TABLES = ("benchmarks", "benchmark_prompts", "benchmark_results", "benchmark_rejects")

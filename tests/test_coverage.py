@@ -17,7 +17,7 @@ from models.coverage import (
     select_labeler,
     task_coverage,
 )
-from pipelines import warehouse as wh
+from resources import warehouse as wh
 
 OCC_A, OCC_B, OCC_C = "15-1211.00", "15-1212.00", "11-1011.00"
 
@@ -412,7 +412,7 @@ def test_warehouse_label_counts_equal_the_in_memory_ones(tmp_path) -> None:
     labels = _random_labels(7)
     path = tmp_path / "w.duckdb"
     wh.replace_table(path, "prompt_task_labels", labels)
-    from pipelines.label_queries import label_counts_from_connection
+    from resources.label_queries import label_counts_from_connection
 
     with wh.connect(path, read_only=True) as con:
         stored = label_counts_from_connection(con)

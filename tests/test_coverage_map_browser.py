@@ -24,7 +24,7 @@ from models.coverage_map import (
     index_options,
     occupation_shares,
 )
-from pipelines.coverage_map_queries import build_coverage_map
+from resources.coverage_map_queries import build_coverage_map
 
 pytestmark = pytest.mark.browser
 

@@ -14,8 +14,8 @@ from models.coverage_map import (
     estimate_classes,
     map_estimates,
 )
-from pipelines import warehouse as wh
-from pipelines.coverage_map_queries import build_coverage_map, build_coverage_map_from_warehouse
+from resources import warehouse as wh
+from resources.coverage_map_queries import build_coverage_map, build_coverage_map_from_warehouse
 from tests.test_exports import _hand_made_map_inputs
 
 

@@ -100,7 +100,7 @@ def test_llm_settings_mirror_llm_config() -> None:
     import dataclasses
 
     from models.labeling.llm_config import LLMConfig
-    from pipelines.resources import LabelerResource, LLMSettings
+    from resources.dagster_resources import LabelerResource, LLMSettings
 
     config_defaults = {f.name: f.default for f in dataclasses.fields(LLMConfig) if f.name != "api_key"}
     assert {name: f.default for name, f in LLMSettings.model_fields.items()} == config_defaults
@@ -112,7 +112,7 @@ def test_llm_settings_mirror_llm_config() -> None:
 
 
 def test_settings_are_read_once_typed_and_never_show_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipelines.settings import DEFAULT_WAREHOUSE, Settings, SettingsError, settings
+    from resources.settings import DEFAULT_WAREHOUSE, Settings, SettingsError, settings
 
     empty = Settings.from_env({})
     assert empty.warehouse == DEFAULT_WAREHOUSE and empty.labeler == "offline" and empty.max_concurrent == 2
@@ -137,8 +137,8 @@ def test_every_asset_has_a_code_version_of_its_own_code(defs: Any) -> None:
     from dagster import AssetKey
 
     from pipelines import code_versions
-    from pipelines.settings import PROJECT_ROOT
-    from pipelines.task_index import offline_code_fingerprint
+    from resources.settings import PROJECT_ROOT
+    from resources.task_index import offline_code_fingerprint
 
     graph = defs.resolve_asset_graph()
     versions = {k: graph.get(k).code_version for k in graph.materializable_asset_keys}

@@ -259,7 +259,7 @@ def test_draw_judge_sample_sizes_and_stability():
 def test_label_judge_sample_with_any_labeler(tmp_path):
     from assets.judge_sample import judge_sample_setting, label_judge_sample
     from models.labeling.base import LabelOutcome, TaskLabel
-    from pipelines import label_cache as lc
+    from resources import label_cache as lc
 
     class FakeJudge:
         name = "openai"
@@ -405,7 +405,7 @@ def test_reliability_figure_draws():
 
 @pytest.fixture(scope="module")
 def mirror_tables(full_pipeline):
-    from pipelines import warehouse as wh
+    from resources import warehouse as wh
 
     def read(name: str) -> pl.DataFrame:
         return wh.read_table(full_pipeline.warehouse, name)
@@ -430,7 +430,7 @@ def test_headline_estimates_carry_the_published_numbers_as_numeric_metadata(full
 
 
 def test_estimates_on_the_mirror(mirror_tables):
-    from pipelines.readers import load_reference, sampling_design
+    from resources.readers import load_reference, sampling_design
 
     design = mirror_tables("estimate_design")
     expected = sampling_design()

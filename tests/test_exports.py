@@ -33,15 +33,15 @@ from models.benchmarks import BENCHMARKS_SCHEMA, PROMPTS_SCHEMA
 from models.coverage_map import NO_COVERAGE_COLOUR, colour_for, occupation_shares
 from models.data_dictionary import DATA_DICTIONARY, undocumented_columns
 from models.scores_estimated import estimated_occupation_scores
-from pipelines import export_writer as ew
-from pipelines import warehouse as wh
-from pipelines.coverage_map_queries import (
+from resources import export_writer as ew
+from resources import warehouse as wh
+from resources.coverage_map_queries import (
     build_coverage_map,
     build_coverage_map_from_warehouse,
     coverage_map_data,
     coverage_map_data_from_connection,
 )
-from pipelines.sources import source_checksums
+from resources.sources import source_checksums
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = PROJECT_ROOT / "notebooks" / "analyst.ipynb"
@@ -958,7 +958,7 @@ def test_export_assets_materialize(world, tmp_path, monkeypatch):
     from dagster import DagsterInstance, materialize
 
     from assets import exports as export_assets
-    from pipelines.resources import LabelerResource, Warehouse
+    from resources.dagster_resources import LabelerResource, Warehouse
 
     monkeypatch.setenv("BENCHMAP_RAW_DIR", str(tmp_path / "raw"))
     monkeypatch.setenv("BENCHMAP_MIRROR", str(tmp_path / "no_mirror"))
@@ -975,7 +975,7 @@ def test_export_assets_materialize(world, tmp_path, monkeypatch):
         tags={export_assets.EXPORT_DATE_TAG: "2031-02-03"},
     )
     assert result.success
-    from pipelines import release as rl
+    from resources import release as rl
 
     root = tmp_path / "warehouse" / "exports"
     folder = rl.latest_release(root)
@@ -1083,8 +1083,8 @@ def test_end_to_end_exports(full_pipeline, monkeypatch):
     defined = {k.path[-1] for k in defs.resolve_asset_graph().materializable_asset_keys}
     assert [t for t in ex.REQUIRED_TABLES if t not in defined] == [], "analysis assets not all defined yet"
 
-    from pipelines import answer_queries as aq
-    from pipelines import release as rl
+    from resources import answer_queries as aq
+    from resources import release as rl
 
     folders = rl.list_releases(warehouse.parent / "exports")
     assert len(folders) == 1

@@ -28,8 +28,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import common  # noqa: E402
-from pipelines import label_cache as lc  # noqa: E402
-from pipelines import warehouse as wh  # noqa: E402
+from resources import label_cache as lc  # noqa: E402
+from resources import warehouse as wh  # noqa: E402
 
 LABEL_KEYS = ["benchmarks", "benchmark_prompts", "benchmark_results", "benchmark_rejects", "prompt_task_labels"]
 LANDING_KEYS = LABEL_KEYS[:4]
@@ -37,7 +37,7 @@ LANDING_KEYS = LABEL_KEYS[:4]
 
 # ------------------------------------------------------------------------------------------------ the world
 def offline_resource(**overrides: Any) -> Any:
-    from pipelines.resources import LabelerResource
+    from resources.dagster_resources import LabelerResource
 
     return LabelerResource(kind="offline", model="offline", **overrides)
 
@@ -198,7 +198,7 @@ CASES = {  # marker in the prompt text -> what the stub answers for that prompt
 
 
 def test_llm_server_faults_are_retried_recorded_and_never_stored(world: World) -> None:
-    from pipelines.resources import LabelerResource
+    from resources.dagster_resources import LabelerResource
     from tests.openai_stub import (
         OpenAIStub,
         Slow,
@@ -523,7 +523,7 @@ def test_run_all_and_restore_over_a_damaged_warehouse_say_so_in_one_line(tmp_pat
 
 def test_bom_metadata_and_bad_scores(tmp_path: Path) -> None:
     from models import benchmarks as bm
-    from pipelines.landing import read_folder
+    from resources.landing import read_folder
 
     folder = tmp_path / "bom_bench"
     folder.mkdir()
@@ -560,7 +560,7 @@ def child(argv: list[str]) -> int:
 
     from models.labeling.base import LabelOutcome, PromptRecord
     from pipelines.definitions import build_definitions
-    from pipelines.resources import LabelerResource
+    from resources.dagster_resources import LabelerResource
 
     ap = argparse.ArgumentParser()
     ap.add_argument("command", choices=["label"])

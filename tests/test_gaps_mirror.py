@@ -27,8 +27,8 @@ def _materialize(
     from dagster import AssetKey, materialize
 
     from pipelines.definitions import all_assets
-    from pipelines.io_manager import WarehouseIOManager
-    from pipelines.resources import LabelerResource, Warehouse
+    from resources.dagster_resources import LabelerResource, Warehouse
+    from resources.io_manager import WarehouseIOManager
 
     resource = Warehouse(path=warehouse)
     assets = all_assets()
@@ -93,13 +93,13 @@ def landed(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def _labels_in(warehouse: str) -> pl.DataFrame:
-    from pipelines import warehouse as wh
+    from resources import warehouse as wh
 
     return wh.read_table(warehouse, "prompt_task_labels")
 
 
 def test_gap_finder_on_the_mirror(landed: dict[str, Any]) -> None:
-    from pipelines import warehouse as wh
+    from resources import warehouse as wh
 
     warehouse = landed["warehouse"]
     result = _materialize(
@@ -153,8 +153,8 @@ def _candidate_folder(tmp: Path, name: str, rows: list[dict[str, Any]]) -> Path:
 
 def test_whatif_on_a_copy_of_a_landed_benchmark_adds_nothing(landed: dict[str, Any]) -> None:
     from models import gaps as gaps_module
-    from pipelines import warehouse as wh
     from pipelines import whatif
+    from resources import warehouse as wh
 
     warehouse, tmp = landed["warehouse"], landed["tmp"]
     source = landed["mirror"] / "benchmarks" / "cybench" / "prompts.jsonl"
@@ -213,8 +213,8 @@ def test_whatif_on_a_synthetic_benchmark_aimed_at_one_uncovered_occupation(
 ) -> None:
     from models import gaps as gaps_module
     from models.coverage import task_hour_weights
-    from pipelines import warehouse as wh
     from pipelines import whatif
+    from resources import warehouse as wh
 
     warehouse, tmp = landed["warehouse"], landed["tmp"]
     threshold = 3
@@ -332,7 +332,7 @@ def test_whatif_on_a_synthetic_benchmark_aimed_at_one_uncovered_occupation(
 
 def test_occupation_score_power_on_the_mirror(landed: dict[str, Any]) -> None:
     from models.scores import occupation_model_scores
-    from pipelines import warehouse as wh
+    from resources import warehouse as wh
 
     warehouse = landed["warehouse"]
     _materialize(["occupation_score_power"], warehouse, landed["instance"])

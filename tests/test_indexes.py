@@ -16,7 +16,7 @@ from models import coverage as cov
 from models import indexes as ix
 from models.data_dictionary import undocumented_columns
 from models.errors import InputError
-from pipelines import warehouse as wh
+from resources import warehouse as wh
 
 INDEX_DIR = Path(__file__).resolve().parents[1] / "data" / "indexes"
 ECONOMIC = "economic_agentic"
@@ -425,7 +425,7 @@ def test_coverage_tables_gaps_and_exports_per_index(tables, full_pipeline):
     # every exported column is in the data dictionary, and each summary names its index
     export_root = full_pipeline.warehouse.parent / "exports"
     # the pipeline's own export (other tests add folders of other dates to the same warehouse later)
-    from pipelines.release import list_releases
+    from resources.release import list_releases
 
     folder = list_releases(export_root)[0]  # releases sort by time: the first is the pipeline's
     exported = {p.stem: pl.read_parquet(p).columns for p in (folder / "tables").glob("*.parquet")}
@@ -441,7 +441,7 @@ def test_coverage_tables_gaps_and_exports_per_index(tables, full_pipeline):
 @pytest.mark.slow
 def test_index_files_folder_with_a_broken_file(tables, full_pipeline, tmp_path, monkeypatch):
     from assets.indexes import compute_membership
-    from pipelines.resources import Warehouse
+    from resources.dagster_resources import Warehouse
 
     folder = tmp_path / "indexes"
     folder.mkdir()
@@ -467,7 +467,7 @@ def test_edited_index_files_refresh_the_analysis_once(tmp_path, monkeypatch):
 
     from pipelines.definitions import build_definitions
     from pipelines.sensors import analysis_automation_sensor, benchmark_landing_sensor, changed_index_files
-    from pipelines.source_versions import index_files_fingerprint
+    from resources.source_versions import index_files_fingerprint
 
     folder = tmp_path / "indexes"
     folder.mkdir()

@@ -28,8 +28,8 @@ from pipelines import (  # noqa: E402
     label_store,  # noqa: E402
     restore_labels,
 )
-from pipelines import label_cache as lc  # noqa: E402
-from pipelines import warehouse as wh  # noqa: E402
+from resources import label_cache as lc  # noqa: E402
+from resources import warehouse as wh  # noqa: E402
 
 LANDING = ["benchmarks", "benchmark_prompts", "benchmark_results", "benchmark_rejects"]
 

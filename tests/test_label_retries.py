@@ -14,9 +14,9 @@ import pytest
 
 from models.labeling import cache as lc
 from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
-from pipelines import label_store
-from pipelines import warehouse as wh
-from pipelines.label_cache import LabelCache
+from resources import label_store
+from resources import warehouse as wh
+from resources.label_cache import LabelCache
 from tests.test_labels import FakeLabeler, records
 
 KEY = "sk-test-leaky-proxy-0123456789"

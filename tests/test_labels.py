@@ -11,10 +11,10 @@ from assets import module_assets, module_checks
 from models.labeling import cache as lc
 from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
 from models.reference_labels import REFERENCE_SCHEMA
-from pipelines import label_cache
-from pipelines import label_queries as lq
-from pipelines import warehouse as wh
-from pipelines.label_cache import LabelCache
+from resources import label_cache
+from resources import label_queries as lq
+from resources import warehouse as wh
+from resources.label_cache import LabelCache
 
 
 class FakeLabeler:
@@ -257,8 +257,8 @@ class E2E:
         from dagster import ConfigurableResource, DagsterInstance
 
         from assets import benchmarks, label_validation, labels, reference
-        from pipelines.io_manager import WarehouseIOManager
-        from pipelines.resources import LabelerResource, Warehouse
+        from resources.dagster_resources import LabelerResource, Warehouse
+        from resources.io_manager import WarehouseIOManager
 
         counter = [0]
         self.counter = counter
@@ -456,8 +456,8 @@ def test_asset_records_failures_and_fails_when_nothing_labels(
 
     from assets import benchmarks
     from assets import labels as la
-    from pipelines.io_manager import WarehouseIOManager
-    from pipelines.resources import LabelerResource, Warehouse
+    from resources.dagster_resources import LabelerResource, Warehouse
+    from resources.io_manager import WarehouseIOManager
 
     fail: set[str] = {"p1"}
 
@@ -673,7 +673,7 @@ def test_labeler_validation_loads_human_labeled_prompts_only_and_matches_a_full_
 
     from assets import label_validation as lab
     from models import validation as val
-    from pipelines.resources import Warehouse
+    from resources.dagster_resources import Warehouse
 
     prompts, labels = _small_warehouse(warehouse_path)
     warehouse = Warehouse(path=str(warehouse_path))
@@ -745,7 +745,7 @@ def test_gold_annotation_sample_reads_the_sample_only_and_matches_the_in_memory_
 
     from assets import label_validation as lab
     from models import validation as val
-    from pipelines.resources import Warehouse
+    from resources.dagster_resources import Warehouse
 
     prompts, labels = _small_warehouse(warehouse_path)
     warehouse = Warehouse(path=str(warehouse_path))

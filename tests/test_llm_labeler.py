@@ -28,8 +28,8 @@ from models.labeling.llm_prompt import (
 )
 from models.labeling.llm_protocol import TwoStepPrompts
 from models.labeling.llm_usage import estimate_cost
-from pipelines.label_cache import LabelCache
-from pipelines.llm_labeler import LabelerConfigError, OpenAILabeler
+from resources.label_cache import LabelCache
+from resources.llm_labeler import LabelerConfigError, OpenAILabeler
 from tests.openai_stub import (
     OpenAIStub,
     Reply,
@@ -580,7 +580,7 @@ def test_cost_estimate_prices_cached_tokens(stub: OpenAIStub) -> None:
 def test_labeler_resource_builds_the_openai_labeler(stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch) -> None:
     from dagster import EnvVar
 
-    from pipelines.resources import LabelerResource
+    from resources.dagster_resources import LabelerResource
 
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     resource = LabelerResource(kind="openai", model="gpt-test", base_url=stub.base_url,

@@ -293,9 +293,9 @@ def test_two_run_alls_at_once_compute_the_analysis_once(world: World) -> None:
 
 
 def test_labels_in_the_label_store_are_never_requested_again_after_a_sigkill(world: World) -> None:
-    from pipelines import label_store
-    from pipelines import warehouse as wh
-    from pipelines.resources import LabelerResource
+    from resources import label_store
+    from resources import warehouse as wh
+    from resources.dagster_resources import LabelerResource
     from tests.openai_stub import OpenAIStub, user_text
 
     records = marked(real_records("officebench", 12), "killed")
@@ -336,9 +336,9 @@ def child(argv: list[str]) -> int:
     batches of 4 and SIGKILL this process right after the n-th batch is written to the label store."""
     from dagster import AssetSelection, DagsterInstance, materialize
 
-    from pipelines import label_store
     from pipelines.definitions import build_definitions
-    from pipelines.resources import LabelerResource
+    from resources import label_store
+    from resources.dagster_resources import LabelerResource
 
     _command, warehouse, partition, base_url, n = argv
     appended = label_store.append_batch

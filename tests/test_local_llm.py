@@ -40,8 +40,8 @@ def local_llm():
         import llama_cpp.server  # noqa: F401
     except ImportError as e:
         pytest.fail(f'the local-llm extra is not installed ({e}): pip install ".[local-llm]"')
-    from pipelines.local_server import LocalLLMServer, pid_alive
-    from pipelines.settings import settings
+    from resources.local_server import LocalLLMServer, pid_alive
+    from resources.settings import settings
 
     server = LocalLLMServer(settings().gguf, startup_timeout_s=300)
     with server:
@@ -62,10 +62,10 @@ def test_two_steps_end_to_end_on_reference_prompts(local_llm, mirror: Path, ware
     from models.labeling.llm_config import LLMConfig
     from models.labeling.offline import OfflineLabeler
     from models.validation import labeler_agreement
-    from pipelines.label_cache import LabelCache
-    from pipelines.llm_labeler import OpenAILabeler
-    from pipelines.local_server import build_index
     from pipelines.validate_labeler import validate
+    from resources.label_cache import LabelCache
+    from resources.llm_labeler import OpenAILabeler
+    from resources.local_server import build_index
 
     server = local_llm
     assert server.is_running() and server.host == "127.0.0.1" and _port_open(server.port)
@@ -139,8 +139,8 @@ def test_two_steps_end_to_end_on_reference_prompts(local_llm, mirror: Path, ware
 
 def _reference_records(report, labeler, warehouse_path: Path, mirror: Path) -> list:
     from models.labeling.base import PromptRecord
-    from pipelines.readers import load_reference
     from pipelines.validate_labeler import pick_prompts, prompt_texts, reference_folder
+    from resources.readers import load_reference
 
     dev = load_reference(reference_folder(), splits=("dev",))
     chosen = pick_prompts(dev, report.prompts)
@@ -153,8 +153,8 @@ def test_server_stops(mirror: Path) -> None:
     """Start and stop a second server: the process and its port are gone afterwards."""
     if os.environ.get("BENCHMAP_SKIP_LOCAL_LLM") == "1":
         pytest.skip("BENCHMAP_SKIP_LOCAL_LLM=1")
-    from pipelines.local_server import LocalLLMServer, pid_alive
-    from pipelines.settings import settings
+    from resources.local_server import LocalLLMServer, pid_alive
+    from resources.settings import settings
 
     with LocalLLMServer(settings().gguf, n_ctx=512) as server:
         pid, port = server.pid, server.port

@@ -30,7 +30,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import common  # noqa: E402
-from pipelines import warehouse as wh  # noqa: E402
+from resources import warehouse as wh  # noqa: E402
 
 LANDING_KEYS = ["benchmarks", "benchmark_prompts", "benchmark_results", "benchmark_rejects"]
 
@@ -41,7 +41,7 @@ def location() -> Any:
 
     from models.labeling.base import LabelOutcome, PromptRecord
     from pipelines.definitions import build_definitions
-    from pipelines.resources import LabelerResource
+    from resources.dagster_resources import LabelerResource
 
     defs = build_definitions()
     pace = float(os.environ.get("BENCHMAP_TEST_PACE_S", "0"))
@@ -80,7 +80,7 @@ def prepare(snapshot: common.State, root: Path, *, pool_limit: int, labeler: str
     from dagster import AssetSelection, DagsterInstance, materialize
 
     from pipelines.definitions import build_definitions
-    from pipelines.resources import LabelerResource
+    from resources.dagster_resources import LabelerResource
 
     state = snapshot.copy_to(root)
     common.write_dagster_yaml(state.home, pool_limit=pool_limit)
@@ -222,12 +222,12 @@ def test_two_run_alls_at_once_on_new_benchmarks_both_succeed_and_the_export_is_c
         snapshot: common.State, tmp_path: Path) -> None:
     """Issue 19: two `python -m pipelines.run_all` started together over one warehouse, one instance and two new
     benchmarks. Both ingest and label (each partition's writes take turns on DuckDB's lock), both run the
-    analysis and write the same export folder: one writer at a time (pipelines/export_files.py export_lock), each
+    analysis and write the same export folder: one writer at a time (resources/export_files.py export_lock), each
     table folder written privately and swapped in, so neither fails on the other's files."""
     import json
 
     from models import exports as ex
-    from pipelines.export_writer import verify_export
+    from resources.export_writer import verify_export
 
     state = snapshot.copy_to(tmp_path / "state")
     for name, source in (("two_a", "tau_bench"), ("two_b", "travelplanner")):

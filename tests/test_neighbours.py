@@ -14,7 +14,7 @@ import pytest
 from models.labeling import stacking_cv as scv
 from models.labeling.neighbours import BenchmarkSample, judged_from_task_rows, judged_texts, neighbour_votes
 from models.labeling.stacking import StackFit, label_benchmark
-from pipelines.readers import FIT_PATH, load_stack_fit
+from resources.readers import FIT_PATH, load_stack_fit
 
 STACK_PATH = FIT_PATH.with_name("neighbour_fit.json")
 STACK_OOF_PATH = FIT_PATH.with_name("neighbour_oof.json")
@@ -157,7 +157,7 @@ def test_the_step_reuses_its_cached_decisions(tmp_path: Path) -> None:
     from models.labeling.base import PromptRecord, TaskLabel
     from models.labeling.cache import LabelSet
     from models.labeling.stacking import judged_fingerprint, stacked_label_sets
-    from pipelines import neighbour_cache
+    from resources import neighbour_cache
 
     judged, selector, work = _world()
     examples = scv.examples(judged, selector, work, TASK_CODE, grid=((3, 1.0),))
@@ -205,7 +205,7 @@ def test_judge_sample_rows_become_judged_texts() -> None:
 
 
 def test_the_committed_fit_beats_the_selector_and_stacks_the_committed_selector() -> None:
-    from pipelines.readers import load_selector_fit
+    from resources.readers import load_selector_fit
 
     fit = load_stack_fit()
     assert fit is not None, "models/labeling/neighbour_fit.json is missing: python -m pipelines.fit_labeler"
@@ -227,7 +227,7 @@ def test_the_committed_fit_beats_the_selector_and_stacks_the_committed_selector(
 
 def test_cross_fitted_labels_replace_the_published_ones_for_judged_texts() -> None:
     from models.estimates import with_out_of_fold_labels
-    from pipelines.readers import load_selector_fit, read_labeler_oof
+    from resources.readers import load_selector_fit, read_labeler_oof
 
     fit = load_stack_fit()
     assert fit is not None
@@ -254,7 +254,7 @@ def test_committed_cross_fitted_labels_are_the_cross_validation(mirror: Path) ->
     fit file (recomputed here from the reference, the selector's out-of-fold labels and the texts)."""
     from models.reference_labels import per_prompt_metrics
     from pipelines.fit_labeler import landed_texts
-    from pipelines.readers import load_reference, read_selector_oof
+    from resources.readers import load_reference, read_selector_oof
 
     reference = load_reference()
     texts = pl.DataFrame([{"benchmark": b, "prompt_hash": h, "prompt": t}
@@ -301,8 +301,8 @@ def relabeled_split_check(mirror: Path) -> pl.DataFrame:
     from models import estimates as es
     from models.labeling.stacking_split import EstimationPartRelabeler
     from pipelines.fit_labeler import landed_texts
-    from pipelines.readers import load_onet_reference_frames, load_reference, read_selector_oof
-    from pipelines.sources import resolve_source
+    from resources.readers import load_onet_reference_frames, load_reference, read_selector_oof
+    from resources.sources import resolve_source
 
     statements = resolve_source("onet/Task Statements.txt")
     tasks = load_onet_reference_frames(statements.path.parent)["tasks"].select("onet_soc_code", "task_id")
@@ -363,8 +363,8 @@ def test_split_check_with_labels_refitted_on_the_estimation_half_only(mirror: Pa
     from models.estimates.problem import task_counts
     from models.labeling.stacking import label_benchmark
     from pipelines.fit_labeler import landed_texts
-    from pipelines.readers import load_onet_reference_frames, load_reference, read_selector_oof
-    from pipelines.sources import resolve_source
+    from resources.readers import load_onet_reference_frames, load_reference, read_selector_oof
+    from resources.sources import resolve_source
 
     statements = resolve_source("onet/Task Statements.txt")
     tasks = load_onet_reference_frames(statements.path.parent)["tasks"].select("onet_soc_code", "task_id")

@@ -17,7 +17,7 @@ from nbclient import NotebookClient
 
 from models import estimates as es
 from models import report
-from pipelines import release as rl
+from resources import release as rl
 from tests.test_exports import build_world, export_tables
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "analyst.ipynb"

@@ -30,7 +30,7 @@ from models.labeling.offline import (
     soc6,
     text_features,
 )
-from pipelines.readers import load_onet_reference_frames, read_mirror_prompts
+from resources.readers import load_onet_reference_frames, read_mirror_prompts
 
 
 @pytest.fixture(scope="module")
@@ -236,7 +236,7 @@ def test_shared_counts_equal_each_vectorizers_own_transform(index: TaskIndex, gd
 
 def test_reused_context_evidence_gives_the_labels_of_a_fresh_computation(index: TaskIndex, gdpval: list) -> None:
     """label() takes the rows prepare() computed for the context sample: the same outcomes as computing them."""
-    from pipelines.readers import load_selector_fit
+    from resources.readers import load_selector_fit
 
     records = [g.record for g in gdpval[:60]]
     fit = load_selector_fit()

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from models import indexes as ix
-from pipelines import warehouse as wh
+from resources import warehouse as wh
 
 pytestmark = pytest.mark.slow
 

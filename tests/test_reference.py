@@ -16,11 +16,11 @@ from assets import reference as reference_assets
 from models import expectations as ex
 from models import reference as ref
 from models.errors import InputError, SourceNotFoundError
-from pipelines import warehouse as wh
-from pipelines.io_manager import WarehouseIOManager
-from pipelines.readers import read_source
-from pipelines.resources import Warehouse
-from pipelines.sources import resolve_source, sha256_file
+from resources import warehouse as wh
+from resources.dagster_resources import Warehouse
+from resources.io_manager import WarehouseIOManager
+from resources.readers import read_source
+from resources.sources import resolve_source, sha256_file
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reference"
 
@@ -418,7 +418,7 @@ def test_parsers_take_content_and_read_source_names_unreadable_files(tmp_path: P
     assert occupations.rows() == [("13-2011.00", "Accountants", "Examine records.")]
     with pytest.raises(InputError, match=r"^in_memory.txt, line 2: not valid UTF-8 text"):
         ref.parse_occupation_data(b"O*NET-SOC Code\tTitle\tDescription\n13-2011.00\t\xff\tx\n", "in_memory.txt")
-    # the file is read in pipelines.readers, which names a path it cannot read
+    # the file is read in resources.readers, which names a path it cannot read
     folder = tmp_path / "Occupation Data.txt"
     folder.mkdir()
     with pytest.raises(InputError, match=r"Occupation Data.txt: cannot read file \(.*Is a directory"):

@@ -19,8 +19,8 @@ import pytest
 from models import estimates as es
 from models import report
 from models.exports import release as rel
-from pipelines import export_writer as ew
-from pipelines import release as rl
+from resources import export_writer as ew
+from resources import release as rl
 from tests.test_exports import build_world, export_tables
 
 T0 = dt.datetime(2030, 1, 31, 9, 15, 0, tzinfo=dt.UTC)

@@ -21,8 +21,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from models import benchmarks as bm  # noqa: E402
-from pipelines import integrity  # noqa: E402
-from pipelines import warehouse as wh  # noqa: E402
+from resources import integrity  # noqa: E402
+from resources import warehouse as wh  # noqa: E402
 
 LANDING_KEYS = ["benchmarks", "benchmark_prompts", "benchmark_results", "benchmark_rejects"]
 
@@ -95,7 +95,7 @@ def test_random_bytes_inside_a_table_are_found_and_stop_the_run_with_exit_3(tmp_
 # ------------------------------------------------------------------------------ 4. a bad record costs that record
 def test_parser_limits_are_rejects_with_file_and_line_and_the_rest_loads(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipelines.landing import ingest_folder
+    from resources.landing import ingest_folder
 
     folder = tmp_path / "raw" / "benchmarks" / "limits"
     folder.mkdir(parents=True)
@@ -150,7 +150,7 @@ def _materialize_landing(warehouse: Path, partitions: list[str]) -> list[bool]:
 
 def test_links_out_of_the_landing_zone_are_refused_and_nothing_outside_is_stored(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipelines.sources import discover_landing
+    from resources.sources import discover_landing
 
     secret = "root:x:0:0:SECRET-LINE-FROM-OUTSIDE:/root:/bin/bash"
     outside = tmp_path / "outside"
@@ -198,8 +198,8 @@ def test_links_out_of_the_landing_zone_are_refused_and_nothing_outside_is_stored
 
 def test_a_reference_source_linked_out_of_data_raw_is_not_read(tmp_path: Path) -> None:
     from models.sources import SOURCES
-    from pipelines.settings import Settings
-    from pipelines.sources import resolve_source
+    from resources.settings import Settings
+    from resources.sources import resolve_source
 
     spec = next(iter(SOURCES.values()))
     target = tmp_path / "raw" / spec.source / spec.filename

@@ -1,5 +1,5 @@
 """What run_all runs is what Dagster's records call stale or missing (pipelines/run_steps.py), with per-asset
-code versions (pipelines/code_versions.py) and source data versions (pipelines/source_versions.py).
+code versions (pipelines/code_versions.py) and source data versions (resources/source_versions.py).
 
 Small toy graphs on an ephemeral instance: a partitioned observable source -> a partitioned raw asset -> an
 unpartitioned analysis asset, and a reference chain; each test changes one thing and asserts the one reason
@@ -25,8 +25,9 @@ from dagster import (
 )
 
 from pipelines import code_versions as cv
-from pipelines import integrity, run_steps
-from pipelines import source_versions as sv
+from pipelines import run_steps
+from resources import integrity
+from resources import source_versions as sv
 
 PARTS = DynamicPartitionsDefinition(name="benchmark")
 
@@ -162,7 +163,7 @@ def test_a_code_version_covers_its_module_and_what_it_imports_only(tmp_path: Pat
 
 
 def test_the_settings_that_change_results_are_in_every_code_version(monkeypatch: Any) -> None:
-    from pipelines.settings import settings
+    from resources.settings import settings
 
     base = cv.settings_fingerprint(None, settings())
     monkeypatch.setenv("BENCHMAP_LABELER", "openai")
@@ -190,7 +191,7 @@ def test_the_landing_sensor_records_the_folder_version_it_requests(tmp_path: Pat
     for event in result.asset_events:
         instance.report_runless_asset_event(event)
     # run_all reports the same version: nothing new recorded
-    from pipelines.sources import discover_landing
+    from resources.sources import discover_landing
 
     assert sv.report_source_versions(instance, landing=sv.landing_versions(discover_landing(), ["toy"])) == 0
 

@@ -78,7 +78,7 @@ def test_estimated_scores_on_the_mirror(full_pipeline):
     """On the mirror: the asset holds one row per occupation x model with at least one expected scored prompt,
     each estimate inside its interval, and the estimate of the occupation with most expected prompts agrees
     with the p-weighted mean recomputed from the tables (to the draws' Monte Carlo error)."""
-    from pipelines import warehouse as wh
+    from resources import warehouse as wh
 
     frame = wh.read_table(full_pipeline.warehouse, "occupation_model_scores_estimated")
     assert frame.height > 0 and frame.columns == list(ESTIMATED_SCORES_SCHEMA)

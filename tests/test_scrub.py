@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from models.scrub import MASK, contains_secret, scrub, scrubber
-from pipelines.untrusted import known_secrets, scrub_untrusted
+from resources.untrusted import known_secrets, scrub_untrusted
 
 KEY = "sk-test-0123456789abcdefSECRET"
 

@@ -22,8 +22,8 @@ from models.reference_labels import (
     summarise_metrics,
 )
 from pipelines import fit_labeler
-from pipelines.landing import read_prompts
-from pipelines.readers import REFERENCE_DIR, load_reference, load_selector_fit, read_reference
+from resources.landing import read_prompts
+from resources.readers import REFERENCE_DIR, load_reference, load_selector_fit, read_reference
 
 # Issue 13's floors for the cross-validated development-split figures (the file records the measured ones).
 FLOORS = {"task_f1": 0.20, "first_occupation_agreement": 0.45, "work_accuracy": 0.88}
@@ -167,7 +167,7 @@ def test_cross_validated_figures_meet_the_floors_and_match_the_fit_file(prepared
     The ranking figures (first occupation, hit@k) are not in the oof file: their recorded values are checked
     against the floors, and fully recomputed only by `python -m pipelines.fit_labeler --check`."""
     from models.labeling import selector_cv as cv
-    from pipelines.readers import read_selector_oof
+    from resources.readers import read_selector_oof
 
     reference, prompts, index, evidence = prepared
     fit = load_selector_fit()

@@ -11,7 +11,7 @@ import pytest
 from models import validation as v
 from models.errors import InputError
 from models.validation import gold as validation_gold
-from pipelines.readers import read_gold_csv
+from resources.readers import read_gold_csv
 
 OCCUPATIONS = pl.DataFrame(
     {

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines import warehouse as wh
+from resources import warehouse as wh
 
 OPEN_FROM_ANOTHER_PROCESS = (
     "import duckdb, sys\n"

@@ -9,7 +9,7 @@ variant of `task_coverage`) are aggregated per benchmark all the way up.
 
 The coverage functions take *label counts*, one input shape: `label_counts(labels)` turns prompt-level labels
 (prompt_task_labels rows) into prompts per labeler x benchmark x task x label-depth bucket; the warehouse
-aggregates the same in DuckDB (pipelines/label_queries.py). The counts are all coverage needs and their size
+aggregates the same in DuckDB (resources/label_queries.py). The counts are all coverage needs and their size
 does not grow with the number of prompts per benchmark, so the analysis assets read them instead of the
 label table (at 50x the mirrored prompts the table has 11M rows). Only `labeler_same_prompt_sensitivity`
 takes prompt-level labels (it needs the prompts every labeler labeled) and counts them itself.

@@ -32,7 +32,7 @@ def label_counts(labels: pl.DataFrame) -> pl.DataFrame:
     """Prompt-level labels -> label counts (LABEL_COUNT_SCHEMA): prompts per labeler x benchmark x task x
     label-depth bucket. A prompt counts once per task and labeler (its best rank decides the bucket), so
     summing n_prompts over benchmarks and buckets gives distinct (benchmark, prompt_id) per task, as
-    `task_coverage` defines it. The warehouse computes the same in DuckDB (pipelines/label_queries.py
+    `task_coverage` defines it. The warehouse computes the same in DuckDB (resources/label_queries.py
     `label_counts_sql`; a test holds the two equal). Missing labeler / labeler_version / rank columns count as
     null."""
     frame = labels.select(

@@ -1,5 +1,5 @@
 """The vendored task-level reference as the estimates' judge sample, and the labeler's out-of-fold labels of
-those texts: pure functions over the parsed reference (pipelines/readers.py reads the files)."""
+those texts: pure functions over the parsed reference (resources/readers.py reads the files)."""
 
 from __future__ import annotations
 

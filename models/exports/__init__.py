@@ -1,8 +1,8 @@
 """Policy-report exports, the pure half: which tables are exported and how each frame is prepared, the data
 dictionary, the workbook's sheet names and README, and the manifest's content. The files are written by
-`pipelines/export_writer.py` (and `pipelines/export_files.py`), into one dated folder.
+`resources/export_writer.py` (and `resources/export_files.py`), into one dated folder.
 
-Layout of a release `<warehouse dir>/exports/<YYYY-MM-DD>T<HHMMSS>Z-<input hash>/` (pipelines/release.py; never
+Layout of a release `<warehouse dir>/exports/<YYYY-MM-DD>T<HHMMSS>Z-<input hash>/` (resources/release.py; never
 rewritten, `exports/latest` names the newest):
 
     tables/<table>.parquet, tables/<table>.csv   one pair per exported table

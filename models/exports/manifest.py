@@ -1,7 +1,7 @@
 """The manifest's content from plain values (its parts: benchmarks, labelers; the whole dict), and the
 problems of a folder against its manifest given what is on disk. Nothing here reads or writes a file:
-`pipelines/export_writer.py` hashes the files, counts the rows, finds the code version and writes the JSON.
-The sources part is `pipelines.sources.source_checksums()` (it looks on disk for them)."""
+`resources/export_writer.py` hashes the files, counts the rows, finds the code version and writes the JSON.
+The sources part is `resources.sources.source_checksums()` (it looks on disk for them)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ content hash, and the headline history across releases.
 Columns (RELEASE_SCHEMA, stable between releases -- tests/test_release.py pins it):
 benchmark_index, unit_type, unit_id, quantity, threshold, value, ci_low, ci_high, basis.
 
-Pure: frames in, frames and text out; `pipelines/release.py` writes and publishes. No dagster, no I/O.
+Pure: frames in, frames and text out; `resources/release.py` writes and publishes. No dagster, no I/O.
 """
 
 from __future__ import annotations
@@ -411,7 +411,7 @@ def _register_dictionary() -> None:
         "Per index and landed benchmark: counted or not and why, prompts, prompts labeled -- the one source of "
         "every benchmark count."
     )
-    history = "computed: pipelines/release.py from every release's release.parquet"
+    history = "computed: resources/release.py from every release's release.parquet"
     DATA_DICTIONARY["headline_history"] = {
         "release": ("release folder name (<date>T<time>Z-<input hash>)", TEXT, history),
         "released_at": ("when the release's run was created (UTC, ISO 8601)", TEXT, history),

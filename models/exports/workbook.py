@@ -1,5 +1,5 @@
 """The workbook's content, without the file: sheet names Excel accepts, frames cut to Excel's limits, and the
-README sheet's rows. `pipelines/export_files.py` writes the XLSX from these."""
+README sheet's rows. `resources/export_files.py` writes the XLSX from these."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ notebooks alike. An input with nothing to draw gives a figure saying so (and why
 `note`) instead of an exception, so one empty table never blocks the rest of the report.
 
 `figure_files` renders PNG and SVG bytes (byte-stable: fixed SVG hash salt, no dates; written to disk by
-`pipelines.export_writer.save_figure`), `figure_outputs` those and a small preview PNG from one layout;
+`resources.export_writer.save_figure`), `figure_outputs` those and a small preview PNG from one layout;
 `png_markdown` / `figure_markdown` give the Markdown image (base64 PNG) the Dagster UI shows in asset metadata. `FIGURES` names every report figure with
 the tables it needs; `render_figures` draws those whose tables are present.
 
@@ -174,7 +174,7 @@ def png_scaled(png: bytes, scale: float) -> bytes:
 
 def figure_files(fig: Figure, dpi: int = 150) -> dict[str, bytes]:
     """The figure as the report's files: {'png': bytes, 'svg': bytes} (`figure_outputs`).
-    `pipelines.export_writer.save_figure` writes them."""
+    `resources.export_writer.save_figure` writes them."""
     return figure_outputs(fig, dpi=dpi)[0]
 
 

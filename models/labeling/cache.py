@@ -7,7 +7,7 @@ to `label_failures`, and the prompt is retried on the next run (at most MAX_LABE
 masked by the store's `text_scrubber` (secrets) before they are written, counted or returned.
 
 Pure: the loop writes through a `LabelStore`; the DuckDB store (tables label_cache and label_failures, its
-SQL and transactions) is `pipelines.label_cache.LabelCache`.
+SQL and transactions) is `resources.label_cache.LabelCache`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import polars as pl
 
 from models.labeling.base import Labeler, LabelOutcome, PromptRecord, TaskLabel
 
-# Per-step usage of the two-step LLM labeler (pipelines/llm_labeler.py); null for labelers without steps.
+# Per-step usage of the two-step LLM labeler (resources/llm_labeler.py); null for labelers without steps.
 USAGE_COLUMNS = ("cached_input_tokens", "step1_input_tokens", "step1_cached_input_tokens", "step1_output_tokens",
                  "step2_input_tokens", "step2_cached_input_tokens", "step2_output_tokens", "requests")
 
@@ -205,7 +205,7 @@ class Progress:
 # --- the store the loop writes through ---------------------------------------------------------------------
 
 class LabelStore(Protocol):
-    """Where label sets are cached: `pipelines.label_cache.LabelCache` (DuckDB), or any test double."""
+    """Where label sets are cached: `resources.label_cache.LabelCache` (DuckDB), or any test double."""
 
     def read(self, key: CacheKey, hashes: Sequence[str] | None = None) -> dict[str, list[TaskLabel]]:
         """Cached labels by prompt hash for one key (all hashes when `hashes` is None)."""
@@ -274,7 +274,7 @@ def label_with_cache(prompts: Sequence[PromptRecord], labeler: Labeler, cache: L
     started = clock()
     key = CacheKey.for_labeler(labeler, onet_version)
     groups = unique_by_hash(prompts)
-    # the store's exclusive right to label these prompts (pipelines/label_cache.py: a file lock per benchmark):
+    # the store's exclusive right to label these prompts (resources/label_cache.py: a file lock per benchmark):
     # a second run labeling the same prompts waits here, then finds them cached
     lock = getattr(cache, "labeling_lock", None)
     with lock(sorted({p.benchmark for p in prompts}), log_fn) if lock else contextlib.nullcontext():

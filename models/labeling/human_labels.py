@@ -6,7 +6,7 @@
 * JobBench: `onet_task` (the task statement a showcase task was built on) -> O*NET task IDs.
 
 Each `*_gold` takes the JSON objects of the benchmark's prompts.jsonl (`parse_prompt_lines` of its bytes;
-`pipelines.readers.read_mirror_prompts(mirror, benchmark)` reads the mirror's file). Used by
+`resources.readers.read_mirror_prompts(mirror, benchmark)` reads the mirror's file). Used by
 tests/test_offline_labeler.py and for the accuracy figures of docs/offline_labeler.md.
 """
 

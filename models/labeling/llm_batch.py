@@ -1,7 +1,7 @@
 """Batch-API mode of the `openai` labeler, the pure part: both protocol steps as two OpenAI batches.
 
 This module builds the request lines and manifests and reads the result lines, over texts and dicts; the
-files, the uploads and the polling are pipelines/llm_batch.py (`OpenAILabeler.run_batch` and friends).
+files, the uploads and the polling are resources/llm_batch.py (`OpenAILabeler.run_batch` and friends).
 
     batch = plan_step1(prompts, records)        # prompts: TwoStepPrompts; records: PromptRecords
     text = "".join(batch.lines())               # step-1 JSONL; batch.manifest goes next to it

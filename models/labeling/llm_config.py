@@ -1,6 +1,6 @@
-"""The `openai` labeler's configuration: everything that shapes its requests (pipelines/llm_labeler.py).
+"""The `openai` labeler's configuration: everything that shapes its requests (resources/llm_labeler.py).
 
-Its own module so that what only needs the settings (pipelines/resources.py) does not import the openai
+Its own module so that what only needs the settings (resources/dagster_resources.py) does not import the openai
 client. Pure: no network, no dagster, no environment; the API key is passed in and never shown by `repr`.
 """
 

@@ -7,8 +7,8 @@
    keeps every task the prompt requires.
 
 `TwoStepPrompts` builds what the model is shown at each step (the texts and schemas: models/labeling/
-llm_prompt.py) and `request_body` the chat-completions body. `pipelines/llm_labeler.py` `label_one` runs the
-two steps through a `ChatClient` (pipelines/llm_client.py), whose answers are validated by `parse_step1` /
+llm_prompt.py) and `request_body` the chat-completions body. `resources/llm_labeler.py` `label_one` runs the
+two steps through a `ChatClient` (resources/llm_client.py), whose answers are validated by `parse_step1` /
 `parse_step2` (only offered IDs are accepted). The Batch-API path (models/labeling/llm_batch.py) builds the
 same requests from the same `TwoStepPrompts`.
 

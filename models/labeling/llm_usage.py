@@ -2,7 +2,7 @@
 
 Usage is counted per step (`LLMLabelOutcome.step1_*`, `step2_*`), including the cached input tokens the
 server reports (`usage.prompt_tokens_details.cached_tokens`), summed over all attempts since rejected answers
-are billed too. The synchronous path (pipelines/llm_client.py) and the Batch-API path
+are billed too. The synchronous path (resources/llm_client.py) and the Batch-API path
 (models/labeling/llm_batch.py, its result lines) read usage through the same `usage_of`.
 
 Pure module: no network, no dagster.

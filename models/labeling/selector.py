@@ -18,7 +18,7 @@ on the judge's labels (`fit_selector`, run by `python -m pipelines.fit_labeler`)
 A work prompt keeps the tasks with p_exercised >= `task_threshold` (at least its best task); thresholds are
 chosen inside the cross-validation folds. Everything here is pure numpy on the retriever's evidence; the
 fitted coefficients live in a versioned JSON file (`selector_fit.json`, read by
-`pipelines.readers.load_selector_fit`) whose version is part of the label cache key. Measured, cross-validated leaving one benchmark out: docs/offline_labeler.md.
+`resources.readers.load_selector_fit`) whose version is part of the label cache key. Measured, cross-validated leaving one benchmark out: docs/offline_labeler.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Reference data: O*NET 29.2, BLS OEWS May 2024, task shares (π), exposure labels and WORKBank ratings.
 
 Pure functions (no Dagster, no environment, no downloads, no file reads: the assets resolve the files and
-`pipelines.readers.read_source(path, parser)` reads them): `parse_*(data, source)` parse one source file's
+`resources.readers.read_source(path, parser)` reads them): `parse_*(data, source)` parse one source file's
 bytes into a typed polars frame and raise `InputError(path=source, line=...)` on a truncated or malformed
 file; `build_*` turn parsed frames into the warehouse tables of docs/ARCHITECTURE.md;
 `*_summary` compute the numbers the assets record as metadata and the tests assert.

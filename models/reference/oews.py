@@ -38,7 +38,7 @@ def parse_oews_national(data: bytes, source: str, sheet: str = OEWS_SHEET) -> pl
     `*` / `**` / `#` markers and the imputed hourly/annual wages.
     """
     try:
-        # the workbook's bytes, in memory (pipelines/readers.py read the file)
+        # the workbook's bytes, in memory (resources/readers.py read the file)
         raw = pl.read_excel(io.BytesIO(data), sheet_name=sheet, engine="calamine", infer_schema_length=0)
     except Exception as exc:  # fastexcel raises its own error types for a corrupt or truncated workbook
         raise InputError(

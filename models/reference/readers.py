@@ -1,6 +1,6 @@
 """Generic parsers and field checks shared by every reference parser (pure: they take a file's content).
 
-The files are read in `pipelines/readers.py` (`read_source(path, parser)`), which passes each parser the
+The files are read in `resources/readers.py` (`read_source(path, parser)`), which passes each parser the
 file's bytes and its `source` name (the path, as the error messages name it). Every record keeps its 1-based
 line number in `_line` (LINE) so a later check can name the line at fault: `parse_tsv` (O*NET:
 tab-separated, no quoting) and `parse_csv_records` (quoted CSV/TSV) return text columns, the `cast_*` /

@@ -1,5 +1,5 @@
 """Gold annotation: export a stratified sample of labeled prompts for annotators, read their answers back
-(parse_gold_csv: a file's bytes; pipelines.readers.read_gold_csv reads the file) and resolve them against the
+(parse_gold_csv: a file's bytes; resources.readers.read_gold_csv reads the file) and resolve them against the
 landed prompts and O*NET tasks."""
 
 from __future__ import annotations

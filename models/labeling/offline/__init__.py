@@ -29,7 +29,7 @@ How a prompt is scored (calibration and measured accuracy: docs/offline_labeler.
    `max_tasks_per_occupation` from one occupation (so the labels name several candidate occupations).
 
 Everything is vectorised over a batch of prompts (sparse matrix products); the index is built once from the
-reference frames (pipelines.readers.load_onet_reference_frames reads them from the O*NET files) and
+reference frames (resources.readers.load_onet_reference_frames reads them from the O*NET files) and
 pickles.
 
 The package, by concern (every public name is importable from models.labeling.offline):
@@ -39,7 +39,7 @@ The package, by concern (every public name is importable from models.labeling.of
   index.py     TaskIndex: its fields and queries (shortlist, task scores, the greedy selection)
   evidence.py  a batch's occupation signals, task similarities and role-title scores
   labeler.py   OfflineLabeler and occupation_ranking_from_labels
-pipelines/task_index.py fingerprints the source of all of these modules: a pickled index is only reused by
+resources/task_index.py fingerprints the source of all of these modules: a pickled index is only reused by
 the code that built it.
 """
 

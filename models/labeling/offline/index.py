@@ -2,7 +2,7 @@
 queries the labeler makes of it (evidence, task scores, the greedy task selection, best titles).
 
 Built once by `TaskIndex.build` (the steps are in build.py; the scoring of a batch in evidence.py) and
-pickled by pipelines/task_index.py: the class lives here, so a pickle names
+pickled by resources/task_index.py: the class lives here, so a pickle names
 models.labeling.offline.index.TaskIndex.
 """
 

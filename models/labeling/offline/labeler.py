@@ -58,7 +58,7 @@ class OfflineLabeler:
     @classmethod
     def calibrated(cls, index: TaskIndex, fit: Any) -> OfflineLabeler:
         """The default labeler: the retriever plus the fitted selector `fit` (a SelectorFit; the versioned one
-        in models/labeling/selector_fit.json is `pipelines.readers.load_selector_fit()`)."""
+        in models/labeling/selector_fit.json is `resources.readers.load_selector_fit()`)."""
         return cls(index, OfflineLabelerConfig(), fit)
 
     @property

@@ -26,8 +26,8 @@ from typing import Any
 import polars as pl
 
 from models.sources import ONET_VERSION
-from pipelines import warehouse as wh
-from pipelines.sources import resolve_source
+from resources import warehouse as wh
+from resources.sources import resolve_source
 
 TABLE = "task_search_index"
 # Bump when the pickled index layout changes; the offline module's own INDEX_VERSION (if any) is appended.

@@ -12,7 +12,7 @@ Layout, next to the warehouse file (`data/warehouse/benchmap.duckdb` -> `data/wa
     <seq>.failures.parquet         that batch's label_failures rows (attempts of this batch only), when any
     <seq>.failures.parquet.sha256
 
-    .locks/<benchmark>.lock        the per-benchmark labeling lock (pipelines/label_cache.py), no data
+    .locks/<benchmark>.lock        the per-benchmark labeling lock (resources/label_cache.py), no data
 
 `<seq>` = `<UTC nanoseconds>-<pid>-<random>`: segments sort in the order they were written. A segment is never
 changed after it is written: the checksum file is written first and the Parquet file renamed into place last,

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import duckdb
 
-from pipelines import label_store
-from pipelines import warehouse as wh
+from resources import label_store
+from resources import warehouse as wh
 
 HEADER_BYTES = 3 * 4096  # DuckDB's main header and two database headers precede the first block
 REBUILD_COMMAND = "python -m pipelines.run_all --rebuild"

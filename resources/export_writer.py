@@ -2,7 +2,7 @@
 folder's lock; the report's figures; verifying a folder against its manifest; the code version it records.
 
 The content is `models.exports` (prepared frames, dictionary, README rows, manifest dict) and
-`models.figures` (figure bytes); the file mechanics are `pipelines/export_files.py`. The assets in
+`models.figures` (figure bytes); the file mechanics are `resources/export_files.py`. The assets in
 `assets/exports.py` call `write_exports`, `save_figure` and `verify_export`. No dagster here.
 """
 
@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 
 from models import exports as ex
 from models import figures as fg
-from pipelines.export_files import (
+from resources.export_files import (
     LOCK_NAME,
     LOCK_WAIT_S,
     TableFile,
@@ -38,7 +38,7 @@ from pipelines.export_files import (
     write_text,
     write_workbook,
 )
-from pipelines.settings import PROJECT_ROOT
+from resources.settings import PROJECT_ROOT
 
 __all__ = [
     "LOCK_NAME", "LOCK_WAIT_S", "ExportResult", "code_version", "export_directory", "export_lock", "make_export_directory",
@@ -125,7 +125,7 @@ def write_exports(
     tables: warehouse table name -> frame (only tables that exist; the others of `expected` are listed as
     missing). benchmarks: the `benchmarks` table, for names, versions and content hashes (also exported as a
     table when given in `tables`). labelers: `models.exports.labeler_entries(...)`. sources:
-    `pipelines.sources.source_checksums()` (None records none). version: default `code_version()`. name: what
+    `resources.sources.source_checksums()` (None records none). version: default `code_version()`. name: what
     the manifest and README call the export (default: the folder's name; a staged release passes the name it
     will be published under). The manifest also lists every other file already in the folder (figures, map,
     summary, release file).

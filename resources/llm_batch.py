@@ -29,7 +29,7 @@ from typing import Any
 from models.labeling import llm_batch as lb
 from models.labeling.base import LabelOutcome, PromptRecord
 
-# pipelines.llm_labeler.OpenAILabeler: not imported, not even for type checking (the labeler imports this module
+# resources.llm_labeler.OpenAILabeler: not imported, not even for type checking (the labeler imports this module
 # for its Batch-API mode; one direction only)
 OpenAILabeler = Any
 

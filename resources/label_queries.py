@@ -15,7 +15,7 @@ import duckdb
 import polars as pl
 
 from models.coverage import LABEL_COUNT_SCHEMA, LABEL_DEPTHS
-from pipelines import warehouse as wh
+from resources import warehouse as wh
 
 LABELS = "prompt_task_labels"
 PROMPTS = "benchmark_prompts"

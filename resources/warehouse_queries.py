@@ -1,8 +1,8 @@
 """The warehouse resource's named reads: every query an asset needs, by what it returns (issue 28 item 2).
 
-Assets ask the `Warehouse` resource (pipelines/resources.py, which mixes this class in) for frames and hand
+Assets ask the `Warehouse` resource (resources/dagster_resources.py, which mixes this class in) for frames and hand
 frames back; they write no SQL and never see the file's path. The SQL is here, or in the query modules these
-methods delegate to (pipelines/label_queries.py, answer_queries.py, coverage_map_queries.py, whatif.py), which
+methods delegate to (resources/label_queries.py, answer_queries.py, coverage_map_queries.py, whatif.py), which
 other I/O code (run_all, the CLIs) calls with a path. The stores bound to the file (label cache, task index,
 export folders) are handed out here too. tests/test_asset_sql.py keeps SQL and paths out of assets/.
 """
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipelines import label_queries as lq
-from pipelines import warehouse as wh
+from resources import label_queries as lq
+from resources import warehouse as wh
 
 if TYPE_CHECKING:
     from models import report
-    from pipelines.label_cache import LabelCache
+    from resources.label_cache import LabelCache
 
 
 class WarehouseQueries:
@@ -58,21 +58,21 @@ class WarehouseQueries:
 
     def neighbour_cache_path(self, benchmark: str) -> Path:
         """Where the neighbour step keeps `benchmark`'s decisions, beside this warehouse (neighbour_cache.py)."""
-        from pipelines import neighbour_cache
+        from resources import neighbour_cache
 
         return neighbour_cache.cache_path(self.path, benchmark)
 
     # --- stores and folders bound to the warehouse file ---------------------------------------------------------
 
     def label_cache(self) -> LabelCache:
-        """The label cache and failure store in this warehouse (pipelines/label_cache.py)."""
-        from pipelines.label_cache import LabelCache
+        """The label cache and failure store in this warehouse (resources/label_cache.py)."""
+        from resources.label_cache import LabelCache
 
         return LabelCache(self.path)
 
     def exports_root(self) -> Path:
-        """`<folder of the warehouse file>/exports` (pipelines/release.py)."""
-        from pipelines import release
+        """`<folder of the warehouse file>/exports` (resources/release.py)."""
+        from resources import release
 
         return release.exports_root(self.path)
 
@@ -81,15 +81,15 @@ class WarehouseQueries:
         return Path(self.path).parent / "annotation"
 
     def task_index_path(self, version: str) -> Path:
-        """Where the task index of this O*NET and index version is pickled (pipelines/task_index.py)."""
-        from pipelines import task_index
+        """Where the task index of this O*NET and index version is pickled (resources/task_index.py)."""
+        from resources import task_index
 
         return task_index.index_pickle_path(self.path, version)
 
     def load_task_index(self, warn: Callable[[str], Any] | None = None) -> tuple[Any, str, float]:
         """(TaskIndex, 'pickle'|'built', seconds): the stored pickle when current, else built from the reference
-        tables, calling `warn` first (pipelines/task_index.py)."""
-        from pipelines import task_index
+        tables, calling `warn` first (resources/task_index.py)."""
+        from resources import task_index
 
         return task_index.load_or_build(self.path, warn)
 
@@ -103,7 +103,7 @@ class WarehouseQueries:
 
     def table_fingerprints(self) -> dict[str, tuple[int, int]]:
         """(rows, order-independent hash) of every table but the what-if's own (pipelines/whatif.py)."""
-        from pipelines import whatif
+        from resources import whatif
 
         return whatif.table_fingerprints(self.path)
 
@@ -149,18 +149,18 @@ class WarehouseQueries:
 
     def benchmark_counts(self, benchmarks: pl.DataFrame | None = None,
                          membership: pl.DataFrame | None = None) -> pl.DataFrame:
-        """Per benchmark: prompts, labeled prompts, results (pipelines/answer_queries.py)."""
-        from pipelines import answer_queries
+        """Per benchmark: prompts, labeled prompts, results (resources/answer_queries.py)."""
+        from resources import answer_queries
 
         return answer_queries.benchmark_counts(self.path, benchmarks, membership)
 
     def answer(self, index: str = "all", released: str | None = None) -> report.Answer | None:
-        """The headline answer of a benchmark index (pipelines/answer_queries.py)."""
-        from pipelines import answer_queries
+        """The headline answer of a benchmark index (resources/answer_queries.py)."""
+        from resources import answer_queries
 
         return answer_queries.answer(self.path, index, released)
 
-    # --- labels (pipelines/label_queries.py) --------------------------------------------------------------------
+    # --- labels (resources/label_queries.py) --------------------------------------------------------------------
 
     def task_label_counts(self) -> tuple[int, pl.DataFrame]:
         """(label rows, label counts) of prompt_task_labels, aggregated in DuckDB."""
@@ -312,15 +312,15 @@ class WarehouseQueries:
     # --- exports and the what-if --------------------------------------------------------------------------------
 
     def coverage_map(self, occupations: pl.DataFrame, **options: Any) -> tuple[str, dict]:
-        """The coverage map's HTML and data, aggregated in DuckDB (pipelines/coverage_map_queries.py)."""
-        from pipelines.coverage_map_queries import build_coverage_map_from_warehouse
+        """The coverage map's HTML and data, aggregated in DuckDB (resources/coverage_map_queries.py)."""
+        from resources.coverage_map_queries import build_coverage_map_from_warehouse
 
         return build_coverage_map_from_warehouse(self.path, occupations, **options)
 
     def run_whatif(self, folder: str | Path, params: Any, *, labeler: Any = None,
                    cached: dict[str, list[Any]] | None = None) -> Any:
         """A candidate benchmark's what-if against this warehouse, which it leaves unchanged (pipelines/whatif.py)."""
-        from pipelines import whatif
+        from resources import whatif
 
         return whatif.run_whatif(self.path, folder, params, labeler=labeler, cached=cached)
 

@@ -12,7 +12,7 @@ every error names the file and line as it did when the parsers opened the files 
   `load_reference`, `sampling_design`; annotators' gold CSVs: `read_gold_csv`; the human labels of the
   mirrored benchmarks: `read_mirror_prompts`; the selector's coefficients: `load_selector_fit` (FIT_PATH).
 
-The benchmark landing zone's files are read in `pipelines/landing.py`.
+The benchmark landing zone's files are read in `resources/landing.py`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from models import reference as ref
 from models import reference_labels as rl
 from models.errors import InputError
 from models.validation import annotation
-from pipelines.settings import PROJECT_ROOT
+from resources.settings import PROJECT_ROOT
 
 if TYPE_CHECKING:
     from models.labeling.selector import SelectorFit
@@ -136,7 +136,7 @@ def sampling_design(folder: str | Path | None = None) -> pl.DataFrame:
 def gold_files(folder: Path) -> list[Path]:
     """The annotators' CSV files in `folder` (data/raw/gold_labels/), sorted; none when it is not there. A file
     linking outside the folder's parent (data/raw) is left out (BENCHMAP_FOLLOW_LINKS=1 follows it)."""
-    from pipelines.landing import outside_zone
+    from resources.landing import outside_zone
 
     return sorted(p for p in folder.glob("*.csv") if outside_zone(p, folder.parent) is None) if folder.is_dir() else []
 

@@ -2,7 +2,7 @@
 
 Resolution order (DEVELOPERS.md): `data/raw/<source>/<file>` (BENCHMAP_RAW_DIR), then
 `$BENCHMAP_MIRROR/<source>/<file>`, then a download from the official URL into `data/raw/<source>/<file>`;
-BENCHMAP_OFFLINE=1 skips downloads. The three variables are read through `pipelines.settings` (the one place
+BENCHMAP_OFFLINE=1 skips downloads. The three variables are read through `resources.settings` (the one place
 that looks at the environment), at call time, so a test that sets them sees them. Every function takes an
 optional `Settings` for callers that hold one (a resource, a test); by default it is `settings()`.
 """
@@ -20,9 +20,9 @@ from typing import Any
 from models.benchmarks import Landing
 from models.errors import SourceNotFoundError
 from models.sources import SOURCES, SourceFile
-from pipelines.export_files import sha256_file  # the one file hash (the export manifest uses it too)
-from pipelines.landing import discover, outside_zone
-from pipelines.settings import Settings, settings
+from resources.export_files import sha256_file  # the one file hash (the export manifest uses it too)
+from resources.landing import discover, outside_zone
+from resources.settings import Settings, settings
 
 DOWNLOAD_TIMEOUT_S = 60
 USER_AGENT = "benchmap/0.1 (research pipeline)"
@@ -136,14 +136,14 @@ def landing_roots(config: Settings | None = None) -> list[tuple[str, Path]]:
 
 
 def discover_landing(config: Settings | None = None) -> Landing:
-    """`pipelines.landing.discover` over the configured landing roots."""
+    """`resources.landing.discover` over the configured landing roots."""
     return discover(landing_roots(config))
 
 
 def source_checksums(config: Settings | None = None) -> list[dict[str, Any]]:
     """Every registered source file: version, licence, where it was found (data/raw or the mirror) and its
     SHA-256 -- without downloading anything. Files found nowhere are listed with status 'not present'.
-    The export manifest's `sources` (pipelines.export_writer.write_exports takes them)."""
+    The export manifest's `sources` (resources.export_writer.write_exports takes them)."""
     entries = []
     for key in sorted(SOURCES):
         spec = SOURCES[key]

@@ -1,6 +1,6 @@
 """The benchmark landing zone on disk: listing the folders and reading their files (models/benchmarks.py parses).
 
-`discover` lists the landing roots (`pipelines.sources.discover_landing` passes the configured ones),
+`discover` lists the landing roots (`resources.sources.discover_landing` passes the configured ones),
 `read_folder` reads a folder's CONTENT_FILES, `folder_content_hash` hashes them (the sensor's and run_all's
 change test), `ingest_folder` parses one folder into the four tables' rows and `read_prompts` parses one
 prompts.jsonl file. A file that cannot be read raises the OSError it raises (the command lines name it).
@@ -17,7 +17,7 @@ import polars as pl
 
 from models import benchmarks as bm
 from models.errors import InputError
-from pipelines.settings import settings
+from resources.settings import settings
 
 
 def outside_zone(path: Path, zone: Path, *, follow_links: bool | None = None) -> str | None:
@@ -44,7 +44,7 @@ def _zone_of(root: Path) -> Path:
 def discover(roots: Iterable[tuple[str, Path]]) -> bm.Landing:
     """Every benchmark folder in the landing roots (earlier roots win) and every folder that cannot be one.
 
-    `roots` are (origin, folder) pairs, highest priority first; `pipelines.sources.landing_roots()` gives the
+    `roots` are (origin, folder) pairs, highest priority first; `resources.sources.landing_roots()` gives the
     configured ones (data/raw/benchmarks, then the mirror's) and `discover_landing()` calls this with them.
     A root that is not a folder is skipped; hidden entries and files (INDEX.md, .git, .DS_Store) are not
     folders of benchmarks. A folder, or its prompts.jsonl, that links outside the landing zone is a landing

@@ -2,7 +2,7 @@
 
 `LabelCache` is the one implementation of the `models.labeling.cache.LabelStore` protocol the labeling loop
 (`label_with_cache`) writes through: every batch is one transaction, and it goes to the append-only label
-store (`pipelines.label_store`) first, so paid labels survive a damaged warehouse.
+store (`resources.label_store`) first, so paid labels survive a damaged warehouse.
 
 `label_failures` holds the *outstanding* failures: a prompt's row is replaced when it fails again (attempts
 accumulate across runs) and deleted once the prompt is labeled.
@@ -34,9 +34,9 @@ from models.labeling.cache import (
     labels_from_json,
     labels_to_json,
 )
-from pipelines import label_store
-from pipelines import warehouse as wh
-from pipelines.untrusted import untrusted_scrubber
+from resources import label_store
+from resources import warehouse as wh
+from resources.untrusted import untrusted_scrubber
 
 CACHE_TABLE = "label_cache"
 FAILURES_TABLE = "label_failures"

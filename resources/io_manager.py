@@ -10,8 +10,8 @@ from __future__ import annotations
 import polars as pl
 from dagster import ConfigurableIOManager, InputContext, OutputContext
 
-from pipelines import warehouse as wh
-from pipelines.resources import Warehouse
+from resources import warehouse as wh
+from resources.dagster_resources import Warehouse
 
 PARTITION_COLUMN = "benchmark"
 

@@ -3,7 +3,7 @@
 - `reference_source_files`: a sha256 over the SHA-256 of every file of data/raw and the mirror outside their
   benchmarks/ folders (O*NET, OEWS, WORKBank, gold and reference labels, ...: about 35 MB, some 50 ms);
 - `benchmark_landing_folders`, one data version per benchmark partition: the landing folder's content hash
-  (pipelines.landing.folder_content_hash, the same hash the landing sensor and the `benchmarks` metadata use;
+  (resources.landing.folder_content_hash, the same hash the landing sensor and the `benchmarks` metadata use;
   the `_landing` partition: the hash of the landing problems);
 - the index files (data/indexes/*.toml): `index_files_fingerprint`, recorded by benchmark_index_membership.
 
@@ -23,8 +23,8 @@ from dagster import AssetKey, AssetObservation, DagsterEventType, DagsterInstanc
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
 from models import benchmarks as bm
-from pipelines.landing import folder_content_hash
-from pipelines.settings import Settings, settings
+from resources.landing import folder_content_hash
+from resources.settings import Settings, settings
 
 REFERENCE_FILES_KEY = AssetKey("reference_source_files")
 LANDING_FOLDERS_KEY = AssetKey("benchmark_landing_folders")

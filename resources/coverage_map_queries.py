@@ -26,7 +26,7 @@ from models.coverage_map import (
     index_options,
     map_occupations,
 )
-from pipelines import warehouse as wh
+from resources import warehouse as wh
 
 LABELS_RELATION = "prompt_task_labels"
 ESTIMATES_RELATION = "occupation_estimates"  # per index, occupation and threshold: p_covered, prompts (issue 25)

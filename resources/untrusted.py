@@ -6,8 +6,8 @@ untrusted: an OpenAI-compatible proxy may echo the API key in its error message.
 (OPENAI_API_KEY), every environment variable whose name says it is a secret (`*KEY*`, `*TOKEN*`, `*SECRET*`,
 `*PASSWORD*`, `*CREDENTIAL*`), and any key handed in (`extra`: e.g. the labeler's configured key).
 
-Applied where such text enters the process (pipelines/llm_client.py: every server text) and, as a second guard,
-where it is stored or shown (pipelines/label_cache.py: label_cache, label_failures and the label store;
+Applied where such text enters the process (resources/llm_client.py: every server text) and, as a second guard,
+where it is stored or shown (resources/label_cache.py: label_cache, label_failures and the label store;
 pipelines/run_report.py: the step errors run_all prints).
 """
 

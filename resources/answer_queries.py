@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from models import report
-from pipelines import warehouse as wh
+from resources import warehouse as wh
 
 LABELED_PROMPTS_SQL = ("select benchmark, count(distinct prompt_id) as n_labeled_prompts "
                        "from prompt_task_labels group by benchmark")

@@ -30,7 +30,7 @@ from models.labeling import llm_prompt as lp
 from models.labeling.llm_config import LLMConfig
 from models.labeling.llm_protocol import request_body
 from models.labeling.llm_usage import LabelerStats, LLMLabelOutcome, usage_of
-from pipelines.untrusted import scrub_untrusted
+from resources.untrusted import scrub_untrusted
 
 log = logging.getLogger(__name__)
 NO_KEY = "sk-no-key-needed"  # local servers ignore the key, the client insists on one
@@ -166,7 +166,7 @@ class ChatClient:
 
     def scrub(self, text: str | None) -> str | None:
         """Server text with every secret masked (the configured key and the environment's): the one place
-        where what the server says enters this process (pipelines/untrusted.py)."""
+        where what the server says enters this process (resources/untrusted.py)."""
         return scrub_untrusted(text, [self.config.api_key])
 
     def count(self, **deltas: float) -> None:

@@ -29,8 +29,8 @@ from typing import Any
 import polars as pl
 
 from models.exports import release as rel
-from pipelines import export_writer as ew
-from pipelines.export_files import atomic_write, export_lock, read_manifest, write_bytes, write_text
+from resources import export_writer as ew
+from resources.export_files import atomic_write, export_lock, read_manifest, write_bytes, write_text
 
 STAGING_DIR = ".staging"
 STALE_STAGING_S = 24 * 3600.0

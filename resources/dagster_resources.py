@@ -1,4 +1,4 @@
-"""Resources, chosen by the settings (pipelines/settings.py): where the warehouse lives and which labeler runs."""
+"""Resources, chosen by the settings (resources/settings.py): where the warehouse lives and which labeler runs."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from dagster import Config, ConfigurableResource, EnvVar, InitResourceContext
 
-from pipelines import warehouse as wh
-from pipelines.settings import DEFAULT_WAREHOUSE, Settings, settings
-from pipelines.warehouse_queries import WarehouseQueries
+from resources import warehouse as wh
+from resources.settings import DEFAULT_WAREHOUSE, Settings, settings
+from resources.warehouse_queries import WarehouseQueries
 
 if TYPE_CHECKING:
     from models.labeling.base import Labeler
@@ -19,16 +19,16 @@ if TYPE_CHECKING:
 
 class Warehouse(WarehouseQueries, ConfigurableResource):
     """The embedded DuckDB warehouse. Connections are short-lived and retry on the file lock. Assets read through
-    its named queries (pipelines/warehouse_queries.py) and `read_table`, and write through the IO manager or
+    its named queries (resources/warehouse_queries.py) and `read_table`, and write through the IO manager or
     `replace_table`/`append_rows`: no SQL and no file path in assets/."""
 
     path: str = str(DEFAULT_WAREHOUSE)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         """Integrity before trust: every run (sensor, schedule, UI) starts by checking that the warehouse file is
-        whole and every table reads, every block's checksum once per run (pipelines/integrity.py); a damaged
+        whole and every table reads, every block's checksum once per run (resources/integrity.py); a damaged
         file fails the run with the recovery command instead of writing into it."""
-        from pipelines import integrity
+        from resources import integrity
 
         integrity.check_for_run(self.path, getattr(context, "run_id", None))
 
@@ -62,7 +62,7 @@ class LLMSettings(Config):
     defaults (tests/test_definitions.py holds the two together), converted by `to_llm_config`. Declared rather
     than derived from the dataclass because the labeler module pulled in the openai client (~0.4 s) for every
     process that loads the Definitions; the dataclass now lives in models/labeling/llm_config.py, which does not
-    (the labeler, pipelines/llm_labeler.py, is imported only when one is built)."""
+    (the labeler, resources/llm_labeler.py, is imported only when one is built)."""
 
     model: str = "gpt-4o-mini"
     base_url: str | None = None  # None = api.openai.com; e.g. http://127.0.0.1:8000/v1 for llama.cpp
@@ -126,12 +126,12 @@ class LabelerResource(ConfigurableResource):
     def build(self, index: Any) -> Labeler:
         """The configured labeler over a TaskIndex: OfflineLabeler, or the two-step OpenAILabeler."""
         if self.kind == "openai":
-            from pipelines.llm_labeler import OpenAILabeler
+            from resources.llm_labeler import OpenAILabeler
 
             return OpenAILabeler(index, self.llm_config())
         if self.kind == "offline":
             from models.labeling.offline import OfflineLabeler
-            from pipelines.readers import load_selector_fit
+            from resources.readers import load_selector_fit
 
             return OfflineLabeler.calibrated(index, load_selector_fit())  # the retriever + selector_fit.json
         raise ValueError(f"unknown labeler kind {self.kind!r}: expected 'offline' or 'openai'")

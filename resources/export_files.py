@@ -1,9 +1,9 @@
 """The export folder's file I/O: atomic writes, the Parquet/CSV pair per table and the `tables/` folder swapped
 in whole, the XLSX workbook, checksums, the folder's writer lock, and reading an export back.
 
-`pipelines/export_writer.py` drives these under the lock; the content (prepared frames, sheet names, README
+`resources/export_writer.py` drives these under the lock; the content (prepared frames, sheet names, README
 rows, the manifest dict) comes from `models.exports`. `sha256_file` is the project's one file hash
-(`pipelines.sources` uses it for the source checksums). No dagster here.
+(`resources.sources` uses it for the source checksums). No dagster here.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ LOCK_WAIT_S = 900.0
 
 
 def sha256_file(path: Path) -> str:
-    """SHA-256 of a file, read in 1 MiB chunks (the manifest's checksums; pipelines.sources uses it too)."""
+    """SHA-256 of a file, read in 1 MiB chunks (the manifest's checksums; resources.sources uses it too)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):

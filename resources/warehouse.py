@@ -1,7 +1,7 @@
 """DuckDB warehouse access without Dagster: short-lived connections, lock retries, transactional writes.
 
-The one place that opens the warehouse: the resource and IO manager (pipelines/resources.py,
-pipelines/io_manager.py) and the stores (label_cache, label_queries, coverage_map_queries, task_index) go
+The one place that opens the warehouse: the resource and IO manager (resources/dagster_resources.py,
+resources/io_manager.py) and the stores (label_cache, label_queries, coverage_map_queries, task_index) go
 through it; models/ never does.
 
 DuckDB lets one process write a database file at a time. Every access here opens a connection, does its work
@@ -25,7 +25,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from pipelines.settings import settings
+from resources.settings import settings
 
 LOCK_WAIT_S = 120.0
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -1,6 +1,6 @@
 """Every environment variable benchmap reads, read in one place into one frozen `Settings`.
 
-    from pipelines.settings import settings
+    from resources.settings import settings
     path = settings().warehouse
 
 `Settings.from_env(environ)` is the only code that looks at the environment (besides Dagster's own

@@ -24,8 +24,8 @@ In pipelines/ because it talks to the network (was models/labeling/llm.py); the 
 | models/labeling/llm_protocol.py | `TwoStepPrompts` (the messages and bodies of each step) |
 | models/labeling/llm_usage.py | token accounting: `LLMLabelOutcome` per-step usage, `LabelerStats`, `estimate_cost` |
 | models/labeling/llm_batch.py | Batch-API request lines, manifests and result parsing |
-| pipelines/llm_client.py | `ChatClient` (HTTP, error classes, format fallback) and `run_step` (retries, correction turns) |
-| pipelines/llm_batch.py | Batch-API mode: the files, uploads and polling |
+| resources/llm_client.py | `ChatClient` (HTTP, error classes, format fallback) and `run_step` (retries, correction turns) |
+| resources/llm_batch.py | Batch-API mode: the files, uploads and polling |
 | this module | `OpenAILabeler` and `label_one` (step 1, then step 2) |
 
 No dagster, no environment. The API key is passed in (from `dagster.EnvVar("OPENAI_API_KEY")` by the
@@ -48,8 +48,8 @@ from models.labeling.llm_config import LLMConfig
 from models.labeling.llm_prompt import Occupation, OccupationCatalogue
 from models.labeling.llm_protocol import TwoStepPrompts
 from models.labeling.llm_usage import LabelerStats, LLMLabelOutcome
-from pipelines import llm_batch
-from pipelines.llm_client import ChatClient, LabelerConfigError, StepFailed, backoff, run_step
+from resources import llm_batch
+from resources.llm_client import ChatClient, LabelerConfigError, StepFailed, backoff, run_step
 
 
 class OpenAILabeler:
@@ -134,7 +134,7 @@ class OpenAILabeler:
         finally:
             self.chat.count(seconds=time.perf_counter() - start)
 
-    # -- Batch API mode (pipelines/llm_batch.py; the pure part: models/labeling/llm_batch.py)
+    # -- Batch API mode (resources/llm_batch.py; the pure part: models/labeling/llm_batch.py)
     def write_batch_file(self, prompts: Sequence[PromptRecord], path: str | Path) -> Path:
         """Step 1 of a Batch-API run: the JSONL of step-1 requests and its manifest (see llm_batch)."""
         return llm_batch.write_step1(self, prompts, path)
