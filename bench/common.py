@@ -122,7 +122,7 @@ def state_root() -> Path:
 
 
 # data/reference (the vendored judge labels) and data/indexes (index definitions) are read by assets
-CODE_PARTS = ("models", "assets", "pipelines", "bench", "data/reference", "data/indexes", "pyproject.toml",
+CODE_PARTS = ("models", "resources", "assets", "pipelines", "bench", "data/reference", "data/indexes", "pyproject.toml",
               "dagster.yaml")
 
 
@@ -146,7 +146,7 @@ def code_version(root: Path = PROJECT_ROOT) -> str:
     import hashlib
 
     digest = hashlib.sha256()
-    for path in sorted(p for d in ("models", "assets", "pipelines") for p in (root / d).rglob("*.py")
+    for path in sorted(p for d in ("models", "resources", "assets", "pipelines") for p in (root / d).rglob("*.py")
                        if "__pycache__" not in p.parts):
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:12]

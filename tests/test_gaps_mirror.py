@@ -153,8 +153,8 @@ def _candidate_folder(tmp: Path, name: str, rows: list[dict[str, Any]]) -> Path:
 
 def test_whatif_on_a_copy_of_a_landed_benchmark_adds_nothing(landed: dict[str, Any]) -> None:
     from models import gaps as gaps_module
-    from pipelines import whatif
     from resources import warehouse as wh
+    from resources import whatif
 
     warehouse, tmp = landed["warehouse"], landed["tmp"]
     source = landed["mirror"] / "benchmarks" / "cybench" / "prompts.jsonl"
@@ -213,8 +213,9 @@ def test_whatif_on_a_synthetic_benchmark_aimed_at_one_uncovered_occupation(
 ) -> None:
     from models import gaps as gaps_module
     from models.coverage import task_hour_weights
-    from pipelines import whatif
+    from pipelines import whatif as whatif_command
     from resources import warehouse as wh
+    from resources import whatif
 
     warehouse, tmp = landed["warehouse"], landed["tmp"]
     threshold = 3
@@ -256,7 +257,7 @@ def test_whatif_on_a_synthetic_benchmark_aimed_at_one_uncovered_occupation(
 
     out = tmp / "whatif_csv"
     assert (
-        whatif.main(
+        whatif_command.main(
             [
                 str(folder),
                 "--threshold",

@@ -23,11 +23,8 @@ if str(ROOT) not in sys.path:
 
 from bench import common  # noqa: E402
 from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel  # noqa: E402
-from pipelines import (  # noqa: E402
-    integrity,
-    label_store,  # noqa: E402
-    restore_labels,
-)
+from pipelines import restore_labels  # noqa: E402
+from resources import integrity, label_store  # noqa: E402
 from resources import label_cache as lc  # noqa: E402
 from resources import warehouse as wh  # noqa: E402
 
