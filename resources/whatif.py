@@ -70,7 +70,7 @@ def check_candidate_folder(folder: Path) -> None:
     if folder.is_dir() and not prompts_file.exists():
         raise InputError(
             "no prompts.jsonl in this folder: a candidate benchmark folder needs one (one JSON object per line: "
-            "benchmark, prompt_id, prompt; see README 'What would a new benchmark add?')",
+            "benchmark, prompt_id, prompt; see docs/whatif_command.md)",
             path=folder,
         )
 
