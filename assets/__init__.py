@@ -18,7 +18,11 @@ def module_assets(module: ModuleType) -> list[Any]:
 
 
 def _origin(definition: Any) -> str | None:
-    """The module of the function an asset was decorated from (None for a spec: it has no function)."""
+    """The module of the function an asset was decorated from, or an observable source asset observes with
+    (None for a spec: it has no function)."""
+    observe = getattr(definition, "observe_fn", None)
+    if observe is not None:
+        return observe.__module__
     try:
         return definition.op.compute_fn.decorated_fn.__module__
     except AttributeError:

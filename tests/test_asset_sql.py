@@ -84,7 +84,7 @@ def read(store: Warehouse, name: str):
 '''
     found = [what for _, _, what in violations(source)]
     assert "store.query" in found and "store.path" in found
-    assert "from pipelines import" in found
+    assert "from resources import" in found
     assert sum(what.startswith("SQL:") for what in found) == 3  # the query, the f-string, the create
     assert len(found) == 6  # the docstring and read_table are fine
 
