@@ -31,7 +31,14 @@ import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from dagster import AssetKey, AssetRecordsFilter, DagsterEventType, DagsterInstance, Definitions
+from dagster import (
+    AssetKey,
+    AssetRecordsFilter,
+    DagsterEventType,
+    DagsterInstance,
+    DagsterRunStatus,
+    Definitions,
+)
 from dagster._core.definitions.data_version import extract_data_provenance_from_entry
 from dagster._core.storage.event_log.base import EventLogRecord
 
@@ -102,7 +109,8 @@ class Records:
         keys = list(self.graph.get_all_asset_keys())
         self.entries = {r.asset_entry.asset_key: r.asset_entry for r in self.instance.get_asset_records(keys)}
         self._by_partition: dict[AssetKey, dict[str, int]] = {}
-        self._attempts: dict[AssetKey, set[str]] = {}
+        self._attempts: dict[AssetKey, dict[str, tuple[str, int]]] = {}
+        self._run_success: dict[str, bool] = {}
         self._records: dict[int, EventLogRecord] = {}
         self._sources: dict[AssetKey, str | None] = {}
         self._observations: dict[AssetKey, dict[str, int]] = {}
@@ -111,10 +119,42 @@ class Records:
         if key not in self._by_partition:
             self._by_partition[key] = dict(self.instance.get_latest_storage_id_by_partition(
                 key, DagsterEventType.ASSET_MATERIALIZATION))
-            self._attempts[key] = set(self.instance.event_log_storage
-                                      .get_latest_asset_partition_materialization_attempts_without_materializations(
-                                          key))
+            self._attempts[key] = dict(self.instance.event_log_storage
+                                       .get_latest_asset_partition_materialization_attempts_without_materializations(
+                                           key))
         return self._by_partition[key]
+
+    def left_out_by_choice(self, key: AssetKey, partition: str | None) -> bool:
+        """An optional output its asset chose not to emit when it last ran (the what-if's tables without a
+        candidate folder; the judge sample while it is off): its latest attempt is newer than its latest
+        materialization, in a run that succeeded. It cannot make its step stale; the outputs it emits do."""
+        if not self.graph.get(key).assets_def.specs_by_key[key].skippable:
+            return False
+        attempt = self._latest_attempt(key, partition)
+        if attempt is None or not self._succeeded(attempt[0]):
+            return False
+        done = self.latest_id(key, partition)
+        return done is None or attempt[1] > done
+
+    def _latest_attempt(self, key: AssetKey, partition: str | None) -> tuple[str, int] | None:
+        """(run id, storage id) of the latest planned materialization that has none after it, if any."""
+        if partition is not None and self.graph.get(key).is_partitioned:
+            self._partition_ids(key)
+            return self._attempts[key].get(partition)
+        entry = self.entries.get(key)
+        planned = entry.last_planned_materialization_storage_id if entry is not None else None
+        done = entry.last_materialization_storage_id if entry is not None else None
+        if planned is None or (done is not None and planned <= done):
+            return None
+        return entry.last_planned_materialization_run_id, planned  # type: ignore[union-attr,return-value]
+
+    def _succeeded(self, run_id: str | None) -> bool:
+        if run_id is None:
+            return False
+        if run_id not in self._run_success:
+            run = self.instance.get_run_by_id(run_id)
+            self._run_success[run_id] = run is not None and run.status == DagsterRunStatus.SUCCESS
+        return self._run_success[run_id]
 
     def latest_id(self, key: AssetKey, partition: str | None) -> int | None:
         """Storage id of the latest materialization (of the partition; None: none, or one before `since`)."""
@@ -127,13 +167,10 @@ class Records:
         return found if found is not None and found > self.since else None
 
     def unfinished_attempt(self, key: AssetKey, partition: str | None) -> bool:
-        if partition is not None and self.graph.get(key).is_partitioned:
-            self._partition_ids(key)
-            return partition in self._attempts[key]
-        entry = self.entries.get(key)
-        planned = entry.last_planned_materialization_storage_id if entry is not None else None
-        done = entry.last_materialization_storage_id if entry is not None else None
-        return planned is not None and (done is None or planned > done)
+        """A planned materialization with none after it, in a run that did not succeed (failed, killed, still
+        going); in a run that succeeded the asset chose not to emit it (left_out_by_choice)."""
+        attempt = self._latest_attempt(key, partition)
+        return attempt is not None and not self._succeeded(attempt[0])
 
     def _record(self, key: AssetKey, partition: str | None) -> EventLogRecord | None:
         """The latest trusted materialization record (a partitioned asset's: fetched for every partition at
@@ -255,6 +292,7 @@ class Steps:
         records = self.records
         latest = {k: records.latest_id(k, partition) for k in keys}
         ran_before = any(v is not None for v in latest.values())
+        keys = [k for k in keys if not records.left_out_by_choice(k, partition)]
         for key in keys:
             name = key.to_user_string()
             if latest[key] is None:

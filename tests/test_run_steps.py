@@ -207,3 +207,35 @@ def test_a_changed_folder_makes_only_its_own_partition_stale(instance: DagsterIn
     assert why(defs, instance, [RAW], "a", both) is None
     assert why(defs, instance, [RAW], "b", both) == \
         "raw has a new dependency data version (benchmark_landing_folders)"
+
+
+def test_an_output_left_out_by_a_successful_run_does_not_make_its_step_stale(instance: DagsterInstance) -> None:
+    """The what-if without a candidate folder and the judge sample while off emit some optional outputs and not
+    others: their run succeeded, so the step is done (it used to rerun on every run_all). An output planned in a
+    run that failed is unfinished work, and the step runs again."""
+    from dagster import AssetOut, Output, multi_asset
+
+    def defs_with(fail: bool) -> Definitions:
+        @multi_asset(outs={"emitted": AssetOut(is_required=False), "optional": AssetOut(is_required=False)},
+                     partitions_def=PARTS, deps=[sv.LANDING_FOLDERS_KEY])
+        def chooser():  # noqa: ANN202 - a generator of outputs
+            if fail:
+                raise RuntimeError("refused")
+            yield Output(None, "emitted", metadata={"table": "main.emitted", "row_count": 3})
+
+        from assets.sources import benchmark_landing_folders
+
+        return Definitions(assets=[benchmark_landing_folders, chooser])
+
+    keys = [AssetKey("emitted"), AssetKey("optional")]
+    counts = report({"emitted": 3}, {"emitted": {"a": 3}})
+    sv.report_source_versions(instance, landing={"a": "hash-1"})
+    defs = defs_with(fail=False)
+    assert why(defs, instance, keys, "a", counts) == "emitted was never materialized in this warehouse"
+    assert materialize(list(defs.assets), selection=["emitted", "optional"], instance=instance,
+                       partition_key="a").success
+    assert why(defs, instance, keys, "a", counts) is None  # `optional` was left out by choice
+    failing = defs_with(fail=True)
+    assert not materialize(list(failing.assets), selection=["emitted", "optional"], instance=instance,
+                           partition_key="a", raise_on_error=False).success
+    assert why(defs, instance, keys, "a", counts) == "an attempt to materialize emitted did not finish"
