@@ -126,27 +126,24 @@ class Records:
 
     def left_out_by_choice(self, key: AssetKey, partition: str | None) -> bool:
         """An optional output its asset chose not to emit when it last ran (the what-if's tables without a
-        candidate folder; the judge sample while it is off): its latest attempt is newer than its latest
-        materialization, in a run that succeeded. It cannot make its step stale; the outputs it emits do."""
+        candidate folder; the judge sample while it is off): the latest run that planned it materialized
+        nothing of it and succeeded. It cannot make its step stale; the outputs it emits do."""
         if not self.graph.get(key).assets_def.specs_by_key[key].skippable:
             return False
-        attempt = self._latest_attempt(key, partition)
-        if attempt is None or not self._succeeded(attempt[0]):
-            return False
-        done = self.latest_id(key, partition)
-        return done is None or attempt[1] > done
+        run_id = self._latest_attempt(key, partition)
+        return run_id is not None and self._succeeded(run_id)
 
-    def _latest_attempt(self, key: AssetKey, partition: str | None) -> tuple[str, int] | None:
-        """(run id, storage id) of the latest planned materialization that has none after it, if any."""
+    def _latest_attempt(self, key: AssetKey, partition: str | None) -> str | None:
+        """The run that last planned the asset (partition) without materializing it after, if any."""
         if partition is not None and self.graph.get(key).is_partitioned:
             self._partition_ids(key)
-            return self._attempts[key].get(partition)
+            attempt = self._attempts[key].get(partition)
+            return attempt[0] if attempt is not None else None
         entry = self.entries.get(key)
-        planned = entry.last_planned_materialization_storage_id if entry is not None else None
-        done = entry.last_materialization_storage_id if entry is not None else None
-        if planned is None or (done is not None and planned <= done):
+        if entry is None or entry.last_run_id is None:  # last_run_id: the latest run that planned it
             return None
-        return entry.last_planned_materialization_run_id, planned  # type: ignore[union-attr,return-value]
+        record = entry.last_materialization_record
+        return None if record is not None and record.run_id == entry.last_run_id else entry.last_run_id
 
     def _succeeded(self, run_id: str | None) -> bool:
         if run_id is None:
@@ -169,8 +166,8 @@ class Records:
     def unfinished_attempt(self, key: AssetKey, partition: str | None) -> bool:
         """A planned materialization with none after it, in a run that did not succeed (failed, killed, still
         going); in a run that succeeded the asset chose not to emit it (left_out_by_choice)."""
-        attempt = self._latest_attempt(key, partition)
-        return attempt is not None and not self._succeeded(attempt[0])
+        run_id = self._latest_attempt(key, partition)
+        return run_id is not None and not self._succeeded(run_id)
 
     def _record(self, key: AssetKey, partition: str | None) -> EventLogRecord | None:
         """The latest trusted materialization record (a partitioned asset's: fetched for every partition at

@@ -209,7 +209,9 @@ def test_a_changed_folder_makes_only_its_own_partition_stale(instance: DagsterIn
         "raw has a new dependency data version (benchmark_landing_folders)"
 
 
-def test_an_output_left_out_by_a_successful_run_does_not_make_its_step_stale(instance: DagsterInstance) -> None:
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_an_output_left_out_by_a_successful_run_does_not_make_its_step_stale(instance: DagsterInstance,
+                                                                             partitioned: bool) -> None:
     """The what-if without a candidate folder and the judge sample while off emit some optional outputs and not
     others: their run succeeded, so the step is done (it used to rerun on every run_all). An output planned in a
     run that failed is unfinished work, and the step runs again."""
@@ -217,7 +219,8 @@ def test_an_output_left_out_by_a_successful_run_does_not_make_its_step_stale(ins
 
     def defs_with(fail: bool) -> Definitions:
         @multi_asset(outs={"emitted": AssetOut(is_required=False), "optional": AssetOut(is_required=False)},
-                     partitions_def=PARTS, deps=[sv.LANDING_FOLDERS_KEY])
+                     partitions_def=PARTS if partitioned else None,
+                     deps=[sv.LANDING_FOLDERS_KEY] if partitioned else [])
         def chooser():  # noqa: ANN202 - a generator of outputs
             if fail:
                 raise RuntimeError("refused")
@@ -228,14 +231,15 @@ def test_an_output_left_out_by_a_successful_run_does_not_make_its_step_stale(ins
         return Definitions(assets=[benchmark_landing_folders, chooser])
 
     keys = [AssetKey("emitted"), AssetKey("optional")]
-    counts = report({"emitted": 3}, {"emitted": {"a": 3}})
+    part = "a" if partitioned else None
+    counts = report({"emitted": 3}, {"emitted": {"a": 3}} if partitioned else {})
     sv.report_source_versions(instance, landing={"a": "hash-1"})
     defs = defs_with(fail=False)
-    assert why(defs, instance, keys, "a", counts) == "emitted was never materialized in this warehouse"
+    assert why(defs, instance, keys, part, counts) == "emitted was never materialized in this warehouse"
     assert materialize(list(defs.assets), selection=["emitted", "optional"], instance=instance,
-                       partition_key="a").success
-    assert why(defs, instance, keys, "a", counts) is None  # `optional` was left out by choice
+                       partition_key=part).success
+    assert why(defs, instance, keys, part, counts) is None  # `optional` was left out by choice
     failing = defs_with(fail=True)
     assert not materialize(list(failing.assets), selection=["emitted", "optional"], instance=instance,
-                           partition_key="a", raise_on_error=False).success
-    assert why(defs, instance, keys, "a", counts) == "an attempt to materialize emitted did not finish"
+                           partition_key=part, raise_on_error=False).success
+    assert why(defs, instance, keys, part, counts) == "an attempt to materialize emitted did not finish"
