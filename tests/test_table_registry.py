@@ -57,8 +57,7 @@ def test_definitions_are_exactly_what_the_asset_modules_define(graph, modules) -
 
 def test_every_table_list_names_defined_assets(graph) -> None:
     from assets import benchmarks, exports
-    from resources import whatif
-    from resources import task_index
+    from resources import task_index, whatif
 
     loaded = {k.to_user_string() for k in graph.get_all_asset_keys()}
     lists = {
