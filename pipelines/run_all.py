@@ -282,7 +282,7 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     trust = integrity.trusted(warehouse_path) if warehouse_path else contextlib.nullcontext()
     with trust, open(log_path, "a", encoding="utf-8") as log:  # checked: its in-process runs need not again
         runner = Runner(defs, instance, log=log, verbose=args.verbose)
-        _report_sources(instance, landing, partitions)
+        _report_sources(instance, landing, partitions, warehouse_path)
         steps = Steps(defs, instance, warehouse_path, report, args.force or restored)
         if not args.skip_reference:
             _run_step(runner, steps, "reference", "reference", plan.reference, "reference")
@@ -418,16 +418,31 @@ def _remove_gone_benchmarks(instance: DagsterInstance, landing: bm.Landing, plan
     return removed
 
 
-def _report_sources(instance: DagsterInstance, landing: bm.Landing, partitions: list[str]) -> None:
+def _report_sources(instance: DagsterInstance, landing: bm.Landing, partitions: list[str],
+                    warehouse_path: str | None = None) -> None:
     """Record the sources' data versions with the instance where they changed (the landing folders of the
     partitions to run, the reference files), and the index files as updated when they changed since the
-    membership was built: what Dagster's stale status of their dependents compares."""
+    membership was built: what Dagster's stale status of their dependents compares. One run_all at a time
+    (a lock beside the warehouse): two starting together would both record the same new version, and the
+    second observation would make the first one's fresh partition look stale to the other."""
+    import fcntl
+
     from pipelines.sensors import index_files_event
 
-    sv.report_source_versions(instance, reference=sv.reference_files_version(),
-                              landing=sv.landing_versions(landing, partitions))
-    for event in index_files_event(instance):
-        instance.report_runless_asset_event(event)
+    lock = None
+    if warehouse_path:
+        folder = Path(warehouse_path).parent / ".run_all_locks"
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = open(folder / "sources.lock", "a+")  # noqa: SIM115 - held until the versions are recorded
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        sv.report_source_versions(instance, reference=sv.reference_files_version(),
+                                  landing=sv.landing_versions(landing, partitions))
+        for event in index_files_event(instance):
+            instance.report_runless_asset_event(event)
+    finally:
+        if lock is not None:
+            lock.close()  # closing releases the flock
 
 
 def _run_step(runner: Runner, steps: Steps, step: str, label: str, keys: list[AssetKey], kind: str, *,

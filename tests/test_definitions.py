@@ -122,6 +122,9 @@ def test_settings_are_read_once_typed_and_never_show_the_key(monkeypatch: pytest
     assert keyed.labeler == keyed.judge == "openai" and keyed.judge_model == "m" and keyed.max_concurrent == 1
     assert dict(keyed.validation_floors or {}) == {"gdpval:occupation_top5": 0.6}
     assert "sk-secret" not in repr(keyed) and "sk-secret" not in str(keyed.fingerprint_fields())
+    # paths are not results: another checkout or a moved folder of the same code is not new code
+    moved = Settings.from_env({"BENCHMAP_INDEX_DIR": "/elsewhere/indexes", "BENCHMAP_RAW_DIR": "/elsewhere/raw"})
+    assert moved.fingerprint_fields() == empty.fingerprint_fields()
     with pytest.raises(SettingsError, match="BENCHMAP_MAX_CONCURRENT"):
         Settings.from_env({"BENCHMAP_MAX_CONCURRENT": "two"})
     monkeypatch.setenv("BENCHMAP_ANALYSIS_QUIET_S", "7")
