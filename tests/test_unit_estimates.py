@@ -172,7 +172,7 @@ def test_score_by_hand():
 
 
 def test_p_covered_matches_a_known_truth_at_five_prompts():
-    check = cal.unit_coverage_simulation_check(None, n_draws=40, simulated=10, seed=7)
+    check = es.unit_coverage_simulation_check(None, n_draws=40, simulated=10, seed=7)
     tasks = check.filter((pl.col("unit") == "task") & (pl.col("threshold") == 5) & (pl.col("n_units") >= 100))
     assert tasks.height >= 5
     # each well-filled bin within 0.1 of its mean p_covered (the target is 0.05; see docs/estimates.md)

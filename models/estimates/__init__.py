@@ -57,11 +57,9 @@ from __future__ import annotations
 
 from models.estimates.calibration import (  # noqa: F401
     CALIBRATION_SCHEMA,
-    COVERAGE_CHECK_SCHEMA,
     Recalibration,
     occupation_probability_calibration,
     text_probability_calibration,
-    unit_coverage_simulation_check,
 )
 from models.estimates.checks import (  # noqa: F401
     RELIABILITY_SCHEMA,
@@ -79,10 +77,12 @@ from models.estimates.checks import (  # noqa: F401
     summarize_checks,
 )
 from models.estimates.coverage_check import (  # noqa: F401
+    COVERAGE_CHECK_SCHEMA,
     CoverageCheck,
     CoverageMap,
     model_population,
     unit_coverage_check,
+    unit_coverage_simulation_check,
     with_calibrated_p_covered,
 )
 from models.estimates.draws import (  # noqa: F401

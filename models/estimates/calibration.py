@@ -26,13 +26,6 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from models.estimates.coverage_check import (  # noqa: F401  (the check's names, where they were)
-    COVERAGE_CHECK_SCHEMA,
-    bin_coverage,
-    coverage_pairs,
-    unit_coverage_check,
-    unit_coverage_simulation_check,
-)
 from models.estimates.draws import ModelAssisted
 from models.estimates.problem import Problem
 from models.estimates.texts import text_occupation_probabilities
