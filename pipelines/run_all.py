@@ -60,7 +60,7 @@ from models import benchmarks as bm
 from pipelines import cli, restore_labels
 from pipelines import run_report as rr
 from pipelines.jobs import WAREHOUSE_CHECKS
-from pipelines.run_steps import Steps
+from pipelines.run_steps import Steps, lock_file
 from resources import integrity
 from resources import source_versions as sv
 from resources import warehouse as wh
@@ -431,9 +431,7 @@ def _report_sources(instance: DagsterInstance, landing: bm.Landing, partitions: 
 
     lock = None
     if warehouse_path:
-        folder = Path(warehouse_path).parent / ".run_all_locks"
-        folder.mkdir(parents=True, exist_ok=True)
-        lock = open(folder / "sources.lock", "a+")  # noqa: SIM115 - held until the versions are recorded
+        lock = open(lock_file(warehouse_path, "sources"), "a+")  # noqa: SIM115 - held until the versions are recorded
         fcntl.flock(lock, fcntl.LOCK_EX)
     try:
         sv.report_source_versions(instance, reference=sv.reference_files_version(),

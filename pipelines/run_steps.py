@@ -259,6 +259,13 @@ class Records:
         return None
 
 
+def lock_file(warehouse_path: str | Path, step: str) -> Path:
+    """The file one run_all flocks while it does `step` (beside the warehouse; released when the process dies)."""
+    folder = Path(warehouse_path).parent / ".run_all_locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{step.replace(':', '_').replace('/', '_')}.lock"
+
+
 # --- the steps of one run_all -------------------------------------------------------------------------------
 
 class Steps:
@@ -347,9 +354,7 @@ class Steps:
             return
         import fcntl
 
-        folder = Path(self.path).parent / ".run_all_locks"
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / f"{step.replace(':', '_').replace('/', '_')}.lock", "a+") as handle:
+        with open(lock_file(self.path, step), "a+") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
