@@ -16,6 +16,7 @@
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,11 +32,12 @@ from dagster import (
     multi_asset,
 )
 
-from assets.estimates_split import split_relabeler
+from assets.estimates_split import keyed_split_relabeler
 from models import coverage as cov
 from models import estimates as es
 from models import regression as reg
 from models.report.answer import answer_figures
+from resources import estimate_cache
 from resources.dagster_resources import Warehouse
 from resources.readers import REFERENCE_DIR, load_reference, read_labeler_oof
 
@@ -381,6 +383,52 @@ def _calibration_figures(context: AssetExecutionContext, warehouse: Warehouse,
         return {}
 
 
+@dataclass
+class JudgedChecks:
+    """The checks against the judge (models/estimates/judged.py): the per-text calibration and its map, the
+    p_covered check and its map, the split check; `cached`: read from the cache, not computed."""
+
+    calibration: pl.DataFrame
+    recalibration: es.Recalibration
+    coverage: pl.DataFrame
+    coverage_map: es.CoverageMap
+    split: pl.DataFrame
+    cached: bool = False
+    seconds: float = 0.0
+
+
+def _judged_checks(context: AssetExecutionContext, warehouse: Warehouse, inputs: dict, texts: pl.DataFrame,
+                   problem: es.Problem, config: EstimatesConfig) -> JudgedChecks:
+    """The judged checks on the benchmarks with judged texts (a benchmark without any changes none of them), read
+    from the cache when the key (that problem, the relabeling's inputs, the settings, the code version) matches.
+    The neighbour step's labels of a split's judged texts come from its estimation part alone (both splits)."""
+    started = time.perf_counter()
+    judged_problem, judged_texts = es.judged_problem(problem, texts)
+    relabel, held_out_labels, relabel_key = keyed_split_relabeler(
+        warehouse, inputs["labeler_version"], judged_texts, judged_problem, context.log)
+    code_versions = sorted(str(v) for v in (context.assets_def.code_versions_by_key or {}).values() if v)
+    key = es.checks_key(judged_problem, [relabel_key, held_out_labels, code_versions, config.model_dump()])
+    path = warehouse.estimate_cache_path("judged_checks")
+    if code_versions:  # without a code version a code change could not tell an old result from a new one
+        cached = estimate_cache.read(path, key)
+        if isinstance(cached, JudgedChecks):
+            cached.cached, cached.seconds = True, time.perf_counter() - started
+            return cached
+    calibration, recalibration = es.text_probability_calibration(
+        judged_problem, n_draws=config.calibration_draws, seed=config.seed)
+    coverage = es.unit_coverage_check(judged_problem, replications=config.coverage_repeats,
+                                      n_draws=min(config.n_draws, config.coverage_draws), seed=config.seed, simulated=4,
+                                      relabel=relabel)
+    pooled = es.scopes_for(judged_problem, per_benchmark=False)
+    split = split_check(judged_problem, pooled, config.split_repeats, min(config.n_draws, 50), config.seed, relabel,
+                        held_out_labels)
+    result = JudgedChecks(calibration, recalibration, coverage.table, coverage.coverage_map, split)
+    if code_versions:
+        estimate_cache.write(path, key, result)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
 @multi_asset(
     group_name=GROUP,
     deps=["benchmark_prompts", "prompt_task_labels", "onet_tasks", "task_hours", "judge_sample_labels",
@@ -445,17 +493,11 @@ def headline_estimates(
     units = es.unit_estimates(unit_draws, es.labels_as_truth_counts(counted_problem), thresholds)
     units |= es.benchmark_share_estimates(unit_draws)
     cpu_units = time.process_time() - cpu_units
-    # the neighbour step's labels of a split's judged texts come from its estimation part alone (both checks)
-    relabel, held_out_labels = split_relabeler(warehouse, inputs["labeler_version"], texts, problem,  # type: ignore[arg-type]
-                                               context.log)
     cpu_calibration = time.process_time()
-    units["occupation_probability_calibration"], recalibration = es.text_probability_calibration(
-        problem, n_draws=config.calibration_draws, seed=config.seed)
-    coverage = es.unit_coverage_check(problem, replications=config.coverage_repeats,
-                                      n_draws=min(config.n_draws, config.coverage_draws), seed=config.seed, simulated=4,
-                                      relabel=relabel)
-    units["unit_coverage_simulation_check"] = coverage.table
-    units |= es.with_calibrated_p_covered(units, coverage.coverage_map, es.UNIT_TABLES)
+    judged = _judged_checks(context, warehouse, inputs, texts, problem, config)
+    units["occupation_probability_calibration"], recalibration = judged.calibration, judged.recalibration
+    units["unit_coverage_simulation_check"] = judged.coverage
+    units |= es.with_calibrated_p_covered(units, judged.coverage_map, es.UNIT_TABLES)
     cpu_calibration = time.process_time() - cpu_calibration
     assert unit_draws.text_estimates is not None
     started_texts = time.process_time()
@@ -477,8 +519,7 @@ def headline_estimates(
         .with_columns(pl.col("source").fill_null("none"))
     )
     reliability = es.reliability_table(problem)
-    split = split_check(problem, scopes, config.split_repeats, min(config.n_draws, 50), config.seed, relabel,
-                        held_out_labels)
+    split = judged.split
     t_split = time.perf_counter() - started - t_estimates
     task_frame = task_analysis_frame
     if "benchmark_index" in task_frame.columns:  # per-index tables (issue 18): the regressions of index 'all'
@@ -487,7 +528,8 @@ def headline_estimates(
     t_mi = time.perf_counter() - started - t_estimates - t_split
     published = frame.filter(pl.col("published") & (pl.col("scope") == es.ALL_SCOPE))
     context.log.info(
-        f"estimates {t_estimates:.1f}s ({'draws of benchmark_index_membership replayed' if replay else 'drawn'}), "
+        f"estimates {t_estimates:.1f}s ({'draws of benchmark_index_membership replayed' if replay else 'drawn'}; "
+        f"judged checks {judged.seconds:.1f}s, {'cached' if judged.cached else 'computed'}), "
         f"split check {t_split:.1f}s, MI regressions {t_mi:.1f}s; "
         f"{int(design['n_sampled'].sum())} judge-sampled texts over {(design['n_sampled'] > 0).sum()} benchmarks"
     )

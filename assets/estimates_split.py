@@ -5,6 +5,8 @@ cross-validated labels."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 import polars as pl
@@ -19,12 +21,22 @@ def split_relabeler(warehouse: Warehouse, labeler_version: str | None, texts: pl
     """(relabel for es.split_sample_problem or None, what the split check does: said in its table). None when
     the published labels are not the neighbour stack's (the labels of a held-out text then owe nothing to the
     judge labels of other texts)."""
+    relabel, held_out_labels, _ = keyed_split_relabeler(warehouse, labeler_version, texts, problem, log)
+    return relabel, held_out_labels
+
+
+def keyed_split_relabeler(warehouse: Warehouse, labeler_version: str | None, texts: pl.DataFrame,
+                          problem: es.Problem, log: Any = None) -> tuple[Any, str, str]:
+    """split_relabeler and a fingerprint of everything the relabeling reads besides `problem` (the stack fit's
+    and the selector's versions, the selector's cross-validated labels, the judged texts' records): part of the
+    judged checks' cache key (models/estimates/judged.py)."""
     from assets.labels import judged_sample, prompt_records
     from models.labeling.stacking import stacked_on
     from models.labeling.stacking_split import EstimationPartRelabeler
 
     if labeler_version is None or stacked_on(labeler_version) is None:
-        return None, "labels kept (they do not learn from judged texts)"
+        reason = "labels kept (they do not learn from judged texts)"
+        return None, reason, reason
     fit = load_stack_fit()
     selector = read_selector_oof()
     if fit is None or not labeler_version.endswith(f"+{fit.version}") or selector is None \
@@ -33,16 +45,22 @@ def split_relabeler(warehouse: Warehouse, labeler_version: str | None, texts: pl
                   "neighbour_fit.json and selector_oof.json: refit with `python -m pipelines.fit_labeler`)")
         if log is not None:
             log.warning(reason)
-        return None, reason
+        return None, reason, reason
     sampled = texts.filter(pl.col("sampled")).select("benchmark", "prompt_hash")
     prompts = warehouse.prompts_of_texts(list(sampled.iter_rows()))
     judged = [judged_sample(warehouse, str(b), prompt_records(group))
               for (b,), group in prompts.group_by(["benchmark"], maintain_order=True)]
     keys = problem.task_keys
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(f"{labeler_version}\x1f{fit.version}\x1f{fit.selector_version}".encode())
+    digest.update(json.dumps(selector, sort_keys=True, default=str).encode())
+    # every column of every judged record (the relabeling reads the prompt too), in a fixed order
+    digest.update("\n".join(sorted(json.dumps(r, sort_keys=True, default=str)
+                                    for frame in judged for r in frame.iter_rows(named=True))).encode())
     relabel = EstimationPartRelabeler(
         fit, pl.concat(judged) if judged else pl.DataFrame(), list(zip(texts["benchmark"], texts["prompt_hash"],
                                                                         strict=True)),
         {r["prompt_hash"]: [(int(t), c, float(p)) for t, c, p in r["labels"]] for r in selector["prompts"]},
         {r["prompt_hash"]: bool(r["is_work"]) for r in selector["prompts"]},
         {(str(c), int(t)): k for k, (c, t) in enumerate(keys.select("onet_soc_code", "task_id").iter_rows())})
-    return relabel, "relabeled from the estimation part's judged texts alone"
+    return relabel, "relabeled from the estimation part's judged texts alone", digest.hexdigest()

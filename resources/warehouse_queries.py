@@ -62,6 +62,12 @@ class WarehouseQueries:
 
         return neighbour_cache.cache_path(self.path, benchmark)
 
+    def estimate_cache_path(self, name: str) -> Path:
+        """Where the judged checks' result `name` is kept, beside this warehouse (estimate_cache.py)."""
+        from resources import estimate_cache
+
+        return estimate_cache.cache_path(self.path, name)
+
     # --- stores and folders bound to the warehouse file ---------------------------------------------------------
 
     def label_cache(self) -> LabelCache:

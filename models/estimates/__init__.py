@@ -96,6 +96,12 @@ from models.estimates.draws import (  # noqa: F401
     labeler_draw,
     labels_as_truth_counts,
 )
+from models.estimates.judged import (  # noqa: F401
+    checks_key,
+    judged_benchmarks,
+    judged_problem,
+    restrict_to_benchmarks,
+)
 from models.estimates.problem import (  # noqa: F401
     ALL_INDEX,
     ALL_SCOPE,

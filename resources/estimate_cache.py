@@ -1,0 +1,42 @@
+"""The judged checks' cache (issue 29): the split check, the p_covered check and the per-text calibration depend
+only on the judged benchmarks' problem, the relabeling, the settings and the code
+(models/estimates/judged.py); their result is kept beside the warehouse
+(data/warehouse/estimate_checks/<name>.pickle) under that key. A run whose key matches (a new benchmark without
+judged texts, a forced re-materialization) reads the result instead of recomputing it; any other key recomputes
+and replaces the file. Only this process's own pickles are read (a file of the warehouse's folder, as the
+warehouse itself); an unreadable file is a miss, never an error."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+CACHE_DIR = "estimate_checks"
+
+
+def cache_path(warehouse_path: str | Path, name: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    return Path(warehouse_path).parent / CACHE_DIR / f"{safe}.pickle"
+
+
+def read(path: Path, key: str) -> Any | None:
+    """The value stored under `key`, else None (missing, unreadable, another key)."""
+    try:
+        with path.open("rb") as handle:
+            stored = pickle.load(handle)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
+        return None
+    if not isinstance(stored, dict) or stored.get("key") != key:
+        return None
+    return stored.get("value")
+
+
+def write(path: Path, key: str, value: Any) -> None:
+    """Replace the file atomically (a crash leaves the old file or the new one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    with tmp.open("wb") as handle:
+        pickle.dump({"key": key, "value": value}, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, path)
