@@ -136,8 +136,11 @@ def _run_estimators(problem: Problem, scopes: Sequence[Scope], thresholds: Seque
         unit_draws.text_estimates = TextOccupationDraws(assisted)
     every_label = GroupedLabels(problem, np.arange(problem.lab_p.shape[0]))
     bootstrap = StratifiedBootstrap(problem)
-    # benchmarks without judge-sampled texts enter the model-assisted draws through their labeler draws
+    # benchmarks without judge-sampled texts enter the model-assisted draws through their labeler draws (of their
+    # own label rows only: a draw of every label to keep a few benchmarks' rows cost a labeler draw per draw)
     fill = np.bincount(problem.text_bench, weights=problem.text_sampled, minlength=problem.n_bench) == 0
+    fill_labels = GroupedLabels(problem, np.flatnonzero(fill[problem.text_bench[problem.lab_text]])) \
+        if fill.any() else None
     for name in ("labeler", "design", "model_assisted"):
         if name not in estimators:
             continue
@@ -154,8 +157,8 @@ def _run_estimators(problem: Problem, scopes: Sequence[Scope], thresholds: Seque
             else:
                 assert assisted is not None
                 counts = assisted.draw(rng)
-                if fill.any():
-                    counts[fill] = labeler_draw(problem, rng, every_label)[fill]
+                if fill_labels is not None:
+                    counts[fill] = fill_labels.draw(rng)[fill]
             if record is not None:
                 record.add(name, counts)
                 if name == "model_assisted" and assisted is not None:
