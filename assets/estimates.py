@@ -16,7 +16,6 @@
 
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -32,12 +31,11 @@ from dagster import (
     multi_asset,
 )
 
-from assets.estimates_split import keyed_split_relabeler
+from assets.estimates_split import SPLIT_FRACTIONS, JudgedChecks, judged_checks, split_check  # noqa: F401
 from models import coverage as cov
 from models import estimates as es
 from models import regression as reg
 from models.report.answer import answer_figures
-from resources import estimate_cache
 from resources.dagster_resources import Warehouse
 from resources.readers import REFERENCE_DIR, load_reference, read_labeler_oof
 
@@ -245,29 +243,6 @@ def regressions_mi(task_frame: pl.DataFrame, problem: es.Problem, count_draws: l
     return pl.DataFrame(rows, schema=schema)
 
 
-SPLIT_FRACTIONS: dict[str, float] = {"split_half": 0.5, "split_fifth": 0.2}
-
-
-def split_check(problem: es.Problem, scopes: list[es.Scope], repeats: int, n_draws: int, seed: int,
-                relabel: es.Relabel | None = None, held_out_labels: str = "as published") -> pl.DataFrame:
-    """Split each benchmark's judge sample at random: estimate from one part (half, or a fifth: the headline
-    itself imputes ~93% of the texts, so the fifth tests how the estimators extrapolate), against the truth of
-    the judge-labeled sub-population (the judge's labels of every sampled text). Per quantity: interval
-    coverage over `repeats` splits, mean absolute and signed error. `relabel`: the neighbour step's labels
-    recomputed per split from the estimation part alone (assets/estimates_split.py); `held_out_labels` says
-    which labels the held-out texts had."""
-    rng = np.random.default_rng(seed)
-    pooled = [s for s in scopes if s.scope == es.ALL_SCOPE and s.benchmark_index == es.ALL_INDEX]
-    frames = []
-    for check, fraction in SPLIT_FRACTIONS.items():
-        checks = []
-        for r in range(repeats):
-            split, truth = es.split_sample_problem(problem, rng, fraction=fraction, relabel=relabel)
-            checks.append(es.check_against_truth(split, truth, pooled, n_draws=n_draws, seed=seed + r))
-        frames.append(es.summarize_checks(pl.concat(checks)).with_columns(pl.lit(check).alias("check")))
-    return pl.concat(frames).with_columns(pl.lit(held_out_labels).alias("held_out_labels"))
-
-
 # The draws benchmark_index_membership made for its group shares (assets.indexes.estimated_group_shares), by the
 # problem's fingerprint: the headline of the same process (run_all's analysis run) replays them instead of drawing
 # again (the same counts, so the same values). One entry, taken by the headline; a step in another process
@@ -383,50 +358,9 @@ def _calibration_figures(context: AssetExecutionContext, warehouse: Warehouse,
         return {}
 
 
-@dataclass
-class JudgedChecks:
-    """The checks against the judge (models/estimates/judged.py): the per-text calibration and its map, the
-    p_covered check and its map, the split check; `cached`: read from the cache, not computed."""
-
-    calibration: pl.DataFrame
-    recalibration: es.Recalibration
-    coverage: pl.DataFrame
-    coverage_map: es.CoverageMap
-    split: pl.DataFrame
-    cached: bool = False
-    seconds: float = 0.0
-
-
-def _judged_checks(context: AssetExecutionContext, warehouse: Warehouse, inputs: dict, texts: pl.DataFrame,
-                   problem: es.Problem, config: EstimatesConfig) -> JudgedChecks:
-    """The judged checks on the benchmarks with judged texts (a benchmark without any changes none of them), read
-    from the cache when the key (that problem, the relabeling's inputs, the settings, the code version) matches.
-    The neighbour step's labels of a split's judged texts come from its estimation part alone (both splits)."""
-    started = time.perf_counter()
-    judged_problem, judged_texts = es.judged_problem(problem, texts)
-    relabel, held_out_labels, relabel_key = keyed_split_relabeler(
-        warehouse, inputs["labeler_version"], judged_texts, judged_problem, context.log)
-    code_versions = sorted(str(v) for v in (context.assets_def.code_versions_by_key or {}).values() if v)
-    key = es.checks_key(judged_problem, [relabel_key, held_out_labels, code_versions, config.model_dump()])
-    path = warehouse.estimate_cache_path("judged_checks")
-    if code_versions:  # without a code version a code change could not tell an old result from a new one
-        cached = estimate_cache.read(path, key)
-        if isinstance(cached, JudgedChecks):
-            cached.cached, cached.seconds = True, time.perf_counter() - started
-            return cached
-    calibration, recalibration = es.text_probability_calibration(
-        judged_problem, n_draws=config.calibration_draws, seed=config.seed)
-    coverage = es.unit_coverage_check(judged_problem, replications=config.coverage_repeats,
-                                      n_draws=min(config.n_draws, config.coverage_draws), seed=config.seed, simulated=4,
-                                      relabel=relabel)
-    pooled = es.scopes_for(judged_problem, per_benchmark=False)
-    split = split_check(judged_problem, pooled, config.split_repeats, min(config.n_draws, 50), config.seed, relabel,
-                        held_out_labels)
-    result = JudgedChecks(calibration, recalibration, coverage.table, coverage.coverage_map, split)
-    if code_versions:
-        estimate_cache.write(path, key, result)
-    result.seconds = time.perf_counter() - started
-    return result
+def code_versions_of(context: AssetExecutionContext) -> list[str]:
+    """The code versions of the step's assets (pipelines/code_versions.py), sorted; empty without any."""
+    return sorted(str(v) for v in (context.assets_def.code_versions_by_key or {}).values() if v)
 
 
 @multi_asset(
@@ -494,7 +428,7 @@ def headline_estimates(
     units |= es.benchmark_share_estimates(unit_draws)
     cpu_units = time.process_time() - cpu_units
     cpu_calibration = time.process_time()
-    judged = _judged_checks(context, warehouse, inputs, texts, problem, config)
+    judged = judged_checks(warehouse, inputs, texts, problem, config, code_versions_of(context), context.log)
     units["occupation_probability_calibration"], recalibration = judged.calibration, judged.recalibration
     units["unit_coverage_simulation_check"] = judged.coverage
     units |= es.with_calibrated_p_covered(units, judged.coverage_map, es.UNIT_TABLES)

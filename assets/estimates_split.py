@@ -1,17 +1,23 @@
-"""The split check's relabeling with the neighbour step on (issue 25): estimate_split_check relabels each split's
-judged texts from its estimation part alone (models/labeling/stacking_split.py says why), reading the judged
-texts as the labeling step reads them (assets.labels.judged_sample), the stack fit and the selector's
-cross-validated labels."""
+"""The checks against the judge of the estimates step (issue 25, 29): the split check (split_check), and all three
+judged checks (the split check, the p_covered check, the per-text calibration) run on the benchmarks with judged
+texts and cached by what they depend on (judged_checks; models/estimates/judged.py). With the neighbour step on,
+a split's judged texts are relabeled from its estimation part alone (models/labeling/stacking_split.py says
+why), reading the judged texts as the labeling step reads them (assets.labels.judged_sample), the stack fit and
+the selector's cross-validated labels."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import time
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from models import estimates as es
+from resources import estimate_cache
 from resources.dagster_resources import Warehouse
 from resources.readers import load_stack_fit, read_selector_oof
 
@@ -64,3 +70,72 @@ def keyed_split_relabeler(warehouse: Warehouse, labeler_version: str | None, tex
         {r["prompt_hash"]: bool(r["is_work"]) for r in selector["prompts"]},
         {(str(c), int(t)): k for k, (c, t) in enumerate(keys.select("onet_soc_code", "task_id").iter_rows())})
     return relabel, "relabeled from the estimation part's judged texts alone", digest.hexdigest()
+
+
+SPLIT_FRACTIONS: dict[str, float] = {"split_half": 0.5, "split_fifth": 0.2}
+
+
+def split_check(problem: es.Problem, scopes: list[es.Scope], repeats: int, n_draws: int, seed: int,
+                relabel: es.Relabel | None = None, held_out_labels: str = "as published") -> pl.DataFrame:
+    """Split each benchmark's judge sample at random: estimate from one part (half, or a fifth: the headline
+    itself imputes ~93% of the texts, so the fifth tests how the estimators extrapolate), against the truth of
+    the judge-labeled sub-population (the judge's labels of every sampled text). Per quantity: interval
+    coverage over `repeats` splits, mean absolute and signed error. `relabel`: the neighbour step's labels
+    recomputed per split from the estimation part alone (assets/estimates_split.py); `held_out_labels` says
+    which labels the held-out texts had."""
+    rng = np.random.default_rng(seed)
+    pooled = [s for s in scopes if s.scope == es.ALL_SCOPE and s.benchmark_index == es.ALL_INDEX]
+    frames = []
+    for check, fraction in SPLIT_FRACTIONS.items():
+        checks = []
+        for r in range(repeats):
+            split, truth = es.split_sample_problem(problem, rng, fraction=fraction, relabel=relabel)
+            checks.append(es.check_against_truth(split, truth, pooled, n_draws=n_draws, seed=seed + r))
+        frames.append(es.summarize_checks(pl.concat(checks)).with_columns(pl.lit(check).alias("check")))
+    return pl.concat(frames).with_columns(pl.lit(held_out_labels).alias("held_out_labels"))
+
+
+@dataclass
+class JudgedChecks:
+    """The checks against the judge (models/estimates/judged.py): the per-text calibration and its map, the
+    p_covered check and its map, the split check; `cached`: read from the cache, not computed."""
+
+    calibration: pl.DataFrame
+    recalibration: es.Recalibration
+    coverage: pl.DataFrame
+    coverage_map: es.CoverageMap
+    split: pl.DataFrame
+    cached: bool = False
+    seconds: float = 0.0
+
+
+def judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame, problem: es.Problem,
+                  config: Any, code_versions: list[str], log: object = None) -> JudgedChecks:
+    """The judged checks on the benchmarks with judged texts (a benchmark without any changes none of them), read
+    from the cache when the key (that problem, the relabeling's inputs, the settings, the code version) matches;
+    no cache without a code version. The neighbour step's labels of a split's judged texts come from its
+    estimation part alone (both splits)."""
+    started = time.perf_counter()
+    judged_problem, judged_texts = es.judged_problem(problem, texts)
+    relabel, held_out_labels, relabel_key = keyed_split_relabeler(
+        warehouse, inputs["labeler_version"], judged_texts, judged_problem, log)
+    key = es.checks_key(judged_problem, [relabel_key, held_out_labels, code_versions, config.model_dump()])
+    path = warehouse.estimate_cache_path("judged_checks")
+    if code_versions:  # without a code version a code change could not tell an old result from a new one
+        cached = estimate_cache.read(path, key)
+        if isinstance(cached, JudgedChecks):
+            cached.cached, cached.seconds = True, time.perf_counter() - started
+            return cached
+    calibration, recalibration = es.text_probability_calibration(
+        judged_problem, n_draws=config.calibration_draws, seed=config.seed)
+    coverage = es.unit_coverage_check(judged_problem, replications=config.coverage_repeats,
+                                      n_draws=min(config.n_draws, config.coverage_draws), seed=config.seed, simulated=4,
+                                      relabel=relabel)
+    pooled = es.scopes_for(judged_problem, per_benchmark=False)
+    split = split_check(judged_problem, pooled, config.split_repeats, min(config.n_draws, 50), config.seed, relabel,
+                        held_out_labels)
+    result = JudgedChecks(calibration, recalibration, coverage.table, coverage.coverage_map, split)
+    if code_versions:
+        estimate_cache.write(path, key, result)
+    result.seconds = time.perf_counter() - started
+    return result
