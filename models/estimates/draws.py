@@ -409,7 +409,7 @@ class ModelAssisted:
         pr = self.problem
         boot, factors, mixture = self.parameters(rng, bootstrap)
         counts = self.unsampled_labels.draw(rng, np.where(self.has_sample, factors, 1.0))
-        counts[self.has_sample] += self.judge_known[self.has_sample]
+        counts += self.judge_known  # judged texts are sampled: a benchmark without a sample has a row of zeros
         if self.recipients.size == 0 or self.missed_task.size == 0:
             return counts
         # each unsampled text takes as many missed labels as a random donor of its benchmark
@@ -431,6 +431,6 @@ class ModelAssisted:
             tasks[clash] = self._draw_tasks(rng, owner[clash], cdf, blocks)
             clash = clash[self._labeled(owner[clash], tasks[clash])]
         weights[clash] = 0.0
-        k = pr.n_tasks
-        flat = np.bincount(pr.text_bench[owner] * k + tasks, weights=weights, minlength=pr.n_bench * k)
-        return counts + flat.reshape(pr.n_bench, k)
+        # added in place (counts are whole numbers of prompts: exact in any order), not a dense B x K bincount
+        np.add.at(counts, (pr.text_bench[owner], tasks), weights)
+        return counts
