@@ -85,3 +85,32 @@ def test_the_cache_file_returns_only_its_own_key(tmp_path):
     assert estimate_cache.read(path, "k2") is None
     path.write_bytes(b"not a pickle")
     assert estimate_cache.read(path, "k1") is None
+
+
+def test_the_step_reads_the_checks_back_until_the_judged_problem_or_the_code_changes(sim, tmp_path):
+    from assets.estimates import EstimatesConfig, judged_checks
+    from resources.dagster_resources import Warehouse
+
+    warehouse = Warehouse(path=str(tmp_path / "benchmap.duckdb"))  # only its folder is used (the cache file)
+    config = EstimatesConfig(n_draws=6, calibration_draws=3, coverage_repeats=1, coverage_draws=4, split_repeats=1)
+    inputs = {"labeler_version": None}  # not the neighbour stack: no relabeling, nothing read from the warehouse
+
+    def texts_of(problem: es.Problem) -> pl.DataFrame:
+        return pl.DataFrame({"benchmark": [problem.benchmarks[b] for b in problem.text_bench],
+                             "prompt_hash": [f"h{t:05d}" for t in range(problem.text_bench.size)]})
+
+    # before the last (unjudged) benchmark arrived
+    fewer, _ = es.restrict_to_benchmarks(sim.problem, np.arange(sim.problem.n_bench - 1))
+    first = judged_checks(warehouse, inputs, texts_of(fewer), fewer, config, ["v1"])
+    assert not first.cached and warehouse.estimate_cache_path("judged_checks").exists()
+    # the new benchmark has no judged texts: read back, the same tables
+    again = judged_checks(warehouse, inputs, texts_of(sim.problem), sim.problem, config, ["v1"])
+    assert again.cached
+    for name in ("calibration", "coverage", "split"):
+        assert getattr(again, name).equals(getattr(first, name))
+    # another code version, or another judge label: computed anew
+    assert not judged_checks(warehouse, inputs, texts_of(sim.problem), sim.problem, config, ["v2"]).cached
+    changed = es.Problem(**{**sim.problem.__dict__, "jud_task": (sim.problem.jud_task + 1) % sim.problem.n_tasks})
+    assert not judged_checks(warehouse, inputs, texts_of(changed), changed, config, ["v2"]).cached
+    # no code version (a bare materialize): never cached
+    assert not judged_checks(warehouse, inputs, texts_of(sim.problem), sim.problem, config, []).cached
