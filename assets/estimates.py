@@ -502,7 +502,8 @@ def headline_estimates(
         yield Output(table, name, metadata={"rows": table.height, "preview": MetadataValue.md(_md(table, 12)),
                                             "cpu_seconds": round(seconds, 2), **figures.get(name, {})})
     yield Output(split, "estimate_split_check", metadata={"preview": MetadataValue.md(_md(split, 40)),
-                                                          "seconds": round(t_split, 2)})
+                                                          "seconds": round(t_split, 2),
+                                                          "judged_checks_cached": judged.cached})
     yield Output(mi, "coverage_regressions_mi", metadata={"preview": MetadataValue.md(_md(mi)),
                                                           "seconds": round(t_mi, 2),
                                                           "summary": MetadataValue.json(json.loads(
