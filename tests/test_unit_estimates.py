@@ -332,3 +332,25 @@ def test_bin_difference_standard_error_by_hand():
     assert row["difference"] == pytest.approx(0.5 - 0.55)
     # per replication: covered - p - difference x n = (2 - 1.1 + 0.1) and (0 - 1.1 + 0.1): +1 and -1
     assert row["difference_se"] == pytest.approx(np.sqrt(2 / 1 * 2) / 4)
+    # units as the clusters: unit 0 sums (1 - 0.52) + (0 - 0.54) = -0.06, unit 1 -0.14; around -0.05 x 2:
+    # +0.04 and -0.04 -> sqrt(2 / 1 x 0.0032) / 4 = 0.02 (the units agree, the replications do not)
+    assert row["difference_se_units"] == pytest.approx(0.02)
+
+
+def test_unit_clustered_standard_error_sees_units_that_repeat():
+    """Each unit's truth is fixed over the replications (covered or not, p_covered the same noisy guess): the
+    replications then agree bin by bin and only the units are noise, which difference_se_units counts and
+    difference_se does not; with a known truth the pooled difference stays within two of it."""
+    from models.estimates import coverage_check as cc
+
+    rng = np.random.default_rng(5)
+    units = 60
+    p = rng.uniform(0.3, 0.4, units)
+    truly = rng.random(units) < p  # drawn once per unit
+    pairs = pl.concat([pl.DataFrame({"replication": r, "unit": "task", "threshold": 1, "unit_index": np.arange(units),
+                                     "p_covered": p, "covered": truly}, schema=cc.PAIR_SCHEMA) for r in range(10)])
+    row = cc.bin_coverage(pairs, "x", 10).row(0, named=True)
+    assert row["n_units"] == 600 and row["difference_se"] == pytest.approx(0.0, abs=1e-12)
+    expected = np.sqrt(np.sum((10 * (truly - p) - row["difference"] * 10) ** 2) * units / (units - 1)) / 600
+    assert row["difference_se_units"] == pytest.approx(expected) and row["difference_se_units"] > 0.04
+    assert abs(row["difference"]) <= 2 * row["difference_se_units"]

@@ -125,6 +125,9 @@ TABLES: dict[str, dict[str, Entry]] = {
         "difference": ("share_covered - mean_p", SHARE, ESTIMATES),
         "difference_se": ("standard error of difference across the replications (the check's own Monte Carlo "
                           "noise; null with one replication)", SHARE, ESTIMATES),
+        "difference_se_units": ("standard error of difference with the units as the clusters (a unit sits in "
+                                "the same bin in many replications, so a thin bin's few units are noise too: "
+                                "read a bin against the larger of the two; null with one unit)", SHARE, ESTIMATES),
         "replications": ("populations (splits or simulations) pooled", COUNT, ESTIMATES),
     },
 }

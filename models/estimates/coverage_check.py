@@ -55,6 +55,7 @@ COVERAGE_CHECK_SCHEMA: dict[str, pl.DataType] = {
     "share_covered": pl.Float64(),
     "difference": pl.Float64(),
     "difference_se": pl.Float64(),
+    "difference_se_units": pl.Float64(),
     "replications": pl.Int64(),
 }
 PAIR_SCHEMA: dict[str, pl.DataType] = {
@@ -164,7 +165,11 @@ def bin_coverage(pairs: pl.DataFrame, check: str, replications: int, column: str
     """Share covered per bin (ten of width 0.1; p = 1 in the last) of `column` per unit level and threshold.
     Units whose raw p_covered is exactly 0 are many and trivially right, so they are left out (bin 0 holds
     0 < p < 0.1). difference_se: the difference's standard error across the replications (each replication's
-    sum of covered - p around the pooled difference x its units; needs two replications)."""
+    sum of covered - p around the pooled difference x its units; needs two replications). difference_se_units:
+    the same with the units as the clusters (each unit's sum over the replications): a unit sits in the same
+    bin in many replications, so a thin bin of few distinct units says as much about those units as about the
+    map, which difference_se (units fixed) does not count; read a calibrated bin against the larger of the
+    two (on the mirror the middle bins' unit se is 0.04-0.10, two to four times difference_se)."""
     keys = ["unit", "threshold", "bin"]
     binned = pairs.filter(pl.col(RAW) > 0).with_columns(
         (pl.col(column) * n_bins).floor().clip(0, n_bins - 1).cast(pl.Int64).alias("bin"),
@@ -177,8 +182,12 @@ def bin_coverage(pairs: pl.DataFrame, check: str, replications: int, column: str
     pooled = pooled.with_columns(((pl.col("_sc") - pl.col("_sp")) / pl.col("n_units")).alias("difference"))
     spread = per_rep.join(pooled.select(*keys, "difference", "n_units"), on=keys).group_by(keys).agg(
         ((pl.col("_sc") - pl.col("_sp") - pl.col("difference") * pl.col("_n")) ** 2).sum().alias("_ss"))
+    per_unit = binned.group_by(*keys, "unit_index").agg(
+        pl.len().alias("_n"), (pl.col("covered").cast(pl.Float64) - pl.col("_p")).sum().alias("_s"))
+    unit_spread = per_unit.join(pooled.select(*keys, "difference"), on=keys).group_by(keys).agg(
+        ((pl.col("_s") - pl.col("difference") * pl.col("_n")) ** 2).sum().alias("_ss_u"), pl.len().alias("_g"))
     return (
-        pooled.join(spread, on=keys)
+        pooled.join(spread, on=keys).join(unit_spread, on=keys)
         .with_columns(
             pl.lit(check).alias("check"), pl.lit(column).alias("predictor"),
             (pl.col("bin") / n_bins).alias("p_low"), ((pl.col("bin") + 1) / n_bins).alias("p_high"),
@@ -186,6 +195,9 @@ def bin_coverage(pairs: pl.DataFrame, check: str, replications: int, column: str
             (pl.col("_sc") / pl.col("n_units")).alias("share_covered"),
             pl.when(replications > 1).then(
                 (pl.col("_ss") * replications / (replications - 1)).sqrt() / pl.col("n_units")).alias("difference_se"),
+            pl.when(pl.col("_g") > 1).then(
+                (pl.col("_ss_u") * pl.col("_g") / (pl.col("_g") - 1)).sqrt() / pl.col("n_units")
+            ).alias("difference_se_units"),
             pl.lit(replications, pl.Int64).alias("replications"),
             pl.col("n_units").cast(pl.Int64),
         )
@@ -207,8 +219,13 @@ def _map_features(p: np.ndarray) -> np.ndarray:
 class CoverageMap:
     """Maps p_covered -> share truly covered, per (unit level, threshold): a logistic regression on
     _map_features (intercept first); p_covered = 0 stays 0 (the check leaves those units out); a level and
-    threshold without a map keeps p_covered. (An isotonic map was tried: its steps made cross-fitted bins worse,
-    max |difference| 0.23 against 0.18 on the mirror.)"""
+    threshold without a map keeps p_covered. Tried instead: an isotonic map (its steps made cross-fitted bins
+    worse, max |difference| 0.23 against 0.18 on the mirror); a logistic on a cubic spline of the log-odds
+    (4 quantile knots) and on that plus the unit's prompts_mean / labels_count / judged_texts (2026-12-03, 40
+    held-out fifth splits: the spline no better on the fifth, max 0.08-0.09 against 0.06-0.16 over six 6-split
+    fits, and worse carried to split_half, max 0.14-0.28 against 0.11-0.17, 0.21 against 0.09 in the asset's
+    own check; the features worse on the fifth). The remaining misses are within two unit-clustered standard
+    errors (bin_coverage's difference_se_units): docs/estimates.md."""
 
     coefficients: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
     source: str = MAP_CHECK
