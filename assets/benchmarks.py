@@ -75,8 +75,23 @@ def _outputs(frames: dict[str, pl.DataFrame], metadata: dict[str, Any]):
                 "$BENCHMAP_MIRROR/benchmarks/<name>) into the four benchmark tables.",
 )
 def benchmark_landing(context: AssetExecutionContext, warehouse: Warehouse):
-    name = context.partition_key
     landing = discover_landing()
+    names = context.partition_keys  # one partition, or several when run_all runs a range of them in one run
+    if len(names) == 1:
+        frames, metadata = _ingest_partition(context, warehouse, landing, names[0])
+        yield from _outputs(frames, metadata)
+        return
+    parts = [_ingest_partition(context, warehouse, landing, name) for name in names]
+    for name, (_, metadata) in zip(names, parts, strict=True):  # each partition's record: its own counts
+        for table in TABLES:
+            context.add_asset_metadata(metadata, asset_key=table, partition_key=name)
+    frames = {table: pl.concat([p[0][table] for p in parts], how="vertical_relaxed") for table in TABLES}
+    yield from _outputs(frames, {})
+
+
+def _ingest_partition(context: AssetExecutionContext, warehouse: Warehouse, landing: bm.Landing, name: str
+                      ) -> tuple[dict[str, pl.DataFrame], dict[str, Any]]:
+    """One benchmark's four tables and the metadata of its materializations."""
     if name == bm.LANDING_PARTITION:
         rejects = bm.landing_rejects(landing.problems)
         for row in rejects.iter_rows(named=True):
@@ -88,8 +103,7 @@ def benchmark_landing(context: AssetExecutionContext, warehouse: Warehouse):
         digest = landing.problems_hash() or bm.NO_PROBLEMS_HASH
         metadata = {"n_rejects": rejects.height, "content_hash": digest,
                     "rejects_preview": MetadataValue.md(bm.rejects_markdown(rejects))}
-        yield from _outputs(frames, metadata)
-        return
+        return frames, metadata
 
     folder = landing.benchmarks.get(name)
     if folder is None:
@@ -128,7 +142,7 @@ def benchmark_landing(context: AssetExecutionContext, warehouse: Warehouse):
     }
     frames = {"benchmarks": ingested.registry, "benchmark_prompts": ingested.prompts,
               "benchmark_results": ingested.results, "benchmark_rejects": ingested.rejects}
-    yield from _outputs(frames, metadata)
+    return frames, metadata
 
 
 REJECTS_LOGGED = 20  # each log line is an event Dagster writes and commits to its storage (~10 ms or more)

@@ -35,8 +35,14 @@ class WarehouseIOManager(ConfigurableIOManager):
             raise TypeError(f"asset {context.asset_key.to_user_string()} must return a polars DataFrame")
         table = _table_name(context)
         if context.has_asset_partitions:
-            wh.replace_partition(self.warehouse.path, table, obj, _partition_column(context),
-                                 context.asset_partition_key)
+            keys = list(context.asset_partition_keys)
+            column = _partition_column(context)
+            wh.replace_partitions(self.warehouse.path, table, obj, column, keys)
+            if len(keys) > 1:  # one run of several partitions: each partition's record gets its own row count
+                counts = dict(obj.group_by(column).len().iter_rows()) if obj.height else {}
+                for key in keys:
+                    context.step_context.add_asset_metadata({"row_count": int(counts.get(key, 0))},
+                                                            asset_key=context.asset_key, partition_key=key)
         else:
             wh.replace_table(self.warehouse.path, table, obj)
         context.add_output_metadata({"table": f"main.{table}", "row_count": obj.height})
