@@ -3,7 +3,8 @@
 
 One multi-asset parses a landing folder once and writes all four tables' rows for that benchmark; the
 WarehouseIOManager replaces exactly the rows `benchmark = <partition key>` in one transaction per table, so
-other benchmarks' rows are never touched.
+other benchmarks' rows are never touched. A run of a range of partitions (run_all) parses each folder and writes
+each table once for all of them.
 """
 
 from typing import Any
