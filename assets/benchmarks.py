@@ -27,6 +27,7 @@ from assets.partitions import benchmark_partitions
 from models import benchmarks as bm
 from models.markdown import markdown_table
 from resources.dagster_resources import Warehouse
+from resources.io_manager import add_partition_metadata
 from resources.landing import ingest_folder
 from resources.source_versions import LANDING_FOLDERS_KEY
 from resources.sources import discover_landing, landing_roots
@@ -83,9 +84,8 @@ def benchmark_landing(context: AssetExecutionContext, warehouse: Warehouse):
         yield from _outputs(frames, metadata)
         return
     parts = [_ingest_partition(context, warehouse, landing, name) for name in names]
-    for name, (_, metadata) in zip(names, parts, strict=True):  # each partition's record: its own counts
-        for table in TABLES:
-            context.add_asset_metadata(metadata, asset_key=table, partition_key=name)
+    for table in TABLES:  # each partition's record: its own counts
+        add_partition_metadata(context, table, {name: metadata for name, (_, metadata) in zip(names, parts, strict=True)})
     frames = {table: pl.concat([p[0][table] for p in parts], how="vertical_relaxed") for table in TABLES}
     yield from _outputs(frames, {})
 

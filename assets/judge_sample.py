@@ -21,6 +21,7 @@ from models.labeling.base import PromptRecord
 from models.report import markdown_table
 from models.sources import ONET_VERSION
 from resources.dagster_resources import LabelerResource, Warehouse
+from resources.io_manager import add_partition_metadata
 from resources.label_cache import LabelCache
 from resources.settings import settings
 
@@ -206,8 +207,7 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
         labels.append(rows)
         designs.append(design)
         if len(benchmarks) > 1:
-            context.add_asset_metadata({"rows": rows.height}, asset_key="judge_sample_labels",
-                                       partition_key=benchmark)
+            add_partition_metadata(context, "judge_sample_labels", {benchmark: {"rows": rows.height}})
     labels_frame = pl.concat(labels, how="vertical_relaxed")
     design_frame = pl.concat(designs, how="vertical_relaxed")
     yield Output(labels_frame, "judge_sample_labels", metadata={"rows": labels_frame.height})

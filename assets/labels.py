@@ -48,6 +48,7 @@ from models.markdown import markdown_table as md_table
 from models.sources import ONET_VERSION
 from resources import task_index
 from resources.dagster_resources import LabelerResource, Warehouse
+from resources.io_manager import add_partition_metadata
 from resources.readers import REFERENCE_DIR, load_reference, load_stack_fit
 from resources.settings import settings
 from resources.sources import raw_dir
@@ -251,10 +252,10 @@ def prompt_task_labels(
         yield from _selected_outputs(selected, Output(frame, "prompt_task_labels", metadata=label_meta),
                                      Output(work, "prompt_work", metadata=work_meta))
         return
-    for benchmark, ((_, label_meta), (_, work_meta)) in zip(benchmarks, parts, strict=True):
-        for output, meta in (("prompt_task_labels", label_meta), ("prompt_work", work_meta)):
-            if output in selected:  # each partition's record: its own counts
-                context.add_asset_metadata(meta, asset_key=output, partition_key=benchmark)
+    for position, output in enumerate(("prompt_task_labels", "prompt_work")):
+        if output in selected:  # each partition's record: its own counts
+            add_partition_metadata(context, output, {b: part[position][1]
+                                                     for b, part in zip(benchmarks, parts, strict=True)})
     yield from _selected_outputs(
         selected,
         Output(pl.concat([p[0][0] for p in parts], how="vertical_relaxed"), "prompt_task_labels"),

@@ -1,6 +1,6 @@
 """partition_runs: the benchmark partitions' stages (ingest + label) of a cold run, code A against code B (issue 29).
 
-    .venv/bin/python bench/partition_runs.py CODE_A CODE_B     # REPS=2: A, B, A, B
+    .venv/bin/python bench/partition_runs.py CODE_A CODE_B     # REPS=2: A, B, A, B; RUNS=B: B only
     # CODE_*: a code snapshot (bench/common.code_snapshot, or `git archive <commit> | tar -x -C DIR`)
 
 One base state is built with CODE_A: the reference assets and the task index, plus one small benchmark
@@ -54,6 +54,8 @@ def main() -> int:
                               "runs": {}}
     for rep in range(int(os.environ.get("REPS", "1"))):
         for name, code in (("A", code_a), ("B", code_b)):
+            if name not in os.environ.get("RUNS", "AB"):  # RUNS=B: only B (A measured before)
+                continue
             state = common.State(base.copy_to(root / f"{name}{rep}").root, code)
             since = time.time()
             measured = common.run_all(state, "--skip-reference", "--skip-analysis", "--benchmarks", others)
