@@ -3,7 +3,8 @@
 Order: check the warehouse (resources/integrity.py: the file is whole and every table reads; a damaged file
 stops the run with the recovery command); register one dynamic partition per benchmark found in the landing
 zone; materialize the unpartitioned assets that do not depend on benchmarks (reference data); each benchmark
-partition (its tables, then labels); then the unpartitioned assets downstream of the benchmarks (analysis, gaps,
+partition (its tables, then labels; with the offline labeler, neighbouring stale partitions as one Dagster run of
+their range: `_run_partitions`); then the unpartitioned assets downstream of the benchmarks (analysis, gaps,
 exports). Assets are selected from the Definitions by partitioning and dependencies, so assets that other
 domains add later are included.
 
