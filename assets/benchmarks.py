@@ -3,7 +3,8 @@
 
 One multi-asset parses a landing folder once and writes all four tables' rows for that benchmark; the
 WarehouseIOManager replaces exactly the rows `benchmark = <partition key>` in one transaction per table, so
-other benchmarks' rows are never touched.
+other benchmarks' rows are never touched. A run of a range of partitions (run_all) parses each folder and writes
+each table once for all of them.
 """
 
 from typing import Any
@@ -26,6 +27,7 @@ from assets.partitions import benchmark_partitions
 from models import benchmarks as bm
 from models.markdown import markdown_table
 from resources.dagster_resources import Warehouse
+from resources.io_manager import add_partition_metadata
 from resources.landing import ingest_folder
 from resources.source_versions import LANDING_FOLDERS_KEY
 from resources.sources import discover_landing, landing_roots
@@ -75,8 +77,22 @@ def _outputs(frames: dict[str, pl.DataFrame], metadata: dict[str, Any]):
                 "$BENCHMAP_MIRROR/benchmarks/<name>) into the four benchmark tables.",
 )
 def benchmark_landing(context: AssetExecutionContext, warehouse: Warehouse):
-    name = context.partition_key
     landing = discover_landing()
+    names = context.partition_keys  # one partition, or several when run_all runs a range of them in one run
+    if len(names) == 1:
+        frames, metadata = _ingest_partition(context, warehouse, landing, names[0])
+        yield from _outputs(frames, metadata)
+        return
+    parts = [_ingest_partition(context, warehouse, landing, name) for name in names]
+    for table in TABLES:  # each partition's record: its own counts
+        add_partition_metadata(context, table, {name: metadata for name, (_, metadata) in zip(names, parts, strict=True)})
+    frames = {table: pl.concat([p[0][table] for p in parts], how="vertical_relaxed") for table in TABLES}
+    yield from _outputs(frames, {})
+
+
+def _ingest_partition(context: AssetExecutionContext, warehouse: Warehouse, landing: bm.Landing, name: str
+                      ) -> tuple[dict[str, pl.DataFrame], dict[str, Any]]:
+    """One benchmark's four tables and the metadata of its materializations."""
     if name == bm.LANDING_PARTITION:
         rejects = bm.landing_rejects(landing.problems)
         for row in rejects.iter_rows(named=True):
@@ -88,8 +104,7 @@ def benchmark_landing(context: AssetExecutionContext, warehouse: Warehouse):
         digest = landing.problems_hash() or bm.NO_PROBLEMS_HASH
         metadata = {"n_rejects": rejects.height, "content_hash": digest,
                     "rejects_preview": MetadataValue.md(bm.rejects_markdown(rejects))}
-        yield from _outputs(frames, metadata)
-        return
+        return frames, metadata
 
     folder = landing.benchmarks.get(name)
     if folder is None:
@@ -128,7 +143,7 @@ def benchmark_landing(context: AssetExecutionContext, warehouse: Warehouse):
     }
     frames = {"benchmarks": ingested.registry, "benchmark_prompts": ingested.prompts,
               "benchmark_results": ingested.results, "benchmark_rejects": ingested.rejects}
-    yield from _outputs(frames, metadata)
+    return frames, metadata
 
 
 REJECTS_LOGGED = 20  # each log line is an event Dagster writes and commits to its storage (~10 ms or more)

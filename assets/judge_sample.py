@@ -21,6 +21,7 @@ from models.labeling.base import PromptRecord
 from models.report import markdown_table
 from models.sources import ONET_VERSION
 from resources.dagster_resources import LabelerResource, Warehouse
+from resources.io_manager import add_partition_metadata
 from resources.label_cache import LabelCache
 from resources.settings import settings
 
@@ -176,7 +177,7 @@ def _stored_sample(warehouse: Warehouse, benchmark: str) -> bool:
     },
 )
 def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, warehouse: Warehouse):
-    benchmark = context.partition_key
+    benchmarks = context.partition_keys  # one, or several when run_all runs a range of partitions in one run
     setting = judge_sample_setting()
     fraction = config.fraction if config.fraction is not None else (setting[0] if setting else 0.0)
     minimum = config.minimum if config.minimum is not None else (setting[1] if setting else 0)
@@ -184,20 +185,31 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
     empty_labels = pl.DataFrame(schema=JUDGE_LABEL_SCHEMA)
     empty_design = pl.DataFrame(schema=DESIGN_SCHEMA)
     if (fraction <= 0 and minimum <= 0) or judge_resource is None:
-        if not _stored_sample(warehouse, benchmark):  # off and nothing to clear: no write, no event
+        stored = [b for b in benchmarks if _stored_sample(warehouse, b)]
+        if not stored:  # off and nothing to clear: no write, no event
             return
         reason = "no judge sample configured" if fraction <= 0 and minimum <= 0 else "no LLM judge configured"
-        context.log.info(f"{benchmark}: {reason}; the estimates use the vendored reference labels")
+        for benchmark in stored:
+            context.log.info(f"{benchmark}: {reason}; the estimates use the vendored reference labels")
         yield Output(empty_labels, "judge_sample_labels", metadata={"reason": reason})
         yield Output(empty_design, "judge_sample_design", metadata={"reason": reason})
         return
-    prompts = warehouse.benchmark_prompt_texts(benchmark)
     from assets.labels import load_task_index
 
     index, _, _ = load_task_index(warehouse, context.log)
     judge = judge_resource.build(index)
-    labels, design = label_judge_sample(
-        prompts, judge, warehouse.label_cache(), fraction, minimum, config.seed, context.log.info
-    )
-    yield Output(labels, "judge_sample_labels", metadata={"rows": labels.height})
-    yield Output(design, "judge_sample_design", metadata={"design": MetadataValue.md(markdown_table(design, max_rows=30))})
+    labels, designs = [], []
+    for benchmark in benchmarks:
+        prompts = warehouse.benchmark_prompt_texts(benchmark)
+        rows, design = label_judge_sample(
+            prompts, judge, warehouse.label_cache(), fraction, minimum, config.seed, context.log.info
+        )
+        labels.append(rows)
+        designs.append(design)
+        if len(benchmarks) > 1:
+            add_partition_metadata(context, "judge_sample_labels", {benchmark: {"rows": rows.height}})
+    labels_frame = pl.concat(labels, how="vertical_relaxed")
+    design_frame = pl.concat(designs, how="vertical_relaxed")
+    yield Output(labels_frame, "judge_sample_labels", metadata={"rows": labels_frame.height})
+    yield Output(design_frame, "judge_sample_design",
+                 metadata={"design": MetadataValue.md(markdown_table(design_frame, max_rows=30))})

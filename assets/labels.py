@@ -48,6 +48,7 @@ from models.markdown import markdown_table as md_table
 from models.sources import ONET_VERSION
 from resources import task_index
 from resources.dagster_resources import LabelerResource, Warehouse
+from resources.io_manager import add_partition_metadata
 from resources.readers import REFERENCE_DIR, load_reference, load_stack_fit
 from resources.settings import settings
 from resources.sources import raw_dir
@@ -241,19 +242,43 @@ def prompt_task_labels(
     labeler: LabelerResource,
     benchmark_prompts: pl.DataFrame,
 ) -> Iterator[Output[pl.DataFrame]]:
-    benchmark = context.partition_key
     selected = set(context.op_execution_context.selected_output_names)
+    benchmarks = context.partition_keys  # one, or several when run_all runs a range of partitions in one run
+    built: dict[str, Any] = {}  # the task index and the labeler, loaded once per step (not per partition)
+    parts = [_label_partition(context, warehouse, labeler, benchmark_prompts, benchmark, built)
+             for benchmark in benchmarks]
+    if len(parts) == 1:
+        (frame, label_meta), (work, work_meta) = parts[0]
+        yield from _selected_outputs(selected, Output(frame, "prompt_task_labels", metadata=label_meta),
+                                     Output(work, "prompt_work", metadata=work_meta))
+        return
+    for position, output in enumerate(("prompt_task_labels", "prompt_work")):
+        if output in selected:  # each partition's record: its own counts
+            add_partition_metadata(context, output, {b: part[position][1]
+                                                     for b, part in zip(benchmarks, parts, strict=True)})
+    yield from _selected_outputs(
+        selected,
+        Output(pl.concat([p[0][0] for p in parts], how="vertical_relaxed"), "prompt_task_labels"),
+        Output(pl.concat([p[1][0] for p in parts], how="vertical_relaxed"), "prompt_work"))
+
+
+LabeledPartition = tuple[tuple[pl.DataFrame, dict[str, Any]], tuple[pl.DataFrame, dict[str, Any]]]
+
+
+def _label_partition(context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource,
+                     benchmark_prompts: pl.DataFrame, benchmark: str, built: dict[str, Any]) -> LabeledPartition:
+    """((labels, their metadata), (work decisions, their metadata)) of one benchmark; raises Failure when every
+    prompt of it failed to label."""
     prompts = prompt_records(benchmark_prompts.filter(pl.col("benchmark") == benchmark))
     if not prompts:
         empty = {"n_prompts": 0, "labeler_calls": 0}
-        yield from _selected_outputs(selected, Output(pl.DataFrame(schema=lc.LABEL_COLUMNS), "prompt_task_labels",
-                                                      metadata=empty),
-                                     Output(pl.DataFrame(schema=lc.WORK_COLUMNS), "prompt_work", metadata=empty))
-        return
+        return ((pl.DataFrame(schema=lc.LABEL_COLUMNS), empty), (pl.DataFrame(schema=lc.WORK_COLUMNS), empty))
     cache = warehouse.label_cache()
-    index, origin, index_s = load_task_index(warehouse, context.log)
-    context.log.info(f"task index from {origin} in {index_s:.2f}s")
-    impl = labeler.build(index)
+    if not built:
+        index, origin, index_s = load_task_index(warehouse, context.log)
+        context.log.info(f"task index from {origin} in {index_s:.2f}s")
+        built.update(index=index, origin=origin, index_s=index_s, impl=labeler.build(index))
+    index, origin, index_s, impl = built["index"], built["origin"], built["index_s"], built["impl"]
     labels_by_hash, stats = lc.label_with_cache(
         prompts,
         impl,
@@ -317,11 +342,8 @@ def prompt_task_labels(
         }
     n_not_work = int((~work["is_work"]).sum()) if work.height else 0
     metadata["prompts_not_work"] = n_not_work
-    yield from _selected_outputs(
-        selected, Output(frame, "prompt_task_labels", metadata=metadata),
-        Output(work, "prompt_work", metadata={"n_prompts": work.height, "prompts_not_work": n_not_work,
-                                              "labeler_version": version}))
-
+    return ((frame, metadata),
+            (work, {"n_prompts": work.height, "prompts_not_work": n_not_work, "labeler_version": version}))
 
 
 def _selected_outputs(selected: set[str], *outputs: Output) -> Iterator[Output]:

@@ -424,7 +424,9 @@ def step_timings(home: Path, since: float = 0.0) -> list[dict[str, Any]]:
                     elif event.step_key in starts and starts[event.step_key] >= since:
                         rows.append({
                             "run_id": run.run_id, "job": run.job_name,
-                            "partition": run.tags.get("dagster/partition"), "step": event.step_key,
+                            "partition": run.tags.get("dagster/partition")
+                            or run.tags.get("dagster/asset_partition_range_start"),  # run_all's range runs
+                            "step": event.step_key,
                             "start": starts[event.step_key], "end": record.timestamp,
                             "seconds": record.timestamp - starts[event.step_key],
                             "status": "success" if event.event_type == DagsterEventType.STEP_SUCCESS else "failure",

@@ -3,7 +3,8 @@
 Order: check the warehouse (resources/integrity.py: the file is whole and every table reads; a damaged file
 stops the run with the recovery command); register one dynamic partition per benchmark found in the landing
 zone; materialize the unpartitioned assets that do not depend on benchmarks (reference data); each benchmark
-partition (its tables, then labels); then the unpartitioned assets downstream of the benchmarks (analysis, gaps,
+partition (its tables, then labels; with the offline labeler, neighbouring stale partitions as one Dagster run of
+their range: `_run_partitions`); then the unpartitioned assets downstream of the benchmarks (analysis, gaps,
 exports). Assets are selected from the Definitions by partitioning and dependencies, so assets that other
 domains add later are included.
 
@@ -54,6 +55,7 @@ from dagster import (
     ExecuteInProcessResult,
     materialize,
 )
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
@@ -146,7 +148,10 @@ class Runner:
         self.log.flush()
 
     def run(self, label: str, keys: list[AssetKey], kind: str, partition: str | None = None, *,
-            with_warehouse_checks: bool = False) -> StepOutcome:
+            with_warehouse_checks: bool = False, last_partition: str | None = None) -> StepOutcome:
+        """One Dagster run: unpartitioned, of one partition, or of the range `partition`..`last_partition` (in
+        the instance's order of the dynamic partitions: one run materializes each partition of it, with a
+        materialization record per partition)."""
         selection = AssetSelection.assets(*keys) - WAREHOUSE_CHECKS
         if with_warehouse_checks:
             selection = selection | WAREHOUSE_CHECKS
@@ -155,14 +160,19 @@ class Runner:
             return StepOutcome(None)
         t0 = time.monotonic()
         hold = self._warehouse_to_hold(partition)
+        tags = {"benchmap/kind": kind, "benchmap/run_all": "1"}
+        locked = [partition] if partition else []
+        if partition is not None and last_partition is not None and last_partition != partition:
+            tags.update({ASSET_PARTITION_RANGE_START_TAG: partition, ASSET_PARTITION_RANGE_END_TAG: last_partition})
+            locked = self.partition_range(partition, last_partition)
+            partition = None
         # the labeling lock before the file: a second run_all waiting for this benchmark's labeling must not sit
         # on the open warehouse meanwhile (the first could then not commit its labels)
-        with (LabelCache(hold).labeling_lock([partition]) if hold and partition else contextlib.nullcontext()), \
+        with (LabelCache(hold).labeling_lock(locked) if hold and locked else contextlib.nullcontext()), \
                 wh.held(hold):
             result = materialize(self.assets, selection=selection, instance=self.instance,
                                  resources=self.resources, partition_key=partition, raise_on_error=False,
-                                 run_config=None if self.verbose else QUIET_LOGGERS,
-                                 tags={"benchmap/kind": kind, "benchmap/run_all": "1"})
+                                 run_config=None if self.verbose else QUIET_LOGGERS, tags=tags)
         seconds = time.monotonic() - t0
         self._write_log(label, result)
         return StepOutcome(result, seconds)
@@ -172,10 +182,18 @@ class Runner:
         reuse one DuckDB instance instead of paying ~30 CPU-ms each): a benchmark partition's short run with
         the offline labeler. Not a run that waits on a remote labeler or a long analysis run: meanwhile
         another process could not open the file."""
-        labeler = self.resources.get("labeler")
-        if partition is None or getattr(labeler, "kind", None) != "offline":
+        if partition is None or not self.offline_labeler:
             return None
         return getattr(self.resources.get("warehouse"), "path", None)
+
+    @property
+    def offline_labeler(self) -> bool:
+        return getattr(self.resources.get("labeler"), "kind", None) == "offline"
+
+    def partition_range(self, first: str, last: str) -> list[str]:
+        """The partitions a range run of `first`..`last` materializes (the instance's order)."""
+        order = self.instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME)
+        return order[order.index(first):order.index(last) + 1]
 
     def report(self, label: str, outcome: StepOutcome, detail: str = "") -> None:
         """The stage's one line (plus the first errors and failed checks, indented)."""
@@ -195,17 +213,19 @@ class Runner:
         for check in rr.failed_checks(result):
             print(f"    check not passed: {check}")
 
-    def partition_detail(self, name: str, result: ExecuteInProcessResult) -> str:
-        counts = {k: int(rr.metadata_value(result, "benchmarks" if k != "n_rejects" else "benchmark_rejects", k) or 0)
+    def partition_detail(self, name: str, result: ExecuteInProcessResult, partition: str | None = None) -> str:
+        """The partition's line (counts from its materializations; `partition`: of a run of several)."""
+        counts = {k: int(rr.metadata_value(result, "benchmarks" if k != "n_rejects" else "benchmark_rejects", k,
+                                           partition) or 0)
                   for k in ("n_prompts", "n_results", "n_rejects")}
         for k, v in counts.items():
             self.totals[k] += v
-        labels = rr.written_tables(result).get("prompt_task_labels")
-        calls = rr.metadata_value(result, "prompt_task_labels", "labeler_calls")
-        cached = rr.metadata_value(result, "prompt_task_labels", "n_cached")
+        labels = rr.written_tables(result, partition).get("prompt_task_labels")
+        calls = rr.metadata_value(result, "prompt_task_labels", "labeler_calls", partition)
+        cached = rr.metadata_value(result, "prompt_task_labels", "n_cached", partition)
         self.totals["labeler_calls"] += int(calls or 0)
-        self.totals["n_labeled"] += int(rr.metadata_value(result, "prompt_task_labels", "n_labeled") or 0)
-        self.totals["n_failed"] += int(rr.metadata_value(result, "prompt_task_labels", "n_failed") or 0)
+        self.totals["n_labeled"] += int(rr.metadata_value(result, "prompt_task_labels", "n_labeled", partition) or 0)
+        self.totals["n_failed"] += int(rr.metadata_value(result, "prompt_task_labels", "n_failed", partition) or 0)
         if name == bm.LANDING_PARTITION:
             return f"{counts['n_rejects']} landing problems recorded"
         text = f"{counts['n_prompts']:,} prompts, {counts['n_results']:,} results, {counts['n_rejects']:,} rejects"
@@ -286,7 +306,7 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
         steps = Steps(defs, instance, warehouse_path, report, args.force or restored)
         if not args.skip_reference:
             _run_step(runner, steps, "reference", "reference", plan.reference, "reference")
-        _run_partitions(runner, steps, plan, partitions)
+        _run_partitions(runner, steps, plan, partitions, _prompt_bytes(landing))
         if not args.skip_analysis:
             _run_step(runner, steps, "analysis", "analysis/exports (+ warehouse-wide benchmark checks)",
                       plan.downstream, "analysis", with_warehouse_checks=True, force=bool(removed))
@@ -457,10 +477,16 @@ def _run_step(runner: Runner, steps: Steps, step: str, label: str, keys: list[As
         runner.report(label, outcome)
 
 
-def _run_partitions(runner: Runner, steps: Steps, plan: RunPlan, partitions: list[str]) -> None:
+def _run_partitions(runner: Runner, steps: Steps, plan: RunPlan, partitions: list[str],
+                    sizes: dict[str, int] | None = None) -> None:
     """Each benchmark partition Dagster finds stale or missing (or with prompts to retry); the skipped ones'
-    counts are added to the totals from the warehouse."""
+    counts are added to the totals from the warehouse. With the offline labeler, stale partitions next to each
+    other (the instance's order) run as one Dagster run of their range (`_groups`): the per-run cost (run and
+    step events, resources, the task index and labeler, the IO manager's writes) is paid once instead of once
+    per benchmark. A range run that fails is run again one partition at a time, so a failure is reported for
+    its own benchmark (the label cache keeps every label computed meanwhile)."""
     skipped: list[str] = []
+    stale: list[tuple[str, str]] = []
     retryable = steps.retryable_failures(partitions, runner.resources.get("labeler"))
     steps.refresh()
     for index, name in enumerate(partitions, start=1):
@@ -469,13 +495,71 @@ def _run_partitions(runner: Runner, steps: Steps, plan: RunPlan, partitions: lis
         if steps.unchanged(keys, label, partition=name, open_failures=retryable.get(name, 0)):
             skipped.append(name)
             continue
-        outcome = runner.run(label, keys, "benchmark", partition=name)
+        stale.append((name, label))
+    order = runner.instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME) if runner.offline_labeler else []
+    for group in _groups(stale, order, sizes or {}):
+        if len(group) > 1 and _run_range(runner, plan, group):
+            continue
+        for name, label in group:
+            keys = plan.landing_only if name == bm.LANDING_PARTITION else plan.partitioned
+            outcome = runner.run(label, keys, "benchmark", partition=name)
+            if outcome.result is not None:  # count what was written even when a later step (labels) failed
+                runner.report(label, outcome, runner.partition_detail(name, outcome.result))
+    if stale:
         steps.ran()
-        if outcome.result is not None:  # count what was written even when a later step (labels) failed
-            runner.report(label, outcome, runner.partition_detail(name, outcome.result))
     report = steps.report
     if skipped and steps.path and report is not None:  # their counts, from the warehouse
         _add_stored_counts(report.counts, report.by_benchmark, skipped, steps.path, runner.totals)
+
+
+MAX_RANGE_BYTES = 16 * 2**20  # prompts.jsonl bytes per range run: a 50x landing zone runs in several, not one
+
+
+def _groups(stale: list[tuple[str, str]], order: list[str], sizes: dict[str, int]
+            ) -> list[list[tuple[str, str]]]:
+    """The stale partitions in runs: neighbours in `order` (the instance's partition order; empty: one run
+    each) whose range holds only stale partitions, up to MAX_RANGE_BYTES of prompts per run; `_landing` alone."""
+    position = {name: i for i, name in enumerate(order)}
+    groups: list[list[tuple[str, str]]] = []
+    run_bytes = 0
+    for name, label in sorted(stale, key=lambda item: position.get(item[0], len(order))):
+        previous = groups[-1][-1][0] if groups else None
+        joins = (previous is not None and name in position and previous in position
+                 and position[name] == position[previous] + 1 and bm.LANDING_PARTITION not in (name, previous)
+                 and run_bytes + sizes.get(name, 0) <= MAX_RANGE_BYTES)
+        if joins:
+            groups[-1].append((name, label))
+            run_bytes += sizes.get(name, 0)
+        else:
+            groups.append([(name, label)])
+            run_bytes = sizes.get(name, 0)
+    return groups
+
+
+def _run_range(runner: Runner, plan: RunPlan, group: list[tuple[str, str]]) -> bool:
+    """One Dagster run of the group's partitions; each partition's line as if it ran alone. False (nothing
+    reported) when the run failed: the caller runs them one by one."""
+    first, last = group[0][0], group[-1][0]
+    outcome = runner.run(f"{first}..{last}", plan.partitioned, "benchmark", partition=first, last_partition=last)
+    if outcome.result is None or not outcome.result.success:
+        why = "; ".join(rr.errors(outcome.result))[:300] if outcome.result is not None else "no run"
+        print(f"- {len(group)} partitions {first}..{last} in one run: FAILED ({why}): running them one at a "
+              f"time", flush=True)
+        return False
+    share = outcome.seconds / len(group)
+    for name, label in group:
+        runner.report(label, StepOutcome(outcome.result, share), runner.partition_detail(name, outcome.result, name))
+    print(f"  ({len(group)} partitions in one run, {outcome.seconds:.1f}s)", flush=True)
+    return True
+
+
+def _prompt_bytes(landing: bm.Landing) -> dict[str, int]:
+    """benchmark -> bytes of its prompts file (how run_all sizes its range runs)."""
+    sizes = {}
+    for name, folder in landing.benchmarks.items():
+        with contextlib.suppress(OSError):
+            sizes[name] = (folder.path / bm.PROMPTS_FILE).stat().st_size
+    return sizes
 
 
 def _open_label_failures(warehouse_path: str | None, names: list[str], labeler: object) -> int:

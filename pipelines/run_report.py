@@ -33,18 +33,22 @@ def materializations(result: ExecuteInProcessResult) -> list[Any]:
     return out
 
 
-def metadata_value(result: ExecuteInProcessResult, key: str, name: str) -> object:
+def metadata_value(result: ExecuteInProcessResult, key: str, name: str, partition: str | None = None) -> object:
+    """A metadata value of the asset's materialization (`partition`: of that partition, in a run of several)."""
     for materialization in materializations(result):
-        if materialization.asset_key == AssetKey(key):
+        if materialization.asset_key == AssetKey(key) and partition in (None, materialization.partition):
             value = materialization.metadata.get(name)
             return None if value is None else value.value
     return None
 
 
-def written_tables(result: ExecuteInProcessResult) -> dict[str, int]:
-    """table -> rows written, for every materialization the IO manager stored as a table."""
+def written_tables(result: ExecuteInProcessResult, partition: str | None = None) -> dict[str, int]:
+    """table -> rows written, for every materialization the IO manager stored as a table (`partition`: only
+    that partition's, in a run of several)."""
     out = {}
     for materialization in materializations(result):
+        if partition is not None and materialization.partition != partition:
+            continue
         if "table" in materialization.metadata:
             rows = materialization.metadata.get("row_count")
             out[materialization.asset_key.path[-1]] = int(rows.value) if rows is not None else 0

@@ -246,12 +246,23 @@ def replace_table(path: str | Path, name: str, df: pl.DataFrame) -> None:
 
 def replace_partition(path: str | Path, name: str, df: pl.DataFrame, column: str, key: str) -> None:
     """Delete then insert the rows of one partition in one transaction (other partitions untouched)."""
+    replace_partitions(path, name, df, column, [key])
+
+
+def replace_partitions(path: str | Path, name: str, df: pl.DataFrame, column: str, keys: Sequence[str]) -> None:
+    """Delete then insert the rows of the partitions `keys` in one transaction (other partitions untouched): one
+    run materializing several benchmark partitions writes each table once."""
     table = quote_identifier(name)
     col = quote_identifier(column)
+    keys = list(keys)
     if column not in df.columns:
         raise ValueError(f"partitioned table {name!r} needs a {column!r} column")
-    if df.height and df[column].cast(pl.Utf8).unique().to_list() != [key]:
-        raise ValueError(f"rows written to partition {key!r} of {name!r} must all have {column} = {key!r}")
+    if df.height:
+        outside = sorted(set(df[column].cast(pl.Utf8).unique().to_list()) - set(keys))
+        if outside:
+            what = f"partition {keys[0]!r}" if len(keys) == 1 else f"partitions {', '.join(keys)}"
+            raise ValueError(f"rows written to {what} of {name!r} must all have {column} in the written "
+                             f"partitions, not {', '.join(map(repr, outside))}")
     with connect(path) as con:
         view = _register(con, df)
         with transaction(con, Path(path).parent):
@@ -262,10 +273,11 @@ def replace_partition(path: str | Path, name: str, df: pl.DataFrame, column: str
                     "select column_name from information_schema.columns where table_schema='main' and "
                     "table_name = ? order by ordinal_position", [name]).fetchall()]
                 if existing == df.columns:
-                    con.execute(f"delete from {table} where {col} = ?", [key])
+                    con.execute(f"delete from {table} where {col} in (select unnest(?::varchar[]))", [keys])
                     con.execute(f"insert into {table} by name select * from {view}")
                 else:  # the schema changed: rebuild, keeping the other partitions' rows
-                    kept = fetch_polars(con, f"select * from {table} where {col} <> ?", [key])
+                    kept = fetch_polars(con, f"select * from {table} where {col} not in "
+                                             f"(select unnest(?::varchar[]))", [keys])
                     merged = pl.concat([kept, df], how="diagonal_relaxed")
                     merged_view = _register(con, merged)
                     con.execute(f"create or replace table {table} as select * from {merged_view}")

@@ -385,6 +385,55 @@ def test_run_all_redoes_failed_and_changed_partitions_only(world: World, capsys:
     assert ran() == ["rs_a", "rs_b"]
 
 
+def test_neighbouring_partitions_run_as_one_run_and_a_failed_range_run_again_one_by_one(
+        world: World, capsys: pytest.CaptureFixture) -> None:
+    """run_all runs stale neighbouring partitions as one Dagster run of their range (offline labeler), with a
+    record per partition holding that partition's counts; when the range run fails, each partition runs alone,
+    so the failure is reported for its own benchmark and the others are done."""
+    from dagster import AssetKey
+
+    from pipelines import run_all
+    from pipelines.definitions import build_definitions
+
+    names = ["rr_a", "rr_b", "rr_c"]
+    sources = {"rr_a": "tau_bench", "rr_b": "officebench", "rr_c": "spider2"}
+    folders = {n: world.add(n, real_records(sources[n], 30)) for n in names}
+    defs = build_definitions(str(world.state.warehouse))
+    args = ["--skip-reference", "--skip-analysis", "--benchmarks", ",".join(names)]
+    runs_before = len(world.instance.get_runs())
+    assert run_all.main(args, defs=defs, instance=world.instance) == 0
+    out = capsys.readouterr().out
+    assert "(3 partitions in one run" in out
+    assert all(re.search(rf"\] {n}: ok in [0-9.]+s: 30 prompts", out) for n in names), out
+    assert len(world.instance.get_runs()) == runs_before + 1
+    for table in ("benchmark_prompts", "prompt_task_labels", "prompt_work"):
+        records = world.instance.fetch_materializations(AssetKey(table), limit=10).records
+        recorded = {r.asset_materialization.partition: r.asset_materialization.metadata["row_count"].value
+                    for r in records}
+        assert recorded == {n: world.table(table, n).height for n in names}, table
+    labeled = {r.asset_materialization.partition: r.asset_materialization.metadata
+               for r in world.instance.fetch_materializations(AssetKey("prompt_task_labels"), limit=10).records}
+    assert {n: labeled[n]["labeler_calls"].value + labeled[n]["n_cached"].value for n in names} == {
+        n: world.table("benchmark_prompts", n)["prompt_hash"].n_unique() for n in names}  # each its own texts
+
+    # all three change, rr_b into a file without a valid prompt: the range run fails, then one by one
+    for name in ("rr_a", "rr_c"):
+        common.write_benchmark(world.state.landing, name, real_records(sources[name], 20))
+    (folders["rr_b"] / "prompts.jsonl").write_bytes(b"{broken\n")
+    assert run_all.main(args, defs=defs, instance=world.instance) == 1
+    out = capsys.readouterr().out
+    assert "3 partitions rr_a..rr_c in one run: FAILED" in out and "running them one at a time" in out
+    assert re.search(r"\] rr_a: ok in [0-9.]+s: 20 prompts", out) and re.search(r"\] rr_c: ok in [0-9.]+s: 20 prompts", out)
+    assert re.search(r"\] rr_b: FAILED", out) and "yielded no valid prompts" in out
+    assert [world.table("benchmark_prompts", n).height for n in names] == [20, 30, 20]  # rr_b's rows kept
+    assert [world.table("prompt_task_labels", n)["prompt_id"].n_unique() <= 20 for n in ("rr_a", "rr_c")] == [True] * 2
+    planned = world.instance.get_latest_planned_materialization_info(AssetKey("prompt_task_labels"), "rr_b")
+    assert planned is not None  # its failed attempt is on record: the next run retries it
+    assert run_all.main(args, defs=defs, instance=world.instance) == 1
+    out = capsys.readouterr().out
+    assert sorted(re.findall(r"\] (rr_[abc]): (?:ok|FAILED)", out)) == ["rr_b"]  # the others are done
+
+
 # ------------------------------------------------------------------------------------------------ concurrency
 def test_two_materializations_at_once_wait_for_each_other_and_never_corrupt(world: World) -> None:
     records = real_records("workbench", 150)
