@@ -98,7 +98,7 @@ def test_every_asset_table_is_exported_or_marked_internal(graph) -> None:
     assert all(why.strip() for why in ex.INTERNAL_TABLES.values())
     assert set(ex.EXPORTED.values()) == {ex.tables.REQUIRED, ex.tables.OPTIONAL, ex.tables.ESTIMATE}
     # the derived lists are views of it, in its order
-    assert ex.EXPORT_TABLES == tuple(ex.EXPORTED) and ex.REPORT_TABLES == ex.REQUIRED_TABLES + ex.OPTIONAL_TABLES
+    assert tuple(ex.EXPORTED) == ex.EXPORT_TABLES and ex.REPORT_TABLES == ex.REQUIRED_TABLES + ex.OPTIONAL_TABLES
     assert set(ex.EXPORT_TABLES) == set(ex.REPORT_TABLES) | set(ex.ESTIMATE_TABLES)
 
 
