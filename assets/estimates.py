@@ -6,11 +6,13 @@
   (through the label cache); the cheap labeler (`BENCHMAP_LABELER=offline`) labels every prompt as before. The
   design (N_b, n_b, fraction, minimum, seed, judge) is recorded per benchmark. Off by default: both tables
   are empty and the estimates use the vendored reference labels as the judge sample.
-- `headline_estimates`, `estimate_design`, `labeler_reliability`, `estimate_split_check`,
-  `coverage_regressions_mi` (unpartitioned): every headline quantity under every estimator with 95%
-  intervals and which one is published (models/estimates/); the sample design the estimates used;
-  calibration of p_exercised against the judge; the split-sample check; the coverage logits refitted on
-  model-assisted draws of the label set and combined with Rubin's rules.
+- the headline step `headline_estimates` (one multi-asset, unpartitioned, after benchmark_index_membership):
+  every published figure from one read of its inputs (issue 28): `coverage_headline` (the labels as counted,
+  with the published estimate beside), `headline_estimates` (every headline quantity under every estimator with
+  95% intervals and which one is published, models/estimates/), `estimate_design`, `labeler_reliability`,
+  `estimate_split_check`, the per-unit tables, and `headline_count_draws` (internal: the draws' counts);
+- `coverage_regressions_mi`: the coverage logits refitted on those model-assisted draws of the label set
+  (headline_count_draws, over task_analysis_frame) and combined with Rubin's rules.
 """
 
 
@@ -212,7 +214,7 @@ def regressions_mi(task_frame: pl.DataFrame, task_keys: pl.DataFrame, count_draw
                    source: str) -> pl.DataFrame:
     """The coverage logits refitted on each draw's covered_5 (tasks >= 5 prompts in that completed label set),
     combined with Rubin's rules; coefficients and (log) probability ratios. `count_draws[d][k]`: the prompts of
-    task `task_keys[k]` in draw d (es.count_draws_of: from the headline step's headline_count_draws)."""
+    task `task_keys[k]` in draw d (models/estimates/count_draws.py: the headline step's headline_count_draws)."""
     keys = task_keys.with_row_index("k")
     frame = task_frame.join(keys, on=cov.TASK_KEY, how="left")
     k_index = frame["k"].to_numpy()
@@ -386,11 +388,16 @@ def _calibration_figures(context: AssetExecutionContext, warehouse: Warehouse,
         return {}
 
 
+def _in_group(outs: dict[str, AssetOut]) -> dict[str, AssetOut]:
+    """The outputs in this group, except those that name their own (coverage_headline stays in `analysis`)."""
+    return {name: out if out.group_name else AssetOut(kinds=out.kinds, description=out.description, group_name=GROUP)
+            for name, out in outs.items()}
+
+
 @multi_asset(
     deps=["benchmark_prompts", "prompt_task_labels", "judge_sample_labels", "benchmark_index_membership",
           "benchmarks"],
-    outs={name: out if out.group_name else AssetOut(kinds=out.kinds, description=out.description, group_name=GROUP)
-          for name, out in {
+    outs=_in_group({
         "coverage_headline": AssetOut(kinds=KINDS, group_name="analysis",
                                       description=COVERAGE_HEADLINE_DESCRIPTION),
         "headline_estimates": AssetOut(
@@ -423,9 +430,9 @@ def _calibration_figures(context: AssetExecutionContext, warehouse: Warehouse,
             "coverage_regressions_mi refits the logits on.",
         ),
         **UNIT_OUTS,
-    }.items()},  # every output in this group except coverage_headline (group analysis, where it always was)
+    }),
 )
-def headline_estimates(  # noqa: PLR0913 (the inputs of the labels as counted)
+def headline_estimates(
     context: AssetExecutionContext, config: EstimatesConfig, warehouse: Warehouse, task_label_counts: pl.DataFrame,
     onet_tasks: pl.DataFrame, task_hours: pl.DataFrame, onet_occupations: pl.DataFrame,
 ):
