@@ -12,7 +12,7 @@ from models.data_dictionary import INDEXED_TABLES
 
 # One list per fact (issue 28 item 5): every table an asset writes is either exported, with its role, or internal,
 # with why (tests/test_table_registry.py fails on an asset table that is neither, and on an exported table without
-# its dictionary entry). The export order is this dict's: the report's tables, then the estimates' (A-Z).
+# its dictionary entry). The order is this dict's: the report's tables, then the estimates' (the order they had).
 REQUIRED = "required"  # the report needs it: a missing one fails the exports check
 OPTIONAL = "optional"  # exported whenever the warehouse has it (listed as missing in the manifest otherwise)
 ESTIMATE = "estimate"  # the estimates' tables (models/estimates/), exported whenever the warehouse has them
@@ -37,17 +37,17 @@ EXPORTED: dict[str, str] = {
     "benchmarks": OPTIONAL,
     "benchmark_index_membership": OPTIONAL,
     "headline_estimates": OPTIONAL,  # the published estimates the summary's answer quotes (models/estimates/)
-    "benchmark_major_group_estimates": ESTIMATE,
-    "benchmark_occupation_estimates": ESTIMATE,
-    "coverage_regressions_mi": ESTIMATE,
     "estimate_design": ESTIMATE,
-    "estimate_split_check": ESTIMATE,
     "labeler_reliability": ESTIMATE,
-    "major_group_estimates": ESTIMATE,
-    "occupation_estimates": ESTIMATE,
-    "occupation_probability_calibration": ESTIMATE,
-    "prompt_occupation_estimates": ESTIMATE,
+    "estimate_split_check": ESTIMATE,
+    "coverage_regressions_mi": ESTIMATE,
     "task_estimates": ESTIMATE,
+    "occupation_estimates": ESTIMATE,
+    "major_group_estimates": ESTIMATE,
+    "benchmark_occupation_estimates": ESTIMATE,
+    "benchmark_major_group_estimates": ESTIMATE,
+    "prompt_occupation_estimates": ESTIMATE,
+    "occupation_probability_calibration": ESTIMATE,
     "unit_coverage_simulation_check": ESTIMATE,
 }
 _SOURCE = "source data: the release carries its checksums (manifest sources), not a copy"
