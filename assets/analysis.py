@@ -171,23 +171,31 @@ def major_group_coverage(
     return frame
 
 
-@asset(group_name=GROUP, kinds=KINDS, deps=[MEMBERSHIP, "headline_estimates"])
-def coverage_headline(
-    context: AssetExecutionContext,
-    config: CoverageConfig,
+COVERAGE_HEADLINE_DESCRIPTION = (
+    "The numbers policy reports quote, labels as counted: tasks covered of 18,796, occupations of 923, major "
+    "groups with no covered occupation, share of US work hours on covered tasks, per threshold, per benchmark "
+    "index (scope 'all' = the index's members pooled), and for each benchmark (index `all`); beside each, the "
+    "published estimate (published_*, from headline_estimates of the same step)."
+)
+
+
+def counted_headline(
     warehouse: Warehouse,
     task_label_counts: pl.DataFrame,
     onet_tasks: pl.DataFrame,
     task_hours: pl.DataFrame,
     onet_occupations: pl.DataFrame,
+    membership: pl.DataFrame | None,
+    thresholds: tuple[int, ...],
+    labeler: str | None = None,
 ) -> pl.DataFrame:
-    """The numbers policy reports quote: tasks covered of 18,796, occupations of 923, major groups with no
-    covered occupation, share of US work hours on covered tasks, per threshold, per benchmark index (scope
-    'all' = the index's members pooled), and for each benchmark (index `all`)."""
-    _, labeler = cov.select_labeler(task_label_counts, config.labeler)
+    """coverage_headline's labels-as-counted rows (without the published_* columns): computed by the headline
+    step (assets/estimates.py `headline_estimates`) from the same inputs as the estimates, not by an asset of
+    its own, so every published figure comes from one step (issue 28)."""
+    _, chosen = cov.select_labeler(task_label_counts, labeler)
     landed = (warehouse.read_table("benchmarks", columns=["benchmark"])["benchmark"].to_list()
               if warehouse.table_exists("benchmarks") else [])
-    frame = pl.concat(
+    return pl.concat(
         [
             ix.with_index(
                 cov.coverage_headline(
@@ -195,24 +203,17 @@ def coverage_headline(
                     onet_tasks,
                     task_hours,
                     onet_occupations,
-                    _thresholds(config),
-                    labeler=labeler,
+                    thresholds,
+                    labeler=chosen,
                     per_benchmark=name == ix.ALL_INDEX,
                     benchmarks=landed,
                 ),
                 name,
             )
-            for name, counts in ix.per_index(task_label_counts, _membership(warehouse))
+            for name, counts in ix.per_index(task_label_counts, membership)
         ],
         how="vertical_relaxed",
     )
-    if warehouse.table_exists("headline_estimates"):  # the published estimate beside the labels (issue 16)
-        from models.estimates import with_published
-
-        frame = with_published(frame, warehouse.read_table("headline_estimates"))
-    pooled = frame.filter(pl.col("scope") == "all")
-    context.add_output_metadata({"rows": frame.height, "preview": _markdown(pooled)})
-    return frame
 
 
 @asset(group_name=GROUP, kinds=KINDS)

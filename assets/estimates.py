@@ -6,11 +6,13 @@
   (through the label cache); the cheap labeler (`BENCHMAP_LABELER=offline`) labels every prompt as before. The
   design (N_b, n_b, fraction, minimum, seed, judge) is recorded per benchmark. Off by default: both tables
   are empty and the estimates use the vendored reference labels as the judge sample.
-- `headline_estimates`, `estimate_design`, `labeler_reliability`, `estimate_split_check`,
-  `coverage_regressions_mi` (unpartitioned): every headline quantity under every estimator with 95%
-  intervals and which one is published (models/estimates/); the sample design the estimates used;
-  calibration of p_exercised against the judge; the split-sample check; the coverage logits refitted on
-  model-assisted draws of the label set and combined with Rubin's rules.
+- the headline step `headline_estimates` (one multi-asset, unpartitioned, after benchmark_index_membership):
+  every published figure from one read of its inputs (issue 28): `coverage_headline` (the labels as counted,
+  with the published estimate beside), `headline_estimates` (every headline quantity under every estimator with
+  95% intervals and which one is published, models/estimates/), `estimate_design`, `labeler_reliability`,
+  `estimate_split_check`, the per-unit tables, and `headline_count_draws` (internal: the draws' counts);
+- `coverage_regressions_mi`: the coverage logits refitted on those model-assisted draws of the label set
+  (headline_count_draws, over task_analysis_frame) and combined with Rubin's rules.
 """
 
 
@@ -27,14 +29,17 @@ from dagster import (
     Config,
     MetadataValue,
     Output,
+    asset,
     asset_check,
     multi_asset,
 )
 
+from assets.analysis import COVERAGE_HEADLINE_DESCRIPTION, counted_headline
 from assets.estimates_split import SPLIT_FRACTIONS, JudgedChecks, judged_checks, split_check  # noqa: F401
 from models import coverage as cov
 from models import estimates as es
 from models import regression as reg
+from models.estimates.count_draws import count_draws_frame, count_draws_of
 from models.report.answer import answer_figures
 from resources.dagster_resources import Warehouse
 from resources.readers import REFERENCE_DIR, load_reference, read_labeler_oof
@@ -202,13 +207,15 @@ class EstimatesConfig(Config):
     coverage_repeats: int = 6  # splits per fraction of the p_covered check (its difference_se gives the noise)
     coverage_draws: int = 30
     seed: int = 16
+    labeler: str | None = None  # whose labels coverage_headline counts (None: the active one, as CoverageConfig)
 
 
-def regressions_mi(task_frame: pl.DataFrame, problem: es.Problem, count_draws: list[np.ndarray],
+def regressions_mi(task_frame: pl.DataFrame, task_keys: pl.DataFrame, count_draws: list[np.ndarray],
                    source: str) -> pl.DataFrame:
     """The coverage logits refitted on each draw's covered_5 (tasks >= 5 prompts in that completed label set),
-    combined with Rubin's rules; coefficients and (log) probability ratios."""
-    keys = problem.task_keys.with_row_index("k")
+    combined with Rubin's rules; coefficients and (log) probability ratios. `count_draws[d][k]`: the prompts of
+    task `task_keys[k]` in draw d (models/estimates/count_draws.py: the headline step's headline_count_draws)."""
+    keys = task_keys.with_row_index("k")
     frame = task_frame.join(keys, on=cov.TASK_KEY, how="left")
     k_index = frame["k"].to_numpy()
     fits: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
@@ -363,11 +370,18 @@ def code_versions_of(context: AssetExecutionContext) -> list[str]:
     return sorted(str(v) for v in (context.assets_def.code_versions_by_key or {}).values() if v)
 
 
+def _in_group(outs: dict[str, AssetOut]) -> dict[str, AssetOut]:
+    """The outputs in this group, except those that name their own (coverage_headline stays in `analysis`)."""
+    return {name: out if out.group_name else AssetOut(kinds=out.kinds, description=out.description, group_name=GROUP)
+            for name, out in outs.items()}
+
+
 @multi_asset(
-    group_name=GROUP,
-    deps=["benchmark_prompts", "prompt_task_labels", "onet_tasks", "task_hours", "judge_sample_labels",
-          "benchmark_index_membership"],
-    outs={
+    deps=["benchmark_prompts", "prompt_task_labels", "judge_sample_labels", "benchmark_index_membership",
+          "benchmarks"],
+    outs=_in_group({
+        "coverage_headline": AssetOut(kinds=KINDS, group_name="analysis",
+                                      description=COVERAGE_HEADLINE_DESCRIPTION),
         "headline_estimates": AssetOut(
             kinds=KINDS,
             description="Every headline quantity (tasks, occupations, major groups covered and share of US work "
@@ -391,26 +405,31 @@ def code_versions_of(context: AssetExecutionContext) -> list[str]:
             description="Split-sample check: estimate from half of each benchmark's judge sample, compare with "
             "the judge-labeled sub-population; interval coverage and errors over repeated splits.",
         ),
-        "coverage_regressions_mi": AssetOut(
+        "headline_count_draws": AssetOut(
             kinds=KINDS,
-            description="The coverage logits with labeler error: refitted on model-assisted draws of the label "
-            "set and combined with Rubin's rules (coefficients and probability ratios), beside "
-            "coverage_regressions.",
+            description="Internal (not exported): the pooled per-task prompt counts of the first mi_draws "
+            "model-assisted draws (draw, task, prompts; tasks with none left out), the label sets "
+            "coverage_regressions_mi refits the logits on.",
         ),
         **UNIT_OUTS,
-    },
+    }),
 )
 def headline_estimates(
-    context: AssetExecutionContext, config: EstimatesConfig, warehouse: Warehouse, task_analysis_frame: pl.DataFrame
+    context: AssetExecutionContext, config: EstimatesConfig, warehouse: Warehouse, task_label_counts: pl.DataFrame,
+    onet_tasks: pl.DataFrame, task_hours: pl.DataFrame, onet_occupations: pl.DataFrame,
 ):
+    """Every published headline figure from one input set (issue 28): the labels as counted (coverage_headline)
+    and the estimates (headline_estimates and its per-unit tables), read in one held connection."""
     started = time.perf_counter()
+    thresholds = tuple(sorted(set(config.thresholds) | {5}))
     with warehouse.held():  # one open of the file for the dozen reads (~30 CPU-ms each)
         inputs = read_inputs(warehouse)
+        counted_rows = counted_headline(warehouse, task_label_counts, onet_tasks, task_hours, onet_occupations,
+                                        inputs["membership"], thresholds, config.labeler)  # type: ignore[arg-type]
     judge_rows: pl.DataFrame = inputs["judge_rows"]  # type: ignore[assignment]
     texts = es.text_frame(inputs["prompts"], judge_rows)  # type: ignore[arg-type]
     problem = _problem(inputs, judge_rows, inputs["labels"])  # type: ignore[arg-type]
     scopes = es.scopes_for(problem, inputs["membership"])  # type: ignore[arg-type]
-    thresholds = tuple(sorted(set(config.thresholds) | {5}))
     unit_draws = es.UnitDraws(problem, scopes, config.n_draws, with_texts=True)
     replay = kept_draws(problem)
     if replay is not None and not replay.covers(es.ESTIMATORS, config.seed, config.n_draws,
@@ -455,18 +474,17 @@ def headline_estimates(
     reliability = es.reliability_table(problem)
     split = judged.split
     t_split = time.perf_counter() - started - t_estimates
-    task_frame = task_analysis_frame
-    if "benchmark_index" in task_frame.columns:  # per-index tables (issue 18): the regressions of index 'all'
-        task_frame = task_frame.filter(pl.col("benchmark_index") == es.ALL_INDEX)
-    mi = regressions_mi(task_frame, problem, result.count_draws["model_assisted"], "model_assisted")
-    t_mi = time.perf_counter() - started - t_estimates - t_split
+    count_draws = count_draws_frame(problem.task_keys, result.count_draws["model_assisted"])
+    headline = es.with_published(counted_rows, frame)  # the published estimate beside the labels (issue 16)
     published = frame.filter(pl.col("published") & (pl.col("scope") == es.ALL_SCOPE))
     context.log.info(
         f"estimates {t_estimates:.1f}s ({'draws of benchmark_index_membership replayed' if replay else 'drawn'}; "
         f"judged checks {judged.seconds:.1f}s, {'cached' if judged.cached else 'computed'}), "
-        f"split check {t_split:.1f}s, MI regressions {t_mi:.1f}s; "
+        f"split check {t_split:.1f}s; "
         f"{int(design['n_sampled'].sum())} judge-sampled texts over {(design['n_sampled'] > 0).sum()} benchmarks"
     )
+    yield Output(headline, "coverage_headline", metadata={
+        "rows": headline.height, "preview": MetadataValue.md(_md(headline.filter(pl.col("scope") == "all"), 25))})
     yield Output(
         frame,
         "headline_estimates",
@@ -504,10 +522,27 @@ def headline_estimates(
     yield Output(split, "estimate_split_check", metadata={"preview": MetadataValue.md(_md(split, 40)),
                                                           "seconds": round(t_split, 2),
                                                           "judged_checks_cached": judged.cached})
-    yield Output(mi, "coverage_regressions_mi", metadata={"preview": MetadataValue.md(_md(mi)),
-                                                          "seconds": round(t_mi, 2),
-                                                          "summary": MetadataValue.json(json.loads(
-                                                              mi.head(10).write_json()))})
+    yield Output(count_draws, "headline_count_draws", metadata={
+        "rows": count_draws.height, "draws": int(count_draws["draw"].n_unique()) if count_draws.height else 0})
+
+
+@asset(group_name=GROUP, kinds=KINDS)
+def coverage_regressions_mi(context: AssetExecutionContext, headline_count_draws: pl.DataFrame,
+                            task_analysis_frame: pl.DataFrame) -> pl.DataFrame:
+    """The coverage logits with labeler error: refitted on the headline's model-assisted draws of the label set
+    (headline_count_draws) and combined with Rubin's rules (coefficients and probability ratios), beside
+    coverage_regressions."""
+    started = time.perf_counter()
+    task_frame = task_analysis_frame
+    if "benchmark_index" in task_frame.columns:  # per-index tables (issue 18): the regressions of index 'all'
+        task_frame = task_frame.filter(pl.col("benchmark_index") == es.ALL_INDEX)
+    task_keys, count_draws = count_draws_of(headline_count_draws)
+    mi = regressions_mi(task_frame, task_keys, count_draws, "model_assisted")
+    seconds = time.perf_counter() - started
+    context.log.info(f"MI regressions {seconds:.1f}s over {len(count_draws)} draws")
+    context.add_output_metadata({"preview": MetadataValue.md(_md(mi)), "seconds": round(seconds, 2),
+                                 "summary": MetadataValue.json(json.loads(mi.head(10).write_json()))})
+    return mi
 
 
 

@@ -37,7 +37,6 @@ from dagster import (
 from matplotlib.figure import Figure
 
 from models import coverage_map as cmap
-from models import estimates as es
 from models import exports as ex
 from models import figures as fg
 from models import indexes as ix
@@ -61,9 +60,9 @@ FIGURE_TABLES = sorted({t for spec in fg.FIGURES for t in spec.tables})
 MEMBERSHIP = "benchmark_index_membership"
 SUMMARY_TABLES = [*ex.REQUIRED_TABLES, "benchmarks", MEMBERSHIP, "headline_estimates", "estimate_split_check",
                   "coverage_regressions_mi", "task_analysis_frame"]
-# Every table the export folder carries when the warehouse has it: the report's (models/exports/tables.py), then
-# the estimates' other tables (models/estimates/tables.py); tests/test_table_registry.py holds them to the assets
-EXPORTED_TABLES = list(dict.fromkeys([*ex.EXPORT_TABLES, *es.EXPORT_TABLES]))
+# Every table the export folder carries when the warehouse has it: the one registry (models/exports/tables.py
+# EXPORTED); tests/test_table_registry.py holds it to the assets and the data dictionary
+EXPORTED_TABLES = list(ex.EXPORT_TABLES)
 MAP_TABLES = ["occupation_coverage", "task_coverage", "prompt_task_labels", "benchmark_prompts", "onet_tasks",
               MEMBERSHIP, "headline_estimates"]
 

@@ -91,7 +91,7 @@ def one(warehouse: str, factor: int, draws: int) -> dict:
     task_frame = wh.query(warehouse, "select * from task_analysis_frame")
     if "benchmark_index" in task_frame.columns:
         task_frame = task_frame.filter(pl.col("benchmark_index") == "all")
-    mi = regressions_mi(task_frame, problem, result.count_draws["model_assisted"], "model_assisted")
+    mi = regressions_mi(task_frame, problem.task_keys, result.count_draws["model_assisted"], "model_assisted")
     times["regressions_mi"] = time.perf_counter() - t
     published = frame.filter(pl.col("published") & (pl.col("scope") == "all") & (pl.col("benchmark_index") == "all")
                              & (pl.col("quantity") == "tasks_covered"))

@@ -6,7 +6,8 @@ module imports, followed transitively through `models/`, `pipelines/` and `asset
 change results (`resources/settings.py` `fingerprint_fields`, and the labeler resource's configuration without
 its key). Editing an estimator in `models/estimates/` marks the assets whose modules use it stale, not every
 asset; changing BENCHMAP_LABELER marks everything stale. About 10 ms per Definitions build (each file read and
-parsed once per process).
+parsed once per process; a file's imported names are kept in .cache/ by the digest of its source, so a warm
+process parses only what was edited).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import functools
 import hashlib
 import inspect
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,7 @@ def settings_fingerprint(labeler: Any = None, config: Settings | None = None) ->
                           .encode()).hexdigest()
 
 
+@functools.cache  # the same names recur in every file: one lookup (two stats) each per process
 def module_file(name: str, root: Path = PROJECT_ROOT) -> Path | None:
     """The file of a project module (`models.estimates.draws` -> models/estimates/draws.py or its package's
     __init__.py); None for a library or a name that is not a module (an attribute)."""
@@ -49,28 +52,80 @@ def module_file(name: str, root: Path = PROJECT_ROOT) -> Path | None:
     return None
 
 
-@functools.cache
-def _imports(path: Path, root: Path) -> tuple[Path, ...]:
-    """The project modules one file imports (`import a.b`, `from a.b import c` where c may be a module)."""
-    tree = ast.parse(path.read_bytes(), filename=str(path))
-    package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])
-    found: set[Path] = set()
+def _imported_names(source: bytes, package: str, filename: str) -> list[str]:
+    """The dotted names one file's source imports (relative imports resolved against `package`)."""
+    tree = ast.parse(source, filename=filename)
+    out: list[str] = []
     for node in ast.walk(tree):
-        names: list[str] = []
         if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
+            out.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:  # relative: resolved against this file's package
                 parts = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*parts, base] if base else parts)
-            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
-        for name in names:
-            parts = name.split(".")
-            for end in range(1, len(parts) + 1):  # a package's __init__ runs on import too
-                file = module_file(".".join(parts[:end]), root)
-                if file is not None:
-                    found.add(file)
+            out.extend([base, *(f"{base}.{alias.name}" for alias in node.names)])
+    return out
+
+
+class _NamesCache:
+    """The imported names of a file by the digest of its source (and its package), kept between processes in
+    PROJECT_ROOT/.cache/: parsing the ~150 project files cost ~1 CPU-s of every Definitions build (every
+    `run_all`, warm or not); the names of unchanged source are the same, so only an edited file is parsed
+    again. A cache that cannot be read or written is only slower."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.used: dict[str, list[str]] = {}
+        self.new = False
+        try:
+            self.stored: dict[str, list[str]] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            self.stored = {}
+
+    def names(self, path: Path, package: str) -> list[str]:
+        key = f"{package}:{_file_digest(path)}"
+        if key not in self.used:
+            found = self.stored.get(key)
+            if not isinstance(found, list):
+                found = _imported_names(path.read_bytes(), package, str(path))
+                self.new = True
+            self.used[key] = found
+        return self.used[key]
+
+    def save(self) -> None:
+        """Write the names used in this process (only when one had to be parsed; stale entries dropped)."""
+        if not self.new:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(self.used, sort_keys=True))
+            os.replace(temporary, self.path)  # whole or not at all, for a process reading it meanwhile
+            self.new = False
+        except OSError:
+            pass
+
+
+NAMES_CACHE_FILE = ".cache/code_version_imports.json"
+
+
+@functools.cache
+def _names_cache(root: Path) -> _NamesCache:
+    return _NamesCache(root / NAMES_CACHE_FILE)
+
+
+@functools.cache
+def _imports(path: Path, root: Path) -> tuple[Path, ...]:
+    """The project modules one file imports (`import a.b`, `from a.b import c` where c may be a module)."""
+    package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])
+    found: set[Path] = set()
+    for name in _names_cache(root).names(path, package):
+        parts = name.split(".")
+        for end in range(1, len(parts) + 1):  # a package's __init__ runs on import too
+            file = module_file(".".join(parts[:end]), root)
+            if file is not None:
+                found.add(file)
     return tuple(sorted(found))
 
 
@@ -134,4 +189,5 @@ def with_code_versions(assets: list[Any], salt: str = "") -> list[Any]:
             continue
         out.append(assets_def.map_asset_specs(
             lambda spec, v=version: spec if spec.code_version else spec.replace_attributes(code_version=v)))
+    _names_cache(PROJECT_ROOT).save()
     return out

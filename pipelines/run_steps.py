@@ -38,6 +38,7 @@ from dagster import (
     DagsterInstance,
     DagsterRunStatus,
     Definitions,
+    RunsFilter,
 )
 from dagster._core.definitions.data_version import extract_data_provenance_from_entry
 from dagster._core.storage.event_log.base import EventLogRecord
@@ -148,9 +149,15 @@ class Records:
     def _succeeded(self, run_id: str | None) -> bool:
         if run_id is None:
             return False
-        if run_id not in self._run_success:
-            run = self.instance.get_run_by_id(run_id)
-            self._run_success[run_id] = run is not None and run.status == DagsterRunStatus.SUCCESS
+        if run_id not in self._run_success:  # with every other run an attempt names: one query, not one per run
+            wanted = {run_id} | {r for attempts in self._attempts.values() for r, _ in attempts.values()}
+            wanted |= {e.last_run_id for e in self.entries.values() if e.last_run_id is not None}
+            wanted -= set(self._run_success)
+            for start in range(0, len(wanted), 500):
+                batch = sorted(wanted)[start:start + 500]
+                found = {r.dagster_run.run_id: r.dagster_run.status for r in self.instance.get_run_records(
+                    RunsFilter(run_ids=batch), limit=len(batch))}
+                self._run_success.update({r: found.get(r) == DagsterRunStatus.SUCCESS for r in batch})
         return self._run_success[run_id]
 
     def latest_id(self, key: AssetKey, partition: str | None) -> int | None:

@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 
 EXPECTED = {
-    "assets": 64,  # + prompt_work, reference_task_labels (issue 13); + the four whatif_* tables (issue 17);
+    "assets": 65,  # + prompt_work, reference_task_labels (issue 13); + the four whatif_* tables (issue 17);
     # issue 25: + 8 per-unit/per-text estimate tables (estimates), + occupation_model_scores_estimated (analysis);
-    # issue 27: + headline_history
+    # issue 27: + headline_history; issue 28: + headline_count_draws (estimates: the draws coverage_regressions_mi
+    # refits on, now an asset of its own)
     "checks": 25,  # issue 25: + unit_estimates_sum_to_headline, benchmark_group_shares_match_the_headline;
     # issue 26: + prompt_task_labels_complete
     "jobs": 3,
@@ -28,7 +29,7 @@ EXPECTED = {
     "schedules": 1,
 }
 EXPECTED_GROUPS = {
-    "reference": 10, "benchmarks": 4, "labels": 4, "label_validation": 5, "analysis": 13, "estimates": 13,
+    "reference": 10, "benchmarks": 4, "labels": 4, "label_validation": 5, "analysis": 13, "estimates": 14,
     "gaps": 10, "exports": 5,
 }
 EXPECTED_JOBS = {"benchmark_refresh_job", "analysis_refresh_job", "reference_refresh_job"}

@@ -330,7 +330,7 @@ def world() -> dict[str, pl.DataFrame]:
 
 
 def export_tables(world: dict[str, pl.DataFrame], drop: tuple[str, ...] = ()) -> dict[str, pl.DataFrame]:
-    return {t: world[t] for t in ex.EXPORT_TABLES if t in world and t not in drop}
+    return {t: world[t] for t in ex.REPORT_TABLES if t in world and t not in drop}
 
 
 def write(world: dict[str, pl.DataFrame], directory: Path, **kwargs) -> ew.ExportResult:
@@ -356,12 +356,12 @@ def fill_warehouse(world: dict[str, pl.DataFrame], path: Path) -> None:
 
 
 def test_world_has_every_export_table(world):
-    assert [t for t in ex.EXPORT_TABLES if t not in world] == []
-    assert all(world[t].height > 0 for t in ex.EXPORT_TABLES)
+    assert [t for t in ex.REPORT_TABLES if t not in world] == []
+    assert all(world[t].height > 0 for t in ex.REPORT_TABLES)
 
 
 def test_every_exported_column_is_documented(world):
-    prepared = {t: ex.prepare_table(t, world[t]) for t in ex.EXPORT_TABLES}
+    prepared = {t: ex.prepare_table(t, world[t]) for t in ex.REPORT_TABLES}
     assert undocumented_columns({t: f.columns for t, f in prepared.items()}) == {}
     for table, frame in prepared.items():
         for column in frame.columns:
@@ -424,7 +424,7 @@ def test_export_is_deterministic(world, tmp_path):
     shuffled = {t: f.sample(fraction=1.0, shuffle=True, seed=7) for t, f in export_tables(world).items()}
     second = write(world, tmp_path / "b", tables=shuffled, run_id="run-2")
     again = write(world, tmp_path / "a", run_id="run-3")  # re-run into the same folder
-    assert [f.table for f in first.tables] == [f.table for f in second.tables] == list(ex.EXPORT_TABLES)
+    assert [f.table for f in first.tables] == [f.table for f in second.tables] == list(ex.REPORT_TABLES)
     for a, b, c in zip(first.tables, second.tables, again.tables, strict=True):
         assert pl.read_parquet(b.parquet).equals(
             pl.read_parquet(tmp_path / "a" / "tables" / f"{a.table}.parquet")
@@ -442,7 +442,7 @@ def test_export_is_deterministic(world, tmp_path):
 def test_export_folder_contents(world, tmp_path):
     result = write(world, tmp_path / "2030-01-31")
     folder = result.directory
-    for name in ex.EXPORT_TABLES:
+    for name in ex.REPORT_TABLES:
         expected = ex.prepare_table(name, world[name])
         assert pl.read_parquet(folder / "tables" / f"{name}.parquet").equals(expected), name
         csv = pl.read_csv(folder / "tables" / f"{name}.csv", infer_schema_length=0)
@@ -454,7 +454,7 @@ def test_export_folder_contents(world, tmp_path):
 
     book = load_workbook(result.workbook, read_only=True)
     sheets = {f.table: f.sheet for f in result.tables}
-    with_sheet = [t for t in ex.EXPORT_TABLES if t not in ex.FILE_ONLY_TABLES]
+    with_sheet = [t for t in ex.REPORT_TABLES if t not in ex.FILE_ONLY_TABLES]
     assert book.sheetnames == ["README", "data_dictionary", *[sheets[t] for t in with_sheet]]
     assert "task_coverage" in ex.FILE_ONLY_TABLES and sheets["task_coverage"] is None
     assert all(sheets[t] is None for t in ex.FILE_ONLY_TABLES if t in sheets)
@@ -472,13 +472,13 @@ def test_export_folder_contents(world, tmp_path):
     assert headline["scope"].to_list() == expected["scope"].to_list()
     dictionary_sheet = pl.read_excel(result.workbook, sheet_name="data_dictionary")
     assert (
-        dictionary_sheet.height == sum(world[t].width for t in ex.EXPORT_TABLES) - 4
+        dictionary_sheet.height == sum(world[t].width for t in ex.REPORT_TABLES) - 4
     )  # 4 benchmark cols dropped
 
     # data dictionary: every column of every table, none undocumented
     text = result.dictionary.read_text()
     assert "UNDOCUMENTED" not in text
-    for name in ex.EXPORT_TABLES:
+    for name in ex.REPORT_TABLES:
         assert f"## {name}" in text
         for column in ex.prepare_table(name, world[name]).columns:
             meaning = DATA_DICTIONARY[name][column][0]

@@ -250,7 +250,7 @@ def test_two_run_alls_at_once_on_new_benchmarks_both_succeed_and_the_export_is_c
     manifest = json.loads((folder / ex.MANIFEST_NAME).read_text())
     exported = {t["table"] for t in manifest["tables"]}
     assert set(ex.REQUIRED_TABLES) <= exported and manifest["missing_tables"] == [
-        t for t in ex.EXPORT_TABLES if t not in exported]
+        t for t in ex.REPORT_TABLES if t not in exported]
     on_disk = {p.name for p in (folder / ex.TABLES_DIR).iterdir()}
     assert on_disk == {f"{t}.{ext}" for t in exported for ext in ("parquet", "csv")}  # complete, nothing stale
     # no temporary left in the release (its writer's lock lives in the exports root, beside the releases)

@@ -9,6 +9,7 @@ test_faults, test_llm_reliability and test_benchmarks.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,24 @@ def test_a_code_version_covers_its_module_and_what_it_imports_only(tmp_path: Pat
     cv._file_digest.cache_clear()
     write(tmp_path, {"models/b.py": "B = 2\n"})
     assert versions()["two.py"] != after["two.py"]
+
+
+def test_imported_names_are_kept_by_source_digest_and_parsed_again_when_edited(tmp_path: Path) -> None:
+    """The parse cache behind the code versions: a second process reads the names instead of parsing, and an
+    edited file (another digest) is parsed again, so a version never rests on stale names."""
+    write(tmp_path, {"models/__init__.py": "", "models/a.py": "from models import b\n", "models/b.py": ""})
+    store = tmp_path / ".cache" / "names.json"
+    first = cv._NamesCache(store)
+    assert first.names(tmp_path / "models/a.py", "models") == ["models", "models.b"] and first.new
+    first.save()
+    second = cv._NamesCache(store)
+    assert second.names(tmp_path / "models/a.py", "models") == ["models", "models.b"] and not second.new
+    cv._file_digest.cache_clear()
+    write(tmp_path, {"models/a.py": "import models.c\n"})
+    assert second.names(tmp_path / "models/a.py", "models") == ["models.c"] and second.new
+    second.save()
+    assert len(json.loads(store.read_text())) == 2  # the names this process used (stale entries of others go)
+    cv._file_digest.cache_clear()
 
 
 def test_the_settings_that_change_results_are_in_every_code_version(monkeypatch: Any) -> None:

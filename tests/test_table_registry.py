@@ -87,6 +87,21 @@ def test_exported_and_documented_tables_are_the_same_tables() -> None:
     assert set(ex.REQUIRED_TABLES) <= exported and set(INDEXED_TABLES) <= exported
 
 
+def test_every_asset_table_is_exported_or_marked_internal(graph) -> None:
+    """The one registry (models/exports/tables.py): a table an asset writes is exported (with a role) or internal
+    (with why), never both, never neither; and nothing in it names a table no asset writes."""
+    materialized = {k.to_user_string() for k in graph.materializable_asset_keys}
+    exported, internal = set(ex.EXPORTED), set(ex.INTERNAL_TABLES)
+    assert exported & internal == set()
+    assert sorted(materialized - exported - internal) == []  # a new asset must be exported or marked internal
+    assert sorted((exported | internal) - materialized) == []
+    assert all(why.strip() for why in ex.INTERNAL_TABLES.values())
+    assert set(ex.EXPORTED.values()) == {ex.tables.REQUIRED, ex.tables.OPTIONAL, ex.tables.ESTIMATE}
+    # the derived lists are views of it, in its order
+    assert tuple(ex.EXPORTED) == ex.EXPORT_TABLES and ex.REPORT_TABLES == ex.REQUIRED_TABLES + ex.OPTIONAL_TABLES
+    assert set(ex.EXPORT_TABLES) == set(ex.REPORT_TABLES) | set(ex.ESTIMATE_TABLES)
+
+
 def test_no_other_asset_or_check_list_is_kept_by_hand() -> None:
     """The lists this test replaced stay gone: a module-level ASSETS/CHECKS list in assets/ fails."""
     folder = Path(assets_package.__file__).parent

@@ -131,7 +131,6 @@ from models.estimates.reference_sample import (  # noqa: F401
 from models.estimates.richness import RICHNESS, richness_estimates  # noqa: F401
 from models.estimates.tables import (  # noqa: F401
     BOUNDS_BASIS,
-    EXPORT_TABLES,
     PUBLISHED_COLUMNS,
     DrawRecord,
     EstimateDraws,

@@ -380,24 +380,6 @@ def headline_estimates(
 
 
 
-# Tables of this module the export folder carries when the warehouse has them (assets/exports.py).
-EXPORT_TABLES: tuple[str, ...] = (
-    "headline_estimates",
-    "estimate_design",
-    "labeler_reliability",
-    "estimate_split_check",
-    "coverage_regressions_mi",
-    "task_estimates",
-    "occupation_estimates",
-    "major_group_estimates",
-    "benchmark_occupation_estimates",
-    "benchmark_major_group_estimates",
-    "prompt_occupation_estimates",
-    "occupation_probability_calibration",
-    "unit_coverage_simulation_check",
-)
-
-
 # --- the published estimate beside today's headline (coverage_headline, summary.md, coverage map) --------------
 
 PUBLISHED_COLUMNS: dict[str, pl.DataType] = {

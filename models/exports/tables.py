@@ -10,33 +10,84 @@ import polars as pl
 
 from models.data_dictionary import INDEXED_TABLES
 
-# The analysis tables the report needs (missing ones fail the exports check) ...
-REQUIRED_TABLES: tuple[str, ...] = (
-    "coverage_headline",
-    "task_coverage",
-    "occupation_coverage",
-    "major_group_coverage",
-    "coverage_regressions",
-    "coverage_adjusted_probabilities",
-    "workbank_coverage",
-    "occupation_model_scores",
-    "coverage_sensitivity",
-    "labeler_validation",
-)
-# ... and those exported whenever the warehouse has them (listed as missing in the manifest otherwise).
-OPTIONAL_TABLES: tuple[str, ...] = (
-    "task_analysis_frame",
-    "labeler_agreement",
-    "occupation_model_scores_estimated",
-    "coverage_gaps",
-    "occupation_gaps",
-    "major_group_gaps",
-    "jobbench_shortlist",
-    "benchmarks",
-    "benchmark_index_membership",
-    "headline_estimates",  # the published estimates the summary's answer quotes (models/estimates/)
-)
-EXPORT_TABLES: tuple[str, ...] = REQUIRED_TABLES + OPTIONAL_TABLES
+# One list per fact (issue 28 item 5): every table an asset writes is either exported, with its role, or internal,
+# with why (tests/test_table_registry.py fails on an asset table that is neither, and on an exported table without
+# its dictionary entry). The order is this dict's: the report's tables, then the estimates' (the order they had).
+REQUIRED = "required"  # the report needs it: a missing one fails the exports check
+OPTIONAL = "optional"  # exported whenever the warehouse has it (listed as missing in the manifest otherwise)
+ESTIMATE = "estimate"  # the estimates' tables (models/estimates/), exported whenever the warehouse has them
+EXPORTED: dict[str, str] = {
+    "coverage_headline": REQUIRED,
+    "task_coverage": REQUIRED,
+    "occupation_coverage": REQUIRED,
+    "major_group_coverage": REQUIRED,
+    "coverage_regressions": REQUIRED,
+    "coverage_adjusted_probabilities": REQUIRED,
+    "workbank_coverage": REQUIRED,
+    "occupation_model_scores": REQUIRED,
+    "coverage_sensitivity": REQUIRED,
+    "labeler_validation": REQUIRED,
+    "task_analysis_frame": OPTIONAL,
+    "labeler_agreement": OPTIONAL,
+    "occupation_model_scores_estimated": OPTIONAL,
+    "coverage_gaps": OPTIONAL,
+    "occupation_gaps": OPTIONAL,
+    "major_group_gaps": OPTIONAL,
+    "jobbench_shortlist": OPTIONAL,
+    "benchmarks": OPTIONAL,
+    "benchmark_index_membership": OPTIONAL,
+    "headline_estimates": OPTIONAL,  # the published estimates the summary's answer quotes (models/estimates/)
+    "estimate_design": ESTIMATE,
+    "labeler_reliability": ESTIMATE,
+    "estimate_split_check": ESTIMATE,
+    "coverage_regressions_mi": ESTIMATE,
+    "task_estimates": ESTIMATE,
+    "occupation_estimates": ESTIMATE,
+    "major_group_estimates": ESTIMATE,
+    "benchmark_occupation_estimates": ESTIMATE,
+    "benchmark_major_group_estimates": ESTIMATE,
+    "prompt_occupation_estimates": ESTIMATE,
+    "occupation_probability_calibration": ESTIMATE,
+    "unit_coverage_simulation_check": ESTIMATE,
+}
+_SOURCE = "source data: the release carries its checksums (manifest sources), not a copy"
+_PROMPTS = "per prompt: the prompt texts and raw results stay in the warehouse; the export carries the benchmarks' " \
+    "counts and every table computed from them"
+INTERNAL_TABLES: dict[str, str] = {
+    "onet_tasks": _SOURCE, "onet_occupations": _SOURCE, "onet_job_titles": _SOURCE,
+    "onet_technology_skills": _SOURCE, "oews_wages": _SOURCE, "occupation_wages": _SOURCE,
+    "task_exposure": _SOURCE, "workbank_tasks": _SOURCE, "task_hours": _SOURCE,
+    "task_search_index": "the offline labeler's search index (a file path and a build record)",
+    "benchmark_prompts": _PROMPTS, "benchmark_results": _PROMPTS, "prompt_task_labels": _PROMPTS,
+    "prompt_work": _PROMPTS,
+    "benchmark_rejects": "landing problems: the run's own log (run_all prints them)",
+    "judge_sample_labels": "the judge's labels of sampled texts: an input of the estimates (estimate_design "
+    "exports the sample's design)",
+    "judge_sample_design": "the judge sample per benchmark: estimate_design exports it with the estimates' view",
+    "gold_task_labels": "validation input: labeler_validation exports what it measures",
+    "reference_task_labels": "validation input: labeler_validation exports what it measures",
+    "gold_annotation_sample": "the sample handed to human annotators (a work list, not a result)",
+    "task_label_counts": "an aggregate of prompt_task_labels for the coverage steps (task_coverage exports it "
+    "per task)",
+    "headline_count_draws": "the headline's kept count draws: the input of coverage_regressions_mi",
+    "occupation_score_power": "a planning aid of the gap analysis (what a new benchmark would need to detect)",
+    "candidate_benchmark_whatif": "the what-if of a candidate benchmark folder: written by `whatif`, not released",
+    "whatif_gap_rank_changes": "the what-if of a candidate benchmark folder: written by `whatif`, not released",
+    "whatif_marginal_gain": "the what-if of a candidate benchmark folder: written by `whatif`, not released",
+    "whatif_newly_covered_occupations": "the what-if of a candidate benchmark folder: written by `whatif`, not "
+    "released",
+    "whatif_newly_covered_tasks": "the what-if of a candidate benchmark folder: written by `whatif`, not released",
+    "coverage_map": "the exports' own record: the map file in the release folder",
+    "report_figures": "the exports' own record: the figure files in the release folder",
+    "report_summary": "the exports' own record: summary.md in the release folder",
+    "exports": "the exports' own record: the release folder and its manifest",
+    "headline_history": "the exports' own record: headline_history.csv beside the release folders",
+}
+REQUIRED_TABLES: tuple[str, ...] = tuple(t for t, role in EXPORTED.items() if role == REQUIRED)
+OPTIONAL_TABLES: tuple[str, ...] = tuple(t for t, role in EXPORTED.items() if role == OPTIONAL)
+ESTIMATE_TABLES: tuple[str, ...] = tuple(t for t, role in EXPORTED.items() if role == ESTIMATE)
+REPORT_TABLES: tuple[str, ...] = REQUIRED_TABLES + OPTIONAL_TABLES  # the tables summary.md's sections read
+EXPORT_TABLES: tuple[str, ...] = tuple(EXPORTED)
 # Tables with a row per task or per prompt text (37k-116k rows, 95% of the cells of all tables): Parquet and CSV
 # only, no workbook sheet. Written cell by cell they took ~40 CPU-s of every export and made a 22 MB workbook
 # Excel opens slowly; an analyst filters them better in Parquet/CSV (or Power Query). The README sheet names their
