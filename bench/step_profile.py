@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import pstats
+import resource
 import shutil
 import sys
 import time
@@ -68,7 +69,9 @@ def _child(out_dir: Path, use_cprofile: bool, run_all_args: list[str]) -> int:
                 wall += time.perf_counter() - w0
                 cpu += time.process_time() - c0
             yield event
-        steps.append({"step": key, "partition": partition, "wall_s": wall, "cpu_s": cpu})
+        # the process's peak RSS so far (ru_maxrss, KiB on Linux): the step that raised it is the memory peak's
+        steps.append({"step": key, "partition": partition, "wall_s": wall, "cpu_s": cpu,
+                      "end": time.time(), "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
 
     execute_plan.core_dagster_event_sequence_for_step = timed
     from pipelines import run_all
