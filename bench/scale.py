@@ -42,9 +42,12 @@ from bench.scale_labels import perturbed  # noqa: E402
 TARGET_RSS_MIB = 4 * 1024.0
 
 
-def scaled_landing(mirror: Path, landing: Path, factor: int, *, new_texts: bool) -> dict[str, int]:
+def scaled_landing(mirror: Path, landing: Path, factor: int, *, new_texts: bool,
+                   hash_map: list[tuple[str, str]] | None = None) -> dict[str, int]:
     """Shadow every mirrored benchmark with `factor` copies of its prompts and results (see the module
-    docstring); returns the line counts."""
+    docstring); returns the line counts. `hash_map`, when given, receives (new text's hash, its original's)."""
+    from models.benchmarks import prompt_hash
+
     counts = {"benchmarks": 0, "prompt_lines": 0, "result_lines": 0}
     for folder in sorted(p for p in (mirror / "benchmarks").iterdir() if (p / "prompts.jsonl").is_file()):
         target = landing / folder.name
@@ -68,7 +71,10 @@ def scaled_landing(mirror: Path, landing: Path, factor: int, *, new_texts: bool)
                     if isinstance(record, dict) and record.get("prompt_id") is not None:
                         record["prompt_id"] = f"{record['prompt_id']}~r{k}"
                         if new_texts and isinstance(record.get("prompt"), str):
-                            record["prompt"] = perturbed(record["prompt"], str(record["prompt_id"]), k)
+                            original = record["prompt"]
+                            record["prompt"] = perturbed(original, str(record["prompt_id"]), k)
+                            if hash_map is not None:
+                                hash_map.append((prompt_hash(record["prompt"]), prompt_hash(original)))
                     out.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
                     counts["prompt_lines"] += 1
         results = folder / "results.csv"
@@ -88,6 +94,30 @@ def scaled_landing(mirror: Path, landing: Path, factor: int, *, new_texts: bool)
                         counts["result_lines"] += 1
         counts["benchmarks"] += 1
     return counts
+
+
+def seed_label_cache(warehouse: Path, hash_map: list[tuple[str, str]]) -> int:
+    """Copy each original text's cached label sets to its perturbed copies' hashes (label_cache rows), so the
+    labeler is not run again for them: the `seeded` mode measures everything but the labeler's own compute
+    (linear per new text by construction; its cost per 1,000 texts is the cold 1x run's `label` stage)."""
+    import duckdb
+    import polars as pl
+
+    mapping = pl.DataFrame(hash_map, schema={"new_hash": pl.Utf8, "orig_hash": pl.Utf8}, orient="row").unique()
+    con = duckdb.connect(str(warehouse))
+    try:
+        con.register("hash_map", mapping.to_arrow())
+        before = con.execute("select count(*) from label_cache").fetchone()[0]
+        con.execute("create temp table seeded as select * from label_cache limit 0")
+        con.execute("insert into seeded select * replace (m.new_hash as prompt_hash) from label_cache c "
+                    "join hash_map m on c.prompt_hash = m.orig_hash")
+        con.execute("insert into label_cache select s.* from seeded s where not exists (select 1 from label_cache t "
+                    "where t.prompt_hash = s.prompt_hash and t.labeler = s.labeler and t.model = s.model and "
+                    "t.template_version = s.template_version and t.onet_version = s.onet_version)")
+        after = con.execute("select count(*) from label_cache").fetchone()[0]
+    finally:
+        con.close()
+    return int(after - before)
 
 
 def stage_name(step: str, groups: dict[str, str]) -> str:
@@ -127,27 +157,44 @@ def summarize(steps: list[dict[str, Any]], groups: dict[str, str], prompts: int)
     return {"stages": rounded(per_stage), "steps_by_cpu": rounded(per_step, 15), "peak_rss_growth_by_step": peak_growth}
 
 
-def run_factor(factor: int, *, new_texts: bool, keep: bool) -> dict[str, Any]:
+def run_factor(factor: int, *, texts: str, keep: bool, base: Path | None = None) -> dict[str, Any]:
+    """One factor: a cold run (texts `new` or `same`), or with `seeded` a run over a copy of the state `base`
+    (a finished cold 1x run: reference, task index and the mirror's labels in place) whose label cache holds
+    the perturbed copies' labels (`--force --skip-reference`)."""
     root = common.state_root()
     code = root / "code"
     if not code.exists():
         common.code_snapshot(code)
-    name = f"scale_{'new' if new_texts else 'same'}_{factor}x"
-    state = common.State(root / name, code)
+    state = common.State(root / f"scale_{texts}_{factor}x", code)
     if state.root.exists():
         shutil.rmtree(state.root)
-    state.create()
+    if texts == "seeded":
+        if base is None:
+            raise SystemExit("--texts seeded needs --base (the state folder of a finished 1x run)")
+        state = common.State(base, code).copy_to(state.root)
+        shutil.rmtree(state.root / "profile", ignore_errors=True)
+    else:
+        state.create()
     t0 = time.perf_counter()
-    lines = scaled_landing(common.mirror_path(), state.landing, factor, new_texts=new_texts)
+    hash_map: list[tuple[str, str]] = []
+    lines = scaled_landing(common.mirror_path(), state.landing, factor, new_texts=texts != "same",
+                           hash_map=hash_map if texts == "seeded" else None)
+    if texts == "seeded":
+        lines["label_cache_rows_seeded"] = seed_label_cache(state.warehouse, hash_map)
     landing_s = time.perf_counter() - t0
-    common.log(f"[scale {factor}x] landing zone: {lines['prompt_lines']} prompt lines in {landing_s:.1f}s")
+    common.log(f"[scale {factor}x] landing zone: {lines} in {landing_s:.1f}s")
     out_dir = state.root / "profile"
     machine = common.machine()
     since = time.time()
+    run_all_args = ["--force", "--skip-reference"] if texts == "seeded" else []
     measured = common.run_measured(
-        [common.PYTHON, str(code / "bench" / "step_profile.py"), "--no-cprofile", "--child", str(out_dir)],
-        state.env(), cwd=code)
-    child = json.loads((out_dir / "steps.json").read_text()) if (out_dir / "steps.json").exists() else {"steps": []}
+        [common.PYTHON, str(code / "bench" / "step_profile.py"), "--no-cprofile", "--child", str(out_dir),
+         *run_all_args], state.env(), cwd=code)
+    if (out_dir / "steps.json").exists():
+        child = json.loads((out_dir / "steps.json").read_text())
+    else:  # killed: the steps it finished
+        done = (out_dir / "steps.jsonl").read_text().splitlines() if (out_dir / "steps.jsonl").exists() else []
+        child = {"steps": [json.loads(line) for line in done]}
     import os
 
     os.environ.update({k: v for k, v in state.env().items() if k.startswith("BENCHMAP_")})
@@ -161,7 +208,8 @@ def run_factor(factor: int, *, new_texts: bool, keep: bool) -> dict[str, Any]:
     in_steps = sum(v["cpu_s"] for v in summary["stages"].values())
     out = {
         "factor": factor,
-        "texts": "new" if new_texts else "same",
+        "texts": texts,
+        "run_all_args": run_all_args,
         "code_version": common.code_version(code),
         "measured_at": common.now_iso(),
         "machine": machine,
@@ -204,10 +252,20 @@ def growth(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def series(runs: list[dict[str, Any]], texts: str) -> list[dict[str, Any]]:
+    """The runs of one mode by factor; a cold mode without its own 1x run takes the other's (at 1x both landings
+    are the mirror's files)."""
+    own = [r for r in runs if r["texts"] == texts]
+    if texts != "seeded" and not any(r["factor"] == 1 for r in own):
+        own = [r for r in runs if r["factor"] == 1 and r["texts"] != "seeded"][:1] + own
+    return sorted(own, key=lambda r: r["factor"])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--factors", default="1,10,50")
-    ap.add_argument("--texts", choices=("new", "same"), default="new")
+    ap.add_argument("--texts", choices=("new", "same", "seeded"), default="new")
+    ap.add_argument("--base", type=Path, help="with --texts seeded: the state folder of a finished 1x run")
     ap.add_argument("--keep", action="store_true", help="keep the state folders of factors > 1")
     ap.add_argument("--merge", nargs="+", type=Path, help="combine the JSON of earlier runs (no run)")
     ap.add_argument("--out", type=Path, help="also write the JSON here")
@@ -217,14 +275,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         runs = []
         for factor in [int(f) for f in args.factors.split(",") if f.strip()]:
-            runs.append(run_factor(factor, new_texts=args.texts == "new", keep=args.keep))
+            runs.append(run_factor(factor, texts=args.texts, keep=args.keep, base=args.base))
             if args.out:  # written after each factor: a long series leaves what it measured
                 args.out.write_text(json.dumps({"bench": "scale", "runs": runs}, indent=1) + "\n")
     runs.sort(key=lambda r: (r["texts"], r["factor"]))
     result = {"bench": "scale", "measured_at": common.now_iso(), "labeler": "offline", "runs": runs,
-              # at 1x both landings are the mirror's files: one 1x run serves both series
-              "growth": {texts: growth([r for r in runs if r["texts"] == texts or r["factor"] == 1])
-                         for texts in ("new", "same")}}
+              "growth": {texts: growth(series(runs, texts)) for texts in ("new", "same", "seeded")}}
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n")
     common.emit(result)
