@@ -109,7 +109,7 @@ def seed_label_cache(warehouse: Path, hash_map: list[tuple[str, str]]) -> int:
         con.register("hash_map", mapping.to_arrow())
         before = con.execute("select count(*) from label_cache").fetchone()[0]
         con.execute("create temp table seeded as select * from label_cache limit 0")
-        con.execute("insert into seeded select * replace (m.new_hash as prompt_hash) from label_cache c "
+        con.execute("insert into seeded select c.* replace (m.new_hash as prompt_hash) from label_cache c "
                     "join hash_map m on c.prompt_hash = m.orig_hash")
         con.execute("insert into label_cache select s.* from seeded s where not exists (select 1 from label_cache t "
                     "where t.prompt_hash = s.prompt_hash and t.labeler = s.labeler and t.model = s.model and "
