@@ -223,7 +223,8 @@ def run_factor(factor: int, *, texts: str, keep: bool, base: Path | None = None)
         "meets_rss_target": bool(measured.peak_rss_bytes / common.MIB < TARGET_RSS_MIB),
         "cpu_s_per_1000_prompts": round(measured.cpu_s / max(prompts, 1) * 1000, 3),
         **summary,
-        "outside_steps_cpu_s": round(child.get("cpu_s", 0.0) - in_steps, 1),
+        # time outside the steps (imports, Dagster's per-run set-up, run_all's bookkeeping); None when killed
+        "outside_steps_cpu_s": round(child["cpu_s"] - in_steps, 1) if "cpu_s" in child else None,
         "warehouse_mib": common.mib(state.warehouse.stat().st_size) if state.warehouse.exists() else None,
         "rss_timeline_mib": measured.timeline_mib(40),
     }
