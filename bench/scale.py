@@ -67,6 +67,7 @@ def scaled_landing(mirror: Path, landing: Path, factor: int, *, new_texts: bool,
                         record = json.loads(line)
                     except ValueError:
                         out.write(line + b"\n")  # a bad line stays bad (a reject), once per copy
+                        counts["prompt_lines"] += 1
                         continue
                     if isinstance(record, dict) and record.get("prompt_id") is not None:
                         record["prompt_id"] = f"{record['prompt_id']}~r{k}"
