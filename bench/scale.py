@@ -241,7 +241,9 @@ def growth(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for a, b in zip(runs, runs[1:], strict=False):
         added_k = (b["prompts"] - a["prompts"]) / 1000
         out.append({
-            "from": a["factor"], "to": b["factor"], "prompt_ratio": round(b["prompts"] / max(a["prompts"], 1), 2),
+            "from": f"{a['factor']}x {a['texts']}", "to": f"{b['factor']}x {b['texts']}",
+            "to_complete": b["success"],  # a killed run's stages are those it finished (lower bounds)
+            "prompt_ratio": round(b["prompts"] / max(a["prompts"], 1), 2),
             "cpu_ratio": round(b["cpu_s"] / max(a["cpu_s"], 1e-9), 2),
             # flat across the factors = linear past the fixed cost
             "marginal_cpu_s_per_1000_added_prompts": {
@@ -258,7 +260,7 @@ def series(runs: list[dict[str, Any]], texts: str) -> list[dict[str, Any]]:
     """The runs of one mode by factor; a cold mode without its own 1x run takes the other's (at 1x both landings
     are the mirror's files)."""
     own = [r for r in runs if r["texts"] == texts]
-    if texts != "seeded" and not any(r["factor"] == 1 for r in own):
+    if own and not any(r["factor"] == 1 for r in own):  # seeded: the cold 1x (its label stage includes the labeler)
         own = [r for r in runs if r["factor"] == 1 and r["texts"] != "seeded"][:1] + own
     return sorted(own, key=lambda r: r["factor"])
 
