@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import pstats
+import resource
 import shutil
 import sys
 import time
@@ -45,6 +46,7 @@ def _child(out_dir: Path, use_cprofile: bool, run_all_args: list[str]) -> int:
     from dagster._core.execution.plan import execute_plan
 
     original = execute_plan.core_dagster_event_sequence_for_step
+    out_dir.mkdir(parents=True, exist_ok=True)
     profiles: dict[str, cProfile.Profile] = {}
     steps: list[dict[str, Any]] = []
 
@@ -68,7 +70,11 @@ def _child(out_dir: Path, use_cprofile: bool, run_all_args: list[str]) -> int:
                 wall += time.perf_counter() - w0
                 cpu += time.process_time() - c0
             yield event
-        steps.append({"step": key, "partition": partition, "wall_s": wall, "cpu_s": cpu})
+        # the process's peak RSS so far (ru_maxrss, KiB on Linux): the step that raised it is the memory peak's
+        steps.append({"step": key, "partition": partition, "wall_s": wall, "cpu_s": cpu,
+                      "end": time.time(), "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+        with open(out_dir / "steps.jsonl", "a") as progress:  # what a run killed before its end measured
+            progress.write(json.dumps(steps[-1]) + "\n")
 
     execute_plan.core_dagster_event_sequence_for_step = timed
     from pipelines import run_all

@@ -98,3 +98,59 @@ def test_estimated_scores_on_the_mirror(full_pipeline):
             [top["model"], top["onet_soc_code"]],
         ).fetchone()[0]
     assert top["estimated_mean"] == pytest.approx(weighted, abs=max(0.02, 3 * top["se"] / 10))
+
+
+def _draw_statistics_one_hot(score, p, cluster, n_draws, rng):
+    """The draws' statistics as first written (a (draws x clusters x prompts) one-hot array): the reference the
+    memory-bounded version must equal to the bit."""
+    included = (rng.random((n_draws, score.size)) < p).astype(float)
+    k = included.sum(axis=1)
+    q = np.divide(included @ score, k, out=np.full(n_draws, np.nan), where=k > 0)
+    residual = included * (score[None, :] - np.nan_to_num(q)[:, None])
+    n_clusters = int(cluster.max()) + 1
+    per_cluster = np.zeros((n_draws, n_clusters))
+    for c in range(n_clusters):
+        per_cluster[:, c] = residual[:, cluster == c].sum(axis=1)
+    present = (included[:, None, :] * (cluster[None, None, :] == np.arange(n_clusters)[None, :, None])).sum(axis=2)
+    g = (present > 0).sum(axis=1)
+    u = np.divide(g / np.maximum(g - 1, 1) * (per_cluster**2).sum(axis=1), k**2,
+                  out=np.full(n_draws, np.nan), where=(k > 0) & (g > 1))
+    return q, u
+
+
+@pytest.mark.parametrize("clusters", ["benchmarks", "prompts", "shuffled prompts"])
+def test_draw_statistics_equal_the_one_hot_formula(clusters):
+    from models.scores_estimated import _draw_statistics
+
+    gen = np.random.default_rng(3)
+    n = 300
+    score = gen.random(n)
+    p = np.where(gen.random(n) < 0.3, 1.0, gen.random(n))
+    cluster = {"benchmarks": gen.integers(0, 7, n), "prompts": np.arange(n),
+               "shuffled prompts": gen.permutation(n)}[clusters]
+    cluster = np.unique(cluster, return_inverse=True)[1]
+    q, u = _draw_statistics(score, p, cluster, 50, np.random.default_rng(9))
+    q_ref, u_ref = _draw_statistics_one_hot(score, p, cluster, 50, np.random.default_rng(9))
+    np.testing.assert_array_equal(q, q_ref)
+    np.testing.assert_array_equal(u, u_ref)
+    assert np.isfinite(u).all()
+
+
+def test_a_large_single_benchmark_stays_small_in_memory():
+    """7,500 prompts of one benchmark (financebench at 50x the mirror): the prompts are the clusters; the one-hot
+    array was 50 x 7,500 x 7,500 floats (22 GB). Now the draws' arrays are 50 x 7,500 (3 MB each)."""
+    import tracemalloc
+
+    from models.scores_estimated import _draw_statistics
+
+    n = 7_500
+    gen = np.random.default_rng(5)
+    tracemalloc.start()
+    q, u = _draw_statistics(gen.random(n), np.full(n, 0.5), np.arange(n), 50, np.random.default_rng(1))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 100 * 2**20
+    assert q.shape == u.shape == (50,)
+    # half the prompts drawn: the mean of uniform scores, its variance that of a mean of ~3,750 prompts
+    assert abs(float(q.mean()) - 0.5) < 0.02
+    assert float(np.median(u)) == pytest.approx(1 / 12 / 3_750, rel=0.1)
