@@ -45,8 +45,11 @@ MIB = 1024 * 1024
 DAGSTER_YAML = """\
 # Written by bench/common.py: a throw-away Dagster instance (same storage layout as the project's dagster.yaml).
 storage:
-  sqlite:
-    base_dir: {home}/storage
+  custom:
+    module: resources.dagster_storage
+    class: PooledSqliteStorage
+    config:
+      base_dir: {home}/storage
 local_artifact_storage:
   module: dagster._core.storage.root
   class: LocalArtifactStorage

@@ -4,7 +4,13 @@
                                                             # bench/step_profile.py), e.g. $BENCHMAP_BENCH_DIR/cold
     .venv/bin/python bench/exports.py STATE --code DIR      # the code snapshot to run (A/B: main's against yours)
     .venv/bin/python bench/exports.py STATE --cprofile      # plus the top functions per step
+    .venv/bin/python bench/exports.py STATE --select label_validation,task_search_index   # other groups/assets
 
+Copies STATE's warehouse into a scratch state without its exports folder (so a first release is written, as on a
+cold run), then materializes the `exports` group (figures, coverage map, summary, tables + workbook + release,
+headline history) in a child process. `--select` names other asset groups or assets (comma-separated; their
+checks come along): the same timing for any stage of a finished run (the task index pickle stays where STATE's
+table says it is).
 Copies STATE's warehouse into a scratch state without its exports folder (so a first release is written, as on a
 cold run), then materializes the `exports` group (figures, coverage map, summary, tables + workbook + release,
 headline history) in a child process. Each Dagster step is timed as in bench/step_profile.py: wall and CPU
@@ -30,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common  # noqa: E402
 
 
-def _child(out_dir: Path, use_cprofile: bool, code: Path) -> int:
-    """Materialize the exports group in this process with every step timed (and profiled)."""
+def _child(out_dir: Path, use_cprofile: bool, code: Path, select: str) -> int:
+    """Materialize the `select`ed groups or assets in this process with every step timed (and profiled)."""
     sys.path.insert(0, str(code))  # the code under test first (this script may come from another checkout)
     from dagster import AssetSelection, DagsterInstance, materialize
     from dagster._core.execution.plan import execute_plan
@@ -65,7 +71,12 @@ def _child(out_dir: Path, use_cprofile: bool, code: Path) -> int:
     from pipelines.definitions import defs
 
     w0, c0 = time.perf_counter(), time.process_time()
-    result = materialize([*defs.assets, *(defs.asset_checks or [])], selection=AssetSelection.groups("exports"),
+    names = [n.strip() for n in select.split(",") if n.strip()]
+    groups = {node.group_name for node in (defs.resolve_asset_graph().get(k) for k in
+                                            defs.resolve_asset_graph().materializable_asset_keys)}
+    selection = AssetSelection.groups(*[n for n in names if n in groups]) | AssetSelection.assets(
+        *[n for n in names if n not in groups])
+    result = materialize([*defs.assets, *(defs.asset_checks or [])], selection=selection,
                          instance=DagsterInstance.ephemeral(), resources=dict(defs.resources or {}),
                          raise_on_error=False)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -102,10 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--code", type=Path, default=common.PROJECT_ROOT, help="the code to run (a snapshot)")
     parser.add_argument("--label", default="run", help="names the scratch state exports-<label>")
     parser.add_argument("--cprofile", action="store_true", help="profile each step (slower)")
+    parser.add_argument("--select", default="exports", help="asset groups or assets, comma-separated")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        return _child(Path(args.child), args.cprofile, args.code.resolve())
+        return _child(Path(args.child), args.cprofile, args.code.resolve(), args.select)
 
     source = common.State(args.state or common.state_root() / "cold")
     if not source.warehouse.is_file():
@@ -116,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     scratch.create()
     shutil.copy2(source.warehouse, scratch.warehouse)
     out_dir = scratch.root / "profile"
-    cmd = [common.PYTHON, str(Path(__file__).resolve()), "--child", str(out_dir), "--code", str(scratch.code)]
+    cmd = [common.PYTHON, str(Path(__file__).resolve()), "--child", str(out_dir), "--code", str(scratch.code),
+           "--select", args.select]
     if args.cprofile:
         cmd.append("--cprofile")
     machine = common.machine()
@@ -125,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     steps = child.get("steps", [])
     releases = sorted(p for p in scratch.exports.glob("[0-9]*") if p.is_dir())
     result = {
-        "bench": "exports",
+        "bench": "exports" if args.select == "exports" else f"stage {args.select}",
         "measured_at": common.now_iso(),
         "machine": machine,
         "code": str(scratch.code),

@@ -168,8 +168,11 @@ class Runner:
             partition = None
         # the labeling lock before the file: a second run_all waiting for this benchmark's labeling must not sit
         # on the open warehouse meanwhile (the first could then not commit its labels)
+        # runs not held (reference, analysis) keep the file open between their many short connects, releasing it
+        # within half a second of a pause for other processes (warehouse.lingering)
+        linger = None if hold or partition else getattr(self.resources.get("warehouse"), "path", None)
         with (LabelCache(hold).labeling_lock(locked) if hold and locked else contextlib.nullcontext()), \
-                wh.held(hold):
+                wh.held(hold), wh.lingering(linger):
             result = materialize(self.assets, selection=selection, instance=self.instance,
                                  resources=self.resources, partition_key=partition, raise_on_error=False,
                                  run_config=None if self.verbose else QUIET_LOGGERS, tags=tags)

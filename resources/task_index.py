@@ -69,13 +69,30 @@ def index_pickle_path(warehouse_path: str | Path, version: str) -> Path:
     return index_dir(warehouse_path) / f"task_index_onet{ONET_VERSION}_v{version}.pkl"
 
 
-def save_index(index: Any, path: Path) -> None:
-    """Pickle the index atomically: a reader never loads a half-written file."""
+class _HashingWriter:
+    """A binary file that also feeds what is written to sha256 (the pickle's identity without reading it back)."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        self.digest = hashlib.sha256()
+
+    def write(self, data: Any) -> int:
+        self.digest.update(data)
+        return self.handle.write(data)
+
+
+def save_index(index: Any, path: Path) -> str:
+    """Pickle the index atomically (a reader never loads a half-written file); returns the file's sha256.
+    The object itself becomes this process's loaded copy of the file (`load_pickle`'s memo): partition runs
+    in this process (run_all) use it instead of unpickling what was just written (about a second)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".part")
     with open(partial, "wb") as handle:
-        pickle.dump(index, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        writer = _HashingWriter(handle)
+        pickle.dump(index, writer, protocol=pickle.HIGHEST_PROTOCOL)
     partial.replace(path)
+    _remember_loaded(path, index)
+    return writer.digest.hexdigest()
 
 
 def task_dwas_frame() -> pl.DataFrame | None:
@@ -132,12 +149,13 @@ _INDEX_MEMO: dict[tuple[str, int], Any] = {}
 _INDEX_LOCK = threading.Lock()
 
 
-def measure_index_file(path: Path) -> tuple[float, str]:
-    """(seconds to unpickle, sha256) of a saved index: what a partition pays to load it, and its identity.
-    The load goes through load_pickle's memo, so partition runs in this process (run_all) reuse it."""
-    started = time.perf_counter()
-    load_pickle(path)
-    return time.perf_counter() - started, hashlib.sha256(path.read_bytes()).hexdigest()
+def _remember_loaded(path: Path, index: Any) -> None:
+    """Make `index` this process's loaded copy of the file at `path` (one pickled index in memory at a time)."""
+    key = (str(path), path.stat().st_mtime_ns)
+    with _INDEX_LOCK:
+        for stale in [k for k in _INDEX_MEMO if not k[0].startswith("built:")]:
+            del _INDEX_MEMO[stale]
+        _INDEX_MEMO[key] = index
 
 
 def load_pickle(path: Path) -> Any:

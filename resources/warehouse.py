@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -83,13 +84,19 @@ def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = L
     if read_only and not path.exists():
         read_only = False  # a fresh warehouse: create it
     path.parent.mkdir(parents=True, exist_ok=True)
-    held_con = _HELD.get(_held_key(path))  # see held(): a cursor of the open instance, its own transactions
+    key = _held_key(path)
+    held_con = _HELD.get(key)  # see held(): a cursor of the open instance, its own transactions
+    linger = _LINGER.get(key) if held_con is None else None  # see lingering()
     deadline = time.monotonic() + lock_wait_s
     delay = 0.05
     while True:
         try:
-            con = _cursor(held_con) if held_con is not None else \
-                duckdb.connect(str(path), read_only=read_only, config=config)
+            if held_con is not None:
+                con = _cursor(held_con)
+            elif linger is not None:
+                con = linger.cursor(lambda: duckdb.connect(str(path), config=config))
+            else:
+                con = duckdb.connect(str(path), read_only=read_only, config=config)
             break
         except duckdb.IOException as exc:  # "Could not set lock on file": another process is writing
             if "lock" not in str(exc).lower() or time.monotonic() > deadline:
@@ -115,6 +122,9 @@ def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = L
             if not is_disk_full(exc) or sys.exc_info()[0] is not None:
                 raise
             raise DiskFull(path.parent, _first_line(exc)) from None  # summaries show the deepest cause
+        finally:
+            if linger is not None:
+                linger.release()
 
 
 _HELD: dict[str, duckdb.DuckDBPyConnection | None] = {}
@@ -151,6 +161,71 @@ def held(path: str | Path | None) -> Iterator[None]:
             yield
     finally:
         _HELD.pop(key, None)
+
+
+class _Lingering:
+    """The instance of one file that `lingering` keeps open between connects (see there)."""
+
+    def __init__(self, idle_s: float) -> None:
+        self.idle_s = idle_s
+        self.con: duckdb.DuckDBPyConnection | None = None
+        self.users = 0
+        self.last_used = time.monotonic()
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+
+    def cursor(self, open_instance: Any) -> duckdb.DuckDBPyConnection:
+        with self.lock:
+            if self.con is None:
+                self.con = open_instance()  # may raise the lock error: connect() retries
+            self.users += 1
+            return self.con.cursor()
+
+    def release(self) -> None:
+        with self.lock:
+            self.users -= 1
+            self.last_used = time.monotonic()
+
+    def close_if_idle(self, force: bool = False) -> None:
+        with self.lock:
+            idle = self.users == 0 and time.monotonic() - self.last_used >= self.idle_s
+            if self.con is not None and (force or idle):
+                con, self.con = self.con, None
+                con.close()  # the checkpoint: what was written is in the file for other processes
+
+    def watch(self) -> None:
+        while not self.stop.wait(self.idle_s / 2):
+            with contextlib.suppress(duckdb.Error):  # a failed checkpoint surfaces at the next close
+                self.close_if_idle()
+
+
+_LINGER: dict[str, _Lingering] = {}
+
+
+@contextlib.contextmanager
+def lingering(path: str | Path | None, idle_s: float = 0.5) -> Iterator[None]:
+    """Within the block the warehouse's DuckDB instance stays open while it is in use and for `idle_s` after the
+    last connection closed: a run of many short steps (the analysis: each input load, output write and named
+    read a connect, ~27 CPU-ms each) opens the file a few times instead of hundreds, yet another process waiting
+    for the file gets it within `idle_s` of a pause (a step computing without reading), unlike `held`. Connects
+    in the block are cursors of that instance (read-write). A `held` block inside takes precedence."""
+    if path is None:
+        yield
+        return
+    key = _held_key(Path(path))
+    if key in _LINGER or key in _HELD:
+        yield
+        return
+    state = _LINGER[key] = _Lingering(idle_s)
+    watcher = threading.Thread(target=state.watch, name="warehouse-linger", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        state.stop.set()
+        watcher.join()
+        _LINGER.pop(key, None)
+        state.close_if_idle(force=True)
 
 
 def _connection_config(path: Path, memory_limit: str) -> dict[str, str]:

@@ -216,3 +216,37 @@ KNOWN_BELOW_FLOOR: dict[str, float] = {"task_f1": 0.17, "first_occupation_agreem
 
 def test_config_is_unchanged_for_the_retriever() -> None:
     assert OfflineLabelerConfig().max_tasks == 20  # the retriever's shortlist rule, not the label set
+
+
+def test_a_benchmark_context_is_reused_only_for_the_same_sample(calibrated: OfflineLabeler, mirror: Path) -> None:
+    """Label validation reuses the contexts the partitions' labeling computed (same index, fit, config and sampled
+    texts: the same numbers), never one of another sample, and the memo is not pickled with the index."""
+    frames = [read_prompts(mirror / "benchmarks" / name / "prompts.jsonl", name)[0].head(80)
+              for name in ("webshop", "swe_lancer")]
+    records = [PromptRecord(b, p, h, t) for b, p, h, t in pl.concat(frames).select(
+        "benchmark", "prompt_id", "prompt_hash", "prompt").iter_rows()]
+    index = calibrated.index
+    index.__dict__.pop("_contexts", None)
+    fit = calibrated.selector.fit
+    partition = OfflineLabeler.calibrated(index, fit)  # as a partition run: one benchmark
+    partition.prepare([r for r in records if r.benchmark == "webshop"])
+    validation = OfflineLabeler.calibrated(index, fit)  # as label validation: every benchmark at once
+    validation.prepare(records)
+    assert validation.contexts["webshop"] is partition.contexts["webshop"]
+    reused = validation.rankings(records[:10])
+    index.__dict__.pop("_contexts")
+    fresh = OfflineLabeler.calibrated(index, fit)
+    fresh.prepare(records)
+    for name in ("webshop", "swe_lancer"):
+        a, b = fresh.contexts[name], validation.contexts[name]
+        assert np.array_equal(a.occupation, b.occupation) and np.array_equal(a.task, b.task)
+        assert a.work_logit == b.work_logit
+    assert [r.tasks for r in fresh.rankings(records[:10])] == [r.tasks for r in reused]
+    edited = [PromptRecord(r.benchmark, r.prompt_id, r.prompt_hash, r.prompt + " Audit the ledger.")
+              if r.benchmark == "webshop" else r for r in records]
+    other = OfflineLabeler.calibrated(index, fit)
+    other.prepare(edited)
+    assert other.contexts["webshop"] is not fresh.contexts["webshop"]
+    assert not np.array_equal(other.contexts["webshop"].task, fresh.contexts["webshop"].task)
+    assert other.contexts["swe_lancer"] is fresh.contexts["swe_lancer"]
+    assert "_contexts" not in index.__getstate__()

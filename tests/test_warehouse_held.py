@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import polars as pl
@@ -58,3 +59,31 @@ def test_nested_and_absent_holds(tmp_path: Path) -> None:
         wh.append_rows(path, "t", pl.DataFrame({"x": [2]}))
     assert wh.query(path, "select sum(x) as s from t")["s"][0] == 3
     assert _other_process_can_open(path)
+
+
+def test_lingering_reuses_one_instance_and_lets_go_after_a_pause(tmp_path: Path) -> None:
+    """run_all's reference and analysis runs: connects in the block share one instance; another process gets
+    the file within idle_s of a pause, and everything written is in the file when the block ends."""
+    path = tmp_path / "benchmap.duckdb"
+    wh.append_rows(path, "t", pl.DataFrame({"x": [1]}))
+    with wh.lingering(path, idle_s=0.3):
+        state = wh._LINGER[wh._held_key(path)]  # noqa: SLF001
+        with wh.connect(path, read_only=True) as con:
+            first = state.con
+            assert first is not None and con.execute("select sum(x) from t").fetchone()[0] == 1
+            assert not _other_process_can_open(path)  # in use: other processes wait, as for any writer
+        wh.append_rows(path, "t", pl.DataFrame({"x": [2]}))
+        assert state.con is first  # the same instance, not a second open of the file
+        with pytest.raises(ValueError), wh.connect(path) as con, wh.transaction(con):
+            con.execute("insert into t values (100)")
+            raise ValueError("roll back")
+        deadline = time.monotonic() + 10
+        while state.con is not None and time.monotonic() < deadline:  # the watcher closes it after the pause
+            time.sleep(0.05)
+        assert state.con is None and _other_process_can_open(path)
+        assert wh.query(path, "select sum(x) as s from t")["s"][0] == 3  # opened again on demand
+        with wh.held(path):  # a hold inside takes the lingering instance's place for its block
+            wh.append_rows(path, "t", pl.DataFrame({"x": [4]}))
+    assert wh._held_key(path) not in wh._LINGER  # noqa: SLF001
+    assert _other_process_can_open(path)
+    assert wh.read_table(path, "t")["x"].sum() == 7

@@ -57,8 +57,9 @@ class TaskIndex:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __getstate__(self) -> dict[str, Any]:
-        """The fields only: what evidence.derived() caches on the object is rebuilt after loading."""
-        return {k: v for k, v in self.__dict__.items() if k != "_derived"}
+        """The fields only: what is cached on the object (evidence.derived(), the labeler's benchmark contexts:
+        names starting with '_') is rebuilt after loading."""
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
 
     # -- build
     @classmethod

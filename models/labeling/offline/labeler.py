@@ -4,6 +4,7 @@ labels."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -81,10 +82,16 @@ class OfflineLabeler:
             if isinstance(record.prompt, str) and record.prompt.strip():
                 by_benchmark.setdefault(record.benchmark, []).append(record)
         self.prepared = {}
+        memo = _context_memo(self.index)
         for benchmark, records in by_benchmark.items():
             sample = [records[i].prompt for i in context_sample([r.prompt_hash for r in records])]
+            key = (self.selector.fit.version, self.config, _texts_digest(sample))
+            if key in memo:  # e.g. label validation after the partitions' labeling, in one run_all process
+                self.contexts[benchmark] = memo[key]
+                continue
             evidence, signals = self.index.evidence_with_signals(sample, self.config)
             self.contexts[benchmark] = self.selector.context(sample, evidence.occupation, evidence.task, signals)
+            _remember(memo, key, self.contexts[benchmark])
             if len(by_benchmark) == 1:  # a partition's prompts: label() reuses the sample's evidence
                 self.prepared = {text: (evidence, signals, row) for row, text in enumerate(sample)}
 
@@ -251,6 +258,30 @@ class OfflineLabeler:
                 parts.append(f"occupation match: {index.occupation_titles[occupation]}")
             out.append("; ".join(parts))
         return out
+
+
+# ------------------------------------------------------------------------------------ the contexts' memo
+# A benchmark's context is a pure function of the index, the selector fit, the config and its sampled texts (it
+# reads texts, never labels), so one computed by a partition's labeling is the one label validation would
+# compute for the same sample: kept on the index object (like evidence.derived; not pickled), per process.
+CONTEXT_MEMO_SIZE = 1024
+
+
+def _context_memo(index: TaskIndex) -> dict[tuple[Any, ...], Any]:
+    return index.__dict__.setdefault("_contexts", {})
+
+
+def _texts_digest(texts: Sequence[str]) -> str:
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(text.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.hexdigest()
+
+
+def _remember(memo: dict[tuple[Any, ...], Any], key: tuple[Any, ...], context: Any) -> None:
+    if len(memo) >= CONTEXT_MEMO_SIZE:
+        memo.pop(next(iter(memo)))  # the oldest first: a long-lived process keeps a bounded memo
+    memo[key] = context
 
 
 # -------------------------------------------------------------------------------------- occupation ranking
