@@ -11,7 +11,7 @@ import polars as pl
 
 from models import estimates as es
 from resources.dagster_resources import Warehouse
-from resources.readers import load_stack_fit, read_selector_oof
+from resources.readers import load_stack_fit, read_judged_signals, read_selector_oof
 
 
 def split_relabeler(warehouse: Warehouse, labeler_version: str | None, texts: pl.DataFrame, problem: es.Problem,
@@ -44,5 +44,6 @@ def split_relabeler(warehouse: Warehouse, labeler_version: str | None, texts: pl
                                                                         strict=True)),
         {r["prompt_hash"]: [(int(t), c, float(p)) for t, c, p in r["labels"]] for r in selector["prompts"]},
         {r["prompt_hash"]: bool(r["is_work"]) for r in selector["prompts"]},
-        {(str(c), int(t)): k for k, (c, t) in enumerate(keys.select("onet_soc_code", "task_id").iter_rows())})
+        {(str(c), int(t)): k for k, (c, t) in enumerate(keys.select("onet_soc_code", "task_id").iter_rows())},
+        read_judged_signals(fit.selector_version))
     return relabel, "relabeled from the estimation part's judged texts alone"

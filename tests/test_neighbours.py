@@ -301,7 +301,12 @@ def relabeled_split_check(mirror: Path) -> pl.DataFrame:
     from models import estimates as es
     from models.labeling.stacking_split import EstimationPartRelabeler
     from pipelines.fit_labeler import landed_texts
-    from resources.readers import load_onet_reference_frames, load_reference, read_selector_oof
+    from resources.readers import (
+        load_onet_reference_frames,
+        load_reference,
+        read_judged_signals,
+        read_selector_oof,
+    )
     from resources.sources import resolve_source
 
     statements = resolve_source("onet/Task Statements.txt")
@@ -322,7 +327,8 @@ def relabeled_split_check(mirror: Path) -> pl.DataFrame:
                                                                      strict=True)),
         {r["prompt_hash"]: [(int(t), c, float(p)) for t, c, p in r["labels"]] for r in selector["prompts"]},
         {r["prompt_hash"]: bool(r["is_work"]) for r in selector["prompts"]},
-        {(str(c), int(t)): k for k, (c, t) in enumerate(problem.task_keys.iter_rows())})
+        {(str(c), int(t)): k for k, (c, t) in enumerate(problem.task_keys.iter_rows())},
+        read_judged_signals(load_stack_fit().selector_version))
     summary = split_check(problem, es.scopes_for(problem, None, per_benchmark=False), 4, 30, 7, relabel)
     assert relabel.n_relabeled > 0.5 * texts.height  # the stack decided most texts of the last (fifth) split
     return summary
@@ -363,7 +369,12 @@ def test_split_check_with_labels_refitted_on_the_estimation_half_only(mirror: Pa
     from models.estimates.problem import task_counts
     from models.labeling.stacking import label_benchmark
     from pipelines.fit_labeler import landed_texts
-    from resources.readers import load_onet_reference_frames, load_reference, read_selector_oof
+    from resources.readers import (
+        load_onet_reference_frames,
+        load_reference,
+        read_judged_signals,
+        read_selector_oof,
+    )
     from resources.sources import resolve_source
 
     statements = resolve_source("onet/Task Statements.txt")
@@ -390,7 +401,8 @@ def test_split_check_with_labels_refitted_on_the_estimation_half_only(mirror: Pa
             part = estimation.filter(pl.col("benchmark") == benchmark)
             decided = label_benchmark(fit, BenchmarkSample.of(part) if part.height else None,
                                       group["prompt"].to_list(), group["prompt_hash"].to_list(),
-                                      selector_labels, selector_work, task_code) or {}
+                                      selector_labels, selector_work, task_code,
+                                      read_judged_signals(fit.selector_version)) or {}
             for h in group["prompt_hash"].to_list():
                 labels = decided[h].labels if h in decided else selector_labels.get(h, [])
                 rows += [{"benchmark": benchmark, "prompt_hash": h, "onet_soc_code": c, "task_id": t,

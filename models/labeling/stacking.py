@@ -24,22 +24,36 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from models.labeling.neighbours import BenchmarkSample, Votes, neighbour_votes
+from models.labeling.neighbours import (
+    BenchmarkSample,
+    Votes,
+    first_occupation_trust,
+    neighbour_votes,
+    work_shares_by_logit,
+)
 from models.labeling.selector import LinearModel
 
 FORMAT_VERSION = 1
 # `*_x_split`: the selector's evidence times how split the neighbours are (1 - the top occupation's vote, or
 # 4 v (1 - v) for the work vote), so the selector speaks where the neighbours disagree (mixed benchmarks).
-WORK_FEATURES = ("work_vote", "selector_work", "vote_x_similarity", "max_similarity", "selector_work_x_split")
+# `text_logit`: the selector's prompt-level work logit before benchmark pooling; `work_above` / `work_below`: the
+# work share of the benchmark's other judged texts reading more / less like work (neighbours.work_shares_by_logit)
+WORK_FEATURES = ("work_vote", "selector_work", "vote_x_similarity", "max_similarity", "selector_work_x_split",
+                 "text_logit", "text_logit_x_split", "work_above", "work_below")
+# `retriever_*`: the offline retriever's occupation ranking (models.labeling.offline, fitted on no judge label): it
+# reads a role the text names ("You are a staff accountant"), where a benchmark's texts each name another one.
 OCCUPATION_FEATURES = ("occupation_vote", "first_vote", "selector_p", "selector_first", "task_vote_sum",
                        "vote_x_similarity", "max_similarity", "log_vote_rank", "top_vote",
-                       "selector_first_x_split", "selector_p_x_split")
+                       "selector_first_x_split", "selector_p_x_split", "retriever_score", "retriever_first",
+                       "retriever_first_x_split", "retriever_score_x_split", "retriever_margin_x_first",
+                       "retriever_first_x_trust", "retriever_score_x_trust", "selector_first_x_trust",
+                       "selector_p_x_trust")
 TASK_FEATURES = ("task_vote", "occupation_vote", "p_occupation", "is_first_occupation", "selector_p",
                  "selector_kept", "vote_x_similarity", "max_similarity", "log_vote_rank", "work_vote",
                  "selector_p_x_split")
@@ -61,13 +75,52 @@ class TextEvidence:
     first_vote: np.ndarray
     task_ids: np.ndarray
     task_vote: np.ndarray
+    retriever: Sequence[tuple[str, float]] = ()  # the retriever's best occupations (code, score), best first
+    # how often the retriever's / the selector's first occupation is one the judge lists, over the benchmark's
+    # other judged texts (leave this text out): whether this benchmark's texts name their occupation
+    retriever_trust: float = 0.0
+    selector_trust: float = 0.0
+    text_logit: float = 0.0
+    work_above: float = 0.5
+    work_below: float = 0.5
 
 
 def evidence_of(votes: Votes, row: int, labels: Sequence[tuple[int, str, float]], is_work: bool,
-                p_work: float | None) -> TextEvidence:
+                p_work: float | None, context: BenchmarkContext | None = None) -> TextEvidence:
+    c = context
     return TextEvidence(labels, is_work, p_work, float(votes.work[row]), float(votes.max_similarity[row]),
                         votes.codes, votes.occupation[row], votes.first_occupation[row], votes.task_ids,
-                        votes.task[row])
+                        votes.task[row], *((c.retriever[row], float(c.retriever_trust[row]),
+                                            float(c.selector_trust[row]), float(c.text_logit[row]),
+                                            float(c.work_above[row]), float(c.work_below[row])) if c else ()))
+
+
+# prompt_hash -> (the selector's text work logit, the retriever's best occupations): what the step reads of a
+# text besides its labels (computed from the text alone; for a judged text of the reference, from the selector
+# fold that never saw its benchmark)
+TextSignals = Mapping[str, tuple[float, Sequence[tuple[str, float]]]]
+
+
+@dataclass(frozen=True)
+class BenchmarkContext:
+    """Per query text (rows): its signals and where they stand among the benchmark's judged texts."""
+
+    retriever: list[tuple[tuple[str, float], ...]]
+    retriever_trust: np.ndarray
+    selector_trust: np.ndarray
+    text_logit: np.ndarray
+    work_above: np.ndarray
+    work_below: np.ndarray
+
+
+def benchmark_context(sample: BenchmarkSample, hashes: Sequence[str], selector_labels: SelectorLabels,
+                      signals: TextSignals, task_code: Mapping[int, str]) -> BenchmarkContext:
+    retriever = {h: tuple((str(c), float(v)) for c, v in signals[h][1]) for h in signals}
+    trust = judged_trust(sample, hashes, selector_labels, retriever, task_code)
+    logit = np.array([float(signals[h][0]) if h in signals else 0.0 for h in hashes])
+    judged_logit = {str(h): float(signals[h][0]) for h in sample.hashes.tolist() if h in signals}
+    above, below = work_shares_by_logit(sample, hashes, logit, judged_logit)
+    return BenchmarkContext([retriever.get(h, ()) for h in hashes], trust[0], trust[1], logit, above, below)
 
 
 def work_features(e: TextEvidence) -> np.ndarray:
@@ -75,7 +128,8 @@ def work_features(e: TextEvidence) -> np.ndarray:
     # record the decision only
     split = 4.0 * e.work_vote * (1.0 - e.work_vote)
     return np.array([e.work_vote, float(e.selector_work), e.work_vote * e.max_similarity, e.max_similarity,
-                     float(e.selector_work) * split])
+                     float(e.selector_work) * split, e.text_logit, e.text_logit * split, e.work_above,
+                     e.work_below])
 
 
 def occupation_candidates(e: TextEvidence, task_code: Mapping[int, str]) -> tuple[list[str], np.ndarray]:
@@ -103,11 +157,48 @@ def occupation_candidates(e: TextEvidence, task_code: Mapping[int, str]) -> tupl
     top = float(e.occupation_vote.max()) if len(e.occupation_vote) else 0.0
     sel_p = np.array([selector_p.get(c, 0.0) for c in codes])
     sel_first = np.array([float(c == first) for c in codes])
+    retriever = retriever_scores(e.retriever)
+    ret_score = np.array([retriever.get(c, 0.0) for c in codes])
+    ret_first = np.array([float(bool(e.retriever) and c == e.retriever[0][0]) for c in codes])
+    margin = retriever_margin(e.retriever)
     x = np.column_stack([votes, [first_vote.get(c, 0.0) for c in codes], sel_p, sel_first,
                          [task_sum.get(c, 0.0) for c in codes], votes * e.max_similarity,
                          np.full(len(codes), e.max_similarity), np.log1p(rank), np.full(len(codes), top),
-                         sel_first * (1.0 - top), sel_p * (1.0 - top)])
+                         sel_first * (1.0 - top), sel_p * (1.0 - top), ret_score, ret_first,
+                         ret_first * (1.0 - top), ret_score * (1.0 - top), ret_first * margin,
+                         ret_first * e.retriever_trust, ret_score * e.retriever_trust,
+                         sel_first * e.selector_trust, sel_p * e.selector_trust])
     return codes, x
+
+
+RETRIEVER_TOP = 10  # the retriever's occupations the stack reads
+
+
+def judged_trust(sample: BenchmarkSample, hashes: Sequence[str], selector_labels: SelectorLabels,
+                 retriever: Mapping[str, Sequence[tuple[str, float]]], task_code: Mapping[int, str]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(retriever trust, selector trust) of each query text (neighbours.first_occupation_trust) from the
+    retriever's and the selector's first occupation of the sample's judged texts."""
+    judged = [str(h) for h in sample.hashes.tolist()]
+    retriever_first = {h: str(retriever[h][0][0]) for h in judged if retriever.get(h)}
+    selector_first = {h: task_code.get(int(selector_labels[h][0][0]), str(selector_labels[h][0][1]))
+                      for h in judged if selector_labels.get(h)}
+    return (first_occupation_trust(sample, hashes, retriever_first),
+            first_occupation_trust(sample, hashes, selector_first))
+
+
+def retriever_scores(ranking: Sequence[tuple[str, float]]) -> dict[str, float]:
+    """code -> the retriever's score scaled to its best (1.0), for its RETRIEVER_TOP best occupations."""
+    top = [(str(c), float(s)) for c, s in ranking[:RETRIEVER_TOP] if s > 0]
+    best = top[0][1] if top else 1.0
+    return {c: s / best for c, s in top}
+
+
+def retriever_margin(ranking: Sequence[tuple[str, float]]) -> float:
+    """How far the retriever's best occupation leads its second (1 - second / best; 1 with a single one)."""
+    if not ranking or ranking[0][1] <= 0:
+        return 0.0
+    return 1.0 - (float(ranking[1][1]) / float(ranking[0][1]) if len(ranking) > 1 else 0.0)
 
 
 def task_candidates(e: TextEvidence, task_code: Mapping[int, str]) -> tuple[list[int], np.ndarray]:
@@ -296,7 +387,7 @@ def decide(s: Scores, work_threshold: float, task_threshold: float, max_tasks: i
 
 def label_benchmark(fit: StackFit, sample: BenchmarkSample | None, texts: Sequence[str], hashes: Sequence[str],
                     selector_labels: SelectorLabels, selector_work: Mapping[str, tuple[bool, float | None]],
-                    task_code: Mapping[int, str]) -> dict[str, Decision] | None:
+                    task_code: Mapping[int, str], signals: TextSignals | None = None) -> dict[str, Decision] | None:
     """prompt_hash -> Decision for texts of one benchmark; None when the benchmark has no judged text other
     than the texts themselves (the caller keeps the selector's labels: the fallback). A judged text's own
     judge labels never reach its decision (neighbour_votes leaves it out)."""
@@ -304,14 +395,36 @@ def label_benchmark(fit: StackFit, sample: BenchmarkSample | None, texts: Sequen
         return None
     models = (fit.work, fit.occupation, fit.task)
     votes = neighbour_votes(sample, texts, hashes, fit.k, fit.power)
+    context = benchmark_context(sample, hashes, selector_labels, signals or {}, task_code)
     out: dict[str, Decision] = {}
     for row, h in enumerate(hashes):
         if votes.n_neighbours[row] == 0:
             continue  # the benchmark's only judged text is this one: the selector's labels stand
         is_work, p_work = selector_work.get(h, (bool(selector_labels.get(h)), None))
-        e = evidence_of(votes, row, selector_labels.get(h, ()), is_work, p_work)
+        e = evidence_of(votes, row, selector_labels.get(h, ()), is_work, p_work, context)
         out[h] = decide(score(models, candidates(e, task_code)), fit.work_threshold, fit.task_threshold,
                         fit.max_tasks, fit.work_rule)
+    return out
+
+
+def compute_text_signals(index: Any, selector_fit: Any, config: Any, texts: Mapping[str, str],
+                         top: int = RETRIEVER_TOP) -> dict[str, tuple[float, list[tuple[str, float]]]]:
+    """stacking.TextSignals of `texts` (prompt_hash -> text) from the TaskIndex's evidence and the selector fit's
+    work model (its prompt-level logit before benchmark pooling), in batches of config.batch_size."""
+    from models.labeling.selector import work_dense_features
+
+    out: dict[str, tuple[float, list[tuple[str, float]]]] = {}
+    items = list(texts.items())
+    for start in range(0, len(items), max(1, int(config.batch_size))):
+        batch = items[start: start + int(config.batch_size)]
+        words = [t if isinstance(t, str) and t.strip() else " " for _, t in batch]
+        evidence, signals = index.evidence_with_signals(words, config)
+        logits = selector_fit.work.text_logit(words, work_dense_features(signals, words))
+        for row, (h, _) in enumerate(batch):
+            scores = evidence.occupation[row]
+            order = np.argsort(-scores, kind="stable")[:top]
+            out[h] = (float(logits[row]), [(str(index.occupation_codes[o]), float(scores[o])) for o in order
+                                           if scores[o] > 0])
     return out
 
 
@@ -345,13 +458,15 @@ def judged_fingerprint(fit_version: str, labeler_version: str, judged: Any) -> s
 
 def stacked_label_sets(fit: StackFit, sample: BenchmarkSample | None, prompts: Sequence[Any],
                        labels_by_hash: Mapping[str, Sequence[Any]], task_code: Mapping[int, str],
-                       cached: Mapping[str, CachedDecision] | None = None
+                       cached: Mapping[str, CachedDecision] | None = None,
+                       signals_of: Callable[[Mapping[str, str]], TextSignals] | None = None
                        ) -> tuple[dict[str, list[Any]], int, dict[str, CachedDecision]]:
     """The labeler step: the selector's label sets of one benchmark's prompts (`labels_by_hash`: prompt_hash
     -> models.labeling.cache.LabelSet, as label_with_cache returns them) restacked with the neighbours' votes.
     Returns (prompt_hash -> LabelSet, how many prompts the stack decided, every text's CachedDecision);
-    `cached` decisions (same judged_fingerprint) are reused, not recomputed. Without judged texts the
-    selector's sets are returned unchanged (the fallback)."""
+    `cached` decisions (same judged_fingerprint) are reused, not recomputed. `signals_of(prompt_hash -> text)`
+    gives the TextSignals of the texts to decide and of the judged texts. Without judged texts the selector's
+    sets are returned unchanged (the fallback)."""
     from models.labeling.base import TaskLabel
     from models.labeling.cache import LabelSet
 
@@ -368,8 +483,12 @@ def stacked_label_sets(fit: StackFit, sample: BenchmarkSample | None, prompts: S
                      float(lab.p_exercised if lab.p_exercised is not None else lab.score))
                     for lab in sorted(labels_by_hash[h], key=lambda lab: lab.rank)] for h in hashes}
     work = {h: (bool(getattr(labels_by_hash[h], "is_work", None) is not False), None) for h in hashes}
-    decisions = (label_benchmark(fit, sample, [texts[h] for h in hashes], hashes, selector, work, task_code)
-                 if hashes else None) or {}
+    signals: TextSignals = {}
+    if hashes and signals_of is not None:
+        wanted = set(hashes) | {str(h) for h in sample.hashes.tolist()}
+        signals = signals_of({h: texts[h] for h in wanted if h in texts})
+    decisions = (label_benchmark(fit, sample, [texts[h] for h in hashes], hashes, selector, work, task_code,
+                                 signals) if hashes else None) or {}
     every: dict[str, CachedDecision] = {h: c for h, c in cached.items() if h in texts}
     for h in hashes:
         d = decisions.get(h)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -29,6 +30,8 @@ from models.labeling.stacking import (
     Scores,
     StackFit,
     TextEvidence,
+    TextSignals,
+    benchmark_context,
     candidates,
     decide,
     evidence_of,
@@ -61,9 +64,10 @@ class Example:
 
 def examples(judged: pl.DataFrame, selector_labels: Mapping[str, Sequence[tuple[int, str, float]]],
              selector_work: Mapping[str, bool], task_code: Mapping[int, str],
-             grid: Sequence[tuple[int, float]] = NEIGHBOUR_GRID
-             ) -> list[Example]:
-    """One Example per judged text (JUDGED_SCHEMA rows) of a benchmark with at least two judged texts."""
+             grid: Sequence[tuple[int, float]] = NEIGHBOUR_GRID,
+             signals: TextSignals | None = None) -> list[Example]:
+    """One Example per judged text (JUDGED_SCHEMA rows) of a benchmark with at least two judged texts;
+    `signals`: the judged texts' out-of-sample stacking.TextSignals."""
     samples = samples_by_benchmark(judged)
     out: list[Example] = []
     for (benchmark,), group in judged.group_by(["benchmark"], maintain_order=True):
@@ -72,9 +76,11 @@ def examples(judged: pl.DataFrame, selector_labels: Mapping[str, Sequence[tuple[
             continue
         texts, hashes = group["prompt"].to_list(), group["prompt_hash"].to_list()
         votes = {(k, p): neighbour_votes(sample, texts, hashes, k, p) for k, p in grid}
+        context = benchmark_context(sample, hashes, selector_labels, signals or {}, task_code)
         for row, r in enumerate(group.iter_rows(named=True)):
             h = r["prompt_hash"]
-            evidence = {key: evidence_of(v, row, selector_labels.get(h, ()), bool(selector_work.get(h, True)), None)
+            evidence = {key: evidence_of(v, row, selector_labels.get(h, ()), bool(selector_work.get(h, True)), None,
+                                         context)
                         for key, v in votes.items()}
             cands = {key: candidates(e, task_code) for key, e in evidence.items()}
             out.append(Example(str(benchmark), h, evidence, cands, float(r["is_work"]),
@@ -251,3 +257,23 @@ def predictions_frame(decisions: Mapping[str, Decision]) -> pl.DataFrame:
 def sample_of(judged: pl.DataFrame, benchmark: str) -> BenchmarkSample | None:
     group = judged.filter(pl.col("benchmark") == benchmark)
     return BenchmarkSample.of(group) if group.height else None
+
+
+def judged_signals(prompts: Sequence[Any], index: Any, top: int = 10) -> dict[str, list]:
+    """prompt_hash -> [text work logit, [[code, score], ...]] of every reference text (stacking.TextSignals):
+    the logit of the selector's work model fitted without the text's benchmark (leave one benchmark out, as
+    its labels in selector_oof.json), and the retriever's `top` best occupations (fitted on no judge label)."""
+    from models.labeling.selector import work_dense_features, work_model
+
+    # prompts: models.labeling.selector.TrainingPrompt; index: the TaskIndex
+    out: dict[str, list] = {}
+    for benchmark in sorted({p.benchmark for p in prompts}):
+        held = [p for p in prompts if p.benchmark == benchmark]
+        model = work_model([p for p in prompts if p.benchmark != benchmark], 0.5)
+        logits = model.text_logit([p.text for p in held],
+                                  np.vstack([work_dense_features(p.signals, [p.text]) for p in held]))
+        for p, logit in zip(held, logits, strict=True):
+            order = np.argsort(-p.combined, kind="stable")[:top]
+            out[p.prompt_hash] = [round(float(logit), 6), [[str(index.occupation_codes[o]), round(float(p.combined[o]), 6)]
+                                                           for o in order if p.combined[o] > 0]]
+    return out
