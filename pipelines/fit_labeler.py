@@ -128,7 +128,7 @@ def fit_stack(reference_folder: Path, selector_path: Path, *, write: bool,
     selector_work = {r["prompt_hash"]: bool(r["is_work"]) for r in out_of_fold["prompts"]}
     _, prompts, index, _ = prepared or prepare(reference_folder)
     signals_json = scv.judged_signals(prompts, index)
-    signals = {h: (float(v[0]), [(str(c), float(x)) for c, x in v[1]]) for h, v in signals_json.items()}
+    signals = {h: (float(v[0]), [tuple(x) for x in v[1]]) for h, v in signals_json.items()}
     examples = scv.examples(judged, selector_labels, selector_work, task_code, signals=signals)
     decisions, folds = scv.cross_validate(examples, selector.version, log=log)
     key = scv.NEIGHBOUR_GRID[0]

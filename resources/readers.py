@@ -184,7 +184,7 @@ def read_labeler_oof(labeler_version: str | None) -> dict | None:
     return read_selector_oof()
 
 
-def read_judged_signals(selector_version: str | None = None) -> dict[str, tuple[float, list[tuple[str, float]]]]:
+def read_judged_signals(selector_version: str | None = None) -> dict[str, tuple[float, list[tuple]]]:
     """The reference texts' out-of-sample text signals the neighbour stack reads (models/labeling/
     neighbour_signals.json, written by `python -m pipelines.fit_labeler`; models.labeling.stacking.TextSignals),
     empty without the file or when it is for another selector fit than `selector_version`."""
@@ -194,7 +194,7 @@ def read_judged_signals(selector_version: str | None = None) -> dict[str, tuple[
     data = json.loads(read_text(path))
     if selector_version is not None and data.get("selector_version") != selector_version:
         return {}
-    return {h: (float(v[0]), [(str(c), float(x)) for c, x in v[1]]) for h, v in data["signals"].items()}
+    return {h: (float(v[0]), [tuple(x) for x in v[1]]) for h, v in data["signals"].items()}
 
 
 def read_selector_oof(path: str | Path | None = None) -> dict | None:

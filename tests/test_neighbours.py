@@ -443,6 +443,31 @@ def test_labeler_validation_rows_of_both_evaluations() -> None:
     after = rows.filter(pl.col("labeler") == "offline")["labeler_version"][0]
     assert stacked_on(after) == "offline-calibrated+v1+s0"
     assert stacked_on("offline-calibrated+v1+s0") is None
+
+
+def test_the_label_quality_line_names_both_evaluations_of_the_step() -> None:
+    """summary.md's label-quality line (models/report/limitations.py) quotes the step's labels under both
+    evaluations, each named, from labeler_validation's rows; the selector's line stays as it was."""
+    from assets.label_validation import stack_cross_validated_rows
+    from models.report.limitations import label_quality_findings
+
+    fit = load_stack_fit()
+    rows = stack_cross_validated_rows(fit, "offline-calibrated+v1+s0")
+    coverage = pl.DataFrame({"labeler": ["offline"]})
+    line = label_quality_findings({"labeler_validation": rows, "task_coverage": coverage})[0]
+    within = fit.cross_validation["within_benchmark"]["neighbour_stack"]["all"]
+    new = fit.cross_validation["new_benchmark"]["neighbour_stack"]["all"]
+    assert "Leaving one judged text out within its benchmark" in line and "Leaving one benchmark out" in line
+    first, second = line.split("Leaving one benchmark out")
+    assert f"first occupation {round(100 * within['first_occupation_agreement']['value'])}%" in first
+    assert f"work decision {round(100 * within['work_accuracy']['value'])}%" in first
+    assert f"task F1 {round(100 * new['task_f1']['value'])}%" in second
+    # the selector alone (step off): leave one benchmark out, as before
+    selector_rows = rows.filter((pl.col("labeler") == "offline_selector_only")
+                                & pl.col("metric").str.contains("_new_benchmark_")).with_columns(
+        pl.lit("offline").alias("labeler"), pl.col("metric").str.replace("_new_benchmark", ""))
+    plain = label_quality_findings({"labeler_validation": selector_rows, "task_coverage": coverage})[0]
+    assert "cross-validated leaving one benchmark out" in plain and "within its benchmark" not in plain
     assert stack_cross_validated_rows(None, "x").is_empty()
     # with the step off the stack's rows are a candidate's: the published labeler's rows stay the selector's
     off = stack_cross_validated_rows(fit, "offline-calibrated+v1+s0", published=False)

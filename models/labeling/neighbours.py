@@ -173,11 +173,13 @@ def first_occupation_trust(sample: BenchmarkSample, hashes: Sequence[str], first
 
 
 def work_shares_by_logit(sample: BenchmarkSample, hashes: Sequence[str], query_logit: np.ndarray,
-                         judged_logit: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
-    """((q,) above, (q,) below): the work share of the sample's judged texts (other than the query itself)
+                         judged_logit: Mapping[str, float]) -> tuple[np.ndarray, ...]:
+    """((q,) above, (q,) below, (q,) share, (q,) quantile gap): the work share of the sample's judged texts (other than the query itself)
     whose text work logit is >= / < the query's, each shrunk toward the benchmark's work share by one text.
     Places a text on its benchmark's own scale of the text-level work evidence (mixed benchmarks: the
-    judge's work texts are the ones that read most like work). Judged texts without a logit are left out."""
+    judge's work texts are the ones that read most like work); the benchmark's work share (shrunk by one
+    half text each way) and how far the query's logit quantile among them lies above 1 - that share. Judged
+    texts without a logit are left out."""
     known = np.array([str(h) in judged_logit for h in sample.hashes.tolist()])
     logit = np.array([judged_logit.get(str(h), 0.0) for h in sample.hashes.tolist()])
     own = np.asarray(hashes, dtype=object)[:, None] == sample.hashes[None, :]
@@ -188,4 +190,7 @@ def work_shares_by_logit(sample: BenchmarkSample, hashes: Sequence[str], query_l
     lower = use & ~higher
     above = ((higher * sample.work[None, :]).sum(axis=1) + prior) / (higher.sum(axis=1) + 1.0)
     below = ((lower * sample.work[None, :]).sum(axis=1) + prior) / (lower.sum(axis=1) + 1.0)
-    return above, below
+    # the quantile rule: a text whose logit beats the benchmark's (1 - work share) quantile reads as work
+    share = ((use * sample.work[None, :]).sum(axis=1) + 0.5) / (n + 1.0)
+    quantile = np.divide(lower.sum(axis=1), n, out=np.full(len(hashes), 0.5), where=n > 0)
+    return above, below, share, quantile - (1.0 - share)

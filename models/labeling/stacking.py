@@ -45,7 +45,7 @@ FORMAT_VERSION = 1
 # `text_logit`: the selector's prompt-level work logit before benchmark pooling; `work_above` / `work_below`: the
 # work share of the benchmark's other judged texts reading more / less like work (neighbours.work_shares_by_logit)
 WORK_FEATURES = ("work_vote", "selector_work", "vote_x_similarity", "max_similarity", "selector_work_x_split",
-                 "text_logit", "text_logit_x_split", "work_above", "work_below")
+                 "text_logit", "text_logit_x_split", "work_above", "work_below", "work_share", "quantile_gap")
 # `retriever_*`: the offline retriever's occupation ranking (models.labeling.offline, fitted on no judge label): it
 # reads a role the text names ("You are a staff accountant"), where a benchmark's texts each name another one.
 OCCUPATION_FEATURES = ("occupation_vote", "first_vote", "selector_p", "selector_first", "task_vote_sum",
@@ -56,7 +56,7 @@ OCCUPATION_FEATURES = ("occupation_vote", "first_vote", "selector_p", "selector_
                        "selector_p_x_trust")
 TASK_FEATURES = ("task_vote", "occupation_vote", "p_occupation", "is_first_occupation", "selector_p",
                  "selector_kept", "vote_x_similarity", "max_similarity", "log_vote_rank", "work_vote",
-                 "selector_p_x_split")
+                 "selector_p_x_split", "retriever_task")
 
 SelectorLabels = Mapping[str, Sequence[tuple[int, str, float]]]  # prompt_hash -> (task, code, p) best first
 
@@ -83,6 +83,8 @@ class TextEvidence:
     text_logit: float = 0.0
     work_above: float = 0.5
     work_below: float = 0.5
+    work_share: float = 0.5
+    quantile_gap: float = 0.0
 
 
 def evidence_of(votes: Votes, row: int, labels: Sequence[tuple[int, str, float]], is_work: bool,
@@ -92,13 +94,14 @@ def evidence_of(votes: Votes, row: int, labels: Sequence[tuple[int, str, float]]
                         votes.codes, votes.occupation[row], votes.first_occupation[row], votes.task_ids,
                         votes.task[row], *((c.retriever[row], float(c.retriever_trust[row]),
                                             float(c.selector_trust[row]), float(c.text_logit[row]),
-                                            float(c.work_above[row]), float(c.work_below[row])) if c else ()))
+                                            float(c.work_above[row]), float(c.work_below[row]),
+                                            float(c.work_share[row]), float(c.quantile_gap[row])) if c else ()))
 
 
 # prompt_hash -> (the selector's text work logit, the retriever's best occupations): what the step reads of a
 # text besides its labels (computed from the text alone; for a judged text of the reference, from the selector
 # fold that never saw its benchmark)
-TextSignals = Mapping[str, tuple[float, Sequence[tuple[str, float]]]]
+TextSignals = Mapping[str, tuple[float, Sequence[tuple]]]
 
 
 @dataclass(frozen=True)
@@ -111,16 +114,19 @@ class BenchmarkContext:
     text_logit: np.ndarray
     work_above: np.ndarray
     work_below: np.ndarray
+    work_share: np.ndarray
+    quantile_gap: np.ndarray
 
 
 def benchmark_context(sample: BenchmarkSample, hashes: Sequence[str], selector_labels: SelectorLabels,
                       signals: TextSignals, task_code: Mapping[int, str]) -> BenchmarkContext:
-    retriever = {h: tuple((str(c), float(v)) for c, v in signals[h][1]) for h in signals}
+    retriever = {h: tuple((str(x[0]), float(x[1]), int(x[2]) if len(x) > 2 else -1) for x in signals[h][1])
+                 for h in signals}
     trust = judged_trust(sample, hashes, selector_labels, retriever, task_code)
     logit = np.array([float(signals[h][0]) if h in signals else 0.0 for h in hashes])
     judged_logit = {str(h): float(signals[h][0]) for h in sample.hashes.tolist() if h in signals}
-    above, below = work_shares_by_logit(sample, hashes, logit, judged_logit)
-    return BenchmarkContext([retriever.get(h, ()) for h in hashes], trust[0], trust[1], logit, above, below)
+    shares = work_shares_by_logit(sample, hashes, logit, judged_logit)
+    return BenchmarkContext([retriever.get(h, ()) for h in hashes], trust[0], trust[1], logit, *shares)
 
 
 def work_features(e: TextEvidence) -> np.ndarray:
@@ -129,7 +135,7 @@ def work_features(e: TextEvidence) -> np.ndarray:
     split = 4.0 * e.work_vote * (1.0 - e.work_vote)
     return np.array([e.work_vote, float(e.selector_work), e.work_vote * e.max_similarity, e.max_similarity,
                      float(e.selector_work) * split, e.text_logit, e.text_logit * split, e.work_above,
-                     e.work_below])
+                     e.work_below, e.work_share, e.quantile_gap])
 
 
 def occupation_candidates(e: TextEvidence, task_code: Mapping[int, str]) -> tuple[list[str], np.ndarray]:
@@ -148,7 +154,8 @@ def occupation_candidates(e: TextEvidence, task_code: Mapping[int, str]) -> tupl
             code = task_code.get(int(t))
             if code is not None:
                 task_sum[code] = task_sum.get(code, 0.0) + v
-    codes = sorted({c for c, v in vote.items() if v > 0} | set(task_sum) | set(selector_p))
+    extra = {task_code[t] for t in retriever_tasks(e.retriever) if t in task_code}
+    codes = sorted({c for c, v in vote.items() if v > 0} | set(task_sum) | set(selector_p) | extra)
     if not codes:
         return [], np.zeros((0, len(OCCUPATION_FEATURES)))
     votes = np.array([vote.get(c, 0.0) for c in codes])
@@ -172,6 +179,17 @@ def occupation_candidates(e: TextEvidence, task_code: Mapping[int, str]) -> tupl
 
 
 RETRIEVER_TOP = 10  # the retriever's occupations the stack reads
+# the retriever's best occupations whose best task (by the retriever's task evidence) becomes a candidate: a text
+# whose occupation neither its neighbours nor the selector name can still get it
+RETRIEVER_CANDIDATES = 3
+
+
+def retriever_tasks(ranking: Sequence[tuple]) -> dict[int, float]:
+    """task -> the retriever's relative score of its occupation, for the best task of each of the retriever's
+    RETRIEVER_CANDIDATES best occupations (ranking entries (code, score, best task); no task: -1)."""
+    scores = retriever_scores(ranking)
+    return {int(x[2]): scores.get(str(x[0]), 0.0) for x in ranking[:RETRIEVER_CANDIDATES]
+            if len(x) > 2 and int(x[2]) >= 0}
 
 
 def judged_trust(sample: BenchmarkSample, hashes: Sequence[str], selector_labels: SelectorLabels,
@@ -189,7 +207,7 @@ def judged_trust(sample: BenchmarkSample, hashes: Sequence[str], selector_labels
 
 def retriever_scores(ranking: Sequence[tuple[str, float]]) -> dict[str, float]:
     """code -> the retriever's score scaled to its best (1.0), for its RETRIEVER_TOP best occupations."""
-    top = [(str(c), float(s)) for c, s in ranking[:RETRIEVER_TOP] if s > 0]
+    top = [(str(x[0]), float(x[1])) for x in ranking[:RETRIEVER_TOP] if x[1] > 0]
     best = top[0][1] if top else 1.0
     return {c: s / best for c, s in top}
 
@@ -206,7 +224,8 @@ def task_candidates(e: TextEvidence, task_code: Mapping[int, str]) -> tuple[list
     columns p_occupation and is_first_occupation are left at 0: `score` fills them from the occupation model."""
     selector_p = {int(t): float(p) for t, _, p in e.selector_labels}
     vote = {int(t): float(v) for t, v in zip(e.task_ids.tolist(), e.task_vote.tolist(), strict=True) if v > 0}
-    tasks = sorted(t for t in set(vote) | set(selector_p) if t in task_code)
+    extra = retriever_tasks(e.retriever)
+    tasks = sorted(t for t in set(vote) | set(selector_p) | set(extra) if t in task_code)
     if not tasks:
         return [], np.zeros((0, len(TASK_FEATURES)))
     occupation_vote = dict(zip(e.codes.tolist(), e.occupation_vote.tolist(), strict=True))
@@ -220,7 +239,7 @@ def task_candidates(e: TextEvidence, task_code: Mapping[int, str]) -> tuple[list
     x = np.column_stack([votes, [occupation_vote.get(c, 0.0) for c in codes], zeros, zeros, sel_p,
                          [float(t in selector_p) for t in tasks], votes * e.max_similarity,
                          np.full(len(tasks), e.max_similarity), np.log1p(rank), np.full(len(tasks), e.work_vote),
-                         sel_p * (1.0 - top)])
+                         sel_p * (1.0 - top), [extra.get(t, 0.0) for t in tasks]])
     return tasks, x
 
 
@@ -408,12 +427,12 @@ def label_benchmark(fit: StackFit, sample: BenchmarkSample | None, texts: Sequen
 
 
 def compute_text_signals(index: Any, selector_fit: Any, config: Any, texts: Mapping[str, str],
-                         top: int = RETRIEVER_TOP) -> dict[str, tuple[float, list[tuple[str, float]]]]:
+                         top: int = RETRIEVER_TOP) -> dict[str, tuple[float, list[tuple[str, float, int]]]]:
     """stacking.TextSignals of `texts` (prompt_hash -> text) from the TaskIndex's evidence and the selector fit's
     work model (its prompt-level logit before benchmark pooling), in batches of config.batch_size."""
     from models.labeling.selector import work_dense_features
 
-    out: dict[str, tuple[float, list[tuple[str, float]]]] = {}
+    out: dict[str, tuple[float, list[tuple[str, float, int]]]] = {}
     items = list(texts.items())
     for start in range(0, len(items), max(1, int(config.batch_size))):
         batch = items[start: start + int(config.batch_size)]
@@ -421,10 +440,37 @@ def compute_text_signals(index: Any, selector_fit: Any, config: Any, texts: Mapp
         evidence, signals = index.evidence_with_signals(words, config)
         logits = selector_fit.work.text_logit(words, work_dense_features(signals, words))
         for row, (h, _) in enumerate(batch):
-            scores = evidence.occupation[row]
-            order = np.argsort(-scores, kind="stable")[:top]
-            out[h] = (float(logits[row]), [(str(index.occupation_codes[o]), float(scores[o])) for o in order
-                                           if scores[o] > 0])
+            out[h] = (float(logits[row]), retriever_ranking(index, evidence.occupation[row], evidence.task[row], top))
+    return out
+
+
+_TASKS_BY_OCCUPATION: dict[int, list[np.ndarray]] = {}  # id(index) -> task rows of each occupation
+
+
+def _tasks_by_occupation(index: Any) -> list[np.ndarray]:
+    key = id(index)
+    if key not in _TASKS_BY_OCCUPATION:
+        occupation_of = np.asarray(index.task_occupation)
+        order = np.argsort(occupation_of, kind="stable")
+        bounds = np.searchsorted(occupation_of[order], np.arange(len(index.occupation_codes) + 1))
+        _TASKS_BY_OCCUPATION.clear()  # one index per process
+        _TASKS_BY_OCCUPATION[key] = [order[bounds[i]:bounds[i + 1]] for i in range(len(index.occupation_codes))]
+    return _TASKS_BY_OCCUPATION[key]
+
+
+def retriever_ranking(index: Any, occupation: np.ndarray, task: np.ndarray, top: int = RETRIEVER_TOP
+                      ) -> list[tuple[str, float, int]]:
+    """The retriever's `top` best occupations of a text as (code, combined score, its best task by the task
+    evidence; -1 without one) from one row of the index's evidence."""
+    order = np.argsort(-occupation, kind="stable")[:top]
+    out: list[tuple[str, float, int]] = []
+    by_occupation = _tasks_by_occupation(index)
+    for o in order:
+        if occupation[o] <= 0:
+            continue
+        members = by_occupation[int(o)]
+        best = int(index.task_ids[members[int(np.argmax(task[members]))]]) if len(members) else -1
+        out.append((str(index.occupation_codes[o]), float(occupation[o]), best))
     return out
 
 

@@ -37,12 +37,15 @@ from models.labeling.stacking import (
     evidence_of,
     kept_positions,
     ranked,
+    retriever_ranking,
     score,
     with_occupation,
 )
 
 NEIGHBOUR_GRID = ((6, 1.0), (10, 2.0))  # (k, power)
-WORK_THRESHOLDS = tuple(np.round(np.linspace(0.2, 0.8, 13), 3))
+# the work model is a calibrated logistic: P(work) >= 1/2 is the accurate decision (a threshold chosen by the inner
+# cross-validation moved between 0.3 and 0.8 from fold to fold and cost accuracy out of sample)
+WORK_THRESHOLDS = (0.5,)
 TASK_THRESHOLDS = tuple(np.round(np.linspace(0.1, 0.6, 11), 3))
 MAX_TASKS = (3, 5)
 INNER_FOLDS = 3
@@ -260,7 +263,7 @@ def sample_of(judged: pl.DataFrame, benchmark: str) -> BenchmarkSample | None:
 
 
 def judged_signals(prompts: Sequence[Any], index: Any, top: int = 10) -> dict[str, list]:
-    """prompt_hash -> [text work logit, [[code, score], ...]] of every reference text (stacking.TextSignals):
+    """prompt_hash -> [text work logit, [[code, score, best task], ...]] of every reference text (stacking.TextSignals):
     the logit of the selector's work model fitted without the text's benchmark (leave one benchmark out, as
     its labels in selector_oof.json), and the retriever's `top` best occupations (fitted on no judge label)."""
     from models.labeling.selector import work_dense_features, work_model
@@ -273,7 +276,6 @@ def judged_signals(prompts: Sequence[Any], index: Any, top: int = 10) -> dict[st
         logits = model.text_logit([p.text for p in held],
                                   np.vstack([work_dense_features(p.signals, [p.text]) for p in held]))
         for p, logit in zip(held, logits, strict=True):
-            order = np.argsort(-p.combined, kind="stable")[:top]
-            out[p.prompt_hash] = [round(float(logit), 6), [[str(index.occupation_codes[o]), round(float(p.combined[o]), 6)]
-                                                           for o in order if p.combined[o] > 0]]
+            ranking = retriever_ranking(index, p.combined, p.task_relative, top)
+            out[p.prompt_hash] = [round(float(logit), 6), [[c, round(v, 6), task] for c, v, task in ranking]]
     return out
