@@ -312,6 +312,11 @@ class StackFit:
     max_tasks: int
     selector_version: str
     work_rule: str = "model"  # "model" (p_work >= work_threshold) or "vote" (the neighbours' vote >= 1/2)
+    # the neighbour setting of the work decision, chosen apart (for accuracy); None: (k, power)
+    work_neighbours: tuple[int, float] | None = None
+    # a benchmark with fewer judged texts keeps the selector's labels: from a few judged texts the votes are too
+    # coarse for the estimators to correct (the split check from a fifth of the judge sample, ~6 texts)
+    min_judged: int = 0
     trained_on: dict[str, Any] = field(default_factory=dict)
     cross_validation: dict[str, Any] = field(default_factory=dict)
 
@@ -324,7 +329,13 @@ class StackFit:
         return {"format": FORMAT_VERSION, "k": self.k, "power": self.power, "work": self.work.to_dict(),
                 "occupation": self.occupation.to_dict(), "task": self.task.to_dict(),
                 "work_threshold": round(self.work_threshold, 6), "task_threshold": round(self.task_threshold, 6),
-                "max_tasks": self.max_tasks, "selector_version": self.selector_version, "work_rule": self.work_rule}
+                "max_tasks": self.max_tasks, "selector_version": self.selector_version, "work_rule": self.work_rule,
+                **({"work_neighbours": list(self.work_neighbours)} if self.work_neighbours else {}),
+                **({"min_judged": self.min_judged} if self.min_judged else {})}
+
+    @property
+    def work_key(self) -> tuple[int, float]:
+        return self.work_neighbours or (self.k, self.power)
 
     def to_json(self) -> str:
         body = {"version": self.version, **self._model_dict(), "trained_on": self.trained_on,
@@ -340,7 +351,9 @@ class StackFit:
         fit = cls(int(data["k"]), float(data["power"]), LinearModel.from_dict(data["work"]),
                   LinearModel.from_dict(data["occupation"]), LinearModel.from_dict(data["task"]),
                   float(data["work_threshold"]), float(data["task_threshold"]), int(data["max_tasks"]),
-                  str(data["selector_version"]), str(data.get("work_rule", "model")), data.get("trained_on", {}),
+                  str(data["selector_version"]), str(data.get("work_rule", "model")),
+                  (int(data["work_neighbours"][0]), float(data["work_neighbours"][1]))
+                  if data.get("work_neighbours") else None, int(data.get("min_judged", 0)), data.get("trained_on", {}),
                   data.get("cross_validation", {}))
         if data.get("version") not in (None, fit.version):
             raise ValueError(f"neighbour stack {data.get('version')} does not match its contents ({fit.version}): "
@@ -362,14 +375,17 @@ class Scores:
     work_vote: float  # the neighbours' work vote (the decision when the fit's work_rule is "vote")
 
 
-def score(models: tuple[LinearModel, LinearModel, LinearModel], c: Candidates) -> Scores:
+def score(models: tuple[LinearModel, LinearModel, LinearModel], c: Candidates,
+          work_x: np.ndarray | None = None) -> Scores:
+    """`work_x`: the work features under the fit's own work neighbour setting (default c.work_x)."""
     work, occupation, task = models
-    p_work = float(work.predict(c.work_x[None, :])[0])
+    work_x = c.work_x if work_x is None else work_x
+    p_work = float(work.predict(work_x[None, :])[0])
     p_occ = occupation.predict(c.occupation_x) if c.codes else np.zeros(0)
     p_task = task.predict(with_occupation(c, p_occ)) if c.tasks else np.zeros(0)
     first = first_with_task(c, p_occ)
     return Scores(p_work, c.codes, p_occ, c.tasks, c.task_codes, p_task, c.codes[first] if first >= 0 else None,
-                  float(c.work_x[WORK_FEATURES.index("work_vote")]))
+                  float(work_x[WORK_FEATURES.index("work_vote")]))
 
 
 def ranked(s: Scores) -> tuple[np.ndarray, int | None]:
@@ -410,10 +426,12 @@ def label_benchmark(fit: StackFit, sample: BenchmarkSample | None, texts: Sequen
     """prompt_hash -> Decision for texts of one benchmark; None when the benchmark has no judged text other
     than the texts themselves (the caller keeps the selector's labels: the fallback). A judged text's own
     judge labels never reach its decision (neighbour_votes leaves it out)."""
-    if sample is None or sample.size == 0:
+    if sample is None or sample.size == 0 or sample.size < fit.min_judged:
         return None
     models = (fit.work, fit.occupation, fit.task)
     votes = neighbour_votes(sample, texts, hashes, fit.k, fit.power)
+    work_votes = votes if fit.work_key == (fit.k, fit.power) else neighbour_votes(sample, texts, hashes,
+                                                                                  *fit.work_key)
     context = benchmark_context(sample, hashes, selector_labels, signals or {}, task_code)
     out: dict[str, Decision] = {}
     for row, h in enumerate(hashes):
@@ -421,7 +439,8 @@ def label_benchmark(fit: StackFit, sample: BenchmarkSample | None, texts: Sequen
             continue  # the benchmark's only judged text is this one: the selector's labels stand
         is_work, p_work = selector_work.get(h, (bool(selector_labels.get(h)), None))
         e = evidence_of(votes, row, selector_labels.get(h, ()), is_work, p_work, context)
-        out[h] = decide(score(models, candidates(e, task_code)), fit.work_threshold, fit.task_threshold,
+        work_x = work_features(evidence_of(work_votes, row, selector_labels.get(h, ()), is_work, p_work, context))
+        out[h] = decide(score(models, candidates(e, task_code), work_x), fit.work_threshold, fit.task_threshold,
                         fit.max_tasks, fit.work_rule)
     return out
 

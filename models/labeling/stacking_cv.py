@@ -49,6 +49,10 @@ WORK_THRESHOLDS = (0.5,)
 TASK_THRESHOLDS = tuple(np.round(np.linspace(0.1, 0.6, 11), 3))
 MAX_TASKS = (3, 5)
 INNER_FOLDS = 3
+# StackFit.min_judged: between a fifth (~6) and a half (~14) of a benchmark's 28 judged texts; set from the
+# estimates' split check (a fifth: coverage 0.25 / 0.5 for tasks / occupations at >= 5 with the step), not
+# cross-validated. A user's judge sample (10%, at least 12 texts) keeps the step.
+MIN_JUDGED = 10
 C = 1.0
 
 
@@ -62,6 +66,7 @@ class Example:
     candidates: dict[tuple[int, float], Candidates]
     is_work: float
     occupation_lists: list[list[str]]
+    pool: int  # judged texts of its benchmark (itself included)
     task_lists: list[list[int]]
 
 
@@ -87,7 +92,7 @@ def examples(judged: pl.DataFrame, selector_labels: Mapping[str, Sequence[tuple[
                         for key, v in votes.items()}
             cands = {key: candidates(e, task_code) for key, e in evidence.items()}
             out.append(Example(str(benchmark), h, evidence, cands, float(r["is_work"]),
-                               [list(o) for o in r["occupations"]], [list(t) for t in r["task_ids"]]))
+                               [list(o) for o in r["occupations"]], sample.size, [list(t) for t in r["task_ids"]]))
     return out
 
 
@@ -105,10 +110,13 @@ def _weighted(x: list[np.ndarray], share: list[np.ndarray]) -> tuple[np.ndarray,
             np.concatenate([ys[keep_pos], 1 - ys[keep_neg]]))
 
 
-def fit_models(train: Sequence[Example], key: tuple[int, float]) -> tuple[LinearModel, LinearModel, LinearModel]:
-    """The three logistic models on the training examples' candidates under neighbour setting `key`."""
+def fit_models(train: Sequence[Example], key: tuple[int, float], work_only: bool = False) -> tuple[LinearModel, ...]:
+    """The three logistic models on the training examples' candidates under neighbour setting `key` (only the
+    work model when `work_only`)."""
     work = _fit(WORK_FEATURES, [np.vstack([ex.candidates[key].work_x for ex in train])],
                 [np.array([ex.is_work for ex in train])])
+    if work_only:
+        return (work,)
     ox, oy = [], []
     rows: list[tuple[Example, Candidates]] = []
     for ex in train:
@@ -170,6 +178,7 @@ def fit_stack(train: Sequence[Example], selector_version: str,
     benchmarks = sorted({ex.benchmark for ex in train})
     folds = [set(benchmarks[i::INNER_FOLDS]) for i in range(INNER_FOLDS)]
     best: tuple[float, tuple[int, float], float, str, float, int] | None = None
+    best_work: tuple[float, tuple[int, float], str] | None = None  # the work decision's own setting
     for key in grid:
         scored: list[tuple[Example, Scores]] = []
         for fold in folds:
@@ -182,17 +191,33 @@ def fit_stack(train: Sequence[Example], selector_version: str,
         work_t, work_rule, task_t, max_tasks, f1 = choose(scored)
         if best is None or f1 > best[0] + 1e-12:
             best = (f1, key, work_t, work_rule, task_t, max_tasks)
-    assert best is not None
-    _, key, work_t, work_rule, task_t, max_tasks = best
-    work, occupation, task = fit_models(train, key)
-    return StackFit(key[0], key[1], work, occupation, task, work_t, task_t, max_tasks, selector_version, work_rule)
+        accuracy = work_accuracy(scored, work_t, work_rule)
+        if best_work is None or accuracy > best_work[0] + 1e-12:
+            best_work = (accuracy, key, work_rule)
+    assert best is not None and best_work is not None
+    _, key, work_t, _, task_t, max_tasks = best
+    _, work_key, work_rule = best_work
+    _, occupation, task = fit_models(train, key)
+    work = fit_models(train, work_key, work_only=True)[0]
+    return StackFit(key[0], key[1], work, occupation, task, work_t, task_t, max_tasks, selector_version, work_rule,
+                    work_key if work_key != key else None, MIN_JUDGED)
+
+
+def work_accuracy(scored: Sequence[tuple[Example, Scores]], work_threshold: float, work_rule: str) -> float:
+    """Accuracy of the work decision (the judge's passes averaged) on held-out scores."""
+    truth = np.array([ex.is_work for ex, _ in scored])
+    p = np.array([s.work_vote if work_rule == "vote" else s.p_work for _, s in scored])
+    decided = p >= (0.5 if work_rule == "vote" else work_threshold)
+    return float(np.mean(np.where(decided, truth, 1 - truth)))
 
 
 def predict(fit: StackFit, test: Sequence[Example]) -> list[Decision]:
     key = (fit.k, fit.power)
     models = (fit.work, fit.occupation, fit.task)
-    return [decide(score(models, ex.candidates[key]), fit.work_threshold, fit.task_threshold,
-                   fit.max_tasks, fit.work_rule) for ex in test]
+    selector = selector_decisions([ex for ex in test if ex.pool < fit.min_judged], key)
+    return [selector[ex.prompt_hash] if ex.prompt_hash in selector else
+            decide(score(models, ex.candidates[key], ex.candidates[fit.work_key].work_x), fit.work_threshold,
+                   fit.task_threshold, fit.max_tasks, fit.work_rule) for ex in test]
 
 
 def cross_validate(all_examples: Sequence[Example], selector_version: str,
@@ -208,6 +233,7 @@ def cross_validate(all_examples: Sequence[Example], selector_version: str,
         for ex, d in zip(test, predict(fit, test), strict=True):
             decisions[ex.prompt_hash] = d
         folds.append({"held_out": benchmark, "k": fit.k, "power": fit.power, "work_rule": fit.work_rule,
+                      "work_neighbours": list(fit.work_key),
                       "work_threshold": fit.work_threshold,
                       "task_threshold": fit.task_threshold, "max_tasks": fit.max_tasks})
         if log:
