@@ -172,7 +172,7 @@ def choose(scored: Sequence[tuple[Example, Scores]]) -> tuple[float, str, float,
 
 
 def fit_stack(train: Sequence[Example], selector_version: str,
-              grid: Sequence[tuple[int, float]] = NEIGHBOUR_GRID) -> StackFit:
+              grid: Sequence[tuple[int, float]] = NEIGHBOUR_GRID, min_judged: int = MIN_JUDGED) -> StackFit:
     """Hyperparameters by an inner cross-validation over groups of whole benchmarks, then the models
     refitted on every training example."""
     benchmarks = sorted({ex.benchmark for ex in train})
@@ -200,7 +200,7 @@ def fit_stack(train: Sequence[Example], selector_version: str,
     _, occupation, task = fit_models(train, key)
     work = fit_models(train, work_key, work_only=True)[0]
     return StackFit(key[0], key[1], work, occupation, task, work_t, task_t, max_tasks, selector_version, work_rule,
-                    work_key if work_key != key else None, MIN_JUDGED)
+                    work_key if work_key != key else None, min_judged)
 
 
 def work_accuracy(scored: Sequence[tuple[Example, Scores]], work_threshold: float, work_rule: str) -> float:
@@ -221,7 +221,8 @@ def predict(fit: StackFit, test: Sequence[Example]) -> list[Decision]:
 
 
 def cross_validate(all_examples: Sequence[Example], selector_version: str,
-                   log: Callable[[str], None] | None = None, grid: Sequence[tuple[int, float]] = NEIGHBOUR_GRID) -> tuple[dict[str, Decision], list[dict]]:
+                   log: Callable[[str], None] | None = None, grid: Sequence[tuple[int, float]] = NEIGHBOUR_GRID,
+                   min_judged: int = MIN_JUDGED) -> tuple[dict[str, Decision], list[dict]]:
     """Leave one benchmark out for the stack (votes leave one text out): (prompt_hash -> held-out Decision,
     per-fold hyperparameters)."""
     decisions: dict[str, Decision] = {}
@@ -229,7 +230,7 @@ def cross_validate(all_examples: Sequence[Example], selector_version: str,
     for benchmark in sorted({ex.benchmark for ex in all_examples}):
         train = [ex for ex in all_examples if ex.benchmark != benchmark]
         test = [ex for ex in all_examples if ex.benchmark == benchmark]
-        fit = fit_stack(train, selector_version, grid)
+        fit = fit_stack(train, selector_version, grid, min_judged)
         for ex, d in zip(test, predict(fit, test), strict=True):
             decisions[ex.prompt_hash] = d
         folds.append({"held_out": benchmark, "k": fit.k, "power": fit.power, "work_rule": fit.work_rule,
