@@ -224,9 +224,11 @@ def test_the_committed_fit_beats_the_selector_and_stacks_the_committed_selector(
     assert after["task_f1"]["value"] >= 0.55  # issue 25's target
     assert after["task_f1"]["value"] > vote["task_f1"]["value"] + 0.02  # the stack adds to the plain vote
     assert after["task_precision"]["value"] > vote["task_precision"]["value"] + 0.05
-    # issue 25's 0.75 and 0.95 are not reached (docs/offline_labeler.md): the neighbours' level, well above before
-    assert after["first_occupation_agreement"]["value"] >= 0.70
-    assert after["work_accuracy"]["value"] >= 0.94
+    # issue 25's first occupation target is met (0.760); the work decision's 0.95 is not (0.947: docs/offline_labeler.md)
+    assert after["first_occupation_agreement"]["value"] >= 0.75
+    assert after["first_occupation_agreement"]["value"] > vote["first_occupation_agreement"]["value"] + 0.03
+    assert after["work_accuracy"]["value"] >= 0.945
+    assert fit.min_judged == 10
     for metric in ("task_f1", "first_occupation_agreement", "work_accuracy"):
         assert after[metric]["value"] > before[metric]["value"] + 0.05
     new = fit.cross_validation["new_benchmark"]
@@ -392,7 +394,7 @@ def test_split_check_with_labels_refitted_on_the_estimation_half_only(mirror: Pa
     reference = load_reference()
     texts = pl.DataFrame([{"benchmark": b, "prompt_hash": h, "prompt": t}
                           for b, pairs in landed_texts(reference).items() for h, t in pairs])
-    judged = judged_texts(reference, texts)
+    judged = judged_texts(reference, texts).sort("benchmark", "prompt_hash")  # the join's order varies: fix the splits
     selector = read_selector_oof()
     selector_labels = {r["prompt_hash"]: [(int(t), c, float(p)) for t, c, p in r["labels"]]
                        for r in selector["prompts"]}
@@ -429,7 +431,8 @@ def test_split_check_with_labels_refitted_on_the_estimation_half_only(mirror: Pa
     summary = es.summarize_checks(pl.concat(checks))
 
     for quantity in ("tasks_covered", "occupations_covered"):
-        # measured: 1.0 and 1.0 for both (4 splits; mean error -3.5 tasks, -0.3 occupations at >= 5)
+        # measured (2026-12-03 fit, sorted splits): passes; before the sort the join order moved the splits and tasks
+        # at >= 5 covered 0.25 in 1 of 3 runs (1.0 in the others): a borderline check with 4 splits
         assert split_coverage(summary, "model_assisted", quantity, 5) >= 0.6, quantity
         assert split_coverage(summary, "bounds", quantity, 1) >= 0.9, quantity
 
