@@ -19,7 +19,7 @@ import polars as pl
 from models import estimates as es
 from resources import estimate_cache
 from resources.dagster_resources import Warehouse
-from resources.readers import load_stack_fit, read_selector_oof
+from resources.readers import load_stack_fit, read_judged_signals, read_selector_oof
 
 
 def split_relabeler(warehouse: Warehouse, labeler_version: str | None, texts: pl.DataFrame, problem: es.Problem,
@@ -63,12 +63,15 @@ def keyed_split_relabeler(warehouse: Warehouse, labeler_version: str | None, tex
     # every column of every judged record (the relabeling reads the prompt too), in a fixed order
     digest.update("\n".join(sorted(json.dumps(r, sort_keys=True, default=str)
                                     for frame in judged for r in frame.iter_rows(named=True))).encode())
+    signals = read_judged_signals(fit.selector_version)
+    digest.update(json.dumps(signals, sort_keys=True, default=str).encode())  # the judged texts' own signals
     relabel = EstimationPartRelabeler(
         fit, pl.concat(judged) if judged else pl.DataFrame(), list(zip(texts["benchmark"], texts["prompt_hash"],
                                                                         strict=True)),
         {r["prompt_hash"]: [(int(t), c, float(p)) for t, c, p in r["labels"]] for r in selector["prompts"]},
         {r["prompt_hash"]: bool(r["is_work"]) for r in selector["prompts"]},
-        {(str(c), int(t)): k for k, (c, t) in enumerate(keys.select("onet_soc_code", "task_id").iter_rows())})
+        {(str(c), int(t)): k for k, (c, t) in enumerate(keys.select("onet_soc_code", "task_id").iter_rows())},
+        signals)
     return relabel, "relabeled from the estimation part's judged texts alone", digest.hexdigest()
 
 

@@ -166,8 +166,14 @@ def neighbour_step(warehouse: Warehouse, benchmark: str, prompts: list[PromptRec
     """(label sets, labeler_version, metadata) after the neighbour step; unchanged when there is no stack fit
     for the labeler's selector (another labeler, or a stale fit: said in the metadata)."""
     from models.labeling.neighbours import BenchmarkSample
-    from models.labeling.stacking import judged_fingerprint, stacked_label_sets, task_codes_of
+    from models.labeling.stacking import (
+        compute_text_signals,
+        judged_fingerprint,
+        stacked_label_sets,
+        task_codes_of,
+    )
     from resources import neighbour_cache
+    from resources.readers import read_judged_signals
 
     if not settings().neighbour_step:
         return labels_by_hash, impl.labeler_version, {"neighbour_step": "off (BENCHMAP_NEIGHBOUR_STEP)"}
@@ -186,7 +192,17 @@ def neighbour_step(warehouse: Warehouse, benchmark: str, prompts: list[PromptRec
     fingerprint = judged_fingerprint(fit.version, impl.labeler_version, judged)
     path = warehouse.neighbour_cache_path(benchmark)
     cached = neighbour_cache.read_decisions(path, fingerprint) if sample is not None else {}
-    restacked, n, decisions = stacked_label_sets(fit, sample, prompts, labels_by_hash, task_codes_of(index), cached)
+    judged_signals = read_judged_signals(selector.version)
+
+    def signals_of(texts: dict[str, str]) -> dict:
+        # a reference text's signals come from the selector fold that never saw its benchmark; the rest from
+        # the published selector fit
+        fresh = {h: t for h, t in texts.items() if h not in judged_signals}
+        return {**{h: judged_signals[h] for h in texts if h in judged_signals},
+                **compute_text_signals(index, selector, impl.config, fresh)}
+
+    restacked, n, decisions = stacked_label_sets(fit, sample, prompts, labels_by_hash, task_codes_of(index), cached,
+                                                 signals_of)
     fresh = len(decisions.keys() - cached.keys())
     if fresh:
         neighbour_cache.write_decisions(path, fingerprint, decisions)

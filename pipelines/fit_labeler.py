@@ -44,6 +44,7 @@ from resources.sources import discover_landing, resolve_source
 OOF_FILE = "selector_oof.json"  # the held-out label sets of the cross-validation, beside the fit
 STACK_FILE = "neighbour_fit.json"  # the neighbour stack, beside the selector's fit
 STACK_OOF_FILE = "neighbour_oof.json"  # its cross-fitted labels of the judged texts
+SIGNALS_FILE = "neighbour_signals.json"  # the judged texts' out-of-sample text signals the stack reads
 # Issue 25's targets, leaving one judged text out within its benchmark (all judged texts, both splits).
 STACK_TARGETS = {"task_f1": 0.55, "first_occupation_agreement": 0.75, "work_accuracy": 0.95}
 REPORTED = ("task_f1", "task_precision", "task_recall", "first_occupation_agreement", "work_accuracy")
@@ -97,7 +98,7 @@ def _oof_prompts(decisions: dict[str, Any], benchmark_of: dict[str, str]) -> lis
 
 
 def fit_stack(reference_folder: Path, selector_path: Path, *, write: bool,
-              log: Any = None) -> dict[str, Any]:
+              log: Any = None, prepared: tuple | None = None) -> dict[str, Any]:
     """Cross-validate and fit the neighbour stack on the current selector's cross-validated labels; write
     neighbour_fit.json and neighbour_oof.json beside `selector_path` when `write`. Returns the figures."""
     from models.labeling import stacking_cv as scv
@@ -125,7 +126,10 @@ def fit_stack(reference_folder: Path, selector_path: Path, *, write: bool,
     selector_labels = {r["prompt_hash"]: [(int(t), c, float(p)) for t, c, p in r["labels"]]
                        for r in out_of_fold["prompts"]}
     selector_work = {r["prompt_hash"]: bool(r["is_work"]) for r in out_of_fold["prompts"]}
-    examples = scv.examples(judged, selector_labels, selector_work, task_code)
+    _, prompts, index, _ = prepared or prepare(reference_folder)
+    signals_json = scv.judged_signals(prompts, index)
+    signals = {h: (float(v[0]), [tuple(x) for x in v[1]]) for h, v in signals_json.items()}
+    examples = scv.examples(judged, selector_labels, selector_work, task_code, signals=signals)
     decisions, folds = scv.cross_validate(examples, selector.version, log=log)
     key = scv.NEIGHBOUR_GRID[0]
     before = scv.selector_decisions(examples, key)
@@ -160,6 +164,9 @@ def fit_stack(reference_folder: Path, selector_path: Path, *, write: bool,
             {"fit_version": fit.version, "selector_version": selector.version,
              "reference_sha256": reference_digest(reference_folder),
              "prompts": _oof_prompts(decisions, benchmark_of)}, separators=(",", ":")) + "\n", encoding="utf-8")
+        selector_path.with_name(SIGNALS_FILE).write_text(json.dumps(
+            {"selector_version": selector.version, "reference_sha256": reference_digest(reference_folder),
+             "signals": signals_json}, separators=(",", ":")) + "\n", encoding="utf-8")
         result.update(stack_version=fit.version, k=fit.k, power=fit.power, work_threshold=fit.work_threshold,
                       task_threshold=fit.task_threshold, max_tasks=fit.max_tasks, written_to=str(stack_path))
     result["seconds"] = round(time.perf_counter() - started, 1)

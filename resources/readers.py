@@ -184,6 +184,19 @@ def read_labeler_oof(labeler_version: str | None) -> dict | None:
     return read_selector_oof()
 
 
+def read_judged_signals(selector_version: str | None = None) -> dict[str, tuple[float, list[tuple]]]:
+    """The reference texts' out-of-sample text signals the neighbour stack reads (models/labeling/
+    neighbour_signals.json, written by `python -m pipelines.fit_labeler`; models.labeling.stacking.TextSignals),
+    empty without the file or when it is for another selector fit than `selector_version`."""
+    path = STACK_PATH.with_name("neighbour_signals.json")
+    if not path.is_file():
+        return {}
+    data = json.loads(read_text(path))
+    if selector_version is not None and data.get("selector_version") != selector_version:
+        return {}
+    return {h: (float(v[0]), [tuple(x) for x in v[1]]) for h, v in data["signals"].items()}
+
+
 def read_selector_oof(path: str | Path | None = None) -> dict | None:
     """The selector's cross-validated labels of the reference texts (models/labeling/selector_oof.json, written
     by `python -m pipelines.fit_labeler`), or None when there is no such file."""

@@ -4,6 +4,7 @@ cross-fitted labels the estimators use, and the split check with them."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -83,7 +84,7 @@ def test_cross_fitted_predictions_do_not_see_the_texts_own_label() -> None:
     decided = {}
     for frame in (judged, _flip(judged, target)):
         examples = scv.examples(frame, selector, work, TASK_CODE, grid=((3, 1.0),))
-        decisions, _ = scv.cross_validate(examples, "s-test", grid=((3, 1.0),))
+        decisions, _ = scv.cross_validate(examples, "s-test", grid=((3, 1.0),), min_judged=0)
         decided[frame is judged] = decisions
     original, flipped = decided[True], decided[False]
     assert original[target] == flipped[target]
@@ -94,7 +95,7 @@ def test_cross_fitted_predictions_do_not_see_the_texts_own_label() -> None:
 def test_label_benchmark_falls_back_without_other_judged_texts() -> None:
     judged, selector, work = _world()
     examples = scv.examples(judged, selector, work, TASK_CODE, grid=((3, 1.0),))
-    fit = scv.fit_stack(examples, "s-test", grid=((3, 1.0),))
+    fit = scv.fit_stack(examples, "s-test", grid=((3, 1.0),), min_judged=0)
     only = judged.filter(pl.col("prompt_hash") == "b0t0")
     sample = BenchmarkSample.of(only)
     decided = label_benchmark(fit, sample, ["x", "reconcile the ledger"], ["b0t0", "new"],
@@ -102,6 +103,13 @@ def test_label_benchmark_falls_back_without_other_judged_texts() -> None:
     assert decided is not None and "b0t0" not in decided and "new" in decided  # only itself: no vote
     assert label_benchmark(fit, None, ["x"], ["new"], selector, {}, TASK_CODE) is None
     assert StackFit.from_json(fit.to_json()).version == fit.version
+    # a benchmark with fewer than min_judged judged texts keeps the selector's labels (none decided)
+    bench = judged.filter(pl.col("benchmark") == "bench0")
+    texts, hashes = bench["prompt"].to_list(), bench["prompt_hash"].to_list()
+    assert label_benchmark(fit, BenchmarkSample.of(bench), texts, hashes, selector, {}, TASK_CODE)
+    strict = dataclasses.replace(fit, min_judged=bench.height + 1)
+    assert label_benchmark(strict, BenchmarkSample.of(bench), texts, hashes, selector, {}, TASK_CODE) is None
+    assert StackFit.from_json(strict.to_json()).min_judged == bench.height + 1 and strict.version != fit.version
 
 
 def test_split_relabeling_uses_the_estimation_part_only() -> None:
@@ -113,7 +121,7 @@ def test_split_relabeling_uses_the_estimation_part_only() -> None:
 
     judged, selector, work = _world()
     examples = scv.examples(judged, selector, work, TASK_CODE, grid=((3, 1.0),))
-    fit = scv.fit_stack(examples, "s-test", grid=((3, 1.0),))
+    fit = scv.fit_stack(examples, "s-test", grid=((3, 1.0),), min_judged=0)
     bench = judged.filter(pl.col("benchmark") == "bench0").sort("prompt_hash")
     keys = list(zip(bench["benchmark"], bench["prompt_hash"], strict=True))
     task_index = {(c, t): k for k, (t, c) in enumerate(sorted(TASK_CODE.items()))}
@@ -161,7 +169,7 @@ def test_the_step_reuses_its_cached_decisions(tmp_path: Path) -> None:
 
     judged, selector, work = _world()
     examples = scv.examples(judged, selector, work, TASK_CODE, grid=((3, 1.0),))
-    fit = scv.fit_stack(examples, "s-test", grid=((3, 1.0),))
+    fit = scv.fit_stack(examples, "s-test", grid=((3, 1.0),), min_judged=0)
     bench = judged.filter(pl.col("benchmark") == "bench0")
     sample = BenchmarkSample.of(bench)
     prompts = [PromptRecord("bench0", f"p{i}", h, t) for i, (h, t) in
@@ -216,9 +224,11 @@ def test_the_committed_fit_beats_the_selector_and_stacks_the_committed_selector(
     assert after["task_f1"]["value"] >= 0.55  # issue 25's target
     assert after["task_f1"]["value"] > vote["task_f1"]["value"] + 0.02  # the stack adds to the plain vote
     assert after["task_precision"]["value"] > vote["task_precision"]["value"] + 0.05
-    # issue 25's 0.75 and 0.95 are not reached (docs/offline_labeler.md): the neighbours' level, well above before
-    assert after["first_occupation_agreement"]["value"] >= 0.70
-    assert after["work_accuracy"]["value"] >= 0.94
+    # issue 25's first occupation target is met (0.760); the work decision's 0.95 is not (0.947: docs/offline_labeler.md)
+    assert after["first_occupation_agreement"]["value"] >= 0.75
+    assert after["first_occupation_agreement"]["value"] > vote["first_occupation_agreement"]["value"] + 0.03
+    assert after["work_accuracy"]["value"] >= 0.945
+    assert fit.min_judged == 10
     for metric in ("task_f1", "first_occupation_agreement", "work_accuracy"):
         assert after[metric]["value"] > before[metric]["value"] + 0.05
     new = fit.cross_validation["new_benchmark"]
@@ -301,7 +311,12 @@ def relabeled_split_check(mirror: Path) -> pl.DataFrame:
     from models import estimates as es
     from models.labeling.stacking_split import EstimationPartRelabeler
     from pipelines.fit_labeler import landed_texts
-    from resources.readers import load_onet_reference_frames, load_reference, read_selector_oof
+    from resources.readers import (
+        load_onet_reference_frames,
+        load_reference,
+        read_judged_signals,
+        read_selector_oof,
+    )
     from resources.sources import resolve_source
 
     statements = resolve_source("onet/Task Statements.txt")
@@ -322,9 +337,11 @@ def relabeled_split_check(mirror: Path) -> pl.DataFrame:
                                                                      strict=True)),
         {r["prompt_hash"]: [(int(t), c, float(p)) for t, c, p in r["labels"]] for r in selector["prompts"]},
         {r["prompt_hash"]: bool(r["is_work"]) for r in selector["prompts"]},
-        {(str(c), int(t)): k for k, (c, t) in enumerate(problem.task_keys.iter_rows())})
+        {(str(c), int(t)): k for k, (c, t) in enumerate(problem.task_keys.iter_rows())},
+        read_judged_signals(load_stack_fit().selector_version))
     summary = split_check(problem, es.scopes_for(problem, None, per_benchmark=False), 4, 30, 7, relabel)
-    assert relabel.n_relabeled > 0.5 * texts.height  # the stack decided most texts of the last (fifth) split
+    # the last call is a fifth split: no benchmark keeps min_judged judged texts, so the selector's labels stand
+    assert relabel.fit.min_judged > 0 and relabel.n_relabeled == 0
     return summary
 
 
@@ -342,12 +359,12 @@ def test_split_check_intervals_cover_the_truth_with_the_cross_fitted_labels(rela
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "measured 2026-12-03 (run_all with BENCHMAP_NEIGHBOUR_STEP=1, 10 splits): from a fifth of each benchmark's "
-    "judge sample (~5 judged texts voting) the model-assisted count at >= 5 runs high, tasks +14.4 of 75 and "
-    "occupations +8.6 of 37, coverage 0.1 and 0.1 (0.8 and 0.9 with the selector's labels). This is why the "
-    "neighbour step stays off by default."))
 def test_fifth_split_check_covers_the_truth_with_the_neighbour_step(relabeled_split_check: pl.DataFrame) -> None:
+    """From a fifth of each benchmark's judge sample (~6 judged texts) the step keeps the selector's labels
+    (StackFit.min_judged = 10), so the estimators correct errors they can see. Before min_judged the step
+    restacked from ~5 voting texts and the count at >= 5 ran high: tasks +14.4 of 75 and occupations +8.6 of 37,
+    coverage 0.1 and 0.1 (run_all, 10 splits); with the 2026-12-03 features still 0.25 and 0.5 (4 splits).
+    Measured with min_judged (4 splits): 0.75 (+7.7) and 1.0 (+3.2)."""
     fifth = relabeled_split_check.filter(pl.col("check") == "split_fifth")
     for quantity in ("tasks_covered", "occupations_covered"):
         assert split_coverage(fifth, "model_assisted", quantity, 5) >= 0.6, quantity
@@ -363,7 +380,12 @@ def test_split_check_with_labels_refitted_on_the_estimation_half_only(mirror: Pa
     from models.estimates.problem import task_counts
     from models.labeling.stacking import label_benchmark
     from pipelines.fit_labeler import landed_texts
-    from resources.readers import load_onet_reference_frames, load_reference, read_selector_oof
+    from resources.readers import (
+        load_onet_reference_frames,
+        load_reference,
+        read_judged_signals,
+        read_selector_oof,
+    )
     from resources.sources import resolve_source
 
     statements = resolve_source("onet/Task Statements.txt")
@@ -372,7 +394,7 @@ def test_split_check_with_labels_refitted_on_the_estimation_half_only(mirror: Pa
     reference = load_reference()
     texts = pl.DataFrame([{"benchmark": b, "prompt_hash": h, "prompt": t}
                           for b, pairs in landed_texts(reference).items() for h, t in pairs])
-    judged = judged_texts(reference, texts)
+    judged = judged_texts(reference, texts).sort("benchmark", "prompt_hash")  # the join's order varies: fix the splits
     selector = read_selector_oof()
     selector_labels = {r["prompt_hash"]: [(int(t), c, float(p)) for t, c, p in r["labels"]]
                        for r in selector["prompts"]}
@@ -390,7 +412,8 @@ def test_split_check_with_labels_refitted_on_the_estimation_half_only(mirror: Pa
             part = estimation.filter(pl.col("benchmark") == benchmark)
             decided = label_benchmark(fit, BenchmarkSample.of(part) if part.height else None,
                                       group["prompt"].to_list(), group["prompt_hash"].to_list(),
-                                      selector_labels, selector_work, task_code) or {}
+                                      selector_labels, selector_work, task_code,
+                                      read_judged_signals(fit.selector_version)) or {}
             for h in group["prompt_hash"].to_list():
                 labels = decided[h].labels if h in decided else selector_labels.get(h, [])
                 rows += [{"benchmark": benchmark, "prompt_hash": h, "onet_soc_code": c, "task_id": t,
@@ -408,7 +431,8 @@ def test_split_check_with_labels_refitted_on_the_estimation_half_only(mirror: Pa
     summary = es.summarize_checks(pl.concat(checks))
 
     for quantity in ("tasks_covered", "occupations_covered"):
-        # measured: 1.0 and 1.0 for both (4 splits; mean error -3.5 tasks, -0.3 occupations at >= 5)
+        # measured (2026-12-03 fit, sorted splits): passes; before the sort the join order moved the splits and tasks
+        # at >= 5 covered 0.25 in 1 of 3 runs (1.0 in the others): a borderline check with 4 splits
         assert split_coverage(summary, "model_assisted", quantity, 5) >= 0.6, quantity
         assert split_coverage(summary, "bounds", quantity, 1) >= 0.9, quantity
 
@@ -431,6 +455,31 @@ def test_labeler_validation_rows_of_both_evaluations() -> None:
     after = rows.filter(pl.col("labeler") == "offline")["labeler_version"][0]
     assert stacked_on(after) == "offline-calibrated+v1+s0"
     assert stacked_on("offline-calibrated+v1+s0") is None
+
+
+def test_the_label_quality_line_names_both_evaluations_of_the_step() -> None:
+    """summary.md's label-quality line (models/report/limitations.py) quotes the step's labels under both
+    evaluations, each named, from labeler_validation's rows; the selector's line stays as it was."""
+    from assets.label_validation import stack_cross_validated_rows
+    from models.report.limitations import label_quality_findings
+
+    fit = load_stack_fit()
+    rows = stack_cross_validated_rows(fit, "offline-calibrated+v1+s0")
+    coverage = pl.DataFrame({"labeler": ["offline"]})
+    line = label_quality_findings({"labeler_validation": rows, "task_coverage": coverage})[0]
+    within = fit.cross_validation["within_benchmark"]["neighbour_stack"]["all"]
+    new = fit.cross_validation["new_benchmark"]["neighbour_stack"]["all"]
+    assert "Leaving one judged text out within its benchmark" in line and "Leaving one benchmark out" in line
+    first, second = line.split("Leaving one benchmark out")
+    assert f"first occupation {round(100 * within['first_occupation_agreement']['value'])}%" in first
+    assert f"work decision {round(100 * within['work_accuracy']['value'])}%" in first
+    assert f"task F1 {round(100 * new['task_f1']['value'])}%" in second
+    # the selector alone (step off): leave one benchmark out, as before
+    selector_rows = rows.filter((pl.col("labeler") == "offline_selector_only")
+                                & pl.col("metric").str.contains("_new_benchmark_")).with_columns(
+        pl.lit("offline").alias("labeler"), pl.col("metric").str.replace("_new_benchmark", ""))
+    plain = label_quality_findings({"labeler_validation": selector_rows, "task_coverage": coverage})[0]
+    assert "cross-validated leaving one benchmark out" in plain and "within its benchmark" not in plain
     assert stack_cross_validated_rows(None, "x").is_empty()
     # with the step off the stack's rows are a candidate's: the published labeler's rows stay the selector's
     off = stack_cross_validated_rows(fit, "offline-calibrated+v1+s0", published=False)

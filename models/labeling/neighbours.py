@@ -17,7 +17,7 @@ Pure numpy/scipy/scikit-learn on frames; nothing here reads files.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -156,3 +156,41 @@ def neighbour_votes(sample: BenchmarkSample, texts: Sequence[str], hashes: Seque
                  n_neighbours=voting.sum(axis=1), codes=sample.codes, occupation=weights @ sample.occupation,
                  first_occupation=weights @ sample.first_occupation, task_ids=sample.task_ids,
                  task=weights @ sample.task)
+
+
+def first_occupation_trust(sample: BenchmarkSample, hashes: Sequence[str], first_of: Mapping[str, str | None]
+                           ) -> np.ndarray:
+    """(q,) for each query text, the mean over the sample's judged texts other than itself of the share of
+    passes listing `first_of[judged text]` (a labeler's first occupation of that text; 0 without one): how
+    often that labeler names an occupation the judge lists in this benchmark, leave one text out."""
+    col = {str(c): i for i, c in enumerate(sample.codes.tolist())}
+    hit = np.array([sample.occupation[j, col[c]] if (c := first_of.get(str(h))) in col else 0.0
+                    for j, h in enumerate(sample.hashes.tolist())])
+    own = np.asarray(hashes, dtype=object)[:, None] == sample.hashes[None, :]
+    others = (~own).sum(axis=1)
+    total = hit.sum() - (own * hit[None, :]).sum(axis=1)
+    return np.divide(total, others, out=np.zeros(len(hashes)), where=others > 0)
+
+
+def work_shares_by_logit(sample: BenchmarkSample, hashes: Sequence[str], query_logit: np.ndarray,
+                         judged_logit: Mapping[str, float]) -> tuple[np.ndarray, ...]:
+    """((q,) above, (q,) below, (q,) share, (q,) quantile gap): the work share of the sample's judged texts (other than the query itself)
+    whose text work logit is >= / < the query's, each shrunk toward the benchmark's work share by one text.
+    Places a text on its benchmark's own scale of the text-level work evidence (mixed benchmarks: the
+    judge's work texts are the ones that read most like work); the benchmark's work share (shrunk by one
+    half text each way) and how far the query's logit quantile among them lies above 1 - that share. Judged
+    texts without a logit are left out."""
+    known = np.array([str(h) in judged_logit for h in sample.hashes.tolist()])
+    logit = np.array([judged_logit.get(str(h), 0.0) for h in sample.hashes.tolist()])
+    own = np.asarray(hashes, dtype=object)[:, None] == sample.hashes[None, :]
+    use = known[None, :] & ~own
+    n = use.sum(axis=1)
+    prior = np.divide((use * sample.work[None, :]).sum(axis=1), n, out=np.full(len(hashes), 0.5), where=n > 0)
+    higher = use & (logit[None, :] >= np.asarray(query_logit, dtype=float)[:, None])
+    lower = use & ~higher
+    above = ((higher * sample.work[None, :]).sum(axis=1) + prior) / (higher.sum(axis=1) + 1.0)
+    below = ((lower * sample.work[None, :]).sum(axis=1) + prior) / (lower.sum(axis=1) + 1.0)
+    # the quantile rule: a text whose logit beats the benchmark's (1 - work share) quantile reads as work
+    share = ((use * sample.work[None, :]).sum(axis=1) + 0.5) / (n + 1.0)
+    quantile = np.divide(lower.sum(axis=1), n, out=np.full(len(hashes), 0.5), where=n > 0)
+    return above, below, share, quantile - (1.0 - share)

@@ -24,25 +24,39 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from models.labeling.neighbours import BenchmarkSample, Votes, neighbour_votes
+from models.labeling.neighbours import (
+    BenchmarkSample,
+    Votes,
+    first_occupation_trust,
+    neighbour_votes,
+    work_shares_by_logit,
+)
 from models.labeling.selector import LinearModel
 
 FORMAT_VERSION = 1
 # `*_x_split`: the selector's evidence times how split the neighbours are (1 - the top occupation's vote, or
 # 4 v (1 - v) for the work vote), so the selector speaks where the neighbours disagree (mixed benchmarks).
-WORK_FEATURES = ("work_vote", "selector_work", "vote_x_similarity", "max_similarity", "selector_work_x_split")
+# `text_logit`: the selector's prompt-level work logit before benchmark pooling; `work_above` / `work_below`: the
+# work share of the benchmark's other judged texts reading more / less like work (neighbours.work_shares_by_logit)
+WORK_FEATURES = ("work_vote", "selector_work", "vote_x_similarity", "max_similarity", "selector_work_x_split",
+                 "text_logit", "text_logit_x_split", "work_above", "work_below", "work_share", "quantile_gap")
+# `retriever_*`: the offline retriever's occupation ranking (models.labeling.offline, fitted on no judge label): it
+# reads a role the text names ("You are a staff accountant"), where a benchmark's texts each name another one.
 OCCUPATION_FEATURES = ("occupation_vote", "first_vote", "selector_p", "selector_first", "task_vote_sum",
                        "vote_x_similarity", "max_similarity", "log_vote_rank", "top_vote",
-                       "selector_first_x_split", "selector_p_x_split")
+                       "selector_first_x_split", "selector_p_x_split", "retriever_score", "retriever_first",
+                       "retriever_first_x_split", "retriever_score_x_split", "retriever_margin_x_first",
+                       "retriever_first_x_trust", "retriever_score_x_trust", "selector_first_x_trust",
+                       "selector_p_x_trust")
 TASK_FEATURES = ("task_vote", "occupation_vote", "p_occupation", "is_first_occupation", "selector_p",
                  "selector_kept", "vote_x_similarity", "max_similarity", "log_vote_rank", "work_vote",
-                 "selector_p_x_split")
+                 "selector_p_x_split", "retriever_task")
 
 SelectorLabels = Mapping[str, Sequence[tuple[int, str, float]]]  # prompt_hash -> (task, code, p) best first
 
@@ -61,13 +75,58 @@ class TextEvidence:
     first_vote: np.ndarray
     task_ids: np.ndarray
     task_vote: np.ndarray
+    retriever: Sequence[tuple[str, float]] = ()  # the retriever's best occupations (code, score), best first
+    # how often the retriever's / the selector's first occupation is one the judge lists, over the benchmark's
+    # other judged texts (leave this text out): whether this benchmark's texts name their occupation
+    retriever_trust: float = 0.0
+    selector_trust: float = 0.0
+    text_logit: float = 0.0
+    work_above: float = 0.5
+    work_below: float = 0.5
+    work_share: float = 0.5
+    quantile_gap: float = 0.0
 
 
 def evidence_of(votes: Votes, row: int, labels: Sequence[tuple[int, str, float]], is_work: bool,
-                p_work: float | None) -> TextEvidence:
+                p_work: float | None, context: BenchmarkContext | None = None) -> TextEvidence:
+    c = context
     return TextEvidence(labels, is_work, p_work, float(votes.work[row]), float(votes.max_similarity[row]),
                         votes.codes, votes.occupation[row], votes.first_occupation[row], votes.task_ids,
-                        votes.task[row])
+                        votes.task[row], *((c.retriever[row], float(c.retriever_trust[row]),
+                                            float(c.selector_trust[row]), float(c.text_logit[row]),
+                                            float(c.work_above[row]), float(c.work_below[row]),
+                                            float(c.work_share[row]), float(c.quantile_gap[row])) if c else ()))
+
+
+# prompt_hash -> (the selector's text work logit, the retriever's best occupations): what the step reads of a
+# text besides its labels (computed from the text alone; for a judged text of the reference, from the selector
+# fold that never saw its benchmark)
+TextSignals = Mapping[str, tuple[float, Sequence[tuple]]]
+
+
+@dataclass(frozen=True)
+class BenchmarkContext:
+    """Per query text (rows): its signals and where they stand among the benchmark's judged texts."""
+
+    retriever: list[tuple[tuple[str, float], ...]]
+    retriever_trust: np.ndarray
+    selector_trust: np.ndarray
+    text_logit: np.ndarray
+    work_above: np.ndarray
+    work_below: np.ndarray
+    work_share: np.ndarray
+    quantile_gap: np.ndarray
+
+
+def benchmark_context(sample: BenchmarkSample, hashes: Sequence[str], selector_labels: SelectorLabels,
+                      signals: TextSignals, task_code: Mapping[int, str]) -> BenchmarkContext:
+    retriever = {h: tuple((str(x[0]), float(x[1]), int(x[2]) if len(x) > 2 else -1) for x in signals[h][1])
+                 for h in signals}
+    trust = judged_trust(sample, hashes, selector_labels, retriever, task_code)
+    logit = np.array([float(signals[h][0]) if h in signals else 0.0 for h in hashes])
+    judged_logit = {str(h): float(signals[h][0]) for h in sample.hashes.tolist() if h in signals}
+    shares = work_shares_by_logit(sample, hashes, logit, judged_logit)
+    return BenchmarkContext([retriever.get(h, ()) for h in hashes], trust[0], trust[1], logit, *shares)
 
 
 def work_features(e: TextEvidence) -> np.ndarray:
@@ -75,7 +134,8 @@ def work_features(e: TextEvidence) -> np.ndarray:
     # record the decision only
     split = 4.0 * e.work_vote * (1.0 - e.work_vote)
     return np.array([e.work_vote, float(e.selector_work), e.work_vote * e.max_similarity, e.max_similarity,
-                     float(e.selector_work) * split])
+                     float(e.selector_work) * split, e.text_logit, e.text_logit * split, e.work_above,
+                     e.work_below, e.work_share, e.quantile_gap])
 
 
 def occupation_candidates(e: TextEvidence, task_code: Mapping[int, str]) -> tuple[list[str], np.ndarray]:
@@ -94,7 +154,8 @@ def occupation_candidates(e: TextEvidence, task_code: Mapping[int, str]) -> tupl
             code = task_code.get(int(t))
             if code is not None:
                 task_sum[code] = task_sum.get(code, 0.0) + v
-    codes = sorted({c for c, v in vote.items() if v > 0} | set(task_sum) | set(selector_p))
+    extra = {task_code[t] for t in retriever_tasks(e.retriever) if t in task_code}
+    codes = sorted({c for c, v in vote.items() if v > 0} | set(task_sum) | set(selector_p) | extra)
     if not codes:
         return [], np.zeros((0, len(OCCUPATION_FEATURES)))
     votes = np.array([vote.get(c, 0.0) for c in codes])
@@ -103,11 +164,59 @@ def occupation_candidates(e: TextEvidence, task_code: Mapping[int, str]) -> tupl
     top = float(e.occupation_vote.max()) if len(e.occupation_vote) else 0.0
     sel_p = np.array([selector_p.get(c, 0.0) for c in codes])
     sel_first = np.array([float(c == first) for c in codes])
+    retriever = retriever_scores(e.retriever)
+    ret_score = np.array([retriever.get(c, 0.0) for c in codes])
+    ret_first = np.array([float(bool(e.retriever) and c == e.retriever[0][0]) for c in codes])
+    margin = retriever_margin(e.retriever)
     x = np.column_stack([votes, [first_vote.get(c, 0.0) for c in codes], sel_p, sel_first,
                          [task_sum.get(c, 0.0) for c in codes], votes * e.max_similarity,
                          np.full(len(codes), e.max_similarity), np.log1p(rank), np.full(len(codes), top),
-                         sel_first * (1.0 - top), sel_p * (1.0 - top)])
+                         sel_first * (1.0 - top), sel_p * (1.0 - top), ret_score, ret_first,
+                         ret_first * (1.0 - top), ret_score * (1.0 - top), ret_first * margin,
+                         ret_first * e.retriever_trust, ret_score * e.retriever_trust,
+                         sel_first * e.selector_trust, sel_p * e.selector_trust])
     return codes, x
+
+
+RETRIEVER_TOP = 10  # the retriever's occupations the stack reads
+# the retriever's best occupations whose best task (by the retriever's task evidence) becomes a candidate: a text
+# whose occupation neither its neighbours nor the selector name can still get it
+RETRIEVER_CANDIDATES = 3
+
+
+def retriever_tasks(ranking: Sequence[tuple]) -> dict[int, float]:
+    """task -> the retriever's relative score of its occupation, for the best task of each of the retriever's
+    RETRIEVER_CANDIDATES best occupations (ranking entries (code, score, best task); no task: -1)."""
+    scores = retriever_scores(ranking)
+    return {int(x[2]): scores.get(str(x[0]), 0.0) for x in ranking[:RETRIEVER_CANDIDATES]
+            if len(x) > 2 and int(x[2]) >= 0}
+
+
+def judged_trust(sample: BenchmarkSample, hashes: Sequence[str], selector_labels: SelectorLabels,
+                 retriever: Mapping[str, Sequence[tuple[str, float]]], task_code: Mapping[int, str]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(retriever trust, selector trust) of each query text (neighbours.first_occupation_trust) from the
+    retriever's and the selector's first occupation of the sample's judged texts."""
+    judged = [str(h) for h in sample.hashes.tolist()]
+    retriever_first = {h: str(retriever[h][0][0]) for h in judged if retriever.get(h)}
+    selector_first = {h: task_code.get(int(selector_labels[h][0][0]), str(selector_labels[h][0][1]))
+                      for h in judged if selector_labels.get(h)}
+    return (first_occupation_trust(sample, hashes, retriever_first),
+            first_occupation_trust(sample, hashes, selector_first))
+
+
+def retriever_scores(ranking: Sequence[tuple[str, float]]) -> dict[str, float]:
+    """code -> the retriever's score scaled to its best (1.0), for its RETRIEVER_TOP best occupations."""
+    top = [(str(x[0]), float(x[1])) for x in ranking[:RETRIEVER_TOP] if x[1] > 0]
+    best = top[0][1] if top else 1.0
+    return {c: s / best for c, s in top}
+
+
+def retriever_margin(ranking: Sequence[tuple[str, float]]) -> float:
+    """How far the retriever's best occupation leads its second (1 - second / best; 1 with a single one)."""
+    if not ranking or ranking[0][1] <= 0:
+        return 0.0
+    return 1.0 - (float(ranking[1][1]) / float(ranking[0][1]) if len(ranking) > 1 else 0.0)
 
 
 def task_candidates(e: TextEvidence, task_code: Mapping[int, str]) -> tuple[list[int], np.ndarray]:
@@ -115,7 +224,8 @@ def task_candidates(e: TextEvidence, task_code: Mapping[int, str]) -> tuple[list
     columns p_occupation and is_first_occupation are left at 0: `score` fills them from the occupation model."""
     selector_p = {int(t): float(p) for t, _, p in e.selector_labels}
     vote = {int(t): float(v) for t, v in zip(e.task_ids.tolist(), e.task_vote.tolist(), strict=True) if v > 0}
-    tasks = sorted(t for t in set(vote) | set(selector_p) if t in task_code)
+    extra = retriever_tasks(e.retriever)
+    tasks = sorted(t for t in set(vote) | set(selector_p) | set(extra) if t in task_code)
     if not tasks:
         return [], np.zeros((0, len(TASK_FEATURES)))
     occupation_vote = dict(zip(e.codes.tolist(), e.occupation_vote.tolist(), strict=True))
@@ -129,7 +239,7 @@ def task_candidates(e: TextEvidence, task_code: Mapping[int, str]) -> tuple[list
     x = np.column_stack([votes, [occupation_vote.get(c, 0.0) for c in codes], zeros, zeros, sel_p,
                          [float(t in selector_p) for t in tasks], votes * e.max_similarity,
                          np.full(len(tasks), e.max_similarity), np.log1p(rank), np.full(len(tasks), e.work_vote),
-                         sel_p * (1.0 - top)])
+                         sel_p * (1.0 - top), [extra.get(t, 0.0) for t in tasks]])
     return tasks, x
 
 
@@ -202,6 +312,11 @@ class StackFit:
     max_tasks: int
     selector_version: str
     work_rule: str = "model"  # "model" (p_work >= work_threshold) or "vote" (the neighbours' vote >= 1/2)
+    # the neighbour setting of the work decision, chosen apart (for accuracy); None: (k, power)
+    work_neighbours: tuple[int, float] | None = None
+    # a benchmark with fewer judged texts keeps the selector's labels: from a few judged texts the votes are too
+    # coarse for the estimators to correct (the split check from a fifth of the judge sample, ~6 texts)
+    min_judged: int = 0
     trained_on: dict[str, Any] = field(default_factory=dict)
     cross_validation: dict[str, Any] = field(default_factory=dict)
 
@@ -214,7 +329,13 @@ class StackFit:
         return {"format": FORMAT_VERSION, "k": self.k, "power": self.power, "work": self.work.to_dict(),
                 "occupation": self.occupation.to_dict(), "task": self.task.to_dict(),
                 "work_threshold": round(self.work_threshold, 6), "task_threshold": round(self.task_threshold, 6),
-                "max_tasks": self.max_tasks, "selector_version": self.selector_version, "work_rule": self.work_rule}
+                "max_tasks": self.max_tasks, "selector_version": self.selector_version, "work_rule": self.work_rule,
+                **({"work_neighbours": list(self.work_neighbours)} if self.work_neighbours else {}),
+                **({"min_judged": self.min_judged} if self.min_judged else {})}
+
+    @property
+    def work_key(self) -> tuple[int, float]:
+        return self.work_neighbours or (self.k, self.power)
 
     def to_json(self) -> str:
         body = {"version": self.version, **self._model_dict(), "trained_on": self.trained_on,
@@ -230,7 +351,9 @@ class StackFit:
         fit = cls(int(data["k"]), float(data["power"]), LinearModel.from_dict(data["work"]),
                   LinearModel.from_dict(data["occupation"]), LinearModel.from_dict(data["task"]),
                   float(data["work_threshold"]), float(data["task_threshold"]), int(data["max_tasks"]),
-                  str(data["selector_version"]), str(data.get("work_rule", "model")), data.get("trained_on", {}),
+                  str(data["selector_version"]), str(data.get("work_rule", "model")),
+                  (int(data["work_neighbours"][0]), float(data["work_neighbours"][1]))
+                  if data.get("work_neighbours") else None, int(data.get("min_judged", 0)), data.get("trained_on", {}),
                   data.get("cross_validation", {}))
         if data.get("version") not in (None, fit.version):
             raise ValueError(f"neighbour stack {data.get('version')} does not match its contents ({fit.version}): "
@@ -252,14 +375,17 @@ class Scores:
     work_vote: float  # the neighbours' work vote (the decision when the fit's work_rule is "vote")
 
 
-def score(models: tuple[LinearModel, LinearModel, LinearModel], c: Candidates) -> Scores:
+def score(models: tuple[LinearModel, LinearModel, LinearModel], c: Candidates,
+          work_x: np.ndarray | None = None) -> Scores:
+    """`work_x`: the work features under the fit's own work neighbour setting (default c.work_x)."""
     work, occupation, task = models
-    p_work = float(work.predict(c.work_x[None, :])[0])
+    work_x = c.work_x if work_x is None else work_x
+    p_work = float(work.predict(work_x[None, :])[0])
     p_occ = occupation.predict(c.occupation_x) if c.codes else np.zeros(0)
     p_task = task.predict(with_occupation(c, p_occ)) if c.tasks else np.zeros(0)
     first = first_with_task(c, p_occ)
     return Scores(p_work, c.codes, p_occ, c.tasks, c.task_codes, p_task, c.codes[first] if first >= 0 else None,
-                  float(c.work_x[WORK_FEATURES.index("work_vote")]))
+                  float(work_x[WORK_FEATURES.index("work_vote")]))
 
 
 def ranked(s: Scores) -> tuple[np.ndarray, int | None]:
@@ -296,22 +422,74 @@ def decide(s: Scores, work_threshold: float, task_threshold: float, max_tasks: i
 
 def label_benchmark(fit: StackFit, sample: BenchmarkSample | None, texts: Sequence[str], hashes: Sequence[str],
                     selector_labels: SelectorLabels, selector_work: Mapping[str, tuple[bool, float | None]],
-                    task_code: Mapping[int, str]) -> dict[str, Decision] | None:
+                    task_code: Mapping[int, str], signals: TextSignals | None = None) -> dict[str, Decision] | None:
     """prompt_hash -> Decision for texts of one benchmark; None when the benchmark has no judged text other
     than the texts themselves (the caller keeps the selector's labels: the fallback). A judged text's own
     judge labels never reach its decision (neighbour_votes leaves it out)."""
-    if sample is None or sample.size == 0:
+    if sample is None or sample.size == 0 or sample.size < fit.min_judged:
         return None
     models = (fit.work, fit.occupation, fit.task)
     votes = neighbour_votes(sample, texts, hashes, fit.k, fit.power)
+    work_votes = votes if fit.work_key == (fit.k, fit.power) else neighbour_votes(sample, texts, hashes,
+                                                                                  *fit.work_key)
+    context = benchmark_context(sample, hashes, selector_labels, signals or {}, task_code)
     out: dict[str, Decision] = {}
     for row, h in enumerate(hashes):
         if votes.n_neighbours[row] == 0:
             continue  # the benchmark's only judged text is this one: the selector's labels stand
         is_work, p_work = selector_work.get(h, (bool(selector_labels.get(h)), None))
-        e = evidence_of(votes, row, selector_labels.get(h, ()), is_work, p_work)
-        out[h] = decide(score(models, candidates(e, task_code)), fit.work_threshold, fit.task_threshold,
+        e = evidence_of(votes, row, selector_labels.get(h, ()), is_work, p_work, context)
+        work_x = work_features(evidence_of(work_votes, row, selector_labels.get(h, ()), is_work, p_work, context))
+        out[h] = decide(score(models, candidates(e, task_code), work_x), fit.work_threshold, fit.task_threshold,
                         fit.max_tasks, fit.work_rule)
+    return out
+
+
+def compute_text_signals(index: Any, selector_fit: Any, config: Any, texts: Mapping[str, str],
+                         top: int = RETRIEVER_TOP) -> dict[str, tuple[float, list[tuple[str, float, int]]]]:
+    """stacking.TextSignals of `texts` (prompt_hash -> text) from the TaskIndex's evidence and the selector fit's
+    work model (its prompt-level logit before benchmark pooling), in batches of config.batch_size."""
+    from models.labeling.selector import work_dense_features
+
+    out: dict[str, tuple[float, list[tuple[str, float, int]]]] = {}
+    items = list(texts.items())
+    for start in range(0, len(items), max(1, int(config.batch_size))):
+        batch = items[start: start + int(config.batch_size)]
+        words = [t if isinstance(t, str) and t.strip() else " " for _, t in batch]
+        evidence, signals = index.evidence_with_signals(words, config)
+        logits = selector_fit.work.text_logit(words, work_dense_features(signals, words))
+        for row, (h, _) in enumerate(batch):
+            out[h] = (float(logits[row]), retriever_ranking(index, evidence.occupation[row], evidence.task[row], top))
+    return out
+
+
+_TASKS_BY_OCCUPATION: dict[int, list[np.ndarray]] = {}  # id(index) -> task rows of each occupation
+
+
+def _tasks_by_occupation(index: Any) -> list[np.ndarray]:
+    key = id(index)
+    if key not in _TASKS_BY_OCCUPATION:
+        occupation_of = np.asarray(index.task_occupation)
+        order = np.argsort(occupation_of, kind="stable")
+        bounds = np.searchsorted(occupation_of[order], np.arange(len(index.occupation_codes) + 1))
+        _TASKS_BY_OCCUPATION.clear()  # one index per process
+        _TASKS_BY_OCCUPATION[key] = [order[bounds[i]:bounds[i + 1]] for i in range(len(index.occupation_codes))]
+    return _TASKS_BY_OCCUPATION[key]
+
+
+def retriever_ranking(index: Any, occupation: np.ndarray, task: np.ndarray, top: int = RETRIEVER_TOP
+                      ) -> list[tuple[str, float, int]]:
+    """The retriever's `top` best occupations of a text as (code, combined score, its best task by the task
+    evidence; -1 without one) from one row of the index's evidence."""
+    order = np.argsort(-occupation, kind="stable")[:top]
+    out: list[tuple[str, float, int]] = []
+    by_occupation = _tasks_by_occupation(index)
+    for o in order:
+        if occupation[o] <= 0:
+            continue
+        members = by_occupation[int(o)]
+        best = int(index.task_ids[members[int(np.argmax(task[members]))]]) if len(members) else -1
+        out.append((str(index.occupation_codes[o]), float(occupation[o]), best))
     return out
 
 
@@ -345,13 +523,15 @@ def judged_fingerprint(fit_version: str, labeler_version: str, judged: Any) -> s
 
 def stacked_label_sets(fit: StackFit, sample: BenchmarkSample | None, prompts: Sequence[Any],
                        labels_by_hash: Mapping[str, Sequence[Any]], task_code: Mapping[int, str],
-                       cached: Mapping[str, CachedDecision] | None = None
+                       cached: Mapping[str, CachedDecision] | None = None,
+                       signals_of: Callable[[Mapping[str, str]], TextSignals] | None = None
                        ) -> tuple[dict[str, list[Any]], int, dict[str, CachedDecision]]:
     """The labeler step: the selector's label sets of one benchmark's prompts (`labels_by_hash`: prompt_hash
     -> models.labeling.cache.LabelSet, as label_with_cache returns them) restacked with the neighbours' votes.
     Returns (prompt_hash -> LabelSet, how many prompts the stack decided, every text's CachedDecision);
-    `cached` decisions (same judged_fingerprint) are reused, not recomputed. Without judged texts the
-    selector's sets are returned unchanged (the fallback)."""
+    `cached` decisions (same judged_fingerprint) are reused, not recomputed. `signals_of(prompt_hash -> text)`
+    gives the TextSignals of the texts to decide and of the judged texts. Without judged texts the selector's
+    sets are returned unchanged (the fallback)."""
     from models.labeling.base import TaskLabel
     from models.labeling.cache import LabelSet
 
@@ -368,8 +548,12 @@ def stacked_label_sets(fit: StackFit, sample: BenchmarkSample | None, prompts: S
                      float(lab.p_exercised if lab.p_exercised is not None else lab.score))
                     for lab in sorted(labels_by_hash[h], key=lambda lab: lab.rank)] for h in hashes}
     work = {h: (bool(getattr(labels_by_hash[h], "is_work", None) is not False), None) for h in hashes}
-    decisions = (label_benchmark(fit, sample, [texts[h] for h in hashes], hashes, selector, work, task_code)
-                 if hashes else None) or {}
+    signals: TextSignals = {}
+    if hashes and signals_of is not None:
+        wanted = set(hashes) | {str(h) for h in sample.hashes.tolist()}
+        signals = signals_of({h: texts[h] for h in wanted if h in texts})
+    decisions = (label_benchmark(fit, sample, [texts[h] for h in hashes], hashes, selector, work, task_code,
+                                 signals) if hashes else None) or {}
     every: dict[str, CachedDecision] = {h: c for h, c in cached.items() if h in texts}
     for h in hashes:
         d = decisions.get(h)

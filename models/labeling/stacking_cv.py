@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -29,20 +30,29 @@ from models.labeling.stacking import (
     Scores,
     StackFit,
     TextEvidence,
+    TextSignals,
+    benchmark_context,
     candidates,
     decide,
     evidence_of,
     kept_positions,
     ranked,
+    retriever_ranking,
     score,
     with_occupation,
 )
 
 NEIGHBOUR_GRID = ((6, 1.0), (10, 2.0))  # (k, power)
-WORK_THRESHOLDS = tuple(np.round(np.linspace(0.2, 0.8, 13), 3))
+# the work model is a calibrated logistic: P(work) >= 1/2 is the accurate decision (a threshold chosen by the inner
+# cross-validation moved between 0.3 and 0.8 from fold to fold and cost accuracy out of sample)
+WORK_THRESHOLDS = (0.5,)
 TASK_THRESHOLDS = tuple(np.round(np.linspace(0.1, 0.6, 11), 3))
 MAX_TASKS = (3, 5)
 INNER_FOLDS = 3
+# StackFit.min_judged: between a fifth (~6) and a half (~14) of a benchmark's 28 judged texts; set from the
+# estimates' split check (a fifth: coverage 0.25 / 0.5 for tasks / occupations at >= 5 with the step), not
+# cross-validated. A user's judge sample (10%, at least 12 texts) keeps the step.
+MIN_JUDGED = 10
 C = 1.0
 
 
@@ -56,14 +66,16 @@ class Example:
     candidates: dict[tuple[int, float], Candidates]
     is_work: float
     occupation_lists: list[list[str]]
+    pool: int  # judged texts of its benchmark (itself included)
     task_lists: list[list[int]]
 
 
 def examples(judged: pl.DataFrame, selector_labels: Mapping[str, Sequence[tuple[int, str, float]]],
              selector_work: Mapping[str, bool], task_code: Mapping[int, str],
-             grid: Sequence[tuple[int, float]] = NEIGHBOUR_GRID
-             ) -> list[Example]:
-    """One Example per judged text (JUDGED_SCHEMA rows) of a benchmark with at least two judged texts."""
+             grid: Sequence[tuple[int, float]] = NEIGHBOUR_GRID,
+             signals: TextSignals | None = None) -> list[Example]:
+    """One Example per judged text (JUDGED_SCHEMA rows) of a benchmark with at least two judged texts;
+    `signals`: the judged texts' out-of-sample stacking.TextSignals."""
     samples = samples_by_benchmark(judged)
     out: list[Example] = []
     for (benchmark,), group in judged.group_by(["benchmark"], maintain_order=True):
@@ -72,13 +84,15 @@ def examples(judged: pl.DataFrame, selector_labels: Mapping[str, Sequence[tuple[
             continue
         texts, hashes = group["prompt"].to_list(), group["prompt_hash"].to_list()
         votes = {(k, p): neighbour_votes(sample, texts, hashes, k, p) for k, p in grid}
+        context = benchmark_context(sample, hashes, selector_labels, signals or {}, task_code)
         for row, r in enumerate(group.iter_rows(named=True)):
             h = r["prompt_hash"]
-            evidence = {key: evidence_of(v, row, selector_labels.get(h, ()), bool(selector_work.get(h, True)), None)
+            evidence = {key: evidence_of(v, row, selector_labels.get(h, ()), bool(selector_work.get(h, True)), None,
+                                         context)
                         for key, v in votes.items()}
             cands = {key: candidates(e, task_code) for key, e in evidence.items()}
             out.append(Example(str(benchmark), h, evidence, cands, float(r["is_work"]),
-                               [list(o) for o in r["occupations"]], [list(t) for t in r["task_ids"]]))
+                               [list(o) for o in r["occupations"]], sample.size, [list(t) for t in r["task_ids"]]))
     return out
 
 
@@ -96,10 +110,13 @@ def _weighted(x: list[np.ndarray], share: list[np.ndarray]) -> tuple[np.ndarray,
             np.concatenate([ys[keep_pos], 1 - ys[keep_neg]]))
 
 
-def fit_models(train: Sequence[Example], key: tuple[int, float]) -> tuple[LinearModel, LinearModel, LinearModel]:
-    """The three logistic models on the training examples' candidates under neighbour setting `key`."""
+def fit_models(train: Sequence[Example], key: tuple[int, float], work_only: bool = False) -> tuple[LinearModel, ...]:
+    """The three logistic models on the training examples' candidates under neighbour setting `key` (only the
+    work model when `work_only`)."""
     work = _fit(WORK_FEATURES, [np.vstack([ex.candidates[key].work_x for ex in train])],
                 [np.array([ex.is_work for ex in train])])
+    if work_only:
+        return (work,)
     ox, oy = [], []
     rows: list[tuple[Example, Candidates]] = []
     for ex in train:
@@ -155,12 +172,13 @@ def choose(scored: Sequence[tuple[Example, Scores]]) -> tuple[float, str, float,
 
 
 def fit_stack(train: Sequence[Example], selector_version: str,
-              grid: Sequence[tuple[int, float]] = NEIGHBOUR_GRID) -> StackFit:
+              grid: Sequence[tuple[int, float]] = NEIGHBOUR_GRID, min_judged: int = MIN_JUDGED) -> StackFit:
     """Hyperparameters by an inner cross-validation over groups of whole benchmarks, then the models
     refitted on every training example."""
     benchmarks = sorted({ex.benchmark for ex in train})
     folds = [set(benchmarks[i::INNER_FOLDS]) for i in range(INNER_FOLDS)]
     best: tuple[float, tuple[int, float], float, str, float, int] | None = None
+    best_work: tuple[float, tuple[int, float], str] | None = None  # the work decision's own setting
     for key in grid:
         scored: list[tuple[Example, Scores]] = []
         for fold in folds:
@@ -173,21 +191,38 @@ def fit_stack(train: Sequence[Example], selector_version: str,
         work_t, work_rule, task_t, max_tasks, f1 = choose(scored)
         if best is None or f1 > best[0] + 1e-12:
             best = (f1, key, work_t, work_rule, task_t, max_tasks)
-    assert best is not None
-    _, key, work_t, work_rule, task_t, max_tasks = best
-    work, occupation, task = fit_models(train, key)
-    return StackFit(key[0], key[1], work, occupation, task, work_t, task_t, max_tasks, selector_version, work_rule)
+        accuracy = work_accuracy(scored, work_t, work_rule)
+        if best_work is None or accuracy > best_work[0] + 1e-12:
+            best_work = (accuracy, key, work_rule)
+    assert best is not None and best_work is not None
+    _, key, work_t, _, task_t, max_tasks = best
+    _, work_key, work_rule = best_work
+    _, occupation, task = fit_models(train, key)
+    work = fit_models(train, work_key, work_only=True)[0]
+    return StackFit(key[0], key[1], work, occupation, task, work_t, task_t, max_tasks, selector_version, work_rule,
+                    work_key if work_key != key else None, min_judged)
+
+
+def work_accuracy(scored: Sequence[tuple[Example, Scores]], work_threshold: float, work_rule: str) -> float:
+    """Accuracy of the work decision (the judge's passes averaged) on held-out scores."""
+    truth = np.array([ex.is_work for ex, _ in scored])
+    p = np.array([s.work_vote if work_rule == "vote" else s.p_work for _, s in scored])
+    decided = p >= (0.5 if work_rule == "vote" else work_threshold)
+    return float(np.mean(np.where(decided, truth, 1 - truth)))
 
 
 def predict(fit: StackFit, test: Sequence[Example]) -> list[Decision]:
     key = (fit.k, fit.power)
     models = (fit.work, fit.occupation, fit.task)
-    return [decide(score(models, ex.candidates[key]), fit.work_threshold, fit.task_threshold,
-                   fit.max_tasks, fit.work_rule) for ex in test]
+    selector = selector_decisions([ex for ex in test if ex.pool < fit.min_judged], key)
+    return [selector[ex.prompt_hash] if ex.prompt_hash in selector else
+            decide(score(models, ex.candidates[key], ex.candidates[fit.work_key].work_x), fit.work_threshold,
+                   fit.task_threshold, fit.max_tasks, fit.work_rule) for ex in test]
 
 
 def cross_validate(all_examples: Sequence[Example], selector_version: str,
-                   log: Callable[[str], None] | None = None, grid: Sequence[tuple[int, float]] = NEIGHBOUR_GRID) -> tuple[dict[str, Decision], list[dict]]:
+                   log: Callable[[str], None] | None = None, grid: Sequence[tuple[int, float]] = NEIGHBOUR_GRID,
+                   min_judged: int = MIN_JUDGED) -> tuple[dict[str, Decision], list[dict]]:
     """Leave one benchmark out for the stack (votes leave one text out): (prompt_hash -> held-out Decision,
     per-fold hyperparameters)."""
     decisions: dict[str, Decision] = {}
@@ -195,10 +230,11 @@ def cross_validate(all_examples: Sequence[Example], selector_version: str,
     for benchmark in sorted({ex.benchmark for ex in all_examples}):
         train = [ex for ex in all_examples if ex.benchmark != benchmark]
         test = [ex for ex in all_examples if ex.benchmark == benchmark]
-        fit = fit_stack(train, selector_version, grid)
+        fit = fit_stack(train, selector_version, grid, min_judged)
         for ex, d in zip(test, predict(fit, test), strict=True):
             decisions[ex.prompt_hash] = d
         folds.append({"held_out": benchmark, "k": fit.k, "power": fit.power, "work_rule": fit.work_rule,
+                      "work_neighbours": list(fit.work_key),
                       "work_threshold": fit.work_threshold,
                       "task_threshold": fit.task_threshold, "max_tasks": fit.max_tasks})
         if log:
@@ -251,3 +287,22 @@ def predictions_frame(decisions: Mapping[str, Decision]) -> pl.DataFrame:
 def sample_of(judged: pl.DataFrame, benchmark: str) -> BenchmarkSample | None:
     group = judged.filter(pl.col("benchmark") == benchmark)
     return BenchmarkSample.of(group) if group.height else None
+
+
+def judged_signals(prompts: Sequence[Any], index: Any, top: int = 10) -> dict[str, list]:
+    """prompt_hash -> [text work logit, [[code, score, best task], ...]] of every reference text (stacking.TextSignals):
+    the logit of the selector's work model fitted without the text's benchmark (leave one benchmark out, as
+    its labels in selector_oof.json), and the retriever's `top` best occupations (fitted on no judge label)."""
+    from models.labeling.selector import work_dense_features, work_model
+
+    # prompts: models.labeling.selector.TrainingPrompt; index: the TaskIndex
+    out: dict[str, list] = {}
+    for benchmark in sorted({p.benchmark for p in prompts}):
+        held = [p for p in prompts if p.benchmark == benchmark]
+        model = work_model([p for p in prompts if p.benchmark != benchmark], 0.5)
+        logits = model.text_logit([p.text for p in held],
+                                  np.vstack([work_dense_features(p.signals, [p.text]) for p in held]))
+        for p, logit in zip(held, logits, strict=True):
+            ranking = retriever_ranking(index, p.combined, p.task_relative, top)
+            out[p.prompt_hash] = [round(float(logit), 6), [[c, round(v, 6), task] for c, v, task in ranking]]
+    return out

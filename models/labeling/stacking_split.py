@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 
 from models.labeling.neighbours import BenchmarkSample
-from models.labeling.stacking import SelectorLabels, StackFit, label_benchmark
+from models.labeling.stacking import SelectorLabels, StackFit, TextSignals, label_benchmark
 
 
 class EstimationPartRelabeler:
@@ -30,13 +30,14 @@ class EstimationPartRelabeler:
 
     def __init__(self, fit: StackFit, judged: pl.DataFrame, text_keys: Sequence[tuple[str, str]],
                  selector_labels: SelectorLabels, selector_work: Mapping[str, bool],
-                 task_index: Mapping[tuple[str, int], int]) -> None:
+                 task_index: Mapping[tuple[str, int], int], signals: TextSignals | None = None) -> None:
         self.fit = fit
         self.judged = {(r["benchmark"], r["prompt_hash"]): r for r in judged.iter_rows(named=True)}
         self.text_keys = list(text_keys)
         self.selector_labels = selector_labels
         self.selector_work = {h: (bool(w), None) for h, w in selector_work.items()}
         self.task_index = task_index
+        self.signals = signals or {}  # the judged texts' out-of-sample TextSignals (neighbour_signals.json)
         self.task_code = {t: c for c, t in task_index}
         self.n_relabeled = 0  # texts the stack decided in the last call (the rest kept the selector's labels)
 
@@ -53,7 +54,7 @@ class EstimationPartRelabeler:
             sample = BenchmarkSample.of(pl.DataFrame(part)) if part else None
             texts = [(self.judged.get((benchmark, h)) or {}).get("prompt") or "" for h in hashes]
             decided = label_benchmark(self.fit, sample, texts, hashes, self.selector_labels, self.selector_work,
-                                      self.task_code) or {}
+                                      self.task_code, self.signals) or {}
             self.n_relabeled += len(decided)
             for i, h in zip(positions, hashes, strict=True):
                 labels = decided[h].labels if h in decided else self.selector_labels.get(h, ())

@@ -91,13 +91,15 @@ def label_quality_findings(tables: Tables) -> list[str]:
     ceiling = {r["metric"]: r for r in pooled.filter(pl.col("labeler") == "reference_pass_agreement")
                .iter_rows(named=True)}
 
-    # A labeler fitted on the reference is quoted out of sample (leave one benchmark out, ref_cv_*).
+    # A labeler fitted on the reference is quoted out of sample (leave one benchmark out, ref_cv_*); the labeler
+    # step that learns from a benchmark's judged texts (issue 25) under both of its evaluations, named.
+    if "ref_cv_within_benchmark_task_f1" in row:
+        return [stepped_label_quality(row, ceiling)]
     cross_validated = "ref_cv_task_f1" in row
     prefix = "ref_cv_" if cross_validated else "ref_"
 
     def stat(metric: str) -> str:
-        r = row.get(prefix + metric)
-        return f"{pct(r['value'], 0)} ({ci(r['ci_low'], r['ci_high'], lambda v: pct(v, 0))})" if r else "n/a"
+        return _stat(row, prefix + metric)
 
     n = row.get(prefix + "task_f1", {}).get("n")
     judge = ceiling.get("ref_task_f1")
@@ -116,6 +118,36 @@ def label_quality_findings(tables: Tables) -> list[str]:
         + "). Counts from these labels alone carry these errors; the estimates that correct them with the "
         "judge's sample are above."
     ]
+
+
+def _stat(row: dict, metric: str) -> str:
+    r = row.get(metric)
+    return f"{pct(r['value'], 0)} ({ci(r['ci_low'], r['ci_high'], lambda v: pct(v, 0))})" if r else "n/a"
+
+
+def stepped_label_quality(row: dict, ceiling: dict) -> str:
+    """The label-quality line of the labeler step (labels restacked with the votes of the benchmark's judged
+    texts): both evaluations by name, since they answer different questions (a text of a benchmark with a
+    judge sample, and a benchmark that arrives without one)."""
+    def figures(evaluation: str) -> str:
+        p = f"ref_cv_{evaluation}_"
+        return (f"task F1 {_stat(row, p + 'task_f1')} (precision {_stat(row, p + 'task_precision')}, recall "
+                f"{_stat(row, p + 'task_recall')}), work decision {_stat(row, p + 'work_accuracy')}, first "
+                f"occupation {_stat(row, p + 'first_occupation_agreement')} of work prompts")
+
+    n = row.get("ref_cv_within_benchmark_task_f1", {}).get("n")
+    judge = ceiling.get("ref_task_f1")
+    return (
+        f"**Label quality.** Measured against the task-level reference (an LLM judge's labels of a random "
+        f"sample of prompts, {num(n)} prompt-passes; the judge's two passes agree at task F1 "
+        f"{pct(judge['value'], 0) if judge else 'n/a'}). The labels learn from the judged texts of their own "
+        f"benchmark, so they are measured two ways. **Leaving one judged text out within its benchmark** (what "
+        f"the labels of a benchmark with a judge sample are): {figures('within_benchmark')}. **Leaving one "
+        f"benchmark out** (a benchmark that arrives without judged texts): {figures('new_benchmark')} "
+        "(labeler_validation, ref_cv_within_benchmark_* and ref_cv_new_benchmark_*; every model and setting "
+        "chosen without the evaluated text's benchmark). Counts from these labels alone carry these errors; the "
+        "estimates that correct them with the judge's sample are above."
+    )
 
 
 QUANTITY_WORDS = {"tasks_covered": "tasks", "occupations_covered": "occupations",
