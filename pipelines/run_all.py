@@ -43,198 +43,29 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
 
 from dagster import (
     AssetKey,
-    AssetSelection,
     DagsterInstance,
     Definitions,
-    ExecuteInProcessResult,
-    materialize,
 )
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
 from pipelines import cli, restore_labels
 from pipelines import run_report as rr
-from pipelines.jobs import WAREHOUSE_CHECKS
 from pipelines.run_steps import Steps, lock_file
+from pipelines.step_runner import Runner, RunPlan, StepOutcome, plan_from_definitions
 from resources import integrity
 from resources import source_versions as sv
 from resources import warehouse as wh
 from resources.label_cache import LabelCache
 from resources.settings import DEFAULT_WAREHOUSE, PROJECT_ROOT, settings
 from resources.sources import discover_landing, landing_roots
-from resources.untrusted import untrusted_scrubber
 
 EXIT_DAMAGED = 3
 EXIT_LABEL_FAILURES = 4  # every step ran, but some prompts have no labels (label_failures lists them)
-QUIET_LOGGERS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-
-
-@dataclass
-class RunPlan:
-    reference: list[AssetKey] = field(default_factory=list)  # unpartitioned, not downstream of benchmarks
-    partitioned: list[AssetKey] = field(default_factory=list)  # per benchmark: tables, labels, ...
-    landing_only: list[AssetKey] = field(default_factory=list)  # what the `_landing` partition materializes
-    downstream: list[AssetKey] = field(default_factory=list)  # unpartitioned, downstream of benchmarks
-    other: list[AssetKey] = field(default_factory=list)  # other partitioning: not run here
-
-
-def plan_from_definitions(defs: Definitions) -> RunPlan:
-    graph = defs.resolve_asset_graph()
-    plan = RunPlan()
-    keys = graph.toposorted_asset_keys
-    materializable = set(graph.materializable_asset_keys)
-    partitioned = [k for k in keys if k in materializable and graph.get(k).partitions_def is not None
-                   and getattr(graph.get(k).partitions_def, "name", None) == BENCHMARK_PARTITIONS_NAME]
-    downstream = AssetSelection.assets(*partitioned).downstream().resolve(graph) if partitioned else set()
-    for key in keys:
-        if key not in materializable:
-            continue
-        node = graph.get(key)
-        if key in partitioned:
-            plan.partitioned.append(key)
-            if node.group_name == "benchmarks":
-                plan.landing_only.append(key)
-        elif node.partitions_def is not None:
-            plan.other.append(key)
-        elif key in downstream:
-            plan.downstream.append(key)
-        else:
-            plan.reference.append(key)
-    return plan
-
-
-# --- the run ------------------------------------------------------------------------------------------------
-
-@dataclass
-class StepOutcome:
-    result: ExecuteInProcessResult | None
-    seconds: float = 0.0
-
-
-class Runner:
-    """One `run_all`: materializes steps in process, prints one line each, logs Dagster's events to a file."""
-
-    def __init__(self, defs: Definitions, instance: DagsterInstance, *, log: TextIO | None, verbose: bool) -> None:
-        self.defs = defs
-        self.instance = instance
-        self.assets = [*defs.assets, *(defs.asset_checks or [])]
-        self.resources = dict(defs.resources or {})
-        self.graph = defs.resolve_asset_graph()
-        self.log = log
-        self.verbose = verbose
-        self.failures: list[str] = []
-        self.totals = {"n_prompts": 0, "n_results": 0, "n_rejects": 0, "labeler_calls": 0, "n_labeled": 0,
-                       "n_failed": 0}
-
-    def _write_log(self, label: str, result: ExecuteInProcessResult) -> None:
-        if self.log is None:
-            return
-        self.log.write(f"\n===== {label}: run {result.run_id} =====\n")
-        clean = untrusted_scrubber()  # the log file holds what exceptions said: secrets masked
-        for entry in self.instance.all_logs(result.run_id):
-            stamp = dt.datetime.fromtimestamp(entry.timestamp, dt.UTC).strftime("%H:%M:%S.%f")[:-3]
-            event = entry.dagster_event.event_type_value if entry.dagster_event is not None else ""
-            level = {10: "DEBUG", 20: "INFO", 30: "WARNING", 40: "ERROR", 50: "CRITICAL"}.get(entry.level,
-                                                                                            str(entry.level))
-            message = entry.user_message or (entry.dagster_event.message if entry.dagster_event else "") or ""
-            self.log.write(f"{stamp} {level:<7} {entry.step_key or '-'} {event} {clean(message)}\n")
-        self.log.flush()
-
-    def run(self, label: str, keys: list[AssetKey], kind: str, partition: str | None = None, *,
-            with_warehouse_checks: bool = False, last_partition: str | None = None) -> StepOutcome:
-        """One Dagster run: unpartitioned, of one partition, or of the range `partition`..`last_partition` (in
-        the instance's order of the dynamic partitions: one run materializes each partition of it, with a
-        materialization record per partition)."""
-        selection = AssetSelection.assets(*keys) - WAREHOUSE_CHECKS
-        if with_warehouse_checks:
-            selection = selection | WAREHOUSE_CHECKS
-        if not keys and not (with_warehouse_checks and WAREHOUSE_CHECKS.resolve_checks(self.graph)):
-            print(f"- {label}: no assets defined yet, skipped")
-            return StepOutcome(None)
-        t0 = time.monotonic()
-        hold = self._warehouse_to_hold(partition)
-        tags = {"benchmap/kind": kind, "benchmap/run_all": "1"}
-        locked = [partition] if partition else []
-        if partition is not None and last_partition is not None and last_partition != partition:
-            tags.update({ASSET_PARTITION_RANGE_START_TAG: partition, ASSET_PARTITION_RANGE_END_TAG: last_partition})
-            locked = self.partition_range(partition, last_partition)
-            partition = None
-        # the labeling lock before the file: a second run_all waiting for this benchmark's labeling must not sit
-        # on the open warehouse meanwhile (the first could then not commit its labels)
-        # runs not held (reference, analysis) keep the file open between their many short connects, releasing it
-        # within half a second of a pause for other processes (warehouse.lingering)
-        linger = None if hold or partition else getattr(self.resources.get("warehouse"), "path", None)
-        with (LabelCache(hold).labeling_lock(locked) if hold and locked else contextlib.nullcontext()), \
-                wh.held(hold), wh.lingering(linger):
-            result = materialize(self.assets, selection=selection, instance=self.instance,
-                                 resources=self.resources, partition_key=partition, raise_on_error=False,
-                                 run_config=None if self.verbose else QUIET_LOGGERS, tags=tags)
-        seconds = time.monotonic() - t0
-        self._write_log(label, result)
-        return StepOutcome(result, seconds)
-
-    def _warehouse_to_hold(self, partition: str | None) -> str | None:
-        """The warehouse a run keeps open (pipelines/warehouse.held: some 30 connections of a partition run
-        reuse one DuckDB instance instead of paying ~30 CPU-ms each): a benchmark partition's short run with
-        the offline labeler. Not a run that waits on a remote labeler or a long analysis run: meanwhile
-        another process could not open the file."""
-        if partition is None or not self.offline_labeler:
-            return None
-        return getattr(self.resources.get("warehouse"), "path", None)
-
-    @property
-    def offline_labeler(self) -> bool:
-        return getattr(self.resources.get("labeler"), "kind", None) == "offline"
-
-    def partition_range(self, first: str, last: str) -> list[str]:
-        """The partitions a range run of `first`..`last` materializes (the instance's order)."""
-        order = self.instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME)
-        return order[order.index(first):order.index(last) + 1]
-
-    def report(self, label: str, outcome: StepOutcome, detail: str = "") -> None:
-        """The stage's one line (plus the first errors and failed checks, indented)."""
-        result = outcome.result
-        if result is None:
-            return
-        tables = rr.written_tables(result)
-        what = detail or (f"{len(rr.materializations(result))} assets, {len(tables)} tables, "
-                          f"{sum(tables.values()):,} rows")
-        status = "ok" if result.success else "FAILED"
-        print(f"- {label}: {status} in {outcome.seconds:.1f}s: {what}", flush=True)
-        if not result.success:
-            errors = rr.errors(result)
-            self.failures.append(f"{label}: {errors[0] if errors else 'failed'}")
-            for message in errors[:3]:
-                print(f"    {message.splitlines()[0][:300]}")
-        for check in rr.failed_checks(result):
-            print(f"    check not passed: {check}")
-
-    def partition_detail(self, name: str, result: ExecuteInProcessResult, partition: str | None = None) -> str:
-        """The partition's line (counts from its materializations; `partition`: of a run of several)."""
-        counts = {k: int(rr.metadata_value(result, "benchmarks" if k != "n_rejects" else "benchmark_rejects", k,
-                                           partition) or 0)
-                  for k in ("n_prompts", "n_results", "n_rejects")}
-        for k, v in counts.items():
-            self.totals[k] += v
-        labels = rr.written_tables(result, partition).get("prompt_task_labels")
-        calls = rr.metadata_value(result, "prompt_task_labels", "labeler_calls", partition)
-        cached = rr.metadata_value(result, "prompt_task_labels", "n_cached", partition)
-        self.totals["labeler_calls"] += int(calls or 0)
-        self.totals["n_labeled"] += int(rr.metadata_value(result, "prompt_task_labels", "n_labeled", partition) or 0)
-        self.totals["n_failed"] += int(rr.metadata_value(result, "prompt_task_labels", "n_failed", partition) or 0)
-        if name == bm.LANDING_PARTITION:
-            return f"{counts['n_rejects']} landing problems recorded"
-        text = f"{counts['n_prompts']:,} prompts, {counts['n_results']:,} results, {counts['n_rejects']:,} rejects"
-        if labels is not None:
-            text += f"; {labels:,} labels ({int(calls or 0):,} prompts labeled, {int(cached or 0):,} from the cache)"
-        return text
 
 
 def _add_stored_counts(counts: dict[str, int], by_benchmark: dict[str, dict[str, int]], names: list[str],
@@ -571,7 +402,6 @@ def _open_label_failures(warehouse_path: str | None, names: list[str], labeler: 
     """Prompts of these benchmarks that have no labels because labeling failed (label_failures, this labeler)."""
     if not warehouse_path or not Path(warehouse_path).exists():
         return 0
-    from resources.label_cache import LabelCache
 
     cache = LabelCache(warehouse_path)
     kind = getattr(labeler, "kind", None)
