@@ -17,7 +17,6 @@ import numpy as np
 import polars as pl
 
 from models import estimates as es
-from resources import estimate_cache
 from resources.dagster_resources import Warehouse
 from resources.readers import load_stack_fit, read_judged_signals, read_selector_oof
 
@@ -123,9 +122,8 @@ def judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame, probl
     relabel, held_out_labels, relabel_key = keyed_split_relabeler(
         warehouse, inputs["labeler_version"], judged_texts, judged_problem, log)
     key = es.checks_key(judged_problem, [relabel_key, held_out_labels, code_versions, config.model_dump()])
-    path = warehouse.estimate_cache_path("judged_checks")
     if code_versions:  # without a code version a code change could not tell an old result from a new one
-        cached = estimate_cache.read(path, key)
+        cached = warehouse.cached_result("judged_checks", key)
         if isinstance(cached, JudgedChecks):
             cached.cached, cached.seconds = True, time.perf_counter() - started
             return cached
@@ -139,6 +137,6 @@ def judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame, probl
                         held_out_labels)
     result = JudgedChecks(calibration, recalibration, coverage.table, coverage.coverage_map, split)
     if code_versions:
-        estimate_cache.write(path, key, result)
+        warehouse.keep_result("judged_checks", key, result)
     result.seconds = time.perf_counter() - started
     return result

@@ -68,6 +68,18 @@ class WarehouseQueries:
 
         return estimate_cache.cache_path(self.path, name)
 
+    def cached_result(self, name: str, key: str) -> Any | None:
+        """The judged checks' result `name` kept under `key` beside this warehouse, else None."""
+        from resources import estimate_cache
+
+        return estimate_cache.read(self.estimate_cache_path(name), key)
+
+    def keep_result(self, name: str, key: str, value: Any) -> None:
+        """Keep `value` as result `name` under `key` (replacing the one kept before)."""
+        from resources import estimate_cache
+
+        estimate_cache.write(self.estimate_cache_path(name), key, value)
+
     # --- stores and folders bound to the warehouse file ---------------------------------------------------------
 
     def label_cache(self) -> LabelCache:
