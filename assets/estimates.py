@@ -16,11 +16,9 @@
 """
 
 
-import json
 import time
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 from dagster import (
     AssetCheckResult,
@@ -29,7 +27,6 @@ from dagster import (
     Config,
     MetadataValue,
     Output,
-    asset,
     asset_check,
     multi_asset,
 )
@@ -38,8 +35,7 @@ from assets.analysis import COVERAGE_HEADLINE_DESCRIPTION, counted_headline
 from assets.estimates_split import SPLIT_FRACTIONS, JudgedChecks, judged_checks, split_check  # noqa: F401
 from models import coverage as cov
 from models import estimates as es
-from models import regression as reg
-from models.estimates.count_draws import count_draws_frame, count_draws_of
+from models.estimates.count_draws import count_draws_frame
 from models.report.answer import answer_figures
 from resources.dagster_resources import Warehouse
 from resources.readers import REFERENCE_DIR, load_reference, read_labeler_oof
@@ -208,46 +204,6 @@ class EstimatesConfig(Config):
     coverage_draws: int = 30
     seed: int = 16
     labeler: str | None = None  # whose labels coverage_headline counts (None: the active one, as CoverageConfig)
-
-
-def regressions_mi(task_frame: pl.DataFrame, task_keys: pl.DataFrame, count_draws: list[np.ndarray],
-                   source: str) -> pl.DataFrame:
-    """The coverage logits refitted on each draw's covered_5 (tasks >= 5 prompts in that completed label set),
-    combined with Rubin's rules; coefficients and (log) probability ratios. `count_draws[d][k]`: the prompts of
-    task `task_keys[k]` in draw d (models/estimates/count_draws.py: the headline step's headline_count_draws)."""
-    keys = task_keys.with_row_index("k")
-    frame = task_frame.join(keys, on=cov.TASK_KEY, how="left")
-    k_index = frame["k"].to_numpy()
-    fits: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
-    for counts in count_draws:
-        covered = np.where(np.isnan(k_index.astype(float)), 0, counts[np.nan_to_num(k_index).astype(int)]) >= 5
-        draw = frame.with_columns(pl.Series("covered_5", covered))
-        for tables in (reg.exposure_wage_model(draw), reg.importance_fe_model(draw), reg.workbank_model(draw)):
-            for r in tables.coefficients.iter_rows(named=True):
-                if r["coef"] is not None and r["se"] is not None:
-                    fits.setdefault((r["model"], "coefficient", r["term"]), []).append((r["coef"], r["se"] ** 2))
-            for r in tables.contrasts.iter_rows(named=True):
-                if r.get("ratio") and r.get("se_log_ratio") is not None and r["ratio"] > 0:
-                    fits.setdefault((r["model"], "log_ratio", r["contrast"]), []).append(
-                        (float(np.log(r["ratio"])), r["se_log_ratio"] ** 2)
-                    )
-    rows = []
-    for (model, kind, term), values in sorted(fits.items()):
-        combined = es.rubin_combine(np.array([v[0] for v in values]), np.array([v[1] for v in values]))
-        scale = np.exp if kind == "log_ratio" else (lambda x: x)
-        rows.append({
-            "model": model, "kind": kind, "term": term, "estimate": float(scale(combined["coef"])),
-            "coef": combined["coef"], "se": combined["se"],
-            "ci_low": float(scale(combined["ci_low"])), "ci_high": float(scale(combined["ci_high"])),
-            "within_var": combined["within_var"], "between_var": combined["between_var"],
-            "fraction_missing_info": combined["fraction_missing_info"], "df": combined["df"],
-            "m": int(combined["m"]), "draws": source,
-        })
-    schema = {"model": pl.Utf8, "kind": pl.Utf8, "term": pl.Utf8, "estimate": pl.Float64, "coef": pl.Float64,
-              "se": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "within_var": pl.Float64,
-              "between_var": pl.Float64, "fraction_missing_info": pl.Float64, "df": pl.Float64, "m": pl.Int64,
-              "draws": pl.Utf8}
-    return pl.DataFrame(rows, schema=schema)
 
 
 # The draws benchmark_index_membership made for its group shares (assets.indexes.estimated_group_shares), by the
@@ -524,27 +480,6 @@ def headline_estimates(
                                                           "judged_checks_cached": judged.cached})
     yield Output(count_draws, "headline_count_draws", metadata={
         "rows": count_draws.height, "draws": int(count_draws["draw"].n_unique()) if count_draws.height else 0})
-
-
-@asset(group_name=GROUP, kinds=KINDS)
-def coverage_regressions_mi(context: AssetExecutionContext, headline_count_draws: pl.DataFrame,
-                            task_analysis_frame: pl.DataFrame) -> pl.DataFrame:
-    """The coverage logits with labeler error: refitted on the headline's model-assisted draws of the label set
-    (headline_count_draws) and combined with Rubin's rules (coefficients and probability ratios), beside
-    coverage_regressions."""
-    started = time.perf_counter()
-    task_frame = task_analysis_frame
-    if "benchmark_index" in task_frame.columns:  # per-index tables (issue 18): the regressions of index 'all'
-        task_frame = task_frame.filter(pl.col("benchmark_index") == es.ALL_INDEX)
-    task_keys, count_draws = count_draws_of(headline_count_draws)
-    mi = regressions_mi(task_frame, task_keys, count_draws, "model_assisted")
-    seconds = time.perf_counter() - started
-    context.log.info(f"MI regressions {seconds:.1f}s over {len(count_draws)} draws")
-    context.add_output_metadata({"preview": MetadataValue.md(_md(mi)), "seconds": round(seconds, 2),
-                                 "summary": MetadataValue.json(json.loads(mi.head(10).write_json()))})
-    return mi
-
-
 
 
 @asset_check(

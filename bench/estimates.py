@@ -45,8 +45,9 @@ def replicate(frame, factor: int):  # type: ignore[no-untyped-def]
 def one(warehouse: str, factor: int, draws: int) -> dict:
     import polars as pl
 
-    from assets.estimates import read_inputs, regressions_mi, split_check
+    from assets.estimates import read_inputs, split_check
     from models import estimates as es
+    from models.regression_mi import regressions_mi
     from resources import warehouse as wh
     from resources.dagster_resources import Warehouse
 

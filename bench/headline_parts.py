@@ -23,6 +23,7 @@ import polars as pl
 from assets import estimates as ea
 from assets import indexes as ia
 from models import estimates as es
+from models.regression_mi import regressions_mi
 from resources.dagster_resources import Warehouse
 
 
@@ -92,7 +93,7 @@ def headline(wh: Warehouse, timings: dict[str, float]) -> dict[str, pl.DataFrame
         task_frame = wh.read_table("task_analysis_frame")
         if "benchmark_index" in task_frame.columns:
             task_frame = task_frame.filter(pl.col("benchmark_index") == es.ALL_INDEX)
-        mi = ea.regressions_mi(task_frame, problem.task_keys, result.count_draws["model_assisted"], "model_assisted")
+        mi = regressions_mi(task_frame, problem.task_keys, result.count_draws["model_assisted"], "model_assisted")
     timings["mi_regressions"] = time.process_time() - t
     return {"headline_estimates": frame, "estimate_split_check": split, "coverage_regressions_mi": mi,
             "labeler_reliability": reliability, **units}

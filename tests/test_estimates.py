@@ -351,8 +351,8 @@ def test_split_check_bounds_are_the_published_bounds():
 def test_count_draws_survive_the_table_and_give_the_same_regressions():
     """headline_count_draws (long, zero counts left out) gives back every draw's count per task, so the MI
     regressions refitted from the table equal those from the draws in memory (what the headline step did)."""
-    from assets.estimates import regressions_mi
     from models.estimates.count_draws import count_draws_frame, count_draws_of
+    from models.regression_mi import regressions_mi
 
     sim = es.simulate(np.random.default_rng(11))
     scopes = es.scopes_for(sim.problem)
@@ -386,8 +386,8 @@ def test_count_draws_survive_the_table_and_give_the_same_regressions():
 
 
 def test_estimate_tables_are_documented():
-    from assets.estimates import regressions_mi
     from models.data_dictionary import DATA_DICTIONARY, undocumented_columns
+    from models.regression_mi import regressions_mi
 
     sim = es.simulate(np.random.default_rng(9))
     scopes = es.scopes_for(sim.problem)
