@@ -20,7 +20,7 @@ import functools
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import polars as pl
 from dagster import (
@@ -34,7 +34,6 @@ from dagster import (
     asset,
     asset_check,
 )
-from matplotlib.figure import Figure
 
 from models import coverage_map as cmap
 from models import exports as ex
@@ -48,6 +47,9 @@ from resources.coverage_map_queries import ESTIMATES_RELATION
 from resources.dagster_resources import LabelerResource, Warehouse
 from resources.readers import read_text
 from resources.sources import source_checksums
+
+if TYPE_CHECKING:  # matplotlib only where a figure is drawn: not in every Definitions build (issue 29)
+    from matplotlib.figure import Figure
 
 R = TypeVar("R")
 GROUP = "exports"
@@ -71,7 +73,7 @@ MAP_TABLES = ["occupation_coverage", "task_coverage", "prompt_task_labels", "ben
 
 
 def figure_metadata(
-    name: str, fig: Figure, directory: str | Path | None = None, *, title: str | None = None, dpi: int = 80
+    name: str, fig: "Figure", directory: str | Path | None = None, *, title: str | None = None, dpi: int = 80
 ) -> dict[str, MetadataValue]:
     """Metadata showing `fig` in the Dagster UI: `<name>` = Markdown with the PNG inlined (base64); with
     `directory`, the figure is also saved there as PNG and SVG, and `<name>_png` / `<name>_svg` point to

@@ -12,21 +12,19 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-import pandas as pd
-import patsy
 import polars as pl
-import statsmodels.formula.api as smf
-from statsmodels.tools.sm_exceptions import (
-    ConvergenceWarning,
-    HessianInversionWarning,
-    PerfectSeparationWarning,
-)
 
 from models.fe_logit import FixedEffectsLogitFit
 from models.stats import log_ratio_interval, logistic, z_value
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# pandas, patsy and statsmodels are imported inside the functions that fit or predict: importing them with this
+# module cost ~2 CPU-s of every Definitions build, i.e. of every warm `run_all` that skips every step (issue 29).
 
 WAGE_GRID_RANGE = (0.5e9, 50e9)  # adjusted-probability grid for model 1, in dollars of annual wage bill
 
@@ -89,6 +87,8 @@ class LogitFit:
 
     def design(self, frame: pl.DataFrame | pd.DataFrame) -> np.ndarray:
         """Design matrix of new rows, built with the fitted formula's encoding (levels, transforms)."""
+        import patsy
+
         data = _to_pandas(frame) if isinstance(frame, pl.DataFrame) else frame
         model_data = self.result.model.data
         # statsmodels >= 0.15 calls the RHS design info `model_spec`; older versions `design_info`
@@ -148,6 +148,14 @@ def fit_logit_clustered(
     warnings are appended to the note. `check_rank=False` skips statsmodels' QR rank check, which dominates
     the run time with hundreds of fixed-effect columns.
     """
+    import pandas as pd
+    import statsmodels.formula.api as smf
+    from statsmodels.tools.sm_exceptions import (
+        ConvergenceWarning,
+        HessianInversionWarning,
+        PerfectSeparationWarning,
+    )
+
     data = _to_pandas(df)
     logit_model = smf.logit(formula, data=data, check_rank=check_rank)
     used = data.loc[logit_model.data.row_labels]
@@ -256,6 +264,8 @@ def _margins(fit: LogitFit, settings: list[dict[str, Any]], base: pd.DataFrame |
     """
     if not settings:
         return []
+    import pandas as pd
+
     params = fit.params  # a statsmodels Series converted on every access: once here
     if base is None:
         design = fit.design(pd.DataFrame(settings))
@@ -473,6 +483,8 @@ def safe_fit(
     sample: pl.DataFrame, formula: str, cluster_col: str, model: str, note: str, check_rank: bool = True
 ) -> tuple[LogitFit | None, str]:
     """Fit, turning numerical failures (singular Hessian, separation) into a note instead of a crash."""
+    import patsy
+
     try:
         fit = fit_logit_clustered(sample, formula, cluster_col, model=model, note=note, check_rank=check_rank)
     except (np.linalg.LinAlgError, ValueError, patsy.PatsyError) as error:

@@ -11,11 +11,10 @@ from functools import lru_cache
 
 import numpy as np
 import polars as pl
-from scipy import special as scipy_special
-from scipy import stats as scipy_stats
-from statsmodels.stats.proportion import proportion_confint
 
-Z_95 = float(scipy_stats.norm.ppf(0.975))
+# scipy and statsmodels (which brings pandas) are imported inside the functions that use them: importing them
+# here cost ~2 CPU-s of every Definitions build, i.e. of every warm `run_all` that skips every step (issue 29).
+Z_95 = 1.959963984540054  # float(scipy.stats.norm.ppf(0.975)), the same float (tests/test_stats_helpers.py)
 
 
 @dataclass(frozen=True)
@@ -39,6 +38,8 @@ class Interval:
 @lru_cache(maxsize=64)  # norm.ppf costs ~0.1 ms a call and the delta-method intervals ask thousands of times
 def z_value(alpha: float = 0.05) -> float:
     """Two-sided normal critical value (1.96 for alpha = 0.05)."""
+    from scipy import stats as scipy_stats
+
     return float(scipy_stats.norm.ppf(1 - alpha / 2))
 
 
@@ -101,6 +102,8 @@ def wilson_ci(k: int, n: int, alpha: float = 0.05) -> Interval:
     """Share k/n with the Wilson score interval (good coverage for small n and shares near 0 or 1)."""
     if n <= 0:
         return Interval(float("nan"), float("nan"), float("nan"), 0)
+    from statsmodels.stats.proportion import proportion_confint
+
     low, high = proportion_confint(k, n, alpha=alpha, method="wilson")
     return Interval(k / n, float(low), float(high), int(n))
 
@@ -109,6 +112,8 @@ def binomial_ci(k: int, n: int, alpha: float = 0.05, method: str = "beta") -> In
     """Share k/n with an exact (Clopper-Pearson, method='beta') or other statsmodels binomial interval."""
     if n <= 0:
         return Interval(float("nan"), float("nan"), float("nan"), 0)
+    from statsmodels.stats.proportion import proportion_confint
+
     low, high = proportion_confint(k, n, alpha=alpha, method=method)
     return Interval(k / n, float(low), float(high), int(n))
 
@@ -120,6 +125,8 @@ def with_wilson_ci(
     k = frame[k_col].to_numpy().astype(float)
     n = frame[n_col].to_numpy().astype(float)
     safe_n = np.where(n > 0, n, 1.0)
+    from statsmodels.stats.proportion import proportion_confint
+
     low, high = proportion_confint(k, safe_n, alpha=alpha, method="wilson")
     undefined = n <= 0
     return frame.with_columns(
@@ -132,6 +139,8 @@ def with_wilson_ci(
 def logistic(x: np.ndarray) -> np.ndarray:
     """Inverse logit, numerically stable for large |x|. scipy's `logistic.cdf` is this same `expit` behind
     ~0.1 ms of argument checking per call, which the per-grid-point margins paid thousands of times."""
+    from scipy import special as scipy_special
+
     return scipy_special.expit(np.asarray(x, dtype=float))
 
 

@@ -17,10 +17,9 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
-from matplotlib.figure import Figure
 
 from models import exports as ex
 from models import figures as fg
@@ -39,6 +38,9 @@ from resources.export_files import (
     write_workbook,
 )
 from resources.settings import PROJECT_ROOT
+
+if TYPE_CHECKING:  # matplotlib only where a figure is drawn: not in every Definitions build (issue 29)
+    from matplotlib.figure import Figure
 
 __all__ = [
     "LOCK_NAME", "LOCK_WAIT_S", "ExportResult", "code_version", "export_directory", "export_lock", "make_export_directory",

@@ -66,3 +66,13 @@ def test_log_ratio_interval() -> None:
     ratio, low, high = log_ratio_interval(np.log(2.0), 0.1)
     assert ratio == pytest.approx(2.0)
     assert (low, high) == pytest.approx((2 * np.exp(-1.959964 * 0.1), 2 * np.exp(1.959964 * 0.1)))
+
+
+def test_z_95_is_scipys_normal_quantile() -> None:
+    """Z_95 is a literal (scipy is imported lazily, issue 29): it must be the very float scipy computes."""
+    from scipy import stats as scipy_stats
+
+    from models.stats import Z_95, z_value
+
+    assert float(scipy_stats.norm.ppf(0.975)) == Z_95
+    assert z_value(0.05) == Z_95

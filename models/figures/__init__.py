@@ -24,10 +24,9 @@ import contextlib
 import io
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import matplotlib
 import polars as pl
-from matplotlib.figure import Figure
 
 from models.figures.coverage import (
     LEVELS,
@@ -52,6 +51,12 @@ from models.figures.style import (
     styled,
 )
 from models.figures.validation import labeler_validation_figure, reliability_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+# matplotlib is imported where a figure is drawn, not with this module: every Definitions build (every warm
+# `run_all`, issue 29) imports the figures through the asset modules and would pay ~1.5 CPU-s for it.
 
 # --- registry, bytes, metadata -----------------------------------------------------------------------------
 
@@ -153,6 +158,7 @@ def figure_outputs(fig: Figure, dpi: int = 150, preview_dpi: int | None = None) 
     the SVG's own layout), and the preview is the PNG scaled down (`png_scaled`: a fifth of the cost of
     drawing it again). Byte-stable: the style's fixed SVG hash salt, no software or date metadata."""
     png, svg = io.BytesIO(), io.BytesIO()
+    import matplotlib
     with matplotlib.rc_context(RC_PARAMS):
         fig.savefig(png, format="png", dpi=dpi, metadata={"Software": None})
         with _layout_kept(fig):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import polars as pl
-from matplotlib.figure import Figure
-from matplotlib.ticker import PercentFormatter
 
 from models.figures.style import (
     LEVEL_COLOURS,
@@ -15,6 +15,12 @@ from models.figures.style import (
     styled,
 )
 from models.soc import SOC_MAJOR_GROUPS, short_group_title
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+# matplotlib is imported where a figure is drawn, not with this module: every Definitions build (every warm
+# `run_all`, issue 29) imports the figures through the asset modules and would pay ~1.5 CPU-s for it.
 
 # --- 3. covered occupations per major group ----------------------------------------------------------------
 
@@ -185,6 +191,7 @@ def hours_by_coverage_figure(occupation_coverage: pl.DataFrame) -> Figure:
                     )
     ax.set_yticks(y, names)
     ax.get_yticklabels()[0].set_fontweight("bold")
+    from matplotlib.ticker import PercentFormatter
     ax.xaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_xlim(0, 1)
     ax.set_xlabel("Share of annual work hours (O*NET task time shares x OEWS hours)")

@@ -3,10 +3,17 @@ occupation probabilities against the judge, and p_covered against a known truth.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import polars as pl
-from matplotlib.figure import Figure
 
 from models.figures.style import SERIES_COLOURS, lacks_columns, new_figure, placeholder, styled
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+# matplotlib is imported where a figure is drawn, not with this module: every Definitions build (every warm
+# `run_all`, issue 29) imports the figures through the asset modules and would pay ~1.5 CPU-s for it.
 
 EVALUATION_TITLES = {"within_benchmark": "held out within its benchmark (5 folds)",
                      "leave_one_benchmark_out": "leave one benchmark out"}

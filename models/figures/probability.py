@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import polars as pl
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, PercentFormatter
 
 from models.figures.style import (
     MODEL_EXPOSURE_WAGE,
@@ -20,6 +20,12 @@ from models.figures.style import (
     styled,
     table_note,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+# matplotlib is imported where a figure is drawn, not with this module: every Definitions build (every warm
+# `run_all`, issue 29) imports the figures through the asset modules and would pay ~1.5 CPU-s for it.
 
 # --- 1. adjusted probability vs wage bill -------------------------------------------------------------------
 
@@ -64,6 +70,7 @@ def wage_bill_probability_figure(probabilities: pl.DataFrame) -> Figure:
         )
         ax.plot(x, series["prob"].to_numpy(), color=colour, linewidth=2, label=exposure_label(value))
     ax.set_xscale("log")
+    from matplotlib.ticker import FuncFormatter, PercentFormatter
     ax.xaxis.set_major_formatter(FuncFormatter(dollars))
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_ylim(bottom=0)
@@ -117,6 +124,7 @@ def importance_quintile_figure(probabilities: pl.DataFrame) -> Figure:
             linewidth=1.5,
         )
     ax.set_xticks([1, 2, 3, 4, 5], ["1\n(least)", "2", "3", "4", "5\n(most important)"])
+    from matplotlib.ticker import PercentFormatter
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_ylim(bottom=0)
     ax.set_xlabel("Task-importance quintile within the occupation (O*NET importance, IM)")

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import matplotlib
 import numpy as np
 import polars as pl
-from matplotlib.figure import Figure
 
 from models.figures.style import (
     new_figure,
     placeholder,
     styled,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+# matplotlib is imported where a figure is drawn, not with this module: every Definitions build (every warm
+# `run_all`, issue 29) imports the figures through the asset modules and would pay ~1.5 CPU-s for it.
 
 # --- 6. per-occupation model-score heatmap ------------------------------------------------------------------
 
@@ -105,6 +110,7 @@ def model_score_heatmap_figure(
     width = 2 * (0.32 * len(top_models) + 1.0) + 3.6
     fig = new_figure(max(width, 8.0), 0.24 * len(occ_order) + 2.8)
     axes = fig.subplots(1, 2, sharey=True)
+    import matplotlib
     cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#f0f0f0")
     image = None
     weighted_title = "O*NET-weighted mean" + (

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import matplotlib
 import polars as pl
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+# matplotlib is imported where a figure is drawn, not with this module: every Definitions build (every warm
+# `run_all`, issue 29) imports the figures through the asset modules and would pay ~1.5 CPU-s for it.
 
 # Names the estimators use for their models and columns; if an upstream name changes, change it here only.
 MODEL_EXPOSURE_WAGE = "exposure_wage"
@@ -52,6 +56,7 @@ def styled(draw: Callable[..., Figure]) -> Callable[..., Figure]:
 
     @functools.wraps(draw)
     def wrapper(*args: object, **kwargs: object) -> Figure:
+        import matplotlib
         with matplotlib.rc_context(RC_PARAMS):
             return draw(*args, **kwargs)
 
@@ -60,6 +65,8 @@ def styled(draw: Callable[..., Figure]) -> Callable[..., Figure]:
 
 def new_figure(width: float, height: float) -> Figure:
     """A Figure with an Agg canvas attached (no pyplot, no global state)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
     return fig

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import polars as pl
-from matplotlib.figure import Figure
-from matplotlib.ticker import PercentFormatter
 
 from models.figures.style import (
     SERIES_COLOURS,
@@ -17,6 +17,12 @@ from models.figures.style import (
     placeholder,
     styled,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+# matplotlib is imported where a figure is drawn, not with this module: every Definitions build (every warm
+# `run_all`, issue 29) imports the figures through the asset modules and would pay ~1.5 CPU-s for it.
 
 # --- 5. labeler validation ----------------------------------------------------------------------------------
 
@@ -76,6 +82,7 @@ def labeler_validation_figure(
                         color="#666666",
                     )
         ax.set_xlim(0, 1.02)
+        from matplotlib.ticker import PercentFormatter
         ax.xaxis.set_major_formatter(PercentFormatter(1.0))
         ax.set_title(VALIDATION_TITLES.get(metric, metric))
         ax.grid(axis="x", color="#eeeeee")

@@ -19,11 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
-import scipy.sparse as sp
-from sklearn.feature_extraction.text import TfidfVectorizer
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+# scikit-learn and scipy.sparse are imported where a model is fitted or texts vectorised, not with this module:
+# every Definitions build (every warm `run_all`, issue 29) imports it through the asset modules (~2 CPU-s).
 
 # One row per judged text: its passes' decisions side by side (a text judged twice counts once).
 JUDGED_SCHEMA: dict[str, pl.DataType] = {
@@ -85,6 +91,8 @@ class BenchmarkSample:
     def of(cls, judged: pl.DataFrame) -> BenchmarkSample:
         """The sample of one benchmark's JUDGED_SCHEMA rows (at least one)."""
         rows = judged.to_dicts()
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
         vectorizer = TfidfVectorizer(**NEIGHBOUR_TFIDF)
         vectors = vectorizer.fit_transform([r["prompt"] or " " for r in rows]).tocsr()
         codes = sorted({c for r in rows for p in r["occupations"] for c in p})

@@ -29,12 +29,15 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
+
+if TYPE_CHECKING:
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+# scikit-learn and scipy.sparse are imported where a model is fitted or texts vectorised, not with this module:
+# every Definitions build (every warm `run_all`, issue 29) imports it through the asset modules (~2 CPU-s).
 
 FORMAT_VERSION = 1
 
@@ -73,6 +76,8 @@ class LinearModel:
         mean = x.mean(axis=0)
         scale = x.std(axis=0)
         scale = np.where(scale > 1e-9, scale, 1.0)
+        from sklearn.linear_model import LogisticRegression
+
         model = LogisticRegression(C=c, max_iter=3000).fit((x - mean) / scale, y, sample_weight=sample_weight)
         return cls(tuple(features), mean, scale, model.coef_[0].astype(np.float64), float(model.intercept_[0]))
 
@@ -103,6 +108,8 @@ class WorkModel:
 
     @functools.cached_property
     def vectorizer(self) -> TfidfVectorizer:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
         vec = TfidfVectorizer(**WORK_TFIDF, vocabulary=self.vocabulary)
         vec.fit(["x"])  # sets up the analyzer; the fitted idf is replaced below
         vec.idf_ = self.idf
@@ -423,6 +430,10 @@ class TrainingPrompt:
 def fit_work_model(prompts: Sequence[TrainingPrompt], c: float = 1.0) -> tuple[TfidfVectorizer, LinearModel,
                                                                                 np.ndarray]:
     texts = [p.text for p in prompts]
+    import scipy.sparse as sp
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
     vec = TfidfVectorizer(**WORK_TFIDF, min_df=2)
     words = vec.fit_transform(texts)
     dense = np.vstack([work_dense_features(p.signals, [p.text]) for p in prompts])
