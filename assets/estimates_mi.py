@@ -3,8 +3,6 @@ model-assisted draws of the label set (`headline_count_draws`, over `task_analys
 Rubin's rules (models/regression_mi.py), beside `coverage_regressions`. Its own step: it needs the analysis
 frame, which itself follows membership, so it cannot be part of the headline step (issue 28)."""
 
-from __future__ import annotations
-
 import json
 import time
 
