@@ -2,9 +2,9 @@
 estimator were run again with other random numbers (another seed), from the draws at hand alone.
 
 - A draw mean (labeler, model_assisted): its standard error sd / sqrt(n).
-- A percentile of the draws (an interval end): the Maritz-Jarrett standard error of the sample quantile
-  (scipy.stats.mstats.mjci: Beta weights over the order statistics; no random numbers, so the tables stay
-  reproducible). Where the draws have a second mode near the percentile (a few draws far out) it is large.
+- A percentile of the draws (an interval end): the exact bootstrap (Maritz-Jarrett) standard error of the
+  order statistic (Beta weights over the sorted draws: what resampling the draws would give with infinitely
+  many resamples; no random numbers, so the tables stay reproducible). Where the draws have a second mode near the percentile (a few draws far out) it is large.
 - The design estimator's recentred ends (q - median + plug-in): the quantile's and the median's errors added
   in quadrature (the two move together, so this overstates a little); its plug-in value has none.
 - Deterministic figures (labels as counted, the species estimate) have none (0.0).
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy.stats.mstats import mjci
+from scipy.stats import beta
 
 INTERVAL_PROBABILITIES = (0.025, 0.975)
 
@@ -33,12 +33,22 @@ def mean_mc_se(draws: np.ndarray) -> float:
 
 
 def quantile_mc_se(draws: np.ndarray, probabilities: tuple[float, ...] = INTERVAL_PROBABILITIES) -> list[float]:
-    """Maritz-Jarrett standard errors of the sample quantiles of the draws at `probabilities`; 0.0 when the
-    draws are all equal or too few (under 3)."""
-    values = np.asarray(draws, dtype=float)
-    if values.size < 3 or float(values.max()) == float(values.min()):
+    """Standard errors of the draws' sample quantiles at `probabilities` (numpy's linear interpolation: order
+    statistic m = (n - 1) p + 1): the exact bootstrap standard error of the m-th order statistic, which puts
+    weight I_{i/n}(m, n + 1 - m) - I_{(i-1)/n}(m, n + 1 - m) on the i-th smallest draw (Maritz and Jarrett
+    1978; scipy's beta). 0.0 when the draws are all equal or fewer than 3."""
+    values = np.sort(np.asarray(draws, dtype=float))
+    n = values.size
+    if n < 3 or values[0] == values[-1]:
         return [0.0] * len(probabilities)
-    return [float(s) for s in mjci(values, prob=list(probabilities))]
+    grid = np.arange(n + 1) / n
+    out = []
+    for p in probabilities:
+        m = (n - 1) * p + 1
+        weights = np.diff(beta.cdf(grid, m, n + 1 - m))
+        mean = float(weights @ values)
+        out.append(math.sqrt(max(float(weights @ (values - mean) ** 2), 0.0)))
+    return out
 
 
 def interval_mc_se(estimator: str, draws: np.ndarray) -> tuple[float, float, float]:
