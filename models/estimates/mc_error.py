@@ -22,6 +22,7 @@ import numpy as np
 from scipy.stats import beta
 
 INTERVAL_PROBABILITIES = (0.025, 0.975)
+MC_COLUMNS = ("value_mc_se", "ci_low_mc_se", "ci_high_mc_se")  # headline_estimates' Monte Carlo errors
 
 
 def mean_mc_se(draws: np.ndarray) -> float:

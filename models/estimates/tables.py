@@ -20,7 +20,7 @@ from models.estimates.draws import (
     labels_as_truth_counts,
     one_blas_thread,
 )
-from models.estimates.mc_error import bounds_mc_se, interval_mc_se, mc_rounded
+from models.estimates.mc_error import MC_COLUMNS, bounds_mc_se, interval_mc_se, mc_rounded
 from models.estimates.problem import (
     ALL_INDEX,
     ALL_SCOPE,
@@ -337,9 +337,11 @@ def with_bounds(frame: pl.DataFrame) -> pl.DataFrame:
     the certain floor is the larger of the sample's own count and the model-assisted lower bound at the next
     threshold; the species estimate (richness) raises it (bounds_interval)."""
     keys = ["benchmark_index", "scope", "quantity"]
+    columns = frame.columns  # a frame without the Monte Carlo error columns gets bounds without them
+    frame = frame.with_columns(pl.lit(None, pl.Float64).alias(c) for c in MC_COLUMNS if c not in columns)
     design = frame.filter((pl.col("estimator") == "design") & pl.col("threshold").is_in(BOUNDED_THRESHOLDS))
     if design.is_empty():
-        return frame
+        return frame.select(columns)
     assisted = frame.filter(pl.col("estimator") == "model_assisted")
     richness = frame.filter(pl.col("estimator") == RICHNESS).select(
         *keys, "threshold", pl.col("value").alias("_rich"), pl.col("ci_low").alias("_rich_low"))
@@ -366,8 +368,8 @@ def with_bounds(frame: pl.DataFrame) -> pl.DataFrame:
           for i, name in enumerate(("value_mc_se", "ci_low_mc_se", "ci_high_mc_se"))),
         pl.lit(True).alias("published"),
         pl.lit(BOUNDS_BASIS).alias("basis"),
-    ).select(frame.columns)
-    return pl.concat([frame, rows])
+    ).select(columns)
+    return pl.concat([frame.select(columns), rows])
 
 
 def headline_estimates(
