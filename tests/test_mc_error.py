@@ -60,7 +60,7 @@ def _frame(ma_high_se: float) -> pl.DataFrame:
         "value": [100.0, 300.0, 130.0, 200.0], "ci_low": [90.0, 280.0, 120.0, 160.0],
         "ci_high": [110.0, 3003.2, 140.0, 250.0], "value_mc_se": [0.0, 2.0, 0.5, 0.0],
         "ci_low_mc_se": [1.0, 6.0, 4.0, 0.0], "ci_high_mc_se": [1.0, ma_high_se, 1.5, 0.0],
-        "denominator": [18796.0] * 4, "published": [False, False, True, False], "n_sampled": [788] * 4,
+        "denominator": [18796.0] * 4, "published": [False, False, True, False], "n_sampled": [788] * 4, "n_draws": [200] * 4,
     })
 
 
@@ -83,9 +83,14 @@ def test_summary_states_a_large_monte_carlo_error_and_leaves_small_ones():
         estimates = es.with_bounds(_frame(se))
         bounds = estimates.filter(pl.col("estimator") == "bounds").row(0, named=True)
         assert expected in _phrase(bounds)
-        assert expected.replace(" of 18,796", "") in " ".join(es.published_sentences(estimates))
+        sentences = " ".join(es.published_sentences(estimates))
+        assert expected.replace(" of 18,796", "") in sentences
+        assert ("Monte Carlo error: one standard error of a figure over reruns with other random draws (the "
+                "estimates' 200 draws" in sentences)  # the >= 5 row's lower end (se 4) has a note either way
         assert expected.replace(" of 18,796", "") in " ".join(
             estimated_coverage_findings({"headline_estimates": estimates}))
+    exact = es.with_bounds(_frame(0.0).with_columns(pl.lit(0.0).alias(c) for c in ("ci_low_mc_se", "ci_high_mc_se")))
+    assert "Monte Carlo" not in " ".join(es.published_sentences(exact))
     assert supported(521.5, 1.8, False) == (522.0, "\u00b12")
     assert supported(132.4, 0.9, False) == (132.4, None)  # within the printed rounding: as it is
     assert supported(0.0823, 0.0031, True) == (pytest.approx(0.082), "\u00b10.3 points")

@@ -48,7 +48,8 @@ def quantile_mc_se(draws: np.ndarray, probabilities: tuple[float, ...] = INTERVA
         m = (n - 1) * p + 1
         weights = np.diff(beta.cdf(grid, m, n + 1 - m))
         mean = float(weights @ values)
-        out.append(math.sqrt(max(float(weights @ (values - mean) ** 2), 0.0)))
+        se = math.sqrt(max(float(weights @ (values - mean) ** 2), 0.0))
+        out.append(se if se > 1e-9 * max(1.0, abs(mean)) else 0.0)  # rounding noise of a constant tail: none
     return out
 
 
@@ -86,6 +87,9 @@ def bounds_mc_se(design_value: float, next_low: float | None, next_low_se: float
 # --- saying it in the summary ----------------------------------------------------------------------------------
 
 MC_LABELS = (("value", "estimate"), ("ci_low", "lower end"), ("ci_high", "upper end"))
+MC_EXPLAINED = ("Monte Carlo error: one standard error of a figure over reruns with other random draws (the "
+                "estimates' {n_draws} draws; headline_estimates *_mc_se); a figure with one is printed rounded to "
+                "what the draws support, the others' error is within their printed rounding.")
 
 
 def supported(value: float | None, se: float | None, share: bool) -> tuple[float | None, str | None]:

@@ -20,7 +20,7 @@ from models.estimates.draws import (
     labels_as_truth_counts,
     one_blas_thread,
 )
-from models.estimates.mc_error import MC_COLUMNS, bounds_mc_se, interval_mc_se, mc_rounded
+from models.estimates.mc_error import MC_COLUMNS, MC_EXPLAINED, bounds_mc_se, interval_mc_se, mc_rounded
 from models.estimates.problem import (
     ALL_INDEX,
     ALL_SCOPE,
@@ -513,6 +513,9 @@ def published_sentences(estimates: pl.DataFrame, benchmark_index: str = ALL_INDE
         parts = [p for q in QUANTITIES if (p := part(published, q, t, True))]
         pieces.append(f"at >= {t} prompt{'s' if t != 1 else ''}: " + ", ".join(parts))
     out.append(f"Best-supported estimate ({what}) " + "; ".join(pieces) + ".")
+    if "Monte Carlo error" in out[0]:
+        drawn = published["n_draws"].max() if "n_draws" in published.columns else None
+        out.append(MC_EXPLAINED.format(n_draws=drawn or DEFAULT_DRAWS))
     if (published["estimator"] == BOUNDS).any():
         out.append("At >= 1 prompt the count of distinct tasks exercised by any prompt cannot be pinned down "
                    "from a sample of a few hundred texts: the floor is a species estimate from the judge's "
