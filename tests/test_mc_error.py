@@ -89,8 +89,11 @@ def test_summary_states_a_large_monte_carlo_error_and_leaves_small_ones():
                 "estimates' 200 draws" in sentences)  # the >= 5 row's lower end (se 4) has a note either way
         assert expected.replace(" of 18,796", "") in " ".join(
             estimated_coverage_findings({"headline_estimates": estimates}))
+    assert "**Monte Carlo error.** One standard error of a figure over reruns" in " ".join(
+        estimated_coverage_findings({"headline_estimates": estimates}))
     exact = es.with_bounds(_frame(0.0).with_columns(pl.lit(0.0).alias(c) for c in ("ci_low_mc_se", "ci_high_mc_se")))
     assert "Monte Carlo" not in " ".join(es.published_sentences(exact))
+    assert "Monte Carlo" not in " ".join(estimated_coverage_findings({"headline_estimates": exact}))
     assert supported(521.5, 1.8, False) == (522.0, "\u00b12")
     assert supported(132.4, 0.9, False) == (132.4, None)  # within the printed rounding: as it is
     assert supported(0.0823, 0.0031, True) == (pytest.approx(0.082), "\u00b10.3 points")

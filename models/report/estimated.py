@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from models.estimates.mc_error import mc_rounded
+from models.estimates.mc_error import MC_EXPLAINED, mc_rounded
 from models.report.answer import QUANTITY_NOUNS, published_rows
 from models.report.formatting import Tables, num, pct, present_table, ratio
 
@@ -53,6 +53,10 @@ def estimated_coverage_findings(tables: Tables, index: str = "all") -> list[str]
             estimator = at["estimator"][0].replace("_", "-")
             out.append(f"**At >= {t} prompt{'s' if t != 1 else ''}** ({estimator}, 95% interval): "
                        + "; ".join(parts) + " (headline_estimates).")
+    if any("Monte Carlo error" in line for line in out):
+        drawn = rows["n_draws"].max() if "n_draws" in rows.columns else None
+        what = MC_EXPLAINED.format(n_draws=drawn or 200).split(": ", 1)[1]
+        out.append(f"**Monte Carlo error.** {what[0].upper()}{what[1:]}")
     groups = present_table(tables, "major_group_estimates")
     if groups is not None and {"major_group_code", "threshold", "p_covered"} <= set(groups.columns):
         if "benchmark_index" in groups.columns:
