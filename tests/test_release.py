@@ -18,6 +18,7 @@ import pytest
 
 from models import estimates as es
 from models import report
+from models.estimates.mc_error import mc_rounded
 from models.exports import release as rel
 from resources import export_writer as ew
 from resources import release as rl
@@ -169,9 +170,10 @@ def test_answer_sentence_quotes_the_published_estimates(estimates):
     answer = report.headline_answer(estimates, n_benchmarks=n, released="2030-01-31", excluded=notes)
     hours = estimates.filter(pl.col("published") & (pl.col("scope") == "all")
                              & (pl.col("quantity") == "hours_share_covered") & (pl.col("threshold") == 5)).row(0, named=True)
+    shown, note = mc_rounded(hours, share=True)  # figures rounded to what the draws support, their MC error
     assert answer.sentence.startswith(
-        f"AI benchmarks exercise about {100 * hours['value']:.1f}% ({100 * hours['ci_low']:.1f}%\u2013"
-        f"{100 * hours['ci_high']:.1f}%) of US work hours at >= 5 prompts: ")
+        f"AI benchmarks exercise about {100 * shown['value']:.1f}% ({100 * shown['ci_low']:.1f}%\u2013"
+        f"{100 * shown['ci_high']:.1f}%{'; ' + note if note else ''}) of US work hours at >= 5 prompts: ")
     assert "model-assisted estimate" in answer.sentence and "3 benchmarks, released 2030-01-31" in answer.sentence
     assert 1 <= len(answer.supporting) <= 5
     assert answer.supporting[-1] == ("Not in this index: x (too small). Counted but adding to no task: webshop (no "
@@ -197,7 +199,9 @@ def test_summary_opens_with_the_answer_and_titles_the_raw_labels(tables, estimat
     estimated = summary.split("## Coverage, as estimated")[1].split("## ")[0]
     tasks = estimates.filter(pl.col("published") & (pl.col("scope") == "all") & (pl.col("quantity") == "tasks_covered")
                              & (pl.col("threshold") == 5)).row(0, named=True)
-    assert f"O*NET tasks: {tasks['value']:,.0f} ({tasks['ci_low']:,.0f}\u2013{tasks['ci_high']:,.0f})" in estimated
+    shown, note = mc_rounded(tasks, share=False)
+    assert (f"O*NET tasks: {shown['value']:,.0f} ({shown['ci_low']:,.0f}\u2013{shown['ci_high']:,.0f}"
+            f"{'; ' + note if note else ''})") in estimated
     raw = summary.split("## What the raw labels say")[1].split("\n## ")[0]
     assert "**Tasks.** Of the" in raw  # the labels-as-counted figures live only under their title
     assert "**Tasks.** Of the" not in summary.split("## What the raw labels say")[0]

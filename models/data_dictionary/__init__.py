@@ -162,6 +162,26 @@ DATA_DICTIONARY["headline_estimates"] = {
     ),
     "ci_low": ("lower bound of the 95% interval (2.5th percentile of the draws)", "same as value", ESTIMATES),
     "ci_high": ("upper bound of the 95% interval (97.5th percentile of the draws)", "same as value", ESTIMATES),
+    "value_mc_se": (
+        "Monte Carlo standard error of value: how much it would move with other random draws (same estimator, "
+        "another seed); sd/sqrt(draws) for a draw mean, 0 for a deterministic figure (labels_as_truth, design "
+        "plug-in, richness); for bounds, that of the figure it was taken from",
+        "same as value",
+        ESTIMATES,
+    ),
+    "ci_low_mc_se": (
+        "Monte Carlo standard error of ci_low (Maritz-Jarrett standard error of the draws' 2.5th percentile; "
+        "design: with the median's in quadrature; bounds: that of the figure it was taken from); empty when no "
+        "interval",
+        "same as value",
+        ESTIMATES,
+    ),
+    "ci_high_mc_se": (
+        "Monte Carlo standard error of ci_high (as ci_low_mc_se, at the 97.5th percentile): large when a few "
+        "draws lie far above the rest",
+        "same as value",
+        ESTIMATES,
+    ),
     "denominator": (
         "what the count is out of: all O*NET tasks, occupations with tasks, SOC major groups; 1 for shares",
         COUNT,

@@ -20,6 +20,7 @@ from models.estimates.draws import (
     labels_as_truth_counts,
     one_blas_thread,
 )
+from models.estimates.mc_error import MC_COLUMNS, MC_EXPLAINED, bounds_mc_se, interval_mc_se, mc_rounded
 from models.estimates.problem import (
     ALL_INDEX,
     ALL_SCOPE,
@@ -267,13 +268,15 @@ def estimates_frame(
             n_draws = 0 if stack is None else stack.shape[0]
             for qi, quantity in enumerate(QUANTITIES):
                 for ti, t in enumerate(thresholds):
-                    low = high = None
+                    low = high = low_se = high_se = None
+                    value_se: float | None = 0.0  # deterministic unless drawn
                     if stack is not None:
                         values = stack[:, si, qi, ti]
                         values = values[np.isfinite(values)]
                         if values.size:
                             low, high = interval(estimator, float(point[si, qi, ti]), values)
                             high = min(high, agg_denominators[quantity])
+                            value_se, low_se, high_se = interval_mc_se(estimator, values)
                     value = float(point[si, qi, ti])
                     rows.append(
                         {
@@ -285,6 +288,9 @@ def estimates_frame(
                             "value": value if math.isfinite(value) else None,
                             "ci_low": low,
                             "ci_high": high,
+                            "value_mc_se": value_se if math.isfinite(value) else None,
+                            "ci_low_mc_se": low_se,
+                            "ci_high_mc_se": high_se,
                             "denominator": agg_denominators[quantity],
                             "published": estimator == published_estimator(scope, problem, int(t)),
                             "n_texts": n_texts,
@@ -318,7 +324,7 @@ def richness_rows(problem: Problem, scopes: Sequence[Scope], thresholds: Sequenc
             rows += [{
                 "benchmark_index": scope.benchmark_index, "scope": scope.scope, "quantity": quantity,
                 "threshold": int(t), "estimator": RICHNESS, "value": value, "ci_low": low, "ci_high": high,
-                "denominator": denominators[quantity], "published": False,
+                "value_mc_se": 0.0, "ci_low_mc_se": 0.0, "ci_high_mc_se": 0.0, "denominator": denominators[quantity], "published": False,
                 "n_texts": sum(problem.n_texts(b) for b in scope.members), "n_sampled": n_sampled, "n_draws": 0,
                 "basis": RICHNESS_BASIS,
             } for t in bounded]
@@ -331,32 +337,39 @@ def with_bounds(frame: pl.DataFrame) -> pl.DataFrame:
     the certain floor is the larger of the sample's own count and the model-assisted lower bound at the next
     threshold; the species estimate (richness) raises it (bounds_interval)."""
     keys = ["benchmark_index", "scope", "quantity"]
+    columns = frame.columns  # a frame without the Monte Carlo error columns gets bounds without them
+    frame = frame.with_columns(pl.lit(None, pl.Float64).alias(c) for c in MC_COLUMNS if c not in columns)
     design = frame.filter((pl.col("estimator") == "design") & pl.col("threshold").is_in(BOUNDED_THRESHOLDS))
     if design.is_empty():
-        return frame
+        return frame.select(columns)
     assisted = frame.filter(pl.col("estimator") == "model_assisted")
     richness = frame.filter(pl.col("estimator") == RICHNESS).select(
         *keys, "threshold", pl.col("value").alias("_rich"), pl.col("ci_low").alias("_rich_low"))
     higher = assisted.filter(~pl.col("threshold").is_in(BOUNDED_THRESHOLDS)).group_by(keys).agg(
-        pl.col("ci_low").max().alias("_next_low"))
+        pl.col("ci_low").max().alias("_next_low"), pl.col("ci_low_mc_se").sort_by("ci_low").last().alias("_next_se"))
     joined = (
-        design.join(assisted.select(*keys, "threshold", pl.col("ci_high").alias("_ma")), on=[*keys, "threshold"],
-                    how="left")
+        design.join(assisted.select(*keys, "threshold", pl.col("ci_high").alias("_ma"),
+                                    pl.col("ci_high_mc_se").alias("_ma_se")), on=[*keys, "threshold"], how="left")
         .join(richness, on=[*keys, "threshold"], how="left")
         .join(higher, on=keys, how="left")
         .with_columns(pl.max_horizontal("value", pl.col("_next_low").fill_null(0.0)).alias("_floor"))
     )
     bounds = [bounds_interval(f, h, m, r, rl) for f, h, m, r, rl in zip(
         joined["_floor"], joined["ci_high"], joined["_ma"], joined["_rich"], joined["_rich_low"], strict=True)]
+    errors = [bounds_mc_se(r["value"], r["_next_low"], r["_next_se"], r["_rich"], r["_rich_low"], r["ci_high"],
+                           r["ci_high_mc_se"], r["_ma"], r["_ma_se"], b)
+              for r, b in zip(joined.iter_rows(named=True), bounds, strict=True)]
     rows = joined.with_columns(
         pl.lit(BOUNDS).alias("estimator"),
         pl.Series("value", [b[0] for b in bounds], pl.Float64),
         pl.Series("ci_low", [b[1] for b in bounds], pl.Float64),
         pl.Series("ci_high", [b[2] for b in bounds], pl.Float64),
+        *(pl.Series(name, [e[i] for e in errors], pl.Float64)
+          for i, name in enumerate(("value_mc_se", "ci_low_mc_se", "ci_high_mc_se"))),
         pl.lit(True).alias("published"),
         pl.lit(BOUNDS_BASIS).alias("basis"),
-    ).select(frame.columns)
-    return pl.concat([frame, rows])
+    ).select(columns)
+    return pl.concat([frame.select(columns), rows])
 
 
 def headline_estimates(
@@ -465,18 +478,20 @@ def published_sentences(estimates: pl.DataFrame, benchmark_index: str = ALL_INDE
         hit = frame.filter((pl.col("quantity") == quantity) & (pl.col("threshold") == threshold))
         if hit.is_empty():
             return None
-        r = hit.row(0, named=True)
+        row = hit.row(0, named=True)
+        figures, note = mc_rounded(row, quantity == "hours_share_covered")  # what the draws support
+        r = {**row, **figures}
         if r["estimator"] == BOUNDS:
-            low = f" (95% lower limit {fmt(quantity, r['ci_low'])})" if r["ci_low"] < r["value"] - 1e-9 else ""
+            low = f" (95% lower limit {fmt(quantity, r['ci_low'])})" if row["ci_low"] < row["value"] - 1e-9 else ""
             span = f"at least {'about ' if low else ''}{fmt(quantity, r['value'])}{low}, up to about " \
-                   f"{fmt(quantity, r['ci_high'])}"
+                   f"{fmt(quantity, r['ci_high'])}" + (f" ({note})" if note else "")
             if quantity == "hours_share_covered":
                 return f"{span} of US work hours"
             noun = {"tasks_covered": "tasks", "occupations_covered": "occupations",
                     "major_groups_covered": "SOC major groups"}[quantity]
             return f"{span} of {r['denominator']:,.0f} {noun}"
-        ci = f" (95% CI {fmt(quantity, r['ci_low'])}\u2013{fmt(quantity, r['ci_high'])})" if with_ci and r[
-            "ci_low"] is not None else ""
+        ci = f" (95% CI {fmt(quantity, r['ci_low'])}\u2013{fmt(quantity, r['ci_high'])}" + (
+            f"; {note})" if note else ")") if with_ci and r["ci_low"] is not None else ""
         if quantity == "hours_share_covered":
             return f"{fmt(quantity, r['value'])} of US work hours{ci}"
         noun = {"tasks_covered": "tasks", "occupations_covered": "occupations",
@@ -498,6 +513,9 @@ def published_sentences(estimates: pl.DataFrame, benchmark_index: str = ALL_INDE
         parts = [p for q in QUANTITIES if (p := part(published, q, t, True))]
         pieces.append(f"at >= {t} prompt{'s' if t != 1 else ''}: " + ", ".join(parts))
     out.append(f"Best-supported estimate ({what}) " + "; ".join(pieces) + ".")
+    if "Monte Carlo error" in out[0]:
+        drawn = published["n_draws"].max() if "n_draws" in published.columns else None
+        out.append(MC_EXPLAINED.format(n_draws=drawn or DEFAULT_DRAWS))
     if (published["estimator"] == BOUNDS).any():
         out.append("At >= 1 prompt the count of distinct tasks exercised by any prompt cannot be pinned down "
                    "from a sample of a few hundred texts: the floor is a species estimate from the judge's "

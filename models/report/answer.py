@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from models.estimates.mc_error import mc_rounded
 from models.report.formatting import finite
 
 ALL_INDEX = "all"
@@ -49,10 +50,19 @@ def _value(quantity: str, value: Any) -> str:
 
 
 def _interval(quantity: str, row: dict[str, Any]) -> str:
-    low, high = row.get("ci_low"), row.get("ci_high")
+    """' (low-high)' with the Monte Carlo error of the figures whose error exceeds their rounding (mc_rounded;
+    those are printed rounded to what the draws support); '' without an interval."""
+    figures, note = mc_rounded(row, quantity == "hours_share_covered")
+    low, high = figures["ci_low"], figures["ci_high"]
     if not (finite(low) and finite(high)) or _value(quantity, low) == _value(quantity, high):
-        return ""  # no interval, or one too narrow to show at this precision
-    return f" ({_value(quantity, low)}\u2013{_value(quantity, high)})"
+        return f" ({note})" if note else ""  # no interval, or one too narrow to show at this precision
+    return f" ({_value(quantity, low)}\u2013{_value(quantity, high)}{'; ' + note if note else ''})"
+
+
+def _estimate(quantity: str, row: dict[str, Any]) -> str:
+    """The value (rounded to what the draws support) and its interval."""
+    figures, _ = mc_rounded(row, quantity == "hours_share_covered")
+    return f"{_value(quantity, figures['value'])}{_interval(quantity, row)}"
 
 
 def published_rows(estimates: pl.DataFrame, benchmark_index: str = ALL_INDEX) -> pl.DataFrame:
@@ -73,13 +83,15 @@ def _phrase(row: dict[str, Any]) -> str:
     quantity = row["quantity"]
     noun = QUANTITY_NOUNS[quantity]
     if row["estimator"] == "bounds":
-        span = (f"at least about {_value(quantity, row['value'])} (lower limit {_value(quantity, row['ci_low'])}), "
-                f"up to about {_value(quantity, row['ci_high'])}")
+        figures, note = mc_rounded(row, quantity == "hours_share_covered")
+        span = (f"at least about {_value(quantity, figures['value'])} (lower limit "
+                f"{_value(quantity, figures['ci_low'])}), up to about {_value(quantity, figures['ci_high'])}"
+                + (f" ({note})" if note else ""))
         return f"{span} of {noun}" if quantity == "hours_share_covered" else \
             f"{span} of {row['denominator']:,.0f} {noun}"
     if quantity == "hours_share_covered":
-        return f"{_value(quantity, row['value'])}{_interval(quantity, row)} of {noun}"
-    return f"{_value(quantity, row['value'])}{_interval(quantity, row)} of {row['denominator']:,.0f} {noun}"
+        return f"{_estimate(quantity, row)} of {noun}"
+    return f"{_estimate(quantity, row)} of {row['denominator']:,.0f} {noun}"
 
 
 def _basis(rows: pl.DataFrame) -> str:
@@ -111,7 +123,7 @@ def headline_answer(
     if hours is None:
         return None
     prompts = f"at >= {threshold} prompt{'s' if threshold != 1 else ''}"
-    hours_text = f"{_value('hours_share_covered', hours['value'])}{_interval('hours_share_covered', hours)}"
+    hours_text = _estimate("hours_share_covered", hours)
     units = [_phrase(r) for q in ("occupations_covered", "major_groups_covered") if (r := _row(at, q, threshold))]
     context = [f"benchmark index `{benchmark_index}`"]
     if n_benchmarks is not None:

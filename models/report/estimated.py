@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from models.estimates.mc_error import MC_EXPLAINED, mc_rounded
 from models.report.answer import QUANTITY_NOUNS, published_rows
 from models.report.formatting import Tables, num, pct, present_table, ratio
 
@@ -20,11 +21,15 @@ def _fmt(quantity: str, value: Any) -> str:
 
 
 def _estimate(row: dict[str, Any]) -> str:
+    """The row's figures rounded to what its draws support, with their Monte Carlo error where it exceeds the
+    printed rounding (models.estimates.mc_error.mc_rounded)."""
     q = row["quantity"]
+    figures, note = mc_rounded(row, q == "hours_share_covered")
     if row["estimator"] == "bounds":
-        return (f"at least about {_fmt(q, row['value'])} (lower limit {_fmt(q, row['ci_low'])}), up to about "
-                f"{_fmt(q, row['ci_high'])}")
-    return f"{_fmt(q, row['value'])} ({_fmt(q, row['ci_low'])}\u2013{_fmt(q, row['ci_high'])})"
+        return (f"at least about {_fmt(q, figures['value'])} (lower limit {_fmt(q, figures['ci_low'])}), up to "
+                f"about {_fmt(q, figures['ci_high'])}" + (f" ({note})" if note else ""))
+    return (f"{_fmt(q, figures['value'])} ({_fmt(q, figures['ci_low'])}\u2013{_fmt(q, figures['ci_high'])}"
+            + (f"; {note})" if note else ")"))
 
 
 def estimated_coverage_findings(tables: Tables, index: str = "all") -> list[str]:
@@ -48,6 +53,10 @@ def estimated_coverage_findings(tables: Tables, index: str = "all") -> list[str]
             estimator = at["estimator"][0].replace("_", "-")
             out.append(f"**At >= {t} prompt{'s' if t != 1 else ''}** ({estimator}, 95% interval): "
                        + "; ".join(parts) + " (headline_estimates).")
+    if any("Monte Carlo error" in line for line in out):
+        drawn = rows["n_draws"].max() if "n_draws" in rows.columns else None
+        what = MC_EXPLAINED.format(n_draws=drawn or 200).split(": ", 1)[1]
+        out.append(f"**Monte Carlo error.** {what[0].upper()}{what[1:]}")
     groups = present_table(tables, "major_group_estimates")
     if groups is not None and {"major_group_code", "threshold", "p_covered"} <= set(groups.columns):
         if "benchmark_index" in groups.columns:

@@ -1,0 +1,118 @@
+"""Monte Carlo error of the published figures: how much a value or interval end would move if the same
+estimator were run again with other random numbers (another seed), from the draws at hand alone.
+
+- A draw mean (labeler, model_assisted): its standard error sd / sqrt(n).
+- A percentile of the draws (an interval end): the exact bootstrap (Maritz-Jarrett) standard error of the
+  order statistic (Beta weights over the sorted draws: what resampling the draws would give with infinitely
+  many resamples; no random numbers, so the tables stay reproducible). Where the draws have a second mode near the percentile (a few draws far out) it is large.
+- The design estimator's recentred ends (q - median + plug-in): the quantile's and the median's errors added
+  in quadrature (the two move together, so this overstates a little); its plug-in value has none.
+- Deterministic figures (labels as counted, the species estimate) have none (0.0).
+
+Pure numpy/scipy: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from scipy.stats import beta
+
+INTERVAL_PROBABILITIES = (0.025, 0.975)
+MC_COLUMNS = ("value_mc_se", "ci_low_mc_se", "ci_high_mc_se")  # headline_estimates' Monte Carlo errors
+
+
+def mean_mc_se(draws: np.ndarray) -> float:
+    """Standard error of the mean of the draws (sd / sqrt(n)); 0.0 for fewer than two draws."""
+    values = np.asarray(draws, dtype=float)
+    if values.size < 2:
+        return 0.0
+    return float(values.std(ddof=1) / math.sqrt(values.size))
+
+
+def quantile_mc_se(draws: np.ndarray, probabilities: tuple[float, ...] = INTERVAL_PROBABILITIES) -> list[float]:
+    """Standard errors of the draws' sample quantiles at `probabilities` (numpy's linear interpolation: order
+    statistic m = (n - 1) p + 1): the exact bootstrap standard error of the m-th order statistic, which puts
+    weight I_{i/n}(m, n + 1 - m) - I_{(i-1)/n}(m, n + 1 - m) on the i-th smallest draw (Maritz and Jarrett
+    1978; scipy's beta). 0.0 when the draws are all equal or fewer than 3."""
+    values = np.sort(np.asarray(draws, dtype=float))
+    n = values.size
+    if n < 3 or values[0] == values[-1]:
+        return [0.0] * len(probabilities)
+    grid = np.arange(n + 1) / n
+    out = []
+    for p in probabilities:
+        m = (n - 1) * p + 1
+        weights = np.diff(beta.cdf(grid, m, n + 1 - m))
+        mean = float(weights @ values)
+        se = math.sqrt(max(float(weights @ (values - mean) ** 2), 0.0))
+        out.append(se if se > 1e-9 * max(1.0, abs(mean)) else 0.0)  # rounding noise of a constant tail: none
+    return out
+
+
+def interval_mc_se(estimator: str, draws: np.ndarray) -> tuple[float, float, float]:
+    """(value, ci_low, ci_high) Monte Carlo standard errors of one estimator's row from its draws (see the
+    module docstring; the design estimator's value is the plug-in of the whole sample, no draw)."""
+    low, high = quantile_mc_se(draws)
+    if estimator == "design":
+        (median,) = quantile_mc_se(draws, (0.5,))
+        return 0.0, math.hypot(low, median), math.hypot(high, median)
+    return mean_mc_se(draws), low, high
+
+
+def bounds_mc_se(design_value: float, next_low: float | None, next_low_se: float | None,
+                 richness: float | None, richness_low: float | None,
+                 design_high: float | None, design_high_se: float | None,
+                 assisted_high: float | None, assisted_high_se: float | None,
+                 bounds: tuple[float, float, float]) -> tuple[float, float, float]:
+    """(value, ci_low, ci_high) Monte Carlo standard errors of a `bounds` row (tables.bounds_interval): each is
+    the error of the figure it was taken from (the design plug-in and the species estimate have none; the
+    model-assisted lower bound at the next threshold and the 97.5th percentiles have theirs)."""
+    value, low, high = bounds
+    floor_se = (next_low_se or 0.0) if next_low is not None and next_low > design_value else 0.0
+    low_se = floor_se if richness_low is None or low > richness_low else 0.0
+    value_se = low_se if richness is None or value > richness else 0.0
+    if assisted_high is not None and high == assisted_high:
+        high_se = assisted_high_se or 0.0
+    elif design_high is not None and high == design_high:
+        high_se = design_high_se or 0.0
+    else:
+        high_se = value_se
+    return value_se, low_se, high_se
+
+
+# --- saying it in the summary ----------------------------------------------------------------------------------
+
+MC_LABELS = (("value", "estimate"), ("ci_low", "lower end"), ("ci_high", "upper end"))
+MC_EXPLAINED = ("Monte Carlo error: one standard error of a figure over reruns with other random draws (the "
+                "estimates' {n_draws} draws; headline_estimates *_mc_se); a figure with one is printed rounded to "
+                "what the draws support, the others' error is within their printed rounding.")
+
+
+def supported(value: float | None, se: float | None, share: bool) -> tuple[float | None, str | None]:
+    """A printed figure and its Monte Carlo error note. Printed rounding: 1 for counts, 0.1 point for shares.
+    When the figure's Monte Carlo standard error is larger than that, the figure is rounded to the power of ten
+    at or below the error (what the draws support) and the note gives the error at that rounding ('±200',
+    '±0.2 points'); otherwise the figure is unchanged and there is no note."""
+    unit = 0.001 if share else 1.0
+    if value is None or se is None or not (math.isfinite(value) and math.isfinite(se)) or se <= unit:
+        return value, None
+    step = unit * 10 ** math.floor(math.log10(se / unit) + 1e-9)
+    rounded, error = round(value / step) * step, round(se / step) * step
+    return rounded, (f"\u00b1{100 * error:.1f} points" if share else f"\u00b1{error:,.0f}")
+
+
+def mc_rounded(row: Mapping[str, Any], share: bool) -> tuple[dict[str, float | None], str]:
+    """value, ci_low, ci_high of a headline_estimates row as supported() prints them, and the note for those
+    whose Monte Carlo error exceeds their rounding ('Monte Carlo error: upper end ±200'; '' when none). Rows
+    without the *_mc_se columns print as they are."""
+    figures: dict[str, float | None] = {}
+    notes = []
+    for column, label in MC_LABELS:
+        figures[column], note = supported(row.get(column), row.get(f"{column}_mc_se"), share)
+        if note:
+            notes.append(f"{label} {note}")
+    return figures, ("Monte Carlo error: " + ", ".join(notes)) if notes else ""
