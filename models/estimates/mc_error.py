@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy.stats import beta
 
 INTERVAL_PROBABILITIES = (0.025, 0.975)
 MC_COLUMNS = ("value_mc_se", "ci_low_mc_se", "ci_high_mc_se")  # headline_estimates' Monte Carlo errors
@@ -38,6 +37,8 @@ def quantile_mc_se(draws: np.ndarray, probabilities: tuple[float, ...] = INTERVA
     statistic m = (n - 1) p + 1): the exact bootstrap standard error of the m-th order statistic, which puts
     weight I_{i/n}(m, n + 1 - m) - I_{(i-1)/n}(m, n + 1 - m) on the i-th smallest draw (Maritz and Jarrett
     1978; scipy's beta). 0.0 when the draws are all equal or fewer than 3."""
+    from scipy.stats import beta  # here, not at import: building the Definitions stays light (warm run)
+
     values = np.sort(np.asarray(draws, dtype=float))
     n = values.size
     if n < 3 or values[0] == values[-1]:
