@@ -320,7 +320,18 @@ def _run_partitions(runner: Runner, steps: Steps, plan: RunPlan, partitions: lis
     other (the instance's order) run as one Dagster run of their range (`_groups`): the per-run cost (run and
     step events, resources, the task index and labeler, the IO manager's writes) is paid once instead of once
     per benchmark. A range run that fails is run again one partition at a time, so a failure is reported for
-    its own benchmark (the label cache keeps every label computed meanwhile)."""
+    its own benchmark (the label cache keeps every label computed meanwhile). With the offline labeler one
+    run_all at a time decides and runs the stage (the held warehouse lets one writer in anyway): a second one
+    waits, then finds the partitions the first ran up to date instead of materializing them again after the
+    first's analysis started (which made that analysis stale and ran it twice)."""
+    exclusive = steps.exclusive("partitions", "benchmark partitions") if runner.offline_labeler \
+        else contextlib.nullcontext()
+    with exclusive:
+        _run_stale_partitions(runner, steps, plan, partitions, sizes)
+
+
+def _run_stale_partitions(runner: Runner, steps: Steps, plan: RunPlan, partitions: list[str],
+                          sizes: dict[str, int] | None) -> None:
     skipped: list[str] = []
     stale: list[tuple[str, str]] = []
     retryable = steps.retryable_failures(partitions, runner.resources.get("labeler"))
