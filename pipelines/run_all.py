@@ -118,6 +118,7 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     defs = _definitions(defs, own_instance=instance is None)
     started = time.monotonic()
     warehouse_path = getattr((defs.resources or {}).get("warehouse"), "path", None)
+    started_ns = time.time_ns()  # before the warehouse is read: what other run_alls do later is newer
     checked = _check_warehouse(warehouse_path, rebuild=args.rebuild)
     if isinstance(checked, int):
         return checked
@@ -137,7 +138,7 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     with trust, open(log_path, "a", encoding="utf-8") as log:  # checked: its in-process runs need not again
         runner = Runner(defs, instance, log=log, verbose=args.verbose)
         _report_sources(instance, landing, partitions, warehouse_path)
-        steps = Steps(defs, instance, warehouse_path, report, args.force or restored)
+        steps = Steps(defs, instance, warehouse_path, report, args.force or restored, started_ns)
         if not args.skip_reference:
             _run_step(runner, steps, "reference", "reference", plan.reference, "reference")
         _run_partitions(runner, steps, plan, partitions, _prompt_bytes(landing))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -279,8 +280,10 @@ class Steps:
     """Which steps of one run_all to skip: asked of Dagster's records (module doc)."""
 
     def __init__(self, defs: Definitions, instance: DagsterInstance, warehouse_path: str | None,
-                 report: integrity.IntegrityReport | None, force: bool) -> None:
+                 report: integrity.IntegrityReport | None, force: bool, started_ns: int | None = None) -> None:
         self.path = warehouse_path
+        # when `report` was taken (before it): a step another run_all finished after this is not in it
+        self.started_ns = time.time_ns() if started_ns is None else started_ns
         self.report = report
         self.force = force
         self.instance = instance
@@ -364,12 +367,25 @@ class Steps:
         with open(lock_file(self.path, step), "a+") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                waited = False
             except BlockingIOError:
                 print(f"- {label}: another run_all is running this step: waiting for it", flush=True)
                 fcntl.flock(handle, fcntl.LOCK_EX)
+                waited = True
+            handle.seek(0)
+            stamp = handle.read().strip()
+            # another run_all ran the step since this one read the warehouse (whether or not this one had to
+            # wait for it): its records and tables are newer than the run's start-up report
+            if waited or (stamp.isdigit() and int(stamp) > self.started_ns):
                 self.ran()
                 self.report = integrity.check_warehouse(self.path, per_benchmark=True)
-            yield
+            try:
+                yield
+            finally:
+                handle.seek(0)
+                handle.truncate()
+                handle.write(str(time.time_ns()))  # when this run_all last left the step
+                handle.flush()
 
     def retryable_failures(self, benchmarks: Sequence[str], labeler: object) -> dict[str, int]:
         """Per benchmark, its prompts in label_failures (this labeler) that a plain run still retries (one
