@@ -32,7 +32,7 @@ from dagster import (
 )
 
 from assets.analysis import COVERAGE_HEADLINE_DESCRIPTION, counted_headline
-from assets.estimates_split import SPLIT_FRACTIONS, JudgedChecks, judged_checks, split_check  # noqa: F401
+from assets.estimates_split import judged_checks
 from models import coverage as cov
 from models import estimates as es
 from models.estimates.count_draws import count_draws_frame

@@ -45,7 +45,8 @@ def replicate(frame, factor: int):  # type: ignore[no-untyped-def]
 def one(warehouse: str, factor: int, draws: int) -> dict:
     import polars as pl
 
-    from assets.estimates import read_inputs, split_check
+    from assets.estimates import read_inputs
+    from assets.estimates_split import split_check
     from models import estimates as es
     from models.regression_mi import regressions_mi
     from resources import warehouse as wh

@@ -22,6 +22,7 @@ import polars as pl
 
 from assets import estimates as ea
 from assets import indexes as ia
+from assets.estimates_split import judged_checks, split_check
 from models import estimates as es
 from models.regression_mi import regressions_mi
 from resources.dagster_resources import Warehouse
@@ -56,7 +57,7 @@ def headline(wh: Warehouse, timings: dict[str, float]) -> dict[str, pl.DataFrame
     timings["units"] = time.process_time() - t
     t = time.process_time()
     if hasattr(ea, "judged_checks"):  # issue 29: on the judged benchmarks, cached by their key
-        judged = ea.judged_checks(wh, inputs, texts, problem, config, [code_version()])  # code part of the key)
+        judged = judged_checks(wh, inputs, texts, problem, config, [code_version()])  # code part of the key)
         units["occupation_probability_calibration"], recal = judged.calibration, judged.recalibration
         units["unit_coverage_simulation_check"] = judged.coverage
         split = judged.split
@@ -69,7 +70,7 @@ def headline(wh: Warehouse, timings: dict[str, float]) -> dict[str, pl.DataFrame
         units["unit_coverage_simulation_check"] = es.unit_coverage_check(
             problem, replications=config.coverage_repeats, n_draws=min(config.n_draws, config.coverage_draws),
             seed=config.seed, simulated=4, relabel=relabel).table
-        split = ea.split_check(problem, scopes, config.split_repeats, min(config.n_draws, 50), config.seed, relabel,
+        split = split_check(problem, scopes, config.split_repeats, min(config.n_draws, 50), config.seed, relabel,
                                held)
     timings["judged_checks"] = time.process_time() - t
     t = time.process_time()

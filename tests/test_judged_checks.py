@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from assets.estimates import split_check
+from assets.estimates_split import split_check
 from models import estimates as es
 from resources import estimate_cache
 
@@ -88,7 +88,8 @@ def test_the_cache_file_returns_only_its_own_key(tmp_path):
 
 
 def test_the_step_reads_the_checks_back_until_the_judged_problem_or_the_code_changes(sim, tmp_path):
-    from assets.estimates import EstimatesConfig, judged_checks
+    from assets.estimates import EstimatesConfig
+    from assets.estimates_split import judged_checks
     from resources.dagster_resources import Warehouse
 
     warehouse = Warehouse(path=str(tmp_path / "benchmap.duckdb"))  # only its folder is used (the cache file)

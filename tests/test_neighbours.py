@@ -307,7 +307,7 @@ def relabeled_split_check(mirror: Path) -> pl.DataFrame:
     """estimate_split_check's own procedure (assets.estimates.split_check with the relabeling the asset builds,
     models/labeling/stacking_split.py) on the judged texts with the new labeler's cross-fitted labels
     (neighbour_oof.json, what the estimators see): 4 half and 4 fifth splits."""
-    from assets.estimates import split_check
+    from assets.estimates_split import split_check
     from models import estimates as es
     from models.labeling.stacking_split import EstimationPartRelabeler
     from pipelines.fit_labeler import landed_texts
