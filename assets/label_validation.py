@@ -1,8 +1,9 @@
 """Label validation (group "label_validation"): how well labelers do against humans and against each other.
 
-- `gold_annotation_sample`, `gold_task_labels`, `reference_task_labels`, `labeler_validation` (+ floor check),
-  `labeler_agreement`: unpartitioned, so a per-benchmark refresh job does not recompute them; they are
-  downstream of the benchmark tables and land in the analysis refresh job.
+- `reference_task_labels`, `labeler_validation` (+ floor check), `labeler_agreement` (and, in
+  assets/gold_labels.py, `gold_annotation_sample` and `gold_task_labels`): unpartitioned, so a per-benchmark
+  refresh job does not recompute them; they are downstream of the benchmark tables and land in the analysis
+  refresh job.
 
 The prompts and labels they read come through resources/label_queries.py (only the human-labeled or sampled
 prompts, never the whole label table).
@@ -22,65 +23,31 @@ from dagster import (
     asset_check,
 )
 
+from assets.gold_labels import PROMPT_COLUMNS, VALIDATION_GROUP, VALIDATION_PROMPT_COLUMNS, read_prompts
 from assets.labels import load_task_index, markdown_table, prompt_records
 from models import reference_labels as rl
 from models import validation as val
-from models.benchmarks import PROMPTS_SCHEMA
 from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
 from models.labeling.stacking import stacked_on
 from models.labeling.stacking_cv import NEIGHBOUR_GRID
 from models.sources import ONET_VERSION
 from resources.dagster_resources import Warehouse
-from resources.export_files import write_csv
 from resources.label_cache import other_labelers_labels
 from resources.readers import (
     REFERENCE_DIR,
-    gold_files,
     load_reference,
     load_selector_fit,
     load_stack_fit,
-    read_gold_csv,
 )
 from resources.settings import settings
 from resources.source_versions import REFERENCE_FILES_KEY
 from resources.sources import raw_dir
 
-VALIDATION_GROUP = "label_validation"
-GOLD_DIR_NAME = "gold_labels"
 REFERENCE_DIR_NAME = "reference_labels"  # data/raw/reference_labels/ overrides the vendored data/reference/
-ANNOTATION_FILE = "gold_annotation_sample.csv"
 
 
-# --- gold labels --------------------------------------------------------------------------------------------
-
-
-class AnnotationSampleConfig(Config):
-    per_benchmark: int = 20
-    top_k: int = 10
-    seed: int = 0
-
-
-# benchmark_prompts without its bookkeeping columns (one schema: models.benchmarks.PROMPTS_SCHEMA)
-PROMPT_COLUMNS: dict[str, pl.DataType] = {
-    column: dtype for column, dtype in PROMPTS_SCHEMA.items() if column not in ("sector", "extra", "line_number")
-}
-# What validate_labels and other_labelers_labels read of a prompt: no prompt text.
-VALIDATION_PROMPT_COLUMNS = (
-    "benchmark",
-    "prompt_id",
-    "prompt_hash",
-    "occupation",
-    "onet_task_id",
-    "onet_task",
-)
-# What annotation_rows reads of a label.
-ANNOTATION_LABEL_COLUMNS = ("benchmark", "prompt_id", "labeler", "rank", "task_id", "onet_soc_code")
-
-
-def _prompts(warehouse: Warehouse, columns: tuple[str, ...] | None = None) -> pl.DataFrame:
-    """benchmark_prompts, only `columns` of it (default: all of PROMPT_COLUMNS, texts included)."""
-    return warehouse.prompt_columns({c: PROMPT_COLUMNS[c] for c in (columns or PROMPT_COLUMNS)})
+# --- validation against human labels (the gold labels: assets/gold_labels.py) ----------------------------
 
 
 def _validation_inputs(
@@ -90,99 +57,6 @@ def _validation_inputs(
     (resources.label_queries.validation_inputs)."""
     prompt_schema = {c: PROMPT_COLUMNS[c] for c in VALIDATION_PROMPT_COLUMNS}
     return warehouse.validation_inputs(gold_task_labels, prompt_schema, lc.LABEL_COLUMNS)
-
-
-def _annotation_inputs(warehouse: Warehouse, keys: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The sampled prompts (keys order; benchmark, prompt_id, prompt_hash, prompt) and their labels
-    (ANNOTATION_LABEL_COLUMNS, table order): only the sample's texts and labels are loaded."""
-    texts = warehouse.prompt_texts(keys)
-    labels = warehouse.labels_of_keys(keys, ANNOTATION_LABEL_COLUMNS)
-    sample = keys.select("benchmark", "prompt_id").join(
-        texts, on=["benchmark", "prompt_id"], how="left", maintain_order="left"
-    )
-    return sample, labels
-
-
-@asset(
-    group_name=VALIDATION_GROUP,
-    ins={"onet_tasks": AssetIn(), "onet_occupations": AssetIn()},
-    deps=["prompt_task_labels", "prompt_work", "benchmark_prompts"],
-    description="A stratified random sample of labeled prompts (per benchmark) with their top candidate "
-    "tasks, "
-    "written as CSV to data/warehouse/annotation/ for human annotators (docs/gold_labels.md).",
-)
-def gold_annotation_sample(
-    context: AssetExecutionContext,
-    config: AnnotationSampleConfig,
-    warehouse: Warehouse,
-    onet_tasks: pl.DataFrame,
-    onet_occupations: pl.DataFrame,
-) -> pl.DataFrame:
-    # Draw from the keys of the labeled prompts (the same draw as val.annotation_sample over full rows), then
-    # load texts and labels of the sampled prompts only.
-    keys = val.annotation_sample_keys(
-        warehouse.annotation_pool(), per_benchmark=config.per_benchmark, seed=config.seed
-    )
-    if keys.is_empty():  # nothing labeled yet
-        sample = pl.DataFrame(schema={c: pl.Utf8 for c in val.ANNOTATION_COLUMNS})
-    else:
-        chosen, labels = _annotation_inputs(warehouse, keys)
-        sample = val.annotation_rows(chosen, labels, onet_tasks, onet_occupations, top_k=config.top_k)
-    path = write_csv(warehouse.annotation_dir() / ANNOTATION_FILE, sample)
-    context.add_output_metadata(
-        {
-            "csv_path": MetadataValue.path(str(path)),
-            "n_prompts": sample.height,
-            "per_benchmark": MetadataValue.json(
-                dict(sample.group_by("benchmark").len().sort("benchmark").iter_rows())
-            ),
-            "import_to": str(raw_dir() / GOLD_DIR_NAME / "<annotator>.csv"),
-        }
-    )
-    return sample
-
-
-@asset(
-    group_name=VALIDATION_GROUP,
-    ins={"onet_tasks": AssetIn()},
-    deps=["benchmark_prompts", REFERENCE_FILES_KEY],  # REFERENCE_FILES_KEY: it reads files of data/raw
-    description="Human gold task labels imported from data/raw/gold_labels/*.csv (docs/gold_labels.md): "
-    "benchmark, prompt_id, task_id (null = no O*NET task fits), annotator, source file and line. "
-    "Empty when no file is there.",
-)
-def gold_task_labels(
-    context: AssetExecutionContext, warehouse: Warehouse, onet_tasks: pl.DataFrame
-) -> pl.DataFrame:
-    folder = raw_dir() / GOLD_DIR_NAME
-    files = gold_files(folder)
-    if not files:
-        message = (
-            f"no gold label files in {folder}: export a sample with gold_annotation_sample, have it "
-            "annotated, and place the CSVs there (docs/gold_labels.md)"
-        )
-        context.log.info(message)
-        context.add_output_metadata({"message": message, "n_files": 0, "n_prompts": 0})
-        return pl.DataFrame(schema=val.GOLD_SCHEMA)
-    raw = pl.concat([read_gold_csv(f) for f in files])
-    gold, notes = val.resolve_gold(raw, _prompts(warehouse, ("benchmark", "prompt_id")), onet_tasks)
-    if notes.get("gold_unknown_prompts"):
-        context.log.warning(
-            f"{len(notes['gold_unknown_prompts'])} gold prompts are not in benchmark_prompts "
-            f"and were dropped: {notes['gold_unknown_prompts'][:10]}"
-        )
-    context.add_output_metadata(
-        {
-            "n_files": len(files),
-            "files": ", ".join(f.name for f in files),
-            "n_prompts": notes.get("gold_prompts", 0),
-            "n_rows": gold.height,
-            "unknown_prompts_dropped": len(notes.get("gold_unknown_prompts", [])),
-        }
-    )
-    return gold
-
-
-# --- validation against human labels ------------------------------------------------------------------------
 
 
 def tac_role_mapping() -> tuple[dict | None, str]:
@@ -238,7 +112,7 @@ def reference_task_labels(
     override = raw_dir() / REFERENCE_DIR_NAME
     folder = override if (override / rl.SPLIT_FILES["dev"]).is_file() else REFERENCE_DIR
     reference = load_reference(folder)  # InputError with file and line on a broken or duplicated row
-    prompts = _prompts(warehouse, ("benchmark", "prompt_id", "prompt_hash"))
+    prompts = read_prompts(warehouse, ("benchmark", "prompt_id", "prompt_hash"))
     landed = reference.filter(pl.col("benchmark").is_in(prompts["benchmark"].unique().implode()))
     rl.check_reference(landed, onet_tasks, prompts)  # unknown task or prompt: fail, nothing is stored
     current = landed.join(prompts, on=["benchmark", "prompt_id", "prompt_hash"], how="semi")
@@ -581,7 +455,7 @@ def labeler_agreement(context: AssetExecutionContext, warehouse: Warehouse) -> p
         context.add_output_metadata({"note": note, "n_labelers": labelers.height})
         return pl.DataFrame(schema=val.AGREEMENT_COLUMNS)
     ranker, _ = occupation_ranker(("prompt_hash",))
-    table = val.labeler_agreement(cached, _prompts(warehouse, ("benchmark", "prompt_hash")), rank_fn=ranker,
+    table = val.labeler_agreement(cached, read_prompts(warehouse, ("benchmark", "prompt_hash")), rank_fn=ranker,
                                   labeled=labeled)
     context.add_output_metadata(
         {

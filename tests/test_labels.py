@@ -317,8 +317,10 @@ class E2E:
         return self.counter[0] - before
 
     def validate(self) -> pl.DataFrame:
+        from assets import gold_labels as gl
+
         lab = self.validation
-        unpartitioned = [lab.gold_task_labels, lab.reference_task_labels, lab.labeler_validation,
+        unpartitioned = [gl.gold_task_labels, lab.reference_task_labels, lab.labeler_validation,
                          lab.labeler_agreement]
         self.last_validation_run = self.materialize(
             [*unpartitioned, *module_checks(self.labels), *module_checks(lab), *self.reference], selection=unpartitioned
@@ -387,10 +389,11 @@ def test_e2e_validation_against_human_labels(e2e: E2E) -> None:
 def test_e2e_gold_sample_export_and_import(e2e: E2E) -> None:
     """Export an annotation sample, 'annotate' it with each prompt's top candidate, import it: recall and
     hit@1 are then exactly 1 and precision is the mean of 1 / (labels per prompt)."""
-    lab = e2e.validation
+    from assets import gold_labels as gl
+
     e2e.materialize(
-        [lab.gold_annotation_sample, *e2e.reference],
-        selection=[lab.gold_annotation_sample],
+        [gl.gold_annotation_sample, *e2e.reference],
+        selection=[gl.gold_annotation_sample],
         run_config={"ops": {"gold_annotation_sample": {"config": {"per_benchmark": 4, "top_k": 5}}}},
     )
     exported = Path(e2e.warehouse.path).parent / "annotation" / "gold_annotation_sample.csv"
@@ -671,6 +674,7 @@ def test_labeler_validation_loads_human_labeled_prompts_only_and_matches_a_full_
 ) -> None:
     from dagster import build_asset_context
 
+    from assets import gold_labels as gl
     from assets import label_validation as lab
     from models import validation as val
     from resources.dagster_resources import Warehouse
@@ -698,7 +702,7 @@ def test_labeler_validation_loads_human_labeled_prompts_only_and_matches_a_full_
         ],
         schema=val.GOLD_SCHEMA,
     )
-    prompt_schema = {c: lab.PROMPT_COLUMNS[c] for c in lab.VALIDATION_PROMPT_COLUMNS}
+    prompt_schema = {c: gl.PROMPT_COLUMNS[c] for c in gl.VALIDATION_PROMPT_COLUMNS}
     loaded_prompts, loaded_labels = lq.validation_inputs(warehouse.path, gold, prompt_schema, lc.LABEL_COLUMNS)
     assert "prompt" not in loaded_prompts.columns  # no texts
     keys = {("alpha", "a2"), ("zeta", "z0")} | {
@@ -743,14 +747,14 @@ def test_gold_annotation_sample_reads_the_sample_only_and_matches_the_in_memory_
 ) -> None:
     from dagster import build_asset_context
 
-    from assets import label_validation as lab
+    from assets import gold_labels as gl
     from models import validation as val
     from resources.dagster_resources import Warehouse
 
     prompts, labels = _small_warehouse(warehouse_path)
     warehouse = Warehouse(path=str(warehouse_path))
-    config = lab.AnnotationSampleConfig(per_benchmark=3, top_k=2, seed=5)
-    sample = lab.gold_annotation_sample(
+    config = gl.AnnotationSampleConfig(per_benchmark=3, top_k=2, seed=5)
+    sample = gl.gold_annotation_sample(
         build_asset_context(), config, warehouse, SMALL_TASKS, SMALL_OCCUPATIONS
     )
     expected = val.annotation_sample(
@@ -763,9 +767,9 @@ def test_gold_annotation_sample_reads_the_sample_only_and_matches_the_in_memory_
         ("jobbench", 3),
         ("zeta", 3),
     ]
-    csv = warehouse_path.parent / "annotation" / lab.ANNOTATION_FILE
+    csv = warehouse_path.parent / "annotation" / gl.ANNOTATION_FILE
     assert csv.read_bytes() == expected.write_csv().encode()
 
     empty = Warehouse(path=str(tmp_path / "empty" / "benchmap.duckdb"))  # nothing materialized yet
-    none = lab.gold_annotation_sample(build_asset_context(), config, empty, SMALL_TASKS, SMALL_OCCUPATIONS)
+    none = gl.gold_annotation_sample(build_asset_context(), config, empty, SMALL_TASKS, SMALL_OCCUPATIONS)
     assert none.is_empty() and none.columns == val.ANNOTATION_COLUMNS

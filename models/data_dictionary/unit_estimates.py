@@ -32,6 +32,18 @@ def _unit(unit: str, prompts: str) -> dict[str, Entry]:
         "judged_texts": (f"judge-sampled texts of the index whose judge labels exercise the {unit}", COUNT,
                          ESTIMATES),
         "hours": (f"annual US work hours on the {unit}'s tasks (task_hours)", HOURS_UNIT, ESTIMATES),
+        "p_covered_mc_se": (
+            "Monte Carlo standard error of p_covered: sqrt(p (1 - p) / (draws - 1)), binomial over the draws "
+            "(independent given the data); how far a rerun with other random draws would move it. 0 when p_covered "
+            "is 0 or 1 (the unseen rate may still be up to about 3 / draws)", PROB, ESTIMATES),
+        "prompts_mean_mc_se": ("Monte Carlo standard error of prompts_mean: sd over the draws / sqrt(draws)", COUNT,
+                               ESTIMATES),
+        "prompts_low_mc_se": (
+            "Monte Carlo standard error of prompts_low: the exact bootstrap (Maritz-Jarrett) error of the "
+            "draws' order statistic at the 2.5th percentile; 0 when the draws agree there", COUNT, ESTIMATES),
+        "prompts_high_mc_se": (
+            "Monte Carlo standard error of prompts_high, as prompts_low_mc_se at the 97.5th percentile", COUNT,
+            ESTIMATES),
     }
 
 

@@ -48,7 +48,8 @@ non-linear threshold counts are computed on a whole count vector, never averaged
   97.5th percentile).
 
 Modules: `problem` (inputs, scopes, the headline of a count matrix), `draws` (the estimators' count
-matrices), `richness` (the species estimate at >= 1), `tables` (points, intervals, the published choice),
+matrices), `richness` (the species estimate at >= 1), `tables` (points, intervals, the published choice), `published` (the published estimate beside
+coverage_headline and in sentences), `mc_error` (Monte Carlo errors),
 `checks` (design, reliability, split and simulation checks). No dagster, no I/O: frames in, frames out; every
 draw is a numpy bincount over label rows.
 """
@@ -124,6 +125,11 @@ from models.estimates.problem import (  # noqa: F401
     task_counts,
     text_frame,
 )
+from models.estimates.published import (  # noqa: F401
+    PUBLISHED_COLUMNS,
+    published_sentences,
+    with_published,
+)
 from models.estimates.reference_sample import (  # noqa: F401
     reference_sample_rows,
     with_out_of_fold_labels,
@@ -131,7 +137,6 @@ from models.estimates.reference_sample import (  # noqa: F401
 from models.estimates.richness import RICHNESS, richness_estimates  # noqa: F401
 from models.estimates.tables import (  # noqa: F401
     BOUNDS_BASIS,
-    PUBLISHED_COLUMNS,
     DrawRecord,
     EstimateDraws,
     bounds_interval,
@@ -140,10 +145,8 @@ from models.estimates.tables import (  # noqa: F401
     headline_estimates,
     interval,
     published_estimator,
-    published_sentences,
     run_estimators,
     with_bounds,
-    with_published,
 )
 from models.estimates.texts import (  # noqa: F401
     P_MIN,

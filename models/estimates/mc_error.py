@@ -54,6 +54,44 @@ def quantile_mc_se(draws: np.ndarray, probabilities: tuple[float, ...] = INTERVA
     return out
 
 
+def share_mc_se(share: np.ndarray, n: int) -> np.ndarray:
+    """Standard error of a share of `n` independent draws (p_covered): sqrt(p (1 - p) / (n - 1)), the same as
+    mean_mc_se of the draws' 0/1 indicators. 0 where p is 0 or 1 (then read the rule of three: the unseen
+    rate may be up to about 3 / n). Zeros for fewer than two draws."""
+    p = np.asarray(share, dtype=np.float64)
+    if n < 2:
+        return np.zeros_like(p)
+    return np.sqrt(np.clip(p * (1.0 - p), 0.0, None) / (n - 1))
+
+
+def quantile_mc_se_along(draws: np.ndarray,
+                         probabilities: tuple[float, ...] = INTERVAL_PROBABILITIES) -> list[np.ndarray]:
+    """quantile_mc_se for many quantities at once: `draws` (draws x ...), one array of standard errors (the shape
+    of the other axes) per probability. The Maritz-Jarrett weights depend only on the number of draws, so every
+    unit shares them: one matrix product over the sorted draws of the units that vary (a unit with the same
+    count in every draw, most tasks, has none), no loop per unit."""
+    from scipy.stats import beta  # here, not at import (see quantile_mc_se)
+
+    n = draws.shape[0]
+    shape = draws.shape[1:]
+    out = [np.zeros(shape) for _ in probabilities]
+    if n < 3:
+        return out
+    flat = draws.reshape(n, -1)
+    varying = np.flatnonzero(flat.max(axis=0) > flat.min(axis=0))
+    if varying.size == 0:
+        return out
+    ordered = np.sort(flat[:, varying].T.astype(np.float64), axis=1)  # (units, draws): the order statistics
+    grid = np.arange(n + 1) / n
+    for p, se_out in zip(probabilities, out, strict=True):
+        m = (n - 1) * p + 1
+        weights = np.diff(beta.cdf(grid, m, n + 1 - m))
+        mean = ordered @ weights
+        se = np.sqrt(np.clip(np.square(ordered - mean[:, None]) @ weights, 0.0, None))
+        se_out.reshape(-1)[varying] = np.where(se > 1e-9 * np.maximum(1.0, np.abs(mean)), se, 0.0)
+    return out
+
+
 def interval_mc_se(estimator: str, draws: np.ndarray) -> tuple[float, float, float]:
     """(value, ci_low, ci_high) Monte Carlo standard errors of one estimator's row from its draws (see the
     module docstring; the design estimator's value is the plug-in of the whole sample, no draw)."""

@@ -12,6 +12,10 @@ the label mass by occupation per draw. Everything after is array reductions:
   `headline_estimates`, and the hours-weighted sum over tasks its hours share (checked by the asset check).
 - uncovered hours of an occupation (major group) per draw: the annual hours on its tasks below the threshold;
   mean and 2.5-97.5 percentiles across draws (the gap finder's ranking).
+- Monte Carlo standard errors (`*_mc_se`, models/estimates/mc_error.py): of `p_covered` the binomial one over the
+  draws (independent given the data: each is an imputation on its own bootstrap replicate, nothing carried from
+  one draw to the next), of `prompts_mean` sd / sqrt(draws), of `prompts_low` / `prompts_high` the exact
+  bootstrap (Maritz-Jarrett) error of the order statistic, with weights shared by every unit.
 - a benchmark's occupation (major group) share per draw: the unit's share of the benchmark's prompt x task
   labels in that draw (the index rules' assignment).
 
@@ -27,6 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from models.estimates.mc_error import quantile_mc_se_along, share_mc_se
 from models.estimates.problem import ALL_SCOPE, Problem, Scope
 
 UNIT_LEVELS: tuple[str, ...] = ("task", "occupation", "major_group")
@@ -164,8 +169,12 @@ def unit_estimates(
     out: dict[str, pl.DataFrame] = {}
     for level in UNIT_LEVELS:
         values = prompts[level]  # (draws, indices, units)
+        n_draws = values.shape[0]
         mean = values.mean(axis=0, dtype=np.float64)
         low, high = np.quantile(values, [0.025, 0.975], axis=0)
+        mean_se = values.std(axis=0, ddof=1, dtype=np.float64) / np.sqrt(n_draws) if n_draws > 1 \
+            else np.zeros_like(mean)
+        low_se, high_se = quantile_mc_se_along(values)
         judged = _judged_texts(pr, draws.member, unit_of_task[level], n_units[level])
         frames = []
         for t in thresholds:
@@ -190,6 +199,10 @@ def unit_estimates(
                     pl.Series("labels_count", counted[level][i], pl.Float64),
                     pl.Series("judged_texts", judged[i], pl.Float64).cast(pl.Int64),
                     *[pl.Series(c, np.asarray(v[i], dtype=np.float64), pl.Float64) for c, v in extra.items()],
+                    pl.Series("p_covered_mc_se", share_mc_se(covered[i], n_draws), pl.Float64),
+                    pl.Series("prompts_mean_mc_se", mean_se[i], pl.Float64),
+                    pl.Series("prompts_low_mc_se", low_se[i], pl.Float64),
+                    pl.Series("prompts_high_mc_se", high_se[i], pl.Float64),
                 )
                 frames.append(frame)
         table = pl.concat(frames)
