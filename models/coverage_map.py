@@ -196,13 +196,14 @@ def map_estimates(
     occupation_estimates: pl.DataFrame | None, codes: Sequence[str], thresholds: Sequence[int] = THRESHOLDS
 ) -> dict[str, dict[str, list[list[float] | None]]]:
     """index -> str(threshold) -> one entry per occupation of `codes` (the page's tile order): [p_covered,
-    prompts_mean, prompts_low, prompts_high, labels_count, judged_texts] (the prompts: on the occupation's
-    most-exercised task, so covered <=> prompts >= threshold), or None where the table has no row (p 0, no
-    prompts). Empty without estimates."""
+    prompts_mean, prompts_low, prompts_high, labels_count, judged_texts, p_covered_mc_se] (the prompts: on the
+    occupation's most-exercised task, so covered <=> prompts >= threshold; the Monte Carlo error 0 in a table
+    without it), or None where the table has no row (p 0, no prompts). Empty without estimates."""
     if occupation_estimates is None or occupation_estimates.is_empty():
         return {}
     position = {code: i for i, code in enumerate(codes)}
-    fields = ["p_covered", "prompts_mean", "prompts_low", "prompts_high", "labels_count", "judged_texts"]
+    fields = ["p_covered", "prompts_mean", "prompts_low", "prompts_high", "labels_count", "judged_texts",
+              "p_covered_mc_se"]
     frame = occupation_estimates.filter(pl.col("threshold").is_in([int(t) for t in thresholds]))
     out: dict[str, dict[str, list[list[float] | None]]] = {}
     for row in frame.iter_rows(named=True):

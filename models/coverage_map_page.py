@@ -257,12 +257,17 @@ function showTip(tile, x, y){
   const unit = state.threshold > 1 ? " prompts): " : " prompt): ";
   const est = estimates();
   if (est) {
-    const e = est[Number(tile.dataset.index)] || [0, 0, 0, 0, 0, 0];
-    const [p, mean, low, high, , judged] = e;
+    const e = est[Number(tile.dataset.index)] || [0, 0, 0, 0, 0, 0, 0];
+    const [p, mean, low, high, , judged, se] = e;
+    // Monte Carlo error of p (another seed's draws): a band edge within 2 s.e. is a toss-up
+    const edges = D.classes.map(c => c[0]).filter(x => x > 0);
+    const mc = se > 0 ? " (\u00b1" + se.toFixed(2) + " Monte Carlo" +
+      (edges.some(x => Math.abs(p - x) <= 2 * se) ? "; near a band edge: another run of the draws may change its band" : "") +
+      ")" : "";
     tip.append(el("div", {className: "sec"}, "Estimated (index " + INDEXES[state.index].name + ", \u2265 " +
       state.threshold + " prompt" + (state.threshold > 1 ? "s" : "") + ")"));
     tip.append(el("div", {className: "est-p"}, "Probability covered: " + p.toFixed(2) + " \u2014 " +
-      D.classes[pClass(p)][2].split(" (")[0]));
+      D.classes[pClass(p)][2].split(" (")[0] + mc));
     tip.append(el("div", {className: "est-prompts"}, "Expected prompts on its most-exercised task: " + fmt(mean) +
       " (95% interval " + fmt(low) + "\u2013" + fmt(high) + ")"));
     tip.append(el("div", {}, "Judged texts exercising it: " + judged));

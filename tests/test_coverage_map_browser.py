@@ -299,7 +299,8 @@ def _synthetic_estimates(data: dict) -> pl.DataFrame:
             rows.append({"benchmark_index": "all", "onet_soc_code": occ["c"], "threshold": threshold,
                          "p_covered": p, "prompts_mean": 2.5 * p * labelled + 0.5,
                          "prompts_low": 0.0, "prompts_high": 4.0 * p * labelled + 3.0,
-                         "labels_count": labelled, "judged_texts": position % 3})
+                         "labels_count": labelled, "judged_texts": position % 3,
+                         "p_covered_mc_se": (p * (1 - p) / 199) ** 0.5})
     return pl.DataFrame(rows)
 
 
@@ -364,6 +365,19 @@ def test_tiles_show_the_estimated_probability_with_its_legend_and_hover(browser,
     assert f"Prompts labeled with its most-labeled task: {row['labels_count']}" in text
     assert text.index("Expected prompts") < text.index("Labels as counted (for comparison)")
     assert text.index("Labels as counted") < text.index("Tasks covered (\u2265 5 prompts)")
+
+    # the Monte Carlo error of p: shown when there is one, with a warning where a band edge is within 2 s.e.
+    assert "Monte Carlo" not in text  # p = 1: none
+    rows = estimates.filter((pl.col("threshold") == 5) & (pl.col("p_covered") < 1)).with_columns(
+        (pl.min_horizontal((pl.col("p_covered") - 0.9).abs(), (pl.col("p_covered") - 0.1).abs())
+         <= 2 * pl.col("p_covered_mc_se")).alias("near"))
+    for near in (False, True):
+        row = rows.filter(pl.col("near") == near).sort("onet_soc_code").row(0, named=True)
+        tile = browser.find_element(By.CSS_SELECTOR, f'.tile[data-code="{row["onet_soc_code"]}"]')
+        ActionChains(browser).move_to_element(tile).perform()
+        text = browser.find_element(By.ID, "tip").text
+        assert f"(\u00b1{row['p_covered_mc_se']:.2f} Monte Carlo" in text, text
+        assert ("near a band edge" in text) == near, text
 
     # a hand-picked set of benchmarks has no estimate: the labels' shares, and the legend says why
     browser.find_element(By.ID, "bench-gdpval").click()

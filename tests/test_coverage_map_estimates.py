@@ -30,6 +30,7 @@ def _estimates() -> pl.DataFrame:
         "prompts_high": [12.0, 3.0, 2.0, 5.0],
         "labels_count": [2, 3, 2, 1],
         "judged_texts": [4, 0, 4, 1],
+        "p_covered_mc_se": [0.0155, 0.0213, 0.0213, 0.0354],
         "other_column": ["x", "y", "z", "w"],
     })
 
@@ -46,8 +47,9 @@ def test_map_estimates_in_tile_order_and_sparse_rows_are_p_zero(tmp_path):
     codes = [o["c"] for o in data["occupations"]]
     assert codes == ["11-1011.00", "15-1252.00"]
     est = data["estimates"]
-    assert est["all"]["1"] == [[0.1, 1.0, 0.0, 3.0, 3.0, 0.0], [0.95, 7.25, 3.0, 12.0, 2.0, 4.0]]
-    assert est["all"]["5"] == [None, [0.0999, 0.5, 0.0, 2.0, 2.0, 4.0]]  # 11-1011 has no row at >= 5
+    # p_covered, prompts mean / low / high, labels as counted, judged texts, p_covered's Monte Carlo error
+    assert est["all"]["1"] == [[0.1, 1.0, 0.0, 3.0, 3.0, 0.0, 0.0213], [0.95, 7.25, 3.0, 12.0, 2.0, 4.0, 0.0155]]
+    assert est["all"]["5"] == [None, [0.0999, 0.5, 0.0, 2.0, 2.0, 4.0, 0.0213]]  # 11-1011 has no row at >= 5
     assert est["econ"]["5"] == [None, None] and est["econ"]["1"][0][0] == 0.5
     assert estimate_classes(data, "all", 1) == {"11-1011.00": 1, "15-1252.00": 0}
     assert estimate_classes(data, "all", 5) == {"11-1011.00": 2, "15-1252.00": 2}
