@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from models import estimates as es
-from models.estimates.mc_error import quantile_mc_se, quantile_mc_se_along
+from models.estimates.mc_error import draws_mc_se, mean_mc_se, quantile_mc_se
 
 MC_OF = {"p_covered": "p_covered_mc_se", "prompts_mean": "prompts_mean_mc_se",
          "prompts_low": "prompts_low_mc_se", "prompts_high": "prompts_high_mc_se"}
@@ -18,16 +18,18 @@ KEYS = {"task_estimates": ["onet_soc_code", "task_id"], "occupation_estimates": 
         "major_group_estimates": ["major_group_code"]}
 
 
-def test_the_vectorised_order_statistic_error_is_the_scalar_one():
+def test_the_vectorised_errors_are_the_scalar_ones():
     rng = np.random.default_rng(2)
     draws = np.zeros((150, 3, 40), dtype=np.float32)  # mostly constant columns, as most tasks are
     draws[:, :, :12] = rng.poisson(4.0, (150, 3, 12))
+    draws[:, 2, 12:15] = rng.normal(50.0, 9.0, (150, 3))
     draws[:, 1, 20] = 7.0  # constant but not zero
-    along = quantile_mc_se_along(draws)
+    mean_se, along = draws_mc_se(draws)
     for i in range(3):
         for j in range(40):
             assert [a[i, j] for a in along] == pytest.approx(quantile_mc_se(draws[:, i, j]), rel=1e-9, abs=1e-12)
-    assert along[0][1, 20] == 0.0 and along[1][0, 30] == 0.0
+            assert mean_se[i, j] == pytest.approx(mean_mc_se(draws[:, i, j]), rel=1e-6, abs=1e-12)
+    assert along[0][1, 20] == 0.0 and along[1][0, 30] == 0.0 and mean_se[1, 20] == 0.0
 
 
 @pytest.fixture(scope="module")

@@ -64,32 +64,37 @@ def share_mc_se(share: np.ndarray, n: int) -> np.ndarray:
     return np.sqrt(np.clip(p * (1.0 - p), 0.0, None) / (n - 1))
 
 
-def quantile_mc_se_along(draws: np.ndarray,
-                         probabilities: tuple[float, ...] = INTERVAL_PROBABILITIES) -> list[np.ndarray]:
-    """quantile_mc_se for many quantities at once: `draws` (draws x ...), one array of standard errors (the shape
-    of the other axes) per probability. The Maritz-Jarrett weights depend only on the number of draws, so every
-    unit shares them: one matrix product over the sorted draws of the units that vary (a unit with the same
-    count in every draw, most tasks, has none), no loop per unit."""
+def draws_mc_se(draws: np.ndarray, probabilities: tuple[float, ...] = INTERVAL_PROBABILITIES
+                ) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Monte Carlo standard errors of many quantities' draw means and quantiles at once: `draws` (draws x ...);
+    (mean_mc_se of each, [quantile_mc_se of each at p for p in probabilities]), arrays of the other axes'
+    shape. The Maritz-Jarrett weights depend only on the number of draws, so every unit shares them: one
+    matrix product over the sorted draws of the units whose value moves at all (a unit with the same value in
+    every draw has none), over the order statistics where a weight is above 1e-15. No loop per unit."""
     from scipy.stats import beta  # here, not at import (see quantile_mc_se)
 
     n = draws.shape[0]
     shape = draws.shape[1:]
-    out = [np.zeros(shape) for _ in probabilities]
-    if n < 3:
-        return out
+    mean_se, out = np.zeros(shape), [np.zeros(shape) for _ in probabilities]
     flat = draws.reshape(n, -1)
-    varying = np.flatnonzero(flat.max(axis=0) > flat.min(axis=0))
+    varying = np.flatnonzero(flat.max(axis=0) > flat.min(axis=0)) if n >= 2 else np.empty(0, dtype=np.int64)
     if varying.size == 0:
-        return out
-    ordered = np.sort(flat[:, varying].T.astype(np.float64), axis=1)  # (units, draws): the order statistics
+        return mean_se, out
+    ordered = np.sort(np.ascontiguousarray(flat[:, varying].T), axis=1)  # (units, draws): order statistics
+    mean_se.reshape(-1)[varying] = ordered.std(axis=1, ddof=1, dtype=np.float64) / math.sqrt(n)
+    if n < 3:
+        return mean_se, out
     grid = np.arange(n + 1) / n
     for p, se_out in zip(probabilities, out, strict=True):
         m = (n - 1) * p + 1
         weights = np.diff(beta.cdf(grid, m, n + 1 - m))
-        mean = ordered @ weights
-        se = np.sqrt(np.clip(np.square(ordered - mean[:, None]) @ weights, 0.0, None))
+        support = np.flatnonzero(weights > 1e-15)
+        first, last = int(support[0]), int(support[-1]) + 1
+        span, part = ordered[:, first:last].astype(np.float64), weights[first:last]
+        mean = span @ part
+        se = np.sqrt(np.clip(np.square(span - mean[:, None]) @ part, 0.0, None))
         se_out.reshape(-1)[varying] = np.where(se > 1e-9 * np.maximum(1.0, np.abs(mean)), se, 0.0)
-    return out
+    return mean_se, out
 
 
 def interval_mc_se(estimator: str, draws: np.ndarray) -> tuple[float, float, float]:

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from models.estimates.mc_error import quantile_mc_se_along, share_mc_se
+from models.estimates.mc_error import draws_mc_se, share_mc_se
 from models.estimates.problem import ALL_SCOPE, Problem, Scope
 
 UNIT_LEVELS: tuple[str, ...] = ("task", "occupation", "major_group")
@@ -172,9 +172,7 @@ def unit_estimates(
         n_draws = values.shape[0]
         mean = values.mean(axis=0, dtype=np.float64)
         low, high = np.quantile(values, [0.025, 0.975], axis=0)
-        mean_se = values.std(axis=0, ddof=1, dtype=np.float64) / np.sqrt(n_draws) if n_draws > 1 \
-            else np.zeros_like(mean)
-        low_se, high_se = quantile_mc_se_along(values)
+        mean_se, (low_se, high_se) = draws_mc_se(values)
         judged = _judged_texts(pr, draws.member, unit_of_task[level], n_units[level])
         frames = []
         for t in thresholds:
