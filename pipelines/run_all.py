@@ -36,11 +36,18 @@ label_failures)").
 
 from __future__ import annotations
 
+import sys
+
+if __name__ == "__main__":  # the warm run's fast path, decided before Dagster is imported (pipelines/up_to_date.py)
+    from pipelines import up_to_date
+
+    if up_to_date.fast_path(sys.argv[1:]):
+        sys.exit(0)
+
 import argparse
 import contextlib
 import datetime as dt
 import os
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -53,7 +60,7 @@ from dagster import (
 
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
-from pipelines import cli, restore_labels
+from pipelines import cli, restore_labels, up_to_date
 from pipelines import run_report as rr
 from pipelines.run_steps import Steps, lock_file
 from pipelines.step_runner import Runner, RunPlan, StepOutcome, plan_from_definitions
@@ -71,8 +78,6 @@ EXIT_LABEL_FAILURES = 4  # every step ran, but some prompts have no labels (labe
 def _add_stored_counts(counts: dict[str, int], by_benchmark: dict[str, dict[str, int]], names: list[str],
                        warehouse_path: str, totals: dict[str, int]) -> None:
     """Add the stored prompt/result/reject counts of skipped partitions to the run's totals."""
-    from resources import warehouse as wh
-
     if "benchmarks" in counts and names:
         try:
             rows = wh.query(warehouse_path, "select coalesce(sum(n_prompts), 0) as n_prompts, "
@@ -115,6 +120,12 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     """Run everything; `defs` defaults to pipelines.definitions.defs and `instance` to the one at DAGSTER_HOME
     (tests pass their own)."""
     args = _parser().parse_args(argv)
+    own = defs is None and instance is None  # the code location's and DAGSTER_HOME's: the CLI's run
+    plain = own and up_to_date.plain_run(argv if argv is not None else sys.argv[1:])
+    if own:
+        up_to_date.inputs()  # before the Definitions are built: a file edited meanwhile makes the next run full
+        why = up_to_date.why_full() if plain else None
+        up_to_date.forget()
     defs = _definitions(defs, own_instance=instance is None)
     started = time.monotonic()
     warehouse_path = getattr((defs.resources or {}).get("warehouse"), "path", None)
@@ -132,6 +143,8 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     log_path = _log_path(warehouse_path, args.log_file)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     _print_header(landing, names, plan, instance, warehouse_path, report, log_path)
+    if plain:
+        print(f"  up-to-date check (before Dagster): {why}")
     removed = _remove_gone_benchmarks(instance, landing, plan, warehouse_path) if not args.benchmarks else {}
     partitions = _partitions(instance, landing, names)
     trust = integrity.trusted(warehouse_path) if warehouse_path else contextlib.nullcontext()
@@ -148,8 +161,8 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     # the closing reads (open failures, the headline lines) share one open of the file (~30 CPU-ms per open)
     with wh.held(warehouse_path if warehouse_path and Path(warehouse_path).exists() else None):
         unlabeled = _open_label_failures(warehouse_path, names, runner.resources.get("labeler"))
-        _print_summary(runner, names, warehouse_path, log_path, started, skip_analysis=args.skip_analysis,
-                       unlabeled=unlabeled)
+        headline, release = _print_summary(runner, names, warehouse_path, log_path, started,
+                                           skip_analysis=args.skip_analysis, unlabeled=unlabeled)
     for name, deleted in removed.items():
         print(f"removed benchmark {name} (its landing folder is gone): {sum(deleted.values()):,} rows deleted from "
               f"{len(deleted)} tables; its labels stay in the label cache and label store")
@@ -157,7 +170,13 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
         print(f"python -m pipelines.run_all: error: a step found the warehouse damaged: recover with "
               f"`{integrity.REBUILD_COMMAND}`", file=sys.stderr)
         return EXIT_DAMAGED
-    return 1 if runner.failures else EXIT_LABEL_FAILURES if unlabeled or runner.totals["n_failed"] else 0
+    code = 1 if runner.failures else EXIT_LABEL_FAILURES if unlabeled or runner.totals["n_failed"] else 0
+    complete = not (args.benchmarks or args.skip_reference or args.skip_analysis)
+    if code == 0 and own and complete and warehouse_path and \
+            Path(warehouse_path).resolve() == settings().warehouse.resolve():  # the file the fast path looks at
+        up_to_date.record(headline=headline, n_benchmarks=len(names), totals=runner.totals, release=release,
+                          log_path=log_path)
+    return code
 
 
 # --- the steps of main --------------------------------------------------------------------------------------
@@ -250,8 +269,6 @@ def _remove_gone_benchmarks(instance: DagsterInstance, landing: bm.Landing, plan
     partition list (so the analysis and the next exports run without it); its labels stay (label_cache and the
     label store are keyed by text, not benchmark). Only when the landing root it came from is still there: an
     unset BENCHMAP_MIRROR or an unmounted folder removes nothing. Returns benchmark -> table -> rows deleted."""
-    from resources import warehouse as wh
-
     registered = set(instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME))
     gone = sorted(registered - set(landing.benchmarks) - {bm.LANDING_PARTITION})
     if not gone or not warehouse_path or not Path(warehouse_path).exists():
@@ -421,26 +438,29 @@ def _open_label_failures(warehouse_path: str | None, names: list[str], labeler: 
 
 
 def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None, log_path: Path, started: float,
-                   *, skip_analysis: bool, unlabeled: int = 0) -> None:
+                   *, skip_analysis: bool, unlabeled: int = 0) -> tuple[list[str], str | None]:
+    """Print the closing summary; returns its headline lines and release line (what the fast path repeats)."""
     totals, failures = runner.totals, runner.failures
     labeled = f"{totals['n_labeled']} labeled, {totals['n_failed']} failed"
     if totals["n_failed"] or unlabeled:
         labeled += f" (see label_failures; {unlabeled} prompts without labels, exit {EXIT_LABEL_FAILURES})"
     print()  # the answer first: the sentence summary.md and the map open with, then the raw labels' figures
-    for line in rr.headline_lines(warehouse_path) if not skip_analysis else []:
+    headline = rr.headline_lines(warehouse_path) if not skip_analysis else []
+    for line in headline:
         print(line)
-    print(f"done in {time.monotonic() - started:.0f}s: {len(names)} benchmarks, {totals['n_prompts']} prompts, "
-          f"{totals['n_results']} results, {totals['n_rejects']} rejects; "
-          f"{'all steps succeeded' if not failures else f'{len(failures)} step(s) FAILED'}; {labeled}")
+    print(up_to_date.done_line(time.monotonic() - started, len(names), totals, len(failures), labeled))
+    release = None
     if warehouse_path:
         from resources.release import exports_root, latest_release
 
         latest = latest_release(exports_root(warehouse_path))
         if latest is not None:
-            print(f"release: {latest} (newest; also {latest.parent / 'latest'})")
+            release = f"release: {latest} (newest; also {latest.parent / 'latest'})"
+            print(release)
     print(f"Dagster log: {log_path}")
     for failure in failures:
         print(f"  FAILED {failure[:500]}", file=sys.stderr)
+    return list(headline), release
 
 
 def open_instance() -> DagsterInstance:
