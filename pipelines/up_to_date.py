@@ -186,15 +186,26 @@ def _warehouse(config: Settings) -> str:
 
 
 def storage_folder(home: Path) -> Path | None:
-    """The SQLite storage folder of the instance at `home` (dagster.yaml `storage: sqlite` or benchmap's
-    PooledSqliteStorage); None for anything else (no fast path)."""
+    """The SQLite storage folder of the instance at `home`: dagster.yaml's `storage: sqlite` or benchmap's
+    PooledSqliteStorage base_dir, or `home` itself without a storage setting (Dagster's default); None for
+    anything else (Postgres, per-storage settings: no fast path)."""
+    try:
+        text = (home / "dagster.yaml").read_text()
+    except FileNotFoundError:
+        return home.resolve()
+    except OSError:
+        return None
     try:
         import yaml  # PyYAML, a dependency of Dagster's; ~10 ms
 
-        config = yaml.safe_load((home / "dagster.yaml").read_text()) or {}
-    except (OSError, ValueError, ImportError):
+        config = yaml.safe_load(text) or {}
+    except Exception:  # noqa: BLE001 - a file PyYAML cannot read (YAMLError): the full path reports it
         return None
-    storage = config.get("storage") if isinstance(config, dict) else None
+    if not isinstance(config, dict) or {"run_storage", "event_log_storage", "schedule_storage"} & set(config):
+        return None
+    storage = config.get("storage")
+    if storage is None:
+        return home.resolve()
     if not isinstance(storage, dict):
         return None
     if isinstance(storage.get("sqlite"), dict):
