@@ -265,3 +265,49 @@ def test_the_fast_path_imports_no_dagster(world: World) -> None:
     code, dagster_modules = json.loads(done.stdout.strip().splitlines()[-1])
     assert code == 0 and dagster_modules == [], (code, dagster_modules[:5])
     assert "nothing changed since" in done.stdout and SUMMARY["headline"][0] in done.stdout
+
+
+def _copy_state(source: Path, target: Path) -> None:
+    """A copy of a pipeline state (Dagster home, warehouse, landing zone); the task index path points into it."""
+    shutil.copytree(source, target, symlinks=True)
+    with duckdb.connect(str(target / "warehouse" / "benchmap.duckdb")) as con:
+        if con.execute("select count(*) from information_schema.tables where table_name = 'task_search_index'"
+                       ).fetchone()[0]:
+            con.execute("update task_search_index set path = replace(path, ?, ?)", [str(source), str(target)])
+
+
+@pytest.mark.slow
+def test_run_all_warm_takes_the_fast_path_until_something_changes(full_pipeline: object, tmp_path: Path) -> None:
+    """On a copy of the full pipeline's state: the first plain run takes the full path (the copy moved every
+    path: nothing recorded matches), skips every step and records; the second answers from the fingerprint with
+    the same headline; a file added to the landing zone (hidden: no source version) makes the third a full run
+    again (every step unchanged), after which the fourth is fast again."""
+    source = full_pipeline.root  # type: ignore[attr-defined]
+    root = tmp_path / "state"
+    _copy_state(source, root)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(up_to_date.PREFIXES)}
+    env.update({k: v.replace(str(source), str(root)) for k, v in full_pipeline.env.items()})  # type: ignore[attr-defined]
+    env["PYTHONPATH"] = str(ROOT)
+
+    def run() -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([sys.executable, "-m", "pipelines.run_all"], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=1800)
+        assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+        return done
+
+    def headline(out: str) -> str:
+        return next(line for line in out.splitlines() if line.startswith("AI benchmarks exercise"))
+
+    first = run()
+    assert "up-to-date check (before Dagster): " in first.stdout and "nothing changed since" not in first.stdout
+    assert "0 labeled, 0 failed" in first.stdout and first.stdout.count("unchanged since its last") >= 30
+    assert up_to_date.fingerprint_file(root / "warehouse" / "benchmap.duckdb").is_file()
+    second = run()
+    assert "nothing changed since" in second.stdout and "unchanged since its last" not in second.stdout
+    assert headline(second.stdout) == headline(first.stdout)
+    assert "all steps succeeded; 0 labeled, 0 failed" in second.stdout
+    (root / "raw" / ".note").write_text("added after the complete run\n")
+    third = run()
+    assert "changed since the complete run of" in third.stdout and "sources" in third.stdout
+    assert third.stdout.count("unchanged since its last") == first.stdout.count("unchanged since its last")
+    assert "nothing changed since" in run().stdout
