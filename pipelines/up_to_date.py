@@ -8,8 +8,8 @@ and, when every part matches, prints that nothing changed since then and the sam
 without importing Dagster. Any difference (or an unreadable part) takes the full path, which says which parts
 changed. The parts:
 
-- `code`: the content of every .py file of models/, resources/, assets/, pipelines/ (what code_versions.py
-  versions, and the run's own code), pyproject.toml, the project's dagster.yaml, the Python executable and the
+- `code`: the content of every file of models/, resources/, assets/, pipelines/ (the modules code_versions.py
+  versions, the run's own code, the fitted labeler parameters in models/labeling/*.json), pyproject.toml, the project's dagster.yaml, the Python executable and the
   modification times of its site-packages folders (an installed or removed library);
 - `settings`: every BENCHMAP_*, DAGSTER_* and OPENAI_* variable (a variable whose name says KEY, TOKEN, SECRET or
   PASSWORD: only whether it is set; no value is stored, only a sha256 over them), the working directory (a
@@ -120,8 +120,8 @@ def _walk(root: Path, *, skip: Iterable[Path] = (), follow: bool = True) -> list
 
 
 def _code() -> str:
-    files = sorted(p for package in CODE_PACKAGES for p in (PROJECT_ROOT / package).rglob("*.py")
-                   if "__pycache__" not in p.parts)
+    files = sorted(p for package in CODE_PACKAGES for p in (PROJECT_ROOT / package).rglob("*")
+                   if "__pycache__" not in p.parts and p.suffix != ".pyc" and p.is_file())
     digest = hashlib.sha256(f"{FORMAT}\0{PROJECT_ROOT}\0{sys.executable}\0{sys.version}\0".encode())
     for path in [*files, PROJECT_ROOT / "pyproject.toml", PROJECT_ROOT / "dagster.yaml"]:
         with contextlib.suppress(OSError):

@@ -186,6 +186,7 @@ CHANGES: dict[str, tuple[Callable[[World], None], str]] = {
                                   "sources"),
     "an index definition": (lambda w: (w.indexes / "economic.toml").write_text("name = 'e'\n"), "sources"),
     "a code file": (_code_file, "code"),
+    "fitted parameters": (lambda w: (w.project / "models" / "selector_fit.json").write_text("{}"), "code"),
     "the dependency pins": (lambda w: (w.project / "pyproject.toml").write_text("[project]\nname = 'y'\n"), "code"),
     "the labeler": (_set("BENCHMAP_LABELER", "openai"), "settings"),
     "the neighbour step": (_set("BENCHMAP_NEIGHBOUR_STEP", "1"), "settings"),
