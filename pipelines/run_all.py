@@ -123,15 +123,17 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     args = _parser().parse_args(argv)
     own = defs is None and instance is None  # the code location's and DAGSTER_HOME's: the CLI's run
     plain = own and up_to_date.plain_run(argv if argv is not None else sys.argv[1:])
+    # before the Definitions are built (a file edited meanwhile makes the next run full); `sound`: the warehouse
+    # file is as the last complete run left it (its blocks were read then: not again)
+    why, sound = up_to_date.why_full() if own else ("", False)
     if own:
-        up_to_date.inputs()  # before the Definitions are built: a file edited meanwhile makes the next run full
-        why = up_to_date.why_full() if plain else None
         up_to_date.forget()
     defs = _definitions(defs, own_instance=instance is None)
     started = time.monotonic()
     warehouse_path = getattr((defs.resources or {}).get("warehouse"), "path", None)
     started_ns = time.time_ns()  # before the warehouse is read: what other run_alls do later is newer
-    checked = _check_warehouse(warehouse_path, rebuild=args.rebuild)
+    fingerprinted = bool(own and warehouse_path and Path(warehouse_path).resolve() == settings().warehouse.resolve())
+    checked = _check_warehouse(warehouse_path, rebuild=args.rebuild, checksums=not (sound and fingerprinted))
     if isinstance(checked, int):
         return checked
     report, restored = checked
@@ -173,8 +175,7 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
         return EXIT_DAMAGED
     code = 1 if runner.failures else EXIT_LABEL_FAILURES if unlabeled or runner.totals["n_failed"] else 0
     complete = not (args.benchmarks or args.skip_reference or args.skip_analysis)
-    if code == 0 and own and complete and warehouse_path and \
-            Path(warehouse_path).resolve() == settings().warehouse.resolve():  # the file the fast path looks at
+    if code == 0 and complete and fingerprinted:  # the warehouse file the fast path looks at
         up_to_date.record(headline=headline, n_benchmarks=len(names), totals=runner.totals, release=release,
                           log_path=log_path)
     return code
@@ -196,7 +197,7 @@ def _definitions(defs: Definitions | None, *, own_instance: bool) -> Definitions
     return defs
 
 
-def _check_warehouse(warehouse_path: str | None, *, rebuild: bool
+def _check_warehouse(warehouse_path: str | None, *, rebuild: bool, checksums: bool = True
                      ) -> int | tuple[integrity.IntegrityReport | None, bool]:
     """Integrity before trust: nothing is planned, skipped or written over a warehouse that cannot be read.
     Returns EXIT_DAMAGED, or the integrity report and whether the label cache was restored (every step runs)."""
@@ -207,7 +208,8 @@ def _check_warehouse(warehouse_path: str | None, *, rebuild: bool
         for line in restore_labels.restore(warehouse_path).lines():
             print(line)
         restored = True
-    report = integrity.check_warehouse(warehouse_path, per_benchmark=True) if warehouse_path else None
+    report = integrity.check_warehouse(warehouse_path, per_benchmark=True, checksums=checksums or rebuild
+                                       ) if warehouse_path else None
     if report is not None and not report.ok:
         print(f"python -m pipelines.run_all: error: {report.message()}", file=sys.stderr)
         return EXIT_DAMAGED

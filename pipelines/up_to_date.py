@@ -265,12 +265,10 @@ def inputs() -> dict[str, str]:
     return dict(_STARTED)
 
 
-def state() -> dict[str, str] | None:
-    """The state parts now; None when the instance's storage cannot be read without Dagster."""
-    instance = _instance(os.environ)
-    if instance is None:
-        return None
-    return {"warehouse": _warehouse(settings()), "instance": instance}
+def state() -> dict[str, str | None]:
+    """The state parts now; `instance` None when the instance's storage cannot be read without Dagster or a run
+    is going (nothing matches None)."""
+    return {"warehouse": _warehouse(settings()), "instance": _instance(os.environ)}
 
 
 # --- the summary both paths print ----------------------------------------------------------------------------
@@ -287,7 +285,7 @@ def record(*, headline: list[str], n_benchmarks: int, totals: dict[str, int], re
            log_path: Path) -> Path | None:
     """After a complete plain run (exit 0): the fingerprint and the closing lines, beside the warehouse."""
     now = state()
-    if now is None:
+    if now["instance"] is None:
         return None
     target = fingerprint_file(settings().warehouse)
     content = {
@@ -327,17 +325,21 @@ def changed_parts(recorded: dict[str, Any] | None = None) -> list[str] | None:
     if recorded is None:
         return None
     parts = recorded.get("parts") or {}
-    now = {**inputs(), **(state() or {"instance": None})}
+    now = {**inputs(), **state()}
     return [name for name in (*INPUT_PARTS, *STATE_PARTS) if now.get(name) is None or parts.get(name) != now[name]]
 
 
-def why_full() -> str:
-    """One line for the full path's header: why nothing could be skipped before Dagster was imported."""
+def why_full() -> tuple[str, bool]:
+    """For the full path's header: why nothing could be skipped before Dagster was imported; and whether the
+    warehouse part still matches (the file, its blocks read by that run's integrity check, is as it left it)."""
     recorded = _recorded()
     changed = changed_parts(recorded) if recorded is not None else None
     if changed is None:
-        return "no complete run recorded"
-    return f"changed since the complete run of {recorded.get('finished_at')}: {', '.join(changed) or 'none'}"
+        return "no complete run recorded", False
+    why = f"changed since the complete run of {recorded.get('finished_at')}: {', '.join(changed) or 'none'}"
+    if "warehouse" not in changed:
+        why += " (the warehouse file is as that run left it: its blocks are not read again)"
+    return why, "warehouse" not in changed
 
 
 def fast_path(argv: Sequence[str]) -> bool:
