@@ -313,3 +313,21 @@ def test_run_all_warm_takes_the_fast_path_until_something_changes(full_pipeline:
     assert "changed since the complete run of" in third.stdout and "sources" in third.stdout
     assert third.stdout.count("unchanged since its last") == first.stdout.count("unchanged since its last")
     assert "nothing changed since" in run().stdout
+
+
+def test_the_storage_folder_as_dagster_finds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The project's dagster.yaml (`base_dir: .dagster/storage`, relative to the working directory), `storage:
+    sqlite`, no dagster.yaml (Dagster keeps everything in DAGSTER_HOME), and what has no fast path."""
+    monkeypatch.chdir(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    assert up_to_date.storage_folder(home) == home.resolve()
+    shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
+    assert up_to_date.storage_folder(home) == (tmp_path / ".dagster" / "storage").resolve()
+    (home / "dagster.yaml").write_text("storage:\n  sqlite:\n    base_dir: /srv/dagster\n")
+    assert up_to_date.storage_folder(home) == Path("/srv/dagster")
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    assert up_to_date.storage_folder(home) == home.resolve()
+    for text in ("run_storage:\n  module: x\n", "storage:\n  sqlite:\n    base_dir:\n      env: DIR\n", "{{{"):
+        (home / "dagster.yaml").write_text(text)
+        assert up_to_date.storage_folder(home) is None, text
