@@ -123,11 +123,7 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     args = _parser().parse_args(argv)
     own = defs is None and instance is None  # the code location's and DAGSTER_HOME's: the CLI's run
     plain = own and up_to_date.plain_run(argv if argv is not None else sys.argv[1:])
-    # before the Definitions are built (a file edited meanwhile makes the next run full); `sound`: the warehouse
-    # file is as the last complete run left it (its blocks were read then: not again)
-    why, sound = up_to_date.why_full() if own else ("", False)
-    if own:
-        up_to_date.forget()
+    why, sound = up_to_date.start() if own else ("", False)  # before the Definitions are built (up_to_date.py)
     defs = _definitions(defs, own_instance=instance is None)
     started = time.monotonic()
     warehouse_path = getattr((defs.resources or {}).get("warehouse"), "path", None)

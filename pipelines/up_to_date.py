@@ -342,6 +342,14 @@ def why_full() -> tuple[str, bool]:
     return why, "warehouse" not in changed
 
 
+def start() -> tuple[str, bool]:
+    """A full run starts (before the Definitions are built: a file edited meanwhile makes the next run full):
+    why_full(), then the record is removed (it no longer describes the state once this run writes)."""
+    why = why_full()
+    forget()
+    return why
+
+
 def fast_path(argv: Sequence[str]) -> bool:
     """True (and the summary printed) when a plain run finds nothing changed since the last complete run."""
     if not plain_run(argv):
