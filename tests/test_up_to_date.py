@@ -331,3 +331,16 @@ def test_the_storage_folder_as_dagster_finds_it(tmp_path: Path, monkeypatch: pyt
     for text in ("run_storage:\n  module: x\n", "storage:\n  sqlite:\n    base_dir:\n      env: DIR\n", "{{{"):
         (home / "dagster.yaml").write_text(text)
         assert up_to_date.storage_folder(home) is None, text
+
+
+def test_a_full_run_forgets_the_record_until_it_completes(world: World) -> None:
+    """A full run removes the record when it starts (start()): one that fails or is killed leaves none, so the
+    next plain run is full as well; the header says why, and whether the warehouse's blocks are read again."""
+    world.record()
+    up_to_date._STARTED.clear()
+    why, sound = up_to_date.start()
+    assert why.endswith("none (the warehouse file is as that run left it: its blocks are not read again)")
+    assert sound and not up_to_date.fingerprint_file(world.warehouse).exists()
+    _warehouse_row(world)  # the run writes, then fails: no record
+    assert world.changed() is None and not up_to_date.fast_path([])
+    assert up_to_date.why_full() == ("no complete run recorded", False)
