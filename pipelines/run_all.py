@@ -173,7 +173,8 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     complete = not (args.benchmarks or args.skip_reference or args.skip_analysis)
     if code == 0 and complete and fingerprinted:  # the warehouse file the fast path looks at
         up_to_date.record(headline=headline, n_benchmarks=len(names), totals=runner.totals, release=release,
-                          log_path=log_path)
+                          log_path=log_path,
+                          warnings=[f"landing folder {p.path}: {p.reason}" for p in landing.problems])
     return code
 
 

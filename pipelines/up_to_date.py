@@ -282,8 +282,9 @@ def done_line(seconds: float, n_benchmarks: int, totals: dict[str, int], failure
 # --- record and compare -------------------------------------------------------------------------------------
 
 def record(*, headline: list[str], n_benchmarks: int, totals: dict[str, int], release: str | None,
-           log_path: Path) -> Path | None:
-    """After a complete plain run (exit 0): the fingerprint and the closing lines, beside the warehouse."""
+           log_path: Path, warnings: Sequence[str] = ()) -> Path | None:
+    """After a complete plain run (exit 0): the fingerprint and the closing lines (and its warnings about the
+    landing zone, which the fast path repeats), beside the warehouse."""
     now = state()
     if now["instance"] is None:
         return None
@@ -294,7 +295,7 @@ def record(*, headline: list[str], n_benchmarks: int, totals: dict[str, int], re
         "parts": {**inputs(), **now},
         "summary": {"headline": headline, "n_benchmarks": n_benchmarks,
                     "totals": {k: int(totals.get(k, 0)) for k in ("n_prompts", "n_results", "n_rejects")},
-                    "release": release, "log": str(log_path)},
+                    "release": release, "log": str(log_path), "warnings": list(warnings)},
     }
     try:
         temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
@@ -362,6 +363,8 @@ def fast_path(argv: Sequence[str]) -> bool:
         print(f"benchmap run_all: nothing changed since {recorded['finished_at']} (code, settings, landing zone, "
               f"reference files, warehouse and Dagster instance as that complete run left them): every step up "
               f"to date, nothing run")
+        for warning in summary.get("warnings") or []:
+            print(f"  warning: {warning}")
         print()
         for line in summary["headline"]:
             print(line)

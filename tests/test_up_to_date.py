@@ -230,6 +230,15 @@ def test_log_files_and_a_new_fingerprint_change_nothing(world: World) -> None:
     assert world.changed() == []
 
 
+def test_the_fast_path_repeats_the_landing_warnings(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    up_to_date._STARTED.clear()
+    up_to_date.record(log_path=world.root / "x.log", warnings=["landing folder /x/broken: no prompts.jsonl"],
+                      **SUMMARY)
+    up_to_date._STARTED.clear()
+    assert up_to_date.fast_path([])
+    assert "  warning: landing folder /x/broken: no prompts.jsonl" in capsys.readouterr().out
+
+
 def test_the_fingerprint_holds_no_secret(world: World) -> None:
     world.monkeypatch.setenv("OPENAI_API_KEY", "sk-test-do-not-store-0123456789")
     text = world.record().read_text()
