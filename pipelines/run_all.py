@@ -13,8 +13,8 @@ never materialized in this warehouse, an unfinished attempt, a new code version 
 a new source data version (the landing folder hashes and reference file checksums run_all reports first:
 resources/source_versions.py), a dependency materialized since, or its output table changed behind Dagster's
 back); `--force` runs every step. Before any of this, a plain run whose fingerprint matches the last complete
-run's prints its summary and exits without importing Dagster (pipelines/up_to_date.py). The instance's records are trusted only for the warehouse file they describe
-(its identity is stored in it). `--rebuild` first moves a damaged warehouse aside and restores the label cache
+run's prints its summary and exits without importing Dagster (pipelines/up_to_date.py). The instance's records
+are trusted only for the warehouse file they describe (its identity is stored in it). `--rebuild` first moves a damaged warehouse aside and restores the label cache
 from the label store (pipelines/restore_labels.py), then runs every step: a lost warehouse costs the cheap
 tables, never a relabel. A deleted warehouse whose label store is still there gets its labels back the same
 way, without being asked. A benchmark whose landing folder was removed leaves the tables and the partition

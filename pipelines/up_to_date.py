@@ -3,14 +3,17 @@ answers from a fingerprint, before Dagster is imported (issue 29: warm run < 5% 
 
 A plain `run_all` (no arguments besides --verbose/--log-file) that ends with every step succeeded and every
 prompt labeled (exit 0) writes `<warehouse>.run_all.json`: a fingerprint of everything a run depends on, and the
-closing summary lines it printed. The next plain run computes the fingerprint again (~30-60 CPU-ms, stdlib only)
-and, when every part matches, prints that nothing changed since then and the same closing lines, and exits 0
-without importing Dagster. Any difference (or an unreadable part) takes the full path, which says which parts
-changed. The parts:
+closing summary lines it printed (and its landing-zone warnings). The next plain run computes the fingerprint
+again (~0.1 CPU-s on the mirror, stdlib and PyYAML only) and, when every part matches, prints that nothing
+changed since then and the same closing lines, and exits 0 without importing Dagster (~0.2 CPU-s in all). Any
+difference (or an unreadable part) takes the full path, whose header says which parts changed; when the
+warehouse part still matches, its integrity check does not read every block again (that run's check did, and
+the file has not been written since). The parts:
 
 - `code`: the content of every file of models/, resources/, assets/, pipelines/ (the modules code_versions.py
-  versions, the run's own code, the fitted labeler parameters in models/labeling/*.json), pyproject.toml, the project's dagster.yaml, the Python executable and the
-  modification times of its site-packages folders (an installed or removed library);
+  versions, the run's own code, the fitted labeler parameters in models/labeling/*.json), pyproject.toml, the
+  project's dagster.yaml, the Python executable and the modification times of its site-packages folders (an
+  installed or removed library);
 - `settings`: every BENCHMAP_*, DAGSTER_* and OPENAI_* variable (a variable whose name says KEY, TOKEN, SECRET or
   PASSWORD: only whether it is set; no value is stored, only a sha256 over them), the working directory (a
   relative storage folder in dagster.yaml) and DAGSTER_HOME's dagster.yaml;
