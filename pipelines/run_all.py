@@ -12,8 +12,9 @@ A step runs only when Dagster's records say one of its assets is stale or missin
 never materialized in this warehouse, an unfinished attempt, a new code version (pipelines/code_versions.py),
 a new source data version (the landing folder hashes and reference file checksums run_all reports first:
 resources/source_versions.py), a dependency materialized since, or its output table changed behind Dagster's
-back); `--force` runs every step. The instance's records are trusted only for the warehouse file they describe
-(its identity is stored in it). `--rebuild` first moves a damaged warehouse aside and restores the label cache
+back); `--force` runs every step. Before any of this, a plain run whose fingerprint matches the last complete
+run's prints its summary and exits without importing Dagster (pipelines/up_to_date.py). The instance's records
+are trusted only for the warehouse file they describe (its identity is stored in it). `--rebuild` first moves a damaged warehouse aside and restores the label cache
 from the label store (pipelines/restore_labels.py), then runs every step: a lost warehouse costs the cheap
 tables, never a relabel. A deleted warehouse whose label store is still there gets its labels back the same
 way, without being asked. A benchmark whose landing folder was removed leaves the tables and the partition
@@ -36,11 +37,18 @@ label_failures)").
 
 from __future__ import annotations
 
+import sys
+
+if __name__ == "__main__":  # the warm run's fast path, decided before Dagster is imported (pipelines/up_to_date.py)
+    from pipelines import up_to_date
+
+    if up_to_date.fast_path(sys.argv[1:]):
+        sys.exit(0)
+
 import argparse
 import contextlib
 import datetime as dt
 import os
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -53,7 +61,7 @@ from dagster import (
 
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
-from pipelines import cli, restore_labels
+from pipelines import cli, restore_labels, up_to_date
 from pipelines import run_report as rr
 from pipelines.run_steps import Steps, lock_file
 from pipelines.step_runner import Runner, RunPlan, StepOutcome, plan_from_definitions
@@ -71,8 +79,6 @@ EXIT_LABEL_FAILURES = 4  # every step ran, but some prompts have no labels (labe
 def _add_stored_counts(counts: dict[str, int], by_benchmark: dict[str, dict[str, int]], names: list[str],
                        warehouse_path: str, totals: dict[str, int]) -> None:
     """Add the stored prompt/result/reject counts of skipped partitions to the run's totals."""
-    from resources import warehouse as wh
-
     if "benchmarks" in counts and names:
         try:
             rows = wh.query(warehouse_path, "select coalesce(sum(n_prompts), 0) as n_prompts, "
@@ -115,11 +121,15 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     """Run everything; `defs` defaults to pipelines.definitions.defs and `instance` to the one at DAGSTER_HOME
     (tests pass their own)."""
     args = _parser().parse_args(argv)
+    own = defs is None and instance is None  # the code location's and DAGSTER_HOME's: the CLI's run
+    plain = own and up_to_date.plain_run(argv if argv is not None else sys.argv[1:])
+    why, sound = up_to_date.start() if own else ("", False)  # before the Definitions are built (up_to_date.py)
     defs = _definitions(defs, own_instance=instance is None)
     started = time.monotonic()
     warehouse_path = getattr((defs.resources or {}).get("warehouse"), "path", None)
     started_ns = time.time_ns()  # before the warehouse is read: what other run_alls do later is newer
-    checked = _check_warehouse(warehouse_path, rebuild=args.rebuild)
+    fingerprinted = bool(own and warehouse_path and Path(warehouse_path).resolve() == settings().warehouse.resolve())
+    checked = _check_warehouse(warehouse_path, rebuild=args.rebuild, checksums=not (sound and fingerprinted))
     if isinstance(checked, int):
         return checked
     report, restored = checked
@@ -132,6 +142,8 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     log_path = _log_path(warehouse_path, args.log_file)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     _print_header(landing, names, plan, instance, warehouse_path, report, log_path)
+    if plain:
+        print(f"  up-to-date check (before Dagster): {why}")
     removed = _remove_gone_benchmarks(instance, landing, plan, warehouse_path) if not args.benchmarks else {}
     partitions = _partitions(instance, landing, names)
     trust = integrity.trusted(warehouse_path) if warehouse_path else contextlib.nullcontext()
@@ -148,8 +160,8 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
     # the closing reads (open failures, the headline lines) share one open of the file (~30 CPU-ms per open)
     with wh.held(warehouse_path if warehouse_path and Path(warehouse_path).exists() else None):
         unlabeled = _open_label_failures(warehouse_path, names, runner.resources.get("labeler"))
-        _print_summary(runner, names, warehouse_path, log_path, started, skip_analysis=args.skip_analysis,
-                       unlabeled=unlabeled)
+        headline, release = _print_summary(runner, names, warehouse_path, log_path, started,
+                                           skip_analysis=args.skip_analysis, unlabeled=unlabeled)
     for name, deleted in removed.items():
         print(f"removed benchmark {name} (its landing folder is gone): {sum(deleted.values()):,} rows deleted from "
               f"{len(deleted)} tables; its labels stay in the label cache and label store")
@@ -157,7 +169,13 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
         print(f"python -m pipelines.run_all: error: a step found the warehouse damaged: recover with "
               f"`{integrity.REBUILD_COMMAND}`", file=sys.stderr)
         return EXIT_DAMAGED
-    return 1 if runner.failures else EXIT_LABEL_FAILURES if unlabeled or runner.totals["n_failed"] else 0
+    code = 1 if runner.failures else EXIT_LABEL_FAILURES if unlabeled or runner.totals["n_failed"] else 0
+    complete = not (args.benchmarks or args.skip_reference or args.skip_analysis)
+    if code == 0 and complete and fingerprinted:  # the warehouse file the fast path looks at
+        up_to_date.record(headline=headline, n_benchmarks=len(names), totals=runner.totals, release=release,
+                          log_path=log_path,
+                          warnings=[f"landing folder {p.path}: {p.reason}" for p in landing.problems])
+    return code
 
 
 # --- the steps of main --------------------------------------------------------------------------------------
@@ -176,7 +194,7 @@ def _definitions(defs: Definitions | None, *, own_instance: bool) -> Definitions
     return defs
 
 
-def _check_warehouse(warehouse_path: str | None, *, rebuild: bool
+def _check_warehouse(warehouse_path: str | None, *, rebuild: bool, checksums: bool = True
                      ) -> int | tuple[integrity.IntegrityReport | None, bool]:
     """Integrity before trust: nothing is planned, skipped or written over a warehouse that cannot be read.
     Returns EXIT_DAMAGED, or the integrity report and whether the label cache was restored (every step runs)."""
@@ -187,7 +205,8 @@ def _check_warehouse(warehouse_path: str | None, *, rebuild: bool
         for line in restore_labels.restore(warehouse_path).lines():
             print(line)
         restored = True
-    report = integrity.check_warehouse(warehouse_path, per_benchmark=True) if warehouse_path else None
+    report = integrity.check_warehouse(warehouse_path, per_benchmark=True, checksums=checksums or rebuild
+                                       ) if warehouse_path else None
     if report is not None and not report.ok:
         print(f"python -m pipelines.run_all: error: {report.message()}", file=sys.stderr)
         return EXIT_DAMAGED
@@ -250,8 +269,6 @@ def _remove_gone_benchmarks(instance: DagsterInstance, landing: bm.Landing, plan
     partition list (so the analysis and the next exports run without it); its labels stay (label_cache and the
     label store are keyed by text, not benchmark). Only when the landing root it came from is still there: an
     unset BENCHMAP_MIRROR or an unmounted folder removes nothing. Returns benchmark -> table -> rows deleted."""
-    from resources import warehouse as wh
-
     registered = set(instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME))
     gone = sorted(registered - set(landing.benchmarks) - {bm.LANDING_PARTITION})
     if not gone or not warehouse_path or not Path(warehouse_path).exists():
@@ -421,26 +438,29 @@ def _open_label_failures(warehouse_path: str | None, names: list[str], labeler: 
 
 
 def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None, log_path: Path, started: float,
-                   *, skip_analysis: bool, unlabeled: int = 0) -> None:
+                   *, skip_analysis: bool, unlabeled: int = 0) -> tuple[list[str], str | None]:
+    """Print the closing summary; returns its headline lines and release line (what the fast path repeats)."""
     totals, failures = runner.totals, runner.failures
     labeled = f"{totals['n_labeled']} labeled, {totals['n_failed']} failed"
     if totals["n_failed"] or unlabeled:
         labeled += f" (see label_failures; {unlabeled} prompts without labels, exit {EXIT_LABEL_FAILURES})"
     print()  # the answer first: the sentence summary.md and the map open with, then the raw labels' figures
-    for line in rr.headline_lines(warehouse_path) if not skip_analysis else []:
+    headline = rr.headline_lines(warehouse_path) if not skip_analysis else []
+    for line in headline:
         print(line)
-    print(f"done in {time.monotonic() - started:.0f}s: {len(names)} benchmarks, {totals['n_prompts']} prompts, "
-          f"{totals['n_results']} results, {totals['n_rejects']} rejects; "
-          f"{'all steps succeeded' if not failures else f'{len(failures)} step(s) FAILED'}; {labeled}")
+    print(up_to_date.done_line(time.monotonic() - started, len(names), totals, len(failures), labeled))
+    release = None
     if warehouse_path:
         from resources.release import exports_root, latest_release
 
         latest = latest_release(exports_root(warehouse_path))
         if latest is not None:
-            print(f"release: {latest} (newest; also {latest.parent / 'latest'})")
+            release = f"release: {latest} (newest; also {latest.parent / 'latest'})"
+            print(release)
     print(f"Dagster log: {log_path}")
     for failure in failures:
         print(f"  FAILED {failure[:500]}", file=sys.stderr)
+    return list(headline), release
 
 
 def open_instance() -> DagsterInstance:
