@@ -32,13 +32,14 @@ from dagster import (
 )
 
 from assets.analysis import COVERAGE_HEADLINE_DESCRIPTION, counted_headline
-from assets.estimates_split import judged_checks
+from assets.estimates_split import start_judged_checks
 from models import coverage as cov
 from models import estimates as es
 from models.estimates.count_draws import count_draws_frame
 from models.report.answer import answer_figures
 from resources.dagster_resources import Warehouse
 from resources.readers import REFERENCE_DIR, load_reference, read_labeler_oof
+from resources.worker_pool import shared_pool
 
 GROUP = "estimates"
 KINDS = {"polars", "duckdb"}
@@ -378,6 +379,7 @@ def headline_estimates(
     and the estimates (headline_estimates and its per-unit tables), read in one held connection."""
     started = time.perf_counter()
     thresholds = tuple(sorted(set(config.thresholds) | {5}))
+    shared_pool().warm(["models.estimates"])  # the judged checks' worker starts while the inputs are read
     with warehouse.held():  # one open of the file for the dozen reads (~30 CPU-ms each)
         inputs = read_inputs(warehouse)
         counted_rows = counted_headline(warehouse, task_label_counts, onet_tasks, task_hours, onet_occupations,
@@ -386,6 +388,8 @@ def headline_estimates(
     texts = es.text_frame(inputs["prompts"], judge_rows)  # type: ignore[arg-type]
     problem = _problem(inputs, judge_rows, inputs["labels"])  # type: ignore[arg-type]
     scopes = es.scopes_for(problem, inputs["membership"])  # type: ignore[arg-type]
+    # the judged checks run in a worker process (or are read from their cache) while this one draws
+    pending = start_judged_checks(warehouse, inputs, texts, problem, config, code_versions_of(context), context.log)
     unit_draws = es.UnitDraws(problem, scopes, config.n_draws, with_texts=True)
     replay = kept_draws(problem)
     if replay is not None and not replay.covers(es.ESTIMATORS, config.seed, config.n_draws,
@@ -403,7 +407,7 @@ def headline_estimates(
     units |= es.benchmark_share_estimates(unit_draws)
     cpu_units = time.process_time() - cpu_units
     cpu_calibration = time.process_time()
-    judged = judged_checks(warehouse, inputs, texts, problem, config, code_versions_of(context), context.log)
+    judged = pending.result()
     units["occupation_probability_calibration"], recalibration = judged.calibration, judged.recalibration
     units["unit_coverage_simulation_check"] = judged.coverage
     units |= es.with_calibrated_p_covered(units, judged.coverage_map, es.UNIT_TABLES)
