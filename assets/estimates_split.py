@@ -99,7 +99,6 @@ class PendingJudgedChecks:
     cached: JudgedChecks | None = None
     pool: WorkerPool | None = None
     parts: list[Any] | None = None
-    held_out_labels: str = ""
     store: Any = None  # (warehouse, key) to keep the result under, or None
 
     def result(self) -> JudgedChecks:
@@ -107,7 +106,7 @@ class PendingJudgedChecks:
             self.cached.cached, self.cached.seconds = True, time.perf_counter() - self.started
             return self.cached
         assert self.pool is not None and self.parts is not None
-        (calibration, recalibration), split, (coverage, coverage_map) = self.pool.gather(self.parts)
+        (calibration, recalibration), (coverage, coverage_map), split = self.pool.gather(self.parts)
         result = JudgedChecks(calibration, recalibration, coverage, coverage_map, split)
         if self.store is not None:
             warehouse, key = self.store
@@ -136,19 +135,19 @@ def start_judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame,
             return PendingJudgedChecks(started, cached=cached)
     pool = pool or shared_pool()
     pooled = es.scopes_for(judged_problem, per_benchmark=False)
-    # submitted longest first (CPU-s on the mirror: ~9, ~5, ~4): a worker takes them in this order, the step's
-    # process runs the last ones itself if no worker has started them when it needs them
+    # a worker takes them in this order (CPU-s on the mirror: calibration ~9, p_covered ~4, split ~5); the step's
+    # process, after its own ~9 CPU-s (draws, per-unit tables, pass b), runs the split check itself if no worker
+    # has started it: the two finish about together
     parts = [
         pool.submit(es.text_probability_calibration, judged_problem, n_draws=config.calibration_draws,
                     seed=config.seed, name="judged check: per-text calibration"),
-        pool.submit(split_check, judged_problem, pooled, config.split_repeats, min(config.n_draws, 50),
-                    config.seed, relabel, held_out_labels, name="judged check: split"),
         pool.submit(coverage_check, judged_problem, replications=config.coverage_repeats,
                     n_draws=min(config.n_draws, config.coverage_draws), seed=config.seed, simulated=4,
                     relabel=relabel, name="judged check: p_covered"),
+        pool.submit(split_check, judged_problem, pooled, config.split_repeats, min(config.n_draws, 50),
+                    config.seed, relabel, held_out_labels, name="judged check: split"),
     ]
-    return PendingJudgedChecks(started, pool=pool, parts=parts, held_out_labels=held_out_labels,
-                               store=(warehouse, key) if code_versions else None)
+    return PendingJudgedChecks(started, pool=pool, parts=parts, store=(warehouse, key) if code_versions else None)
 
 
 def judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame, problem: es.Problem,

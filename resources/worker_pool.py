@@ -237,8 +237,9 @@ class WorkerPool:
             for future in futures:
                 self._tasks.pop(future, None)
 
-    def close(self) -> None:
-        """Stop the workers once their current task is done (queued tasks nobody gathered are dropped)."""
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop the workers once their current task is done, killing one still busy after `timeout` seconds
+        (queued tasks nobody gathered are dropped)."""
         with self._condition:
             self._closed = True
             for task in self._pending:
@@ -247,7 +248,7 @@ class WorkerPool:
             self._condition.notify_all()
             workers, self._running = self._running, []
         for worker in workers:
-            worker.close()
+            worker.close(timeout)
 
     @property
     def pids(self) -> list[int]:
@@ -270,7 +271,7 @@ def shared_pool() -> WorkerPool:
     with _SHARED_LOCK:
         if _SHARED is None or _SHARED._closed:
             _SHARED = WorkerPool()
-            atexit.register(_SHARED.close)
+            atexit.register(_SHARED.close, 1.0)  # at exit nobody gathers: a task still running is not waited for
         return _SHARED
 
 
