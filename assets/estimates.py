@@ -481,6 +481,8 @@ def headline_estimates(
         yield Output(table, name, metadata={"rows": table.height, "preview": MetadataValue.md(_md(table, 12)),
                                             "cpu_seconds": round(seconds, 2),
                                             **(figures[name]() if name in figures else {})})
+    # the worker is free now: it imports what coverage_regressions_mi's fits need while the next steps run
+    shared_pool().warm(["models.regression_mi", "statsmodels.formula.api"])
     yield Output(split, "estimate_split_check", metadata={"preview": MetadataValue.md(_md(split, 40)),
                                                           "seconds": round(t_split, 2),
                                                           "judged_checks_cached": judged.cached})
