@@ -87,6 +87,7 @@ class JudgedChecks:
     split: pl.DataFrame
     cached: bool = False
     seconds: float = 0.0
+    gathered: float = 0.0  # seconds the step spent gathering them (its share of the parts, then waiting)
 
 
 @dataclass
@@ -106,8 +107,10 @@ class PendingJudgedChecks:
             self.cached.cached, self.cached.seconds = True, time.perf_counter() - self.started
             return self.cached
         assert self.pool is not None and self.parts is not None
+        gathering = time.perf_counter()
         (calibration, recalibration), (coverage, coverage_map), split = self.pool.gather(self.parts)
         result = JudgedChecks(calibration, recalibration, coverage, coverage_map, split)
+        result.gathered = time.perf_counter() - gathering
         if self.store is not None:
             warehouse, key = self.store
             warehouse.keep_result("judged_checks", key, result)
