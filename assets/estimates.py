@@ -17,7 +17,9 @@
 
 
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 from dagster import (
@@ -32,13 +34,18 @@ from dagster import (
 )
 
 from assets.analysis import COVERAGE_HEADLINE_DESCRIPTION, counted_headline
-from assets.estimates_split import judged_checks
+from assets.estimates_split import start_judged_checks
 from models import coverage as cov
 from models import estimates as es
 from models.estimates.count_draws import count_draws_frame
+from models.figures import draw_outputs, reliability_figure
+from models.figures.estimates import occupation_probability_figure, unit_coverage_figure
 from models.report.answer import answer_figures
 from resources.dagster_resources import Warehouse
 from resources.readers import REFERENCE_DIR, load_reference, read_labeler_oof
+from resources.worker_pool import shared_pool
+
+FIGURE_PREVIEW_DPI = 80  # the PNG shown in the Dagster UI (assets/exports.py figure_metadata's default)
 
 GROUP = "estimates"
 KINDS = {"polars", "duckdb"}
@@ -280,45 +287,29 @@ def _pass_b_rows(warehouse: Warehouse, inputs: dict, judge_rows: pl.DataFrame, s
     return _with_labeler(frame_b, inputs)
 
 
-def _reliability_figure(context: AssetExecutionContext, warehouse: Warehouse, reliability: pl.DataFrame) -> dict:
-    """The reliability diagram, into this run's export folder (exports/<date>/figures/); a figure never fails
-    the estimates."""
-    try:
-        from assets.exports import FIGURES_DIR, export_folder, figure_metadata
-        from models.figures import reliability_figure
-
-        return figure_metadata(
-            "labeler_reliability", reliability_figure(reliability), export_folder(context, warehouse) / FIGURES_DIR,
-            title="Labeler calibration against the judge",
-        )
-    except Exception as error:  # noqa: BLE001
-        context.log.warning(f"reliability figure not drawn: {type(error).__name__}: {error}")
-        return {}
-
-
 CALIBRATION_TABLES = ("occupation_probability_calibration", "unit_coverage_simulation_check")
 
 
-def _calibration_figures(context: AssetExecutionContext, warehouse: Warehouse,
-                         tables: dict[str, pl.DataFrame]) -> dict[str, dict]:
-    """The calibration figures (models/figures/estimates.py) into this run's export folder; never fails."""
-    try:
-        from assets.exports import FIGURES_DIR, export_folder, figure_metadata
-        from models.figures.estimates import occupation_probability_figure, unit_coverage_figure
+def _figure_later(context: AssetExecutionContext, warehouse: Warehouse, name: str, draw: Callable[..., Any],
+                  table: pl.DataFrame, title: str) -> Callable[[], dict]:
+    """Start drawing a figure of `table` in the worker pool (resources/worker_pool.py) while the step goes on;
+    the function returned gives its metadata, the files saved into this run's export folder
+    (exports/<date>/figures/). A figure never fails the estimates."""
+    pool = shared_pool()
+    drawn = pool.submit(draw_outputs, draw, (table,), preview_dpi=FIGURE_PREVIEW_DPI, name=f"figure {name}")
 
-        folder = export_folder(context, warehouse) / FIGURES_DIR
-        return {
-            "occupation_probability_calibration": figure_metadata(
-                "occupation_probability_calibration",
-                occupation_probability_figure(tables["occupation_probability_calibration"]), folder,
-                title="Per-text occupation probabilities against the judge"),
-            "unit_coverage_simulation_check": figure_metadata(
-                "unit_coverage_simulation_check", unit_coverage_figure(tables["unit_coverage_simulation_check"]),
-                folder, title="p_covered against a known truth"),
-        }
-    except Exception as error:  # noqa: BLE001
-        context.log.warning(f"calibration figures not drawn: {type(error).__name__}: {error}")
-        return {}
+    def metadata() -> dict:
+        try:
+            from assets.exports import FIGURES_DIR, export_folder, rendered_figure_metadata
+
+            files, preview = pool.gather([drawn])[0]
+            return rendered_figure_metadata(name, files, preview, export_folder(context, warehouse) / FIGURES_DIR,
+                                            title=title)
+        except Exception as error:  # noqa: BLE001
+            context.log.warning(f"figure {name} not drawn: {type(error).__name__}: {error}")
+            return {}
+
+    return metadata
 
 
 def code_versions_of(context: AssetExecutionContext) -> list[str]:
@@ -378,6 +369,7 @@ def headline_estimates(
     and the estimates (headline_estimates and its per-unit tables), read in one held connection."""
     started = time.perf_counter()
     thresholds = tuple(sorted(set(config.thresholds) | {5}))
+    shared_pool().warm(["models.estimates"])  # the judged checks' worker starts while the inputs are read
     with warehouse.held():  # one open of the file for the dozen reads (~30 CPU-ms each)
         inputs = read_inputs(warehouse)
         counted_rows = counted_headline(warehouse, task_label_counts, onet_tasks, task_hours, onet_occupations,
@@ -386,6 +378,8 @@ def headline_estimates(
     texts = es.text_frame(inputs["prompts"], judge_rows)  # type: ignore[arg-type]
     problem = _problem(inputs, judge_rows, inputs["labels"])  # type: ignore[arg-type]
     scopes = es.scopes_for(problem, inputs["membership"])  # type: ignore[arg-type]
+    # the judged checks run in a worker process (or are read from their cache) while this one draws
+    pending = start_judged_checks(warehouse, inputs, texts, problem, config, code_versions_of(context), context.log)
     unit_draws = es.UnitDraws(problem, scopes, config.n_draws, with_texts=True)
     replay = kept_draws(problem)
     if replay is not None and not replay.covers(es.ESTIMATORS, config.seed, config.n_draws,
@@ -402,17 +396,8 @@ def headline_estimates(
     units = es.unit_estimates(unit_draws, es.labels_as_truth_counts(counted_problem), thresholds)
     units |= es.benchmark_share_estimates(unit_draws)
     cpu_units = time.process_time() - cpu_units
-    cpu_calibration = time.process_time()
-    judged = judged_checks(warehouse, inputs, texts, problem, config, code_versions_of(context), context.log)
-    units["occupation_probability_calibration"], recalibration = judged.calibration, judged.recalibration
-    units["unit_coverage_simulation_check"] = judged.coverage
-    units |= es.with_calibrated_p_covered(units, judged.coverage_map, es.UNIT_TABLES)
-    cpu_calibration = time.process_time() - cpu_calibration
-    assert unit_draws.text_estimates is not None
-    started_texts = time.process_time()
-    units["prompt_occupation_estimates"] = unit_draws.text_estimates.table(  # type: ignore[attr-defined]
-        texts, recalibrate=recalibration)
-    cpu_units += time.process_time() - started_texts
+    # what does not need the judged checks comes first: a worker is still on them (their order does not change
+    # a value: each part has its own seed)
     if inputs["published_labels"] is not inputs["labels"]:  # labels as counted = the published labels
         counted = _labels_as_counted(inputs, judge_rows, scopes, thresholds, config.seed)
         frame = pl.concat([frame.filter(pl.col("estimator") != "labels_as_truth"), counted.select(frame.columns)])
@@ -420,14 +405,35 @@ def headline_estimates(
     frame_b = _pass_b_rows(warehouse, inputs, judge_rows, scopes, thresholds, config)
     if frame_b is not None:
         frame = pl.concat([frame, frame_b], how="vertical_relaxed")
+    reliability = es.reliability_table(problem)
+    reliability_metadata = _figure_later(context, warehouse, "labeler_reliability", reliability_figure, reliability,
+                                         "Labeler calibration against the judge")
     t_estimates = time.perf_counter() - started
+    cpu_calibration = time.process_time()
+    judged = pending.result()
+    units["occupation_probability_calibration"], recalibration = judged.calibration, judged.recalibration
+    units["unit_coverage_simulation_check"] = judged.coverage
+    figures = {  # drawn by a worker while this process writes the tables before theirs
+        "occupation_probability_calibration": _figure_later(
+            context, warehouse, "occupation_probability_calibration", occupation_probability_figure,
+            judged.calibration, "Per-text occupation probabilities against the judge"),
+        "unit_coverage_simulation_check": _figure_later(
+            context, warehouse, "unit_coverage_simulation_check", unit_coverage_figure, judged.coverage,
+            "p_covered against a known truth"),
+    }
+    units |= es.with_calibrated_p_covered(units, judged.coverage_map, es.UNIT_TABLES)
+    cpu_calibration = time.process_time() - cpu_calibration
+    assert unit_draws.text_estimates is not None
+    started_texts = time.process_time()
+    units["prompt_occupation_estimates"] = unit_draws.text_estimates.table(  # type: ignore[attr-defined]
+        texts, recalibrate=recalibration)
+    cpu_units += time.process_time() - started_texts
     sources = judge_rows.group_by("benchmark").agg(pl.col("source").first())
     design = (
         es.sample_design(texts)
         .join(sources, on="benchmark", how="left")
         .with_columns(pl.col("source").fill_null("none"))
     )
-    reliability = es.reliability_table(problem)
     split = judged.split
     t_split = time.perf_counter() - started - t_estimates
     count_draws = count_draws_frame(problem.task_keys, result.count_draws["model_assisted"])
@@ -435,7 +441,8 @@ def headline_estimates(
     published = frame.filter(pl.col("published") & (pl.col("scope") == es.ALL_SCOPE))
     context.log.info(
         f"estimates {t_estimates:.1f}s ({'draws of benchmark_index_membership replayed' if replay else 'drawn'}; "
-        f"judged checks {judged.seconds:.1f}s, {'cached' if judged.cached else 'computed'}), "
+        f"judged checks {judged.seconds:.1f}s, {'cached' if judged.cached else 'computed'}, "
+        f"{judged.gathered:.1f}s of it gathering them), "
         f"split check {t_split:.1f}s; "
         f"{int(design['n_sampled'].sum())} judge-sampled texts over {(design['n_sampled'] > 0).sum()} benchmarks"
     )
@@ -457,7 +464,7 @@ def headline_estimates(
     )
     yield Output(design, "estimate_design", metadata={"preview": MetadataValue.md(_md(design))})
     pooled = reliability.filter(pl.col("benchmark") == "all")
-    figure_meta = _reliability_figure(context, warehouse, reliability)
+    figure_meta = reliability_metadata()
     yield Output(
         reliability,
         "labeler_reliability",
@@ -470,11 +477,13 @@ def headline_estimates(
     )
     context.log.info(f"per-unit and per-text tables {cpu_units:.1f} CPU-s, their calibration {cpu_calibration:.1f} "
                      "CPU-s")
-    figures = _calibration_figures(context, warehouse, units)
     for name, table in units.items():
         seconds = cpu_calibration if name in CALIBRATION_TABLES else cpu_units
         yield Output(table, name, metadata={"rows": table.height, "preview": MetadataValue.md(_md(table, 12)),
-                                            "cpu_seconds": round(seconds, 2), **figures.get(name, {})})
+                                            "cpu_seconds": round(seconds, 2),
+                                            **(figures[name]() if name in figures else {})})
+    # the worker is free now: it imports what coverage_regressions_mi's fits need while the next steps run
+    shared_pool().warm(["models.regression_mi", "statsmodels.formula.api"])
     yield Output(split, "estimate_split_check", metadata={"preview": MetadataValue.md(_md(split, 40)),
                                                           "seconds": round(t_split, 2),
                                                           "judged_checks_cached": judged.cached})

@@ -13,7 +13,8 @@ from assets.estimates import GROUP, KINDS
 from models import estimates as es
 from models.estimates.count_draws import count_draws_of
 from models.markdown import markdown_table
-from models.regression_mi import regressions_mi
+from models.regression_mi import combine_fits, draw_fits
+from resources.worker_pool import shared_pool
 
 
 @asset(group_name=GROUP, kinds=KINDS)
@@ -27,7 +28,12 @@ def coverage_regressions_mi(context: AssetExecutionContext, headline_count_draws
     if "benchmark_index" in task_frame.columns:  # per-index tables (issue 18): the regressions of index 'all'
         task_frame = task_frame.filter(pl.col("benchmark_index") == es.ALL_INDEX)
     task_keys, count_draws = count_draws_of(headline_count_draws)
-    mi = regressions_mi(task_frame, task_keys, count_draws, "model_assisted")
+    # the first half of the draws fitted by a worker process while this one fits the rest (the same table)
+    pool = shared_pool()
+    half = (len(count_draws) + 1) // 2 if pool.workers else 0
+    first = pool.submit(draw_fits, task_frame, task_keys, count_draws[:half], name="MI fits of the first draws")
+    rest = draw_fits(task_frame, task_keys, count_draws[half:])
+    mi = combine_fits([*pool.gather([first]), rest], "model_assisted")
     seconds = time.perf_counter() - started
     context.log.info(f"MI regressions {seconds:.1f}s over {len(count_draws)} draws")
     context.add_output_metadata({"preview": MetadataValue.md(markdown_table(mi, max_rows=30)), "seconds": round(seconds, 2),

@@ -13,12 +13,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from models import estimates as es
+from models.estimates.judged import coverage_check, split_check
 from resources.dagster_resources import Warehouse
 from resources.readers import load_stack_fit, read_judged_signals, read_selector_oof
+from resources.worker_pool import WorkerPool, shared_pool
 
 
 def split_relabeler(warehouse: Warehouse, labeler_version: str | None, texts: pl.DataFrame, problem: es.Problem,
@@ -74,29 +75,6 @@ def keyed_split_relabeler(warehouse: Warehouse, labeler_version: str | None, tex
     return relabel, "relabeled from the estimation part's judged texts alone", digest.hexdigest()
 
 
-SPLIT_FRACTIONS: dict[str, float] = {"split_half": 0.5, "split_fifth": 0.2}
-
-
-def split_check(problem: es.Problem, scopes: list[es.Scope], repeats: int, n_draws: int, seed: int,
-                relabel: es.Relabel | None = None, held_out_labels: str = "as published") -> pl.DataFrame:
-    """Split each benchmark's judge sample at random: estimate from one part (half, or a fifth: the headline
-    itself imputes ~93% of the texts, so the fifth tests how the estimators extrapolate), against the truth of
-    the judge-labeled sub-population (the judge's labels of every sampled text). Per quantity: interval
-    coverage over `repeats` splits, mean absolute and signed error. `relabel`: the neighbour step's labels
-    recomputed per split from the estimation part alone (assets/estimates_split.py); `held_out_labels` says
-    which labels the held-out texts had."""
-    rng = np.random.default_rng(seed)
-    pooled = [s for s in scopes if s.scope == es.ALL_SCOPE and s.benchmark_index == es.ALL_INDEX]
-    frames = []
-    for check, fraction in SPLIT_FRACTIONS.items():
-        checks = []
-        for r in range(repeats):
-            split, truth = es.split_sample_problem(problem, rng, fraction=fraction, relabel=relabel)
-            checks.append(es.check_against_truth(split, truth, pooled, n_draws=n_draws, seed=seed + r))
-        frames.append(es.summarize_checks(pl.concat(checks)).with_columns(pl.lit(check).alias("check")))
-    return pl.concat(frames).with_columns(pl.lit(held_out_labels).alias("held_out_labels"))
-
-
 @dataclass
 class JudgedChecks:
     """The checks against the judge (models/estimates/judged.py): the per-text calibration and its map, the
@@ -109,14 +87,46 @@ class JudgedChecks:
     split: pl.DataFrame
     cached: bool = False
     seconds: float = 0.0
+    gathered: float = 0.0  # seconds the step spent gathering them (its share of the parts, then waiting)
 
 
-def judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame, problem: es.Problem,
-                  config: Any, code_versions: list[str], log: object = None) -> JudgedChecks:
+@dataclass
+class PendingJudgedChecks:
+    """The judged checks as started by `start_judged_checks`: read from the cache, or running in the worker
+    pool (resources/worker_pool.py) while the step computes the rest; `result()` gathers them (a part no worker
+    has started runs in the step's process) and keeps them in the cache."""
+
+    started: float
+    cached: JudgedChecks | None = None
+    pool: WorkerPool | None = None
+    parts: list[Any] | None = None
+    store: Any = None  # (warehouse, key) to keep the result under, or None
+
+    def result(self) -> JudgedChecks:
+        if self.cached is not None:
+            self.cached.cached, self.cached.seconds = True, time.perf_counter() - self.started
+            return self.cached
+        assert self.pool is not None and self.parts is not None
+        gathering = time.perf_counter()
+        (calibration, recalibration), (coverage, coverage_map), split = self.pool.gather(self.parts)
+        result = JudgedChecks(calibration, recalibration, coverage, coverage_map, split)
+        result.gathered = time.perf_counter() - gathering
+        if self.store is not None:
+            warehouse, key = self.store
+            warehouse.keep_result("judged_checks", key, result)
+        result.seconds = time.perf_counter() - self.started
+        return result
+
+
+def start_judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame, problem: es.Problem,
+                        config: Any, code_versions: list[str], log: object = None,
+                        pool: WorkerPool | None = None) -> PendingJudgedChecks:
     """The judged checks on the benchmarks with judged texts (a benchmark without any changes none of them), read
     from the cache when the key (that problem, the relabeling's inputs, the settings, the code version) matches;
-    no cache without a code version. The neighbour step's labels of a split's judged texts come from its
-    estimation part alone (both splits)."""
+    no cache without a code version. Else the three checks start in the worker pool (`pool`, default the
+    process's: one worker per CPU but one), the longest first; they are pure functions of the restricted problem
+    and the settings, so where they run does not change a value. The neighbour step's labels of a split's
+    judged texts come from its estimation part alone (both splits)."""
     started = time.perf_counter()
     judged_problem, judged_texts = es.judged_problem(problem, texts)
     relabel, held_out_labels, relabel_key = keyed_split_relabeler(
@@ -125,18 +135,26 @@ def judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame, probl
     if code_versions:  # without a code version a code change could not tell an old result from a new one
         cached = warehouse.cached_result("judged_checks", key)
         if isinstance(cached, JudgedChecks):
-            cached.cached, cached.seconds = True, time.perf_counter() - started
-            return cached
-    calibration, recalibration = es.text_probability_calibration(
-        judged_problem, n_draws=config.calibration_draws, seed=config.seed)
-    coverage = es.unit_coverage_check(judged_problem, replications=config.coverage_repeats,
-                                      n_draws=min(config.n_draws, config.coverage_draws), seed=config.seed, simulated=4,
-                                      relabel=relabel)
+            return PendingJudgedChecks(started, cached=cached)
+    pool = pool or shared_pool()
     pooled = es.scopes_for(judged_problem, per_benchmark=False)
-    split = split_check(judged_problem, pooled, config.split_repeats, min(config.n_draws, 50), config.seed, relabel,
-                        held_out_labels)
-    result = JudgedChecks(calibration, recalibration, coverage.table, coverage.coverage_map, split)
-    if code_versions:
-        warehouse.keep_result("judged_checks", key, result)
-    result.seconds = time.perf_counter() - started
-    return result
+    # a worker takes them in this order (CPU-s on the mirror: calibration ~9, p_covered ~4, split ~5); the step's
+    # process, after its own ~9 CPU-s (draws, per-unit tables, pass b), runs the split check itself if no worker
+    # has started it: the two finish about together
+    parts = [
+        pool.submit(es.text_probability_calibration, judged_problem, n_draws=config.calibration_draws,
+                    seed=config.seed, name="judged check: per-text calibration"),
+        pool.submit(coverage_check, judged_problem, replications=config.coverage_repeats,
+                    n_draws=min(config.n_draws, config.coverage_draws), seed=config.seed, simulated=4,
+                    relabel=relabel, name="judged check: p_covered"),
+        pool.submit(split_check, judged_problem, pooled, config.split_repeats, min(config.n_draws, 50),
+                    config.seed, relabel, held_out_labels, name="judged check: split"),
+    ]
+    return PendingJudgedChecks(started, pool=pool, parts=parts, store=(warehouse, key) if code_versions else None)
+
+
+def judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame, problem: es.Problem,
+                  config: Any, code_versions: list[str], log: object = None,
+                  pool: WorkerPool | None = None) -> JudgedChecks:
+    """`start_judged_checks` and its result at once."""
+    return start_judged_checks(warehouse, inputs, texts, problem, config, code_versions, log, pool).result()

@@ -47,6 +47,7 @@ from resources.coverage_map_queries import ESTIMATES_RELATION
 from resources.dagster_resources import LabelerResource, Warehouse
 from resources.readers import read_text
 from resources.sources import source_checksums
+from resources.worker_pool import shared_pool
 
 if TYPE_CHECKING:  # matplotlib only where a figure is drawn: not in every Definitions build (issue 29)
     from matplotlib.figure import Figure
@@ -57,6 +58,7 @@ EXPORT_DATE_TAG = "benchmap/export_date"
 COVERAGE_MAP_NAME = "coverage_map.html"
 SUMMARY_NAME = "summary.md"
 FIGURES_DIR = "figures"
+FIGURE_PREVIEW_DPI = 80  # the PNG in the asset's metadata (figure_metadata's default)
 
 FIGURE_TABLES = sorted({t for spec in fg.FIGURES for t in spec.tables})
 MEMBERSHIP = "benchmark_index_membership"
@@ -82,6 +84,14 @@ def figure_metadata(
     if directory is None:
         return {name: MetadataValue.md(heading + fg.figure_markdown(fig, alt=title or name, dpi=dpi))}
     files, preview = fg.figure_outputs(fig, preview_dpi=dpi)  # one layout for the files and the preview
+    return rendered_figure_metadata(name, files, preview, directory, title=title)
+
+
+def rendered_figure_metadata(name: str, files: dict[str, bytes], preview: bytes | None, directory: str | Path,
+                             *, title: str | None = None) -> dict[str, MetadataValue]:
+    """`figure_metadata` of a figure already rendered (`models.figures.figure_outputs`: files and preview):
+    the files saved into `directory`."""
+    heading = f"**{title}**\n\n" if title else ""
     paths = ew.save_figures({name: files}, directory)[name]
     return {
         name: MetadataValue.md(heading + fg.png_markdown(preview or b"", alt=title or name)),
@@ -212,10 +222,17 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse) -> Mate
         tables["occupations"] = titles
     directory = export_folder(context, warehouse) / FIGURES_DIR
     metadata: dict[str, Any] = {"figures_dir": MetadataValue.path(str(directory))}
-    drawn = fg.render_figures(tables)
-    titles_by_name = {spec.name: spec.title for spec in fg.FIGURES}
-    for name, fig in drawn.items():
-        metadata |= figure_metadata(name, fig, directory, title=titles_by_name[name])
+    # each figure drawn by a worker process or this one (resources/worker_pool.py): ~0.8 CPU-s each, independent
+    specs = [spec for spec in fg.FIGURES if all(t in tables for t in spec.tables)]
+    pool = shared_pool()
+    rendered = pool.gather([
+        pool.submit(fg.render_outputs, spec.name, {t: tables[t] for t in (*spec.tables, *spec.optional_tables)
+                                                   if t in tables}, preview_dpi=FIGURE_PREVIEW_DPI,
+                    name=f"figure {spec.name}")
+        for spec in specs])
+    drawn = {spec.name for spec in specs}
+    for spec, (files, preview) in zip(specs, rendered, strict=True):
+        metadata |= rendered_figure_metadata(spec.name, files, preview, directory, title=spec.title)
     not_drawn = [spec.name for spec in fg.FIGURES if spec.name not in drawn]
     for name in not_drawn:
         context.log.warning(f"figure {name} not drawn: its tables are missing ({', '.join(missing)})")

@@ -10,16 +10,24 @@ from models import coverage as cov
 from models import regression as reg
 from models.estimates.checks import rubin_combine
 
+Fits = dict[tuple[str, str, str], list[tuple[float, float]]]  # (model, kind, term) -> per draw (estimate, variance)
+
 
 def regressions_mi(task_frame: pl.DataFrame, task_keys: pl.DataFrame, count_draws: list[np.ndarray],
                    source: str) -> pl.DataFrame:
     """The coverage logits refitted on each draw's covered_5 (tasks >= 5 prompts in that completed label set),
     combined with Rubin's rules; coefficients and (log) probability ratios. `count_draws[d][k]`: the prompts of
     task `task_keys[k]` in draw d (models/estimates/count_draws.py: the headline step's headline_count_draws)."""
+    return combine_fits([draw_fits(task_frame, task_keys, count_draws)], source)
+
+
+def draw_fits(task_frame: pl.DataFrame, task_keys: pl.DataFrame, count_draws: list[np.ndarray]) -> Fits:
+    """The per-draw fits of `regressions_mi` (each draw's estimates and variances, in draw order): the draws are
+    independent, so a worker process may fit some while the caller fits the others (assets/estimates_mi.py)."""
     keys = task_keys.with_row_index("k")
     frame = task_frame.join(keys, on=cov.TASK_KEY, how="left")
     k_index = frame["k"].to_numpy()
-    fits: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    fits: Fits = {}
     for counts in count_draws:
         covered = np.where(np.isnan(k_index.astype(float)), 0, counts[np.nan_to_num(k_index).astype(int)]) >= 5
         draw = frame.with_columns(pl.Series("covered_5", covered))
@@ -32,6 +40,16 @@ def regressions_mi(task_frame: pl.DataFrame, task_keys: pl.DataFrame, count_draw
                     fits.setdefault((r["model"], "log_ratio", r["contrast"]), []).append(
                         (float(np.log(r["ratio"])), r["se_log_ratio"] ** 2)
                     )
+    return fits
+
+
+def combine_fits(parts: list[Fits], source: str) -> pl.DataFrame:
+    """Rubin's rules over the fits of consecutive groups of draws (`draw_fits` of each, in draw order: the same
+    table as one `draw_fits` of all of them)."""
+    fits: Fits = {}
+    for part in parts:
+        for key, values in part.items():
+            fits.setdefault(key, []).extend(values)
     rows = []
     for (model, kind, term), values in sorted(fits.items()):
         combined = rubin_combine(np.array([v[0] for v in values]), np.array([v[1] for v in values]))

@@ -146,7 +146,14 @@ def write_workbook(
     Returns table -> sheet name (tables with a sheet only). Tables longer than Excel's row limit are cut there
     (noted in the README).
     """
-    sheets = ex.sheet_tables(tables)
+    return write_workbook_sheets(path, ex.sheet_tables(tables), dictionary, ex.readme_frame(readme, tables))
+
+
+def write_workbook_sheets(path: Path, sheets: Mapping[str, pl.DataFrame], dictionary: pl.DataFrame,
+                          readme_frame: pl.DataFrame) -> dict[str, str]:
+    """`write_workbook` from its parts: the tables that get a sheet (`models.exports.sheet_tables`) and the
+    README sheet (`models.exports.readme_frame`). Only what the workbook holds, so a worker process can write it
+    while the caller writes the Parquet and CSV files (resources/export_writer.py)."""
     names = ex.sheet_names(sheets, reserved=ex.RESERVED_SHEETS)
     percent = ex.percent_columns(dictionary)
 
@@ -161,7 +168,6 @@ def write_workbook(
             },
         )
         workbook.set_properties(dict(ex.WORKBOOK_PROPERTIES))
-        readme_frame = ex.readme_frame(readme, tables)
         readme_frame.write_excel(workbook, ex.README_SHEET, table_name="readme", freeze_panes=(1, 0),
                                  column_widths=ex.column_widths(readme_frame, max_width=120))
         dictionary.write_excel(workbook, ex.DICTIONARY_SHEET, table_name="data_dictionary", freeze_panes=(1, 0),

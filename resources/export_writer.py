@@ -35,9 +35,10 @@ from resources.export_files import (
     write_bytes,
     write_tables,
     write_text,
-    write_workbook,
+    write_workbook_sheets,
 )
 from resources.settings import PROJECT_ROOT
+from resources.worker_pool import shared_pool
 
 if TYPE_CHECKING:  # matplotlib only where a figure is drawn: not in every Definitions build (issue 29)
     from matplotlib.figure import Figure
@@ -160,13 +161,18 @@ def _write_exports_locked(
     ordered = [t for t in expected if t in tables] + sorted(t for t in tables if t not in expected)
     prepared = {t: ex.prepare_table(t, tables[t]) for t in ordered}
     missing = [t for t in expected if t not in tables]
-    files = write_tables(prepared, directory)
     dictionary = ex.dictionary_frame(prepared)
     version = version or code_version()
     readme = [*readme_first, *ex.readme_rows(name, run_id=run_id, version=version, labelers=labelers,
                                              tables=prepared, missing=missing)]
     workbook = directory / ex.WORKBOOK_NAME
-    sheets = write_workbook(workbook, prepared, dictionary, readme)
+    # the workbook (xlsxwriter, cell by cell: most of this function's time) in a worker process while this one
+    # writes the Parquet and CSV files (resources/worker_pool.py; here when there is no second CPU)
+    pool = shared_pool()
+    written = pool.submit(write_workbook_sheets, workbook, ex.sheet_tables(prepared), dictionary,
+                          ex.readme_frame(readme, prepared), name="the workbook")
+    files = write_tables(prepared, directory)
+    sheets = pool.gather([written])[0]
     files = [dataclasses.replace(f, sheet=sheets.get(f.table)) for f in files]
     dictionary_path = write_text(
         directory / ex.DICTIONARY_NAME, ex.data_dictionary_markdown(prepared, sheets, missing)

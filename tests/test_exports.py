@@ -1130,3 +1130,25 @@ def test_end_to_end_exports(full_pipeline, monkeypatch):
     )
     assert rerun.success
     assert rl.list_releases(warehouse.parent / "exports") == [folder] and ew.verify_export(folder) == []
+
+
+def test_figures_and_workbook_drawn_in_a_worker_equal_those_drawn_here(world, tmp_path):
+    """report_figures draws each figure with models.figures.render_outputs and write_exports writes the workbook
+    with write_workbook_sheets, both in the worker pool (resources/worker_pool.py): the same bytes as here."""
+    from resources.export_files import write_workbook, write_workbook_sheets
+    from resources.worker_pool import WorkerPool
+
+    tables = {**world, "occupations": world["onet_occupations"]}
+    prepared = {t: ex.prepare_table(t, f) for t, f in export_tables(world).items()}
+    dictionary = ex.dictionary_frame(prepared)
+    readme = [("export", "test")]
+    with WorkerPool(workers=1) as pool:
+        names = [spec.name for spec in fg.FIGURES]
+        there = pool.gather([pool.submit(fg.render_outputs, n, tables, preview_dpi=80) for n in names], steal=False)
+        sheets = pool.gather([pool.submit(write_workbook_sheets, tmp_path / "there.xlsx", ex.sheet_tables(prepared),
+                                          dictionary, ex.readme_frame(readme, prepared))], steal=False)[0]
+    for name, (files, preview) in zip(names, there, strict=True):
+        here = fg.figure_outputs(fg.render_figures(tables)[name], preview_dpi=80)
+        assert files == here[0] and preview == here[1], name
+    assert sheets == write_workbook(tmp_path / "here.xlsx", prepared, dictionary, readme)
+    assert (tmp_path / "there.xlsx").read_bytes() == (tmp_path / "here.xlsx").read_bytes()

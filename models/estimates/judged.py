@@ -6,6 +6,10 @@ come from the sampled texts; the labeler's mass and occupations are per benchmar
 problem restricted to those benchmarks, and their result is a function of that restricted problem (its
 `Problem.fingerprint`), the relabeling's inputs, the settings and the code: a new benchmark without judged
 texts leaves the key unchanged and the cached result is exact, not an approximation.
+
+The three checks are independent of each other (each its own random stream from the seed) and of the headline's
+draws: the step runs them in worker processes while it computes the rest (assets/estimates_split.py,
+resources/worker_pool.py); `split_check` and `coverage_check` are the module-level functions a worker calls.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from collections.abc import Iterable
 import numpy as np
 import polars as pl
 
-from models.estimates.problem import Problem
+from models.estimates.checks import Relabel, check_against_truth, split_sample_problem, summarize_checks
+from models.estimates.coverage_check import CoverageMap, unit_coverage_check
+from models.estimates.problem import ALL_INDEX, ALL_SCOPE, Problem, Scope
 
 
 def judged_benchmarks(problem: Problem) -> np.ndarray:
@@ -64,3 +70,34 @@ def checks_key(problem: Problem, parts: Iterable[object]) -> str:
     for part in parts:
         digest.update(b"\x1e" + repr(part).encode())
     return digest.hexdigest()
+
+
+SPLIT_FRACTIONS: dict[str, float] = {"split_half": 0.5, "split_fifth": 0.2}
+
+
+def split_check(problem: Problem, scopes: list[Scope], repeats: int, n_draws: int, seed: int,
+                relabel: Relabel | None = None, held_out_labels: str = "as published") -> pl.DataFrame:
+    """Split each benchmark's judge sample at random: estimate from one part (half, or a fifth: the headline
+    itself imputes ~93% of the texts, so the fifth tests how the estimators extrapolate), against the truth of
+    the judge-labeled sub-population (the judge's labels of every sampled text). Per quantity: interval
+    coverage over `repeats` splits, mean absolute and signed error. `relabel`: the neighbour step's labels
+    recomputed per split from the estimation part alone (assets/estimates_split.py); `held_out_labels` says
+    which labels the held-out texts had."""
+    rng = np.random.default_rng(seed)
+    pooled = [s for s in scopes if s.scope == ALL_SCOPE and s.benchmark_index == ALL_INDEX]
+    frames = []
+    for check, fraction in SPLIT_FRACTIONS.items():
+        checks = []
+        for r in range(repeats):
+            split, truth = split_sample_problem(problem, rng, fraction=fraction, relabel=relabel)
+            checks.append(check_against_truth(split, truth, pooled, n_draws=n_draws, seed=seed + r))
+        frames.append(summarize_checks(pl.concat(checks)).with_columns(pl.lit(check).alias("check")))
+    return pl.concat(frames).with_columns(pl.lit(held_out_labels).alias("held_out_labels"))
+
+
+def coverage_check(problem: Problem, *, replications: int, n_draws: int, seed: int, simulated: int,
+                   relabel: Relabel | None = None) -> tuple[pl.DataFrame, CoverageMap]:
+    """The p_covered check's table and map (`unit_coverage_check` without its pairs: what the step keeps)."""
+    check = unit_coverage_check(problem, replications=replications, n_draws=n_draws, seed=seed,
+                                simulated=simulated, relabel=relabel)
+    return check.table, check.coverage_map

@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import io
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -120,6 +120,23 @@ def render_figures(tables: Mapping[str, pl.DataFrame]) -> dict[str, Figure]:
     return figures
 
 
+def render_outputs(name: str, tables: Mapping[str, pl.DataFrame], dpi: int = 150, preview_dpi: int | None = None
+                   ) -> tuple[dict[str, bytes], bytes | None]:
+    """FIGURES' figure `name` drawn from `tables` (its tables, and its optional ones when present) as
+    `figure_outputs`: its files and preview bytes. A module-level function of frames and plain values, so a
+    worker process can draw one figure while another draws the next (assets/exports.py `report_figures`)."""
+    spec = next(s for s in FIGURES if s.name == name)
+    extra = {t: tables[t] for t in spec.optional_tables if t in tables}
+    fig = spec.draw(*(tables[t] for t in spec.tables), **extra)
+    return figure_outputs(fig, dpi=dpi, preview_dpi=preview_dpi)
+
+
+def draw_outputs(draw: Callable[..., Figure], tables: Sequence[pl.DataFrame], dpi: int = 150,
+                 preview_dpi: int | None = None) -> tuple[dict[str, bytes], bytes | None]:
+    """`figure_outputs` of draw(*tables) (any figure function of this package): for a worker process."""
+    return figure_outputs(draw(*tables), dpi=dpi, preview_dpi=preview_dpi)
+
+
 def figure_png_bytes(fig: Figure, dpi: int = 150) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
@@ -192,8 +209,8 @@ def render_figure_files(figures: Mapping[str, Figure], dpi: int = 150) -> dict[s
 __all__ = [
     "EXPOSED_COLOUR", "FIGURES", "LEVELS", "LEVEL_COLOURS", "MODEL_EXPOSURE_WAGE", "MODEL_IMPORTANCE",
     "NOT_EXPOSED_COLOUR", "PREFERRED_EXPOSURE_SOURCE", "SERIES_COLOURS", "VALIDATION_METRICS", "VALIDATION_TITLES",
-    "FigureSpec", "figure_files", "figure_markdown", "figure_outputs", "figure_png_bytes", "hours_by_coverage_figure",
+    "FigureSpec", "draw_outputs", "figure_files", "figure_markdown", "figure_outputs", "figure_png_bytes", "hours_by_coverage_figure",
     "hours_by_coverage_level", "importance_quintile_figure", "labeler_validation_figure", "major_group_figure",
-    "model_score_heatmap_figure", "new_figure", "png_markdown", "png_scaled", "reliability_figure", "render_figure_files", "render_figures",
+    "model_score_heatmap_figure", "new_figure", "png_markdown", "png_scaled", "reliability_figure", "render_figure_files", "render_figures", "render_outputs",
     "styled", "wage_bill_probability_figure",
 ]

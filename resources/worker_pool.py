@@ -1,0 +1,302 @@
+"""Worker processes for pure computations of a step that do not depend on each other (issue 29: the second
+core). Dagster runs `run_all`'s analysis steps one after the other in one process, so a cold run used one core
+of two; a step hands its independent parts (the judged checks, the figures, the workbook) to `submit` and
+gathers them with `gather`, doing its own work meanwhile.
+
+    pool = shared_pool()
+    later = pool.submit(f, x, name="what f computes")  # runs in a worker process as soon as one is free
+    ...                                                 # the step's own work
+    value, = pool.gather([later])                       # runs here any task no worker has started, then waits
+
+- Workers: one fewer than the usable CPUs (`os.sched_getaffinity`), so the step's process and its workers use
+  one core each; with one CPU there is none and `gather` runs every task in the calling process, the same
+  functions on the same arguments: the results do not depend on where a task ran.
+- A task is a function importable by name (module-level) with picklable arguments and result; tasks are pure
+  (no warehouse, no Dagster context): files a task writes are its own output files.
+- A worker is `python -c BOOT`: it imports only what its tasks' functions need (pickle imports the function's
+  module), not the parent's `__main__` (multiprocessing's spawn and forkserver start methods import it in every
+  worker: for `python -m pipelines.run_all` that is Dagster and every asset module, ~2 CPU-s and ~140 MB each),
+  and it starts as a fresh process (no fork of a process with DuckDB's and polars' threads).
+- A task that raises fails its `gather` with `WorkerError` naming the task, the worker's pid and the worker's
+  traceback (the original exception as its cause when it can be pickled); a worker that dies fails the task it
+  was running the same way, and its other tasks run in the calling process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+# the worker's entry: the parent's sys.path first (so it imports the same checkout), then the serve loop
+BOOT = ("import pickle, sys; sys.path[:0] = pickle.load(sys.stdin.buffer); "
+        "from resources.worker_pool import serve; serve()")
+_HEADER = struct.Struct("!Q")  # each message: its length, then the pickle
+
+
+class WorkerError(RuntimeError):
+    """A task failed in a worker process (or its worker died)."""
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask; os.cpu_count() where there is none)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def default_workers() -> int:
+    """One worker per usable CPU but the one of the calling process."""
+    return max(0, usable_cpus() - 1)
+
+
+@dataclass(eq=False)
+class _Task:
+    name: str
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    future: Future = field(default_factory=Future)
+
+
+def _send(stream: BinaryIO, payload: bytes) -> None:
+    stream.write(_HEADER.pack(len(payload)))
+    stream.write(payload)
+    stream.flush()
+
+
+def _receive(stream: BinaryIO) -> bytes:
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        raise EOFError("the stream ended")
+    size = _HEADER.unpack(header)[0]
+    payload = stream.read(size)
+    if len(payload) < size:
+        raise EOFError("the stream ended within a message")
+    return payload
+
+
+def _run_inline(task: _Task) -> None:
+    try:
+        task.future.set_result(task.fn(*task.args, **task.kwargs))
+    except BaseException as error:  # noqa: BLE001 - the caller's gather raises it
+        task.future.set_exception(error)
+
+
+class _Worker:
+    """One worker process and the thread that feeds it tasks from the pool's queue."""
+
+    def __init__(self, pool: WorkerPool) -> None:
+        self.pool = pool
+        path = [p or os.getcwd() for p in sys.path]
+        self.process = subprocess.Popen([sys.executable, "-c", BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.stdin: BinaryIO = self.process.stdin
+        self.stdout: BinaryIO = self.process.stdout
+        pickle.dump(path, self.stdin)
+        self.stdin.flush()
+        self.thread = threading.Thread(target=self._feed, name=f"worker-{self.process.pid}", daemon=True)
+        self.thread.start()
+
+    def _feed(self) -> None:
+        while True:
+            task = self.pool._next_task()
+            if task is None:
+                return
+            try:
+                payload = pickle.dumps((task.fn, task.args, task.kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as error:  # noqa: BLE001 - an argument that cannot be sent: the task's error
+                task.future.set_exception(WorkerError(f"{task.name}: its function or arguments cannot be sent to "
+                                                      f"a worker process: {type(error).__name__}: {error}"))
+                continue
+            try:
+                _send(self.stdin, payload)
+                ok, value, text = pickle.loads(_receive(self.stdout))
+            except (EOFError, OSError, pickle.UnpicklingError) as error:
+                code = self.process.poll()
+                if code is None:
+                    try:
+                        code = self.process.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        code = None
+                task.future.set_exception(WorkerError(
+                    f"{task.name}: worker process {self.process.pid} ended while running it (exit code {code}; "
+                    f"{type(error).__name__}: {error})"))
+                self.pool._worker_died(self)
+                return
+            if ok:
+                task.future.set_result(value)
+            else:
+                failure = WorkerError(f"{task.name} failed in worker process {self.process.pid}:\n{text}")
+                failure.__cause__ = value
+                task.future.set_exception(failure)
+
+    def close(self, timeout: float = 10.0) -> None:
+        with contextlib.suppress(OSError):
+            self.stdin.close()  # the worker's read ends: it exits
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.stdout.close()
+
+
+class WorkerPool:
+    """Worker processes started on the first `submit` (or `warm`), closed by `close` (or leaving the `with`)."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = default_workers() if workers is None else max(0, workers)
+        self._pending: deque[_Task] = deque()
+        self._tasks: dict[Future, _Task] = {}
+        self._condition = threading.Condition()
+        self._running: list[_Worker] = []
+        self._closed = False
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _start(self) -> None:
+        with self._condition:
+            if self._closed:
+                raise RuntimeError("the worker pool is closed")
+            while len(self._running) < self.workers:
+                self._running.append(_Worker(self))
+
+    def warm(self, modules: Sequence[str] = ()) -> None:
+        """Start the workers now and have each import `modules` first (while the caller works)."""
+        if not self.workers:
+            return
+        self._start()
+        if modules:
+            for _ in self._running:
+                self.submit(_import_modules, tuple(modules), name=f"import {', '.join(modules)}")
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, name: str | None = None, **kwargs: Any) -> Future:
+        """Queue fn(*args, **kwargs) for a worker; `name` says what it computes (in errors)."""
+        task = _Task(name or getattr(fn, "__qualname__", repr(fn)), fn, args, kwargs)
+        with self._condition:
+            if self._closed:
+                raise RuntimeError("the worker pool is closed")
+            self._pending.append(task)
+            self._tasks[task.future] = task
+            self._condition.notify()
+        if self.workers and len(self._running) < self.workers:
+            self._start()
+        return task.future
+
+    def _next_task(self) -> _Task | None:
+        with self._condition:
+            while True:
+                while self._pending:
+                    task = self._pending.popleft()
+                    if task.future.set_running_or_notify_cancel():
+                        return task
+                if self._closed:
+                    return None
+                self._condition.wait()
+
+    def _worker_died(self, worker: _Worker) -> None:
+        with self._condition:
+            if worker in self._running:
+                self._running.remove(worker)
+            self.workers = min(self.workers, len(self._running))  # no new worker: the rest run in the caller
+
+    def gather(self, futures: Iterable[Future], steal: bool = True) -> list[Any]:
+        """The futures' results in their order: the tasks no worker has started run here (the last submitted
+        first, so a worker keeps the ones it was given first; `steal=False`: wait for a worker), then the others
+        are waited for. A failed task raises (WorkerError from a worker)."""
+        futures = list(futures)
+        for future in reversed(futures) if steal or not self.workers else ():
+            task = self._tasks.get(future)
+            with self._condition:
+                taken = task is not None and task in self._pending
+                if taken:
+                    self._pending.remove(task)  # type: ignore[arg-type]
+            if taken and task is not None and task.future.set_running_or_notify_cancel():
+                _run_inline(task)
+        try:
+            return [future.result() for future in futures]
+        finally:
+            for future in futures:
+                self._tasks.pop(future, None)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop the workers once their current task is done, killing one still busy after `timeout` seconds
+        (queued tasks nobody gathered are dropped)."""
+        with self._condition:
+            self._closed = True
+            for task in self._pending:
+                task.future.cancel()
+            self._pending.clear()
+            self._condition.notify_all()
+            workers, self._running = self._running, []
+        for worker in workers:
+            worker.close(timeout)
+
+    @property
+    def pids(self) -> list[int]:
+        return [w.process.pid for w in self._running]
+
+
+def _import_modules(modules: Sequence[str]) -> None:
+    for module in modules:
+        importlib.import_module(module)
+
+
+_SHARED: WorkerPool | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_pool() -> WorkerPool:
+    """The process's pool (started on first use, closed at exit): the steps of one run share its workers, so
+    a worker's imports (numpy, polars, matplotlib) are paid once per run."""
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None or _SHARED._closed:
+            _SHARED = WorkerPool()
+            atexit.register(_SHARED.close, 1.0)  # at exit nobody gathers: a task still running is not waited for
+        return _SHARED
+
+
+def serve() -> None:
+    """The worker's loop: read a task, run it, write (ok, result or exception, traceback text); until stdin
+    ends. A task's prints go to stderr (stdout carries the results)."""
+    results = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    tasks = sys.stdin.buffer
+    while True:
+        try:
+            payload = _receive(tasks)
+        except EOFError:
+            return
+        try:
+            fn, args, kwargs = pickle.loads(payload)
+            outcome: tuple[bool, Any, str] = (True, fn(*args, **kwargs), "")
+        except BaseException as error:  # noqa: BLE001 - reported to the parent
+            outcome = (False, error, traceback.format_exc())
+        try:
+            message = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+            if not outcome[0]:
+                pickle.loads(message)  # an exception that cannot be rebuilt in the parent goes as text only
+        except Exception as error:  # noqa: BLE001
+            text = outcome[2] or f"the result cannot be sent back: {type(error).__name__}: {error}"
+            message = pickle.dumps((False, None, text), protocol=pickle.HIGHEST_PROTOCOL)
+        _send(results, message)
