@@ -101,3 +101,35 @@ def test_labeler_keys_without_a_cache_table(tmp_path: Path) -> None:
     path = tmp_path / "benchmap.duckdb"
     duckdb.connect(str(path)).close()
     assert Warehouse(path=str(path)).label_cache_labeler_keys(ONET_VERSION).is_empty()
+
+
+def test_label_validation_ranks_in_chunks_with_the_rankings_of_one_call(mirror: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """labeler_validation's rankings of the human-labeled and judged prompts (~15,000 at 50x the mirror, every
+    candidate task each: +631 MiB) come a few batches at a time, and equal those of one call over all."""
+    from assets import label_validation as lv
+    from models.labeling.offline import OfflineLabeler, OfflineLabelerConfig
+    from pipelines.fit_labeler import build_index
+    from resources.landing import read_prompts
+    from resources.readers import load_selector_fit
+
+    frames = [read_prompts(mirror / "benchmarks" / name / "prompts.jsonl", name)[0].head(25)
+              for name in ("webshop", "swe_lancer")]
+    texts = pl.concat(frames).select("benchmark", "prompt_id", "prompt_hash", "prompt").sample(fraction=1.0, seed=3)
+    labeler = OfflineLabeler(build_index(), OfflineLabelerConfig(batch_size=3), load_selector_fit())
+    labeler.prepare(lv.prompt_records(texts))
+    whole = labeler.rankings(lv.prompt_records(texts))
+    calls: list[int] = []
+    rankings = labeler.rankings
+
+    def counted(records: list) -> list:
+        calls.append(len(records))
+        return rankings(records)
+
+    monkeypatch.setattr(labeler, "rankings", counted)
+    monkeypatch.setattr(lv, "RANKING_CHUNK_BATCHES", 4)  # 12 prompts a call
+    chunked = list(lv._rankings_in_chunks(labeler, texts))
+    assert calls == [12, 12, 12, 12, 2]
+    assert [row for row, _ in chunked] == list(texts.iter_rows())
+    assert [r for _, r in chunked] == whole
+    assert sum(len(r.tasks) for r in whole) > 50 * lv.RANKED_TASKS_KEPT  # what the chunks spare holding at once
