@@ -9,6 +9,7 @@ The prompts and labels they read come through resources/label_queries.py (only t
 prompts, never the whole label table).
 """
 
+from collections.abc import Iterator
 from typing import Any
 
 import polars as pl
@@ -154,12 +155,11 @@ def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any
     labeler = OfflineLabeler.calibrated(index, load_selector_fit())
     texts = warehouse.prompt_texts(keys)
     labeler.prepare(_contextprompt_records(warehouse, texts["benchmark"].unique().to_list()))
-    rankings = labeler.rankings(prompt_records(texts))
     rows: dict[str, list] = {c: [] for c in lc.LABEL_COLUMNS}
     occupations: dict[tuple[str, str], list[str]] = {}
     first: dict[str, str | None] = {}
-    for (benchmark, prompt_id, prompt_hash, _), ranking in zip(texts.iter_rows(), rankings, strict=True):
-        for rank, (task_id, code, p) in enumerate(ranking.tasks[:50], start=1):
+    for (benchmark, prompt_id, prompt_hash, _), ranking in _rankings_in_chunks(labeler, texts):
+        for rank, (task_id, code, p) in enumerate(ranking.tasks[:RANKED_TASKS_KEPT], start=1):
             for column, value in zip(lc.LABEL_COLUMNS, (benchmark, prompt_id, prompt_hash, code, task_id,
                                                         labeler.name, labeler.labeler_version, rank, p, None, p),
                                      strict=True):
@@ -167,6 +167,21 @@ def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any
         occupations[(benchmark, prompt_id)] = [c for c, _ in ranking.occupations]
         first[prompt_hash] = ranking.selected_occupations[0][0] if ranking.selected_occupations else None
     return labeler.labeler_version, pl.DataFrame(rows, schema=lc.LABEL_COLUMNS), occupations, first
+
+
+RANKED_TASKS_KEPT = 50  # of a prompt's ranking (every scored candidate task, ~hundreds) validation reads these
+RANKING_CHUNK_BATCHES = 8  # prompts ranked at once: this many of the labeler's batches
+
+
+def _rankings_in_chunks(labeler: Any, texts: pl.DataFrame) -> Iterator[tuple[tuple, Any]]:
+    """(row of `texts`, its PromptRanking), ranked a few of the labeler's batches at a time: the caller keeps the
+    first RANKED_TASKS_KEPT tasks of each, so the full rankings (every candidate task: ~600 MiB for the ~15,000
+    human-labeled or judged prompts at 50x the mirror) are never all held. Chunks are whole batches of the
+    labeler's, each prompt ranked with its benchmark's prepared context: the rankings equal one call's."""
+    chunk = labeler.config.batch_size * RANKING_CHUNK_BATCHES
+    for start in range(0, texts.height, chunk):
+        part = texts.slice(start, chunk)
+        yield from zip(part.iter_rows(), labeler.rankings(prompt_records(part)), strict=True)
 
 
 def _ranking_ranker(version: str, occupations: dict[tuple[str, str], list[str]], fallback: Any) -> Any:
@@ -438,6 +453,11 @@ def labeler_validation_floors(
     "interval. Empty when only one labeler exists.",
 )
 def labeler_agreement(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
+    # the distinct cache keys first (one small query): with one labeler there is nothing to compare, and the
+    # whole cache (every label set, JSON parsed) is not read (50x the mirror: +878 MiB, 17.7 CPU-s for nothing)
+    keys = lc.disambiguate_versions(warehouse.label_cache_labeler_keys(ONET_VERSION))
+    if keys.select("labeler", "labeler_version").unique().height < 2:
+        return _no_agreement(context, keys.select("labeler", "labeler_version").unique().sort("labeler_version"))
     rows = warehouse.label_cache().read_frame().filter(pl.col("onet_version") == ONET_VERSION)
     cached = lc.disambiguate_versions(lc.cache_frame_to_labels(rows))
     # every labeled prompt, also those judged not work (no label rows): task F1 and work agreement count them
@@ -445,15 +465,8 @@ def labeler_agreement(context: AssetExecutionContext, warehouse: Warehouse) -> p
         pl.coalesce("labeler_version", pl.col("model") + "+" + pl.col("template_version")).alias("labeler_version")
     )).select("prompt_hash", "labeler", "labeler_version")
     labelers = cached.select("labeler", "labeler_version").unique()
-    if labelers.height < 2:
-        note = (
-            f"only {labelers.height} labeler in label_cache "
-            f"({', '.join(labelers['labeler_version'].to_list()) or 'none'}): agreement needs two; run "
-            "the other labeler (BENCHMAP_LABELER=openai or offline) over the same benchmarks"
-        )
-        context.log.info(note)
-        context.add_output_metadata({"note": note, "n_labelers": labelers.height})
-        return pl.DataFrame(schema=val.AGREEMENT_COLUMNS)
+    if labelers.height < 2:  # two cache keys, but one of them without a single task label
+        return _no_agreement(context, labelers)
     ranker, _ = occupation_ranker(("prompt_hash",))
     table = val.labeler_agreement(cached, read_prompts(warehouse, ("benchmark", "prompt_hash")), rank_fn=ranker,
                                   labeled=labeled)
@@ -479,3 +492,14 @@ def labeler_agreement(context: AssetExecutionContext, warehouse: Warehouse) -> p
         }
     )
     return table
+
+
+def _no_agreement(context: AssetExecutionContext, labelers: pl.DataFrame) -> pl.DataFrame:
+    note = (
+        f"only {labelers.height} labeler in label_cache "
+        f"({', '.join(labelers['labeler_version'].to_list()) or 'none'}): agreement needs two; run "
+        "the other labeler (BENCHMAP_LABELER=openai or offline) over the same benchmarks"
+    )
+    context.log.info(note)
+    context.add_output_metadata({"note": note, "n_labelers": labelers.height})
+    return pl.DataFrame(schema=val.AGREEMENT_COLUMNS)

@@ -255,6 +255,17 @@ class WarehouseQueries:
             [list(labelers)],
         )["model"].to_list()
 
+    def label_cache_labeler_keys(self, onet_version: str) -> pl.DataFrame:
+        """labeler, labeler_version (model+template_version when unset), model, template_version: the distinct
+        cache keys of one O*NET version (a few rows, whatever the cache's size; empty without the table)."""
+        schema = {"labeler": pl.Utf8, "labeler_version": pl.Utf8, "model": pl.Utf8, "template_version": pl.Utf8}
+        if not self.table_exists("label_cache"):
+            return pl.DataFrame(schema=schema)
+        return self._query(
+            "select distinct labeler, coalesce(labeler_version, model || '+' || template_version) as labeler_version, "
+            "model, template_version from label_cache where onet_version = ? order by all", [onet_version]
+        ).cast(schema)  # type: ignore[arg-type]
+
     def label_cache_model_counts(self) -> pl.DataFrame:
         """Per labeler, model, template and O*NET version: cached prompts."""
         return self._query(
