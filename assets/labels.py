@@ -86,21 +86,26 @@ def task_search_index(
     onet_technology_skills: pl.DataFrame,
 ) -> pl.DataFrame:
     version = task_index.index_version()
-    started = time.perf_counter()
-    index = task_index.build_index(
-        {
-            "onet_tasks": onet_tasks,
-            "onet_occupations": onet_occupations,
-            "onet_job_titles": onet_job_titles,
-            "onet_technology_skills": onet_technology_skills,
-        }
-    )
-    build_s = time.perf_counter() - started
+    tables = {"onet_tasks": onet_tasks, "onet_occupations": onet_occupations, "onet_job_titles": onet_job_titles,
+              "onet_technology_skills": onet_technology_skills}
     path = warehouse.task_index_path(version)
+    dwas = task_index.task_dwas_frame()
+    # run_all's label worker may have built it from the O*NET files meanwhile: taken only when built from
+    # exactly these inputs (resources/label_pool.py)
+    prebuilt = (label_pool.take_prebuilt(task_index.inputs_digest(tables, dwas)) if label_pool.has_prebuilt()
+                else None)
     started = time.perf_counter()
-    # atomic: a partition never loads a half-written index; this process's partitions reuse the object itself
-    digest = task_index.save_index(index, path)
-    dump_s = time.perf_counter() - started
+    if prebuilt is not None:
+        task_index.adopt_prebuilt(prebuilt[0], path)
+        digest, build_s, dump_s = prebuilt[1], prebuilt[2], time.perf_counter() - started
+        context.log.info("task index: built by a label worker from the same inputs while the reference ran")
+    else:
+        index = task_index.build_index(tables, dwas)
+        build_s = time.perf_counter() - started
+        started = time.perf_counter()
+        # atomic: a partition never loads a half-written index; this process's partitions reuse the object
+        digest = task_index.save_index(index, path)
+        dump_s = time.perf_counter() - started
     label_pool.preload(path)  # run_all's label workers (when started) load it while the next steps run
     row = pl.DataFrame(
         [

@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
         steps = Steps(defs, instance, warehouse_path, report, args.force or restored, started_ns)
         if not args.skip_reference:
             _run_step(runner, steps, "reference", "reference", plan.reference, "reference",
-                      before=_start_label_workers if runner.offline_labeler else None)
+                      before=(lambda: _start_label_workers(warehouse_path)) if runner.offline_labeler else None)
         try:
             _run_partitions(runner, steps, plan, partitions, _prompt_bytes(landing))
         finally:
@@ -304,10 +304,13 @@ def _report_sources(instance: DagsterInstance, landing: bm.Landing, partitions: 
             lock.close()  # closing releases the flock
 
 
-def _start_label_workers() -> None:
-    """A cold reference stage comes before labeling: the label workers' start-up (imports, then the task index
-    once it is pickled) runs on the other core meanwhile (resources/label_pool.py)."""
-    label_pool.prestart()
+def _start_label_workers(warehouse_path: str | None) -> None:
+    """A cold reference stage comes before labeling: the label workers start on the other core meanwhile, the
+    first building the task index from the O*NET files (task_search_index takes it when its inputs are the
+    same), the second importing (resources/label_pool.py)."""
+    from resources.task_index import index_dir
+
+    label_pool.prestart(index_dir(warehouse_path) if warehouse_path else None)
 
 
 def _run_step(runner: Runner, steps: Steps, step: str, label: str, keys: list[AssetKey], kind: str, *,

@@ -148,6 +148,7 @@ class LabelPool:
         if workers < 1:
             raise ValueError(f"a label pool needs at least one worker, got {workers}")
         self.workers = [_Worker(n + 1) for n in range(workers)]
+        self.prebuilt: tuple[Path, Future] | None = None
 
     def open(self, index_path: str | Path) -> list[Future]:
         """Have every worker load the pickled index at `index_path` (once per path) and build the calibrated
@@ -189,6 +190,13 @@ class LabelPool:
             worker.load = 0.0
         return futures
 
+    def prebuild(self, path: Path) -> None:
+        """Have the first worker build the task index from the O*NET files into `path` (`take_prebuilt`)."""
+        from resources.task_index import blas_threads
+
+        self.prebuilt = (path, self.workers[0].submit("building the task index ahead",
+                                                      ("prebuild", str(path), blas_threads())))
+
     def crash(self, worker: int, code: int = 3) -> None:
         """Tests: make worker `worker` (0-based) exit with `code` when it reaches this request."""
         self.workers[worker].submit("a crash", ("crash", code))
@@ -229,14 +237,43 @@ _SHARED: LabelPool | None = None
 _SHARED_LOCK = threading.Lock()
 
 
-def prestart() -> LabelPool | None:
-    """Start this process's pool now (its workers import while other steps run), when workers are wanted."""
+def prestart(prebuild_into: Path | None = None) -> LabelPool | None:
+    """Start this process's pool now (its workers import while other steps run), when workers are wanted; with
+    `prebuild_into` (the folder of the pickled indexes) its first worker also builds the task index from the
+    O*NET files meanwhile, for `task_search_index` to take when its inputs are what it was built from."""
     global _SHARED
     with _SHARED_LOCK:
         if _SHARED is None and worker_count() >= 2:
             _SHARED = LabelPool(worker_count())
             atexit.register(shutdown)
+            if prebuild_into is not None:
+                _SHARED.prebuild(Path(prebuild_into) / f".prebuilt-{os.getpid()}.pkl")
         return _SHARED
+
+
+def has_prebuilt() -> bool:
+    return _SHARED is not None and _SHARED.prebuilt is not None
+
+
+def take_prebuilt(inputs_digest: str) -> tuple[Path, str, float] | None:
+    """(pickle path, its sha256, build seconds) of the index the pool's worker built ahead, when it was built
+    from inputs with this digest (resources/task_index.py: inputs_digest) and with this process's BLAS threads;
+    else None (the file is removed and the caller builds the index itself). Waits for a build still running."""
+    from resources.task_index import blas_threads
+
+    inputs_digest = f"{inputs_digest}|blas{blas_threads()}"
+    pool = _SHARED
+    if pool is None or pool.prebuilt is None:
+        return None
+    (path, future), pool.prebuilt = pool.prebuilt, None
+    try:
+        digest, sha, seconds = future.result()
+    except LabelWorkerError:
+        digest = None
+    if digest != inputs_digest:
+        path.unlink(missing_ok=True)
+        return None
+    return path, sha, seconds
 
 
 def preload(index_path: str | Path) -> None:
@@ -252,6 +289,8 @@ def shutdown() -> None:
         pool, _SHARED = _SHARED, None
     if pool is not None:
         pool.close()
+        if pool.prebuilt is not None:  # never taken: the reference run did not get to task_search_index
+            pool.prebuilt[0].unlink(missing_ok=True)
 
 
 @contextlib.contextmanager

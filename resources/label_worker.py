@@ -2,7 +2,9 @@
 resources/label_pool.py; never run by hand).
 
 It reads requests from stdin and writes one answer per request to stdout, in order, each a length-prefixed
-pickle (`read_message` / `write_message`): ("open", index_path) loads the pickled TaskIndex and builds the
+pickle (`read_message` / `write_message`): ("prebuild", path) builds the task index from the O*NET files
+and pickles it at `path` (answer: the digest of its inputs, the file's sha256, the build seconds); ("open",
+index_path) loads the pickled TaskIndex and builds the
 calibrated offline labeler (answer: its labeler_version); ("label", prompts, batch) labels one batch, first
 preparing the benchmark's context from `prompts` when they are given (answer: the batch's LabelOutcomes).
 An exception is answered as ("error", text) and the worker goes on; a worker that dies closes its stdout,
@@ -48,25 +50,60 @@ class _State:
     def __init__(self) -> None:
         self.labeler: Any = None
         self.prepared_for: str | None = None
+        self.built: tuple[tuple[int, int], Any] | None = None  # (inode, mtime) of the file it prebuilt, the index
 
 
-def offline_labeler(index_path: str) -> Any:
-    """The calibrated offline labeler over the pickled index (what LabelerResource.build makes for 'offline')."""
+def _identity(path: str) -> tuple[int, int]:
+    stat = os.stat(path)
+    return stat.st_ino, stat.st_mtime_ns
+
+
+def offline_labeler(state: _State, index_path: str) -> Any:
+    """The calibrated offline labeler over the pickled index (what LabelerResource.build makes for 'offline');
+    the index this worker prebuilt itself when the file is the one it wrote (renamed into place)."""
     from pathlib import Path
 
     from models.labeling.offline import OfflineLabeler
     from resources.readers import load_selector_fit
     from resources.task_index import load_pickle
 
-    return OfflineLabeler.calibrated(load_pickle(Path(index_path)), load_selector_fit())
+    if state.built is not None and state.built[0] == _identity(index_path):
+        index = state.built[1]
+    else:
+        index = load_pickle(Path(index_path))
+    state.built = None
+    return OfflineLabeler.calibrated(index, load_selector_fit())
+
+
+def prebuild(state: _State, path: str, blas_threads: int) -> tuple[str, str, float]:
+    """Build the task index from the O*NET files with the pool's process's BLAS threads (the LSA step's last
+    bits depend on them) and pickle it at `path`: (inputs digest | threads, sha256, seconds)."""
+    import time
+    from pathlib import Path
+
+    from threadpoolctl import threadpool_limits
+
+    from resources import task_index
+
+    tables, dwas = task_index.tables_from_sources(), task_index.task_dwas_frame()
+    started = time.perf_counter()
+    with threadpool_limits(limits=blas_threads, user_api="blas"):
+        index = task_index.build_index(tables, dwas)
+        threads = task_index.blas_threads()
+    seconds = time.perf_counter() - started
+    sha = task_index.save_index(index, Path(path))
+    state.built = (_identity(path), index)
+    return f"{task_index.inputs_digest(tables, dwas)}|blas{threads}", sha, seconds
 
 
 def handle(state: _State, request: tuple[Any, ...]) -> Any:
     kind = request[0]
+    if kind == "prebuild":
+        return prebuild(state, request[1], request[2])
     if kind == "open":
         from models.labeling.offline.evidence import derived
 
-        state.labeler = offline_labeler(request[1])
+        state.labeler = offline_labeler(state, request[1])
         derived(state.labeler.index)  # what every batch needs of the index, before the first batch
         return state.labeler.labeler_version, state.labeler.model, state.labeler.template_version
     if kind == "label":

@@ -129,3 +129,42 @@ def test_worker_count_follows_the_setting(monkeypatch: pytest.MonkeyPatch) -> No
 
     assert label_pool.worker_count() == (2 if len(os.sched_getaffinity(0)) >= 2 else 0)
     settings.cache_clear()
+
+
+def test_the_index_a_worker_builds_ahead_is_the_one_the_asset_builds(snapshot: common.State, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import pickle
+
+    from resources import task_index
+    from resources import warehouse as wh
+
+    monkeypatch.setenv("BENCHMAP_LABEL_WORKERS", "2")
+    settings.cache_clear()
+    tables = {name: wh.read_table(str(snapshot.warehouse), name) for name in task_index.REFERENCE_TABLES}
+    dwas = task_index.task_dwas_frame()
+    digest = task_index.inputs_digest(tables, dwas)
+    try:
+        label_pool.prestart(tmp_path)
+        assert label_pool.has_prebuilt()
+        path, sha, seconds = label_pool.take_prebuilt(digest)  # the warehouse tables are what the files say
+        assert path.parent == tmp_path and seconds > 0 and not label_pool.has_prebuilt()
+        label_pool.prestart(tmp_path / "other")  # already running: no second pool, no second build
+        assert not label_pool.has_prebuilt()
+    finally:
+        label_pool.shutdown()
+        settings.cache_clear()
+    ahead = pickle.loads(path.read_bytes())  # noqa: S301 - written by this test's worker
+    here = task_index.build_index(tables, dwas)
+    ahead.build_seconds = here.build_seconds = 0.0
+    assert pickle.dumps(ahead, protocol=5) == pickle.dumps(here, protocol=5)  # the same index, byte for byte
+    # inputs that differ: the worker's index is not taken, and its file is gone
+    monkeypatch.setenv("BENCHMAP_LABEL_WORKERS", "2")
+    settings.cache_clear()
+    try:
+        label_pool.prestart(tmp_path / "again")
+        changed = {**tables, "onet_tasks": tables["onet_tasks"].head(100)}
+        assert label_pool.take_prebuilt(task_index.inputs_digest(changed, dwas)) is None
+        assert not list((tmp_path / "again").glob("*.pkl"))
+    finally:
+        label_pool.shutdown()
+        settings.cache_clear()
