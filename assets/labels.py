@@ -339,9 +339,13 @@ def _label_benchmarks(context: AssetExecutionContext, warehouse: Warehouse, labe
                                          outcomes_of=label_pool.outcomes_from(futures[b]) if b in futures else None)
                 except label_pool.LabelWorkerError as exc:
                     kept = _write_finished(impl, cache, plans, futures, todo[position + 1:], labeler.batch_size)
+                    label_pool.cancel(futures)
                     raise Failure(description=f"labeling {b!r} failed: {exc}. Every batch labeled before "
                                   f"is committed ({kept} more batches of later benchmarks written); a rerun "
                                   "labels the rest.") from exc
+                except BaseException:
+                    label_pool.cancel(futures)
+                    raise
     return out
 
 

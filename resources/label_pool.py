@@ -97,6 +97,8 @@ class _Worker:
         assert stdin is not None
         while (item := self._outbox.get()) is not None:
             future, what, message = item
+            if not future.set_running_or_notify_cancel():
+                continue  # cancelled before it was sent (the step failed): never labeled
             with self._lock:
                 dead = self._dead
                 if dead is None:
@@ -222,11 +224,18 @@ def outcomes_from(futures: list[Future]) -> Callable[[list[list[Any]]], Iterator
     return outcomes
 
 
+def cancel(futures: dict[str, list[Future]]) -> None:
+    """Drop the requests not yet sent to a worker (a failed step: its workers do not label on for nothing)."""
+    for batch_futures in futures.values():
+        for future in batch_futures:
+            future.cancel()
+
+
 def finished_prefix(futures: list[Future]) -> list[Any]:
     """The outcomes of the batches that finished, up to the first that did not (failed or still running)."""
     done = []
     for future in futures:
-        if not future.done() or future.exception() is not None:
+        if not future.done() or future.cancelled() or future.exception() is not None:
             break
         done.append(future.result())
     return done
