@@ -21,6 +21,7 @@
 - how well labelers do against humans and each other: assets/label_validation.py.
 """
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -46,7 +47,7 @@ from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
 from models.markdown import markdown_table as md_table
 from models.sources import ONET_VERSION
-from resources import task_index
+from resources import label_pool, task_index
 from resources.dagster_resources import LabelerResource, Warehouse
 from resources.io_manager import add_partition_metadata
 from resources.readers import REFERENCE_DIR, load_reference, load_stack_fit
@@ -85,21 +86,27 @@ def task_search_index(
     onet_technology_skills: pl.DataFrame,
 ) -> pl.DataFrame:
     version = task_index.index_version()
-    started = time.perf_counter()
-    index = task_index.build_index(
-        {
-            "onet_tasks": onet_tasks,
-            "onet_occupations": onet_occupations,
-            "onet_job_titles": onet_job_titles,
-            "onet_technology_skills": onet_technology_skills,
-        }
-    )
-    build_s = time.perf_counter() - started
+    tables = {"onet_tasks": onet_tasks, "onet_occupations": onet_occupations, "onet_job_titles": onet_job_titles,
+              "onet_technology_skills": onet_technology_skills}
     path = warehouse.task_index_path(version)
+    dwas = task_index.task_dwas_frame()
+    # run_all's label worker may have built it from the O*NET files meanwhile: taken only when built from
+    # exactly these inputs (resources/label_pool.py)
+    prebuilt = (label_pool.take_prebuilt(task_index.inputs_digest(tables, dwas)) if label_pool.has_prebuilt()
+                else None)
     started = time.perf_counter()
-    # atomic: a partition never loads a half-written index; this process's partitions reuse the object itself
-    digest = task_index.save_index(index, path)
-    dump_s = time.perf_counter() - started
+    if prebuilt is not None:
+        task_index.adopt_prebuilt(prebuilt[0], path)
+        digest, build_s, dump_s = prebuilt[1], prebuilt[2], time.perf_counter() - started
+        context.log.info("task index: built by a label worker from the same inputs while the reference ran")
+    else:
+        index = task_index.build_index(tables, dwas)
+        build_s = time.perf_counter() - started
+        started = time.perf_counter()
+        # atomic: a partition never loads a half-written index; this process's partitions reuse the object
+        digest = task_index.save_index(index, path)
+        dump_s = time.perf_counter() - started
+    label_pool.preload(path)  # run_all's label workers (when started) load it while the next steps run
     row = pl.DataFrame(
         [
             {
@@ -259,7 +266,9 @@ def prompt_task_labels(
     selected = set(context.op_execution_context.selected_output_names)
     benchmarks = context.partition_keys  # one, or several when run_all runs a range of partitions in one run
     built: dict[str, Any] = {}  # the task index and the labeler, loaded once per step (not per partition)
-    parts = [_label_partition(context, warehouse, labeler, benchmark_prompts, benchmark, built)
+    records = {b: prompt_records(benchmark_prompts.filter(pl.col("benchmark") == b)) for b in benchmarks}
+    labeled = _label_benchmarks(context, warehouse, labeler, records, built)
+    parts = [_label_partition(context, warehouse, records[benchmark], benchmark, built, labeled.get(benchmark))
              for benchmark in benchmarks]
     if len(parts) == 1:
         (frame, label_meta), (work, work_meta) = parts[0]
@@ -279,29 +288,104 @@ def prompt_task_labels(
 LabeledPartition = tuple[tuple[pl.DataFrame, dict[str, Any]], tuple[pl.DataFrame, dict[str, Any]]]
 
 
-def _label_partition(context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource,
-                     benchmark_prompts: pl.DataFrame, benchmark: str, built: dict[str, Any]) -> LabeledPartition:
-    """((labels, their metadata), (work decisions, their metadata)) of one benchmark; raises Failure when every
-    prompt of it failed to label."""
-    prompts = prompt_records(benchmark_prompts.filter(pl.col("benchmark") == benchmark))
-    if not prompts:
-        empty = {"n_prompts": 0, "labeler_calls": 0}
-        return ((pl.DataFrame(schema=lc.LABEL_COLUMNS), empty), (pl.DataFrame(schema=lc.WORK_COLUMNS), empty))
+def _label_benchmarks(context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource,
+                      records: dict[str, list[PromptRecord]], built: dict[str, Any]
+                      ) -> dict[str, tuple[dict, lc.LabelingStats]]:
+    """benchmark -> (label sets by hash, stats) through the label cache, for every benchmark with prompts.
+
+    Under the labeling lock of all of them: each benchmark's cache read (`plan_labeling`) first, then, with
+    the offline labeler and enough texts, every benchmark's batches sent to the worker processes at once
+    (resources/label_pool.py) while this process writes each batch as it comes back, benchmark by benchmark
+    (one commit per batch, as `label_with_cache`). The labels are the in-process loop's: the same batches,
+    each benchmark on one worker. A text shared with an earlier benchmark of the range is labeled once, by
+    the earlier one (this benchmark's plan is read again once those are written, as the one-by-one loop
+    reads it)."""
+    todo = [b for b, prompts in records.items() if prompts]
+    if not todo:
+        return {}
     cache = warehouse.label_cache()
     if not built:
         index, origin, index_s = load_task_index(warehouse, context.log)
         context.log.info(f"task index from {origin} in {index_s:.2f}s")
         built.update(index=index, origin=origin, index_s=index_s, impl=labeler.build(index))
+    impl = built["impl"]
+    options = {"batch_size": labeler.batch_size, "progress_every": labeler.progress_every,
+               "log_fn": context.log.info}
+    out: dict[str, tuple[dict, lc.LabelingStats]] = {}
+    with lc.labeling_lock(cache, [p for b in todo for p in records[b]], context.log.info):
+        plans = {b: lc.plan_labeling(records[b], impl, cache, ONET_VERSION) for b in todo}
+        earlier: set[str] = set()
+        shared: set[str] = set()  # benchmarks whose plan overlaps an earlier one's: planned again later
+        for b in todo:
+            hashes = {p.prompt_hash for p in plans[b].todo}
+            if hashes & earlier:
+                shared.add(b)
+            earlier |= hashes
+        n_todo = sum(len(plans[b].todo) for b in todo if b not in shared)
+        index_path = warehouse.stored_task_index_path() if labeler.kind == "offline" else None
+        with label_pool.pool_for(n_todo if index_path is not None else 0) as pool:
+            futures: dict[str, list] = {}
+            if pool is not None and index_path is not None and _workers_ready(context, pool, index_path, impl):
+                futures = pool.label([(b, records[b], plans[b].batches(labeler.batch_size)) for b in todo
+                                      if b not in shared and plans[b].todo])
+                context.log.info(f"labeling {n_todo:,} prompts of {len(futures)} benchmarks in "
+                                 f"{len(pool.workers)} worker processes")
+            for position, b in enumerate(todo):
+                plan = plans[b]
+                if b in shared:  # after the earlier benchmarks' writes, as the one-by-one loop reads it
+                    plan = lc.plan_labeling(records[b], impl, cache, ONET_VERSION)
+                try:
+                    out[b] = lc.run_plan(plan, impl, cache, **options,
+                                         outcomes_of=label_pool.outcomes_from(futures[b]) if b in futures else None)
+                except label_pool.LabelWorkerError as exc:
+                    kept = _write_finished(impl, cache, plans, futures, todo[position + 1:], labeler.batch_size)
+                    label_pool.cancel(futures)
+                    raise Failure(description=f"labeling {b!r} failed: {exc}. Every batch labeled before "
+                                  f"is committed ({kept} more batches of later benchmarks written); a rerun "
+                                  "labels the rest.") from exc
+                except BaseException:
+                    label_pool.cancel(futures)
+                    raise
+    return out
+
+
+def _workers_ready(context: AssetExecutionContext, pool: Any, index_path: Any, impl: Any) -> bool:
+    """Whether the pool's workers built this process's labeler; else label here (said in the log)."""
+    try:
+        pool.check(index_path, impl)
+        return True
+    except label_pool.LabelWorkerError as exc:
+        context.log.warning(f"labeling in this process: the worker processes are not usable ({exc})")
+        return False
+
+
+def _write_finished(impl: Any, cache: Any, plans: dict[str, lc.LabelingPlan], futures: dict[str, list],
+                    later: list[str], batch_size: int) -> int:
+    """After a worker failed: commit the batches of later benchmarks the workers finished (nothing done is
+    lost); returns how many."""
+    written = 0
+    for b in later:
+        done = label_pool.finished_prefix(futures.get(b, []))
+        if not done:
+            continue
+        batches = plans[b].batches(batch_size)[:len(done)]
+        part = dataclasses.replace(plans[b], todo=[p for batch in batches for p in batch])
+        lc.run_plan(part, impl, cache, batch_size=batch_size, outcomes_of=lambda _b, d=done: iter(d))
+        written += len(done)
+    return written
+
+
+def _label_partition(context: AssetExecutionContext, warehouse: Warehouse, prompts: list[PromptRecord],
+                     benchmark: str, built: dict[str, Any], labeled: tuple[dict, lc.LabelingStats] | None
+                     ) -> LabeledPartition:
+    """((labels, their metadata), (work decisions, their metadata)) of one benchmark from its labeling
+    (`_label_benchmarks`); raises Failure when every prompt of it failed to label."""
+    if not prompts or labeled is None:
+        empty = {"n_prompts": 0, "labeler_calls": 0}
+        return ((pl.DataFrame(schema=lc.LABEL_COLUMNS), empty), (pl.DataFrame(schema=lc.WORK_COLUMNS), empty))
+    cache = warehouse.label_cache()
     index, origin, index_s, impl = built["index"], built["origin"], built["index_s"], built["impl"]
-    labels_by_hash, stats = lc.label_with_cache(
-        prompts,
-        impl,
-        cache,
-        ONET_VERSION,
-        batch_size=labeler.batch_size,
-        progress_every=labeler.progress_every,
-        log_fn=context.log.info,
-    )
+    labels_by_hash, stats = labeled
     labels_by_hash, version, neighbour_meta = neighbour_step(warehouse, benchmark, prompts, labels_by_hash, impl,
                                                              index)
     frame = lc.labels_frame(prompts, labels_by_hash, impl.name, version)

@@ -50,7 +50,7 @@ import contextlib
 import datetime as dt
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from dagster import (
@@ -65,7 +65,7 @@ from pipelines import cli, restore_labels, up_to_date
 from pipelines import run_report as rr
 from pipelines.run_steps import Steps, lock_file
 from pipelines.step_runner import Runner, RunPlan, StepOutcome, plan_from_definitions
-from resources import integrity
+from resources import integrity, label_pool
 from resources import source_versions as sv
 from resources import warehouse as wh
 from resources.label_cache import LabelCache
@@ -152,8 +152,12 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
         _report_sources(instance, landing, partitions, warehouse_path)
         steps = Steps(defs, instance, warehouse_path, report, args.force or restored, started_ns)
         if not args.skip_reference:
-            _run_step(runner, steps, "reference", "reference", plan.reference, "reference")
-        _run_partitions(runner, steps, plan, partitions, _prompt_bytes(landing))
+            _run_step(runner, steps, "reference", "reference", plan.reference, "reference",
+                      before=(lambda: _start_label_workers(warehouse_path)) if runner.offline_labeler else None)
+        try:
+            _run_partitions(runner, steps, plan, partitions, _prompt_bytes(landing))
+        finally:
+            label_pool.shutdown()  # the workers' memory is free before the analysis
         if not args.skip_analysis:
             _run_step(runner, steps, "analysis", "analysis/exports (+ warehouse-wide benchmark checks)",
                       plan.downstream, "analysis", with_warehouse_checks=True, force=bool(removed))
@@ -317,8 +321,18 @@ def _report_sources(instance: DagsterInstance, landing: bm.Landing, partitions: 
             lock.close()  # closing releases the flock
 
 
+def _start_label_workers(warehouse_path: str | None) -> None:
+    """A cold reference stage comes before labeling: the label workers start on the other core meanwhile, the
+    first building the task index from the O*NET files (task_search_index takes it when its inputs are the
+    same), the second importing (resources/label_pool.py)."""
+    from resources.task_index import index_dir
+
+    label_pool.prestart(index_dir(warehouse_path) if warehouse_path else None)
+
+
 def _run_step(runner: Runner, steps: Steps, step: str, label: str, keys: list[AssetKey], kind: str, *,
-              with_warehouse_checks: bool = False, force: bool = False) -> None:
+              with_warehouse_checks: bool = False, force: bool = False,
+              before: Callable[[], None] | None = None) -> None:
     """An unpartitioned step (reference, analysis): skipped when Dagster finds its assets up to date, else run
     and reported. One run_all at a time runs it: a second one waits, then finds it done (one analysis per set
     of inputs)."""
@@ -326,6 +340,8 @@ def _run_step(runner: Runner, steps: Steps, step: str, label: str, keys: list[As
         steps.refresh()  # what the previous stage (or the run_all we waited for) materialized
         if steps.unchanged(keys, label, force=force):
             return
+        if before is not None:
+            before()
         outcome = runner.run(label, keys, kind, with_warehouse_checks=with_warehouse_checks)
         steps.ran()
         runner.report(label, outcome)

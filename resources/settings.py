@@ -33,6 +33,7 @@ The API key is held (`api_key`) but never shown: it is excluded from repr and fr
 | BENCHMAP_ANALYSIS_QUIET_S | analysis_quiet_s | 30 |
 | BENCHMAP_GGUF | gguf (local llama.cpp model file) | none (the gemma3 package's) |
 | BENCHMAP_NEIGHBOUR_STEP | neighbour_step (1/true/yes: restack labels with the benchmark's judged texts) | false |
+| BENCHMAP_LABEL_WORKERS | label_workers (processes the offline labeler labels in; 0/1: the step's own) | 2 with 2+ cores |
 | DAGSTER_HOME | dagster_home | none |
 """
 
@@ -64,14 +65,14 @@ VARIABLES = (
     "BENCHMAP_FOLLOW_LINKS", "BENCHMAP_LABELER", "BENCHMAP_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY",
     "BENCHMAP_LLM_OCCUPATION_LIST", "BENCHMAP_MAX_CONCURRENT", "BENCHMAP_INDEX_DIR", "BENCHMAP_JUDGE_SAMPLE",
     "BENCHMAP_JUDGE", "BENCHMAP_JUDGE_MODEL", "BENCHMAP_VALIDATION_FLOORS", "BENCHMAP_ANALYSIS_QUIET_S",
-    "BENCHMAP_GGUF", "BENCHMAP_NEIGHBOUR_STEP", "DAGSTER_HOME",
+    "BENCHMAP_GGUF", "BENCHMAP_NEIGHBOUR_STEP", "BENCHMAP_LABEL_WORKERS", "DAGSTER_HOME",
 )
 # fields that do not change what the pipeline computes: left out of fingerprint_fields() (a copied state is the
 # same state; how many steps run at once or how long the sensor waits changes no result)
 # index_dir is a path too: the index files' content is versioned by benchmark_index_files; a moved or other
 # checkout of the same code must not look like new code
 _NOT_RESULTS = {"raw_dir", "mirror", "warehouse", "max_concurrent", "analysis_quiet_s", "dagster_home", "api_key",
-                "duckdb_memory", "gguf", "index_dir"}
+                "duckdb_memory", "gguf", "index_dir", "label_workers"}
 
 
 class SettingsError(ValueError):
@@ -130,6 +131,7 @@ class Settings:
     # off while issue 25's work-decision target is not reached (0.947 < 0.95; docs/offline_labeler.md, "The
     # neighbour step"); the split checks cover with it on
     neighbour_step: bool = False
+    label_workers: int | None = None  # None: 2 when two cores are available (resources/label_pool.py)
     dagster_home: Path | None = None
     api_key: str | None = field(default=None, repr=False, compare=False)
 
@@ -159,6 +161,8 @@ class Settings:
             analysis_quiet_s=_number(env, "BENCHMAP_ANALYSIS_QUIET_S", DEFAULT_ANALYSIS_QUIET_S, float),
             gguf=_path(env.get("BENCHMAP_GGUF"), None),
             neighbour_step=(env.get("BENCHMAP_NEIGHBOUR_STEP") or "").lower() in {"1", "true", "yes"},
+            label_workers=(max(0, _number(env, "BENCHMAP_LABEL_WORKERS", 0, int))
+                           if env.get("BENCHMAP_LABEL_WORKERS") else None),
             dagster_home=_path(env.get("DAGSTER_HOME"), None),
             api_key=api_key,
         )

@@ -95,6 +95,12 @@ def save_index(index: Any, path: Path) -> str:
     return writer.digest.hexdigest()
 
 
+def adopt_prebuilt(prebuilt: Path, path: Path) -> None:
+    """Move an index pickled ahead (by a label worker, resources/label_pool.py) into its place, atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prebuilt.replace(path)
+
+
 def task_dwas_frame() -> pl.DataFrame | None:
     """Task -> detailed work activity titles (O*NET Tasks to DWAs + DWA Reference) for the index, or None
     when either file is absent."""
@@ -118,11 +124,63 @@ def task_dwas_frame() -> pl.DataFrame | None:
     )
 
 
-def build_index(tables: Mapping[str, pl.DataFrame]) -> Any:
-    """A fresh TaskIndex from the reference tables (REFERENCE_TABLES) plus O*NET's task -> DWA titles."""
+_READ = object()
+
+
+def build_index(tables: Mapping[str, pl.DataFrame], task_dwas: Any = _READ) -> Any:
+    """A fresh TaskIndex from the reference tables (REFERENCE_TABLES) plus O*NET's task -> DWA titles
+    (`task_dwas_frame()` unless given)."""
     from models.labeling.offline import TaskIndex
 
-    return TaskIndex.build(*(tables[name] for name in REFERENCE_TABLES), task_dwas_frame())
+    dwas = task_dwas_frame() if task_dwas is _READ else task_dwas
+    return TaskIndex.build(*(tables[name] for name in REFERENCE_TABLES), dwas)
+
+
+# the columns TaskIndex.build reads of each input (models/labeling/offline/build.py), in their row order
+INDEX_INPUT_COLUMNS: dict[str, tuple[str, ...]] = {
+    "onet_tasks": ("onet_soc_code", "task_id", "task"),
+    "onet_occupations": ("onet_soc_code", "title", "description"),
+    "onet_job_titles": ("onet_soc_code", "job_title", "title_source"),
+    "onet_technology_skills": ("onet_soc_code", "example", "commodity_title"),
+    "task_dwas": ("onet_soc_code", "task_id", "dwa_title"),
+}
+
+
+def inputs_digest(tables: Mapping[str, pl.DataFrame], task_dwas: pl.DataFrame | None) -> str:
+    """sha256 of what the index is built from: the columns TaskIndex.build reads of every input, row by row in
+    order, as text. Equal digests: the same index (the build is a pure function of these)."""
+    digest = hashlib.sha256()
+    for name, columns in INDEX_INPUT_COLUMNS.items():
+        frame = task_dwas if name == "task_dwas" else tables[name]
+        digest.update(f"{name}\0".encode())
+        if frame is None:
+            continue
+        text = frame.select(pl.col(c).cast(pl.Utf8).fill_null("\x00null") for c in columns)
+        for column in text.columns:
+            values = text[column]
+            digest.update(values.str.len_bytes().to_numpy().tobytes())
+            digest.update("".join(values.to_list()).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def blas_threads() -> int:
+    """The BLAS threads this process computes with: the LSA step's eigendecomposition rounds its last bits
+    differently with another count, so an index is only the same index built with the same count."""
+    from threadpoolctl import threadpool_info
+
+    return max([int(i["num_threads"]) for i in threadpool_info() if i.get("user_api") == "blas"] or [1])
+
+
+def tables_from_sources() -> dict[str, pl.DataFrame]:
+    """The four reference tables' index columns read straight from the O*NET files (the reference assets'
+    parsers): what a label worker builds the index from ahead of `task_search_index`, which uses it only when
+    `inputs_digest` says it is what the warehouse tables hold (resources/label_pool.py)."""
+    from resources.readers import load_onet_reference_frames
+
+    onet = resolve_source("onet/Task Statements.txt")
+    frames = load_onet_reference_frames(onet.path.parent)
+    return {"onet_tasks": frames["tasks"], "onet_occupations": frames["occupations"],
+            "onet_job_titles": frames["job_titles"], "onet_technology_skills": frames["technology_skills"]}
 
 
 def stored_index_path(warehouse_path: str | Path) -> Path | None:

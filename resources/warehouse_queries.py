@@ -104,6 +104,12 @@ class WarehouseQueries:
 
         return task_index.index_pickle_path(self.path, version)
 
+    def stored_task_index_path(self) -> Path | None:
+        """The current pickled task index, when there is one (resources/task_index.py: stored_index_path)."""
+        from resources import task_index
+
+        return task_index.stored_index_path(self.path)
+
     def load_task_index(self, warn: Callable[[str], Any] | None = None) -> tuple[Any, str, float]:
         """(TaskIndex, 'pickle'|'built', seconds): the stored pickle when current, else built from the reference
         tables, calling `warn` first (resources/task_index.py)."""

@@ -271,17 +271,76 @@ def label_with_cache(prompts: Sequence[PromptRecord], labeler: Labeler, cache: L
     `exhausted`) is not asked again (`n_given_up`); its failure row stays. Stores with `labeling_lock` hold it
     from reading the cache to the last commit.
     """
+    # the store's exclusive right to label these prompts (resources/label_cache.py: a file lock per benchmark):
+    # a second run labeling the same prompts waits here, then finds them cached
+    with labeling_lock(cache, prompts, log_fn):
+        plan = plan_labeling(prompts, labeler, cache, onet_version, max_runs=max_runs, clock=clock)
+        return run_plan(plan, labeler, cache, batch_size=batch_size, progress_every=progress_every,
+                        log_fn=log_fn, clock=clock, clean=clean)
+
+
+def labeling_lock(cache: LabelStore, prompts: Sequence[PromptRecord],
+                  log_fn: Callable[[str], None] | None = None) -> contextlib.AbstractContextManager:
+    """The store's lock on the benchmarks of `prompts` (a no-op for a store without one)."""
+    lock = getattr(cache, "labeling_lock", None)
+    return lock(sorted({p.benchmark for p in prompts}), log_fn) if lock else contextlib.nullcontext()
+
+
+@dataclass
+class LabelingPlan:
+    """What one call of the labeling loop will do: the cached labels read, the prompts still to label (one per
+    distinct hash, input order) and the stats so far. Made by `plan_labeling` under the store's lock."""
+
+    prompts: Sequence[PromptRecord]
+    groups: dict[str, list[PromptRecord]]
+    key: CacheKey
+    labeler_version: str
+    cached: dict[str, list[TaskLabel]]
+    todo: list[PromptRecord]
+    stats: LabelingStats
+    started: float
+
+    def batches(self, batch_size: int) -> list[list[PromptRecord]]:
+        """The batches `run_plan` hands to the labeler, in order."""
+        return list(batched(self.todo, batch_size))
+
+
+def plan_labeling(prompts: Sequence[PromptRecord], labeler: Labeler, cache: LabelStore, onet_version: str, *,
+                  max_runs: int | None = MAX_LABEL_RUNS, clock: Callable[[], float] = time.monotonic
+                  ) -> LabelingPlan:
+    """Read the cache for `prompts` and decide what is left to label (the caller holds `labeling_lock` from
+    here to the last commit of `run_plan`)."""
     started = clock()
     key = CacheKey.for_labeler(labeler, onet_version)
     groups = unique_by_hash(prompts)
-    # the store's exclusive right to label these prompts (resources/label_cache.py: a file lock per benchmark):
-    # a second run labeling the same prompts waits here, then finds them cached
-    lock = getattr(cache, "labeling_lock", None)
-    with lock(sorted({p.benchmark for p in prompts}), log_fn) if lock else contextlib.nullcontext():
-        cached, stats = _label_uncached(prompts, groups, labeler, cache, key, batch_size=batch_size,
-                                        progress_every=progress_every, log_fn=log_fn, clock=clock,
-                                        clean=clean or _store_scrubber(cache), max_runs=max_runs)
-    stats.seconds = clock() - started
+    labeler_version = labeler.labeler_version
+    stats = LabelingStats(n_prompts=len(prompts), n_unique=len(groups))
+    cached = cache.read(key, list(groups))
+    stats.n_cached = len(cached)
+    exhausted_of = getattr(cache, "exhausted", None)
+    given_up = (exhausted_of(key.labeler, labeler_version, [h for h in groups if h not in cached], max_runs)
+                if exhausted_of and max_runs else set())
+    stats.n_given_up = len(given_up)
+    todo = plan_work(prompts, set(cached) | given_up)
+    return LabelingPlan(prompts, groups, key, labeler_version, cached, todo, stats, started)
+
+
+# one list of outcomes per batch of the plan, in order: the labeler's own (prepare, then label per batch), or
+# what a pool of worker processes computed for the same batches (resources/label_pool.py)
+BatchOutcomes = Callable[[list[list[PromptRecord]]], Iterator[Sequence[LabelOutcome]]]
+
+
+def run_plan(plan: LabelingPlan, labeler: Labeler, cache: LabelStore, *, batch_size: int = 256,
+             progress_every: int = 500, log_fn: Callable[[str], None] | None = None,
+             clock: Callable[[], float] = time.monotonic, clean: Callable[[str | None], str | None] | None = None,
+             outcomes_of: BatchOutcomes | None = None) -> tuple[dict[str, list[TaskLabel]], LabelingStats]:
+    """Label the plan's prompts batch by batch, committing each batch as it completes (see label_with_cache).
+    `outcomes_of` gives the outcomes of the batches (default: `labeler.prepare` with every prompt of the plan,
+    then `labeler.label` per batch); the outcomes are checked, cleaned and written here either way."""
+    clean = clean or _store_scrubber(cache)
+    cached, stats = _label_uncached(plan, labeler, cache, batch_size=batch_size, progress_every=progress_every,
+                                    log_fn=log_fn, clock=clock, clean=clean, outcomes_of=outcomes_of)
+    stats.seconds = clock() - plan.started
     stats.estimated_cost_usd = estimate_cost_usd(labeler.model, stats.input_tokens, stats.output_tokens)
     return cached, stats
 
@@ -304,28 +363,29 @@ def clean_outcome(outcome: LabelOutcome, clean: Callable[[str | None], str | Non
     return out
 
 
-def _label_uncached(prompts: Sequence[PromptRecord], groups: dict[str, list[PromptRecord]], labeler: Labeler,
-                    cache: LabelStore, key: CacheKey, *, batch_size: int, progress_every: int,
-                    log_fn: Callable[[str], None] | None, clock: Callable[[], float],
-                    clean: Callable[[str | None], str | None] | None, max_runs: int | None
+def _own_outcomes(labeler: Labeler, prompts: Sequence[PromptRecord]) -> BatchOutcomes:
+    def outcomes(batches: list[list[PromptRecord]]) -> Iterator[Sequence[LabelOutcome]]:
+        if batches:
+            labeler.prepare(prompts)  # benchmark-level context from every prompt, not only the uncached ones
+        return (labeler.label(batch) for batch in batches)
+
+    return outcomes
+
+
+def _label_uncached(plan: LabelingPlan, labeler: Labeler, cache: LabelStore, *, batch_size: int,
+                    progress_every: int, log_fn: Callable[[str], None] | None, clock: Callable[[], float],
+                    clean: Callable[[str | None], str | None] | None, outcomes_of: BatchOutcomes | None
                     ) -> tuple[dict[str, list[TaskLabel]], LabelingStats]:
-    labeler_version = labeler.labeler_version
-    stats = LabelingStats(n_prompts=len(prompts), n_unique=len(groups))
-    cached = cache.read(key, list(groups))
-    stats.n_cached = len(cached)
-    exhausted_of = getattr(cache, "exhausted", None)
-    given_up = (exhausted_of(key.labeler, labeler_version, [h for h in groups if h not in cached], max_runs)
-                if exhausted_of and max_runs else set())
-    stats.n_given_up = len(given_up)
-    todo = plan_work(prompts, set(cached) | given_up)
-    if todo:
-        labeler.prepare(prompts)  # benchmark-level context from every prompt, not only the uncached ones
+    cached, stats, groups, todo = plan.cached, plan.stats, plan.groups, plan.todo
+    labeler_version = plan.labeler_version
+    batches = plan.batches(batch_size)
+    results = (outcomes_of or _own_outcomes(labeler, plan.prompts))(batches)
     progress = Progress(len(todo), progress_every, log_fn, clock)
     if log_fn:
         log_fn(f"{labeler.name} ({labeler_version}): {stats.n_unique} distinct prompts, "
                f"{stats.n_cached} cached, {len(todo)} to label in batches of {batch_size}")
-    for batch in batched(todo, batch_size):
-        outcomes = labeler.label(batch)
+    for batch in batches:
+        outcomes = list(next(results))
         stats.labeler_calls += len(batch)
         if len(outcomes) != len(batch):
             raise RuntimeError(f"labeler {labeler.name} returned {len(outcomes)} outcomes "
@@ -336,7 +396,7 @@ def _label_uncached(prompts: Sequence[PromptRecord], groups: dict[str, list[Prom
                                    f"({outcome.prompt_hash} for {prompt.prompt_hash})")
         if clean is not None:  # a server's or an exception's text: masked before it is stored or shown
             outcomes = [clean_outcome(o, clean) for o in outcomes]
-        cache.write_batch(key, labeler_version, outcomes, groups)
+        cache.write_batch(plan.key, labeler_version, outcomes, groups)
         stats.n_batches += 1
         for prompt, outcome in zip(batch, outcomes, strict=True):
             stats.input_tokens += int(outcome.input_tokens)

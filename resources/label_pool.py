@@ -1,0 +1,320 @@
+"""Worker processes for the offline labeler: a range run's texts labeled on every core (issue 29).
+
+The offline labeler is pure Python and numpy on one core (~2.5 CPU-ms a text); a cold run labels ~10,000
+texts. `LabelPool` runs `resources.label_worker` in N processes (N = `settings().label_workers`, default 2 when
+two cores are available to this process, `os.sched_getaffinity`; 0 or 1: everything in the step's process).
+The workers are fresh interpreters (`subprocess`, not fork: DuckDB's and polars' threads are running by then),
+import only the labeler, load the pickled task index once (`open`) and label whole benchmarks: the batches of
+one benchmark go to one worker, in order, so its context (prepare) is computed once and every batch is the
+batch the in-process loop would label (the labels are the same bits). Benchmarks are assigned longest first to
+the least loaded worker, and each worker takes its benchmarks in the range's order, so the step's process
+writes the first benchmarks' batches (models/labeling/cache.py: run_plan, each batch one commit) while the
+workers label the next ones. Workers never open the warehouse.
+
+A worker that dies fails its pending batches with `LabelWorkerError` naming the worker, its exit code and the
+benchmark and batch; the step writes every batch that was finished before it fails (nothing done is lost).
+
+`run_all` starts the pool (`prestart`) when its reference stage runs, so the workers' imports overlap the
+reference steps, and has them load the index as soon as `task_search_index` pickled it (`preload`); it shuts the
+pool down after the partitions. Without run_all (the sensor's one-partition runs), a step with at least
+MIN_PROMPTS_TO_START texts to label starts a pool for itself.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import contextlib
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from resources.label_worker import read_message, write_message
+from resources.settings import settings
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+# starting two workers costs ~3.5 CPU-s each (imports, the index); labeling saves ~1.2 ms a text with two
+MIN_PROMPTS_TO_START = 4000
+THREAD_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "POLARS_MAX_THREADS")
+
+
+class LabelWorkerError(RuntimeError):
+    """A labeling worker died or could not label a batch; the message names the worker and the batch."""
+
+
+def worker_count() -> int:
+    """How many worker processes label (0: none, the step's own process labels)."""
+    configured = settings().label_workers
+    if configured is not None:
+        return configured if configured >= 2 else 0
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return 2 if cores >= 2 else 0
+
+
+class _Worker:
+    """One worker process; requests are written by a thread (a full pipe never blocks the caller) and answers
+    read by another, in order, into the requests' futures."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        env = dict(os.environ)
+        env.update({name: "1" for name in THREAD_ENV})  # the processes are the parallelism
+        env["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT), *filter(None, [env.get("PYTHONPATH")])])
+        self.process = subprocess.Popen([sys.executable, "-m", "resources.label_worker"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, env=env, cwd=str(PROJECT_ROOT))
+        self.load = 0.0  # estimated work assigned (see LabelPool.label)
+        self.opened: tuple[str, Future] | None = None
+        self._outbox: queue.SimpleQueue[tuple[Future, str, Any] | None] = queue.SimpleQueue()
+        self._pending: collections.deque[tuple[Future, str]] = collections.deque()
+        self._lock = threading.Lock()
+        self._dead: str | None = None
+        self._writer = threading.Thread(target=self._write, daemon=True, name=f"label-worker-{number}-in")
+        self._reader = threading.Thread(target=self._read, daemon=True, name=f"label-worker-{number}-out")
+        self._writer.start()
+        self._reader.start()
+
+    @property
+    def name(self) -> str:
+        return f"labeling worker {self.number} (pid {self.process.pid})"
+
+    def submit(self, what: str, message: Any) -> Future:
+        """Send a request; its future gets the answer. `what` names it in errors."""
+        future: Future = Future()
+        self._outbox.put((future, what, message))
+        return future
+
+    def _write(self) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        while (item := self._outbox.get()) is not None:
+            future, what, message = item
+            if not future.set_running_or_notify_cancel():
+                continue  # cancelled before it was sent (the step failed): never labeled
+            with self._lock:
+                dead = self._dead
+                if dead is None:
+                    self._pending.append((future, what))
+            if dead is not None:
+                future.set_exception(LabelWorkerError(f"{dead}; not labeled: {what}"))
+                continue
+            # a dead worker: the reader sees the process end and fails every pending request
+            with contextlib.suppress(OSError, ValueError):
+                write_message(stdin, message)
+        with contextlib.suppress(OSError):
+            stdin.close()
+
+    def _read(self) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        while True:
+            try:
+                status, value = read_message(stdout)
+            except (EOFError, OSError, ValueError):
+                break
+            with self._lock:
+                future, what = self._pending.popleft()
+            if status == "ok":
+                future.set_result(value)
+            else:
+                future.set_exception(LabelWorkerError(f"{self.name} failed on {what}: {value}"))
+        code = self.process.wait()
+        with self._lock:
+            self._dead = f"{self.name} exited with code {code}"
+            pending, self._pending = list(self._pending), collections.deque()
+        for future, what in pending:
+            future.set_exception(LabelWorkerError(f"{self._dead} while labeling {what}"))
+
+    def close(self, timeout: float = 10.0) -> None:
+        self._outbox.put(None)  # the worker exits when its stdin closes
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._reader.join(timeout)
+
+
+class LabelPool:
+    """N labeling worker processes (see the module docstring)."""
+
+    def __init__(self, workers: int) -> None:
+        if workers < 1:
+            raise ValueError(f"a label pool needs at least one worker, got {workers}")
+        self.workers = [_Worker(n + 1) for n in range(workers)]
+        self.prebuilt: tuple[Path, Future] | None = None
+
+    def open(self, index_path: str | Path) -> list[Future]:
+        """Have every worker load the pickled index at `index_path` (once per path) and build the calibrated
+        offline labeler; each future's result is the worker's (labeler_version, model, template_version)."""
+        path = str(index_path)
+        for worker in self.workers:
+            if worker.opened is None or worker.opened[0] != path:
+                worker.opened = (path, worker.submit(f"the task index {path}", ("open", path)))
+        return [worker.opened[1] for worker in self.workers if worker.opened is not None]
+
+    def check(self, index_path: str | Path, labeler: Any) -> None:
+        """Wait for the workers' labelers and make sure they are `labeler`'s (same cache key and version)."""
+        expected = (labeler.labeler_version, labeler.model, labeler.template_version)
+        for worker, future in zip(self.workers, self.open(index_path), strict=True):
+            got = tuple(future.result())
+            if got != expected:
+                raise LabelWorkerError(f"{worker.name} built labeler {got}, not this process's {expected}: "
+                                       "the workers import another version of the code")
+
+    def label(self, jobs: Sequence[tuple[str, Sequence[Any], list[list[Any]]]]
+              ) -> dict[str, list[Future]]:
+        """Label each (benchmark, its prompts, its batches) on one worker: benchmark -> one future per batch
+        (its outcomes, in order). Longest first to the least loaded worker; each worker in the jobs' order."""
+        cost = {b: sum(_text_cost(p) for batch in batches for p in batch) for b, _, batches in jobs}
+        owner: dict[str, _Worker] = {}
+        for benchmark in sorted(cost, key=lambda b: -cost[b]):
+            worker = min(self.workers, key=lambda w: w.load)
+            worker.load += cost[benchmark]
+            owner[benchmark] = worker
+        futures: dict[str, list[Future]] = {}
+        for benchmark, prompts, batches in jobs:
+            worker = owner[benchmark]
+            futures[benchmark] = [
+                worker.submit(f"batch {i + 1} of {len(batches)} of benchmark {benchmark!r} "
+                              f"({len(batch)} prompts, first {batch[0].prompt_id!r})",
+                              ("label", benchmark, list(prompts) if i == 0 else None, batch))
+                for i, batch in enumerate(batches)]
+        for worker in self.workers:
+            worker.load = 0.0
+        return futures
+
+    def prebuild(self, path: Path) -> None:
+        """Have the first worker build the task index from the O*NET files into `path` (`take_prebuilt`)."""
+        from resources.task_index import blas_threads
+
+        self.prebuilt = (path, self.workers[0].submit("building the task index ahead",
+                                                      ("prebuild", str(path), blas_threads())))
+
+    def crash(self, worker: int, code: int = 3) -> None:
+        """Tests: make worker `worker` (0-based) exit with `code` when it reaches this request."""
+        self.workers[worker].submit("a crash", ("crash", code))
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.close()
+
+
+def _text_cost(prompt: Any) -> float:
+    """A text's labeling cost, roughly: a fixed part (selection, writing) and its length (tokenizing)."""
+    text = prompt.prompt if isinstance(prompt.prompt, str) else ""
+    return 1.0 + len(text) / 1500.0
+
+
+def outcomes_from(futures: list[Future]) -> Callable[[list[list[Any]]], Iterator[Any]]:
+    """The `outcomes_of` of models.labeling.cache.run_plan: each batch's outcomes as its future completes."""
+    def outcomes(batches: list[list[Any]]) -> Iterator[Any]:
+        if len(batches) != len(futures):
+            raise LabelWorkerError(f"{len(futures)} batches were sent to the workers, {len(batches)} asked for")
+        return (future.result() for future in futures)
+
+    return outcomes
+
+
+def cancel(futures: dict[str, list[Future]]) -> None:
+    """Drop the requests not yet sent to a worker (a failed step: its workers do not label on for nothing)."""
+    for batch_futures in futures.values():
+        for future in batch_futures:
+            future.cancel()
+
+
+def finished_prefix(futures: list[Future]) -> list[Any]:
+    """The outcomes of the batches that finished, up to the first that did not (failed or still running)."""
+    done = []
+    for future in futures:
+        if not future.done() or future.cancelled() or future.exception() is not None:
+            break
+        done.append(future.result())
+    return done
+
+
+# --- the pool of this process -------------------------------------------------------------------------------
+_SHARED: LabelPool | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def prestart(prebuild_into: Path | None = None) -> LabelPool | None:
+    """Start this process's pool now (its workers import while other steps run), when workers are wanted; with
+    `prebuild_into` (the folder of the pickled indexes) its first worker also builds the task index from the
+    O*NET files meanwhile, for `task_search_index` to take when its inputs are what it was built from."""
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None and worker_count() >= 2:
+            _SHARED = LabelPool(worker_count())
+            atexit.register(shutdown)
+            if prebuild_into is not None:
+                _SHARED.prebuild(Path(prebuild_into) / f".prebuilt-{os.getpid()}.pkl")
+        return _SHARED
+
+
+def has_prebuilt() -> bool:
+    return _SHARED is not None and _SHARED.prebuilt is not None
+
+
+def take_prebuilt(inputs_digest: str) -> tuple[Path, str, float] | None:
+    """(pickle path, its sha256, build seconds) of the index the pool's worker built ahead, when it was built
+    from inputs with this digest (resources/task_index.py: inputs_digest) and with this process's BLAS threads;
+    else None (the file is removed and the caller builds the index itself). Waits for a build still running."""
+    from resources.task_index import blas_threads
+
+    inputs_digest = f"{inputs_digest}|blas{blas_threads()}"
+    pool = _SHARED
+    if pool is None or pool.prebuilt is None:
+        return None
+    (path, future), pool.prebuilt = pool.prebuilt, None
+    try:
+        digest, sha, seconds = future.result()
+    except LabelWorkerError:
+        digest = None
+    if digest != inputs_digest:
+        path.unlink(missing_ok=True)
+        return None
+    return path, sha, seconds
+
+
+def preload(index_path: str | Path) -> None:
+    """Have a running pool's workers load the index just pickled (no-op without a pool)."""
+    if _SHARED is not None:
+        _SHARED.open(index_path)
+
+
+def shutdown() -> None:
+    """Stop this process's pool (run_all: after the partitions; also at exit)."""
+    global _SHARED
+    with _SHARED_LOCK:
+        pool, _SHARED = _SHARED, None
+    if pool is not None:
+        pool.close()
+        if pool.prebuilt is not None:  # never taken: the reference run did not get to task_search_index
+            pool.prebuilt[0].unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def pool_for(n_prompts: int) -> Iterator[LabelPool | None]:
+    """The pool to label `n_prompts` texts with: this process's running one, else a pool of its own for this
+    block when there are enough texts to pay for starting it, else None (label in this process)."""
+    if _SHARED is not None:
+        yield _SHARED
+        return
+    workers = worker_count()
+    if workers < 2 or n_prompts < MIN_PROMPTS_TO_START:
+        yield None
+        return
+    pool = LabelPool(workers)
+    try:
+        yield pool
+    finally:
+        pool.close()
