@@ -113,22 +113,49 @@ def pooled_parameters(judged: Problem, seed: int, n_draws: int, purpose: str) ->
                             boots, factors, pooled, mixtures)
 
 
+Rows = tuple[np.ndarray, np.ndarray, np.ndarray]  # one benchmark's draws: offsets per draw, task positions, values
+
+
+class _SparseRows:
+    """The nonzero entries of every draw's count matrix, split by benchmark at the end (a dense draws x
+    benchmarks x tasks stack of 200 draws is gigabytes)."""
+
+    def __init__(self, n_bench: int, n_tasks: int) -> None:
+        self.n_bench, self.n_tasks = n_bench, n_tasks
+        self.draws: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # flat positions, values, bench cuts
+
+    def add(self, counts: np.ndarray) -> None:
+        flat = counts.ravel()
+        where = np.flatnonzero(flat)
+        cuts = np.searchsorted(where, np.arange(self.n_bench + 1) * self.n_tasks)
+        self.draws.append((where, flat[where], cuts))
+
+    def rows(self, b: int) -> Rows:
+        where = [w[c[b]:c[b + 1]] for w, _, c in self.draws]
+        values = [v[c[b]:c[b + 1]] for _, v, c in self.draws]
+        offsets = np.concatenate([[0], np.cumsum([w.size for w in where])]).astype(np.int64)
+        tasks = (np.concatenate(where) - b * self.n_tasks).astype(np.int32)
+        return offsets, tasks, np.concatenate(values)
+
+
 def draw_rows(problem: Problem, parameters: list[tuple[np.ndarray, np.ndarray, np.ndarray]], seed: int,
-              n_draws: int, estimators: Sequence[str], purpose: str) -> dict[str, list[np.ndarray]]:
-    """Every draw's count matrix (benchmarks x tasks) of `estimators`, each benchmark from its own streams;
+              n_draws: int, estimators: Sequence[str], purpose: str) -> dict[str, list[Rows]]:
+    """Per estimator, each benchmark's rows of every draw (`Rows`), each benchmark from its own streams;
     `parameters`: the pooled parameters of each model-assisted draw over `problem` (PooledParameters)."""
-    out: dict[str, list[np.ndarray]] = {e: [] for e in estimators}
     names = problem.benchmarks
     fill = np.bincount(problem.text_bench, weights=problem.text_sampled, minlength=problem.n_bench) == 0
+    kept = {e: _SparseRows(problem.n_bench, problem.n_tasks) for e in estimators}
     with one_blas_thread():
         if "labeler" in estimators:
             every_label = GroupedLabels(problem, np.arange(problem.lab_p.shape[0]))
             streams = BenchStreams(seed, f"{purpose}/labeler", names)
-            out["labeler"] = [every_label.draw(streams) for _ in range(n_draws)]
+            for _ in range(n_draws):
+                kept["labeler"].add(every_label.draw(streams))
         if "design" in estimators:
             bootstrap = StratifiedBootstrap(problem)
             streams = BenchStreams(seed, f"{purpose}/design", names)
-            out["design"] = [design_counts(problem, streams, bootstrap) for _ in range(n_draws)]
+            for _ in range(n_draws):
+                kept["design"].add(design_counts(problem, streams, bootstrap))
         if "model_assisted" in estimators:
             assisted = ModelAssisted(problem)
             draw_streams = DrawStreams(seed, f"{purpose}/model_assisted", names)
@@ -138,20 +165,8 @@ def draw_rows(problem: Problem, parameters: list[tuple[np.ndarray, np.ndarray, n
                 counts = assisted.draw(draw_streams, parameters=parameters[d])
                 if fill_labels is not None:
                     counts[fill] = fill_labels.draw(draw_streams.draw)[fill]
-                out["model_assisted"].append(counts)
-    return out
-
-
-def _rows_of(counts: list[np.ndarray], b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Benchmark b's rows of every draw, sparse: (offsets per draw, task positions, values)."""
-    where, values, offsets = [], [], [0]
-    for matrix in counts:
-        row = matrix[b]
-        nz = np.flatnonzero(row)
-        where.append(nz.astype(np.int32))
-        values.append(row[nz])
-        offsets.append(offsets[-1] + nz.size)
-    return np.asarray(offsets, dtype=np.int64), np.concatenate(where), np.concatenate(values)
+                kept["model_assisted"].add(counts)
+    return {e: [kept[e].rows(b) for b in range(problem.n_bench)] for e in estimators}
 
 
 @dataclass
@@ -193,7 +208,7 @@ def draw_record(problem: Problem, seed: int, n_draws: int, estimators: Sequence[
         sub, _ = restrict_to_benchmarks(problem, missing)
         drawn = draw_rows(sub, pooled.for_problem(sub), seed, n_draws, estimators, purpose)
         for i, b in enumerate(missing.tolist()):
-            rows[b] = {e: _rows_of(drawn[e], i) for e in estimators}
+            rows[b] = {e: drawn[e][i] for e in estimators}
             if write is not None:
                 write(f"draws_{purpose}_{problem.benchmarks[b]}", keys[b], rows[b])
     record = DrawRecord((problem.n_bench, problem.n_tasks), seed, n_draws)
