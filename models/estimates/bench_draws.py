@@ -126,7 +126,7 @@ class _SparseRows:
 
     def add(self, counts: np.ndarray) -> None:
         flat = counts.ravel()
-        where = np.flatnonzero(flat)
+        where = np.flatnonzero(flat != 0)  # a boolean's nonzero is ~4x faster than a float's
         cuts = np.searchsorted(where, np.arange(self.n_bench + 1) * self.n_tasks)
         self.draws.append((where, flat[where], cuts))
 

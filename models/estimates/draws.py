@@ -241,16 +241,21 @@ class _WeightedBlocks:
 
     def _draw_per_benchmark(self, streams: Streams, owners: np.ndarray, first: np.ndarray,
                             last: np.ndarray) -> np.ndarray:
-        """Positions drawn within each owner's block, searched in its benchmark's own cumulative weights."""
-        local, bench_first, bench_end = self._local_cum()
-        bench = self._bench(owners)
+        """Positions drawn within each owner's block against its benchmark's own cumulative weights: a binary
+        search within [first, last) of every owner at once (what searchsorted over the benchmark's entries,
+        clipped to the block, gives)."""
+        local, bench_first, _ = self._local_cum()
         lo = np.where(first > bench_first[first], local[np.maximum(first - 1, 0)], 0.0)
-        value = lo + streams.random(bench) * self.total[owners]
-        pos = np.empty(owners.size, dtype=np.int64)
-        for _, start, stop in segments(bench):
-            begin, end = int(bench_first[first[start]]), int(bench_end[first[start]])
-            pos[start:stop] = np.searchsorted(local[begin:end], value[start:stop], side="right") + begin
-        return np.clip(pos, first, last - 1)
+        value = lo + streams.random(self._bench(owners)) * self.total[owners]
+        low, high = first.copy(), last - 1
+        active = np.flatnonzero(low < high)
+        while active.size:
+            mid = (low[active] + high[active]) // 2
+            right = local[mid] <= value[active]
+            low[active] = np.where(right, mid + 1, low[active])
+            high[active] = np.where(right, high[active], mid)
+            active = active[low[active] < high[active]]
+        return low
 
 
 class ModelAssisted:

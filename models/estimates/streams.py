@@ -70,10 +70,10 @@ class BenchStreams:
         self.seed = seed
         self.purpose = purpose
         self.benchmarks = benchmarks
-        self._generators: dict[int, np.random.Generator] = {}
+        self._generators: list[np.random.Generator | None] = [None] * len(benchmarks)
 
     def generator(self, b: int) -> np.random.Generator:
-        rng = self._generators.get(b)
+        rng = self._generators[b]
         if rng is None:
             entropy = [self.seed, *name_words(self.purpose), *name_words(self.benchmarks[b])]
             rng = self._generators[b] = np.random.default_rng(np.random.SeedSequence(entropy))
