@@ -21,19 +21,25 @@ from typing import Any
 CACHE_DIR = "estimate_checks"
 
 
-def draws_code_version() -> str:
-    """A digest of models/estimates/*.py and numpy's version: the code the draws depend on."""
+def source_digest(*packages: str) -> str:
+    """A digest of the *.py files of the given packages (e.g. "models.estimates") and numpy's version."""
     import hashlib
+    import importlib
 
     import numpy
 
-    import models.estimates
-
     digest = hashlib.blake2b(digest_size=12)
     digest.update(numpy.__version__.encode())
-    for path in sorted(Path(models.estimates.__file__).parent.glob("*.py")):
-        digest.update(path.name.encode() + b"\x1f" + path.read_bytes())
+    for package in packages:
+        folder = Path(importlib.import_module(package).__file__ or "").parent
+        for path in sorted(folder.rglob("*.py")):
+            digest.update(str(path.relative_to(folder)).encode() + b"\x1f" + path.read_bytes())
     return digest.hexdigest()
+
+
+def draws_code_version() -> str:
+    """A digest of models/estimates/ and numpy's version: the code the draws depend on."""
+    return source_digest("models.estimates")
 
 
 def cache_path(warehouse_path: str | Path, name: str) -> Path:
