@@ -94,10 +94,12 @@ class PooledParameters:
         return out
 
 
-def pooled_parameters(judged: Problem, seed: int, n_draws: int, purpose: str) -> PooledParameters:
+def pooled_parameters(judged: Problem, seed: int, n_draws: int, purpose: str,
+                      assisted: ModelAssisted | None = None) -> PooledParameters:
     """The pooled parameters of `n_draws` model-assisted draws on `judged` (the problem restricted to the
-    benchmarks with judged texts), the bootstrap from each benchmark's own stream."""
-    assisted = ModelAssisted(judged)
+    benchmarks with judged texts), the bootstrap from each benchmark's own stream (`assisted`: ModelAssisted of
+    `judged`, when already built)."""
+    assisted = assisted or ModelAssisted(judged)
     streams = DrawStreams(seed, purpose, judged.benchmarks)
     sampled = assisted.bootstrap.sampled
     boots, factors, pooled, mixtures = [], [], [], []
@@ -139,7 +141,8 @@ class _SparseRows:
 
 
 def draw_rows(problem: Problem, parameters: list[tuple[np.ndarray, np.ndarray, np.ndarray]], seed: int,
-              n_draws: int, estimators: Sequence[str], purpose: str) -> dict[str, list[Rows]]:
+              n_draws: int, estimators: Sequence[str], purpose: str,
+              assisted: ModelAssisted | None = None) -> dict[str, list[Rows]]:
     """Per estimator, each benchmark's rows of every draw (`Rows`), each benchmark from its own streams;
     `parameters`: the pooled parameters of each model-assisted draw over `problem` (PooledParameters)."""
     names = problem.benchmarks
@@ -157,7 +160,7 @@ def draw_rows(problem: Problem, parameters: list[tuple[np.ndarray, np.ndarray, n
             for _ in range(n_draws):
                 kept["design"].add(design_counts(problem, streams, bootstrap))
         if "model_assisted" in estimators:
-            assisted = ModelAssisted(problem)
+            assisted = assisted or ModelAssisted(problem)
             draw_streams = DrawStreams(seed, f"{purpose}/model_assisted", names)
             fill_labels = GroupedLabels(problem, np.flatnonzero(fill[problem.text_bench[problem.lab_text]])) \
                 if fill.any() else None
@@ -188,11 +191,6 @@ def draw_record(problem: Problem, seed: int, n_draws: int, estimators: Sequence[
     pooled_key = _key("pooled", judged.fingerprint(), seed, n_draws, purpose, code_version)
     pooled = read("draws_pooled_" + purpose, pooled_key) if read is not None else None
     pooled_cached = isinstance(pooled, PooledParameters)
-    if not pooled_cached:
-        pooled = pooled_parameters(judged, seed, n_draws, f"{purpose}/model_assisted")
-        if write is not None:
-            write("draws_pooled_" + purpose, pooled_key, pooled)
-    assert isinstance(pooled, PooledParameters)
     is_judged = np.zeros(problem.n_bench, dtype=bool)
     is_judged[judged_idx] = True
     keys, rows = [], {}
@@ -204,9 +202,17 @@ def draw_record(problem: Problem, seed: int, n_draws: int, estimators: Sequence[
         if isinstance(stored, dict) and set(stored) == set(estimators):
             rows[b] = stored
     missing = np.array([b for b in range(problem.n_bench) if b not in rows], dtype=np.int64)
+    # every benchmark judged (the mirror) and every one drawn: the judged problem is the problem, one ModelAssisted
+    shared = ModelAssisted(problem) if judged_idx.size == missing.size == problem.n_bench \
+        and "model_assisted" in estimators else None
+    if not pooled_cached:
+        pooled = pooled_parameters(judged, seed, n_draws, f"{purpose}/model_assisted", shared)
+        if write is not None:
+            write("draws_pooled_" + purpose, pooled_key, pooled)
+    assert isinstance(pooled, PooledParameters)
     if missing.size:
         sub, _ = restrict_to_benchmarks(problem, missing)
-        drawn = draw_rows(sub, pooled.for_problem(sub), seed, n_draws, estimators, purpose)
+        drawn = draw_rows(sub, pooled.for_problem(sub), seed, n_draws, estimators, purpose, shared)
         for i, b in enumerate(missing.tolist()):
             rows[b] = {e: drawn[e][i] for e in estimators}
             if write is not None:
