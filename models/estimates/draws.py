@@ -241,14 +241,21 @@ class _WeightedBlocks:
 
     def _draw_per_benchmark(self, streams: Streams, owners: np.ndarray, first: np.ndarray,
                             last: np.ndarray) -> np.ndarray:
-        """Positions drawn within each owner's block against its benchmark's own cumulative weights: a binary
-        search within [first, last) of every owner at once (what searchsorted over the benchmark's entries,
-        clipped to the block, gives)."""
+        """Positions drawn within each owner's block against its benchmark's own cumulative weights (the first
+        entry of the block whose cumulative weight exceeds the drawn value, else the block's last). The global
+        cumsum's search is the guess (the two differ only by rounding); each guess is checked exactly and the
+        few that fail are found by a binary search within their block."""
         local, bench_first, _ = self._local_cum()
-        lo = np.where(first > bench_first[first], local[np.maximum(first - 1, 0)], 0.0)
-        value = lo + streams.random(self._bench(owners)) * self.total[owners]
-        low, high = first.copy(), last - 1
-        active = np.flatnonzero(low < high)
+        u = streams.random(self._bench(owners))
+        total = self.total[owners]
+        value = np.where(first > bench_first[first], local[np.maximum(first - 1, 0)], 0.0) + u * total
+        start = np.where(first > 0, self.cum[np.maximum(first - 1, 0)], 0.0)
+        low = np.clip(np.searchsorted(self.cum, start + u * total, side="right"), first, last - 1)
+        ok = ((local[low] > value) | (low == last - 1)) & ((low == first) | (local[np.maximum(low - 1, 0)] <= value))
+        active = np.flatnonzero(~ok)
+        if active.size == 0:
+            return low
+        low[active], high = first[active], last - 1
         while active.size:
             mid = (low[active] + high[active]) // 2
             right = local[mid] <= value[active]
