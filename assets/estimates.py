@@ -34,7 +34,7 @@ from dagster import (
 )
 
 from assets.analysis import COVERAGE_HEADLINE_DESCRIPTION, counted_headline
-from assets.estimates_split import start_judged_checks
+from assets.estimates_split import headline_draws, start_judged_checks
 from models import coverage as cov
 from models import estimates as es
 from models.estimates.count_draws import count_draws_frame
@@ -276,8 +276,9 @@ def _pass_b_rows(warehouse: Warehouse, inputs: dict, judge_rows: pl.DataFrame, s
     if other.equals(judge_rows):
         return None
     problem_b = _problem(inputs, other, inputs["labels"])
+    replay = headline_draws(warehouse, problem_b, config.seed + 1, config.n_draws, ("model_assisted",), "pass_b")
     result_b = es.run_estimators(problem_b, scopes, thresholds=thresholds, n_draws=config.n_draws,
-                                 seed=config.seed + 1, estimators=("model_assisted",))
+                                 seed=config.seed + 1, estimators=("model_assisted",), replay=replay)
     frame_b = es.estimates_frame(problem_b, scopes, result_b, thresholds).with_columns(
         pl.lit("model_assisted_pass_b").alias("estimator"),
         pl.lit(False).alias("published"),
@@ -382,9 +383,10 @@ def headline_estimates(
     pending = start_judged_checks(warehouse, inputs, texts, problem, config, code_versions_of(context), context.log)
     unit_draws = es.UnitDraws(problem, scopes, config.n_draws, with_texts=True)
     replay = kept_draws(problem)
-    if replay is not None and not replay.covers(es.ESTIMATORS, config.seed, config.n_draws,
-                                                (problem.n_bench, problem.n_tasks)):
-        replay = None
+    replayed = replay is not None
+    if replay is None or not replay.covers(es.ESTIMATORS, config.seed, config.n_draws,
+                                           (problem.n_bench, problem.n_tasks)):
+        replay, replayed = headline_draws(warehouse, problem, config.seed, config.n_draws, log=context.log), False
     result = es.run_estimators(
         problem, scopes, thresholds=thresholds, n_draws=config.n_draws, seed=config.seed, keep_counts=config.mi_draws,
         unit_draws=unit_draws, replay=replay,
@@ -440,7 +442,7 @@ def headline_estimates(
     headline = es.with_published(counted_rows, frame)  # the published estimate beside the labels (issue 16)
     published = frame.filter(pl.col("published") & (pl.col("scope") == es.ALL_SCOPE))
     context.log.info(
-        f"estimates {t_estimates:.1f}s ({'draws of benchmark_index_membership replayed' if replay else 'drawn'}; "
+        f"estimates {t_estimates:.1f}s ({'draws of benchmark_index_membership replayed' if replayed else 'kept draws read or drawn'}; "
         f"judged checks {judged.seconds:.1f}s, {'cached' if judged.cached else 'computed'}, "
         f"{judged.gathered:.1f}s of it gathering them), "
         f"split check {t_split:.1f}s; "

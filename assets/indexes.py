@@ -77,7 +77,7 @@ _DEPS = [AssetKey("benchmarks"), AssetKey("task_label_counts"), INDEX_FILES_KEY]
                            "judge_sample_labels")]
 
 
-def estimated_group_shares(warehouse: Warehouse) -> pl.DataFrame | None:
+def estimated_group_shares(warehouse: Warehouse, log: object = None) -> pl.DataFrame | None:
     """Each benchmark's estimated share of its work per SOC major group: benchmark_major_group_estimates as
     the headline computes it, from the very same draws (same estimators, seed and number of draws).
 
@@ -89,6 +89,7 @@ def estimated_group_shares(warehouse: Warehouse) -> pl.DataFrame | None:
     if not warehouse.table_exists("prompt_task_labels") or not warehouse.table_exists("benchmark_prompts"):
         return None
     from assets import estimates as estimate_assets
+    from assets.estimates_split import headline_draws
     from models import estimates as es
 
     config = estimate_assets.EstimatesConfig()
@@ -97,9 +98,10 @@ def estimated_group_shares(warehouse: Warehouse) -> pl.DataFrame | None:
     problem = estimate_assets._problem(inputs, inputs["judge_rows"], inputs["labels"])  # type: ignore[arg-type]
     scopes = es.scopes_for(problem, None)  # scopes only aggregate: the draws are the headline's
     draws = es.UnitDraws(problem, scopes, config.n_draws)
-    record = es.DrawRecord((problem.n_bench, problem.n_tasks), config.seed, config.n_draws)
+    # each benchmark's rows from its own random streams, kept by benchmark: a landed benchmark draws its own only
+    record = headline_draws(warehouse, problem, config.seed, config.n_draws, log=log)
     es.run_estimators(problem, [], thresholds=tuple(sorted(set(config.thresholds) | {5})),
-                      n_draws=config.n_draws, seed=config.seed, unit_draws=draws, record=record,
+                      n_draws=config.n_draws, seed=config.seed, unit_draws=draws, replay=record,
                       estimators=tuple(e for e in es.ESTIMATORS if e != "labels_as_truth"))
     estimate_assets.keep_draws(problem, record)
     return es.benchmark_share_estimates(draws)[GROUP_SHARES]
@@ -128,7 +130,7 @@ def benchmark_index_membership(context: AssetExecutionContext, warehouse: Wareho
     """Per index (data/indexes/<name>.toml) x landed benchmark: included or not, the rule or entry that
     decided, why, and every value read (unknown values say so). `all` is every landed benchmark."""
     started = time.perf_counter()
-    shares = estimated_group_shares(warehouse)
+    shares = estimated_group_shares(warehouse, context.log)
     seconds = time.perf_counter() - started
     result = compute_membership(warehouse, group_shares=shares)
     for name, message in result.errors.items():

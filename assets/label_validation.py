@@ -9,6 +9,7 @@ The prompts and labels they read come through resources/label_queries.py (only t
 prompts, never the whole label table).
 """
 
+import hashlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -154,7 +155,19 @@ def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any
     index, _, _ = load_task_index(warehouse, log)
     labeler = OfflineLabeler.calibrated(index, load_selector_fit())
     texts = warehouse.prompt_texts(keys)
-    labeler.prepare(_contextprompt_records(warehouse, texts["benchmark"].unique().to_list()))
+    context = _contextprompt_records(warehouse, texts["benchmark"].unique().to_list())
+    # kept by what they depend on (issue 29 item 3: a benchmark without human labels that lands changes none of
+    # it; preparing the labeler's contexts is most of this step)
+    digest = hashlib.blake2b(digest_size=16)
+    for part in [labeler.labeler_version, ONET_VERSION, warehouse.source_digest("models.labeling"),
+                 texts.sort(texts.columns).hash_rows().to_numpy().tobytes().hex(),
+                 *(f"{r.benchmark}/{r.prompt_id}/{r.prompt_hash}" for r in context)]:
+        digest.update(part.encode() + b"\x1f")
+    key = digest.hexdigest()
+    cached = warehouse.cached_result("offline_rankings", key)
+    if cached is not None:
+        return cached
+    labeler.prepare(context)
     rows: dict[str, list] = {c: [] for c in lc.LABEL_COLUMNS}
     occupations: dict[tuple[str, str], list[str]] = {}
     first: dict[str, str | None] = {}
@@ -166,7 +179,9 @@ def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any
                 rows[column].append(value)
         occupations[(benchmark, prompt_id)] = [c for c, _ in ranking.occupations]
         first[prompt_hash] = ranking.selected_occupations[0][0] if ranking.selected_occupations else None
-    return labeler.labeler_version, pl.DataFrame(rows, schema=lc.LABEL_COLUMNS), occupations, first
+    result = labeler.labeler_version, pl.DataFrame(rows, schema=lc.LABEL_COLUMNS), occupations, first
+    warehouse.keep_result("offline_rankings", key, result)
+    return result
 
 
 RANKED_TASKS_KEPT = 50  # of a prompt's ranking (every scored candidate task, ~hundreds) validation reads these

@@ -4,7 +4,12 @@ only on the judged benchmarks' problem, the relabeling, the settings and the cod
 (data/warehouse/estimate_checks/<name>.pickle) under that key. A run whose key matches (a new benchmark without
 judged texts, a forced re-materialization) reads the result instead of recomputing it; any other key recomputes
 and replaces the file. Only this process's own pickles are read (a file of the warehouse's folder, as the
-warehouse itself); an unreadable file is a miss, never an error."""
+warehouse itself); an unreadable file is a miss, never an error.
+
+The headline's per-benchmark draws are kept the same way (models/estimates/bench_draws.py: one file per
+benchmark, `draws_<purpose>_<benchmark>`, and the pooled parameters), under a key that includes
+`draws_code_version`: the source of models/estimates/ (the same for the membership step, which draws them, and
+the headline step, which reads them; their Dagster code versions differ) and numpy's version (the streams)."""
 
 from __future__ import annotations
 
@@ -14,6 +19,27 @@ from pathlib import Path
 from typing import Any
 
 CACHE_DIR = "estimate_checks"
+
+
+def source_digest(*packages: str) -> str:
+    """A digest of the *.py files of the given packages (e.g. "models.estimates") and numpy's version."""
+    import hashlib
+    import importlib
+
+    import numpy
+
+    digest = hashlib.blake2b(digest_size=12)
+    digest.update(numpy.__version__.encode())
+    for package in packages:
+        folder = Path(importlib.import_module(package).__file__ or "").parent
+        for path in sorted(folder.rglob("*.py")):
+            digest.update(str(path.relative_to(folder)).encode() + b"\x1f" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def draws_code_version() -> str:
+    """A digest of models/estimates/ and numpy's version: the code the draws depend on."""
+    return source_digest("models.estimates")
 
 
 def cache_path(warehouse_path: str | Path, name: str) -> Path:

@@ -74,6 +74,18 @@ class WarehouseQueries:
 
         return estimate_cache.read(self.estimate_cache_path(name), key)
 
+    def source_digest(self, *packages: str) -> str:
+        """A digest of the packages' source (a cache key part, estimate_cache.py)."""
+        from resources import estimate_cache
+
+        return estimate_cache.source_digest(*packages)
+
+    def draws_code_version(self) -> str:
+        """The code version the kept per-benchmark draws are keyed by (estimate_cache.py)."""
+        from resources import estimate_cache
+
+        return estimate_cache.draws_code_version()
+
     def keep_result(self, name: str, key: str, value: Any) -> None:
         """Keep `value` as result `name` under `key` (replacing the one kept before)."""
         from resources import estimate_cache

@@ -6,12 +6,15 @@ from __future__ import annotations
 import copy
 from contextlib import AbstractContextManager
 from functools import cache
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 from threadpoolctl import ThreadpoolController  # installed with scikit-learn
 
 from models.estimates.problem import CALIBRATION_PRIOR, Problem, task_counts
+from models.estimates.streams import DrawStreams, Streams, as_streams, segments
+
+Rng = np.random.Generator | Streams  # a plain Generator (one stream) or per-benchmark streams (streams.py)
 
 
 @cache
@@ -53,22 +56,25 @@ class GroupedLabels:
         self.g_p = np.bincount(inverse, weights=p[single], minlength=groups.size) / np.maximum(self.g_n, 1)
         self.r_text, self.r_task, self.r_p = text[~single], task[~single], p[~single]
         self.r_mult = mult[~single]
+        self.r_bench = problem.text_bench[self.r_text]
 
-    def draw(self, rng: np.random.Generator, factors: np.ndarray | None = None) -> np.ndarray:
+    def draw(self, rng: Rng, factors: np.ndarray | None = None) -> np.ndarray:
         pr = self.problem
+        streams = as_streams(rng)
         g_p, r_p = self.g_p, self.r_p
         if factors is not None:
             g_p = np.minimum(1.0, g_p * factors[self.g_bench])
             r_p = np.minimum(1.0, r_p * factors[pr.text_bench[self.r_text]])
-        flat = np.bincount(self.g_flat, weights=rng.binomial(self.g_n, g_p), minlength=pr.n_bench * pr.n_tasks)
+        flat = np.bincount(self.g_flat, weights=streams.binomial(self.g_n, g_p, self.g_bench),
+                           minlength=pr.n_bench * pr.n_tasks)
         counts = flat.reshape(pr.n_bench, pr.n_tasks)
         if self.r_p.size:
-            keep = rng.random(self.r_p.size) < r_p
+            keep = streams.random(self.r_bench) < r_p
             counts += task_counts(pr, self.r_text, self.r_task, self.r_mult * keep)
         return counts
 
 
-def labeler_draw(problem: Problem, rng: np.random.Generator, grouped: GroupedLabels | None = None) -> np.ndarray:
+def labeler_draw(problem: Problem, rng: Rng, grouped: GroupedLabels | None = None) -> np.ndarray:
     """One draw of the label set from the calibrated p_exercised (each label kept with its probability)."""
     if grouped is None:
         grouped = GroupedLabels(problem, np.arange(problem.lab_p.shape[0]))
@@ -83,24 +89,24 @@ class StratifiedBootstrap:
         sampled = np.flatnonzero(problem.text_sampled)
         order = np.argsort(problem.text_bench[sampled], kind="stable")
         self.sampled = sampled[order]
-        bench = problem.text_bench[self.sampled]
+        bench = self.bench = problem.text_bench[self.sampled]
         size = np.bincount(bench, minlength=problem.n_bench)
         self.start = (np.cumsum(size) - size)[bench]  # first position of each draw's benchmark
         self.size = size[bench]
         self.n_texts = problem.text_bench.shape[0]
 
-    def draw(self, rng: np.random.Generator | None) -> np.ndarray:
+    def draw(self, rng: Rng | None) -> np.ndarray:
         """Times each text is drawn (1 for every sampled text without `rng`; 0 for unsampled texts)."""
         out = np.zeros(self.n_texts)
         if rng is None:
             out[self.sampled] = 1.0
             return out
-        offset = np.minimum((rng.random(self.sampled.size) * self.size).astype(np.int64), self.size - 1)
+        offset = np.minimum((as_streams(rng).random(self.bench) * self.size).astype(np.int64), self.size - 1)
         out[self.sampled] = np.bincount(self.start + offset, minlength=self.sampled.size)
         return out
 
 
-def design_counts(problem: Problem, rng: np.random.Generator | None = None,
+def design_counts(problem: Problem, rng: Rng | None = None,
                   bootstrap: StratifiedBootstrap | None = None) -> np.ndarray:
     """Expansion estimator of T[b, j] from the judge sample (one stratified bootstrap replicate with `rng`;
     `bootstrap`: a prepared StratifiedBootstrap of `problem`, to draw many)."""
@@ -114,11 +120,12 @@ def design_counts(problem: Problem, rng: np.random.Generator | None = None,
 
 
 def calibration_factors(
-    problem: Problem, boot: np.ndarray, prior: float = CALIBRATION_PRIOR, sampled_rows: np.ndarray | None = None
-) -> np.ndarray:
+    problem: Problem, boot: np.ndarray, prior: float = CALIBRATION_PRIOR, sampled_rows: np.ndarray | None = None,
+    with_pooled: bool = False,
+) -> Any:
     """a_b: judge-confirmed labels / expected labels on the (bootstrap-weighted) sampled texts' labeled pairs,
     shrunk to the pooled factor with `prior` expected labels of weight. `sampled_rows`: the label rows of
-    sampled texts (computed when not given)."""
+    sampled texts (computed when not given). `with_pooled`: (a_b, the pooled factor)."""
     if sampled_rows is None:
         sampled_rows = np.flatnonzero(problem.text_sampled[problem.lab_text])
     text = problem.lab_text[sampled_rows]
@@ -128,6 +135,8 @@ def calibration_factors(
     jw = boot[problem.jud_text] * problem.text_mult[problem.jud_text] * problem.jud_in_labels
     confirmed = np.bincount(problem.text_bench[problem.jud_text], weights=jw, minlength=problem.n_bench)
     pooled = confirmed.sum() / expected.sum() if expected.sum() > 0 else 1.0
+    if with_pooled:
+        return (confirmed + prior * pooled) / (expected + prior), float(pooled)
     return (confirmed + prior * pooled) / (expected + prior)
 
 
@@ -158,7 +167,10 @@ class _WeightedBlocks:
     sorted CSR rows: owner, value, weight. `draw(owners)` picks one value per entry by its owner's weights;
     `reweighted(row_weights)` is the same support with new weights of the input rows (a bootstrap replicate)."""
 
-    def __init__(self, owner: np.ndarray, occ: np.ndarray, weight: np.ndarray, n_owners: int, n_occ: int) -> None:
+    def __init__(self, owner: np.ndarray, occ: np.ndarray, weight: np.ndarray, n_owners: int, n_occ: int,
+                 owner_bench: np.ndarray | None = None) -> None:
+        """`owner_bench`: the benchmark of each owner (None: the owners are benchmarks), for per-benchmark draws."""
+        self.owner_bench = owner_bench
         keys, inverse = np.unique(owner.astype(np.int64) * n_occ + occ, return_inverse=True)
         self.n_occ = n_occ
         self.n_owners = n_owners
@@ -174,6 +186,24 @@ class _WeightedBlocks:
         self.weight = weight
         self.cum = np.cumsum(weight)
         self.total = np.bincount(self.owner, weights=weight, minlength=self.n_owners)
+        self._local: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def _bench(self, owners: np.ndarray) -> np.ndarray:
+        return owners if self.owner_bench is None else self.owner_bench[owners]
+
+    def _local_cum(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Cumulative weights restarting at each benchmark's first entry, and each entry's benchmark's first and
+        end position: a per-benchmark draw reads only its benchmark's entries, so its result does not depend on
+        the other benchmarks' weights (a global cumsum would: its rounding carries the mass before)."""
+        if self._local is None:
+            local = np.empty(self.weight.size)
+            first = np.empty(self.weight.size, dtype=np.int64)
+            end = np.empty(self.weight.size, dtype=np.int64)
+            for _, start, stop in segments(self._bench(self.owner)):
+                local[start:stop] = np.cumsum(self.weight[start:stop])
+                first[start:stop], end[start:stop] = start, stop
+            self._local = (local, first, end)
+        return self._local
 
     def reweighted(self, weight: np.ndarray) -> _WeightedBlocks:
         out = copy.copy(self)
@@ -192,18 +222,47 @@ class _WeightedBlocks:
         total = self.total[owners]
         return np.divide(weight, total, out=np.zeros(weight.shape), where=total > 0)
 
-    def draw(self, rng: np.random.Generator, owners: np.ndarray) -> np.ndarray:
+    def draw(self, rng: Rng, owners: np.ndarray) -> np.ndarray:
         """One occupation per owner (owners without a distribution: -1)."""
+        streams = as_streams(rng)
         first, last = self.first[owners], self.last[owners]
         has = last > first
         out = np.full(owners.size, -1, dtype=np.int64)
         if not has.any():
             return out
+        if streams.per_benchmark:
+            out[has] = self.occ[self._draw_per_benchmark(streams, owners[has], first[has], last[has])]
+            return out
         lo = np.where(first > 0, self.cum[np.maximum(first - 1, 0)], 0.0)  # mass before each owner's block
-        value = lo[has] + rng.random(int(has.sum())) * self.total[owners[has]]
+        value = lo[has] + streams.random(self._bench(owners[has])) * self.total[owners[has]]
         pos = np.clip(np.searchsorted(self.cum, value, side="right"), first[has], last[has] - 1)
         out[has] = self.occ[pos]
         return out
+
+    def _draw_per_benchmark(self, streams: Streams, owners: np.ndarray, first: np.ndarray,
+                            last: np.ndarray) -> np.ndarray:
+        """Positions drawn within each owner's block against its benchmark's own cumulative weights (the first
+        entry of the block whose cumulative weight exceeds the drawn value, else the block's last). The global
+        cumsum's search is the guess (the two differ only by rounding); each guess is checked exactly and the
+        few that fail are found by a binary search within their block."""
+        local, bench_first, _ = self._local_cum()
+        u = streams.random(self._bench(owners))
+        total = self.total[owners]
+        value = np.where(first > bench_first[first], local[np.maximum(first - 1, 0)], 0.0) + u * total
+        start = np.where(first > 0, self.cum[np.maximum(first - 1, 0)], 0.0)
+        low = np.clip(np.searchsorted(self.cum, start + u * total, side="right"), first, last - 1)
+        ok = ((local[low] > value) | (low == last - 1)) & ((low == first) | (local[np.maximum(low - 1, 0)] <= value))
+        active = np.flatnonzero(~ok)
+        if active.size == 0:
+            return low
+        low[active], high = first[active], last - 1
+        while active.size:
+            mid = (low[active] + high[active]) // 2
+            right = local[mid] <= value[active]
+            low[active] = np.where(right, mid + 1, low[active])
+            high[active] = np.where(right, high[active], mid)
+            active = active[low[active] < high[active]]
+        return low
 
 
 class ModelAssisted:
@@ -253,7 +312,7 @@ class ModelAssisted:
         n_occ = pr.n_occ
         label_occ = pr.task_occ[pr.lab_task]
         p = np.maximum(pr.lab_p, 1e-6)
-        self.text_occ = _WeightedBlocks(pr.lab_text, label_occ, p, n_texts, n_occ)
+        self.text_occ = _WeightedBlocks(pr.lab_text, label_occ, p, n_texts, n_occ, owner_bench=pr.text_bench)
         self.bench_occ = _WeightedBlocks(lab_bench, label_occ, p * pr.text_mult[pr.lab_text], pr.n_bench, n_occ)
         self.occ_size = np.bincount(pr.task_occ, minlength=n_occ)
         self.occ_start = np.concatenate([[0], np.cumsum(self.occ_size)[:-1]])
@@ -359,15 +418,16 @@ class ModelAssisted:
         cdf = np.cumsum(probs, axis=1)
         return cdf / cdf[:, -1:]
 
-    def _draw_tasks(self, rng: np.random.Generator, owner: np.ndarray, cdf: np.ndarray,
+    def _draw_tasks(self, rng: Rng, owner: np.ndarray, cdf: np.ndarray,
                     blocks: tuple[_WeightedBlocks, _WeightedBlocks, _WeightedBlocks]) -> np.ndarray:
         """One task per missed label of the `owner` texts, from their benchmarks' mixtures (`cdf`, _part_cdf);
         `blocks`: this draw's sampled misses, their occupations and major groups."""
         pr = self.problem
+        rng = as_streams(rng)
         seen, seen_occ, seen_group = blocks
         bench = pr.text_bench[owner]
-        part = np.minimum((rng.random(owner.size)[:, None] >= cdf[bench]).sum(axis=1), cdf.shape[1] - 1)
-        tasks = rng.integers(0, pr.n_tasks, size=owner.size)  # part 0: uniform
+        part = np.minimum((rng.random(bench)[:, None] >= cdf[bench]).sum(axis=1), cdf.shape[1] - 1)
+        tasks = rng.integers(pr.n_tasks, bench)  # part 0: uniform
         for code, dist in ((1, seen), (2, self.lab_mass)):
             chosen = part == code
             if chosen.any():
@@ -387,40 +447,49 @@ class ModelAssisted:
         chosen = part == 5  # a task uniform within a major group of the benchmark's missed labels
         if chosen.any():
             group = seen_group.draw(rng, bench[chosen])
-            offset = (rng.random(group.size) * self.group_size[group]).astype(np.int64)
+            offset = (rng.random(bench[chosen]) * self.group_size[group]).astype(np.int64)
             tasks[chosen] = self.tasks_by_group[self.group_start[group] + offset]
         spread = occ >= 0  # a task uniform within the drawn occupation
         if spread.any():
             o = occ[spread]
-            offset = (rng.random(o.size) * self.occ_size[o]).astype(np.int64)
+            offset = (rng.random(bench[spread]) * self.occ_size[o]).astype(np.int64)
             tasks[spread] = self.tasks_by_occ[self.occ_start[o] + offset]
         return tasks
 
-    def parameters(self, rng: np.random.Generator, bootstrap: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def parameters(self, rng: Rng | DrawStreams, bootstrap: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A draw's (bootstrap weights, calibration factors, mixture weights); kept as `last_parameters` so the
         per-text estimates (models.estimates.texts) follow the very draws the headline makes."""
-        boot = self.bootstrap.draw(rng if bootstrap else None)
+        boot_rng = rng.boot if isinstance(rng, DrawStreams) else rng
+        boot = self.bootstrap.draw(boot_rng if bootstrap else None)
         factors = calibration_factors(self.problem, boot, self.prior, self.sampled_rows)
         mixture = self.weights_for(boot) if bootstrap else self.weights
         self.last_parameters = (boot, factors, mixture)
         return boot, factors, mixture
 
-    def draw(self, rng: np.random.Generator, bootstrap: bool = True) -> np.ndarray:
+    def draw(self, rng: Rng | DrawStreams, bootstrap: bool = True,
+             parameters: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """One imputed count matrix. `rng`: a Generator, or DrawStreams (per-benchmark streams: `parameters`, the
+        pooled (bootstrap, factors, mixture) of this draw, are then given: models/estimates/bench_draws.py)."""
         pr = self.problem
-        boot, factors, mixture = self.parameters(rng, bootstrap)
-        counts = self.unsampled_labels.draw(rng, np.where(self.has_sample, factors, 1.0))
+        if parameters is not None:
+            boot, factors, mixture = self.last_parameters = parameters
+        else:
+            boot, factors, mixture = self.parameters(rng, bootstrap)
+        streams = as_streams(rng.draw if isinstance(rng, DrawStreams) else rng)
+        counts = self.unsampled_labels.draw(streams, np.where(self.has_sample, factors, 1.0))
         counts += self.judge_known  # judged texts are sampled: a benchmark without a sample has a row of zeros
-        if self.recipients.size == 0 or self.missed_task.size == 0:
+        # (per benchmark: a benchmark's numbers must not depend on whether another one has misses)
+        if self.recipients.size == 0 or (self.missed_task.size == 0 and not streams.per_benchmark):
             return counts
         # each unsampled text takes as many missed labels as a random donor of its benchmark
         donors = self.donor_blocks.reweighted(boot[self.donors])
-        donor = self.donors[donors.draw(rng, pr.text_bench[self.recipients])]
+        donor = self.donors[donors.draw(streams, pr.text_bench[self.recipients])]
         owner = np.repeat(self.recipients, self.missed_per_text[donor])
         row_boot = boot[self.missed_text]
         blocks = (self.seen.reweighted(row_boot), self.seen_occ.reweighted(row_boot),
                   self.seen_group.reweighted(row_boot))
         cdf = self._part_cdf(mixture, blocks[0])
-        tasks = self._draw_tasks(rng, owner, cdf, blocks)
+        tasks = self._draw_tasks(streams, owner, cdf, blocks)
         weights = pr.text_mult[owner].copy()
         # a missed label is by definition outside the recipient's own label set: redraw those that are not (up to
         # 4 times; only the redrawn rows are checked again, the others cannot have changed)
@@ -428,7 +497,7 @@ class ModelAssisted:
         for _ in range(4):
             if clash.size == 0:
                 break
-            tasks[clash] = self._draw_tasks(rng, owner[clash], cdf, blocks)
+            tasks[clash] = self._draw_tasks(streams, owner[clash], cdf, blocks)
             clash = clash[self._labeled(owner[clash], tasks[clash])]
         weights[clash] = 0.0
         # added in place (counts are whole numbers of prompts: exact in any order), not a dense B x K bincount

@@ -68,7 +68,7 @@ class DrawRecord:
 
     def add(self, estimator: str, counts: np.ndarray) -> None:
         flat = counts.ravel()
-        where = np.flatnonzero(flat)
+        where = np.flatnonzero(flat != 0)  # a boolean's nonzero is ~4x faster than a float's
         values = flat[where]
         narrow = values.astype(np.float32)
         self.entries.setdefault(estimator, []).append(
@@ -130,16 +130,19 @@ def _run_estimators(problem: Problem, scopes: Sequence[Scope], thresholds: Seque
     kept: dict[str, list[np.ndarray]] = {"labeler": [], "model_assisted": []}
     if "labels_as_truth" in estimators:
         point["labels_as_truth"] = agg.headline(labels_as_truth_counts(problem))
-    assisted = ModelAssisted(problem) if "model_assisted" in estimators else None
-    if unit_draws is not None and unit_draws.with_texts and assisted is not None:
+    texts = unit_draws is not None and unit_draws.with_texts
+    # a replay draws nothing: the ModelAssisted only feeds the per-text estimates, the samplers are not needed
+    assisted = ModelAssisted(problem) if "model_assisted" in estimators and (replay is None or texts) else None
+    if unit_draws is not None and texts and assisted is not None:
         unit_draws.text_estimates = TextOccupationDraws(assisted)
-    every_label = GroupedLabels(problem, np.arange(problem.lab_p.shape[0]))
-    bootstrap = StratifiedBootstrap(problem)
+    drawing = replay is None
+    every_label = GroupedLabels(problem, np.arange(problem.lab_p.shape[0])) if drawing else None
+    bootstrap = StratifiedBootstrap(problem) if drawing else None
     # benchmarks without judge-sampled texts enter the model-assisted draws through their labeler draws (of their
     # own label rows only: a draw of every label to keep a few benchmarks' rows cost a labeler draw per draw)
     fill = np.bincount(problem.text_bench, weights=problem.text_sampled, minlength=problem.n_bench) == 0
     fill_labels = GroupedLabels(problem, np.flatnonzero(fill[problem.text_bench[problem.lab_text]])) \
-        if fill.any() else None
+        if fill.any() and drawing else None
     for name in ("labeler", "design", "model_assisted"):
         if name not in estimators:
             continue
@@ -160,7 +163,9 @@ def _run_estimators(problem: Problem, scopes: Sequence[Scope], thresholds: Seque
                     counts[fill] = fill_labels.draw(rng)[fill]
             if record is not None:
                 record.add(name, counts)
-                if name == "model_assisted" and assisted is not None:
+                if name == "model_assisted" and replay is not None:
+                    record.parameters.append(replay.parameters[d])
+                elif name == "model_assisted" and assisted is not None:
                     record.parameters.append(assisted.last_parameters)
             if name == "model_assisted" and unit_draws is not None:
                 unit_draws.add(counts, assisted)
