@@ -3,16 +3,17 @@
 The offline labeler is pure Python and numpy on one core (~2.5 CPU-ms a text); a cold run labels ~10,000
 texts. `LabelPool` runs `resources.label_worker` in N processes (N = `settings().label_workers`, default 2 when
 two cores are available to this process, `os.sched_getaffinity`; 0 or 1: everything in the step's process).
-The workers are fresh interpreters (`subprocess`, not fork: DuckDB's and polars' threads are running by then),
-import only the labeler, load the pickled task index once (`open`) and label whole benchmarks: the batches of
+The workers are resources/worker_process.py's (fresh interpreters, not forks of a process with DuckDB's and
+polars' threads; their pipe, errors and exit): each imports only the labeler, loads the pickled task index once (`open`) and label whole benchmarks: the batches of
 one benchmark go to one worker, in order, so its context (prepare) is computed once and every batch is the
 batch the in-process loop would label (the labels are the same bits). Benchmarks are assigned longest first to
 the least loaded worker, and each worker takes its benchmarks in the range's order, so the step's process
 writes the first benchmarks' batches (models/labeling/cache.py: run_plan, each batch one commit) while the
 workers label the next ones. Workers never open the warehouse.
 
-A worker that dies fails its pending batches with `LabelWorkerError` naming the worker, its exit code and the
-benchmark and batch; the step writes every batch that was finished before it fails (nothing done is lost).
+Each worker's state (the index, the benchmark being labeled) lives in its process
+(resources/label_worker.py: the requests it handles). A worker that dies fails its pending batches with a
+`WorkerError` naming the worker, its exit code and the benchmark and batch; the step writes every batch that was finished before it fails (nothing done is lost).
 
 `run_all` starts the pool (`prestart`) when its reference stage runs, so the workers' imports overlap the
 reference steps, and has them load the index as soon as `task_search_index` pickled it (`preload`); it shuts the
@@ -23,29 +24,24 @@ MIN_PROMPTS_TO_START texts to label starts a pool for itself.
 from __future__ import annotations
 
 import atexit
-import collections
 import contextlib
 import os
-import queue
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from resources.label_worker import read_message, write_message
+from resources import label_worker
 from resources.settings import settings
+from resources.worker_process import WorkerError, WorkerProcess, import_modules, usable_cpus
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # starting two workers costs ~3.5 CPU-s each (imports, the index); labeling saves ~1.2 ms a text with two
 MIN_PROMPTS_TO_START = 4000
 THREAD_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "POLARS_MAX_THREADS")
 
 
-class LabelWorkerError(RuntimeError):
-    """A labeling worker died or could not label a batch; the message names the worker and the batch."""
+LabelWorkerError = WorkerError  # the transport's error: one class for both pools
 
 
 def worker_count() -> int:
@@ -53,94 +49,31 @@ def worker_count() -> int:
     configured = settings().label_workers
     if configured is not None:
         return configured if configured >= 2 else 0
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    return 2 if cores >= 2 else 0
+    return 2 if usable_cpus() >= 2 else 0
 
 
 class _Worker:
-    """One worker process; requests are written by a thread (a full pipe never blocks the caller) and answers
-    read by another, in order, into the requests' futures."""
+    """One worker process; its requests are queued (it labels the next batch while this process writes the
+    last) and run against its state (resources/label_worker.py)."""
 
     def __init__(self, number: int) -> None:
         self.number = number
-        env = dict(os.environ)
-        env.update({name: "1" for name in THREAD_ENV})  # the processes are the parallelism
-        env["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT), *filter(None, [env.get("PYTHONPATH")])])
-        self.process = subprocess.Popen([sys.executable, "-m", "resources.label_worker"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, env=env, cwd=str(PROJECT_ROOT))
+        # the processes are the parallelism: one BLAS/polars thread each
+        self.process = WorkerProcess(f"labeling worker {number} (pid {{pid}})", {name: "1" for name in THREAD_ENV})
+        self.process.call("importing the labeler", import_modules, (label_worker.MODULES,))
         self.load = 0.0  # estimated work assigned (see LabelPool.label)
         self.opened: tuple[str, Future] | None = None
-        self._outbox: queue.SimpleQueue[tuple[Future, str, Any] | None] = queue.SimpleQueue()
-        self._pending: collections.deque[tuple[Future, str]] = collections.deque()
-        self._lock = threading.Lock()
-        self._dead: str | None = None
-        self._writer = threading.Thread(target=self._write, daemon=True, name=f"label-worker-{number}-in")
-        self._reader = threading.Thread(target=self._read, daemon=True, name=f"label-worker-{number}-out")
-        self._writer.start()
-        self._reader.start()
 
     @property
     def name(self) -> str:
-        return f"labeling worker {self.number} (pid {self.process.pid})"
+        return self.process.name
 
     def submit(self, what: str, message: Any) -> Future:
         """Send a request; its future gets the answer. `what` names it in errors."""
-        future: Future = Future()
-        self._outbox.put((future, what, message))
-        return future
-
-    def _write(self) -> None:
-        stdin = self.process.stdin
-        assert stdin is not None
-        while (item := self._outbox.get()) is not None:
-            future, what, message = item
-            if not future.set_running_or_notify_cancel():
-                continue  # cancelled before it was sent (the step failed): never labeled
-            with self._lock:
-                dead = self._dead
-                if dead is None:
-                    self._pending.append((future, what))
-            if dead is not None:
-                future.set_exception(LabelWorkerError(f"{dead}; not labeled: {what}"))
-                continue
-            # a dead worker: the reader sees the process end and fails every pending request
-            with contextlib.suppress(OSError, ValueError):
-                write_message(stdin, message)
-        with contextlib.suppress(OSError):
-            stdin.close()
-
-    def _read(self) -> None:
-        stdout = self.process.stdout
-        assert stdout is not None
-        while True:
-            try:
-                status, value = read_message(stdout)
-            except (EOFError, OSError, ValueError):
-                break
-            with self._lock:
-                future, what = self._pending.popleft()
-            if status == "ok":
-                future.set_result(value)
-            else:
-                future.set_exception(LabelWorkerError(f"{self.name} failed on {what}: {value}"))
-        code = self.process.wait()
-        with self._lock:
-            self._dead = f"{self.name} exited with code {code}"
-            pending, self._pending = list(self._pending), collections.deque()
-        for future, what in pending:
-            future.set_exception(LabelWorkerError(f"{self._dead} while labeling {what}"))
+        return self.process.call(what, label_worker.handle_request, (message,))
 
     def close(self, timeout: float = 10.0) -> None:
-        self._outbox.put(None)  # the worker exits when its stdin closes
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._reader.join(timeout)
+        self.process.close(timeout)
 
 
 class LabelPool:

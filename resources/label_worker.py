@@ -1,49 +1,25 @@
-"""A labeling worker process of the offline labeler (`python -m resources.label_worker`, started by
-resources/label_pool.py; never run by hand).
+"""What the offline labeler's worker processes run (resources/label_pool.py; the process and its pipe are
+resources/worker_process.py's): `handle_request`, a task over this worker's state, which stays in the process
+between requests (the index loaded once, the benchmark being labeled).
 
-It reads requests from stdin and writes one answer per request to stdout, in order, each a length-prefixed
-pickle (`read_message` / `write_message`): ("prebuild", path) builds the task index from the O*NET files
-and pickles it at `path` (answer: the digest of its inputs, the file's sha256, the build seconds); ("open",
-index_path) loads the pickled TaskIndex and builds the
-calibrated offline labeler (answer: its labeler_version); ("label", prompts, batch) labels one batch, first
-preparing the benchmark's context from `prompts` when they are given (answer: the batch's LabelOutcomes).
-An exception is answered as ("error", text) and the worker goes on; a worker that dies closes its stdout,
-which the pool reports as an error naming the worker and what it was labeling.
+("prebuild", path, blas_threads) builds the task index from the O*NET files and pickles it at `path` (answer:
+the digest of its inputs, the file's sha256, the build seconds); ("open", index_path) loads the pickled
+TaskIndex and builds the calibrated offline labeler (answer: its labeler_version, model, template_version);
+("label", benchmark, prompts, batch) labels one batch, first preparing the benchmark's context from `prompts`
+when they are given (answer: the batch's LabelOutcomes); ("crash", code) ends the process (tests).
 
 No warehouse, no Dagster: the worker only computes; the pool's process writes every label (the label cache,
 its lock and failures stay with the labeling loop, models/labeling/cache.py). Its module-level imports are the
-standard library only, so the process starts without the pipeline's heavy modules; BLAS runs one thread per
-worker (the workers are the parallelism).
+standard library only; BLAS runs one thread per worker (the workers are the parallelism).
 """
 
 from __future__ import annotations
 
 import os
-import pickle
-import struct
-import sys
-import traceback
-from typing import IO, Any
+from typing import Any
 
-HEADER = struct.Struct("<Q")
-
-
-def write_message(stream: IO[bytes], message: Any) -> None:
-    body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(HEADER.pack(len(body)) + body)
-    stream.flush()
-
-
-def read_message(stream: IO[bytes]) -> Any:
-    """The next message, or EOFError when the other side closed the pipe."""
-    header = stream.read(HEADER.size)
-    if len(header) < HEADER.size:
-        raise EOFError("pipe closed")
-    size = HEADER.unpack(header)[0]
-    body = stream.read(size)
-    if len(body) < size:
-        raise EOFError("pipe closed mid-message")
-    return pickle.loads(body)  # noqa: S301 - our own parent process, over a private pipe
+# the labeler's modules, imported by a worker as soon as it starts (while the pool's process runs other steps)
+MODULES = ("models.labeling.offline", "resources.readers")
 
 
 class _State:
@@ -120,24 +96,9 @@ def handle(state: _State, request: tuple[Any, ...]) -> Any:
     raise ValueError(f"unknown request {kind!r}")
 
 
-def main() -> int:
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # a stray print must not corrupt the answers
-    state = _State()
-    # the labeler's imports now, while the pool's process still runs other steps (not at the first batch)
-    import models.labeling.offline  # noqa: F401
-    import resources.readers  # noqa: F401
-    while True:
-        try:
-            request = read_message(stdin)
-        except EOFError:
-            return 0
-        try:
-            answer: Any = ("ok", handle(state, request))
-        except Exception as exc:  # noqa: BLE001 - answered, the pool raises it naming the request
-            answer = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}")
-        write_message(stdout, answer)
+_STATE = _State()  # this worker process's
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def handle_request(request: tuple[Any, ...]) -> Any:
+    """The task the pool sends: `request` against this worker's state."""
+    return handle(_STATE, request)

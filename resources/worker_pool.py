@@ -13,49 +13,24 @@ gathers them with `gather`, doing its own work meanwhile.
   functions on the same arguments: the results do not depend on where a task ran.
 - A task is a function importable by name (module-level) with picklable arguments and result; tasks are pure
   (no warehouse, no Dagster context): files a task writes are its own output files.
-- A worker is `python -c BOOT`: it imports only what its tasks' functions need (pickle imports the function's
-  module), not the parent's `__main__` (multiprocessing's spawn and forkserver start methods import it in every
-  worker: for `python -m pipelines.run_all` that is Dagster and every asset module, ~2 CPU-s and ~140 MB each),
-  and it starts as a fresh process (no fork of a process with DuckDB's and polars' threads).
-- A task that raises fails its `gather` with `WorkerError` naming the task, the worker's pid and the worker's
-  traceback (the original exception as its cause when it can be pickled); a worker that dies fails the task it
-  was running the same way, and its other tasks run in the calling process.
+- The workers and their pipes are resources/worker_process.py's: a task that raises fails its `gather` with
+  `WorkerError` naming the task, the worker's pid and the worker's traceback; a worker that dies fails the task
+  it was running the same way, and its other tasks run in the calling process.
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
-import importlib
-import os
-import pickle
-import struct
-import subprocess
-import sys
 import threading
-import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any
 
-# the worker's entry: the parent's sys.path first (so it imports the same checkout), then the serve loop
-BOOT = ("import pickle, sys; sys.path[:0] = pickle.load(sys.stdin.buffer); "
-        "from resources.worker_pool import serve; serve()")
-_HEADER = struct.Struct("!Q")  # each message: its length, then the pickle
+from resources.worker_process import WorkerError, WorkerProcess, import_modules, usable_cpus
 
-
-class WorkerError(RuntimeError):
-    """A task failed in a worker process (or its worker died)."""
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask; os.cpu_count() where there is none)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+__all__ = ["WorkerError", "WorkerPool", "default_workers", "shared_pool", "usable_cpus"]
 
 
 def default_workers() -> int:
@@ -72,23 +47,6 @@ class _Task:
     future: Future = field(default_factory=Future)
 
 
-def _send(stream: BinaryIO, payload: bytes) -> None:
-    stream.write(_HEADER.pack(len(payload)))
-    stream.write(payload)
-    stream.flush()
-
-
-def _receive(stream: BinaryIO) -> bytes:
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
-        raise EOFError("the stream ended")
-    size = _HEADER.unpack(header)[0]
-    payload = stream.read(size)
-    if len(payload) < size:
-        raise EOFError("the stream ended within a message")
-    return payload
-
-
 def _run_inline(task: _Task) -> None:
     try:
         task.future.set_result(task.fn(*task.args, **task.kwargs))
@@ -97,62 +55,26 @@ def _run_inline(task: _Task) -> None:
 
 
 class _Worker:
-    """One worker process and the thread that feeds it tasks from the pool's queue."""
+    """One worker process and the thread that feeds it the pool's queued tasks, one at a time."""
 
     def __init__(self, pool: WorkerPool) -> None:
         self.pool = pool
-        path = [p or os.getcwd() for p in sys.path]
-        self.process = subprocess.Popen([sys.executable, "-c", BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.stdin: BinaryIO = self.process.stdin
-        self.stdout: BinaryIO = self.process.stdout
-        pickle.dump(path, self.stdin)
-        self.stdin.flush()
+        self.process = WorkerProcess()
         self.thread = threading.Thread(target=self._feed, name=f"worker-{self.process.pid}", daemon=True)
         self.thread.start()
 
     def _feed(self) -> None:
-        while True:
-            task = self.pool._next_task()
-            if task is None:
-                return
+        while (task := self.pool._next_task()) is not None:
             try:
-                payload = pickle.dumps((task.fn, task.args, task.kwargs), protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as error:  # noqa: BLE001 - an argument that cannot be sent: the task's error
-                task.future.set_exception(WorkerError(f"{task.name}: its function or arguments cannot be sent to "
-                                                      f"a worker process: {type(error).__name__}: {error}"))
-                continue
-            try:
-                _send(self.stdin, payload)
-                ok, value, text = pickle.loads(_receive(self.stdout))
-            except (EOFError, OSError, pickle.UnpicklingError) as error:
-                code = self.process.poll()
-                if code is None:
-                    try:
-                        code = self.process.wait(timeout=5)
-                    except subprocess.TimeoutExpired:
-                        code = None
-                task.future.set_exception(WorkerError(
-                    f"{task.name}: worker process {self.process.pid} ended while running it (exit code {code}; "
-                    f"{type(error).__name__}: {error})"))
-                self.pool._worker_died(self)
-                return
-            if ok:
-                task.future.set_result(value)
-            else:
-                failure = WorkerError(f"{task.name} failed in worker process {self.process.pid}:\n{text}")
-                failure.__cause__ = value
-                task.future.set_exception(failure)
+                task.future.set_result(self.process.call(task.name, task.fn, task.args, task.kwargs).result())
+            except WorkerError as error:
+                task.future.set_exception(error)
+                if self.process.ended is not None:
+                    self.pool._worker_died(self)
+                    return
 
     def close(self, timeout: float = 10.0) -> None:
-        with contextlib.suppress(OSError):
-            self.stdin.close()  # the worker's read ends: it exits
-        try:
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.stdout.close()
+        self.process.close(timeout)
 
 
 class WorkerPool:
@@ -186,7 +108,7 @@ class WorkerPool:
         self._start()
         if modules:
             for _ in self._running:
-                self.submit(_import_modules, tuple(modules), name=f"import {', '.join(modules)}")
+                self.submit(import_modules, tuple(modules), name=f"import {', '.join(modules)}")
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, name: str | None = None, **kwargs: Any) -> Future:
         """Queue fn(*args, **kwargs) for a worker; `name` says what it computes (in errors)."""
@@ -255,11 +177,6 @@ class WorkerPool:
         return [w.process.pid for w in self._running]
 
 
-def _import_modules(modules: Sequence[str]) -> None:
-    for module in modules:
-        importlib.import_module(module)
-
-
 _SHARED: WorkerPool | None = None
 _SHARED_LOCK = threading.Lock()
 
@@ -274,29 +191,3 @@ def shared_pool() -> WorkerPool:
             atexit.register(_SHARED.close, 1.0)  # at exit nobody gathers: a task still running is not waited for
         return _SHARED
 
-
-def serve() -> None:
-    """The worker's loop: read a task, run it, write (ok, result or exception, traceback text); until stdin
-    ends. A task's prints go to stderr (stdout carries the results)."""
-    results = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    tasks = sys.stdin.buffer
-    while True:
-        try:
-            payload = _receive(tasks)
-        except EOFError:
-            return
-        try:
-            fn, args, kwargs = pickle.loads(payload)
-            outcome: tuple[bool, Any, str] = (True, fn(*args, **kwargs), "")
-        except BaseException as error:  # noqa: BLE001 - reported to the parent
-            outcome = (False, error, traceback.format_exc())
-        try:
-            message = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
-            if not outcome[0]:
-                pickle.loads(message)  # an exception that cannot be rebuilt in the parent goes as text only
-        except Exception as error:  # noqa: BLE001
-            text = outcome[2] or f"the result cannot be sent back: {type(error).__name__}: {error}"
-            message = pickle.dumps((False, None, text), protocol=pickle.HIGHEST_PROTOCOL)
-        _send(results, message)
