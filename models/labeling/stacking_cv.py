@@ -22,23 +22,25 @@ import polars as pl
 from models.labeling.neighbours import BenchmarkSample, neighbour_votes, samples_by_benchmark
 from models.labeling.selector import LinearModel
 from models.labeling.stacking import (
-    OCCUPATION_FEATURES,
-    TASK_FEATURES,
-    WORK_FEATURES,
-    Candidates,
     Decision,
     Scores,
     StackFit,
-    TextEvidence,
-    TextSignals,
-    benchmark_context,
-    candidates,
     decide,
-    evidence_of,
     kept_positions,
     ranked,
     retriever_ranking,
     score,
+)
+from models.labeling.stacking_features import (
+    OCCUPATION_FEATURES,
+    TASK_FEATURES,
+    WORK_FEATURES,
+    Candidates,
+    TextEvidence,
+    TextSignals,
+    benchmark_context,
+    candidates,
+    evidence_of,
     with_occupation,
 )
 
