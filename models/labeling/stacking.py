@@ -82,6 +82,9 @@ class StackFit:
     min_judged: int = 0
     trained_on: dict[str, Any] = field(default_factory=dict)
     cross_validation: dict[str, Any] = field(default_factory=dict)
+    # how the work model's training rows were weighted toward mixed benchmarks (stacking_cv.work_weights; None:
+    # unweighted): a record of the fit (prediction reads only the coefficients)
+    work_weight_floor: float | None = None
 
     @property
     def version(self) -> str:
@@ -94,7 +97,8 @@ class StackFit:
                 "work_threshold": round(self.work_threshold, 6), "task_threshold": round(self.task_threshold, 6),
                 "max_tasks": self.max_tasks, "selector_version": self.selector_version, "work_rule": self.work_rule,
                 **({"work_neighbours": list(self.work_neighbours)} if self.work_neighbours else {}),
-                **({"min_judged": self.min_judged} if self.min_judged else {})}
+                **({"min_judged": self.min_judged} if self.min_judged else {}),
+                **({"work_weight_floor": self.work_weight_floor} if self.work_weight_floor is not None else {})}
 
     @property
     def work_key(self) -> tuple[int, float]:
@@ -117,7 +121,8 @@ class StackFit:
                   str(data["selector_version"]), str(data.get("work_rule", "model")),
                   (int(data["work_neighbours"][0]), float(data["work_neighbours"][1]))
                   if data.get("work_neighbours") else None, int(data.get("min_judged", 0)), data.get("trained_on", {}),
-                  data.get("cross_validation", {}))
+                  data.get("cross_validation", {}),
+                  float(data["work_weight_floor"]) if data.get("work_weight_floor") is not None else None)
         if data.get("version") not in (None, fit.version):
             raise ValueError(f"neighbour stack {data.get('version')} does not match its contents ({fit.version}): "
                              "the file was edited by hand; refit with `python -m pipelines.fit_labeler`")
