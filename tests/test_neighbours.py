@@ -525,3 +525,31 @@ def test_the_neighbour_step_is_off_unless_the_setting_turns_it_on(monkeypatch: p
     same, version, meta = neighbour_step(None, "b", [], labels, impl, None)  # type: ignore[arg-type]
     assert same is labels and version == impl.labeler_version
     assert "not the calibrated offline labeler" in meta["neighbour_step"]
+
+
+def test_a_decision_does_not_depend_on_which_texts_the_cache_already_held() -> None:
+    """A text's stacked decision is the same whether the benchmark's other texts (its judged texts among them)
+    are decided in the same call or were read from the step's cache (a concurrent run, or an earlier run of a
+    smaller benchmark, wrote them): the trust features read the judged texts' selector labels, which every
+    call has (labels_by_hash), not only the texts it recomputes."""
+    from models.labeling.base import PromptRecord, TaskLabel
+    from models.labeling.cache import LabelSet
+    from models.labeling.stacking import stacked_label_sets
+
+    judged, selector, work = _world()
+    examples = scv.examples(judged, selector, work, TASK_CODE, grid=((3, 1.0),))
+    fit = scv.fit_stack(examples, "s-test", grid=((3, 1.0),), min_judged=0)
+    bench = judged.filter(pl.col("benchmark") == "bench1")
+    sample = BenchmarkSample.of(bench)
+    prompts = [PromptRecord("bench1", f"p{i}", h, t) for i, (h, t) in
+               enumerate([*zip(bench["prompt_hash"], bench["prompt"], strict=True),
+                          ("new", "post journal entries for the quarter")])]
+    labels = {p.prompt_hash: LabelSet([TaskLabel(t, c, r, q, None, q) for r, (t, c, q) in
+                                       enumerate(selector.get(p.prompt_hash, [(101, "13-2011.00", 0.4)]), start=1)],
+                                      is_work=True) for p in prompts}
+    _, _, whole = stacked_label_sets(fit, sample, prompts, labels, TASK_CODE)
+    # the judged texts' decisions from the cache, only the new text computed
+    cached = {h: d for h, d in whole.items() if h != "new"}
+    _, n, partial = stacked_label_sets(fit, sample, prompts, labels, TASK_CODE, cached)
+    assert n == len(prompts)
+    assert partial["new"] == whole["new"]

@@ -280,12 +280,17 @@ def task_codes_of(index: Any) -> dict[int, str]:
 CachedDecision = tuple[bool, float, list[tuple[int, str, float]]] | None
 
 
+# bumped when the step decides differently from the same fit and judged texts (2: the trust features read every
+# judged text's selector labels, not only those of the texts recomputed): older cache files are read as stale
+DECISION_RULES = 2
+
+
 def judged_fingerprint(fit_version: str, labeler_version: str, judged: Any) -> str:
     """What a benchmark's stacked decisions depend on besides the text and its selector labels (which the
     labeler version and the text fix): the stack fit and the judged texts (JUDGED_SCHEMA rows), as a hash."""
     rows = sorted(json.dumps([r["prompt_hash"], r["is_work"], r["occupations"], r["task_ids"]], default=str)
                   for r in judged.iter_rows(named=True))
-    body = json.dumps([fit_version, labeler_version, rows], separators=(",", ":"))
+    body = json.dumps([DECISION_RULES, fit_version, labeler_version, rows], separators=(",", ":"))
     return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
@@ -312,14 +317,20 @@ def stacked_label_sets(fit: StackFit, sample: BenchmarkSample | None, prompts: S
         if p.prompt_hash in labels_by_hash and isinstance(p.prompt, str):
             texts.setdefault(p.prompt_hash, p.prompt)
     hashes = [h for h in texts if h not in cached]
+    # the selector's labels of the texts to decide AND of the judged texts, whether or not these were decided
+    # (cached) before: the trust features read the judged texts' first occupations, so a decision must not
+    # depend on which texts a concurrent or earlier run already wrote to the cache
+    judged_hashes = {str(h) for h in sample.hashes.tolist()}
     selector = {h: [(int(lab.task_id), str(lab.onet_soc_code),
                      float(lab.p_exercised if lab.p_exercised is not None else lab.score))
-                    for lab in sorted(labels_by_hash[h], key=lambda lab: lab.rank)] for h in hashes}
+                    for lab in sorted(labels_by_hash[h], key=lambda lab: lab.rank)]
+                for h in texts if h in judged_hashes or h not in cached}
     work = {h: (bool(getattr(labels_by_hash[h], "is_work", None) is not False), None) for h in hashes}
     signals: TextSignals = {}
     if hashes and signals_of is not None:
-        wanted = set(hashes) | {str(h) for h in sample.hashes.tolist()}
-        signals = signals_of({h: texts[h] for h in wanted if h in texts})
+        wanted = set(hashes) | judged_hashes
+        # in the prompts' order (a set's order changes from process to process with the hash seed)
+        signals = signals_of({h: t for h, t in texts.items() if h in wanted})
     decisions = (label_benchmark(fit, sample, [texts[h] for h in hashes], hashes, selector, work, task_code,
                                  signals) if hashes else None) or {}
     every: dict[str, CachedDecision] = {h: c for h, c in cached.items() if h in texts}
