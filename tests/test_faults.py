@@ -471,6 +471,20 @@ def test_two_materializations_at_once_wait_for_each_other_and_never_corrupt(worl
         con.execute("checkpoint")  # the file is a sound DuckDB database
 
 
+def test_the_paced_child_labeler_is_the_inner_labeler_to_the_label_asset() -> None:
+    """The children above label through PacedLabeler: it must show the label asset everything of the offline
+    labeler it wraps (the neighbour step reads its selector fit and config), else the children skip the step
+    and publish another labeler_version than a plain run (the cause of this test's failure with the step on)."""
+    from types import SimpleNamespace
+
+    inner = SimpleNamespace(name="offline", model="offline", template_version="t", labeler_version="v",
+                            selector=SimpleNamespace(fit="the fit"), config="the config", label=lambda ps: ps[::-1])
+    paced = PacedLabeler(inner, 0.0)
+    assert getattr(getattr(paced, "selector", None), "fit", None) == "the fit"  # as assets/labels.py reads it
+    assert (paced.config, paced.labeler_version, paced.template_version) == ("the config", "v", "t")
+    assert paced.label([1, 2]) == [2, 1]
+
+
 # ------------------------------------------------------------------------------------------------ the API key
 def files_containing(roots: list[Path], needles: list[bytes]) -> list[str]:
     """Every file under `roots` whose bytes contain one of `needles` (also as UTF-16, as some logs are)."""
@@ -599,6 +613,26 @@ def test_bom_metadata_and_bad_scores(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ child driver
+class PacedLabeler:
+    """The child driver's labeler: `inner`, sleeping `pace` seconds before each batch. Every other attribute is
+    the inner labeler's (its selector fit and config among them), so the label asset sees the calibrated
+    offline labeler and runs the neighbour step as for the unwrapped one: a wrapper that hid them made the
+    children skip the step and publish another labeler_version than a plain run."""
+
+    def __init__(self, inner: Any, pace: float) -> None:
+        self.inner, self.pace = inner, pace
+
+    def __getattr__(self, name: str) -> Any:  # only called for what this class does not define
+        return getattr(self.inner, name)
+
+    def label(self, prompts: list[Any]) -> list[Any]:
+        time.sleep(self.pace)
+        return self.inner.label(prompts)
+
+    def prepare(self, prompts: list[Any]) -> None:  # the benchmark context, as unwrapped
+        getattr(self.inner, "prepare", lambda _prompts: None)(prompts)
+
+
 def child(argv: list[str]) -> int:
     """`python tests/test_faults.py label <warehouse> <partition> [--ingest] [--batch N] [--pace S]`:
     materialize (ingest and) labels of one partition with the offline labeler; `--pace` sleeps S seconds
@@ -607,7 +641,6 @@ def child(argv: list[str]) -> int:
 
     from dagster import AssetSelection, DagsterInstance, materialize
 
-    from models.labeling.base import LabelOutcome, PromptRecord
     from pipelines.definitions import build_definitions
     from resources.dagster_resources import LabelerResource
 
@@ -620,27 +653,11 @@ def child(argv: list[str]) -> int:
     ap.add_argument("--pace", type=float, default=0.0)
     args = ap.parse_args(argv)
 
-    class Paced:
-        def __init__(self, inner: Any, pace: float) -> None:
-            self.inner, self.pace = inner, pace
-            self.name, self.model, self.template_version = inner.name, inner.model, inner.template_version
-
-        @property
-        def labeler_version(self) -> str:
-            return self.inner.labeler_version
-
-        def label(self, prompts: list[PromptRecord]) -> list[LabelOutcome]:
-            time.sleep(self.pace)
-            return self.inner.label(prompts)
-
-        def prepare(self, prompts: list[PromptRecord]) -> None:  # the benchmark context, as unwrapped
-            getattr(self.inner, "prepare", lambda _prompts: None)(prompts)
-
     class PacedLabelerResource(LabelerResource):
         pace_s: float = 0.0
 
         def build(self, index: Any) -> Any:
-            return Paced(super().build(index), self.pace_s)
+            return PacedLabeler(super().build(index), self.pace_s)
 
     defs = build_definitions(args.warehouse)
     labeler = PacedLabelerResource(kind="offline", model="offline", batch_size=args.batch,

@@ -197,6 +197,24 @@ def test_the_step_reuses_its_cached_decisions(tmp_path: Path) -> None:
     assert neighbour_cache.read_decisions(path, fingerprint) == {}
 
 
+def test_work_rows_weighted_toward_mixed_benchmarks() -> None:
+    """The work model's row weights: floor + 4 s (1 - s) of the benchmark's work share s, mean 1 (the
+    regularisation stays the unweighted model's); no floor: unweighted. The floor survives the fit's JSON."""
+    share = scv.WORK_FEATURES.index("work_share")
+    x = np.zeros((4, len(scv.WORK_FEATURES)))
+    x[:, share] = [0.0, 0.5, 1.0, 0.5]
+    weights = scv.work_weights(x, 0.25)
+    assert weights is not None and weights.mean() == pytest.approx(1.0)
+    assert weights[1] == pytest.approx(5 * weights[0]) and weights[0] == pytest.approx(weights[2])
+    assert scv.work_weights(x, None) is None
+    judged, selector, work = _world()
+    fit = scv.fit_stack(scv.examples(judged, selector, work, TASK_CODE, grid=((3, 1.0),)), "s-test",
+                        grid=((3, 1.0),), min_judged=0)
+    assert fit.work_weight_floor in scv.WORK_WEIGHT_FLOORS
+    again = StackFit.from_json(fit.to_json())
+    assert again.work_weight_floor == fit.work_weight_floor and again.version == fit.version
+
+
 def test_judge_sample_rows_become_judged_texts() -> None:
     rows = pl.DataFrame({"benchmark": ["b", "b", "b"], "prompt_hash": ["h1", "h1", "h2"],
                          "task_id": [101, 201, None], "onet_soc_code": ["13-2011.00", "29-1141.00", None]},
@@ -224,10 +242,12 @@ def test_the_committed_fit_beats_the_selector_and_stacks_the_committed_selector(
     assert after["task_f1"]["value"] >= 0.55  # issue 25's target
     assert after["task_f1"]["value"] > vote["task_f1"]["value"] + 0.02  # the stack adds to the plain vote
     assert after["task_precision"]["value"] > vote["task_precision"]["value"] + 0.05
-    # issue 25's first occupation target is met (0.760); the work decision's 0.95 is not (0.947: docs/offline_labeler.md)
+    # issue 25's three targets are met: first occupation 0.758, work decision 0.951 (one pass of 998 above 0.95,
+    # with the work model's rows weighted toward mixed benchmarks: docs/offline_labeler.md)
     assert after["first_occupation_agreement"]["value"] >= 0.75
     assert after["first_occupation_agreement"]["value"] > vote["first_occupation_agreement"]["value"] + 0.03
-    assert after["work_accuracy"]["value"] >= 0.945
+    assert after["work_accuracy"]["value"] >= 0.95
+    assert after["work_accuracy"]["value"] > vote["work_accuracy"]["value"]
     assert fit.min_judged == 10
     for metric in ("task_f1", "first_occupation_agreement", "work_accuracy"):
         assert after[metric]["value"] > before[metric]["value"] + 0.05
@@ -488,10 +508,10 @@ def test_the_label_quality_line_names_both_evaluations_of_the_step() -> None:
         pl.col("labeler") == "offline").height
 
 
-def test_the_neighbour_step_is_off_unless_the_setting_turns_it_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Off by default (the pipeline's split check does not yet label held-out texts as the pipeline labels
-    unjudged ones): the selector's labels and version pass through untouched; BENCHMAP_NEIGHBOUR_STEP=1 reaches
-    the step, which then says why it cannot stack a labeler without the calibrated selector."""
+def test_the_neighbour_step_is_on_unless_the_setting_turns_it_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On by default (issue 25's label targets hold): the step is reached, and says why it cannot stack a
+    labeler without the calibrated selector; BENCHMAP_NEIGHBOUR_STEP=0 turns it off, and the selector's labels
+    and version pass through untouched."""
     from types import SimpleNamespace
 
     from assets.labels import neighbour_step
@@ -500,8 +520,36 @@ def test_the_neighbour_step_is_off_unless_the_setting_turns_it_on(monkeypatch: p
     labels = {"h1": ("sentinel",)}
     monkeypatch.delenv("BENCHMAP_NEIGHBOUR_STEP", raising=False)
     same, version, meta = neighbour_step(None, "b", [], labels, impl, None)  # type: ignore[arg-type]
-    assert same is labels and version == impl.labeler_version and meta["neighbour_step"].startswith("off")
-    monkeypatch.setenv("BENCHMAP_NEIGHBOUR_STEP", "1")
-    same, version, meta = neighbour_step(None, "b", [], labels, impl, None)  # type: ignore[arg-type]
     assert same is labels and version == impl.labeler_version
     assert "not the calibrated offline labeler" in meta["neighbour_step"]
+    monkeypatch.setenv("BENCHMAP_NEIGHBOUR_STEP", "0")
+    same, version, meta = neighbour_step(None, "b", [], labels, impl, None)  # type: ignore[arg-type]
+    assert same is labels and version == impl.labeler_version and meta["neighbour_step"].startswith("off")
+
+
+def test_a_decision_does_not_depend_on_which_texts_the_cache_already_held() -> None:
+    """A text's stacked decision is the same whether the benchmark's other texts (its judged texts among them)
+    are decided in the same call or were read from the step's cache (a concurrent run, or an earlier run of a
+    smaller benchmark, wrote them): the trust features read the judged texts' selector labels, which every
+    call has (labels_by_hash), not only the texts it recomputes."""
+    from models.labeling.base import PromptRecord, TaskLabel
+    from models.labeling.cache import LabelSet
+    from models.labeling.stacking import stacked_label_sets
+
+    judged, selector, work = _world()
+    examples = scv.examples(judged, selector, work, TASK_CODE, grid=((3, 1.0),))
+    fit = scv.fit_stack(examples, "s-test", grid=((3, 1.0),), min_judged=0)
+    bench = judged.filter(pl.col("benchmark") == "bench1")
+    sample = BenchmarkSample.of(bench)
+    prompts = [PromptRecord("bench1", f"p{i}", h, t) for i, (h, t) in
+               enumerate([*zip(bench["prompt_hash"], bench["prompt"], strict=True),
+                          ("new", "post journal entries for the quarter")])]
+    labels = {p.prompt_hash: LabelSet([TaskLabel(t, c, r, q, None, q) for r, (t, c, q) in
+                                       enumerate(selector.get(p.prompt_hash, [(101, "13-2011.00", 0.4)]), start=1)],
+                                      is_work=True) for p in prompts}
+    _, _, whole = stacked_label_sets(fit, sample, prompts, labels, TASK_CODE)
+    # the judged texts' decisions from the cache, only the new text computed
+    cached = {h: d for h, d in whole.items() if h != "new"}
+    _, n, partial = stacked_label_sets(fit, sample, prompts, labels, TASK_CODE, cached)
+    assert n == len(prompts)
+    assert partial["new"] == whole["new"]

@@ -12,6 +12,7 @@ held-out decisions are also the cross-fitted labels the estimators use for the j
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,23 +23,25 @@ import polars as pl
 from models.labeling.neighbours import BenchmarkSample, neighbour_votes, samples_by_benchmark
 from models.labeling.selector import LinearModel
 from models.labeling.stacking import (
-    OCCUPATION_FEATURES,
-    TASK_FEATURES,
-    WORK_FEATURES,
-    Candidates,
     Decision,
     Scores,
     StackFit,
-    TextEvidence,
-    TextSignals,
-    benchmark_context,
-    candidates,
     decide,
-    evidence_of,
     kept_positions,
     ranked,
     retriever_ranking,
     score,
+)
+from models.labeling.stacking_features import (
+    OCCUPATION_FEATURES,
+    TASK_FEATURES,
+    WORK_FEATURES,
+    Candidates,
+    TextEvidence,
+    TextSignals,
+    benchmark_context,
+    candidates,
+    evidence_of,
     with_occupation,
 )
 
@@ -54,6 +57,12 @@ INNER_FOLDS = 3
 # cross-validated. A user's judge sample (10%, at least 12 texts) keeps the step.
 MIN_JUDGED = 10
 C = 1.0
+# The work model's training rows weighted toward mixed benchmarks (`work_weights`): floor + 4 s (1 - s), s = the
+# work share of the text's benchmark's other judged texts. Unweighted, the pure benchmarks (where the votes, the
+# selector and the text agree) set the coefficients; the errors are in the mixed ones (personal and work requests
+# on the same sites). The floor (None: unweighted) is chosen by the inner cross-validation, for work accuracy.
+WORK_WEIGHT_FLOORS = (None, 1.0, 0.25, 0.05)
+_WORK_SHARE = WORK_FEATURES.index("work_share")
 
 
 @dataclass(frozen=True)
@@ -96,25 +105,40 @@ def examples(judged: pl.DataFrame, selector_labels: Mapping[str, Sequence[tuple[
     return out
 
 
-def _fit(features: tuple[str, ...], x: list[np.ndarray], share: list[np.ndarray]) -> LinearModel:
-    xs, ys, c, w = _weighted(x, share)
+def _fit(features: tuple[str, ...], x: list[np.ndarray], share: list[np.ndarray],
+         row_weight: np.ndarray | None = None) -> LinearModel:
+    xs, ys, c, w = _weighted(x, share, row_weight)
     return LinearModel.fit(features, xs, ys, c, w)
 
 
-def _weighted(x: list[np.ndarray], share: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
-    """Rows with a fractional target (share of passes) as a positive and a negative row, weighted."""
+def _weighted(x: list[np.ndarray], share: list[np.ndarray], row_weight: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+    """Rows with a fractional target (share of passes) as a positive and a negative row, weighted (times
+    `row_weight`, one per row, when given)."""
     xs, ys = np.vstack(x), np.concatenate(share)
+    extra = np.ones(len(ys)) if row_weight is None else np.asarray(row_weight, dtype=float)
     keep_pos, keep_neg = ys > 0, ys < 1
     return (np.vstack([xs[keep_pos], xs[keep_neg]]),
             np.concatenate([np.ones(keep_pos.sum()), np.zeros(keep_neg.sum())]), C,
-            np.concatenate([ys[keep_pos], 1 - ys[keep_neg]]))
+            np.concatenate([ys[keep_pos] * extra[keep_pos], (1 - ys[keep_neg]) * extra[keep_neg]]))
 
 
-def fit_models(train: Sequence[Example], key: tuple[int, float], work_only: bool = False) -> tuple[LinearModel, ...]:
+def work_weights(work_x: np.ndarray, floor: float | None) -> np.ndarray | None:
+    """Per training row (WORK_FEATURES rows): floor + 4 s (1 - s), s = its benchmark's work share over the other
+    judged texts, scaled to mean 1 (the regularisation stays the unweighted model's); None for floor None."""
+    if floor is None:
+        return None
+    share = work_x[:, _WORK_SHARE]
+    weight = floor + 4.0 * share * (1.0 - share)
+    return weight / weight.mean()
+
+
+def fit_models(train: Sequence[Example], key: tuple[int, float], work_only: bool = False,
+               work_floor: float | None = None) -> tuple[LinearModel, ...]:
     """The three logistic models on the training examples' candidates under neighbour setting `key` (only the
-    work model when `work_only`)."""
-    work = _fit(WORK_FEATURES, [np.vstack([ex.candidates[key].work_x for ex in train])],
-                [np.array([ex.is_work for ex in train])])
+    work model when `work_only`; its rows weighted by `work_weights(.., work_floor)`)."""
+    work_x = np.vstack([ex.candidates[key].work_x for ex in train])
+    work = _fit(WORK_FEATURES, [work_x], [np.array([ex.is_work for ex in train])], work_weights(work_x, work_floor))
     if work_only:
         return (work,)
     ox, oy = [], []
@@ -147,12 +171,7 @@ def _f1(kept: set[int], passes: Sequence[set[int]]) -> float:
 def choose(scored: Sequence[tuple[Example, Scores]]) -> tuple[float, str, float, int, float]:
     """(work threshold, work rule, task threshold, max tasks, mean task F1 over work texts) best on held-out
     scores; the work rule is the plain neighbour vote when it decides at least as accurately as the model."""
-    truth = np.array([ex.is_work for ex, _ in scored])
-    p_work = np.array([s.p_work for _, s in scored])
-    accuracy = [float(np.mean(np.where(p_work >= t, truth, 1 - truth))) for t in WORK_THRESHOLDS]
-    work_threshold = float(WORK_THRESHOLDS[int(np.argmax(accuracy))])
-    vote = np.array([s.work_vote for _, s in scored])
-    work_rule = "vote" if float(np.mean(np.where(vote >= 0.5, truth, 1 - truth))) >= max(accuracy) else "model"
+    work_threshold, work_rule, _ = work_choice(scored)
     totals = np.zeros((len(MAX_TASKS), len(TASK_THRESHOLDS)))
     n = 0
     for ex, s in scored:
@@ -171,6 +190,20 @@ def choose(scored: Sequence[tuple[Example, Scores]]) -> tuple[float, str, float,
     return work_threshold, work_rule, float(TASK_THRESHOLDS[b]), MAX_TASKS[a], float(totals[a, b] / max(n, 1))
 
 
+def work_choice(scored: Sequence[tuple[Example, Scores]]) -> tuple[float, str, float]:
+    """(work threshold, work rule, accuracy) on held-out scores: the threshold of the work model's p most
+    accurate; the rule is the plain neighbour vote when it decides at least as accurately as the model."""
+    truth = np.array([ex.is_work for ex, _ in scored])
+    p_work = np.array([s.p_work for _, s in scored])
+    accuracy = [float(np.mean(np.where(p_work >= t, truth, 1 - truth))) for t in WORK_THRESHOLDS]
+    work_threshold = float(WORK_THRESHOLDS[int(np.argmax(accuracy))])
+    vote = np.array([s.work_vote for _, s in scored])
+    vote_accuracy = float(np.mean(np.where(vote >= 0.5, truth, 1 - truth)))
+    if vote_accuracy >= max(accuracy):
+        return work_threshold, "vote", vote_accuracy
+    return work_threshold, "model", max(accuracy)
+
+
 def fit_stack(train: Sequence[Example], selector_version: str,
               grid: Sequence[tuple[int, float]] = NEIGHBOUR_GRID, min_judged: int = MIN_JUDGED) -> StackFit:
     """Hyperparameters by an inner cross-validation over groups of whole benchmarks, then the models
@@ -178,37 +211,45 @@ def fit_stack(train: Sequence[Example], selector_version: str,
     benchmarks = sorted({ex.benchmark for ex in train})
     folds = [set(benchmarks[i::INNER_FOLDS]) for i in range(INNER_FOLDS)]
     best: tuple[float, tuple[int, float], float, str, float, int] | None = None
-    best_work: tuple[float, tuple[int, float], str] | None = None  # the work decision's own setting
+    # the work decision's own setting: (accuracy, neighbour setting, rule, weight floor)
+    best_work: tuple[float, tuple[int, float], str, float | None] | None = None
+    inner = [([ex for ex in train if ex.benchmark not in fold], [ex for ex in train if ex.benchmark in fold])
+             for fold in folds]
+    inner = [(a, b) for a, b in inner if a and b]
     for key in grid:
         scored: list[tuple[Example, Scores]] = []
-        for fold in folds:
-            inner_train = [ex for ex in train if ex.benchmark not in fold]
-            inner_test = [ex for ex in train if ex.benchmark in fold]
-            if not inner_train or not inner_test:
-                continue
+        for inner_train, inner_test in inner:
             models = fit_models(inner_train, key)
             scored += [(ex, score(models, ex.candidates[key])) for ex in inner_test]
         work_t, work_rule, task_t, max_tasks, f1 = choose(scored)
         if best is None or f1 > best[0] + 1e-12:
             best = (f1, key, work_t, work_rule, task_t, max_tasks)
-        accuracy = work_accuracy(scored, work_t, work_rule)
-        if best_work is None or accuracy > best_work[0] + 1e-12:
-            best_work = (accuracy, key, work_rule)
+        for floor in WORK_WEIGHT_FLOORS:
+            _, rule, accuracy = work_choice(scored if floor is None else _work_rescored(inner, key, floor, scored))
+            if best_work is None or accuracy > best_work[0] + 1e-12:
+                best_work = (accuracy, key, rule, floor)
     assert best is not None and best_work is not None
     _, key, work_t, _, task_t, max_tasks = best
-    _, work_key, work_rule = best_work
+    _, work_key, work_rule, work_floor = best_work
     _, occupation, task = fit_models(train, key)
-    work = fit_models(train, work_key, work_only=True)[0]
+    work = fit_models(train, work_key, work_only=True, work_floor=work_floor)[0]
     return StackFit(key[0], key[1], work, occupation, task, work_t, task_t, max_tasks, selector_version, work_rule,
-                    work_key if work_key != key else None, min_judged)
+                    work_key if work_key != key else None, min_judged, work_weight_floor=work_floor)
 
 
-def work_accuracy(scored: Sequence[tuple[Example, Scores]], work_threshold: float, work_rule: str) -> float:
-    """Accuracy of the work decision (the judge's passes averaged) on held-out scores."""
-    truth = np.array([ex.is_work for ex, _ in scored])
-    p = np.array([s.work_vote if work_rule == "vote" else s.p_work for _, s in scored])
-    decided = p >= (0.5 if work_rule == "vote" else work_threshold)
-    return float(np.mean(np.where(decided, truth, 1 - truth)))
+def _work_rescored(inner: Sequence[tuple[list[Example], list[Example]]], key: tuple[int, float], floor: float,
+                   scored: Sequence[tuple[Example, Scores]]) -> list[tuple[Example, Scores]]:
+    """The inner folds' held-out scores (`scored`, in fold order) with p_work from work models fitted with the
+    rows weighted by `work_weights(.., floor)`."""
+    out: list[tuple[Example, Scores]] = []
+    position = 0
+    for inner_train, inner_test in inner:
+        p = fit_models(inner_train, key, True, floor)[0].predict(
+            np.vstack([ex.candidates[key].work_x for ex in inner_test]))
+        for (ex, s), p_work in zip(scored[position: position + len(inner_test)], p, strict=True):
+            out.append((ex, dataclasses.replace(s, p_work=float(p_work))))
+        position += len(inner_test)
+    return out
 
 
 def predict(fit: StackFit, test: Sequence[Example]) -> list[Decision]:
@@ -234,7 +275,7 @@ def cross_validate(all_examples: Sequence[Example], selector_version: str,
         for ex, d in zip(test, predict(fit, test), strict=True):
             decisions[ex.prompt_hash] = d
         folds.append({"held_out": benchmark, "k": fit.k, "power": fit.power, "work_rule": fit.work_rule,
-                      "work_neighbours": list(fit.work_key),
+                      "work_neighbours": list(fit.work_key), "work_weight_floor": fit.work_weight_floor,
                       "work_threshold": fit.work_threshold,
                       "task_threshold": fit.task_threshold, "max_tasks": fit.max_tasks})
         if log:

@@ -20,7 +20,8 @@ import numpy as np
 import polars as pl
 
 from models.labeling.neighbours import BenchmarkSample
-from models.labeling.stacking import SelectorLabels, StackFit, TextSignals, label_benchmark
+from models.labeling.stacking import StackFit, label_benchmark
+from models.labeling.stacking_features import SelectorLabels, TextSignals
 
 
 class EstimationPartRelabeler:
