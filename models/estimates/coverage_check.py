@@ -34,7 +34,7 @@ import polars as pl
 
 from models.estimates.checks import Relabel, simulate, split_sample_problem
 from models.estimates.draws import ModelAssisted
-from models.estimates.problem import THRESHOLDS, Problem, scopes_for, task_counts
+from models.estimates.problem import THRESHOLDS, Problem, scopes_for, sorted_unique, task_counts
 from models.estimates.tables import run_estimators
 from models.estimates.units import UNIT_LEVELS, UnitDraws
 
@@ -150,7 +150,7 @@ def model_population(problem: Problem, rng: np.random.Generator, assisted: Model
     rank = np.arange(order.size) - start[pr.text_bench[order]]
     sampled[order[rank < size[pr.text_bench[order]]]] = True
     judged = sampled[text]
-    label_keys = np.unique(pr.lab_text.astype(np.int64) * pr.n_tasks + pr.lab_task)
+    label_keys = sorted_unique(pr.lab_text.astype(np.int64) * pr.n_tasks + pr.lab_task)
     in_labels = np.isin(keys[judged], label_keys)
     new = Problem(**{**pr.__dict__, "text_sampled": sampled, "jud_text": text[judged], "jud_task": task[judged],
                      "jud_in_labels": in_labels})

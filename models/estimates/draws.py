@@ -11,7 +11,7 @@ from typing import Any, cast
 import numpy as np
 from threadpoolctl import ThreadpoolController  # installed with scikit-learn
 
-from models.estimates.problem import CALIBRATION_PRIOR, Problem, task_counts
+from models.estimates.problem import CALIBRATION_PRIOR, Problem, sorted_unique, task_counts
 from models.estimates.streams import DrawStreams, Streams, as_streams, segments
 
 Rng = np.random.Generator | Streams  # a plain Generator (one stream) or per-benchmark streams (streams.py)
@@ -334,7 +334,7 @@ class ModelAssisted:
         self.seen_occ = _WeightedBlocks(missed_bench, missed_occ, ones, pr.n_bench, n_occ)
         self.seen_group = _WeightedBlocks(missed_bench, pr.occ_group[missed_occ], ones, pr.n_bench, pr.n_groups)
         self.weights = self._choose_weights()
-        self.label_keys = np.unique(pr.lab_text.astype(np.int64) * pr.n_tasks + pr.lab_task)
+        self.label_keys = sorted_unique(pr.lab_text.astype(np.int64) * pr.n_tasks + pr.lab_task)
 
     @property
     def alpha(self) -> float:
