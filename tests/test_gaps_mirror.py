@@ -59,9 +59,6 @@ def landed(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
         patch.setenv("BENCHMAP_RAW_DIR", str(tmp / "raw"))
         patch.setenv("BENCHMAP_OFFLINE", "1")
         patch.setenv("BENCHMAP_LABELER", "offline")
-        # the selector's labels, as a what-if candidate (no judge sample) gets them: with the neighbour step (on by
-        # default) a landed benchmark's labels learn from its judged texts, so a copy's would differ by design
-        patch.setenv("BENCHMAP_NEIGHBOUR_STEP", "0")
         patch.delenv("OPENAI_API_KEY", raising=False)
         warehouse = str(tmp / "warehouse" / "benchmap.duckdb")
         instance = DagsterInstance.ephemeral()
