@@ -128,8 +128,8 @@ class Settings:
     validation_floors: Mapping[str, float] | None = None
     analysis_quiet_s: float = DEFAULT_ANALYSIS_QUIET_S
     gguf: Path | None = None
-    # off while issue 25's work-decision target is not reached (0.947 < 0.95; docs/offline_labeler.md, "The
-    # neighbour step"); the split checks cover with it on
+    # off by default: issue 25's label targets hold (work 0.951, by one pass) but on, the cold run costs ~35 s
+    # more (docs/offline_labeler.md, "The neighbour step"); the split checks cover with it on
     neighbour_step: bool = False
     label_workers: int | None = None  # None: 2 when two cores are available (resources/label_pool.py)
     dagster_home: Path | None = None

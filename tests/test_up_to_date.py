@@ -320,7 +320,9 @@ def test_run_all_warm_takes_the_fast_path_until_something_changes(full_pipeline:
     (root / "raw" / ".note").write_text("added after the complete run\n")
     third = run()
     assert "changed since the complete run of" in third.stdout and "sources" in third.stdout
-    assert third.stdout.count("unchanged since its last") == first.stdout.count("unchanged since its last")
+    # every step skipped (the first run may have run a step the fixture's other users left stale: never fewer)
+    assert third.stdout.count("unchanged since its last") >= max(30, first.stdout.count("unchanged since its last"))
+    assert "0 labeled, 0 failed" in third.stdout
     assert "nothing changed since" in run().stdout
 
 
