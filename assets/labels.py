@@ -346,6 +346,10 @@ def _label_benchmarks(context: AssetExecutionContext, warehouse: Warehouse, labe
                 except BaseException:
                     label_pool.cancel(futures)
                     raise
+            if futures:  # label validation, later in this process, reuses them as after in-process labeling
+                from models.labeling.offline.labeler import adopt_contexts
+
+                adopt_contexts(built["index"], pool.contexts())
     return out
 
 

@@ -125,6 +125,13 @@ class LabelPool:
             worker.load = 0.0
         return futures
 
+    def contexts(self) -> dict[tuple[Any, ...], Any]:
+        """The benchmark contexts the workers computed (after what they were given before)."""
+        merged: dict[tuple[Any, ...], Any] = {}
+        for future in [worker.submit("its benchmark contexts", ("contexts",)) for worker in self.workers]:
+            merged.update(future.result())
+        return merged
+
     def prebuild(self, path: Path) -> None:
         """Have the first worker build the task index from the O*NET files into `path` (`take_prebuilt`)."""
         from resources.task_index import blas_threads

@@ -6,7 +6,8 @@ between requests (the index loaded once, the benchmark being labeled).
 the digest of its inputs, the file's sha256, the build seconds); ("open", index_path) loads the pickled
 TaskIndex and builds the calibrated offline labeler (answer: its labeler_version, model, template_version);
 ("label", benchmark, prompts, batch) labels one batch, first preparing the benchmark's context from `prompts`
-when they are given (answer: the batch's LabelOutcomes); ("crash", code) ends the process (tests).
+when they are given (answer: the batch's LabelOutcomes); ("contexts",) returns the benchmark contexts it computed (the pool's process reuses them); ("crash", code)
+ends the process (tests).
 
 No warehouse, no Dagster: the worker only computes; the pool's process writes every label (the label cache,
 its lock and failures stay with the labeling loop, models/labeling/cache.py). Its module-level imports are the
@@ -91,6 +92,10 @@ def handle(state: _State, request: tuple[Any, ...]) -> Any:
             raise RuntimeError(f"batch of {benchmark!r} before its prompts were sent (worker has "
                                f"{state.prepared_for!r})")
         return state.labeler.label(batch)
+    if kind == "contexts":
+        from models.labeling.offline.labeler import computed_contexts
+
+        return computed_contexts(state.labeler.index) if state.labeler is not None else {}
     if kind == "crash":  # tests: a worker dying mid-run
         os._exit(int(request[1]))
     raise ValueError(f"unknown request {kind!r}")

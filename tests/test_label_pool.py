@@ -84,6 +84,49 @@ def test_two_workers_label_exactly_what_one_process_labels(snapshot: common.Stat
     assert sum(1 for labels in one["cybench"][0].values() if labels) > 0  # not a comparison of empty sets
 
 
+def test_the_workers_hand_their_benchmark_contexts_to_this_process(
+        snapshot: common.State, tmp_path: Path, records: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Label validation, later in the step's process, reuses the benchmark contexts the labeling computed
+    (models/labeling/offline/labeler.py's memo on the index); with workers they are computed there, so the
+    workers hand them back: the same contexts the step's process computes itself."""
+    import dataclasses
+    import pickle
+
+    import numpy as np
+
+    from assets.labels import _label_benchmarks
+    from models.labeling.offline import OfflineLabeler
+    from models.labeling.offline.labeler import _context_memo
+    from resources.readers import load_selector_fit
+
+    monkeypatch.setenv("BENCHMAP_LABEL_WORKERS", "2")
+    monkeypatch.setattr(label_pool, "MIN_PROMPTS_TO_START", 1)
+    settings.cache_clear()
+    warehouse = Warehouse(path=str(snapshot.copy_to(tmp_path / "contexts").warehouse))
+    built: dict[str, Any] = {}
+    try:
+        index, _, _ = warehouse.load_task_index()
+        _context_memo(index).clear()  # what this process computed before (other tests) does not count
+        _label_benchmarks(_Context(), warehouse, LabelerResource(kind="offline", batch_size=BATCH), records, built)
+    finally:
+        settings.cache_clear()
+    memo = _context_memo(built["index"])
+    from_workers = {key: pickle.dumps(context) for key, context in memo.items()}
+    assert len(from_workers) == len(BENCHMARKS)  # one per benchmark, none computed in this process
+    memo.clear()
+    OfflineLabeler.calibrated(built["index"], load_selector_fit()).prepare(
+        [r for name in BENCHMARKS for r in records[name]])
+    assert memo.keys() == from_workers.keys()
+    for key, context in memo.items():  # field by field (the pickles' bytes differ in layout, not in values)
+        theirs = pickle.loads(from_workers[key])  # noqa: S301 - our own bytes
+        for field in dataclasses.fields(context):
+            value, other = getattr(context, field.name), getattr(theirs, field.name)
+            if isinstance(value, np.ndarray):
+                assert value.dtype == other.dtype and np.array_equal(value, other), field.name
+            else:
+                assert value == other, field.name
+
+
 def test_a_worker_that_dies_fails_the_step_and_keeps_every_finished_batch(
         snapshot: common.State, tmp_path: Path, records: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     target = "finance_agent_benchmark"  # 50 prompts: 4 batches; its worker dies before the third

@@ -278,6 +278,19 @@ def _texts_digest(texts: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
+def computed_contexts(index: TaskIndex) -> dict[tuple[Any, ...], Any]:
+    """The contexts this process computed over `index` (a label worker hands them to the pool's process)."""
+    return dict(_context_memo(index))
+
+
+def adopt_contexts(index: TaskIndex, contexts: dict[tuple[Any, ...], Any]) -> None:
+    """Remember contexts computed over the same index in another process (the label workers), so label
+    validation in this process reuses them as it does those of in-process labeling."""
+    memo = _context_memo(index)
+    for key, context in contexts.items():
+        _remember(memo, key, context)
+
+
 def _remember(memo: dict[tuple[Any, ...], Any], key: tuple[Any, ...], context: Any) -> None:
     if len(memo) >= CONTEXT_MEMO_SIZE:
         memo.pop(next(iter(memo)))  # the oldest first: a long-lived process keeps a bounded memo
