@@ -34,7 +34,8 @@ from dagster import (
 )
 
 from assets.analysis import COVERAGE_HEADLINE_DESCRIPTION, counted_headline
-from assets.estimates_split import headline_draws, start_judged_checks
+from assets.estimate_draws import headline_draws
+from assets.estimates_split import start_judged_checks
 from models import coverage as cov
 from models import estimates as es
 from models.estimates.count_draws import count_draws_frame

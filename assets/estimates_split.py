@@ -158,20 +158,3 @@ def judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame, probl
                   pool: WorkerPool | None = None) -> JudgedChecks:
     """`start_judged_checks` and its result at once."""
     return start_judged_checks(warehouse, inputs, texts, problem, config, code_versions, log, pool).result()
-
-
-def headline_draws(warehouse: Warehouse, problem: es.Problem, seed: int, n_draws: int,
-                   estimators: tuple[str, ...] = ("labeler", "design", "model_assisted"), purpose: str = "headline",
-                   log: Any = None) -> es.DrawRecord:
-    """The headline's draws (run_estimators replays them), each benchmark from its own random streams, its rows
-    kept beside the warehouse by what they depend on (models/estimates/bench_draws.py): a benchmark without
-    judged texts that lands draws its own rows only."""
-    started = time.process_time()
-    record, report = es.draw_record(problem, seed, n_draws, estimators, purpose=purpose,
-                                    code_version=warehouse.draws_code_version(), read=warehouse.cached_result,
-                                    write=warehouse.keep_result)
-    if log is not None:
-        log.info(f"{purpose} draws {time.process_time() - started:.1f} CPU-s: {len(report.drawn)} benchmark(s) drawn "
-                 f"({', '.join(report.drawn[:5])}{', ...' if len(report.drawn) > 5 else ''}), {len(report.kept)} "
-                 f"read back; pooled parameters {'read back' if report.pooled_cached else 'drawn'}")
-    return record

@@ -89,7 +89,7 @@ def estimated_group_shares(warehouse: Warehouse, log: object = None) -> pl.DataF
     if not warehouse.table_exists("prompt_task_labels") or not warehouse.table_exists("benchmark_prompts"):
         return None
     from assets import estimates as estimate_assets
-    from assets.estimates_split import headline_draws
+    from assets.estimate_draws import headline_draws
     from models import estimates as es
 
     config = estimate_assets.EstimatesConfig()
