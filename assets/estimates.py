@@ -39,14 +39,12 @@ from assets.estimates_split import start_judged_checks
 from models import coverage as cov
 from models import estimates as es
 from models.estimates.count_draws import count_draws_frame
-from models.figures import draw_outputs, reliability_figure
+from models.figures import PREVIEW_DPI, draw_outputs, reliability_figure
 from models.figures.estimates import occupation_probability_figure, unit_coverage_figure
 from models.report.answer import answer_figures
 from resources.dagster_resources import Warehouse
 from resources.readers import REFERENCE_DIR, load_reference, read_labeler_oof
 from resources.worker_pool import shared_pool
-
-FIGURE_PREVIEW_DPI = 80  # the PNG shown in the Dagster UI (assets/exports.py figure_metadata's default)
 
 GROUP = "estimates"
 KINDS = {"polars", "duckdb"}
@@ -298,7 +296,7 @@ def _figure_later(context: AssetExecutionContext, warehouse: Warehouse, name: st
     the function returned gives its metadata, the files saved into this run's export folder
     (exports/<date>/figures/). A figure never fails the estimates."""
     pool = shared_pool()
-    drawn = pool.submit(draw_outputs, draw, (table,), preview_dpi=FIGURE_PREVIEW_DPI, name=f"figure {name}")
+    drawn = pool.submit(draw_outputs, draw, (table,), preview_dpi=PREVIEW_DPI, name=f"figure {name}")
 
     def metadata() -> dict:
         try:

@@ -58,7 +58,6 @@ EXPORT_DATE_TAG = "benchmap/export_date"
 COVERAGE_MAP_NAME = "coverage_map.html"
 SUMMARY_NAME = "summary.md"
 FIGURES_DIR = "figures"
-FIGURE_PREVIEW_DPI = 80  # the PNG in the asset's metadata (figure_metadata's default)
 
 FIGURE_TABLES = sorted({t for spec in fg.FIGURES for t in spec.tables})
 MEMBERSHIP = "benchmark_index_membership"
@@ -75,7 +74,7 @@ MAP_TABLES = ["occupation_coverage", "task_coverage", "prompt_task_labels", "ben
 
 
 def figure_metadata(
-    name: str, fig: "Figure", directory: str | Path | None = None, *, title: str | None = None, dpi: int = 80
+    name: str, fig: "Figure", directory: str | Path | None = None, *, title: str | None = None, dpi: int = fg.PREVIEW_DPI
 ) -> dict[str, MetadataValue]:
     """Metadata showing `fig` in the Dagster UI: `<name>` = Markdown with the PNG inlined (base64); with
     `directory`, the figure is also saved there as PNG and SVG, and `<name>_png` / `<name>_svg` point to
@@ -227,7 +226,7 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse) -> Mate
     pool = shared_pool()
     rendered = pool.gather([
         pool.submit(fg.render_outputs, spec.name, {t: tables[t] for t in (*spec.tables, *spec.optional_tables)
-                                                   if t in tables}, preview_dpi=FIGURE_PREVIEW_DPI,
+                                                   if t in tables}, preview_dpi=fg.PREVIEW_DPI,
                     name=f"figure {spec.name}")
         for spec in specs])
     drawn = {spec.name for spec in specs}

@@ -108,16 +108,19 @@ FIGURES: tuple[FigureSpec, ...] = (
 )
 
 
+PREVIEW_DPI = 80  # the smaller PNG a figure shows in the Dagster UI (figure_markdown, figure_outputs' preview)
+
+
+def _draw(spec: FigureSpec, tables: Mapping[str, pl.DataFrame]) -> Figure:
+    """`spec`'s figure from its tables, and its optional ones when present."""
+    extra = {t: tables[t] for t in spec.optional_tables if t in tables}
+    return spec.draw(*(tables[t] for t in spec.tables), **extra)
+
+
 def render_figures(tables: Mapping[str, pl.DataFrame]) -> dict[str, Figure]:
     """Every figure of FIGURES whose tables are in `tables` (name -> Figure). `occupations` may be passed as
     a table (onet_soc_code, title) to label the heatmap rows."""
-    figures: dict[str, Figure] = {}
-    for spec in FIGURES:
-        if not all(t in tables for t in spec.tables):
-            continue
-        extra = {t: tables[t] for t in spec.optional_tables if t in tables}
-        figures[spec.name] = spec.draw(*(tables[t] for t in spec.tables), **extra)
-    return figures
+    return {spec.name: _draw(spec, tables) for spec in FIGURES if all(t in tables for t in spec.tables)}
 
 
 def render_outputs(name: str, tables: Mapping[str, pl.DataFrame], dpi: int = 150, preview_dpi: int | None = None
@@ -126,9 +129,7 @@ def render_outputs(name: str, tables: Mapping[str, pl.DataFrame], dpi: int = 150
     `figure_outputs`: its files and preview bytes. A module-level function of frames and plain values, so a
     worker process can draw one figure while another draws the next (assets/exports.py `report_figures`)."""
     spec = next(s for s in FIGURES if s.name == name)
-    extra = {t: tables[t] for t in spec.optional_tables if t in tables}
-    fig = spec.draw(*(tables[t] for t in spec.tables), **extra)
-    return figure_outputs(fig, dpi=dpi, preview_dpi=preview_dpi)
+    return figure_outputs(_draw(spec, tables), dpi=dpi, preview_dpi=preview_dpi)
 
 
 def draw_outputs(draw: Callable[..., Figure], tables: Sequence[pl.DataFrame], dpi: int = 150,
@@ -148,7 +149,7 @@ def png_markdown(png: bytes, alt: str = "figure") -> str:
     return f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
 
 
-def figure_markdown(fig: Figure, alt: str = "figure", dpi: int = 80) -> str:
+def figure_markdown(fig: Figure, alt: str = "figure", dpi: int = PREVIEW_DPI) -> str:
     """`png_markdown` of the figure rendered at `dpi`."""
     return png_markdown(figure_png_bytes(fig, dpi=dpi), alt)
 
@@ -208,7 +209,7 @@ def render_figure_files(figures: Mapping[str, Figure], dpi: int = 150) -> dict[s
 
 __all__ = [
     "EXPOSED_COLOUR", "FIGURES", "LEVELS", "LEVEL_COLOURS", "MODEL_EXPOSURE_WAGE", "MODEL_IMPORTANCE",
-    "NOT_EXPOSED_COLOUR", "PREFERRED_EXPOSURE_SOURCE", "SERIES_COLOURS", "VALIDATION_METRICS", "VALIDATION_TITLES",
+    "NOT_EXPOSED_COLOUR", "PREFERRED_EXPOSURE_SOURCE", "PREVIEW_DPI", "SERIES_COLOURS", "VALIDATION_METRICS", "VALIDATION_TITLES",
     "FigureSpec", "draw_outputs", "figure_files", "figure_markdown", "figure_outputs", "figure_png_bytes", "hours_by_coverage_figure",
     "hours_by_coverage_level", "importance_quintile_figure", "labeler_validation_figure", "major_group_figure",
     "model_score_heatmap_figure", "new_figure", "png_markdown", "png_scaled", "reliability_figure", "render_figure_files", "render_figures", "render_outputs",
