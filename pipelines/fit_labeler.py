@@ -35,7 +35,7 @@ import polars as pl
 from models import benchmarks as bm
 from models.labeling import selector_cv as cv
 from models.labeling.offline import OfflineLabelerConfig, TaskIndex
-from models.labeling.selector import TrainingPrompt
+from models.labeling.selector_training import TrainingPrompt
 from models.reference_labels import SPLIT_FILES
 from resources.landing import read_prompts
 from resources.readers import FIT_PATH, REFERENCE_DIR, load_onet_reference_frames, load_reference

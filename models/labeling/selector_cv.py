@@ -16,14 +16,12 @@ import numpy as np
 import polars as pl
 
 from models.labeling.selector import (
-    BenchmarkEvidence,
     Selector,
     SelectorFit,
-    TrainingPrompt,
     context_sample,
-    fit_selector,
     work_dense_features,
 )
+from models.labeling.selector_training import BenchmarkEvidence, TrainingPrompt, fit_selector
 from models.reference_labels import per_prompt_metrics, summarise_metrics
 
 WORK_THRESHOLDS = tuple(np.round(np.linspace(0.05, 0.95, 37), 3))

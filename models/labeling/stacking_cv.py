@@ -334,9 +334,10 @@ def judged_signals(prompts: Sequence[Any], index: Any, top: int = 10) -> dict[st
     """prompt_hash -> [text work logit, [[code, score, best task], ...]] of every reference text (stacking.TextSignals):
     the logit of the selector's work model fitted without the text's benchmark (leave one benchmark out, as
     its labels in selector_oof.json), and the retriever's `top` best occupations (fitted on no judge label)."""
-    from models.labeling.selector import work_dense_features, work_model
+    from models.labeling.selector import work_dense_features
+    from models.labeling.selector_training import work_model
 
-    # prompts: models.labeling.selector.TrainingPrompt; index: the TaskIndex
+    # prompts: models.labeling.selector_training.TrainingPrompt; index: the TaskIndex
     out: dict[str, list] = {}
     for benchmark in sorted({p.benchmark for p in prompts}):
         held = [p for p in prompts if p.benchmark == benchmark]
