@@ -442,7 +442,8 @@ def headline_estimates(
     published = frame.filter(pl.col("published") & (pl.col("scope") == es.ALL_SCOPE))
     context.log.info(
         f"estimates {t_estimates:.1f}s ({'draws of benchmark_index_membership replayed' if replayed else 'kept draws read or drawn'}; "
-        f"judged checks {judged.seconds:.1f}s, {'cached' if judged.cached else 'computed'}, "
+        f"judged checks {judged.seconds:.1f}s, {'cached' if judged.cached else 'computed'}"
+        f"{' (started ahead of the step)' if pending.ahead else ''}, "
         f"{judged.gathered:.1f}s of it gathering them), "
         f"split check {t_split:.1f}s; "
         f"{int(design['n_sampled'].sum())} judge-sampled texts over {(design['n_sampled'] > 0).sum()} benchmarks"

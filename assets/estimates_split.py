@@ -101,6 +101,13 @@ class PendingJudgedChecks:
     pool: WorkerPool | None = None
     parts: list[Any] | None = None
     store: Any = None  # (warehouse, key) to keep the result under, or None
+    key: str = ""
+    ahead: bool = False  # started before the step (run_all: assets/estimates_ahead.py), taken by it
+
+    def discard(self) -> None:
+        """Nobody will read them: the parts no worker has started are dropped."""
+        if self.pool is not None and self.parts:
+            self.pool.discard(self.parts)
 
     def result(self) -> JudgedChecks:
         if self.cached is not None:
@@ -118,6 +125,31 @@ class PendingJudgedChecks:
         return result
 
 
+# Judged checks started ahead of the step that reads them (assets/estimates_ahead.py: run_all starts them before
+# its analysis run, while the main process runs the steps before the headline), by their key: the step whose own
+# key is the same takes them; any other is dropped. At most one entry, dropped at the end of the run.
+_AHEAD: dict[str, PendingJudgedChecks] = {}
+
+
+def keep_ahead(pending: PendingJudgedChecks) -> None:
+    drop_ahead()
+    pending.ahead = True
+    _AHEAD[pending.key] = pending
+
+
+def take_ahead(key: str) -> PendingJudgedChecks | None:
+    """The checks started ahead under this very key (taken: a second call finds none); any other are dropped."""
+    pending = _AHEAD.pop(key, None)
+    drop_ahead()
+    return pending
+
+
+def drop_ahead() -> None:
+    """Drop the checks started ahead that no step took (their unstarted parts leave the worker's queue)."""
+    while _AHEAD:
+        _AHEAD.popitem()[1].discard()
+
+
 def start_judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame, problem: es.Problem,
                         config: Any, code_versions: list[str], log: object = None,
                         pool: WorkerPool | None = None) -> PendingJudgedChecks:
@@ -132,10 +164,12 @@ def start_judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame,
     relabel, held_out_labels, relabel_key = keyed_split_relabeler(
         warehouse, inputs["labeler_version"], judged_texts, judged_problem, log)
     key = es.checks_key(judged_problem, [relabel_key, held_out_labels, code_versions, config.model_dump()])
+    if (ahead := take_ahead(key)) is not None:  # the same inputs, settings and code: the same values
+        return ahead
     if code_versions:  # without a code version a code change could not tell an old result from a new one
         cached = warehouse.cached_result("judged_checks", key)
         if isinstance(cached, JudgedChecks):
-            return PendingJudgedChecks(started, cached=cached)
+            return PendingJudgedChecks(started, cached=cached, key=key)
     pool = pool or shared_pool()
     pooled = es.scopes_for(judged_problem, per_benchmark=False)
     # a worker takes them in this order (CPU-s on the mirror: calibration ~9, p_covered ~4, split ~5); the step's
@@ -150,7 +184,8 @@ def start_judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame,
         pool.submit(split_check, judged_problem, pooled, config.split_repeats, min(config.n_draws, 50),
                     config.seed, relabel, held_out_labels, name="judged check: split"),
     ]
-    return PendingJudgedChecks(started, pool=pool, parts=parts, store=(warehouse, key) if code_versions else None)
+    return PendingJudgedChecks(started, pool=pool, parts=parts, store=(warehouse, key) if code_versions else None,
+                               key=key)
 
 
 def judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame, problem: es.Problem,
