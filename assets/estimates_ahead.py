@@ -37,7 +37,7 @@ def headline_code_versions(assets: list[Any]) -> list[str] | None:
 def start_judged_checks_ahead(warehouse: Warehouse, code_versions: list[str],
                               config: EstimatesConfig | None = None, log: Any = None) -> bool:
     """Start the headline's judged checks in the worker pool now, from the warehouse as it is (the headline takes
-    them when its key is the same); False when there is nothing to start (no labels yet, or the cache has them)."""
+    them when its key is the same); False when there is nothing to start (no labels yet)."""
     if not warehouse.table_exists("prompt_task_labels") or not warehouse.table_exists("benchmark_prompts"):
         return False
     config = config or EstimatesConfig()  # run_all's analysis run has no run config: the headline's defaults
@@ -46,10 +46,8 @@ def start_judged_checks_ahead(warehouse: Warehouse, code_versions: list[str],
     judge_rows = inputs["judge_rows"]
     texts = es.text_frame(inputs["prompts"], judge_rows)  # type: ignore[arg-type]
     problem = _problem(inputs, judge_rows, inputs["labels"])  # type: ignore[arg-type]
-    pending = start_judged_checks(warehouse, inputs, texts, problem, config, code_versions, log)
-    if pending.cached is not None:  # read back from the cache: the headline reads it as fast itself
-        return False
-    keep_ahead(pending)
+    # computing in a worker, or read back from the cache (the headline then need not read it again)
+    keep_ahead(start_judged_checks(warehouse, inputs, texts, problem, config, code_versions, log))
     return True
 
 
