@@ -442,8 +442,7 @@ def headline_estimates(
     published = frame.filter(pl.col("published") & (pl.col("scope") == es.ALL_SCOPE))
     context.log.info(
         f"estimates {t_estimates:.1f}s ({'draws of benchmark_index_membership replayed' if replayed else 'kept draws read or drawn'}; "
-        f"judged checks {judged.seconds:.1f}s, {'cached' if judged.cached else 'computed'}"
-        f"{' (started ahead of the step)' if pending.ahead else ''}, "
+        f"judged checks {judged.seconds:.1f}s, {'cached' if judged.cached else 'computed'}{' ahead' * pending.ahead}, "
         f"{judged.gathered:.1f}s of it gathering them), "
         f"split check {t_split:.1f}s; "
         f"{int(design['n_sampled'].sum())} judge-sampled texts over {(design['n_sampled'] > 0).sum()} benchmarks"
@@ -488,7 +487,8 @@ def headline_estimates(
     shared_pool().warm(["models.regression_mi", "statsmodels.formula.api"])
     yield Output(split, "estimate_split_check", metadata={"preview": MetadataValue.md(_md(split, 40)),
                                                           "seconds": round(t_split, 2),
-                                                          "judged_checks_cached": judged.cached})
+                                                          "judged_checks_cached": judged.cached,
+                                                          "judged_checks_started_ahead": pending.ahead})
     yield Output(count_draws, "headline_count_draws", metadata={
         "rows": count_draws.height, "draws": int(count_draws["draw"].n_unique()) if count_draws.height else 0})
 

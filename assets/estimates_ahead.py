@@ -21,8 +21,10 @@ from assets.estimates import EstimatesConfig, _problem, read_inputs
 from assets.estimates_split import drop_ahead, keep_ahead, start_judged_checks
 from models import estimates as es
 from resources.dagster_resources import Warehouse
+from resources.worker_pool import shared_pool
 
 HEADLINE = AssetKey("headline_estimates")
+FIGURE_MODULES = ("matplotlib.figure", "matplotlib.backends.backend_agg", "PIL.Image", "models.figures.estimates")
 
 
 def headline_code_versions(assets: list[Any]) -> list[str] | None:
@@ -48,6 +50,8 @@ def start_judged_checks_ahead(warehouse: Warehouse, code_versions: list[str],
     problem = _problem(inputs, judge_rows, inputs["labels"])  # type: ignore[arg-type]
     # computing in a worker, or read back from the cache (the headline then need not read it again)
     keep_ahead(start_judged_checks(warehouse, inputs, texts, problem, config, code_versions, log))
+    # then the worker imports what the headline's figures draw with (it is idle between the checks and them)
+    shared_pool().warm(FIGURE_MODULES)
     return True
 
 

@@ -111,3 +111,18 @@ def test_the_code_versions_are_the_headline_steps():
     versions = headline_code_versions(assets)
     assert versions and versions == sorted(str(v) for v in headline.code_versions_by_key.values() if v)
     assert headline_code_versions([a for a in assets if a is not headline]) is None
+
+
+def test_run_all_starts_the_checks_ahead_and_the_headline_takes_them(full_pipeline):
+    """End to end: the cold run_all on the mirror started the judged checks before its analysis run, the headline
+    took them (its key was theirs), and none were left over after the run."""
+    from dagster import AssetKey, DagsterInstance
+
+    from assets import estimates_split
+
+    with DagsterInstance.from_config(str(full_pipeline.dagster_home)) as instance:
+        event = instance.get_latest_materialization_event(AssetKey("estimate_split_check"))
+    metadata = event.asset_materialization.metadata
+    assert metadata["judged_checks_started_ahead"].value is True
+    assert metadata["judged_checks_cached"].value is False  # a cold run: computed (in the worker, ahead)
+    assert not estimates_split._AHEAD
