@@ -17,9 +17,7 @@
 
 
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 from dagster import (
@@ -35,11 +33,12 @@ from dagster import (
 
 from assets.analysis import COVERAGE_HEADLINE_DESCRIPTION, counted_headline
 from assets.estimate_draws import headline_draws
+from assets.estimate_figures import figure_later
 from assets.estimates_split import start_judged_checks
 from models import coverage as cov
 from models import estimates as es
 from models.estimates.count_draws import count_draws_frame
-from models.figures import PREVIEW_DPI, draw_outputs, reliability_figure
+from models.figures import reliability_figure
 from models.figures.estimates import occupation_probability_figure, unit_coverage_figure
 from models.report.answer import answer_figures
 from resources.dagster_resources import Warehouse
@@ -290,28 +289,6 @@ def _pass_b_rows(warehouse: Warehouse, inputs: dict, judge_rows: pl.DataFrame, s
 CALIBRATION_TABLES = ("occupation_probability_calibration", "unit_coverage_simulation_check")
 
 
-def _figure_later(context: AssetExecutionContext, warehouse: Warehouse, name: str, draw: Callable[..., Any],
-                  table: pl.DataFrame, title: str) -> Callable[[], dict]:
-    """Start drawing a figure of `table` in the worker pool (resources/worker_pool.py) while the step goes on;
-    the function returned gives its metadata, the files saved into this run's export folder
-    (exports/<date>/figures/). A figure never fails the estimates."""
-    pool = shared_pool()
-    drawn = pool.submit(draw_outputs, draw, (table,), preview_dpi=PREVIEW_DPI, name=f"figure {name}")
-
-    def metadata() -> dict:
-        try:
-            from assets.exports import FIGURES_DIR, export_folder, rendered_figure_metadata
-
-            files, preview = pool.gather([drawn])[0]
-            return rendered_figure_metadata(name, files, preview, export_folder(context, warehouse) / FIGURES_DIR,
-                                            title=title)
-        except Exception as error:  # noqa: BLE001
-            context.log.warning(f"figure {name} not drawn: {type(error).__name__}: {error}")
-            return {}
-
-    return metadata
-
-
 def code_versions_of(context: AssetExecutionContext) -> list[str]:
     """The code versions of the step's assets (pipelines/code_versions.py), sorted; empty without any."""
     return sorted(str(v) for v in (context.assets_def.code_versions_by_key or {}).values() if v)
@@ -407,20 +384,21 @@ def headline_estimates(
     if frame_b is not None:
         frame = pl.concat([frame, frame_b], how="vertical_relaxed")
     reliability = es.reliability_table(problem)
-    reliability_metadata = _figure_later(context, warehouse, "labeler_reliability", reliability_figure, reliability,
-                                         "Labeler calibration against the judge")
+    reliability_metadata = figure_later(context, warehouse, "labeler_reliability", reliability_figure, reliability,
+                                        "Labeler calibration against the judge")
     t_estimates = time.perf_counter() - started
     cpu_calibration = time.process_time()
     judged = pending.result()
     units["occupation_probability_calibration"], recalibration = judged.calibration, judged.recalibration
     units["unit_coverage_simulation_check"] = judged.coverage
-    figures = {  # drawn by a worker while this process writes the tables before theirs
-        "occupation_probability_calibration": _figure_later(
+    figures = {  # drawn by the worker of their check, else by a worker while this process writes the tables first
+        "occupation_probability_calibration": figure_later(
             context, warehouse, "occupation_probability_calibration", occupation_probability_figure,
-            judged.calibration, "Per-text occupation probabilities against the judge"),
-        "unit_coverage_simulation_check": _figure_later(
+            judged.calibration, "Per-text occupation probabilities against the judge",
+            judged.figures.get("occupation_probability_calibration")),
+        "unit_coverage_simulation_check": figure_later(
             context, warehouse, "unit_coverage_simulation_check", unit_coverage_figure, judged.coverage,
-            "p_covered against a known truth"),
+            "p_covered against a known truth", judged.figures.get("unit_coverage_simulation_check")),
     }
     units |= es.with_calibrated_p_covered(units, judged.coverage_map, es.UNIT_TABLES)
     cpu_calibration = time.process_time() - cpu_calibration
@@ -442,7 +420,7 @@ def headline_estimates(
     published = frame.filter(pl.col("published") & (pl.col("scope") == es.ALL_SCOPE))
     context.log.info(
         f"estimates {t_estimates:.1f}s ({'draws of benchmark_index_membership replayed' if replayed else 'kept draws read or drawn'}; "
-        f"judged checks {judged.seconds:.1f}s, {'cached' if judged.cached else 'computed'}, "
+        f"judged checks {judged.seconds:.1f}s, {'cached' if judged.cached else 'computed'}{' ahead' * pending.ahead}, "
         f"{judged.gathered:.1f}s of it gathering them), "
         f"split check {t_split:.1f}s; "
         f"{int(design['n_sampled'].sum())} judge-sampled texts over {(design['n_sampled'] > 0).sum()} benchmarks"
@@ -487,7 +465,8 @@ def headline_estimates(
     shared_pool().warm(["models.regression_mi", "statsmodels.formula.api"])
     yield Output(split, "estimate_split_check", metadata={"preview": MetadataValue.md(_md(split, 40)),
                                                           "seconds": round(t_split, 2),
-                                                          "judged_checks_cached": judged.cached})
+                                                          "judged_checks_cached": judged.cached,
+                                                          "judged_checks_started_ahead": pending.ahead})
     yield Output(count_draws, "headline_count_draws", metadata={
         "rows": count_draws.height, "draws": int(count_draws["draw"].n_unique()) if count_draws.height else 0})
 

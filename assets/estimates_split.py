@@ -10,13 +10,15 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
 from models import estimates as es
 from models.estimates.judged import coverage_check, split_check
+from models.figures import PREVIEW_DPI, computed_and_drawn
+from models.figures.estimates import occupation_probability_figure, unit_coverage_figure
 from resources.dagster_resources import Warehouse
 from resources.readers import load_stack_fit, read_judged_signals, read_selector_oof
 from resources.worker_pool import WorkerPool, shared_pool
@@ -85,6 +87,7 @@ class JudgedChecks:
     coverage: pl.DataFrame
     coverage_map: es.CoverageMap
     split: pl.DataFrame
+    figures: dict[str, Any] = field(default_factory=dict)  # table name -> its figure (draw_outputs) or the error
     cached: bool = False
     seconds: float = 0.0
     gathered: float = 0.0  # seconds the step spent gathering them (its share of the parts, then waiting)
@@ -101,6 +104,13 @@ class PendingJudgedChecks:
     pool: WorkerPool | None = None
     parts: list[Any] | None = None
     store: Any = None  # (warehouse, key) to keep the result under, or None
+    key: str = ""
+    ahead: bool = False  # started before the step (run_all: assets/estimates_ahead.py), taken by it
+
+    def discard(self) -> None:
+        """Nobody will read them: the parts no worker has started are dropped."""
+        if self.pool is not None and self.parts:
+            self.pool.discard(self.parts)
 
     def result(self) -> JudgedChecks:
         if self.cached is not None:
@@ -108,14 +118,41 @@ class PendingJudgedChecks:
             return self.cached
         assert self.pool is not None and self.parts is not None
         gathering = time.perf_counter()
-        (calibration, recalibration), (coverage, coverage_map), split = self.pool.gather(self.parts)
-        result = JudgedChecks(calibration, recalibration, coverage, coverage_map, split)
+        ((calibration, recalibration), calibration_figure), ((coverage, coverage_map), coverage_figure), split = \
+            self.pool.gather(self.parts)
+        result = JudgedChecks(calibration, recalibration, coverage, coverage_map, split, figures={
+            "occupation_probability_calibration": calibration_figure, "unit_coverage_simulation_check": coverage_figure})
         result.gathered = time.perf_counter() - gathering
         if self.store is not None:
             warehouse, key = self.store
             warehouse.keep_result("judged_checks", key, result)
         result.seconds = time.perf_counter() - self.started
         return result
+
+
+# Judged checks started ahead of the step that reads them (assets/estimates_ahead.py: run_all starts them before
+# its analysis run, while the main process runs the steps before the headline), by their key: the step whose own
+# key is the same takes them; any other is dropped. At most one entry, dropped at the end of the run.
+_AHEAD: dict[str, PendingJudgedChecks] = {}
+
+
+def keep_ahead(pending: PendingJudgedChecks) -> None:
+    drop_ahead()
+    pending.ahead = True
+    _AHEAD[pending.key] = pending
+
+
+def take_ahead(key: str) -> PendingJudgedChecks | None:
+    """The checks started ahead under this very key (taken: a second call finds none); any other are dropped."""
+    pending = _AHEAD.pop(key, None)
+    drop_ahead()
+    return pending
+
+
+def drop_ahead() -> None:
+    """Drop the checks started ahead that no step took (their unstarted parts leave the worker's queue)."""
+    while _AHEAD:
+        _AHEAD.popitem()[1].discard()
 
 
 def start_judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame, problem: es.Problem,
@@ -132,25 +169,31 @@ def start_judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame,
     relabel, held_out_labels, relabel_key = keyed_split_relabeler(
         warehouse, inputs["labeler_version"], judged_texts, judged_problem, log)
     key = es.checks_key(judged_problem, [relabel_key, held_out_labels, code_versions, config.model_dump()])
+    if (ahead := take_ahead(key)) is not None:  # the same inputs, settings and code: the same values
+        return ahead
     if code_versions:  # without a code version a code change could not tell an old result from a new one
         cached = warehouse.cached_result("judged_checks", key)
         if isinstance(cached, JudgedChecks):
-            return PendingJudgedChecks(started, cached=cached)
+            return PendingJudgedChecks(started, cached=cached, key=key)
     pool = pool or shared_pool()
     pooled = es.scopes_for(judged_problem, per_benchmark=False)
     # a worker takes them in this order (CPU-s on the mirror: calibration ~9, p_covered ~4, split ~5); the step's
     # process, after its own ~9 CPU-s (draws, per-unit tables, pass b), runs the split check itself if no worker
     # has started it: the two finish about together
+    # the calibration and p_covered checks each draw their figure as soon as they are done (the step shows them)
     parts = [
-        pool.submit(es.text_probability_calibration, judged_problem, n_draws=config.calibration_draws,
-                    seed=config.seed, name="judged check: per-text calibration"),
-        pool.submit(coverage_check, judged_problem, replications=config.coverage_repeats,
-                    n_draws=min(config.n_draws, config.coverage_draws), seed=config.seed, simulated=4,
-                    relabel=relabel, name="judged check: p_covered"),
+        pool.submit(computed_and_drawn, es.text_probability_calibration, occupation_probability_figure,
+                    judged_problem, n_draws=config.calibration_draws, seed=config.seed, preview_dpi=PREVIEW_DPI,
+                    name="judged check: per-text calibration"),
+        pool.submit(computed_and_drawn, coverage_check, unit_coverage_figure, judged_problem,
+                    replications=config.coverage_repeats, n_draws=min(config.n_draws, config.coverage_draws),
+                    seed=config.seed, simulated=4, relabel=relabel, preview_dpi=PREVIEW_DPI,
+                    name="judged check: p_covered"),
         pool.submit(split_check, judged_problem, pooled, config.split_repeats, min(config.n_draws, 50),
                     config.seed, relabel, held_out_labels, name="judged check: split"),
     ]
-    return PendingJudgedChecks(started, pool=pool, parts=parts, store=(warehouse, key) if code_versions else None)
+    return PendingJudgedChecks(started, pool=pool, parts=parts, store=(warehouse, key) if code_versions else None,
+                               key=key)
 
 
 def judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame, problem: es.Problem,

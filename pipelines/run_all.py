@@ -51,6 +51,7 @@ import datetime as dt
 import os
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from dagster import (
@@ -59,6 +60,7 @@ from dagster import (
     Definitions,
 )
 
+from assets.estimates_ahead import judged_checks_ahead
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
 from pipelines import cli, restore_labels, up_to_date
@@ -160,7 +162,8 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
             label_pool.shutdown()  # the workers' memory is free before the analysis
         if not args.skip_analysis:
             _run_step(runner, steps, "analysis", "analysis/exports (+ warehouse-wide benchmark checks)",
-                      plan.downstream, "analysis", with_warehouse_checks=True, force=bool(removed))
+                      plan.downstream, "analysis", with_warehouse_checks=True, force=bool(removed),
+                      around=lambda: judged_checks_ahead(runner.resources.get("warehouse"), runner.assets))
     # the closing reads (open failures, the headline lines) share one open of the file (~30 CPU-ms per open)
     with wh.held(warehouse_path if warehouse_path and Path(warehouse_path).exists() else None):
         unlabeled = _open_label_failures(warehouse_path, names, runner.resources.get("labeler"))
@@ -332,7 +335,8 @@ def _start_label_workers(warehouse_path: str | None) -> None:
 
 def _run_step(runner: Runner, steps: Steps, step: str, label: str, keys: list[AssetKey], kind: str, *,
               with_warehouse_checks: bool = False, force: bool = False,
-              before: Callable[[], None] | None = None) -> None:
+              before: Callable[[], None] | None = None,
+              around: Callable[[], AbstractContextManager] | None = None) -> None:
     """An unpartitioned step (reference, analysis): skipped when Dagster finds its assets up to date, else run
     and reported. One run_all at a time runs it: a second one waits, then finds it done (one analysis per set
     of inputs)."""
@@ -342,7 +346,8 @@ def _run_step(runner: Runner, steps: Steps, step: str, label: str, keys: list[As
             return
         if before is not None:
             before()
-        outcome = runner.run(label, keys, kind, with_warehouse_checks=with_warehouse_checks)
+        with around() if around is not None else contextlib.nullcontext():  # e.g. the judged checks started ahead
+            outcome = runner.run(label, keys, kind, with_warehouse_checks=with_warehouse_checks)
         steps.ran()
         runner.report(label, outcome)
 

@@ -159,6 +159,15 @@ class WorkerPool:
             for future in futures:
                 self._tasks.pop(future, None)
 
+    def discard(self, futures: Iterable[Future]) -> None:
+        """Nobody will gather these: the ones no worker has started are dropped (a running one finishes, unread)."""
+        with self._condition:
+            for future in futures:
+                task = self._tasks.pop(future, None)
+                if task is not None and task in self._pending:
+                    self._pending.remove(task)
+                future.cancel()
+
     def close(self, timeout: float = 10.0) -> None:
         """Stop the workers once their current task is done, killing one still busy after `timeout` seconds
         (queued tasks nobody gathered are dropped)."""

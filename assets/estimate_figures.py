@@ -1,0 +1,41 @@
+"""The headline step's figures (assets/estimates.py): drawn by a worker while the step writes the tables before
+theirs, or already drawn by the worker that ran their judged check (assets/estimates_split.py); saved into this
+run's export folder (exports/<date>/figures/) and shown in the step's metadata. A figure never fails the step."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import polars as pl
+from dagster import AssetExecutionContext
+
+from models.figures import PREVIEW_DPI, draw_outputs
+from resources.dagster_resources import Warehouse
+from resources.worker_pool import shared_pool
+
+
+def figure_later(context: AssetExecutionContext, warehouse: Warehouse, name: str, draw: Callable[..., Any],
+                 table: pl.DataFrame, title: str, drawn: Any = None) -> Callable[[], dict]:
+    """Start drawing a figure of `table` in the worker pool (resources/worker_pool.py) while the step goes on,
+    unless `drawn` is it already (`draw_outputs`'s result, or the error that stopped it, as text); the function
+    returned gives its metadata, the files saved into this run's export folder."""
+    pool = shared_pool()
+    later = None if drawn is not None else pool.submit(draw_outputs, draw, (table,), preview_dpi=PREVIEW_DPI,
+                                                       name=f"figure {name}")
+
+    def metadata() -> dict:
+        try:
+            from assets.exports import FIGURES_DIR, export_folder, rendered_figure_metadata
+
+            outputs = drawn if later is None else pool.gather([later])[0]
+            if isinstance(outputs, str):
+                raise RuntimeError(outputs)
+            files, preview = outputs
+            return rendered_figure_metadata(name, files, preview, export_folder(context, warehouse) / FIGURES_DIR,
+                                            title=title)
+        except Exception as error:  # noqa: BLE001
+            context.log.warning(f"figure {name} not drawn: {type(error).__name__}: {error}")
+            return {}
+
+    return metadata
