@@ -27,3 +27,9 @@ def headline_draws(warehouse: Warehouse, problem: es.Problem, seed: int, n_draws
                  f"({', '.join(report.drawn[:5])}{', ...' if len(report.drawn) > 5 else ''}), {len(report.kept)} "
                  f"read back; pooled parameters {'read back' if report.pooled_cached else 'drawn'}")
     return record
+
+
+def kept_text_sums(warehouse: Warehouse, problem: es.Problem, record: es.DrawRecord | None) -> es.KeptTextSums:
+    """The per-text table's sums of the benchmarks whose inputs are unchanged, read back (keyed by the draws'
+    keys on `record`, models/estimates/text_sums.py); the headline sums the other benchmarks' texts only."""
+    return es.KeptTextSums(problem, es.text_keys(record) if record is not None else None, warehouse.cached_result)

@@ -34,7 +34,7 @@ from dagster import (
 )
 
 from assets.analysis import COVERAGE_HEADLINE_DESCRIPTION, counted_headline
-from assets.estimate_draws import headline_draws
+from assets.estimate_draws import headline_draws, kept_text_sums
 from assets.estimates_split import start_judged_checks
 from models import coverage as cov
 from models import estimates as es
@@ -386,6 +386,8 @@ def headline_estimates(
     if replay is None or not replay.covers(es.ESTIMATORS, config.seed, config.n_draws,
                                            (problem.n_bench, problem.n_tasks)):
         replay, replayed = headline_draws(warehouse, problem, config.seed, config.n_draws, log=context.log), False
+    text_sums = kept_text_sums(warehouse, problem, replay)  # a benchmark's per-text sums kept as its draws
+    unit_draws.text_subset = text_sums.texts_to_sum()
     result = es.run_estimators(
         problem, scopes, thresholds=thresholds, n_draws=config.n_draws, seed=config.seed, keep_counts=config.mi_draws,
         unit_draws=unit_draws, replay=replay,
@@ -426,6 +428,7 @@ def headline_estimates(
     cpu_calibration = time.process_time() - cpu_calibration
     assert unit_draws.text_estimates is not None
     started_texts = time.process_time()
+    unit_draws.text_estimates = text_sums.merged(unit_draws.text_estimates, warehouse.keep_result)  # type: ignore[arg-type]
     units["prompt_occupation_estimates"] = unit_draws.text_estimates.table(  # type: ignore[attr-defined]
         texts, recalibrate=recalibration)
     cpu_units += time.process_time() - started_texts
