@@ -36,6 +36,7 @@ from dagster import (
 from assets.analysis import COVERAGE_HEADLINE_DESCRIPTION, counted_headline
 from assets.estimate_draws import headline_draws, kept_text_sums
 from assets.estimates_split import start_judged_checks
+from assets.figure_reuse import figure_future
 from models import coverage as cov
 from models import estimates as es
 from models.estimates.count_draws import count_draws_frame
@@ -296,7 +297,8 @@ def _figure_later(context: AssetExecutionContext, warehouse: Warehouse, name: st
     the function returned gives its metadata, the files saved into this run's export folder
     (exports/<date>/figures/). A figure never fails the estimates."""
     pool = shared_pool()
-    drawn = pool.submit(draw_outputs, draw, (table,), preview_dpi=PREVIEW_DPI, name=f"figure {name}")
+    drawn = figure_future(warehouse, pool, name, [table], draw_outputs, draw, (table,), preview_dpi=PREVIEW_DPI,
+                          name=f"figure {name}")  # read back when drawn before from the same table
 
     def metadata() -> dict:
         try:

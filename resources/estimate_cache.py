@@ -42,6 +42,28 @@ def draws_code_version() -> str:
     return source_digest("models.estimates")
 
 
+def figure_key(name: str, frames: list[Any]) -> str | None:
+    """The key of a figure drawn from `frames` (polars DataFrames): its name, the frames' rows, columns and types,
+    the figure code (models/figures/) and matplotlib's and polars' versions (the row hashes). A figure is
+    byte-stable given these (models.figures.figure_outputs), so one drawn before under the same key is reused.
+    None when a frame cannot be hashed (then the figure is drawn)."""
+    import hashlib
+
+    import matplotlib
+    import polars as pl
+
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (name, source_digest("models.figures"), matplotlib.__version__, pl.__version__):
+        digest.update(part.encode() + b"\x1e")
+    try:
+        for frame in frames:
+            digest.update(repr(list(frame.schema.items())).encode() + b"\x1f")
+            digest.update(frame.hash_rows().to_numpy().tobytes() if frame.height else b"")
+    except Exception:  # noqa: BLE001  (a type hash_rows refuses: draw the figure, keep nothing)
+        return None
+    return digest.hexdigest()
+
+
 def cache_path(warehouse_path: str | Path, name: str) -> Path:
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
     return Path(warehouse_path).parent / CACHE_DIR / f"{safe}.pickle"
