@@ -34,7 +34,7 @@ from dagster import (
 )
 
 from assets.analysis import COVERAGE_HEADLINE_DESCRIPTION, counted_headline
-from assets.estimate_draws import headline_draws, kept_text_sums
+from assets.estimate_draws import headline_draws, kept_reliability_table, kept_text_sums
 from assets.estimates_split import start_judged_checks
 from assets.figure_reuse import figure_future
 from models import coverage as cov
@@ -410,7 +410,7 @@ def headline_estimates(
     frame_b = _pass_b_rows(warehouse, inputs, judge_rows, scopes, thresholds, config)
     if frame_b is not None:
         frame = pl.concat([frame, frame_b], how="vertical_relaxed")
-    reliability = es.reliability_table(problem)
+    reliability = kept_reliability_table(warehouse, problem, replay)  # unchanged unless a judged benchmark changed
     reliability_metadata = _figure_later(context, warehouse, "labeler_reliability", reliability_figure, reliability,
                                          "Labeler calibration against the judge")
     t_estimates = time.perf_counter() - started

@@ -85,3 +85,19 @@ def test_kept_sums_of_other_pairs_are_refused(problems):
     es.run_estimators(after, scopes, n_draws=N_DRAWS, seed=SEED, unit_draws=units, replay=record)
     with pytest.raises(ValueError, match="other \\(text, occupation\\) pairs"):
         kept.merged(units.text_estimates)  # type: ignore[arg-type]
+
+
+def test_the_reliability_table_is_the_judged_benchmarks_alone(problems):
+    """assets/estimate_draws.kept_reliability_table keys it by the draws' pooled key: a benchmark without judged
+    texts changes neither the key nor the table."""
+    before, after = problems
+    rec_before, _ = draw_record(before, SEED, N_DRAWS)
+    rec_after, _ = draw_record(after, SEED, N_DRAWS)
+    assert rec_before.pooled_key == rec_after.pooled_key
+    table = es.reliability_table(after)
+    assert table.height > 5 and table.equals(es.reliability_table(before))
+    judged_b = int(es.judged_benchmarks(after)[0])
+    rows = after.text_bench[after.lab_text] == judged_b
+    edited = replace(after, lab_p=np.where(rows, after.lab_p * 0.5, after.lab_p))
+    assert draw_record(edited, SEED, N_DRAWS)[0].pooled_key != rec_after.pooled_key
+    assert not es.reliability_table(edited).equals(table)
