@@ -17,12 +17,13 @@ from resources.worker_pool import WorkerPool
 KEPT = "figure_"  # + the figure's name: one kept result per figure
 
 
-def figure_future(warehouse: Warehouse, pool: WorkerPool, name: str, frames: Sequence[pl.DataFrame],
+def figure_future(warehouse: Warehouse, pool: WorkerPool, figure: str, frames: Sequence[pl.DataFrame],
                   fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
-    """The future of fn(*args, **kwargs) (the figure `name`'s (files, preview) drawn from `frames`): the outputs
-    kept under the frames' key when there are, else submitted to `pool` and kept once drawn."""
-    key = warehouse.figure_key(name, list(frames))
-    kept = warehouse.cached_result(KEPT + name, key) if key is not None else None
+    """The future of fn(*args, **kwargs) (the figure `figure`'s (files, preview) drawn from `frames`; `kwargs`
+    go to pool.submit, its `name=` too): the outputs kept under the frames' key when there are, else submitted to
+    `pool` and kept once drawn."""
+    key = warehouse.figure_key(figure, list(frames))
+    kept = warehouse.cached_result(KEPT + figure, key) if key is not None else None
     if isinstance(kept, tuple) and len(kept) == 2:
         done: Future = Future()
         done.set_result(kept)
@@ -31,7 +32,7 @@ def figure_future(warehouse: Warehouse, pool: WorkerPool, name: str, frames: Seq
     if key is not None:
         def keep(drawn: Future) -> None:
             if not drawn.cancelled() and drawn.exception() is None:
-                warehouse.keep_result(KEPT + name, key, drawn.result())
+                warehouse.keep_result(KEPT + figure, key, drawn.result())
 
         future.add_done_callback(keep)
     return future

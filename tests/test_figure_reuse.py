@@ -24,7 +24,7 @@ def test_a_figure_of_the_same_table_is_read_back_and_a_changed_one_drawn(tmp_pat
     table = _coverage_table()
     with WorkerPool(workers=0) as pool:  # drawn in this process when gathered
         first = figure_future(warehouse, pool, "unit_coverage_simulation_check", [table], draw_outputs,
-                              unit_coverage_figure, (table,), preview_dpi=40)
+                              unit_coverage_figure, (table,), preview_dpi=40, name="figure unit_coverage")
         (files, preview), = pool.gather([first])
         assert files["png"].startswith(b"\x89PNG") and preview
         again = figure_future(warehouse, pool, "unit_coverage_simulation_check", [table.clone()], draw_outputs,
