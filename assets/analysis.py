@@ -4,7 +4,6 @@ coverage, and how models score per occupation. Thin wrappers over `models.covera
 """
 
 import json
-from collections.abc import Callable
 
 import polars as pl
 from dagster import (
@@ -21,6 +20,7 @@ from dagster import (
     multi_asset,
 )
 
+from assets.kept_rows import counted_rows_store
 from models import coverage as cov
 from models import indexes as ix
 from models import regression as reg
@@ -194,27 +194,7 @@ def counted_headline(
     step (assets/estimates.py `headline_estimates`) from the same inputs as the estimates, not by an asset of
     its own, so every published figure comes from one step (issue 28)."""
     _, chosen = cov.select_labeler(task_label_counts, labeler)
-    # a scope's rows depend on its task coverage and these alone: kept by their key, so a new benchmark computes
-    # its own scope and the pooled ones, the other benchmarks' rows are read back (issue 29 item 3)
-    shared = warehouse.frames_key([warehouse.source_digest("models"), repr(thresholds), str(chosen)],
-                                  [onet_tasks, task_hours, onet_occupations])
-
-    def kept_rows(index: str) -> cov.ScopeRows | None:
-        if shared is None:
-            return None
-
-        def rows(scope: str, task_cov: pl.DataFrame, compute: Callable[[], cov.Rows]) -> cov.Rows:
-            key = warehouse.frames_key([shared, index, scope], [task_cov])
-            kept = warehouse.cached_result(f"counted_{index}_{scope}", key) if key is not None else None
-            if isinstance(kept, list):
-                return kept
-            computed = compute()
-            if key is not None:
-                warehouse.keep_result(f"counted_{index}_{scope}", key, computed)
-            return computed
-
-        return rows
-
+    kept_rows = counted_rows_store(warehouse, thresholds, chosen, [onet_tasks, task_hours, onet_occupations])
     landed = (warehouse.read_table("benchmarks", columns=["benchmark"])["benchmark"].to_list()
               if warehouse.table_exists("benchmarks") else [])
     return pl.concat(
