@@ -20,6 +20,7 @@ from dagster import (
     multi_asset,
 )
 
+from assets.kept_rows import counted_rows_store
 from models import coverage as cov
 from models import indexes as ix
 from models import regression as reg
@@ -193,6 +194,7 @@ def counted_headline(
     step (assets/estimates.py `headline_estimates`) from the same inputs as the estimates, not by an asset of
     its own, so every published figure comes from one step (issue 28)."""
     _, chosen = cov.select_labeler(task_label_counts, labeler)
+    kept_rows = counted_rows_store(warehouse, thresholds, chosen, [onet_tasks, task_hours, onet_occupations])
     landed = (warehouse.read_table("benchmarks", columns=["benchmark"])["benchmark"].to_list()
               if warehouse.table_exists("benchmarks") else [])
     return pl.concat(
@@ -207,6 +209,7 @@ def counted_headline(
                     labeler=chosen,
                     per_benchmark=name == ix.ALL_INDEX,
                     benchmarks=landed,
+                    scope_rows=kept_rows(name),
                 ),
                 name,
             )

@@ -27,3 +27,24 @@ def headline_draws(warehouse: Warehouse, problem: es.Problem, seed: int, n_draws
                  f"({', '.join(report.drawn[:5])}{', ...' if len(report.drawn) > 5 else ''}), {len(report.kept)} "
                  f"read back; pooled parameters {'read back' if report.pooled_cached else 'drawn'}")
     return record
+
+
+def kept_text_sums(warehouse: Warehouse, problem: es.Problem, record: es.DrawRecord | None) -> es.KeptTextSums:
+    """The per-text table's sums of the benchmarks whose inputs are unchanged, read back (keyed by the draws'
+    keys on `record`, models/estimates/text_sums.py); the headline sums the other benchmarks' texts only."""
+    return es.KeptTextSums(problem, es.text_keys(record) if record is not None else None, warehouse.cached_result)
+
+
+def kept_reliability_table(warehouse: Warehouse, problem: es.Problem, record: es.DrawRecord | None) -> Any:
+    """es.reliability_table(problem), read back when kept: it reads the judged texts' labels and judge pairs only,
+    which the draws' pooled key covers (the judged benchmarks' problem and models/estimates/), with the rest
+    of models/ (the Wilson interval) in the key too."""
+    pooled_key = getattr(record, "pooled_key", None)
+    key = f"{pooled_key}:{warehouse.source_digest('models')}" if pooled_key is not None else None
+    kept = warehouse.cached_result("labeler_reliability", key) if key is not None else None
+    if kept is not None:
+        return kept
+    table = es.reliability_table(problem)
+    if key is not None:
+        warehouse.keep_result("labeler_reliability", key, table)
+    return table

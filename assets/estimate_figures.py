@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 from dagster import AssetExecutionContext
 
+from assets.figure_reuse import figure_future
 from models.figures import PREVIEW_DPI, draw_outputs
 from resources.dagster_resources import Warehouse
 from resources.worker_pool import shared_pool
@@ -21,8 +22,8 @@ def figure_later(context: AssetExecutionContext, warehouse: Warehouse, name: str
     unless `drawn` is it already (`draw_outputs`'s result, or the error that stopped it, as text); the function
     returned gives its metadata, the files saved into this run's export folder."""
     pool = shared_pool()
-    later = None if drawn is not None else pool.submit(draw_outputs, draw, (table,), preview_dpi=PREVIEW_DPI,
-                                                       name=f"figure {name}")
+    later = None if drawn is not None else figure_future(  # read back when drawn before from the same table
+        warehouse, pool, name, [table], draw_outputs, draw, (table,), preview_dpi=PREVIEW_DPI, name=f"figure {name}")
 
     def metadata() -> dict:
         try:

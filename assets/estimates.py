@@ -32,7 +32,7 @@ from dagster import (
 )
 
 from assets.analysis import COVERAGE_HEADLINE_DESCRIPTION, counted_headline
-from assets.estimate_draws import headline_draws
+from assets.estimate_draws import headline_draws, kept_reliability_table, kept_text_sums
 from assets.estimate_figures import figure_later
 from assets.estimates_split import start_judged_checks
 from models import coverage as cov
@@ -363,6 +363,8 @@ def headline_estimates(
     if replay is None or not replay.covers(es.ESTIMATORS, config.seed, config.n_draws,
                                            (problem.n_bench, problem.n_tasks)):
         replay, replayed = headline_draws(warehouse, problem, config.seed, config.n_draws, log=context.log), False
+    text_sums = kept_text_sums(warehouse, problem, replay)  # a benchmark's per-text sums kept as its draws
+    unit_draws.text_subset = text_sums.texts_to_sum()
     result = es.run_estimators(
         problem, scopes, thresholds=thresholds, n_draws=config.n_draws, seed=config.seed, keep_counts=config.mi_draws,
         unit_draws=unit_draws, replay=replay,
@@ -383,7 +385,7 @@ def headline_estimates(
     frame_b = _pass_b_rows(warehouse, inputs, judge_rows, scopes, thresholds, config)
     if frame_b is not None:
         frame = pl.concat([frame, frame_b], how="vertical_relaxed")
-    reliability = es.reliability_table(problem)
+    reliability = kept_reliability_table(warehouse, problem, replay)  # unchanged unless a judged benchmark changed
     reliability_metadata = figure_later(context, warehouse, "labeler_reliability", reliability_figure, reliability,
                                         "Labeler calibration against the judge")
     t_estimates = time.perf_counter() - started
@@ -404,6 +406,7 @@ def headline_estimates(
     cpu_calibration = time.process_time() - cpu_calibration
     assert unit_draws.text_estimates is not None
     started_texts = time.process_time()
+    unit_draws.text_estimates = text_sums.merged(unit_draws.text_estimates, warehouse.keep_result)  # type: ignore[arg-type]
     units["prompt_occupation_estimates"] = unit_draws.text_estimates.table(  # type: ignore[attr-defined]
         texts, recalibrate=recalibration)
     cpu_units += time.process_time() - started_texts

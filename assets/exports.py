@@ -35,6 +35,7 @@ from dagster import (
     asset_check,
 )
 
+from assets.figure_reuse import figure_future
 from models import coverage_map as cmap
 from models import exports as ex
 from models import figures as fg
@@ -224,10 +225,11 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse) -> Mate
     # each figure drawn by a worker process or this one (resources/worker_pool.py): ~0.8 CPU-s each, independent
     specs = [spec for spec in fg.FIGURES if all(t in tables for t in spec.tables)]
     pool = shared_pool()
-    rendered = pool.gather([
-        pool.submit(fg.render_outputs, spec.name, {t: tables[t] for t in (*spec.tables, *spec.optional_tables)
-                                                   if t in tables}, preview_dpi=fg.PREVIEW_DPI,
-                    name=f"figure {spec.name}")
+    inputs = {spec.name: {t: tables[t] for t in (*spec.tables, *spec.optional_tables) if t in tables}
+              for spec in specs}
+    rendered = pool.gather([  # a figure whose tables did not change is read back (assets/figure_reuse.py)
+        figure_future(warehouse, pool, spec.name, list(inputs[spec.name].values()), fg.render_outputs, spec.name,
+                      inputs[spec.name], preview_dpi=fg.PREVIEW_DPI, name=f"figure {spec.name}")
         for spec in specs])
     drawn = {spec.name for spec in specs}
     for spec, (files, preview) in zip(specs, rendered, strict=True):

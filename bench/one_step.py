@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
     state = common.State(args.state)
     os.environ.update(state.env())
-    from dagster import AssetKey, DagsterInstance, materialize
+    from dagster import AssetSelection, DagsterInstance, materialize
 
     from pipelines.definitions import build_definitions
 
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         t0, c0, rss0 = time.perf_counter(), _cpu_s(), _maxrss_mib()
         if profiler:
             profiler.enable()
-        result = materialize([*defs.assets, *(defs.asset_checks or [])], selection=[AssetKey(name)],
+        result = materialize([*defs.assets, *(defs.asset_checks or [])], selection=AssetSelection.assets(name).required_multi_asset_neighbors(),
                              instance=instance, resources=dict(defs.resources or {}), raise_on_error=False)
         if profiler:
             profiler.disable()

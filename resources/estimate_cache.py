@@ -42,6 +42,34 @@ def draws_code_version() -> str:
     return source_digest("models.estimates")
 
 
+def frames_key(parts: list[str], frames: list[Any]) -> str | None:
+    """A key of `parts` and `frames` (polars DataFrames: their columns, types and rows, by polars' row hash, so
+    polars' version is a part). None when a frame cannot be hashed (then nothing is kept or read)."""
+    import hashlib
+
+    import polars as pl
+
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (*parts, pl.__version__):
+        digest.update(str(part).encode() + b"\x1e")
+    try:
+        for frame in frames:
+            digest.update(repr(list(frame.schema.items())).encode() + b"\x1f")
+            digest.update(frame.hash_rows().to_numpy().tobytes() if frame.height else b"")
+    except Exception:  # noqa: BLE001  (a type hash_rows refuses: compute, keep nothing)
+        return None
+    return digest.hexdigest()
+
+
+def figure_key(name: str, frames: list[Any]) -> str | None:
+    """The key of a figure drawn from `frames`: its name, the frames (frames_key), the figure code
+    (models/figures/) and matplotlib's version. A figure is byte-stable given these
+    (models.figures.figure_outputs), so one drawn before under the same key is reused."""
+    import matplotlib
+
+    return frames_key([name, source_digest("models.figures"), matplotlib.__version__], frames)
+
+
 def cache_path(warehouse_path: str | Path, name: str) -> Path:
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
     return Path(warehouse_path).parent / CACHE_DIR / f"{safe}.pickle"

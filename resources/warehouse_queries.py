@@ -86,6 +86,18 @@ class WarehouseQueries:
 
         return estimate_cache.draws_code_version()
 
+    def figure_key(self, name: str, frames: list[Any]) -> str | None:
+        """The key a figure drawn from `frames` is kept under (estimate_cache.figure_key)."""
+        from resources import estimate_cache
+
+        return estimate_cache.figure_key(name, frames)
+
+    def frames_key(self, parts: list[str], frames: list[Any]) -> str | None:
+        """A key of `parts` and polars frames' rows (estimate_cache.frames_key)."""
+        from resources import estimate_cache
+
+        return estimate_cache.frames_key(parts, frames)
+
     def keep_result(self, name: str, key: str, value: Any) -> None:
         """Keep `value` as result `name` under `key` (replacing the one kept before)."""
         from resources import estimate_cache

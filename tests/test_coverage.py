@@ -426,3 +426,32 @@ def test_warehouse_label_counts_equal_the_in_memory_ones(tmp_path) -> None:
     expected = labels.join(keys, on=["benchmark", "prompt_id"], how="semi").select("benchmark", "prompt_id", "task_id")
     assert 3 <= expected.height < labels.height
     assert scored.sort(scored.columns).equals(expected.sort(expected.columns))
+
+
+def test_kept_scope_rows_are_read_back_and_the_headline_is_the_same(world: dict[str, pl.DataFrame]) -> None:
+    """coverage_headline's scope_rows (issue 29 item 3): rows kept by the scope's task coverage are read back; a
+    changed benchmark and the pooled scope are computed again; the table equals computing every scope."""
+    from resources.estimate_cache import frames_key
+
+    store: dict[str, tuple[str, object]] = {}
+    computed: list[str] = []
+
+    def kept(scope: str, task_cov: pl.DataFrame, compute):  # as assets/analysis.py counted_headline
+        key = frames_key(["test", scope], [task_cov])
+        if scope in store and store[scope][0] == key:
+            return store[scope][1]
+        computed.append(scope)
+        store[scope] = (key, compute())
+        return store[scope][1]
+
+    args = (world["tasks"], world["task_hours"], world["occupations"])
+    first = coverage_headline(world["counts"], *args, scope_rows=kept)
+    assert sorted(computed) == ["all", "bench1", "bench2"]
+    assert first.equals(coverage_headline(world["counts"], *args))
+    computed.clear()
+    more = label_counts(pl.concat([world["labels"], pl.DataFrame([_label("bench2", "q2", OCC_C, 6)])]))
+    refreshed = coverage_headline(more, *args, scope_rows=kept)
+    assert sorted(computed) == ["all", "bench2"]  # bench1's rows read back
+    scratch = coverage_headline(more, *args)
+    assert refreshed.equals(scratch)
+    assert not refreshed.equals(first)

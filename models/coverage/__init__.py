@@ -36,6 +36,8 @@ from models.coverage.counts import (
 )
 from models.coverage.headline import (
     HEADLINE_SCHEMA,
+    Rows,
+    ScopeRows,
     coverage_headline,
 )
 from models.coverage.sensitivity import (
@@ -53,6 +55,8 @@ from models.coverage.tables import (
 from models.soc import SOC_MAJOR_GROUPS, major_group_of
 
 __all__ = [
+    "Rows",
+    "ScopeRows",
     "HEADLINE_SCHEMA",
     "HoursWeighting",
     "LABELER_PREFERENCE",

@@ -3,7 +3,7 @@ occupations and US work hours covered and the major groups left uncovered (HEADL
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import polars as pl
 
@@ -69,6 +69,11 @@ def _headline_rows(
     return rows
 
 
+Rows = list[dict[str, object]]
+# (scope, its task coverage, compute) -> the scope's rows: compute() or rows kept from an earlier run whose inputs
+# were the same (assets/analysis.py keeps them by the task coverage's rows; issue 29 item 3)
+ScopeRows = Callable[[str, pl.DataFrame, Callable[[], Rows]], Rows]
+
 HEADLINE_SCHEMA = {
     "scope": pl.Utf8,
     "threshold": pl.Int64,
@@ -91,10 +96,12 @@ def coverage_headline(
     hours_weighting: HoursWeighting = "pi",
     per_benchmark: bool = True,
     benchmarks: Sequence[str] = (),
+    scope_rows: ScopeRows | None = None,
 ) -> pl.DataFrame:
     """Headline numbers, tidy: scope ('all' or a benchmark), threshold, metric, value, numerator,
     denominator, detail, labeler, hours_weighting. `benchmarks`: every landed benchmark, so that one whose
     prompts have no label at all (none is occupational work) still gets its rows, with zero covered.
+    `scope_rows`: how a scope's rows are had (ScopeRows; None: computed).
 
     Metrics per threshold t: tasks_covered (of all tasks), occupations_covered (of occupations with
     tasks), major_groups_uncovered (count of the 22 with no covered occupation; `detail` lists them),
@@ -114,9 +121,12 @@ def coverage_headline(
             scopes.append((str(name), task_coverage(counts.head(0), tasks, thresholds)))
     rows: list[dict[str, object]] = []
     for scope_name, task_cov in scopes:
-        weighted = task_hour_weights(task_cov, task_hours, hours_weighting)
-        occ_cov = occupation_coverage(task_cov, task_hours, occupations, thresholds, hours_weighting)
-        rows += _headline_rows(scope_name, task_cov, occ_cov, weighted, groups, thresholds)
+        def compute(scope_name: str = scope_name, task_cov: pl.DataFrame = task_cov) -> Rows:
+            weighted = task_hour_weights(task_cov, task_hours, hours_weighting)
+            occ_cov = occupation_coverage(task_cov, task_hours, occupations, thresholds, hours_weighting)
+            return _headline_rows(scope_name, task_cov, occ_cov, weighted, groups, thresholds)
+
+        rows += scope_rows(scope_name, task_cov, compute) if scope_rows is not None else compute()
     return pl.DataFrame(rows, schema=HEADLINE_SCHEMA).with_columns(
         pl.lit(chosen_labeler, dtype=pl.Utf8).alias("labeler"),
         pl.lit(hours_weighting).alias("hours_weighting"),

@@ -149,6 +149,7 @@ from models.estimates.tables import (  # noqa: F401
     run_estimators,
     with_bounds,
 )
+from models.estimates.text_sums import KeptTextSums, text_keys  # noqa: F401
 from models.estimates.texts import (  # noqa: F401
     P_MIN,
     PROMPT_OCCUPATION_SCHEMA,

@@ -218,6 +218,7 @@ def draw_record(problem: Problem, seed: int, n_draws: int, estimators: Sequence[
             if write is not None:
                 write(f"draws_{purpose}_{problem.benchmarks[b]}", keys[b], rows[b])
     record = DrawRecord((problem.n_bench, problem.n_tasks), seed, n_draws)
+    record.bench_keys, record.pooled_key = keys, pooled_key
     k = problem.n_tasks
     for e in estimators:
         for d in range(n_draws):

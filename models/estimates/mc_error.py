@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -32,22 +33,31 @@ def mean_mc_se(draws: np.ndarray) -> float:
     return float(values.std(ddof=1) / math.sqrt(values.size))
 
 
+@lru_cache(maxsize=64)
+def order_weights(n: int, p: float) -> np.ndarray:
+    """The Maritz-Jarrett weights of the sample quantile at `p` of `n` draws over the sorted draws (read-only).
+    They depend on n and p alone, and scipy's beta.cdf costs ~2 ms a call: the headline's ~1,200 interval ends
+    (every row of every estimator and scope) share three, so they are computed once per process."""
+    from scipy.stats import beta  # here, not at import: building the Definitions stays light (warm run)
+
+    m = (n - 1) * p + 1
+    weights = np.diff(beta.cdf(np.arange(n + 1) / n, m, n + 1 - m))
+    weights.setflags(write=False)
+    return weights
+
+
 def quantile_mc_se(draws: np.ndarray, probabilities: tuple[float, ...] = INTERVAL_PROBABILITIES) -> list[float]:
     """Standard errors of the draws' sample quantiles at `probabilities` (numpy's linear interpolation: order
     statistic m = (n - 1) p + 1): the exact bootstrap standard error of the m-th order statistic, which puts
     weight I_{i/n}(m, n + 1 - m) - I_{(i-1)/n}(m, n + 1 - m) on the i-th smallest draw (Maritz and Jarrett
-    1978; scipy's beta). 0.0 when the draws are all equal or fewer than 3."""
-    from scipy.stats import beta  # here, not at import: building the Definitions stays light (warm run)
-
+    1978; scipy's beta, `order_weights`). 0.0 when the draws are all equal or fewer than 3."""
     values = np.sort(np.asarray(draws, dtype=float))
     n = values.size
     if n < 3 or values[0] == values[-1]:
         return [0.0] * len(probabilities)
-    grid = np.arange(n + 1) / n
     out = []
     for p in probabilities:
-        m = (n - 1) * p + 1
-        weights = np.diff(beta.cdf(grid, m, n + 1 - m))
+        weights = order_weights(n, p)
         mean = float(weights @ values)
         se = math.sqrt(max(float(weights @ (values - mean) ** 2), 0.0))
         out.append(se if se > 1e-9 * max(1.0, abs(mean)) else 0.0)  # rounding noise of a constant tail: none
@@ -71,8 +81,6 @@ def draws_mc_se(draws: np.ndarray, probabilities: tuple[float, ...] = INTERVAL_P
     shape. The Maritz-Jarrett weights depend only on the number of draws, so every unit shares them: one
     matrix product over the sorted draws of the units whose value moves at all (a unit with the same value in
     every draw has none), over the order statistics where a weight is above 1e-15. No loop per unit."""
-    from scipy.stats import beta  # here, not at import (see quantile_mc_se)
-
     n = draws.shape[0]
     shape = draws.shape[1:]
     mean_se, out = np.zeros(shape), [np.zeros(shape) for _ in probabilities]
@@ -84,10 +92,8 @@ def draws_mc_se(draws: np.ndarray, probabilities: tuple[float, ...] = INTERVAL_P
     mean_se.reshape(-1)[varying] = ordered.std(axis=1, ddof=1, dtype=np.float64) / math.sqrt(n)
     if n < 3:
         return mean_se, out
-    grid = np.arange(n + 1) / n
     for p, se_out in zip(probabilities, out, strict=True):
-        m = (n - 1) * p + 1
-        weights = np.diff(beta.cdf(grid, m, n + 1 - m))
+        weights = order_weights(n, p)
         support = np.flatnonzero(weights > 1e-15)
         first, last = int(support[0]), int(support[-1]) + 1
         span, part = ordered[:, first:last].astype(np.float64), weights[first:last]

@@ -65,6 +65,9 @@ class DrawRecord:
         self.n_draws = n_draws
         self.entries: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
         self.parameters: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        # what the kept draws depend on (bench_draws.draw_record): per benchmark, and the pooled parameters
+        self.bench_keys: list[str] | None = None
+        self.pooled_key: str | None = None
 
     def add(self, estimator: str, counts: np.ndarray) -> None:
         flat = counts.ravel()
@@ -134,7 +137,7 @@ def _run_estimators(problem: Problem, scopes: Sequence[Scope], thresholds: Seque
     # a replay draws nothing: the ModelAssisted only feeds the per-text estimates, the samplers are not needed
     assisted = ModelAssisted(problem) if "model_assisted" in estimators and (replay is None or texts) else None
     if unit_draws is not None and texts and assisted is not None:
-        unit_draws.text_estimates = TextOccupationDraws(assisted)
+        unit_draws.text_estimates = TextOccupationDraws(assisted, unit_draws.text_subset)
     drawing = replay is None
     every_label = GroupedLabels(problem, np.arange(problem.lab_p.shape[0])) if drawing else None
     bootstrap = StratifiedBootstrap(problem) if drawing else None

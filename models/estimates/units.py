@@ -79,6 +79,7 @@ class UnitDraws:
         self.bench_occ = np.zeros((n_draws, problem.n_bench, problem.n_occ), dtype=np.float32)
         self.n = 0
         self.text_estimates: object | None = None  # a TextOccupationDraws fed the same draws (per-text table)
+        self.text_subset: np.ndarray | None = None  # its texts (None: every one; models/estimates/text_sums.py)
 
     def add(self, counts: np.ndarray, assisted: object | None = None) -> None:
         """One draw's (benchmarks x tasks) counts; `assisted`: the ModelAssisted that drew them (its last

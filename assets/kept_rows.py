@@ -1,0 +1,38 @@
+"""The labels-as-counted rows of coverage_headline kept per scope (issue 29 item 3): a scope's rows depend on its
+task coverage, the task/hours/occupation tables, thresholds, labeler and models/ source alone, so they are kept
+beside the warehouse under that key (`counted_<index>_<scope>`, resources/estimate_cache.py) and a refresh after a
+new benchmark computes its scope and the pooled ones only; the other benchmarks' rows are read back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import polars as pl
+
+from models import coverage as cov
+from resources.dagster_resources import Warehouse
+
+
+def counted_rows_store(warehouse: Warehouse, thresholds: Sequence[int], labeler: str | None,
+                       tables: list[pl.DataFrame]) -> Callable[[str], cov.ScopeRows | None]:
+    """Per benchmark index, the `scope_rows` of models.coverage.coverage_headline that reads kept rows back and
+    keeps computed ones (None when a table cannot be hashed: every scope computed)."""
+    shared = warehouse.frames_key([warehouse.source_digest("models"), repr(tuple(thresholds)), str(labeler)], tables)
+
+    def for_index(index: str) -> cov.ScopeRows | None:
+        if shared is None:
+            return None
+
+        def rows(scope: str, task_cov: pl.DataFrame, compute: Callable[[], cov.Rows]) -> cov.Rows:
+            key = warehouse.frames_key([shared, index, scope], [task_cov])
+            kept = warehouse.cached_result(f"counted_{index}_{scope}", key) if key is not None else None
+            if isinstance(kept, list):
+                return kept
+            computed = compute()
+            if key is not None:
+                warehouse.keep_result(f"counted_{index}_{scope}", key, computed)
+            return computed
+
+        return rows
+
+    return for_index
