@@ -181,7 +181,7 @@ def import_modules(modules: Sequence[str]) -> None:
         importlib.import_module(module)
 
 
-RELEASE_AFTER_CPU_S = 1.0  # a task this long gives its freed memory back (short ones, e.g. labeling batches, not)
+RELEASE_AFTER_CPU_S = 2.0  # a task this long gives its freed memory back (short ones, e.g. labeling batches, not)
 
 
 def release_memory() -> None:
