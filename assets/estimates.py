@@ -230,10 +230,12 @@ def kept_draws(problem: es.Problem) -> es.DrawRecord | None:
     return record
 
 
-def _problem(inputs: dict, judge_rows: pl.DataFrame, labels: pl.DataFrame) -> es.Problem:
-    """The estimates' Problem over the warehouse's texts, `labels` and the judge rows."""
+def _problem(inputs: dict, judge_rows: pl.DataFrame, labels: pl.DataFrame,
+             texts: pl.DataFrame | None = None) -> es.Problem:
+    """The estimates' Problem over the warehouse's texts, `labels` and the judge rows (`texts`: their text_frame,
+    when the caller has it)."""
     return es.build_problem(
-        es.text_frame(inputs["prompts"], judge_rows),
+        texts if texts is not None else es.text_frame(inputs["prompts"], judge_rows),
         es.labeler_pairs(labels),
         es.judge_pairs(judge_rows.drop_nulls("task_id")),
         inputs["tasks"],
@@ -241,11 +243,11 @@ def _problem(inputs: dict, judge_rows: pl.DataFrame, labels: pl.DataFrame) -> es
     )
 
 
-def _labels_as_counted(inputs: dict, judge_rows: pl.DataFrame, scopes: list[es.Scope], thresholds: tuple[int, ...],
+def _labels_as_counted(problem: es.Problem, scopes: list[es.Scope], thresholds: tuple[int, ...],
                        seed: int) -> pl.DataFrame:
-    """The labels_as_truth rows of the published labels (the estimators see the selector's cross-validated
-    labels of the judge texts; the labels as counted are the ones in prompt_task_labels)."""
-    problem = _problem(inputs, judge_rows, inputs["published_labels"])
+    """The labels_as_truth rows of the published labels (`problem`: built from them; the estimators see the
+    selector's cross-validated labels of the judge texts; the labels as counted are the ones in
+    prompt_task_labels)."""
     result = es.run_estimators(problem, scopes, thresholds=thresholds, n_draws=1, seed=seed,
                                estimators=("labels_as_truth",))
     return es.estimates_frame(problem, scopes, result, thresholds).filter(pl.col("estimator") == "labels_as_truth")
@@ -266,14 +268,29 @@ def _with_labeler(frame: pl.DataFrame, inputs: dict) -> pl.DataFrame:
     )
 
 
-def _pass_b_rows(warehouse: Warehouse, inputs: dict, judge_rows: pl.DataFrame, scopes: list[es.Scope],
-                 thresholds: tuple[int, ...], config: EstimatesConfig) -> pl.DataFrame | None:
-    """The judge's reproducibility: the same model-assisted estimate with the development split's pass 'b'
-    (None when there is no second pass)."""
+def _pass_b_problem(warehouse: Warehouse, inputs: dict, judge_rows: pl.DataFrame) -> es.Problem | None:
+    """The estimates' Problem with the development split judged by its second pass 'b' (None when there is no
+    second pass)."""
     other = read_judge_rows(warehouse, inputs["prompts"], dev_pass="b")
     if other.equals(judge_rows):
         return None
-    problem_b = _problem(inputs, other, inputs["labels"])
+    return _problem(inputs, other, inputs["labels"])
+
+
+def _drop_label_frames(inputs: dict) -> None:
+    """Free the frames of strings the Problems were built from (50x the mirror: two 2.2M-row label frames and the
+    555k prompts, ~0.5 GiB held until the step's end otherwise): what the estimates read of them is in the
+    Problems (integer arrays)."""
+    for name in ("labels", "published_labels", "prompts"):
+        inputs[name] = None
+
+
+def _pass_b_rows(warehouse: Warehouse, problem_b: es.Problem | None, inputs: dict, scopes: list[es.Scope],
+                 thresholds: tuple[int, ...], config: EstimatesConfig) -> pl.DataFrame | None:
+    """The judge's reproducibility: the same model-assisted estimate with the development split's pass 'b'
+    (`_pass_b_problem`; None when there is no second pass)."""
+    if problem_b is None:
+        return None
     replay = headline_draws(warehouse, problem_b, config.seed + 1, config.n_draws, ("model_assisted",), "pass_b")
     result_b = es.run_estimators(problem_b, scopes, thresholds=thresholds, n_draws=config.n_draws,
                                  seed=config.seed + 1, estimators=("model_assisted",), replay=replay)
@@ -353,10 +370,17 @@ def headline_estimates(
                                         inputs["membership"], thresholds, config.labeler)  # type: ignore[arg-type]
     judge_rows: pl.DataFrame = inputs["judge_rows"]  # type: ignore[assignment]
     texts = es.text_frame(inputs["prompts"], judge_rows)  # type: ignore[arg-type]
-    problem = _problem(inputs, judge_rows, inputs["labels"])  # type: ignore[arg-type]
+    problem = _problem(inputs, judge_rows, inputs["labels"], texts)  # type: ignore[arg-type]
     scopes = es.scopes_for(problem, inputs["membership"])  # type: ignore[arg-type]
     # the judged checks run in a worker process (or are read from their cache) while this one draws
     pending = start_judged_checks(warehouse, inputs, texts, problem, config, code_versions_of(context), context.log)
+    # every Problem the step needs is built now, then the label frames go (the per-text table, later, is the
+    # step's largest: 50x the mirror's peak was set there with them still held)
+    published_is_labels = inputs["published_labels"] is inputs["labels"]
+    counted_problem = problem if published_is_labels else _problem(
+        inputs, judge_rows, inputs["published_labels"], texts)  # type: ignore[arg-type]
+    problem_b = _pass_b_problem(warehouse, inputs, judge_rows)
+    _drop_label_frames(inputs)
     unit_draws = es.UnitDraws(problem, scopes, config.n_draws, with_texts=True)
     replay = kept_draws(problem)
     replayed = replay is not None
@@ -369,25 +393,26 @@ def headline_estimates(
         problem, scopes, thresholds=thresholds, n_draws=config.n_draws, seed=config.seed, keep_counts=config.mi_draws,
         unit_draws=unit_draws, replay=replay,
     )
+    reliability = kept_reliability_table(warehouse, problem, replay)  # (keyed by the draws) unchanged unless a judged benchmark changed
+    reliability_metadata = figure_later(context, warehouse, "labeler_reliability", reliability_figure, reliability,
+                                        "Labeler calibration against the judge")
+    del replay  # the draws' records: replayed
     frame = es.estimates_frame(problem, scopes, result, thresholds)
     cpu_units = time.process_time()
-    counted_problem = problem if inputs["published_labels"] is inputs["labels"] else _problem(
-        inputs, judge_rows, inputs["published_labels"])  # type: ignore[arg-type]
     units = es.unit_estimates(unit_draws, es.labels_as_truth_counts(counted_problem), thresholds)
     units |= es.benchmark_share_estimates(unit_draws)
     cpu_units = time.process_time() - cpu_units
     # what does not need the judged checks comes first: a worker is still on them (their order does not change
     # a value: each part has its own seed)
-    if inputs["published_labels"] is not inputs["labels"]:  # labels as counted = the published labels
-        counted = _labels_as_counted(inputs, judge_rows, scopes, thresholds, config.seed)
+    if not published_is_labels:  # labels as counted = the published labels
+        counted = _labels_as_counted(counted_problem, scopes, thresholds, config.seed)
         frame = pl.concat([frame.filter(pl.col("estimator") != "labels_as_truth"), counted.select(frame.columns)])
+    del counted_problem
     frame = _with_labeler(frame, inputs)
-    frame_b = _pass_b_rows(warehouse, inputs, judge_rows, scopes, thresholds, config)
+    frame_b = _pass_b_rows(warehouse, problem_b, inputs, scopes, thresholds, config)
+    del problem_b
     if frame_b is not None:
         frame = pl.concat([frame, frame_b], how="vertical_relaxed")
-    reliability = kept_reliability_table(warehouse, problem, replay)  # unchanged unless a judged benchmark changed
-    reliability_metadata = figure_later(context, warehouse, "labeler_reliability", reliability_figure, reliability,
-                                        "Labeler calibration against the judge")
     t_estimates = time.perf_counter() - started
     cpu_calibration = time.process_time()
     judged = pending.result()
@@ -407,9 +432,12 @@ def headline_estimates(
     assert unit_draws.text_estimates is not None
     started_texts = time.process_time()
     unit_draws.text_estimates = text_sums.merged(unit_draws.text_estimates, warehouse.keep_result)  # type: ignore[arg-type]
-    units["prompt_occupation_estimates"] = unit_draws.text_estimates.table(  # type: ignore[attr-defined]
+    # its strings are joined a slice at a time as the IO manager writes it (50x the mirror: 7.3M rows, ~1 GiB
+    # whole; it set the step's peak)
+    units["prompt_occupation_estimates"] = unit_draws.text_estimates.table_slices(  # type: ignore[attr-defined]
         texts, recalibrate=recalibration)
     cpu_units += time.process_time() - started_texts
+    del unit_draws  # the draws' sums: the per-text rows are taken
     sources = judge_rows.group_by("benchmark").agg(pl.col("source").first())
     design = (
         es.sample_design(texts)
@@ -419,6 +447,7 @@ def headline_estimates(
     split = judged.split
     t_split = time.perf_counter() - started - t_estimates
     count_draws = count_draws_frame(problem.task_keys, result.count_draws["model_assisted"])
+    del result
     headline = es.with_published(counted_rows, frame)  # the published estimate beside the labels (issue 16)
     published = frame.filter(pl.col("published") & (pl.col("scope") == es.ALL_SCOPE))
     context.log.info(
@@ -461,7 +490,8 @@ def headline_estimates(
                      "CPU-s")
     for name, table in units.items():
         seconds = cpu_calibration if name in CALIBRATION_TABLES else cpu_units
-        yield Output(table, name, metadata={"rows": table.height, "preview": MetadataValue.md(_md(table, 12)),
+        preview = table if isinstance(table, pl.DataFrame) else table.head(12)  # a SlicedFrame: its first rows
+        yield Output(table, name, metadata={"rows": table.height, "preview": MetadataValue.md(_md(preview, 12)),
                                             "cpu_seconds": round(seconds, 2),
                                             **(figures[name]() if name in figures else {})})
     # the worker is free now: it imports what coverage_regressions_mi's fits need while the next steps run

@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 from dagster import AssetExecutionContext, AssetKey, ConfigurableIOManager, InputContext, OutputContext
 
+from models.sliced_frame import SlicedFrame
 from resources import warehouse as wh
 from resources.dagster_resources import Warehouse
 
@@ -34,8 +35,12 @@ class WarehouseIOManager(ConfigurableIOManager):
     def handle_output(self, context: OutputContext, obj: pl.DataFrame | None) -> None:
         if obj is None:
             return
+        if isinstance(obj, SlicedFrame):  # a table too big to hold whole: written a slice at a time
+            wh.replace_table_in_slices(self.warehouse.path, _table_name(context), obj.slices())
+            context.add_output_metadata({"table": f"main.{_table_name(context)}", "row_count": obj.height})
+            return
         if not isinstance(obj, pl.DataFrame):
-            raise TypeError(f"asset {context.asset_key.to_user_string()} must return a polars DataFrame")
+            raise TypeError(f"asset {context.asset_key.to_user_string()} must return a polars DataFrame (or a SlicedFrame)")
         table = _table_name(context)
         if context.has_asset_partitions:
             keys = list(context.asset_partition_keys)

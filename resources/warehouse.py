@@ -19,7 +19,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -317,6 +317,22 @@ def replace_table(path: str | Path, name: str, df: pl.DataFrame) -> None:
         view = _register(con, df)
         with transaction(con, Path(path).parent):
             con.execute(f"create or replace table {table} as select * from {view}")
+
+
+def replace_table_in_slices(path: str | Path, name: str, slices: Iterable[pl.DataFrame]) -> None:
+    """As replace_table, for a table given slice by slice (models/sliced_frame.py: never whole in memory): the
+    first slice creates it, the others are appended, in one transaction."""
+    table = quote_identifier(name)
+    with connect(path) as con, transaction(con, Path(path).parent):
+        created = False
+        for part in slices:
+            view = _register(con, part)
+            if created:
+                con.execute(f"insert into {table} select * from {view}")
+            else:
+                con.execute(f"create or replace table {table} as select * from {view}")
+                created = True
+            con.unregister(view)
 
 
 def replace_partition(path: str | Path, name: str, df: pl.DataFrame, column: str, key: str) -> None:

@@ -65,10 +65,9 @@ class PooledParameters:
     pooled: list[float]
     mixtures: list[np.ndarray]
 
-    def for_problem(self, problem: Problem) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def for_problem(self, problem: Problem) -> DrawParameters:
         """The (boot, factors, mixture) of every draw over `problem`'s texts and benchmarks (a benchmark without
         judged texts: boot 0, the pooled factor as calibration_factors gives it, unused by its draws)."""
-        n_texts = problem.text_bench.shape[0]
         starts = np.searchsorted(problem.text_bench, np.arange(problem.n_bench))
         position = {name: b for b, name in enumerate(problem.benchmarks)}
         text_map = np.full(int(sum(self.n_texts)), -1, dtype=np.int64)
@@ -82,16 +81,34 @@ class PooledParameters:
             offset += size
         mapped = text_map[self.sampled]
         present = mapped >= 0
-        out = []
-        for boot_s, factors_j, pooled, mixture in zip(self.boots, self.factors, self.pooled, self.mixtures,
-                                                      strict=True):
-            boot = np.zeros(n_texts)
-            boot[mapped[present]] = boot_s[present]
-            factors = np.full(problem.n_bench, (0.0 + CALIBRATION_PRIOR * pooled) / (0.0 + CALIBRATION_PRIOR))
-            for j, b in judged_at:
-                factors[b] = factors_j[j]
-            out.append((boot, factors, mixture))
-        return out
+        return DrawParameters(self, problem.text_bench.shape[0], problem.n_bench, mapped[present], present,
+                              judged_at)
+
+
+class DrawParameters(Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]):
+    """PooledParameters.for_problem: draw d's (boot, factors, mixture) over one problem, built when asked for.
+    Held whole, the draws' bootstrap weights of every text are 200 x texts floats (50x the mirror: ~0.8 GiB per
+    record, twice in headline_estimates), all but the judged texts' zeros."""
+
+    def __init__(self, pooled: PooledParameters, n_texts: int, n_bench: int, positions: np.ndarray,
+                 present: np.ndarray, judged_at: list[tuple[int, int]]) -> None:
+        self.pooled, self.n_texts, self.n_bench = pooled, n_texts, n_bench
+        self.positions, self.present, self.judged_at = positions, present, judged_at
+
+    def __len__(self) -> int:
+        return len(self.pooled.boots)
+
+    def __getitem__(self, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # type: ignore[override]
+        if not -len(self) <= d < len(self):
+            raise IndexError(d)
+        d %= len(self)
+        boot = np.zeros(self.n_texts)
+        boot[self.positions] = self.pooled.boots[d][self.present]
+        pooled = self.pooled.pooled[d]
+        factors = np.full(self.n_bench, (0.0 + CALIBRATION_PRIOR * pooled) / (0.0 + CALIBRATION_PRIOR))
+        for j, b in self.judged_at:
+            factors[b] = self.pooled.factors[d][j]
+        return boot, factors, self.pooled.mixtures[d]
 
 
 def pooled_parameters(judged: Problem, seed: int, n_draws: int, purpose: str,
