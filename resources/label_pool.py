@@ -162,6 +162,8 @@ class LabelPool:
         self.workers[worker].submit("a crash", ("crash", code))
 
     def close(self) -> None:
+        for worker in self.workers:  # all asked first: they exit together
+            worker.process.stop()
         for worker in self.workers:
             worker.close()
 
