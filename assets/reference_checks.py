@@ -30,6 +30,7 @@ from assets.reference import (
 )
 from models import expectations as ex
 from models import reference as ref
+from resources import label_pool
 
 # match-rate floors (see the module docstring)
 FLOOR_OCCUPATIONS_WITH_WAGES = 0.99
@@ -58,11 +59,10 @@ def check_result(outcome: ex.ValidationOutcome, **metadata: object) -> AssetChec
     )
 
 
-def _validate(name: str, *parts: tuple[str, pl.DataFrame, Callable[[], list]]) -> ex.ValidationOutcome:
-    """Run each (label, frame, expectations factory) and combine; factories build fresh GX expectations."""
-    return ex.combine(
-        [ex.run_expectations(frame, build(), name=label) for label, frame, build in parts], name=name
-    )
+def _validate(name: str, *parts: tuple[str, pl.DataFrame, Callable[[], list[ex.Spec]]]) -> ex.ValidationOutcome:
+    """Run each (label, frame, expectations factory) and combine: in the label pool's checks worker when a cold
+    run_all started one with Great Expectations imported (resources/label_pool.py), else in this process."""
+    return ex.combine(label_pool.validate([(label, frame, build()) for label, frame, build in parts]), name=name)
 
 
 def _metrics(**values: float) -> pl.DataFrame:

@@ -11,7 +11,10 @@ into a polars frame. Great Expectations is imported lazily (it takes seconds to 
 module, and the Dagster definitions that use it, stays cheap. No Dagster here: asset checks turn an outcome
 into an `AssetCheckResult` (see `assets/reference.py`).
 
-Pass freshly built expectations to each call (GX assigns ids to the objects it adds to a suite).
+The builders below return `Spec`s (the GX class name and its arguments, plain data): building them imports no
+GX, and a spec can be sent to another process (a cold `run_all` validates in a label worker that imported GX
+while the main process did other work: resources/label_pool.py, `validate`). `run_expectations` builds fresh
+GX expectations from them for each call (GX assigns ids to the objects it adds to a suite).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -41,6 +44,17 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
     "sample_unexpected": pl.Utf8(),
     "exception": pl.Utf8(),
 }
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One expectation: the name of its class in `great_expectations.expectations` and its arguments."""
+
+    kind: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+    def build(self) -> Expectation:
+        return getattr(_ge().expectations, self.kind)(**self.arguments)
 
 
 @dataclass(frozen=True)
@@ -126,7 +140,7 @@ def _short(value: Any, limit: int = 200) -> str | None:
 
 
 def run_expectations(
-    frame: pl.DataFrame | pd.DataFrame, expectations: Sequence[Expectation], *, name: str = "frame"
+    frame: pl.DataFrame | pd.DataFrame, expectations: Sequence[Spec | Expectation], *, name: str = "frame"
 ) -> ValidationOutcome:
     """Validate `frame` against `expectations` in an ephemeral GX context.
 
@@ -144,7 +158,7 @@ def run_expectations(
     )
     suite = context.suites.add(gx.ExpectationSuite(name=name))
     for expectation in expectations:
-        suite.add_expectation(expectation)
+        suite.add_expectation(expectation.build() if isinstance(expectation, Spec) else expectation)
     batch = batch_definition.get_batch(batch_parameters={"dataframe": _to_pandas(frame)})
     validation = batch.validate(suite, result_format="SUMMARY")
     rows = []
@@ -174,6 +188,11 @@ def run_expectations(
     )
 
 
+def run_parts(parts: Sequence[tuple[str, pl.DataFrame, Sequence[Spec]]]) -> list[ValidationOutcome]:
+    """`run_expectations` of each (name, frame, specs): one task for a worker process."""
+    return [run_expectations(frame, specs, name=name) for name, frame, specs in parts]
+
+
 def combine(outcomes: Iterable[ValidationOutcome], *, name: str) -> ValidationOutcome:
     """One outcome from several (e.g. the table itself plus a per-group aggregate of it)."""
     outcomes = list(outcomes)
@@ -181,69 +200,65 @@ def combine(outcomes: Iterable[ValidationOutcome], *, name: str) -> ValidationOu
     return ValidationOutcome(name=name, success=all(o.success for o in outcomes), results=results)
 
 
-# --- builders for the expectations every table needs (GX imported only when called) ---
+# --- builders for the expectations every table needs (plain data: no GX imported) ---
 
 
-def not_null(columns: Sequence[str], *, mostly: float | None = None) -> list[Expectation]:
-    gx = _ge()
+def not_null(columns: Sequence[str], *, mostly: float | None = None) -> list[Spec]:
     extra = {"mostly": mostly} if mostly is not None else {}
-    return [gx.expectations.ExpectColumnValuesToNotBeNull(column=c, **extra) for c in columns]
+    return [Spec("ExpectColumnValuesToNotBeNull", {"column": c, **extra}) for c in columns]
 
 
-def unique_key(columns: Sequence[str]) -> list[Expectation]:
+def unique_key(columns: Sequence[str]) -> list[Spec]:
     """Every key column non-null, and the key (one column or a compound key) unique."""
-    gx = _ge()
     unique = (
-        gx.expectations.ExpectColumnValuesToBeUnique(column=columns[0])
+        Spec("ExpectColumnValuesToBeUnique", {"column": columns[0]})
         if len(columns) == 1
-        else gx.expectations.ExpectCompoundColumnsToBeUnique(column_list=list(columns))
+        else Spec("ExpectCompoundColumnsToBeUnique", {"column_list": list(columns)})
     )
     return [*not_null(columns), unique]
 
 
 def between(
     column: str, min_value: float | None, max_value: float | None, *, mostly: float | None = None
-) -> Expectation:
+) -> Spec:
     """Non-null values of `column` within [min_value, max_value] (nulls are not counted as failures)."""
     extra = {"mostly": mostly} if mostly is not None else {}
-    return _ge().expectations.ExpectColumnValuesToBeBetween(
-        column=column, min_value=min_value, max_value=max_value, **extra
+    return Spec(
+        "ExpectColumnValuesToBeBetween", {"column": column, "min_value": min_value, "max_value": max_value, **extra}
     )
 
 
-def positive(column: str) -> Expectation:
+def positive(column: str) -> Spec:
     """Non-null values of `column` strictly above 0."""
-    return _ge().expectations.ExpectColumnValuesToBeBetween(column=column, min_value=0, strict_min=True)
+    return Spec("ExpectColumnValuesToBeBetween", {"column": column, "min_value": 0, "strict_min": True})
 
 
-def matches(column: str, regex: str) -> Expectation:
-    return _ge().expectations.ExpectColumnValuesToMatchRegex(column=column, regex=regex)
+def matches(column: str, regex: str) -> Spec:
+    return Spec("ExpectColumnValuesToMatchRegex", {"column": column, "regex": regex})
 
 
-def in_set(column: str, values: Sequence[Any], *, mostly: float | None = None) -> Expectation:
+def in_set(column: str, values: Sequence[Any], *, mostly: float | None = None) -> Spec:
     extra = {"mostly": mostly} if mostly is not None else {}
-    return _ge().expectations.ExpectColumnValuesToBeInSet(column=column, value_set=list(values), **extra)
+    return Spec("ExpectColumnValuesToBeInSet", {"column": column, "value_set": list(values), **extra})
 
 
-def row_count(value: int) -> Expectation:
-    return _ge().expectations.ExpectTableRowCountToEqual(value=value)
+def row_count(value: int) -> Spec:
+    return Spec("ExpectTableRowCountToEqual", {"value": value})
 
 
-def row_count_between(min_value: int | None, max_value: int | None) -> Expectation:
-    return _ge().expectations.ExpectTableRowCountToBeBetween(min_value=min_value, max_value=max_value)
+def row_count_between(min_value: int | None, max_value: int | None) -> Spec:
+    return Spec("ExpectTableRowCountToBeBetween", {"min_value": min_value, "max_value": max_value})
 
 
-def distinct_count(column: str, value: int) -> Expectation:
-    return _ge().expectations.ExpectColumnUniqueValueCountToBeBetween(
-        column=column, min_value=value, max_value=value
-    )
+def distinct_count(column: str, value: int) -> Spec:
+    return Spec("ExpectColumnUniqueValueCountToBeBetween", {"column": column, "min_value": value, "max_value": value})
 
 
-def share_at_least(column: str, floor: float) -> Expectation:
+def share_at_least(column: str, floor: float) -> Spec:
     """At least `floor` of the rows have `column` true: a join match rate expressed as a GX expectation."""
     return in_set(column, [True], mostly=floor)
 
 
-def metric_at_least(column: str, floor: float) -> Expectation:
+def metric_at_least(column: str, floor: float) -> Spec:
     """For one-row metric frames: the value in `column` is at least `floor`."""
     return between(column, floor, None)

@@ -44,6 +44,8 @@ if __name__ == "__main__":  # the warm run's fast path, decided before Dagster i
 
     if up_to_date.fast_path(sys.argv[1:]):
         sys.exit(0)
+    from pipelines.label_workers import start_if_cold
+    start_if_cold(sys.argv[1:])  # a cold run: the label workers import while Dagster does
 
 import argparse
 import contextlib
@@ -63,7 +65,7 @@ from dagster import (
 from assets.estimates_ahead import judged_checks_ahead
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
-from pipelines import cli, restore_labels, up_to_date
+from pipelines import cli, label_workers, restore_labels, up_to_date
 from pipelines import run_report as rr
 from pipelines.run_steps import Steps, lock_file
 from pipelines.step_runner import Runner, RunPlan, StepOutcome, plan_from_definitions
@@ -121,7 +123,14 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
          instance: DagsterInstance | None = None) -> int:
     """Run everything; `defs` defaults to pipelines.definitions.defs and `instance` to the one at DAGSTER_HOME
-    (tests pass their own)."""
+    (tests pass their own). The label workers (started first on a cold run) are stopped on every exit."""
+    try:
+        return _main(argv, defs, instance)
+    finally:
+        label_pool.shutdown()
+
+
+def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: DagsterInstance | None) -> int:
     args = _parser().parse_args(argv)
     own = defs is None and instance is None  # the code location's and DAGSTER_HOME's: the CLI's run
     plain = own and up_to_date.plain_run(argv if argv is not None else sys.argv[1:])
@@ -155,8 +164,9 @@ def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
         steps = Steps(defs, instance, warehouse_path, report, args.force or restored, started_ns)
         if not args.skip_reference:
             _run_step(runner, steps, "reference", "reference", plan.reference, "reference",
-                      before=(lambda: _start_label_workers(warehouse_path)) if runner.offline_labeler else None)
+                      before=(lambda: label_workers.start(warehouse_path)) if runner.offline_labeler else None)
         try:
+            label_pool.end_checks()  # the checks worker (label_pool.validate) loads the index for labeling too
             _run_partitions(runner, steps, plan, partitions, _prompt_bytes(landing))
         finally:
             label_pool.shutdown()  # the workers' memory is free before the analysis
@@ -324,15 +334,6 @@ def _report_sources(instance: DagsterInstance, landing: bm.Landing, partitions: 
             lock.close()  # closing releases the flock
 
 
-def _start_label_workers(warehouse_path: str | None) -> None:
-    """A cold reference stage comes before labeling: the label workers start on the other core meanwhile, the
-    first building the task index from the O*NET files (task_search_index takes it when its inputs are the
-    same), the second importing (resources/label_pool.py)."""
-    from resources.task_index import index_dir
-
-    label_pool.prestart(index_dir(warehouse_path) if warehouse_path else None)
-
-
 def _run_step(runner: Runner, steps: Steps, step: str, label: str, keys: list[AssetKey], kind: str, *,
               with_warehouse_checks: bool = False, force: bool = False,
               before: Callable[[], None] | None = None,
@@ -452,7 +453,6 @@ def _open_label_failures(warehouse_path: str | None, names: list[str], labeler: 
     """Prompts of these benchmarks that have no labels because labeling failed (label_failures, this labeler)."""
     if not warehouse_path or not Path(warehouse_path).exists():
         return 0
-
     cache = LabelCache(warehouse_path)
     kind = getattr(labeler, "kind", None)
     return sum(cache.open_failures_by_benchmark(names, kind).values())

@@ -15,9 +15,14 @@ Each worker's state (the index, the benchmark being labeled) lives in its proces
 (resources/label_worker.py: the requests it handles). A worker that dies fails its pending batches with a
 `WorkerError` naming the worker, its exit code and the benchmark and batch; the step writes every batch that was finished before it fails (nothing done is lost).
 
-`run_all` starts the pool (`prestart`) when its reference stage runs, so the workers' imports overlap the
-reference steps, and has them load the index as soon as `task_search_index` pickled it (`preload`); it shuts the
-pool down after the partitions. Without run_all (the sensor's one-partition runs), a step with at least
+`run_all` starts the pool (`prestart`) first thing on a cold run (before it imports Dagster), else when its
+reference stage runs, so the workers' imports overlap the main process's, and has them load the index as soon as
+`task_search_index` pickled it (`preload`); it shuts the pool down after the partitions (and on every exit).
+Started for a reference stage, the last worker imports Great Expectations first (`warm_checks`), and the
+reference tables' GX checks run there (`validate`: the frames and plain expectation specs go over the pipe, the
+outcomes come back), so the main process never pays GX's ~2.5 CPU-s import. That worker loads the index only
+when the reference checks are over (`end_checks`; `preload` leaves it out): the checks after task_search_index
+would otherwise wait behind it. Without run_all (the sensor's one-partition runs), a step with at least
 MIN_PROMPTS_TO_START texts to label starts a pool for itself.
 """
 
@@ -30,14 +35,20 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resources import label_worker
 from resources.settings import settings
 from resources.worker_process import WorkerError, WorkerProcess, import_modules, usable_cpus
 
+if TYPE_CHECKING:
+    import polars as pl
+
+    from models.expectations import Spec, ValidationOutcome
+
 # starting two workers costs ~3.5 CPU-s each (imports, the index); labeling saves ~1.2 ms a text with two
 MIN_PROMPTS_TO_START = 4000
+GX_MODULES = ("great_expectations", "models.expectations")  # the checks worker's imports (before the labeler's)
 THREAD_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "POLARS_MAX_THREADS")
 
 
@@ -56,11 +67,11 @@ class _Worker:
     """One worker process; its requests are queued (it labels the next batch while this process writes the
     last) and run against its state (resources/label_worker.py)."""
 
-    def __init__(self, number: int) -> None:
+    def __init__(self, number: int, first_imports: Sequence[str] = ()) -> None:
         self.number = number
         # the processes are the parallelism: one BLAS/polars thread each
         self.process = WorkerProcess(f"labeling worker {number} (pid {{pid}})", {name: "1" for name in THREAD_ENV})
-        self.process.call("importing the labeler", import_modules, (label_worker.MODULES,))
+        self.process.call("importing the labeler", import_modules, ((*first_imports, *label_worker.MODULES),))
         self.load = 0.0  # estimated work assigned (see LabelPool.label)
         self.opened: tuple[str, Future] | None = None
 
@@ -79,18 +90,25 @@ class _Worker:
 class LabelPool:
     """N labeling worker processes (see the module docstring)."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, *, warm_checks: bool = False) -> None:
+        """`warm_checks`: the last worker imports Great Expectations first and runs `validate`'s checks."""
         if workers < 1:
             raise ValueError(f"a label pool needs at least one worker, got {workers}")
-        self.workers = [_Worker(n + 1) for n in range(workers)]
+        self.workers = [_Worker(n + 1, GX_MODULES if warm_checks and n == workers - 1 else ())
+                        for n in range(workers)]
+        self.checks_worker = self.workers[-1] if warm_checks else None
+        self.deferred: str | None = None  # the index the checks worker opens after the checks (`end_checks`)
         self.prebuilt: tuple[Path, Future] | None = None
 
-    def open(self, index_path: str | Path) -> list[Future]:
+    def open(self, index_path: str | Path, *, defer_checks: bool = False) -> list[Future]:
         """Have every worker load the pickled index at `index_path` (once per path) and build the calibrated
-        offline labeler; each future's result is the worker's (labeler_version, model, template_version)."""
+        offline labeler; each future's result is the worker's (labeler_version, model, template_version).
+        `defer_checks`: not the checks worker yet (it does when its checks are over: `end_checks`)."""
         path = str(index_path)
         for worker in self.workers:
-            if worker.opened is None or worker.opened[0] != path:
+            if defer_checks and worker is self.checks_worker:
+                self.deferred = path
+            elif worker.opened is None or worker.opened[0] != path:
                 worker.opened = (path, worker.submit(f"the task index {path}", ("open", path)))
         return [worker.opened[1] for worker in self.workers if worker.opened is not None]
 
@@ -144,6 +162,8 @@ class LabelPool:
         self.workers[worker].submit("a crash", ("crash", code))
 
     def close(self) -> None:
+        for worker in self.workers:  # all asked first: they exit together
+            worker.process.stop()
         for worker in self.workers:
             worker.close()
 
@@ -186,14 +206,15 @@ _SHARED: LabelPool | None = None
 _SHARED_LOCK = threading.Lock()
 
 
-def prestart(prebuild_into: Path | None = None) -> LabelPool | None:
+def prestart(prebuild_into: Path | None = None, *, warm_checks: bool = False) -> LabelPool | None:
     """Start this process's pool now (its workers import while other steps run), when workers are wanted; with
     `prebuild_into` (the folder of the pickled indexes) its first worker also builds the task index from the
-    O*NET files meanwhile, for `task_search_index` to take when its inputs are what it was built from."""
+    O*NET files meanwhile, for `task_search_index` to take when its inputs are what it was built from; with
+    `warm_checks` its last worker imports Great Expectations for `validate`."""
     global _SHARED
     with _SHARED_LOCK:
         if _SHARED is None and worker_count() >= 2:
-            _SHARED = LabelPool(worker_count())
+            _SHARED = LabelPool(worker_count(), warm_checks=warm_checks)
             atexit.register(shutdown)
             if prebuild_into is not None:
                 _SHARED.prebuild(Path(prebuild_into) / f".prebuilt-{os.getpid()}.pkl")
@@ -226,9 +247,20 @@ def take_prebuilt(inputs_digest: str) -> tuple[Path, str, float] | None:
 
 
 def preload(index_path: str | Path) -> None:
-    """Have a running pool's workers load the index just pickled (no-op without a pool)."""
+    """Have a running pool's workers load the index just pickled (no-op without a pool); its checks worker when
+    the checks are over (`end_checks`)."""
     if _SHARED is not None:
-        _SHARED.open(index_path)
+        _SHARED.open(index_path, defer_checks=True)
+
+
+def end_checks() -> None:
+    """The reference checks are over (run_all, before the partitions): the pool's checks worker becomes a label
+    worker like the others and loads the index `preload` was given (later checks validate in this process)."""
+    pool = _SHARED
+    if pool is not None and pool.checks_worker is not None:
+        pool.checks_worker = None
+        if pool.deferred is not None:
+            pool.open(pool.deferred)
 
 
 def shutdown() -> None:
@@ -240,6 +272,20 @@ def shutdown() -> None:
         pool.close()
         if pool.prebuilt is not None:  # never taken: the reference run did not get to task_search_index
             pool.prebuilt[0].unlink(missing_ok=True)
+
+
+def validate(parts: Sequence[tuple[str, pl.DataFrame, Sequence[Spec]]]) -> list[ValidationOutcome]:
+    """GX validation of each (name, frame, expectation specs) (models/expectations.py, run_parts): in the running
+    pool's checks worker when it has one, else in this process (also when the worker fails: the same outcomes)."""
+    from models import expectations as ex
+
+    pool = _SHARED
+    worker = pool.checks_worker if pool is not None else None
+    if worker is not None:
+        names = ", ".join(name for name, _, _ in parts)
+        with contextlib.suppress(WorkerError):
+            return worker.process.call(f"the GX checks of {names}", ex.run_parts, (list(parts),)).result()
+    return ex.run_parts(parts)
 
 
 @contextlib.contextmanager

@@ -165,7 +165,9 @@ def inputs_digest(tables: Mapping[str, pl.DataFrame], task_dwas: pl.DataFrame | 
 
 def blas_threads() -> int:
     """The BLAS threads this process computes with: the LSA step's eigendecomposition rounds its last bits
-    differently with another count, so an index is only the same index built with the same count."""
+    differently with another count, so an index is only the same index built with the same count. NumPy is
+    imported first: before its BLAS is loaded there is none to count (a cold run_all asks before importing it)."""
+    import numpy  # noqa: F401 - loads the BLAS threadpool_info reports
     from threadpoolctl import threadpool_info
 
     return max([int(i["num_threads"]) for i in threadpool_info() if i.get("user_api") == "blas"] or [1])

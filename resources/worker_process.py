@@ -94,6 +94,7 @@ class WorkerProcess:
             queue.SimpleQueue())
         self._in_flight: collections.deque[tuple[Future, str]] = collections.deque()
         self._lock = threading.Lock()
+        self._stopping = False
         pickle.dump([p or os.getcwd() for p in sys.path], self.stdin)
         self.stdin.flush()
         self._writer = threading.Thread(target=self._write, daemon=True, name=f"worker-{self.pid}-in")
@@ -155,9 +156,15 @@ class WorkerProcess:
                 f"{name}: {self.name} ended while running it (exit code {code})" if position == 0 else
                 f"{name}: not run: {self.ended} while running {in_flight[0][1]}"))
 
+    def stop(self) -> None:
+        """Ask the worker to exit once it has done what it was given (not waiting: `close` waits)."""
+        if not self._stopping:
+            self._stopping = True
+            self._outbox.put(None)
+
     def close(self, timeout: float = 10.0) -> None:
         """Stop the worker once it has done what it was given, killing it after `timeout` seconds."""
-        self._outbox.put(None)
+        self.stop()
         try:
             self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -194,7 +201,10 @@ def release_memory() -> None:
 
 def serve() -> None:
     """The worker's loop: read a task, run it, write (ok, result or exception, traceback text); until stdin
-    ends. A task's prints go to stderr (stdout carries the results)."""
+    ends, then the process exits at once: the interpreter's teardown of what the tasks left (a label worker's
+    task index, ~1 s a worker when idle and several when loaded) frees nothing the OS would not, and the caller
+    waits for it (run_all between the labels and the analysis). A task's prints go to stderr (stdout carries
+    the results)."""
     results = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
@@ -203,7 +213,9 @@ def serve() -> None:
         try:
             payload = receive(tasks)
         except EOFError:
-            return
+            results.close()
+            sys.stderr.flush()
+            os._exit(0)
         started = time.process_time()
         try:
             fn, args, kwargs = pickle.loads(payload)  # noqa: S301 - our own parent, over a private pipe

@@ -1,0 +1,123 @@
+"""cold_timeline: who works when in a cold run, the main process or its worker processes (issue 29: cold < 60 s).
+
+    .venv/bin/python bench/cold_timeline.py                    # a cold run_all; one JSON object
+    .venv/bin/python bench/cold_timeline.py --skip-analysis    # arguments after the options go to run_all
+
+Runs `pipelines.run_all` over a fresh throw-away state (bench/common.py) in a child process that is run_all's
+command line (the cold start of pipelines/label_workers.py included) with every Dagster step timed as in
+bench/step_profile.py (wall, CPU-s of the main process), and samples the CPU seconds of the main process and of
+its worker processes every 0.2 s. Reports: per printed stage line its time and the main/worker CPU-s by then;
+per step its start, wall and CPU-s; the main process's CPU-s and the workers' in all. On a shared machine the
+wall seconds are inflated by the load; the main process's CPU-s and its waits (a step's wall well above its
+CPU-s: it waits on a worker) are what to compare.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import common  # noqa: E402
+
+CHILD = """
+import json, sys, time
+started, cpu0 = time.perf_counter(), time.process_time()
+from pipelines.label_workers import start_if_cold
+start_if_cold(sys.argv[2:])  # what run_all's command line does first
+from dagster._core.execution.plan import execute_plan
+original, steps = execute_plan.core_dagster_event_sequence_for_step, []
+def timed(step_context):
+    events, wall, cpu, start = original(step_context), 0.0, 0.0, time.perf_counter() - started
+    while True:
+        w0, c0 = time.perf_counter(), time.process_time()
+        try:
+            event = next(events)
+        except StopIteration:
+            break
+        finally:
+            wall, cpu = wall + time.perf_counter() - w0, cpu + time.process_time() - c0
+        yield event
+    steps.append({"step": step_context.step.key, "start_s": round(start, 2), "wall_s": round(wall, 3),
+                  "cpu_s": round(cpu, 3), "main_cpu_s": round(time.process_time() - cpu0, 2)})
+execute_plan.core_dagster_event_sequence_for_step = timed
+from pipelines import run_all
+try:
+    code = run_all.main(sys.argv[2:])
+finally:
+    open(sys.argv[1], "w").write(json.dumps(steps))
+sys.exit(code)
+"""
+
+
+def main(argv: list[str]) -> int:
+    import psutil
+
+    root = common.state_root() / "cold_timeline"
+    code = common.code_snapshot(common.state_root() / "code_timeline")
+    state = common.State(root, code)
+    if root.exists():
+        import shutil
+
+        shutil.rmtree(root)
+    state.create()
+    steps_file = root / "steps.json"
+    started = time.time()
+    child = subprocess.Popen([common.PYTHON, "-c", CHILD, str(steps_file), *argv], cwd=code, env=state.env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[tuple[float, str]] = []
+
+    def pump() -> None:
+        assert child.stdout is not None
+        for line in child.stdout:
+            lines.append((time.time() - started, line.rstrip()))
+            common.log(line.rstrip())
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    main_process, cpu_of = psutil.Process(child.pid), {}
+    samples: list[tuple[float, float, float]] = []
+    while child.poll() is None:
+        try:
+            processes = [main_process, *main_process.children(recursive=True)]
+        except psutil.Error:
+            processes = [main_process]
+        for process in processes:
+            try:
+                times = process.cpu_times()
+                cpu_of[process.pid] = times.user + times.system
+            except psutil.Error:
+                continue
+        samples.append((time.time() - started, cpu_of.get(child.pid, 0.0),
+                        sum(v for k, v in cpu_of.items() if k != child.pid)))
+        time.sleep(0.2)
+    wall = time.time() - started
+    reader.join(5)
+
+    def at(t: float) -> tuple[float, float, float]:
+        return max((s for s in samples if s[0] <= t), default=(0.0, 0.0, 0.0))
+
+    stages = [{"t_s": round(t, 1), "main_cpu_s": round(at(t)[1], 1), "workers_cpu_s": round(at(t)[2], 1),
+               "line": line[:120]}
+              for t, line in lines if line.startswith(("- ", "benchmap run_all", "  (")) and "/" not in line[:6]]
+    result: dict[str, Any] = {
+        "bench": "cold_timeline", "measured_at": common.now_iso(), "machine": common.machine(),
+        "code_version": common.code_version(code), "args": argv, "returncode": child.returncode,
+        "wall_s": round(wall, 1), "main_cpu_s": round(samples[-1][1], 1) if samples else None,
+        "workers_cpu_s": round(samples[-1][2], 1) if samples else None,
+        "load_avg_1m_at_end": round(os.getloadavg()[0], 2), "stages": stages,
+        "steps": json.loads(steps_file.read_text()) if steps_file.exists() else [],
+    }
+    common.emit(result)
+    return 0 if child.returncode == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
