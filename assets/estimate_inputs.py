@@ -1,0 +1,100 @@
+"""The headline estimates' inputs (assets/estimates.py), read from the warehouse in one place: the texts, the
+published labels (and the labeler's cross-fitted ones for the reference texts), the judge's labels (the user's
+own judge sample where one was drawn, else the vendored reference), task keys and hours, index membership."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from models import coverage as cov
+from models import estimates as es
+from resources.dagster_resources import Warehouse
+from resources.readers import REFERENCE_DIR, load_reference, read_labeler_oof
+
+
+def read_reference_sample(folder: Path = REFERENCE_DIR, dev_pass: str = "a") -> pl.DataFrame:
+    """The vendored judge labels as judge-sample rows (`models.estimates.reference_sample_rows` says which
+    pass and why)."""
+    return es.reference_sample_rows(load_reference(folder), dev_pass)
+
+
+def published_labeler(warehouse: Warehouse) -> tuple[str | None, str | None, bool]:
+    """(labeler, labeler_version, has p_exercised) of the published labels (LABELER_PREFERENCE order)."""
+    if not warehouse.table_exists("prompt_task_labels"):
+        return None, None, False
+    present = warehouse.published_labelers()
+    names = present["labeler"].drop_nulls().to_list()
+    chosen = next((n for n in cov.LABELER_PREFERENCE if n in names), sorted(names)[0] if names else None)
+    version = dict(present.iter_rows()).get(chosen)
+    columns = warehouse.table_columns("prompt_task_labels")
+    return chosen, version, "p_exercised" in columns
+
+
+def with_out_of_fold_labels(labels: pl.DataFrame, labeler_version: str | None, sampled: pl.DataFrame,
+                            log: object = None) -> pl.DataFrame:
+    """The published labels with the reference texts' labels swapped for the labeler's cross-fitted ones
+    (models/labeling/neighbour_oof.json for the neighbour stack's labels, else selector_oof.json;
+    `models.estimates.with_out_of_fold_labels` says why and when)."""
+    if labeler_version is None or not labeler_version.startswith("offline-calibrated") or sampled.is_empty():
+        return labels
+    out_of_fold = read_labeler_oof(labeler_version)
+    if out_of_fold is None:
+        return labels
+    swapped, problem = es.with_out_of_fold_labels(labels, labeler_version, sampled, out_of_fold)
+    if problem and log is not None:
+        log.warning(problem)
+    return swapped
+
+
+def read_judge_rows(warehouse: Warehouse, prompts: pl.DataFrame, dev_pass: str = "a") -> pl.DataFrame:
+    """The judge's labels: the user's own judge sample where one was drawn, else the reference (its
+    development split's pass `dev_pass`); only texts that are in the warehouse count as sampled (the blind
+    split and other benchmarks are not). benchmark, prompt_hash, task_id (null: a not-work text), source."""
+    own = pl.DataFrame(schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "task_id": pl.Int64})
+    own_benchmarks: list[str] = []
+    if warehouse.table_exists("judge_sample_labels"):
+        own = warehouse.judge_sample_task_keys()
+        own_benchmarks = sorted(own["benchmark"].unique().to_list())
+    reference = read_reference_sample(dev_pass=dev_pass)
+    reference = reference.filter(~pl.col("benchmark").is_in(own_benchmarks))
+    judge_rows = pl.concat(
+        [own.with_columns(pl.lit("judge_sample").alias("source")),
+         reference.select("benchmark", "prompt_hash", "task_id").with_columns(pl.lit("reference").alias("source"))],
+        how="vertical_relaxed",
+    )
+    # only texts that are in the warehouse count as sampled (the blind split and other benchmarks are not)
+    known = prompts.select("benchmark", "prompt_hash").unique()
+    judge_rows = judge_rows.join(known, on=["benchmark", "prompt_hash"])
+    return judge_rows
+
+
+def read_inputs(warehouse: Warehouse, log: object = None, dev_pass: str = "a") -> dict[str, object]:
+    """Texts, labeler pairs, judge pairs (the user's own judge sample where one was drawn, else the reference),
+    task keys and hours, index membership."""
+    prompts = warehouse.prompt_keys()
+    labeler, version, has_p = published_labeler(warehouse)
+    labels = warehouse.published_task_labels(labeler, has_p) if labeler else pl.DataFrame(schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "onet_soc_code": pl.Utf8,
+                                           "task_id": pl.Int64, "p_exercised": pl.Float64})
+    judge_rows = read_judge_rows(warehouse, prompts, dev_pass)
+    published_labels = labels
+    labels = with_out_of_fold_labels(labels, version, judge_rows.filter(pl.col("source") == "reference"), log)
+    tasks = warehouse.onet_task_keys()
+    task_hours = warehouse.task_hours()
+    weighted = cov.task_hour_weights(tasks, task_hours).select(*cov.TASK_KEY, "task_hours_used")
+    membership = None
+    if warehouse.table_exists("benchmark_index_membership"):
+        membership = warehouse.index_membership()
+    return {
+        "prompts": prompts,
+        "labels": labels,
+        "published_labels": published_labels,  # labels_as_truth counts these (no out-of-fold swap)
+        "labeler": labeler,
+        "labeler_version": version,
+        "has_p": has_p,
+        "judge_rows": judge_rows,
+        "tasks": tasks,
+        "task_hours": weighted,
+        "membership": membership,
+    }
