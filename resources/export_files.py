@@ -29,6 +29,7 @@ import polars as pl
 import xlsxwriter
 
 from models import exports as ex
+from resources.export_stream import StreamedTable
 
 LOCK_NAME = ex.LOCK_NAME
 LOCK_WAIT_S = 900.0
@@ -95,12 +96,17 @@ class TableFile:
         }
 
 
-def write_table_files(table: str, frame: pl.DataFrame, directory: Path) -> TableFile:
-    """`<table>.parquet` and `<table>.csv` of an already prepared frame."""
-    parquet = atomic_write(
-        directory / f"{table}.parquet", lambda p: frame.write_parquet(p, compression="zstd", statistics=True)
-    )
-    csv = atomic_write(directory / f"{table}.csv", lambda p: frame.write_csv(p))
+def write_table_files(table: str, frame: pl.DataFrame | StreamedTable, directory: Path) -> TableFile:
+    """`<table>.parquet` and `<table>.csv` of an already prepared frame, or of a table written from the
+    warehouse in slices (resources/export_stream.py)."""
+    if isinstance(frame, StreamedTable):
+        parquet, csv = directory / f"{table}.parquet", directory / f"{table}.csv"
+        atomic_write(parquet, lambda p: atomic_write(csv, lambda c: frame.write(p, c)))
+    else:
+        parquet = atomic_write(
+            directory / f"{table}.parquet", lambda p: frame.write_parquet(p, compression="zstd", statistics=True)
+        )
+        csv = atomic_write(directory / f"{table}.csv", lambda p: frame.write_csv(p))
     return TableFile(
         table, frame.height, list(frame.columns), parquet, csv, sha256_file(parquet), sha256_file(csv)
     )
@@ -115,7 +121,7 @@ def _swap_in(staging: Path, target: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def write_tables(prepared: Mapping[str, pl.DataFrame], directory: Path) -> list[TableFile]:
+def write_tables(prepared: Mapping[str, pl.DataFrame | StreamedTable], directory: Path) -> list[TableFile]:
     """Every table's Parquet and CSV into a private folder, then swapped in whole as `tables/`: no stale table
     of an earlier export lingers, and no file of another writer is ever deleted. Call under `export_lock`."""
     table_dir = directory / ex.TABLES_DIR

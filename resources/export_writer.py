@@ -37,6 +37,7 @@ from resources.export_files import (
     write_text,
     write_workbook_sheets,
 )
+from resources.export_stream import StreamedTable
 from resources.settings import PROJECT_ROOT
 from resources.worker_pool import shared_pool
 
@@ -108,7 +109,7 @@ class ExportResult:
 
 
 def write_exports(
-    tables: Mapping[str, pl.DataFrame],
+    tables: Mapping[str, pl.DataFrame | StreamedTable],
     directory: str | Path,
     *,
     run_id: str | None = None,
@@ -126,7 +127,7 @@ def write_exports(
     """Write the export folder's tables, workbook, data dictionary and manifest.
 
     tables: warehouse table name -> frame (only tables that exist; the others of `expected` are listed as
-    missing). benchmarks: the `benchmarks` table, for names, versions and content hashes (also exported as a
+    missing; a `resources.export_stream.StreamedTable` is written from the warehouse in slices). benchmarks: the `benchmarks` table, for names, versions and content hashes (also exported as a
     table when given in `tables`). labelers: `models.exports.labeler_entries(...)`. sources:
     `resources.sources.source_checksums()` (None records none). version: default `code_version()`. name: what
     the manifest and README call the export (default: the folder's name; a staged release passes the name it
@@ -143,7 +144,7 @@ def write_exports(
 
 
 def _write_exports_locked(
-    tables: Mapping[str, pl.DataFrame],
+    tables: Mapping[str, pl.DataFrame | StreamedTable],
     directory: Path,
     *,
     run_id: str | None,
@@ -159,7 +160,9 @@ def _write_exports_locked(
     readme_first: Sequence[tuple[str, str]] = (),
 ) -> ExportResult:
     ordered = [t for t in expected if t in tables] + sorted(t for t in tables if t not in expected)
-    prepared = {t: ex.prepare_table(t, tables[t]) for t in ordered}
+    # a StreamedTable is written from the warehouse in slices: only its shape reaches the dictionary and README
+    prepared = {t: f if isinstance(f, StreamedTable) else ex.prepare_table(t, f)
+                for t in ordered for f in [tables[t]]}
     missing = [t for t in expected if t not in tables]
     dictionary = ex.dictionary_frame(prepared)
     version = version or code_version()

@@ -20,6 +20,7 @@ from resources import warehouse as wh
 
 if TYPE_CHECKING:
     from models import report
+    from resources.export_stream import StreamedTable
     from resources.label_cache import LabelCache
 
 
@@ -117,6 +118,13 @@ class WarehouseQueries:
         from resources import release
 
         return release.exports_root(self.path)
+
+    def streamed_export_table(self, name: str) -> StreamedTable | None:
+        """A big exported table (models.exports.STREAMED_TABLES) as a handle the export writer writes from the
+        warehouse in slices, never whole in memory; None when it is not one (read it whole)."""
+        from resources.export_stream import streamed_table
+
+        return streamed_table(self.path, name)
 
     def annotation_dir(self) -> Path:
         """Where the human-annotation CSVs are written: `<folder of the warehouse file>/annotation`."""

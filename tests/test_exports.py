@@ -965,6 +965,9 @@ def test_export_assets_materialize(world, tmp_path, monkeypatch):
     monkeypatch.setenv("BENCHMAP_OFFLINE", "1")
     path = tmp_path / "warehouse" / "benchmap.duckdb"
     fill_warehouse(world, path)
+    from tests.test_export_stream import text_estimates  # a big table: written from the warehouse in slices
+
+    wh.replace_table(path, "prompt_occupation_estimates", text_estimates(300))
     result = materialize(
         [*module_assets(export_assets), *module_checks(export_assets)],
         resources={
@@ -999,6 +1002,13 @@ def test_export_assets_materialize(world, tmp_path, monkeypatch):
     assert {"coverage_map.html", "summary.md", "figures/coverage_by_wage_bill.svg"} <= listed
     assert manifest["missing_tables"] == []
     assert manifest["run_id"] == result.run_id
+    streamed = ex.prepare_table("prompt_occupation_estimates", wh.read_table(path, "prompt_occupation_estimates"))
+    assert (folder / ex.TABLES_DIR / "prompt_occupation_estimates.csv").read_text() == streamed.write_csv()
+    assert ew.read_export_table(folder, "prompt_occupation_estimates").equals(streamed)
+    import pyarrow.parquet as pq  # written by the slice writer (resources/export_stream.py), not from a whole frame
+
+    written_by = pq.ParquetFile(folder / ex.TABLES_DIR / "prompt_occupation_estimates.parquet").metadata.created_by
+    assert written_by.startswith("parquet-cpp-arrow")
     assert manifest["labeler"]["labelers"][0]["n_prompts"] == 300
     assert ew.verify_export(folder) == []
 

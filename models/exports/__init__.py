@@ -54,10 +54,12 @@ from models.exports.tables import (
     REPORT_TABLES,
     REQUIRED_TABLES,
     SORT_KEYS,
+    STREAMED_TABLES,
     TABLES_DIR,
     WORKBOOK_NAME,
     canonical_order,
     flatten_nested,
+    plain_sort_columns,
     prepare_table,
 )
 from models.exports.workbook import (
@@ -103,6 +105,7 @@ __all__ = [
     "REQUIRED_TABLES",
     "RESERVED_SHEETS",
     "SORT_KEYS",
+    "STREAMED_TABLES",
     "TABLES_DIR",
     "WORKBOOK_NAME",
     "WORKBOOK_PROPERTIES",
@@ -115,6 +118,7 @@ __all__ = [
     "flatten_nested",
     "labeler_entries",
     "manifest_problems",
+    "plain_sort_columns",
     "prepare_table",
     "readme_frame",
     "readme_rows",

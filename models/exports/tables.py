@@ -99,6 +99,10 @@ FILE_ONLY_TABLES: tuple[str, ...] = (
     "task_estimates",
     "prompt_occupation_estimates",
 )
+# Tables written to Parquet/CSV straight from the warehouse in slices, never whole in memory (issue 29 item 5: at 50x
+# prompt_occupation_estimates has 7.3M rows, and reading and sorting it whole added ~1.9 GB to the exports step).
+# Only flat tables whose canonical order is a plain sort by columns (`plain_sort_columns`); the files are the same.
+STREAMED_TABLES: tuple[str, ...] = ("prompt_occupation_estimates",)
 # Tables previewed as Markdown in the Dagster UI.
 HEADLINE_TABLES: tuple[str, ...] = (
     "coverage_headline",
@@ -202,6 +206,22 @@ def canonical_order(table: str, frame: pl.DataFrame) -> pl.DataFrame:
     if pooled in frame.columns:
         exprs = [(pl.col(pooled) != "all").fill_null(True), *exprs]
     return frame.sort(exprs, nulls_last=True, maintain_order=True)
+
+
+_PLAIN_TYPES = (pl.Utf8, pl.Boolean, pl.Float64, pl.Float32, pl.Int64, pl.Int32, pl.Int16, pl.Int8, pl.UInt64,
+                pl.UInt32, pl.UInt16, pl.UInt8, pl.Date)
+
+
+def plain_sort_columns(table: str, schema: pl.Schema) -> list[str] | None:
+    """The columns `canonical_order` sorts by (nulls last), when that is all it does: no excluded, nested or
+    categorical column, no 'all'-first rule; else None. A database ORDER BY these columns gives the same rows in
+    the same order (text compares bytewise, false before true, NaN after numbers, in both)."""
+    if EXCLUDED_COLUMNS.get(table) or "_index_is_not_all" in SORT_KEYS.get(table, ()) or table in POOLED_FIRST:
+        return None
+    if not all(isinstance(dtype, _PLAIN_TYPES) for dtype in schema.values()):
+        return None
+    keys = [k for k in SORT_KEYS.get(table, ()) if k in schema]
+    return keys + [c for c in schema if c not in keys]
 
 
 def prepare_table(table: str, frame: pl.DataFrame) -> pl.DataFrame:
