@@ -14,9 +14,12 @@ command line.
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import duckdb
 
@@ -94,4 +97,13 @@ def run_cli(main: Callable[[list[str]], int], argv: Sequence[str] | None = None,
         return 1
 
 
-__all__ = ["DEBUG_FLAG", "DEBUG_HELP", "KNOWN_ERRORS", "describe", "looks_damaged", "run_cli"]
+def exit_now(code: int) -> NoReturn:
+    """End the process with `code` without the interpreter's teardown, once everything that writes is closed:
+    the output streams and logging handlers are flushed first (worker processes see their pipe close and exit)."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+__all__ = ["DEBUG_FLAG", "DEBUG_HELP", "KNOWN_ERRORS", "describe", "exit_now", "looks_damaged", "run_cli"]

@@ -514,5 +514,7 @@ def _register_partitions(instance: DagsterInstance, names: list[str], attempts: 
 
 
 if __name__ == "__main__":
-    sys.exit(cli.run_cli(main, prog="python -m pipelines.run_all",
-                         extra_errors=(integrity.WarehouseDamaged,)))
+    exit_code = cli.run_cli(main, prog="python -m pipelines.run_all", extra_errors=(integrity.WarehouseDamaged,))
+    # the warehouse, the instance's storage and the log are closed and the workers stopped by now: the
+    # interpreter's teardown would only free what the run left in memory (~1.5 s of a cold run's wall)
+    cli.exit_now(exit_code)

@@ -78,3 +78,26 @@ def test_a_cold_run_all_starts_the_workers_first_and_stops_them_when_it_exits_ea
     cold.parent.mkdir(parents=True, exist_ok=True)
     cold.touch()
     assert not label_workers.start_if_cold([]) and label_pool._SHARED is None
+
+
+def test_exit_now_keeps_the_output_and_the_exit_code(tmp_path: Path) -> None:
+    """run_all ends with cli.exit_now (no interpreter teardown): what it printed to a pipe (block-buffered) and
+    what its logging handlers hold still reach their files, and the exit code is the run's."""
+    import subprocess
+    import sys
+
+    log_file = tmp_path / "run.log"
+    script = (
+        "import logging\n"
+        "from pipelines.cli import exit_now\n"
+        f"handler = logging.FileHandler({str(log_file)!r})\n"
+        "logging.getLogger('benchmap.test').addHandler(handler)\n"
+        "logging.getLogger('benchmap.test').error('logged before the exit')\n"
+        "print('summary line', end='')\n"
+        "exit_now(4)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 4, done.stderr
+    assert done.stdout == "summary line"
+    assert log_file.read_text().strip() == "logged before the exit"
