@@ -27,35 +27,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402
 
-CHILD = """
-import json, sys, time
-started, cpu0 = time.perf_counter(), time.process_time()
-from pipelines.label_workers import start_if_cold
-start_if_cold(sys.argv[2:])  # what run_all's command line does first
-from dagster._core.execution.plan import execute_plan
-original, steps = execute_plan.core_dagster_event_sequence_for_step, []
-def timed(step_context):
-    events, wall, cpu, start = original(step_context), 0.0, 0.0, time.perf_counter() - started
-    while True:
-        w0, c0 = time.perf_counter(), time.process_time()
-        try:
-            event = next(events)
-        except StopIteration:
-            break
-        finally:
-            wall, cpu = wall + time.perf_counter() - w0, cpu + time.process_time() - c0
-        yield event
-    steps.append({"step": step_context.step.key, "start_s": round(start, 2), "wall_s": round(wall, 3),
-                  "cpu_s": round(cpu, 3), "main_cpu_s": round(time.process_time() - cpu0, 2)})
-execute_plan.core_dagster_event_sequence_for_step = timed
-from pipelines import run_all
-try:
-    code = run_all.main(sys.argv[2:])
-finally:
-    open(sys.argv[1], "w").write(json.dumps(steps))
-sys.exit(code)
-"""
-
 
 def main(argv: list[str]) -> int:
     import psutil
@@ -68,9 +39,11 @@ def main(argv: list[str]) -> int:
 
         shutil.rmtree(root)
     state.create()
-    steps_file = root / "steps.json"
+    steps_dir = root / "profile"
     started = time.time()
-    child = subprocess.Popen([common.PYTHON, "-c", CHILD, str(steps_file), *argv], cwd=code, env=state.env(),
+    # the run with every step timed: bench/step_profile.py's child, without the profiler
+    child = subprocess.Popen([common.PYTHON, str(code / "bench" / "step_profile.py"), "--no-cprofile", "--child",
+                              str(steps_dir), *argv], cwd=code, env=state.env(),
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[tuple[float, str]] = []
 
@@ -113,7 +86,11 @@ def main(argv: list[str]) -> int:
         "wall_s": round(wall, 1), "main_cpu_s": round(samples[-1][1], 1) if samples else None,
         "workers_cpu_s": round(samples[-1][2], 1) if samples else None,
         "load_avg_1m_at_end": round(os.getloadavg()[0], 2), "stages": stages,
-        "steps": json.loads(steps_file.read_text()) if steps_file.exists() else [],
+        "steps": [{"step": step["step"], "partition": step["partition"], "start_s": round(step["start_s"], 2),
+                   "wall_s": round(step["wall_s"], 3), "cpu_s": round(step["cpu_s"], 3),
+                   "main_cpu_s": round(step["main_cpu_s"], 2)}
+                  for step in json.loads((steps_dir / "steps.json").read_text())["steps"]]
+        if (steps_dir / "steps.json").exists() else [],
     }
     common.emit(result)
     return 0 if child.returncode == 0 else 1
