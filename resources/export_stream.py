@@ -18,10 +18,11 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from models import exports as ex
+from models.sliced_frame import SLICE_ROWS
 from resources import warehouse as wh
 from resources.warehouse import quote_identifier
 
-BATCH_ROWS = 250_000  # per slice: ~20 MB of a 6-column table, and few enough Parquet row groups
+BATCH_ROWS = SLICE_ROWS  # per slice (as the warehouse write's): ~20 MB of a 6-column table, few Parquet row groups
 
 
 @dataclass(frozen=True)

@@ -312,11 +312,7 @@ def _first_line(exc: BaseException) -> str:
 
 def replace_table(path: str | Path, name: str, df: pl.DataFrame) -> None:
     """Swap in a whole table atomically: on any error the old table stays as it was."""
-    table = quote_identifier(name)
-    with connect(path) as con:
-        view = _register(con, df)
-        with transaction(con, Path(path).parent):
-            con.execute(f"create or replace table {table} as select * from {view}")
+    replace_table_in_slices(path, name, [df])
 
 
 def replace_table_in_slices(path: str | Path, name: str, slices: Iterable[pl.DataFrame]) -> None:
@@ -324,14 +320,10 @@ def replace_table_in_slices(path: str | Path, name: str, slices: Iterable[pl.Dat
     first slice creates it, the others are appended, in one transaction."""
     table = quote_identifier(name)
     with connect(path) as con, transaction(con, Path(path).parent):
-        created = False
-        for part in slices:
+        for number, part in enumerate(slices):
             view = _register(con, part)
-            if created:
-                con.execute(f"insert into {table} select * from {view}")
-            else:
-                con.execute(f"create or replace table {table} as select * from {view}")
-                created = True
+            con.execute(f"insert into {table} select * from {view}" if number
+                        else f"create or replace table {table} as select * from {view}")
             con.unregister(view)
 
 
