@@ -140,7 +140,7 @@ def _short(value: Any, limit: int = 200) -> str | None:
 
 
 def run_expectations(
-    frame: pl.DataFrame | pd.DataFrame, expectations: Sequence[Spec | Expectation], *, name: str = "frame"
+    frame: pl.DataFrame | pd.DataFrame, expectations: Sequence[Spec], *, name: str = "frame"
 ) -> ValidationOutcome:
     """Validate `frame` against `expectations` in an ephemeral GX context.
 
@@ -158,7 +158,7 @@ def run_expectations(
     )
     suite = context.suites.add(gx.ExpectationSuite(name=name))
     for expectation in expectations:
-        suite.add_expectation(expectation.build() if isinstance(expectation, Spec) else expectation)
+        suite.add_expectation(expectation.build())
     batch = batch_definition.get_batch(batch_parameters={"dataframe": _to_pandas(frame)})
     validation = batch.validate(suite, result_format="SUMMARY")
     rows = []
