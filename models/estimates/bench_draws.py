@@ -10,7 +10,9 @@ Each benchmark draws its labeler, design and model-assisted count rows from rand
   weights (chosen on every judged benchmark's misses). These are not additive: they are computed on the
   problem restricted to the judged benchmarks (`pooled_parameters`), and when a benchmark with judged texts
   lands or changes they change, so every judged benchmark is redrawn;
-- a benchmark WITHOUT judged texts reads nothing pooled (its model-assisted rows are a draw of its own labels).
+- a benchmark WITHOUT judged texts reads nothing pooled: its model-assisted rows are its labeler rows (the same
+  draw of its own labels), so an index of such benchmarks has one set of draws behind both its published
+  labeler row and its per-unit tables.
 
 So a new or changed benchmark without judged texts draws its own rows only; every other benchmark's rows are
 read back (`draw_record`, through a `store` of the I/O layer keyed by the above) and the count matrices, which
@@ -181,10 +183,16 @@ def draw_rows(problem: Problem, parameters: list[tuple[np.ndarray, np.ndarray, n
             draw_streams = DrawStreams(seed, f"{purpose}/model_assisted", names)
             fill_labels = GroupedLabels(problem, np.flatnonzero(fill[problem.text_bench[problem.lab_text]])) \
                 if fill.any() else None
+            # a benchmark without judged texts: its model-assisted rows ARE its labeler rows (the labeler's own
+            # streams, so the same numbers as the labeler estimator's draw d). An index of such benchmarks
+            # publishes the labeler row, and its per-unit tables (summed from the model-assisted draws) must be
+            # the same draws: before, a second draw from other streams made them disagree (issue 25's check
+            # unit_estimates_sum_to_headline failed in a world without a judge sample).
+            fill_streams = BenchStreams(seed, f"{purpose}/labeler", names) if fill_labels is not None else None
             for d in range(n_draws):
                 counts = assisted.draw(draw_streams, parameters=parameters[d])
                 if fill_labels is not None:
-                    counts[fill] = fill_labels.draw(draw_streams.draw)[fill]
+                    counts[fill] = fill_labels.draw(fill_streams)[fill]
                 kept["model_assisted"].add(counts)
     return {e: [kept[e].rows(b) for b in range(problem.n_bench)] for e in estimators}
 
