@@ -21,13 +21,13 @@ are sums of benchmark rows, are assembled from them: the same bits as drawing ev
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from models.cache_keys import result_key
 from models.estimates.draws import (
     GroupedLabels,
     ModelAssisted,
@@ -45,13 +45,6 @@ DRAWN = ("labeler", "design", "model_assisted")
 
 Read = Callable[[str, str], Any]
 Write = Callable[[str, str, Any], None]
-
-
-def _key(*parts: object) -> str:
-    digest = hashlib.blake2b(digest_size=16)
-    for part in parts:
-        digest.update(b"\x1e" + repr(part).encode())
-    return digest.hexdigest()
 
 
 @dataclass
@@ -213,7 +206,7 @@ def draw_record(problem: Problem, seed: int, n_draws: int, estimators: Sequence[
     estimators = [e for e in DRAWN if e in estimators]
     judged_idx = judged_benchmarks(problem)
     judged, _ = restrict_to_benchmarks(problem, judged_idx)
-    pooled_key = _key("pooled", judged.fingerprint(), seed, n_draws, purpose, code_version)
+    pooled_key = result_key(("pooled", judged.fingerprint(), seed, n_draws, purpose, code_version))
     pooled = read("draws_pooled_" + purpose, pooled_key) if read is not None else None
     pooled_cached = isinstance(pooled, PooledParameters)
     is_judged = np.zeros(problem.n_bench, dtype=bool)
@@ -221,8 +214,8 @@ def draw_record(problem: Problem, seed: int, n_draws: int, estimators: Sequence[
     keys, rows = [], {}
     for b, name in enumerate(problem.benchmarks):
         own, _ = restrict_to_benchmarks(problem, np.array([b]))
-        keys.append(_key("rows", own.fingerprint(), seed, n_draws, estimators, purpose, code_version,
-                         pooled_key if is_judged[b] else None))
+        keys.append(result_key(("rows", own.fingerprint(), seed, n_draws, estimators, purpose, code_version,
+                                pooled_key if is_judged[b] else None)))
         stored = read(f"draws_{purpose}_{name}", keys[b]) if read is not None else None
         if isinstance(stored, dict) and set(stored) == set(estimators):
             rows[b] = stored
