@@ -8,9 +8,9 @@ or `run_all`) recomputes membership after a benchmark lands or changes. The inde
 external asset `benchmark_index_files`: the landing sensor reports it materialized when their content changes
 (pipelines/sensors.py), which the analysis automation then follows like any other upstream update.
 
-A broken index file (unknown field, a rule on a column that does not exist, a benchmark never landed) is
-logged with its file and line and left out; the other indexes still compute, and the check
-`benchmark_index_files_valid` fails naming the file and line.
+A broken index file (unknown field, a rule on a column that does not exist, a benchmark neither landed nor in
+a landing folder) is logged with its file and line and left out; the other indexes still compute, and the
+check `benchmark_index_files_valid` fails naming the file and line.
 """
 
 import time
@@ -31,7 +31,7 @@ from dagster import (
 from assets import labels as label_assets
 from assets import module_assets
 from models import indexes as ix
-from resources import readers
+from resources import readers, sources
 from resources.dagster_resources import Warehouse
 from resources.settings import settings
 from resources.source_versions import index_files_fingerprint
@@ -122,7 +122,10 @@ def compute_membership(warehouse: Warehouse, files: dict[str, str] | None = None
         benchmarks, counts, work,
         group_shares=ix.shares_from_benchmark_estimates(shares) if shares is not None else None,
     )
-    return ix.evaluate_indexes(read_index_files() if files is None else files, properties)
+    # an entry may name a benchmark of the landing roots that this warehouse did not land (the shipped file's
+    # assumptions about the mirror's benchmarks, in a warehouse of a few of them): it applies to nothing here
+    available = sources.discover_landing().benchmarks
+    return ix.evaluate_indexes(read_index_files() if files is None else files, properties, available)
 
 
 @asset(group_name=GROUP, kinds={"polars", "duckdb"}, deps=_DEPS)

@@ -44,21 +44,20 @@ def draws_code_version() -> str:
 
 def frames_key(parts: list[str], frames: list[Any]) -> str | None:
     """A key of `parts` and `frames` (polars DataFrames: their columns, types and rows, by polars' row hash, so
-    polars' version is a part). None when a frame cannot be hashed (then nothing is kept or read)."""
-    import hashlib
-
+    polars' version is a part), models.cache_keys.result_key. None when a frame cannot be hashed (then nothing
+    is kept or read)."""
     import polars as pl
 
-    digest = hashlib.blake2b(digest_size=16)
-    for part in (*parts, pl.__version__):
-        digest.update(str(part).encode() + b"\x1e")
+    from models.cache_keys import result_key
+
+    chunks = []
     try:
         for frame in frames:
-            digest.update(repr(list(frame.schema.items())).encode() + b"\x1f")
-            digest.update(frame.hash_rows().to_numpy().tobytes() if frame.height else b"")
+            chunks.append(repr(list(frame.schema.items())).encode() + b"\x1f")
+            chunks.append(frame.hash_rows().to_numpy().tobytes() if frame.height else b"")
     except Exception:  # noqa: BLE001  (a type hash_rows refuses: compute, keep nothing)
         return None
-    return digest.hexdigest()
+    return result_key([*parts, pl.__version__], chunks=chunks)
 
 
 def figure_key(name: str, frames: list[Any]) -> str | None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -53,6 +54,7 @@ THREAD_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "POL
 
 
 LabelWorkerError = WorkerError  # the transport's error: one class for both pools
+log = logging.getLogger(__name__)
 
 
 def worker_count() -> int:
@@ -276,15 +278,19 @@ def shutdown() -> None:
 
 def validate(parts: Sequence[tuple[str, pl.DataFrame, Sequence[Spec]]]) -> list[ValidationOutcome]:
     """GX validation of each (name, frame, expectation specs) (models/expectations.py, run_parts): in the running
-    pool's checks worker when it has one, else in this process (also when the worker fails: the same outcomes)."""
+    pool's checks worker when it has one, else in this process (also when the worker fails: the same outcomes,
+    with a warning naming the worker's error)."""
     from models import expectations as ex
 
     pool = _SHARED
     worker = pool.checks_worker if pool is not None else None
     if worker is not None:
         names = ", ".join(name for name, _, _ in parts)
-        with contextlib.suppress(WorkerError):
+        try:
             return worker.process.call(f"the GX checks of {names}", ex.run_parts, (list(parts),)).result()
+        except WorkerError as exc:  # the outcomes do not depend on where they run: say why, run them here
+            log.warning("the checks worker failed the GX checks of %s (%s): running them in this process "
+                        "(importing Great Expectations here, ~2.5 CPU-s)", names, exc)
     return ex.run_parts(parts)
 
 

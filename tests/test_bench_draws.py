@@ -128,3 +128,22 @@ def test_per_benchmark_streams_are_keyed_by_name_not_position():
                           np.random.default_rng(5).random(4))
     with pytest.raises(ValueError, match="non-decreasing"):
         BenchStreams(1, "x", names).random(np.array([1, 0]))
+
+
+def test_a_benchmark_without_judged_texts_has_its_labeler_draws_as_its_model_assisted_draws(problems):
+    """Its model-assisted rows are its labeler rows, draw for draw (also when drawn without the labeler): an
+    index of such benchmarks publishes the labeler row from the draws its per-unit tables sum (the one-benchmark
+    world's unit_estimates_sum_to_headline, tests/test_small_world.py)."""
+    _, after = problems
+    unjudged = sorted(set(range(after.n_bench)) - set(es.judged_benchmarks(after).tolist()))
+    record, _ = draw_record(after, SEED, N_DRAWS)
+    alone, _ = draw_record(after, SEED, N_DRAWS, ("model_assisted",))
+    differ = 0
+    for d in range(N_DRAWS):
+        labeler, assisted = record.counts("labeler", d), record.counts("model_assisted", d)
+        assert np.array_equal(assisted[unjudged], labeler[unjudged]), d
+        assert np.array_equal(alone.counts("model_assisted", d), assisted), d
+        assert labeler[unjudged].sum() > 0
+        judged = es.judged_benchmarks(after)
+        differ += not np.array_equal(assisted[judged], labeler[judged])
+    assert differ == N_DRAWS  # the judged benchmarks' rows are imputations, not their labeler draws

@@ -4,7 +4,9 @@ them on every exit; the checks a worker runs give the outcomes this process give
 
 from __future__ import annotations
 
+import logging
 import pickle
+import signal
 from pathlib import Path
 
 import polars as pl
@@ -57,6 +59,27 @@ def test_the_checks_a_worker_runs_are_the_checks_this_process_runs(cold: Path) -
     label_pool.end_checks()
     assert pool.checks_worker is None and pool.workers[-1].opened is not None
     assert label_pool.validate(_parts())[0].results.equals(here[0].results)  # now in this process
+
+
+def test_a_failed_checks_worker_is_named_and_the_checks_run_here(cold: Path,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """validate falls back to this process when the checks worker fails, and says so with the worker's error
+    (before: silently)."""
+    here = ex.run_parts(_parts())
+    pool = label_pool.prestart(warm_checks=True)
+    assert pool is not None and pool.checks_worker is not None
+    process = pool.checks_worker.process.process
+    process.kill()
+    process.wait(timeout=60)
+    with caplog.at_level(logging.WARNING, logger="resources.label_pool"):
+        there = label_pool.validate(_parts())
+    assert [o.results.equals(m.results) and o.success == m.success for o, m in zip(there, here, strict=True)] \
+        == [True, True]
+    [warning] = [r for r in caplog.records if r.name == "resources.label_pool"]
+    assert warning.levelno == logging.WARNING
+    text = warning.getMessage()
+    assert "the checks worker failed the GX checks of all, metric" in text and "running them in this process" in text
+    assert f"code {-signal.SIGKILL}" in text, text  # why: the worker's error (it was killed)
 
 
 def test_a_cold_run_all_starts_the_workers_first_and_stops_them_when_it_exits_early(cold: Path) -> None:

@@ -165,6 +165,22 @@ def test_benchmark_never_landed_and_the_other_indexes_still_compute():
     assert result.membership.filter(pl.col("benchmark_index") == "all")["included"].all()
 
 
+def test_an_entry_for_a_benchmark_of_a_landing_folder_not_landed_here_applies_to_nothing():
+    """A warehouse of a few of the mirror's benchmarks: the shipped file's assumptions about the others are not
+    typos (benchmark_index_files_valid failed in such a world); a name in no landing folder still is."""
+    entries = ('\n[[assume]]\nbenchmark = "osworld"\ncolumn = "agentic"\nvalue = true\nreason = "mirror"\n'
+               '\n[[exclude]]\nbenchmark = "webshop"\nreason = "mirror"\n')
+    files = {"data/indexes/subset.toml": RULES + entries}
+    result = ix.evaluate_indexes(files, _properties(), available={"osworld", "webshop", "alpha"})
+    assert result.errors == {}
+    here = ix.evaluate_indexes({"data/indexes/fine.toml": RULES}, _properties()).membership
+    members = [m.filter(pl.col("benchmark_index") == name).select("benchmark", "included")
+               for m, name in ((result.membership, "subset"), (here, "fine"))]
+    assert members[0].equals(members[1]) and members[0]["included"].any()
+    typo = ix.evaluate_indexes(files, _properties(), available={"osworld"})  # webshop: in no landing folder
+    assert list(typo.errors) == ["subset"] and "'webshop', which was never landed" in typo.errors["subset"]
+
+
 def _benchmarks_frame(names: list[str]) -> pl.DataFrame:
     return pl.DataFrame({"benchmark": names, "agentic": [True] * len(names), "public_items": [100] * len(names)})
 

@@ -276,20 +276,28 @@ def test_two_offline_run_alls_at_once_label_each_new_prompt_once(world: World) -
     assert world.labels("offlinetogether")["prompt_id"].n_unique() > 0
 
 
-def test_two_run_alls_at_once_compute_the_analysis_once(world: World) -> None:
+def test_two_run_alls_at_once_compute_the_analysis_once(world: World, tmp_path: Path) -> None:
+    """Two run_alls on the same new benchmark: one computes the analysis, the other waits for it, then skips
+    it. The run holding the analysis lock goes on only once the other has found the lock taken (`meeting`
+    below), so they overlap whatever the machine's timing (once, on a busy machine, the second reached the
+    step after the first had finished it: it skipped without waiting, and the test failed)."""
     records = marked(real_records("tau_bench", 20), "analysis")
     world.add("analysed", records)
-    command = [sys.executable, "-m", "pipelines.run_all", "--skip-reference", "--benchmarks", "analysed"]
+    command = [sys.executable, __file__, "run-all-meeting", str(tmp_path), "--skip-reference",
+               "--benchmarks", "analysed"]
     runs = [subprocess.Popen(command, env=world.state.env(), cwd=ROOT, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True) for _ in range(2)]
     outputs = [r.communicate(timeout=900)[0] for r in runs]
-    assert [r.returncode for r in runs] == [0, 0], "\n".join(o[-2000:] for o in outputs)
+    shown = "\n".join(o[-2000:] for o in outputs)
+    assert [r.returncode for r in runs] == [0, 0], shown
+    label = "analysis/exports (+ warehouse-wide benchmark checks)"
     ran = [o for o in outputs if re.search(r"- analysis/exports .*: ok in", o)]
-    waited = [o for o in outputs if "analysis/exports (+ warehouse-wide benchmark checks): another run_all is "
-              "running this step: waiting for it" in o]
-    assert len(ran) == 1 and len(waited) == 1, "\n".join(o[-2000:] for o in outputs)
-    assert "analysis/exports (+ warehouse-wide benchmark checks): unchanged since its last successful run, " \
-           "skipped" in waited[0]
+    waited = [o for o in outputs if f"{label}: another run_all is running this step: waiting for it" in o]
+    skipped = [o for o in outputs if f"{label}: unchanged since its last successful run, skipped" in o]
+    assert len(ran) == 1, shown  # computed once: not by both, not by neither
+    assert len(waited) == 1 and waited == skipped and waited[0] is not ran[0], shown
+    headlines = [re.findall(r"^AI benchmarks exercise .*$", o, re.MULTILINE) for o in outputs]
+    assert headlines[0] and headlines[0] == headlines[1], headlines  # the one that waited reads the same numbers
 
 
 def test_labels_in_the_label_store_are_never_requested_again_after_a_sigkill(world: World) -> None:
@@ -364,5 +372,47 @@ def child(argv: list[str]) -> int:
     return 0
 
 
+def run_all_meeting(argv: list[str]) -> int:
+    """`run-all-meeting <folder> <run_all arguments>`: run_all, whose analysis step, once this process holds the
+    step's lock, goes on only when the other run_all has found that lock taken (its non-blocking flock failed:
+    it touches `<folder>/waiting`, then prints that it waits and blocks), at most 300 s (then the test's
+    assertions say what happened). The lock and the step are run_all's own (pipelines/run_steps.py)."""
+    import contextlib
+    import fcntl
+    import time
+
+    from pipelines import cli, run_all, run_steps
+    from resources import integrity
+
+    folder, *args = argv
+    waiting = Path(folder) / "waiting"
+    real_flock, real_exclusive = fcntl.flock, run_steps.Steps.exclusive
+
+    def flock(handle: Any, operation: int) -> None:
+        try:
+            real_flock(handle, operation)
+        except BlockingIOError:
+            if str(getattr(handle, "name", "")).endswith("analysis.lock"):
+                waiting.touch()
+            raise
+
+    @contextlib.contextmanager
+    def exclusive(self: Any, step: str, label: str) -> Any:
+        with real_exclusive(self, step, label):
+            deadline = time.monotonic() + 300
+            while step == "analysis" and not waiting.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            yield
+
+    fcntl.flock = flock
+    run_steps.Steps.exclusive = exclusive
+    code = cli.run_cli(run_all.main, args, prog="run_all (run-all-meeting)",
+                       extra_errors=(integrity.WarehouseDamaged,))
+    sys.stdout.flush()
+    return code
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["run-all-meeting"]:
+        sys.exit(run_all_meeting(sys.argv[2:]))
     sys.exit(child(sys.argv[1:]))

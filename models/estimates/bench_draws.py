@@ -10,7 +10,9 @@ Each benchmark draws its labeler, design and model-assisted count rows from rand
   weights (chosen on every judged benchmark's misses). These are not additive: they are computed on the
   problem restricted to the judged benchmarks (`pooled_parameters`), and when a benchmark with judged texts
   lands or changes they change, so every judged benchmark is redrawn;
-- a benchmark WITHOUT judged texts reads nothing pooled (its model-assisted rows are a draw of its own labels).
+- a benchmark WITHOUT judged texts reads nothing pooled: its model-assisted rows are its labeler rows (the same
+  draw of its own labels), so an index of such benchmarks has one set of draws behind both its published
+  labeler row and its per-unit tables.
 
 So a new or changed benchmark without judged texts draws its own rows only; every other benchmark's rows are
 read back (`draw_record`, through a `store` of the I/O layer keyed by the above) and the count matrices, which
@@ -19,13 +21,13 @@ are sums of benchmark rows, are assembled from them: the same bits as drawing ev
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from models.cache_keys import result_key
 from models.estimates.draws import (
     GroupedLabels,
     ModelAssisted,
@@ -43,13 +45,6 @@ DRAWN = ("labeler", "design", "model_assisted")
 
 Read = Callable[[str, str], Any]
 Write = Callable[[str, str, Any], None]
-
-
-def _key(*parts: object) -> str:
-    digest = hashlib.blake2b(digest_size=16)
-    for part in parts:
-        digest.update(b"\x1e" + repr(part).encode())
-    return digest.hexdigest()
 
 
 @dataclass
@@ -181,10 +176,16 @@ def draw_rows(problem: Problem, parameters: list[tuple[np.ndarray, np.ndarray, n
             draw_streams = DrawStreams(seed, f"{purpose}/model_assisted", names)
             fill_labels = GroupedLabels(problem, np.flatnonzero(fill[problem.text_bench[problem.lab_text]])) \
                 if fill.any() else None
+            # a benchmark without judged texts: its model-assisted rows ARE its labeler rows (the labeler's own
+            # streams, so the same numbers as the labeler estimator's draw d). An index of such benchmarks
+            # publishes the labeler row, and its per-unit tables (summed from the model-assisted draws) must be
+            # the same draws: before, a second draw from other streams made them disagree (issue 25's check
+            # unit_estimates_sum_to_headline failed in a world without a judge sample).
+            fill_streams = BenchStreams(seed, f"{purpose}/labeler", names) if fill_labels is not None else None
             for d in range(n_draws):
                 counts = assisted.draw(draw_streams, parameters=parameters[d])
                 if fill_labels is not None:
-                    counts[fill] = fill_labels.draw(draw_streams.draw)[fill]
+                    counts[fill] = fill_labels.draw(fill_streams)[fill]
                 kept["model_assisted"].add(counts)
     return {e: [kept[e].rows(b) for b in range(problem.n_bench)] for e in estimators}
 
@@ -205,7 +206,7 @@ def draw_record(problem: Problem, seed: int, n_draws: int, estimators: Sequence[
     estimators = [e for e in DRAWN if e in estimators]
     judged_idx = judged_benchmarks(problem)
     judged, _ = restrict_to_benchmarks(problem, judged_idx)
-    pooled_key = _key("pooled", judged.fingerprint(), seed, n_draws, purpose, code_version)
+    pooled_key = result_key(("pooled", judged.fingerprint(), seed, n_draws, purpose, code_version))
     pooled = read("draws_pooled_" + purpose, pooled_key) if read is not None else None
     pooled_cached = isinstance(pooled, PooledParameters)
     is_judged = np.zeros(problem.n_bench, dtype=bool)
@@ -213,8 +214,8 @@ def draw_record(problem: Problem, seed: int, n_draws: int, estimators: Sequence[
     keys, rows = [], {}
     for b, name in enumerate(problem.benchmarks):
         own, _ = restrict_to_benchmarks(problem, np.array([b]))
-        keys.append(_key("rows", own.fingerprint(), seed, n_draws, estimators, purpose, code_version,
-                         pooled_key if is_judged[b] else None))
+        keys.append(result_key(("rows", own.fingerprint(), seed, n_draws, estimators, purpose, code_version,
+                                pooled_key if is_judged[b] else None)))
         stored = read(f"draws_{purpose}_{name}", keys[b]) if read is not None else None
         if isinstance(stored, dict) and set(stored) == set(estimators):
             rows[b] = stored

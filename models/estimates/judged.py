@@ -14,12 +14,12 @@ resources/worker_pool.py); `split_check` and `coverage_check` are the module-lev
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 
 import numpy as np
 import polars as pl
 
+from models.cache_keys import result_key
 from models.estimates.checks import Relabel, check_against_truth, split_sample_problem, summarize_checks
 from models.estimates.coverage_check import CoverageMap, unit_coverage_check
 from models.estimates.problem import ALL_INDEX, ALL_SCOPE, Problem, Scope
@@ -65,11 +65,7 @@ def judged_problem(problem: Problem, texts: pl.DataFrame) -> tuple[Problem, pl.D
 def checks_key(problem: Problem, parts: Iterable[object]) -> str:
     """The cache key of the judged checks: the restricted problem's fingerprint and every other input (the
     relabeling's fingerprint, the settings, the code version) as text."""
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(problem.fingerprint().encode())
-    for part in parts:
-        digest.update(b"\x1e" + repr(part).encode())
-    return digest.hexdigest()
+    return result_key(parts, head=problem.fingerprint().encode())
 
 
 SPLIT_FRACTIONS: dict[str, float] = {"split_half": 0.5, "split_fifth": 0.2}

@@ -246,8 +246,11 @@ def benchmark_share_estimates(draws: UnitDraws) -> dict[str, pl.DataFrame]:
 def unit_sum_check(units: dict[str, pl.DataFrame], headline: pl.DataFrame, total_hours: float,
                    tolerance: float = 1e-6) -> pl.DataFrame:
     """Per index and threshold: the sums of p_covered (tasks, occupations, major groups) and the hours-weighted
-    task sum beside the model-assisted rows of `headline_estimates` (scope 'all'); `ok` when every difference
-    is within `tolerance` (relative to the count; absolute for the hours share)."""
+    task sum beside the rows of `headline_estimates` (scope 'all') of the draws the per-unit tables hold: the
+    model-assisted row, or for an index none of whose benchmarks has judged texts (no model-assisted row) the
+    labeler row, whose draws its model-assisted draws are (models/estimates/bench_draws.py). `ok` when the
+    difference is within `tolerance` (relative to the count; absolute for the hours share); a unit sum without
+    a headline row to compare with is not ok."""
     quantity_of = {"task_estimates": "tasks_covered", "occupation_estimates": "occupations_covered",
                    "major_group_estimates": "major_groups_covered"}
     sums = []
@@ -257,12 +260,15 @@ def unit_sum_check(units: dict[str, pl.DataFrame], headline: pl.DataFrame, total
     share = (pl.col("p_covered") * pl.col("hours")).sum() / total_hours if total_hours > 0 else pl.lit(None)
     sums.append(units["task_estimates"].group_by("benchmark_index", "threshold").agg(share.alias("unit_sum"))
                 .with_columns(pl.lit("hours_share_covered").alias("quantity")))
-    expected = headline.filter((pl.col("estimator") == "model_assisted") & (pl.col("scope") == ALL_SCOPE)).select(
-        "benchmark_index", "quantity", "threshold", pl.col("value").alias("headline_mean"))
-    joined = pl.concat(sums).join(expected, on=["benchmark_index", "quantity", "threshold"], how="inner")
+    keys = ["benchmark_index", "quantity", "threshold"]
+    expected = headline.filter(pl.col("estimator").is_in(["model_assisted", "labeler"])
+                               & (pl.col("scope") == ALL_SCOPE)).sort(
+        pl.col("estimator") != "model_assisted").unique(keys, keep="first", maintain_order=True).select(
+        *keys, "estimator", pl.col("value").alias("headline_mean"))
+    joined = pl.concat(sums).join(expected, on=keys, how="left")
     return joined.with_columns(
         (pl.col("unit_sum") - pl.col("headline_mean")).abs().alias("difference"),
     ).with_columns(
         (pl.col("difference") <= tolerance * pl.max_horizontal(pl.lit(1.0), pl.col("headline_mean").abs()))
-        .alias("ok")
+        .fill_null(False).alias("ok")
     ).sort("benchmark_index", "quantity", "threshold")

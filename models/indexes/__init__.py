@@ -50,8 +50,8 @@ the raw labels without an estimate) and that group's share of its estimated work
 
 Parsing (`parse_index`) takes the file's text and raises `InputError` naming the file and line for an unknown
 field, an unknown column, a bad operator or value; `evaluate_index` raises it for a benchmark that was never
-landed. `evaluate_indexes` evaluates several files and returns the errors of the broken ones next to the
-membership of the others.
+landed and is in no landing folder (a typo). `evaluate_indexes` evaluates several files and returns the errors
+of the broken ones next to the membership of the others.
 
 No dagster, no file I/O here: the asset reads the files and passes their text.
 

@@ -5,7 +5,7 @@ several files, the broken ones reported beside the others' membership)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,11 +139,15 @@ class _Decision:
     unknown_passed: list[str] = field(default_factory=list)
 
 
-def evaluate_index(definition: IndexDefinition, properties: pl.DataFrame) -> pl.DataFrame:
+def evaluate_index(definition: IndexDefinition, properties: pl.DataFrame,
+                   available: Collection[str] = ()) -> pl.DataFrame:
     """Membership rows (MEMBERSHIP_SCHEMA) of one index over the landed benchmarks in `properties`
-    (`measured_properties`). Raises `InputError` (file and line) for a named benchmark that never landed."""
+    (`measured_properties`). Raises `InputError` (file and line) for a named benchmark that never landed and
+    is not in `available` (the benchmark folders of the landing roots: an entry for one of those that this
+    warehouse did not land applies to nothing here, as the shipped file's entries for the mirror's benchmarks
+    in a warehouse of a few of them)."""
     landed = set(properties["benchmark"].to_list())
-    _check_named_landed(definition, landed)
+    _check_named_landed(definition, landed, set(available))
     includes = {e.benchmark: e for e in definition.include}
     excludes = {e.benchmark: e for e in definition.exclude}
     value_of = _Values(definition, properties)
@@ -153,16 +157,17 @@ def evaluate_index(definition: IndexDefinition, properties: pl.DataFrame) -> pl.
     return _membership_frame(definition, decisions, value_of)
 
 
-def _check_named_landed(definition: IndexDefinition, landed: set[str]) -> None:
-    """Every benchmark an include, exclude, assume or assign entry names must have landed."""
+def _check_named_landed(definition: IndexDefinition, landed: set[str], available: set[str]) -> None:
+    """Every benchmark an include, exclude, assume or assign entry names must have landed or be in a landing
+    root (`available`): a name in neither is a typo, an entry that would silently apply to nothing."""
     named = [(e.benchmark, e.line, "include") for e in definition.include]
     named += [(e.benchmark, e.line, "exclude") for e in definition.exclude]
     named += [(a.benchmark, a.line, "assume") for a in definition.assumptions]
     named += [(a.benchmark, a.line, "assign") for a in definition.assign]
     for benchmark, line, kind in named:
-        if benchmark not in landed:
-            raise InputError(f"{kind} names benchmark {benchmark!r}, which was never landed "
-                             f"(landed: {', '.join(sorted(landed))})", path=definition.path, line=line)
+        if benchmark not in landed and benchmark not in available:
+            raise InputError(f"{kind} names benchmark {benchmark!r}, which was never landed and is in no landing "
+                             f"folder (landed: {', '.join(sorted(landed))})", path=definition.path, line=line)
 
 
 class _Values:
@@ -322,9 +327,11 @@ class IndexResult:
     definitions: dict[str, IndexDefinition]
 
 
-def evaluate_indexes(files: Mapping[str, str], properties: pl.DataFrame) -> IndexResult:
+def evaluate_indexes(files: Mapping[str, str], properties: pl.DataFrame,
+                     available: Collection[str] = ()) -> IndexResult:
     """Evaluate every index file (path -> text). A broken file is reported in `errors` and left out; the
-    others still compute. `all` is always present (built in when no file defines it)."""
+    others still compute. `all` is always present (built in when no file defines it). `available`: the
+    benchmark folders of the landing roots (evaluate_index)."""
     frames: list[pl.DataFrame] = []
     errors: dict[str, str] = {}
     definitions: dict[str, IndexDefinition] = {}
@@ -332,7 +339,7 @@ def evaluate_indexes(files: Mapping[str, str], properties: pl.DataFrame) -> Inde
         name = path.rsplit("/", 1)[-1].removesuffix(".toml")
         try:
             definition = parse_index(text, path, name)
-            frames.append(evaluate_index(definition, properties))
+            frames.append(evaluate_index(definition, properties, available))
             definitions[name] = definition
         except InputError as exc:
             errors[name] = str(exc)

@@ -1,0 +1,95 @@
+"""A warehouse of one small benchmark without a judge sample (20 real tau_bench prompts on a copy of the labels
+snapshot, tests/test_faults.py's `world`): every asset check of `run_all` passes, as on the mirror.
+
+Two did not (both ERROR severity):
+- `unit_estimates_sum_to_headline`: with no judged texts the published headline is the labeler's draws, but the
+  per-unit tables summed the model-assisted draws, which for a benchmark without judged texts were a second
+  draw of its labels from other random streams (9.59 tasks covered against the headline's 9.47). Now they are
+  the labeler's draws (models/estimates/bench_draws.py) and the check compares such an index with its labeler
+  row; the check still fails on a table that does not sum to the headline (below).
+- `benchmark_index_files_valid`: the shipped economic_agentic.toml's assumptions name mirror benchmarks this
+  warehouse did not land (osworld, ...), which made the file an error and left the index uncomputed. Now an
+  entry for a benchmark of a landing folder applies to nothing; a name in no landing folder still fails (below).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests import test_faults as faults  # noqa: E402
+from tests.test_faults import World, real_records  # noqa: E402
+
+world = faults.world  # the fixture, by name
+
+CHECKS = ("unit_estimates_sum_to_headline", "benchmark_index_files_valid")
+
+
+def run_checks(world: World) -> dict[str, tuple[bool, dict[str, Any]]]:
+    """The two checks alone on the world's warehouse: name -> (passed, metadata)."""
+    from dagster import AssetSelection, materialize
+
+    from assets.estimates import unit_estimates_sum_to_headline
+    from assets.indexes import benchmark_index_files_valid
+    from pipelines.definitions import build_definitions
+
+    defs = build_definitions(str(world.state.warehouse))
+    result = materialize([*defs.assets, *defs.asset_checks], resources=defs.resources, instance=world.instance,
+                         selection=AssetSelection.checks(unit_estimates_sum_to_headline, benchmark_index_files_valid))
+    return {e.check_name: (e.passed, {k: v.value for k, v in e.metadata.items()})
+            for e in result.get_asset_check_evaluations()}
+
+
+def test_a_world_without_a_judge_sample_passes_its_checks_and_they_can_fail(
+        world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    from models import estimates as es
+    from pipelines import run_all
+    from pipelines.definitions import build_definitions
+    from resources import warehouse as wh
+
+    world.add("small", real_records("tau_bench", 20))
+    defs = build_definitions(str(world.state.warehouse))
+    assert run_all.main(["--skip-reference", "--benchmarks", "small"], defs=defs, instance=world.instance) == 0
+    out = capsys.readouterr().out
+    assert "labeler estimate" in out and "check not passed" not in out, out[-3000:]
+
+    checks = run_checks(world)
+    assert {name: passed for name, (passed, _) in checks.items()} == dict.fromkeys(CHECKS, True), checks
+    # what the sum check compared: each index and threshold, the labeler rows (no model-assisted row here)
+    units = {name: world.table(name) for name in es.UNIT_TABLES.values()}
+    tasks = units["task_estimates"]
+    hours = float(tasks.filter((pl.col("benchmark_index") == "all") & (pl.col("threshold") == 1))["hours"].sum())
+    compared = es.unit_sum_check(units, world.table("headline_estimates"), hours)
+    indexes = set(world.table("benchmark_index_membership")["benchmark_index"])
+    assert indexes == {"all", "economic_agentic"}  # the shipped index computes (no member qualifies here)
+    assert compared.height == len(indexes) * 2 * 4 and set(compared["estimator"]) == {"labeler"}
+    assert compared["ok"].all() and compared.filter(pl.col("quantity") == "tasks_covered")["unit_sum"].max() > 1
+
+    # a per-unit table that does not sum to the headline fails the check: a task no draw covered claims p = 0.5
+    target = tasks.with_row_index("row").filter((pl.col("benchmark_index") == "all") & (pl.col("threshold") == 5)
+                                                & (pl.col("p_covered") == 0))["row"][0]
+    moved = tasks.with_columns(pl.when(pl.int_range(pl.len()) == target).then(0.5).otherwise(pl.col("p_covered"))
+                               .alias("p_covered"))
+    wh.replace_table(world.state.warehouse, "task_estimates", moved)
+    passed, metadata = run_checks(world)["unit_estimates_sum_to_headline"]
+    assert not passed and metadata["largest_difference"] == pytest.approx(0.5), metadata
+    wh.replace_table(world.state.warehouse, "task_estimates", tasks)
+    assert run_checks(world)["unit_estimates_sum_to_headline"][0]
+
+    # an index file naming a benchmark in no landing folder (a typo) fails the files check
+    index_dir = tmp_path / "indexes"
+    shutil.copytree(ROOT / "data" / "indexes", index_dir)
+    with open(index_dir / "economic_agentic.toml", "a") as handle:
+        handle.write('\n[[exclude]]\nbenchmark = "osworldd"\nreason = "a typo"\n')
+    monkeypatch.setenv("BENCHMAP_INDEX_DIR", str(index_dir))
+    passed, metadata = run_checks(world)["benchmark_index_files_valid"]
+    assert not passed and "'osworldd', which was never landed" in metadata["errors"]["economic_agentic"], metadata
