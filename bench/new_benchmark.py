@@ -42,7 +42,7 @@ N_PROMPTS = 300
 TARGET_SHARE = 0.25
 
 
-def child(steps_dir: Path | None = None) -> int:
+def child(steps_dir: Path | None = None, use_cprofile: bool = False) -> int:
     """Runs inside the measured process (environment of the copied state)."""
     started, cpu_started = time.perf_counter(), time.process_time()
     tree_started = common.tree_cpu_s()
@@ -56,8 +56,8 @@ def child(steps_dir: Path | None = None) -> int:
 
     from bench.step_profile import time_steps
 
-    steps, _ = time_steps(steps_dir or Path(os.environ.get("TMPDIR", "/tmp")) / f"new_benchmark-{os.getpid()}",
-                          started, cpu_started, use_cprofile=False)
+    steps, profiles = time_steps(steps_dir or Path(os.environ.get("TMPDIR", "/tmp")) / f"new_benchmark-{os.getpid()}",
+                                 started, cpu_started, use_cprofile=use_cprofile and steps_dir is not None)
     from dagster import DagsterInstance, build_sensor_context
 
     from pipelines.definitions import defs
@@ -120,6 +120,8 @@ def child(steps_dir: Path | None = None) -> int:
     out["child_s"] = round(time.perf_counter() - started, 2)
     out["phases_cpu_s"] = cpu  # phase -> [this process, its tree]
     out["steps"] = [{k: row[k] for k in ("step", "wall_s", "cpu_s", "start_s")} for row in steps]
+    for key, profile in profiles.items():  # --cprofile: one pstats file per step (python -m pstats)
+        profile.dump_stats(str(steps_dir / f"{key}.pstats"))
     if steps_dir is not None:
         (steps_dir / "steps.json").write_text(json.dumps({"steps": steps, "phases_cpu_s": cpu,
                                                           "cpu_s": time.process_time() - cpu_started}))
@@ -186,5 +188,5 @@ def main() -> int:
 if __name__ == "__main__":
     if "--child" in sys.argv:
         at = sys.argv.index("--steps") + 1 if "--steps" in sys.argv else 0
-        sys.exit(child(Path(sys.argv[at]) if at else None))
+        sys.exit(child(Path(sys.argv[at]) if at else None, use_cprofile="--cprofile" in sys.argv))
     sys.exit(main())

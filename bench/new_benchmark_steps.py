@@ -1,6 +1,6 @@
 """new_benchmark_steps: CPU-s per Dagster step of the refresh after one new 300-prompt benchmark (issue 29 item 3).
 
-    .venv/bin/python bench/new_benchmark_steps.py COLD_STATE CODE OUT_DIR [--run-all]
+    .venv/bin/python bench/new_benchmark_steps.py COLD_STATE CODE OUT_DIR [--run-all] [--cprofile]
 
 Copies COLD_STATE (a state bench/cold.py or bench/step_profile.py left: dagster_home, warehouse, raw) to
 OUT_DIR/state, then, with the code in CODE (PYTHONPATH), runs `pipelines.run_all` under bench/step_profile.py's
@@ -9,7 +9,8 @@ per-benchmark draws are written; nothing for the code that built the state), lan
 (bench/new_benchmark.py's 300 edited real prompts) and measures the refresh the way bench/new_benchmark.py does:
 its child (CODE/bench/new_benchmark.py --child) evaluates the sensors and executes the benchmark run and the
 analysis run they request, each step timed. `--run-all`: the refresh is a second `run_all` instead (run_all
-starts the judged checks ahead of its analysis run, the sensor's run does not).
+starts the judged checks ahead of its analysis run, the sensor's run does not). `--cprofile`: each step of the
+sensors' refresh is also profiled (OUT_DIR/new/<step>.pstats; its CPU-s are then inflated: use them for where).
 
 Prints one JSON object: per step and per stage CPU-s of the refresh, its phases' CPU-s (the child process and its
 process tree), the child's process-tree CPU-s and wall, and the warm-up's total. Run it for two codes back to back
@@ -40,8 +41,8 @@ def _run(state: common.State, cmd: list[str], code: Path, out: Path) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    run_all = "--run-all" in argv
-    argv = [a for a in argv if a != "--run-all"]
+    run_all, cprofile = "--run-all" in argv, "--cprofile" in argv
+    argv = [a for a in argv if a not in ("--run-all", "--cprofile")]
     source, code, out_dir = Path(argv[0]), Path(argv[1]).resolve(), Path(argv[2])
     root = out_dir / "state"
     if root.exists():
@@ -58,7 +59,8 @@ def main(argv: list[str]) -> int:
     common.write_benchmark(state.landing, NAME, records, title="Synthetic 300 (edited real prompts)",
                            results=results)
     new_dir = out_dir / "new"
-    sensor = [common.PYTHON, str(code / "bench" / "new_benchmark.py"), "--child", "--steps", str(new_dir)]
+    sensor = [common.PYTHON, str(code / "bench" / "new_benchmark.py"), "--child", "--steps", str(new_dir),
+              *(["--cprofile"] if cprofile else [])]
     new = _run(state, [*profile, str(new_dir)] if run_all else sensor, code, new_dir)
     report = {} if run_all else common.last_json_line(new["stdout"])
     os.environ.update({k: v for k, v in state.env().items() if k.startswith("BENCHMAP_")})

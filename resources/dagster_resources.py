@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from models.labeling.llm_config import LLMConfig
 
 
+_SET_UP: set[tuple[str, str | None]] = set()  # (warehouse file, run id) whose integrity this process checked
+
+
 class Warehouse(WarehouseQueries, ConfigurableResource):
     """The embedded DuckDB warehouse. Connections are short-lived and retry on the file lock. Assets read through
     its named queries (resources/warehouse_queries.py) and `read_table`, and write through the IO manager or
@@ -41,7 +44,11 @@ class Warehouse(WarehouseQueries, ConfigurableResource):
         named read of a step is a connect, ~27 CPU-ms each when it opens the file anew (an analysis run connects
         some 300 times). run_all's runs already held or lingered (pipelines/step_runner.py); now a sensor's,
         schedule's or the UI's run does too. Inside a `held` or `lingering` block of this process it is a no-op."""
-        self.setup_for_execution(context)
+        run = (str(Path(self.path).resolve()), getattr(context, "run_id", None))
+        if run[1] is None or run not in _SET_UP:  # a run's second Warehouse (the IO manager's) is checked already
+            self.setup_for_execution(context)
+            if run[1] is not None:
+                _SET_UP.add(run)
         try:
             with wh.lingering(self.path):
                 yield self

@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 from dagster import AssetExecutionContext, DagsterInstance, asset, materialize
 
+from resources import integrity
 from resources import warehouse as wh
 from resources.dagster_resources import Warehouse
 from resources.io_manager import WarehouseIOManager
@@ -38,10 +39,20 @@ def totals(warehouse: Warehouse, doubled: pl.DataFrame) -> pl.DataFrame:
         doubled.group_by("benchmark").agg(pl.col("n").sum()).sort("benchmark"))
 
 
-def _run(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[bool, int, bool]:
-    """(success, files opened during the run, whether the step saw the run lingering)."""
+def _run(path: Path, monkeypatch: pytest.MonkeyPatch, checks: list[str | None] | None = None
+         ) -> tuple[bool, int, bool]:
+    """(success, files opened during the run, whether the step saw the run lingering); `checks` gets the run id of
+    each integrity check the run's resources make."""
     opened = {"n": 0}
     original = duckdb.connect
+    check = integrity.check_for_run
+
+    def counted_check(path: str | Path, run_id: str | None = None) -> integrity.IntegrityReport | None:
+        if checks is not None:
+            checks.append(run_id)
+        return check(path, run_id)
+
+    monkeypatch.setattr(integrity, "check_for_run", counted_check)
 
     def counting(*args: object, **kwargs: object) -> duckdb.DuckDBPyConnection:
         opened["n"] += 1
@@ -54,6 +65,7 @@ def _run(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[bool, int, bool]:
                              resources={"warehouse": warehouse, "io_manager": WarehouseIOManager(warehouse=warehouse)})
         lingered = result.asset_materializations_for_node("doubled")[0].metadata["lingering"].value
     monkeypatch.setattr(duckdb, "connect", original)
+    monkeypatch.setattr(integrity, "check_for_run", check)
     return result.success, opened["n"], bool(lingered)
 
 
@@ -69,8 +81,11 @@ def test_a_run_opens_the_warehouse_a_few_times_and_releases_it_with_its_writes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "benchmap.duckdb"
     wh.append_rows(path, "seed", pl.DataFrame({"x": [1]}))  # the file exists: the run's integrity check reads it
-    ok, opened, lingered = _run(path, monkeypatch)
+    checks: list[str | None] = []
+    ok, opened, lingered = _run(path, monkeypatch, checks)
     assert ok and lingered
+    # one integrity check per run, though two resources (the warehouse and the IO manager's) are set up
+    assert len(checks) == 1 and checks[0] is not None, checks
     # three output writes, two input loads, ten named reads, one query and the integrity check's reads would each
     # open the file without it
     assert opened <= 4, opened
