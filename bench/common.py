@@ -279,6 +279,25 @@ def _tree_rss(proc: psutil.Process) -> tuple[int, int]:
     return total, count
 
 
+def tree_cpu_s(proc: psutil.Process | None = None) -> float:
+    """CPU-s (user+sys) of a process tree so far: the process, its reaped children and its live descendants
+    (a worker pool's processes count while they run)."""
+    proc = proc or psutil.Process()
+    times = proc.cpu_times()
+    total = times.user + times.system + times.children_user + times.children_system
+    try:
+        members = proc.children(recursive=True)
+    except psutil.Error:
+        members = []
+    for member in members:
+        try:
+            own = member.cpu_times()
+            total += own.user + own.system
+        except psutil.Error:
+            continue
+    return total
+
+
 def run_measured(cmd: Sequence[str], env: Mapping[str, str], *, cwd: Path = PROJECT_ROOT,
                  interval_s: float = 0.1, timeout_s: float | None = None, echo: bool = True) -> Measured:
     """Run a child process to completion, sampling its process tree's RSS; stderr is echoed to our stderr."""

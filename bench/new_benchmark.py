@@ -16,7 +16,10 @@ the Dagster daemon does:
 
 Reports the wall time of the sensor-triggered run (process start and imports, the sensor tick, the
 benchmark_refresh_job run), of the whole child including the follow-up analysis refresh (`wall_s`), each
-phase, prompts labeled, and both as shares of the cold wall time.
+phase, prompts labeled, and both as shares of the cold wall time. Each phase also gets its CPU-s (`phases_cpu_s`:
+the child's own, and its process tree's with the worker processes) and every Dagster step its own CPU-s
+(bench/step_profile.py's timer; `steps`, written to `--steps DIR` when given): on a shared machine the CPU-s are
+what compares (bench/new_benchmark_steps.py runs this child for two codes on one state).
 Target (issue 7): exactly 300 prompts labeled, under 25% of cold (met by the sensor-triggered run; the
 analysis refresh recomputes every unpartitioned table over all benchmarks and is reported separately).
 """
@@ -39,9 +42,22 @@ N_PROMPTS = 300
 TARGET_SHARE = 0.25
 
 
-def child() -> int:
+def child(steps_dir: Path | None = None, use_cprofile: bool = False) -> int:
     """Runs inside the measured process (environment of the copied state)."""
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
+    tree_started = common.tree_cpu_s()
+    cpu: dict[str, list[float]] = {}
+
+    def phase(name: str, since: tuple[float, float]) -> tuple[float, float]:
+        """CPU-s of this process and of its tree since `since`; returns the new mark."""
+        now = (time.process_time(), common.tree_cpu_s())
+        cpu[name] = [round(now[0] - since[0], 2), round(now[1] - since[1], 2)]
+        return now
+
+    from bench.step_profile import time_steps
+
+    steps, profiles = time_steps(steps_dir or Path(os.environ.get("TMPDIR", "/tmp")) / f"new_benchmark-{os.getpid()}",
+                                 started, cpu_started, use_cprofile=use_cprofile and steps_dir is not None)
     from dagster import DagsterInstance, build_sensor_context
 
     from pipelines.definitions import defs
@@ -52,15 +68,18 @@ def child() -> int:
             build_sensor_context(instance=instance, definitions=defs, cursor=cursor))
 
     imported = time.perf_counter()
+    mark = phase("import_s", (cpu_started, tree_started))
     out: dict = {"import_s": round(imported - started, 2)}
     with DagsterInstance.get() as instance:
         t0 = time.perf_counter()
         automation_cursor = analysis_tick(instance).cursor  # the daemon's earlier tick
         out["analysis_first_tick_s"] = round(time.perf_counter() - t0, 2)
+        mark = phase("analysis_first_tick_s", mark)
         t0 = time.perf_counter()
         tick = benchmark_landing_sensor(build_sensor_context(instance=instance, definitions=defs))
         requests = list(tick.run_requests or [])
         out["sensor_tick_s"] = round(time.perf_counter() - t0, 2)
+        mark = phase("sensor_tick_s", mark)
         out["requested_partitions"] = [r.partition_key for r in requests]
         for request in tick.dynamic_partitions_requests or []:
             instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
@@ -70,6 +89,7 @@ def child() -> int:
                                        asset_selection=r.asset_selection, raise_on_error=False)
                 for r in requests]
         out["benchmark_run_s"] = round(time.perf_counter() - t0, 2)
+        mark = phase("benchmark_run_s", mark)
         out["benchmark_runs_ok"] = all(r.success for r in runs)
         calls = 0
         for run in runs:
@@ -83,6 +103,7 @@ def child() -> int:
         t0 = time.perf_counter()
         analysis_requests = list(analysis_tick(instance, automation_cursor).run_requests or [])
         out["analysis_sensor_s"] = round(time.perf_counter() - t0, 2)
+        mark = phase("analysis_sensor_s", mark)
         out["analysis_requested"] = len(analysis_requests)
         out["analysis_assets_requested"] = sum(len(r.asset_selection or []) for r in analysis_requests)
         if not analysis_requests:
@@ -94,8 +115,16 @@ def child() -> int:
                          .execute_in_process(instance=instance, tags=r.tags, raise_on_error=False)
                          for r in analysis_requests]
         out["analysis_run_s"] = round(time.perf_counter() - t0, 2)
+        mark = phase("analysis_run_s", mark)
         out["analysis_runs_ok"] = all(r.success for r in analysis_runs)
     out["child_s"] = round(time.perf_counter() - started, 2)
+    out["phases_cpu_s"] = cpu  # phase -> [this process, its tree]
+    out["steps"] = [{k: row[k] for k in ("step", "wall_s", "cpu_s", "start_s")} for row in steps]
+    for key, profile in profiles.items():  # --cprofile: one pstats file per step (python -m pstats)
+        profile.dump_stats(str(steps_dir / f"{key}.pstats"))
+    if steps_dir is not None:
+        (steps_dir / "steps.json").write_text(json.dumps({"steps": steps, "phases_cpu_s": cpu,
+                                                          "cpu_s": time.process_time() - cpu_started}))
     print(json.dumps(out))
     return 0
 
@@ -129,6 +158,9 @@ def main() -> int:
         "success": measured.returncode == 0 and report.get("benchmark_runs_ok") and report.get("analysis_runs_ok"),
         "phases_s": {k: report.get(k) for k in ("import_s", "analysis_first_tick_s", "sensor_tick_s", "benchmark_run_s",
                                                  "analysis_sensor_s", "analysis_run_s")},
+        "phases_cpu_s": report.get("phases_cpu_s"),  # phase -> [the child process, its process tree]
+        "steps_cpu_s": {row["step"]: round(row["cpu_s"], 2)
+                        for row in sorted(report.get("steps", []), key=lambda r: -r["cpu_s"])},
         "requested_partitions": report.get("requested_partitions"),
         "analysis_requested": report.get("analysis_requested"),
         "analysis_assets_requested": report.get("analysis_assets_requested"),
@@ -154,4 +186,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(child() if "--child" in sys.argv else main())
+    if "--child" in sys.argv:
+        at = sys.argv.index("--steps") + 1 if "--steps" in sys.argv else 0
+        sys.exit(child(Path(sys.argv[at]) if at else None, use_cprofile="--cprofile" in sys.argv))
+    sys.exit(main())

@@ -39,15 +39,13 @@ OWN_CODE = ("/models/", "/assets/", "/pipelines/")
 
 
 # ------------------------------------------------------------------------------------------------ the child
-def _child(out_dir: Path, use_cprofile: bool, run_all_args: list[str]) -> int:
-    """Run pipelines.run_all in this process with every Dagster step timed (and profiled), after what run_all's
-    command line does first (a cold run starts its label workers before Dagster is imported)."""
+def time_steps(out_dir: Path, started: float, cpu_started: float, use_cprofile: bool
+               ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Wrap Dagster's step execution in this process so that every step appends its record (wall, CPU-s of the
+    process, start, the process's CPU-s by its end, peak RSS) to the returned list (and to out_dir/steps.jsonl
+    as it goes); with `use_cprofile`, each step's own cProfile (step key -> Profile, summed over partitions)."""
     import cProfile
 
-    from pipelines.label_workers import start_if_cold
-
-    started, cpu_started = time.perf_counter(), time.process_time()
-    start_if_cold(run_all_args)
     from dagster._core.execution.plan import execute_plan
 
     original = execute_plan.core_dagster_event_sequence_for_step
@@ -83,6 +81,17 @@ def _child(out_dir: Path, use_cprofile: bool, run_all_args: list[str]) -> int:
             progress.write(json.dumps(steps[-1]) + "\n")
 
     execute_plan.core_dagster_event_sequence_for_step = timed
+    return steps, profiles
+
+
+def _child(out_dir: Path, use_cprofile: bool, run_all_args: list[str]) -> int:
+    """Run pipelines.run_all in this process with every Dagster step timed (and profiled), after what run_all's
+    command line does first (a cold run starts its label workers before Dagster is imported)."""
+    from pipelines.label_workers import start_if_cold
+
+    started, cpu_started = time.perf_counter(), time.process_time()
+    start_if_cold(run_all_args)
+    steps, profiles = time_steps(out_dir, started, cpu_started, use_cprofile)
     from pipelines import run_all
 
     w0, c0 = started, cpu_started

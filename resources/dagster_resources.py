@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +17,9 @@ from resources.warehouse_queries import WarehouseQueries
 if TYPE_CHECKING:
     from models.labeling.base import Labeler
     from models.labeling.llm_config import LLMConfig
+
+
+_SET_UP: set[tuple[str, str | None]] = set()  # (warehouse file, run id) whose integrity this process checked
 
 
 class Warehouse(WarehouseQueries, ConfigurableResource):
@@ -31,6 +36,24 @@ class Warehouse(WarehouseQueries, ConfigurableResource):
         from resources import integrity
 
         integrity.check_for_run(self.path, getattr(context, "run_id", None))
+
+    @contextlib.contextmanager
+    def yield_for_execution(self, context: InitResourceContext) -> Iterator[Warehouse]:
+        """The run keeps the file open between its connects (warehouse.lingering: let go within half a second
+        of a pause, so another process waiting for the file still gets it): each input load, output write and
+        named read of a step is a connect, ~27 CPU-ms each when it opens the file anew (an analysis run connects
+        some 300 times). run_all's runs already held or lingered (pipelines/step_runner.py); now a sensor's,
+        schedule's or the UI's run does too. Inside a `held` or `lingering` block of this process it is a no-op."""
+        run = (str(Path(self.path).resolve()), getattr(context, "run_id", None))
+        if run[1] is None or run not in _SET_UP:  # a run's second Warehouse (the IO manager's) is checked already
+            self.setup_for_execution(context)
+            if run[1] is not None:
+                _SET_UP.add(run)
+        try:
+            with wh.lingering(self.path):
+                yield self
+        finally:
+            self.teardown_after_execution(context)
 
     @property
     def export_dir(self) -> Path:

@@ -461,3 +461,17 @@ def test_task_statement_gold_matches_a_shortened_statement_once_per_text(monkeyp
     gold, unmatched = v.task_statement_gold(bench_prompts, TASKS)
     assert calls == ["Examine statements."] and unmatched == []
     assert gold.select("prompt_id", "task_id", "match").rows() == [(f"j{i}", 1, "shortened") for i in range(5)]
+
+
+def test_norm_text_is_the_regex_normalisation() -> None:
+    """models.validation.soc.norm_text (str.split) gives what re.sub(r"\\s+", " ", ...).strip().casefold() gives,
+    on every whitespace and case the O*NET statements and prompts may carry."""
+    import re
+
+    from models.validation.soc import norm_text
+
+    spaces = [chr(c) for c in range(0x3000 + 1) if chr(c).isspace()] + ["\u200b", "\ufeff", "\x1c", "\x85"]
+    texts = [None, "", "  ", "Estimate  quantities\tand\ncost ", "\u00a0Straße\u2003ΣΑΣ\x1fx", "ﬁle İstanbul"]
+    texts += [f"a{s}b{s}{s}c{s}" for s in spaces]
+    for text in texts:
+        assert norm_text(text) == re.sub(r"\s+", " ", text or "").strip().casefold(), repr(text)

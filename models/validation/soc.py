@@ -61,7 +61,9 @@ def soc_matches(code: str | None, patterns: Iterable[str]) -> bool:
 
 
 def norm_text(text: str | None) -> str:
-    return re.sub(r"\s+", " ", (text or "")).strip().casefold()
+    """Whitespace runs to one space, ends stripped, casefolded. str.split() splits where re's \\s+ matches (both
+    take Py_UNICODE_ISSPACE), at a fifth of the cost (the gold matching normalizes every O*NET statement, ~19k)."""
+    return " ".join((text or "").split()).casefold()
 
 
 def map_titles_to_soc(titles: Iterable[str], occupations: pl.DataFrame
