@@ -27,7 +27,7 @@ def figure_later(context: AssetExecutionContext, warehouse: Warehouse, name: str
 
     def metadata() -> dict:
         try:
-            from assets.exports import FIGURES_DIR, export_folder, rendered_figure_metadata
+            from assets.export_context import FIGURES_DIR, export_folder, rendered_figure_metadata
 
             outputs = drawn if later is None else pool.gather([later])[0]
             if isinstance(outputs, str):

@@ -11,16 +11,12 @@
 
 Every step of one run writes into that run's staging folder `exports/.staging/<run>/`; a release is that folder
 renamed, never rewritten. The release's date is the run tag `benchmap/export_date` when set, else the run's
-creation date (UTC). `figure_metadata` and `table_preview_metadata` turn a figure or table into Dagster metadata
-and may be reused by any asset.
+creation date (UTC). Where a run's export goes, the tables it reads and the metadata helpers that show a figure
+or table in the UI are in assets/export_context.py.
 """
 
-import datetime as dt
-import functools
-import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import polars as pl
 from dagster import (
@@ -35,6 +31,24 @@ from dagster import (
     asset_check,
 )
 
+from assets.export_context import (
+    EXPORTED_TABLES,
+    FIGURES_DIR,
+    MEMBERSHIP,
+    export_date,
+    export_folder,
+    exported_tables,
+    for_index,
+    occupation_titles_or_none,
+    published_headline,
+    read_membership,
+    read_tables,
+    rendered_figure_metadata,
+    run_moment,
+    summary_name,
+    table_preview_metadata,
+    warehouse_held,
+)
 from assets.figure_reuse import figure_future
 from models import coverage_map as cmap
 from models import exports as ex
@@ -50,169 +64,14 @@ from resources.readers import read_text
 from resources.sources import source_checksums
 from resources.worker_pool import shared_pool
 
-if TYPE_CHECKING:  # matplotlib only where a figure is drawn: not in every Definitions build (issue 29)
-    from matplotlib.figure import Figure
-
-    from resources.export_stream import StreamedTable
-
-R = TypeVar("R")
 GROUP = "exports"
-EXPORT_DATE_TAG = "benchmap/export_date"
 COVERAGE_MAP_NAME = "coverage_map.html"
-SUMMARY_NAME = "summary.md"
-FIGURES_DIR = "figures"
 
 FIGURE_TABLES = sorted({t for spec in fg.FIGURES for t in spec.tables})
-MEMBERSHIP = "benchmark_index_membership"
 SUMMARY_TABLES = [*ex.REQUIRED_TABLES, "benchmarks", MEMBERSHIP, "headline_estimates", "estimate_split_check",
                   "coverage_regressions_mi", "task_analysis_frame"]
-# Every table the export folder carries when the warehouse has it: the one registry (models/exports/tables.py
-# EXPORTED); tests/test_table_registry.py holds it to the assets and the data dictionary
-EXPORTED_TABLES = list(ex.EXPORT_TABLES)
 MAP_TABLES = ["occupation_coverage", "task_coverage", "prompt_task_labels", "benchmark_prompts", "onet_tasks",
               MEMBERSHIP, "headline_estimates"]
-
-
-# --- reusable metadata helpers --------------------------------------------------------------------
-
-
-def figure_metadata(
-    name: str, fig: "Figure", directory: str | Path | None = None, *, title: str | None = None, dpi: int = fg.PREVIEW_DPI
-) -> dict[str, MetadataValue]:
-    """Metadata showing `fig` in the Dagster UI: `<name>` = Markdown with the PNG inlined (base64); with
-    `directory`, the figure is also saved there as PNG and SVG, and `<name>_png` / `<name>_svg` point to
-    the files."""
-    heading = f"**{title}**\n\n" if title else ""
-    if directory is None:
-        return {name: MetadataValue.md(heading + fg.figure_markdown(fig, alt=title or name, dpi=dpi))}
-    files, preview = fg.figure_outputs(fig, preview_dpi=dpi)  # one layout for the files and the preview
-    return rendered_figure_metadata(name, files, preview, directory, title=title)
-
-
-def rendered_figure_metadata(name: str, files: dict[str, bytes], preview: bytes | None, directory: str | Path,
-                             *, title: str | None = None) -> dict[str, MetadataValue]:
-    """`figure_metadata` of a figure already rendered (`models.figures.figure_outputs`: files and preview):
-    the files saved into `directory`."""
-    heading = f"**{title}**\n\n" if title else ""
-    paths = ew.save_figures({name: files}, directory)[name]
-    return {
-        name: MetadataValue.md(heading + fg.png_markdown(preview or b"", alt=title or name)),
-        f"{name}_png": MetadataValue.path(str(paths["png"])),
-        f"{name}_svg": MetadataValue.path(str(paths["svg"])),
-    }
-
-
-def table_preview_metadata(table: str, frame: pl.DataFrame, max_rows: int = 25) -> dict[str, MetadataValue]:
-    """`<table>_preview`: a Markdown preview of the table for the Dagster UI."""
-    return {f"{table}_preview": MetadataValue.md(report.table_preview(table, frame, max_rows))}
-
-
-# --- where the export goes ------------------------------------------------------------------------
-
-
-def run_moment(context: AssetExecutionContext | AssetCheckExecutionContext) -> dt.datetime:
-    """When the run was created (UTC); the run tag `benchmap/export_date` (YYYY-MM-DD) replaces its date."""
-    record = context.instance.get_run_record_by_id(context.run_id)
-    created = record.create_timestamp if record is not None else None
-    moment = created.astimezone(dt.UTC) if created is not None else dt.datetime.now(dt.UTC)
-    tag = context.run.tags.get(EXPORT_DATE_TAG) if context.run is not None else None
-    if tag:
-        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", tag):
-            raise ValueError(f"run tag {EXPORT_DATE_TAG} must be YYYY-MM-DD, got {tag!r}")
-        day = dt.date.fromisoformat(tag)
-        moment = moment.replace(year=day.year, month=day.month, day=day.day)
-    return moment
-
-
-def export_date(context: AssetExecutionContext | AssetCheckExecutionContext) -> str:
-    """The run tag `benchmap/export_date` (YYYY-MM-DD), else the run's creation date in UTC."""
-    return run_moment(context).date().isoformat()
-
-
-def _run_key(context: AssetExecutionContext) -> str:
-    """The staging folder's name: the root run of a re-execution, so retried steps write beside the others."""
-    run = context.run
-    return str((run.root_run_id if run is not None and run.root_run_id else None) or context.run_id)
-
-
-def export_folder(context: AssetExecutionContext, warehouse: Warehouse) -> Path:
-    """This run's staging folder (exports/.staging/<run>/): published as a release by the `exports` asset."""
-    return rl.staging_folder(warehouse.exports_root(), _run_key(context))
-
-
-def _read_tables(warehouse: Warehouse, names: list[str]) -> tuple[dict[str, pl.DataFrame], list[str]]:
-    """The tables of `names` the warehouse has, and the names it lacks."""
-    tables, missing = {}, []
-    for name in names:
-        if warehouse.table_exists(name):
-            tables[name] = warehouse.read_table(name)
-        else:
-            missing.append(name)
-    return tables, missing
-
-
-def _export_tables(warehouse: Warehouse) -> dict[str, "pl.DataFrame | StreamedTable"]:
-    """Every exported table the warehouse has: read whole, but the big ones (models.exports.STREAMED_TABLES),
-    which the export writer writes from the warehouse in slices (issue 29 item 5: 7.3M rows at 50x)."""
-    streamed = {name: table for name in ex.STREAMED_TABLES if name in EXPORTED_TABLES
-                if (table := warehouse.streamed_export_table(name)) is not None}
-    tables, _ = _read_tables(warehouse, [name for name in EXPORTED_TABLES if name not in streamed])
-    return {name: streamed.get(name, tables.get(name)) for name in EXPORTED_TABLES
-            if name in streamed or name in tables}
-
-
-# computed over every landed benchmark only (not per index)
-_ALL_ONLY_TABLES = ("coverage_sensitivity", "occupation_model_scores")
-
-
-def _for_index(tables: dict[str, pl.DataFrame], index: str = ix.ALL_INDEX) -> dict[str, pl.DataFrame]:
-    """The rows of one benchmark index of every per-index table (others unchanged): figures and the summary
-    describe one index at a time."""
-    out = {name: frame if name == MEMBERSHIP else ix.only_index(frame, index) for name, frame in tables.items()}
-    if index != ix.ALL_INDEX:  # tables not computed per index describe `all`: left out, never misattributed
-        out = {name: frame for name, frame in out.items() if name not in _ALL_ONLY_TABLES}
-    wanted = ix.members(tables.get(MEMBERSHIP), index)
-    if wanted is not None and "benchmarks" in out:  # "benchmarks included" lists the index's members
-        out["benchmarks"] = out["benchmarks"].filter(pl.col("benchmark").is_in(wanted))
-    return out
-
-
-def _membership(warehouse: Warehouse) -> pl.DataFrame | None:
-    return warehouse.read_table(MEMBERSHIP) if warehouse.table_exists(MEMBERSHIP) else None
-
-
-def summary_name(index: str) -> str:
-    """summary.md for index `all`, summary_<index>.md for the others."""
-    return SUMMARY_NAME if index == ix.ALL_INDEX else f"summary_{index}.md"
-
-
-def _published_headline(warehouse: Warehouse, released: str | None = None) -> str | None:
-    """The map header's answer: the sentence, then what the benchmark picker leaves out and why."""
-    answer = warehouse.answer(ix.ALL_INDEX, released)
-    if answer is None:
-        return None
-    return " ".join([answer.sentence, *[s for s in answer.supporting
-                                        if s.startswith(("Not in this index", "Counted but adding"))]])
-
-
-def _occupation_titles(warehouse: Warehouse) -> pl.DataFrame | None:
-    if warehouse.table_exists("onet_occupations"):
-        return warehouse.occupation_titles()
-    return None
-
-
-def _warehouse_held(compute: Callable[..., R]) -> Callable[..., R]:
-    """Run an asset's body with the warehouse held open (`Warehouse.held`): its dozens of reads
-    (table_exists + read_table per table, the answer's and the map's queries) reuse one DuckDB instance, about
-    1 ms each, instead of opening the file each time (about 27 CPU-ms each: 4-5 CPU-s of the export steps).
-    Other processes wait for the file meanwhile: a few seconds. Dagster passes resources by keyword."""
-
-    @functools.wraps(compute)
-    def held(context: AssetExecutionContext, **resources: Any) -> R:
-        with resources["warehouse"].held():
-            return compute(context, **resources)
-
-    return held
 
 
 # --- assets ---------------------------------------------------------------------------------------
@@ -225,11 +84,11 @@ def _warehouse_held(compute: Callable[..., R]) -> Callable[..., R]:
     "metadata: adjusted coverage vs wage bill and by importance quintile (exposed vs not, 95% CIs), covered "
     "occupations per major group, work hours by coverage level, labeler validation, model-score heatmap.",
 )
-@_warehouse_held
+@warehouse_held
 def report_figures(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
-    tables, missing = _read_tables(warehouse, FIGURE_TABLES)
-    tables = _for_index(tables)  # the figures show index `all`
-    titles = _occupation_titles(warehouse)
+    tables, missing = read_tables(warehouse, FIGURE_TABLES)
+    tables = for_index(tables)  # the figures show index `all`
+    titles = occupation_titles_or_none(warehouse)
     if titles is not None:
         tables["occupations"] = titles
     directory = export_folder(context, warehouse) / FIGURES_DIR
@@ -266,7 +125,7 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse) -> Mate
     "toggles for the threshold and each benchmark (a hand-picked set shows the labels as counted); hover "
     "for expected prompts, the labels as counted, tasks, benchmarks and example prompts.",
 )
-@_warehouse_held
+@warehouse_held
 def coverage_map(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
     occupations = warehouse.all_index_occupations(["onet_soc_code", "title", "n_tasks"])
     labeler_rows = warehouse.coverage_labelers()
@@ -279,8 +138,8 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse) -> Materi
         footer=f"benchmap export of {export_date(context)}; labeler {labeler or 'n/a'}. Data: O*NET 29.2 tasks, "
         "benchmark "
         "prompts labeled with O*NET tasks. Self-contained page: no network access.",
-        membership=_membership(warehouse),
-        headline=_published_headline(warehouse, export_date(context)),
+        membership=read_membership(warehouse),
+        headline=published_headline(warehouse, export_date(context)),
     )
     path = ef.write_text(folder / COVERAGE_MAP_NAME, html)
     covered = sum(1 for o in data["occupations"] if o["k"])
@@ -306,11 +165,11 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse) -> Materi
     "CIs, generated from the tables, plus the limitations that apply (benchmarks, labeler accuracy, task "
     "ratings).",
 )
-@_warehouse_held
+@warehouse_held
 def report_summary(
     context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
 ) -> MaterializeResult:
-    tables, missing = _read_tables(warehouse, SUMMARY_TABLES)
+    tables, missing = read_tables(warehouse, SUMMARY_TABLES)
     membership = tables.get(MEMBERSHIP)
     counts = warehouse.benchmark_counts(tables.get("benchmarks"), membership)
     onet_tasks = (
@@ -324,7 +183,7 @@ def report_summary(
     paths, texts = {}, {}
     for index in ix.index_names(membership):
         texts[index] = report.summary_markdown(
-            _for_index(tables, index) | {"benchmark_counts": counts},
+            for_index(tables, index) | {"benchmark_counts": counts},
             onet_tasks=onet_tasks,
             labeler_model=model,
             export_date=export_date(context),
@@ -382,11 +241,11 @@ def _labeler_entries(warehouse: Warehouse) -> list[dict[str, Any]]:
     "data_documentation.md, and manifest.json (sources and checksums, benchmarks and hashes, labeler and model, "
     "code version, input hash, every file's SHA-256).",
 )
-@_warehouse_held
+@warehouse_held
 def exports(
     context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
 ) -> MaterializeResult:
-    tables = _export_tables(warehouse)
+    tables = exported_tables(warehouse)
     counts = warehouse.benchmark_counts(tables.get("benchmarks"), tables.get(MEMBERSHIP))
     tables["benchmark_counts"] = counts
     staging = export_folder(context, warehouse)

@@ -21,6 +21,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
 from assets import module_assets, module_checks
+from assets.export_context import EXPORT_DATE_TAG
 from models import coverage as cov
 from models import exports as ex
 from models import figures as fg
@@ -975,7 +976,7 @@ def test_export_assets_materialize(world, tmp_path, monkeypatch):
             "labeler": LabelerResource(kind="offline", model="offline"),
         },
         instance=DagsterInstance.ephemeral(),
-        tags={export_assets.EXPORT_DATE_TAG: "2031-02-03"},
+        tags={EXPORT_DATE_TAG: "2031-02-03"},
     )
     assert result.success
     from resources import release as rl
@@ -1051,7 +1052,7 @@ def test_export_assets_materialize(world, tmp_path, monkeypatch):
         [*module_assets(export_assets)],
         resources={"warehouse": Warehouse(path=str(path)), "labeler": LabelerResource(kind="offline", model="offline")},
         instance=DagsterInstance.ephemeral(),
-        tags={export_assets.EXPORT_DATE_TAG: "2031-02-04"},
+        tags={EXPORT_DATE_TAG: "2031-02-04"},
     )
     assert again.success and rl.list_releases(root) == [folder]
     assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
@@ -1136,7 +1137,7 @@ def test_end_to_end_exports(full_pipeline, monkeypatch):
         [export_assets.exports],
         resources=dict(defs.resources),
         instance=DagsterInstance.get(),
-        tags={export_assets.EXPORT_DATE_TAG: "2099-12-31"},
+        tags={EXPORT_DATE_TAG: "2099-12-31"},
     )
     assert rerun.success
     assert rl.list_releases(warehouse.parent / "exports") == [folder] and ew.verify_export(folder) == []
