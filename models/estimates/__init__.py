@@ -88,7 +88,6 @@ from models.estimates.coverage_check import (  # noqa: F401
     with_calibrated_p_covered,
 )
 from models.estimates.draws import (  # noqa: F401
-    MIX_STEP,
     UNIFORM_SHARE,
     GroupedLabels,
     ModelAssisted,
@@ -164,3 +163,4 @@ from models.estimates.units import (  # noqa: F401
     unit_estimates,
     unit_sum_check,
 )
+from models.estimates.weighted_blocks import MIX_STEP  # noqa: F401

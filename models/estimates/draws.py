@@ -3,7 +3,6 @@ estimator, and the model-assisted multiple imputation (ModelAssisted)."""
 
 from __future__ import annotations
 
-import copy
 from contextlib import AbstractContextManager
 from functools import cache
 from typing import Any, cast
@@ -12,9 +11,8 @@ import numpy as np
 from threadpoolctl import ThreadpoolController  # installed with scikit-learn
 
 from models.estimates.problem import CALIBRATION_PRIOR, Problem, sorted_unique, task_counts
-from models.estimates.streams import DrawStreams, Streams, as_streams, segments
-
-Rng = np.random.Generator | Streams  # a plain Generator (one stream) or per-benchmark streams (streams.py)
+from models.estimates.streams import DrawStreams, Rng, as_streams
+from models.estimates.weighted_blocks import WeightedBlocks, loo_share, simplex_grid
 
 
 @cache
@@ -141,128 +139,6 @@ def calibration_factors(
 
 
 UNIFORM_SHARE = 0.01  # share of the missed-label distribution uniform over every task (no task has zero chance)
-MIX_STEP = 0.1  # grid step of the mixture weights (a simplex of three weights)
-
-
-def _simplex_grid(parts: int, step: float = MIX_STEP) -> np.ndarray:
-    """Every weight vector of `parts` non-negative weights on a grid of `step` that sums to 1."""
-    n = int(round(1 / step))
-    rows: list[tuple[int, ...]] = [()]
-    for _ in range(parts - 1):
-        rows = [r + (i,) for r in rows for i in range(n + 1 - sum(r))]
-    return np.array([(*r, n - sum(r)) for r in rows], dtype=float) / n
-
-
-def _loo_share(texts: np.ndarray, bench: np.ndarray, values: np.ndarray, n_values: int,
-               total_loo: np.ndarray) -> np.ndarray:
-    """Each row's value's share among the other texts' rows of its benchmark (leave its own text out)."""
-    _, in_bench = np.unique(bench.astype(np.int64) * n_values + values, return_inverse=True)
-    _, in_text = np.unique(texts.astype(np.int64) * n_values + values, return_inverse=True)
-    counts = np.bincount(in_bench)[in_bench] - np.bincount(in_text)[in_text]
-    return np.divide(counts.astype(float), total_loo, out=np.zeros(values.size), where=total_loo > 0)
-
-
-class _WeightedBlocks:
-    """Discrete distributions over values (occupations, tasks, ...), one per owner (a text, or a benchmark), as
-    sorted CSR rows: owner, value, weight. `draw(owners)` picks one value per entry by its owner's weights;
-    `reweighted(row_weights)` is the same support with new weights of the input rows (a bootstrap replicate)."""
-
-    def __init__(self, owner: np.ndarray, occ: np.ndarray, weight: np.ndarray, n_owners: int, n_occ: int,
-                 owner_bench: np.ndarray | None = None) -> None:
-        """`owner_bench`: the benchmark of each owner (None: the owners are benchmarks), for per-benchmark draws."""
-        self.owner_bench = owner_bench
-        keys, inverse = np.unique(owner.astype(np.int64) * n_occ + occ, return_inverse=True)
-        self.n_occ = n_occ
-        self.n_owners = n_owners
-        self.keys = keys
-        self.inverse = inverse
-        self.owner = keys // n_occ
-        self.occ = keys % n_occ
-        self.first = np.searchsorted(self.owner, np.arange(n_owners))
-        self.last = np.searchsorted(self.owner, np.arange(n_owners), side="right")
-        self._set(np.bincount(inverse, weights=weight, minlength=keys.size))
-
-    def _set(self, weight: np.ndarray) -> None:
-        self.weight = weight
-        self.cum = np.cumsum(weight)
-        self.total = np.bincount(self.owner, weights=weight, minlength=self.n_owners)
-        self._local: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-
-    def _bench(self, owners: np.ndarray) -> np.ndarray:
-        return owners if self.owner_bench is None else self.owner_bench[owners]
-
-    def _local_cum(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Cumulative weights restarting at each benchmark's first entry, and each entry's benchmark's first and
-        end position: a per-benchmark draw reads only its benchmark's entries, so its result does not depend on
-        the other benchmarks' weights (a global cumsum would: its rounding carries the mass before)."""
-        if self._local is None:
-            local = np.empty(self.weight.size)
-            first = np.empty(self.weight.size, dtype=np.int64)
-            end = np.empty(self.weight.size, dtype=np.int64)
-            for _, start, stop in segments(self._bench(self.owner)):
-                local[start:stop] = np.cumsum(self.weight[start:stop])
-                first[start:stop], end[start:stop] = start, stop
-            self._local = (local, first, end)
-        return self._local
-
-    def reweighted(self, weight: np.ndarray) -> _WeightedBlocks:
-        out = copy.copy(self)
-        out._set(np.bincount(self.inverse, weights=weight, minlength=self.keys.size))
-        return out
-
-    def has(self, owners: np.ndarray) -> np.ndarray:
-        return self.last[owners] > self.first[owners]
-
-    def share(self, owners: np.ndarray, occ: np.ndarray) -> np.ndarray:
-        """Each owner's weight share of `occ` (0 where the owner has none)."""
-        keys = owners.astype(np.int64) * self.n_occ + occ
-        pos = np.minimum(np.searchsorted(self.keys, keys), max(self.keys.size - 1, 0))
-        hit = self.keys[pos] == keys if self.keys.size else np.zeros(keys.shape, dtype=bool)
-        weight = np.where(hit, self.weight[pos] if self.keys.size else 0.0, 0.0)
-        total = self.total[owners]
-        return np.divide(weight, total, out=np.zeros(weight.shape), where=total > 0)
-
-    def draw(self, rng: Rng, owners: np.ndarray) -> np.ndarray:
-        """One occupation per owner (owners without a distribution: -1)."""
-        streams = as_streams(rng)
-        first, last = self.first[owners], self.last[owners]
-        has = last > first
-        out = np.full(owners.size, -1, dtype=np.int64)
-        if not has.any():
-            return out
-        if streams.per_benchmark:
-            out[has] = self.occ[self._draw_per_benchmark(streams, owners[has], first[has], last[has])]
-            return out
-        lo = np.where(first > 0, self.cum[np.maximum(first - 1, 0)], 0.0)  # mass before each owner's block
-        value = lo[has] + streams.random(self._bench(owners[has])) * self.total[owners[has]]
-        pos = np.clip(np.searchsorted(self.cum, value, side="right"), first[has], last[has] - 1)
-        out[has] = self.occ[pos]
-        return out
-
-    def _draw_per_benchmark(self, streams: Streams, owners: np.ndarray, first: np.ndarray,
-                            last: np.ndarray) -> np.ndarray:
-        """Positions drawn within each owner's block against its benchmark's own cumulative weights (the first
-        entry of the block whose cumulative weight exceeds the drawn value, else the block's last). The global
-        cumsum's search is the guess (the two differ only by rounding); each guess is checked exactly and the
-        few that fail are found by a binary search within their block."""
-        local, bench_first, _ = self._local_cum()
-        u = streams.random(self._bench(owners))
-        total = self.total[owners]
-        value = np.where(first > bench_first[first], local[np.maximum(first - 1, 0)], 0.0) + u * total
-        start = np.where(first > 0, self.cum[np.maximum(first - 1, 0)], 0.0)
-        low = np.clip(np.searchsorted(self.cum, start + u * total, side="right"), first, last - 1)
-        ok = ((local[low] > value) | (low == last - 1)) & ((low == first) | (local[np.maximum(low - 1, 0)] <= value))
-        active = np.flatnonzero(~ok)
-        if active.size == 0:
-            return low
-        low[active], high = first[active], last - 1
-        while active.size:
-            mid = (low[active] + high[active]) // 2
-            right = local[mid] <= value[active]
-            low[active] = np.where(right, mid + 1, low[active])
-            high[active] = np.where(right, high[active], mid)
-            active = active[low[active] < high[active]]
-        return low
 
 
 class ModelAssisted:
@@ -282,7 +158,7 @@ class ModelAssisted:
     at >= 5 a quarter too high in the split-sample check).
 
     A draw is vectorised over benchmarks: every per-benchmark distribution (donors, sampled misses, their
-    occupations and groups, the labeler's mass) is one block of a _WeightedBlocks, reweighted by the draw's
+    occupations and groups, the labeler's mass) is one block of a WeightedBlocks, reweighted by the draw's
     bootstrap, so its cost does not grow with the number of benchmarks or texts beyond a few array passes.
     """
 
@@ -306,14 +182,14 @@ class ModelAssisted:
         totals = lab_mass.sum(axis=1, keepdims=True)
         self.q_labeler = np.divide(lab_mass, totals, out=np.zeros(np.shape(lab_mass), dtype=float), where=totals > 0)
         lab_bench = pr.text_bench[pr.lab_text]
-        self.lab_mass = _WeightedBlocks(lab_bench, pr.lab_task, pr.text_mult[pr.lab_text] * pr.lab_p, pr.n_bench,
+        self.lab_mass = WeightedBlocks(lab_bench, pr.lab_task, pr.text_mult[pr.lab_text] * pr.lab_p, pr.n_bench,
                                         pr.n_tasks)
         # the occupations of each text's labels, and of each benchmark's (for texts without labels)
         n_occ = pr.n_occ
         label_occ = pr.task_occ[pr.lab_task]
         p = np.maximum(pr.lab_p, 1e-6)
-        self.text_occ = _WeightedBlocks(pr.lab_text, label_occ, p, n_texts, n_occ, owner_bench=pr.text_bench)
-        self.bench_occ = _WeightedBlocks(lab_bench, label_occ, p * pr.text_mult[pr.lab_text], pr.n_bench, n_occ)
+        self.text_occ = WeightedBlocks(pr.lab_text, label_occ, p, n_texts, n_occ, owner_bench=pr.text_bench)
+        self.bench_occ = WeightedBlocks(lab_bench, label_occ, p * pr.text_mult[pr.lab_text], pr.n_bench, n_occ)
         self.occ_size = np.bincount(pr.task_occ, minlength=n_occ)
         self.occ_start = np.concatenate([[0], np.cumsum(self.occ_size)[:-1]])
         self.tasks_by_occ = np.argsort(pr.task_occ, kind="stable")
@@ -323,16 +199,16 @@ class ModelAssisted:
         self.tasks_by_group = np.argsort(task_group, kind="stable")
         # donors (sampled texts) per benchmark, as blocks whose values are positions in `donors`
         self.donors = np.flatnonzero(pr.text_sampled & self.has_sample[pr.text_bench])
-        self.donor_blocks = _WeightedBlocks(pr.text_bench[self.donors], np.arange(self.donors.size),
+        self.donor_blocks = WeightedBlocks(pr.text_bench[self.donors], np.arange(self.donors.size),
                                             np.ones(self.donors.size), pr.n_bench, max(self.donors.size, 1))
         self.recipients = np.flatnonzero(~pr.text_sampled & self.has_sample[pr.text_bench])
         # the sample's missed tasks, their occupations and major groups per benchmark (reweighted per draw)
         missed_bench = pr.text_bench[self.missed_text]
         missed_occ = pr.task_occ[self.missed_task]
         ones = np.ones(self.missed_task.size)
-        self.seen = _WeightedBlocks(missed_bench, self.missed_task, ones, pr.n_bench, pr.n_tasks)
-        self.seen_occ = _WeightedBlocks(missed_bench, missed_occ, ones, pr.n_bench, n_occ)
-        self.seen_group = _WeightedBlocks(missed_bench, pr.occ_group[missed_occ], ones, pr.n_bench, pr.n_groups)
+        self.seen = WeightedBlocks(missed_bench, self.missed_task, ones, pr.n_bench, pr.n_tasks)
+        self.seen_occ = WeightedBlocks(missed_bench, missed_occ, ones, pr.n_bench, n_occ)
+        self.seen_group = WeightedBlocks(missed_bench, pr.occ_group[missed_occ], ones, pr.n_bench, pr.n_groups)
         self.weights = self._choose_weights()
         self.label_keys = sorted_unique(pr.lab_text.astype(np.int64) * pr.n_tasks + pr.lab_task)
 
@@ -366,7 +242,7 @@ class ModelAssisted:
         Every missed row of every benchmark at once: the leave-one-out shares are counts per (benchmark,
         value) minus the row's own text's, and the grid's mixtures are two matrix products."""
         pr = self.problem
-        self.grid = _simplex_grid(5)
+        self.grid = simplex_grid(5)
         self.loglik_texts = np.unique(self.missed_text)
         self.text_loglik = np.zeros((self.grid.shape[0], self.loglik_texts.size))
         if self.missed_text.size == 0:
@@ -380,11 +256,11 @@ class ModelAssisted:
         total_loo = np.bincount(bench, minlength=pr.n_bench)[bench] - own_total
         lab_total = self.lab_mass.total[bench]
         parts = np.stack([
-            _loo_share(texts, bench, tasks, k, total_loo),
+            loo_share(texts, bench, tasks, k, total_loo),
             self.q_labeler[bench, tasks],
             self._occupation_share(texts, tasks),
-            _loo_share(texts, bench, occ, pr.n_occ, total_loo) / self.occ_size[occ],
-            _loo_share(texts, bench, group, pr.n_groups, total_loo) / self.group_size[group],
+            loo_share(texts, bench, occ, pr.n_occ, total_loo) / self.occ_size[occ],
+            loo_share(texts, bench, group, pr.n_groups, total_loo) / self.group_size[group],
         ])  # (5, n)
         present = np.stack([total_loo > 0, lab_total > 0, np.ones(tasks.size, dtype=bool), total_loo > 0,
                             total_loo > 0]).astype(float)
@@ -406,7 +282,7 @@ class ModelAssisted:
         with one_blas_thread():
             return self.grid[int(np.argmax(self.text_loglik @ boot[self.loglik_texts]))]
 
-    def _part_cdf(self, mixture: np.ndarray, seen: _WeightedBlocks) -> np.ndarray:
+    def _part_cdf(self, mixture: np.ndarray, seen: WeightedBlocks) -> np.ndarray:
         """(B, 6) cumulative probabilities of the parts per benchmark (uniform first); a part without mass in a
         benchmark gives its weight to the others."""
         weights = np.tile(mixture, (self.problem.n_bench, 1))
@@ -419,7 +295,7 @@ class ModelAssisted:
         return cdf / cdf[:, -1:]
 
     def _draw_tasks(self, rng: Rng, owner: np.ndarray, cdf: np.ndarray,
-                    blocks: tuple[_WeightedBlocks, _WeightedBlocks, _WeightedBlocks]) -> np.ndarray:
+                    blocks: tuple[WeightedBlocks, WeightedBlocks, WeightedBlocks]) -> np.ndarray:
         """One task per missed label of the `owner` texts, from their benchmarks' mixtures (`cdf`, _part_cdf);
         `blocks`: this draw's sampled misses, their occupations and major groups."""
         pr = self.problem

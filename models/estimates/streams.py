@@ -98,9 +98,10 @@ class BenchStreams:
 
 
 Streams = SingleStream | BenchStreams
+Rng = np.random.Generator | Streams  # a plain Generator (one stream) or per-benchmark streams
 
 
-def as_streams(rng: np.random.Generator | Streams) -> Streams:
+def as_streams(rng: Rng) -> Streams:
     return SingleStream(rng) if isinstance(rng, np.random.Generator) else rng
 
 
