@@ -553,3 +553,77 @@ def test_a_decision_does_not_depend_on_which_texts_the_cache_already_held() -> N
     _, n, partial = stacked_label_sets(fit, sample, prompts, labels, TASK_CODE, cached)
     assert n == len(prompts)
     assert partial["new"] == whole["new"]
+
+
+@pytest.mark.slow
+def test_the_array_path_decides_as_the_per_text_path_on_the_mirror(mirror: Path) -> None:
+    """label_benchmark's feature rows built as arrays (models/labeling/stacking_fast.py) give every text the very
+    decision (is_work, p_work, labels, first occupation, ranking: floats compared exactly) of the per-text path
+    (stacking_features.candidates, what the fit reads), on every mirrored benchmark's judged texts and a share of
+    its other texts, with the whole judge sample as neighbours (the labeling step) and with a half of it (the
+    split checks); texts with and without their signals, under the committed fit and with the work decision's
+    neighbour setting equal to the stack's."""
+    from models.labeling.stacking_fast import text_pieces
+    from pipelines.fit_labeler import landed_texts
+    from resources.readers import (
+        load_onet_reference_frames,
+        load_reference,
+        read_judged_signals,
+        read_selector_oof,
+    )
+    from resources.sources import resolve_source
+
+    statements = resolve_source("onet/Task Statements.txt")
+    tasks = load_onet_reference_frames(statements.path.parent)["tasks"].select("onet_soc_code", "task_id")
+    task_code = {int(t): str(c) for c, t in tasks.iter_rows()}
+    reference = load_reference()
+    landed = landed_texts(reference)
+    texts = pl.DataFrame([{"benchmark": b, "prompt_hash": h, "prompt": t} for b, pairs in landed.items()
+                          for h, t in pairs])
+    judged = judged_texts(reference, texts).sort("benchmark", "prompt_hash")
+    fit = load_stack_fit()
+    assert fit is not None and fit.work_key != (fit.k, fit.power)
+    selector = read_selector_oof()
+    selector_labels = {r["prompt_hash"]: [(int(t), c, float(p)) for t, c, p in r["labels"]]
+                       for r in selector["prompts"]}
+    selector_work = {r["prompt_hash"]: (bool(r["is_work"]), None) for r in selector["prompts"]}
+    signals = read_judged_signals(fit.selector_version)
+    rng = np.random.default_rng(5)
+    decided = compared = 0
+    for (benchmark,), group in judged.group_by(["benchmark"], maintain_order=True):
+        hashes, prompts = group["prompt_hash"].to_list(), group["prompt"].to_list()
+        judged_set = set(hashes)
+        # other texts of the benchmark, given a judged text's selector labels and signals (real values)
+        others = [(h, t) for h, t in landed[str(benchmark)] if h not in judged_set][:120]
+        labels = dict(selector_labels)
+        work = dict(selector_work)
+        their_signals = dict(signals)
+        for i, (h, _) in enumerate(others):
+            source = hashes[i % len(hashes)]
+            labels[h] = selector_labels.get(source, [])
+            work[h] = (i % 3 != 0, None)
+            if source in signals and i % 4:
+                their_signals[h] = signals[source]
+        query_hashes = hashes + [h for h, _ in others]
+        query_texts = prompts + [t for _, t in others]
+        half = group.filter(pl.Series(rng.random(group.height) < 0.5))
+        for fitted in (fit, dataclasses.replace(fit, work_neighbours=None, min_judged=0)):
+            for part in (group, half):
+                if part.height == 0:
+                    continue
+                sample = BenchmarkSample.of(part)
+                for with_signals in (their_signals, {}):
+                    args = (fitted, sample, query_texts, query_hashes, labels, work, task_code, with_signals)
+                    slow = label_benchmark(*args, per_text=True)
+                    pieces = {h: text_pieces(labels.get(h, ()), (), task_code) for h in query_hashes} \
+                        if not with_signals else None
+                    fast = label_benchmark(*args, pieces=pieces)
+                    assert (slow is None) == (fast is None)
+                    if slow is None:
+                        continue
+                    assert fast.keys() == slow.keys()
+                    for h, d in slow.items():
+                        assert fast[h] == d, (benchmark, h)
+                    decided += len(slow)
+                    compared += 1
+    assert compared > 100 and decided > 10_000
