@@ -113,12 +113,26 @@ def load_onet_reference_frames(onet_dir: Path | str) -> dict[str, pl.DataFrame]:
 
 # --- the task-level reference (models/reference_labels.py parses) -----------------------------------------
 
+# (path, split, digest of the bytes) -> the parsed frame: the neighbour step reads the reference once per
+# benchmark (labels, the split checks' relabeling), ~0.1 CPU-s a parse; keyed by the content, so an edited file
+# is parsed again
+_PARSED_REFERENCE: dict[tuple[str, str, str], pl.DataFrame] = {}
+
+
 def read_reference(path: str | Path, split: str | None = None) -> pl.DataFrame:
     """One reference JSONL file (split inferred from the file name when not given)."""
+    import hashlib
+
     path = Path(path)
     if not path.is_file():
         raise InputError("reference file not found (or not a file)", path=path)
-    return rl.parse_reference(path.read_bytes(), str(path), split or rl.split_of(path.name))
+    data = path.read_bytes()
+    key = (str(path), split or rl.split_of(path.name), hashlib.blake2b(data, digest_size=16).hexdigest())
+    if key not in _PARSED_REFERENCE:
+        if len(_PARSED_REFERENCE) >= 8:
+            _PARSED_REFERENCE.clear()
+        _PARSED_REFERENCE[key] = rl.parse_reference(data, str(path), key[1])
+    return _PARSED_REFERENCE[key]
 
 
 def load_reference(folder: str | Path | None = None, splits: Sequence[str] = ("train", "dev")) -> pl.DataFrame:

@@ -563,7 +563,6 @@ def test_the_array_path_decides_as_the_per_text_path_on_the_mirror(mirror: Path)
     its other texts, with the whole judge sample as neighbours (the labeling step) and with a half of it (the
     split checks); texts with and without their signals, under the committed fit and with the work decision's
     neighbour setting equal to the stack's."""
-    from models.labeling.stacking_fast import text_pieces
     from pipelines.fit_labeler import landed_texts
     from resources.readers import (
         load_onet_reference_frames,
@@ -615,9 +614,7 @@ def test_the_array_path_decides_as_the_per_text_path_on_the_mirror(mirror: Path)
                 for with_signals in (their_signals, {}):
                     args = (fitted, sample, query_texts, query_hashes, labels, work, task_code, with_signals)
                     slow = label_benchmark(*args, per_text=True)
-                    pieces = {h: text_pieces(labels.get(h, ()), (), task_code) for h in query_hashes} \
-                        if not with_signals else None
-                    fast = label_benchmark(*args, pieces=pieces)
+                    fast = label_benchmark(*args)
                     assert (slow is None) == (fast is None)
                     if slow is None:
                         continue

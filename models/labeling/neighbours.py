@@ -135,15 +135,23 @@ class Votes:
     task: np.ndarray  # (q, task_ids)
 
 
-def neighbour_weights(sample: BenchmarkSample, texts: Sequence[str], hashes: Sequence[str], k: int,
-                      power: float) -> tuple[np.ndarray, np.ndarray]:
-    """((q, judged) vote weights, (q, judged) cosine similarities). Weights: similarity ** power for each query's k most similar judged texts, zero for
-    the rest and for the query's own judged text (same prompt_hash: leave one text out), rows summing to 1
-    (a query with no other judged text: all zero)."""
+def query_similarity(sample: BenchmarkSample, texts: Sequence[str], hashes: Sequence[str]) -> np.ndarray:
+    """(q, judged) TF-IDF cosine of each query text with each judged text; -1 for the query's own judged text
+    (same prompt_hash: it never votes for itself). Shared by the votes of every neighbour setting."""
     queries = sample.vectorizer.transform([t if isinstance(t, str) and t.strip() else " " for t in texts])
     similarity = np.asarray((queries @ sample.vectors.T).todense(), dtype=float)
     own = np.asarray(hashes, dtype=object)[:, None] == sample.hashes[None, :]
     similarity[own] = -1.0  # a judged text never votes for itself
+    return similarity
+
+
+def neighbour_weights(sample: BenchmarkSample, texts: Sequence[str], hashes: Sequence[str], k: int,
+                      power: float, similarity: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """((q, judged) vote weights, (q, judged) cosine similarities). Weights: similarity ** power for each query's k most similar judged texts, zero for
+    the rest and for the query's own judged text (same prompt_hash: leave one text out), rows summing to 1
+    (a query with no other judged text: all zero). `similarity`: query_similarity's, when already computed."""
+    if similarity is None:
+        similarity = query_similarity(sample, texts, hashes)
     keep = min(k, sample.size)
     order = np.argsort(-similarity, axis=1, kind="stable")[:, :keep]
     weights = np.zeros_like(similarity)
@@ -156,9 +164,9 @@ def neighbour_weights(sample: BenchmarkSample, texts: Sequence[str], hashes: Seq
 
 
 def neighbour_votes(sample: BenchmarkSample, texts: Sequence[str], hashes: Sequence[str], k: int = 7,
-                    power: float = 1.0) -> Votes:
+                    power: float = 1.0, similarity: np.ndarray | None = None) -> Votes:
     """The votes of each query text's k nearest judged texts (never itself), similarity-weighted."""
-    weights, similarity = neighbour_weights(sample, texts, hashes, k, power)
+    weights, similarity = neighbour_weights(sample, texts, hashes, k, power, similarity)
     voting = weights > 0
     return Votes(work=weights @ sample.work, max_similarity=np.where(voting, similarity, 0.0).max(axis=1, initial=0.0),
                  n_neighbours=voting.sum(axis=1), codes=sample.codes, occupation=weights @ sample.occupation,

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from models.labeling.neighbours import BenchmarkSample, Votes, neighbour_votes
+from models.labeling.neighbours import BenchmarkSample, Votes, neighbour_votes, query_similarity
 from models.labeling.selector import LinearModel
-from models.labeling.stacking_fast import TextPieces, chunks, score_rows, text_pieces, text_rows, work_rows
+from models.labeling.stacking_fast import chunks, score_rows, text_pieces, text_rows, work_rows
 from models.labeling.stacking_features import (
     RETRIEVER_TOP,
     WORK_FEATURES,
@@ -192,19 +192,18 @@ def decide(s: Scores, work_threshold: float, task_threshold: float, max_tasks: i
 
 def label_benchmark(fit: StackFit, sample: BenchmarkSample | None, texts: Sequence[str], hashes: Sequence[str],
                     selector_labels: SelectorLabels, selector_work: Mapping[str, tuple[bool, float | None]],
-                    task_code: Mapping[int, str], signals: TextSignals | None = None,
-                    pieces: Mapping[str, TextPieces] | None = None, per_text: bool = False
+                    task_code: Mapping[int, str], signals: TextSignals | None = None, per_text: bool = False
                     ) -> dict[str, Decision] | None:
     """prompt_hash -> Decision for texts of one benchmark; None when the benchmark has no judged text other
     than the texts themselves (the caller keeps the selector's labels: the fallback). A judged text's own
-    judge labels never reach its decision (neighbour_votes leaves it out). `pieces`: the texts' TextPieces
-    when the caller keeps them (computed here otherwise); `per_text`: the feature rows built text by text
+    judge labels never reach its decision (neighbour_votes leaves it out). `per_text`: the feature rows built text by text
     (stacking_features.candidates, what the fit reads): the tests' oracle for the array path."""
     if sample is None or sample.size == 0 or sample.size < fit.min_judged:
         return None
-    votes = neighbour_votes(sample, texts, hashes, fit.k, fit.power)
+    similarity = query_similarity(sample, texts, hashes)  # one TF-IDF transform for both neighbour settings
+    votes = neighbour_votes(sample, texts, hashes, fit.k, fit.power, similarity)
     work_votes = votes if fit.work_key == (fit.k, fit.power) else neighbour_votes(sample, texts, hashes,
-                                                                                  *fit.work_key)
+                                                                                  *fit.work_key, similarity)
     context = benchmark_context(sample, hashes, selector_labels, signals or {}, task_code)
     work_of = [selector_work.get(h, (bool(selector_labels.get(h)), None)) for h in hashes]
     if per_text:
@@ -214,8 +213,7 @@ def label_benchmark(fit: StackFit, sample: BenchmarkSample | None, texts: Sequen
     deciding = np.flatnonzero(votes.n_neighbours > 0)  # a text whose only judged text is itself: the selector's
     out: dict[str, Decision] = {}
     for rows in chunks(deciding):
-        mine = [pieces[hashes[i]] if pieces is not None and hashes[i] in pieces else
-                text_pieces(selector_labels.get(hashes[i], ()), context.retriever[i], task_code) for i in rows]
+        mine = [text_pieces(selector_labels.get(hashes[i], ()), context.retriever[i], task_code) for i in rows]
         stacked = text_rows(votes, rows, mine, context, task_code)
         for j, row in enumerate(rows.tolist()):
             s = score_rows(models, work_x[row:row + 1], stacked, j)

@@ -52,10 +52,13 @@ class EstimationPartRelabeler:
             hashes = [self.text_keys[int(kept[i])][1] for i in positions]
             part = [self.judged[(benchmark, h)] for i, h in zip(positions, hashes, strict=True)
                     if sampled[i] and (benchmark, h) in self.judged]
-            sample = BenchmarkSample.of(pl.DataFrame(part)) if part else None
-            texts = [(self.judged.get((benchmark, h)) or {}).get("prompt") or "" for h in hashes]
-            decided = label_benchmark(self.fit, sample, texts, hashes, self.selector_labels, self.selector_work,
-                                      self.task_code, self.signals) or {}
+            decided: dict = {}
+            # a part below the fit's min_judged keeps the selector's labels (label_benchmark's own rule): no
+            # TF-IDF fit for it (the fifth splits: ~6 judged texts per benchmark)
+            if part and len(part) >= self.fit.min_judged:
+                texts = [(self.judged.get((benchmark, h)) or {}).get("prompt") or "" for h in hashes]
+                decided = label_benchmark(self.fit, BenchmarkSample.of(pl.DataFrame(part)), texts, hashes,
+                                          self.selector_labels, self.selector_work, self.task_code, self.signals) or {}
             self.n_relabeled += len(decided)
             for i, h in zip(positions, hashes, strict=True):
                 labels = decided[h].labels if h in decided else self.selector_labels.get(h, ())
