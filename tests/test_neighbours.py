@@ -624,3 +624,52 @@ def test_the_array_path_decides_as_the_per_text_path_on_the_mirror(mirror: Path)
                     decided += len(slow)
                     compared += 1
     assert compared > 100 and decided > 10_000
+
+
+@pytest.mark.slow
+def test_the_split_relabeling_tokenizes_once_and_gets_the_vectorizers_values(mirror: Path) -> None:
+    """The split checks' TF-IDF from texts tokenized once (models/labeling/neighbour_tfidf.py) equals, to the bit,
+    the cosine of a TfidfVectorizer fitted on each part, on every mirrored benchmark's judged texts and random
+    parts of them; and the relabeling with it gives the labels of the vectorizer's path in every split."""
+    from models.labeling.neighbour_tfidf import TokenizedTexts, part_similarity
+    from models.labeling.neighbours import query_similarity
+    from models.labeling.stacking_split import EstimationPartRelabeler
+    from pipelines.fit_labeler import landed_texts
+    from resources.readers import load_reference, read_judged_signals, read_selector_oof
+
+    reference = load_reference()
+    texts = pl.DataFrame([{"benchmark": b, "prompt_hash": h, "prompt": t}
+                          for b, pairs in landed_texts(reference).items() for h, t in pairs])
+    judged = judged_texts(reference, texts).sort("benchmark", "prompt_hash")
+    rng = np.random.default_rng(8)
+    parts = 0
+    for _, group in judged.group_by(["benchmark"], maintain_order=True):
+        tokens = TokenizedTexts.of([t if t.strip() else " " for t in group["prompt"].to_list()])
+        for fraction in (1.0, 0.5, 0.2):
+            part = np.flatnonzero(rng.random(group.height) < fraction) if fraction < 1 else np.arange(group.height)
+            if not len(part):
+                continue
+            rng.shuffle(part)  # the part's order is the vectorizer's corpus order
+            ours = part_similarity(tokens, part.tolist(), list(range(group.height)))
+            theirs = query_similarity(BenchmarkSample.of(group[part]), group["prompt"].to_list(), ["-"] * group.height)
+            assert ours is not None and ours.tobytes() == theirs.tobytes()
+            parts += 1
+    assert parts > 60
+
+    fit = load_stack_fit()
+    selector = read_selector_oof()
+    keys = list(zip(judged["benchmark"], judged["prompt_hash"], strict=True))
+    task_index = {(c, int(t)): k for k, (c, t) in enumerate(sorted({(c, int(t)) for r in selector["prompts"]
+                                                                      for t, c, _ in r["labels"]}))}
+    made = {tokenize: EstimationPartRelabeler(
+        dataclasses.replace(fit, min_judged=3), judged, keys,
+        {r["prompt_hash"]: [(int(t), c, float(p)) for t, c, p in r["labels"]] for r in selector["prompts"]},
+        {r["prompt_hash"]: bool(r["is_work"]) for r in selector["prompts"]}, task_index,
+        read_judged_signals(fit.selector_version), tokenize=tokenize) for tokenize in (True, False)}
+    kept = np.arange(len(keys))
+    for fraction in (0.5, 0.5, 0.2):
+        sampled = rng.random(len(keys)) < fraction
+        ours, theirs = made[True](kept, sampled), made[False](kept, sampled)
+        assert made[True].n_relabeled == made[False].n_relabeled > 0
+        for a, b in zip(ours, theirs, strict=True):
+            assert a.tobytes() == b.tobytes()

@@ -74,8 +74,8 @@ class BenchmarkSample:
     """One benchmark's judged texts as matrices: TF-IDF rows, work share, occupation and task shares."""
 
     hashes: np.ndarray  # judged texts' prompt_hash
-    vectorizer: TfidfVectorizer
-    vectors: sp.csr_matrix  # judged texts x terms, L2-normalised
+    vectorizer: TfidfVectorizer | None  # None: built without (the caller gives the similarities: neighbour_tfidf)
+    vectors: sp.csr_matrix | None  # judged texts x terms, L2-normalised
     work: np.ndarray  # share of passes judging it work
     codes: np.ndarray  # occupation codes voted for (columns of `occupation`)
     occupation: np.ndarray  # judged texts x codes: share of passes listing it
@@ -88,13 +88,14 @@ class BenchmarkSample:
         return int(self.hashes.shape[0])
 
     @classmethod
-    def of(cls, judged: pl.DataFrame) -> BenchmarkSample:
-        """The sample of one benchmark's JUDGED_SCHEMA rows (at least one)."""
+    def of(cls, judged: pl.DataFrame, vectorize: bool = True) -> BenchmarkSample:
+        """The sample of one benchmark's JUDGED_SCHEMA rows (at least one); `vectorize` False: without its
+        TF-IDF (for a caller that computes the similarities itself: models/labeling/neighbour_tfidf.py)."""
         rows = judged.to_dicts()
         from sklearn.feature_extraction.text import TfidfVectorizer
 
-        vectorizer = TfidfVectorizer(**NEIGHBOUR_TFIDF)
-        vectors = vectorizer.fit_transform([r["prompt"] or " " for r in rows]).tocsr()
+        vectorizer = TfidfVectorizer(**NEIGHBOUR_TFIDF) if vectorize else None
+        vectors = vectorizer.fit_transform([r["prompt"] or " " for r in rows]).tocsr() if vectorizer else None
         codes = sorted({c for r in rows for p in r["occupations"] for c in p})
         tasks = sorted({t for r in rows for p in r["task_ids"] for t in p})
         code_col = {c: i for i, c in enumerate(codes)}
@@ -138,8 +139,14 @@ class Votes:
 def query_similarity(sample: BenchmarkSample, texts: Sequence[str], hashes: Sequence[str]) -> np.ndarray:
     """(q, judged) TF-IDF cosine of each query text with each judged text; -1 for the query's own judged text
     (same prompt_hash: it never votes for itself). Shared by the votes of every neighbour setting."""
+    if sample.vectorizer is None or sample.vectors is None:
+        raise ValueError("a BenchmarkSample built without its TF-IDF needs the similarities from its caller")
     queries = sample.vectorizer.transform([t if isinstance(t, str) and t.strip() else " " for t in texts])
-    similarity = np.asarray((queries @ sample.vectors.T).todense(), dtype=float)
+    return own_left_out(np.asarray((queries @ sample.vectors.T).todense(), dtype=float), sample, hashes)
+
+
+def own_left_out(similarity: np.ndarray, sample: BenchmarkSample, hashes: Sequence[str]) -> np.ndarray:
+    """`similarity` (queries x judged texts) with -1 where the query is the judged text (in place)."""
     own = np.asarray(hashes, dtype=object)[:, None] == sample.hashes[None, :]
     similarity[own] = -1.0  # a judged text never votes for itself
     return similarity

@@ -192,15 +192,17 @@ def decide(s: Scores, work_threshold: float, task_threshold: float, max_tasks: i
 
 def label_benchmark(fit: StackFit, sample: BenchmarkSample | None, texts: Sequence[str], hashes: Sequence[str],
                     selector_labels: SelectorLabels, selector_work: Mapping[str, tuple[bool, float | None]],
-                    task_code: Mapping[int, str], signals: TextSignals | None = None, per_text: bool = False
-                    ) -> dict[str, Decision] | None:
+                    task_code: Mapping[int, str], signals: TextSignals | None = None, per_text: bool = False,
+                    similarity: np.ndarray | None = None) -> dict[str, Decision] | None:
     """prompt_hash -> Decision for texts of one benchmark; None when the benchmark has no judged text other
     than the texts themselves (the caller keeps the selector's labels: the fallback). A judged text's own
     judge labels never reach its decision (neighbour_votes leaves it out). `per_text`: the feature rows built text by text
-    (stacking_features.candidates, what the fit reads): the tests' oracle for the array path."""
+    (stacking_features.candidates, what the fit reads): the tests' oracle for the array path. `similarity`: the
+    texts' neighbours.query_similarity when the caller has it (neighbour_tfidf.part_similarity, own text at -1)."""
     if sample is None or sample.size == 0 or sample.size < fit.min_judged:
         return None
-    similarity = query_similarity(sample, texts, hashes)  # one TF-IDF transform for both neighbour settings
+    if similarity is None:  # one TF-IDF transform for both neighbour settings
+        similarity = query_similarity(sample, texts, hashes)
     votes = neighbour_votes(sample, texts, hashes, fit.k, fit.power, similarity)
     work_votes = votes if fit.work_key == (fit.k, fit.power) else neighbour_votes(sample, texts, hashes,
                                                                                   *fit.work_key, similarity)
