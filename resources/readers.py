@@ -202,13 +202,24 @@ def read_judged_signals(selector_version: str | None = None) -> dict[str, tuple[
     """The reference texts' out-of-sample text signals the neighbour stack reads (models/labeling/
     neighbour_signals.json, written by `python -m pipelines.fit_labeler`; models.labeling.stacking.TextSignals),
     empty without the file or when it is for another selector fit than `selector_version`."""
+    import hashlib
+
     path = STACK_PATH.with_name("neighbour_signals.json")
     if not path.is_file():
         return {}
-    data = json.loads(read_text(path))
-    if selector_version is not None and data.get("selector_version") != selector_version:
+    text = read_text(path)
+    # parsed once per content and process (the neighbour step reads it for every benchmark); a copy each call
+    key = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    if _JUDGED_SIGNALS.get("key") != key:
+        data = json.loads(text)
+        _JUDGED_SIGNALS.update(key=key, version=data.get("selector_version"), signals={
+            h: (float(v[0]), [tuple(x) for x in v[1]]) for h, v in data["signals"].items()})
+    if selector_version is not None and _JUDGED_SIGNALS["version"] != selector_version:
         return {}
-    return {h: (float(v[0]), [tuple(x) for x in v[1]]) for h, v in data["signals"].items()}
+    return dict(_JUDGED_SIGNALS["signals"])
+
+
+_JUDGED_SIGNALS: dict = {}
 
 
 def read_selector_oof(path: str | Path | None = None) -> dict | None:
