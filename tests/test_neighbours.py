@@ -673,3 +673,19 @@ def test_the_split_relabeling_tokenizes_once_and_gets_the_vectorizers_values(mir
         assert made[True].n_relabeled == made[False].n_relabeled > 0
         for a, b in zip(ours, theirs, strict=True):
             assert a.tobytes() == b.tobytes()
+
+
+def test_judged_texts_keep_the_reference_order() -> None:
+    """The judged texts come in the reference's order, the same in every call: their order sets a benchmark's
+    TF-IDF and which of equally similar neighbours vote (a join's order varied from call to call, and the step's
+    decisions between two runs of the same inputs)."""
+    rows, texts = [], []
+    for i in range(400):
+        h = f"h{(i * 7919) % 400:03d}"
+        rows.append({"benchmark": f"b{i % 3}", "prompt_hash": h, "is_work": bool(i % 2),
+                     "occupations": ["13-2011.00"], "task_ids": [101]})
+        texts.append({"benchmark": f"b{i % 3}", "prompt_hash": h, "prompt": f"text {i}"})
+    reference = pl.DataFrame(rows)
+    landed = pl.DataFrame(texts).sample(fraction=1.0, shuffle=True, seed=3)
+    orders = {tuple(judged_texts(reference, landed)["prompt_hash"].to_list()) for _ in range(5)}
+    assert orders == {tuple(reference["prompt_hash"].to_list())}

@@ -49,8 +49,11 @@ def judged_texts(reference: pl.DataFrame, texts: pl.DataFrame) -> pl.DataFrame:
     grouped = (reference.group_by("benchmark", "prompt_hash", maintain_order=True)
                .agg(pl.col("is_work").cast(pl.Float64).mean(), pl.col("occupations"), pl.col("task_ids")))
     prompts = texts.select("benchmark", "prompt_hash", "prompt").unique(["benchmark", "prompt_hash"])
-    return grouped.join(prompts, on=["benchmark", "prompt_hash"]).select(list(JUDGED_SCHEMA)).cast(
-        JUDGED_SCHEMA)  # type: ignore[arg-type]
+    # in the reference's order: a join's row order varies from call to call, and the order of a benchmark's judged
+    # texts sets its TF-IDF (vocabulary numbering, so the order of each norm's sum) and breaks ties among equally
+    # similar neighbours: the step's decisions differed between two runs of the same inputs
+    return grouped.join(prompts, on=["benchmark", "prompt_hash"], maintain_order="left").select(
+        list(JUDGED_SCHEMA)).cast(JUDGED_SCHEMA)  # type: ignore[arg-type]
 
 
 def judged_from_task_rows(rows: pl.DataFrame, texts: pl.DataFrame) -> pl.DataFrame:
