@@ -113,12 +113,26 @@ def load_onet_reference_frames(onet_dir: Path | str) -> dict[str, pl.DataFrame]:
 
 # --- the task-level reference (models/reference_labels.py parses) -----------------------------------------
 
+# (path, split, digest of the bytes) -> the parsed frame: the neighbour step reads the reference once per
+# benchmark (labels, the split checks' relabeling), ~0.1 CPU-s a parse; keyed by the content, so an edited file
+# is parsed again
+_PARSED_REFERENCE: dict[tuple[str, str, str], pl.DataFrame] = {}
+
+
 def read_reference(path: str | Path, split: str | None = None) -> pl.DataFrame:
     """One reference JSONL file (split inferred from the file name when not given)."""
+    import hashlib
+
     path = Path(path)
     if not path.is_file():
         raise InputError("reference file not found (or not a file)", path=path)
-    return rl.parse_reference(path.read_bytes(), str(path), split or rl.split_of(path.name))
+    data = path.read_bytes()
+    key = (str(path), split or rl.split_of(path.name), hashlib.blake2b(data, digest_size=16).hexdigest())
+    if key not in _PARSED_REFERENCE:
+        if len(_PARSED_REFERENCE) >= 8:
+            _PARSED_REFERENCE.clear()
+        _PARSED_REFERENCE[key] = rl.parse_reference(data, str(path), key[1])
+    return _PARSED_REFERENCE[key]
 
 
 def load_reference(folder: str | Path | None = None, splits: Sequence[str] = ("train", "dev")) -> pl.DataFrame:
@@ -188,13 +202,24 @@ def read_judged_signals(selector_version: str | None = None) -> dict[str, tuple[
     """The reference texts' out-of-sample text signals the neighbour stack reads (models/labeling/
     neighbour_signals.json, written by `python -m pipelines.fit_labeler`; models.labeling.stacking.TextSignals),
     empty without the file or when it is for another selector fit than `selector_version`."""
+    import hashlib
+
     path = STACK_PATH.with_name("neighbour_signals.json")
     if not path.is_file():
         return {}
-    data = json.loads(read_text(path))
-    if selector_version is not None and data.get("selector_version") != selector_version:
+    text = read_text(path)
+    # parsed once per content and process (the neighbour step reads it for every benchmark); a copy each call
+    key = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    if _JUDGED_SIGNALS.get("key") != key:
+        data = json.loads(text)
+        _JUDGED_SIGNALS.update(key=key, version=data.get("selector_version"), signals={
+            h: (float(v[0]), [tuple(x) for x in v[1]]) for h, v in data["signals"].items()})
+    if selector_version is not None and _JUDGED_SIGNALS["version"] != selector_version:
         return {}
-    return {h: (float(v[0]), [tuple(x) for x in v[1]]) for h, v in data["signals"].items()}
+    return dict(_JUDGED_SIGNALS["signals"])
+
+
+_JUDGED_SIGNALS: dict = {}
 
 
 def read_selector_oof(path: str | Path | None = None) -> dict | None:

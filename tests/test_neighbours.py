@@ -553,3 +553,139 @@ def test_a_decision_does_not_depend_on_which_texts_the_cache_already_held() -> N
     _, n, partial = stacked_label_sets(fit, sample, prompts, labels, TASK_CODE, cached)
     assert n == len(prompts)
     assert partial["new"] == whole["new"]
+
+
+@pytest.mark.slow
+def test_the_array_path_decides_as_the_per_text_path_on_the_mirror(mirror: Path) -> None:
+    """label_benchmark's feature rows built as arrays (models/labeling/stacking_fast.py) give every text the very
+    decision (is_work, p_work, labels, first occupation, ranking: floats compared exactly) of the per-text path
+    (stacking_features.candidates, what the fit reads), on every mirrored benchmark's judged texts and a share of
+    its other texts, with the whole judge sample as neighbours (the labeling step) and with a half of it (the
+    split checks); texts with and without their signals, under the committed fit and with the work decision's
+    neighbour setting equal to the stack's."""
+    from pipelines.fit_labeler import landed_texts
+    from resources.readers import (
+        load_onet_reference_frames,
+        load_reference,
+        read_judged_signals,
+        read_selector_oof,
+    )
+    from resources.sources import resolve_source
+
+    statements = resolve_source("onet/Task Statements.txt")
+    tasks = load_onet_reference_frames(statements.path.parent)["tasks"].select("onet_soc_code", "task_id")
+    task_code = {int(t): str(c) for c, t in tasks.iter_rows()}
+    reference = load_reference()
+    landed = landed_texts(reference)
+    texts = pl.DataFrame([{"benchmark": b, "prompt_hash": h, "prompt": t} for b, pairs in landed.items()
+                          for h, t in pairs])
+    judged = judged_texts(reference, texts).sort("benchmark", "prompt_hash")
+    fit = load_stack_fit()
+    assert fit is not None and fit.work_key != (fit.k, fit.power)
+    selector = read_selector_oof()
+    selector_labels = {r["prompt_hash"]: [(int(t), c, float(p)) for t, c, p in r["labels"]]
+                       for r in selector["prompts"]}
+    selector_work = {r["prompt_hash"]: (bool(r["is_work"]), None) for r in selector["prompts"]}
+    signals = read_judged_signals(fit.selector_version)
+    rng = np.random.default_rng(5)
+    decided = compared = 0
+    for (benchmark,), group in judged.group_by(["benchmark"], maintain_order=True):
+        hashes, prompts = group["prompt_hash"].to_list(), group["prompt"].to_list()
+        judged_set = set(hashes)
+        # other texts of the benchmark, given a judged text's selector labels and signals (real values)
+        others = [(h, t) for h, t in landed[str(benchmark)] if h not in judged_set][:120]
+        labels = dict(selector_labels)
+        work = dict(selector_work)
+        their_signals = dict(signals)
+        for i, (h, _) in enumerate(others):
+            source = hashes[i % len(hashes)]
+            labels[h] = selector_labels.get(source, [])
+            work[h] = (i % 3 != 0, None)
+            if source in signals and i % 4:
+                their_signals[h] = signals[source]
+        query_hashes = hashes + [h for h, _ in others]
+        query_texts = prompts + [t for _, t in others]
+        half = group.filter(pl.Series(rng.random(group.height) < 0.5))
+        for fitted in (fit, dataclasses.replace(fit, work_neighbours=None, min_judged=0)):
+            for part in (group, half):
+                if part.height == 0:
+                    continue
+                sample = BenchmarkSample.of(part)
+                for with_signals in (their_signals, {}):
+                    args = (fitted, sample, query_texts, query_hashes, labels, work, task_code, with_signals)
+                    slow = label_benchmark(*args, per_text=True)
+                    fast = label_benchmark(*args)
+                    assert (slow is None) == (fast is None)
+                    if slow is None:
+                        continue
+                    assert fast.keys() == slow.keys()
+                    for h, d in slow.items():
+                        assert fast[h] == d, (benchmark, h)
+                    decided += len(slow)
+                    compared += 1
+    assert compared > 100 and decided > 10_000
+
+
+@pytest.mark.slow
+def test_the_split_relabeling_tokenizes_once_and_gets_the_vectorizers_values(mirror: Path) -> None:
+    """The split checks' TF-IDF from texts tokenized once (models/labeling/neighbour_tfidf.py) equals, to the bit,
+    the cosine of a TfidfVectorizer fitted on each part, on every mirrored benchmark's judged texts and random
+    parts of them; and the relabeling with it gives the labels of the vectorizer's path in every split."""
+    from models.labeling.neighbour_tfidf import TokenizedTexts, part_similarity
+    from models.labeling.neighbours import query_similarity
+    from models.labeling.stacking_split import EstimationPartRelabeler
+    from pipelines.fit_labeler import landed_texts
+    from resources.readers import load_reference, read_judged_signals, read_selector_oof
+
+    reference = load_reference()
+    texts = pl.DataFrame([{"benchmark": b, "prompt_hash": h, "prompt": t}
+                          for b, pairs in landed_texts(reference).items() for h, t in pairs])
+    judged = judged_texts(reference, texts).sort("benchmark", "prompt_hash")
+    rng = np.random.default_rng(8)
+    parts = 0
+    for _, group in judged.group_by(["benchmark"], maintain_order=True):
+        tokens = TokenizedTexts.of([t if t.strip() else " " for t in group["prompt"].to_list()])
+        for fraction in (1.0, 0.5, 0.2):
+            part = np.flatnonzero(rng.random(group.height) < fraction) if fraction < 1 else np.arange(group.height)
+            if not len(part):
+                continue
+            rng.shuffle(part)  # the part's order is the vectorizer's corpus order
+            ours = part_similarity(tokens, part.tolist(), list(range(group.height)))
+            theirs = query_similarity(BenchmarkSample.of(group[part]), group["prompt"].to_list(), ["-"] * group.height)
+            assert ours is not None and ours.tobytes() == theirs.tobytes()
+            parts += 1
+    assert parts > 60
+
+    fit = load_stack_fit()
+    selector = read_selector_oof()
+    keys = list(zip(judged["benchmark"], judged["prompt_hash"], strict=True))
+    task_index = {(c, int(t)): k for k, (c, t) in enumerate(sorted({(c, int(t)) for r in selector["prompts"]
+                                                                      for t, c, _ in r["labels"]}))}
+    made = {tokenize: EstimationPartRelabeler(
+        dataclasses.replace(fit, min_judged=3), judged, keys,
+        {r["prompt_hash"]: [(int(t), c, float(p)) for t, c, p in r["labels"]] for r in selector["prompts"]},
+        {r["prompt_hash"]: bool(r["is_work"]) for r in selector["prompts"]}, task_index,
+        read_judged_signals(fit.selector_version), tokenize=tokenize) for tokenize in (True, False)}
+    kept = np.arange(len(keys))
+    for fraction in (0.5, 0.5, 0.2):
+        sampled = rng.random(len(keys)) < fraction
+        ours, theirs = made[True](kept, sampled), made[False](kept, sampled)
+        assert made[True].n_relabeled == made[False].n_relabeled > 0
+        for a, b in zip(ours, theirs, strict=True):
+            assert a.tobytes() == b.tobytes()
+
+
+def test_judged_texts_keep_the_reference_order() -> None:
+    """The judged texts come in the reference's order, the same in every call: their order sets a benchmark's
+    TF-IDF and which of equally similar neighbours vote (a join's order varied from call to call, and the step's
+    decisions between two runs of the same inputs)."""
+    rows, texts = [], []
+    for i in range(400):
+        h = f"h{(i * 7919) % 400:03d}"
+        rows.append({"benchmark": f"b{i % 3}", "prompt_hash": h, "is_work": bool(i % 2),
+                     "occupations": ["13-2011.00"], "task_ids": [101]})
+        texts.append({"benchmark": f"b{i % 3}", "prompt_hash": h, "prompt": f"text {i}"})
+    reference = pl.DataFrame(rows)
+    landed = pl.DataFrame(texts).sample(fraction=1.0, shuffle=True, seed=3)
+    orders = {tuple(judged_texts(reference, landed)["prompt_hash"].to_list()) for _ in range(5)}
+    assert orders == {tuple(reference["prompt_hash"].to_list())}

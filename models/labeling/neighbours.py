@@ -49,8 +49,11 @@ def judged_texts(reference: pl.DataFrame, texts: pl.DataFrame) -> pl.DataFrame:
     grouped = (reference.group_by("benchmark", "prompt_hash", maintain_order=True)
                .agg(pl.col("is_work").cast(pl.Float64).mean(), pl.col("occupations"), pl.col("task_ids")))
     prompts = texts.select("benchmark", "prompt_hash", "prompt").unique(["benchmark", "prompt_hash"])
-    return grouped.join(prompts, on=["benchmark", "prompt_hash"]).select(list(JUDGED_SCHEMA)).cast(
-        JUDGED_SCHEMA)  # type: ignore[arg-type]
+    # in the reference's order: a join's row order varies from call to call, and the order of a benchmark's judged
+    # texts sets its TF-IDF (vocabulary numbering, so the order of each norm's sum) and breaks ties among equally
+    # similar neighbours: the step's decisions differed between two runs of the same inputs
+    return grouped.join(prompts, on=["benchmark", "prompt_hash"], maintain_order="left").select(
+        list(JUDGED_SCHEMA)).cast(JUDGED_SCHEMA)  # type: ignore[arg-type]
 
 
 def judged_from_task_rows(rows: pl.DataFrame, texts: pl.DataFrame) -> pl.DataFrame:
@@ -74,8 +77,8 @@ class BenchmarkSample:
     """One benchmark's judged texts as matrices: TF-IDF rows, work share, occupation and task shares."""
 
     hashes: np.ndarray  # judged texts' prompt_hash
-    vectorizer: TfidfVectorizer
-    vectors: sp.csr_matrix  # judged texts x terms, L2-normalised
+    vectorizer: TfidfVectorizer | None  # None: built without (the caller gives the similarities: neighbour_tfidf)
+    vectors: sp.csr_matrix | None  # judged texts x terms, L2-normalised
     work: np.ndarray  # share of passes judging it work
     codes: np.ndarray  # occupation codes voted for (columns of `occupation`)
     occupation: np.ndarray  # judged texts x codes: share of passes listing it
@@ -88,13 +91,14 @@ class BenchmarkSample:
         return int(self.hashes.shape[0])
 
     @classmethod
-    def of(cls, judged: pl.DataFrame) -> BenchmarkSample:
-        """The sample of one benchmark's JUDGED_SCHEMA rows (at least one)."""
+    def of(cls, judged: pl.DataFrame, vectorize: bool = True) -> BenchmarkSample:
+        """The sample of one benchmark's JUDGED_SCHEMA rows (at least one); `vectorize` False: without its
+        TF-IDF (for a caller that computes the similarities itself: models/labeling/neighbour_tfidf.py)."""
         rows = judged.to_dicts()
         from sklearn.feature_extraction.text import TfidfVectorizer
 
-        vectorizer = TfidfVectorizer(**NEIGHBOUR_TFIDF)
-        vectors = vectorizer.fit_transform([r["prompt"] or " " for r in rows]).tocsr()
+        vectorizer = TfidfVectorizer(**NEIGHBOUR_TFIDF) if vectorize else None
+        vectors = vectorizer.fit_transform([r["prompt"] or " " for r in rows]).tocsr() if vectorizer else None
         codes = sorted({c for r in rows for p in r["occupations"] for c in p})
         tasks = sorted({t for r in rows for p in r["task_ids"] for t in p})
         code_col = {c: i for i, c in enumerate(codes)}
@@ -135,15 +139,29 @@ class Votes:
     task: np.ndarray  # (q, task_ids)
 
 
-def neighbour_weights(sample: BenchmarkSample, texts: Sequence[str], hashes: Sequence[str], k: int,
-                      power: float) -> tuple[np.ndarray, np.ndarray]:
-    """((q, judged) vote weights, (q, judged) cosine similarities). Weights: similarity ** power for each query's k most similar judged texts, zero for
-    the rest and for the query's own judged text (same prompt_hash: leave one text out), rows summing to 1
-    (a query with no other judged text: all zero)."""
+def query_similarity(sample: BenchmarkSample, texts: Sequence[str], hashes: Sequence[str]) -> np.ndarray:
+    """(q, judged) TF-IDF cosine of each query text with each judged text; -1 for the query's own judged text
+    (same prompt_hash: it never votes for itself). Shared by the votes of every neighbour setting."""
+    if sample.vectorizer is None or sample.vectors is None:
+        raise ValueError("a BenchmarkSample built without its TF-IDF needs the similarities from its caller")
     queries = sample.vectorizer.transform([t if isinstance(t, str) and t.strip() else " " for t in texts])
-    similarity = np.asarray((queries @ sample.vectors.T).todense(), dtype=float)
+    return own_left_out(np.asarray((queries @ sample.vectors.T).todense(), dtype=float), sample, hashes)
+
+
+def own_left_out(similarity: np.ndarray, sample: BenchmarkSample, hashes: Sequence[str]) -> np.ndarray:
+    """`similarity` (queries x judged texts) with -1 where the query is the judged text (in place)."""
     own = np.asarray(hashes, dtype=object)[:, None] == sample.hashes[None, :]
     similarity[own] = -1.0  # a judged text never votes for itself
+    return similarity
+
+
+def neighbour_weights(sample: BenchmarkSample, texts: Sequence[str], hashes: Sequence[str], k: int,
+                      power: float, similarity: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """((q, judged) vote weights, (q, judged) cosine similarities). Weights: similarity ** power for each query's k most similar judged texts, zero for
+    the rest and for the query's own judged text (same prompt_hash: leave one text out), rows summing to 1
+    (a query with no other judged text: all zero). `similarity`: query_similarity's, when already computed."""
+    if similarity is None:
+        similarity = query_similarity(sample, texts, hashes)
     keep = min(k, sample.size)
     order = np.argsort(-similarity, axis=1, kind="stable")[:, :keep]
     weights = np.zeros_like(similarity)
@@ -156,9 +174,9 @@ def neighbour_weights(sample: BenchmarkSample, texts: Sequence[str], hashes: Seq
 
 
 def neighbour_votes(sample: BenchmarkSample, texts: Sequence[str], hashes: Sequence[str], k: int = 7,
-                    power: float = 1.0) -> Votes:
+                    power: float = 1.0, similarity: np.ndarray | None = None) -> Votes:
     """The votes of each query text's k nearest judged texts (never itself), similarity-weighted."""
-    weights, similarity = neighbour_weights(sample, texts, hashes, k, power)
+    weights, similarity = neighbour_weights(sample, texts, hashes, k, power, similarity)
     voting = weights > 0
     return Votes(work=weights @ sample.work, max_similarity=np.where(voting, similarity, 0.0).max(axis=1, initial=0.0),
                  n_neighbours=voting.sum(axis=1), codes=sample.codes, occupation=weights @ sample.occupation,

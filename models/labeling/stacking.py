@@ -31,11 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from models.labeling.neighbours import BenchmarkSample, neighbour_votes
+from models.labeling.neighbours import BenchmarkSample, Votes, neighbour_votes, query_similarity
 from models.labeling.selector import LinearModel
+from models.labeling.stacking_fast import chunks, score_rows, text_pieces, text_rows, work_rows
 from models.labeling.stacking_features import (
     RETRIEVER_TOP,
     WORK_FEATURES,
+    BenchmarkContext,
     Candidates,
     SelectorLabels,
     TextSignals,
@@ -190,22 +192,52 @@ def decide(s: Scores, work_threshold: float, task_threshold: float, max_tasks: i
 
 def label_benchmark(fit: StackFit, sample: BenchmarkSample | None, texts: Sequence[str], hashes: Sequence[str],
                     selector_labels: SelectorLabels, selector_work: Mapping[str, tuple[bool, float | None]],
-                    task_code: Mapping[int, str], signals: TextSignals | None = None) -> dict[str, Decision] | None:
+                    task_code: Mapping[int, str], signals: TextSignals | None = None, per_text: bool = False,
+                    similarity: np.ndarray | None = None) -> dict[str, Decision] | None:
     """prompt_hash -> Decision for texts of one benchmark; None when the benchmark has no judged text other
     than the texts themselves (the caller keeps the selector's labels: the fallback). A judged text's own
-    judge labels never reach its decision (neighbour_votes leaves it out)."""
+    judge labels never reach its decision (neighbour_votes leaves it out). `per_text`: the feature rows built text by text
+    (stacking_features.candidates, what the fit reads): the tests' oracle for the array path. `similarity`: the
+    texts' neighbours.query_similarity when the caller has it (neighbour_tfidf.part_similarity, own text at -1)."""
     if sample is None or sample.size == 0 or sample.size < fit.min_judged:
         return None
-    models = (fit.work, fit.occupation, fit.task)
-    votes = neighbour_votes(sample, texts, hashes, fit.k, fit.power)
+    if similarity is None:  # one TF-IDF transform for both neighbour settings
+        similarity = query_similarity(sample, texts, hashes)
+    votes = neighbour_votes(sample, texts, hashes, fit.k, fit.power, similarity)
     work_votes = votes if fit.work_key == (fit.k, fit.power) else neighbour_votes(sample, texts, hashes,
-                                                                                  *fit.work_key)
+                                                                                  *fit.work_key, similarity)
     context = benchmark_context(sample, hashes, selector_labels, signals or {}, task_code)
+    work_of = [selector_work.get(h, (bool(selector_labels.get(h)), None)) for h in hashes]
+    if per_text:
+        return _decided_per_text(fit, votes, work_votes, context, hashes, selector_labels, work_of, task_code)
+    models = (fit.work, fit.occupation, fit.task)
+    work_x = work_rows(work_votes, np.array([w for w, _ in work_of], dtype=bool), context)
+    deciding = np.flatnonzero(votes.n_neighbours > 0)  # a text whose only judged text is itself: the selector's
+    out: dict[str, Decision] = {}
+    for rows in chunks(deciding):
+        mine = [text_pieces(selector_labels.get(hashes[i], ()), context.retriever[i], task_code) for i in rows]
+        stacked = text_rows(votes, rows, mine, context, task_code)
+        for j, row in enumerate(rows.tolist()):
+            s = score_rows(models, work_x[row:row + 1], stacked, j)
+            out[hashes[row]] = decide(Scores(s.p_work, s.codes, s.p_occupation, s.tasks, s.task_codes, s.p_task,
+                                             s.first, float(work_x[row, _WORK_VOTE])),
+                                      fit.work_threshold, fit.task_threshold, fit.max_tasks, fit.work_rule)
+    return out
+
+
+_WORK_VOTE = WORK_FEATURES.index("work_vote")
+
+
+def _decided_per_text(fit: StackFit, votes: Votes, work_votes: Votes, context: BenchmarkContext,
+                      hashes: Sequence[str], selector_labels: SelectorLabels,
+                      work_of: Sequence[tuple[bool, float | None]], task_code: Mapping[int, str]
+                      ) -> dict[str, Decision]:
+    models = (fit.work, fit.occupation, fit.task)
     out: dict[str, Decision] = {}
     for row, h in enumerate(hashes):
         if votes.n_neighbours[row] == 0:
-            continue  # the benchmark's only judged text is this one: the selector's labels stand
-        is_work, p_work = selector_work.get(h, (bool(selector_labels.get(h)), None))
+            continue
+        is_work, p_work = work_of[row]
         e = evidence_of(votes, row, selector_labels.get(h, ()), is_work, p_work, context)
         work_x = work_features(evidence_of(work_votes, row, selector_labels.get(h, ()), is_work, p_work, context))
         out[h] = decide(score(models, candidates(e, task_code), work_x), fit.work_threshold, fit.task_threshold,

@@ -100,8 +100,10 @@ class BenchmarkContext:
 
 def benchmark_context(sample: BenchmarkSample, hashes: Sequence[str], selector_labels: SelectorLabels,
                       signals: TextSignals, task_code: Mapping[int, str]) -> BenchmarkContext:
+    # only the query texts' and the judged texts' rankings are read (signals may hold every judged text's)
+    wanted = [h for h in dict.fromkeys([*hashes, *(str(x) for x in sample.hashes.tolist())]) if h in signals]
     retriever = {h: tuple((str(x[0]), float(x[1]), int(x[2]) if len(x) > 2 else -1) for x in signals[h][1])
-                 for h in signals}
+                 for h in wanted}
     trust = judged_trust(sample, hashes, selector_labels, retriever, task_code)
     logit = np.array([float(signals[h][0]) if h in signals else 0.0 for h in hashes])
     judged_logit = {str(h): float(signals[h][0]) for h in sample.hashes.tolist() if h in signals}

@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import polars as pl
 
-from models.labeling.neighbours import BenchmarkSample
+from models.labeling.neighbour_tfidf import TokenizedTexts, part_similarity
+from models.labeling.neighbours import BenchmarkSample, own_left_out
 from models.labeling.stacking import StackFit, label_benchmark
 from models.labeling.stacking_features import SelectorLabels, TextSignals
 
@@ -31,7 +32,8 @@ class EstimationPartRelabeler:
 
     def __init__(self, fit: StackFit, judged: pl.DataFrame, text_keys: Sequence[tuple[str, str]],
                  selector_labels: SelectorLabels, selector_work: Mapping[str, bool],
-                 task_index: Mapping[tuple[str, int], int], signals: TextSignals | None = None) -> None:
+                 task_index: Mapping[tuple[str, int], int], signals: TextSignals | None = None,
+                 tokenize: bool = True) -> None:
         self.fit = fit
         self.judged = {(r["benchmark"], r["prompt_hash"]): r for r in judged.iter_rows(named=True)}
         self.text_keys = list(text_keys)
@@ -41,6 +43,10 @@ class EstimationPartRelabeler:
         self.signals = signals or {}  # the judged texts' out-of-sample TextSignals (neighbour_signals.json)
         self.task_code = {t: c for c, t in task_index}
         self.n_relabeled = 0  # texts the stack decided in the last call (the rest kept the selector's labels)
+        # benchmark -> (prompt_hash -> row, its texts tokenized once); `tokenize` False: the vectorizer's path
+        # in every split (the tests' oracle)
+        self.tokenize = tokenize
+        self.tokens: dict[str, tuple[dict[str, int], TokenizedTexts]] = {}
 
     def __call__(self, kept: np.ndarray, sampled: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         by_benchmark: dict[str, list[int]] = {}
@@ -52,10 +58,12 @@ class EstimationPartRelabeler:
             hashes = [self.text_keys[int(kept[i])][1] for i in positions]
             part = [self.judged[(benchmark, h)] for i, h in zip(positions, hashes, strict=True)
                     if sampled[i] and (benchmark, h) in self.judged]
-            sample = BenchmarkSample.of(pl.DataFrame(part)) if part else None
-            texts = [(self.judged.get((benchmark, h)) or {}).get("prompt") or "" for h in hashes]
-            decided = label_benchmark(self.fit, sample, texts, hashes, self.selector_labels, self.selector_work,
-                                      self.task_code, self.signals) or {}
+            decided: dict = {}
+            # a part below the fit's min_judged keeps the selector's labels (label_benchmark's own rule): no
+            # TF-IDF for it (the fifth splits: ~6 judged texts per benchmark)
+            if part and len(part) >= self.fit.min_judged:
+                texts = [(self.judged.get((benchmark, h)) or {}).get("prompt") or "" for h in hashes]
+                decided = self._decided(benchmark, part, texts, hashes)
             self.n_relabeled += len(decided)
             for i, h in zip(positions, hashes, strict=True):
                 labels = decided[h].labels if h in decided else self.selector_labels.get(h, ())
@@ -67,3 +75,24 @@ class EstimationPartRelabeler:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
         out = np.array(rows, dtype=float)
         return out[:, 0].astype(np.int64), out[:, 1].astype(np.int64), out[:, 2]
+
+    def _decided(self, benchmark: str, part: list[dict], texts: list[str], hashes: list[str]) -> dict:
+        """label_benchmark of the texts with the part as neighbours; the TF-IDF cosine from the benchmark's
+        texts tokenized once (neighbour_tfidf: the vectorizer's values, without tokenizing them every split)."""
+        if not self.tokenize:
+            return label_benchmark(self.fit, BenchmarkSample.of(pl.DataFrame(part)), texts, hashes,
+                                   self.selector_labels, self.selector_work, self.task_code, self.signals) or {}
+        if benchmark not in self.tokens:
+            keys = sorted({h for b, h in self.text_keys if b == benchmark} | {h for b, h in self.judged if b == benchmark})
+            text_of = {h: (self.judged.get((benchmark, h)) or {}).get("prompt") for h in keys}
+            self.tokens[benchmark] = ({h: i for i, h in enumerate(keys)},
+                                      TokenizedTexts.of([t if isinstance(t, str) and t.strip() else " "
+                                                         for t in text_of.values()]))
+        row, tokens = self.tokens[benchmark]
+        similarity = part_similarity(tokens, [row[r["prompt_hash"]] for r in part], [row[h] for h in hashes])
+        if similarity is None:  # no term in the part: the vectorizer's own path (and its error)
+            return label_benchmark(self.fit, BenchmarkSample.of(pl.DataFrame(part)), texts, hashes,
+                                   self.selector_labels, self.selector_work, self.task_code, self.signals) or {}
+        sample = BenchmarkSample.of(pl.DataFrame(part), vectorize=False)
+        return label_benchmark(self.fit, sample, texts, hashes, self.selector_labels, self.selector_work,
+                               self.task_code, self.signals, similarity=own_left_out(similarity, sample, hashes)) or {}

@@ -1,0 +1,98 @@
+"""The neighbours' TF-IDF cosine of a benchmark's judged texts, for many parts of the same judged texts (the split
+checks relabel them from a random half in every split: models/labeling/stacking_split.py).
+
+`BenchmarkSample.of` fits a TfidfVectorizer (neighbours.NEIGHBOUR_TFIDF) on the part's texts and transforms the
+queries with it: tokenizing the same texts again in every split was most of the relabeling's cost. Here each
+judged text is tokenized once (`TokenizedTexts`, the vectorizer's own analyzer) and a part's matrices are
+assembled from the term counts as scikit-learn assembles them, to the bit: the vocabulary of the part in
+alphabetical order, each document row stored in the order the part's terms first appear (CountVectorizer's
+storage, which sets the order in which `normalize` sums a row's squares), idf = log((n + 1) / (df + 1)) + 1,
+sublinear tf, L2 rows; the queries' rows in vocabulary order. tests/test_neighbours.py compares the result with
+the vectorizer's on the mirror's judged texts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TokenizedTexts:
+    """Judged texts as term counts: terms numbered in alphabetical order over all of them; per text its distinct
+    terms in the order they first appear in it, and their counts."""
+
+    terms: list[np.ndarray]  # per text: term numbers, first-appearance order
+    counts: list[np.ndarray]  # per text: float64 counts of those terms
+
+    @classmethod
+    def of(cls, texts: Sequence[str]) -> TokenizedTexts:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        from models.labeling.neighbours import NEIGHBOUR_TFIDF
+
+        analyze = TfidfVectorizer(**NEIGHBOUR_TFIDF).build_analyzer()
+        per_text: list[dict[str, int]] = []
+        for text in texts:
+            counter: dict[str, int] = {}
+            for term in analyze(text):
+                counter[term] = counter.get(term, 0) + 1
+            per_text.append(counter)
+        number = {t: i for i, t in enumerate(sorted({t for c in per_text for t in c}))}
+        return cls([np.fromiter((number[t] for t in c), dtype=np.int64, count=len(c)) for c in per_text],
+                   [np.fromiter(c.values(), dtype=np.float64, count=len(c)) for c in per_text])
+
+
+def _tfidf_rows(indptr: list[int], indices: np.ndarray, data: np.ndarray, idf: np.ndarray, width: int) -> object:
+    """TfidfTransformer.transform's steps on a count matrix (sublinear tf, idf, L2 rows), in place."""
+    import scipy.sparse as sp
+    from sklearn.preprocessing import normalize
+
+    matrix = sp.csr_matrix((data, indices, np.asarray(indptr, dtype=np.int32)), shape=(len(indptr) - 1, width))
+    np.log(matrix.data, matrix.data)
+    matrix.data += 1.0
+    matrix.data *= idf[matrix.indices]
+    return normalize(matrix, norm="l2", copy=False)
+
+
+def part_similarity(tokens: TokenizedTexts, part: Sequence[int], queries: Sequence[int]) -> np.ndarray | None:
+    """(queries, part) TF-IDF cosine, as `(vectorizer.transform(query texts) @ vectors.T).todense()` of a
+    vectorizer fitted on the part's texts (rows: tokens' texts `queries`, columns: texts `part`, in these orders);
+    None when the part has no term (the vectorizer would refuse it)."""
+    if not part:
+        return None
+    seen = np.concatenate([tokens.terms[i] for i in part])
+    if not len(seen):
+        return None
+    vocabulary, first = np.unique(seen, return_index=True)  # alphabetical; where each term first appears
+    rank = np.empty(len(vocabulary), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(vocabulary))  # the vectorizer's first numbering
+    indptr, indices, data = [0], [], []
+    for i in part:
+        column = np.searchsorted(vocabulary, tokens.terms[i])
+        order = np.argsort(rank[column], kind="stable")
+        indices.append(column[order])
+        data.append(tokens.counts[i][order])
+        indptr.append(indptr[-1] + len(column))
+    document_indices = np.concatenate(indices).astype(np.int32)
+    df = np.bincount(document_indices, minlength=len(vocabulary)).astype(np.float64)
+    df += 1.0
+    idf = np.full_like(df, fill_value=len(part) + 1, dtype=np.float64)
+    idf /= df
+    np.log(idf, out=idf)
+    idf += 1.0
+    vectors = _tfidf_rows(indptr, document_indices, np.concatenate(data), idf, len(vocabulary))
+    q_ptr, q_indices, q_data = [0], [], []
+    for i in queries:
+        terms = tokens.terms[i]
+        column = np.searchsorted(vocabulary, terms)
+        known = (column < len(vocabulary)) & (vocabulary[np.minimum(column, len(vocabulary) - 1)] == terms)
+        order = np.argsort(column[known], kind="stable")  # the query rows' sorted indices
+        q_indices.append(column[known][order])
+        q_data.append(tokens.counts[i][known][order])
+        q_ptr.append(q_ptr[-1] + int(known.sum()))
+    rows = _tfidf_rows(q_ptr, np.concatenate(q_indices).astype(np.int32) if q_indices else np.zeros(0, np.int32),
+                       np.concatenate(q_data) if q_data else np.zeros(0), idf, len(vocabulary))
+    return np.asarray((rows @ vectors.T).todense(), dtype=float)  # type: ignore[attr-defined]
