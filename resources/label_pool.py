@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from resources import label_worker
 from resources.settings import settings
-from resources.worker_process import ONE_THREAD, WorkerError, WorkerProcess, import_modules, usable_cpus
+from resources.worker_process import WorkerError, WorkerProcess, import_modules, usable_cpus
 
 if TYPE_CHECKING:
     import polars as pl
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 # starting two workers costs ~3.5 CPU-s each (imports, the index); labeling saves ~1.2 ms a text with two
 MIN_PROMPTS_TO_START = 4000
 GX_MODULES = ("great_expectations", "models.expectations")  # the checks worker's imports (before the labeler's)
+THREAD_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "POLARS_MAX_THREADS")
 
 
 LabelWorkerError = WorkerError  # the transport's error: one class for both pools
@@ -69,7 +70,7 @@ class _Worker:
     def __init__(self, number: int, first_imports: Sequence[str] = ()) -> None:
         self.number = number
         # the processes are the parallelism: one BLAS/polars thread each
-        self.process = WorkerProcess(f"labeling worker {number} (pid {{pid}})", ONE_THREAD)
+        self.process = WorkerProcess(f"labeling worker {number} (pid {{pid}})", {name: "1" for name in THREAD_ENV})
         self.process.call("importing the labeler", import_modules, ((*first_imports, *label_worker.MODULES),))
         self.load = 0.0  # estimated work assigned (see LabelPool.label)
         self.opened: tuple[str, Future] | None = None

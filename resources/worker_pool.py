@@ -10,9 +10,7 @@ gathers them with `gather`, doing its own work meanwhile.
 
 - Workers: one fewer than the usable CPUs (`os.sched_getaffinity`), so the step's process and its workers use
   one core each; with one CPU there is none and `gather` runs every task in the calling process, the same
-  functions on the same arguments: the results do not depend on where a task ran. BLAS runs one thread in a
-  worker and in a task run here alike (a second thread beside the busy other process only spins: the calibration
-  check took ~20% more CPU-s with two), so a task's last bits do not depend on where it ran either.
+  functions on the same arguments: the results do not depend on where a task ran.
 - A task is a function importable by name (module-level) with picklable arguments and result; tasks are pure
   (no warehouse, no Dagster context): files a task writes are its own output files.
 - The workers and their pipes are resources/worker_process.py's: a task that raises fails its `gather` with
@@ -30,7 +28,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from resources.worker_process import ONE_THREAD, WorkerError, WorkerProcess, import_modules, usable_cpus
+from resources.worker_process import WorkerError, WorkerProcess, import_modules, usable_cpus
 
 __all__ = ["WorkerError", "WorkerPool", "default_workers", "shared_pool", "usable_cpus"]
 
@@ -50,12 +48,8 @@ class _Task:
 
 
 def _run_inline(task: _Task) -> None:
-    from threadpoolctl import threadpool_limits  # installed with scikit-learn
-
     try:
-        with threadpool_limits(limits=1, user_api="blas"):  # as in a worker (ONE_THREAD)
-            result = task.fn(*task.args, **task.kwargs)
-        task.future.set_result(result)
+        task.future.set_result(task.fn(*task.args, **task.kwargs))
     except BaseException as error:  # noqa: BLE001 - the caller's gather raises it
         task.future.set_exception(error)
 
@@ -65,7 +59,7 @@ class _Worker:
 
     def __init__(self, pool: WorkerPool) -> None:
         self.pool = pool
-        self.process = WorkerProcess(env=ONE_THREAD)  # the step's process has the other core
+        self.process = WorkerProcess()
         self.thread = threading.Thread(target=self._feed, name=f"worker-{self.process.pid}", daemon=True)
         self.thread.start()
 

@@ -43,10 +43,6 @@ from typing import Any, BinaryIO
 BOOT = ("import pickle, sys; sys.path[:0] = pickle.load(sys.stdin.buffer); "
         "from resources.worker_process import serve; serve()")
 _HEADER = struct.Struct("!Q")  # each message: its length, then the pickle
-# a worker's numeric libraries run one thread each: the processes are the parallelism (a worker beside the busy
-# step's process: a second BLAS or polars thread only waits for a core, spinning)
-THREAD_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "POLARS_MAX_THREADS")
-ONE_THREAD = {name: "1" for name in THREAD_ENV}
 
 
 class WorkerError(RuntimeError):
