@@ -16,6 +16,7 @@ standard library only; BLAS runs one thread per worker (the workers are the para
 
 from __future__ import annotations
 
+import gc
 import os
 from typing import Any
 
@@ -82,6 +83,7 @@ def handle(state: _State, request: tuple[Any, ...]) -> Any:
 
         state.labeler = offline_labeler(state, request[1])
         derived(state.labeler.index)  # what every batch needs of the index, before the first batch
+        gc.freeze()  # the index and labeler live as long as the worker: out of the collector's full passes
         return state.labeler.labeler_version, state.labeler.model, state.labeler.template_version
     if kind == "label":
         _, benchmark, prompts, batch = request
