@@ -14,7 +14,9 @@ state in `<root>/cold` (with `result.json`); `warm`, `new_benchmark` and `scale`
 
 Peak memory: the child's process tree (the child and every process it starts) is sampled with psutil every
 0.1 s and the largest summed RSS is reported (`peak_rss_mib`); `max_rss_mib` is getrusage's ru_maxrss of the
-largest single descendant (exact, not sampled).
+largest single descendant (exact, not sampled). A sum of RSS counts the pages the processes share (libpython,
+numpy's and DuckDB's libraries, mapped by every worker) once per process, so `peak_pss_mib` reports the largest
+summed PSS beside it (each shared page split among its sharers: what the tree takes from the machine).
 """
 
 from __future__ import annotations
@@ -252,6 +254,7 @@ class Measured:
     stderr: str
     samples: list[tuple[float, int]] = field(default_factory=list)  # (unix time, tree RSS), every interval_s
     started_at: float = 0.0  # unix time
+    peak_pss_bytes: int = 0  # sampled: largest summed PSS of the tree (shared pages split among their sharers)
 
     def timeline_mib(self, points: int = 60) -> list[list[float | None]]:
         step = max(1, len(self.samples) // points)
@@ -259,24 +262,26 @@ class Measured:
 
     def summary(self) -> dict[str, Any]:
         return {"wall_s": round(self.wall_s, 1), "peak_rss_mib": mib(self.peak_rss_bytes),
+                "peak_pss_mib": mib(self.peak_pss_bytes),
                 "max_rss_mib": mib(self.max_rss_bytes), "cpu_s": round(self.cpu_s, 1),
                 "returncode": self.returncode, "max_processes": self.max_processes,
                 "load_avg_1m_at_end": round(os.getloadavg()[0], 2)}
 
 
-def _tree_rss(proc: psutil.Process) -> tuple[int, int]:
-    total, count = 0, 0
+def _tree_memory(proc: psutil.Process) -> tuple[int, int, int]:
+    """(summed RSS, summed PSS, processes) of `proc` and its descendants (PSS from /proc/<pid>/smaps_rollup)."""
+    rss, pss, count = 0, 0, 0
     try:
         members = [proc, *proc.children(recursive=True)]
     except psutil.Error:
-        return 0, 0
+        return 0, 0, 0
     for member in members:
         try:
-            total += member.memory_info().rss
-            count += 1
+            full = member.memory_full_info()
         except psutil.Error:
             continue
-    return total, count
+        rss, pss, count = rss + full.rss, pss + getattr(full, "pss", full.rss), count + 1
+    return rss, pss, count
 
 
 def tree_cpu_s(proc: psutil.Process | None = None) -> float:
@@ -323,11 +328,11 @@ def run_measured(cmd: Sequence[str], env: Mapping[str, str], *, cwd: Path = PROJ
     for thread in threads:
         thread.daemon = True
         thread.start()
-    peak, peak_n = 0, 0
+    peak, peak_pss, peak_n = 0, 0, 0
     samples: list[tuple[float, int]] = []
     while proc.poll() is None:
-        rss, n = _tree_rss(ps)
-        peak, peak_n = max(peak, rss), max(peak_n, n)
+        rss, pss, n = _tree_memory(ps)
+        peak, peak_pss, peak_n = max(peak, rss), max(peak_pss, pss), max(peak_n, n)
         now = time.perf_counter() - started
         samples.append((time.time(), rss))
         if timeout_s is not None and now > timeout_s:
@@ -341,7 +346,7 @@ def run_measured(cmd: Sequence[str], env: Mapping[str, str], *, cwd: Path = PROJ
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return Measured(list(cmd), proc.returncode, wall, peak, usage.ru_maxrss * 1024, peak_n,
                     usage.ru_utime + usage.ru_stime - cpu_before, "".join(out_chunks),
-                    "".join(err_chunks), samples, started_at)
+                    "".join(err_chunks), samples, started_at, peak_pss)
 
 
 def last_json_line(text: str) -> dict[str, Any]:
