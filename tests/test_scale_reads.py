@@ -70,7 +70,7 @@ def test_labeler_agreement_with_one_labeler_reads_no_label_set(tmp_path: Path, r
     (at 50x it parsed all 554,585 label sets: +878 MiB, 17.7 CPU-s)."""
     from dagster import build_asset_context
 
-    from assets.label_validation import labeler_agreement
+    from assets.labeler_agreement import labeler_agreement
 
     path = tmp_path / "warehouse" / "benchmap.duckdb"
     _cache(path, {("offline", "offline-v1"): cache_rows})
@@ -87,7 +87,7 @@ def test_labeler_agreement_with_two_labelers_still_compares_them(tmp_path: Path,
     sets of both are read (60)."""
     from dagster import build_asset_context
 
-    from assets.label_validation import labeler_agreement
+    from assets.labeler_agreement import labeler_agreement
 
     path = tmp_path / "warehouse" / "benchmap.duckdb"
     _cache(path, {("offline", "offline-v1"): 30, ("openai", "gpt+t"): 30})
