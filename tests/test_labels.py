@@ -256,7 +256,7 @@ class E2E:
     def __init__(self, root: Path) -> None:
         from dagster import ConfigurableResource, DagsterInstance
 
-        from assets import benchmarks, label_validation, labels, reference
+        from assets import benchmarks, label_validation, labeler_agreement, labels, reference
         from resources.dagster_resources import LabelerResource, Warehouse
         from resources.io_manager import WarehouseIOManager
 
@@ -279,6 +279,7 @@ class E2E:
         self.benchmark_assets = module_assets(benchmarks)
         self.labels = labels
         self.validation = label_validation
+        self.agreement = labeler_agreement.labeler_agreement
 
     def materialize(
         self, assets: list, *, partition: str | None = None, selection: list | None = None, run_config=None
@@ -320,8 +321,7 @@ class E2E:
         from assets import gold_labels as gl
 
         lab = self.validation
-        unpartitioned = [gl.gold_task_labels, lab.reference_task_labels, lab.labeler_validation,
-                         lab.labeler_agreement]
+        unpartitioned = [gl.gold_task_labels, lab.reference_task_labels, lab.labeler_validation, self.agreement]
         self.last_validation_run = self.materialize(
             [*unpartitioned, *module_checks(self.labels), *module_checks(lab), *self.reference], selection=unpartitioned
         )
@@ -542,8 +542,7 @@ def test_e2e_agreement_and_validation_with_a_second_labeler(e2e: E2E) -> None:
         for h, js in offline.select("prompt_hash", "labels_json").iter_rows()
     ]
     cache.write_batch(lc.CacheKey("29.2", "shadow", "top1", "t0"), "top1+t0", outcomes, {})
-    lab = e2e.validation
-    e2e.materialize([lab.labeler_agreement, *e2e.reference], selection=[lab.labeler_agreement])
+    e2e.materialize([e2e.agreement, *e2e.reference], selection=[e2e.agreement])
     agreement = e2e.warehouse.read_table("labeler_agreement")
     got = {r["metric"]: r for r in agreement.iter_rows(named=True)}
     assert agreement["benchmark"].unique().to_list() == ["gdpval"]
