@@ -273,7 +273,11 @@ def shutdown() -> None:
     if pool is not None:
         pool.close()
         if pool.prebuilt is not None:  # never taken: the reference run did not get to task_search_index
-            pool.prebuilt[0].unlink(missing_ok=True)
+            from resources.task_index import partial_path
+
+            # and its partial file: a worker stopped while it was still writing the index leaves that behind
+            for leftover in (pool.prebuilt[0], partial_path(pool.prebuilt[0])):
+                leftover.unlink(missing_ok=True)
 
 
 def validate(parts: Sequence[tuple[str, pl.DataFrame, Sequence[Spec]]]) -> list[ValidationOutcome]:

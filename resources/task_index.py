@@ -86,13 +86,18 @@ def save_index(index: Any, path: Path) -> str:
     The object itself becomes this process's loaded copy of the file (`load_pickle`'s memo): partition runs
     in this process (run_all) use it instead of unpickling what was just written (about a second)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".part")
+    partial = partial_path(path)
     with open(partial, "wb") as handle:
         writer = _HashingWriter(handle)
         pickle.dump(index, writer, protocol=pickle.HIGHEST_PROTOCOL)
     partial.replace(path)
     _remember_loaded(path, index)
     return writer.digest.hexdigest()
+
+
+def partial_path(path: Path) -> Path:
+    """Where `path` is written before it is renamed into place."""
+    return path.with_name(path.name + ".part")
 
 
 def adopt_prebuilt(prebuilt: Path, path: Path) -> None:
