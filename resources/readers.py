@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import polars as pl
 
@@ -113,26 +113,32 @@ def load_onet_reference_frames(onet_dir: Path | str) -> dict[str, pl.DataFrame]:
 
 # --- the task-level reference (models/reference_labels.py parses) -----------------------------------------
 
-# (path, split, digest of the bytes) -> the parsed frame: the neighbour step reads the reference once per
-# benchmark (labels, the split checks' relabeling), ~0.1 CPU-s a parse; keyed by the content, so an edited file
-# is parsed again
-_PARSED_REFERENCE: dict[tuple[str, str, str], pl.DataFrame] = {}
+# parsed files by (what was asked, digest of the content): the neighbour step reads the reference and the judged
+# texts' signals once per benchmark (labels, the split checks' relabeling), ~0.1 CPU-s a parse; keyed by the
+# content, so an edited file is parsed again
+_PARSED: dict[tuple[object, str], Any] = {}
+
+
+def _parsed_once(name: object, data: bytes, parse: Callable[[bytes], Any]) -> Any:
+    """parse(data), computed once per (name, content) and process (a few entries kept)."""
+    import hashlib
+
+    key = (name, hashlib.blake2b(data, digest_size=16).hexdigest())
+    if key not in _PARSED:
+        if len(_PARSED) >= 8:
+            _PARSED.clear()
+        _PARSED[key] = parse(data)
+    return _PARSED[key]
 
 
 def read_reference(path: str | Path, split: str | None = None) -> pl.DataFrame:
     """One reference JSONL file (split inferred from the file name when not given)."""
-    import hashlib
-
     path = Path(path)
     if not path.is_file():
         raise InputError("reference file not found (or not a file)", path=path)
-    data = path.read_bytes()
-    key = (str(path), split or rl.split_of(path.name), hashlib.blake2b(data, digest_size=16).hexdigest())
-    if key not in _PARSED_REFERENCE:
-        if len(_PARSED_REFERENCE) >= 8:
-            _PARSED_REFERENCE.clear()
-        _PARSED_REFERENCE[key] = rl.parse_reference(data, str(path), key[1])
-    return _PARSED_REFERENCE[key]
+    split = split or rl.split_of(path.name)
+    return _parsed_once((str(path), split), path.read_bytes(),
+                        lambda data: rl.parse_reference(data, str(path), split))
 
 
 def load_reference(folder: str | Path | None = None, splits: Sequence[str] = ("train", "dev")) -> pl.DataFrame:
@@ -202,24 +208,19 @@ def read_judged_signals(selector_version: str | None = None) -> dict[str, tuple[
     """The reference texts' out-of-sample text signals the neighbour stack reads (models/labeling/
     neighbour_signals.json, written by `python -m pipelines.fit_labeler`; models.labeling.stacking.TextSignals),
     empty without the file or when it is for another selector fit than `selector_version`."""
-    import hashlib
-
     path = STACK_PATH.with_name("neighbour_signals.json")
     if not path.is_file():
         return {}
-    text = read_text(path)
-    # parsed once per content and process (the neighbour step reads it for every benchmark); a copy each call
-    key = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-    if _JUDGED_SIGNALS.get("key") != key:
-        data = json.loads(text)
-        _JUDGED_SIGNALS.update(key=key, version=data.get("selector_version"), signals={
-            h: (float(v[0]), [tuple(x) for x in v[1]]) for h, v in data["signals"].items()})
-    if selector_version is not None and _JUDGED_SIGNALS["version"] != selector_version:
+
+    def parse(data: bytes) -> tuple[str | None, dict[str, tuple[float, list[tuple]]]]:
+        parsed = json.loads(data.decode("utf-8"))
+        return parsed.get("selector_version"), {
+            h: (float(v[0]), [tuple(x) for x in v[1]]) for h, v in parsed["signals"].items()}
+
+    version, signals = _parsed_once(str(path), read_text(path).encode("utf-8"), parse)
+    if selector_version is not None and version != selector_version:
         return {}
-    return dict(_JUDGED_SIGNALS["signals"])
-
-
-_JUDGED_SIGNALS: dict = {}
+    return dict(signals)  # a copy each call
 
 
 def read_selector_oof(path: str | Path | None = None) -> dict | None:
