@@ -173,17 +173,13 @@ def neighbour_step(warehouse: Warehouse, benchmark: str, prompts: list[PromptRec
     """(label sets, labeler_version, metadata) after the neighbour step; unchanged when there is no stack fit
     for the labeler's selector (another labeler, or a stale fit: said in the metadata)."""
     from models.labeling.neighbours import BenchmarkSample
-    from models.labeling.stacking import (
-        compute_text_signals,
-        judged_fingerprint,
-        stacked_label_sets,
-        task_codes_of,
-    )
+    from models.labeling.stacking import judged_fingerprint, stacked_label_sets, task_codes_of
+    from models.labeling.text_signals import compute_text_signals
     from resources import neighbour_cache
     from resources.readers import read_judged_signals
 
     if not settings().neighbour_step:
-        return labels_by_hash, impl.labeler_version, {"neighbour_step": "off (BENCHMAP_NEIGHBOUR_STEP)"}
+        return labels_by_hash, impl.labeler_version, {"neighbour_step": "off (BENCHMAP_NEIGHBOUR_STEP=0)"}
     fit = load_stack_fit()
     selector = getattr(getattr(impl, "selector", None), "fit", None)
     if fit is None or selector is None or fit.selector_version != selector.version:
@@ -203,10 +199,14 @@ def neighbour_step(warehouse: Warehouse, benchmark: str, prompts: list[PromptRec
 
     def signals_of(texts: dict[str, str]) -> dict:
         # a reference text's signals come from the selector fold that never saw its benchmark; the rest from
-        # the published selector fit
-        fresh = {h: t for h, t in texts.items() if h not in judged_signals}
-        return {**{h: judged_signals[h] for h in texts if h in judged_signals},
-                **compute_text_signals(index, selector, impl.config, fresh)}
+        # the published selector fit: what the labeler saw when it labeled the text in this run, else computed
+        # (a text whose labels came from the label cache)
+        seen = {h: labels_by_hash[h].text_signals for h in texts
+                if h not in judged_signals and getattr(labels_by_hash.get(h), "text_signals", None) is not None}
+        fresh = {h: t for h, t in texts.items() if h not in judged_signals and h not in seen}
+        computed = compute_text_signals(index, selector, impl.config, fresh)
+        return {h: judged_signals[h] if h in judged_signals else seen[h] if h in seen else computed[h]
+                for h in texts}
 
     restacked, n, decisions = stacked_label_sets(fit, sample, prompts, labels_by_hash, task_codes_of(index), cached,
                                                  signals_of)

@@ -250,3 +250,29 @@ def test_a_benchmark_context_is_reused_only_for_the_same_sample(calibrated: Offl
     assert not np.array_equal(other.contexts["webshop"].task, fresh.contexts["webshop"].task)
     assert other.contexts["swe_lancer"] is fresh.contexts["swe_lancer"]
     assert "_contexts" not in index.__getstate__()
+
+
+def test_the_labelers_text_signals_are_the_ones_computed_afresh(calibrated: OfflineLabeler, mirror: Path) -> None:
+    """What the labeler puts on each outcome for the neighbour step (LabelOutcome.text_signals: the work logit
+    and the retriever's best occupations) equals, float for float, what compute_text_signals gives the text
+    alone: prepared prompts (evidence reused from the context sample) and fresh ones, work and not-work, in the
+    pipeline's batches, so a decision does not depend on whether the text was labeled in this run."""
+    from models.labeling.text_signals import compute_text_signals
+
+    frames = [read_prompts(mirror / "benchmarks" / name / "prompts.jsonl", name)[0].head(300)
+              for name in ("webshop", "swe_lancer")]
+    records = [PromptRecord(b, p, h, t) for b, p, h, t in pl.concat(frames).select(
+        "benchmark", "prompt_id", "prompt_hash", "prompt").iter_rows()]
+    fit = calibrated.selector.fit
+    outcomes = []
+    for name in ("webshop", "swe_lancer"):
+        labeler = OfflineLabeler.calibrated(calibrated.index, fit)  # as a worker: one benchmark at a time
+        mine = [r for r in records if r.benchmark == name]
+        labeler.prepare(mine)
+        outcomes += [o for start in range(0, len(mine), 64) for o in labeler.label(mine[start:start + 64])]
+    assert len(outcomes) == len(records) and all(o.text_signals is not None for o in outcomes)
+    assert {o.is_work for o in outcomes} == {True, False}
+    afresh = compute_text_signals(calibrated.index, fit, calibrated.config, {r.prompt_hash: r.prompt for r in records})
+    for outcome in outcomes:
+        assert outcome.text_signals == afresh[outcome.prompt_hash], outcome.prompt_hash
+    assert sum(len(o.text_signals[1]) for o in outcomes) > 5 * len(outcomes)

@@ -6,6 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+# what the neighbour step reads of a text besides its neighbours (models/labeling/text_signals.py): the
+# selector's prompt-level work logit and the retriever's best occupations as (code, score, best task id)
+TextSignal = tuple[float, list[tuple[str, float, int]]]
+
 
 @dataclass(frozen=True)
 class PromptRecord:
@@ -38,6 +42,9 @@ class LabelOutcome:
     # The work decision: a prompt that is not occupational work is an ok outcome with no labels.
     is_work: bool | None = None
     p_work: float | None = None
+    # what the calibrated offline labeler saw of the text (TextSignal), for the
+    # neighbour step of this run; never stored in the label cache
+    text_signals: TextSignal | None = None
 
     @property
     def ok(self) -> bool:

@@ -22,7 +22,7 @@ from typing import Protocol, TypeVar
 
 import polars as pl
 
-from models.labeling.base import Labeler, LabelOutcome, PromptRecord, TaskLabel
+from models.labeling.base import Labeler, LabelOutcome, PromptRecord, TaskLabel, TextSignal
 
 # Per-step usage of the two-step LLM labeler (resources/llm_labeler.py); null for labelers without steps.
 USAGE_COLUMNS = ("cached_input_tokens", "step1_input_tokens", "step1_cached_input_tokens", "step1_output_tokens",
@@ -82,10 +82,13 @@ class LabelSet(list):
     means "not occupational work" (and no labels); None means the labeler makes no such decision."""
 
     def __init__(self, labels: Sequence[TaskLabel] = (), is_work: bool | None = None,
-                 p_work: float | None = None) -> None:
+                 p_work: float | None = None, text_signals: TextSignal | None = None) -> None:
         super().__init__(labels)
         self.is_work = is_work
         self.p_work = p_work
+        # LabelOutcome.text_signals of a prompt labeled in this run (the neighbour step reads it); None for
+        # labels read from the cache
+        self.text_signals = text_signals
 
 
 def labels_to_json(labels: Sequence[TaskLabel], is_work: bool | None = None, p_work: float | None = None
@@ -404,7 +407,8 @@ def _label_uncached(plan: LabelingPlan, labeler: Labeler, cache: LabelStore, *, 
             for column in USAGE_COLUMNS:
                 setattr(stats, column, getattr(stats, column) + int(getattr(outcome, column, 0) or 0))
             if outcome.ok:
-                cached[prompt.prompt_hash] = LabelSet(outcome.labels, outcome.is_work, outcome.p_work)
+                cached[prompt.prompt_hash] = LabelSet(outcome.labels, outcome.is_work, outcome.p_work,
+                                                      outcome.text_signals)
                 stats.n_labeled += 1
             else:
                 stats.n_failed += 1

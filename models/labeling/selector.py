@@ -367,6 +367,7 @@ class PromptSelection:
     tasks: list[tuple[int, float]]  # (task row, p_exercised) of the label set, best first
     ranking: list[tuple[int, float]]  # every scored candidate task (row, p), best first
     occupations: list[tuple[int, float]]  # (occupation row, p) of the scored candidates, best first
+    text_logit: float = 0.0  # the work model's prompt-level logit before benchmark pooling (the neighbour step's)
 
 
 class Selector:
@@ -388,8 +389,8 @@ class Selector:
                signals: dict[str, np.ndarray], context: BenchmarkContext) -> list[PromptSelection]:
         """One selection per prompt of a batch of one benchmark (evidence from the retriever)."""
         fit = self.fit
-        p_work = fit.work.pooled(fit.work.text_logit(texts, work_dense_features(signals, texts)),
-                                 context.work_logit)
+        text_logit = fit.work.text_logit(texts, work_dense_features(signals, texts))
+        p_work = fit.work.pooled(text_logit, context.work_logit)
         out: list[PromptSelection] = []
         for row in range(len(texts)):
             candidates = occupation_candidates(combined[row], fit.k_candidates, context)
@@ -405,5 +406,6 @@ class Selector:
             is_work = bool(p_work[row] >= fit.work.threshold)
             kept = [r for r in ranking if r[1] >= fit.task_threshold] or ranking[:1]
             out.append(PromptSelection(is_work, float(p_work[row]), kept if is_work else [], ranking,
-                                       [(int(candidates[j]), float(p_occ[j])) for j in order]))
+                                       [(int(candidates[j]), float(p_occ[j])) for j in order],
+                                       float(text_logit[row])))
         return out

@@ -29,7 +29,6 @@ from models.labeling.stacking import (
     decide,
     kept_positions,
     ranked,
-    retriever_ranking,
     score,
 )
 from models.labeling.stacking_features import (
@@ -44,6 +43,7 @@ from models.labeling.stacking_features import (
     evidence_of,
     with_occupation,
 )
+from models.labeling.text_signals import retriever_ranking
 
 NEIGHBOUR_GRID = ((6, 1.0), (10, 2.0))  # (k, power)
 # the work model is a calibrated logistic: P(work) >= 1/2 is the accurate decision (a threshold chosen by the inner

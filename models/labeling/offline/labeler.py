@@ -16,6 +16,7 @@ from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
 from models.labeling.offline.config import INDEX_VERSION, LABELER_VERSION, METHOD, OfflineLabelerConfig, soc6
 from models.labeling.offline.evidence import BatchEvidence
 from models.labeling.offline.index import TaskIndex
+from models.labeling.text_signals import retriever_ranking
 
 
 @dataclass(frozen=True)
@@ -211,8 +212,10 @@ class OfflineLabeler:
         """The selector's decision as an outcome: no labels for a not-work prompt, else its kept tasks."""
         try:
             p_work = round(selection.p_work, 6)
+            signals = (selection.text_logit, retriever_ranking(self.index, evidence.occupation[row], evidence.task[row]))
             if not selection.is_work:
-                return LabelOutcome(prompt_hash=record.prompt_hash, is_work=False, p_work=p_work)
+                return LabelOutcome(prompt_hash=record.prompt_hash, is_work=False, p_work=p_work,
+                                    text_signals=signals)
             picked = [j for j, _ in selection.tasks]
             rationales = self._rationales(evidence, row, picked)
             index = self.index
@@ -222,7 +225,8 @@ class OfflineLabeler:
                           rank=rank, score=round(p, 6), rationale=rationales[rank - 1], p_exercised=round(p, 6))
                 for rank, (j, p) in enumerate(selection.tasks, start=1)
             ]
-            return LabelOutcome(prompt_hash=record.prompt_hash, labels=labels, is_work=True, p_work=p_work)
+            return LabelOutcome(prompt_hash=record.prompt_hash, labels=labels, is_work=True, p_work=p_work,
+                                text_signals=signals)
         except Exception as exc:  # one bad prompt must not sink the batch
             return LabelOutcome(prompt_hash=record.prompt_hash, error=f"labeling failed: {type(exc).__name__}: {exc}")
 
