@@ -21,7 +21,7 @@ import polars as pl
 from models import gaps
 from models.errors import InputError
 from resources import warehouse as wh
-from resources.label_queries import LABELS, label_counts_from_connection
+from resources.label_queries import LABELS, WORK, label_counts_from_connection
 
 # The tables the offline labeler's TaskIndex is built from, beside gaps.REFERENCE_TABLES.
 INDEX_TABLES = ("onet_job_titles", "onet_technology_skills")
@@ -149,6 +149,34 @@ def landed_hashes(warehouse_path: str | Path) -> list[str]:
         return [r[0] for r in con.execute("select distinct prompt_hash from benchmark_prompts").fetchall()]
 
 
+def landed_label_sets(warehouse_path: str | Path, hashes: Sequence[str], labeler: Any) -> dict[str, list[Any]]:
+    """prompt_hash -> the published labels (TaskLabel, by rank) of the candidate texts the warehouse already
+    landed and labeled with this labeler (its version, or a neighbour step stacked on it): a copy of a landed
+    text is labeled as the landed text was (with the neighbour step on, the labeler alone would not restack
+    it); an empty set for a landed text with no labels (not work)."""
+    from models.labeling.base import TaskLabel
+
+    with wh.connect(warehouse_path, read_only=True) as con:
+        if not wh.table_exists(con, LABELS) or not wh.table_exists(con, WORK):
+            return {}
+        version = str(getattr(labeler, "labeler_version", ""))
+        # the landed texts this labeler labeled: their work decisions carry its version (+ the step's)
+        decided = wh.fetch_polars(
+            con,
+            f"select distinct prompt_hash from {WORK} where labeler = ? and (labeler_version = ? "
+            "or starts_with(labeler_version, ? || '+')) and prompt_hash in (select unnest(?::varchar[]))",
+            [labeler.name, version, version, list(hashes)])
+        rows = wh.fetch_polars(
+            con,
+            f"select distinct prompt_hash, task_id, onet_soc_code, rank, score, p_exercised from {LABELS} "
+            "where labeler = ? and prompt_hash in (select unnest(?::varchar[])) order by prompt_hash, rank",
+            [labeler.name, decided["prompt_hash"].to_list()])
+    out: dict[str, list[Any]] = {h: [] for h in decided["prompt_hash"].to_list()}
+    for h, task, code, rank, score, p in rows.iter_rows():
+        out[h].append(TaskLabel(int(task), str(code), int(rank), float(score), None, p))
+    return out
+
+
 def table_fingerprints(
     warehouse_path: str | Path,
     exclude_prefixes: Sequence[str] = ("whatif_",),
@@ -191,7 +219,8 @@ def run_whatif(
     """Label a candidate folder and compute its marginal gain against the warehouse (params.threshold and
     params.top_n; the labeler's name decides whose labels compare), reading the warehouse read-only.
     `labeler` defaults to the offline labeler built from the warehouse's reference tables; pass `cached`
-    (hash -> labels, e.g. from label_cache) to reuse labels. Each result frame carries `candidate`."""
+    (hash -> labels, e.g. from label_cache) to reuse labels; a text already landed keeps its published labels
+    (`landed_label_sets`). Each result frame carries `candidate`."""
     tables = read_tables(warehouse_path, gaps.REFERENCE_TABLES)
     if labeler is None:
         tables |= read_tables(warehouse_path, INDEX_TABLES)
@@ -201,7 +230,8 @@ def run_whatif(
         raise InputError(
             f"no valid prompts ({rejects.height} rejected lines)", path=candidate_prompts_file(folder)
         )
-    candidate_labels, failed = gaps.label_candidate(prompts, labeler, cached)
+    landed = landed_label_sets(warehouse_path, prompts["prompt_hash"].unique().to_list(), labeler)
+    candidate_labels, failed = gaps.label_candidate(prompts, labeler, {**(cached or {}), **landed})
     existing, landed_keys = existing_label_counts(warehouse_path, prompts["benchmark"].unique().to_list())
     params = replace(params, labeler=labeler.name, n_candidate_prompts=prompts.height)
     result = gaps.whatif_gain(

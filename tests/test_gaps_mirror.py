@@ -161,18 +161,29 @@ def test_whatif_on_a_copy_of_a_landed_benchmark_adds_nothing(landed: dict[str, A
     rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
     copy = [{**r, "benchmark": "cybench_copy", "prompt_id": f"copy-{r['prompt_id']}"} for r in rows]
     folder = _candidate_folder(tmp, "cybench_copy", copy)
-    # the offline labeler is deterministic: the copy's labels are the landed ones, prompt for prompt
+    # a copy of a landed text keeps its published labels (with the neighbour step on, the labeler alone would
+    # not restack it): the copy's labels are the landed ones, prompt for prompt, and none is labeled again
     prompts, _ = whatif.read_candidate_prompts(folder)
     tables = {
         n: wh.read_table(warehouse, n) for n in (*gaps_module.REFERENCE_TABLES, *whatif.INDEX_TABLES)
     }
-    candidate_labels, failed = gaps_module.label_candidate(
-        prompts, whatif.build_offline_labeler(tables, warehouse)
-    )
+    labeler = whatif.build_offline_labeler(tables, warehouse)
+    asked: list[str] = []
+    real_label = labeler.label
+    labeler.label = lambda batch: asked.extend(p.prompt_hash for p in batch) or real_label(batch)
+    landed_sets = whatif.landed_label_sets(warehouse, prompts["prompt_hash"].to_list(), labeler)
+    candidate_labels, failed = gaps_module.label_candidate(prompts, labeler, landed_sets)
     landed_labels = _labels_in(warehouse).filter(pl.col("benchmark") == "cybench")
     key = ["prompt_hash", "onet_soc_code", "task_id", "rank"]
-    assert failed == 0 and candidate_labels.height == landed_labels.height > 0
+    assert failed == 0 and candidate_labels.height == landed_labels.height > 0 and asked == []
+    assert len(landed_sets) == prompts["prompt_hash"].n_unique()
     assert candidate_labels.select(key).sort(key).equals(landed_labels.select(key).sort(key))
+    # a text the warehouse has not landed is labeled by the labeler
+    edited = prompts.head(3).with_columns((pl.col("prompt") + " Also audit the ledger.").alias("prompt"),
+                                          pl.lit("fresh").alias("prompt_hash"))
+    assert whatif.landed_label_sets(warehouse, ["fresh"], labeler) == {}
+    gaps_module.label_candidate(edited, labeler, landed_sets)
+    assert asked == ["fresh"]
 
     before = whatif.table_fingerprints(warehouse)
     # one multi-asset: the run summary and its four tables materialize together
