@@ -268,7 +268,7 @@ STACK_LABELERS = {"neighbour_stack": "offline", "selector_only": "offline_select
 STACK_EVALUATIONS = ("within_benchmark", "new_benchmark")
 
 
-# while the step is off (BENCHMAP_NEIGHBOUR_STEP) its figures describe a candidate, not the published labels
+# while the step is off (BENCHMAP_NEIGHBOUR_STEP=0) its figures describe a candidate, not the published labels
 CANDIDATE_STACK_LABELER = "offline_neighbour_step"
 
 

@@ -32,7 +32,7 @@ The API key is held (`api_key`) but never shown: it is excluded from repr and fr
 | BENCHMAP_VALIDATION_FLOORS | validation_floors (JSON object) | none (models.validation defaults) |
 | BENCHMAP_ANALYSIS_QUIET_S | analysis_quiet_s | 30 |
 | BENCHMAP_GGUF | gguf (local llama.cpp model file) | none (the gemma3 package's) |
-| BENCHMAP_NEIGHBOUR_STEP | neighbour_step (1/true/yes: restack labels with the benchmark's judged texts) | false |
+| BENCHMAP_NEIGHBOUR_STEP | neighbour_step (restack labels with the benchmark's judged texts; 0/false/no/off: the selector's labels alone) | true |
 | BENCHMAP_LABEL_WORKERS | label_workers (processes the offline labeler labels in; 0/1: the step's own) | 2 with 2+ cores |
 | DAGSTER_HOME | dagster_home | none |
 """
@@ -96,6 +96,15 @@ def _number(environ: Mapping[str, str], name: str, default: float, kind: type) -
         raise SettingsError(f"{name}={text!r}: expected a {kind.__name__}") from exc
 
 
+def _switch(environ: Mapping[str, str], name: str, default: bool) -> bool:
+    text = (environ.get(name) or "").strip().lower()
+    if not text:
+        return default
+    if text in {"1", "true", "yes", "on"} or text in {"0", "false", "no", "off"}:
+        return text in {"1", "true", "yes", "on"}
+    raise SettingsError(f"{name}={text!r}: expected 1/0, true/false, yes/no or on/off")
+
+
 def _floors(text: str | None) -> Mapping[str, float] | None:
     if not text:
         return None
@@ -128,9 +137,9 @@ class Settings:
     validation_floors: Mapping[str, float] | None = None
     analysis_quiet_s: float = DEFAULT_ANALYSIS_QUIET_S
     gguf: Path | None = None
-    # off by default: issue 25's label targets hold (work 0.951, by one pass) but on, the cold run costs ~35 s
-    # more (docs/offline_labeler.md, "The neighbour step"); the split checks cover with it on
-    neighbour_step: bool = False
+    # on by default (issue 25): the labels learn from their benchmark's judged texts (docs/offline_labeler.md,
+    # "The neighbour step"); the split checks cover with it on. Off: the calibrated selector's labels alone
+    neighbour_step: bool = True
     label_workers: int | None = None  # None: 2 when two cores are available (resources/label_pool.py)
     dagster_home: Path | None = None
     api_key: str | None = field(default=None, repr=False, compare=False)
@@ -160,7 +169,7 @@ class Settings:
             validation_floors=_floors(env.get("BENCHMAP_VALIDATION_FLOORS")),
             analysis_quiet_s=_number(env, "BENCHMAP_ANALYSIS_QUIET_S", DEFAULT_ANALYSIS_QUIET_S, float),
             gguf=_path(env.get("BENCHMAP_GGUF"), None),
-            neighbour_step=(env.get("BENCHMAP_NEIGHBOUR_STEP") or "").lower() in {"1", "true", "yes"},
+            neighbour_step=_switch(env, "BENCHMAP_NEIGHBOUR_STEP", True),
             label_workers=(max(0, _number(env, "BENCHMAP_LABEL_WORKERS", 0, int))
                            if env.get("BENCHMAP_LABEL_WORKERS") else None),
             dagster_home=_path(env.get("DAGSTER_HOME"), None),

@@ -508,23 +508,28 @@ def test_the_label_quality_line_names_both_evaluations_of_the_step() -> None:
         pl.col("labeler") == "offline").height
 
 
-def test_the_neighbour_step_is_off_unless_the_setting_turns_it_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Off by default (the pipeline's split check does not yet label held-out texts as the pipeline labels
-    unjudged ones): the selector's labels and version pass through untouched; BENCHMAP_NEIGHBOUR_STEP=1 reaches
-    the step, which then says why it cannot stack a labeler without the calibrated selector."""
+def test_the_neighbour_step_is_on_unless_the_setting_turns_it_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On by default: the step is reached, and says why it cannot stack a labeler without the calibrated
+    selector; BENCHMAP_NEIGHBOUR_STEP=0 passes the selector's labels and version through untouched; a value that
+    is not a switch is an error naming the variable."""
     from types import SimpleNamespace
 
     from assets.labels import neighbour_step
+    from resources.settings import SettingsError, settings
 
     impl = SimpleNamespace(labeler_version="offline-calibrated+sX", selector=None)
     labels = {"h1": ("sentinel",)}
     monkeypatch.delenv("BENCHMAP_NEIGHBOUR_STEP", raising=False)
     same, version, meta = neighbour_step(None, "b", [], labels, impl, None)  # type: ignore[arg-type]
-    assert same is labels and version == impl.labeler_version and meta["neighbour_step"].startswith("off")
-    monkeypatch.setenv("BENCHMAP_NEIGHBOUR_STEP", "1")
-    same, version, meta = neighbour_step(None, "b", [], labels, impl, None)  # type: ignore[arg-type]
     assert same is labels and version == impl.labeler_version
     assert "not the calibrated offline labeler" in meta["neighbour_step"]
+    for off in ("0", "off", "False"):
+        monkeypatch.setenv("BENCHMAP_NEIGHBOUR_STEP", off)
+        same, version, meta = neighbour_step(None, "b", [], labels, impl, None)  # type: ignore[arg-type]
+        assert same is labels and version == impl.labeler_version and meta["neighbour_step"].startswith("off")
+    monkeypatch.setenv("BENCHMAP_NEIGHBOUR_STEP", "maybe")
+    with pytest.raises(SettingsError, match="BENCHMAP_NEIGHBOUR_STEP"):
+        settings()
 
 
 def test_a_decision_does_not_depend_on_which_texts_the_cache_already_held() -> None:

@@ -189,7 +189,7 @@ CHANGES: dict[str, tuple[Callable[[World], None], str]] = {
     "fitted parameters": (lambda w: (w.project / "models" / "selector_fit.json").write_text("{}"), "code"),
     "the dependency pins": (lambda w: (w.project / "pyproject.toml").write_text("[project]\nname = 'y'\n"), "code"),
     "the labeler": (_set("BENCHMAP_LABELER", "openai"), "settings"),
-    "the neighbour step": (_set("BENCHMAP_NEIGHBOUR_STEP", "1"), "settings"),
+    "the neighbour step": (_set("BENCHMAP_NEIGHBOUR_STEP", "0"), "settings"),
     "the LLM model": (_set("BENCHMAP_LLM_MODEL", "gpt-4o"), "settings"),
     "an API key set": (_set("OPENAI_API_KEY", "sk-test-secret"), "settings"),
     "another mirror": (lambda w: w.monkeypatch.setenv("BENCHMAP_MIRROR", str(w.raw)), "settings"),
