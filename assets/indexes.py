@@ -122,9 +122,11 @@ def compute_membership(warehouse: Warehouse, files: dict[str, str] | None = None
         benchmarks, counts, work,
         group_shares=ix.shares_from_benchmark_estimates(shares) if shares is not None else None,
     )
-    # an entry may name a benchmark of the landing roots that this warehouse did not land (the shipped file's
-    # assumptions about the mirror's benchmarks, in a warehouse of a few of them): it applies to nothing here
-    available = sources.discover_landing().benchmarks
+    # an entry may name a benchmark this warehouse did not land: one of the landing roots' (the shipped file's
+    # assumptions about the mirror's benchmarks, in a warehouse of a few of them) or, on a machine without the
+    # mirror, one of the benchmarks the vendored reference sampled; it applies to nothing here. A name known
+    # nowhere is a typo
+    available = {*sources.discover_landing().benchmarks, *readers.sampling_design()["benchmark"].to_list()}
     return ix.evaluate_indexes(read_index_files() if files is None else files, properties, available)
 
 

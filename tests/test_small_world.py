@@ -9,7 +9,8 @@ Two did not (both ERROR severity):
   row; the check still fails on a table that does not sum to the headline (below).
 - `benchmark_index_files_valid`: the shipped economic_agentic.toml's assumptions name mirror benchmarks this
   warehouse did not land (osworld, ...), which made the file an error and left the index uncomputed. Now an
-  entry for a benchmark of a landing folder applies to nothing; a name in no landing folder still fails (below).
+  entry for a benchmark of a landing folder, or one the vendored reference sampled (a machine without the
+  mirror), applies to nothing; a name known nowhere still fails (below).
 """
 
 from __future__ import annotations
@@ -93,3 +94,14 @@ def test_a_world_without_a_judge_sample_passes_its_checks_and_they_can_fail(
     monkeypatch.setenv("BENCHMAP_INDEX_DIR", str(index_dir))
     passed, metadata = run_checks(world)["benchmark_index_files_valid"]
     assert not passed and "'osworldd', which was never landed" in metadata["errors"]["economic_agentic"], metadata
+
+    # on a machine without the mirror (no landing folder of osworld, ...), the shipped file's entries name
+    # benchmarks the vendored reference sampled: not typos; the typo still is one
+    monkeypatch.setenv("BENCHMAP_MIRROR", str(tmp_path / "no_mirror"))
+    passed, metadata = run_checks(world)["benchmark_index_files_valid"]
+    assert not passed and list(metadata["errors"]) == ["economic_agentic"], metadata
+    assert "'osworldd', which was never landed" in metadata["errors"]["economic_agentic"]
+    assert "'osworld'," not in metadata["errors"]["economic_agentic"]
+    monkeypatch.setenv("BENCHMAP_INDEX_DIR", str(ROOT / "data" / "indexes"))
+    passed, metadata = run_checks(world)["benchmark_index_files_valid"]
+    assert passed and "economic_agentic" in metadata["indexes"], metadata

@@ -143,9 +143,9 @@ def evaluate_index(definition: IndexDefinition, properties: pl.DataFrame,
                    available: Collection[str] = ()) -> pl.DataFrame:
     """Membership rows (MEMBERSHIP_SCHEMA) of one index over the landed benchmarks in `properties`
     (`measured_properties`). Raises `InputError` (file and line) for a named benchmark that never landed and
-    is not in `available` (the benchmark folders of the landing roots: an entry for one of those that this
-    warehouse did not land applies to nothing here, as the shipped file's entries for the mirror's benchmarks
-    in a warehouse of a few of them)."""
+    is not in `available` (the benchmark folders of the landing roots and the benchmarks the vendored reference
+    sampled: an entry for one of those that this warehouse did not land applies to nothing here, as the shipped
+    file's entries for the mirror's benchmarks in a warehouse of a few of them)."""
     landed = set(properties["benchmark"].to_list())
     _check_named_landed(definition, landed, set(available))
     includes = {e.benchmark: e for e in definition.include}
@@ -159,15 +159,17 @@ def evaluate_index(definition: IndexDefinition, properties: pl.DataFrame,
 
 def _check_named_landed(definition: IndexDefinition, landed: set[str], available: set[str]) -> None:
     """Every benchmark an include, exclude, assume or assign entry names must have landed or be in a landing
-    root (`available`): a name in neither is a typo, an entry that would silently apply to nothing."""
+    root or known to the reference (`available`): a name in neither is a typo, an entry that would silently
+    apply to nothing."""
     named = [(e.benchmark, e.line, "include") for e in definition.include]
     named += [(e.benchmark, e.line, "exclude") for e in definition.exclude]
     named += [(a.benchmark, a.line, "assume") for a in definition.assumptions]
     named += [(a.benchmark, a.line, "assign") for a in definition.assign]
     for benchmark, line, kind in named:
         if benchmark not in landed and benchmark not in available:
-            raise InputError(f"{kind} names benchmark {benchmark!r}, which was never landed and is in no landing "
-                             f"folder (landed: {', '.join(sorted(landed))})", path=definition.path, line=line)
+            raise InputError(f"{kind} names benchmark {benchmark!r}, which was never landed, is in no landing "
+                             "folder and not in the reference's sampling design (landed: "
+                             f"{', '.join(sorted(landed))})", path=definition.path, line=line)
 
 
 class _Values:
@@ -331,7 +333,7 @@ def evaluate_indexes(files: Mapping[str, str], properties: pl.DataFrame,
                      available: Collection[str] = ()) -> IndexResult:
     """Evaluate every index file (path -> text). A broken file is reported in `errors` and left out; the
     others still compute. `all` is always present (built in when no file defines it). `available`: the
-    benchmark folders of the landing roots (evaluate_index)."""
+    benchmark folders of the landing roots and the reference's benchmarks (evaluate_index)."""
     frames: list[pl.DataFrame] = []
     errors: dict[str, str] = {}
     definitions: dict[str, IndexDefinition] = {}
