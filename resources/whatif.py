@@ -151,7 +151,7 @@ def landed_hashes(warehouse_path: str | Path) -> list[str]:
 
 def landed_label_sets(warehouse_path: str | Path, hashes: Sequence[str], labeler: Any) -> dict[str, list[Any]]:
     """prompt_hash -> the published labels (TaskLabel, by rank) of the candidate texts the warehouse already
-    landed and labeled with this labeler (its version, or a neighbour step stacked on it): a copy of a landed
+    landed and labeled with this kind of labeler (offline, openai): a copy of a landed
     text is labeled as the landed text was (with the neighbour step on, the labeler alone would not restack
     it); an empty set for a landed text with no labels (not work)."""
     from models.labeling.base import TaskLabel
@@ -159,13 +159,13 @@ def landed_label_sets(warehouse_path: str | Path, hashes: Sequence[str], labeler
     with wh.connect(warehouse_path, read_only=True) as con:
         if not wh.table_exists(con, LABELS) or not wh.table_exists(con, WORK):
             return {}
-        version = str(getattr(labeler, "labeler_version", ""))
-        # the landed texts this labeler labeled: their work decisions carry its version (+ the step's)
+        # the landed texts this labeler kind decided (its published labels, whatever the version: they are what
+        # the warehouse counts)
         decided = wh.fetch_polars(
             con,
-            f"select distinct prompt_hash from {WORK} where labeler = ? and (labeler_version = ? "
-            "or starts_with(labeler_version, ? || '+')) and prompt_hash in (select unnest(?::varchar[]))",
-            [labeler.name, version, version, list(hashes)])
+            f"select distinct prompt_hash from {WORK} where labeler = ? "
+            "and prompt_hash in (select unnest(?::varchar[]))",
+            [labeler.name, list(hashes)])
         rows = wh.fetch_polars(
             con,
             f"select distinct prompt_hash, task_id, onet_soc_code, rank, score, p_exercised from {LABELS} "

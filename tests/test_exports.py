@@ -1128,7 +1128,8 @@ def test_end_to_end_exports(full_pipeline, monkeypatch):
     assert "occupations with task statements" in summary and "923" in summary
     assert "Label depth" in summary  # generated from coverage_sensitivity
     # label quality is stated next to the first coverage number, cross-validated, and the old caveat is gone
-    assert "**Label quality.**" in summary and "cross-validated leaving one benchmark out" in summary
+    assert "**Label quality.**" in summary and "**Leaving one benchmark out**" in summary
+    assert "**Leaving one judged text out within its benchmark**" in summary  # the neighbour step's labels
     assert summary.index("**Label quality.**") < summary.index("**Tasks.**")
     assert "upper bound" not in summary.split("## Limitations")[0]
 
