@@ -20,6 +20,7 @@ from dagster import (
     multi_asset,
 )
 
+from assets.figure_reuse import heatmap_ahead
 from assets.kept_rows import counted_rows_store
 from models import coverage as cov
 from models import indexes as ix
@@ -323,6 +324,7 @@ def coverage_models(context: AssetExecutionContext, task_analysis_frame: pl.Data
 def occupation_model_scores(
     context: AssetExecutionContext,
     config: CoverageConfig,
+    warehouse: Warehouse,
     benchmark_results: pl.DataFrame,
     prompt_task_labels: pl.DataFrame,
 ) -> pl.DataFrame:
@@ -331,6 +333,7 @@ def occupation_model_scores(
     frame = scores.occupation_model_scores(
         benchmark_results, prompt_task_labels, min_prompts=(5, 1), labeler=config.labeler
     )
+    heatmap_ahead(warehouse, frame)  # report_figures' heatmap, drawn by a worker meanwhile
     context.add_output_metadata(
         {
             "rows": frame.height,
