@@ -21,7 +21,7 @@ from dagster import (
 )
 
 from assets.figure_reuse import heatmap_ahead
-from assets.kept_rows import counted_rows_store
+from assets.kept_rows import counted_rows_store, model_score_rows_store
 from models import coverage as cov
 from models import indexes as ix
 from models import regression as reg
@@ -330,8 +330,9 @@ def occupation_model_scores(
 ) -> pl.DataFrame:
     """Per occupation x model: plain mean score over the occupation's prompts next to the O*NET-weighted
     mean (tasks first, then tasks equally; min_prompts 5 and 1), with bootstrap 95% CIs and the difference."""
-    frame = scores.occupation_model_scores(
-        benchmark_results, prompt_task_labels, min_prompts=(5, 1), labeler=config.labeler
+    frame = scores.occupation_model_scores(  # a model's rows kept by its inputs (assets/kept_rows.py)
+        benchmark_results, prompt_task_labels, min_prompts=(5, 1), labeler=config.labeler,
+        kept=model_score_rows_store(warehouse),
     )
     heatmap_ahead(warehouse, frame)  # report_figures' heatmap, drawn by a worker meanwhile
     context.add_output_metadata(

@@ -1,7 +1,11 @@
 """The labels-as-counted rows of coverage_headline kept per scope (issue 29 item 3): a scope's rows depend on its
 task coverage, the task/hours/occupation tables, thresholds, labeler and models/ source alone, so they are kept
 beside the warehouse under that key (`counted_<index>_<scope>`, resources/estimate_cache.py) and a refresh after a
-new benchmark computes its scope and the pooled ones only; the other benchmarks' rows are read back."""
+new benchmark computes its scope and the pooled ones only; the other benchmarks' rows are read back.
+
+occupation_model_scores' rows kept per model (`model_scores_<model>`): a model's rows are a function of its
+joined prompt x task x score frame, the parameters and models/ source (models/scores.py), so a new benchmark's
+results recompute the bootstrap of its own models only."""
 
 from __future__ import annotations
 
@@ -36,3 +40,23 @@ def counted_rows_store(warehouse: Warehouse, thresholds: Sequence[int], labeler:
         return rows
 
     return for_index
+
+
+def model_score_rows_store(warehouse: Warehouse) -> Callable[[str, pl.DataFrame, tuple, Callable[[], pl.DataFrame]],
+                                                               pl.DataFrame]:
+    """models.scores.occupation_model_scores' `kept`: a model's rows read back when kept under the key of its
+    joined inputs, the parameters and the models/ source, else computed and kept."""
+    code = warehouse.source_digest("models")
+
+    def rows(model: str, joined: pl.DataFrame, parts: tuple, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+        key = warehouse.frames_key([code, model, repr(parts)], [joined])
+        name = f"model_scores_{model}"
+        kept = warehouse.cached_result(name, key) if key is not None else None
+        if isinstance(kept, pl.DataFrame):
+            return kept
+        computed = compute()
+        if key is not None:
+            warehouse.keep_result(name, key, computed)
+        return computed
+
+    return rows
