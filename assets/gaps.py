@@ -28,6 +28,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.kept_rows import model_score_rows_store
 from models import gaps
 from models import indexes as ix
 from models.coverage import LABEL_COUNT_SCHEMA
@@ -282,6 +283,7 @@ def occupation_score_power(
         labeler=config.labeler,
         alpha=config.alpha,
         scores=scores,
+        kept=model_score_rows_store(warehouse, "score_power"),  # a model's rows kept by its inputs
     )
     context.add_output_metadata(
         {

@@ -3,13 +3,15 @@ task coverage, the task/hours/occupation tables, thresholds, labeler and models/
 beside the warehouse under that key (`counted_<index>_<scope>`, resources/estimate_cache.py) and a refresh after a
 new benchmark computes its scope and the pooled ones only; the other benchmarks' rows are read back.
 
-occupation_model_scores' rows kept per model (`model_scores_<model>`): a model's rows are a function of its
-joined prompt x task x score frame, the parameters and models/ source (models/scores.py), so a new benchmark's
-results recompute the bootstrap of its own models only."""
+occupation_model_scores' and occupation_score_power's rows kept per model (`model_scores_<model>`,
+`score_power_<model>`): a model's rows are a function of its joined prompt x task x score frame, the parameters
+and models/ source (models/scores.py, models/gaps/power.py), so a new benchmark's results recompute its own
+models' rows only."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import polars as pl
 
@@ -42,17 +44,18 @@ def counted_rows_store(warehouse: Warehouse, thresholds: Sequence[int], labeler:
     return for_index
 
 
-def model_score_rows_store(warehouse: Warehouse) -> Callable[[str, pl.DataFrame, tuple, Callable[[], pl.DataFrame]],
-                                                               pl.DataFrame]:
-    """models.scores.occupation_model_scores' `kept`: a model's rows read back when kept under the key of its
-    joined inputs, the parameters and the models/ source, else computed and kept."""
+def model_score_rows_store(warehouse: Warehouse, kind: str = "model_scores") -> Callable[
+        [str, pl.DataFrame, tuple, Callable[[], Any]], Any]:
+    """models.scores.occupation_model_scores' (and models.gaps.score_power's, `kind` "score_power") `kept`: a
+    model's rows read back when kept under the key of its joined inputs, the parameters and the models/ source,
+    else computed and kept."""
     code = warehouse.source_digest("models")
 
-    def rows(model: str, joined: pl.DataFrame, parts: tuple, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
-        key = warehouse.frames_key([code, model, repr(parts)], [joined])
-        name = f"model_scores_{model}"
+    def rows(model: str, joined: pl.DataFrame, parts: tuple, compute: Callable[[], Any]) -> Any:
+        key = warehouse.frames_key([code, kind, model, repr(parts)], [joined])
+        name = f"{kind}_{model}"
         kept = warehouse.cached_result(name, key) if key is not None else None
-        if isinstance(kept, pl.DataFrame):
+        if kept is not None:
             return kept
         computed = compute()
         if key is not None:
