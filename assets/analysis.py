@@ -365,7 +365,8 @@ def occupation_model_scores_estimated(context: AssetExecutionContext, warehouse:
     prompts = warehouse.scored_prompt_keys()
     # a single text's weight: its calibrated probability (docs/estimates.md), the share of draws without one
     estimates = warehouse.scored_prompt_estimates()
-    frame = estimated_occupation_scores(results, prompts, estimates)
+    frame = estimated_occupation_scores(results, prompts, estimates,  # a model's rows kept by its inputs
+                                        kept=model_score_rows_store(warehouse, "estimated_scores"))
     context.add_output_metadata({
         "rows": frame.height,
         "occupations": frame["onet_soc_code"].n_unique() if frame.height else 0,
