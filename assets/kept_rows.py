@@ -6,7 +6,10 @@ new benchmark computes its scope and the pooled ones only; the other benchmarks'
 occupation_model_scores' and occupation_score_power's rows kept per model (`model_scores_<model>`,
 `score_power_<model>`): a model's rows are a function of its joined prompt x task x score frame, the parameters
 and models/ source (models/scores.py, models/gaps/power.py), so a new benchmark's results recompute its own
-models' rows only."""
+models' rows only.
+
+labeler_validation's metrics (`kept_result`): read back while the human-labeled and reference prompts, their
+labels and rankings and the reference tables are the same (a benchmark without human labels that lands)."""
 
 from __future__ import annotations
 
@@ -63,3 +66,17 @@ def model_score_rows_store(warehouse: Warehouse, kind: str = "model_scores") -> 
         return computed
 
     return rows
+
+
+def kept_result(warehouse: Warehouse, name: str, parts: list[str], frames: list[pl.DataFrame],
+                compute: Callable[[], Any]) -> Any:
+    """compute(), kept as result `name` under the key of `parts`, `frames` (their rows) and the models/ source,
+    and read back while that key is the same (computed and nothing kept when a frame cannot be hashed)."""
+    key = warehouse.frames_key([warehouse.source_digest("models"), name, *parts], frames)
+    kept = warehouse.cached_result(name, key) if key is not None else None
+    if kept is not None:
+        return kept
+    computed = compute()
+    if key is not None:
+        warehouse.keep_result(name, key, computed)
+    return computed
