@@ -4,8 +4,8 @@ warehouse under that key (resources/estimate_cache.py figure_key) and a refresh 
 the judged checks' figures after a benchmark without judged texts lands, reads them back.
 
 A report figure whose tables are all computed early in the analysis run (the model-score heatmap: one table, an
-early step) is started in a worker by that step (`draw_ahead`) while the run goes on, instead of by
-`report_figures` at the run's end: report_figures takes the started drawing when its own key is the same (the
+early step) is started in a worker by an early step (`draw_ahead`; occupation_score_power, which reads the table
+back) while the run goes on, instead of by `report_figures` at the run's end: report_figures takes the started drawing when its own key is the same (the
 same tables, as read back, and figure code: the same bytes), else draws as before."""
 
 from __future__ import annotations
@@ -104,8 +104,8 @@ def draw_ahead(warehouse: Warehouse, figure: str, tables: Mapping[str, pl.DataFr
 
 
 def heatmap_ahead(warehouse: Warehouse, scores: pl.DataFrame) -> bool:
-    """The report's model-score heatmap started from occupation_model_scores (`scores`, as its step returns it)
-    and the occupation titles, the tables report_figures reads (draw_ahead)."""
+    """The report's model-score heatmap started from occupation_model_scores (`scores`, as read back from the
+    warehouse) and the occupation titles, the tables report_figures reads (draw_ahead)."""
     from assets.export_context import for_index, occupation_titles_or_none
 
     tables = for_index({"occupation_model_scores": scores})

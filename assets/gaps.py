@@ -28,6 +28,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.figure_reuse import heatmap_ahead
 from assets.kept_rows import model_score_rows_store
 from models import gaps
 from models import indexes as ix
@@ -281,6 +282,10 @@ def occupation_score_power(
         if warehouse.table_exists("occupation_model_scores")
         else None
     )
+    # report_figures' heatmap of this very table, drawn by a worker meanwhile (after coverage_sensitivity, which
+    # task_label_counts started a level earlier: assets/ahead.py)
+    if scores is not None:
+        heatmap_ahead(warehouse, scores)
     power = gaps.score_power(
         warehouse.read_table("benchmark_results"),
         # only the labels of prompts with model results, loaded by a semi join in DuckDB
