@@ -175,11 +175,20 @@ def _write_exports_locked(
     written = pool.submit(write_workbook_sheets, workbook, ex.sheet_tables(prepared), dictionary,
                           ex.readme_frame(readme, prepared), name="the workbook")
     files = write_tables(prepared, directory)
-    sheets = pool.gather([written])[0]
-    files = [dataclasses.replace(f, sheet=sheets.get(f.table)) for f in files]
+    # while the worker writes the workbook: the data dictionary (its sheet names are a function of the tables,
+    # the worker's own are checked below) and the checksums of every file written so far
+    names = ex.sheet_names(ex.sheet_tables(prepared), reserved=ex.RESERVED_SHEETS)
     dictionary_path = write_text(
-        directory / ex.DICTIONARY_NAME, ex.data_dictionary_markdown(prepared, sheets, missing)
+        directory / ex.DICTIONARY_NAME, ex.data_dictionary_markdown(prepared, names, missing)
     )
+    known = {e["path"]: e for e in file_entries(directory, exclude=(ex.MANIFEST_NAME, ex.WORKBOOK_NAME))}
+    sheets = pool.gather([written])[0]
+    if sheets != names:  # not expected: the workbook named its sheets otherwise, the dictionary follows it
+        dictionary_path = write_text(
+            directory / ex.DICTIONARY_NAME, ex.data_dictionary_markdown(prepared, sheets, missing)
+        )
+        known.pop(ex.DICTIONARY_NAME, None)
+    files = [dataclasses.replace(f, sheet=sheets.get(f.table)) for f in files]
     manifest = ex.build_manifest(
         export_date=name,
         created_at=created_at or dt.datetime.now(dt.UTC),
@@ -192,7 +201,7 @@ def _write_exports_locked(
         tables=[f.manifest_entry(directory) for f in files],
         missing=missing,
         columns={t: f.columns for t, f in prepared.items()},
-        files=file_entries(directory),  # everything but the manifest, written next
+        files=file_entries(directory, known=known),  # everything but the manifest, written next
         extra=extra,
     )
     manifest_path = write_text(
