@@ -20,7 +20,8 @@ from dagster import (
     multi_asset,
 )
 
-from assets.kept_rows import counted_rows_store
+from assets import ahead
+from assets.kept_rows import counted_rows_store, model_score_rows_store
 from models import coverage as cov
 from models import indexes as ix
 from models import regression as reg
@@ -97,6 +98,8 @@ def task_label_counts(context: AssetExecutionContext, warehouse: Warehouse) -> p
             "prompt_task_pairs": int(frame["n_prompts"].sum() or 0),
         }
     )
+    # coverage_sensitivity (default config) reads these counts and reference tables only: a worker starts it now
+    ahead.start_sensitivity(warehouse, _counts_of_every_labeler(warehouse, frame), _thresholds(CoverageConfig()), None)
     return frame
 
 
@@ -323,13 +326,15 @@ def coverage_models(context: AssetExecutionContext, task_analysis_frame: pl.Data
 def occupation_model_scores(
     context: AssetExecutionContext,
     config: CoverageConfig,
+    warehouse: Warehouse,
     benchmark_results: pl.DataFrame,
     prompt_task_labels: pl.DataFrame,
 ) -> pl.DataFrame:
     """Per occupation x model: plain mean score over the occupation's prompts next to the O*NET-weighted
     mean (tasks first, then tasks equally; min_prompts 5 and 1), with bootstrap 95% CIs and the difference."""
-    frame = scores.occupation_model_scores(
-        benchmark_results, prompt_task_labels, min_prompts=(5, 1), labeler=config.labeler
+    frame = scores.occupation_model_scores(  # a model's rows kept by its inputs (assets/kept_rows.py)
+        benchmark_results, prompt_task_labels, min_prompts=(5, 1), labeler=config.labeler,
+        kept=model_score_rows_store(warehouse),
     )
     context.add_output_metadata(
         {
@@ -361,7 +366,8 @@ def occupation_model_scores_estimated(context: AssetExecutionContext, warehouse:
     prompts = warehouse.scored_prompt_keys()
     # a single text's weight: its calibrated probability (docs/estimates.md), the share of draws without one
     estimates = warehouse.scored_prompt_estimates()
-    frame = estimated_occupation_scores(results, prompts, estimates)
+    frame = estimated_occupation_scores(results, prompts, estimates,  # a model's rows kept by its inputs
+                                        kept=model_score_rows_store(warehouse, "estimated_scores"))
     context.add_output_metadata({
         "rows": frame.height,
         "occupations": frame["onet_soc_code"].n_unique() if frame.height else 0,
@@ -392,17 +398,11 @@ def coverage_sensitivity(
     """How the headline numbers move: threshold 1 vs 5, π work hours vs equal split within occupation,
     human vs GPT-4 exposure labels, and offline vs LLM labels when the label cache holds both."""
     labels = _counts_of_every_labeler(warehouse, task_label_counts)
-    frame = cov.coverage_sensitivity(
-        labels,
-        onet_tasks,
-        task_hours,
-        onet_occupations,
-        task_exposure,
-        occupation_wages,
-        workbank_tasks,
-        thresholds=_thresholds(config),
-        labeler=config.labeler,
-    )
+    tables = [onet_tasks, task_hours, onet_occupations, task_exposure, occupation_wages, workbank_tasks]
+    # computed by a worker since task_label_counts was made, when from these very inputs (assets/ahead.py)
+    frame, _ = ahead.take(warehouse, "coverage_sensitivity", ahead.sensitivity_parts(_thresholds(config), config.labeler),
+                          [labels, *tables], lambda: cov.coverage_sensitivity(
+                              labels, *tables, thresholds=_thresholds(config), labeler=config.labeler))
     same = _same_prompt_rows(warehouse, task_label_counts, onet_tasks, task_hours, onet_occupations, config)
     if same.height:
         frame = pl.concat([frame, same], how="vertical_relaxed")

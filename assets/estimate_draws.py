@@ -48,3 +48,17 @@ def kept_reliability_table(warehouse: Warehouse, problem: es.Problem, record: es
     if key is not None:
         warehouse.keep_result("labeler_reliability", key, table)
     return table
+
+
+def kept_share_tables(warehouse: Warehouse, problem: es.Problem, record: es.DrawRecord, log: Any = None
+                      ) -> dict[str, Any]:
+    """benchmark_occupation_estimates and benchmark_major_group_estimates of `record`'s model-assisted draws,
+    each benchmark's rows read back when kept under its draws' key (models/estimates/bench_shares.py), the
+    others computed and kept."""
+    started = time.process_time()
+    tables, computed = es.kept_share_estimates(problem, record, warehouse.cached_result, warehouse.keep_result)
+    if log is not None:
+        log.info(f"benchmark shares {time.process_time() - started:.2f} CPU-s: {len(computed)} benchmark(s) "
+                 f"computed ({', '.join(computed[:5])}{', ...' if len(computed) > 5 else ''}), "
+                 f"{problem.n_bench - len(computed)} read back")
+    return tables

@@ -31,7 +31,7 @@ from dagster import (
 )
 
 from assets.analysis import COVERAGE_HEADLINE_DESCRIPTION, counted_headline
-from assets.estimate_draws import headline_draws, kept_reliability_table, kept_text_sums
+from assets.estimate_draws import headline_draws, kept_reliability_table, kept_share_tables, kept_text_sums
 from assets.estimate_figures import figure_later
 from assets.estimate_inputs import read_inputs, read_judge_rows
 from assets.estimates_split import start_judged_checks
@@ -293,13 +293,14 @@ def headline_estimates(
         inputs, judge_rows, inputs["published_labels"], texts)  # type: ignore[arg-type]
     problem_b = _pass_b_problem(warehouse, inputs, judge_rows)
     _drop_label_frames(inputs)
-    unit_draws = es.UnitDraws(problem, scopes, config.n_draws, with_texts=True)
+    unit_draws = es.UnitDraws(problem, scopes, config.n_draws, with_texts=True, with_shares=False)
     replay = kept_draws(problem)
     replayed = replay is not None
     if replay is None or not replay.covers(es.ESTIMATORS, config.seed, config.n_draws,
                                            (problem.n_bench, problem.n_tasks)):
         replay, replayed = headline_draws(warehouse, problem, config.seed, config.n_draws, log=context.log), False
     text_sums = kept_text_sums(warehouse, problem, replay)  # a benchmark's per-text sums kept as its draws
+    shares = kept_share_tables(warehouse, problem, replay, context.log)  # and its shares
     unit_draws.text_subset = text_sums.texts_to_sum()
     result = es.run_estimators(
         problem, scopes, thresholds=thresholds, n_draws=config.n_draws, seed=config.seed, keep_counts=config.mi_draws,
@@ -312,7 +313,7 @@ def headline_estimates(
     frame = es.estimates_frame(problem, scopes, result, thresholds)
     cpu_units = time.process_time()
     units = es.unit_estimates(unit_draws, es.labels_as_truth_counts(counted_problem), thresholds)
-    units |= es.benchmark_share_estimates(unit_draws)
+    units |= shares
     cpu_units = time.process_time() - cpu_units
     # what does not need the judged checks comes first: a worker is still on them (their order does not change
     # a value: each part has its own seed)

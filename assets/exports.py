@@ -49,7 +49,7 @@ from assets.export_context import (
     table_preview_metadata,
     warehouse_held,
 )
-from assets.figure_reuse import figure_future
+from assets.figure_reuse import report_figure_future, report_figure_inputs
 from models import coverage_map as cmap
 from models import exports as ex
 from models import figures as fg
@@ -96,12 +96,11 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse) -> Mate
     # each figure drawn by a worker process or this one (resources/worker_pool.py): ~0.8 CPU-s each, independent
     specs = [spec for spec in fg.FIGURES if all(t in tables for t in spec.tables)]
     pool = shared_pool()
-    inputs = {spec.name: {t: tables[t] for t in (*spec.tables, *spec.optional_tables) if t in tables}
-              for spec in specs}
-    rendered = pool.gather([  # a figure whose tables did not change is read back (assets/figure_reuse.py)
-        figure_future(warehouse, pool, spec.name, list(inputs[spec.name].values()), fg.render_outputs, spec.name,
-                      inputs[spec.name], preview_dpi=fg.PREVIEW_DPI, name=f"figure {spec.name}")
-        for spec in specs])
+    inputs = {spec.name: report_figure_inputs(spec.name, tables) for spec in specs}
+    # a figure whose tables did not change is read back, one started ahead by the step of its table is taken
+    # (assets/figure_reuse.py)
+    rendered = pool.gather([report_figure_future(warehouse, pool, spec.name, inputs[spec.name])  # type: ignore[arg-type]
+                            for spec in specs])
     drawn = {spec.name for spec in specs}
     for spec, (files, preview) in zip(specs, rendered, strict=True):
         metadata |= rendered_figure_metadata(spec.name, files, preview, directory, title=spec.title)

@@ -1,33 +1,54 @@
 """A figure drawn from unchanged tables is not drawn again (issue 29 item 3): the figures are byte-stable given
 their tables and code (models.figures.figure_outputs), so their outputs (files and preview) are kept beside the
 warehouse under that key (resources/estimate_cache.py figure_key) and a refresh whose tables did not change, e.g.
-the judged checks' figures after a benchmark without judged texts lands, reads them back."""
+the judged checks' figures after a benchmark without judged texts lands, reads them back.
+
+A report figure whose tables are all computed early in the analysis run (the model-score heatmap: one table, an
+early step) is started in a worker by an early step (`draw_ahead`; occupation_score_power, which reads the table
+back) while the run goes on, instead of by `report_figures` at the run's end: report_figures takes the started drawing when its own key is the same (the
+same tables, as read back, and figure code: the same bytes), else draws as before."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
 import polars as pl
 
 from resources.dagster_resources import Warehouse
-from resources.worker_pool import WorkerPool
+from resources.worker_pool import WorkerPool, shared_pool
 
 KEPT = "figure_"  # + the figure's name: one kept result per figure
+
+# figure -> (key, future) of a drawing started ahead in this process (`draw_ahead`), taken by figure_future
+_AHEAD: dict[str, tuple[str, Future]] = {}
+_AHEAD_LOCK = threading.Lock()
 
 
 def figure_future(warehouse: Warehouse, pool: WorkerPool, figure: str, frames: Sequence[pl.DataFrame],
                   fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
     """The future of fn(*args, **kwargs) (the figure `figure`'s (files, preview) drawn from `frames`; `kwargs`
-    go to pool.submit, its `name=` too): the outputs kept under the frames' key when there are, else submitted to
-    `pool` and kept once drawn."""
+    go to pool.submit, its `name=` too): the outputs kept under the frames' key when there are, else the drawing
+    started ahead under that very key (`draw_ahead`), else submitted to `pool` and kept once drawn."""
     key = warehouse.figure_key(figure, list(frames))
     kept = warehouse.cached_result(KEPT + figure, key) if key is not None else None
+    with _AHEAD_LOCK:
+        ahead = _AHEAD.pop(figure, None)
+    if ahead is not None and key is not None and ahead[0] == key and not ahead[1].cancelled():
+        return ahead[1]
+    if ahead is not None:  # of other tables: not wanted (a worker that started it finishes it, unread)
+        pool.discard([ahead[1]])
     if isinstance(kept, tuple) and len(kept) == 2:
         done: Future = Future()
         done.set_result(kept)
         return done
+    return _submit(warehouse, pool, figure, key, fn, *args, **kwargs)
+
+
+def _submit(warehouse: Warehouse, pool: WorkerPool, figure: str, key: str | None, fn: Callable[..., Any],
+            *args: Any, **kwargs: Any) -> Future:
     future = pool.submit(fn, *args, **kwargs)
     if key is not None:
         def keep(drawn: Future) -> None:
@@ -36,3 +57,59 @@ def figure_future(warehouse: Warehouse, pool: WorkerPool, figure: str, frames: S
 
         future.add_done_callback(keep)
     return future
+
+
+def report_figure_inputs(figure: str, tables: Mapping[str, pl.DataFrame]) -> dict[str, pl.DataFrame] | None:
+    """The tables report_figures draws FIGURES' `figure` from (its tables, then its optional ones present), None
+    when one of its tables is missing."""
+    from models import figures as fg
+
+    spec = next(s for s in fg.FIGURES if s.name == figure)
+    if not all(t in tables for t in spec.tables):
+        return None
+    return {t: tables[t] for t in (*spec.tables, *spec.optional_tables) if t in tables}
+
+
+def report_figure_future(warehouse: Warehouse, pool: WorkerPool, figure: str,
+                         inputs: dict[str, pl.DataFrame]) -> Future:
+    """figure_future of report_figures' figure `figure` drawn from `inputs` (report_figure_inputs)."""
+    from models import figures as fg
+
+    return figure_future(warehouse, pool, figure, list(inputs.values()), fg.render_outputs, figure, inputs,
+                         preview_dpi=fg.PREVIEW_DPI, name=f"figure {figure}")
+
+
+def draw_ahead(warehouse: Warehouse, figure: str, tables: Mapping[str, pl.DataFrame],
+               pool: WorkerPool | None = None) -> bool:
+    """Start drawing report_figures' figure `figure` from `tables` (as report_figures will read them from the
+    warehouse) in a worker now; report_figures takes it when its key is the same. Nothing when it is kept
+    already or a table is missing; True when a drawing was started."""
+    inputs = report_figure_inputs(figure, tables)
+    if inputs is None:
+        return False
+    key = warehouse.figure_key(figure, list(inputs.values()))
+    if key is None or isinstance(warehouse.cached_result(KEPT + figure, key), tuple):
+        return False
+    from models import figures as fg
+
+    pool = pool or shared_pool()
+    future = _submit(warehouse, pool, figure, key, fg.render_outputs, figure, inputs,
+                     preview_dpi=fg.PREVIEW_DPI, name=f"figure {figure} (ahead)")
+    with _AHEAD_LOCK:
+        previous = _AHEAD.pop(figure, None)
+        _AHEAD[figure] = (key, future)
+    if previous is not None:
+        pool.discard([previous[1]])
+    return True
+
+
+def heatmap_ahead(warehouse: Warehouse, scores: pl.DataFrame) -> bool:
+    """The report's model-score heatmap started from occupation_model_scores (`scores`, as read back from the
+    warehouse) and the occupation titles, the tables report_figures reads (draw_ahead)."""
+    from assets.export_context import for_index, occupation_titles_or_none
+
+    tables = for_index({"occupation_model_scores": scores})
+    titles = occupation_titles_or_none(warehouse)
+    if titles is not None:
+        tables["occupations"] = titles
+    return draw_ahead(warehouse, "model_score_heatmap", tables)

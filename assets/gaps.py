@@ -28,6 +28,8 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.figure_reuse import heatmap_ahead
+from assets.kept_rows import model_score_rows_store
 from models import gaps
 from models import indexes as ix
 from models.coverage import LABEL_COUNT_SCHEMA
@@ -86,10 +88,8 @@ def _markdown(df: pl.DataFrame, columns: list[str], limit: int = 10) -> str:
     return markdown_table(df, columns, max_rows=limit, max_chars=80, empty="None.")
 
 
-def _scored_tasks(
-    warehouse: Warehouse, threshold: int, weights: gaps.PriorityWeights, labeler: str | None = None,
-    members: list[str] | None = None,
-) -> pl.DataFrame:
+def _scoring_inputs(warehouse: Warehouse) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
+    """(the label counts, the reference tables) the task scoring reads: read once for every index."""
     tables = {name: warehouse.read_table(name) for name in gaps.REFERENCE_TABLES}
     if warehouse.table_exists(LABEL_COUNTS):
         counts = warehouse.read_table(LABEL_COUNTS)
@@ -97,6 +97,14 @@ def _scored_tasks(
         counts = warehouse.task_label_counts()[1]
     else:
         counts = pl.DataFrame(schema=LABEL_COUNT_SCHEMA)
+    return counts, tables
+
+
+def _scored_tasks(
+    inputs: tuple[pl.DataFrame, dict[str, pl.DataFrame]], threshold: int, weights: gaps.PriorityWeights,
+    labeler: str | None = None, members: list[str] | None = None,
+) -> pl.DataFrame:
+    counts, tables = inputs
     if members is not None:  # a benchmark index: only its members' prompts count
         counts = counts.filter(pl.col("benchmark").is_in(members))
     return gaps.score_reference_tasks(counts, tables, threshold, weights, labeler)
@@ -130,9 +138,10 @@ def _scored_tasks(
 def gap_finder(context: AssetExecutionContext, config: GapFinderConfig, warehouse: Warehouse):
     weights = config.weights()
     membership = warehouse.read_table(MEMBERSHIP) if warehouse.table_exists(MEMBERSHIP) else None
-    scored = _scored_tasks(warehouse, config.threshold, weights, config.labeler)
+    inputs = _scoring_inputs(warehouse)
+    scored = _scored_tasks(inputs, config.threshold, weights, config.labeler)
     labeler = scored["labeler"][0] if "labeler" in scored.columns and scored.height else None
-    task_gaps, occ_gaps, shortlist, groups = _gap_lists(warehouse, config, scored, labeler, membership)
+    task_gaps, occ_gaps, shortlist, groups = _gap_lists(warehouse, config, inputs, scored, labeler, membership)
     common = {
         "threshold": config.threshold,
         "labeler": str(labeler),
@@ -202,8 +211,8 @@ def _occupation_gaps(index_scored: pl.DataFrame, config: GapFinderConfig, name: 
 
 
 def _gap_lists(
-    warehouse: Warehouse, config: GapFinderConfig, scored: pl.DataFrame, labeler: str | None,
-    membership: pl.DataFrame | None,
+    warehouse: Warehouse, config: GapFinderConfig, inputs: tuple[pl.DataFrame, dict[str, pl.DataFrame]],
+    scored: pl.DataFrame, labeler: str | None, membership: pl.DataFrame | None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """The four gap lists, each computed per benchmark index (the pooled `scored` for index `all`, the index
     members' label counts for the others) and stacked with an `index` column."""
@@ -213,7 +222,7 @@ def _gap_lists(
     for name in ix.index_names(membership):
         wanted = ix.members(membership, name)
         index_scored = scored if wanted is None else _scored_tasks(
-            warehouse, config.threshold, weights, labeler, members=wanted
+            inputs, config.threshold, weights, labeler, members=wanted
         )
         per_index["task"].append(ix.with_index(gaps.coverage_gaps(index_scored, config.threshold), name))
         per_index["occ"].append(ix.with_index(_occupation_gaps(index_scored, config, name, estimates), name))
@@ -273,6 +282,10 @@ def occupation_score_power(
         if warehouse.table_exists("occupation_model_scores")
         else None
     )
+    # report_figures' heatmap of this very table, drawn by a worker meanwhile (after coverage_sensitivity, which
+    # task_label_counts started a level earlier: assets/ahead.py)
+    if scores is not None:
+        heatmap_ahead(warehouse, scores)
     power = gaps.score_power(
         warehouse.read_table("benchmark_results"),
         # only the labels of prompts with model results, loaded by a semi join in DuckDB
@@ -282,6 +295,7 @@ def occupation_score_power(
         labeler=config.labeler,
         alpha=config.alpha,
         scores=scores,
+        kept=model_score_rows_store(warehouse, "score_power"),  # a model's rows kept by its inputs
     )
     context.add_output_metadata(
         {

@@ -89,22 +89,17 @@ def estimated_group_shares(warehouse: Warehouse, log: object = None) -> pl.DataF
     if not warehouse.table_exists("prompt_task_labels") or not warehouse.table_exists("benchmark_prompts"):
         return None
     from assets import estimates as estimate_assets
-    from assets.estimate_draws import headline_draws
-    from models import estimates as es
+    from assets.estimate_draws import headline_draws, kept_share_tables
 
     config = estimate_assets.EstimatesConfig()
     with warehouse.held():  # one open of the file for the dozen reads (~30 CPU-ms each)
         inputs = estimate_assets.read_inputs(warehouse)
     problem = estimate_assets._problem(inputs, inputs["judge_rows"], inputs["labels"])  # type: ignore[arg-type]
-    scopes = es.scopes_for(problem, None)  # scopes only aggregate: the draws are the headline's
-    draws = es.UnitDraws(problem, scopes, config.n_draws)
     # each benchmark's rows from its own random streams, kept by benchmark: a landed benchmark draws its own only
     record = headline_draws(warehouse, problem, config.seed, config.n_draws, log=log)
-    es.run_estimators(problem, [], thresholds=tuple(sorted(set(config.thresholds) | {5})),
-                      n_draws=config.n_draws, seed=config.seed, unit_draws=draws, replay=record,
-                      estimators=tuple(e for e in es.ESTIMATORS if e != "labels_as_truth"))
     estimate_assets.keep_draws(problem, record)
-    return es.benchmark_share_estimates(draws)[GROUP_SHARES]
+    # a benchmark's shares are reductions of its own rows of the draws: kept by benchmark with them
+    return kept_share_tables(warehouse, problem, record, log)[GROUP_SHARES]
 
 
 def compute_membership(warehouse: Warehouse, files: dict[str, str] | None = None,

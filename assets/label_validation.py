@@ -26,9 +26,11 @@ from dagster import (
 )
 
 from assets.gold_labels import PROMPT_COLUMNS, VALIDATION_GROUP, VALIDATION_PROMPT_COLUMNS, read_prompts
+from assets.kept_rows import kept_result
 from assets.labels import load_task_index, markdown_table, prompt_records
 from models import reference_labels as rl
 from models import validation as val
+from models.cache_keys import result_key
 from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
 from models.labeling.stacking import stacked_on
@@ -360,21 +362,21 @@ def _labeler_validation(context: AssetExecutionContext, warehouse: Warehouse, on
     if offline_version is not None:
         ranker = _ranking_ranker(offline_version, occupations, ranker)
         ranker_source += "; the calibrated offline labeler: its retriever's occupation ranking"
-    table, notes = val.validate_labels(
-        human_labels,
-        prompts,
-        onet_occupations,
-        onet_tasks,
-        gold_task_labels,
-        tac_role_to_soc=mapping,
-        rank_fn=ranker,
-        set_labels=labels,
-    )
+    # the metrics are a function of these frames, the ranking and the code: kept by them (assets/kept_rows.py)
+    ranking_key = result_key(sorted(occupations.items()))
+    table, notes = kept_result(
+        warehouse, "labeler_validation_human",
+        [str(offline_version), ranking_key, repr(sorted((mapping or {}).items())), mapping_source, ranker_source],
+        [human_labels, prompts, onet_occupations, onet_tasks, gold_task_labels, labels],
+        lambda: val.validate_labels(human_labels, prompts, onet_occupations, onet_tasks, gold_task_labels,
+                                    tac_role_to_soc=mapping, rank_fn=ranker, set_labels=labels))
     if not reference_task_labels.is_empty():
         all_reference_labels = _all_labeler_labels(warehouse, reference_labels, reference_task_labels)
         predictions = _reference_predictions(warehouse, reference_task_labels, all_reference_labels,
                                              offline_version, ranking_labels, first_occupation)
-        reference_table = rl.labeler_reference_metrics(predictions, reference_task_labels)
+        reference_table = kept_result(warehouse, "labeler_validation_reference", [],
+                                      [predictions, reference_task_labels],
+                                      lambda: rl.labeler_reference_metrics(predictions, reference_task_labels))
         table = pl.concat([table, reference_table.select(table.columns).cast(table.schema),
                            _cross_validated_rows(selector_version).select(table.columns).cast(table.schema)])
     if selector_version is not None:

@@ -14,7 +14,7 @@ weighted - plain gets one too).
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import polars as pl
@@ -22,6 +22,9 @@ from threadpoolctl import threadpool_limits  # installed with scikit-learn
 
 from models.coverage import prompt_task_pairs, select_labeler
 from models.stats import bootstrap_resample_counts, percentile_interval
+
+# kept rows (assets/kept_rows.py): (model, the model's joined inputs, the other parts of the key, compute) -> rows
+KeptModelRows = Callable[[str, pl.DataFrame, tuple, Callable[[], pl.DataFrame]], pl.DataFrame]
 
 PROMPT_KEY = ["benchmark", "prompt_id"]
 MAX_BOOT_CELLS = 4_000_000  # replicates x prompts per bootstrap block; bounds memory for big occupations
@@ -133,13 +136,17 @@ def occupation_model_scores(
     *,
     labeler: str | None = None,
     alpha: float = 0.05,
+    kept: KeptModelRows | None = None,
 ) -> pl.DataFrame:
     """One row per occupation x model x min_prompts (see SCORES_SCHEMA).
 
     n_prompts: distinct (benchmark, prompt_id) scored for the model and labeled with a task of the
     occupation; n_tasks_labeled: the occupation's tasks with >= 1 such prompt; n_tasks: those with
     >= min_prompts (the ones the weighted mean averages; weighted_* is null when there are none).
-    Repeated results for one prompt and model (several runs) are averaged first.
+    Repeated results for one prompt and model (several runs) are averaged first. `kept`: a model's rows are a
+    function of its joined prompt x task x score frame and the parameters alone (each group has its own seeded
+    generator), so they can be kept under those and read back (a new benchmark's results change its models'
+    rows only).
     """
     labels, _ = select_labeler(labels, labeler)
     prompt_tasks = prompt_task_pairs(labels)
@@ -147,7 +154,7 @@ def occupation_model_scores(
     # One model at a time: the prompt x task x model join is the largest frame here, and every occupation x
     # model group (and its seeded generator) is independent of the others, so the rows come out the same.
     frames = [
-        _model_score_rows(model_scores, prompt_tasks, min_prompts, n_boot, seed, alpha)
+        _model_score_rows(model_scores, prompt_tasks, min_prompts, n_boot, seed, alpha, kept)
         for _, model_scores in prompt_scores.sort("model").group_by("model", maintain_order=True)
     ]
     if not frames:
@@ -163,6 +170,7 @@ def _model_score_rows(
     n_boot: int,
     seed: int,
     alpha: float,
+    kept: KeptModelRows | None = None,
 ) -> pl.DataFrame:
     """occupation_model_scores' rows for the models in `prompt_scores` (one model per call)."""
     group_cols = ["onet_soc_code", "model"]
@@ -179,6 +187,17 @@ def _model_score_rows(
             pl.col("benchmark").n_unique().over(group_cols).alias("n_benchmarks"),
         )
     )
+    if kept is not None and joined.height:
+        return kept(str(joined["model"][0]), joined, (tuple(min_prompts), n_boot, seed, alpha),
+                    lambda: _joined_rows(joined, min_prompts, n_boot, seed, alpha))
+    return _joined_rows(joined, min_prompts, n_boot, seed, alpha)
+
+
+def _joined_rows(joined: pl.DataFrame, min_prompts: Sequence[int], n_boot: int, seed: int,
+                 alpha: float) -> pl.DataFrame:
+    """The rows of the occupation x model groups of `joined` (sorted by group, with their prompt and task
+    codes)."""
+    group_cols = ["onet_soc_code", "model"]
     group_starts = (
         joined.with_row_index("row").group_by(group_cols, maintain_order=True).agg(pl.col("row").first())
     )["row"].to_numpy()

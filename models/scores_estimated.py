@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from models.estimates.checks import rubin_combine
-from models.scores import PROMPT_KEY, mean_prompt_scores
+from models.scores import PROMPT_KEY, KeptModelRows, mean_prompt_scores
 
 N_DRAWS = 50
 MIN_EXPECTED_PROMPTS = 1.0  # an occupation x model needs at least this many expected scored prompts
@@ -87,6 +87,7 @@ def estimated_occupation_scores(
     n_draws: int = N_DRAWS,
     seed: int = 0,
     min_expected_prompts: float = MIN_EXPECTED_PROMPTS,
+    kept: KeptModelRows | None = None,
 ) -> pl.DataFrame:
     """One row per occupation x model with at least `min_expected_prompts` expected scored prompts
     (ESTIMATED_SCORES_SCHEMA).
@@ -94,7 +95,9 @@ def estimated_occupation_scores(
     results: benchmark_results (benchmark, prompt_id, model, score; several runs averaged). prompts:
     benchmark_prompts (benchmark, prompt_id, prompt_hash). occupation_p: prompt_occupation_estimates
     (prompt_hash, benchmark, onet_soc_code, p). n_prompts: scored prompts with p > 0; expected_prompts:
-    their sum of p."""
+    their sum of p. `kept`: a model's rows are a function of its joined score x p rows and the parameters alone
+    (each group has its own seeded generator), so they can be kept under those and read back
+    (assets/kept_rows.py)."""
     scored = mean_prompt_scores(results).join(
         prompts.select(pl.col("benchmark").cast(pl.Utf8), pl.col("prompt_id").cast(pl.Utf8),
                        pl.col("prompt_hash").cast(pl.Utf8)).unique(PROMPT_KEY),
@@ -105,6 +108,21 @@ def estimated_occupation_scores(
                             pl.col("onet_soc_code").cast(pl.Utf8), pl.col("p").cast(pl.Float64)),
         on=["benchmark", "prompt_hash"], how="inner",
     ).filter(pl.col("p") > 0).sort("onet_soc_code", "model", "benchmark", "prompt_id")
+    if kept is None:
+        return _estimated_rows(rows, n_draws, seed, min_expected_prompts)
+    parts = []
+    for (model,), model_rows in rows.sort("model", maintain_order=True).group_by("model", maintain_order=True):
+        parts.append(kept(str(model), model_rows, (n_draws, seed, min_expected_prompts),
+                          lambda model_rows=model_rows: _estimated_rows(model_rows, n_draws, seed,
+                                                                        min_expected_prompts)))
+    if not parts:
+        return pl.DataFrame(schema=ESTIMATED_SCORES_SCHEMA)
+    # each (occupation, model) once: the one order of computing every model at once
+    return pl.concat(parts).sort("onet_soc_code", "model")
+
+
+def _estimated_rows(rows: pl.DataFrame, n_draws: int, seed: int, min_expected_prompts: float) -> pl.DataFrame:
+    """The rows of the occupation x model groups of `rows` (sorted by occupation, model, benchmark, prompt)."""
     out: list[dict[str, object]] = []
     for (code, model), group in rows.group_by(["onet_soc_code", "model"], maintain_order=True):
         p = np.clip(group["p"].to_numpy(), 0.0, 1.0)

@@ -197,13 +197,18 @@ def write_workbook_sheets(path: Path, sheets: Mapping[str, pl.DataFrame], dictio
     return names
 
 
-def file_entries(directory: Path, exclude: Iterable[str] = (ex.MANIFEST_NAME,)) -> list[dict[str, Any]]:
-    """Every file under `directory` (relative path, bytes, SHA-256), sorted; hidden temp files left out."""
+def file_entries(directory: Path, exclude: Iterable[str] = (ex.MANIFEST_NAME,),
+                 known: Mapping[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Every file under `directory` (relative path, bytes, SHA-256), sorted; hidden temp files left out. `known`:
+    entries of an earlier call by path (files not written since), reused instead of reading the file again."""
     skip = set(exclude)
     entries = []
     for path in sorted(p for p in directory.rglob("*") if p.is_file()):
         relative = path.relative_to(directory).as_posix()
         if relative in skip or any(part.startswith(".") for part in path.relative_to(directory).parts):
+            continue
+        if known is not None and relative in known:
+            entries.append(dict(known[relative]))
             continue
         entries.append({"path": relative, "bytes": path.stat().st_size, "sha256": sha256_file(path)})
     return entries

@@ -8,6 +8,7 @@ The content is `models.exports` (prepared frames, dictionary, README rows, manif
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import importlib.metadata
@@ -15,6 +16,7 @@ import json
 import re
 import subprocess
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -123,6 +125,7 @@ def write_exports(
     extra: Mapping[str, Any] | None = None,
     name: str | None = None,
     readme_first: Sequence[tuple[str, str]] = (),
+    started: StartedWorkbook | None = None,
 ) -> ExportResult:
     """Write the export folder's tables, workbook, data dictionary and manifest.
 
@@ -132,7 +135,7 @@ def write_exports(
     `resources.sources.source_checksums()` (None records none). version: default `code_version()`. name: what
     the manifest and README call the export (default: the folder's name; a staged release passes the name it
     will be published under). The manifest also lists every other file already in the folder (figures, map,
-    summary, release file).
+    summary, release file). `started`: the workbook start_workbook started with these arguments (else dropped).
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -140,7 +143,77 @@ def write_exports(
         return _write_exports_locked(tables, directory, run_id=run_id, benchmarks=benchmarks, labelers=labelers,
                                      labeler_model=labeler_model, sources=sources, version=version,
                                      expected=expected, created_at=created_at, extra=extra,
-                                     name=name or directory.name, readme_first=readme_first)
+                                     name=name or directory.name, readme_first=readme_first, started=started)
+
+
+@dataclass
+class StartedWorkbook:
+    """The workbook started in a worker before write_exports (`start_workbook`), with what it was made from."""
+
+    key: tuple
+    prepared: dict[str, Any]
+    missing: list[str]
+    dictionary: pl.DataFrame
+    readme: list[tuple[str, str]]
+    future: Future
+
+
+def _workbook_key(tables: Mapping[str, Any], directory: Path, run_id: str | None, labelers: Sequence[dict[str, Any]],
+                  version: str, expected: Sequence[str], name: str, readme_first: Sequence[tuple[str, str]]) -> tuple:
+    return (id(tables), str(directory), run_id, repr(list(labelers)), version, tuple(expected), name,
+            tuple(readme_first))
+
+
+def _workbook_inputs(tables: Mapping[str, pl.DataFrame | StreamedTable], *, run_id: str | None,
+                     labelers: Sequence[dict[str, Any]], version: str, expected: Sequence[str], name: str,
+                     readme_first: Sequence[tuple[str, str]]) -> tuple[dict[str, Any], list[str], pl.DataFrame,
+                                                                       list[tuple[str, str]]]:
+    """(prepared tables, missing tables, dictionary frame, README rows) of an export."""
+    ordered = [t for t in expected if t in tables] + sorted(t for t in tables if t not in expected)
+    # a StreamedTable is written from the warehouse in slices: only its shape reaches the dictionary and README
+    prepared = {t: f if isinstance(f, StreamedTable) else ex.prepare_table(t, f)
+                for t in ordered for f in [tables[t]]}
+    missing = [t for t in expected if t not in tables]
+    dictionary = ex.dictionary_frame(prepared)
+    readme = [*readme_first, *ex.readme_rows(name, run_id=run_id, version=version, labelers=labelers,
+                                             tables=prepared, missing=missing)]
+    return prepared, missing, dictionary, readme
+
+
+def _submit_workbook(directory: Path, prepared: dict[str, Any], dictionary: pl.DataFrame,
+                     readme: list[tuple[str, str]]) -> Future:
+    # the workbook (xlsxwriter, cell by cell: most of the export's time) in a worker process while this one
+    # writes the Parquet and CSV files (resources/worker_pool.py; here when there is no second CPU)
+    return shared_pool().submit(write_workbook_sheets, directory / ex.WORKBOOK_NAME, ex.sheet_tables(prepared),
+                                dictionary, ex.readme_frame(readme, prepared), name="the workbook")
+
+
+def start_workbook(tables: Mapping[str, pl.DataFrame | StreamedTable], directory: str | Path, *,
+                   run_id: str | None, labelers: Sequence[dict[str, Any]], version: str, name: str,
+                   readme_first: Sequence[tuple[str, str]] = (),
+                   expected: Sequence[str] = ex.REPORT_TABLES) -> StartedWorkbook:
+    """Start the export's workbook now (a worker writes it into `directory`); write_exports with the same
+    arguments takes it (`started=`), with other arguments it drops it and writes its own."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    prepared, missing, dictionary, readme = _workbook_inputs(tables, run_id=run_id, labelers=labelers,
+                                                             version=version, expected=expected, name=name,
+                                                             readme_first=readme_first)
+    key = _workbook_key(tables, directory, run_id, labelers, version, expected, name, readme_first)
+    return StartedWorkbook(key, prepared, missing, dictionary, readme,
+                           _submit_workbook(directory, prepared, dictionary, readme))
+
+
+def drop_workbook(started: StartedWorkbook | None) -> None:
+    """A started workbook nobody takes: not started yet, dropped; being written, waited for (its folder may be
+    removed next), its error ignored."""
+    if started is None:
+        return
+    pool = shared_pool()
+    pool.discard([started.future])
+    if not started.future.cancelled():
+        with contextlib.suppress(Exception):
+            started.future.result()
 
 
 def _write_exports_locked(
@@ -158,28 +231,35 @@ def _write_exports_locked(
     extra: Mapping[str, Any] | None,
     name: str,
     readme_first: Sequence[tuple[str, str]] = (),
+    started: StartedWorkbook | None = None,
 ) -> ExportResult:
-    ordered = [t for t in expected if t in tables] + sorted(t for t in tables if t not in expected)
-    # a StreamedTable is written from the warehouse in slices: only its shape reaches the dictionary and README
-    prepared = {t: f if isinstance(f, StreamedTable) else ex.prepare_table(t, f)
-                for t in ordered for f in [tables[t]]}
-    missing = [t for t in expected if t not in tables]
-    dictionary = ex.dictionary_frame(prepared)
     version = version or code_version()
-    readme = [*readme_first, *ex.readme_rows(name, run_id=run_id, version=version, labelers=labelers,
-                                             tables=prepared, missing=missing)]
-    workbook = directory / ex.WORKBOOK_NAME
-    # the workbook (xlsxwriter, cell by cell: most of this function's time) in a worker process while this one
-    # writes the Parquet and CSV files (resources/worker_pool.py; here when there is no second CPU)
     pool = shared_pool()
-    written = pool.submit(write_workbook_sheets, workbook, ex.sheet_tables(prepared), dictionary,
-                          ex.readme_frame(readme, prepared), name="the workbook")
+    key = _workbook_key(tables, directory, run_id, labelers, version, expected, name, readme_first)
+    if started is not None and started.key == key and not started.future.cancelled():
+        prepared, missing, dictionary, readme = started.prepared, started.missing, started.dictionary, started.readme
+        written = started.future
+    else:
+        drop_workbook(started)  # of other arguments: never published
+        prepared, missing, dictionary, readme = _workbook_inputs(tables, run_id=run_id, labelers=labelers,
+                                                                 version=version, expected=expected, name=name,
+                                                                 readme_first=readme_first)
+        written = _submit_workbook(directory, prepared, dictionary, readme)
     files = write_tables(prepared, directory)
-    sheets = pool.gather([written])[0]
-    files = [dataclasses.replace(f, sheet=sheets.get(f.table)) for f in files]
+    # while the worker writes the workbook: the data dictionary (its sheet names are a function of the tables,
+    # the worker's own are checked below) and the checksums of every file written so far
+    names = ex.sheet_names(ex.sheet_tables(prepared), reserved=ex.RESERVED_SHEETS)
     dictionary_path = write_text(
-        directory / ex.DICTIONARY_NAME, ex.data_dictionary_markdown(prepared, sheets, missing)
+        directory / ex.DICTIONARY_NAME, ex.data_dictionary_markdown(prepared, names, missing)
     )
+    known = {e["path"]: e for e in file_entries(directory, exclude=(ex.MANIFEST_NAME, ex.WORKBOOK_NAME))}
+    sheets = pool.gather([written])[0]
+    if sheets != names:  # not expected: the workbook named its sheets otherwise, the dictionary follows it
+        dictionary_path = write_text(
+            directory / ex.DICTIONARY_NAME, ex.data_dictionary_markdown(prepared, sheets, missing)
+        )
+        known.pop(ex.DICTIONARY_NAME, None)
+    files = [dataclasses.replace(f, sheet=sheets.get(f.table)) for f in files]
     manifest = ex.build_manifest(
         export_date=name,
         created_at=created_at or dt.datetime.now(dt.UTC),
@@ -192,13 +272,14 @@ def _write_exports_locked(
         tables=[f.manifest_entry(directory) for f in files],
         missing=missing,
         columns={t: f.columns for t, f in prepared.items()},
-        files=file_entries(directory),  # everything but the manifest, written next
+        files=file_entries(directory, known=known),  # everything but the manifest, written next
         extra=extra,
     )
     manifest_path = write_text(
         directory / ex.MANIFEST_NAME, json.dumps(manifest, indent=2, default=str, ensure_ascii=False) + "\n"
     )
-    return ExportResult(directory, files, missing, manifest["undocumented_columns"], workbook, dictionary_path,
+    return ExportResult(directory, files, missing, manifest["undocumented_columns"], directory / ex.WORKBOOK_NAME,
+                        dictionary_path,
                         manifest_path, manifest)
 
 

@@ -241,14 +241,40 @@ def publish_export(
     version = version or ew.code_version()
     inputs = input_versions(benchmarks, sources, labelers, version)
     inputs_sha = rel.input_hash(inputs)
+    name = rel.release_name(created_at, inputs_sha)
+    readme_first = answer_rows(tables, rl_date=release_date(name))
+    # a look before the lock: when the figures changed, a worker starts the workbook now (the longest part of
+    # the export) while the release files are written; the decision under the lock stands
+    seen = latest_release(root)
+    started = None
+    if seen is None or published_sha256(seen) != published:
+        started = ew.start_workbook(tables, staging, run_id=run_id, labelers=labelers, version=version, name=name,
+                                    readme_first=readme_first)
+    try:
+        return _publish_locked(tables, staging, root, frame=frame, published=published, inputs=inputs,
+                               inputs_sha=inputs_sha, name=name, readme_first=readme_first, started=started,
+                               run_id=run_id, benchmarks=benchmarks, labelers=labelers, labeler_model=labeler_model,
+                               sources=sources, extra=extra, excluded=excluded, version=version,
+                               created_at=created_at)
+    except BaseException:
+        ew.drop_workbook(started)
+        raise
+
+
+def _publish_locked(tables: Mapping[str, pl.DataFrame], staging: Path, root: Path, *, frame: pl.DataFrame,
+                    published: str, inputs: dict[str, Any], inputs_sha: str, name: str,
+                    readme_first: list[tuple[str, str]], started: ew.StartedWorkbook | None, run_id: str | None,
+                    benchmarks: pl.DataFrame | None, labelers: Sequence[dict[str, Any]], labeler_model: str | None,
+                    sources: Sequence[dict[str, Any]] | None, extra: Mapping[str, Any] | None,
+                    excluded: Sequence[tuple[str, str, str]], version: str, created_at: dt.datetime) -> Published:
     with release_lock(root, run_id):
         remove_stale_staging(root, keep=staging)
         previous = latest_release(root)
         if previous is not None and published_sha256(previous) == published:
+            ew.drop_workbook(started)  # before its folder goes
             discard_staging(staging)
             return Published(previous, False, previous, rel.release_changes(frame, frame), frame, None,
                              history(root))
-        name = rel.release_name(created_at, inputs_sha)
         previous_frame = read_release_frame(previous) if previous is not None else None
         changes = rel.release_changes(frame, previous_frame)
         write_release_files(frame, staging)
@@ -266,7 +292,7 @@ def publish_export(
         result = ew.write_exports(tables, staging, run_id=run_id, benchmarks=benchmarks, labelers=labelers,
                                   labeler_model=labeler_model, sources=sources, version=version,
                                   created_at=created_at, extra={**dict(extra or {}), "release": block}, name=name,
-                                  readme_first=answer_rows(tables, rl_date=release_date(name)))
+                                  readme_first=readme_first, started=started)
         folder = promote(staging, root, name)
         frame_history, _ = write_history(root)
     return Published(folder, True, previous, changes, frame, result, frame_history)

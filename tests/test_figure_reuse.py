@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from assets.figure_reuse import figure_future
-from models.figures import draw_outputs
+from models.figures import PREVIEW_DPI, draw_outputs, render_outputs
 from models.figures.estimates import unit_coverage_figure
 from resources.dagster_resources import Warehouse
 from resources.worker_pool import WorkerPool
@@ -37,3 +37,49 @@ def test_a_figure_of_the_same_table_is_read_back_and_a_changed_one_drawn(tmp_pat
         assert pool._tasks  # submitted: the table changed
         (new_files, _), = pool.gather([redrawn])
         assert new_files["png"] != files["png"]
+
+
+def _scores(shift: float = 0.0) -> pl.DataFrame:
+    """occupation_model_scores as the heatmap reads it."""
+    codes = ["15-1252.00", "43-4051.00", "29-1141.00"]
+    return pl.DataFrame({
+        "onet_soc_code": codes * 2, "model": ["model-a"] * 3 + ["model-b"] * 3, "min_prompts": [5] * 6,
+        "n_prompts": [12, 9, 7, 12, 9, 7], "plain_mean": [0.5 + shift, 0.4, 0.7, 0.6, 0.3, 0.8],
+        "weighted_mean": [0.45, 0.42, 0.66, 0.61, 0.35, 0.79 - shift],
+    })
+
+
+def test_a_figure_drawn_ahead_is_taken_only_for_the_same_tables(tmp_path):
+    """heatmap_ahead (occupation_model_scores' step) starts report_figures' heatmap; report_figures takes that
+    drawing when the tables it reads back are the same, and draws its own when they are not (a drawing of other
+    tables is never published)."""
+    from assets.figure_reuse import draw_ahead, report_figure_future, report_figure_inputs
+
+    warehouse = Warehouse(path=str(tmp_path / "benchmap.duckdb"))
+    titles = pl.DataFrame({"onet_soc_code": ["15-1252.00"], "title": ["Software Developers"]})
+    with WorkerPool(workers=0) as pool:  # a task runs in this process when gathered
+        assert draw_ahead(warehouse, "model_score_heatmap", {"occupation_model_scores": _scores(),
+                                                             "occupations": titles}, pool)
+        ahead = next(iter(pool._tasks))
+        inputs = report_figure_inputs("model_score_heatmap", {"occupation_model_scores": _scores().clone(),
+                                                              "occupations": titles.clone()})
+        assert inputs is not None and list(inputs) == ["occupation_model_scores", "occupations"]
+        taken = report_figure_future(warehouse, pool, "model_score_heatmap", inputs)
+        assert taken is ahead and len(pool._tasks) == 1  # the same tables: the drawing started ahead
+        (files, _), = pool.gather([taken])
+
+        assert draw_ahead(warehouse, "model_score_heatmap", {"occupation_model_scores": _scores(0.2),
+                                                             "occupations": titles}, pool)
+        stale = next(iter(pool._tasks))
+        changed = report_figure_inputs("model_score_heatmap", {"occupation_model_scores": _scores(0.1),
+                                                               "occupations": titles})
+        assert changed is not None
+        own = report_figure_future(warehouse, pool, "model_score_heatmap", changed)
+        assert own is not stale and stale.cancelled()  # other tables than the ones drawn ahead: drawn anew
+        (own_files, _), = pool.gather([own])
+        (scratch, _), = pool.gather([pool.submit(render_outputs, "model_score_heatmap", changed,
+                                                 preview_dpi=PREVIEW_DPI)])
+        assert own_files == scratch and own_files["png"] != files["png"]
+        # already drawn and kept: nothing is started ahead again
+        assert not draw_ahead(warehouse, "model_score_heatmap", {"occupation_model_scores": _scores(0.1),
+                                                                 "occupations": titles}, pool)

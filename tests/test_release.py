@@ -242,3 +242,26 @@ def test_run_all_ends_with_the_answer_then_the_raw_labels(tables, tmp_path):
     # after a release, the sentence names its date
     publish(tables, tmp_path / "warehouse")
     assert rr.headline_lines(str(path))[0].endswith("3 benchmarks, released 2030-01-31).")
+
+
+def test_a_workbook_started_ahead_is_taken_only_for_the_same_export(tables, tmp_path):
+    """publish_export starts the workbook before the release lock (ew.start_workbook); write_exports takes it with
+    the same arguments and drops it otherwise: the workbook published is the one of the export written."""
+    import openpyxl
+
+    from resources.worker_pool import shared_pool
+
+    directory = tmp_path / "staging"
+    args = {"run_id": "run", "labelers": [], "version": "test-version", "name": "2030-01-31T091500Z-aaaa0000"}
+    started = ew.start_workbook(tables, directory, **args)
+    result = ew.write_exports(tables, directory, benchmarks=tables["benchmarks"], sources=[], started=started, **args)
+    assert started.future.done() and ew.verify_export(directory) == []
+    assert shared_pool().gather([started.future])[0] == {f.table: f.sheet for f in result.tables if f.sheet}
+
+    other = tmp_path / "other"
+    stale = ew.start_workbook(tables, other, **{**args, "name": "2030-01-31T091500Z-bbbb0000"})
+    result = ew.write_exports(tables, other, benchmarks=tables["benchmarks"], sources=[], started=stale, **args)
+    assert ew.verify_export(other) == []
+    readme = openpyxl.load_workbook(result.workbook, read_only=True)["README"]
+    text = " ".join(str(c) for row in readme.iter_rows(values_only=True) for c in row if c is not None)
+    assert args["name"] in text and "bbbb0000" not in text  # its own workbook, not the one started for another

@@ -180,3 +180,88 @@ def test_a_models_rows_do_not_depend_on_the_other_models() -> None:
         alone = occupation_model_scores(model_results, labels, min_prompts=(5, 1), n_boot=200, seed=4)
         assert table.filter(pl.col("model") == model).equals(alone)
     assert _row(table, model="m1")["plain_mean"] > _row(table, model="m2")["plain_mean"]
+
+
+def test_kept_model_rows_are_read_back_only_for_the_same_inputs(tmp_path) -> None:
+    """occupation_model_scores with its rows kept per model (assets/kept_rows.py, the asset's store): the table
+    equals computing every model anew; a model whose results did not change is read back, one whose scores
+    changed is recomputed (a stale kept row would show the old score)."""
+    from assets.kept_rows import model_score_rows_store
+    from resources.dagster_resources import Warehouse
+
+    rng = np.random.default_rng(11)
+    assignments = [(f"p{k}", OCC if k % 3 else OTHER, int(k % 5)) for k in range(90)]
+    results_m1, labels = _frames(assignments, {p: float(rng.random() < 0.5) for p, _, _ in assignments})
+    results_m2, _ = _frames(assignments, {p: float(rng.random() < 0.7) for p, _, _ in assignments}, model="m2")
+    results = pl.concat([results_m1, results_m2])
+    warehouse = Warehouse(path=str(tmp_path / "benchmap.duckdb"))
+    computed: list[str] = []
+
+    def store():
+        rows = model_score_rows_store(warehouse)
+
+        def counting(model, joined, parts, compute):
+            return rows(model, joined, parts, lambda: computed.append(model) or compute())
+
+        return counting
+
+    fresh = occupation_model_scores(results, labels, n_boot=200)
+    first = occupation_model_scores(results, labels, n_boot=200, kept=store())
+    assert first.equals(fresh) and computed == ["m1", "m2"]
+    computed.clear()
+    again = occupation_model_scores(results, labels, n_boot=200, kept=store())
+    assert again.equals(fresh) and computed == []  # read back
+    changed = results.with_columns(
+        pl.when((pl.col("model") == "m2") & (pl.col("prompt_id") == "p1")).then(1.0 - pl.col("score"))
+        .otherwise(pl.col("score")).alias("score"))
+    refreshed = occupation_model_scores(changed, labels, n_boot=200, kept=store())
+    assert computed == ["m2"]  # m1's inputs are the same
+    assert refreshed.equals(occupation_model_scores(changed, labels, n_boot=200))
+    assert not refreshed.equals(fresh)
+    computed.clear()
+    occupation_model_scores(results, labels, n_boot=300, kept=store())
+    assert computed == ["m1", "m2"]  # another number of replicates: nothing read back
+
+
+def test_kept_power_rows_are_read_back_only_for_the_same_inputs(tmp_path) -> None:
+    """occupation_score_power's rows kept per model (models.gaps.score_power `kept`, the asset's store): equal to
+    computing anew (to the last bits, which polars' grouped sums move from run to run anyway); a model whose
+    scores changed is recomputed, the other read back."""
+    from polars.testing import assert_frame_equal
+
+    from assets.kept_rows import model_score_rows_store
+    from models.gaps import score_power
+    from resources.dagster_resources import Warehouse
+
+    rng = np.random.default_rng(5)
+    assignments = [(f"p{k}", OCC if k % 4 else OTHER, int(k % 6)) for k in range(80)]
+    results_m1, labels = _frames(assignments, {p: float(rng.random()) for p, _, _ in assignments})
+    results_m2, _ = _frames(assignments, {p: float(rng.random()) for p, _, _ in assignments}, model="m2")
+    results = pl.concat([results_m1, results_m2])
+    warehouse = Warehouse(path=str(tmp_path / "benchmap.duckdb"))
+    computed: list[str] = []
+
+    def store():
+        rows = model_score_rows_store(warehouse, "score_power")
+        return lambda model, joined, parts, compute: rows(model, joined, parts,
+                                                          lambda: computed.append(model) or compute())
+
+    fresh = score_power(results, labels, min_prompts=(3, 1))
+
+    def same(a: pl.DataFrame, b: pl.DataFrame) -> bool:
+        try:
+            assert_frame_equal(a, b, rel_tol=1e-12, abs_tol=0.0)
+        except AssertionError:
+            return False
+        return True
+
+    assert same(score_power(results, labels, min_prompts=(3, 1), kept=store()), fresh)
+    assert computed == ["m1", "m2"]
+    computed.clear()
+    assert same(score_power(results, labels, min_prompts=(3, 1), kept=store()), fresh) and computed == []
+    changed = results.with_columns(
+        pl.when((pl.col("model") == "m1") & (pl.col("prompt_id").is_in(["p1", "p2", "p3"]))).then(0.0)
+        .otherwise(pl.col("score")).alias("score"))
+    refreshed = score_power(changed, labels, min_prompts=(3, 1), kept=store())
+    assert computed == ["m1"]
+    assert same(refreshed, score_power(changed, labels, min_prompts=(3, 1))) and not same(refreshed, fresh)

@@ -154,3 +154,35 @@ def test_a_large_single_benchmark_stays_small_in_memory():
     # half the prompts drawn: the mean of uniform scores, its variance that of a mean of ~3,750 prompts
     assert abs(float(q.mean()) - 0.5) < 0.02
     assert float(np.median(u)) == pytest.approx(1 / 12 / 3_750, rel=0.1)
+
+
+def test_kept_model_rows_are_read_back_only_for_the_same_inputs(tmp_path):
+    """occupation_model_scores_estimated's rows kept per model (assets/kept_rows.py, the asset's store): the table
+    equals computing every model anew; a model whose probabilities changed is recomputed, the other read back."""
+    from assets.kept_rows import model_score_rows_store
+    from resources.dagster_resources import Warehouse
+
+    results, prompts, estimates = _inputs(0.6)
+    results = pl.concat([results, results.with_columns(pl.lit("m2").alias("model"),
+                                                       (1.0 - pl.col("score")).alias("score"))])
+    warehouse = Warehouse(path=str(tmp_path / "benchmap.duckdb"))
+    computed: list[str] = []
+
+    def store():
+        rows = model_score_rows_store(warehouse, "estimated_scores")
+        return lambda model, frame, parts, compute: rows(model, frame, parts,
+                                                         lambda: computed.append(model) or compute())
+
+    fresh = estimated_occupation_scores(results, prompts, estimates, n_draws=40)
+    assert fresh["model"].to_list() == ["m", "m2"]
+    assert estimated_occupation_scores(results, prompts, estimates, n_draws=40, kept=store()).equals(fresh)
+    assert computed == ["m", "m2"]
+    computed.clear()
+    assert estimated_occupation_scores(results, prompts, estimates, n_draws=40, kept=store()).equals(fresh)
+    assert computed == []
+    changed = results.with_columns(pl.when((pl.col("model") == "m2") & (pl.col("prompt_id") == "d"))
+                                   .then(1.0).otherwise(pl.col("score")).alias("score"))
+    refreshed = estimated_occupation_scores(changed, prompts, estimates, n_draws=40, kept=store())
+    assert computed == ["m2"]
+    assert refreshed.equals(estimated_occupation_scores(changed, prompts, estimates, n_draws=40))
+    assert not refreshed.equals(fresh)

@@ -57,6 +57,7 @@ draw is a numpy bincount over label rows.
 from __future__ import annotations
 
 from models.estimates.bench_draws import DrawReport, PooledParameters, draw_record  # noqa: F401
+from models.estimates.bench_shares import kept_share_estimates, share_keys  # noqa: F401
 from models.estimates.calibration import (  # noqa: F401
     CALIBRATION_SCHEMA,
     Recalibration,

@@ -31,6 +31,15 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from models.estimates.bench_shares import (  # noqa: F401  (SHARE_MIN, SHARE_TABLES: re-exported)
+    SHARE_MIN,
+    SHARE_TABLES,
+    group_codes,
+    level_shares,
+    occupation_codes,
+    share_frames,
+    share_parts,
+)
 from models.estimates.mc_error import draws_mc_se, share_mc_se
 from models.estimates.problem import ALL_SCOPE, Problem, Scope
 
@@ -40,21 +49,6 @@ UNIT_TABLES: dict[str, str] = {
     "occupation": "occupation_estimates",
     "major_group": "major_group_estimates",
 }
-SHARE_TABLES: dict[str, str] = {
-    "occupation": "benchmark_occupation_estimates",
-    "major_group": "benchmark_major_group_estimates",
-}
-SHARE_MIN = 0.001  # benchmark_occupation_estimates keeps occupations with a mean share at least this
-
-
-def occupation_codes(problem: Problem) -> list[str]:
-    """Occupation codes in the problem's occupation index order (build_problem sorts them)."""
-    return sorted(set(problem.task_keys["onet_soc_code"].to_list()))
-
-
-def group_codes(problem: Problem) -> list[str]:
-    """SOC major group codes ('15-0000') in the problem's group index order."""
-    return [f"{g}-0000" for g in sorted({c[:2] for c in occupation_codes(problem)})]
 
 
 def _starts(owner: np.ndarray) -> np.ndarray:
@@ -65,7 +59,8 @@ def _starts(owner: np.ndarray) -> np.ndarray:
 class UnitDraws:
     """Collects the model-assisted count matrices of the headline's draws (see the module docstring)."""
 
-    def __init__(self, problem: Problem, scopes: Sequence[Scope], n_draws: int, with_texts: bool = False) -> None:
+    def __init__(self, problem: Problem, scopes: Sequence[Scope], n_draws: int, with_texts: bool = False,
+                 with_shares: bool = True) -> None:
         self.problem = problem
         self.with_texts = with_texts
         self.index_scopes = [s for s in scopes if s.scope == ALL_SCOPE]
@@ -76,7 +71,10 @@ class UnitDraws:
         self.index_counts = np.zeros((n_draws, len(self.index_scopes), problem.n_tasks), dtype=np.float32)
         self.occ_starts = _starts(problem.task_occ)  # task_occ is sorted: occupations are runs of tasks
         self.group_starts = _starts(problem.occ_group)
-        self.bench_occ = np.zeros((n_draws, problem.n_bench, problem.n_occ), dtype=np.float32)
+        # the benchmarks' label mass per occupation (benchmark_share_estimates; not collected without
+        # `with_shares`: the headline reads the shares kept by benchmark, models/estimates/bench_shares.py)
+        self.bench_occ = np.zeros((n_draws if with_shares else 0, problem.n_bench, problem.n_occ), dtype=np.float32)
+        self.with_shares = with_shares
         self.n = 0
         self.text_estimates: object | None = None  # a TextOccupationDraws fed the same draws (per-text table)
         self.text_subset: np.ndarray | None = None  # its texts (None: every one; models/estimates/text_sums.py)
@@ -88,7 +86,8 @@ class UnitDraws:
         for i in range(self.member.shape[0]):
             rows = np.flatnonzero(self.member[i])
             self.index_counts[d, i] = counts[rows].sum(axis=0) if rows.size else 0.0
-        self.bench_occ[d] = np.add.reduceat(counts, self.occ_starts, axis=1)
+        if self.with_shares:
+            self.bench_occ[d] = np.add.reduceat(counts, self.occ_starts, axis=1)
         if self.text_estimates is not None and assisted is not None:
             self.text_estimates.add(assisted)  # type: ignore[attr-defined]
         self.n += 1
@@ -116,11 +115,7 @@ class UnitDraws:
     def bench_shares(self, level: str = "occupation") -> np.ndarray:
         """(draws, benchmarks, units) the unit's share of the benchmark's prompt x task labels per draw (NaN in a
         draw where the benchmark has no label)."""
-        mass = self.bench_occ[: self.n].astype(np.float64)
-        if level == "major_group":
-            mass = np.add.reduceat(mass, self.group_starts, axis=2)
-        total = mass.sum(axis=2, keepdims=True)
-        return np.divide(mass, total, out=np.full_like(mass, np.nan), where=total > 0)  # NaN: no label in the draw
+        return level_shares(self.bench_occ[: self.n], self.group_starts, level)
 
 
 # --- the tables ------------------------------------------------------------------------------------------------
@@ -215,32 +210,11 @@ def benchmark_share_estimates(draws: UnitDraws) -> dict[str, pl.DataFrame]:
     the unit's code, share_mean, share_low, share_high (2.5-97.5 across draws), rank (1 = largest mean share;
     null for a zero share, so a benchmark whose draws hold no label at all has no rank 1). Draws in which a
     benchmark has no label are left out of its shares, so its mean shares sum to 1.
-    Occupations sparse (mean share >= SHARE_MIN); all 22 major groups."""
-    pr = draws.problem
-    codes = {"occupation": ("onet_soc_code", occupation_codes(pr)),
-             "major_group": ("major_group_code", group_codes(pr))}
-    out: dict[str, pl.DataFrame] = {}
-    for level, (column, unit_codes) in codes.items():
-        shares = draws.bench_shares(level)
-        labeled = ~np.isnan(shares).all(axis=0)  # draws of a benchmark without any label say nothing of shares
-        filled = np.where(labeled, shares, 0.0)
-        mean = np.nan_to_num(np.nanmean(filled, axis=0))
-        gaps = np.isnan(filled).any(axis=(0, 2))  # benchmarks with an empty draw (nanquantile is slow: only those)
-        low, high = np.quantile(np.where(np.isnan(filled), 0.0, filled), [0.025, 0.975], axis=0)
-        if gaps.any():
-            low[gaps], high[gaps] = np.nanquantile(filled[:, gaps], [0.025, 0.975], axis=0)
-        b_idx, u_idx = np.nonzero(mean >= (SHARE_MIN if level == "occupation" else -1.0))
-        frame = pl.DataFrame({
-            "benchmark": np.asarray(pr.benchmarks, dtype=object)[b_idx].tolist(),
-            column: np.asarray(unit_codes, dtype=object)[u_idx].tolist(),
-            "share_mean": mean[b_idx, u_idx], "share_low": low[b_idx, u_idx], "share_high": high[b_idx, u_idx],
-        }, schema={"benchmark": pl.Utf8, column: pl.Utf8, "share_mean": pl.Float64, "share_low": pl.Float64,
-                   "share_high": pl.Float64})
-        rank = pl.col("share_mean").rank("ordinal", descending=True).over("benchmark").cast(pl.Int64)
-        out[SHARE_TABLES[level]] = frame.with_columns(  # a benchmark without any label has no ranking
-            pl.when(pl.col("share_mean") > 0).then(rank).alias("rank")
-        ).sort("benchmark", "rank", nulls_last=True)
-    return out
+    Occupations sparse (mean share >= SHARE_MIN); all 22 major groups. Per benchmark
+    (models/estimates/bench_shares.py: kept by benchmark with its draws)."""
+    if not draws.with_shares:
+        raise ValueError("benchmark_share_estimates: these draws did not collect the benchmarks' label mass")
+    return share_frames(draws.problem, share_parts(draws.bench_occ[: draws.n], draws.group_starts))
 
 
 def unit_sum_check(units: dict[str, pl.DataFrame], headline: pl.DataFrame, total_hours: float,

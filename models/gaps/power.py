@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 from models.coverage import prompt_task_pairs, select_labeler
-from models.scores import mean_prompt_scores
+from models.scores import KeptModelRows, mean_prompt_scores
 from models.stats import z_value
 
 POWER_SCHEMA = {
@@ -82,6 +82,7 @@ def score_power(
     labeler: str | None = None,
     alpha: float = 0.05,
     scores: pl.DataFrame | None = None,
+    kept: KeptModelRows | None = None,
 ) -> pl.DataFrame:
     """Per occupation x model x min_prompts (the rows of occupation_model_scores): how many more prompts per
     task would bring the (1 - alpha) CI of the O*NET-weighted score below `target_width` (score scale [0, 1]).
@@ -94,6 +95,8 @@ def score_power(
     variance is not observed, takes the pooled within-task variance of the occupation x model, or when no
     task has two prompts the variance of all its prompt scores, smoothed the same way when it is 0
     (`tasks_variance_pooled`). `scores` (occupation_model_scores) adds its bootstrap interval for comparison.
+    `kept`: a model's rows are a function of its joined prompt x task x score rows and the parameters alone, so
+    they can be kept under those and read back (assets/kept_rows.py).
     """
     if target_width <= 0:
         raise ValueError(f"target_width must be > 0, got {target_width}")
@@ -103,7 +106,7 @@ def score_power(
     rows: list[dict[str, object]] = []
     # one model at a time: the prompt x task x model join is the largest frame; groups are independent
     for _, model_scores in prompt_scores.sort("model").group_by("model", maintain_order=True):
-        rows += _power_rows(model_scores, prompt_tasks, target_width, min_prompts, alpha)
+        rows += _power_rows(model_scores, prompt_tasks, target_width, min_prompts, alpha, kept)
     out = pl.DataFrame(rows, schema=POWER_SCHEMA)
     if scores is not None and scores.height:
         observed_ci = scores.select(
@@ -125,10 +128,21 @@ def _power_rows(
     target_width: float,
     min_prompts: Sequence[int],
     alpha: float,
+    kept: KeptModelRows | None = None,
 ) -> list[dict[str, object]]:
     """score_power's rows for the models in `prompt_scores` (one model per call)."""
+    joined = prompt_scores.join(prompt_tasks, on=["benchmark", "prompt_id"], how="inner")
+    if kept is not None and joined.height:
+        return kept(str(joined["model"][0]), joined.sort(joined.columns), (target_width, tuple(min_prompts), alpha),
+                    lambda: _joined_power_rows(joined, target_width, min_prompts, alpha))
+    return _joined_power_rows(joined, target_width, min_prompts, alpha)
+
+
+def _joined_power_rows(joined: pl.DataFrame, target_width: float, min_prompts: Sequence[int],
+                       alpha: float) -> list[dict[str, object]]:
+    """The rows of the occupation x model groups of `joined` (a model's prompt scores joined to their tasks)."""
     per_task = (
-        prompt_scores.join(prompt_tasks, on=["benchmark", "prompt_id"], how="inner")
+        joined
         .group_by("onet_soc_code", "model", "task_id")
         .agg(
             pl.len().cast(pl.Int64).alias("n"),
