@@ -4,7 +4,7 @@ selector's prompt-level work logit and the retriever's best occupations (stackin
 The calibrated offline labeler computes both while it labels (OfflineLabeler.label puts them on each
 LabelOutcome as `text_signals`), so the step reads them from there; `compute_text_signals` computes them
 afresh for texts labeled earlier (their labels came from the label cache). Every evidence row depends on its
-own text only, so both paths give the same numbers (tests/test_neighbours.py compares them).
+own text only, so both paths give the same numbers (tests/test_selector.py compares them).
 """
 
 from __future__ import annotations
