@@ -157,15 +157,18 @@ def landed_label_sets(warehouse_path: str | Path, hashes: Sequence[str], labeler
     from models.labeling.base import TaskLabel
 
     with wh.connect(warehouse_path, read_only=True) as con:
-        if not wh.table_exists(con, LABELS) or not wh.table_exists(con, WORK):
+        if not wh.table_exists(con, LABELS):
             return {}
         # the landed texts this labeler kind decided (its published labels, whatever the version: they are what
-        # the warehouse counts)
+        # the warehouse counts): those with labels, and the not-work ones prompt_work holds (when it is there)
+        sources = [f"select prompt_hash from {LABELS} where labeler = ?"]
+        if wh.table_exists(con, WORK):
+            sources.append(f"select prompt_hash from {WORK} where labeler = ?")
         decided = wh.fetch_polars(
             con,
-            f"select distinct prompt_hash from {WORK} where labeler = ? "
-            "and prompt_hash in (select unnest(?::varchar[]))",
-            [labeler.name, list(hashes)])
+            f"select distinct prompt_hash from ({' union all '.join(sources)}) "
+            "where prompt_hash in (select unnest(?::varchar[]))",
+            [*([labeler.name] * len(sources)), list(hashes)])
         rows = wh.fetch_polars(
             con,
             f"select distinct prompt_hash, task_id, onet_soc_code, rank, score, p_exercised from {LABELS} "
