@@ -39,7 +39,7 @@ def keyed_split_relabeler(warehouse: Warehouse, labeler_version: str | None, tex
     and the selector's versions, the selector's cross-validated labels, the judged texts' records): part of the
     judged checks' cache key (models/estimates/judged.py)."""
     from assets.labels import judged_sample, prompt_records
-    from models.labeling.stacking import stacked_on
+    from models.labeling.base import stacked_on
     from models.labeling.stacking_split import EstimationPartRelabeler
 
     if labeler_version is None or stacked_on(labeler_version) is None:

@@ -32,8 +32,7 @@ from models import reference_labels as rl
 from models import validation as val
 from models.cache_keys import result_key
 from models.labeling import cache as lc
-from models.labeling.base import PromptRecord
-from models.labeling.stacking import stacked_on
+from models.labeling.base import PromptRecord, stacked_on
 from models.labeling.stacking_cv import NEIGHBOUR_GRID
 from models.sources import ONET_VERSION
 from resources.dagster_resources import Warehouse
@@ -93,10 +92,8 @@ def occupation_ranker(keys: tuple[str, ...] = ("benchmark", "prompt_id")) -> tup
 def _all_labeler_labels(warehouse: Warehouse, labels: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
     """prompt_task_labels plus, for labelers/versions not in it, their cached labels of current prompts
     (older configurations of the current version string are not re-validated)."""
+    # (not the selector's labels the published neighbour-stacked ones were made from: resources/label_cache.py)
     extra = other_labelers_labels(warehouse.label_cache(), labels, prompts, ONET_VERSION)
-    published = labels["labeler_version"].unique().to_list()
-    # the label cache holds the selector's labels the published neighbour-stack labels were made from
-    extra = extra.filter(~pl.col("labeler_version").is_in([stacked_on(v) for v in published if stacked_on(v)]))
     if extra.is_empty():
         return labels
     return pl.concat([labels.select(list(lc.LABEL_COLUMNS)), extra], how="vertical_relaxed")

@@ -23,7 +23,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
+from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel, stacked_on
 from models.labeling.cache import (
     LABEL_COLUMNS,
     USAGE_COLUMNS,
@@ -326,13 +326,16 @@ class LabelCache:
 
     def other_labeler_keys(self, current: pl.DataFrame, onet_version: str) -> pl.DataFrame:
         """The cache keys (with labeler_version) of this O*NET version whose (labeler, labeler_version) is not
-        in `current`."""
+        in `current`, nor the version a current neighbour-stacked version was stacked on: those cached labels
+        are the current labels before the neighbour step, not another labeler's (counted as one, they were
+        added to the current labeler's counts)."""
         keys = wh.query(self.path, f"select distinct onet_version, labeler, model, template_version, "
                         f"labeler_version from {CACHE_TABLE} where onet_version = ?", [onet_version])
         keys = keys.with_columns(pl.coalesce("labeler_version", pl.col("model") + "+" + pl.col("template_version"))
                                  .alias("labeler_version"))
-        return keys.join(current.select("labeler", "labeler_version").unique(),
-                         on=["labeler", "labeler_version"], how="anti")
+        versions = current.select("labeler", "labeler_version").unique()
+        bases = versions.with_columns(pl.col("labeler_version").map_elements(stacked_on, return_dtype=pl.Utf8))
+        return keys.join(pl.concat([versions, bases.drop_nulls()]), on=["labeler", "labeler_version"], how="anti")
 
 
 def _lock_name(benchmark: str) -> str:

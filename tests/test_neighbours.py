@@ -459,7 +459,7 @@ def test_split_check_with_labels_refitted_on_the_estimation_half_only(mirror: Pa
 
 def test_labeler_validation_rows_of_both_evaluations() -> None:
     from assets.label_validation import stack_cross_validated_rows
-    from models.labeling.stacking import stacked_on
+    from models.labeling.base import stacked_on
 
     fit = load_stack_fit()
     rows = stack_cross_validated_rows(fit, "offline-calibrated+v1+s0")

@@ -168,3 +168,19 @@ def test_sensitivity_covers_every_dimension(tables):
     assert {"threshold", "hours_weighting", "exposure_labels"} <= set(sensitivity["dimension"].to_list())
     shares = sensitivity.filter(pl.col("metric").str.contains("share"))["value"].drop_nulls()
     assert shares.min() >= 0 and shares.max() <= 1 + 1e-9
+
+
+def test_sensitivity_counts_the_published_labels_once(tables, full_pipeline):
+    """The sensitivity's threshold rows are the labels-as-counted headline (index `all`) to the digit. With the
+    neighbour step on, the label cache also holds the selector's labels the published ones were made from;
+    read as another labeler's they were added to the published counts (tasks at >= 5: 348 against 255)."""
+    labels = tables("prompt_task_labels")
+    assert labels["labeler_version"].str.contains(r"\+n[0-9a-f]{10}$").all(), "the mirror run stacks its labels"
+    sensitivity = tables("coverage_sensitivity").filter(pl.col("dimension") == "threshold")
+    headline = tables("coverage_headline").filter(pl.col("scope") == "all")
+    joined = sensitivity.with_columns(pl.col("variant").cast(pl.Int64).alias("threshold")).join(
+        headline.select("threshold", "metric", pl.col("value").alias("headline")), on=["threshold", "metric"])
+    assert joined.height == 8, joined
+    assert sensitivity["labeler"].unique().to_list() == ["offline"]
+    for row in joined.iter_rows(named=True):
+        assert row["value"] == pytest.approx(row["headline"], rel=1e-12), row

@@ -74,3 +74,11 @@ class Labeler(Protocol):
     def label(self, prompts: list[PromptRecord]) -> list[LabelOutcome]:
         """Label a batch; one outcome per prompt, in order. Never raises for one bad prompt."""
         ...
+
+
+def stacked_on(labeler_version: str) -> str | None:
+    """The labeler version a neighbour-stacked labeler_version (`<selector labeler version>+n<10 hex>`, as
+    models/labeling/stacking.py makes it) was stacked on, or None for any other version."""
+    head, _, tail = labeler_version.rpartition("+")
+    return head if head and len(tail) == 11 and tail[0] == "n" and all(c in "0123456789abcdef" for c in tail[1:]) \
+        else None

@@ -244,14 +244,6 @@ def _decided_per_text(fit: StackFit, votes: Votes, work_votes: Votes, context: B
     return out
 
 
-def stacked_on(labeler_version: str) -> str | None:
-    """The labeler version a neighbour-stacked labeler_version (`<selector labeler version>+n<10 hex>`) was
-    stacked on, or None for any other version."""
-    head, _, tail = labeler_version.rpartition("+")
-    return head if head and len(tail) == 11 and tail[0] == "n" and all(c in "0123456789abcdef" for c in tail[1:]) \
-        else None
-
-
 def task_codes_of(index: Any) -> dict[int, str]:
     """task_id -> O*NET-SOC code of a TaskIndex (or anything with task_ids, task_occupation, occupation_codes)."""
     return {int(t): str(index.occupation_codes[o])
