@@ -6,6 +6,7 @@ itself takes the result (`take`) only when its own inputs give the same key (the
 before. Nothing is read back across processes or runs: a step in another process finds nothing and computes.
 
 - coverage_sensitivity: started when task_label_counts is made (its other inputs are reference tables).
+- report figures drawn ahead (assets/figure_reuse.py `draw_ahead`) are registered here too (`register`, `claim`).
 """
 
 from __future__ import annotations
@@ -18,10 +19,34 @@ from typing import Any
 import polars as pl
 
 from resources.dagster_resources import Warehouse
-from resources.worker_pool import shared_pool
+from resources.worker_pool import WorkerPool, shared_pool
 
-_AHEAD: dict[str, tuple[str, Future]] = {}  # name -> (key, future), this process only
+_AHEAD: dict[str, tuple[str, Future, WorkerPool]] = {}  # name -> (key, future, its pool), this process only
 _LOCK = threading.Lock()
+
+
+def register(name: str, key: str, future: Future, pool: WorkerPool | None = None) -> None:
+    """Keep `future` (submitted to `pool`, the shared one by default) as `name` computed ahead under `key`, for
+    `claim`; one per name (an earlier one is discarded)."""
+    pool = pool or shared_pool()
+    with _LOCK:
+        previous = _AHEAD.pop(name, None)
+        _AHEAD[name] = (key, future, pool)
+    if previous is not None:
+        previous[2].discard([previous[1]])
+
+
+def claim(name: str, key: str | None) -> Future | None:
+    """The future registered as `name` under `key`, once; None when there is none, or one of another key (then
+    discarded: a worker that started it finishes it, unread)."""
+    with _LOCK:
+        ahead = _AHEAD.pop(name, None)
+    if ahead is None:
+        return None
+    if key is not None and ahead[0] == key and not ahead[1].cancelled():
+        return ahead[1]
+    ahead[2].discard([ahead[1]])
+    return None
 
 
 def _key(warehouse: Warehouse, name: str, parts: Sequence[str], frames: Sequence[pl.DataFrame]) -> str | None:
@@ -36,12 +61,7 @@ def start(warehouse: Warehouse, name: str, parts: Sequence[str], frames: Sequenc
     if key is None:
         return False
     pool = shared_pool()
-    future = pool.submit(fn, *args, name=f"{name} (ahead)", **kwargs)
-    with _LOCK:
-        previous = _AHEAD.pop(name, None)
-        _AHEAD[name] = (key, future)
-    if previous is not None:
-        pool.discard([previous[1]])
+    register(name, key, pool.submit(fn, *args, name=f"{name} (ahead)", **kwargs), pool)
     return True
 
 
@@ -50,14 +70,11 @@ def take(warehouse: Warehouse, name: str, parts: Sequence[str], frames: Sequence
     """(the result, whether it was computed ahead): the one started ahead under the key of these `frames` and
     `parts` when there is one, else compute() here (one started from other inputs is dropped)."""
     with _LOCK:
-        ahead = _AHEAD.pop(name, None)
-    if ahead is None:
+        registered = name in _AHEAD
+    future = claim(name, _key(warehouse, name, parts, frames)) if registered else None
+    if future is None:
         return compute(), False
-    pool = shared_pool()
-    if ahead[1].cancelled() or ahead[0] != _key(warehouse, name, parts, frames):
-        pool.discard([ahead[1]])
-        return compute(), False
-    return pool.gather([ahead[1]])[0], True
+    return shared_pool().gather([future])[0], True
 
 
 def sensitivity_parts(thresholds: Sequence[int], labeler: str | None) -> list[str]:

@@ -10,21 +10,17 @@ same tables, as read back, and figure code: the same bytes), else draws as befor
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
 import polars as pl
 
+from assets import ahead
 from resources.dagster_resources import Warehouse
 from resources.worker_pool import WorkerPool, shared_pool
 
-KEPT = "figure_"  # + the figure's name: one kept result per figure
-
-# figure -> (key, future) of a drawing started ahead in this process (`draw_ahead`), taken by figure_future
-_AHEAD: dict[str, tuple[str, Future]] = {}
-_AHEAD_LOCK = threading.Lock()
+KEPT = "figure_"  # + the figure's name: one kept result per figure (and its drawing started ahead, assets/ahead.py)
 
 
 def figure_future(warehouse: Warehouse, pool: WorkerPool, figure: str, frames: Sequence[pl.DataFrame],
@@ -34,12 +30,9 @@ def figure_future(warehouse: Warehouse, pool: WorkerPool, figure: str, frames: S
     started ahead under that very key (`draw_ahead`), else submitted to `pool` and kept once drawn."""
     key = warehouse.figure_key(figure, list(frames))
     kept = warehouse.cached_result(KEPT + figure, key) if key is not None else None
-    with _AHEAD_LOCK:
-        ahead = _AHEAD.pop(figure, None)
-    if ahead is not None and key is not None and ahead[0] == key and not ahead[1].cancelled():
-        return ahead[1]
-    if ahead is not None:  # of other tables: not wanted (a worker that started it finishes it, unread)
-        pool.discard([ahead[1]])
+    started = ahead.claim(KEPT + figure, key)  # one started from other tables is dropped
+    if started is not None:
+        return started
     if isinstance(kept, tuple) and len(kept) == 2:
         done: Future = Future()
         done.set_result(kept)
@@ -95,11 +88,7 @@ def draw_ahead(warehouse: Warehouse, figure: str, tables: Mapping[str, pl.DataFr
     pool = pool or shared_pool()
     future = _submit(warehouse, pool, figure, key, fg.render_outputs, figure, inputs,
                      preview_dpi=fg.PREVIEW_DPI, name=f"figure {figure} (ahead)")
-    with _AHEAD_LOCK:
-        previous = _AHEAD.pop(figure, None)
-        _AHEAD[figure] = (key, future)
-    if previous is not None:
-        pool.discard([previous[1]])
+    ahead.register(KEPT + figure, key, future, pool)
     return True
 
 

@@ -22,6 +22,19 @@ from models import coverage as cov
 from resources.dagster_resources import Warehouse
 
 
+def read_or_keep(warehouse: Warehouse, name: str, key: str | None, compute: Callable[[], Any],
+                 valid: Callable[[Any], bool] = lambda kept: kept is not None) -> Any:
+    """Result `name` read back when kept under `key` (and `valid`), else compute() kept under it (nothing is read
+    or kept with key None: a frame that cannot be hashed)."""
+    kept = warehouse.cached_result(name, key) if key is not None else None
+    if kept is not None and valid(kept):
+        return kept
+    computed = compute()
+    if key is not None:
+        warehouse.keep_result(name, key, computed)
+    return computed
+
+
 def counted_rows_store(warehouse: Warehouse, thresholds: Sequence[int], labeler: str | None,
                        tables: list[pl.DataFrame]) -> Callable[[str], cov.ScopeRows | None]:
     """Per benchmark index, the `scope_rows` of models.coverage.coverage_headline that reads kept rows back and
@@ -33,14 +46,9 @@ def counted_rows_store(warehouse: Warehouse, thresholds: Sequence[int], labeler:
             return None
 
         def rows(scope: str, task_cov: pl.DataFrame, compute: Callable[[], cov.Rows]) -> cov.Rows:
-            key = warehouse.frames_key([shared, index, scope], [task_cov])
-            kept = warehouse.cached_result(f"counted_{index}_{scope}", key) if key is not None else None
-            if isinstance(kept, list):
-                return kept
-            computed = compute()
-            if key is not None:
-                warehouse.keep_result(f"counted_{index}_{scope}", key, computed)
-            return computed
+            return read_or_keep(warehouse, f"counted_{index}_{scope}",
+                                warehouse.frames_key([shared, index, scope], [task_cov]), compute,
+                                valid=lambda kept: isinstance(kept, list))
 
         return rows
 
@@ -55,15 +63,8 @@ def model_score_rows_store(warehouse: Warehouse, kind: str = "model_scores") -> 
     code = warehouse.source_digest("models")
 
     def rows(model: str, joined: pl.DataFrame, parts: tuple, compute: Callable[[], Any]) -> Any:
-        key = warehouse.frames_key([code, kind, model, repr(parts)], [joined])
-        name = f"{kind}_{model}"
-        kept = warehouse.cached_result(name, key) if key is not None else None
-        if kept is not None:
-            return kept
-        computed = compute()
-        if key is not None:
-            warehouse.keep_result(name, key, computed)
-        return computed
+        return read_or_keep(warehouse, f"{kind}_{model}",
+                            warehouse.frames_key([code, kind, model, repr(parts)], [joined]), compute)
 
     return rows
 
@@ -72,11 +73,5 @@ def kept_result(warehouse: Warehouse, name: str, parts: list[str], frames: list[
                 compute: Callable[[], Any]) -> Any:
     """compute(), kept as result `name` under the key of `parts`, `frames` (their rows) and the models/ source,
     and read back while that key is the same (computed and nothing kept when a frame cannot be hashed)."""
-    key = warehouse.frames_key([warehouse.source_digest("models"), name, *parts], frames)
-    kept = warehouse.cached_result(name, key) if key is not None else None
-    if kept is not None:
-        return kept
-    computed = compute()
-    if key is not None:
-        warehouse.keep_result(name, key, computed)
-    return computed
+    return read_or_keep(warehouse, name,
+                        warehouse.frames_key([warehouse.source_digest("models"), name, *parts], frames), compute)
