@@ -52,7 +52,7 @@ def figure_future(warehouse: Warehouse, pool: WorkerPool, figure: str, frames: S
 
 def _submit(warehouse: Warehouse, pool: WorkerPool, figure: str, key: str | None, fn: Callable[..., Any],
             *args: Any, **kwargs: Any) -> Future:
-    future = pool.submit(fn, *args, **kwargs)
+    future = pool.submit(fn, *args, **kwargs)  # `background=` among kwargs: a drawing started ahead
     if key is not None:
         def keep(drawn: Future) -> None:
             if not drawn.cancelled() and drawn.exception() is None:
@@ -97,7 +97,7 @@ def draw_ahead(warehouse: Warehouse, figure: str, tables: Mapping[str, pl.DataFr
 
     pool = pool or shared_pool()
     future = _submit(warehouse, pool, figure, key, fg.render_outputs, figure, inputs,
-                     preview_dpi=fg.PREVIEW_DPI, name=f"figure {figure} (ahead)")
+                     preview_dpi=fg.PREVIEW_DPI, name=f"figure {figure} (ahead)", background=True)
     with _AHEAD_LOCK:
         previous = _AHEAD.pop(figure, None)
         _AHEAD[figure] = (key, future)
