@@ -21,6 +21,7 @@ from dagster import (
 )
 
 from assets import ahead
+from assets.figure_reuse import table_figures_ahead
 from assets.kept_rows import counted_rows_store, model_score_rows_store
 from models import coverage as cov
 from models import indexes as ix
@@ -138,12 +139,14 @@ def task_coverage(
 def occupation_coverage(
     context: AssetExecutionContext,
     config: CoverageConfig,
+    warehouse: Warehouse,
     task_coverage: pl.DataFrame,
     task_hours: pl.DataFrame,
     onet_occupations: pl.DataFrame,
 ) -> pl.DataFrame:
     """Per occupation with tasks (923): tasks covered / tasks, covered flag, share of its work hours covered."""
     frame = cov.occupation_coverage(task_coverage, task_hours, onet_occupations, _thresholds(config))
+    table_figures_ahead(warehouse, "occupation_coverage", frame)  # report_figures' figure, by a worker meanwhile
     pooled = ix.only_index(frame)
     context.add_output_metadata(
         {
@@ -158,6 +161,7 @@ def occupation_coverage(
 def major_group_coverage(
     context: AssetExecutionContext,
     config: CoverageConfig,
+    warehouse: Warehouse,
     occupation_coverage: pl.DataFrame,
     onet_occupations: pl.DataFrame,
     occupation_wages: pl.DataFrame,
@@ -167,6 +171,7 @@ def major_group_coverage(
     frame = cov.major_group_coverage(
         occupation_coverage, onet_occupations, occupation_wages, _thresholds(config)
     )
+    table_figures_ahead(warehouse, "major_group_coverage", frame)  # report_figures' figure, by a worker meanwhile
     label_cols = [c for c in frame.columns if c.startswith("label_")]
     pooled = ix.only_index(frame)
     context.add_output_metadata(
@@ -272,7 +277,7 @@ def task_analysis_frame(
         ),
     },
 )
-def coverage_models(context: AssetExecutionContext, task_analysis_frame: pl.DataFrame):
+def coverage_models(context: AssetExecutionContext, warehouse: Warehouse, task_analysis_frame: pl.DataFrame):
     # one fit per benchmark index (rows tagged benchmark_index); metadata and logs describe index `all`
     per_index = [(name, reg.run_coverage_models(frame)) for name, frame in _by_index(task_analysis_frame)]
 
@@ -289,6 +294,8 @@ def coverage_models(context: AssetExecutionContext, task_analysis_frame: pl.Data
         how="diagonal_relaxed",
     )
     probabilities = stacked("adjusted_probabilities").with_columns(pl.lit("human").alias("exposure_source"))
+    # report_figures' two figures of the probabilities, by a worker while the MI fits run
+    table_figures_ahead(warehouse, "coverage_adjusted_probabilities", probabilities)
     coefficients = tables["coefficients"]
     summaries = {}
     for model_name in coefficients["model"].unique().sort().to_list():

@@ -6,7 +6,10 @@ the judged checks' figures after a benchmark without judged texts lands, reads t
 A report figure whose tables are all computed early in the analysis run (the model-score heatmap: one table, an
 early step) is started in a worker by an early step (`draw_ahead`; occupation_score_power, which reads the table
 back) while the run goes on, instead of by `report_figures` at the run's end: report_figures takes the started drawing when its own key is the same (the
-same tables, as read back, and figure code: the same bytes), else draws as before."""
+same tables, as read back, and figure code: the same bytes), else draws as before. The figures of one table
+each (hours by coverage, occupations by major group, the two of the adjusted probabilities) are started by the
+step that makes their table, from the frame it returns (`table_figures_ahead`: a table reads back as the frame
+written, so the keys agree; were they to differ, report_figures would draw its own)."""
 
 from __future__ import annotations
 
@@ -42,7 +45,7 @@ def figure_future(warehouse: Warehouse, pool: WorkerPool, figure: str, frames: S
 
 def _submit(warehouse: Warehouse, pool: WorkerPool, figure: str, key: str | None, fn: Callable[..., Any],
             *args: Any, **kwargs: Any) -> Future:
-    future = pool.submit(fn, *args, **kwargs)
+    future = pool.submit(fn, *args, **kwargs)  # `background=` among kwargs: a drawing started ahead
     if key is not None:
         def keep(drawn: Future) -> None:
             if not drawn.cancelled() and drawn.exception() is None:
@@ -87,7 +90,7 @@ def draw_ahead(warehouse: Warehouse, figure: str, tables: Mapping[str, pl.DataFr
 
     pool = pool or shared_pool()
     future = _submit(warehouse, pool, figure, key, fg.render_outputs, figure, inputs,
-                     preview_dpi=fg.PREVIEW_DPI, name=f"figure {figure} (ahead)")
+                     preview_dpi=fg.PREVIEW_DPI, name=f"figure {figure} (ahead)", background=True)
     ahead.register(KEPT + figure, key, future, pool)
     return True
 
@@ -102,3 +105,16 @@ def heatmap_ahead(warehouse: Warehouse, scores: pl.DataFrame) -> bool:
     if titles is not None:
         tables["occupations"] = titles
     return draw_ahead(warehouse, "model_score_heatmap", tables)
+
+
+def table_figures_ahead(warehouse: Warehouse, table: str, frame: pl.DataFrame) -> list[str]:
+    """Start every report figure drawn from `table` alone (no optional table) from `frame`, the step's own output
+    as report_figures will read it back (draw_ahead); the figures started."""
+    from assets.export_context import for_index
+    from models import figures as fg
+
+    names = [s.name for s in fg.FIGURES if s.tables == (table,) and not s.optional_tables]
+    if not names:
+        return []
+    tables = for_index({table: frame})
+    return [name for name in names if draw_ahead(warehouse, name, tables)]

@@ -45,6 +45,7 @@ class _Task:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     future: Future = field(default_factory=Future)
+    background: bool = False  # started ahead, not yet waited for: queued behind the tasks a step waits for
 
 
 def _run_inline(task: _Task) -> None:
@@ -110,13 +111,22 @@ class WorkerPool:
             for _ in self._running:
                 self.submit(import_modules, tuple(modules), name=f"import {', '.join(modules)}")
 
-    def submit(self, fn: Callable[..., Any], /, *args: Any, name: str | None = None, **kwargs: Any) -> Future:
-        """Queue fn(*args, **kwargs) for a worker; `name` says what it computes (in errors)."""
-        task = _Task(name or getattr(fn, "__qualname__", repr(fn)), fn, args, kwargs)
+    def submit(self, fn: Callable[..., Any], /, *args: Any, name: str | None = None, background: bool = False,
+               **kwargs: Any) -> Future:
+        """Queue fn(*args, **kwargs) for a worker; `name` says what it computes (in errors). `background`: a
+        computation started ahead for a later step (assets/figure_reuse.py): a task submitted without it is
+        queued before the background ones not started yet (a step's own parallel part, which it gathers soon,
+        does not wait behind a figure report_figures takes at the run's end)."""
+        task = _Task(name or getattr(fn, "__qualname__", repr(fn)), fn, args, kwargs, background=background)
         with self._condition:
             if self._closed:
                 raise RuntimeError("the worker pool is closed")
-            self._pending.append(task)
+            if background:
+                self._pending.append(task)
+            else:
+                first_background = next((i for i, t in enumerate(self._pending) if t.background),
+                                        len(self._pending))
+                self._pending.insert(first_background, task)
             self._tasks[task.future] = task
             self._condition.notify()
         if self.workers and len(self._running) < self.workers:

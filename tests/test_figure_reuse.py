@@ -83,3 +83,37 @@ def test_a_figure_drawn_ahead_is_taken_only_for_the_same_tables(tmp_path):
         # already drawn and kept: nothing is started ahead again
         assert not draw_ahead(warehouse, "model_score_heatmap", {"occupation_model_scores": _scores(0.1),
                                                                  "occupations": titles}, pool)
+
+
+def test_a_tables_own_figures_are_started_by_its_step_and_taken_only_for_the_same_rows(tmp_path, monkeypatch):
+    """table_figures_ahead (occupation_coverage, major_group_coverage, coverage_models) starts the figures of one
+    table from the step's frame; report_figures, reading the table back from the warehouse, takes that drawing;
+    when the table it reads differs from the frame the drawing was started from, it draws its own."""
+    from assets import figure_reuse
+    from assets.figure_reuse import report_figure_future, report_figure_inputs, table_figures_ahead
+    from models.coverage import occupation_coverage, task_coverage
+    from resources import warehouse as wh
+    from tests.test_coverage import world as world_fixture
+
+    world = world_fixture.__wrapped__()
+    frame = occupation_coverage(task_coverage(world["counts"], world["tasks"]), world["task_hours"],
+                                world["occupations"])
+    warehouse = Warehouse(path=str(tmp_path / "benchmap.duckdb"))
+    with WorkerPool(workers=0) as pool:  # a task runs in this process when gathered
+        monkeypatch.setattr(figure_reuse, "shared_pool", lambda: pool)
+        assert table_figures_ahead(warehouse, "occupation_coverage", frame) == ["hours_by_coverage"]
+        assert table_figures_ahead(warehouse, "task_coverage", frame) == []  # no figure of that table alone
+        ahead = next(iter(pool._tasks))
+        wh.replace_table(warehouse.path, "occupation_coverage", frame)
+        inputs = report_figure_inputs("hours_by_coverage", {"occupation_coverage": warehouse.read_table(
+            "occupation_coverage")})
+        taken = report_figure_future(warehouse, pool, "hours_by_coverage", inputs)
+        assert taken is ahead  # the table as read back: the drawing started ahead
+        (files, _), = pool.gather([taken])
+
+        other = frame.with_columns(pl.col("hours_share_covered_1") * 0.5)
+        assert table_figures_ahead(warehouse, "occupation_coverage", other) == ["hours_by_coverage"]
+        stale = next(iter(pool._tasks))
+        own = report_figure_future(warehouse, pool, "hours_by_coverage", inputs)  # the table read back: `frame`
+        assert own is not stale and stale.cancelled()
+        assert pool.gather([own])[0][0] == files  # frame's drawing (kept), not the other frame's

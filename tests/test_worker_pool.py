@@ -37,6 +37,21 @@ def test_tasks_no_worker_started_run_in_the_caller():
     assert 0 <= default_workers() == usable_cpus() - 1
 
 
+def test_a_task_a_step_waits_for_is_queued_before_the_ones_started_ahead(pool):
+    """A task submitted without `background` goes before the queued background ones (a figure started ahead), in
+    submission order among its kind; the worker runs the queue in that order."""
+    import time
+
+    busy = pool.submit(time.sleep, 0.3, name="keeps the worker busy")
+    time.sleep(0.1)  # the worker has taken it: the rest queue
+    ahead = [pool.submit(time.perf_counter, name=f"ahead {i}", background=True) for i in range(2)]
+    wanted = [pool.submit(time.perf_counter, name=f"wanted {i}") for i in range(2)]
+    assert [t.name for t in pool._pending] == ["wanted 0", "wanted 1", "ahead 0", "ahead 1"]
+    pool.gather([busy], steal=False)
+    times = pool.gather([*wanted, *ahead], steal=False)
+    assert times == sorted(times)  # run in the queue's order
+
+
 def test_a_failing_task_names_itself_and_keeps_the_worker(pool):
     failing = pool.submit(math.sqrt, -1.0, name="square root of -1")
     with pytest.raises(WorkerError, match=r"square root of -1 failed in worker process \d+") as raised:

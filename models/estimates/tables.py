@@ -77,6 +77,10 @@ class DrawRecord:
         self.entries.setdefault(estimator, []).append(
             (where.astype(np.int32), narrow if np.array_equal(narrow, values) else values))
 
+    def sparse(self, estimator: str, draw: int) -> tuple[np.ndarray, np.ndarray]:
+        """The draw's nonzero flat positions (row-major, benchmarks x tasks) and their values."""
+        return self.entries[estimator][draw]
+
     def counts(self, estimator: str, draw: int) -> np.ndarray:
         where, values = self.entries[estimator][draw]
         flat = np.zeros(self.shape[0] * self.shape[1])
@@ -151,6 +155,15 @@ def _run_estimators(problem: Problem, scopes: Sequence[Scope], thresholds: Seque
             continue
         stack = np.empty((n_draws, len(agg.scopes), len(QUANTITIES), len(agg.thresholds)))
         for d in range(n_draws):
+            if replay is not None and record is None and not (name in kept and d < keep_counts):
+                # a replayed draw from its ~3k entries: the headline and the per-unit sums need no dense matrix
+                where, values = replay.sparse(name, d)
+                if name == "model_assisted" and assisted is not None:
+                    assisted.last_parameters = replay.parameters[d]
+                if name == "model_assisted" and unit_draws is not None:
+                    unit_draws.add_sparse(where, values, assisted)
+                stack[d] = agg.headline_sparse(where, values)
+                continue
             if replay is not None:
                 counts = replay.counts(name, d)
                 if name == "model_assisted" and assisted is not None:

@@ -92,6 +92,28 @@ class UnitDraws:
             self.text_estimates.add(assisted)  # type: ignore[attr-defined]
         self.n += 1
 
+    def add_sparse(self, where: np.ndarray, values: np.ndarray, assisted: object | None = None) -> None:
+        """add() of the count matrix whose nonzero flat positions (row-major, benchmarks x tasks) are `where`
+        with `values` (a replayed DrawRecord draw): each index's per-task sums accumulate its member rows in row
+        order, as the dense sum does (the same values)."""
+        if self.with_shares:  # the shares' reduceat wants the dense matrix
+            k = self.problem.n_tasks
+            flat = np.zeros(self.problem.n_bench * k)
+            flat[where] = values
+            self.add(flat.reshape(self.problem.n_bench, k), assisted)
+            return
+        d = self.n
+        where = where.astype(np.int64)
+        k = self.problem.n_tasks
+        rows, cols = where // k, where % k
+        for i in range(self.member.shape[0]):
+            mine = self.member[i][rows]
+            self.index_counts[d, i] = np.bincount(cols[mine], weights=values[mine].astype(np.float64),
+                                                  minlength=k)
+        if self.text_estimates is not None and assisted is not None:
+            self.text_estimates.add(assisted)  # type: ignore[attr-defined]
+        self.n += 1
+
     # --- per-draw unit arrays ----------------------------------------------------------------------------------
 
     def task_prompts(self) -> np.ndarray:
