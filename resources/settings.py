@@ -96,13 +96,16 @@ def _number(environ: Mapping[str, str], name: str, default: float, kind: type) -
         raise SettingsError(f"{name}={text!r}: expected a {kind.__name__}") from exc
 
 
+_SWITCH = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+
 def _switch(environ: Mapping[str, str], name: str, default: bool) -> bool:
     text = (environ.get(name) or "").strip().lower()
     if not text:
         return default
-    if text in {"1", "true", "yes", "on"} or text in {"0", "false", "no", "off"}:
-        return text in {"1", "true", "yes", "on"}
-    raise SettingsError(f"{name}={text!r}: expected 1/0, true/false, yes/no or on/off")
+    if text not in _SWITCH:
+        raise SettingsError(f"{name}={text!r}: expected 1/0, true/false, yes/no or on/off")
+    return _SWITCH[text]
 
 
 def _floors(text: str | None) -> Mapping[str, float] | None:

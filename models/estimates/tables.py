@@ -160,7 +160,9 @@ def _run_estimators(problem: Problem, scopes: Sequence[Scope], thresholds: Seque
                 where, values = replay.sparse(name, d)
                 if name == "model_assisted" and assisted is not None:
                     assisted.last_parameters = replay.parameters[d]
-                if name == "model_assisted" and unit_draws is not None:
+                if name == "model_assisted" and unit_draws is not None and unit_draws.with_shares:
+                    unit_draws.add(replay.counts(name, d), assisted)  # the shares' reduceat: the dense matrix
+                elif name == "model_assisted" and unit_draws is not None:
                     unit_draws.add_sparse(where, values, assisted)
                 stack[d] = agg.headline_sparse(where, values)
                 continue

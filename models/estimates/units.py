@@ -95,13 +95,9 @@ class UnitDraws:
     def add_sparse(self, where: np.ndarray, values: np.ndarray, assisted: object | None = None) -> None:
         """add() of the count matrix whose nonzero flat positions (row-major, benchmarks x tasks) are `where`
         with `values` (a replayed DrawRecord draw): each index's per-task sums accumulate its member rows in row
-        order, as the dense sum does (the same values)."""
-        if self.with_shares:  # the shares' reduceat wants the dense matrix
-            k = self.problem.n_tasks
-            flat = np.zeros(self.problem.n_bench * k)
-            flat[where] = values
-            self.add(flat.reshape(self.problem.n_bench, k), assisted)
-            return
+        order, as the dense sum does (the same values). Without the benchmark shares only (`with_shares` False:
+        their reduceat wants the dense matrix, `add`)."""
+        assert not self.with_shares, "the benchmark shares need the dense matrix: add()"
         d = self.n
         where = where.astype(np.int64)
         k = self.problem.n_tasks
