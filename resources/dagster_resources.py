@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from models.labeling.llm_config import LLMConfig
 
 
-_SET_UP: set[tuple[str, str | None]] = set()  # (warehouse file, run id) whose integrity this process checked
+_SET_UP: dict[tuple[str, str | None], int] = {}  # (warehouse file, run id) this process checked -> its failures then
 
 
 class Warehouse(WarehouseQueries, ConfigurableResource):
@@ -47,13 +47,22 @@ class Warehouse(WarehouseQueries, ConfigurableResource):
         run = (str(Path(self.path).resolve()), getattr(context, "run_id", None))
         if run[1] is None or run not in _SET_UP:  # a run's second Warehouse (the IO manager's) is checked already
             self.setup_for_execution(context)
-            if run[1] is not None:
-                _SET_UP.add(run)
+            _SET_UP[run] = wh.failures(self.path)
         try:
             with wh.lingering(self.path):
                 yield self
         finally:
             self.teardown_after_execution(context)
+            self._vouch_if_clean(run)
+
+    def _vouch_if_clean(self, run: tuple[str, str | None]) -> None:
+        """A run that found the file sound and wrote it through DuckDB without an error vouches for the file it
+        leaves (resources/integrity.py `vouch`): the next run need not read every block again. Only once no
+        connection of this process is open (the last of the run's Warehouses), so the checkpoint is in it."""
+        from resources import integrity
+
+        if run in _SET_UP and not wh.is_open(self.path) and wh.failures(self.path) == _SET_UP[run]:
+            integrity.vouch(self.path)
 
     @property
     def export_dir(self) -> Path:

@@ -110,8 +110,10 @@ def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = L
     try:
         yield con
     except DiskFull:
+        _count_failure(key)
         raise
     except (duckdb.Error, OSError) as exc:  # a full disk says so, whichever write found it
+        _count_failure(key, exc)
         if is_disk_full(exc):
             raise DiskFull(path.parent, _first_line(exc)) from None  # summaries show the deepest cause
         raise
@@ -119,12 +121,34 @@ def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = L
         try:
             con.close()  # a checkpoint on close writes too
         except duckdb.Error as exc:
+            _count_failure(key, exc)
             if not is_disk_full(exc) or sys.exc_info()[0] is not None:
                 raise
             raise DiskFull(path.parent, _first_line(exc)) from None  # summaries show the deepest cause
         finally:
             if linger is not None:
                 linger.release()
+
+
+_FAILURES: dict[str, int] = {}  # file -> DuckDB/OS errors its connections raised in this process
+_QUERY_ERRORS = (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException)  # about the SQL only
+
+
+def _count_failure(key: str, exc: BaseException | None = None) -> None:
+    if not isinstance(exc, _QUERY_ERRORS):
+        _FAILURES[key] = _FAILURES.get(key, 0) + 1
+
+
+def failures(path: str | Path) -> int:
+    """How many DuckDB or OS errors (other than a query's own: an unknown table, a syntax error) connections to the
+    file raised in this process: a run that saw one does not vouch for the file (resources/integrity.py)."""
+    return _FAILURES.get(_held_key(Path(path)), 0)
+
+
+def is_open(path: str | Path) -> bool:
+    """Whether this process keeps the file open (`held` or `lingering`): what it wrote may not be checkpointed."""
+    key = _held_key(Path(path))
+    return key in _HELD or key in _LINGER
 
 
 _HELD: dict[str, duckdb.DuckDBPyConnection | None] = {}
@@ -166,7 +190,8 @@ def held(path: str | Path | None) -> Iterator[None]:
 class _Lingering:
     """The instance of one file that `lingering` keeps open between connects (see there)."""
 
-    def __init__(self, idle_s: float) -> None:
+    def __init__(self, key: str, idle_s: float) -> None:
+        self.key = key
         self.idle_s = idle_s
         self.con: duckdb.DuckDBPyConnection | None = None
         self.users = 0
@@ -191,7 +216,11 @@ class _Lingering:
             idle = self.users == 0 and time.monotonic() - self.last_used >= self.idle_s
             if self.con is not None and (force or idle):
                 con, self.con = self.con, None
-                con.close()  # the checkpoint: what was written is in the file for other processes
+                try:
+                    con.close()  # the checkpoint: what was written is in the file for other processes
+                except duckdb.Error as exc:
+                    _count_failure(self.key, exc)
+                    raise
 
     def watch(self) -> None:
         while not self.stop.wait(self.idle_s / 2):
@@ -216,7 +245,7 @@ def lingering(path: str | Path | None, idle_s: float = 0.5) -> Iterator[None]:
     if key in _LINGER or key in _HELD:
         yield
         return
-    state = _LINGER[key] = _Lingering(idle_s)
+    state = _LINGER[key] = _Lingering(key, idle_s)
     watcher = threading.Thread(target=state.watch, name="warehouse-linger", daemon=True)
     watcher.start()
     try:

@@ -111,3 +111,51 @@ def _no_block():  # noqa: ANN202 - a stand-in context manager
     import contextlib
 
     return contextlib.nullcontext()
+
+
+@asset
+def unconvertible(warehouse: Warehouse, counts_table: pl.DataFrame) -> None:
+    warehouse.query("select 'n/a'::integer")  # a DuckDB error about the data, not the SQL text
+
+
+def _full_checks(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The `checksums` argument of every check_warehouse call from here on."""
+    calls: list[bool] = []
+    original = integrity.check_warehouse
+
+    def counted(path: str | Path, **kwargs: object) -> integrity.IntegrityReport:
+        calls.append(bool(kwargs.get("checksums", True)))
+        return original(path, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(integrity, "check_warehouse", counted)
+    return calls
+
+
+def test_a_clean_run_vouches_for_the_file_it_leaves_and_any_later_write_voids_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "benchmap.duckdb"
+    wh.append_rows(path, "seed", pl.DataFrame({"x": [1]}))
+    reads = _full_checks(monkeypatch)
+    assert _run(path, monkeypatch)[0]
+    assert reads == [True]  # a file nobody vouched for: every block read
+    assert integrity.vouched(path)  # the run wrote three tables and vouched for the file it left
+    assert _run(path, monkeypatch)[0]
+    assert reads == [True], reads  # the next run reads nothing: the file is the one the last run left
+    # one byte written from outside (the length unchanged): no longer vouched, so the next run reads every block
+    with open(path, "r+b") as handle:
+        handle.seek(path.stat().st_size // 2)
+        byte = handle.read(1)
+        handle.seek(-1, 1)
+        handle.write(byte)
+    assert not integrity.vouched(path)
+    assert _run(path, monkeypatch)[0]
+    assert reads == [True, True], reads
+    # a run whose connection raised a DuckDB error does not vouch for what it leaves
+    with DagsterInstance.ephemeral() as instance:
+        warehouse = Warehouse(path=str(path))
+        failed = materialize([counts_table, unconvertible], instance=instance, raise_on_error=False,
+                             resources={"warehouse": warehouse, "io_manager": WarehouseIOManager(warehouse=warehouse)})
+    assert not failed.success
+    assert not integrity.vouched(path)
+    assert _run(path, monkeypatch)[0]
+    assert reads == [True, True, True], reads
