@@ -6,6 +6,9 @@ itself takes the result (`take`) only when its own inputs give the same key (the
 before. Nothing is read back across processes or runs: a step in another process finds nothing and computes.
 
 - coverage_sensitivity: started when task_label_counts is made (its other inputs are reference tables).
+- coverage_regressions_mi's per-draw fits, in two parts: started when task_analysis_frame is made (its other
+  input, headline_count_draws, is the headline step's, which runs before it); the step takes the parts a
+  worker has done and computes here a part no worker has started (`start_parts`, `take_parts`).
 - report figures drawn ahead (assets/figure_reuse.py `draw_ahead`) are registered here too (`register`, `claim`).
 """
 
@@ -75,6 +78,69 @@ def take(warehouse: Warehouse, name: str, parts: Sequence[str], frames: Sequence
     if future is None:
         return compute(), False
     return shared_pool().gather([future])[0], True
+
+
+def start_parts(warehouse: Warehouse, name: str, parts: Sequence[str], frames: Sequence[pl.DataFrame],
+                calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]]) -> bool:
+    """`start` for a computation in independent pieces: each call fn(*args) is submitted on its own (kept as
+    `name#i`), so that `take_parts` can compute here one no worker has started yet."""
+    key = _key(warehouse, name, parts, frames)
+    if key is None:
+        return False
+    pool = shared_pool()
+    for i, (fn, args) in enumerate(calls):
+        register(f"{name}#{i}", key, pool.submit(fn, *args, name=f"{name} part {i + 1} of {len(calls)} (ahead)"), pool)
+    return True
+
+
+def take_parts(warehouse: Warehouse, name: str, parts: Sequence[str], frames: Sequence[pl.DataFrame],
+               n_parts: int) -> list[Any] | None:
+    """The pieces `start_parts` started under the key of these `frames` and `parts`, in order (a piece no worker
+    has started runs here); None when they are not all there (those that are are dropped): compute as usual."""
+    with _LOCK:
+        started = any(f"{name}#{i}" in _AHEAD for i in range(n_parts))
+    if not started:
+        return None
+    key = _key(warehouse, name, parts, frames)
+    futures = [claim(f"{name}#{i}", key) for i in range(n_parts)]  # one of another key is dropped by claim
+    if any(f is None for f in futures):
+        shared_pool().discard([f for f in futures if f is not None])
+        return None
+    return shared_pool().gather(futures)  # type: ignore[arg-type]
+
+
+MI_NAME = "coverage_regressions_mi"
+
+
+def mi_inputs(task_analysis_frame: pl.DataFrame, headline_count_draws: pl.DataFrame
+              ) -> tuple[pl.DataFrame, pl.DataFrame, list[Any], int]:
+    """(the task frame of index `all`, the task keys, the count vector of each draw, where the second part of
+    the draws starts) of coverage_regressions_mi: the first part is a worker's, the second the step's."""
+    from models import estimates as es
+    from models.estimates.count_draws import count_draws_of
+
+    task_frame = task_analysis_frame
+    if "benchmark_index" in task_frame.columns:  # per-index tables (issue 18): the regressions of index 'all'
+        task_frame = task_frame.filter(pl.col("benchmark_index") == es.ALL_INDEX)
+    task_keys, count_draws = count_draws_of(headline_count_draws)
+    half = (len(count_draws) + 1) // 2 if shared_pool().workers else 0
+    return task_frame, task_keys, count_draws, half
+
+
+def start_mi_fits(warehouse: Warehouse, task_analysis_frame: pl.DataFrame) -> bool:
+    """coverage_regressions_mi's per-draw fits (models.regression_mi.draw_fits, the two parts of its draws) from
+    this task frame and the headline_count_draws the warehouse holds."""
+    if not warehouse.table_exists("headline_count_draws"):
+        return False
+    from models.regression_mi import draw_fits
+
+    draws = warehouse.read_table("headline_count_draws")
+    task_frame, task_keys, count_draws, half = mi_inputs(task_analysis_frame, draws)
+    if not half:
+        return False
+    return start_parts(warehouse, MI_NAME, [], [task_analysis_frame, draws],
+                       [(draw_fits, (task_frame, task_keys, count_draws[:half])),
+                        (draw_fits, (task_frame, task_keys, count_draws[half:]))])
 
 
 def sensitivity_parts(thresholds: Sequence[int], labeler: str | None) -> list[str]:

@@ -227,8 +227,11 @@ def counted_headline(
     )
 
 
-@asset(group_name=GROUP, kinds=KINDS)
+# first among the steps ready after the headline step (Dagster runs ready steps by priority, then in plan order),
+# so that the MI fits it starts ahead have a worker idle until the report figures
+@asset(group_name=GROUP, kinds=KINDS, op_tags={"dagster/priority": "1"})
 def task_analysis_frame(
+    warehouse: Warehouse,
     task_coverage: pl.DataFrame,
     onet_tasks: pl.DataFrame,
     task_exposure: pl.DataFrame,
@@ -245,7 +248,9 @@ def task_analysis_frame(
     for name, coverage in _by_index(task_coverage):
         frame = reg.build_task_frame(coverage, onet_tasks, task_exposure, occupation_wages, workbank_tasks)
         frames.append(ix.with_index(frame.join(hours, on=["onet_soc_code", "task_id"], how="left"), name))
-    return pl.concat(frames, how="vertical_relaxed")
+    frame = pl.concat(frames, how="vertical_relaxed")
+    ahead.start_mi_fits(warehouse, frame)  # coverage_regressions_mi's fits, in a worker meanwhile
+    return frame
 
 
 @multi_asset(

@@ -41,3 +41,19 @@ def test_a_result_started_ahead_is_taken_only_for_the_same_inputs(tmp_path, pool
     assert take(changed, ["p"]) == (33, False) and started.cancelled()  # other rows: computed, the other dropped
     assert ahead.start(warehouse, "sum", ["p"], [frame], total, frame)
     assert take(frame, ["q"]) == (6, False) and len(computed) == 4  # another parameter: computed
+
+
+def test_pieces_started_ahead_are_taken_together_and_only_for_the_same_inputs(tmp_path, pool):
+    warehouse = Warehouse(path=str(tmp_path / "benchmap.duckdb"))
+    frame = pl.DataFrame({"x": [1, 2, 3, 4]})
+    halves = [(total, (frame.head(2),)), (total, (frame.tail(2),))]
+    assert ahead.take_parts(warehouse, "sum", ["p"], [frame], 2) is None  # nothing started
+    assert ahead.start_parts(warehouse, "sum", ["p"], [frame], halves)
+    assert ahead.take_parts(warehouse, "sum", ["p"], [frame.clone()], 2) == [3, 7]  # both, in order
+    assert ahead.take_parts(warehouse, "sum", ["p"], [frame], 2) is None  # taken once
+    assert ahead.start_parts(warehouse, "sum", ["p"], [frame], halves)
+    started = list(pool._tasks)
+    changed = frame.with_columns(pl.Series("x", [1, 2, 3, 40]))
+    assert ahead.take_parts(warehouse, "sum", ["p"], [changed], 2) is None  # other rows: neither piece
+    assert all(f.cancelled() for f in started)  # both dropped, never gathered
+    assert ahead.take_parts(warehouse, "sum", ["p"], [frame], 2) is None
