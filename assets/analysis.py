@@ -390,11 +390,8 @@ def occupation_model_scores_estimated(context: AssetExecutionContext, warehouse:
     return frame
 
 
-@asset(
-    group_name=GROUP,
-    kinds=KINDS,
-    deps=["benchmark_prompts"],
-)
+# last among ready steps: its computation, started in the worker when task_label_counts is made, is then done
+@asset(group_name=GROUP, kinds=KINDS, deps=["benchmark_prompts"], op_tags={"dagster/priority": "-1"})
 def coverage_sensitivity(
     context: AssetExecutionContext,
     config: CoverageConfig,
