@@ -155,6 +155,17 @@ def write_workbook(
     return write_workbook_sheets(path, ex.sheet_tables(tables), dictionary, ex.readme_frame(readme, tables))
 
 
+WORKBOOK_OPTIONS: dict[str, bool] = {
+    "nan_inf_to_errors": True,
+    "strings_to_formulas": False,
+    "strings_to_urls": False,
+    "strings_to_numbers": False,
+    # the sheets' XML kept in memory, not in ~100 temporary files (xlsxwriter's default): the same content (only
+    # the zip entries' dates differ), 0.3-0.4 s less of the workbook's ~1.8 s wall at 1x, the export's longest part
+    "in_memory": True,
+}
+
+
 def write_workbook_sheets(path: Path, sheets: Mapping[str, pl.DataFrame], dictionary: pl.DataFrame,
                           readme_frame: pl.DataFrame) -> dict[str, str]:
     """`write_workbook` from its parts: the tables that get a sheet (`models.exports.sheet_tables`) and the
@@ -164,15 +175,7 @@ def write_workbook_sheets(path: Path, sheets: Mapping[str, pl.DataFrame], dictio
     percent = ex.percent_columns(dictionary)
 
     def write(target: Path) -> None:
-        workbook = xlsxwriter.Workbook(
-            str(target),
-            {
-                "nan_inf_to_errors": True,
-                "strings_to_formulas": False,
-                "strings_to_urls": False,
-                "strings_to_numbers": False,
-            },
-        )
+        workbook = xlsxwriter.Workbook(str(target), dict(WORKBOOK_OPTIONS))
         workbook.set_properties(dict(ex.WORKBOOK_PROPERTIES))
         readme_frame.write_excel(workbook, ex.README_SHEET, table_name="readme", freeze_panes=(1, 0),
                                  column_widths=ex.column_widths(readme_frame, max_width=120))
