@@ -14,6 +14,7 @@ before. Nothing is read back across processes or runs: a step in another process
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -60,24 +61,15 @@ def start(warehouse: Warehouse, name: str, parts: Sequence[str], frames: Sequenc
           fn: Callable[..., Any], *args: Any, **kwargs: Any) -> bool:
     """Submit fn(*args, **kwargs) (pure: a function of `frames` and `parts`) to the worker pool, kept under their
     key for `take`; False when the frames cannot be hashed (nothing started)."""
-    key = _key(warehouse, name, parts, frames)
-    if key is None:
-        return False
-    pool = shared_pool()
-    register(name, key, pool.submit(fn, *args, name=f"{name} (ahead)", **kwargs), pool)
-    return True
+    return start_parts(warehouse, name, parts, frames, [(functools.partial(fn, **kwargs), args)])
 
 
 def take(warehouse: Warehouse, name: str, parts: Sequence[str], frames: Sequence[pl.DataFrame],
          compute: Callable[[], Any]) -> tuple[Any, bool]:
     """(the result, whether it was computed ahead): the one started ahead under the key of these `frames` and
     `parts` when there is one, else compute() here (one started from other inputs is dropped)."""
-    with _LOCK:
-        registered = name in _AHEAD
-    future = claim(name, _key(warehouse, name, parts, frames)) if registered else None
-    if future is None:
-        return compute(), False
-    return shared_pool().gather([future])[0], True
+    taken = take_parts(warehouse, name, parts, frames, 1)
+    return (compute(), False) if taken is None else (taken[0], True)
 
 
 def start_parts(warehouse: Warehouse, name: str, parts: Sequence[str], frames: Sequence[pl.DataFrame],
@@ -89,14 +81,16 @@ def start_parts(warehouse: Warehouse, name: str, parts: Sequence[str], frames: S
         return False
     pool = shared_pool()
     for i, (fn, args) in enumerate(calls):
-        register(f"{name}#{i}", key, pool.submit(fn, *args, name=f"{name} part {i + 1} of {len(calls)} (ahead)"), pool)
+        label = f"{name} (ahead)" if len(calls) == 1 else f"{name} part {i + 1} of {len(calls)} (ahead)"
+        register(f"{name}#{i}", key, pool.submit(fn, *args, name=label), pool)
     return True
 
 
 def take_parts(warehouse: Warehouse, name: str, parts: Sequence[str], frames: Sequence[pl.DataFrame],
                n_parts: int) -> list[Any] | None:
     """The pieces `start_parts` started under the key of these `frames` and `parts`, in order (a piece no worker
-    has started runs here); None when they are not all there (those that are are dropped): compute as usual."""
+    has started runs here); None when they are not all there (those that are are dropped): compute as usual.
+    The key (a hash of the frames) is computed only when something was started under `name`."""
     with _LOCK:
         started = any(f"{name}#{i}" in _AHEAD for i in range(n_parts))
     if not started:
