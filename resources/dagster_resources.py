@@ -61,8 +61,8 @@ class Warehouse(WarehouseQueries, ConfigurableResource):
         connection of this process is open (the last of the run's Warehouses), so the checkpoint is in it."""
         from resources import integrity
 
-        if run in _SET_UP and not wh.is_open(self.path) and wh.failures(self.path) == _SET_UP[run]:
-            integrity.vouch(self.path)
+        if run in _SET_UP:
+            integrity.vouch_if_clean(self.path, _SET_UP[run])
 
     @property
     def export_dir(self) -> Path:

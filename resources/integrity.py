@@ -195,8 +195,7 @@ def trusted(path: str | Path) -> Iterator[None]:
         yield
     finally:
         _TRUSTED.discard(key)
-    if wh.failures(path) == failures and not wh.is_open(path):  # ended cleanly: the file as it left it is sound
-        vouch(path)
+    vouch_if_clean(path, failures)
 
 
 def check_for_run(path: str | Path, run_id: str | None = None) -> IntegrityReport | None:
@@ -261,6 +260,13 @@ def vouch(path: str | Path) -> None:
         temporary.replace(target)
 
 
+def vouch_if_clean(path: str | Path, failures_before: int) -> None:
+    """`vouch` for the file a writer leaves, when its connections raised no DuckDB or OS error since it counted
+    `failures_before` (warehouse.failures) and none is open any more (what it wrote is checkpointed)."""
+    if wh.failures(path) == failures_before and not wh.is_open(path):
+        vouch(path)
+
+
 def vouched(path: str | Path) -> bool:
     """Whether the file is unchanged since `vouch` (same inode, size, times, WAL)."""
     path = Path(path)
@@ -287,4 +293,4 @@ def _prune_markers(folder: Path, keep_s: float = 2 * 86400) -> None:
 
 
 __all__ = ["ENVIRONMENT_ERRORS", "REBUILD_COMMAND", "RESTORE_COMMAND", "IntegrityReport", "WarehouseDamaged",
-           "check_for_run", "check_warehouse", "file_state", "require_sound", "trusted", "vouch", "vouched"]
+           "check_for_run", "check_warehouse", "file_state", "require_sound", "trusted", "vouch", "vouch_if_clean", "vouched"]
