@@ -479,6 +479,41 @@ def test_analysis_automation_waits_for_a_running_analysis(env: Env) -> None:
     assert analysis_tick(env, cursor).run_requests == []
 
 
+@asset(group_name="analysis", deps=[reference_stub])
+def reference_reader_stub() -> pl.DataFrame:
+    return pl.DataFrame({"x": [1]})
+
+
+def test_analysis_automation_requests_what_reads_the_change_and_not_what_a_run_is_making(env: Env) -> None:
+    """Per target, as Dagster's any_deps_updated().since_last_handled() & ~in_progress(): a benchmark run
+    refreshes the analysis that reads its tables, not the one that reads only the reference; a target that a
+    queued or running run (of any job) is to make waits for it; a target materialized since is handled."""
+    env.defs = build_defs(env.warehouse, reference_reader_stub)
+    env.instance.add_dynamic_partitions("benchmark", ["tiny_bench"])
+    add_fixture(env.landing, "tiny_bench")
+    cursor = analysis_tick(env).cursor
+    assert env.run_partition("tiny_bench").success
+    tick = analysis_tick(env, cursor)
+    assert [set(r.asset_selection) for r in tick.run_requests] == [{AssetKey("analysis_stub")}]
+
+    implicit = env.defs.resolve_implicit_global_asset_job_def()
+    reference = implicit.get_subset(asset_selection={AssetKey("reference_stub")})
+    reader = implicit.get_subset(asset_selection={AssetKey("reference_reader_stub")})
+    assert reference.execute_in_process(instance=env.instance).success  # labels_stub reads it, not analysis_stub
+    making = env.instance.create_run_for_job(  # a UI materialization: no benchmap/kind tag to gate on
+        reader, status=DagsterRunStatus.STARTED, asset_selection=frozenset({AssetKey("reference_reader_stub")}))
+    tick = analysis_tick(env, tick.cursor)
+    assert tick.run_requests == []  # the reader is being made
+    env.instance.report_run_canceled(making)
+    assert reader.execute_in_process(instance=env.instance).success
+    tick = analysis_tick(env, tick.cursor)
+    assert tick.run_requests == []  # materialized after the reference: handled
+    assert reference.execute_in_process(instance=env.instance).success
+    tick = analysis_tick(env, tick.cursor)
+    assert [set(r.asset_selection) for r in tick.run_requests] == [{AssetKey("reference_reader_stub")}]
+    assert analysis_tick(env, tick.cursor).run_requests == []  # requested: not twice
+
+
 # ----------------------------------------------------------------------------------------------- bad input
 def test_bad_input_goes_to_rejects_and_the_warehouse_keeps_everything_else(env: Env) -> None:
     add_fixture(env.landing, "tiny_bench")

@@ -479,9 +479,10 @@ def test_index_files_folder_with_a_broken_file(tables, full_pipeline, tmp_path, 
 def test_edited_index_files_refresh_the_analysis_once(tmp_path, monkeypatch):
     """An edited data/indexes/*.toml: the landing sensor reports the external asset benchmark_index_files
     updated (once per content), and the analysis automation then requests membership and what follows it."""
-    from dagster import AssetKey, AssetMaterialization, DagsterInstance, build_sensor_context
+    from dagster import AssetKey, AssetMaterialization, AssetSelection, DagsterInstance, build_sensor_context
 
     from pipelines.definitions import build_definitions
+    from pipelines.jobs import ANALYSIS_SELECTION
     from pipelines.sensors import analysis_automation_sensor, benchmark_landing_sensor, changed_index_files
     from resources.source_versions import index_files_fingerprint
 
@@ -522,4 +523,8 @@ def test_edited_index_files_refresh_the_analysis_once(tmp_path, monkeypatch):
         requested = set(tick.run_requests[0].asset_selection)
         assert AssetKey("benchmark_index_membership") in requested and AssetKey("coverage_headline") in requested
         assert AssetKey("benchmarks") not in requested  # the benchmark partitions are not refreshed
+        graph = defs.resolve_asset_graph()
+        reads_the_files = (AssetSelection.assets("benchmark_index_files").downstream() & ANALYSIS_SELECTION)
+        assert requested == reads_the_files.resolve(graph)  # and only what reads the files (labeler_validation not)
+        assert AssetKey("labeler_validation") not in requested
         assert analysis_tick(instance, tick.cursor).run_requests == []
