@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/new_benchmark.py   # prints one JSON object; progress on stderr
 
-Starts from a copy of the `cold` state (running bench/cold.py first when there is none) and writes
+Starts from a copy of the `cold` state (running bench/cold.py first when there is none; its warehouse vouched
+for as the cold run left it: State.carry_vouch) and writes
 `raw/benchmarks/synthetic300/`: 300 real prompts sampled across the mirrored benchmarks, each with a small edit
 so that its prompt_hash is new (so all 300 must be labeled), plus a results.csv. A child process then does what
 the Dagster daemon does:
@@ -134,6 +135,7 @@ def child(steps_dir: Path | None = None, use_cprofile: bool = False) -> int:
 def main() -> int:
     cold, cold_result = common.cold_state()
     state = cold.copy_to(common.state_root() / "new_benchmark")
+    vouched = cold.carry_vouch(state)  # as run_all left it (from 2026-12-04 17:30; before, the run checked in full)
     records = common.edited_sample(N_PROMPTS, tag="syn")
     results = [(r["prompt_id"], model, round(((i * 37 + k * 11) % 100) / 100, 2))
                for i, r in enumerate(records) for k, model in enumerate(("model-a", "model-b"))]
@@ -167,6 +169,7 @@ def main() -> int:
         "analysis_requested": report.get("analysis_requested"),
         "analysis_assets_requested": report.get("analysis_assets_requested"),
         "prompts_labeled": report.get("prompts_labeled"),
+        "warehouse_vouched_at_start": vouched,
         "label_cache_rows_added": after.get("label_cache", 0) - before.get("label_cache", 0),
         "benchmark_prompts_added": after.get("benchmark_prompts", 0) - before.get("benchmark_prompts", 0),
         "cold_wall_s": cold_s,
