@@ -265,8 +265,10 @@ def _connection_config(path: Path, memory_limit: str) -> dict[str, str]:
 
 
 def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    # duckdb_tables() rather than the information_schema view over it: ~0.8 against ~1.5 CPU-ms, and a refresh
+    # asks ~300 times (the same tables: base tables of every attached database's schema `main`)
     return bool(con.execute(
-        "select count(*) from information_schema.tables where table_schema = 'main' and table_name = ?", [name]
+        "select count(*) from duckdb_tables() where schema_name = 'main' and table_name = ?", [name]
     ).fetchone()[0])
 
 

@@ -145,6 +145,7 @@ from models.estimates.tables import (  # noqa: F401
     estimates_frame,
     headline_estimates,
     interval,
+    pass_b_frame,
     published_estimator,
     run_estimators,
     with_bounds,

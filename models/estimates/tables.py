@@ -411,3 +411,20 @@ def headline_estimates(
     scopes = scopes_for(problem, membership, per_benchmark)
     result = run_estimators(problem, scopes, thresholds=thresholds, n_draws=n_draws, seed=seed)
     return estimates_frame(problem, scopes, result, thresholds)
+
+
+PASS_B_BASIS = "; development split judged by its second pass (b): the judge's own reproducibility"
+
+
+def pass_b_frame(problem_b: Problem, scopes: Sequence[Scope], thresholds: Sequence[int], n_draws: int, seed: int,
+                 replay: object = None) -> pl.DataFrame:
+    """The judge's reproducibility rows: the model-assisted estimate with the development split judged by its
+    second pass (`problem_b`), as estimator `model_assisted_pass_b`, never published. Pure (a worker computes
+    it while the headline step draws: assets/estimates.py)."""
+    result = run_estimators(problem_b, scopes, thresholds=thresholds, n_draws=n_draws, seed=seed,
+                            estimators=("model_assisted",), replay=replay)
+    return estimates_frame(problem_b, scopes, result, thresholds).with_columns(
+        pl.lit("model_assisted_pass_b").alias("estimator"),
+        pl.lit(False).alias("published"),
+        (pl.col("basis") + pl.lit(PASS_B_BASIS)).alias("basis"),
+    )
