@@ -512,6 +512,12 @@ def test_analysis_automation_requests_what_reads_the_change_and_not_what_a_run_i
     tick = analysis_tick(env, tick.cursor)
     assert [set(r.asset_selection) for r in tick.run_requests] == [{AssetKey("reference_reader_stub")}]
     assert analysis_tick(env, tick.cursor).run_requests == []  # requested: not twice
+    assert reference.execute_in_process(instance=env.instance).success
+    whole = env.instance.create_run_for_job(implicit, status=DagsterRunStatus.STARTED)  # no selection: anything
+    assert analysis_tick(env, tick.cursor).run_requests == []
+    env.instance.report_run_canceled(whole)
+    assert [set(r.asset_selection) for r in analysis_tick(env, tick.cursor).run_requests] == \
+        [{AssetKey("reference_reader_stub")}]
 
 
 # ----------------------------------------------------------------------------------------------- bad input
