@@ -223,6 +223,7 @@ class AnalysisTick:
     latest: dict[AssetKey, int]  # storage id of each asset's latest materialization (any partition)
     in_progress: frozenset  # asset and check keys a queued or running run is to materialize or evaluate
     roots: dict  # target (asset or check key) -> the assets outside the targets it reads, directly or through targets
+    parents: dict = field(default_factory=dict)  # target -> the targets it reads directly
 
 
 def upstream_settled(instance: DagsterInstance, newest_upstream: float, now: float) -> bool:
@@ -251,6 +252,7 @@ def read_tick(instance: DagsterInstance, graph: Any, now: float) -> AnalysisTick
 
     for target in targets:
         roots_of(target)
+    parents = {target: frozenset(p for p in graph.get(target).parent_entity_keys if p in targets) for target in targets}
     upstream = set(UPSTREAM_SELECTION.resolve(graph))
     keys = sorted(upstream | {k for found in roots.values() for k in found}
                   | {k for k in targets if isinstance(k, AssetKey)}, key=lambda k: k.to_user_string())
@@ -268,14 +270,17 @@ def read_tick(instance: DagsterInstance, graph: Any, now: float) -> AnalysisTick
     # a run of a whole job (no selection recorded) may make any target: wait for it, as for a gated kind
     whole_job = any(run.asset_selection is None and run.asset_check_selection is None for run in pending)
     settled = not whole_job and upstream_settled(instance, newest_upstream, now)
-    return AnalysisTick(settled, latest, in_progress, roots)
+    return AnalysisTick(settled, latest, in_progress, roots, parents)
 
 
 class AnalysisDue(AutomationCondition):
     """True for a target when an asset it reads from outside the analysis (a benchmark, label or reference
     table, the index files; directly or through other targets) was materialized after the target was last
     handled (requested by this condition, or materialized itself), no run is about to make it, and the upstream
-    has settled (`upstream_settled`). The first evaluation only starts the clock.
+    has settled (`upstream_settled`); or when a target it reads is requested on the same tick (a benchmark that
+    landed while an analysis run was running: the targets that run made after it are newer than the change but were
+    computed from older targets; seen on a real daemon 2026-12-04, the follow-up run left out the report, the
+    exports and the headline history). The first evaluation only starts the clock.
 
     One node per target, where Dagster's `any_deps_updated().since_last_handled() & ~in_progress()` is ~55 (per
     dependency): its evaluation and cursor took 0.37-0.65 s of a tick for the 62 targets, this 0.08-0.10 s
@@ -295,8 +300,13 @@ class AnalysisDue(AutomationCondition):
         if context.cursor is None:  # a new target or a new sensor: what happened before is not its to refresh
             return AutomationResult(context, empty, cursor=str(context.max_storage_id or 0))
         handled = max(int(context.cursor), tick.latest.get(context.key, -1))  # type: ignore[arg-type]
+        # ... or a target it reads is requested on this tick (evaluated before it: Dagster evaluates by topological
+        # level): a target made after the change by a run that read older targets (a benchmark landed while an
+        # analysis run was running) is handled by the first rule but not up to date
+        requested = context.request_subsets_by_key
         due = (tick.settled and context.key not in tick.in_progress
-               and any(tick.latest.get(root, -1) > handled for root in tick.roots.get(context.key, ())))
+               and (any(tick.latest.get(root, -1) > handled for root in tick.roots.get(context.key, ()))
+                    or any(p in requested and not requested[p].is_empty for p in tick.parents.get(context.key, ()))))
         if not due:
             return AutomationResult(context, empty, cursor=context.cursor)
         return AutomationResult(context, context.candidate_subset, cursor=str(context.max_storage_id or 0))

@@ -520,6 +520,35 @@ def test_analysis_automation_requests_what_reads_the_change_and_not_what_a_run_i
         [{AssetKey("reference_reader_stub")}]
 
 
+@asset(group_name="analysis", deps=[analysis_stub])
+def report_stub() -> pl.DataFrame:
+    return pl.DataFrame({"x": [1]})
+
+
+def test_analysis_automation_refreshes_what_a_run_made_from_older_targets(env: Env) -> None:
+    """Seen on a real daemon: a benchmark landed while an analysis run was running. The targets that run made
+    after the benchmark (here report_stub) are newer than the benchmark's tables but were computed from targets
+    made before it (analysis_stub): the next tick must request them with analysis_stub, not analysis_stub alone."""
+    env.defs = build_defs(env.warehouse, report_stub)
+    env.instance.add_dynamic_partitions("benchmark", ["tiny_bench", "tiny_two"])
+    add_fixture(env.landing, "tiny_bench")
+    add_fixture(env.landing, "tiny_bench", "tiny_two")
+    cursor = analysis_tick(env).cursor
+    assert env.run_partition("tiny_bench").success
+    tick = analysis_tick(env, cursor)
+    assert [set(r.asset_selection) for r in tick.run_requests] == [{AssetKey("analysis_stub"), AssetKey("report_stub")}]
+    implicit = env.defs.resolve_implicit_global_asset_job_def()
+    # the analysis run: analysis_stub, then the second benchmark lands and is refreshed, then report_stub
+    assert implicit.get_subset(asset_selection={AssetKey("analysis_stub")}).execute_in_process(
+        instance=env.instance).success
+    assert env.run_partition("tiny_two").success
+    assert implicit.get_subset(asset_selection={AssetKey("report_stub")}).execute_in_process(
+        instance=env.instance).success
+    tick = analysis_tick(env, tick.cursor)
+    assert [set(r.asset_selection) for r in tick.run_requests] == [{AssetKey("analysis_stub"), AssetKey("report_stub")}]
+    assert analysis_tick(env, tick.cursor).run_requests == []  # requested: not twice
+
+
 # ----------------------------------------------------------------------------------------------- bad input
 def test_bad_input_goes_to_rejects_and_the_warehouse_keeps_everything_else(env: Env) -> None:
     add_fixture(env.landing, "tiny_bench")
