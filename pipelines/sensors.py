@@ -40,6 +40,7 @@ from dagster import (
     AutomationContext,
     AutomationResult,
     BetaWarning,
+    DagsterEventType,
     DagsterInstance,
     DagsterRunStatus,
     DefaultSensorStatus,
@@ -221,6 +222,7 @@ class AnalysisTick:
 
     settled: bool  # no benchmark, reference or analysis run pending; upstream quiet for the quiet period
     latest: dict[AssetKey, int]  # storage id of each asset's latest materialization (any partition)
+    made: dict[AssetKey, int]  # target -> storage id of the start of the run that made it (handled up to there)
     in_progress: frozenset  # asset and check keys a queued or running run is to materialize or evaluate
     roots: dict  # target (asset or check key) -> the assets outside the targets it reads, directly or through targets
     parents: dict = field(default_factory=dict)  # target -> the targets it reads directly
@@ -257,27 +259,36 @@ def read_tick(instance: DagsterInstance, graph: Any, now: float) -> AnalysisTick
     keys = sorted(upstream | {k for found in roots.values() for k in found}
                   | {k for k in targets if isinstance(k, AssetKey)}, key=lambda k: k.to_user_string())
     latest: dict[AssetKey, int] = {}
+    made: dict[AssetKey, int] = {}  # target -> storage id from which its latest materialization may have read
+    run_starts: dict[str, int | None] = {}
     newest_upstream = 0.0
     for record in instance.get_asset_records(keys):
-        last = record.asset_entry.last_materialization_record
-        if last is not None:
-            latest[record.asset_entry.asset_key] = last.storage_id
-            if record.asset_entry.asset_key in upstream:
-                newest_upstream = max(newest_upstream, last.timestamp)
+        key, last = record.asset_entry.asset_key, record.asset_entry.last_materialization_record
+        if last is None:
+            continue
+        latest[key] = last.storage_id
+        if key in upstream:
+            newest_upstream = max(newest_upstream, last.timestamp)
+        if key in targets:  # what a run made reflects its inputs as of its start, not as of its writes
+            run_id = last.event_log_entry.run_id
+            if run_id and run_id not in run_starts:
+                started = instance.get_records_for_run(run_id, of_type=DagsterEventType.RUN_START, limit=1).records
+                run_starts[run_id] = started[0].storage_id if started else None
+            made[key] = run_starts.get(run_id) or last.storage_id
     pending = instance.get_runs(RunsFilter(statuses=PENDING_STATUSES))
     in_progress = frozenset(k for run in pending for k in (*(run.asset_selection or ()),
                                                           *(run.asset_check_selection or ())))
     # a run of a whole job (no selection recorded) may make any target: wait for it, as for a gated kind
     whole_job = any(run.asset_selection is None and run.asset_check_selection is None for run in pending)
     settled = not whole_job and upstream_settled(instance, newest_upstream, now)
-    return AnalysisTick(settled, latest, in_progress, roots, parents)
+    return AnalysisTick(settled, latest, made, in_progress, roots, parents)
 
 
 class AnalysisDue(AutomationCondition):
     """True for a target when an asset it reads from outside the analysis (a benchmark, label or reference
     table, the index files; directly or through other targets) was materialized after the target was last
-    handled (requested by this condition, or materialized itself), no run is about to make it, and the upstream
-    has settled (`upstream_settled`); or when a target it reads is requested on the same tick (a benchmark that
+    handled (requested by this condition, or made by a run that started later), no run is about to make it, and
+    the upstream has settled (`upstream_settled`); or when a target it reads is requested on the same tick (a benchmark that
     landed while an analysis run was running: the targets that run made after it are newer than the change but were
     computed from older targets; seen on a real daemon 2026-12-04, the follow-up run left out the report, the
     exports and the headline history). The first evaluation only starts the clock.
@@ -299,7 +310,7 @@ class AnalysisDue(AutomationCondition):
         empty = context.get_empty_subset()
         if context.cursor is None:  # a new target or a new sensor: what happened before is not its to refresh
             return AutomationResult(context, empty, cursor=str(context.max_storage_id or 0))
-        handled = max(int(context.cursor), tick.latest.get(context.key, -1))  # type: ignore[arg-type]
+        handled = max(int(context.cursor), tick.made.get(context.key, -1))  # type: ignore[arg-type]
         # ... or a target it reads is requested on this tick (evaluated before it: Dagster evaluates by topological
         # level): a target made after the change by a run that read older targets (a benchmark landed while an
         # analysis run was running) is handled by the first rule but not up to date

@@ -549,6 +549,42 @@ def test_analysis_automation_refreshes_what_a_run_made_from_older_targets(env: E
     assert analysis_tick(env, tick.cursor).run_requests == []  # requested: not twice
 
 
+RACING: list = []  # what racing_stub does while it runs (a benchmark run that lands meanwhile)
+
+
+@asset(group_name="analysis", deps=[labels_stub])
+def racing_stub() -> pl.DataFrame:
+    for during in list(RACING):
+        during()
+    return pl.DataFrame({"x": [1]})
+
+
+def test_analysis_automation_refreshes_a_target_whose_run_started_before_the_change(env: Env) -> None:
+    """The narrower race the real daemon showed: a target reading a benchmark's labels whose run started before a
+    benchmark run wrote them and materialized it after. Its materialization is newer than the labels, but its run
+    read them as they were when it started: the next tick requests it again."""
+    env.defs = build_defs(env.warehouse, racing_stub)
+    env.instance.add_dynamic_partitions("benchmark", ["tiny_bench", "tiny_two"])
+    add_fixture(env.landing, "tiny_bench")
+    add_fixture(env.landing, "tiny_bench", "tiny_two")
+    cursor = analysis_tick(env).cursor
+    assert env.run_partition("tiny_bench").success
+    tick = analysis_tick(env, cursor)
+    assert AssetKey("racing_stub") in {k for r in tick.run_requests for k in r.asset_selection}
+    racing = env.defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection={AssetKey("racing_stub")})
+    RACING.append(lambda: RACING.append(env.run_partition("tiny_two").success))
+    try:
+        assert racing.execute_in_process(instance=env.instance).success
+        assert RACING[1:] == [True]  # the benchmark run inside it succeeded
+    finally:
+        RACING.clear()
+    tick = analysis_tick(env, tick.cursor)
+    assert AssetKey("racing_stub") in {k for r in tick.run_requests for k in r.asset_selection}
+    assert racing.execute_in_process(instance=env.instance).success  # a run that starts after it: handled
+    assert AssetKey("racing_stub") not in {k for r in analysis_tick(env, tick.cursor).run_requests
+                                           for k in r.asset_selection}
+
+
 # ----------------------------------------------------------------------------------------------- bad input
 def test_bad_input_goes_to_rejects_and_the_warehouse_keeps_everything_else(env: Env) -> None:
     add_fixture(env.landing, "tiny_bench")
