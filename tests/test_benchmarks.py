@@ -398,6 +398,19 @@ def test_sensor_requests_exactly_new_or_changed_benchmarks(env: Env) -> None:
     assert final.filter(pl.col("prompt_id") == "t2")["prompt"][0].startswith("Draft  a \n patient")
 
 
+def test_landing_waits_for_a_running_analysis(env: Env) -> None:
+    """A benchmark refreshed while an analysis run runs would be half in the release that run publishes (a real
+    daemon, 2026-12-04: "33 of 33 landed" beside 34 benchmarks): the landing sensor looks again once it ended."""
+    before = env.tick()  # nothing landed yet
+    add_fixture(env.landing, "tiny_bench")
+    analysis = env.defs.resolve_job_def("analysis_refresh_job")
+    running = env.instance.create_run_for_job(analysis, status=DagsterRunStatus.STARTED, tags=analysis.tags)
+    waiting = env.tick(before.cursor)
+    assert waiting.run_requests == [] and waiting.cursor == before.cursor  # not seen: still new next time
+    env.instance.report_run_canceled(running)
+    assert requested(env.tick(waiting.cursor)) == ["tiny_bench"]
+
+
 def test_second_new_benchmark_leaves_the_first_alone(env: Env) -> None:
     add_fixture(env.landing, "tiny_bench")
     first = env.tick()
