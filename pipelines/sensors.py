@@ -230,14 +230,16 @@ class AnalysisTick:
     made: dict[AssetKey, int]  # target -> storage id of the start of the run that made it (handled up to there)
     in_progress: frozenset  # asset and check keys a queued or running run is to materialize or evaluate
     roots: dict  # target (asset or check key) -> the assets outside the targets it reads, directly or through targets
-    parents: dict = field(default_factory=dict)  # target -> the targets it reads directly
+    parents: dict  # target -> the targets it reads directly
 
 
-def upstream_settled(instance: DagsterInstance, newest_upstream: float, now: float) -> bool:
-    """No benchmark, reference or analysis run queued or running, and no upstream materialization (the newest at
-    `newest_upstream`) in the last BENCHMAP_ANALYSIS_QUIET_S seconds (the gaps between the runs of `run_all`
-    or of a backfill)."""
-    if instance.get_runs(RunsFilter(statuses=PENDING_STATUSES, tags={"benchmap/kind": GATED_KINDS}), limit=1):
+def upstream_settled(pending: list, newest_upstream: float, now: float) -> bool:
+    """No benchmark, reference or analysis run among the queued or running runs `pending`, nor a run of a whole job
+    (no selection recorded: it may make any target), and no upstream materialization (the newest at
+    `newest_upstream`) in the last BENCHMAP_ANALYSIS_QUIET_S seconds (the gaps between the runs of `run_all` or of a
+    backfill)."""
+    if any(run.tags.get("benchmap/kind") in GATED_KINDS
+           or (run.asset_selection is None and run.asset_check_selection is None) for run in pending):
         return False
     return now - newest_upstream >= settings().analysis_quiet_s
 
@@ -280,13 +282,10 @@ def read_tick(instance: DagsterInstance, graph: Any, now: float) -> AnalysisTick
                 started = instance.get_records_for_run(run_id, of_type=DagsterEventType.RUN_START, limit=1).records
                 run_starts[run_id] = started[0].storage_id if started else None
             made[key] = run_starts.get(run_id) or last.storage_id
-    pending = instance.get_runs(RunsFilter(statuses=PENDING_STATUSES))
+    pending = instance.get_runs(RunsFilter(statuses=PENDING_STATUSES))  # one read for the gate and in_progress
     in_progress = frozenset(k for run in pending for k in (*(run.asset_selection or ()),
                                                           *(run.asset_check_selection or ())))
-    # a run of a whole job (no selection recorded) may make any target: wait for it, as for a gated kind
-    whole_job = any(run.asset_selection is None and run.asset_check_selection is None for run in pending)
-    settled = not whole_job and upstream_settled(instance, newest_upstream, now)
-    return AnalysisTick(settled, latest, made, in_progress, roots, parents)
+    return AnalysisTick(upstream_settled(pending, newest_upstream, now), latest, made, in_progress, roots, parents)
 
 
 class AnalysisDue(AutomationCondition):
