@@ -106,13 +106,7 @@ def export_folder(context: AssetExecutionContext, warehouse: Warehouse) -> Path:
 
 def read_tables(warehouse: Warehouse, names: list[str]) -> tuple[dict[str, pl.DataFrame], list[str]]:
     """The tables of `names` the warehouse has, and the names it lacks."""
-    tables, missing = {}, []
-    for name in names:
-        if warehouse.table_exists(name):
-            tables[name] = warehouse.read_table(name)
-        else:
-            missing.append(name)
-    return tables, missing
+    return warehouse.read_tables(names)
 
 
 def exported_tables(warehouse: Warehouse) -> dict[str, "pl.DataFrame | StreamedTable"]:

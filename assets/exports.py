@@ -77,15 +77,23 @@ MAP_TABLES = ["occupation_coverage", "task_coverage", "prompt_task_labels", "ben
 # --- assets ---------------------------------------------------------------------------------------
 
 
+# The report steps (figures, map, summary) run after every other ready step (priority -2; coverage_sensitivity's
+# -1 included): the exported tables are then final, and the first of them starts the release's workbook
+REPORT_STEP_TAGS = {"dagster/priority": "-2"}
+
+
 @asset(
     group_name=GROUP,
+    op_tags=REPORT_STEP_TAGS,
     deps=[AssetKey(t) for t in [*FIGURE_TABLES, "prompt_task_labels"]],
     description="The report's figures (PNG and SVG in the release's figures/), each shown in this asset's "
     "metadata: adjusted coverage vs wage bill and by importance quintile (exposed vs not, 95% CIs), covered "
     "occupations per major group, work hours by coverage level, labeler validation, model-score heatmap.",
 )
 @warehouse_held
-def report_figures(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
+def report_figures(context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
+                   ) -> MaterializeResult:
+    start_release_workbook(context, warehouse, labeler)
     tables, missing = read_tables(warehouse, FIGURE_TABLES)
     tables = for_index(tables)  # the figures show index `all`
     titles = occupation_titles_or_none(warehouse)
@@ -117,6 +125,7 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse) -> Mate
 
 @asset(
     group_name=GROUP,
+    op_tags=REPORT_STEP_TAGS,
     deps=[AssetKey(t) for t in [*MAP_TABLES, ESTIMATES_RELATION]],  # + the tiles' estimates (issue 25)
     description="coverage_map.html of the release: a self-contained page (no network) with every occupation "
     "as a tile in its SOC major group, coloured by its estimated probability of being covered "
@@ -125,7 +134,8 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse) -> Mate
     "for expected prompts, the labels as counted, tasks, benchmarks and example prompts.",
 )
 @warehouse_held
-def coverage_map(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
+def coverage_map(context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource) -> MaterializeResult:
+    start_release_workbook(context, warehouse, labeler)
     occupations = warehouse.all_index_occupations(["onet_soc_code", "title", "n_tasks"])
     labeler_rows = warehouse.coverage_labelers()
     labeler = labeler_rows["labeler"][0] if labeler_rows.height else None
@@ -159,6 +169,7 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse) -> Materi
 
 @asset(
     group_name=GROUP,
+    op_tags=REPORT_STEP_TAGS,
     deps=[AssetKey(t) for t in [*SUMMARY_TABLES, "onet_tasks", "prompt_task_labels"]],
     description="summary.md of the release: the one-line answer, then the findings with their numbers and 95% "
     "CIs, generated from the tables, plus the limitations that apply (benchmarks, labeler accuracy, task "
@@ -168,6 +179,7 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse) -> Materi
 def report_summary(
     context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
 ) -> MaterializeResult:
+    start_release_workbook(context, warehouse, labeler)
     tables, missing = read_tables(warehouse, SUMMARY_TABLES)
     membership = tables.get(MEMBERSHIP)
     counts = warehouse.benchmark_counts(tables.get("benchmarks"), membership)
@@ -230,6 +242,47 @@ def _labeler_entries(warehouse: Warehouse) -> list[dict[str, Any]]:
     return ex.labeler_entries(summary)
 
 
+def release_arguments(context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
+                      ) -> dict[str, Any]:
+    """rl.publish_export's arguments for this run: every exported table, the staging folder and what the
+    manifest records."""
+    tables = exported_tables(warehouse)
+    counts = warehouse.benchmark_counts(tables.get("benchmarks"), tables.get(MEMBERSHIP))
+    tables["benchmark_counts"] = counts
+    label_cache_models: list[dict[str, Any]] = []
+    if warehouse.table_exists("label_cache"):
+        label_cache_models = warehouse.label_cache_model_counts().to_dicts()
+    return {
+        "tables": tables,
+        "staging": export_folder(context, warehouse),
+        "root": warehouse.exports_root(),
+        "created_at": run_moment(context),
+        "run_id": context.run_id,
+        "benchmarks": tables.get("benchmarks"),
+        "labelers": _labeler_entries(warehouse),
+        "labeler_model": _labeler_model(labeler, warehouse),
+        "sources": source_checksums(),
+        "extra": {"label_cache": label_cache_models,
+                  "configured_labeler": {"kind": labeler.kind, "model": labeler.model}},
+        "excluded": [(index, name, why) for index in ix.index_names(tables.get(MEMBERSHIP))
+                     for name, why in report.index_benchmarks(counts, index)[1]],
+    }
+
+
+def start_release_workbook(context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource) -> None:
+    """Have a worker start the release's workbook (~1.5 s of xlsxwriter, the exports step's longest part) now,
+    while the report steps run: they come after every exported table (their priority), so its tables are the
+    exports step's, which takes it when they are (resources/release.py start_release_workbook), else writes
+    its own. Once per run, by the first report step, when the run makes the exports."""
+    if AssetKey("exports") not in context.job_def.asset_layer.selected_asset_keys:  # the run's assets
+        return
+    staging = export_folder(context, warehouse)
+    if ew.has_workbook_ahead(staging):
+        return
+    if rl.start_release_workbook(**release_arguments(context, warehouse, labeler)):
+        context.log.info("workbook started ahead in a worker for the exports step")
+
+
 @asset(
     group_name=GROUP,
     deps=[AssetKey(t) for t in EXPORTED_TABLES]
@@ -244,36 +297,16 @@ def _labeler_entries(warehouse: Warehouse) -> list[dict[str, Any]]:
 def exports(
     context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
 ) -> MaterializeResult:
-    tables = exported_tables(warehouse)
-    counts = warehouse.benchmark_counts(tables.get("benchmarks"), tables.get(MEMBERSHIP))
-    tables["benchmark_counts"] = counts
-    staging = export_folder(context, warehouse)
-    label_cache_models: list[dict[str, Any]] = []
-    if warehouse.table_exists("label_cache"):
-        label_cache_models = warehouse.label_cache_model_counts().to_dicts()
-    excluded = [(index, name, why) for index in ix.index_names(tables.get(MEMBERSHIP))
-                for name, why in report.index_benchmarks(counts, index)[1]]
-    published = rl.publish_export(
-        tables,
-        staging,
-        warehouse.exports_root(),
-        created_at=run_moment(context),
-        run_id=context.run_id,
-        benchmarks=tables.get("benchmarks"),
-        labelers=_labeler_entries(warehouse),
-        labeler_model=_labeler_model(labeler, warehouse),
-        sources=source_checksums(),
-        extra={
-            "label_cache": label_cache_models,
-            "configured_labeler": {"kind": labeler.kind, "model": labeler.model},
-        },
-        excluded=excluded,
-    )
+    release = release_arguments(context, warehouse, labeler)
+    tables = release["tables"]
+    published = rl.publish_export(**release)
     folder = published.folder
     manifest = ew.read_manifest(folder) or {}
     if published.new:
+        ahead = published.result is not None and published.result.workbook_ahead
         context.log.info(f"new release {folder.name} ({published.changes.height} figures changed since "
-                         f"{published.previous.name if published.previous else 'none'})")
+                         f"{published.previous.name if published.previous else 'none'}; workbook "
+                         f"{'started ahead by a report step' if ahead else 'written in this step'})")
     else:
         context.log.info(f"published figures unchanged: release {folder.name} stands, nothing written")
     for name in manifest.get("missing_tables", []):
@@ -286,6 +319,8 @@ def exports(
         "figures_changed": published.changes.height,
         "release_rows": published.release.height,
         "workbook": MetadataValue.path(str(folder / ex.WORKBOOK_NAME)),
+        # written by a worker from an earlier report step (start_release_workbook), not after this step's start
+        "workbook_started_ahead": bool(published.result is not None and published.result.workbook_ahead),
         "data_dictionary": MetadataValue.path(str(folder / ex.DICTIONARY_NAME)),
         "manifest": MetadataValue.path(str(folder / ex.MANIFEST_NAME)),
         "n_tables": len(manifest.get("tables", [])),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +75,20 @@ class Warehouse(WarehouseQueries, ConfigurableResource):
                    ) -> pl.DataFrame:
         """A table, optionally only `columns` and only rows whose (benchmark, prompt_id) occur in `keys_in`."""
         return wh.read_table(self.path, name, columns=columns, keys_in=keys_in)
+
+    def read_tables(self, names: Sequence[str]) -> tuple[dict[str, pl.DataFrame], list[str]]:
+        """The tables of `names` the warehouse has, and the names it lacks: one query a table (a missing one is
+        told by its read, not asked before every read)."""
+        tables: dict[str, pl.DataFrame] = {}
+        missing: list[str] = []
+        for name in names:
+            try:
+                if not Path(self.path).exists():
+                    raise LookupError(name)
+                tables[name] = self.read_table(name)
+            except LookupError:
+                missing.append(name)
+        return tables, missing
 
     def table_exists(self, name: str) -> bool:
         if not Path(self.path).exists():

@@ -15,6 +15,7 @@ import importlib.metadata
 import json
 import re
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -104,6 +105,7 @@ class ExportResult:
     dictionary: Path
     manifest_path: Path
     manifest: dict[str, Any] = field(default_factory=dict)
+    workbook_ahead: bool = False  # the workbook an earlier step of the run started (start_workbook_ahead)
 
     @property
     def missing_required(self) -> list[str]:
@@ -156,6 +158,20 @@ class StartedWorkbook:
     dictionary: pl.DataFrame
     readme: list[tuple[str, str]]
     future: Future
+    source: tuple  # (the tables, the other arguments): an export of equal ones has this workbook
+    ahead: bool = False  # started by an earlier step of the run (`start_workbook_ahead`) and taken
+
+    def made_from(self, source: tuple) -> bool:
+        (tables, args), (other_tables, other_args) = self.source, source
+        return args == other_args and list(tables) == list(other_tables) and all(
+            _same_table(tables[t], other_tables[t]) for t in tables)
+
+
+def _same_table(a: pl.DataFrame | StreamedTable, b: pl.DataFrame | StreamedTable) -> bool:
+    # frames by value (nulls and NaNs equal), a streamed table by its shape (all the workbook shows of it)
+    if isinstance(a, pl.DataFrame) and isinstance(b, pl.DataFrame):
+        return a.schema == b.schema and a.equals(b)
+    return a == b
 
 
 def _workbook_key(tables: Mapping[str, Any], directory: Path, run_id: str | None, labelers: Sequence[dict[str, Any]],
@@ -181,27 +197,62 @@ def _workbook_inputs(tables: Mapping[str, pl.DataFrame | StreamedTable], *, run_
 
 
 def _submit_workbook(directory: Path, prepared: dict[str, Any], dictionary: pl.DataFrame,
-                     readme: list[tuple[str, str]]) -> Future:
+                     readme: list[tuple[str, str]], background: bool = False) -> Future:
     # the workbook (xlsxwriter, cell by cell: most of the export's time) in a worker process while this one
     # writes the Parquet and CSV files (resources/worker_pool.py; here when there is no second CPU)
     return shared_pool().submit(write_workbook_sheets, directory / ex.WORKBOOK_NAME, ex.sheet_tables(prepared),
-                                dictionary, ex.readme_frame(readme, prepared), name="the workbook")
+                                dictionary, ex.readme_frame(readme, prepared), name="the workbook",
+                                background=background)
 
 
 def start_workbook(tables: Mapping[str, pl.DataFrame | StreamedTable], directory: str | Path, *,
                    run_id: str | None, labelers: Sequence[dict[str, Any]], version: str, name: str,
                    readme_first: Sequence[tuple[str, str]] = (),
-                   expected: Sequence[str] = ex.REPORT_TABLES) -> StartedWorkbook:
+                   expected: Sequence[str] = ex.REPORT_TABLES, ahead: StartedWorkbook | None = None,
+                   background: bool = False) -> StartedWorkbook:
     """Start the export's workbook now (a worker writes it into `directory`); write_exports with the same
-    arguments takes it (`started=`), with other arguments it drops it and writes its own."""
+    arguments takes it (`started=`), with other arguments it drops it and writes its own. `ahead`: one started
+    earlier (`take_workbook_ahead`), taken when it was made from equal tables and arguments, else dropped."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    key = _workbook_key(tables, directory, run_id, labelers, version, expected, name, readme_first)
+    source = (dict(tables), (str(directory), run_id, repr(list(labelers)), version, tuple(expected), name,
+                             tuple(readme_first)))
+    if ahead is not None and not ahead.future.cancelled() and ahead.made_from(source):
+        return dataclasses.replace(ahead, key=key, ahead=True)  # its prepared tables are these tables' own
+    drop_workbook(ahead)  # of other tables or arguments: never published
     prepared, missing, dictionary, readme = _workbook_inputs(tables, run_id=run_id, labelers=labelers,
                                                              version=version, expected=expected, name=name,
                                                              readme_first=readme_first)
-    key = _workbook_key(tables, directory, run_id, labelers, version, expected, name, readme_first)
     return StartedWorkbook(key, prepared, missing, dictionary, readme,
-                           _submit_workbook(directory, prepared, dictionary, readme))
+                           _submit_workbook(directory, prepared, dictionary, readme, background), source)
+
+
+# workbooks a step started for the run's exports step (`start_workbook_ahead`), by export folder: this process only
+_AHEAD: dict[str, StartedWorkbook] = {}
+_AHEAD_LOCK = threading.Lock()
+
+
+def start_workbook_ahead(tables: Mapping[str, pl.DataFrame | StreamedTable], directory: str | Path, **args: Any
+                         ) -> None:
+    """`start_workbook` for a later step (the exports step, `take_workbook_ahead`): queued behind the worker's
+    other computations started ahead (the report figures); one per folder (an earlier one is dropped)."""
+    started = start_workbook(tables, directory, **args, background=True)
+    with _AHEAD_LOCK:
+        previous = _AHEAD.pop(str(Path(directory)), None)
+        _AHEAD[str(Path(directory))] = started
+    drop_workbook(previous)
+
+
+def has_workbook_ahead(directory: str | Path) -> bool:
+    with _AHEAD_LOCK:
+        return str(Path(directory)) in _AHEAD
+
+
+def take_workbook_ahead(directory: str | Path) -> StartedWorkbook | None:
+    """The workbook started ahead for `directory`, once (for start_workbook's `ahead`)."""
+    with _AHEAD_LOCK:
+        return _AHEAD.pop(str(Path(directory)), None)
 
 
 def drop_workbook(started: StartedWorkbook | None) -> None:
@@ -279,8 +330,8 @@ def _write_exports_locked(
         directory / ex.MANIFEST_NAME, json.dumps(manifest, indent=2, default=str, ensure_ascii=False) + "\n"
     )
     return ExportResult(directory, files, missing, manifest["undocumented_columns"], directory / ex.WORKBOOK_NAME,
-                        dictionary_path,
-                        manifest_path, manifest)
+                        dictionary_path, manifest_path, manifest,
+                        workbook_ahead=started is not None and started.ahead and written is started.future)
 
 
 def verify_export(directory: str | Path) -> list[str]:

@@ -215,6 +215,52 @@ def input_versions(benchmarks: pl.DataFrame | None, sources: Sequence[Mapping[st
     }
 
 
+@dataclass(frozen=True)
+class ReleasePlan:
+    """What a release of these tables would be, before the lock: its figures, their hash, its name."""
+
+    frame: pl.DataFrame
+    published: str  # content hash of the release file
+    version: str
+    inputs: dict[str, Any]
+    inputs_sha: str
+    name: str
+    readme_first: list[tuple[str, str]]
+
+    def is_new(self, root: Path) -> bool:
+        """Whether the figures differ from the latest release's (a look: the decision is taken under the lock)."""
+        seen = latest_release(root)
+        return seen is None or published_sha256(seen) != self.published
+
+
+def release_plan(tables: Mapping[str, pl.DataFrame], *, created_at: dt.datetime, benchmarks: pl.DataFrame | None,
+                 labelers: Sequence[dict[str, Any]], sources: Sequence[dict[str, Any]] | None,
+                 version: str | None = None) -> ReleasePlan:
+    frame = rel.release_frame(tables)
+    version = version or ew.code_version()
+    inputs = input_versions(benchmarks, sources, labelers, version)
+    inputs_sha = rel.input_hash(inputs)
+    name = rel.release_name(created_at, inputs_sha)
+    return ReleasePlan(frame, rel.content_hash(frame), version, inputs, inputs_sha, name,
+                       answer_rows(tables, rl_date=release_date(name)))
+
+
+def start_release_workbook(tables: Mapping[str, pl.DataFrame], staging: Path, root: Path, *,
+                           created_at: dt.datetime, run_id: str | None, benchmarks: pl.DataFrame | None,
+                           labelers: Sequence[dict[str, Any]], sources: Sequence[dict[str, Any]] | None,
+                           version: str | None = None, **_: Any) -> bool:
+    """Start, for the run's publish_export (same arguments), the workbook of the release these tables would make,
+    when its figures are new (ew.start_workbook_ahead: publish_export takes it if its tables are still these);
+    whether it was started. Takes publish_export's keyword arguments."""
+    plan = release_plan(tables, created_at=created_at, benchmarks=benchmarks, labelers=labelers, sources=sources,
+                        version=version)
+    if not plan.is_new(root):
+        return False
+    ew.start_workbook_ahead(tables, staging, run_id=run_id, labelers=labelers, version=plan.version, name=plan.name,
+                            readme_first=plan.readme_first)
+    return True
+
+
 def publish_export(
     tables: Mapping[str, pl.DataFrame],
     staging: Path,
@@ -236,26 +282,24 @@ def publish_export(
     equal, remove `staging` and return the latest; else write release.csv/.parquet, data_documentation.md
     (with what changed), the tables, workbook, dictionary and manifest into `staging`, rename it to
     `<date>T<time>Z-<input hash>` and point `latest` at it; then rewrite headline_history.csv."""
-    frame = rel.release_frame(tables)
-    published = rel.content_hash(frame)
-    version = version or ew.code_version()
-    inputs = input_versions(benchmarks, sources, labelers, version)
-    inputs_sha = rel.input_hash(inputs)
-    name = rel.release_name(created_at, inputs_sha)
-    readme_first = answer_rows(tables, rl_date=release_date(name))
-    # a look before the lock: when the figures changed, a worker starts the workbook now (the longest part of
-    # the export) while the release files are written; the decision under the lock stands
-    seen = latest_release(root)
+    plan = release_plan(tables, created_at=created_at, benchmarks=benchmarks, labelers=labelers, sources=sources,
+                        version=version)
+    # a look before the lock: when the figures changed, a worker writes the workbook (the longest part of the
+    # export) while the release files are written, the one an earlier step started when its content is this
+    # export's (start_release_workbook); the decision under the lock stands
+    ahead = ew.take_workbook_ahead(staging)
     started = None
-    if seen is None or published_sha256(seen) != published:
-        started = ew.start_workbook(tables, staging, run_id=run_id, labelers=labelers, version=version, name=name,
-                                    readme_first=readme_first)
+    if plan.is_new(root):
+        started = ew.start_workbook(tables, staging, run_id=run_id, labelers=labelers, version=plan.version,
+                                    name=plan.name, readme_first=plan.readme_first, ahead=ahead)
+    else:
+        ew.drop_workbook(ahead)
     try:
-        return _publish_locked(tables, staging, root, frame=frame, published=published, inputs=inputs,
-                               inputs_sha=inputs_sha, name=name, readme_first=readme_first, started=started,
-                               run_id=run_id, benchmarks=benchmarks, labelers=labelers, labeler_model=labeler_model,
-                               sources=sources, extra=extra, excluded=excluded, version=version,
-                               created_at=created_at)
+        return _publish_locked(tables, staging, root, frame=plan.frame, published=plan.published,
+                               inputs=plan.inputs, inputs_sha=plan.inputs_sha, name=plan.name,
+                               readme_first=plan.readme_first, started=started, run_id=run_id, benchmarks=benchmarks,
+                               labelers=labelers, labeler_model=labeler_model, sources=sources, extra=extra,
+                               excluded=excluded, version=plan.version, created_at=created_at)
     except BaseException:
         ew.drop_workbook(started)
         raise

@@ -289,21 +289,27 @@ def read_table(path: str | Path, name: str, *, where_column: str | None = None,
 
     `keys_in` names another table: only rows whose `key_columns` occur there are loaded (a semi join in DuckDB,
     e.g. the labels of the prompts that have model results, without loading every label first)."""
+    selected = ", ".join(f"t.{quote_identifier(c)}" for c in columns) if columns else "t.*"
+    sql = f"select {selected} from {quote_identifier(name)} t"
+    params: list = []
+    if keys_in is not None:
+        keys = ", ".join(quote_identifier(c) for c in key_columns)
+        sql += f" semi join (select distinct {keys} from {quote_identifier(keys_in)}) k using ({keys})"
+    if where_column is not None and where_values is not None:
+        sql += f" where t.{quote_identifier(where_column)} in (select unnest(?::varchar[]))"
+        params.append(list(where_values))
     with connect(path, read_only=True) as con:
-        if not table_exists(con, name):
-            raise LookupError(f"table {name!r} is not in the warehouse {path}: materialize the asset {name!r} first")
-        selected = ", ".join(f"t.{quote_identifier(c)}" for c in columns) if columns else "t.*"
-        sql = f"select {selected} from {quote_identifier(name)} t"
-        params: list = []
-        if keys_in is not None:
-            if not table_exists(con, keys_in):
-                raise LookupError(f"table {keys_in!r} is not in the warehouse {path}: materialize it first")
-            keys = ", ".join(quote_identifier(c) for c in key_columns)
-            sql += f" semi join (select distinct {keys} from {quote_identifier(keys_in)}) k using ({keys})"
-        if where_column is not None and where_values is not None:
-            sql += f" where t.{quote_identifier(where_column)} in (select unnest(?::varchar[]))"
-            params.append(list(where_values))
-        return fetch_polars(con, sql, params)
+        try:
+            return fetch_polars(con, sql, params)
+        except duckdb.CatalogException:
+            # which table is missing is asked only when the read failed: a check before every read cost ~1 ms,
+            # ~300 times a refresh
+            if not table_exists(con, name):
+                raise LookupError(f"table {name!r} is not in the warehouse {path}: materialize the asset {name!r} "
+                                  "first") from None
+            if keys_in is not None and not table_exists(con, keys_in):
+                raise LookupError(f"table {keys_in!r} is not in the warehouse {path}: materialize it first") from None
+            raise
 
 
 def query(path: str | Path, sql: str, params: Sequence | None = None) -> pl.DataFrame:

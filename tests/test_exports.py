@@ -1041,6 +1041,8 @@ def test_export_assets_materialize(world, tmp_path, monkeypatch):
         value = metadata[asset]["headline_hours_share_covered_5"]
         assert type(value).__name__ == "FloatMetadataValue" and value.value == pytest.approx(published["value"])
     assert metadata["exports"]["new_release"].value is True
+    # its workbook was started by the first report step, with the tables the exports step published
+    assert metadata["exports"]["workbook_started_ahead"].value is True
     history = metadata["headline_history"]
     assert history["n_releases"].value == 1 and history["hours_share_covered_5"].value == pytest.approx(
         published["value"])
@@ -1059,6 +1061,7 @@ def test_export_assets_materialize(world, tmp_path, monkeypatch):
     rerun = {e.event_specific_data.materialization.asset_key.path[-1]: e.event_specific_data.materialization.metadata
              for e in again.get_asset_materialization_events()}
     assert rerun["exports"]["new_release"].value is False and rerun["exports"]["release"].value == folder.name
+    assert rerun["exports"]["workbook_started_ahead"].value is False  # no release: no workbook started
 
     # the workbook reads: filters, frozen header, shares as percents, README first
     from openpyxl import load_workbook

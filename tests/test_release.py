@@ -244,6 +244,45 @@ def test_run_all_ends_with_the_answer_then_the_raw_labels(tables, tmp_path):
     assert rr.headline_lines(str(path))[0].endswith("3 benchmarks, released 2030-01-31).")
 
 
+def test_a_release_workbook_started_by_an_earlier_step_is_taken_only_while_its_tables_are_the_exports(
+        tables, tmp_path):
+    """A report step starts the release's workbook (rl.start_release_workbook, the exports step's arguments);
+    publish_export takes it when the tables it was made from are the ones published, else writes its own: the
+    workbook published always shows the tables published. Nothing is started when the figures are not new."""
+    import openpyxl
+
+    root = tmp_path / "exports"
+    args = {"created_at": T0, "run_id": "run", "benchmarks": tables["benchmarks"], "labelers": [],
+            "labeler_model": "offline", "sources": [], "version": "test-version"}
+
+    staging = rl.staging_folder(root, "run-a")
+    assert rl.start_release_workbook(tables, staging, root, **args) and ew.has_workbook_ahead(staging)
+    published = rl.publish_export(tables, staging, root, **args)
+    assert published.new and published.result.workbook_ahead and not ew.has_workbook_ahead(staging)
+    assert ew.verify_export(published.folder) == []
+
+    # the same figures again: no release to make, no workbook started
+    assert not rl.start_release_workbook(tables, rl.staging_folder(root, "run-b"), root, **args)
+
+    # a table changed after the workbook was started (its content differs): the export writes its own
+    def scaled(factor: float) -> dict[str, pl.DataFrame]:
+        return {**tables, "headline_estimates": tables["headline_estimates"].with_columns(pl.col("value") * factor)}
+
+    staging = rl.staging_folder(root, "run-c")
+    later = {**args, "created_at": T0 + dt.timedelta(hours=1)}
+    assert rl.start_release_workbook(scaled(0.5), staging, root, **later)
+    published = rl.publish_export(scaled(0.25), staging, root, **later)
+    assert published.new and not published.result.workbook_ahead and ew.verify_export(published.folder) == []
+    sheet = published.result.tables[[f.table for f in published.result.tables].index("headline_estimates")].sheet
+    book = openpyxl.load_workbook(published.folder / published.result.workbook.name, read_only=True)
+    rows = list(book[sheet].iter_rows(values_only=True))
+    values = [r[rows[0].index("value")] for r in rows[1:]]
+    expected = ew.read_export_table(published.folder, "headline_estimates")["value"].to_list()
+    assert values == pytest.approx(expected, abs=1e-4)  # the sheet rounds to 4 digits (float_precision)
+    assert values != pytest.approx(ew.read_export_table(published.previous, "headline_estimates")["value"].to_list(),
+                                   abs=1e-4)
+
+
 def test_a_workbook_started_ahead_is_taken_only_for_the_same_export(tables, tmp_path):
     """publish_export starts the workbook before the release lock (ew.start_workbook); write_exports takes it with
     the same arguments and drops it otherwise: the workbook published is the one of the export written."""
