@@ -316,10 +316,11 @@ def headline_estimates(
                                         "Labeler calibration against the judge")
     del replay  # the draws' records: replayed
     frame = es.estimates_frame(problem, scopes, result, thresholds)
-    cpu_units = time.process_time()
-    units = es.unit_estimates(unit_draws, es.labels_as_truth_counts(counted_problem), thresholds)
-    units |= shares
-    cpu_units = time.process_time() - cpu_units
+    # the per-unit tables in the worker, idle here (~0.5 CPU-s), while this process finishes the rest; taken
+    # below, before the tables they are calibrated with (computed here when no worker has started them)
+    unit_tables = shared_pool().submit(es.timed_unit_estimates, unit_draws.without_texts(),
+                                       es.labels_as_truth_counts(counted_problem), thresholds,
+                                       name="the per-unit estimates")
     # what does not need the judged checks comes first: a worker is still on them (their order does not change
     # a value: each part has its own seed)
     if not published_is_labels:  # labels as counted = the published labels
@@ -333,8 +334,7 @@ def headline_estimates(
     t_estimates = time.perf_counter() - started
     cpu_calibration = time.process_time()
     judged = pending.result()
-    units["occupation_probability_calibration"], recalibration = judged.calibration, judged.recalibration
-    units["unit_coverage_simulation_check"] = judged.coverage
+    recalibration = judged.recalibration
     figures = {  # drawn by the worker of their check, else by a worker while this process writes the tables first
         "occupation_probability_calibration": figure_later(
             context, warehouse, "occupation_probability_calibration", occupation_probability_figure,
@@ -344,16 +344,14 @@ def headline_estimates(
             context, warehouse, "unit_coverage_simulation_check", unit_coverage_figure, judged.coverage,
             "p_covered against a known truth", judged.figures.get("unit_coverage_simulation_check")),
     }
-    units |= es.with_calibrated_p_covered(units, judged.coverage_map, es.UNIT_TABLES)
     cpu_calibration = time.process_time() - cpu_calibration
     assert unit_draws.text_estimates is not None
     started_texts = time.process_time()
     unit_draws.text_estimates = text_sums.merged(unit_draws.text_estimates, warehouse.keep_result)  # type: ignore[arg-type]
     # its strings are joined a slice at a time as the IO manager writes it (50x the mirror: 7.3M rows, ~1 GiB
     # whole; it set the step's peak)
-    units["prompt_occupation_estimates"] = unit_draws.text_estimates.table_slices(  # type: ignore[attr-defined]
-        texts, recalibrate=recalibration)
-    cpu_units += time.process_time() - started_texts
+    text_table = unit_draws.text_estimates.table_slices(texts, recalibrate=recalibration)  # type: ignore[attr-defined]
+    cpu_texts = time.process_time() - started_texts
     del unit_draws  # the draws' sums: the per-text rows are taken
     sources = judge_rows.group_by("benchmark").agg(pl.col("source").first())
     design = (
@@ -403,6 +401,16 @@ def headline_estimates(
             "preview": MetadataValue.md(_md(pooled)),
         },
     )
+    # the tables above are written while the worker computes the per-unit ones
+    units, cpu_units = shared_pool().gather([unit_tables])[0]  # and the CPU-s they took where they ran
+    units |= shares
+    units["occupation_probability_calibration"] = judged.calibration
+    units["unit_coverage_simulation_check"] = judged.coverage
+    started_calibration = time.process_time()
+    units |= es.with_calibrated_p_covered(units, judged.coverage_map, es.UNIT_TABLES)
+    cpu_calibration += time.process_time() - started_calibration
+    units["prompt_occupation_estimates"] = text_table
+    cpu_units += cpu_texts
     context.log.info(f"per-unit and per-text tables {cpu_units:.1f} CPU-s, their calibration {cpu_calibration:.1f} "
                      "CPU-s")
     for name, table in units.items():

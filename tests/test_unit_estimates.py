@@ -33,6 +33,21 @@ def test_collecting_units_leaves_the_headline_draws_alone(run):
     assert np.array_equal(again.draws["model_assisted"], run["result"].draws["model_assisted"])
 
 
+def test_unit_tables_computed_in_a_worker_are_the_steps_own(run):
+    """The headline step hands unit_estimates to a worker process, over the draws without their per-text sums
+    (UnitDraws.without_texts, pickled): the same tables to the bit as in the step, whose draws keep their texts."""
+    from resources.worker_pool import WorkerPool
+
+    slim = run["draws"].without_texts()
+    assert slim.text_estimates is None and run["draws"].text_estimates is not None  # a copy: the step's keeps them
+    with WorkerPool(1) as pool:
+        tables, cpu_s = pool.gather([pool.submit(es.timed_unit_estimates, slim,
+                                                 es.labels_as_truth_counts(run["problem"]), es.THRESHOLDS)],
+                                    steal=False)[0]
+    assert cpu_s > 0 and list(tables) == list(run["units"])
+    assert all(tables[name].equals(run["units"][name]) for name in tables)
+
+
 def test_unit_sums_equal_the_headline_means(run):
     check = es.unit_sum_check(run["units"], run["headline"], run["problem"].total_hours)
     # two indexes (all, small) x 4 quantities x 2 thresholds

@@ -162,6 +162,7 @@ from models.estimates.units import (  # noqa: F401
     UNIT_TABLES,
     UnitDraws,
     benchmark_share_estimates,
+    timed_unit_estimates,
     unit_estimates,
     unit_sum_check,
 )

@@ -26,6 +26,8 @@ ceiling side), not the published species floor.
 
 from __future__ import annotations
 
+import copy
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -78,6 +80,13 @@ class UnitDraws:
         self.n = 0
         self.text_estimates: object | None = None  # a TextOccupationDraws fed the same draws (per-text table)
         self.text_subset: np.ndarray | None = None  # its texts (None: every one; models/estimates/text_sums.py)
+
+    def without_texts(self) -> UnitDraws:
+        """A shallow copy without the per-text sums: all `unit_estimates` reads (~30 MB pickled at 1x against
+        ~48: the headline step hands it to a worker process)."""
+        slim = copy.copy(self)
+        slim.text_estimates, slim.text_subset = None, None
+        return slim
 
     def add(self, counts: np.ndarray, assisted: object | None = None) -> None:
         """One draw's (benchmarks x tasks) counts; `assisted`: the ModelAssisted that drew them (its last
@@ -221,6 +230,13 @@ def unit_estimates(
         lead = ["benchmark_index", *keys[level].columns, "threshold"]
         out[UNIT_TABLES[level]] = table.select(*lead, *[c for c in table.columns if c not in lead])
     return out
+
+
+def timed_unit_estimates(draws: UnitDraws, labels_counts: np.ndarray, thresholds: Sequence[int]
+                         ) -> tuple[dict[str, pl.DataFrame], float]:
+    """`unit_estimates` and the CPU-s it took where it ran (a worker process: the step reports them)."""
+    started = time.process_time()
+    return unit_estimates(draws, labels_counts, thresholds), time.process_time() - started
 
 
 def benchmark_share_estimates(draws: UnitDraws) -> dict[str, pl.DataFrame]:
