@@ -168,7 +168,8 @@ class StartedWorkbook:
 
 
 def _same_table(a: pl.DataFrame | StreamedTable, b: pl.DataFrame | StreamedTable) -> bool:
-    # frames by value (nulls and NaNs equal), a streamed table by its shape (all the workbook shows of it)
+    # frames by value (nulls and NaNs equal), a streamed table by its shape: it has no sheet (STREAMED_TABLES are
+    # file-only, tests/test_release.py), so its shape is all the workbook shows of it
     if isinstance(a, pl.DataFrame) and isinstance(b, pl.DataFrame):
         return a.schema == b.schema and a.equals(b)
     return a == b

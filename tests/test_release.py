@@ -251,6 +251,10 @@ def test_a_release_workbook_started_by_an_earlier_step_is_taken_only_while_its_t
     workbook published always shows the tables published. Nothing is started when the figures are not new."""
     import openpyxl
 
+    from models import exports as ex
+
+    # a streamed table is compared by its shape (ew.StartedWorkbook.made_from): it must have no sheet
+    assert set(ex.STREAMED_TABLES) <= set(ex.FILE_ONLY_TABLES)
     root = tmp_path / "exports"
     args = {"created_at": T0, "run_id": "run", "benchmarks": tables["benchmarks"], "labelers": [],
             "labeler_model": "offline", "sources": [], "version": "test-version"}
