@@ -104,17 +104,12 @@ def export_folder(context: AssetExecutionContext, warehouse: Warehouse) -> Path:
     return rl.staging_folder(warehouse.exports_root(), staging_key(context))
 
 
-def read_tables(warehouse: Warehouse, names: list[str]) -> tuple[dict[str, pl.DataFrame], list[str]]:
-    """The tables of `names` the warehouse has, and the names it lacks."""
-    return warehouse.read_tables(names)
-
-
 def exported_tables(warehouse: Warehouse) -> dict[str, "pl.DataFrame | StreamedTable"]:
     """Every exported table the warehouse has: read whole, but the big ones (models.exports.STREAMED_TABLES),
     which the export writer writes from the warehouse in slices (issue 29 item 5: 7.3M rows at 50x)."""
     streamed = {name: table for name in ex.STREAMED_TABLES if name in EXPORTED_TABLES
                 if (table := warehouse.streamed_export_table(name)) is not None}
-    tables, _ = read_tables(warehouse, [name for name in EXPORTED_TABLES if name not in streamed])
+    tables, _ = warehouse.read_tables([name for name in EXPORTED_TABLES if name not in streamed])
     return {name: streamed.get(name, tables.get(name)) for name in EXPORTED_TABLES
             if name in streamed or name in tables}
 

@@ -42,7 +42,6 @@ from assets.export_context import (
     occupation_titles_or_none,
     published_headline,
     read_membership,
-    read_tables,
     rendered_figure_metadata,
     run_moment,
     summary_name,
@@ -94,7 +93,7 @@ REPORT_STEP_TAGS = {"dagster/priority": "-2"}
 def report_figures(context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
                    ) -> MaterializeResult:
     start_release_workbook(context, warehouse, labeler)
-    tables, missing = read_tables(warehouse, FIGURE_TABLES)
+    tables, missing = warehouse.read_tables(FIGURE_TABLES)
     tables = for_index(tables)  # the figures show index `all`
     titles = occupation_titles_or_none(warehouse)
     if titles is not None:
@@ -180,7 +179,7 @@ def report_summary(
     context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
 ) -> MaterializeResult:
     start_release_workbook(context, warehouse, labeler)
-    tables, missing = read_tables(warehouse, SUMMARY_TABLES)
+    tables, missing = warehouse.read_tables(SUMMARY_TABLES)
     membership = tables.get(MEMBERSHIP)
     counts = warehouse.benchmark_counts(tables.get("benchmarks"), membership)
     onet_tasks = (

@@ -79,12 +79,12 @@ class Warehouse(WarehouseQueries, ConfigurableResource):
     def read_tables(self, names: Sequence[str]) -> tuple[dict[str, pl.DataFrame], list[str]]:
         """The tables of `names` the warehouse has, and the names it lacks: one query a table (a missing one is
         told by its read, not asked before every read)."""
+        if not Path(self.path).exists():
+            return {}, list(names)
         tables: dict[str, pl.DataFrame] = {}
         missing: list[str] = []
         for name in names:
             try:
-                if not Path(self.path).exists():
-                    raise LookupError(name)
                 tables[name] = self.read_table(name)
             except LookupError:
                 missing.append(name)
