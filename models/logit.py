@@ -47,6 +47,24 @@ COEFFICIENT_SCHEMA = {
 }
 
 
+# the columns every adjusted-probability table has (each model adds its grid's columns after `margin`)
+PROBABILITY_SCHEMA = {
+    "model": pl.Utf8,
+    "margin": pl.Utf8,
+    "prob": pl.Float64,
+    "se": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "note": pl.Utf8,
+}
+
+
+def probabilities_skipped() -> pl.DataFrame:
+    """The probabilities of a model asked for its coefficients and contrasts only (no rows): the MI refits
+    (models/regression_mi.py) combine those and would discard the grid, ~15% of a refit's time."""
+    return pl.DataFrame(schema=PROBABILITY_SCHEMA)
+
+
 CONTRAST_SCHEMA = {
     "model": pl.Utf8,
     "contrast": pl.Utf8,
@@ -437,26 +455,8 @@ def not_estimated(
         schema=COEFFICIENT_SCHEMA,
     )
     probabilities = pl.DataFrame(
-        [
-            {
-                "model": model,
-                "margin": None,
-                "prob": None,
-                "se": None,
-                "ci_low": None,
-                "ci_high": None,
-                "note": note,
-            }
-        ],
-        schema={
-            "model": pl.Utf8,
-            "margin": pl.Utf8,
-            "prob": pl.Float64,
-            "se": pl.Float64,
-            "ci_low": pl.Float64,
-            "ci_high": pl.Float64,
-            "note": pl.Utf8,
-        },
+        [{"model": model, "margin": None, "prob": None, "se": None, "ci_low": None, "ci_high": None, "note": note}],
+        schema=PROBABILITY_SCHEMA,
     )
     contrasts = pl.DataFrame([{"model": model, "contrast": None, "note": note}], schema=CONTRAST_SCHEMA)
     return ModelTables(coefficients, probabilities, contrasts, sample_frame(model, sample or {"n": n}), None)

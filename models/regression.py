@@ -24,6 +24,7 @@ from models.logit import (
     fit_logit_clustered,
     not_estimated,
     outcome_problem,
+    probabilities_skipped,
     probability_ratio,
     safe_fit,
     sample_frame,
@@ -108,11 +109,13 @@ def exposure_wage_model(
     cluster_col: str = "onet_soc_code",
     model: str = "exposure_wage",
     n_grid: int = 21,
+    with_probabilities: bool = True,
 ) -> ModelTables:
     """Model 1: `covered_5 ~ exposed + log(wage_bill)`, SEs clustered by occupation.
 
     Adjusted probabilities on a log-spaced grid of wage bills ($0.5B-$50B) for exposed = 0/1, and the
-    exposed/non-exposed probability ratio at the median occupation wage bill of the estimation sample.
+    exposed/non-exposed probability ratio at the median occupation wage bill of the estimation sample
+    (`with_probabilities=False`: no adjusted probabilities, `probabilities_skipped`).
     `exposure_col='gpt4_exposed'` swaps in the GPT-4 exposure labels (renamed to `exposed` in the formula).
     """
     formula = f"{outcome} ~ exposed + np.log(wage_bill)"
@@ -139,11 +142,13 @@ def exposure_wage_model(
     fit, note = safe_fit(sample, formula, cluster_col, model, note)
     if fit is None:
         return not_estimated(model, formula, note, sizes, sample.height)
-    wage_grid = np.geomspace(*WAGE_GRID_RANGE, n_grid)
-    grid = pl.DataFrame(
-        {"exposed": np.repeat([0, 1], n_grid).astype(np.int8), "wage_bill": np.tile(wage_grid, 2)}
-    )
-    probabilities = adjusted_probabilities(fit, grid).with_columns(pl.lit(fit.note).alias("note"))
+    probabilities = probabilities_skipped()
+    if with_probabilities:
+        wage_grid = np.geomspace(*WAGE_GRID_RANGE, n_grid)
+        grid = pl.DataFrame(
+            {"exposed": np.repeat([0, 1], n_grid).astype(np.int8), "wage_bill": np.tile(wage_grid, 2)}
+        )
+        probabilities = adjusted_probabilities(fit, grid).with_columns(pl.lit(fit.note).alias("note"))
     median_wage_bill = float(
         sample.group_by(cluster_col).agg(pl.col("wage_bill").first())["wage_bill"].median()
     )
@@ -166,11 +171,12 @@ def workbank_model(
     cluster_col: str = "onet_soc_code",
     model: str = "workbank",
     n_grid: int = 9,
+    with_probabilities: bool = True,
 ) -> ModelTables:
     """Model 3: `covered_5 ~ desire_mean + capability_mean` on WORKBank-rated tasks, clustered by occupation.
 
     Adjusted probabilities vary one rating over its observed range with the other at its sample mean
-    (`varying` says which).
+    (`varying` says which; none with `with_probabilities=False`).
     """
     formula = f"{outcome} ~ desire_mean + capability_mean"
     sample = task_df.filter(
@@ -196,18 +202,8 @@ def workbank_model(
     if fit is None:
         return not_estimated(model, formula, note, sizes, sample.height)
     means = {c: float(sample[c].mean()) for c in ("desire_mean", "capability_mean")}
-    grids = []
-    for varying, held in (("desire_mean", "capability_mean"), ("capability_mean", "desire_mean")):
-        values = np.linspace(float(sample[varying].min()), float(sample[varying].max()), n_grid)
-        grids.append(
-            pl.DataFrame(
-                {"varying": [varying] * n_grid, varying: values, held: [means[held]] * n_grid}
-            ).select("varying", "desire_mean", "capability_mean")
-        )
-    grid = pl.concat(grids)
-    probabilities = adjusted_probabilities(fit, grid.drop("varying")).with_columns(
-        grid["varying"], pl.lit(fit.note).alias("note")
-    )
+    probabilities = _workbank_probabilities(fit, sample, means, n_grid) if with_probabilities else (
+        probabilities_skipped())
     contrasts = pl.concat(
         [
             probability_ratio(
@@ -220,6 +216,23 @@ def workbank_model(
         ]
     )
     return ModelTables(tidy_coefficients(fit), probabilities, contrasts, sample_frame(model, sizes), fit)
+
+
+def _workbank_probabilities(fit: LogitFit, sample: pl.DataFrame, means: dict[str, float], n_grid: int
+                            ) -> pl.DataFrame:
+    """Model 3's adjusted probabilities: each rating over its observed range, the other at its sample mean."""
+    grids = []
+    for varying, held in (("desire_mean", "capability_mean"), ("capability_mean", "desire_mean")):
+        values = np.linspace(float(sample[varying].min()), float(sample[varying].max()), n_grid)
+        grids.append(
+            pl.DataFrame(
+                {"varying": [varying] * n_grid, varying: values, held: [means[held]] * n_grid}
+            ).select("varying", "desire_mean", "capability_mean")
+        )
+    grid = pl.concat(grids)
+    return adjusted_probabilities(fit, grid.drop("varying")).with_columns(
+        grid["varying"], pl.lit(fit.note).alias("note")
+    )
 
 
 def workbank_zone_coverage(

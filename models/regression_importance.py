@@ -22,6 +22,7 @@ from models.logit import (
     interval_from_margin,
     not_estimated,
     outcome_problem,
+    probabilities_skipped,
     sample_frame,
 )
 from models.stats import log_ratio_interval, z_value
@@ -48,6 +49,7 @@ def importance_fe_model(
     min_occupations: int = 2,
     include_fixed_effects: bool = False,
     alpha: float = 0.05,
+    with_probabilities: bool = True,
 ) -> ModelTables:
     """Model 2: `covered_5 ~ exposed + C(importance_quintile) + C(occupation)`, clustered by occupation.
 
@@ -60,9 +62,9 @@ def importance_fe_model(
     clustered covariance as statsmodels with dummies, in milliseconds instead of tens of seconds).
 
     Adjusted probabilities per quintile x exposure are average predictive margins over the kept tasks (each
-    keeps its own occupation effect) with delta-method 95% CIs (logit scale, clustered covariance).
-    Contrasts: top vs bottom quintile (exposure as observed) and exposed vs not (quintile as observed),
-    ratios of average margins with log-scale delta-method CIs.
+    keeps its own occupation effect) with delta-method 95% CIs (logit scale, clustered covariance); none with
+    `with_probabilities=False`. Contrasts: top vs bottom quintile (exposure as observed) and exposed vs not
+    (quintile as observed), ratios of average margins with log-scale delta-method CIs.
     """
     formula_full = f"{outcome} ~ exposed + C(importance_quintile) + C(occupation)"
     kept, sizes, note = _importance_sample(task_df, outcome, exposure_col, occupation_col)
@@ -106,7 +108,8 @@ def importance_fe_model(
         return not_estimated(model, formula, note, sizes, kept.height, kept["occupation"].n_unique())
     fit.note = note
     coefficients = _fe_coefficients(fit, formula, alpha, include_fixed_effects)
-    probabilities = _importance_probabilities(fit, design, model, note, alpha)
+    probabilities = (_importance_probabilities(fit, design, model, note, alpha) if with_probabilities
+                     else probabilities_skipped())
     contrasts = _importance_contrasts(fit, design, alpha)
     return ModelTables(coefficients, probabilities, contrasts, sample_frame(model, sizes), fit)
 

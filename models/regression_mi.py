@@ -31,7 +31,10 @@ def draw_fits(task_frame: pl.DataFrame, task_keys: pl.DataFrame, count_draws: li
     for counts in count_draws:
         covered = np.where(np.isnan(k_index.astype(float)), 0, counts[np.nan_to_num(k_index).astype(int)]) >= 5
         draw = frame.with_columns(pl.Series("covered_5", covered))
-        for tables in (reg.exposure_wage_model(draw), reg.importance_fe_model(draw), reg.workbank_model(draw)):
+        # coefficients and contrasts are what Rubin's rules combine: no adjusted-probability grids
+        for tables in (reg.exposure_wage_model(draw, with_probabilities=False),
+                       reg.importance_fe_model(draw, with_probabilities=False),
+                       reg.workbank_model(draw, with_probabilities=False)):
             for r in tables.coefficients.iter_rows(named=True):
                 if r["coef"] is not None and r["se"] is not None:
                     fits.setdefault((r["model"], "coefficient", r["term"]), []).append((r["coef"], r["se"] ** 2))

@@ -9,10 +9,14 @@ so an asset added to any of them is in the code location without a list to edit 
 `code_version` of its own (pipelines/code_versions.py: its module, the project modules it imports, and the
 settings that change results), so Dagster's "stale" badge names the assets a code change affects.
 
-Runs launched by the daemon, `dagster job execute` or `dagster asset materialize` use the multiprocess executor
-(each step in its own process) with at most BENCHMAP_MAX_CONCURRENT (default 2) steps at once per run; the
-labeling step (of any labeler) also takes a slot of the instance-wide `llm_api` concurrency pool. See
-docs/scale_out.md. (`materialize()` / `execute_in_process()`, used by run_all and the tests, run in process.)
+Runs launched by the daemon (the sensors' refreshes), the UI, `dagster job execute` or `dagster asset materialize`
+run their steps one after the other in the run's process (`in_process_executor`), as run_all's and the tests'
+`execute_in_process()` do: the steps share the run's imports, its open warehouse and its worker processes
+(resources/worker_pool.py: the second core). BENCHMAP_EXECUTOR=multiprocess gives each step a process of its own,
+at most BENCHMAP_MAX_CONCURRENT (default 2) at once: each step process then imports Dagster, the code location and
+its libraries again (~1-2 CPU-s a step): after one new 300-prompt benchmark the daemon's two runs took 11 s + 79 s
+that way, 6 s + 14 s in process (bench/daemon_path.py, 2026-12-04, 2 cores). The labeling step (of any labeler) takes a slot of the instance-wide `llm_api`
+concurrency pool under either executor. See docs/scale_out.md.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from dagster import (
     AssetsDefinition,
     Definitions,
     definitions,
+    in_process_executor,
     load_asset_checks_from_package_module,
     load_assets_from_package_module,
     multiprocess_executor,
@@ -61,7 +66,8 @@ def build_definitions(warehouse_path: str | None = None) -> Definitions:
         jobs=JOBS,
         sensors=SENSORS,
         schedules=SCHEDULES,
-        executor=multiprocess_executor.configured({"max_concurrent": config.max_concurrent}),
+        executor=(multiprocess_executor.configured({"max_concurrent": config.max_concurrent})
+                  if config.executor == "multiprocess" else in_process_executor),
         resources={
             "warehouse": warehouse,
             "io_manager": WarehouseIOManager(warehouse=warehouse),

@@ -24,7 +24,8 @@ The API key is held (`api_key`) but never shown: it is excluded from repr and fr
 | OPENAI_BASE_URL | base_url | none (OpenAI) |
 | OPENAI_API_KEY | api_key (never printed) | none |
 | BENCHMAP_LLM_OCCUPATION_LIST | occupation_list | all |
-| BENCHMAP_MAX_CONCURRENT | max_concurrent (>= 1) | 2 |
+| BENCHMAP_EXECUTOR | executor: in_process (a run's steps one after the other in its process) or multiprocess (each step in a process of its own) | in_process |
+| BENCHMAP_MAX_CONCURRENT | max_concurrent (>= 1): steps at once under the multiprocess executor | 2 |
 | BENCHMAP_INDEX_DIR | index_dir | data/indexes |
 | BENCHMAP_JUDGE_SAMPLE | judge_sample (raw text, parsed by assets.judge_sample) | "" (off) |
 | BENCHMAP_JUDGE | judge | openai when OPENAI_API_KEY is set, else "" |
@@ -57,6 +58,7 @@ DEFAULT_SHARED_MIRROR = PROJECT_ROOT.parent / "shared" / "data"
 DEFAULT_DUCKDB_MEMORY = "1GB"
 DEFAULT_LLM_MODEL = "gpt-4o-mini"
 DEFAULT_MAX_CONCURRENT = 2
+EXECUTORS = ("in_process", "multiprocess")
 DEFAULT_ANALYSIS_QUIET_S = 30.0
 
 # every variable from_env reads: the cache key of settings()
@@ -65,14 +67,14 @@ VARIABLES = (
     "BENCHMAP_FOLLOW_LINKS", "BENCHMAP_LABELER", "BENCHMAP_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY",
     "BENCHMAP_LLM_OCCUPATION_LIST", "BENCHMAP_MAX_CONCURRENT", "BENCHMAP_INDEX_DIR", "BENCHMAP_JUDGE_SAMPLE",
     "BENCHMAP_JUDGE", "BENCHMAP_JUDGE_MODEL", "BENCHMAP_VALIDATION_FLOORS", "BENCHMAP_ANALYSIS_QUIET_S",
-    "BENCHMAP_GGUF", "BENCHMAP_NEIGHBOUR_STEP", "BENCHMAP_LABEL_WORKERS", "DAGSTER_HOME",
+    "BENCHMAP_GGUF", "BENCHMAP_NEIGHBOUR_STEP", "BENCHMAP_LABEL_WORKERS", "BENCHMAP_EXECUTOR", "DAGSTER_HOME",
 )
 # fields that do not change what the pipeline computes: left out of fingerprint_fields() (a copied state is the
 # same state; how many steps run at once or how long the sensor waits changes no result)
 # index_dir is a path too: the index files' content is versioned by benchmark_index_files; a moved or other
 # checkout of the same code must not look like new code
 _NOT_RESULTS = {"raw_dir", "mirror", "warehouse", "max_concurrent", "analysis_quiet_s", "dagster_home", "api_key",
-                "duckdb_memory", "gguf", "index_dir", "label_workers"}
+                "duckdb_memory", "gguf", "index_dir", "label_workers", "executor"}
 
 
 class SettingsError(ValueError):
@@ -108,6 +110,16 @@ def _switch(environ: Mapping[str, str], name: str, default: bool) -> bool:
     return _SWITCH[text]
 
 
+def _choice(environ: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """One of `choices` (the first when unset; '-' and '_' alike, any case)."""
+    text = (environ.get(name) or "").strip().lower().replace("-", "_")
+    if not text:
+        return choices[0]
+    if text not in choices:
+        raise SettingsError(f"{name}={text!r}: expected one of {', '.join(choices)}")
+    return text
+
+
 def _floors(text: str | None) -> Mapping[str, float] | None:
     if not text:
         return None
@@ -133,6 +145,7 @@ class Settings:
     base_url: str | None = None
     occupation_list: str = "all"
     max_concurrent: int = DEFAULT_MAX_CONCURRENT
+    executor: str = "in_process"  # pipelines/definitions.py: the runs the daemon and the UI launch
     index_dir: Path = DEFAULT_INDEX_DIR
     judge_sample: str = ""
     judge: str = ""
@@ -165,6 +178,7 @@ class Settings:
             base_url=env.get("OPENAI_BASE_URL") or None,
             occupation_list=env.get("BENCHMAP_LLM_OCCUPATION_LIST") or "all",
             max_concurrent=max(1, _number(env, "BENCHMAP_MAX_CONCURRENT", DEFAULT_MAX_CONCURRENT, int)),
+            executor=_choice(env, "BENCHMAP_EXECUTOR", EXECUTORS),
             index_dir=_path(env.get("BENCHMAP_INDEX_DIR"), DEFAULT_INDEX_DIR),
             judge_sample=env.get("BENCHMAP_JUDGE_SAMPLE") or "",
             judge=env.get("BENCHMAP_JUDGE") or ("openai" if api_key else ""),

@@ -1,13 +1,13 @@
-"""Partition-parallel labeling under Dagster's multiprocess executor, sharing one DuckDB warehouse.
+"""Partition-parallel labeling, sharing one DuckDB warehouse.
 
 Two `dagster asset materialize --partition <p>` processes are started at once over one Dagster instance (sqlite
-storage in a temporary DAGSTER_HOME) and one warehouse. Each run executes its labeling step in a step
-subprocess (the code location's `multiprocess_executor`, max_concurrent from BENCHMAP_MAX_CONCURRENT).
+storage in a temporary DAGSTER_HOME) and one warehouse.
 
-- offline labeler: the two labeling steps run at the same time and both commit (every warehouse write is a
-  short transaction that waits for DuckDB's file lock), with no lock failure;
-- openai labeler (local stub server): the labeling asset is in the `llm_api` concurrency pool; with a pool
-  limit of 1 the second step is blocked until the first has finished.
+- offline labeler, BENCHMAP_EXECUTOR=multiprocess (each step in a subprocess, max_concurrent from
+  BENCHMAP_MAX_CONCURRENT): the two labeling steps run at the same time and both commit (every warehouse write
+  is a short transaction that waits for DuckDB's file lock), with no lock failure;
+- openai labeler (local stub server), the default in-process executor: the labeling asset is in the `llm_api`
+  concurrency pool; with a pool limit of 1 the second step is blocked until the first has finished.
 
 The child processes load `location()` below: the project's Definitions with a labeler that sleeps before
 each batch (`BENCHMAP_TEST_PACE_S`), so the labeling windows are long enough to overlap on a busy machine.
@@ -180,7 +180,8 @@ def check_warehouse(state: common.State, n_prompts: int) -> None:
 # ------------------------------------------------------------------------------------------------ tests
 def test_two_partitions_label_in_parallel_step_processes(snapshot: common.State, tmp_path: Path) -> None:
     state = prepare(snapshot, tmp_path / "state", pool_limit=4, labeler="offline", n_prompts=160)
-    env = {**state.env(labeler="offline"), "BENCHMAP_TEST_PACE_S": "1.5", "BENCHMAP_MAX_CONCURRENT": "2"}
+    env = {**state.env(labeler="offline"), "BENCHMAP_TEST_PACE_S": "1.5", "BENCHMAP_MAX_CONCURRENT": "2",
+           "BENCHMAP_EXECUTOR": "multiprocess"}
     runs = launch_two(state, env)
     for run in runs:
         assert run.returncode == 0, run.stdout[-4000:]  # a lock failure (WarehouseLockTimeout) fails the run

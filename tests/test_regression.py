@@ -446,6 +446,19 @@ def test_every_ci_contains_its_estimate() -> None:
     assert set(outputs["coefficients"]["model"]) == {"exposure_wage", "importance_fe", "workbank"}
 
 
+def test_the_mi_refits_skip_only_the_probability_grids() -> None:
+    """The MI refits (models/regression_mi.py) ask each model for its coefficients and contrasts alone: the same
+    rows to the bit, and no adjusted probabilities (the grids Rubin's rules would discard)."""
+    frame = simulate_task_frame(seed=11, share_importance=1.0)
+    for model in (exposure_wage_model, importance_fe_model, workbank_model):
+        full, lean = model(frame), model(frame, with_probabilities=False)
+        assert full.probabilities.height > 0 and lean.probabilities.is_empty(), model.__name__
+        assert lean.coefficients.equals(full.coefficients), model.__name__
+        assert lean.contrasts.height > 0 and lean.contrasts.equals(full.contrasts), model.__name__
+        assert lean.sample.equals(full.sample), model.__name__
+        assert set(lean.probabilities.columns) <= set(full.probabilities.columns)
+
+
 def test_build_task_frame_one_row_per_task() -> None:
     task_cov = pl.DataFrame(
         {

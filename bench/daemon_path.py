@@ -1,0 +1,87 @@
+"""daemon_path: the refresh after one new 300-prompt benchmark as the daemon runs it (issue 29 item 3).
+
+    .venv/bin/python bench/daemon_path.py [--executors in_process,multiprocess]   # one JSON object on stdout
+
+bench/new_benchmark.py evaluates the sensors and executes both runs in one process, in process (as run_all
+does). The daemon launches each run in a fresh process (Dagster's default run launcher), and that process runs
+the job with the code location's executor (pipelines/definitions.py; BENCHMAP_EXECUTOR). This bench does the
+same per arm: a copy of the `cold` state (as new_benchmark: run bench/cold.py first when there is none), the same
+`synthetic300` folder (bench/new_benchmark.py's 300 edited real prompts and results), its dynamic partition
+added (the landing sensor's request), then two processes, each timed with its process tree:
+
+1. `dagster job execute -j benchmark_refresh_job` with the partition's tag (ingest + labels of synthetic300);
+2. `dagster job execute -j analysis_refresh_job` (every analysis, estimate, gap and export asset and the
+   warehouse-wide checks: a superset of what the automation sensor requests after one benchmark).
+
+Per arm: each run's wall, CPU-s and peak, their sum and its share of the cold run. Not measured: the daemon's
+own tick interval and launch latency (seconds, set by its sensor intervals, not by benchmap's code).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import common  # noqa: E402
+from bench.new_benchmark import N_PROMPTS, NAME, TARGET_SHARE  # noqa: E402
+
+ADD_PARTITION = ("from dagster import DagsterInstance\n"
+                 "from assets.partitions import BENCHMARK_PARTITIONS_NAME\n"
+                 "with DagsterInstance.get() as instance:\n"
+                 "    instance.add_dynamic_partitions(BENCHMARK_PARTITIONS_NAME, [{name!r}])\n")
+
+
+def land(state: common.State) -> None:
+    """bench/new_benchmark.py's synthetic300 folder, and its partition as the landing sensor adds it."""
+    records = common.edited_sample(N_PROMPTS, tag="syn")
+    results = [(r["prompt_id"], model, round(((i * 37 + k * 11) % 100) / 100, 2))
+               for i, r in enumerate(records) for k, model in enumerate(("model-a", "model-b"))]
+    common.write_benchmark(state.landing, NAME, records, title="Synthetic 300 (edited real prompts)",
+                           results=results)
+    added = common.run_measured([common.PYTHON, "-c", ADD_PARTITION.format(name=NAME)], state.env(),
+                                cwd=state.code, echo=False)
+    if added.returncode != 0:
+        raise RuntimeError(f"adding the partition failed: {added.stderr[-2000:]}")
+
+
+def arm(cold: common.State, executor: str) -> dict:
+    state = cold.copy_to(common.state_root() / f"daemon_path_{executor}")
+    vouched = cold.carry_vouch(state)
+    land(state)
+    env = state.env(BENCHMAP_EXECUTOR=executor)
+    dagster = str(Path(common.PYTHON).with_name("dagster"))
+    runs = {
+        "benchmark_run": [dagster, "job", "execute", "-m", "pipelines.definitions", "-j", "benchmark_refresh_job",
+                          "--tags", json.dumps({"dagster/partition": NAME})],
+        "analysis_run": [dagster, "job", "execute", "-m", "pipelines.definitions", "-j", "analysis_refresh_job"],
+    }
+    out: dict = {"executor": executor, "warehouse_vouched_at_start": vouched}
+    for name, cmd in runs.items():
+        common.log(f"[daemon_path] {executor}: {name}")
+        measured = common.run_measured(cmd, env, cwd=state.code, echo=False)
+        out[name] = measured.summary()
+        out[name]["succeeded"] = measured.returncode == 0 and "RUN_SUCCESS" in (measured.stdout + measured.stderr)
+    out["total_wall_s"] = round(out["benchmark_run"]["wall_s"] + out["analysis_run"]["wall_s"], 1)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    executors = ["in_process", "multiprocess"]
+    if "--executors" in argv:
+        executors = argv[argv.index("--executors") + 1].split(",")
+    cold, cold_result = common.cold_state()
+    cold_s = float(cold_result["wall_s"])
+    arms = [arm(cold, executor) for executor in executors]
+    for result in arms:
+        result["share_of_cold"] = round(result["total_wall_s"] / cold_s, 3)
+    common.emit({"bench": "daemon_path", "measured_at": common.now_iso(), "machine": common.machine(),
+                 "labeler": "offline", "code_version": common.code_version(cold.code), "cold_wall_s": cold_s,
+                 "target": {"share_of_cold": TARGET_SHARE}, "arms": arms})
+    return 0 if all(a["benchmark_run"]["succeeded"] and a["analysis_run"]["succeeded"] for a in arms) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
