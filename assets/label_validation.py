@@ -149,16 +149,18 @@ def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any
     """The calibrated offline labeler's ranked candidates for the given prompts: (labeler_version, ranking
     rows in LABEL_COLUMNS (rank = candidate rank, score = p_exercised), (benchmark, prompt_id) -> O*NET-SOC codes
     by the retriever's occupation ranking, prompt_hash -> the selector's first occupation)."""
-    from models.labeling.offline import OfflineLabeler
+    from models.labeling.offline.config import calibrated_version
 
-    index, _, _ = load_task_index(warehouse, log)
-    labeler = OfflineLabeler.calibrated(index, load_selector_fit())
+    fit = load_selector_fit()
+    version = calibrated_version(fit.version)
     texts = warehouse.prompt_texts(keys)
     context = _contextprompt_records(warehouse, texts["benchmark"].unique().to_list())
     # kept by what they depend on (issue 29 item 3: a benchmark without human labels that lands changes none of
-    # it; preparing the labeler's contexts is most of this step)
+    # it; preparing the labeler's contexts is most of this step). The key needs the labeler's version only: the
+    # index and the labeler (scikit-learn's import, the pickled index: ~0.5 s of a daemon's analysis run) are
+    # loaded when the rankings are computed
     digest = hashlib.blake2b(digest_size=16)
-    for part in [labeler.labeler_version, ONET_VERSION, warehouse.source_digest("models.labeling"),
+    for part in [version, ONET_VERSION, warehouse.source_digest("models.labeling"),
                  texts.sort(texts.columns).hash_rows().to_numpy().tobytes().hex(),
                  *(f"{r.benchmark}/{r.prompt_id}/{r.prompt_hash}" for r in context)]:
         digest.update(part.encode() + b"\x1f")
@@ -166,6 +168,10 @@ def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any
     cached = warehouse.cached_result("offline_rankings", key)
     if cached is not None:
         return cached
+    from models.labeling.offline import OfflineLabeler
+
+    index, _, _ = load_task_index(warehouse, log)
+    labeler = OfflineLabeler.calibrated(index, fit)  # its labeler_version is `version` (calibrated_version)
     labeler.prepare(context)
     rows: dict[str, list] = {c: [] for c in lc.LABEL_COLUMNS}
     occupations: dict[tuple[str, str], list[str]] = {}

@@ -33,35 +33,53 @@ reference frames (resources.readers.load_onet_reference_frames reads them from t
 pickles.
 
 The package, by concern (every public name is importable from models.labeling.offline):
-  config.py    versions, TAC_ROLE_TO_SOC, title-source weights, OfflineLabelerConfig
+  config.py    versions, TAC_ROLE_TO_SOC, title-source weights, OfflineLabelerConfig, occupation_ranking_from_labels
   text.py      word tokens and features, role phrases and head nouns
   build.py     TaskIndex.build's steps (the TF-IDF matrices, technology weights, LSA)
   index.py     TaskIndex: its fields and queries (shortlist, task scores, the greedy selection)
   evidence.py  a batch's occupation signals, task similarities and role-title scores
-  labeler.py   OfflineLabeler and occupation_ranking_from_labels
+  labeler.py   OfflineLabeler
 resources/task_index.py fingerprints the source of all of these modules: a pickled index is only reused by
 the code that built it.
 """
 
-from models.labeling.offline.config import (
-    INDEX_VERSION,
-    LABELER_VERSION,
-    METHOD,
-    TAC_ROLE_TO_SOC,
-    TITLE_SOURCE_WEIGHTS,
-    OfflineLabelerConfig,
-    soc6,
-)
-from models.labeling.offline.evidence import BatchEvidence
-from models.labeling.offline.index import TaskIndex
-from models.labeling.offline.labeler import OfflineLabeler, PromptRanking, occupation_ranking_from_labels
-from models.labeling.offline.text import (
-    RolePhrase,
-    extract_role_phrases,
-    head_noun,
-    text_features,
-    word_tokens,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from models.labeling.offline.config import (
+        INDEX_VERSION,
+        LABELER_VERSION,
+        METHOD,
+        TAC_ROLE_TO_SOC,
+        TITLE_SOURCE_WEIGHTS,
+        OfflineLabelerConfig,
+        calibrated_version,
+        occupation_ranking_from_labels,
+        soc6,
+    )
+    from models.labeling.offline.evidence import BatchEvidence
+    from models.labeling.offline.index import TaskIndex
+    from models.labeling.offline.labeler import OfflineLabeler, PromptRanking
+    from models.labeling.offline.text import (
+        RolePhrase,
+        extract_role_phrases,
+        head_noun,
+        text_features,
+        word_tokens,
+    )
+
+# Each name is imported from its module when first used (PEP 562), not with the package: `config` and `text` need
+# no scikit-learn, so a step that only needs the labeler's version (assets/label_validation.py, its cache key)
+# does not import scikit-learn and scipy.sparse (~0.3 s) through `evidence`.
+_MODULE_OF = {
+    **dict.fromkeys(("INDEX_VERSION", "LABELER_VERSION", "METHOD", "TAC_ROLE_TO_SOC", "TITLE_SOURCE_WEIGHTS",
+                     "OfflineLabelerConfig", "calibrated_version", "occupation_ranking_from_labels", "soc6"),
+                    "config"),
+    "BatchEvidence": "evidence",
+    "TaskIndex": "index",
+    **dict.fromkeys(("OfflineLabeler", "PromptRanking"), "labeler"),
+    **dict.fromkeys(("RolePhrase", "extract_role_phrases", "head_noun", "text_features", "word_tokens"), "text"),
+}
 
 __all__ = [
     "INDEX_VERSION",
@@ -75,6 +93,7 @@ __all__ = [
     "PromptRanking",
     "RolePhrase",
     "TaskIndex",
+    "calibrated_version",
     "extract_role_phrases",
     "head_noun",
     "occupation_ranking_from_labels",
@@ -82,3 +101,19 @@ __all__ = [
     "text_features",
     "word_tokens",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+

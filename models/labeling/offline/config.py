@@ -3,11 +3,19 @@ weights and `OfflineLabelerConfig` (the scoring weights and the label-selection 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+from models.labeling.base import TaskLabel
 
 INDEX_VERSION = "v1"  # bump when the index or the scoring changes: it is part of the label cache key
 METHOD = "tfidf-hybrid"
 LABELER_VERSION = f"offline-{METHOD}+{INDEX_VERSION}"
+
+
+def calibrated_version(selector_fit_version: str) -> str:
+    """The calibrated offline labeler's version (its label-cache key) with the selector fit of this version."""
+    return f"offline-calibrated+{INDEX_VERSION}+{selector_fit_version}"
 
 # TheAgentCompany role categories -> SOC codes or groups ('15-1200' = minor group 15-12, '13-2000' = 13-2).
 # A prompt of the category counts as matched when its top occupation falls under one of the patterns.
@@ -41,6 +49,27 @@ TITLE_SOURCE_WEIGHTS: dict[str, float] = {"title": 1.0, "reported": 1.0, "altern
 def soc6(code: str) -> str:
     """The 6-digit SOC code of an O*NET-SOC code: '13-1021.00' -> '13-1021'."""
     return str(code)[:7]
+
+
+def occupation_ranking_from_labels(labels: Iterable[TaskLabel], level: str = "onet") -> list[str]:
+    """Rank the occupations of one prompt from its task labels, best first.
+
+    An occupation ranks by its best label's score, then by the sum of its labels' scores, then by its best
+    rank. The offline labeler gives an occupation's best task exactly the occupation's evidence score, so
+    the best score is the occupation ranking; a plain sum would favour occupations for the number of their
+    tasks kept, which the per-occupation cap makes arbitrary. level='soc' ranks 6-digit SOC codes (O*NET
+    codes sharing a SOC code pool their tasks)."""
+    if level not in {"onet", "soc"}:
+        raise ValueError("level must be 'onet' or 'soc'")
+    best: dict[str, float] = {}
+    totals: dict[str, float] = {}
+    best_rank: dict[str, int] = {}
+    for label in labels:
+        code = soc6(label.onet_soc_code) if level == "soc" else label.onet_soc_code
+        best[code] = max(best.get(code, float("-inf")), float(label.score))
+        totals[code] = totals.get(code, 0.0) + float(label.score)
+        best_rank[code] = min(best_rank.get(code, label.rank), label.rank)
+    return sorted(totals, key=lambda c: (-round(best[c], 9), -totals[c], best_rank[c], c))
 
 @dataclass(frozen=True)
 class OfflineLabelerConfig:

@@ -1,11 +1,11 @@
 """The offline labeler: `OfflineLabeler` labels prompts with O*NET tasks from a TaskIndex (with or
-without the fitted selector), and `occupation_ranking_from_labels` ranks a prompt's occupations from its
-labels."""
+without the fitted selector). (`occupation_ranking_from_labels`, which ranks a prompt's occupations from its
+labels, is in config.py: validation reads it without importing the labeler's scikit-learn.)"""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +13,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
-from models.labeling.offline.config import INDEX_VERSION, LABELER_VERSION, METHOD, OfflineLabelerConfig, soc6
+from models.labeling.offline.config import (
+    INDEX_VERSION,
+    LABELER_VERSION,
+    METHOD,
+    OfflineLabelerConfig,
+    calibrated_version,
+)
 from models.labeling.offline.evidence import BatchEvidence
 from models.labeling.offline.index import TaskIndex
 from models.labeling.text_signals import retriever_ranking
@@ -66,7 +72,7 @@ class OfflineLabeler:
     @property
     def labeler_version(self) -> str:
         if self.selector is not None:
-            return f"offline-calibrated+{INDEX_VERSION}+{self.selector.fit.version}"
+            return calibrated_version(self.selector.fit.version)
         return LABELER_VERSION
 
     def prepare(self, prompts: Sequence[PromptRecord]) -> None:
@@ -299,25 +305,3 @@ def _remember(memo: dict[tuple[Any, ...], Any], key: tuple[Any, ...], context: A
     if len(memo) >= CONTEXT_MEMO_SIZE:
         memo.pop(next(iter(memo)))  # the oldest first: a long-lived process keeps a bounded memo
     memo[key] = context
-
-
-# -------------------------------------------------------------------------------------- occupation ranking
-def occupation_ranking_from_labels(labels: Iterable[TaskLabel], level: str = "onet") -> list[str]:
-    """Rank the occupations of one prompt from its task labels, best first.
-
-    An occupation ranks by its best label's score, then by the sum of its labels' scores, then by its best
-    rank. The offline labeler gives an occupation's best task exactly the occupation's evidence score, so
-    the best score is the occupation ranking; a plain sum would favour occupations for the number of their
-    tasks kept, which the per-occupation cap makes arbitrary. level='soc' ranks 6-digit SOC codes (O*NET
-    codes sharing a SOC code pool their tasks)."""
-    if level not in {"onet", "soc"}:
-        raise ValueError("level must be 'onet' or 'soc'")
-    best: dict[str, float] = {}
-    totals: dict[str, float] = {}
-    best_rank: dict[str, int] = {}
-    for label in labels:
-        code = soc6(label.onet_soc_code) if level == "soc" else label.onet_soc_code
-        best[code] = max(best.get(code, float("-inf")), float(label.score))
-        totals[code] = totals.get(code, 0.0) + float(label.score)
-        best_rank[code] = min(best_rank.get(code, label.rank), label.rank)
-    return sorted(totals, key=lambda c: (-round(best[c], 9), -totals[c], best_rank[c], c))
