@@ -157,7 +157,7 @@ def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any
     context = _contextprompt_records(warehouse, texts["benchmark"].unique().to_list())
     # kept by what they depend on (issue 29 item 3: a benchmark without human labels that lands changes none of
     # it; preparing the labeler's contexts is most of this step). The key needs the labeler's version only: the
-    # index and the labeler (scikit-learn's import, the pickled index: ~0.5 s of a daemon's analysis run) are
+    # index and the labeler (scikit-learn's import, the pickled index: ~0.5-0.7 s of a daemon's analysis run) are
     # loaded when the rankings are computed
     digest = hashlib.blake2b(digest_size=16)
     for part in [version, ONET_VERSION, warehouse.source_digest("models.labeling"),

@@ -14,9 +14,10 @@ run their steps one after the other in the run's process (`in_process_executor`)
 `execute_in_process()` do: the steps share the run's imports, its open warehouse and its worker processes
 (resources/worker_pool.py: the second core). BENCHMAP_EXECUTOR=multiprocess gives each step a process of its own,
 at most BENCHMAP_MAX_CONCURRENT (default 2) at once: each step process then imports Dagster, the code location and
-its libraries again (~1-2 CPU-s a step): after one new 300-prompt benchmark the daemon's two runs took 11 s + 79 s
-that way, 6 s + 14 s in process (bench/daemon_path.py, 2026-12-04, 2 cores). The labeling step (of any labeler) takes a slot of the instance-wide `llm_api`
-concurrency pool under either executor. See docs/scale_out.md.
+its libraries again (~1-2 CPU-s a step): after one new 300-prompt benchmark the daemon's two runs took 9-11 s +
+61-79 s that way, 5-6 s + 11-14 s in process (bench/daemon_path.py, 2026-12-04, 2 cores). The labeling step (of
+any labeler) takes a slot of the instance-wide `llm_api` concurrency pool under either executor. See
+docs/scale_out.md.
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ def test_runs_the_daemon_and_the_ui_launch_run_their_steps_in_one_process_unless
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Every job's executor, and the implicit asset job's (the automation sensor's and the UI's runs): in process
     by default (the steps share the run's imports and worker processes; a process per step made the analysis
-    run after one new benchmark 79 s instead of 14 s), a process per step with BENCHMAP_EXECUTOR=multiprocess."""
+    run after one new benchmark 61-79 s instead of 11-14 s), a process per step with BENCHMAP_EXECUTOR=multiprocess."""
     from resources.settings import Settings, SettingsError
 
     def executors() -> set[str]:

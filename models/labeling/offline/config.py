@@ -17,6 +17,7 @@ def calibrated_version(selector_fit_version: str) -> str:
     """The calibrated offline labeler's version (its label-cache key) with the selector fit of this version."""
     return f"offline-calibrated+{INDEX_VERSION}+{selector_fit_version}"
 
+
 # TheAgentCompany role categories -> SOC codes or groups ('15-1200' = minor group 15-12, '13-2000' = 13-2).
 # A prompt of the category counts as matched when its top occupation falls under one of the patterns.
 # SDE: programmers, software developers, QA testers, web developers and designers, network/system and
@@ -70,6 +71,7 @@ def occupation_ranking_from_labels(labels: Iterable[TaskLabel], level: str = "on
         totals[code] = totals.get(code, 0.0) + float(label.score)
         best_rank[code] = min(best_rank.get(code, label.rank), label.rank)
     return sorted(totals, key=lambda c: (-round(best[c], 9), -totals[c], best_rank[c], c))
+
 
 @dataclass(frozen=True)
 class OfflineLabelerConfig:
