@@ -21,6 +21,7 @@ summed PSS beside it (each shared page split among its sharers: what the tree ta
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -32,7 +33,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -449,37 +450,43 @@ def step_timings(home: Path, since: float = 0.0) -> list[dict[str, Any]]:
     partition, step key, start/end, seconds, status."""
     from dagster import DagsterEventType, DagsterInstance
 
+    rows: list[dict[str, Any]] = []
+    with dagster_home(home), DagsterInstance.get() as instance:
+        for run in instance.get_runs():
+            records = instance.all_logs(run.run_id, of_type={
+                DagsterEventType.STEP_START, DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE})
+            starts: dict[str, float] = {}
+            for record in records:
+                event = record.dagster_event
+                if event is None or event.step_key is None:
+                    continue
+                if event.event_type == DagsterEventType.STEP_START:
+                    starts[event.step_key] = record.timestamp
+                elif event.step_key in starts and starts[event.step_key] >= since:
+                    rows.append({
+                        "run_id": run.run_id, "job": run.job_name,
+                        "partition": run.tags.get("dagster/partition")
+                        or run.tags.get("dagster/asset_partition_range_start"),  # run_all's range runs
+                        "step": event.step_key,
+                        "start": starts[event.step_key], "end": record.timestamp,
+                        "seconds": record.timestamp - starts[event.step_key],
+                        "status": "success" if event.event_type == DagsterEventType.STEP_SUCCESS else "failure",
+                    })
+    return rows
+
+
+@contextlib.contextmanager
+def dagster_home(home: Path) -> Iterator[None]:
+    """DAGSTER_HOME set to `home` inside the block (for DagsterInstance.get), restored after."""
     previous = os.environ.get("DAGSTER_HOME")
     os.environ["DAGSTER_HOME"] = str(home)
-    rows: list[dict[str, Any]] = []
     try:
-        with DagsterInstance.get() as instance:
-            for run in instance.get_runs():
-                records = instance.all_logs(run.run_id, of_type={
-                    DagsterEventType.STEP_START, DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE})
-                starts: dict[str, float] = {}
-                for record in records:
-                    event = record.dagster_event
-                    if event is None or event.step_key is None:
-                        continue
-                    if event.event_type == DagsterEventType.STEP_START:
-                        starts[event.step_key] = record.timestamp
-                    elif event.step_key in starts and starts[event.step_key] >= since:
-                        rows.append({
-                            "run_id": run.run_id, "job": run.job_name,
-                            "partition": run.tags.get("dagster/partition")
-                            or run.tags.get("dagster/asset_partition_range_start"),  # run_all's range runs
-                            "step": event.step_key,
-                            "start": starts[event.step_key], "end": record.timestamp,
-                            "seconds": record.timestamp - starts[event.step_key],
-                            "status": "success" if event.event_type == DagsterEventType.STEP_SUCCESS else "failure",
-                        })
+        yield
     finally:
         if previous is None:
             os.environ.pop("DAGSTER_HOME", None)
         else:
             os.environ["DAGSTER_HOME"] = previous
-    return rows
 
 
 def stage_seconds(rows: Iterable[Mapping[str, Any]], groups: Mapping[str, str]) -> dict[str, float]:

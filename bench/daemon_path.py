@@ -13,7 +13,9 @@ added (the landing sensor's request), then two processes, each timed with its pr
 2. `dagster job execute -j analysis_refresh_job` (every analysis, estimate, gap and export asset and the
    warehouse-wide checks: a superset of what the automation sensor requests after one benchmark).
 
-Per arm: each run's wall, CPU-s and peak, their sum and its share of the cold run. Not measured: the daemon's
+Per arm: each run's wall, CPU-s and peak, their sum and its share of the cold run, and where each run's wall went
+(`split`): the Dagster run from its start to its last event (`run_s`), the process outside it (`process_s`:
+interpreter, imports, code location, instance, teardown) and the three slowest steps. Not measured: the daemon's
 own tick interval and launch latency (seconds, set by its sensor intervals, not by benchmap's code).
 """
 
@@ -27,6 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402
 from bench.new_benchmark import N_PROMPTS, NAME, TARGET_SHARE  # noqa: E402
+
+SLOWEST_STEPS = 3
 
 ADD_PARTITION = ("from dagster import DagsterInstance\n"
                  "from assets.partitions import BENCHMARK_PARTITIONS_NAME\n"
@@ -47,6 +51,28 @@ def land(state: common.State) -> None:
         raise RuntimeError(f"adding the partition failed: {added.stderr[-2000:]}")
 
 
+def run_split(home: Path, job: str, wall_s: float) -> dict:
+    """The newest run of `job` in the instance at `home`: its run time (first to last event), the process time
+    outside it and its slowest steps."""
+    from dagster import DagsterInstance
+
+    with common.dagster_home(home), DagsterInstance.get() as instance:
+        run = instance.get_runs(limit=1, filters=_runs_of(job))[0]
+        events = instance.all_logs(run.run_id)
+    run_s = events[-1].timestamp - events[0].timestamp if events else 0.0
+    steps = sorted((r for r in common.step_timings(home) if r["run_id"] == run.run_id),
+                   key=lambda r: -r["seconds"])
+    return {"run_s": round(run_s, 2), "process_s": round(wall_s - run_s, 2),
+            "steps_s": round(sum(r["seconds"] for r in steps), 2), "n_steps": len(steps),
+            "slowest_steps": {r["step"]: round(r["seconds"], 2) for r in steps[:SLOWEST_STEPS]}}
+
+
+def _runs_of(job: str):  # noqa: ANN202 - a dagster RunsFilter, imported only here
+    from dagster import RunsFilter
+
+    return RunsFilter(job_name=job)
+
+
 def arm(cold: common.State, executor: str) -> dict:
     state = cold.copy_to(common.state_root() / f"daemon_path_{executor}")
     vouched = cold.carry_vouch(state)
@@ -64,6 +90,8 @@ def arm(cold: common.State, executor: str) -> dict:
         measured = common.run_measured(cmd, env, cwd=state.code, echo=False)
         out[name] = measured.summary()
         out[name]["succeeded"] = measured.returncode == 0 and "RUN_SUCCESS" in (measured.stdout + measured.stderr)
+        if out[name]["succeeded"]:
+            out[name]["split"] = run_split(state.home, cmd[cmd.index("-j") + 1], measured.wall_s)
     out["total_wall_s"] = round(out["benchmark_run"]["wall_s"] + out["analysis_run"]["wall_s"], 1)
     return out
 

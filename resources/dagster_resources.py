@@ -11,6 +11,7 @@ import polars as pl
 from dagster import Config, ConfigurableResource, EnvVar, InitResourceContext
 
 from resources import warehouse as wh
+from resources.gc_policy import startup_objects_frozen
 from resources.settings import DEFAULT_WAREHOUSE, Settings, settings
 from resources.warehouse_queries import WarehouseQueries
 
@@ -43,13 +44,14 @@ class Warehouse(WarehouseQueries, ConfigurableResource):
         of a pause, so another process waiting for the file still gets it): each input load, output write and
         named read of a step is a connect, ~27 CPU-ms each when it opens the file anew (an analysis run connects
         some 300 times). run_all's runs already held or lingered (pipelines/step_runner.py); now a sensor's,
-        schedule's or the UI's run does too. Inside a `held` or `lingering` block of this process it is a no-op."""
+        schedule's or the UI's run does too. Inside a `held` or `lingering` block of this process it is a no-op.
+        The garbage collector skips the objects alive at the run's start meanwhile (resources/gc_policy.py)."""
         run = (str(Path(self.path).resolve()), getattr(context, "run_id", None))
         if run[1] is None or run not in _SET_UP:  # a run's second Warehouse (the IO manager's) is checked already
             self.setup_for_execution(context)
             _SET_UP[run] = wh.failures(self.path)
         try:
-            with wh.lingering(self.path):
+            with startup_objects_frozen(), wh.lingering(self.path):
                 yield self
         finally:
             self.teardown_after_execution(context)
