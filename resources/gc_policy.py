@@ -1,9 +1,10 @@
 """Python's cyclic garbage collector during runs (issue 29 item 3).
 
 A run's process holds ~330,000 container objects before its first step: Dagster, the code location, the
-libraries. The collector's full passes walk all of them again, six to nine times a run, and the interpreter's
+libraries. The collector's full passes walk all of them again, six or seven times a run, and the interpreter's
 teardown walks them once more: measured in the daemon's two fresh processes after one new benchmark (2 cores,
-2026-12-05), 0.6-0.75 s of full passes in each run and 0.85 s from the last atexit hook to the process's end.
+2026-12-05), 0.5-0.75 s of full passes in each run and 0.85-0.95 s from the last atexit hook to the process's end
+(0.3-0.45 s and 0.07-0.09 s frozen; bench/RESULTS.md, 2026-12-05).
 
 `startup_objects_frozen` moves the objects alive when a run starts into the collector's permanent generation
 (`gc.freeze`): the run's passes walk only what the run creates. It gives them back (`gc.unfreeze`) when the run
