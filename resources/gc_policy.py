@@ -12,6 +12,8 @@ ends, so a process that runs on (run_all, the tests, a code server) collects the
 registers `gc.freeze` as an exit hook: the teardown then skips the walk; the objects it would have found are
 freed by the operating system with the process (Python does not promise finalizers at exit; the run's own
 resources are closed before: the warehouse by its resource, the event log by Dagster). Values are unchanged.
+`gc.unfreeze` gives back every frozen object, also those run_all's CLI froze before its first run
+(`_freeze_long_lived`): its next run freezes them again at its start, so only the moments between its runs see them.
 """
 
 from __future__ import annotations
