@@ -115,7 +115,7 @@ def exported_tables(warehouse: Warehouse) -> dict[str, "pl.DataFrame | StreamedT
 
 
 # computed over every landed benchmark only (not per index)
-_ALL_ONLY_TABLES = ("coverage_sensitivity", "occupation_model_scores")
+_ALL_ONLY_TABLES = ("coverage_sensitivity", "occupation_model_scores", "occupation_model_scores_estimated")
 
 
 def for_index(tables: dict[str, pl.DataFrame], index: str = ix.ALL_INDEX) -> dict[str, pl.DataFrame]:

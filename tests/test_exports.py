@@ -790,6 +790,32 @@ def test_summary_numbers_come_from_the_tables(world):
     assert not re.search(r"\bnan\b", text, re.I) and "n/a" not in text
 
 
+def test_summary_quotes_the_estimated_model_scores_and_keeps_the_raw_comparison_with_the_raw_labels(world):
+    text = report.summary_markdown(world, onet_tasks=world["onet_tasks"], export_date="2030-01-31")
+    estimated_part, raw_part = text.split("## What the raw labels say")
+    estimated = world["occupation_model_scores_estimated"].filter(
+        (pl.col("expected_prompts") >= 5) & pl.col("estimated_mean").is_not_nan() & pl.col("ci_low").is_not_null())
+    assert estimated.height > 0
+    half_width = float(((estimated["ci_high"] - estimated["ci_low"]) / 2).median())
+    share = float(estimated["fraction_missing_info"].median())
+    assert (f"For the {estimated.height} occupation-model pairs with at least 5 prompts expected to exercise the "
+            "occupation") in estimated_part
+    assert f"spans a median \u00b1{half_width:.3f} around it" in estimated_part
+    assert f"makes up a median {100 * share:.0f}% of its variance" in estimated_part
+    assert "occupation_model_scores)" not in estimated_part  # the raw comparison is not quoted as an estimate
+
+    scores = world["occupation_model_scores"].filter(
+        (pl.col("min_prompts") == 5) & pl.col("difference").is_not_null())
+    differs = scores.filter((pl.col("difference_ci_low") > 0) | (pl.col("difference_ci_high") < 0))
+    pool = differs if differs.height else scores
+    top = (pool.with_columns(pl.col("difference").abs().alias("abs"))
+           .sort(["abs", "onet_soc_code", "model"], descending=[True, False, False]).row(0, named=True))
+    assert "tasks weighted by the labels as counted" in raw_part
+    assert (f"for {differs.height} of the {scores.height} occupation-model pairs that have one; "
+            f"{'the largest of them' if differs.height else 'none does; the largest difference'} is "
+            f"{top['difference']:+.3f}") in raw_part
+
+
 def test_summary_says_what_is_missing():
     text = report.summary_markdown({}, missing_tables=["coverage_headline"])
     for phrase in (
@@ -797,6 +823,7 @@ def test_summary_says_what_is_missing():
         "Exposure finding not available",
         "WORKBank finding not available",
         "Model-score finding not available",
+        "Estimated model-score finding not available",
         "Sensitivity analysis not available",
         "benchmarks table is missing",
         "Its accuracy was not measured",

@@ -20,6 +20,7 @@ from models.report.answer import ALL_INDEX, Answer, answer_figures, headline_ans
 from models.report.counts import benchmark_counts, count_lines, index_benchmarks, task_counts
 from models.report.estimated import (
     estimated_coverage_findings,
+    estimated_score_findings,
     exposure_base_rates,
     exposure_difference_finding,
 )
@@ -105,12 +106,12 @@ def summary_markdown(
          regression_findings(estimated, "coverage_regressions_mi") if "coverage_regressions_mi" in estimated
          else ["Not available: coverage_regressions_mi (the fits on imputed label sets) is missing; the fits on "
                "the labels as counted are in 'What the raw labels say'."]),
-        ("Model scores", score_findings(tables)),
+        ("Model scores", estimated_score_findings(tables)),
         ("What the raw labels say",
          ["_Counting every label as true, with no correction for the labels' misses and no labeler error in the "
           "intervals: for comparison with the estimates above, not for quoting._"]
          + label_quality_findings(tables) + coverage_findings(tables, with_estimate=False)
-         + regression_findings(tables) + workbank_findings(tables)),
+         + regression_findings(tables) + workbank_findings(tables) + score_findings(tables)),
         ("Robustness of the raw labels' figures", sensitivity_findings(tables) + exposure_difference_finding(tables)),
         ("Counts: what each one counts", count_lines(tables, onet_tasks, index)),
         (
@@ -130,6 +131,7 @@ def summary_markdown(
 
 __all__ = [
     "Answer", "answer_figures", "benchmark_counts", "count_lines", "estimated_coverage_findings",
+    "estimated_score_findings",
     "exposure_base_rates", "exposure_difference_finding", "headline_answer", "index_benchmarks",
     "mi_as_regressions", "task_counts",
     "MODEL_EXPOSURE_WAGE", "MODEL_IMPORTANCE", "MODEL_WORKBANK", "PREVIEW_COLUMNS", "QUANTITY_WORDS", "WAGE_TERM",

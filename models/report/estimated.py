@@ -78,6 +78,37 @@ def estimated_coverage_findings(tables: Tables, index: str = "all") -> list[str]
     return out
 
 
+SCORE_MIN_EXPECTED_PROMPTS = 5.0  # as the raw comparison's tasks with >= 5 prompts: fewer say little of a score
+
+
+def estimated_score_findings(tables: Tables) -> list[str]:
+    """How precise the per-occupation model scores are once the labels' error is in them
+    (occupation_model_scores_estimated: each prompt weighted by its text's estimated probability of exercising the
+    occupation; Rubin's rules over the draws): the pairs with enough expected prompts, the median half-width of
+    their 95% interval and the median share of its variance that is the labeler's error."""
+    frame = present_table(tables, "occupation_model_scores_estimated")
+    needed = {"expected_prompts", "estimated_mean", "ci_low", "ci_high", "fraction_missing_info"}
+    if frame is None or not needed <= set(frame.columns):
+        return ["Estimated model-score finding not available: occupation_model_scores_estimated is missing or "
+                "empty (model results exist only for some benchmarks)."]
+    pairs = frame.filter((pl.col("expected_prompts") >= SCORE_MIN_EXPECTED_PROMPTS)
+                         & pl.col("estimated_mean").is_not_nan() & pl.col("ci_low").is_not_null()
+                         & pl.col("ci_high").is_not_null())
+    if not pairs.height:
+        return [f"**Model scores, as estimated.** No occupation-model pair has {SCORE_MIN_EXPECTED_PROMPTS:.0f} or "
+                "more prompts expected to exercise the occupation (occupation_model_scores_estimated)."]
+    half_width = float(((pairs["ci_high"] - pairs["ci_low"]) / 2).median())
+    labeler_share = pairs["fraction_missing_info"].fill_nan(None).median()
+    return [
+        f"**Model scores, as estimated.** For the {num(pairs.height)} occupation-model pairs with at least "
+        f"{SCORE_MIN_EXPECTED_PROMPTS:.0f} prompts expected to exercise the occupation (each prompt weighted by its "
+        f"text's estimated probability of doing so), the 95% interval of the mean score spans a median "
+        f"\u00b1{half_width:.3f} around it, and the labels' error makes up a median {pct(labeler_share, 0)} of its "
+        "variance: a per-occupation score without it would look more precise than it is "
+        "(occupation_model_scores_estimated; the raw labels' O*NET-weighted comparison is below)."
+    ]
+
+
 def exposure_base_rates(frame: pl.DataFrame, threshold: int = 5, index: str = "all") -> dict[str, dict[str, float]]:
     """Per exposure rating (human: `exposed`, gpt4: `gpt4_exposed`): share of tasks rated exposed, and the
     share covered at `threshold` among exposed and among non-exposed tasks (the labels as counted)."""

@@ -332,6 +332,9 @@ def workbank_findings(tables: Tables) -> list[str]:
 
 
 def score_findings(tables: Tables) -> list[str]:
+    """The O*NET-weighted against the plain mean score per occupation and model, with the labels as counted
+    (occupation_model_scores: bootstrap intervals without the labeler's error); the largest difference quoted is
+    one of those outside their interval when any is."""
     scores = present_table(tables, "occupation_model_scores")
     if scores is None or not {"difference", "difference_ci_low", "difference_ci_high"} <= set(scores.columns):
         return [
@@ -349,7 +352,7 @@ def score_findings(tables: Tables) -> list[str]:
         ]
     differs = weighted.filter((pl.col("difference_ci_low") > 0) | (pl.col("difference_ci_high") < 0))
     top = (
-        weighted.with_columns(pl.col("difference").abs().alias("_abs"))
+        (differs if differs.height else weighted).with_columns(pl.col("difference").abs().alias("_abs"))
         .sort(["_abs", "onet_soc_code", "model"], descending=[True, False, False])
         .row(0, named=True)
     )
@@ -359,12 +362,13 @@ def score_findings(tables: Tables) -> list[str]:
         titles = dict(occupations.select("onet_soc_code", "title").iter_rows())
     name = titles.get(top["onet_soc_code"]) or top["onet_soc_code"]
     min_prompts = f" (tasks with >= {top['min_prompts']} prompts)" if "min_prompts" in top else ""
+    largest = "the largest of them" if differs.height else "none does; the largest difference"
     return [
-        f"**Model scores.** The O*NET-weighted mean score{min_prompts} differs from the plain mean score by "
-        f"more than its 95% bootstrap interval for {num(differs.height)} of the {num(weighted.height)} "
-        f"occupation-model pairs that have one; the largest difference is {top['difference']:+.3f} "
-        f"({ci(top['difference_ci_low'], top['difference_ci_high'], lambda v: f'{v:+.3f}')}) for "
-        f"{top['model']} on {name} (occupation_model_scores)."
+        f"**Model scores.** The O*NET-weighted mean score{min_prompts}, tasks weighted by the labels as counted, "
+        f"differs from the plain mean score by more than its 95% bootstrap interval for {num(differs.height)} of "
+        f"the {num(weighted.height)} occupation-model pairs that have one; {largest} is "
+        f"{top['difference']:+.3f} ({ci(top['difference_ci_low'], top['difference_ci_high'], lambda v: f'{v:+.3f}')})"
+        f" for {top['model']} on {name} (occupation_model_scores)."
     ]
 
 
