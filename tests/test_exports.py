@@ -815,6 +815,11 @@ def test_summary_quotes_the_estimated_model_scores_and_keeps_the_raw_comparison_
             f"{'the largest of them' if differs.height else 'none does; the largest difference'} is "
             f"{top['difference']:+.3f}") in raw_part
 
+    # another index's summary does not present the every-benchmark scores as its own, nor call them missing
+    other = report.summary_markdown(world, onet_tasks=world["onet_tasks"], benchmark_index="economic_agentic")
+    assert "Model scores are computed over every landed benchmark, not per index: see summary.md" in other
+    assert "occupation_model_scores" not in other and "Model-score finding not available" not in other
+
 
 def test_summary_says_what_is_missing():
     text = report.summary_markdown({}, missing_tables=["coverage_headline"])

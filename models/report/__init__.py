@@ -99,6 +99,10 @@ def summary_markdown(
     mi = present_table(tables, "coverage_regressions_mi")
     if mi is not None and {"kind", "term", "estimate"} <= set(mi.columns):
         estimated["coverage_regressions_mi"] = mi_as_regressions(mi)
+    # the model-score tables are computed over every landed benchmark, not per index (assets/export_context.py)
+    all_only = [f"Model scores are computed over every landed benchmark, not per index: see summary.md (index "
+                f"`{ALL_INDEX}`)."]
+    is_all_index = index == ALL_INDEX
     sections: list[tuple[str, list[str]]] = [
         *([("Benchmark index", index_findings(benchmark_index, membership))] if benchmark_index else []),
         ("Coverage, as estimated", estimated_coverage_findings(tables, index)),
@@ -106,12 +110,12 @@ def summary_markdown(
          regression_findings(estimated, "coverage_regressions_mi") if "coverage_regressions_mi" in estimated
          else ["Not available: coverage_regressions_mi (the fits on imputed label sets) is missing; the fits on "
                "the labels as counted are in 'What the raw labels say'."]),
-        ("Model scores", estimated_score_findings(tables)),
+        ("Model scores", estimated_score_findings(tables) if is_all_index else all_only),
         ("What the raw labels say",
          ["_Counting every label as true, with no correction for the labels' misses and no labeler error in the "
           "intervals: for comparison with the estimates above, not for quoting._"]
          + label_quality_findings(tables) + coverage_findings(tables, with_estimate=False)
-         + regression_findings(tables) + workbank_findings(tables) + score_findings(tables)),
+         + regression_findings(tables) + workbank_findings(tables) + (score_findings(tables) if is_all_index else [])),
         ("Robustness of the raw labels' figures", sensitivity_findings(tables) + exposure_difference_finding(tables)),
         ("Counts: what each one counts", count_lines(tables, onet_tasks, index)),
         (
