@@ -63,6 +63,9 @@ compute_logs:
   class: LocalComputeLogManager
   config:
     base_dir: {home}/logs
+run_launcher:
+  module: resources.run_launcher
+  class: ForkServerRunLauncher
 concurrency:
   pools:
     default_limit: {pool_limit}

@@ -1,9 +1,9 @@
 """daemon_path: the refresh after one new 300-prompt benchmark as the daemon runs it (issue 29 item 3).
 
-    .venv/bin/python bench/daemon_path.py [--executors in_process,multiprocess]   # one JSON object on stdout
+    .venv/bin/python bench/daemon_path.py [--executors in_process,multiprocess] [--launched]   # one JSON object
 
 bench/new_benchmark.py evaluates the sensors and executes both runs in one process, in process (as run_all
-does). The daemon launches each run in a fresh process (Dagster's default run launcher), and that process runs
+does). Dagster's default run launcher starts each run in a fresh process, and that process runs
 the job with the code location's executor (pipelines/definitions.py; BENCHMAP_EXECUTOR). This bench does the
 same per arm: a copy of the `cold` state (as new_benchmark: run bench/cold.py first when there is none), the same
 `synthetic300` folder (bench/new_benchmark.py's 300 edited real prompts and results), its dynamic partition
@@ -13,7 +13,11 @@ added (the landing sensor's request), then two processes, each timed with its pr
 2. `dagster job execute -j analysis_refresh_job` (every analysis, estimate, gap and export asset and the
    warehouse-wide checks: a superset of what the automation sensor requests after one benchmark).
 
-Per arm: each run's wall, CPU-s and peak, their sum and its share of the cold run, and where each run's wall went
+`--launched` adds the arm of benchmap's own launcher (dagster.yaml, resources/run_launcher.py): a helper in the
+daemon's place creates each run and launches it through the instance, which forks it from the warm fork server;
+each run's wall is from its creation to its end.
+
+Per arm: each run's wall, CPU-s and peak (the process arms), their sum and its share of the cold run, and where each run's wall went
 (`split`): the Dagster run from its start to its last event (`run_s`), the process outside it (`process_s`:
 interpreter, imports, code location, instance, teardown) and the three slowest steps. Not measured: the daemon's
 own tick interval and launch latency (seconds, set by its sensor intervals, not by benchmap's code).
@@ -22,6 +26,8 @@ own tick interval and launch latency (seconds, set by its sensor intervals, not 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -96,13 +102,71 @@ def arm(cold: common.State, executor: str) -> dict:
     return out
 
 
+def launch_helper(root: Path, code: Path) -> dict:
+    """The `launched` arm's helper, in the daemon's place: this state's instance launches each run through its run
+    launcher (dagster.yaml: resources/run_launcher.py), whose fork server is warm, as after the daemon's first run;
+    a run's wall is from its creation to its end (the forked process exits at once)."""
+    import time
+
+    state = common.State(root, code)
+    os.environ.update(state.env(BENCHMAP_EXECUTOR="in_process"))
+    os.chdir(code)
+    sys.path.insert(0, str(code))
+    from dagster import DagsterInstance
+    from dagster._core.definitions.reconstruct import ReconstructableRepository
+
+    from pipelines.definitions import defs
+
+    repository = ReconstructableRepository.for_module("pipelines.definitions", "defs", working_directory=str(code))
+    out: dict = {}
+    with DagsterInstance.get() as instance:
+        launcher = instance.run_launcher
+        started = time.perf_counter()
+        launcher._server(sys.executable, str(code))  # noqa: SLF001 - warm, as the daemon's is by now
+        out["server_start_s"] = round(time.perf_counter() - started, 2)
+        for name, job, tags in (("benchmark_run", "benchmark_refresh_job", {"dagster/partition": NAME}),
+                                ("analysis_run", "analysis_refresh_job", {})):
+            job_def = defs.resolve_job_def(job)
+            origin = repository.get_reconstructable_job(job).get_python_origin()
+            begun = time.perf_counter()
+            run = instance.create_run_for_job(job_def=job_def, tags=tags, job_code_origin=origin)
+            instance.launch_run(run.run_id, workspace=None)  # type: ignore[arg-type] - the fork server needs none
+            while not (run := instance.get_run_by_id(run.run_id)).is_finished:  # type: ignore[union-attr]
+                time.sleep(0.05)
+            wall_s = time.perf_counter() - begun
+            out[name] = {"wall_s": round(wall_s, 2), "succeeded": run.status.value == "SUCCESS",
+                         "pid": run.tags.get("benchmap/run_pid")}
+            if out[name]["succeeded"]:
+                out[name]["split"] = run_split(state.home, job, wall_s)
+    out["total_wall_s"] = round(out["benchmark_run"]["wall_s"] + out["analysis_run"]["wall_s"], 1)
+    return out
+
+
+def launched_arm(cold: common.State) -> dict:
+    state = cold.copy_to(common.state_root() / "daemon_path_launched")
+    vouched = cold.carry_vouch(state)
+    land(state)
+    done = subprocess.run([common.PYTHON, str(Path(__file__).resolve()), "--launch-helper", str(state.root),
+                           str(state.code)], capture_output=True, text=True, cwd=state.code)
+    if done.returncode != 0:
+        raise RuntimeError(f"the launch helper failed: {done.stderr[-3000:]}")
+    return {"executor": "in_process", "launcher": "ForkServerRunLauncher", "warehouse_vouched_at_start": vouched,
+            **common.last_json_line(done.stdout)}
+
+
 def main(argv: list[str]) -> int:
+    if "--launch-helper" in argv:
+        at = argv.index("--launch-helper")
+        print(json.dumps(launch_helper(Path(argv[at + 1]), Path(argv[at + 2]))), flush=True)
+        return 0
     executors = ["in_process", "multiprocess"]
     if "--executors" in argv:
         executors = argv[argv.index("--executors") + 1].split(",")
     cold, cold_result = common.cold_state()
     cold_s = float(cold_result["wall_s"])
     arms = [arm(cold, executor) for executor in executors]
+    if "--launched" in argv:
+        arms.append(launched_arm(cold))
     for result in arms:
         result["share_of_cold"] = round(result["total_wall_s"] / cold_s, 3)
     common.emit({"bench": "daemon_path", "measured_at": common.now_iso(), "machine": common.machine(),

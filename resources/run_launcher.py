@@ -1,0 +1,186 @@
+"""The instance's run launcher (dagster.yaml `run_launcher`): runs of the code location forked from a warm process
+(resources/run_fork_server.py) instead of a fresh one, falling back to Dagster's default launcher.
+
+Dagster's DefaultRunLauncher asks the code location's server to start each run, which spawns a fresh Python
+process: ~2 s of imports before the run starts, ~1.5 s more inside its steps (scikit-learn, scipy.stats,
+statsmodels). `ForkServerRunLauncher` keeps one fork server per code version and executable and hands it each run;
+the run is the same `dagster api execute_run` Dagster's container launchers use. The fork server is started on the
+first launch (its imports then delay that one run, not the next) and again when a project source file changed since
+(a run never executes stale code). Anything that keeps it from launching a run there (no os.fork, the server not
+starting or answering, BENCHMAP_RUN_LAUNCHER=default) launches the run as Dagster's default launcher does, with an
+engine event saying why. `terminate` signals the run's process (SIGTERM: Dagster's interrupt handling marks the
+run canceled). Measured: bench/fork_probe.py, bench/RESULTS.md (2026-12-05).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dagster import DefaultRunLauncher
+from dagster._core.launcher import LaunchRunContext
+
+PID_TAG = "benchmap/run_pid"
+LAUNCHER_ENV = "BENCHMAP_RUN_LAUNCHER"  # "default": Dagster's launcher for every run
+READY_TIMEOUT_S = 120.0
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SOURCE_PACKAGES = ("assets", "models", "pipelines", "resources")
+
+
+def source_stamp(root: Path = PROJECT_ROOT) -> str:
+    """Path, size and mtime of every project .py file: changes when any source does (a stat each, ~2 ms)."""
+    digest = hashlib.sha256()
+    for package in SOURCE_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            stat = path.stat()
+            digest.update(f"{path.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    return digest.hexdigest()[:16]
+
+
+class _ForkServer:
+    """One running server process and its pipes."""
+
+    def __init__(self, executable: str, cwd: str | None, stamp: str) -> None:
+        self.stamp = stamp
+        env = dict(os.environ)
+        self.process = subprocess.Popen([executable, "-m", "resources.run_fork_server"], cwd=cwd, env=env,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
+                                        start_new_session=True)
+        ready = self._answer(READY_TIMEOUT_S)
+        if not ready.get("ready"):
+            self.close()
+            raise RuntimeError(f"the run fork server did not start: {ready}")
+
+    def _answer(self, timeout_s: float) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        box: list[str] = []
+        reader = threading.Thread(target=lambda: box.append(self.process.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        reader.join(timeout_s)
+        if not box or not box[0]:
+            raise RuntimeError("the run fork server did not answer")
+        return json.loads(box[0])
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def launch(self, request: Mapping[str, str]) -> int:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(dict(request)) + "\n")
+        self.process.stdin.flush()
+        answer = self._answer(30.0)
+        if "pid" not in answer:
+            raise RuntimeError(f"the run fork server refused the run: {answer.get('error', answer)}")
+        return int(answer["pid"])
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            if self.process.stdin is not None:
+                self.process.stdin.close()  # the server ends when its input does; its runs go on
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(5)
+        if self.process.poll() is None:
+            self.process.kill()
+
+
+class ForkServerRunLauncher(DefaultRunLauncher):
+    """DefaultRunLauncher whose runs are forked from a warm process when they can be (module docstring)."""
+
+    def __init__(self, inst_data: Any = None) -> None:
+        super().__init__(inst_data=inst_data)
+        self._lock = threading.Lock()
+        self._servers: dict[tuple[str, str | None], _ForkServer] = {}
+
+    @classmethod
+    def from_config_value(cls, inst_data: Any, config_value: Mapping[str, Any]) -> ForkServerRunLauncher:
+        return cls(inst_data=inst_data)
+
+    def _server(self, executable: str, cwd: str | None) -> _ForkServer:
+        stamp = source_stamp()
+        key = (executable, cwd)
+        with self._lock:
+            server = self._servers.get(key)
+            if server is not None and (server.stamp != stamp or not server.alive()):
+                server.close()  # stale code or gone: its runs go on, new ones get a fresh server
+                server = None
+            if server is None:
+                server = self._servers[key] = _ForkServer(executable, cwd, stamp)
+            return server
+
+    def _stderr_path(self, run_id: str) -> Path:
+        """Where a forked run's stderr goes (what happens before its event log can take it): beside the
+        instance's other logs."""
+        folder = Path(self._instance.root_directory) / "logs" / "forked_runs"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / f"{run_id}.stderr"
+
+    def _drop(self, key: tuple[str, str | None]) -> None:
+        with self._lock:
+            server = self._servers.pop(key, None)
+        if server is not None:
+            server.close()
+
+    def launch_run(self, context: LaunchRunContext) -> None:
+        from dagster._core.origin import JobPythonOrigin
+        from dagster._grpc.types import ExecuteRunArgs
+        from dagster._serdes import serialize_value
+
+        run = context.dagster_run
+        origin = run.job_code_origin
+        why = None
+        if os.environ.get(LAUNCHER_ENV, "fork").lower() == "default":
+            why = f"{LAUNCHER_ENV}=default"
+        elif not hasattr(os, "fork"):
+            why = "this platform has no os.fork"
+        elif not isinstance(origin, JobPythonOrigin):
+            why = "the run has no Python origin to load its job from"
+        if why is None:
+            pointer = origin.repository_origin.code_pointer  # type: ignore[union-attr]
+            key = (origin.executable_path, getattr(pointer, "working_directory", None))  # type: ignore[union-attr]
+            try:
+                server = self._server(*key)
+                args = ExecuteRunArgs(job_origin=origin, run_id=run.run_id,  # type: ignore[arg-type]
+                                      instance_ref=self._instance.get_ref())
+                pid = server.launch({"run_id": run.run_id, "execute_run_args": serialize_value(args),
+                                     "instance_ref": serialize_value(self._instance.get_ref()),
+                                     "log_path": str(self._stderr_path(run.run_id))})
+            except Exception as exc:  # noqa: BLE001 - the default launcher still can
+                why = f"the run fork server failed: {type(exc).__name__}: {exc}"
+                self._drop(key)  # the next run gets a fresh server
+            else:
+                self._instance.add_run_tags(run.run_id, {PID_TAG: str(pid)})
+                self._instance.report_engine_event(
+                    f"Run launched in process {pid}, forked from benchmap's run fork server "
+                    f"(resources/run_launcher.py).", run, cls=self.__class__)
+                self._run_ids.add(run.run_id)
+                return
+        self._instance.report_engine_event(
+            f"Run launched by Dagster's default launcher: {why}.", run, cls=self.__class__)
+        super().launch_run(context)
+
+    def terminate(self, run_id: str) -> bool:
+        run = self._instance.get_run_by_id(run_id) if self.has_instance else None
+        if run is None or PID_TAG not in run.tags:
+            return super().terminate(run_id)
+        if run.is_finished:
+            return False
+        self._instance.report_run_canceling(run)
+        try:
+            os.kill(int(run.tags[PID_TAG]), signal.SIGTERM)
+        except (ProcessLookupError, ValueError):
+            return False
+        return True
+
+    def dispose(self) -> None:
+        with self._lock:
+            for server in self._servers.values():
+                server.close()
+            self._servers.clear()

@@ -1,0 +1,125 @@
+"""The instance's run launcher (resources/run_launcher.py): runs forked from a warm fork server
+(resources/run_fork_server.py), the server renewed when the sources change, a run whose process dies marked failed,
+termination, and Dagster's default launcher when told or when the server cannot be used."""
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import fork_jobs
+import pytest
+from dagster import DagsterRunStatus, DefaultRunLauncher, instance_for_test, reconstructable
+
+from resources import run_launcher
+from resources.run_launcher import PID_TAG, ForkServerRunLauncher
+
+TESTS = Path(__file__).resolve().parent
+LAUNCHER = {"run_launcher": {"module": "resources.run_launcher", "class": "ForkServerRunLauncher"}}
+
+
+@pytest.fixture
+def server_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server imports the test code location and the marker, and finds them (and the project) on its path."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), str(TESTS.parent)]))
+    monkeypatch.setenv("BENCHMAP_FORK_PRELOAD", "dagster,dagster._cli,dagster._cli.api,fork_marker,fork_jobs")
+    monkeypatch.delenv(run_launcher.LAUNCHER_ENV, raising=False)
+
+
+def _launch(instance, out: Path, sleep_s: float = 0.0) -> str:
+    run = instance.create_run_for_job(
+        job_def=fork_jobs.probe_job,
+        run_config={"ops": {"probe": {"config": {"out": str(out), "sleep_s": sleep_s}}}},
+        job_code_origin=reconstructable(fork_jobs.probe_job).get_python_origin(),
+    )
+    instance.launch_run(run.run_id, workspace=None)  # the fork server needs no workspace; the default one does
+    return run.run_id
+
+
+def _wait(instance, run_id: str, until, timeout_s: float = 60.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        run = instance.get_run_by_id(run_id)
+        if until(run):
+            return run
+        time.sleep(0.1)
+    raise AssertionError(f"run {run_id} stayed {instance.get_run_by_id(run_id).status}")
+
+
+def _engine_messages(instance, run_id: str) -> list[str]:
+    return [e.message for e in instance.all_logs(run_id) if e.message]
+
+
+def test_runs_are_forked_from_one_warm_server_and_succeed(server_env, tmp_path: Path) -> None:
+    with instance_for_test(overrides=LAUNCHER) as instance:
+        launcher = instance.run_launcher
+        assert isinstance(launcher, ForkServerRunLauncher)
+        seen = []
+        for number in range(2):
+            run_id = _launch(instance, tmp_path / f"probe{number}.json")
+            run = _wait(instance, run_id, lambda r: r.is_finished)
+            assert run.status == DagsterRunStatus.SUCCESS
+            probe = json.loads((tmp_path / f"probe{number}.json").read_text())
+            assert probe["marker_preloaded"] is True  # imported by the server before the run: forked, not fresh
+            assert probe["pid"] == int(run.tags[PID_TAG]) != os.getpid()
+            assert any("forked from benchmap's run fork server" in m for m in _engine_messages(instance, run_id))
+            seen.append({key: server.process.pid for key, server in launcher._servers.items()})  # noqa: SLF001
+        assert len(seen[0]) == 1 and seen[0] == seen[1]  # the same server launched both
+
+
+def test_a_source_change_gets_a_fresh_server(server_env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with instance_for_test(overrides=LAUNCHER) as instance:
+        launcher = instance.run_launcher
+        _wait(instance, _launch(instance, tmp_path / "a.json"), lambda r: r.is_finished)
+        (first,) = launcher._servers.values()  # noqa: SLF001
+        monkeypatch.setattr(run_launcher, "source_stamp", lambda root=None: "edited")
+        run = _wait(instance, _launch(instance, tmp_path / "b.json"), lambda r: r.is_finished)
+        assert run.status == DagsterRunStatus.SUCCESS
+        (second,) = launcher._servers.values()  # noqa: SLF001
+        assert second.process.pid != first.process.pid and first.process.poll() is not None
+
+
+def test_a_run_whose_process_dies_is_marked_failed(server_env, tmp_path: Path) -> None:
+    out = tmp_path / "slow.json"
+    with instance_for_test(overrides=LAUNCHER) as instance:
+        run_id = _launch(instance, out, sleep_s=60)
+        _wait(instance, run_id, lambda r: out.exists())
+        os.kill(int(instance.get_run_by_id(run_id).tags[PID_TAG]), signal.SIGKILL)
+        run = _wait(instance, run_id, lambda r: r.is_finished, timeout_s=30)
+        assert run.status == DagsterRunStatus.FAILURE
+        message = next(m for m in _engine_messages(instance, run_id) if "ended with exit code -9" in m)
+        assert f"before the run finished. Its stderr: {instance.root_directory}/logs/forked_runs/{run_id}.stderr" \
+            in message
+
+
+def test_terminate_cancels_a_forked_run(server_env, tmp_path: Path) -> None:
+    out = tmp_path / "slow.json"
+    with instance_for_test(overrides=LAUNCHER) as instance:
+        run_id = _launch(instance, out, sleep_s=60)
+        _wait(instance, run_id, lambda r: out.exists())
+        assert instance.run_launcher.terminate(run_id) is True
+        run = _wait(instance, run_id, lambda r: r.is_finished, timeout_s=30)
+        assert run.status == DagsterRunStatus.CANCELED
+
+
+@pytest.mark.parametrize("how", ["told", "server_fails"])
+def test_the_default_launcher_launches_when_told_or_when_the_server_cannot(
+        how: str, server_env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    launched = []
+    monkeypatch.setattr(DefaultRunLauncher, "launch_run", lambda self, context: launched.append(context.dagster_run))
+    if how == "told":
+        monkeypatch.setenv(run_launcher.LAUNCHER_ENV, "default")
+    else:
+        monkeypatch.setenv("BENCHMAP_FORK_PRELOAD", "dagster")
+        monkeypatch.setattr(run_launcher._ForkServer, "launch",  # noqa: SLF001
+                            lambda self, request: (_ for _ in ()).throw(RuntimeError("no answer")))
+    with instance_for_test(overrides=LAUNCHER) as instance:
+        run_id = _launch(instance, tmp_path / "x.json")
+        assert [run.run_id for run in launched] == [run_id]
+        assert PID_TAG not in instance.get_run_by_id(run_id).tags
+        why = "BENCHMAP_RUN_LAUNCHER=default" if how == "told" else "the run fork server failed: RuntimeError: no answer"
+        assert any(f"Run launched by Dagster's default launcher: {why}" in m
+                   for m in _engine_messages(instance, run_id))
+        if how == "server_fails":
+            assert instance.run_launcher._servers == {}  # noqa: SLF001 - dropped: the next run gets a fresh one
