@@ -15,8 +15,10 @@ run their steps one after the other in the run's process (`in_process_executor`)
 (resources/worker_pool.py: the second core). BENCHMAP_EXECUTOR=multiprocess gives each step a process of its own,
 at most BENCHMAP_MAX_CONCURRENT (default 2) at once: each step process then imports Dagster, the code location and
 its libraries again (~1-2 CPU-s a step): after one new 300-prompt benchmark the daemon's two runs took 9-11 s +
-61-79 s that way, 5-6 s + 11-14 s in process (bench/daemon_path.py, 2026-12-04, 2 cores). The labeling step (of
-any labeler) takes a slot of the instance-wide `llm_api` concurrency pool under either executor. See
+61-79 s that way, 5-6 s + 11-14 s in process (bench/daemon_path.py, 2026-12-04, 2 cores). The daemon starts each
+run in a process forked from a warm fork server that has imported this module and the runs' libraries
+(dagster.yaml's run launcher, resources/run_launcher.py: 2.2 s + 9.0 s, 2026-12-05). The labeling step (of any
+labeler) takes a slot of the instance-wide `llm_api` concurrency pool under either executor. See
 docs/scale_out.md.
 """
 

@@ -28,18 +28,18 @@ from typing import Any
 DEFAULT_PRELOAD = ("dagster", "dagster._cli", "dagster._cli.api", "pipelines.definitions",
                    "resources.dagster_storage", "sklearn.feature_extraction.text", "scipy.stats",
                    "statsmodels.formula.api", "pandas")
-PRELOAD_ENV = "BENCHMAP_FORK_PRELOAD"  # comma-separated modules instead of DEFAULT_PRELOAD (tests)
 
 _CHILDREN: dict[int, dict[str, str]] = {}  # pid -> the request that forked it (run id, instance ref)
 
 
 def _preload() -> list[str]:
     """Import the modules; the names of those that failed (a run imports them itself then)."""
-    wanted = os.environ.get(PRELOAD_ENV)
+    from resources.settings import settings
+
     failed = []
-    for module in (wanted.split(",") if wanted else DEFAULT_PRELOAD):
+    for module in settings().fork_preload or DEFAULT_PRELOAD:  # BENCHMAP_FORK_PRELOAD (tests) or the default
         try:
-            importlib.import_module(module.strip())
+            importlib.import_module(module)
         except Exception:  # noqa: BLE001 - a module that cannot be preloaded is only not preloaded
             failed.append(module)
     return failed

@@ -28,8 +28,9 @@ from typing import Any
 from dagster import DefaultRunLauncher
 from dagster._core.launcher import LaunchRunContext
 
+from resources.settings import settings
+
 PID_TAG = "benchmap/run_pid"
-LAUNCHER_ENV = "BENCHMAP_RUN_LAUNCHER"  # "default": Dagster's launcher for every run
 READY_TIMEOUT_S = 120.0
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SOURCE_PACKAGES = ("assets", "models", "pipelines", "resources")
@@ -50,8 +51,7 @@ class _ForkServer:
 
     def __init__(self, executable: str, cwd: str | None, stamp: str) -> None:
         self.stamp = stamp
-        env = dict(os.environ)
-        self.process = subprocess.Popen([executable, "-m", "resources.run_fork_server"], cwd=cwd, env=env,
+        self.process = subprocess.Popen([executable, "-m", "resources.run_fork_server"], cwd=cwd,  # this env
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
                                         start_new_session=True)
         ready = self._answer(READY_TIMEOUT_S)
@@ -136,8 +136,8 @@ class ForkServerRunLauncher(DefaultRunLauncher):
         run = context.dagster_run
         origin = run.job_code_origin
         why = None
-        if os.environ.get(LAUNCHER_ENV, "fork").lower() == "default":
-            why = f"{LAUNCHER_ENV}=default"
+        if settings().run_launcher == "default":
+            why = "BENCHMAP_RUN_LAUNCHER=default"
         elif not hasattr(os, "fork"):
             why = "this platform has no os.fork"
         elif not isinstance(origin, JobPythonOrigin):

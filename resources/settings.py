@@ -26,6 +26,8 @@ The API key is held (`api_key`) but never shown: it is excluded from repr and fr
 | BENCHMAP_LLM_OCCUPATION_LIST | occupation_list | all |
 | BENCHMAP_EXECUTOR | executor: in_process (a run's steps one after the other in its process) or multiprocess (each step in a process of its own) | in_process |
 | BENCHMAP_MAX_CONCURRENT | max_concurrent (>= 1): steps at once under the multiprocess executor | 2 |
+| BENCHMAP_RUN_LAUNCHER | run_launcher: fork (runs forked from a warm fork server, resources/run_launcher.py) or default (Dagster's) | fork |
+| BENCHMAP_FORK_PRELOAD | fork_preload (comma-separated modules the fork server imports) | none (resources/run_fork_server.py's) |
 | BENCHMAP_INDEX_DIR | index_dir | data/indexes |
 | BENCHMAP_JUDGE_SAMPLE | judge_sample (raw text, parsed by assets.judge_sample) | "" (off) |
 | BENCHMAP_JUDGE | judge | openai when OPENAI_API_KEY is set, else "" |
@@ -59,6 +61,7 @@ DEFAULT_DUCKDB_MEMORY = "1GB"
 DEFAULT_LLM_MODEL = "gpt-4o-mini"
 DEFAULT_MAX_CONCURRENT = 2
 EXECUTORS = ("in_process", "multiprocess")
+RUN_LAUNCHERS = ("fork", "default")
 DEFAULT_ANALYSIS_QUIET_S = 30.0
 
 # every variable from_env reads: the cache key of settings()
@@ -68,13 +71,14 @@ VARIABLES = (
     "BENCHMAP_LLM_OCCUPATION_LIST", "BENCHMAP_MAX_CONCURRENT", "BENCHMAP_INDEX_DIR", "BENCHMAP_JUDGE_SAMPLE",
     "BENCHMAP_JUDGE", "BENCHMAP_JUDGE_MODEL", "BENCHMAP_VALIDATION_FLOORS", "BENCHMAP_ANALYSIS_QUIET_S",
     "BENCHMAP_GGUF", "BENCHMAP_NEIGHBOUR_STEP", "BENCHMAP_LABEL_WORKERS", "BENCHMAP_EXECUTOR", "DAGSTER_HOME",
+    "BENCHMAP_RUN_LAUNCHER", "BENCHMAP_FORK_PRELOAD",
 )
 # fields that do not change what the pipeline computes: left out of fingerprint_fields() (a copied state is the
 # same state; how many steps run at once or how long the sensor waits changes no result)
 # index_dir is a path too: the index files' content is versioned by benchmark_index_files; a moved or other
 # checkout of the same code must not look like new code
 _NOT_RESULTS = {"raw_dir", "mirror", "warehouse", "max_concurrent", "analysis_quiet_s", "dagster_home", "api_key",
-                "duckdb_memory", "gguf", "index_dir", "label_workers", "executor"}
+                "duckdb_memory", "gguf", "index_dir", "label_workers", "executor", "run_launcher", "fork_preload"}
 
 
 class SettingsError(ValueError):
@@ -146,6 +150,8 @@ class Settings:
     occupation_list: str = "all"
     max_concurrent: int = DEFAULT_MAX_CONCURRENT
     executor: str = "in_process"  # pipelines/definitions.py: the runs the daemon and the UI launch
+    run_launcher: str = "fork"  # resources/run_launcher.py: how the daemon starts those runs
+    fork_preload: tuple[str, ...] | None = None  # None: resources/run_fork_server.DEFAULT_PRELOAD
     index_dir: Path = DEFAULT_INDEX_DIR
     judge_sample: str = ""
     judge: str = ""
@@ -179,6 +185,9 @@ class Settings:
             occupation_list=env.get("BENCHMAP_LLM_OCCUPATION_LIST") or "all",
             max_concurrent=max(1, _number(env, "BENCHMAP_MAX_CONCURRENT", DEFAULT_MAX_CONCURRENT, int)),
             executor=_choice(env, "BENCHMAP_EXECUTOR", EXECUTORS),
+            run_launcher=_choice(env, "BENCHMAP_RUN_LAUNCHER", RUN_LAUNCHERS),
+            fork_preload=(tuple(m.strip() for m in env["BENCHMAP_FORK_PRELOAD"].split(",") if m.strip())
+                          if env.get("BENCHMAP_FORK_PRELOAD") else None),
             index_dir=_path(env.get("BENCHMAP_INDEX_DIR"), DEFAULT_INDEX_DIR),
             judge_sample=env.get("BENCHMAP_JUDGE_SAMPLE") or "",
             judge=env.get("BENCHMAP_JUDGE") or ("openai" if api_key else ""),

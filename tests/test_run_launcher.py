@@ -24,7 +24,7 @@ def server_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """The server imports the test code location and the marker, and finds them (and the project) on its path."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), str(TESTS.parent)]))
     monkeypatch.setenv("BENCHMAP_FORK_PRELOAD", "dagster,dagster._cli,dagster._cli.api,fork_marker,fork_jobs")
-    monkeypatch.delenv(run_launcher.LAUNCHER_ENV, raising=False)
+    monkeypatch.delenv("BENCHMAP_RUN_LAUNCHER", raising=False)
 
 
 def _launch(instance, out: Path, sleep_s: float = 0.0) -> str:
@@ -109,7 +109,7 @@ def test_the_default_launcher_launches_when_told_or_when_the_server_cannot(
     launched = []
     monkeypatch.setattr(DefaultRunLauncher, "launch_run", lambda self, context: launched.append(context.dagster_run))
     if how == "told":
-        monkeypatch.setenv(run_launcher.LAUNCHER_ENV, "default")
+        monkeypatch.setenv("BENCHMAP_RUN_LAUNCHER", "default")
     else:
         monkeypatch.setenv("BENCHMAP_FORK_PRELOAD", "dagster")
         monkeypatch.setattr(run_launcher._ForkServer, "launch",  # noqa: SLF001
