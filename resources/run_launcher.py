@@ -51,6 +51,7 @@ class _ForkServer:
 
     def __init__(self, executable: str, cwd: str | None, stamp: str) -> None:
         self.stamp = stamp
+        self.lock = threading.Lock()  # one request and its answer at a time on the pipes
         self.process = subprocess.Popen([executable, "-m", "resources.run_fork_server"], cwd=cwd,  # this env
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
                                         start_new_session=True)
@@ -74,9 +75,10 @@ class _ForkServer:
 
     def launch(self, request: Mapping[str, str]) -> int:
         assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(dict(request)) + "\n")
-        self.process.stdin.flush()
-        answer = self._answer(30.0)
+        with self.lock:
+            self.process.stdin.write(json.dumps(dict(request)) + "\n")
+            self.process.stdin.flush()
+            answer = self._answer(30.0)
         if "pid" not in answer:
             raise RuntimeError(f"the run fork server refused the run: {answer.get('error', answer)}")
         return int(answer["pid"])
