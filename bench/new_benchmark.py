@@ -6,8 +6,10 @@ Starts from a copy of the `cold` state (running bench/cold.py first when there i
 for as the cold run left it: State.carry_vouch) and writes
 `raw/benchmarks/synthetic300/`: 300 real prompts sampled across the mirrored benchmarks, each with a small edit
 so that its prompt_hash is new (so all 300 must be labeled), plus a results.csv. A child process then does what
-the Dagster daemon does, in one process (the daemon launches each run in a process of its own, which imports
-the code location again: bench/daemon_path.py measures that path, ~6 s more on 2 cores on 2026-12-04):
+the Dagster daemon does, in one process (Dagster's default launcher starts each run in a process of its own, which
+imports the code location again: bench/daemon_path.py measures that path, ~6 s more on 2 cores on 2026-12-04;
+benchmap's run launcher forks each run from a warm process instead: `daemon_path.py --launched`, 10.4 s against
+this bench's 12.6 s on 2026-12-05):
 
 1. evaluates `benchmark_landing_sensor` with an empty cursor (as a freshly started daemon would: the hashes
    stored by run_all count as seen, so only the new folder is requested), adds the dynamic partition and
