@@ -98,16 +98,22 @@ def serve() -> None:
     signal.signal(signal.SIGCHLD, _reap)
     print(json.dumps({"ready": True, "pid": os.getpid(), "not_preloaded": failed}), flush=True)
     for line in sys.stdin:  # ends when the launcher's process goes: the server goes too, its runs do not
+        # SIGCHLD held back until the child is registered: one that dies at once is still reported
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
         try:
-            request = json.loads(line)
-            pid = os.fork()
-        except (ValueError, OSError) as exc:
-            print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
-            continue
-        if pid == 0:
-            _run_child(request)
-        _CHILDREN[pid] = {"run_id": request["run_id"], "instance_ref": request["instance_ref"],
-                          "log_path": request.get("log_path") or ""}
+            try:
+                request = json.loads(line)
+                pid = os.fork()
+            except (ValueError, OSError) as exc:
+                print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
+                continue
+            if pid == 0:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+                _run_child(request)
+            _CHILDREN[pid] = {"run_id": request["run_id"], "instance_ref": request["instance_ref"],
+                              "log_path": request.get("log_path") or ""}
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         print(json.dumps({"pid": pid}), flush=True)
 
 
