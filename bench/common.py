@@ -216,6 +216,16 @@ class State:
         env.update(extra)
         return env
 
+    def enter(self) -> State:
+        """This process becomes one of the state's children (a bench helper importing the pipeline itself): its
+        environment (the in-process executor), working directory and code first on the import path, as PYTHONPATH
+        puts it first in a child's."""
+        os.environ.clear()
+        os.environ.update(self.env(BENCHMAP_EXECUTOR="in_process"))
+        os.chdir(self.code)
+        sys.path.insert(0, str(self.code))
+        return self
+
     def carry_vouch(self, copy: State) -> bool:
         """Vouch for the copy's warehouse when this state's is vouched (resources/integrity.py): run_all leaves its
         file vouched, so the daemon's next run does not read every block again; a copy has another inode and

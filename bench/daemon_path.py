@@ -26,7 +26,6 @@ own tick interval and launch latency (seconds, set by its sensor intervals, not 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +36,14 @@ from bench import common  # noqa: E402
 from bench.new_benchmark import N_PROMPTS, NAME, TARGET_SHARE  # noqa: E402
 
 SLOWEST_STEPS = 3
+# the daemon's two runs after a benchmark lands: (name, job, run tags)
+RUNS = (("benchmark_run", "benchmark_refresh_job", {"dagster/partition": NAME}),
+        ("analysis_run", "analysis_refresh_job", {}))
+
+
+def cli_args(job: str, tags: dict[str, str]) -> list[str]:
+    """`dagster job execute` arguments of one of RUNS (after the program name)."""
+    return ["job", "execute", "-m", "pipelines.definitions", "-j", job, *(["--tags", json.dumps(tags)] if tags else [])]
 
 ADD_PARTITION = ("from dagster import DagsterInstance\n"
                  "from assets.partitions import BENCHMARK_PARTITIONS_NAME\n"
@@ -60,10 +67,10 @@ def land(state: common.State) -> None:
 def run_split(home: Path, job: str, wall_s: float) -> dict:
     """The newest run of `job` in the instance at `home`: its run time (first to last event), the process time
     outside it and its slowest steps."""
-    from dagster import DagsterInstance
+    from dagster import DagsterInstance, RunsFilter
 
     with common.dagster_home(home), DagsterInstance.get() as instance:
-        run = instance.get_runs(limit=1, filters=_runs_of(job))[0]
+        run = instance.get_runs(limit=1, filters=RunsFilter(job_name=job))[0]
         events = instance.all_logs(run.run_id)
     run_s = events[-1].timestamp - events[0].timestamp if events else 0.0
     steps = sorted((r for r in common.step_timings(home) if r["run_id"] == run.run_id),
@@ -73,31 +80,20 @@ def run_split(home: Path, job: str, wall_s: float) -> dict:
             "slowest_steps": {r["step"]: round(r["seconds"], 2) for r in steps[:SLOWEST_STEPS]}}
 
 
-def _runs_of(job: str):  # noqa: ANN202 - a dagster RunsFilter, imported only here
-    from dagster import RunsFilter
-
-    return RunsFilter(job_name=job)
-
-
 def arm(cold: common.State, executor: str) -> dict:
     state = cold.copy_to(common.state_root() / f"daemon_path_{executor}")
     vouched = cold.carry_vouch(state)
     land(state)
     env = state.env(BENCHMAP_EXECUTOR=executor)
     dagster = str(Path(common.PYTHON).with_name("dagster"))
-    runs = {
-        "benchmark_run": [dagster, "job", "execute", "-m", "pipelines.definitions", "-j", "benchmark_refresh_job",
-                          "--tags", json.dumps({"dagster/partition": NAME})],
-        "analysis_run": [dagster, "job", "execute", "-m", "pipelines.definitions", "-j", "analysis_refresh_job"],
-    }
     out: dict = {"executor": executor, "warehouse_vouched_at_start": vouched}
-    for name, cmd in runs.items():
+    for name, job, tags in RUNS:
         common.log(f"[daemon_path] {executor}: {name}")
-        measured = common.run_measured(cmd, env, cwd=state.code, echo=False)
+        measured = common.run_measured([dagster, *cli_args(job, tags)], env, cwd=state.code, echo=False)
         out[name] = measured.summary()
         out[name]["succeeded"] = measured.returncode == 0 and "RUN_SUCCESS" in (measured.stdout + measured.stderr)
         if out[name]["succeeded"]:
-            out[name]["split"] = run_split(state.home, cmd[cmd.index("-j") + 1], measured.wall_s)
+            out[name]["split"] = run_split(state.home, job, measured.wall_s)
     out["total_wall_s"] = round(out["benchmark_run"]["wall_s"] + out["analysis_run"]["wall_s"], 1)
     return out
 
@@ -108,10 +104,7 @@ def launch_helper(root: Path, code: Path) -> dict:
     a run's wall is from its creation to its end (the forked process exits at once)."""
     import time
 
-    state = common.State(root, code)
-    os.environ.update(state.env(BENCHMAP_EXECUTOR="in_process"))
-    os.chdir(code)
-    sys.path.insert(0, str(code))
+    state = common.State(root, code).enter()
     from dagster import DagsterInstance
     from dagster._core.definitions.reconstruct import ReconstructableRepository
 
@@ -124,8 +117,7 @@ def launch_helper(root: Path, code: Path) -> dict:
         started = time.perf_counter()
         launcher._server(sys.executable, str(code))  # noqa: SLF001 - warm, as the daemon's is by now
         out["server_start_s"] = round(time.perf_counter() - started, 2)
-        for name, job, tags in (("benchmark_run", "benchmark_refresh_job", {"dagster/partition": NAME}),
-                                ("analysis_run", "analysis_refresh_job", {})):
+        for name, job, tags in RUNS:
             job_def = defs.resolve_job_def(job)
             origin = repository.get_reconstructable_job(job).get_python_origin()
             begun = time.perf_counter()

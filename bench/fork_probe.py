@@ -25,26 +25,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402
+from bench.daemon_path import RUNS, cli_args, land, run_split  # noqa: E402
 from bench.daemon_path import arm as fresh_arm  # noqa: E402
-from bench.daemon_path import land, run_split  # noqa: E402
-from bench.new_benchmark import NAME, TARGET_SHARE  # noqa: E402
+from bench.new_benchmark import TARGET_SHARE  # noqa: E402
 
 # what the two runs import before or during their steps (the slow ones: bench/RESULTS.md, 2026-12-05)
 PRELOAD = ("dagster", "dagster._cli", "pipelines.definitions", "resources.dagster_storage",
            "sklearn.feature_extraction.text", "scipy.stats", "statsmodels.formula.api", "pandas")
-JOBS = (("benchmark_run", "benchmark_refresh_job", ["--tags", json.dumps({"dagster/partition": NAME})]),
-        ("analysis_run", "analysis_refresh_job", []))
 
 
 def serve(root: Path, code: Path) -> dict:
     """The helper: this state's environment and code, the imports, then each run in a forked child."""
     import importlib
 
-    state = common.State(root, code)
-    os.environ.clear()
-    os.environ.update(state.env(BENCHMAP_EXECUTOR="in_process"))
-    os.chdir(state.code)
-    sys.path.insert(0, str(state.code))  # as PYTHONPATH puts it first in the fresh arm's processes
+    state = common.State(root, code).enter()
     started = time.perf_counter()
     for module in PRELOAD:
         importlib.import_module(module)
@@ -52,14 +46,14 @@ def serve(root: Path, code: Path) -> dict:
                  "native_threads_at_fork": len(os.listdir("/proc/self/task"))}
     from dagster._cli import main as dagster_main
 
-    for name, job, extra in JOBS:
+    for name, job, tags in RUNS:
         begun = time.perf_counter()
         pid = os.fork()
         if pid == 0:  # the child: Dagster's CLI, as `dagster job execute` would run it
             log = os.open(str(root / f"fork_probe_{job}.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             os.dup2(log, 1)
             os.dup2(log, 2)
-            sys.argv = ["dagster", "job", "execute", "-m", "pipelines.definitions", "-j", job, *extra]
+            sys.argv = ["dagster", *cli_args(job, tags)]
             code = 1
             try:
                 dagster_main()

@@ -101,10 +101,6 @@ class ForkServerRunLauncher(DefaultRunLauncher):
         self._lock = threading.Lock()
         self._servers: dict[tuple[str, str | None], _ForkServer] = {}
 
-    @classmethod
-    def from_config_value(cls, inst_data: Any, config_value: Mapping[str, Any]) -> ForkServerRunLauncher:
-        return cls(inst_data=inst_data)
-
     def _server(self, executable: str, cwd: str | None) -> _ForkServer:
         stamp = source_stamp()
         key = (executable, cwd)
