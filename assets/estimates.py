@@ -120,6 +120,9 @@ class EstimatesConfig(Config):
     calibration_draws: int = 20  # per-text p is exact per draw; the table's *_se columns give the draws' noise
     coverage_repeats: int = 6  # splits per fraction of the p_covered check (its difference_se gives the noise)
     coverage_draws: int = 30
+    # populations of the p_covered check's `simulated` rows (models.estimates.checks.simulate, ~0.06 CPU-s each):
+    # with 4 its bins' standard errors were 0.03-0.14, with 16 about half that
+    coverage_simulations: int = 16
     seed: int = 16
     labeler: str | None = None  # whose labels coverage_headline counts (None: the active one, as CoverageConfig)
 

@@ -82,7 +82,7 @@ def one(warehouse: str, factor: int, draws: int) -> dict:
     t = time.perf_counter()
     cpu = time.process_time()
     es.occupation_probability_calibration(problem, n_draws=20, seed=16)  # the asset's settings (EstimatesConfig)
-    es.unit_coverage_check(problem, replications=6, n_draws=min(draws, 30), seed=16, simulated=4)
+    es.unit_coverage_check(problem, replications=6, n_draws=min(draws, 30), seed=16, simulated=16)  # as EstimatesConfig.coverage_simulations
     times["unit_calibration"] = time.perf_counter() - t
     times["unit_calibration_cpu"] = time.process_time() - cpu
     t = time.perf_counter()

@@ -71,7 +71,7 @@ def headline(wh: Warehouse, timings: dict[str, float]) -> dict[str, pl.DataFrame
             problem, n_draws=config.calibration_draws, seed=config.seed)
         units["unit_coverage_simulation_check"] = es.unit_coverage_check(
             problem, replications=config.coverage_repeats, n_draws=min(config.n_draws, config.coverage_draws),
-            seed=config.seed, simulated=4, relabel=relabel).table
+            seed=config.seed, simulated=config.coverage_simulations, relabel=relabel).table
         split = split_check(problem, scopes, config.split_repeats, min(config.n_draws, 50), config.seed, relabel,
                                held)
     timings["judged_checks"] = time.process_time() - t

@@ -17,7 +17,7 @@ from models import exports as ex
 
 @pytest.fixture(scope="module")
 def study() -> pl.DataFrame:
-    return es.simulation_study(replications=12, n_draws=60, seed=5)
+    return es.simulation_study(replications=24, n_draws=60, seed=5)
 
 
 def _row(study: pl.DataFrame, quantity: str, threshold: int, estimator: str) -> dict:
@@ -30,14 +30,16 @@ def _row(study: pl.DataFrame, quantity: str, threshold: int, estimator: str) -> 
 @pytest.mark.parametrize("threshold", [1, 5])
 def test_model_assisted_intervals_cover_the_truth(study, quantity, threshold):
     row = _row(study, quantity, threshold, "model_assisted")
-    # 95% intervals over 12 replications: nominal would miss 0.6 on average; allow a little model error
+    # 95% intervals over 24 replications: nominal would miss 1.2 on average; allow a little model error
     assert row["coverage"] >= 0.75, row
 
 
 @pytest.mark.parametrize("quantity", ["tasks_covered", "hours_share_covered", "occupations_covered"])
 def test_bounds_at_one_prompt_hold_the_truth(study, quantity):
     row = _row(study, quantity, 1, "bounds")
-    assert row["coverage"] >= 0.9, row
+    # at least 21 of 24: at a true 95% fewer happen 3% of the time, at 80% they happen 74% of the time (with 12
+    # replications and 11 of 12 the test failed 12% of the time at a true 95%)
+    assert row["coverage"] >= 21 / 24 - 1e-9, row
 
 
 def test_bounds_floor_is_what_the_sample_saw_or_the_next_thresholds_lower_bound():

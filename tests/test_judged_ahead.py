@@ -18,7 +18,8 @@ from models import estimates as es
 from resources.dagster_resources import Warehouse
 from resources.worker_pool import WorkerPool
 
-CONFIG = EstimatesConfig(n_draws=6, calibration_draws=3, coverage_repeats=1, coverage_draws=4, split_repeats=1)
+CONFIG = EstimatesConfig(n_draws=6, calibration_draws=3, coverage_repeats=1, coverage_draws=4, coverage_simulations=2,
+                         split_repeats=1)
 INPUTS = {"labeler_version": None}  # not the neighbour stack: no relabeling, nothing read from the warehouse
 
 

@@ -93,7 +93,8 @@ def test_the_step_reads_the_checks_back_until_the_judged_problem_or_the_code_cha
     from resources.dagster_resources import Warehouse
 
     warehouse = Warehouse(path=str(tmp_path / "benchmap.duckdb"))  # only its folder is used (the cache file)
-    config = EstimatesConfig(n_draws=6, calibration_draws=3, coverage_repeats=1, coverage_draws=4, split_repeats=1)
+    config = EstimatesConfig(n_draws=6, calibration_draws=3, coverage_repeats=1, coverage_draws=4, coverage_simulations=2,
+                             split_repeats=1)
     inputs = {"labeler_version": None}  # not the neighbour stack: no relabeling, nothing read from the warehouse
 
     def texts_of(problem: es.Problem) -> pl.DataFrame:

@@ -87,7 +87,8 @@ def _judged(sim: es.Simulation, pool: WorkerPool, steal: bool = True):
     problem = sim.problem
     texts = pl.DataFrame({"benchmark": [problem.benchmarks[b] for b in problem.text_bench],
                           "prompt_hash": [f"h{t:05d}" for t in range(problem.text_bench.size)]})
-    config = EstimatesConfig(n_draws=6, calibration_draws=3, coverage_repeats=2, coverage_draws=4, split_repeats=2)
+    config = EstimatesConfig(n_draws=6, calibration_draws=3, coverage_repeats=2, coverage_draws=4, coverage_simulations=2,
+                             split_repeats=2)
     # not the neighbour stack and no code version: nothing read from or kept beside the warehouse
     pending = start_judged_checks(None, {"labeler_version": None}, texts, problem, config, [],  # type: ignore[arg-type]
                                   pool=pool)

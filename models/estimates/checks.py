@@ -334,59 +334,67 @@ def simulate(
     task_occ = np.array([occ_pos[c] for c in task_occ_codes])
     occ_group = np.array([group_codes.index(c[:2]) for c in occ_codes])
     hours = rng.lognormal(10, 1.5, n_tasks)
+    n_bench = len(texts_per_benchmark)
+    popularity = 1.0 / np.arange(1, pool_size + 1) ** 1.1
+    popularity /= popularity.sum()
     text_bench, text_mult, text_sampled = [], [], []
     lab_text, lab_task, lab_p, jud_text, jud_task, jud_in = [], [], [], [], [], []
-    truth_rows: list[tuple[int, int, float]] = []
-    t = 0
-    n_bench = len(texts_per_benchmark)
+    truth = np.zeros((n_bench, n_tasks))
+    first = 0
     for b, n_texts in enumerate(texts_per_benchmark):
         pool = rng.choice(n_tasks, size=pool_size, replace=False)
         blind_pool = rng.choice(np.setdiff1d(np.arange(n_tasks), pool), size=pool_size, replace=False)
-        popularity = 1.0 / np.arange(1, pool_size + 1) ** 1.1
-        popularity /= popularity.sum()
         n_sample = 0 if b >= n_bench - unsampled_benchmarks else min(
             n_texts, max(sample_minimum, int(math.ceil(sample_fraction * n_texts)))
         )
         sampled = np.zeros(n_texts, dtype=bool)
         sampled[rng.choice(n_texts, size=n_sample, replace=False)] = True
-        for i in range(n_texts):
-            mult = 1.0 if rng.random() > 0.05 else float(rng.integers(2, 4))
-            text_bench.append(b)
-            text_mult.append(mult)
-            text_sampled.append(bool(sampled[i]))
-            if rng.random() < not_work_share:
-                t += 1
-                continue
-            n_emit = 1 + rng.poisson(emitted_mean)
-            emitted = rng.choice(pool, size=min(n_emit, pool_size), replace=False, p=popularity)
-            ps = rng.uniform(0.05, 0.95, emitted.size)
-            true_emitted = rng.random(emitted.size) < overconfidence * ps
-            rest = ~np.isin(pool, emitted)
-            n_miss = min(int(rng.poisson(missed_mean)), int(rest.sum()))
-            rest_p = popularity[rest] / popularity[rest].sum()
-            missed = rng.choice(pool[rest], size=n_miss, replace=False, p=rest_p) if n_miss else np.array([], int)
-            if blind_spot_share > 0 and missed.size:
-                blind = rng.random(missed.size) < blind_spot_share
-                missed = np.unique(np.where(blind, rng.choice(blind_pool, size=missed.size, p=popularity), missed))
-            lab_text += [t] * emitted.size
-            lab_task += emitted.tolist()
-            lab_p += ps.tolist()
-            true_tasks = list(emitted[true_emitted]) + list(missed)
-            truth_rows += [(b, int(k), mult) for k in true_tasks]
-            if sampled[i]:
-                jud_text += [t] * len(true_tasks)
-                jud_task += [int(k) for k in true_tasks]
-                jud_in += [True] * int(true_emitted.sum()) + [False] * len(missed)
-            t += 1
-    truth = np.zeros((n_bench, n_tasks))
-    for b, k, mult in truth_rows:
-        truth[b, k] += mult
+        mult = np.where(rng.random(n_texts) > 0.05, 1.0, rng.integers(2, 4, n_texts).astype(float))
+        work = rng.random(n_texts) >= not_work_share
+        n_emit = np.minimum(1 + rng.poisson(emitted_mean, n_texts), pool_size)
+        n_miss = np.minimum(rng.poisson(missed_mean, n_texts), pool_size - n_emit)
+        # each text's pool in the order of successive draws without replacement by popularity (Gumbel top-k):
+        # its first n_emit tasks are emitted, the next n_miss are the misses (drawn from the rest by popularity)
+        order = np.argsort(-(np.log(popularity) + rng.gumbel(size=(n_texts, pool_size))), axis=1)
+        rank = np.arange(pool_size)
+        emitted = work[:, None] & (rank < n_emit[:, None])
+        missed = work[:, None] & (rank >= n_emit[:, None]) & (rank < (n_emit + n_miss)[:, None])
+        e_text, e_rank = np.nonzero(emitted)
+        ps = rng.uniform(0.05, 0.95, e_text.size)
+        true_emitted = rng.random(e_text.size) < overconfidence * ps
+        m_text, m_rank = np.nonzero(missed)
+        m_task = pool[order[m_text, m_rank]]
+        if blind_spot_share > 0 and m_text.size:
+            blind = rng.random(m_text.size) < blind_spot_share
+            m_task = np.where(blind, rng.choice(blind_pool, size=m_text.size, p=popularity), m_task)
+            keep = np.unique(m_text * n_tasks + m_task, return_index=True)[1]  # a text's misses once each
+            m_text, m_task = m_text[keep], m_task[keep]
+        e_task = pool[order[e_text, e_rank]]
+        # the judge's (true) labels of a text: its truly exercised emitted tasks, then its misses
+        t_text = np.concatenate([e_text[true_emitted], m_text])
+        t_task = np.concatenate([e_task[true_emitted], m_task])
+        t_in = np.concatenate([np.ones(int(true_emitted.sum()), dtype=bool), np.zeros(m_text.size, dtype=bool)])
+        t_order = np.argsort(t_text, kind="stable")
+        t_text, t_task, t_in = t_text[t_order], t_task[t_order], t_in[t_order]
+        np.add.at(truth[b], t_task, mult[t_text])
+        judged = sampled[t_text]
+        text_bench.append(np.full(n_texts, b))
+        text_mult.append(mult)
+        text_sampled.append(sampled)
+        lab_text.append(first + e_text)
+        lab_task.append(e_task)
+        lab_p.append(ps)
+        jud_text.append(first + t_text[judged])
+        jud_task.append(t_task[judged])
+        jud_in.append(t_in[judged])
+        first += n_texts
     problem = Problem(
         benchmarks=[f"bench{b}" for b in range(n_bench)], task_keys=task_keys,
-        text_bench=np.array(text_bench), text_mult=np.array(text_mult), text_sampled=np.array(text_sampled),
-        lab_text=np.array(lab_text, dtype=np.int64), lab_task=np.array(lab_task, dtype=np.int64),
-        lab_p=np.array(lab_p), jud_text=np.array(jud_text, dtype=np.int64),
-        jud_task=np.array(jud_task, dtype=np.int64), jud_in_labels=np.array(jud_in, dtype=bool),
+        text_bench=np.concatenate(text_bench), text_mult=np.concatenate(text_mult),
+        text_sampled=np.concatenate(text_sampled), lab_text=np.concatenate(lab_text).astype(np.int64),
+        lab_task=np.concatenate(lab_task).astype(np.int64), lab_p=np.concatenate(lab_p),
+        jud_text=np.concatenate(jud_text).astype(np.int64), jud_task=np.concatenate(jud_task).astype(np.int64),
+        jud_in_labels=np.concatenate(jud_in).astype(bool),
         task_occ=task_occ, occ_group=occ_group, n_groups=len(group_codes), task_hours=hours,
         total_hours=float(hours.sum()),
     )

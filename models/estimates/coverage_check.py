@@ -12,10 +12,12 @@ by p_covered and the share truly covered per bin is compared with the bin's mean
 - `simulated`: populations from checks.simulate (a labeler with misses and overconfidence, a model the
   estimator does not assume).
 
-Diagnosis on the mirror (docs/estimates.md): the `model` check is within its noise of the diagonal, so the
-draws are consistent with their own model and the binning is right; the split checks' middle band is too high
-(at >= 1 prompt far too high) because reality's misses fall on fewer units than the miss model spreads them
-over. The draws' share `p_covered` keeps summing to the headline's means (the asset check); beside it
+Diagnosis on the mirror (docs/estimates.md): the outer bins are right in every check, so the binning is; the
+middle band runs high in the `model` check too (the draws are not a consistent posterior predictive of their
+own model: refitted on a new sample the mixture weights move to the spread parts, and the seen part
+over-weights tasks seen once or twice), and in the split checks (at >= 1 prompt far too high), where reality's
+misses fall on fewer units than the miss model spreads them over. In the `simulated` rows the sums are right
+but the tasks' middle band at >= 1 runs low (the labeler-mass part follows a task's popularity too noisily). The draws' share `p_covered` keeps summing to the headline's means (the asset check); beside it
 `p_covered_calibrated` maps it through a logistic map (CoverageMap) per unit level and threshold fitted on the
 split_fifth check (the split closest to the headline's ~93% imputed texts). The check's `p_covered_calibrated`
 rows are cross-fitted: each unit's calibrated p comes from a map fitted on the other folds' units.
