@@ -1,7 +1,7 @@
 """coverage_model_check: is per-unit p_covered calibrated on a known truth, over many populations? (issue 25)
 
     .venv/bin/python bench/coverage_model_check.py --warehouse PATH [--populations 4] [--draws 40] [--seed 25]
-    .venv/bin/python bench/coverage_model_check.py --world simulated [--populations 32] [--draws 30] [--seed 7]
+    .venv/bin/python bench/coverage_model_check.py --world simulated --populations 40 --draws 30 --seed 7
 
 `--world model` (the default): the `model` check of models/estimates/coverage_check.py, on a materialized
 warehouse: `populations` truths drawn from the fitted miss model (model_population), each with a new judge
@@ -9,7 +9,7 @@ sample of the same size, re-estimated with `draws` model-assisted draws. Not in 
 each population costs a headline fit).
 `--world simulated`: the `simulated` rows of the pipeline's unit_coverage_simulation_check (populations from
 models.estimates.checks.simulate, a labeler model the estimator does not assume), with as many populations as
-it takes to resolve a bin to a few hundredths: the pipeline runs 4 (their bins' standard errors are 0.03-0.14);
+it takes to resolve a bin to a few hundredths (the pipeline runs `EstimatesConfig.coverage_simulations`, 16);
 no warehouse needed.
 One JSON object on stdout: the mixture weights fitted on the sample and on each population's new sample (model
 world), the pooled covered counts (estimated = sum of p_covered, true) per unit level and threshold, the bins

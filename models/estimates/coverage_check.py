@@ -17,7 +17,8 @@ middle band runs high in the `model` check too (the draws are not a consistent p
 own model: refitted on a new sample the mixture weights move to the spread parts, and the seen part
 over-weights tasks seen once or twice), and in the split checks (at >= 1 prompt far too high), where reality's
 misses fall on fewer units than the miss model spreads them over. In the `simulated` rows the sums are right
-but the tasks' middle band at >= 1 runs low (the labeler-mass part follows a task's popularity too noisily). The draws' share `p_covered` keeps summing to the headline's means (the asset check); beside it
+but the tasks' middle band at >= 1 runs low (the labeler-mass part follows a task's popularity too noisily).
+The draws' share `p_covered` keeps summing to the headline's means (the asset check); beside it
 `p_covered_calibrated` maps it through a logistic map (CoverageMap) per unit level and threshold fitted on the
 split_fifth check (the split closest to the headline's ~93% imputed texts). The check's `p_covered_calibrated`
 rows are cross-fitted: each unit's calibrated p comes from a map fitted on the other folds' units.
