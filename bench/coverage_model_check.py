@@ -38,16 +38,10 @@ def run(warehouse: str | None, populations: int, draws: int, seed: int, world: s
 
     from models.estimates import coverage_check as cc
 
-    cpu = time.process_time()
-    rng = np.random.default_rng(seed)
-    found = []
     weights: dict = {}
-    if world == "simulated":
-        from models.estimates.checks import simulate
-
-        for r in range(populations):  # as unit_coverage_check draws its `simulated` rows
-            sim = simulate(rng)
-            found.append(cc.coverage_pairs(sim.problem, sim.truth_counts, draws, seed + 100 + r, replication=r))
+    if world == "simulated":  # the pipeline's own `simulated` rows, with more populations
+        cpu = time.process_time()
+        pairs = cc.unit_coverage_check(None, simulated=populations, n_draws=draws, seed=seed).pairs["simulated"]
     else:
         from assets.estimates import _problem, read_inputs
         from models.estimates.draws import ModelAssisted
@@ -58,14 +52,15 @@ def run(warehouse: str | None, populations: int, draws: int, seed: int, world: s
         inputs = read_inputs(Warehouse(path=warehouse))
         problem = _problem(inputs, inputs["judge_rows"], inputs["labels"])  # type: ignore[arg-type]
         cpu = time.process_time()
+        rng = np.random.default_rng(seed)
         assisted = ModelAssisted(problem)
-        refits = []
+        refits, found = [], []
         for r in range(populations):
             population, truth = cc.model_population(problem, rng, assisted)
             refits.append(ModelAssisted(population).weights.round(2).tolist())
             found.append(cc.coverage_pairs(population, truth, draws, seed + 200 + r, replication=r))
+        pairs = pl.concat(found)
         weights = {"weights": assisted.weights.round(2).tolist(), "refit_weights": refits}
-    pairs = pl.concat(found)
     counts = (pairs.group_by("unit", "threshold", "replication")
               .agg(pl.col("p_covered").sum().alias("estimated"), pl.col("covered").sum().alias("true"))
               .group_by("unit", "threshold").agg(pl.col("estimated").mean(), pl.col("true").mean())

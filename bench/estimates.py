@@ -45,7 +45,7 @@ def replicate(frame, factor: int):  # type: ignore[no-untyped-def]
 def one(warehouse: str, factor: int, draws: int) -> dict:
     import polars as pl
 
-    from assets.estimates import read_inputs
+    from assets.estimates import EstimatesConfig, read_inputs
     from assets.estimates_split import split_check
     from models import estimates as es
     from models.regression_mi import regressions_mi
@@ -81,8 +81,10 @@ def one(warehouse: str, factor: int, draws: int) -> dict:
     times["unit_tables_cpu"] = time.process_time() - cpu
     t = time.perf_counter()
     cpu = time.process_time()
-    es.occupation_probability_calibration(problem, n_draws=20, seed=16)  # the asset's settings (EstimatesConfig)
-    es.unit_coverage_check(problem, replications=6, n_draws=min(draws, 30), seed=16, simulated=16)  # as EstimatesConfig.coverage_simulations
+    config = EstimatesConfig()  # the asset's settings
+    es.occupation_probability_calibration(problem, n_draws=config.calibration_draws, seed=config.seed)
+    es.unit_coverage_check(problem, replications=config.coverage_repeats, n_draws=min(draws, config.coverage_draws),
+                           seed=config.seed, simulated=config.coverage_simulations)
     times["unit_calibration"] = time.perf_counter() - t
     times["unit_calibration_cpu"] = time.process_time() - cpu
     t = time.perf_counter()

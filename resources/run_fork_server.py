@@ -55,10 +55,11 @@ def _reap(*_: Any) -> None:
         if pid == 0:
             return
         request = _CHILDREN.pop(pid, None)
-        if request is not None and os.waitstatus_to_exitcode(status) != 0:
+        code = os.waitstatus_to_exitcode(status)
+        if request is not None and code != 0:
             # a fresh process: this one must not open the instance (its children would inherit the connection)
             subprocess.Popen([sys.executable, "-m", "resources.run_fork_server", "--report-exit", request["run_id"],
-                              str(os.waitstatus_to_exitcode(status)), request["instance_ref"], request["log_path"]],
+                              str(code), request["instance_ref"], request["log_path"]],
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
 
 

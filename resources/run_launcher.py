@@ -145,10 +145,10 @@ class ForkServerRunLauncher(DefaultRunLauncher):
             key = (origin.executable_path, getattr(pointer, "working_directory", None))  # type: ignore[union-attr]
             try:
                 server = self._server(*key)
-                args = ExecuteRunArgs(job_origin=origin, run_id=run.run_id,  # type: ignore[arg-type]
-                                      instance_ref=self._instance.get_ref())
+                ref = self._instance.get_ref()
+                args = ExecuteRunArgs(job_origin=origin, run_id=run.run_id, instance_ref=ref)  # type: ignore[arg-type]
                 pid = server.launch({"run_id": run.run_id, "execute_run_args": serialize_value(args),
-                                     "instance_ref": serialize_value(self._instance.get_ref()),
+                                     "instance_ref": serialize_value(ref),
                                      "log_path": str(self._stderr_path(run.run_id))})
             except Exception as exc:  # noqa: BLE001 - the default launcher still can
                 why = f"the run fork server failed: {type(exc).__name__}: {exc}"
