@@ -89,7 +89,7 @@ UNIT_OUTS: dict[str, AssetOut] = {
         kinds=KINDS,
         description="p_covered against a known truth: units binned by p_covered, the share truly covered per "
         "bin, in split samples of the judge sample (the judged texts are the population) and in simulated "
-        "populations.",
+        "populations of two worlds (simulated, simulated_mirror_like).",
     ),
     "prompt_occupation_estimates": AssetOut(
         kinds=KINDS,
@@ -120,8 +120,9 @@ class EstimatesConfig(Config):
     calibration_draws: int = 20  # per-text p is exact per draw; the table's *_se columns give the draws' noise
     coverage_repeats: int = 6  # splits per fraction of the p_covered check (its difference_se gives the noise)
     coverage_draws: int = 30
-    # populations of the p_covered check's `simulated` rows (models.estimates.checks.simulate, ~0.06 CPU-s each):
-    # with 4 its bins' standard errors were 0.03-0.14, with 16 about half that
+    # populations of each simulated world of the p_covered check (models.estimates.simulation.simulate; ~0.06
+    # CPU-s each in the default world, ~0.14 in MIRROR_LIKE): with 4 the bins' standard errors were 0.03-0.14,
+    # with 16 about half that
     coverage_simulations: int = 16
     seed: int = 16
     labeler: str | None = None  # whose labels coverage_headline counts (None: the active one, as CoverageConfig)

@@ -2,15 +2,17 @@
 
     .venv/bin/python bench/coverage_model_check.py --warehouse PATH [--populations 4] [--draws 40] [--seed 25]
     .venv/bin/python bench/coverage_model_check.py --world simulated --populations 40 --draws 30 --seed 7
+    .venv/bin/python bench/coverage_model_check.py --world simulated_mirror_like --populations 40 --draws 30 --seed 7
 
 `--world model` (the default): the `model` check of models/estimates/coverage_check.py, on a materialized
 warehouse: `populations` truths drawn from the fitted miss model (model_population), each with a new judge
 sample of the same size, re-estimated with `draws` model-assisted draws. Not in the pipeline (docs/estimates.md:
 each population costs a headline fit).
-`--world simulated`: the `simulated` rows of the pipeline's unit_coverage_simulation_check (populations from
-models.estimates.checks.simulate, a labeler model the estimator does not assume), with as many populations as
-it takes to resolve a bin to a few hundredths (the pipeline runs `EstimatesConfig.coverage_simulations`, 16);
-no warehouse needed.
+`--world simulated` / `--world simulated_mirror_like`: those rows of the pipeline's
+unit_coverage_simulation_check (populations from models.estimates.simulation.simulate, a labeler model the
+estimator does not assume, in its default world / in MIRROR_LIKE), with as many populations as it takes to
+resolve a bin to a few hundredths (the pipeline runs `EstimatesConfig.coverage_simulations`, 16); no warehouse
+needed.
 One JSON object on stdout: the mixture weights fitted on the sample and on each population's new sample (model
 world), the pooled covered counts (estimated = sum of p_covered, true) per unit level and threshold, the bins
 with >= 40 units (mean p, share covered, difference and its Monte Carlo standard errors), how many bins are more
@@ -39,9 +41,10 @@ def run(warehouse: str | None, populations: int, draws: int, seed: int, world: s
     from models.estimates import coverage_check as cc
 
     weights: dict = {}
-    if world == "simulated":  # the pipeline's own `simulated` rows, with more populations
+    if world in cc.SIMULATED_WORLDS:  # the pipeline's own rows of that world, with more populations
         cpu = time.process_time()
-        pairs = cc.unit_coverage_check(None, simulated=populations, n_draws=draws, seed=seed).pairs["simulated"]
+        pairs = cc.unit_coverage_check(None, simulated=populations, n_draws=draws, seed=seed,
+                                       worlds={world: cc.SIMULATED_WORLDS[world]}).pairs[world]
     else:
         from assets.estimates import _problem, read_inputs
         from models.estimates.draws import ModelAssisted
@@ -82,7 +85,7 @@ def run(warehouse: str | None, populations: int, draws: int, seed: int, world: s
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--world", choices=("model", "simulated"), default="model")
+    parser.add_argument("--world", choices=("model", "simulated", "simulated_mirror_like"), default="model")
     parser.add_argument("--warehouse", help="a materialized warehouse (the model world)")
     parser.add_argument("--populations", type=int, default=4)
     parser.add_argument("--draws", type=int, default=40)

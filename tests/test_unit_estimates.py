@@ -186,14 +186,25 @@ def test_score_by_hand():
     assert bins["n_pairs"].sum() == 3
 
 
-def test_p_covered_matches_a_known_truth_at_five_prompts():
-    check = es.unit_coverage_simulation_check(None, n_draws=40, simulated=10, seed=7)
+@pytest.mark.parametrize("world", ["simulated", "simulated_mirror_like"])
+def test_p_covered_matches_a_known_truth_at_five_prompts(world):
+    check = es.unit_coverage_simulation_check(None, n_draws=40, simulated=24, seed=7,
+                                              worlds={world: es.SIMULATED_WORLDS[world]})
+    assert set(check["check"].unique().to_list()) == {world}
     tasks = check.filter((pl.col("unit") == "task") & (pl.col("threshold") == 5) & (pl.col("n_units") >= 100))
-    assert tasks.height >= 5
-    # each well-filled bin within 0.1 of its mean p_covered (the issue's target is 0.05; see docs/estimates.md)
-    assert tasks["difference"].abs().max() <= 0.1, tasks
+    assert tasks.height >= 8
     weighted = (tasks["difference"].abs() * tasks["n_units"]).sum() / tasks["n_units"].sum()
-    assert weighted <= 0.05, tasks
+    if world == "simulated_mirror_like":
+        # the issue's target, 0.05, up to the bins' Monte Carlo error (the larger of the replications' and the
+        # units' standard errors): over seeds 7-11 the largest excess was -0.02 (docs/estimates.md)
+        excess = tasks["difference"].abs() - 0.05 - 2 * tasks.select(
+            pl.max_horizontal("difference_se", "difference_se_units")).to_series()
+        assert (excess <= 0).all(), tasks
+        assert weighted <= 0.03, tasks
+    else:
+        # the stress case misses 0.05 + 2 se by up to 0.006 over seeds 7-11: each bin within 0.1
+        assert tasks["difference"].abs().max() <= 0.1, tasks
+        assert weighted <= 0.05, tasks
 
 
 def test_per_text_estimates_without_any_judged_text():

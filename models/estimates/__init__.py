@@ -67,20 +67,18 @@ from models.estimates.calibration import (  # noqa: F401
 from models.estimates.checks import (  # noqa: F401
     RELIABILITY_SCHEMA,
     Relabel,
-    Simulation,
     as_mapping,
     check_against_truth,
     draw_judge_sample,
     reliability_table,
     rubin_combine,
     sample_design,
-    simulate,
-    simulation_study,
     split_sample_problem,
     summarize_checks,
 )
 from models.estimates.coverage_check import (  # noqa: F401
     COVERAGE_CHECK_SCHEMA,
+    SIMULATED_WORLDS,
     CoverageCheck,
     CoverageMap,
     model_population,
@@ -136,6 +134,13 @@ from models.estimates.reference_sample import (  # noqa: F401
     with_out_of_fold_labels,
 )
 from models.estimates.richness import RICHNESS, richness_estimates  # noqa: F401
+from models.estimates.simulation import (  # noqa: F401
+    MIRROR_LIKE,
+    Simulation,
+    judge_sample_statistics,
+    simulate,
+    simulation_study,
+)
 from models.estimates.tables import (  # noqa: F401
     BOUNDS_BASIS,
     DrawRecord,

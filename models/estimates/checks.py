@@ -1,23 +1,20 @@
 """The judge sample's design and draw, the labeler's reliability, Rubin's rules, and the checks with a known
-truth: the split-sample check on the judge sample and simulated populations."""
+truth: the split-sample check on the judge sample (simulated populations: models/estimates/simulation.py)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from models.estimates.problem import (
     QUANTITIES,
-    TASK_KEY,
     THRESHOLDS,
     Aggregator,
     Problem,
     Scope,
-    scopes_for,
     task_counts,
 )
 from models.estimates.tables import estimates_frame, run_estimators
@@ -281,136 +278,3 @@ def summarize_checks(checks: pl.DataFrame) -> pl.DataFrame:
 
 def as_mapping(frame: pl.DataFrame) -> Mapping[str, object]:  # pragma: no cover - convenience for notebooks
     return {c: frame[c].to_list() for c in frame.columns}
-
-
-# --- simulation (tests, bench, the note's coverage numbers) ---------------------------------------------------
-
-
-@dataclass
-class Simulation:
-    problem: Problem
-    truth_counts: np.ndarray  # (B, K) prompts whose true (judge) label set holds the task
-
-
-def simulate(
-    rng: np.random.Generator,
-    *,
-    texts_per_benchmark: Sequence[int] = (300, 500, 200, 800, 150, 400),
-    sample_fraction: float = 0.06,
-    sample_minimum: int = 12,
-    n_occupations: int = 60,
-    tasks_per_occupation: int = 10,
-    pool_size: int = 80,
-    emitted_mean: float = 2.0,
-    missed_mean: float = 1.0,
-    overconfidence: float = 0.7,
-    not_work_share: float = 0.1,
-    unsampled_benchmarks: int = 0,
-    blind_spot_share: float = 0.0,
-) -> Simulation:
-    """A population with a known truth and a labeler of known error.
-
-    Each benchmark draws its prompts' tasks from its own pool of `pool_size` tasks (Zipf popularity), as one
-    benchmark's prompts share occupations. Per work text the labeler emits 1 + Poisson(emitted_mean) tasks with
-    p ~ U(0.05, 0.95); each is truly exercised with probability overconfidence x p (a labeler that is
-    overconfident by that factor); the judge (truth) also holds Poisson(missed_mean) pool tasks the labeler
-    missed. Some texts repeat (multiplicity 2-3). A stratified random sample of max(minimum, fraction N_b)
-    texts per benchmark is judged; the last `unsampled_benchmarks` benchmarks get no sample. With
-    `blind_spot_share` > 0 that share of the missed tasks comes from a second pool the labeler never emits
-    (a blind spot: the stress case for the model-assisted estimator's picture of where misses fall).
-    """
-    n_tasks = n_occupations * tasks_per_occupation
-    task_keys = pl.DataFrame(
-        {
-            "onet_soc_code": [f"{10 + (o % 12) * 2:02d}-{1000 + o:04d}.00" for o in range(n_occupations)
-                              for _ in range(tasks_per_occupation)],
-            "task_id": np.arange(n_tasks, dtype=np.int64),
-        }
-    ).sort(TASK_KEY)
-    task_occ_codes = task_keys["onet_soc_code"].to_list()
-    occ_codes = sorted(set(task_occ_codes))
-    occ_pos = {c: i for i, c in enumerate(occ_codes)}
-    group_codes = sorted({c[:2] for c in occ_codes})
-    task_occ = np.array([occ_pos[c] for c in task_occ_codes])
-    occ_group = np.array([group_codes.index(c[:2]) for c in occ_codes])
-    hours = rng.lognormal(10, 1.5, n_tasks)
-    n_bench = len(texts_per_benchmark)
-    popularity = 1.0 / np.arange(1, pool_size + 1) ** 1.1
-    popularity /= popularity.sum()
-    text_bench, text_mult, text_sampled = [], [], []
-    lab_text, lab_task, lab_p, jud_text, jud_task, jud_in = [], [], [], [], [], []
-    truth = np.zeros((n_bench, n_tasks))
-    first = 0
-    for b, n_texts in enumerate(texts_per_benchmark):
-        pool = rng.choice(n_tasks, size=pool_size, replace=False)
-        blind_pool = rng.choice(np.setdiff1d(np.arange(n_tasks), pool), size=pool_size, replace=False)
-        n_sample = 0 if b >= n_bench - unsampled_benchmarks else min(
-            n_texts, max(sample_minimum, int(math.ceil(sample_fraction * n_texts)))
-        )
-        sampled = np.zeros(n_texts, dtype=bool)
-        sampled[rng.choice(n_texts, size=n_sample, replace=False)] = True
-        mult = np.where(rng.random(n_texts) > 0.05, 1.0, rng.integers(2, 4, n_texts).astype(float))
-        work = rng.random(n_texts) >= not_work_share
-        n_emit = np.minimum(1 + rng.poisson(emitted_mean, n_texts), pool_size)
-        n_miss = np.minimum(rng.poisson(missed_mean, n_texts), pool_size - n_emit)
-        # each text's pool in the order of successive draws without replacement by popularity (Gumbel top-k):
-        # its first n_emit tasks are emitted, the next n_miss are the misses (drawn from the rest by popularity)
-        order = np.argsort(-(np.log(popularity) + rng.gumbel(size=(n_texts, pool_size))), axis=1)
-        rank = np.arange(pool_size)
-        emitted = work[:, None] & (rank < n_emit[:, None])
-        missed = work[:, None] & (rank >= n_emit[:, None]) & (rank < (n_emit + n_miss)[:, None])
-        e_text, e_rank = np.nonzero(emitted)
-        ps = rng.uniform(0.05, 0.95, e_text.size)
-        true_emitted = rng.random(e_text.size) < overconfidence * ps
-        m_text, m_rank = np.nonzero(missed)
-        m_task = pool[order[m_text, m_rank]]
-        if blind_spot_share > 0 and m_text.size:
-            blind = rng.random(m_text.size) < blind_spot_share
-            m_task = np.where(blind, rng.choice(blind_pool, size=m_text.size, p=popularity), m_task)
-            keep = np.unique(m_text * n_tasks + m_task, return_index=True)[1]  # a text's misses once each
-            m_text, m_task = m_text[keep], m_task[keep]
-        e_task = pool[order[e_text, e_rank]]
-        # the judge's (true) labels of a text: its truly exercised emitted tasks, then its misses
-        t_text = np.concatenate([e_text[true_emitted], m_text])
-        t_task = np.concatenate([e_task[true_emitted], m_task])
-        t_in = np.concatenate([np.ones(int(true_emitted.sum()), dtype=bool), np.zeros(m_text.size, dtype=bool)])
-        t_order = np.argsort(t_text, kind="stable")
-        t_text, t_task, t_in = t_text[t_order], t_task[t_order], t_in[t_order]
-        np.add.at(truth[b], t_task, mult[t_text])
-        judged = sampled[t_text]
-        text_bench.append(np.full(n_texts, b))
-        text_mult.append(mult)
-        text_sampled.append(sampled)
-        lab_text.append(first + e_text)
-        lab_task.append(e_task)
-        lab_p.append(ps)
-        jud_text.append(first + t_text[judged])
-        jud_task.append(t_task[judged])
-        jud_in.append(t_in[judged])
-        first += n_texts
-    problem = Problem(
-        benchmarks=[f"bench{b}" for b in range(n_bench)], task_keys=task_keys,
-        text_bench=np.concatenate(text_bench), text_mult=np.concatenate(text_mult),
-        text_sampled=np.concatenate(text_sampled), lab_text=np.concatenate(lab_text).astype(np.int64),
-        lab_task=np.concatenate(lab_task).astype(np.int64), lab_p=np.concatenate(lab_p),
-        jud_text=np.concatenate(jud_text).astype(np.int64), jud_task=np.concatenate(jud_task).astype(np.int64),
-        jud_in_labels=np.concatenate(jud_in).astype(bool),
-        task_occ=task_occ, occ_group=occ_group, n_groups=len(group_codes), task_hours=hours,
-        total_hours=float(hours.sum()),
-    )
-    return Simulation(problem, truth)
-
-
-def simulation_study(
-    replications: int = 40, n_draws: int = 100, seed: int = 16, **settings: object
-) -> pl.DataFrame:
-    """Coverage and error of every estimator over `replications` simulated populations (`simulate`)."""
-    rng = np.random.default_rng(seed)
-    checks = []
-    for r in range(replications):
-        sim = simulate(rng, **settings)  # type: ignore[arg-type]
-        scopes = scopes_for(sim.problem, per_benchmark=False)
-        checks.append(
-            check_against_truth(sim.problem, sim.truth_counts, scopes, n_draws=n_draws, seed=seed + r)
-        )
-    return summarize_checks(pl.concat(checks))
