@@ -121,8 +121,9 @@ TABLES: dict[str, dict[str, Entry]] = {
         "check": ("split_half / split_fifth (the judged texts are the population, half / a fifth of each "
                   "benchmark's the sample, the rest imputed), simulated (populations drawn from "
                   "models.estimates.simulation.simulate; pools spread over most major groups), "
-                  "simulated_mirror_like (its MIRROR_LIKE world: a judge sample with the mirror's statistics) or model (populations drawn from the estimator's own fitted "
-                  "model; not run in the pipeline)", TEXT, ESTIMATES),
+                  "simulated_mirror_like (its MIRROR_LIKE world: a judge sample with the mirror's statistics) "
+                  "or model (populations drawn from the estimator's own fitted model; not run in the pipeline)",
+                  TEXT, ESTIMATES),
         "predictor": ("p_covered (the share of draws) or p_covered_calibrated (through the map; on split_fifth "
                       "cross-fitted by folds of units, on split_half the map fitted on split_fifth)", TEXT,
                       ESTIMATES),

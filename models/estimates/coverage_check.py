@@ -15,7 +15,7 @@ by p_covered and the share truly covered per bin is compared with the bin's mean
   scattered misses and surprises: a judge sample with the mirror's statistics).
 
 Diagnosis (docs/estimates.md): the outer bins are right in every check, so the binning is. The `model` check is
-off mostly because the weights are fitted on a likelihood the draws do not use: the draws redraw a miss that is
+off largely because the weights are fitted on a likelihood the draws do not use: the draws redraw a miss that is
 one of the recipient's labels, the fit does not divide by the mass outside them. Dividing by it put the
 `model` check's bins beyond 0.05 + 2 se from 11 to 0, but cost the split checks' hours at >= 1 their interval
 coverage: not adopted. The split checks run high in the middle band at >= 1 prompt, where reality's misses fall
@@ -342,9 +342,7 @@ def unit_coverage_check(problem: Problem | None, *, replications: int = 6, n_dra
                 population, truth = model_population(problem, rng, assisted)
                 found.append(coverage_pairs(population, truth, n_draws, seed + 200 + r, replication=r))
             pairs["model"] = pl.concat(found)
-    for check, settings in (SIMULATED_WORLDS if worlds is None else worlds).items():
-        if not simulated:
-            break
+    for check, settings in (SIMULATED_WORLDS if worlds is None else worlds).items() if simulated else ():
         found = []
         for r in range(simulated):
             sim = simulate(rng, **settings)  # type: ignore[arg-type]
