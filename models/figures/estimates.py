@@ -66,17 +66,20 @@ def occupation_probability_figure(calibration: pl.DataFrame) -> Figure:
 @styled
 def unit_coverage_figure(check: pl.DataFrame) -> Figure:
     """p_covered against a known truth: share of units truly covered per p_covered bin (tasks, occupations,
-    major groups pooled over the replications), one panel per check and threshold. Input:
-    unit_coverage_simulation_check."""
+    major groups pooled over the replications), one panel per check (columns: the split checks on real data
+    first, then the simulated worlds) and threshold (rows). Input: unit_coverage_simulation_check."""
     title = "Probability covered against a known truth"
     needed = {"check", "unit", "threshold", "mean_p", "share_covered", "n_units"}
     if not needed <= set(check.columns) or check.is_empty():
         return placeholder(title, lacks_columns("unit_coverage_simulation_check", needed, check)
                            if not needed <= set(check.columns) else "No check was run.")
-    panels = check.select("check", "threshold").unique().sort("check", "threshold").rows()
-    fig = new_figure(3.6 * len(panels), 3.8)
+    order = ["split_half", "split_fifth", "simulated_mirror_like", "simulated", "model"]
+    names = sorted(check["check"].unique().to_list(), key=lambda c: (order.index(c) if c in order else len(order), c))
+    thresholds = sorted(check["threshold"].unique().to_list())
+    fig = new_figure(3.6 * len(names), 3.4 * len(thresholds))
+    panels = [(name, threshold) for threshold in thresholds for name in names]
     for i, (name, threshold) in enumerate(panels):
-        ax = fig.add_subplot(1, len(panels), i + 1)
+        ax = fig.add_subplot(len(thresholds), len(names), i + 1)
         ax.plot([0, 1], [0, 1], color="#999999", linestyle="--", linewidth=1)
         for colour, unit in zip(SERIES_COLOURS, ("task", "occupation", "major_group"), strict=False):
             rows = check.filter((pl.col("check") == name) & (pl.col("threshold") == threshold)
