@@ -13,9 +13,11 @@ from models import estimates as es
 
 # MIRROR_LIKE's statistics (mean over populations) within these of the mirror's; the statistics left out are
 # the judge labels' own pair shares (the mirror's labels sit on fewer tasks and occupations than the world's:
-# docs/estimates.md), which the miss model does not read
+# docs/estimates.md), which the miss model does not read. How often two misses repeat a task is held tightest:
+# it sets how the seen part's imputed misses pile up (a first world at 0.017 against the mirror's 0.029 read
+# the estimator's bins as better than they are)
 TOLERANCE = {
-    "judge_pairs_same_major_group": 0.12, "miss_pairs_same_task": 0.02, "miss_pairs_same_occupation": 0.04,
+    "judge_pairs_same_major_group": 0.12, "miss_pairs_same_task": 0.01, "miss_pairs_same_occupation": 0.04,
     "miss_pairs_same_major_group": 0.12, "misses_in_new_group": 0.02, "judge_labels_per_judged_text": 0.3,
     "misses_per_judged_text": 0.2, "labels_per_judged_text": 0.3, "labeler_recall": 0.08, "label_p": 0.05,
     "judged_without_labels": 0.08, "judged_without_judge_labels": 0.06,

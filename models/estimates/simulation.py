@@ -24,11 +24,12 @@ from models.estimates.checks import check_against_truth, summarize_checks
 from models.estimates.problem import TASK_KEY, Problem, scopes_for
 
 # simulate's settings of a world whose judge sample resembles the mirror's (judge_sample_statistics): 22 major
-# groups of 40 occupations of 20 tasks; a benchmark's pool, 50 tasks of 3 occupations within 2 groups; half of
-# the misses scattered over those groups, 2.5% anywhere; fewer labels per text and higher p than the default.
+# groups of 40 occupations of 20 tasks; a benchmark's pool, 50 tasks of 6 occupations within 2 groups, steeply
+# popular (Zipf 2: misses repeat a task as often as the mirror's); 45% of the misses scattered over those groups,
+# 2.5% anywhere; fewer labels per text and higher p than the default.
 MIRROR_LIKE: dict[str, object] = {
-    "n_groups": 22, "n_occupations": 880, "tasks_per_occupation": 20, "pool_groups": 2, "pool_occupations": 3,
-    "pool_size": 50, "scatter_share": 0.5, "surprise_share": 0.025, "zipf": 1.5, "emitted_mean": 0.9,
+    "n_groups": 22, "n_occupations": 880, "tasks_per_occupation": 20, "pool_groups": 2, "pool_occupations": 6,
+    "pool_size": 50, "scatter_share": 0.45, "surprise_share": 0.025, "zipf": 2.0, "emitted_mean": 0.9,
     "missed_mean": 1.35, "not_work_share": 0.15, "p_range": (0.25, 0.99), "overconfidence": 0.85,
 }
 
