@@ -160,6 +160,12 @@ def _problem(inputs: dict, judge_rows: pl.DataFrame, labels: pl.DataFrame,
     )
 
 
+def warehouse_problem(warehouse: Warehouse) -> es.Problem:
+    """The estimates' Problem of a materialized warehouse, as the headline step builds it (bench, tests)."""
+    inputs = read_inputs(warehouse)
+    return _problem(inputs, inputs["judge_rows"], inputs["labels"])  # type: ignore[arg-type]
+
+
 def _labels_as_counted(problem: es.Problem, scopes: list[es.Scope], thresholds: tuple[int, ...],
                        seed: int) -> pl.DataFrame:
     """The labels_as_truth rows of the published labels (`problem`: built from them; the estimators see the

@@ -46,14 +46,13 @@ def run(warehouse: str | None, populations: int, draws: int, seed: int, world: s
         pairs = cc.unit_coverage_check(None, simulated=populations, n_draws=draws, seed=seed,
                                        worlds={world: cc.SIMULATED_WORLDS[world]}).pairs[world]
     else:
-        from assets.estimates import _problem, read_inputs
+        from assets.estimates import warehouse_problem
         from models.estimates.draws import ModelAssisted
         from resources.dagster_resources import Warehouse
 
         if warehouse is None:
             raise SystemExit("--world model needs --warehouse")
-        inputs = read_inputs(Warehouse(path=warehouse))
-        problem = _problem(inputs, inputs["judge_rows"], inputs["labels"])  # type: ignore[arg-type]
+        problem = warehouse_problem(Warehouse(path=warehouse))
         cpu = time.process_time()
         rng = np.random.default_rng(seed)
         assisted = ModelAssisted(problem)

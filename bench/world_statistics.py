@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/world_statistics.py --warehouse data/warehouse/benchmap.duckdb [--populations 8]
 
-models.estimates.simulation.judge_sample_statistics of the mirror's judged benchmarks (a materialized warehouse),
+models.estimates.simulation.judge_sample_statistics of the mirror's judge sample (a materialized warehouse),
 beside its mean over `populations` populations of simulate's default world and of MIRROR_LIKE. One JSON object
 on stdout: per statistic the three values.
 """
@@ -19,24 +19,15 @@ from bench import common  # noqa: E402
 
 
 def run(warehouse: str, populations: int, seed: int) -> dict:
-    import numpy as np
-
-    from assets.estimates import _problem, read_inputs
+    from assets.estimates import warehouse_problem
     from models import estimates as es
     from resources.dagster_resources import Warehouse
 
-    inputs = read_inputs(Warehouse(path=warehouse))
-    problem = _problem(inputs, inputs["judge_rows"], inputs["labels"])  # type: ignore[arg-type]
-    judged, _ = es.restrict_to_benchmarks(problem, es.judged_benchmarks(problem))
-    mirror = es.judge_sample_statistics(judged)
-    worlds = {}
-    for name, settings in (("default", {}), ("mirror_like", es.MIRROR_LIKE)):
-        rng = np.random.default_rng(seed)
-        values = [es.judge_sample_statistics(es.simulate(rng, **settings).problem)["value"].to_numpy()  # type: ignore[arg-type]
-                  for _ in range(populations)]
-        worlds[name] = np.mean(values, axis=0)
+    mirror = es.judge_sample_statistics(warehouse_problem(Warehouse(path=warehouse)))
+    worlds = {name: es.world_statistics(settings, populations, seed)["value"].to_list()
+              for name, settings in (("default", {}), ("mirror_like", es.MIRROR_LIKE))}
     rows = [{"statistic": s, "mirror": round(float(m), 4),
-             **{name: round(float(v[i]), 4) for name, v in worlds.items()}}
+             **{name: round(float(values[i]), 4) for name, values in worlds.items()}}
             for i, (s, m) in enumerate(zip(mirror["statistic"], mirror["value"], strict=True))]
     return {"date": common.now_iso(), "code": common.code_version(), "populations": populations, "seed": seed,
             "mirror_like": {k: list(v) if isinstance(v, tuple) else v for k, v in es.MIRROR_LIKE.items()},

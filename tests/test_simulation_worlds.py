@@ -25,10 +25,7 @@ TOLERANCE = {
 
 
 def _world_statistics(settings: dict, populations: int = 6, seed: int = 3) -> dict[str, float]:
-    rng = np.random.default_rng(seed)
-    frames = [es.judge_sample_statistics(es.simulate(rng, **settings).problem) for _ in range(populations)]
-    values = np.mean([f["value"].to_numpy() for f in frames], axis=0)
-    return dict(zip(frames[0]["statistic"].to_list(), values.tolist(), strict=True))
+    return dict(es.world_statistics(settings, populations, seed).iter_rows())
 
 
 def test_pools_stay_in_their_groups_and_occupations():
@@ -101,13 +98,11 @@ def test_judge_sample_statistics_by_hand():
 
 @pytest.fixture(scope="module")
 def mirror_statistics(full_pipeline) -> dict[str, float]:
-    from assets.estimates import _problem, read_inputs
+    from assets.estimates import warehouse_problem
     from resources.dagster_resources import Warehouse
 
-    inputs = read_inputs(Warehouse(path=str(full_pipeline.warehouse)))
-    problem = _problem(inputs, inputs["judge_rows"], inputs["labels"])
-    judged, _ = es.restrict_to_benchmarks(problem, es.judged_benchmarks(problem))
-    return dict(es.judge_sample_statistics(judged).iter_rows())
+    return dict(es.judge_sample_statistics(warehouse_problem(Warehouse(path=str(full_pipeline.warehouse))))
+                .iter_rows())
 
 
 def test_mirror_like_world_has_the_mirrors_judge_sample(mirror_statistics):

@@ -140,6 +140,7 @@ from models.estimates.simulation import (  # noqa: F401
     judge_sample_statistics,
     simulate,
     simulation_study,
+    world_statistics,
 )
 from models.estimates.tables import (  # noqa: F401
     BOUNDS_BASIS,

@@ -14,7 +14,7 @@ check in both.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -219,7 +219,7 @@ def _same_unit_pair_share(text: np.ndarray, bench: np.ndarray, unit: np.ndarray)
 
 def judge_sample_statistics(problem: Problem) -> pl.DataFrame:
     """statistic, value: what the judge sample of `problem` looks like, the same numbers for the mirror and a
-    simulated world. Pair shares: of two judge labels (misses: judge labels outside the labeler's set) of
+    simulated world (benchmarks without judged texts change none of them). Pair shares: of two judge labels (misses: judge labels outside the labeler's set) of
     different texts of one benchmark, the share on the same task, occupation, major group. misses_in_new_group:
     the share of misses in a major group that neither another judged text of the benchmark nor any label of it
     has (a surprise to every part of the miss model but its uniform one). Per judged text: judge labels,
@@ -255,3 +255,11 @@ def judge_sample_statistics(problem: Problem) -> pl.DataFrame:
     rows["judged_without_labels"] = np.setdiff1d(judged, pr.lab_text).size / n_judged
     rows["judged_without_judge_labels"] = np.setdiff1d(judged, pr.jud_text).size / n_judged
     return pl.DataFrame({"statistic": list(rows), "value": [float(v) for v in rows.values()]})
+
+
+def world_statistics(settings: Mapping[str, object], populations: int, seed: int) -> pl.DataFrame:
+    """statistic, value: judge_sample_statistics averaged over `populations` populations of simulate(settings)."""
+    rng = np.random.default_rng(seed)
+    frames = [judge_sample_statistics(simulate(rng, **settings).problem)  # type: ignore[arg-type]
+              for _ in range(populations)]
+    return frames[0].with_columns(pl.Series("value", np.mean([f["value"].to_numpy() for f in frames], axis=0)))
