@@ -231,12 +231,13 @@ def estimate_classes(data: dict[str, Any], index: str, threshold: int) -> dict[s
 
 def index_options(membership: pl.DataFrame | None, benchmarks: Sequence[str]) -> list[dict[str, Any]]:
     """The map's index selector (JSON-ready): per index of benchmark_index_membership, `all` first: name,
-    title, version, members (benchmarks on the map it includes) and excluded ([benchmark, decided_by,
-    reason]). Without a membership table: only `all`, every benchmark on the map."""
+    title, version, members (benchmarks on the map it includes), unmapped (members with no labeled prompt:
+    counted by the index, so in its number of benchmarks, but adding no task to the map) and excluded
+    ([benchmark, decided_by, reason]). Without a membership table: only `all`, every benchmark on the map."""
     on_map = set(benchmarks)
     if membership is None or membership.is_empty():
         return [{"name": "all", "title": "Every landed benchmark", "version": "", "members": sorted(on_map),
-                 "excluded": []}]
+                 "unmapped": [], "excluded": []}]
     out = []
     names = sorted(set(membership["benchmark_index"].to_list()), key=lambda n: (n != "all", n))
     for name in names:
@@ -247,6 +248,7 @@ def index_options(membership: pl.DataFrame | None, benchmarks: Sequence[str]) ->
             "title": first.get("title") or name,
             "version": first.get("version") or "",
             "members": [b for b in rows.filter(pl.col("included"))["benchmark"].to_list() if b in on_map],
+            "unmapped": [b for b in rows.filter(pl.col("included"))["benchmark"].to_list() if b not in on_map],
             "excluded": [[r["benchmark"], r.get("decided_by") or "", r.get("reason") or ""]
                          for r in rows.filter(~pl.col("included")).iter_rows(named=True)],
         })

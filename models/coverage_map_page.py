@@ -122,8 +122,9 @@ function setAll(on){
 const indexSelect = document.getElementById("index");
 const indexNote = document.getElementById("index-note");
 INDEXES.forEach((ix, i) => {
+  const counted = ix.members.length + ix.unmapped.length;  // as the header and the summary count them
   const option = el("option", {value: ix.name}, ix.title + (ix.version ? " (v" + ix.version + ")" : "") +
-    " — " + ix.members.length + " benchmark" + (ix.members.length === 1 ? "" : "s"));
+    " — " + counted + " benchmark" + (counted === 1 ? "" : "s"));
   option.selected = i === 0;
   indexSelect.append(option);
 });
@@ -131,6 +132,10 @@ function showIndexNote(){
   const ix = INDEXES[state.index];
   indexNote.replaceChildren();
   indexNote.append(el("div", {}, "Members: " + (ix.members.join(", ") || "none")));
+  if (ix.unmapped.length) {
+    indexNote.append(el("div", {}, "Also members, adding no task (no prompt labeled as work): " +
+      ix.unmapped.join(", ")));
+  }
   if (ix.excluded.length) {
     const details = el("details");
     details.append(el("summary", {}, ix.excluded.length + " left out, and why"));

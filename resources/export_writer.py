@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import hashlib
 import importlib.metadata
 import json
 import re
@@ -69,7 +70,9 @@ def make_export_directory(warehouse_path: str | Path, date: dt.date | str) -> Pa
 
 
 def code_version(root: Path = PROJECT_ROOT) -> str:
-    """`git describe --always --dirty --tags` of the checkout, else the installed package version."""
+    """`git describe --always --dirty --tags` of the checkout, else the installed package version. A dirty
+    checkout also gets the first 8 hex of the SHA-256 of its diff against HEAD: two releases made from different
+    uncommitted code must not name the same version."""
     try:
         described = subprocess.run(
             ["git", "describe", "--always", "--dirty", "--tags"],
@@ -79,6 +82,10 @@ def code_version(root: Path = PROJECT_ROOT) -> str:
             timeout=10,
             check=True,
         ).stdout.strip()
+        if described.endswith("-dirty"):
+            diff = subprocess.run(["git", "diff", "HEAD", "--no-ext-diff", "--binary"], cwd=root,
+                                  capture_output=True, timeout=30, check=True).stdout
+            described += "+" + hashlib.sha256(diff).hexdigest()[:8]
         if described:
             return f"git:{described}"
     except (OSError, subprocess.SubprocessError):

@@ -242,7 +242,7 @@ def test_index_selector_ticks_the_members_and_says_why_others_are_out(browser, p
         [
             {"benchmark_index": "all", "version": "1", "title": "Every landed benchmark", "benchmark": b,
              "included": True, "decided_by": "no rules: every landed benchmark", "reason": None}
-            for b in BENCHMARKS
+            for b in (*BENCHMARKS, "webshop")  # webshop: a member with no labeled prompt, so not on the map
         ]
         + [
             {"benchmark_index": "office", "version": "3", "title": "Office work", "benchmark": b,
@@ -261,6 +261,11 @@ def test_index_selector_ticks_the_members_and_says_why_others_are_out(browser, p
 
     assert browser.execute_script("return document.body.dataset.index") == "all"
     assert browser.find_element(By.ID, "summary").text.endswith("Index: Every landed benchmark.")
+    # the selector counts every member, as the header and summary.md do, and names the one adding no task
+    options = [o.text for o in Select(browser.find_element(By.ID, "index")).options]
+    assert options[0].endswith("— 4 benchmarks") and options[1].endswith("— 2 benchmarks"), options
+    assert ("Also members, adding no task (no prompt labeled as work): webshop"
+            in browser.find_element(By.ID, "index-note").text)
     Select(browser.find_element(By.ID, "index")).select_by_value("office")
     checked = {b: browser.find_element(By.ID, f"bench-{b}").is_selected() for b in BENCHMARKS}
     assert checked == {"gdpval": True, "swe_lancer": True, "webarena": False}

@@ -70,6 +70,23 @@ def test_bounds_floor_rises_to_the_species_estimate():
     assert low.filter(pl.col("estimator") == "bounds").select("value", "ci_low").row(0) == (200.0, 120.0)
 
 
+def test_species_floors_of_nested_scopes_never_say_a_part_covers_more():
+    """A scope inside another covers no more than it: its species value and lower limit are capped at the
+    larger scope's (NaN cells stay NaN, upper limits stay as estimated, an unsampled scope is left alone)."""
+    from models.estimates.richness import capped_by_supersets
+
+    values = np.array([
+        [[10.0, 8.0, 12.0], [np.nan] * 3],  # the pool of benchmarks 0 and 1
+        [[11.0, 9.0, 15.0], [5.0, 4.0, 6.0]],  # benchmark 0 alone, above the pool: capped
+        [[7.0, 6.0, 9.0], [np.nan] * 3],  # benchmark 1 alone, below it: unchanged
+        [[np.nan] * 3, [np.nan] * 3],  # no sampled benchmark
+    ])
+    capped = capped_by_supersets(values, [frozenset({0, 1}), frozenset({0}), frozenset({1}), frozenset()])
+    assert capped[1, 0].tolist() == [10.0, 8.0, 15.0]
+    assert np.array_equal(capped[[0, 2]], values[[0, 2]], equal_nan=True)
+    assert capped[1, 1].tolist() == [5.0, 4.0, 6.0] and np.isnan(capped[3]).all()
+
+
 def test_chao_lin_unseen_count_by_hand():
     from models.estimates.richness import log_normal_interval, unseen_count
 
@@ -568,6 +585,15 @@ def test_estimates_on_the_mirror(mirror_tables):
     per_bench = estimates.filter(pl.col("published") & (pl.col("scope") != "all"))
     assert set(per_bench["estimator"].to_list()) == {"model_assisted", "bounds"}
     assert per_bench["scope"].n_unique() == 29
+    # no published floor at >= 1 says a part covers more than the whole: every benchmark alone and every other
+    # index at most the pooled scope's (before the cap occubench alone said 281 occupations against 268)
+    bounds = estimates.filter((pl.col("estimator") == "bounds") & (pl.col("quantity") != "major_groups_covered"))
+    whole = bounds.filter((pl.col("benchmark_index") == "all") & (pl.col("scope") == "all")).select(
+        "quantity", pl.col("value").alias("whole_value"), pl.col("ci_low").alias("whole_low"))
+    parts = bounds.join(whole, on="quantity")
+    assert parts.height == 3 * (29 + estimates["benchmark_index"].n_unique())
+    assert parts.filter((pl.col("value") > pl.col("whole_value") + 1e-9)
+                        | (pl.col("ci_low") > pl.col("whole_low") + 1e-9)).is_empty()
 
     reliability = mirror_tables("labeler_reliability").filter(pl.col("benchmark") == "all")
     assert reliability.height >= 1 and 0 <= reliability["ece"][0] <= 1

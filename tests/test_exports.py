@@ -588,6 +588,32 @@ def test_code_version_names_git_or_package():
     assert re.match(r"^(git|package|pyproject):\S+", ew.code_version())
 
 
+def test_a_dirty_checkout_names_its_diff(tmp_path):
+    """Two releases from different uncommitted code must not carry the same code version (two releases of
+    2026-12-05 both said b37d713-dirty with different headlines): a dirty checkout's version ends in its diff's
+    hash, and a clean one has none."""
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    git("add", "a.py")
+    git("commit", "-qm", "one")
+    clean = ew.code_version(tmp_path)
+    assert re.fullmatch(r"git:[0-9a-f]{7,}", clean), clean
+    (tmp_path / "a.py").write_text("x = 2\n")
+    first = ew.code_version(tmp_path)
+    (tmp_path / "a.py").write_text("x = 3\n")
+    second = ew.code_version(tmp_path)
+    assert re.fullmatch(re.escape(clean) + r"-dirty\+[0-9a-f]{8}", first), first
+    assert second != first and second.startswith(clean + "-dirty+")
+    (tmp_path / "a.py").write_text("x = 2\n")
+    assert ew.code_version(tmp_path) == first  # the same diff, the same version
+
+
 # --- figures -------------------------------------------------------------------------------------------------------
 
 
@@ -819,6 +845,18 @@ def test_summary_quotes_the_estimated_model_scores_and_keeps_the_raw_comparison_
     other = report.summary_markdown(world, onet_tasks=world["onet_tasks"], benchmark_index="economic_agentic")
     assert "Model scores are computed over every landed benchmark, not per index: see summary.md" in other
     assert "occupation_model_scores" not in other and "Model-score finding not available" not in other
+
+
+def test_the_imputed_share_is_read_from_the_headline(world):
+    """The summary's "the headline itself imputes about N% of the texts" comes from headline_estimates (it was
+    a hard-coded 93% that by texts read 92%), and says "most" without the table."""
+    from models.report.limitations import imputed_share
+
+    row = world["headline_estimates"].filter((pl.col("benchmark_index") == "all") & (pl.col("scope") == "all")
+                                            ).row(0, named=True)
+    assert 0 < row["n_sampled"] < row["n_texts"]
+    assert imputed_share(world) == f"about {100 * (1 - row['n_sampled'] / row['n_texts']):.0f}%"
+    assert imputed_share({}) == "most"
 
 
 def test_summary_says_what_is_missing():

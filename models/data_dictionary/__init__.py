@@ -136,7 +136,8 @@ _ESTIMATOR_TEXT = (
     "completed by the judge sample; multiple imputation), model_assisted_pass_b (the same with the development "
     "split's second judge pass: the judge's reproducibility; never published), richness (at >= 1 prompt: the "
     "Chao-Lin species estimate from the judge sample alone, a lower bound in expectation, log-normal 95% "
-    "interval; never published by itself), bounds (at >= 1 prompt, a species count: value = the richness "
+    "interval; value and lower limit capped at those of any scope holding all the scope's benchmarks; never "
+    "published by itself), bounds (at >= 1 prompt, a species count: value = the richness "
     "estimate (at least about), ci_low = the highest of its lower 95% limit, what the judge sample saw and the "
     "model-assisted lower bound at >= 5, ci_high = the model-assisted extrapolation's 97.5th percentile)"
 )
@@ -232,14 +233,14 @@ DATA_DICTIONARY["estimate_split_check"] = {
     "quantity": ("headline quantity (see headline_estimates)", TEXT, ESTIMATES),
     "threshold": COMMON["threshold"],
     "estimator": (f"estimator: {_ESTIMATOR_TEXT}", TEXT, ESTIMATES),
-    "n_replications": ("random half splits of the judge sample", COUNT, ESTIMATES),
-    "coverage": ("share of splits whose 95% interval (from one half) holds the judge-labeled truth of both halves",
-                 SHARE, ESTIMATES),
+    "n_replications": ("random splits of the judge sample (per check)", COUNT, ESTIMATES),
+    "coverage": ("share of splits whose 95% interval (from the estimation part: a half or a fifth, `check`) holds "
+                 "the judge-labeled truth of the whole judge sample", SHARE, ESTIMATES),
     "mean_abs_error": ("mean |estimate - truth| over the splits", "same as the quantity", ESTIMATES),
     "mean_error": ("mean estimate - truth over the splits (bias)", "same as the quantity", ESTIMATES),
     "mean_truth": ("mean truth over the splits", "same as the quantity", ESTIMATES),
     "check": ("which check: split_half (estimated from a random half of each benchmark's judge sample) or "
-              "split_fifth (from a fifth: closer to the headline, which imputes ~93% of the texts)", TEXT, ESTIMATES),
+              "split_fifth (from a fifth: closer to the headline, which imputes over 90% of the texts)", TEXT, ESTIMATES),
     "held_out_labels": ("the labels of the split's texts: 'as published', or, with the neighbour step on, "
                         "'relabeled from the estimation part's judged texts alone' (a held-out text is labeled "
                         "as a text the judge never read)", TEXT, ESTIMATES),
@@ -275,15 +276,16 @@ DATA_DICTIONARY["coverage_headline"].update({
     "published_ci_high": ("upper bound of the published estimate's 95% interval", "same as value", ESTIMATES),
 })
 TABLE_DESCRIPTIONS["headline_estimates"] = (
-    "Headline quantities under four estimators with 95% intervals; `published` marks the one the headline "
-    "quotes."
+    "Headline quantities under each estimator (see `estimator`) with 95% intervals; `published` marks the one "
+    "the headline quotes."
 )
 TABLE_DESCRIPTIONS["estimate_design"] = "The judge sample's design per benchmark (N_b, n_b, weights, source)."
 TABLE_DESCRIPTIONS["labeler_reliability"] = (
     "Reliability of the labeler's p_exercised against the judge: predicted vs observed per bin, ECE, recall."
 )
 TABLE_DESCRIPTIONS["estimate_split_check"] = (
-    "Split-sample check of the estimators: estimate from half the judge sample, compare with the rest."
+    "Split-sample checks of the estimators: estimate from a random half (split_half) or fifth (split_fifth) of "
+    "each benchmark's judge sample, compare with the judge's labels of the whole sample."
 )
 TABLE_DESCRIPTIONS["coverage_regressions_mi"] = (
     "Coverage logits with labeler error: refitted on imputed label sets, combined with Rubin's rules."

@@ -21,6 +21,13 @@ A pooled scope uses the pooled incidence and q = n / N over its member benchmark
 sampling fractions differ by benchmark (27 texts of 57 to 1,092); the tasks still unseen sit mostly in the
 big, thinly sampled benchmarks, whose fraction is below the pooled one, so the pooled q makes the estimate
 smaller: still a lower bound. Benchmarks without a judge sample add nothing here (the labeler covers them).
+
+Nested scopes: a scope inside another covers no more than it, but their estimates come from different samples,
+and a small one's can come out higher (on the mirror, occubench alone 281 occupations against 268 for every
+benchmark, from its 28 judged texts; the 11 benchmarks of `economic_agentic` 1,090 tasks against 1,075). So a
+scope's value and lower limit are capped at those of every scope that holds all its sampled benchmarks
+(`capped_by_supersets`): lowering a lower bound keeps it one, and the published floors then never say a part
+covers more than the whole. The pooled scope has no superset, so the headline's floor is its own estimate.
 """
 
 from __future__ import annotations
@@ -106,6 +113,19 @@ def richness_estimates(problem: Problem, scopes: Sequence[Scope]) -> np.ndarray:
             if qi == 0:
                 task_f0, task_var = f0, var
         out[si, 3] = _hours_share(pr, tasks, task_incidence, task_f0, task_var)
+    return capped_by_supersets(out, [frozenset(b for b in scope.members if has_sample[b]) for scope in scopes])
+
+
+def capped_by_supersets(values: np.ndarray, members: Sequence[frozenset[int]]) -> np.ndarray:
+    """`values` (scopes, quantities, [value, low, high]) with each scope's value and lower limit at most those of
+    every other scope whose `members` (sampled benchmarks) include all of its own; NaN cells stay NaN and ignore
+    NaN neighbours. The upper limits are left as estimated."""
+    out = values.copy()
+    for inner, own in enumerate(members):
+        for outer, other in enumerate(members):
+            if inner != outer and own and own <= other:
+                mine = out[inner, :, :2]
+                out[inner, :, :2] = np.where(np.isnan(mine), mine, np.fmin(mine, values[outer, :, :2]))
     return out
 
 

@@ -91,8 +91,10 @@ def summary_markdown(
                   "the raw labels' figures are below._", ""]
     if export_date:
         lines += [
-            f"_Release of {export_date}. Every number below is read from the exported tables named in brackets; "
-            "every figure is also in release.csv._",
+            f"_Release of {export_date}. Every number below is read from the exported tables named in brackets. "
+            "The coverage figures (estimated and as counted, per index, benchmark, task, occupation and major "
+            "group) and the regressions that carry labeler error are also in release.csv, one row each; the "
+            "label quality, model scores and checks are in their tables only._",
             "",
         ]
     estimated = dict(tables)

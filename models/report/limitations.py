@@ -150,6 +150,20 @@ def stepped_label_quality(row: dict, ceiling: dict) -> str:
     )
 
 
+def imputed_share(tables: Tables) -> str:
+    """"about 92%": the share of the headline's texts (index `all`, every benchmark) the judge did not read, from
+    headline_estimates' n_texts and n_sampled; "most" when the table does not say."""
+    headline = present_table(tables, "headline_estimates")
+    if headline is None or not {"benchmark_index", "scope", "n_texts", "n_sampled"} <= set(headline.columns):
+        return "most"
+    rows = headline.filter((pl.col("benchmark_index") == "all") & (pl.col("scope") == "all")
+                           & (pl.col("n_texts") > 0))
+    if rows.is_empty():
+        return "most"
+    texts, sampled = rows.row(0, named=True)["n_texts"], rows.row(0, named=True)["n_sampled"]
+    return f"about {pct(1.0 - sampled / texts, 0)}"
+
+
 QUANTITY_WORDS = {"tasks_covered": "tasks", "occupations_covered": "occupations",
                   "hours_share_covered": "the hours share", "major_groups_covered": "major groups"}
 
@@ -191,8 +205,9 @@ def estimate_limitations(tables: Tables) -> list[str]:
                 "the whole judge sample, the published 95% interval contained the judge's value, "
                 + "; and, ".join(pieces) + ". Where that share is far below 95%, read the interval as too "
                 "narrow and the error as the size of the miss (estimate_split_check). The headline itself "
-                "imputes about 93% of the texts, more than either check, so its extrapolation (the ceiling of the "
-                "bounds at >= 1 above all) rests on the imputation model more than the checks can show."
+                f"imputes {imputed_share(tables)} of the texts, more than either check, so its extrapolation (the "
+                "ceiling of the bounds at >= 1 above all) rests on the imputation model more than the checks can "
+                "show."
             )
     if check is not None and {"estimator", "coverage", "quantity", "threshold", "mean_error"} <= set(check.columns):
         out.extend(direction_of_the_miss(check))
