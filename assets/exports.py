@@ -5,7 +5,7 @@
 - `report_summary`: `summary.md`, opening with the one-line answer (models/report/answer.py).
 - `exports`: every table as Parquet + CSV, one XLSX workbook, `data_dictionary.md`, the tidy `release.csv` /
   `release.parquet` with `data_documentation.md`, and `manifest.json` (written last); then the run's folder is
-  published as a release -- only when a published figure changed (resources/release.py).
+  published as a release -- only when a published figure or the code version changed (resources/release.py).
 - `headline_history`: one row per release and headline quantity (also `exports/headline_history.csv`), with the
   latest headline as numeric metadata the Dagster UI plots over runs.
 
@@ -286,8 +286,8 @@ def start_release_workbook(context: AssetExecutionContext, warehouse: Warehouse,
     group_name=GROUP,
     deps=[AssetKey(t) for t in EXPORTED_TABLES]
     + [AssetKey("prompt_task_labels"), report_figures, coverage_map, report_summary],
-    description="A release exports/<date>T<time>Z-<input hash>/, written only when a published figure changed "
-    "(never rewritten; exports/latest and latest.txt name the newest): every table as Parquet and CSV, one XLSX "
+    description="A release exports/<date>T<time>Z-<input hash>/, written only when a published figure or the code "
+    "version changed (never rewritten; exports/latest and latest.txt name the newest): every table as Parquet and CSV, one XLSX "
     "workbook, data_dictionary.md, the tidy release.csv/.parquet of every published figure with "
     "data_documentation.md, and manifest.json (sources and checksums, benchmarks and hashes, labeler and model, "
     "code version, input hash, every file's SHA-256).",

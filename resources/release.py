@@ -80,10 +80,16 @@ def read_release_frame(folder: Path) -> pl.DataFrame | None:
     return pl.read_parquet(path) if path.is_file() else None
 
 
-def published_sha256(folder: Path) -> str | None:
-    """The content hash a release's manifest recorded for its release file."""
+def stands(folder: Path | None, published: str, version: str) -> bool:
+    """Whether the release in `folder` has these figures (content hash) and was made by this code version: then
+    nothing is written. Other code may change what no figure holds (the summary's wording, the checks' tables),
+    and a release's files must be what its manifest's code version makes."""
+    if folder is None:
+        return False
     manifest = read_manifest(folder) or {}
-    return (manifest.get("release") or {}).get("published_sha256")
+    release = manifest.get("release") or {}
+    return release.get("published_sha256") == published and (release.get("inputs") or {}).get(
+        "code_version") == version
 
 
 def write_release_files(frame: pl.DataFrame, folder: Path) -> tuple[Path, Path]:
@@ -228,9 +234,9 @@ class ReleasePlan:
     readme_first: list[tuple[str, str]]
 
     def is_new(self, root: Path) -> bool:
-        """Whether the figures differ from the latest release's (a look: the decision is taken under the lock)."""
-        seen = latest_release(root)
-        return seen is None or published_sha256(seen) != self.published
+        """Whether the figures or the code version differ from the latest release's (a look: the decision is
+        taken under the lock)."""
+        return not stands(latest_release(root), self.published, self.version)
 
 
 def release_plan(tables: Mapping[str, pl.DataFrame], *, created_at: dt.datetime, benchmarks: pl.DataFrame | None,
@@ -276,10 +282,10 @@ def publish_export(
     excluded: Sequence[tuple[str, str, str]] = (),
     version: str | None = None,
 ) -> Published:
-    """Publish the staged export as a new release when its figures changed, else drop it.
+    """Publish the staged export as a new release when its figures or the code version changed, else drop it.
 
-    Under the exports folder's lock: compare the release file's content hash with the latest release's; if
-    equal, remove `staging` and return the latest; else write release.csv/.parquet, data_documentation.md
+    Under the exports folder's lock: compare the release file's content hash and the code version with the
+    latest release's; if both are equal, remove `staging` and return the latest; else write release.csv/.parquet, data_documentation.md
     (with what changed), the tables, workbook, dictionary and manifest into `staging`, rename it to
     `<date>T<time>Z-<input hash>` and point `latest` at it; then rewrite headline_history.csv."""
     plan = release_plan(tables, created_at=created_at, benchmarks=benchmarks, labelers=labelers, sources=sources,
@@ -314,7 +320,7 @@ def _publish_locked(tables: Mapping[str, pl.DataFrame], staging: Path, root: Pat
     with release_lock(root, run_id):
         remove_stale_staging(root, keep=staging)
         previous = latest_release(root)
-        if previous is not None and published_sha256(previous) == published:
+        if stands(previous, published, version):
             ew.drop_workbook(started)  # before its folder goes
             discard_staging(staging)
             return Published(previous, False, previous, rel.release_changes(frame, frame), frame, None,

@@ -855,7 +855,11 @@ def test_the_imputed_share_is_read_from_the_headline(world):
     row = world["headline_estimates"].filter((pl.col("benchmark_index") == "all") & (pl.col("scope") == "all")
                                             ).row(0, named=True)
     assert 0 < row["n_sampled"] < row["n_texts"]
-    assert imputed_share(world) == f"about {100 * (1 - row['n_sampled'] / row['n_texts']):.0f}%"
+    expected = f"about {100 * (1 - row['n_sampled'] / row['n_texts']):.0f}%"
+    assert imputed_share(world) == expected
+    # as the summary reads it: one index's rows, without the benchmark_index column
+    one_index = {"headline_estimates": ix.only_index(world["headline_estimates"], "all")}
+    assert "benchmark_index" not in one_index["headline_estimates"].columns and imputed_share(one_index) == expected
     assert imputed_share({}) == "most"
 
 

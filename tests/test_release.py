@@ -146,6 +146,26 @@ def test_releases_are_immutable_and_only_written_when_a_figure_changes(tables, t
     assert set(history["benchmarks"].to_list()) == {3}
 
 
+def test_another_code_version_writes_a_release_with_the_same_figures(tables, tmp_path):
+    """Code may change what no figure holds (the summary's wording, the checks' tables): a run of another code
+    version writes a release even when every figure is the same, so a release's files are always what its
+    manifest's code version makes; the same code and figures write none."""
+    first = publish(tables, tmp_path)
+    root = tmp_path / "exports"
+    staging = rl.staging_folder(root, "run-next")
+    second = rl.publish_export(tables, staging, root, created_at=T0 + dt.timedelta(hours=1), run_id="run",
+                               benchmarks=tables["benchmarks"], labelers=[], labeler_model="offline", sources=[],
+                               version="test-version-2")
+    assert second.new and second.previous == first.folder and second.changes.height == 0
+    manifest = json.loads((second.folder / "manifest.json").read_text())
+    assert manifest["release"]["inputs"]["code_version"] == "test-version-2"
+    assert rl.list_releases(root) == [first.folder, second.folder]
+    again = publish(tables, tmp_path, T0 + dt.timedelta(hours=2))  # back to the first code version: a new one
+    assert again.new and rl.list_releases(root)[-1] == again.folder
+    same = publish(tables, tmp_path, T0 + dt.timedelta(hours=3))
+    assert not same.new and same.folder == again.folder
+
+
 def test_a_release_is_never_overwritten(tables, tmp_path):
     first = publish(tables, tmp_path)
     staging = rl.staging_folder(tmp_path / "exports", "other")

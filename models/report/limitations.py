@@ -151,13 +151,15 @@ def stepped_label_quality(row: dict, ceiling: dict) -> str:
 
 
 def imputed_share(tables: Tables) -> str:
-    """"about 92%": the share of the headline's texts (index `all`, every benchmark) the judge did not read, from
-    headline_estimates' n_texts and n_sampled; "most" when the table does not say."""
+    """"about 92%": the share of the headline's texts (its pooled scope) the judge did not read, from
+    headline_estimates' n_texts and n_sampled; "most" when the table does not say. The summary's tables hold one
+    index's rows without the benchmark_index column; a table with it is read for index `all`."""
     headline = present_table(tables, "headline_estimates")
-    if headline is None or not {"benchmark_index", "scope", "n_texts", "n_sampled"} <= set(headline.columns):
+    if headline is None or not {"scope", "n_texts", "n_sampled"} <= set(headline.columns):
         return "most"
-    rows = headline.filter((pl.col("benchmark_index") == "all") & (pl.col("scope") == "all")
-                           & (pl.col("n_texts") > 0))
+    if "benchmark_index" in headline.columns:
+        headline = headline.filter(pl.col("benchmark_index") == "all")
+    rows = headline.filter((pl.col("scope") == "all") & (pl.col("n_texts") > 0))
     if rows.is_empty():
         return "most"
     texts, sampled = rows.row(0, named=True)["n_texts"], rows.row(0, named=True)["n_sampled"]
