@@ -114,20 +114,22 @@ def _scored_tasks(
     name="gap_finder",
     outs={
         "coverage_gaps": AssetOut(
-            description="Tasks below the coverage threshold ranked by the documented "
-            "priority (docs/gap_finder.md); every component is a column."
+            description="Tasks not likely covered at the threshold (the estimates' p_covered < 0.9; without "
+            "estimates, below it by the labels as counted), ranked by the documented priority "
+            "(docs/gap_finder.md); every component is a column."
         ),
         "occupation_gaps": AssetOut(
-            description="Occupations with no task at the threshold, ranked by the same "
-            "priority over occupation-level components."
+            description="Occupations not likely covered (the estimates' p_covered < 0.9), ranked by expected "
+            "uncovered work hours with an interval across the headline's draws; without estimates, occupations "
+            "with no task at the threshold, ranked by the priority over occupation-level components."
         ),
         "jobbench_shortlist": AssetOut(
             description="Occupations with mean WORKBank worker desire > 3, ranked by "
             "wage bill, with coverage and the uncovered tasks driving it."
         ),
         "major_group_gaps": AssetOut(
-            description="Per SOC major group: the largest uncovered blocks of work hours "
-            "(occupations' uncovered task hours)."
+            description="Per SOC major group: the largest uncovered blocks of work hours (occupations' "
+            "expected uncovered task hours, 1 - p_covered per task; without estimates, the labels as counted)."
         ),
     },
     deps=GAP_DEPS,
@@ -224,13 +226,18 @@ def _gap_lists(
         index_scored = scored if wanted is None else _scored_tasks(
             inputs, config.threshold, weights, labeler, members=wanted
         )
-        per_index["task"].append(ix.with_index(gaps.coverage_gaps(index_scored, config.threshold), name))
+        # the task list and the groups' blocks by the estimates of the index when they exist (issue 25)
+        listed = index_scored
+        task_estimates = estimates[0]
+        if task_estimates is not None and task_estimates.filter(pl.col("benchmark_index") == name).height:
+            listed = gaps.with_task_p_covered(index_scored, task_estimates, name, config.threshold)
+        per_index["task"].append(ix.with_index(gaps.coverage_gaps(listed, config.threshold), name))
         per_index["occ"].append(ix.with_index(_occupation_gaps(index_scored, config, name, estimates), name))
         per_index["short"].append(ix.with_index(
             gaps.jobbench_shortlist(index_scored, config.threshold, min_desire=config.min_desire), name
         ))
         per_index["groups"].append(ix.with_index(
-            gaps.major_group_gaps(index_scored, None, config.threshold, config.top_k_blocks), name
+            gaps.major_group_gaps(listed, None, config.threshold, config.top_k_blocks), name
         ))
     task_gaps, occ_gaps, shortlist, groups = (
         pl.concat(per_index[k], how="vertical_relaxed") for k in ("task", "occ", "short", "groups")
@@ -318,7 +325,8 @@ def occupation_score_power(
     name="coverage_gaps_ranked",
     blocking=False,
     description="Ranks run 1..n, priority never increases down the ranking, every component and the "
-    "priority lie in [0, 1], each task appears once and no row is at the threshold.",
+    "priority lie in [0, 1], each task appears once and no row is likely covered (p_covered >= 0.9; without "
+    "estimates: at the threshold by the labels as counted).",
 )
 def coverage_gaps_ranked(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:
     if not warehouse.table_exists("coverage_gaps"):
@@ -334,7 +342,10 @@ def coverage_gaps_ranked(context: AssetCheckExecutionContext, warehouse: Warehou
         )
         > 0,
         "duplicate_tasks": df.select("onet_soc_code", "task_id").is_duplicated().any(),
-        "covered_rows": int((df["n_prompts"] >= df["threshold"]).sum()) > 0,
+        # listed by the estimates: none likely covered; else by the labels: none at the threshold
+        "covered_rows": int((df["p_covered"] >= gaps.LIKELY_COVERED).sum()) > 0
+        if "p_covered" in df.columns and df["p_covered"].null_count() < df.height
+        else int((df["n_prompts"] >= df["threshold"]).sum()) > 0,
     }
     return AssetCheckResult(
         passed=not any(problems.values()),

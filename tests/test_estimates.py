@@ -723,6 +723,17 @@ def test_unit_estimates_on_the_mirror(mirror_tables):
     assert check.height >= 8 and check["ok"].all(), check.filter(~pl.col("ok"))
     occupations = units["occupation_estimates"].filter(pl.col("benchmark_index") == "all")
     assert occupations.height == 2 * 923
+    # the gap lists read the same estimates: the groups' expected uncovered hours are the hours the headline's
+    # share leaves uncovered, and no listed task is likely covered
+    groups = mirror_tables("major_group_gaps").filter(pl.col("benchmark_index") == "all").unique("major_group_code")
+    share = headline.filter((pl.col("benchmark_index") == "all") & (pl.col("scope") == "all")
+                            & (pl.col("estimator") == "model_assisted") & (pl.col("quantity") == "hours_share_covered")
+                            & (pl.col("threshold") == 5))["value"][0]
+    assert set(groups["uncovered_by"].to_list()) == {"estimates: 1 - p_covered per task"}
+    assert groups["group_uncovered_hours"].sum() == pytest.approx(total_hours * (1 - share), rel=1e-6)
+    assert groups["group_hours"].sum() == pytest.approx(total_hours, rel=1e-6)
+    listed = mirror_tables("coverage_gaps").filter(pl.col("benchmark_index") == "all")
+    assert listed.height > 18_000 and listed["p_covered"].max() < 0.9
     texts = mirror_tables("prompt_occupation_estimates")
     assert texts.filter(pl.col("judged"))["p"].eq(1.0).all()
     labeled = mirror_tables("prompt_task_labels").select("benchmark").unique()

@@ -254,6 +254,45 @@ def test_major_group_gaps_lists_the_largest_uncovered_blocks() -> None:
     )
 
 
+def test_task_and_group_gaps_read_the_estimates_when_they_exist() -> None:
+    """With task_estimates (issue 25), coverage_gaps holds the tasks not likely covered (p_covered < 0.9, as
+    occupation_gaps) and major_group_gaps counts each task as 1 - p_covered uncovered, so no list calls a task
+    open that the estimates say is covered, nor leaves out one the labels happen to count 5 times."""
+    from models.gaps import with_task_p_covered
+
+    frame = _task_frame(n_prompts=[0, 0, 5, 0, 0, 0])
+    estimates = pl.DataFrame({  # sparse: task 4 has no row (p 0); another index and threshold are ignored
+        "benchmark_index": ["all"] * 5 + ["other", "all"], "onet_soc_code": [OCC_A, OCC_A, OCC_B, OCC_C, OCC_C, OCC_A, OCC_A],
+        "task_id": [1, 2, 3, 5, 6, 1, 1], "threshold": [5] * 6 + [1],
+        "p_covered": [0.95, 0.2, 0.5, 1.0, 0.3, 0.0, 0.0], "labels_count": [0.0] * 7,
+    })
+    listed = with_task_p_covered(score_tasks(frame), estimates, "all", 5)
+    assert dict(zip(listed["task_id"], listed["p_covered"], strict=True)) == {
+        1: 0.95, 2: 0.2, 3: 0.5, 4: 0.0, 5: 1.0, 6: 0.3}
+    tasks = coverage_gaps(listed, threshold=5)
+    assert sorted(tasks["task_id"]) == [2, 3, 4, 6]  # 1 and 5 likely covered; 3 listed though labeled 5 times
+    three = tasks.filter(pl.col("task_id") == 3).row(0, named=True)
+    assert three["prompts_needed"] == 0 and three["p_covered"] == 0.5 and three["n_prompts"] == 5
+    # without estimates the labels decide, and p_covered is null
+    plain = coverage_gaps(score_tasks(frame), threshold=5)
+    assert sorted(plain["task_id"]) == [1, 2, 4, 5, 6] and plain["p_covered"].null_count() == plain.height
+
+    groups = major_group_gaps(listed, threshold=5, top_k=3)
+    assert set(groups["uncovered_by"]) == {"estimates: 1 - p_covered per task"}
+    office = groups.filter(pl.col("major_group_code") == "43-0000").row(0, named=True)
+    assert office["block_uncovered_hours"] == pytest.approx(1000 * 0.5 + 200 * 1.0)
+    # the largest uncovered task: the most expected uncovered hours (500 of task 3 against 200 of task 4)
+    assert office["block_uncovered_tasks"] == pytest.approx(1.5) and office["largest_uncovered_task"] == "task 3"
+    analysts = groups.filter(pl.col("major_group_code") == "15-0000").row(0, named=True)
+    assert analysts["group_uncovered_hours"] == pytest.approx(100 * 0.05 + 300 * 0.8)
+    laborers = groups.filter(pl.col("major_group_code") == "47-0000").row(0, named=True)
+    assert laborers["block_uncovered_hours"] == pytest.approx(5000 * 0.7)  # task 5 covered for sure: 0 hours
+    # the label path is the count it always was
+    counted = major_group_gaps(score_tasks(frame), threshold=5, top_k=3)
+    assert set(counted["uncovered_by"]) == {"labels as counted: tasks below the threshold"}
+    assert counted.filter(pl.col("major_group_code") == "43-0000")["block_uncovered_hours"].to_list() == [200.0]
+
+
 def test_major_group_gaps_are_bit_identical_whatever_the_row_order() -> None:
     """Float sums in a fixed order: the exported CSV (and the manifest's hash of it) is the same on every run,
     whatever order the tasks arrive in (before, 3 of 10 shuffles changed the last bits of group_hours)."""

@@ -425,15 +425,15 @@ def _occupation_model_scores_estimated() -> dict[str, Entry]:
     return {
         **entries(["onet_soc_code"]),
         "model": ("AI model whose benchmark results are summarised", TEXT, BENCH),
-        "n_prompts": ("scored prompts whose text has an estimated probability > 0 of exercising the occupation",
-                      COUNT, _ESTIMATED_SCORES),
-        "expected_prompts": ("sum of those probabilities: the expected number of scored prompts in the occupation",
-                             COUNT, _ESTIMATED_SCORES),
+        "n_prompts": ("scored prompts whose text has a calibrated probability > 0 of exercising the occupation "
+                      "(prompt_occupation_estimates.p_calibrated)", COUNT, _ESTIMATED_SCORES),
+        "expected_prompts": ("sum of those calibrated probabilities: the expected number of scored prompts in the "
+                             "occupation", COUNT, _ESTIMATED_SCORES),
         "n_benchmarks": ("benchmarks those prompts come from", COUNT, _ESTIMATED_SCORES),
         "cluster_unit": ("the sampling error's clusters: benchmark (2 or more benchmarks), else prompt", TEXT,
                          _ESTIMATED_SCORES),
         "n_clusters": ("clusters of the sampling error", COUNT, _ESTIMATED_SCORES),
-        "estimated_mean": ("mean score over the occupation's prompts, each in with its text's probability "
+        "estimated_mean": ("mean score over the occupation's prompts, each in with its text's calibrated probability "
                            "(multiple imputation: mean over draws)", score, _ESTIMATED_SCORES),
         "ci_low": ("95% interval of estimated_mean (Rubin's rules: labeler error between draws + clustered "
                    "sampling error), lower bound, clipped to 0", score, _ESTIMATED_SCORES),

@@ -120,7 +120,12 @@ def _coverage_gaps() -> dict[str, Entry]:
             ]
         ),
         "n_prompts": ("distinct labeled prompts the task has now", COUNT, COVERAGE),
-        "prompts_needed": ("threshold - n_prompts: prompts still needed to cover the task", COUNT, GAPS),
+        "prompts_needed": ("threshold - n_prompts, at least 0: labeled prompts still needed to cover the task",
+                           COUNT, GAPS),
+        "p_covered": ("the estimates' probability that the task has >= threshold prompts in this index "
+                      "(task_estimates): the list holds the tasks with p_covered < 0.9; null when there are no "
+                      "estimates, and the list holds the tasks below the threshold by the labels as counted",
+                      PROB, "task_estimates (models/estimates/units.py)"),
         "task_annual_hours": (
             "annual US work hours on the task (occupation hours x task share)",
             HOURS_UNIT,
@@ -173,8 +178,11 @@ def _occupation_gaps() -> dict[str, Entry]:
         "expected_tasks_covered": ("sum over its tasks of P(covered) (task_estimates)", COUNT, _ESTIMATED),
         "expected_uncovered_hours": ("sum over its tasks of annual hours x P(not covered): the ranking",
                                      HOURS_UNIT, _ESTIMATED),
-        "expected_uncovered_hours_low": ("2.5% point of the uncovered hours over simulated draws of its tasks' "
-                                         "coverage (tasks independent)", HOURS_UNIT, _ESTIMATED),
+        "expected_uncovered_hours_low": ("2.5% point of the uncovered hours over the headline's draws "
+                                         "(occupation_estimates.uncovered_hours_low); without that table, over "
+                                         "simulated draws of its tasks' coverage (tasks independent). The mean "
+                                         "can lie just outside the interval when nearly every draw agrees",
+                                         HOURS_UNIT, _ESTIMATED),
         "expected_uncovered_hours_high": ("97.5% point of the same", HOURS_UNIT, _ESTIMATED),
         "expected_uncovered_share": ("expected_uncovered_hours / the occupation's task hours", SHARE, _ESTIMATED),
         "ranked_by": ("what the rank orders by: expected uncovered hours, or the priority when no per-unit "
@@ -189,27 +197,33 @@ def _major_group_gaps() -> dict[str, Entry]:
         ),
         "group_n_occupations": ("occupations with tasks in the group", COUNT, ONET),
         "group_hours": ("annual work hours in the group", HOURS_UNIT, HOURS),
+        "uncovered_by": ("what counts a task as uncovered: the estimates (1 - p_covered per task, so hours and task "
+                         "counts are expected ones) or, without estimates, the labels as counted (tasks below the "
+                         "threshold)", TEXT, GAPS),
         "group_uncovered_hours": (
-            "annual hours on tasks below the threshold in the group",
+            "annual hours on uncovered tasks in the group (expected hours with the estimates: uncovered_by)",
             HOURS_UNIT,
             HOURS,
         ),
         "group_uncovered_share": ("group_uncovered_hours / group_hours", SHARE, HOURS),
-        "group_uncovered_tasks": ("tasks below the threshold in the group", COUNT, COVERAGE),
+        "group_uncovered_tasks": ("uncovered tasks in the group (expected number with the estimates)", COUNT,
+                                  COVERAGE),
         "block_rank": (
             "rank of the occupation's uncovered block within the group (1 = most hours)",
             "rank",
             GAPS,
         ),
         "block_uncovered_hours": (
-            "the occupation's annual hours on tasks below the threshold",
+            "the occupation's annual hours on uncovered tasks (expected hours with the estimates)",
             HOURS_UNIT,
             HOURS,
         ),
         "block_share_of_group_uncovered": ("block_uncovered_hours / group_uncovered_hours", SHARE, HOURS),
-        "block_uncovered_tasks": ("the occupation's tasks below the threshold", COUNT, COVERAGE),
+        "block_uncovered_tasks": ("the occupation's uncovered tasks (expected number with the estimates)", COUNT,
+                                  COVERAGE),
         "block_n_tasks": ("the occupation's tasks", COUNT, ONET),
-        "largest_uncovered_task": ("the occupation's uncovered task with the most hours", TEXT, ONET),
+        "largest_uncovered_task": ("the occupation's uncovered task with the most (expected) uncovered hours", TEXT,
+                                   ONET),
         "largest_uncovered_task_hours": ("annual hours of that task", HOURS_UNIT, HOURS),
     }
 

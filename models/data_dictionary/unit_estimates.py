@@ -25,7 +25,8 @@ def _unit(unit: str, prompts: str) -> dict[str, Entry]:
             "the share of units truly covered at that p_covered; use it to read a single unit as a chance; it "
             "does not sum to the headline (p_covered does)", PROB, ESTIMATES),
         "prompts_mean": (f"{prompts}: mean over the draws", COUNT, ESTIMATES),
-        "prompts_low": (f"{prompts}: 2.5th percentile over the draws", COUNT, ESTIMATES),
+        "prompts_low": (f"{prompts}: 2.5th percentile over the draws (when 97.5% or more of the draws agree, "
+                        "both ends equal that value and prompts_mean may lie outside them)", COUNT, ESTIMATES),
         "prompts_high": (f"{prompts}: 97.5th percentile over the draws", COUNT, ESTIMATES),
         "labels_count": (f"{prompts} with every published label counted as true (the labels as counted, as the "
                          "coverage tables count them)", COUNT, ESTIMATES),

@@ -2,12 +2,14 @@
 
 Turns the coverage map into ranked to-do lists:
 
-* `coverage_gaps`: tasks below the coverage threshold, ranked by a documented priority (priority.py,
-  docs/gap_finder.md);
-* `occupation_gaps`: occupations with no task at the threshold, ranked the same way;
+* `coverage_gaps`: tasks not covered at the threshold (not likely covered by the per-unit estimates when they
+  are given), ranked by a documented priority (priority.py, docs/gap_finder.md);
+* `occupation_gaps`: occupations with no task at the threshold, ranked the same way (by expected uncovered
+  hours from the estimates: expected.py);
 * `jobbench_shortlist`: occupations whose workers want automation (mean WORKBank desire > 3), by wage bill
   (shortlists.py);
-* `major_group_gaps`: per SOC major group, the largest uncovered blocks of work hours (shortlists.py);
+* `major_group_gaps`: per SOC major group, the largest uncovered blocks of work hours (expected ones with the
+  estimates; shortlists.py);
 * `whatif_gain`: the marginal gain of a candidate benchmark's labels, computed without touching any table
   (whatif.py; candidate.py labels a candidate's prompts);
 * `score_power`: how many more prompts per task would shrink an occupation score's CI below a target width
@@ -31,6 +33,7 @@ from models.gaps.expected import (
     occupation_gaps_from_estimates,
     task_probabilities,
     with_expected_columns,
+    with_task_p_covered,
 )
 from models.gaps.power import POWER_SCHEMA, extra_prompts_needed, score_power, smoothed_bernoulli_variance
 from models.gaps.priority import (
@@ -106,6 +109,7 @@ __all__ = [
     "major_group_gaps",
     "occupation_gaps",
     "occupation_gaps_from_estimates",
+    "with_task_p_covered",
     "occupation_priorities",
     "rank_by_priority",
     "score_power",

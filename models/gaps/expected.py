@@ -31,9 +31,9 @@ import numpy as np
 import polars as pl
 
 from models.coverage import TASK_KEY
+from models.gaps.priority import LIKELY_COVERED
 from models.soc import major_group_of
 
-LIKELY_COVERED = 0.9  # the map's "likely covered": p_covered >= 0.9
 LIKELY_NOT = 0.1  # "likely not covered": p_covered < 0.1
 N_SIM = 1000
 EXPECTED_GAP_COLUMNS = [
@@ -65,6 +65,16 @@ def task_probabilities(task_estimates: pl.DataFrame, index: str, threshold: int)
         pl.col("p_covered").cast(pl.Float64).clip(0.0, 1.0),
         pl.col("labels_count").cast(pl.Float64).fill_null(0.0),
     ).unique(TASK_KEY, keep="first")
+
+
+def with_task_p_covered(scored: pl.DataFrame, task_estimates: pl.DataFrame, index: str, threshold: int
+                        ) -> pl.DataFrame:
+    """`scored` (score_tasks' frame) with each task's p_covered at `threshold` in `index` (0 where the sparse
+    table has no row: no draw reached the threshold): what coverage_gaps and major_group_gaps list by."""
+    task_p = task_probabilities(task_estimates, index, threshold).select(*TASK_KEY, "p_covered")
+    keys = scored.select(pl.col("onet_soc_code").cast(pl.Utf8), pl.col("task_id").cast(pl.Int64))
+    p = keys.join(task_p, on=TASK_KEY, how="left", maintain_order="left")["p_covered"].fill_null(0.0)
+    return scored.with_columns(p.alias("p_covered"))
 
 
 def _with_probabilities(tasks: pl.DataFrame, task_p: pl.DataFrame) -> pl.DataFrame:

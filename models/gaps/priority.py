@@ -248,6 +248,8 @@ def rank_by_priority(
     return ordered.with_row_index("rank", offset=1).with_columns(pl.col("rank").cast(pl.Int64))
 
 
+LIKELY_COVERED = 0.9  # the map's "likely covered": p_covered >= 0.9 (a gap list holds the units below it)
+
 # The priority's components and the priority itself, in the order tables show them.
 PRIORITY_COMPONENTS: tuple[str, ...] = (
     "c_hours", "c_wage_bill", "c_exposure", "c_desire", "c_capability", "digital_factor", "priority",
@@ -264,6 +266,7 @@ TASK_GAP_COLUMNS = [
     "threshold",
     "n_prompts",
     "prompts_needed",
+    "p_covered",
     "task_annual_hours",
     "wage_bill",
     "human_exposure",
@@ -280,13 +283,19 @@ TASK_GAP_COLUMNS = [
 
 
 def coverage_gaps(scored: pl.DataFrame, threshold: int = DEFAULT_THRESHOLD) -> pl.DataFrame:
-    """Tasks with fewer than `threshold` prompts, ranked by priority (1 = build first).
+    """The tasks not covered at `threshold`, ranked by priority (1 = build first).
 
-    `scored` is score_tasks' output (it needs n_prompts). prompts_needed = threshold - n_prompts.
+    `scored` is score_tasks' output (it needs n_prompts). With a `p_covered` column (the per-unit estimates:
+    models.gaps.expected.with_task_p_covered) the list holds the tasks not likely covered (p_covered <
+    LIKELY_COVERED, as occupation_gaps); without it, those below the threshold by the labels as counted
+    (p_covered null). prompts_needed = threshold - n_prompts, at least 0 (the labels as counted).
     """
-    gaps = scored.filter(pl.col("n_prompts") < threshold).with_columns(
+    estimated = "p_covered" in scored.columns
+    listed = pl.col("p_covered") < LIKELY_COVERED if estimated else pl.col("n_prompts") < threshold
+    gaps = scored.filter(listed).with_columns(
         pl.lit(threshold, dtype=pl.Int64).alias("threshold"),
-        (pl.lit(threshold) - pl.col("n_prompts")).cast(pl.Int64).alias("prompts_needed"),
+        (pl.lit(threshold) - pl.col("n_prompts")).clip(lower_bound=0).cast(pl.Int64).alias("prompts_needed"),
+        *([] if estimated else [pl.lit(None, dtype=pl.Float64).alias("p_covered")]),
     )
     if "major_group_code" not in gaps.columns:
         gaps = gaps.with_columns(major_group_of().alias("major_group_code"))

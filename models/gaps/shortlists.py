@@ -34,6 +34,7 @@ MAJOR_GROUP_GAP_COLUMNS = [
     "major_group_code",
     "major_group_title",
     "threshold",
+    "uncovered_by",
     "group_n_occupations",
     "group_hours",
     "group_uncovered_hours",
@@ -49,6 +50,10 @@ MAJOR_GROUP_GAP_COLUMNS = [
     "largest_uncovered_task",
     "largest_uncovered_task_hours",
 ]
+
+
+UNCOVERED_BY_ESTIMATES = "estimates: 1 - p_covered per task"
+UNCOVERED_BY_LABELS = "labels as counted: tasks below the threshold"
 
 
 def jobbench_shortlist(
@@ -126,13 +131,22 @@ def major_group_gaps(
     block_share_of_group_uncovered,
     block_uncovered_tasks, block_n_tasks, largest_uncovered_task (the task with the most hours), its hours.
     A group with nothing uncovered (or no occupations) keeps one row with empty block columns.
+
+    With a `p_covered` column (the per-unit estimates: models.gaps.expected.with_task_p_covered) a task counts
+    as 1 - p_covered uncovered: hours and task counts are expected ones, the largest uncovered task the one with
+    the most expected uncovered hours (`uncovered_by` says which); without it, the labels as counted.
     """
-    uncovered = pl.col("n_prompts") < threshold
+    estimated = "p_covered" in scored.columns
+    open_share = (1.0 - pl.col("p_covered").cast(pl.Float64).fill_null(0.0)).clip(0.0, 1.0) if estimated else (
+        pl.col("n_prompts") < threshold).cast(pl.Float64)
+    uncovered = pl.col("open_share") > 0
     # rows and groups in a fixed order: float sums then add up in the same order on every run (bit-stable files)
-    frame = scored.with_columns(major_group_of().alias("major_group_code")).sort("onet_soc_code", "task_id")
+    frame = (scored.with_columns(major_group_of().alias("major_group_code"), open_share.alias("open_share"))
+             .with_columns((pl.col("task_annual_hours") * pl.col("open_share")).alias("open_hours"))
+             .sort("onet_soc_code", "task_id"))
     biggest = (
         frame.filter(uncovered)
-        .sort(["task_annual_hours", "task_id"], descending=[True, False], nulls_last=True)
+        .sort(["open_hours", "task_id"], descending=[True, False], nulls_last=True)
         .group_by("onet_soc_code", maintain_order=True)
         .agg(
             pl.col("task").first().alias("largest_uncovered_task"),
@@ -143,8 +157,8 @@ def major_group_gaps(
         frame.group_by("major_group_code", "onet_soc_code", maintain_order=True)
         .agg(
             pl.col("occupation_title").first(),
-            pl.col("task_annual_hours").filter(uncovered).sum().alias("block_uncovered_hours"),
-            uncovered.sum().cast(pl.Int64).alias("block_uncovered_tasks"),
+            pl.col("open_hours").filter(uncovered).sum().alias("block_uncovered_hours"),
+            pl.col("open_share").sum().alias("block_uncovered_tasks"),
             pl.len().cast(pl.Int64).alias("block_n_tasks"),
             pl.col("task_annual_hours").sum().alias("occupation_hours"),
         )
@@ -178,8 +192,9 @@ def major_group_gaps(
         pl.col("group_n_occupations").fill_null(0),
         pl.col("group_hours").fill_null(0.0),
         pl.col("group_uncovered_hours").fill_null(0.0),
-        pl.col("group_uncovered_tasks").fill_null(0),
+        pl.col("group_uncovered_tasks").fill_null(0.0),
         pl.lit(threshold, dtype=pl.Int64).alias("threshold"),
+        pl.lit(UNCOVERED_BY_ESTIMATES if estimated else UNCOVERED_BY_LABELS).alias("uncovered_by"),
     ).with_columns(
         pl.when(pl.col("group_hours") > 0)
         .then(pl.col("group_uncovered_hours") / pl.col("group_hours"))
