@@ -136,6 +136,8 @@ def _estimated_rows(rows: pl.DataFrame, n_draws: int, seed: int, min_expected_pr
         rng = np.random.default_rng([seed, zlib.crc32(str(code).encode()), zlib.crc32(str(model).encode())])
         q, u = _draw_statistics(group["score"].to_numpy(), p, cluster, n_draws, rng)
         combined = rubin_combine(q, u)
+        if int(combined["m"]) == 0:  # no draw had two clusters (a single prompt): no estimate, so no row
+            continue
         out.append({
             "onet_soc_code": code, "model": model, "n_prompts": group.height, "expected_prompts": float(p.sum()),
             "n_benchmarks": n_benchmarks, "cluster_unit": "benchmark" if n_benchmarks > 1 else "prompt",

@@ -83,6 +83,10 @@ def test_estimated_scores_on_the_mirror(full_pipeline):
     frame = wh.read_table(full_pipeline.warehouse, "occupation_model_scores_estimated")
     assert frame.height > 0 and frame.columns == list(ESTIMATED_SCORES_SCHEMA)
     assert (frame["expected_prompts"] >= 1.0).all()
+    # every row is an estimate: a pair whose draws never hold two clusters (one prompt) has none and no row
+    # (61 such rows of NaN were published before)
+    assert (frame["n_draws"] > 0).all()
+    assert frame.filter(pl.col("estimated_mean").is_null() | pl.col("estimated_mean").is_nan()).is_empty()
     inside = frame.filter(pl.col("ci_low").is_not_null())
     assert ((inside["ci_low"] <= inside["estimated_mean"] + 1e-12)
             & (inside["estimated_mean"] <= inside["ci_high"] + 1e-12)).all()

@@ -444,7 +444,8 @@ def _occupation_model_scores_estimated() -> dict[str, Entry]:
                         "score^2", _ESTIMATED_SCORES),
         "fraction_missing_info": ("share of the total variance from the labeler's error", SHARE,
                                   _ESTIMATED_SCORES),
-        "n_draws": ("draws combined", COUNT, _ESTIMATED_SCORES),
+        "n_draws": ("draws combined: those holding prompts of two or more clusters (the clustered variance needs "
+                    "two); a pair with none, such as a single prompt, has no row", COUNT, _ESTIMATED_SCORES),
     }
 
 
