@@ -97,6 +97,10 @@ def test_summary_states_a_large_monte_carlo_error_and_leaves_small_ones():
     assert supported(521.5, 1.8, False) == (522.0, "\u00b12")
     assert supported(132.4, 0.9, False) == (132.4, None)  # within the printed rounding: as it is
     assert supported(0.0823, 0.0031, True) == (pytest.approx(0.082), "\u00b10.3 points")
+    # an error that rounds up to the next decade takes the figure with it (the summary printed 2,430 ±100)
+    assert supported(2429.0, 96.0, False) == (2400.0, "\u00b1100")
+    assert supported(2429.0, 94.0, False) == (2430.0, "\u00b190")
+    assert supported(0.2227, 0.0097, True) == (pytest.approx(0.22), "\u00b11.0 points")
 
 
 def test_headline_estimates_carry_the_errors_of_their_draws():

@@ -145,12 +145,15 @@ MC_EXPLAINED = ("Monte Carlo error: one standard error of a figure over reruns w
 def supported(value: float | None, se: float | None, share: bool) -> tuple[float | None, str | None]:
     """A printed figure and its Monte Carlo error note. Printed rounding: 1 for counts, 0.1 point for shares.
     When the figure's Monte Carlo standard error is larger than that, the figure is rounded to the power of ten
-    at or below the error (what the draws support) and the note gives the error at that rounding ('±200',
+    at or below the error (what the draws support; the next one when the error rounds up to it: 2,429 with an
+    error of 96 prints 2,400 ±100, not 2,430 ±100) and the note gives the error at that rounding ('±200',
     '±0.2 points'); otherwise the figure is unchanged and there is no note."""
     unit = 0.001 if share else 1.0
     if value is None or se is None or not (math.isfinite(value) and math.isfinite(se)) or se <= unit:
         return value, None
     step = unit * 10 ** math.floor(math.log10(se / unit) + 1e-9)
+    if round(se / step) >= 10:  # the error rounds up to the next decade (96 -> ±100): the figure rounds there too
+        step *= 10
     rounded, error = round(value / step) * step, round(se / step) * step
     return rounded, (f"\u00b1{100 * error:.1f} points" if share else f"\u00b1{error:,.0f}")
 
