@@ -243,12 +243,13 @@ def index_options(membership: pl.DataFrame | None, benchmarks: Sequence[str]) ->
     for name in names:
         rows = membership.filter(pl.col("benchmark_index") == name).sort("benchmark")
         first = rows.row(0, named=True)
+        included = rows.filter(pl.col("included"))["benchmark"].to_list()
         out.append({
             "name": name,
             "title": first.get("title") or name,
             "version": first.get("version") or "",
-            "members": [b for b in rows.filter(pl.col("included"))["benchmark"].to_list() if b in on_map],
-            "unmapped": [b for b in rows.filter(pl.col("included"))["benchmark"].to_list() if b not in on_map],
+            "members": [b for b in included if b in on_map],
+            "unmapped": [b for b in included if b not in on_map],
             "excluded": [[r["benchmark"], r.get("decided_by") or "", r.get("reason") or ""]
                          for r in rows.filter(~pl.col("included")).iter_rows(named=True)],
         })

@@ -125,7 +125,7 @@ def _coverage_gaps() -> dict[str, Entry]:
         "p_covered": ("the estimates' probability that the task has >= threshold prompts in this index "
                       "(task_estimates): the list holds the tasks with p_covered < 0.9; null when there are no "
                       "estimates, and the list holds the tasks below the threshold by the labels as counted",
-                      PROB, "task_estimates (models/estimates/units.py)"),
+                      PROB, _ESTIMATED),
         "task_annual_hours": (
             "annual US work hours on the task (occupation hours x task share)",
             HOURS_UNIT,

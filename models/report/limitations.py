@@ -162,8 +162,8 @@ def imputed_share(tables: Tables) -> str:
     rows = headline.filter((pl.col("scope") == "all") & (pl.col("n_texts") > 0))
     if rows.is_empty():
         return "most"
-    texts, sampled = rows.row(0, named=True)["n_texts"], rows.row(0, named=True)["n_sampled"]
-    return f"about {pct(1.0 - sampled / texts, 0)}"
+    row = rows.row(0, named=True)
+    return f"about {pct(1.0 - row['n_sampled'] / row['n_texts'], 0)}"
 
 
 QUANTITY_WORDS = {"tasks_covered": "tasks", "occupations_covered": "occupations",
