@@ -12,7 +12,8 @@ each population costs a headline fit).
 unit_coverage_simulation_check (populations from models.estimates.simulation.simulate, a labeler model the
 estimator does not assume, in its default world / in MIRROR_LIKE), with as many populations as it takes to
 resolve a bin to a few hundredths (the pipeline runs `EstimatesConfig.coverage_simulations`, 16); no warehouse
-needed.
+needed; with `--warehouse`, the map that warehouse publishes for p_covered_calibrated is carried into the world
+too, as the asset does (its figures under "p_covered_calibrated").
 One JSON object on stdout: the mixture weights fitted on the sample and on each population's new sample (model
 world), the pooled covered counts (estimated = sum of p_covered, true) per unit level and threshold, the bins
 with >= 40 units (mean p, share covered, difference and its Monte Carlo standard errors), how many bins are more
@@ -25,10 +26,14 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402
+
+if TYPE_CHECKING:
+    from models.estimates.coverage_check import CoverageMap
 
 MIN_UNITS = 40
 TOLERANCE = 0.05
@@ -41,10 +46,14 @@ def run(warehouse: str | None, populations: int, draws: int, seed: int, world: s
     from models.estimates import coverage_check as cc
 
     weights: dict = {}
+    columns = [cc.RAW]
     if world in cc.SIMULATED_WORLDS:  # the pipeline's own rows of that world, with more populations
         cpu = time.process_time()
         pairs = cc.unit_coverage_check(None, simulated=populations, n_draws=draws, seed=seed,
                                        worlds={world: cc.SIMULATED_WORLDS[world]}).pairs[world]
+        if warehouse is not None:  # the map the warehouse publishes, carried into the world as the asset does
+            pairs = cc._mapped_pairs(pairs, published_map(warehouse))
+            columns.append(cc.CALIBRATED)
     else:
         from assets.estimates import warehouse_problem
         from models.estimates.draws import ModelAssisted
@@ -63,23 +72,37 @@ def run(warehouse: str | None, populations: int, draws: int, seed: int, world: s
             found.append(cc.coverage_pairs(population, truth, draws, seed + 200 + r, replication=r))
         pairs = pl.concat(found)
         weights = {"weights": assisted.weights.round(2).tolist(), "refit_weights": refits}
-    counts = (pairs.group_by("unit", "threshold", "replication")
-              .agg(pl.col("p_covered").sum().alias("estimated"), pl.col("covered").sum().alias("true"))
-              .group_by("unit", "threshold").agg(pl.col("estimated").mean(), pl.col("true").mean())
-              .sort("unit", "threshold"))
-    bins = cc.bin_coverage(pairs, world, populations).filter(pl.col("n_units") >= MIN_UNITS).select(
-        "unit", "threshold", "bin", "n_units", "mean_p", "share_covered", "difference", "difference_se",
-        "difference_se_units")
-    se = pl.max_horizontal("difference_se", "difference_se_units").fill_null(0.0)
-    return {
-        "date": common.now_iso(), "code": common.code_version(), "world": world, "populations": populations,
-        "draws": draws, "seed": seed, **weights,
-        "counts": counts.to_dicts(), "bins": bins.to_dicts(),
-        "bins_off": int((bins["difference"].abs() > TOLERANCE).sum()), "bins_checked": bins.height,
-        "bins_beyond_two_se": int(bins.filter(pl.col("difference").abs() > TOLERANCE + 2 * se).height),
-        "max_abs_difference": float(bins["difference"].abs().max() or 0.0),
-        "cpu_seconds": round(time.process_time() - cpu, 2),
-    }
+    out = {"date": common.now_iso(), "code": common.code_version(), "world": world, "populations": populations,
+           "draws": draws, "seed": seed, **weights}
+    for column in columns:  # the calibrated reading's figures under "p_covered_calibrated"
+        counts = (pairs.group_by("unit", "threshold", "replication")
+                  .agg(pl.col(column).sum().alias("estimated"), pl.col("covered").sum().alias("true"))
+                  .group_by("unit", "threshold").agg(pl.col("estimated").mean(), pl.col("true").mean())
+                  .sort("unit", "threshold"))
+        bins = cc.bin_coverage(pairs, world, populations, column).filter(pl.col("n_units") >= MIN_UNITS).select(
+            "unit", "threshold", "bin", "n_units", "mean_p", "share_covered", "difference", "difference_se",
+            "difference_se_units")
+        se = pl.max_horizontal("difference_se", "difference_se_units").fill_null(0.0)
+        figures = {
+            "counts": counts.to_dicts(), "bins": bins.to_dicts(),
+            "bins_off": int((bins["difference"].abs() > TOLERANCE).sum()), "bins_checked": bins.height,
+            "bins_beyond_two_se": int(bins.filter(pl.col("difference").abs() > TOLERANCE + 2 * se).height),
+            "max_abs_difference": float(bins["difference"].abs().max() or 0.0),
+        }
+        out.update(figures if column == cc.RAW else {column: figures})
+    out["cpu_seconds"] = round(time.process_time() - cpu, 2)
+    return out
+
+
+def published_map(warehouse: str) -> CoverageMap:
+    """The p_covered map of the warehouse's last judged checks (their cache beside it, whatever its key)."""
+    import pickle
+
+    from resources.dagster_resources import Warehouse
+
+    path = Warehouse(path=warehouse).estimate_cache_path("judged_checks")
+    with path.open("rb") as handle:  # the pipeline's own pickle, beside the warehouse it wrote
+        return pickle.load(handle)["value"].coverage_map
 
 
 def main() -> None:

@@ -756,6 +756,15 @@ def test_unit_estimates_on_the_mirror(mirror_tables):
     calibrated = bins.filter(pl.col("predictor") == "p_covered_calibrated")
     assert calibrated.height >= 20 and (calibrated["excess"] <= 0).all(), calibrated.filter(pl.col("excess") > 0)
     assert (bins.filter(pl.col("predictor") == "p_covered")["excess"] > 0).sum() >= 5
+    # an occupation without hours data (no occupation_annual_hours) has null hours, every other has hours
+    unknown = mirror_tables("task_hours").group_by("onet_soc_code").agg(
+        pl.col("occupation_annual_hours").is_null().all().alias("unknown"))
+    hours = mirror_tables("occupation_estimates").join(unknown, on="onet_soc_code", how="left")
+    assert hours["unknown"].any() and (hours["hours"].is_null() == hours["unknown"].fill_null(True)).all()
+    # the simulated worlds read the same map, as published (a transfer test: docs/estimates.md)
+    worlds = mirror_tables("unit_coverage_simulation_check").filter(pl.col("check").str.starts_with("simulated"))
+    carried = worlds.filter(pl.col("predictor") == "p_covered_calibrated")["check"].unique().sort().to_list()
+    assert carried == ["simulated", "simulated_mirror_like"]
     shares = mirror_tables("benchmark_major_group_estimates")
     sums = shares.group_by("benchmark").agg(pl.col("share_mean").sum())
     assert sums.filter(pl.col("share_mean") > 0)["share_mean"].is_between(1 - 1e-9, 1 + 1e-9).all()

@@ -56,6 +56,26 @@ def test_expected_uncovered_hours_and_interval():
         pl.col("onet_soc_code") == "11-1011.00")["p_covered"].item() == pytest.approx(0.97)
 
 
+def test_an_occupation_without_hours_data_has_unknown_hours_and_ranks_last():
+    """Every task's hours null (no OEWS hours): its hours columns are null, not the 0 the sum would give, and
+    the gap list puts it after every occupation whose uncovered hours are known, even 0."""
+    tasks = pl.concat([_tasks(), pl.DataFrame({"onet_soc_code": ["45-3031.00"] * 2, "task_id": [7, 8],
+                                               "task_annual_hours": [None, None]},
+                                              schema_overrides={"task_annual_hours": pl.Float64})])
+    task_p = ge.task_probabilities(_task_estimates(), "all", 1)
+    occ = ge.expected_uncovered_hours(tasks, task_p, 1, n_sim=10)
+    fishing = occ.filter(pl.col("onet_soc_code") == "45-3031.00").row(0, named=True)
+    for column in ("occupation_annual_hours", "expected_uncovered_hours", "expected_uncovered_hours_low",
+                   "expected_uncovered_hours_high", "expected_uncovered_share"):
+        assert fishing[column] is None, column
+    manager = occ.filter(pl.col("onet_soc_code") == "11-1011.00").row(0, named=True)
+    assert manager["occupation_annual_hours"] == 150.0  # a null task among known ones still counts 0
+    gaps = ge.expected_occupation_gaps(occ.with_columns(
+        pl.when(pl.col("onet_soc_code") == "43-4051.00").then(0.0).otherwise(pl.col("expected_uncovered_hours"))
+        .alias("expected_uncovered_hours")))
+    assert gaps["onet_soc_code"].to_list()[-2:] == ["43-4051.00", "45-3031.00"]
+
+
 def test_simulated_interval_matches_the_exact_distribution():
     """Many small independent tasks: the simulated 2.5/97.5% points sit where the exact distribution of the
     sum puts them (a binomial here: 40 tasks of 10 hours, each uncovered with probability 0.3)."""

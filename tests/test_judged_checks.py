@@ -65,6 +65,25 @@ def test_the_split_checks_run_on_the_judged_benchmarks(sim):
     assert split.height > 0 and split["check"].unique().sort().to_list() == ["split_fifth", "split_half"]
 
 
+def test_the_published_map_is_carried_into_the_simulated_worlds(sim):
+    """The simulated worlds' p_covered_calibrated is the map fitted on the split checks, applied as published
+    (a transfer test, never a map fitted on the world), and their table has rows of both predictors."""
+    from models.estimates import coverage_check as cc
+
+    sub, _ = es.judged_problem(sim.problem, pl.DataFrame({"benchmark": sim.problem.text_bench}))
+    check = es.unit_coverage_check(sub, replications=2, n_draws=8, seed=5, simulated=1)
+    assert check.coverage_map.coefficients
+    for world in cc.SIMULATED_WORLDS:
+        pairs = check.pairs[world]
+        for (level, threshold), rows in pairs.group_by("unit", "threshold"):
+            expected = check.coverage_map.apply(str(level), int(threshold), rows["p_covered"].to_numpy())
+            assert np.array_equal(rows["p_covered_calibrated"].to_numpy(), expected)
+        predictors = check.table.filter(pl.col("check") == world)["predictor"].unique().sort().to_list()
+        assert predictors == ["p_covered", "p_covered_calibrated"]
+    moved = check.pairs["simulated_mirror_like"].filter(pl.col("p_covered").is_between(0.05, 0.95))
+    assert (moved["p_covered_calibrated"] - moved["p_covered"]).abs().max() > 0.01  # the map does something
+
+
 def test_the_key_ignores_benchmarks_without_judged_texts_and_follows_the_judge(sim):
     problem = sim.problem
     every, _ = es.judged_problem(problem, pl.DataFrame({"benchmark": problem.text_bench}))

@@ -347,6 +347,30 @@ def test_calibrated_p_covered_sits_beside_p_covered(run):
     assert at1["p_covered_calibrated"].equals(at1["p_covered"].alias("p_covered_calibrated"))
 
 
+def test_an_occupation_without_hours_data_has_null_hours():
+    """Its tasks count 0 hours in the draws; the tables say unknown, not zero. An occupation with data whose task
+    has no hours share keeps its 0."""
+    units = {
+        "task_estimates": pl.DataFrame({"benchmark_index": ["all"] * 3, "onet_soc_code": ["A", "A", "B"],
+                                        "task_id": [1, 2, 3], "threshold": [5] * 3, "hours": [0.0, 0.0, 0.0]}),
+        "occupation_estimates": pl.DataFrame({
+            "benchmark_index": ["all", "all"], "onet_soc_code": ["B", "A"], "threshold": [5, 5],
+            "hours": [0.0, 0.0], "uncovered_hours_mean": [0.0, 0.0], "uncovered_hours_low": [0.0, 0.0],
+            "uncovered_hours_high": [0.0, 0.0]}),
+        "major_group_estimates": pl.DataFrame({"major_group_code": ["1"], "hours": [0.0]}),
+    }
+    task_hours = pl.DataFrame({"onet_soc_code": ["A", "A", "B"], "task_id": [1, 2, 3],
+                               "occupation_annual_hours": [None, None, 1e6]},
+                              schema_overrides={"occupation_annual_hours": pl.Float64})
+    out = es.with_unknown_hours(units, task_hours)
+    assert out["task_estimates"]["hours"].to_list() == [None, None, 0.0]
+    occupations = out["occupation_estimates"]
+    assert occupations["onet_soc_code"].to_list() == ["B", "A"]  # row order kept
+    for column in ("hours", "uncovered_hours_mean", "uncovered_hours_low", "uncovered_hours_high"):
+        assert occupations[column].to_list() == [0.0, None]
+    assert out["major_group_estimates"].equals(units["major_group_estimates"])
+
+
 def test_bin_difference_standard_error_by_hand():
     from models.estimates import coverage_check as cc
 

@@ -164,7 +164,8 @@ def _occupation_gaps() -> dict[str, Entry]:
         ),
         "tasks_covered": ("tasks with at least `threshold` prompts", COUNT, COVERAGE),
         "n_prompt_labels": ("prompt-task labels summed over the occupation's tasks", COUNT, COVERAGE),
-        "uncovered_hours": ("annual hours on tasks below the threshold", HOURS_UNIT, HOURS),
+        "uncovered_hours": ("annual hours on tasks below the threshold; null for an occupation without hours "
+                            "data (no OEWS hours)", HOURS_UNIT, HOURS),
         "hours_share_uncovered": (
             "share of the occupation's hours on tasks below the threshold",
             SHARE,
@@ -176,8 +177,8 @@ def _occupation_gaps() -> dict[str, Entry]:
         "p_covered": ("estimated probability that the occupation has a task at the threshold "
                       "(occupation_estimates; the list holds the occupations below 0.9)", PROB, _ESTIMATED),
         "expected_tasks_covered": ("sum over its tasks of P(covered) (task_estimates)", COUNT, _ESTIMATED),
-        "expected_uncovered_hours": ("sum over its tasks of annual hours x P(not covered): the ranking",
-                                     HOURS_UNIT, _ESTIMATED),
+        "expected_uncovered_hours": ("sum over its tasks of annual hours x P(not covered): the ranking (an "
+                                     "occupation without hours data: null, ranked last)", HOURS_UNIT, _ESTIMATED),
         "expected_uncovered_hours_low": ("2.5% point of the uncovered hours over the headline's draws "
                                          "(occupation_estimates.uncovered_hours_low); without that table, over "
                                          "simulated draws of its tasks' coverage (tasks independent). The mean "

@@ -22,8 +22,11 @@ def _unit(unit: str, prompts: str) -> dict[str, Entry]:
         "p_covered_calibrated": (
             "p_covered through a logistic map (log-odds of p_covered, its square, p ~ 1) per unit level and "
             "threshold fitted on the split_fifth check of unit_coverage_simulation_check (the judged texts as a population, a fifth as the sample): "
-            "the share of units truly covered at that p_covered; use it to read a single unit as a chance; it "
-            "does not sum to the headline (p_covered does)", PROB, ESTIMATES),
+            "the share of units truly covered at that p_covered where the judged texts are the population; it "
+            "does not sum to the headline (p_covered does). Not shown to carry to the headline's scale (the judge "
+            "reads ~8% of the texts, in split_fifth 20%): in both simulated worlds, where the judge reads ~6%, it is "
+            "further off than p_covered (unit_coverage_simulation_check); read a unit's middle band (0.1-0.9) as "
+            "unsure, not as a chance", PROB, ESTIMATES),
         "prompts_mean": (f"{prompts}: mean over the draws", COUNT, ESTIMATES),
         "prompts_low": (f"{prompts}: 2.5th percentile over the draws (when 97.5% or more of the draws agree, "
                         "both ends equal that value and prompts_mean may lie outside them)", COUNT, ESTIMATES),
@@ -32,7 +35,9 @@ def _unit(unit: str, prompts: str) -> dict[str, Entry]:
                          "coverage tables count them)", COUNT, ESTIMATES),
         "judged_texts": (f"judge-sampled texts of the index whose judge labels exercise the {unit}", COUNT,
                          ESTIMATES),
-        "hours": (f"annual US work hours on the {unit}'s tasks (task_hours)", HOURS_UNIT, ESTIMATES),
+        "hours": (f"annual US work hours on the {unit}'s tasks (task_hours); null for a task or occupation of an "
+                  "occupation without hours data (no OEWS hours), which a major group's sum leaves out",
+                  HOURS_UNIT, ESTIMATES),
         "p_covered_mc_se": (
             "Monte Carlo standard error of p_covered: sqrt(p (1 - p) / (draws - 1)), binomial over the draws "
             "(independent given the data); how far a rerun with other random draws would move it. 0 when p_covered "
@@ -49,7 +54,7 @@ def _unit(unit: str, prompts: str) -> dict[str, Entry]:
 
 
 def _uncovered(unit: str) -> dict[str, Entry]:
-    what = f"annual hours on the {unit}'s tasks below the threshold in a draw"
+    what = f"annual hours on the {unit}'s tasks below the threshold in a draw (null where hours is)"
     return {
         "uncovered_hours_mean": (f"{what}: mean over the draws (= sum over its tasks of hours x (1 - p_covered))",
                                  HOURS_UNIT, ESTIMATES),
@@ -126,8 +131,8 @@ TABLES: dict[str, dict[str, Entry]] = {
                   "or model (populations drawn from the estimator's own fitted model; not run in the pipeline)",
                   TEXT, ESTIMATES),
         "predictor": ("p_covered (the share of draws) or p_covered_calibrated (through the map; on split_fifth "
-                      "cross-fitted by folds of units, on split_half the map fitted on split_fifth)", TEXT,
-                      ESTIMATES),
+                      "cross-fitted by folds of units, on split_half and the simulated worlds the map fitted on "
+                      "split_fifth, as published)", TEXT, ESTIMATES),
         "unit": ("task, occupation or major_group", TEXT, ESTIMATES),
         "threshold": COMMON["threshold"],
         "bin": ("bin of width 0.1 of the predictor (0 = lowest; units with p_covered = 0 left out)", "rank",

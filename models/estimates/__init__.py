@@ -171,5 +171,6 @@ from models.estimates.units import (  # noqa: F401
     timed_unit_estimates,
     unit_estimates,
     unit_sum_check,
+    with_unknown_hours,
 )
 from models.estimates.weighted_blocks import MIX_STEP  # noqa: F401

@@ -239,6 +239,27 @@ def timed_unit_estimates(draws: UnitDraws, labels_counts: np.ndarray, thresholds
     return unit_estimates(draws, labels_counts, thresholds), time.process_time() - started
 
 
+HOURS_COLUMNS: tuple[str, ...] = ("hours", "uncovered_hours_mean", "uncovered_hours_low", "uncovered_hours_high")
+
+
+def with_unknown_hours(units: dict[str, pl.DataFrame], task_hours: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """The task and occupation tables with their hours null for an occupation without hours data (`task_hours`,
+    the warehouse table: no `occupation_annual_hours`, e.g. an occupation OEWS does not survey): the draws count
+    its tasks at 0 hours, which would read as "no one works there". A major group keeps the sum of its known
+    occupations."""
+    known = task_hours.group_by("onet_soc_code").agg(
+        pl.col("occupation_annual_hours").is_not_null().any().alias("_known"))
+    out = dict(units)
+    for level in ("task", "occupation"):
+        name = UNIT_TABLES[level]
+        table = units[name]
+        columns = [c for c in HOURS_COLUMNS if c in table.columns]
+        out[name] = (table.join(known, on="onet_soc_code", how="left", maintain_order="left")
+                     .with_columns(pl.when(pl.col("_known").fill_null(False)).then(pl.col(c)).alias(c) for c in columns)
+                     .drop("_known"))
+    return out
+
+
 def benchmark_share_estimates(draws: UnitDraws) -> dict[str, pl.DataFrame]:
     """Each benchmark's estimated occupation and major-group shares of its prompt x task labels: benchmark,
     the unit's code, share_mean, share_low, share_high (2.5-97.5 across draws), rank (1 = largest mean share;

@@ -79,11 +79,13 @@ def with_task_p_covered(scored: pl.DataFrame, task_estimates: pl.DataFrame, inde
 
 def _with_probabilities(tasks: pl.DataFrame, task_p: pl.DataFrame) -> pl.DataFrame:
     """Every task of `tasks` (onet_soc_code, task_id, task_annual_hours) with p_covered (0 when the sparse
-    estimates hold no row: no draw reached the threshold) and labels_count."""
+    estimates hold no row: no draw reached the threshold), labels_count and hours_known (its hours are data,
+    not the 0 a null counts as)."""
     return (
         tasks.select(
             pl.col("onet_soc_code").cast(pl.Utf8), pl.col("task_id").cast(pl.Int64),
             pl.col("task_annual_hours").cast(pl.Float64).fill_null(0.0),
+            pl.col("task_annual_hours").is_not_null().alias("hours_known"),
         )
         .unique(TASK_KEY, keep="first")
         .join(task_p, on=TASK_KEY, how="left")
@@ -121,7 +123,8 @@ def expected_uncovered_hours(
     occupation_annual_hours (sum of its task hours), expected_uncovered_hours (sum of hours x (1 - p)) with a
     2.5-97.5% interval over `n_sim` simulated draws, expected_uncovered_share, and p_covered: the occupation's
     own estimate from `occupation_p` (onet_soc_code, p_covered) when given, else 1 - prod(1 - p) over its
-    tasks (independence)."""
+    tasks (independence). An occupation without hours data (every task_annual_hours null) has its hours
+    columns null."""
     frame = _with_probabilities(tasks, task_p)
     codes, owner = np.unique(frame["onet_soc_code"].to_numpy(), return_inverse=True)
     hours = frame["task_annual_hours"].to_numpy()
@@ -135,6 +138,7 @@ def expected_uncovered_hours(
         pl.col("task_annual_hours").sum().alias("occupation_annual_hours"),
         (pl.col("task_annual_hours") * (1.0 - pl.col("p_covered"))).sum().alias("expected_uncovered_hours"),
         (1.0 - (1.0 - pl.col("p_covered")).product()).alias("p_independent"),
+        pl.col("hours_known").any().alias("hours_known"),
     )
     intervals = pl.DataFrame({
         "onet_soc_code": codes.astype(str), "expected_uncovered_hours_low": low,
@@ -146,7 +150,10 @@ def expected_uncovered_hours(
         out = out.join(own, on="onet_soc_code", how="left").with_columns(pl.col("p_covered").fill_null(0.0))
     else:
         out = out.with_columns(pl.col("p_independent").alias("p_covered"))
-    return out.drop("p_independent").with_columns(
+    hours = ["occupation_annual_hours", "expected_uncovered_hours", "expected_uncovered_hours_low",
+             "expected_uncovered_hours_high"]
+    out = out.with_columns(pl.when(pl.col("hours_known")).then(pl.col(c)).alias(c) for c in hours)
+    return out.drop("p_independent", "hours_known").with_columns(
         (pl.col("expected_uncovered_hours") / pl.col("occupation_annual_hours")).fill_nan(None)
         .alias("expected_uncovered_share"),
         pl.lit(threshold, dtype=pl.Int64).alias("threshold"),

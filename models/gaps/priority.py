@@ -348,6 +348,9 @@ def occupation_priorities(
         # an occupation whose tasks all lack pi weights falls back to the unweighted mean
         pl.coalesce(pl.col("c_exposure_w").fill_nan(None), "c_exposure_mean").alias("c_exposure"),
         pl.coalesce(pl.col("digital_w").fill_nan(None), "digital_mean").alias("digital_factor"),
+        # without hours data its uncovered hours are unknown, not 0 (c_hours still counts them as 0)
+        pl.when(pl.col("occupation_annual_hours").is_not_null()).then(pl.col("uncovered_hours"))
+        .alias("uncovered_hours"),
     ).drop("c_exposure_w", "c_exposure_mean", "digital_w", "digital_mean")
     occ = occ.with_columns(
         log_minmax(occ["uncovered_hours"]).alias("c_hours"),
