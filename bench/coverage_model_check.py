@@ -17,7 +17,8 @@ too, as the asset does (its figures under "p_covered_calibrated").
 One JSON object on stdout: the mixture weights fitted on the sample and on each population's new sample (model
 world), the pooled covered counts (estimated = sum of p_covered, true) per unit level and threshold, the bins
 with >= 40 units (mean p, share covered, difference and its Monte Carlo standard errors), how many bins are more
-than 0.05 off, how many beyond 0.05 + 2 standard errors, and CPU seconds.
+than 0.05 off, how many beyond 0.05 + 2 standard errors, the calibration error over units per unit level and
+threshold (`ece`: every bin's |difference| weighted by its units), and CPU seconds.
 """
 
 from __future__ import annotations
@@ -83,7 +84,12 @@ def run(warehouse: str | None, populations: int, draws: int, seed: int, world: s
             "unit", "threshold", "bin", "n_units", "mean_p", "share_covered", "difference", "difference_se",
             "difference_se_units")
         se = pl.max_horizontal("difference_se", "difference_se_units").fill_null(0.0)
+        # calibration error over units: every bin's |difference| weighted by its units (p_covered = 0 left out)
+        ece = (cc.bin_coverage(pairs, world, populations, column).group_by("unit", "threshold")
+               .agg(((pl.col("difference").abs() * pl.col("n_units")).sum() / pl.col("n_units").sum()).alias("ece"))
+               .sort("unit", "threshold"))
         figures = {
+            "ece": ece.to_dicts(),
             "counts": counts.to_dicts(), "bins": bins.to_dicts(),
             "bins_off": int((bins["difference"].abs() > TOLERANCE).sum()), "bins_checked": bins.height,
             "bins_beyond_two_se": int(bins.filter(pl.col("difference").abs() > TOLERANCE + 2 * se).height),

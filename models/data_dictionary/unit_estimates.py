@@ -25,8 +25,8 @@ def _unit(unit: str, prompts: str) -> dict[str, Entry]:
             "the share of units truly covered at that p_covered where the judged texts are the population; it "
             "does not sum to the headline (p_covered does). Not shown to carry to the headline's scale (the judge "
             "reads ~8% of the texts, in split_fifth 20%): in both simulated worlds, where the judge reads ~6%, it is "
-            "further off than p_covered (unit_coverage_simulation_check); read a unit's middle band (0.1-0.9) as "
-            "unsure, not as a chance", PROB, ESTIMATES),
+            "less well calibrated than p_covered for tasks and occupations (unit_coverage_simulation_check, "
+            "docs/estimates.md); read a unit's middle band (0.1-0.9) as unsure, not as a chance", PROB, ESTIMATES),
         "prompts_mean": (f"{prompts}: mean over the draws", COUNT, ESTIMATES),
         "prompts_low": (f"{prompts}: 2.5th percentile over the draws (when 97.5% or more of the draws agree, "
                         "both ends equal that value and prompts_mean may lie outside them)", COUNT, ESTIMATES),

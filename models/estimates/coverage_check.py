@@ -27,9 +27,10 @@ The draws' share `p_covered` keeps summing to the headline's means (the asset ch
 split_fifth check (the split closest to the headline's ~93% imputed texts). The check's `p_covered_calibrated`
 rows are cross-fitted: each unit's calibrated p comes from a map fitted on the other folds' units. In the
 simulated worlds the map fitted on the mirror's split_fifth is applied as it is published: a transfer test to a
-population where, as in the headline, the judge reads about 6% of the texts (split_fifth: 20%). On MIRROR_LIKE
-it does not transfer at >= 1 prompt (it lowers the middle band that the world already has nearly right, e.g.
-tasks 0.34 -> 0.63 covered; docs/estimates.md), so a single unit's chance at >= 1 has no calibrated reading.
+population where, as in the headline, the judge reads 6-8% of the texts (split_fifth: 20%). It does not
+transfer: in both worlds it is less well calibrated than p_covered for tasks and occupations (MIRROR_LIKE tasks
+at >= 1: a calibrated 0.34 is covered 0.61 of the time; docs/estimates.md), so a unit in the middle band has no
+tested chance at the headline's scale.
 
 Monte Carlo error: `difference_se` is the standard error of a bin's difference across the replications
 (a ratio estimator over replications), so a reader sees how much of a difference is noise.
