@@ -2,13 +2,14 @@
 a variant not adopted: docs/estimates.md, "Piling the new-task misses at the headline's scale").
 
     .venv/bin/python bench/piled_spread.py [--world simulated_mirror_like] [--populations 40] [--draws 30]
-                                           [--seed 11] [--thetas off,20,60,200,600,2000,6000]
+                                           [--seed 11] [--thetas off,20,60,200,600,2000,6000] [--share 1.0]
 
 The miss model draws each imputed miss's task independently, so the misses that land on tasks the benchmark's
 sample never missed and its labels never name (the uniform and spread parts) scatter over ever new tasks. Here
 those misses of one draw pile up as a Chinese restaurant process within their benchmark: in a random order each
 copies the task of a uniformly chosen earlier one with probability i / (theta + i), else keeps its own draw.
-A small theta piles hard; theta -> infinity is the published model. The variant lives here only: it wraps
+A small theta piles hard; theta -> infinity is the published model. `--share`: only that share of the new-task
+misses (at random) pile, the rest scatter as published (one-off misses beside recurring ones the sample missed). The variant lives here only: it wraps
 ModelAssisted._draw_tasks for the run. One JSON object on stdout: per theta the p_covered check's bins (>= 40
 units) off by > 0.05, beyond 0.05 + 2 se, and the pooled covered counts (estimated = sum of p_covered, true).
 """
@@ -27,6 +28,7 @@ import numpy as np  # noqa: E402
 from bench import common  # noqa: E402
 
 THETA: list[float | None] = [None]  # the run's concentration; None: the published model
+SHARE = [1.0]  # the share of the new-task misses that pile (the rest scatter, as published)
 
 
 def pile(rng: np.random.Generator, bench: np.ndarray, tasks: np.ndarray, theta: float) -> np.ndarray:
@@ -62,18 +64,20 @@ def install() -> None:
         bench = pr.text_bench[owner]
         # a new task: no sampled miss and no label mass of the benchmark (only the uniform and spread parts)
         new = (blocks[0].share(bench, tasks) <= 0) & (self.q_labeler[bench, tasks] <= 0)
+        new &= rng.random(tasks.size) < SHARE[0]
         tasks[new] = pile(rng, bench[new], tasks[new], THETA[0])
         return tasks
 
     ModelAssisted._draw_tasks = piled
 
 
-def run(world: str, populations: int, draws: int, seed: int, thetas: list[str]) -> dict:
+def run(world: str, populations: int, draws: int, seed: int, thetas: list[str], share: float = 1.0) -> dict:
     import polars as pl
 
     from models.estimates import coverage_check as cc
 
     install()
+    SHARE[0] = share
     out = []
     for theta in thetas:
         THETA[0] = None if theta == "off" else float(theta)
@@ -94,7 +98,7 @@ def run(world: str, populations: int, draws: int, seed: int, thetas: list[str]) 
                     "cpu_seconds": round(time.process_time() - cpu, 2)})
         common.log(f"[piled_spread] theta {theta}: {out[-1]['cpu_seconds']} CPU-s")
     return {"date": common.now_iso(), "code": common.code_version(), "world": world, "populations": populations,
-            "draws": draws, "seed": seed, "runs": out}
+            "draws": draws, "seed": seed, "share": share, "runs": out}
 
 
 def main() -> None:
@@ -104,8 +108,9 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=30)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--thetas", default="off,20,60,200,600,2000,6000")
+    parser.add_argument("--share", type=float, default=1.0, help="share of the new-task misses that pile")
     args = parser.parse_args()
-    common.emit(run(args.world, args.populations, args.draws, args.seed, args.thetas.split(",")))
+    common.emit(run(args.world, args.populations, args.draws, args.seed, args.thetas.split(","), args.share))
 
 
 if __name__ == "__main__":
