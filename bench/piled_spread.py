@@ -9,8 +9,8 @@ sample never missed and its labels never name (the uniform and spread parts) sca
 those misses of one draw pile up as a Chinese restaurant process within their benchmark: in a random order each
 copies the task of a uniformly chosen earlier one with probability i / (theta + i), else keeps its own draw.
 A small theta piles hard; theta -> infinity is the published model. `--share`: only that share of the new-task
-misses (at random) pile, the rest scatter as published (one-off misses beside recurring ones the sample missed). The variant lives here only: it wraps
-ModelAssisted._draw_tasks for the run. One JSON object on stdout: per theta the p_covered check's bins (>= 40
+misses (at random) pile, the rest scatter as published (one-off misses beside recurring ones the sample
+missed). The variant lives here only: it wraps ModelAssisted._draw_tasks for the run. One JSON object on stdout: per theta the p_covered check's bins (>= 40
 units) off by > 0.05, beyond 0.05 + 2 se, and the pooled covered counts (estimated = sum of p_covered, true).
 """
 
@@ -20,6 +20,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -56,7 +57,7 @@ def install() -> None:
     draw_tasks = ModelAssisted._draw_tasks
     rng = np.random.default_rng(2025)
 
-    def piled(self, streams, owner, cdf, blocks):  # noqa: ANN001, ANN202
+    def piled(self: ModelAssisted, streams: Any, owner: np.ndarray, cdf: np.ndarray, blocks: Any) -> np.ndarray:
         tasks = draw_tasks(self, streams, owner, cdf, blocks)
         if THETA[0] is None or tasks.size == 0:
             return tasks
