@@ -249,12 +249,16 @@ def _group_rows(
     plain_reps, weighted_reps = _bootstrap_replicates(
         scores, incidence, eligible_sets, n_boot, _group_rng(seed, occupation, model)
     )
-    plain_low, plain_high = percentile_interval(plain_reps, alpha)
+    # every prompt scored the same (a single prompt among them): each resample repeats the data, so a zero-width
+    # interval would claim certainty; the spread is not estimable, so no interval
+    spread = bool(np.ptp(scores) > 0)
+    plain_low, plain_high = percentile_interval(plain_reps, alpha) if spread else (None, None)
     for m, eligible, reps in zip(min_prompts, eligible_sets, weighted_reps, strict=True):
         weighted = weighted_task_mean(scores, incidence, eligible)
         has_weighted = bool(np.isfinite(weighted))
-        weighted_low, weighted_high = percentile_interval(reps, alpha) if has_weighted else (None, None)
-        diff_low, diff_high = percentile_interval(reps - plain_reps, alpha) if has_weighted else (None, None)
+        with_interval = has_weighted and spread
+        weighted_low, weighted_high = percentile_interval(reps, alpha) if with_interval else (None, None)
+        diff_low, diff_high = percentile_interval(reps - plain_reps, alpha) if with_interval else (None, None)
         rows.append(
             {
                 "onet_soc_code": occupation,

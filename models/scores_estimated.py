@@ -121,6 +121,9 @@ def estimated_occupation_scores(
     return pl.concat(parts).sort("onet_soc_code", "model")
 
 
+SE_FLOOR = 1e-9  # a standard error below this is float rounding of equal scores (the mirror has one at 3e-17)
+
+
 def _estimated_rows(rows: pl.DataFrame, n_draws: int, seed: int, min_expected_prompts: float) -> pl.DataFrame:
     """The rows of the occupation x model groups of `rows` (sorted by occupation, model, benchmark, prompt)."""
     out: list[dict[str, object]] = []
@@ -138,12 +141,15 @@ def _estimated_rows(rows: pl.DataFrame, n_draws: int, seed: int, min_expected_pr
         combined = rubin_combine(q, u)
         if int(combined["m"]) == 0:  # no draw had two clusters (a single prompt): no estimate, so no row
             continue
+        spread = combined["se"] > SE_FLOOR
         out.append({
             "onet_soc_code": code, "model": model, "n_prompts": group.height, "expected_prompts": float(p.sum()),
             "n_benchmarks": n_benchmarks, "cluster_unit": "benchmark" if n_benchmarks > 1 else "prompt",
             "n_clusters": int(cluster.max()) + 1, "estimated_mean": combined["coef"],
-            "ci_low": max(0.0, combined["ci_low"]) if np.isfinite(combined["ci_low"]) else None,
-            "ci_high": min(1.0, combined["ci_high"]) if np.isfinite(combined["ci_high"]) else None,
+            # se ~ 0 (up to float rounding of equal means): every draw saw the same, equal scores; no spread to
+            # estimate, so no interval rather than a point
+            "ci_low": max(0.0, combined["ci_low"]) if np.isfinite(combined["ci_low"]) and spread else None,
+            "ci_high": min(1.0, combined["ci_high"]) if np.isfinite(combined["ci_high"]) and spread else None,
             "se": combined["se"], "within_var": combined["within_var"], "between_var": combined["between_var"],
             "fraction_missing_info": combined["fraction_missing_info"], "n_draws": int(combined["m"]),
         })

@@ -265,3 +265,22 @@ def test_kept_power_rows_are_read_back_only_for_the_same_inputs(tmp_path) -> Non
     refreshed = score_power(changed, labels, min_prompts=(3, 1), kept=store())
     assert computed == ["m1"]
     assert same(refreshed, score_power(changed, labels, min_prompts=(3, 1))) and not same(refreshed, fresh)
+
+
+def test_prompts_that_all_scored_the_same_get_no_interval() -> None:
+    """A single prompt, or several with one score: every bootstrap resample repeats the data, so the percentile
+    interval would have zero width (certainty); it is null instead. Two different scores get one."""
+    results, labels = _frames(
+        [("p1", "11-1011.00", 1), ("p2", "11-1011.00", 1), ("p3", "15-1252.00", 2), ("p4", "43-4051.00", 3),
+         ("p5", "43-4051.00", 3)],
+        {"p1": 1.0, "p2": 1.0, "p3": 0.0, "p4": 0.0, "p5": 1.0},
+    )
+    frame = occupation_model_scores(results, labels, min_prompts=(1,), n_boot=200)
+    for code in ("11-1011.00", "15-1252.00"):
+        row = _row(frame, code, 1)
+        assert row["plain_mean"] is not None and row["weighted_mean"] is not None
+        for column in ("plain_ci_low", "plain_ci_high", "weighted_ci_low", "weighted_ci_high",
+                       "difference_ci_low", "difference_ci_high"):
+            assert row[column] is None, (code, column)
+    varied = _row(frame, "43-4051.00", 1)
+    assert varied["plain_ci_low"] < varied["plain_ci_high"]

@@ -90,6 +90,9 @@ def test_estimated_scores_on_the_mirror(full_pipeline):
     inside = frame.filter(pl.col("ci_low").is_not_null())
     assert ((inside["ci_low"] <= inside["estimated_mean"] + 1e-12)
             & (inside["estimated_mean"] <= inside["ci_high"] + 1e-12)).all()
+    # no interval of zero width (equal scores get none: 7 such rows were published before)
+    assert (inside["ci_high"] - inside["ci_low"] > 1e-9).all()
+    assert frame.filter(pl.col("ci_low").is_null())["se"].max() <= 1e-9
     top = frame.sort("expected_prompts", descending=True).row(0, named=True)
     with wh.connect(full_pipeline.warehouse, read_only=True) as con:
         weighted = con.execute(
@@ -190,3 +193,15 @@ def test_kept_model_rows_are_read_back_only_for_the_same_inputs(tmp_path):
     assert computed == ["m2"]
     assert refreshed.equals(estimated_occupation_scores(changed, prompts, estimates, n_draws=40))
     assert not refreshed.equals(fresh)
+
+
+def test_equal_scores_get_no_interval():
+    """Every prompt of the pair scored the same and each is certain: the total variance is 0, so there is no
+    interval (a zero-width one would claim certainty from two prompts)."""
+    results = pl.DataFrame([{"benchmark": "b1", "prompt_id": i, "model": "m", "score": 0.0} for i in ("a", "b")])
+    prompts = pl.DataFrame([{"benchmark": "b1", "prompt_id": i, "prompt_hash": f"h{i}"} for i in ("a", "b")])
+    estimates = pl.DataFrame([{"prompt_hash": f"h{i}", "benchmark": "b1", "onet_soc_code": "15-1252.00", "p": 1.0}
+                              for i in ("a", "b")])
+    row = estimated_occupation_scores(results, prompts, estimates, n_draws=10).row(0, named=True)
+    assert row["estimated_mean"] == 0.0 and row["se"] == 0.0
+    assert row["ci_low"] is None and row["ci_high"] is None

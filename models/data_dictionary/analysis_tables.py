@@ -354,7 +354,8 @@ def _occupation_model_scores() -> dict[str, Entry]:
         ),
         "plain_mean": ("mean score over the occupation's prompts", "score (0-1)", SCORES),
         "plain_ci_low": (
-            "percentile-bootstrap 95% interval of plain_mean, lower bound",
+            "percentile-bootstrap 95% interval of plain_mean, lower bound; null (with the weighted and difference "
+            "intervals) when every prompt scored the same, a single prompt included: the spread is not estimable",
             "score (0-1)",
             SCORES,
         ),
@@ -436,7 +437,8 @@ def _occupation_model_scores_estimated() -> dict[str, Entry]:
         "estimated_mean": ("mean score over the occupation's prompts, each in with its text's calibrated probability "
                            "(multiple imputation: mean over draws)", score, _ESTIMATED_SCORES),
         "ci_low": ("95% interval of estimated_mean (Rubin's rules: labeler error between draws + clustered "
-                   "sampling error), lower bound, clipped to 0", score, _ESTIMATED_SCORES),
+                   "sampling error), lower bound, clipped to 0; null when se is ~0 (every draw saw the same, equal "
+                   "scores: the spread is not estimable)", score, _ESTIMATED_SCORES),
         "ci_high": ("the same, upper bound, clipped to 1", score, _ESTIMATED_SCORES),
         "se": ("standard error of estimated_mean (total variance)", score, _ESTIMATED_SCORES),
         "within_var": ("mean over draws of the clustered sampling variance", "score^2", _ESTIMATED_SCORES),
