@@ -68,6 +68,14 @@ def test_bounds_floor_rises_to_the_species_estimate():
     low = es.with_bounds(frame.with_columns(pl.when(pl.col("estimator") == "richness").then(100.0)
                                             .otherwise(pl.col("ci_low")).alias("ci_low")))
     assert low.filter(pl.col("estimator") == "bounds").select("value", "ci_low").row(0) == (200.0, 120.0)
+    framed = frame.with_columns(pl.lit("").alias("basis"))
+    assert es.with_bounds(framed).filter(pl.col("estimator") == "bounds")["basis"][0] == es.BOUNDS_BASIS
+    # a species estimate above both 97.5th percentiles: ci_high is raised to it and the basis says they disagree
+    above = es.with_bounds(framed.with_columns(pl.when(pl.col("estimator") == "richness").then(400.0)
+                                               .otherwise(pl.col("value")).alias("value")))
+    row = above.filter(pl.col("estimator") == "bounds").row(0, named=True)
+    assert (row["value"], row["ci_high"]) == (400.0, 400.0)
+    assert row["basis"].startswith(es.BOUNDS_BASIS) and "disagree" in row["basis"] and "up to 320" in row["basis"]
 
 
 def test_species_floors_of_nested_scopes_never_say_a_part_covers_more():
@@ -761,6 +769,15 @@ def test_unit_estimates_on_the_mirror(mirror_tables):
         pl.col("occupation_annual_hours").is_null().all().alias("unknown"))
     hours = mirror_tables("occupation_estimates").join(unknown, on="onet_soc_code", how="left")
     assert hours["unknown"].any() and (hours["hours"].is_null() == hours["unknown"].fill_null(True)).all()
+    # a bounds row whose species estimate lies above the model-assisted and design upper ends says the estimators
+    # disagree (5 rows on the mirror, e.g. occubench's occupations: 249 against 229)
+    estimates = mirror_tables("headline_estimates")
+    keys = ["benchmark_index", "scope", "quantity", "threshold"]
+    highs = estimates.filter(pl.col("estimator").is_in(["model_assisted", "design"])).group_by(keys).agg(
+        pl.col("ci_high").max().alias("_high"))
+    bounds = estimates.filter(pl.col("estimator") == "bounds").join(highs, on=keys)
+    above = bounds["value"] > bounds["_high"]
+    assert above.any() and (bounds["basis"].str.contains("disagree") == above).all()
     # the simulated worlds read the same map, as published (a transfer test: docs/estimates.md)
     worlds = mirror_tables("unit_coverage_simulation_check").filter(pl.col("check").str.starts_with("simulated"))
     carried = worlds.filter(pl.col("predictor") == "p_covered_calibrated")["check"].unique().sort().to_list()

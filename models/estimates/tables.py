@@ -265,6 +265,19 @@ BOUNDS_BASIS = (
     "expectation), no lower than its 95% lower limit, what the judge sample itself saw, or the lower 95% bound "
     "at >= 5 prompts (ci_low); at most the model-assisted extrapolation's 97.5th percentile (ci_high)"
 )
+
+
+def bounds_basis(value: float, design_high: float | None, assisted_high: float | None) -> str:
+    """BOUNDS_BASIS, saying so where the species estimate lies above both 97.5th percentiles: the estimators
+    disagree, and ci_high is the species estimate, not an extrapolation's upper end (a row reading "at least about
+    249, up to about 249" is that disagreement, not precision)."""
+    highs = [h for h in (design_high, assisted_high) if h is not None and math.isfinite(h)]
+    if not highs or value <= max(highs):
+        return BOUNDS_BASIS
+    return (f"{BOUNDS_BASIS}; here the species estimate lies above the model-assisted and design 97.5th percentiles "
+            f"(up to {max(highs):.4g}): the estimators disagree, and ci_high is raised to the species estimate")
+
+
 RICHNESS_BASIS = (
     "judge sample alone: Chao & Lin (2012) species estimate for sampling without replacement, S_obs + Q1^2 / "
     "(2 Q2 n/(n-1) + Q1 q/(1-q)) over the sampled texts' distinct tasks (occupations), q = n/N; "
@@ -377,6 +390,7 @@ def with_bounds(frame: pl.DataFrame) -> pl.DataFrame:
     )
     bounds = [bounds_interval(f, h, m, r, rl) for f, h, m, r, rl in zip(
         joined["_floor"], joined["ci_high"], joined["_ma"], joined["_rich"], joined["_rich_low"], strict=True)]
+    bases = [bounds_basis(b[0], h, m) for b, h, m in zip(bounds, joined["ci_high"], joined["_ma"], strict=True)]
     errors = [bounds_mc_se(r["value"], r["_next_low"], r["_next_se"], r["_rich"], r["_rich_low"], r["ci_high"],
                            r["ci_high_mc_se"], r["_ma"], r["_ma_se"], b)
               for r, b in zip(joined.iter_rows(named=True), bounds, strict=True)]
@@ -388,7 +402,7 @@ def with_bounds(frame: pl.DataFrame) -> pl.DataFrame:
         *(pl.Series(name, [e[i] for e in errors], pl.Float64)
           for i, name in enumerate(("value_mc_se", "ci_low_mc_se", "ci_high_mc_se"))),
         pl.lit(True).alias("published"),
-        pl.lit(BOUNDS_BASIS).alias("basis"),
+        pl.Series("basis", bases, pl.Utf8),
     ).select(columns)
     return pl.concat([frame.select(columns), rows])
 
