@@ -418,8 +418,8 @@ def headline_estimates(
     units["unit_coverage_simulation_check"] = judged.coverage
     started_calibration = time.process_time()
     units |= es.with_calibrated_p_covered(units, judged.coverage_map, es.UNIT_TABLES)
-    units |= es.with_unknown_hours(units, task_hours)
     cpu_calibration += time.process_time() - started_calibration
+    units |= es.with_unknown_hours(units, task_hours)
     units["prompt_occupation_estimates"] = text_table
     cpu_units += cpu_texts
     context.log.info(f"per-unit and per-text tables {cpu_units:.1f} CPU-s, their calibration {cpu_calibration:.1f} "

@@ -200,18 +200,20 @@ def _estimates(warehouse: Warehouse) -> tuple[pl.DataFrame | None, pl.DataFrame 
     return warehouse.read_table(TASK_ESTIMATES), occupations
 
 
-def _index_has_estimates(estimates: tuple[pl.DataFrame | None, pl.DataFrame | None], name: str) -> bool:
-    task_estimates = estimates[0]
-    return task_estimates is not None and task_estimates.filter(pl.col("benchmark_index") == name).height > 0
+def _index_task_estimates(task_estimates: pl.DataFrame | None, name: str) -> pl.DataFrame | None:
+    """`task_estimates` when it holds rows of index `name` (the gap lists then read the estimates), else None."""
+    if task_estimates is None or task_estimates.filter(pl.col("benchmark_index") == name).is_empty():
+        return None
+    return task_estimates
 
 
 def _occupation_gaps(index_scored: pl.DataFrame, config: GapFinderConfig, name: str,
-                     estimates: tuple[pl.DataFrame | None, pl.DataFrame | None]) -> pl.DataFrame:
+                     task_estimates: pl.DataFrame | None, occupation_estimates: pl.DataFrame | None
+                     ) -> pl.DataFrame:
     """occupation_gaps of one index: by expected uncovered hours from the estimates of the index when they
-    exist (models/gaps/expected.py), else by priority over the labels as counted."""
-    task_estimates, occupation_estimates = estimates
+    exist (`task_estimates` not None: models/gaps/expected.py), else by priority over the labels as counted."""
     weights = config.weights()
-    if task_estimates is not None and _index_has_estimates(estimates, name):
+    if task_estimates is not None:
         return gaps.occupation_gaps_from_estimates(index_scored, config.threshold, task_estimates, name,
                                                    occupation_estimates, weights)
     return gaps.with_expected_columns(gaps.occupation_gaps(index_scored, config.threshold, weights))
@@ -231,12 +233,13 @@ def _gap_lists(
         index_scored = scored if wanted is None else _scored_tasks(
             inputs, config.threshold, weights, labeler, members=wanted
         )
-        # the task list and the groups' blocks by the estimates of the index when they exist (issue 25)
-        listed = index_scored
-        if estimates[0] is not None and _index_has_estimates(estimates, name):
-            listed = gaps.with_task_p_covered(index_scored, estimates[0], name, config.threshold)
+        # every list by the estimates of the index when they exist (issue 25)
+        task_estimates = _index_task_estimates(estimates[0], name)
+        listed = index_scored if task_estimates is None else gaps.with_task_p_covered(
+            index_scored, task_estimates, name, config.threshold)
         per_index["task"].append(ix.with_index(gaps.coverage_gaps(listed, config.threshold), name))
-        per_index["occ"].append(ix.with_index(_occupation_gaps(index_scored, config, name, estimates), name))
+        per_index["occ"].append(ix.with_index(
+            _occupation_gaps(index_scored, config, name, task_estimates, estimates[1]), name))
         per_index["short"].append(ix.with_index(
             gaps.jobbench_shortlist(index_scored, config.threshold, min_desire=config.min_desire), name
         ))

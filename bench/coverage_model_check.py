@@ -17,8 +17,9 @@ too, as the asset does (its figures under "p_covered_calibrated").
 One JSON object on stdout: the mixture weights fitted on the sample and on each population's new sample (model
 world), the pooled covered counts (estimated = sum of p_covered, true) per unit level and threshold, the bins
 with >= 40 units (mean p, share covered, difference and its Monte Carlo standard errors), how many bins are more
-than 0.05 off, how many beyond 0.05 + 2 standard errors, the calibration error over units per unit level and
-threshold (`ece`: every bin's |difference| weighted by its units), and CPU seconds.
+than 0.05 off, how many beyond 0.05 + 2 standard errors (in all, and per unit level and threshold: `levels`), the
+calibration error over units per unit level and threshold (`ece`: every bin's |difference| weighted by its
+units), and CPU seconds.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common  # noqa: E402
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from models.estimates.coverage_check import CoverageMap
 
 MIN_UNITS = 40
@@ -76,28 +79,43 @@ def run(warehouse: str | None, populations: int, draws: int, seed: int, world: s
     out = {"date": common.now_iso(), "code": common.code_version(), "world": world, "populations": populations,
            "draws": draws, "seed": seed, **weights}
     for column in columns:  # the calibrated reading's figures under "p_covered_calibrated"
-        counts = (pairs.group_by("unit", "threshold", "replication")
-                  .agg(pl.col(column).sum().alias("estimated"), pl.col("covered").sum().alias("true"))
-                  .group_by("unit", "threshold").agg(pl.col("estimated").mean(), pl.col("true").mean())
-                  .sort("unit", "threshold"))
-        bins = cc.bin_coverage(pairs, world, populations, column).filter(pl.col("n_units") >= MIN_UNITS).select(
-            "unit", "threshold", "bin", "n_units", "mean_p", "share_covered", "difference", "difference_se",
-            "difference_se_units")
-        se = pl.max_horizontal("difference_se", "difference_se_units").fill_null(0.0)
-        # calibration error over units: every bin's |difference| weighted by its units (p_covered = 0 left out)
-        ece = (cc.bin_coverage(pairs, world, populations, column).group_by("unit", "threshold")
-               .agg(((pl.col("difference").abs() * pl.col("n_units")).sum() / pl.col("n_units").sum()).alias("ece"))
-               .sort("unit", "threshold"))
-        figures = {
-            "ece": ece.to_dicts(),
-            "counts": counts.to_dicts(), "bins": bins.to_dicts(),
-            "bins_off": int((bins["difference"].abs() > TOLERANCE).sum()), "bins_checked": bins.height,
-            "bins_beyond_two_se": int(bins.filter(pl.col("difference").abs() > TOLERANCE + 2 * se).height),
-            "max_abs_difference": float(bins["difference"].abs().max() or 0.0),
-        }
+        figures = pair_figures(pairs, world, populations, column)
         out.update(figures if column == cc.RAW else {column: figures})
     out["cpu_seconds"] = round(time.process_time() - cpu, 2)
     return out
+
+
+def pair_figures(pairs: pl.DataFrame, world: str, populations: int, column: str = "p_covered") -> dict:
+    """The check's figures of `pairs` (PAIR_SCHEMA) read through `column`: pooled covered counts per unit level
+    and threshold, the bins with >= MIN_UNITS units, the calibration error over units (`ece`), how many bins are
+    off by more than TOLERANCE and beyond it + 2 se (in all and per level: `levels`), the largest difference."""
+    import polars as pl
+
+    from models.estimates import coverage_check as cc
+
+    keys = ["unit", "threshold"]
+    counts = (pairs.group_by(*keys, "replication")
+              .agg(pl.col(column).sum().alias("estimated"), pl.col("covered").sum().alias("true"))
+              .group_by(keys).agg(pl.col("estimated").mean(), pl.col("true").mean()).sort(keys))
+    every_bin = cc.bin_coverage(pairs, world, populations, column)
+    # calibration error over units: every bin's |difference| weighted by its units (p_covered = 0 left out)
+    ece = (every_bin.group_by(keys)
+           .agg(((pl.col("difference").abs() * pl.col("n_units")).sum() / pl.col("n_units").sum()).alias("ece"))
+           .sort(keys))
+    bins = every_bin.filter(pl.col("n_units") >= MIN_UNITS).select(
+        *keys, "bin", "n_units", "mean_p", "share_covered", "difference", "difference_se", "difference_se_units")
+    se = pl.max_horizontal("difference_se", "difference_se_units").fill_null(0.0)
+    off, beyond = pl.col("difference").abs() > TOLERANCE, pl.col("difference").abs() > TOLERANCE + 2 * se
+    levels = (bins.group_by(keys).agg(off.sum().alias("bins_off"), beyond.sum().alias("beyond_two_se"),
+                                      pl.len().alias("bins"), pl.col("difference").abs().max().alias(
+                                          "max_abs_difference"))
+              .join(counts, on=keys).sort(keys))
+    return {
+        "ece": ece.to_dicts(), "counts": counts.to_dicts(), "bins": bins.to_dicts(), "levels": levels.to_dicts(),
+        "bins_off": int(bins.filter(off).height), "bins_checked": bins.height,
+        "bins_beyond_two_se": int(bins.filter(beyond).height),
+        "max_abs_difference": float(bins["difference"].abs().max() or 0.0),
+    }
 
 
 def published_map(warehouse: str) -> CoverageMap:

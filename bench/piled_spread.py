@@ -10,8 +10,10 @@ those misses of one draw pile up as a Chinese restaurant process within their be
 copies the task of a uniformly chosen earlier one with probability i / (theta + i), else keeps its own draw.
 A small theta piles hard; theta -> infinity is the published model. `--share`: only that share of the new-task
 misses (at random) pile, the rest scatter as published (one-off misses beside recurring ones the sample
-missed). The variant lives here only: it wraps ModelAssisted._draw_tasks for the run. One JSON object on stdout: per theta the p_covered check's bins (>= 40
-units) off by > 0.05, beyond 0.05 + 2 se, and the pooled covered counts (estimated = sum of p_covered, true).
+missed). The variant lives here only: it wraps ModelAssisted._draw_tasks for the run. One JSON object on
+stdout: per theta the p_covered check's bins (>= 40 units) off by > 0.05 and beyond 0.05 + 2 se, and the pooled
+covered counts (estimated = sum of p_covered, true), per unit level and threshold (bench/coverage_model_check.py's
+pair_figures).
 """
 
 from __future__ import annotations
@@ -73,8 +75,7 @@ def install() -> None:
 
 
 def run(world: str, populations: int, draws: int, seed: int, thetas: list[str], share: float = 1.0) -> dict:
-    import polars as pl
-
+    from bench.coverage_model_check import pair_figures
     from models.estimates import coverage_check as cc
 
     install()
@@ -85,18 +86,9 @@ def run(world: str, populations: int, draws: int, seed: int, thetas: list[str], 
         cpu = time.process_time()
         pairs = cc.unit_coverage_check(None, simulated=populations, n_draws=draws, seed=seed,
                                        worlds={world: cc.SIMULATED_WORLDS[world]}).pairs[world]
-        bins = cc.bin_coverage(pairs, world, populations).filter(pl.col("n_units") >= 40)
-        se = pl.max_horizontal("difference_se", "difference_se_units").fill_null(0.0)
-        levels = bins.group_by("unit", "threshold").agg(
-            (pl.col("difference").abs() > 0.05).sum().alias("bins_off"),
-            (pl.col("difference").abs() > 0.05 + 2 * se).sum().alias("beyond_two_se"),
-            pl.len().alias("bins"), pl.col("difference").abs().max().alias("max_abs_difference"))
-        counts = (pairs.group_by("unit", "threshold", "replication")
-                  .agg(pl.col("p_covered").sum().alias("estimated"), pl.col("covered").sum().alias("true"))
-                  .group_by("unit", "threshold").agg(pl.col("estimated").mean(), pl.col("true").mean()))
-        out.append({"theta": theta, "levels": levels.join(counts, on=["unit", "threshold"])
-                    .sort("unit", "threshold").to_dicts(),
-                    "cpu_seconds": round(time.process_time() - cpu, 2)})
+        figures = pair_figures(pairs, world, populations)
+        out.append({"theta": theta, "levels": figures["levels"], "bins_off": figures["bins_off"],
+                    "bins_checked": figures["bins_checked"], "cpu_seconds": round(time.process_time() - cpu, 2)})
         common.log(f"[piled_spread] theta {theta}: {out[-1]['cpu_seconds']} CPU-s")
     return {"date": common.now_iso(), "code": common.code_version(), "world": world, "populations": populations,
             "draws": draws, "seed": seed, "share": share, "runs": out}
