@@ -28,7 +28,7 @@ from typing import Any
 
 import polars as pl
 
-from models.coverage import THRESHOLDS
+from models.coverage import LIKELY_COVERED, LIKELY_NOT, THRESHOLDS
 from models.coverage_map_page import CSS as _CSS  # the page's stylesheet and script
 from models.coverage_map_page import SCRIPT as _JS
 from models.soc import SOC_MAJOR_GROUPS, major_group_of, short_group_title
@@ -48,8 +48,7 @@ TASK_CHARS = 120
 # Tile classes of the estimated probability that an occupation is covered (occupation_estimates.p_covered, the
 # draws' share, which sums to the headline; its two ends are calibrated in the split checks, its middle band runs
 # high: p_covered_calibrated is the chance, docs/estimates.md): (lower bound, colour, legend label), checked from
-# the top; the same cut-offs as the gap finder's.
-LIKELY_COVERED, LIKELY_NOT = 0.9, 0.1
+# the top; the cut-offs are models.coverage's, as the gap finder's.
 ESTIMATE_CLASSES: tuple[tuple[float, str, str], ...] = (
     (LIKELY_COVERED, "#225ea8", "likely covered (p_covered \u2265 0.9)"),
     (LIKELY_NOT, "#fdae61", "unsure (0.1 \u2264 p_covered < 0.9)"),

@@ -9,6 +9,9 @@ from typing import Literal
 import polars as pl
 
 THRESHOLDS: tuple[int, ...] = (1, 5)
+# The three readings of an estimated probability covered (per-unit p_covered), shared by the coverage map's
+# tiles and the gap finder's lists: likely covered (>= LIKELY_COVERED), unsure, likely not (< LIKELY_NOT).
+LIKELY_COVERED, LIKELY_NOT = 0.9, 0.1
 TASK_KEY = ["onet_soc_code", "task_id"]
 HoursWeighting = Literal["pi", "equal"]
 

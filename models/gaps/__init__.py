@@ -21,12 +21,11 @@ Turns the coverage map into ranked to-do lists:
 The what-if over a candidate folder and the warehouse, and its command, are pipelines/whatif.py.
 """
 
+from models.coverage import LIKELY_COVERED, LIKELY_NOT
 from models.gaps.candidate import candidate_name, for_candidate, label_candidate
 from models.gaps.expected import (
     EXPECTED_COLUMNS,
     EXPECTED_GAP_COLUMNS,
-    LIKELY_COVERED,
-    LIKELY_NOT,
     expected_occupation_gaps,
     expected_uncovered_hours,
     expected_whatif_gain,

@@ -30,11 +30,9 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from models.coverage import TASK_KEY
-from models.gaps.priority import LIKELY_COVERED
+from models.coverage import LIKELY_COVERED, TASK_KEY
 from models.soc import major_group_of
 
-LIKELY_NOT = 0.1  # "likely not covered": p_covered < 0.1
 N_SIM = 1000
 EXPECTED_GAP_COLUMNS = [
     "rank",

@@ -20,7 +20,14 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import polars as pl
 
-from models.coverage import TASK_KEY, HoursWeighting, major_group_of, task_coverage, task_hour_weights
+from models.coverage import (
+    LIKELY_COVERED,
+    TASK_KEY,
+    HoursWeighting,
+    major_group_of,
+    task_coverage,
+    task_hour_weights,
+)
 
 DEFAULT_THRESHOLD = 5
 # The warehouse tables the priority is computed from (score_reference_tasks takes them by name).
@@ -247,8 +254,6 @@ def rank_by_priority(
     )
     return ordered.with_row_index("rank", offset=1).with_columns(pl.col("rank").cast(pl.Int64))
 
-
-LIKELY_COVERED = 0.9  # the map's "likely covered": p_covered >= 0.9 (a gap list holds the units below it)
 
 # The priority's components and the priority itself, in the order tables show them.
 PRIORITY_COMPONENTS: tuple[str, ...] = (
