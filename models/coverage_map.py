@@ -46,8 +46,8 @@ COLOUR_BINS: tuple[tuple[float, str, str], ...] = (
 PROMPT_CHARS = 180
 TASK_CHARS = 120
 # Tile classes of the estimated probability that an occupation is covered (occupation_estimates.p_covered, the
-# draws' share, which sums to the headline; its two ends are calibrated in the split checks, its middle band runs
-# high: p_covered_calibrated is the chance, docs/estimates.md): (lower bound, colour, legend label), checked from
+# draws' share, which sums to the headline; its two ends hold in the checks, its middle band is no tested chance,
+# so it reads "unsure": docs/estimates.md): (lower bound, colour, legend label), checked from
 # the top; the cut-offs are models.coverage's, as the gap finder's.
 ESTIMATE_CLASSES: tuple[tuple[float, str, str], ...] = (
     (LIKELY_COVERED, "#225ea8", "likely covered (p_covered \u2265 0.9)"),
