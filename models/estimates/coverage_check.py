@@ -237,8 +237,11 @@ class CoverageMap:
     (4 quantile knots) and on that plus the unit's prompts_mean / labels_count / judged_texts (2026-12-03, 40
     held-out fifth splits: the spline no better on the fifth, max 0.08-0.09 against 0.06-0.16 over six 6-split
     fits, and worse carried to split_half, max 0.14-0.28 against 0.11-0.17, 0.21 against 0.09 in the asset's
-    own check; the features worse on the fifth). The remaining misses are within two unit-clustered standard
-    errors (bin_coverage's difference_se_units): docs/estimates.md."""
+    own check; the features worse on the fifth); a map learnt by parametric bootstrap on populations of the
+    problem's own fitted model (2026-12-05, bench/bootstrap_coverage_map.py: better than p_covered in the
+    simulated worlds and the `model` check, little change on the real splits, where this map is right). The
+    remaining misses are within two unit-clustered standard errors (bin_coverage's difference_se_units):
+    docs/estimates.md."""
 
     coefficients: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
     source: str = MAP_CHECK
