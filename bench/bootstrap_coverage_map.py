@@ -68,7 +68,7 @@ def _split_inputs(warehouse: str) -> tuple[Any, Any]:
 
 
 def run(world: str, warehouse: str | None, populations: int, model_populations: int, draws: int, seed: int,
-        pairs_out: str | None = None) -> dict:
+        pairs_out: str | None = None, fraction: float | None = None) -> dict:
     import numpy as np
     import polars as pl
 
@@ -84,9 +84,10 @@ def run(world: str, warehouse: str | None, populations: int, model_populations: 
         if warehouse is None:
             raise SystemExit(f"--world {world} needs --warehouse")
         sub, relabel = _split_inputs(warehouse)
+        fraction = SPLIT_WORLDS[world] if fraction is None else fraction
 
         def population(_: int) -> tuple[Any, np.ndarray]:
-            return split_sample_problem(sub, rng, fraction=SPLIT_WORLDS[world], relabel=relabel)
+            return split_sample_problem(sub, rng, fraction=fraction, relabel=relabel)
     elif world == "model":  # the literal simulation check: truths from the model fitted on the warehouse
         if warehouse is None:
             raise SystemExit("--world model needs --warehouse")
@@ -114,9 +115,9 @@ def run(world: str, warehouse: str | None, populations: int, model_populations: 
     readings["bootstrap_map"] = pl.concat(boot)
     if pairs_out:  # every unit's raw and bootstrap-mapped p_covered with its truth, for a reading of one's own
         readings["bootstrap_map"].write_parquet(pairs_out)
-    if world == "split_fifth":
+    if world == "split_fifth" and fraction == SPLIT_WORLDS[world]:
         readings["published_map"] = cc.cross_fitted(readings["p_covered"])
-    elif world == "split_half":
+    elif world in SPLIT_WORLDS:
         fifths = [cc.coverage_pairs(*split_sample_problem(sub, rng, fraction=0.2, relabel=relabel), draws,
                                     seed + 300 + r, replication=r) for r in range(PUBLISHED_FITS)]
         readings["published_map"] = cc._mapped_pairs(readings["p_covered"], cc.fit_coverage_map(pl.concat(fifths)))
@@ -124,7 +125,7 @@ def run(world: str, warehouse: str | None, populations: int, model_populations: 
         readings["published_map"] = cc._mapped_pairs(readings["p_covered"], published_map(warehouse))
     out: dict[str, Any] = {"date": common.now_iso(), "code": common.code_version(), "world": world,
                            "populations": populations, "model_populations": model_populations, "draws": draws,
-                           "seed": seed}
+                           "seed": seed, **({"fraction": fraction} if world in SPLIT_WORLDS else {})}
     for name, pairs in readings.items():  # a map's reading in p_covered_calibrated, beside the raw p_covered
         figures = pair_figures(pairs, world, populations, cc.RAW if name == "p_covered" else cc.CALIBRATED)
         out[name] = {key: figures[key] for key in ("bins", "bins_off", "bins_checked", "bins_beyond_two_se",
@@ -143,9 +144,11 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=30)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--pairs-out", help="write the pairs (raw and bootstrap-mapped) to this Parquet file")
+    parser.add_argument("--fraction", type=float, help="a split world's sampled share of each benchmark's judged "
+                        "texts, instead of the world's own (0.2, 0.5)")
     args = parser.parse_args()
     common.emit(run(args.world, args.warehouse, args.populations, args.model_populations, args.draws, args.seed,
-                    args.pairs_out))
+                    args.pairs_out, args.fraction))
 
 
 if __name__ == "__main__":
