@@ -1,8 +1,9 @@
 """bootstrap_coverage_map: a p_covered map learnt by parametric bootstrap, against raw p_covered and the published
-split_fifth map, in the four worlds of the p_covered check (issue 25, item 4).
+split_fifth map, in the worlds of the p_covered check (issue 25, item 4).
 
     .venv/bin/python bench/bootstrap_coverage_map.py --world simulated_mirror_like --populations 40
     .venv/bin/python bench/bootstrap_coverage_map.py --world split_fifth --warehouse data/warehouse/benchmap.duckdb
+    .venv/bin/python bench/bootstrap_coverage_map.py --world split_half --fraction 0.8 --warehouse ...
 
 The published map (CoverageMap on `split_fifth`) is learnt where a fifth of the judged texts are the sample and
 does not carry to the headline's scale (docs/estimates.md). The bootstrap map is learnt at the scale of the
@@ -11,11 +12,13 @@ fitted on the problem (coverage_check.model_population, a new judge sample of th
 re-estimated in each, and the same logistic map (fit_coverage_map) fitted on those pairs; then applied to the
 problem's own p_covered. A population's truth is never seen by its map.
 
-Worlds: `simulated` / `simulated_mirror_like` (the check's simulated populations; with `--warehouse`, the
-published map is carried in too, as the asset does) and `split_fifth` / `split_half` (the judged texts as the
-population, relabeled from each split's estimation part as the pipeline's check does; needs `--warehouse`).
-On the splits the published reading is the split_fifth map cross-fitted over unit folds (split_fifth) or fitted
-on six other fifth splits (split_half). One JSON object: per reading, coverage_model_check.pair_figures.
+Worlds: `model` (truths drawn from the model fitted on the warehouse: the issue's own simulation check),
+`simulated` / `simulated_mirror_like` (the check's simulated populations) and `split_fifth` / `split_half` (the
+judged texts as the population, relabeled from each split's estimation part as the pipeline's check does;
+`--fraction` sets another sampled share). With `--warehouse` the published reading is beside them: the
+warehouse's own map in `model` and the simulated worlds (as the asset carries it), on split_fifth the fifth's
+map cross-fitted over unit folds, on any other split the map fitted on six fifth splits. One JSON object: per
+reading, coverage_model_check.pair_figures' bins, bins off, ECE and sums per unit level and threshold.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from bench import common  # noqa: E402
 from bench.coverage_model_check import pair_figures, published_map  # noqa: E402
 
 SPLIT_WORLDS = {"split_fifth": 0.2, "split_half": 0.5}
-PUBLISHED_FITS = 6  # fifth splits behind the published map carried to split_half, as the asset fits it
+PUBLISHED_FITS = 6  # fifth splits behind the published map carried to another split, as the asset fits it
 
 
 def bootstrap_map(problem: Any, rng: Any, populations: int, draws: int, seed: int) -> Any:
