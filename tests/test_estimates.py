@@ -715,9 +715,31 @@ def test_summary_says_which_way_the_headline_may_err():
     ])
     (text,) = direction_of_the_miss(check)
     assert "major groups at >= 5 as possibly too high (in the check by 3.8 against 6 on average)" in text
-    assert "the hours share at >= 5 as possibly too low" in text
+    # an error in a share is a difference of shares, in points ("0.2%" would read as a relative change)
+    assert "the hours share at >= 5 as possibly too low (in the check by 0.2 points against" in text
     assert "tasks" not in text and "occupations" not in text
     assert direction_of_the_miss(check.filter(pl.col("quantity") == "tasks_covered")) == []
+
+
+def test_summary_gives_the_split_checks_errors_in_shares_as_points():
+    """An error in the hours share is a difference of two shares: the summary says "points" ("-0.2%" would read
+    as a relative change); counts stay counts."""
+    from models.report.limitations import estimate_limitations
+
+    def row(quantity, threshold, estimator, mean_error, mean_truth):
+        return {"check": "split_half", "scope": "all", "estimator": estimator, "quantity": quantity,
+                "threshold": threshold, "coverage": 0.8, "mean_error": mean_error, "mean_truth": mean_truth,
+                "n_replications": 10}
+
+    check = pl.DataFrame([
+        row("hours_share_covered", 5, "model_assisted", -0.0021, 0.022),
+        row("hours_share_covered", 1, "bounds", -0.019, 0.088),
+        row("tasks_covered", 5, "model_assisted", -1.2, 75.0),
+    ])
+    text = estimate_limitations({"estimate_split_check": check})[0]
+    assert "the hours share at >= 5: 80% (mean error -0.2 points against 2.2%)" in text
+    assert "the hours share at >= 1: 80% (bounds; their lower value off by -1.9 points against 8.8%)" in text
+    assert "tasks at >= 5: 80% (mean error -1 against 75)" in text
 
 
 def test_unit_estimates_on_the_mirror(mirror_tables):

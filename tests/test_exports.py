@@ -807,7 +807,10 @@ def test_summary_numbers_come_from_the_tables(world):
 
     rated = int(world["onet_tasks"]["has_ratings"].sum())
     assert f"available for {rated} of 240 tasks ({100 * rated / 240:.1f}%)" in text
-    assert "**Hours data.** 1 of 30 occupations have no OEWS" in text
+    # one occupation without hours: named, in the singular
+    (missing,) = world["occupation_coverage"].filter(pl.col("occupation_annual_hours").is_null()).iter_rows(named=True)
+    assert (f"**Hours data.** 1 of 30 occupations ({missing['title']}, {missing['onet_soc_code']}) has no OEWS "
+            "employment/hours match and is left out") in text
     top1 = world["labeler_validation"].filter(pl.col("metric") == "occupation_top1").row(0, named=True)
     assert f"top-1 occupation accuracy on gdpval {100 * top1['value']:.0f}% (95% CI" in text
     assert "gdpval v1 (100), swe_lancer v2 (100), webarena v3 (100)" in text

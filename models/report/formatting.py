@@ -55,6 +55,11 @@ def big(value: Any) -> str:
     return num(value)
 
 
+def points(value: Any, digits: int = 1) -> str:
+    """A difference of two shares in percentage points ("-0.2 points"): "%" would read as a relative change."""
+    return f"{100 * float(value):.{digits}f} points" if finite(value) else "n/a"
+
+
 def ratio(value: Any) -> str:
     return f"{float(value):.2f}" if finite(value) else "n/a"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from models.figures import VALIDATION_METRICS, VALIDATION_TITLES
-from models.report.formatting import MODEL_IMPORTANCE, Tables, ci, labeler_of, num, pct, present_table
+from models.report.formatting import MODEL_IMPORTANCE, Tables, ci, labeler_of, num, pct, points, present_table
 
 # --- limitations ----------------------------------------------------------------------------------
 
@@ -190,12 +190,15 @@ def estimate_limitations(tables: Tables) -> list[str]:
             def amount(r: dict, key: str) -> str:
                 return pct(r[key], 1) if "share" in r["quantity"] else num(r[key])
 
+            def error(r: dict) -> str:  # an error in a share is a difference of shares: points
+                return points(r["mean_error"], 1) if "share" in r["quantity"] else num(r["mean_error"])
+
             parts = [
                 f"{QUANTITY_WORDS.get(r['quantity'], r['quantity'])} at >= {r['threshold']}: "
                 f"{pct(r['coverage'], 0)}"
-                + (f" (mean error {amount(r, 'mean_error')} against {amount(r, 'mean_truth')})"
+                + (f" (mean error {error(r)} against {amount(r, 'mean_truth')})"
                    if r["estimator"] == "model_assisted" else
-                   f" (bounds; their lower value off by {amount(r, 'mean_error')} against {amount(r, 'mean_truth')})")
+                   f" (bounds; their lower value off by {error(r)} against {amount(r, 'mean_truth')})")
                 for r in part.sort("threshold", "quantity", descending=[True, False]).iter_rows(named=True)
             ]
             n = part["n_replications"][0] if "n_replications" in part.columns else None
@@ -283,10 +286,16 @@ def data_limitations(tables: Tables, onet_tasks: pl.DataFrame | None = None) -> 
             )
     occupations = present_table(tables, "occupation_coverage")
     if occupations is not None and "occupation_annual_hours" in occupations.columns:
-        missing = int(occupations["occupation_annual_hours"].is_null().sum())
+        without = occupations.filter(pl.col("occupation_annual_hours").is_null())
+        named = ""
+        if 0 < without.height <= 3 and {"title", "onet_soc_code"} <= set(occupations.columns):
+            named = " (" + "; ".join(f"{r['title']}, {r['onet_soc_code']}" for r in without.sort(
+                "onet_soc_code").iter_rows(named=True)) + ")"
+        one = without.height == 1
         out.append(
-            f"**Hours data.** {num(missing)} of {num(occupations.height)} occupations have no OEWS "
-            "employment/hours match and are left out of the work-hours shares (occupation_coverage)."
+            f"**Hours data.** {num(without.height)} of {num(occupations.height)} occupations{named} "
+            f"{'has' if one else 'have'} no OEWS employment/hours match and {'is' if one else 'are'} left out of "
+            "the work-hours shares (occupation_coverage)."
         )
     out.append(
         "**What coverage means.** A task is covered when benchmark prompts are labeled with it; this says "
@@ -341,7 +350,7 @@ def direction_of_the_miss(check: pl.DataFrame) -> list[str]:
         if error == 0:
             continue
         share = "share" in r["quantity"]
-        size = pct(abs(error), 1) if share else f"{abs(error):,.1f}"
+        size = points(abs(error), 1) if share else f"{abs(error):,.1f}"
         truth = r.get("mean_truth")
         against = f" against {pct(truth, 1) if share else num(truth)}" if truth is not None else ""
         words.append(f"{QUANTITY_WORDS.get(r['quantity'], r['quantity'])} at >= {r['threshold']} as possibly "
