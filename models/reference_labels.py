@@ -23,6 +23,7 @@ import numpy as np
 import polars as pl
 
 from models.errors import InputError
+from models.stats import wilson_ci
 
 SPLIT_FILES = {"train": "reference_task_labels_train.jsonl", "dev": "reference_task_labels_dev.jsonl"}
 DESIGN_FILE = "sampling_design.csv"
@@ -197,7 +198,8 @@ def summarise_metrics(per_prompt: pl.DataFrame, *, n_boot: int = 1000, seed: int
                       by_benchmark: bool = True) -> pl.DataFrame:
     """Mean of each metric (over prompts and passes), pooled ('all') and per benchmark, with n (defined
     rows) and a 95% bootstrap interval that resamples prompts (sample_id: both passes of a prompt move
-    together). Columns: benchmark, metric, value, ci_low, ci_high, n, n_prompts."""
+    together); where every prompt scored 0 (or 1) the resampling cannot move, and the interval is Wilson's over
+    the prompts instead. Columns: benchmark, metric, value, ci_low, ci_high, n, n_prompts."""
     rows: list[dict] = []
     groups: list[tuple[str, pl.DataFrame]] = [("all", per_prompt)]
     if by_benchmark:
@@ -221,8 +223,16 @@ def summarise_metrics(per_prompt: pl.DataFrame, *, n_boot: int = 1000, seed: int
                 ok = boot_counts > 0
                 stats = boot_sums[ok] / boot_counts[ok]
                 low, high = (float(x) for x in np.quantile(stats, [0.025, 0.975]))
+            n_prompts = int((counts > 0).sum())
+            if low == high and value in (0.0, 1.0):
+                # every prompt scored 0 (or 1): the resampling cannot move, yet a few dozen prompts do not show
+                # a labeler never (always) right. Wilson's interval of 0 (all) of the prompts bounds the mean of
+                # a metric in [0, 1] (its mean is at most the share of prompts above 0); prompts, not passes,
+                # because the two passes of a prompt move together
+                interval = wilson_ci(int(round(value * n_prompts)), n_prompts)
+                low, high = interval.ci_low, interval.ci_high
             rows.append({"benchmark": name, "metric": metric, "value": value, "ci_low": low, "ci_high": high,
-                         "n": int(counts.sum()), "n_prompts": int((counts > 0).sum())})
+                         "n": int(counts.sum()), "n_prompts": n_prompts})
     return pl.DataFrame(rows, schema={"benchmark": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64,
                                       "ci_low": pl.Float64, "ci_high": pl.Float64, "n": pl.Int64,
                                       "n_prompts": pl.Int64})

@@ -69,6 +69,31 @@ def test_task_metrics_on_a_hand_made_case() -> None:
     assert rows["work_accuracy"].to_list() == [1.0, 0.0, 1.0]
 
 
+def test_a_metric_every_prompt_scored_alike_gets_an_interval_not_a_point() -> None:
+    """Benchmark `a`: 12 prompts, two passes each, every pass judged work as the judge did and not one task
+    right. The prompt resampling cannot move there; the interval is Wilson's over the 12 prompts (not 24 passes:
+    the passes of a prompt move together), so "100% (100%-100%)" and "0% (0%-0%)" are never published. A metric
+    that varies keeps the bootstrap."""
+    from models.reference_labels import METRICS
+    from models.stats import wilson_ci
+
+    n = 12
+    rows = {"sample_id": [f"s{i}" for i in range(n) for _ in range(2)], "benchmark": ["a"] * (2 * n)}
+    rows |= {m: [0.0] * (2 * n) for m in METRICS}
+    rows["work_accuracy"] = [1.0] * (2 * n)
+    rows["task_hit_at_5"] = [float(i % 3 == 0) for i in range(n) for _ in range(2)]
+    got = {r["metric"]: r for r in summarise_metrics(pl.DataFrame(rows)).filter(
+        pl.col("benchmark") == "a").iter_rows(named=True)}
+    all_right, none_right = wilson_ci(n, n), wilson_ci(0, n)
+    assert (got["work_accuracy"]["ci_low"], got["work_accuracy"]["ci_high"]) == (
+        pytest.approx(all_right.ci_low), pytest.approx(1.0))
+    assert (got["task_f1"]["ci_low"], got["task_f1"]["ci_high"]) == (0.0, pytest.approx(none_right.ci_high))
+    assert 0.7 < all_right.ci_low < 0.8 and 0.2 < none_right.ci_high < 0.3
+    assert got["task_f1"]["n"] == 2 * n and got["task_f1"]["n_prompts"] == n
+    varied = got["task_hit_at_5"]
+    assert varied["value"] == pytest.approx(1 / 3) and 0.0 < varied["ci_low"] < 1 / 3 < varied["ci_high"] < 1.0
+
+
 def _line(**overrides: object) -> str:
     record = {"sample_id": "R1", "benchmark": "gdpval", "prompt_id": "p1", "prompt_hash": "h", "annotation": "a",
               "work": "yes", "occupations": ["13-2011.00"], "task_ids": [1]}

@@ -195,10 +195,19 @@ def test_validate_labels_exact_occupation_and_task_metrics() -> None:
     assert set(table.columns) == set(v.METRIC_COLUMNS)
     for row in table.iter_rows(named=True):
         assert row["ci_low"] <= row["value"] <= row["ci_high"]
-    # constant per-prompt values: the bootstrap interval collapses onto the value
-    assert table.filter((pl.col("benchmark") == "jobbench") & (pl.col("metric") == "task_hit_at1")).select(
-        "ci_low", "ci_high"
-    ).row(0) == (0.0, 0.0)
+    # a share of hits gets Wilson's interval: 0 of 2 hits is not "0% (0%-0%)", as a percentile bootstrap over
+    # prompts that all missed would say, nor is 1 of 1 "100% (100%-100%)"
+    from models.stats import wilson_ci
+
+    def interval(bench: str, metric: str) -> tuple[float, float]:
+        return table.filter((pl.col("benchmark") == bench) & (pl.col("metric") == metric)).select(
+            "ci_low", "ci_high").row(0)
+
+    none_of_two = wilson_ci(0, 2)
+    assert interval("jobbench", "task_hit_at1") == (0.0, pytest.approx(none_of_two.ci_high))
+    assert none_of_two.ci_high > 0.6  # two prompts say little
+    low, high = interval("theagentcompany", "occupation_top1")
+    assert high == pytest.approx(1.0) and low == pytest.approx(wilson_ci(1, 1).ci_low) and low < 0.25
     floors = {"gdpval:occupation_top5": 0.70, "osworld:occupation_top1": 0.1}
     failures, missing = v.check_floors(table, floors)
     assert [(f["benchmark"], f["metric"], f["floor"]) for f in failures] == [

@@ -54,8 +54,8 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
     "occupation_model_scores_estimated": "Per occupation and AI model: mean score over the prompts estimated to "
     "exercise the occupation, with the labeler's error and the clustered sampling error in its 95% interval.",
     "coverage_sensitivity": "Headline numbers recomputed under alternative analysis choices.",
-    "labeler_validation": "Accuracy of each labeler against human labels, per benchmark, with bootstrap "
-    "intervals.",
+    "labeler_validation": "Accuracy of each labeler against human labels and the task-level reference, per "
+    "benchmark, with 95% intervals (Wilson for shares of hits, bootstrap otherwise).",
     "labeler_agreement": "Agreement between two labelers on the prompts both labeled.",
     "coverage_gaps": "Uncovered tasks ranked by priority: what to benchmark next.",
     "occupation_gaps": "Occupations not likely covered (estimated p_covered < 0.9), ranked by expected uncovered "

@@ -48,8 +48,11 @@ def _labeler_validation() -> dict[str, Entry]:
             VALIDATION,
         ),
         "value": ("mean of the per-prompt metric (accuracy for hits)", SHARE, VALIDATION),
-        "ci_low": ("percentile-bootstrap 95% interval over prompts, lower bound", SHARE, VALIDATION),
-        "ci_high": ("percentile-bootstrap 95% interval over prompts, upper bound", SHARE, VALIDATION),
+        "ci_low": ("95% interval, lower bound: Wilson's score interval for a share of 0/1 hits (hits, accuracy, "
+                   "agreement); a percentile bootstrap over prompts for the others (ref_*: both passes of a prompt "
+                   "resampled together; where every prompt scored 0 or 1, Wilson's over the prompts, as a "
+                   "resampling cannot move there)", SHARE, VALIDATION),
+        "ci_high": ("95% interval, upper bound (as ci_low)", SHARE, VALIDATION),
         "n": ("gold prompts the metric is averaged over", COUNT, VALIDATION),
     }
 
@@ -71,15 +74,12 @@ def _labeler_agreement() -> dict[str, Entry]:
         ),
         "value": ("mean over prompts labeled by both", "share (0-1) or correlation", VALIDATION),
         "ci_low": (
-            "percentile-bootstrap 95% interval over prompts, lower bound",
+            "95% interval, lower bound: Wilson's score interval for a share of 0/1 agreements "
+            "(work_agreement, occupation_top1_agreement), else a percentile bootstrap over prompts",
             "same as value",
             VALIDATION,
         ),
-        "ci_high": (
-            "percentile-bootstrap 95% interval over prompts, upper bound",
-            "same as value",
-            VALIDATION,
-        ),
+        "ci_high": ("95% interval, upper bound (as ci_low)", "same as value", VALIDATION),
         "n": ("prompts labeled by both labelers", COUNT, VALIDATION),
     }
 

@@ -66,7 +66,7 @@ def labeler_limitations(tables: Tables, labeler_model: str | None = None) -> lis
     out.append(
         "Measured against the human labels shipped with the benchmarks: "
         + "; ".join(parts)
-        + " (labeler_validation, bootstrap intervals)."
+        + " (labeler_validation; Wilson score intervals for the shares of hits, a bootstrap over prompts for F1)."
     )
     return out
 

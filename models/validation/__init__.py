@@ -11,8 +11,10 @@ Occupation metrics rank the occupations of a prompt from its labeled tasks and m
 matches itself; a broad group (`13-1020`) matches any detailed code in it (13-1021/13-1022/13-1023); a minor
 group (`15-1200`) and a major group (`15-0000`) likewise.
 
-Every metric is a mean over prompts with n and a 95% percentile-bootstrap interval over prompts, returned in
-one tidy frame: benchmark, labeler, labeler_version, metric, value, ci_low, ci_high, n.
+Every metric is a mean over prompts with n and a 95% interval, returned in one tidy frame: benchmark, labeler,
+labeler_version, metric, value, ci_low, ci_high, n. A share of 0/1 hits gets Wilson's score interval (a
+percentile bootstrap over a few prompts is too narrow, and over prompts that all hit it has zero width); other
+metrics a percentile bootstrap over prompts.
 
 No dagster here.
 

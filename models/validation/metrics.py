@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 from models.labeling.base import TaskLabel
-from models.stats import bootstrap_ci
+from models.stats import bootstrap_ci, wilson_ci
 from models.validation.soc import soc6, soc_matches
 
 N_BOOT = 1000
@@ -86,8 +86,16 @@ def _nan_to_none(x: float | None) -> float | None:
 
 def metric_row(benchmark: str, labeler: str, labeler_version: str, metric: str, values: Sequence[float],
                n_boot: int = N_BOOT, seed: int = SEED) -> dict:
-    """One tidy metric row: mean of per-prompt values (NaN dropped) with its bootstrap interval."""
-    interval = bootstrap_ci(np.asarray(values, dtype=float), np.mean, n_boot=n_boot, seed=seed)
+    """One tidy metric row: mean of per-prompt values (NaN dropped) with its 95% interval. A share of 0/1 hits gets
+    Wilson's score interval: a percentile bootstrap over a handful of prompts is too narrow, and over prompts
+    that all hit (or all miss) it collapses onto the value ("100% (100%-100%)" from 6 prompts). Other values
+    keep the percentile bootstrap over prompts."""
+    array = np.asarray(values, dtype=float)
+    hits = array[np.isfinite(array)]
+    if hits.size and np.isin(hits, (0.0, 1.0)).all():
+        interval = wilson_ci(int(hits.sum()), int(hits.size))
+    else:
+        interval = bootstrap_ci(array, np.mean, n_boot=n_boot, seed=seed)
     return {"benchmark": benchmark, "labeler": labeler, "labeler_version": labeler_version, "metric": metric,
             "value": _nan_to_none(interval.estimate), "ci_low": _nan_to_none(interval.ci_low),
             "ci_high": _nan_to_none(interval.ci_high), "n": int(interval.n)}
