@@ -721,6 +721,17 @@ def test_summary_says_which_way_the_headline_may_err():
     assert direction_of_the_miss(check.filter(pl.col("quantity") == "tasks_covered")) == []
 
 
+def test_an_interval_of_no_width_says_it_is_not_certainty():
+    """Where every draw gave the same value (ci_low = ci_high) while the judge read only some of the texts, the
+    basis says so; a row with an interval, one without any, or one whose texts were all read keeps its basis."""
+    frame = pl.DataFrame({
+        "ci_low": [3.0, 2.0, None, 5.0], "ci_high": [3.0, 4.0, None, 5.0], "n_sampled": [28, 28, 28, 40],
+        "n_texts": [40, 40, 40, 40], "basis": ["b"] * 4})
+    bases = es.with_flat_interval_basis(frame)["basis"].to_list()
+    assert bases[0].startswith("b; every draw gave this value") and "the judge read 28 of 40 texts" in bases[0]
+    assert bases[1:] == ["b", "b", "b"]
+
+
 def test_summary_gives_the_split_checks_errors_in_shares_as_points():
     """An error in the hours share is a difference of two shares: the summary says "points" ("-0.2%" would read
     as a relative change); counts stay counts."""
@@ -800,6 +811,12 @@ def test_unit_estimates_on_the_mirror(mirror_tables):
     bounds = estimates.filter(pl.col("estimator") == "bounds").join(highs, on=keys)
     above = bounds["value"] > bounds["_high"]
     assert above.any() and (bounds["basis"].str.contains("disagree") == above).all()
+    # a published interval of no width (e.g. visualwebarena's tasks at >= 5: 0 (0-0), 28 of 837 texts judged) says
+    # it is the draws agreeing, and only such rows say so
+    flat = (estimates["ci_low"] == estimates["ci_high"]).fill_null(False) & (
+        estimates["n_sampled"] < estimates["n_texts"])
+    assert (flat & estimates["published"]).sum() >= 10
+    assert (estimates["basis"].str.contains("the draws agreeing, not certainty") == flat).all()
     # the simulated worlds read the same map, as published (a transfer test: docs/estimates.md)
     worlds = mirror_tables("unit_coverage_simulation_check").filter(pl.col("check").str.starts_with("simulated"))
     carried = worlds.filter(pl.col("predictor") == "p_covered_calibrated")["check"].unique().sort().to_list()

@@ -198,7 +198,9 @@ DATA_DICTIONARY["headline_estimates"] = {
     "n_texts": ("distinct prompt texts in the scope", COUNT, BENCH),
     "n_sampled": ("distinct prompt texts of the scope in the judge sample", COUNT, JUDGE_SAMPLE),
     "n_draws": ("draws (bootstrap replicates or imputations) behind the interval; 0 = no interval", COUNT, CODE),
-    "basis": ("what the estimate rests on and what it cannot see", TEXT, ESTIMATES),
+    "basis": ("what the estimate rests on and what it cannot see; a row whose interval has no width while the "
+              "judge read only some of the texts says that this is the draws agreeing, not certainty", TEXT,
+              ESTIMATES),
     "labeler": COMMON["labeler"],
     "labeler_version": COMMON["labeler_version"],
 }

@@ -155,6 +155,7 @@ from models.estimates.tables import (  # noqa: F401
     published_estimator,
     run_estimators,
     with_bounds,
+    with_flat_interval_basis,
 )
 from models.estimates.text_sums import KeptTextSums, text_keys  # noqa: F401
 from models.estimates.texts import (  # noqa: F401

@@ -335,7 +335,18 @@ def estimates_frame(
                     )
     if "design" in result.point:  # a judge-sample estimate, beside the design one (the bounds need both)
         rows += richness_rows(problem, scopes, thresholds, agg_denominators)
-    return with_bounds(pl.DataFrame(rows, schema=HEADLINE_ESTIMATE_SCHEMA))
+    return with_flat_interval_basis(with_bounds(pl.DataFrame(rows, schema=HEADLINE_ESTIMATE_SCHEMA)))
+
+
+def with_flat_interval_basis(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rows whose interval has no width (ci_low = ci_high) while the judge read only some of the texts say so in
+    their basis: "3 (3-3)" from 28 judged of 40 texts, or "0 (0-0)" from 28 of 837 that showed no work, is the
+    draws agreeing, not precision: a task none of the judged texts shows can still be exercised by the rest."""
+    flat = (pl.col("ci_low") == pl.col("ci_high")) & (pl.col("n_sampled") < pl.col("n_texts"))
+    note = pl.format("; every draw gave this value, so the interval has no width: that is the draws agreeing, not "
+                     "certainty (the judge read {} of {} texts, and a task none of them shows can still be there)",
+                     "n_sampled", "n_texts")
+    return frame.with_columns(pl.when(flat).then(pl.col("basis") + note).otherwise(pl.col("basis")).alias("basis"))
 
 
 def richness_rows(problem: Problem, scopes: Sequence[Scope], thresholds: Sequence[int],

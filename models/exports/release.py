@@ -48,7 +48,9 @@ COLUMN_MEANINGS: dict[str, str] = {
     "threshold": "prompts a task needs to count as covered (1 or 5); empty where it does not apply",
     "value": "the figure: a count, a share (0-1, not a percent), a probability or a ratio",
     "ci_low": "lower end of its 95% interval (for basis `bounds`: the floor); empty when none",
-    "ci_high": "upper end of its 95% interval (for basis `bounds`: the ceiling); empty when none",
+    "ci_high": "upper end of its 95% interval (for basis `bounds`: the ceiling); empty when none. Equal to ci_low "
+    "where every draw gave the same value: that is the draws agreeing, not certainty (headline_estimates' basis "
+    "says how many of the texts the judge read)",
     "basis": "how it was obtained (see the bases below)",
 }
 QUANTITY_MEANINGS: dict[str, str] = {
