@@ -8,6 +8,9 @@ from models.data_dictionary.common import BOOL, COMMON, COUNT, HOURS_UNIT, PROB,
 ESTIMATES = "computed: models/estimates/ from prompt_task_labels (p_exercised) and the judge sample"
 DRAWS = "the headline's model-assisted draws (headline_estimates, same seed)"
 INDEX: Entry = ("benchmark index the row is computed for ('all' = every landed benchmark)", TEXT, ESTIMATES)
+# what an interval of no width over the draws means (headline_estimates' basis says the same per row)
+AGREEING = ("the draws agreeing, not certainty: a judge sample of a few dozen texts per benchmark cannot rule out a "
+            "unit it never saw")
 
 
 def _unit(unit: str, prompts: str) -> dict[str, Entry]:
@@ -29,7 +32,8 @@ def _unit(unit: str, prompts: str) -> dict[str, Entry]:
             "docs/estimates.md); read a unit's middle band (0.1-0.9) as unsure, not as a chance", PROB, ESTIMATES),
         "prompts_mean": (f"{prompts}: mean over the draws", COUNT, ESTIMATES),
         "prompts_low": (f"{prompts}: 2.5th percentile over the draws (when 97.5% or more of the draws agree, "
-                        "both ends equal that value and prompts_mean may lie outside them)", COUNT, ESTIMATES),
+                        "both ends equal that value and prompts_mean may lie outside them; most often 0 for a unit "
+                        f"no draw reaches: {AGREEING})", COUNT, ESTIMATES),
         "prompts_high": (f"{prompts}: 97.5th percentile over the draws", COUNT, ESTIMATES),
         "labels_count": (f"{prompts} with every published label counted as true (the labels as counted, as the "
                          "coverage tables count them)", COUNT, ESTIMATES),
@@ -58,7 +62,9 @@ def _uncovered(unit: str) -> dict[str, Entry]:
     return {
         "uncovered_hours_mean": (f"{what}: mean over the draws (= sum over its tasks of hours x (1 - p_covered))",
                                  HOURS_UNIT, ESTIMATES),
-        "uncovered_hours_low": (f"{what}: 2.5th percentile over the draws", HOURS_UNIT, ESTIMATES),
+        "uncovered_hours_low": (f"{what}: 2.5th percentile over the draws (equal to the high end where the "
+                                f"draws agree, e.g. all of its hours where no draw covers a task of it: {AGREEING})",
+                                HOURS_UNIT, ESTIMATES),
         "uncovered_hours_high": (f"{what}: 97.5th percentile over the draws", HOURS_UNIT, ESTIMATES),
     }
 
@@ -68,7 +74,8 @@ def _shares(unit: str) -> dict[str, Entry]:
     return {
         "benchmark": COMMON["benchmark"],
         "share_mean": (f"{what}: mean over the {DRAWS}", SHARE, ESTIMATES),
-        "share_low": (f"{what}: 2.5th percentile", SHARE, ESTIMATES),
+        "share_low": (f"{what}: 2.5th percentile (equal to share_high where the draws agree: {AGREEING})", SHARE,
+                      ESTIMATES),
         "share_high": (f"{what}: 97.5th percentile", SHARE, ESTIMATES),
         "rank": ("rank of the mean share within the benchmark (1 = largest; null for a zero share)", "rank",
                  ESTIMATES),
