@@ -276,7 +276,9 @@ DATA_DICTIONARY["coverage_headline"].update({
     ),
     "published_value": ("the published estimate, in the unit of value", "same as value", ESTIMATES),
     "published_ci_low": ("lower bound of the published estimate's 95% interval", "same as value", ESTIMATES),
-    "published_ci_high": ("upper bound of the published estimate's 95% interval", "same as value", ESTIMATES),
+    "published_ci_high": ("upper bound of the published estimate's 95% interval; equal to published_ci_low where "
+                          "every draw gave the same value, which is the draws agreeing, not certainty "
+                          "(headline_estimates' basis)", "same as value", ESTIMATES),
 })
 TABLE_DESCRIPTIONS["headline_estimates"] = (
     "Headline quantities under each estimator (see `estimator`) with 95% intervals; `published` marks the one "
