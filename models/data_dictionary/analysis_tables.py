@@ -373,7 +373,8 @@ def _occupation_model_scores() -> dict[str, Entry]:
         "weighted_ci_high": ("bootstrap 95% interval of weighted_mean, upper bound", "score (0-1)", SCORES),
         "difference": ("weighted_mean - plain_mean", "score difference", SCORES),
         "difference_ci_low": (
-            "bootstrap 95% interval of difference, lower bound",
+            "bootstrap 95% interval of difference, lower bound (0 to 0 where the weighting gives every prompt of "
+            "the occupation the same weight: the two means are then one by construction, in every resample)",
             "score difference",
             SCORES,
         ),
