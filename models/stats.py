@@ -105,7 +105,10 @@ def wilson_ci(k: int, n: int, alpha: float = 0.05) -> Interval:
     from statsmodels.stats.proportion import proportion_confint
 
     low, high = proportion_confint(k, n, alpha=alpha, method="wilson")
-    return Interval(k / n, float(low), float(high), int(n))
+    # Wilson's ends are exactly 0 at k = 0 and 1 at k = n; the float formula lands a rounding error off
+    # (0.9999999999999999), which would put the interval just inside a share of 1
+    low, high = (0.0 if k == 0 else float(low)), (1.0 if k == n else float(high))
+    return Interval(k / n, low, high, int(n))
 
 
 def binomial_ci(k: int, n: int, alpha: float = 0.05, method: str = "beta") -> Interval:
@@ -128,6 +131,7 @@ def with_wilson_ci(
     from statsmodels.stats.proportion import proportion_confint
 
     low, high = proportion_confint(k, safe_n, alpha=alpha, method="wilson")
+    low, high = np.where(k == 0, 0.0, low), np.where(k == safe_n, 1.0, high)  # exact ends (wilson_ci)
     undefined = n <= 0
     return frame.with_columns(
         pl.Series(share_col, np.where(undefined, np.nan, k / safe_n)).fill_nan(None),

@@ -24,6 +24,12 @@ def test_wilson_known_values() -> None:
     zero = wilson_ci(0, 20)
     assert zero.ci_low == pytest.approx(0.0, abs=1e-12) and 0 < zero.ci_high < 0.2
     assert np.isnan(wilson_ci(0, 0).estimate)
+    # the ends at 0 of n and n of n are exact, so a share of 1 lies inside its interval (the float formula gives
+    # 0.9999999999999999 at 7, 9, 12, ... of as many)
+    for n in range(1, 60):
+        assert wilson_ci(0, n).ci_low == 0.0 and wilson_ci(n, n).ci_high == 1.0, n
+    frame = with_wilson_ci(pl.DataFrame({"k": [7, 0], "n": [7, 7]}), "k", "n")
+    assert frame["ci_high"][0] == 1.0 and frame["ci_low"][1] == 0.0
 
 
 def test_exact_binomial_interval_is_wider_than_wilson() -> None:
