@@ -18,6 +18,7 @@
 
 import time
 from concurrent.futures import Future
+from typing import Any
 
 import polars as pl
 from dagster import (
@@ -35,7 +36,7 @@ from assets.analysis import COVERAGE_HEADLINE_DESCRIPTION, counted_headline
 from assets.estimate_draws import headline_draws, kept_reliability_table, kept_share_tables, kept_text_sums
 from assets.estimate_figures import figure_later
 from assets.estimate_inputs import read_inputs, read_judge_rows
-from assets.estimates_split import start_judged_checks
+from assets.estimates_split import split_relabeler, start_judged_checks
 from models import estimates as es
 from models.estimates.count_draws import count_draws_frame
 from models.figures import reliability_figure
@@ -164,6 +165,17 @@ def warehouse_problem(warehouse: Warehouse) -> es.Problem:
     """The estimates' Problem of a materialized warehouse, as the headline step builds it (bench, tests)."""
     inputs = read_inputs(warehouse)
     return _problem(inputs, inputs["judge_rows"], inputs["labels"])  # type: ignore[arg-type]
+
+
+def warehouse_judged_split(warehouse: Warehouse) -> tuple[es.Problem, Any, str]:
+    """The judged checks' problem of a materialized warehouse (its benchmarks with judged texts), the relabeling of
+    a split's judged texts and what the split check says of it, as the estimates step builds them (bench)."""
+    inputs = read_inputs(warehouse)
+    texts = es.text_frame(inputs["prompts"], inputs["judge_rows"])
+    problem = _problem(inputs, inputs["judge_rows"], inputs["labels"], texts)  # type: ignore[arg-type]
+    judged, judged_texts = es.judged_problem(problem, texts)
+    relabel, held_out_labels = split_relabeler(warehouse, inputs["labeler_version"], judged_texts, judged)
+    return judged, relabel, held_out_labels
 
 
 def _labels_as_counted(problem: es.Problem, scopes: list[es.Scope], thresholds: tuple[int, ...],

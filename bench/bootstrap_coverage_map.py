@@ -53,23 +53,6 @@ def bootstrap_map(problem: Any, rng: Any, populations: int, draws: int, seed: in
     return cc.fit_coverage_map(pl.concat(found), "model")
 
 
-def _split_inputs(warehouse: str) -> tuple[Any, Any]:
-    """The judged sub-problem and the check's relabeler (assets.estimates_split), as the asset builds them."""
-    from assets import estimates as ea
-    from assets.estimates_split import split_relabeler
-    from models import estimates as es
-    from models.estimates import judged
-    from resources.dagster_resources import Warehouse
-
-    store = Warehouse(path=warehouse)
-    inputs = ea.read_inputs(store)
-    texts = es.text_frame(inputs["prompts"], inputs["judge_rows"])
-    problem = ea._problem(inputs, inputs["judge_rows"], inputs["labels"], texts)
-    sub, sub_texts = judged.judged_problem(problem, texts)
-    relabel, _ = split_relabeler(store, inputs["labeler_version"], sub_texts, sub)
-    return sub, relabel
-
-
 def run(world: str, warehouse: str | None, populations: int, model_populations: int, draws: int, seed: int,
         pairs_out: str | None = None, fraction: float | None = None) -> dict:
     import numpy as np
@@ -86,7 +69,10 @@ def run(world: str, warehouse: str | None, populations: int, model_populations: 
     if world in SPLIT_WORLDS:
         if warehouse is None:
             raise SystemExit(f"--world {world} needs --warehouse")
-        sub, relabel = _split_inputs(warehouse)
+        from assets.estimates import warehouse_judged_split
+        from resources.dagster_resources import Warehouse
+
+        sub, relabel, _ = warehouse_judged_split(Warehouse(path=warehouse))
         fraction = SPLIT_WORLDS[world] if fraction is None else fraction
 
         def population(_: int) -> tuple[Any, np.ndarray]:

@@ -99,17 +99,12 @@ def install_variant() -> None:
 
 
 def split_arm(warehouse: Any, repeats: int, draws: int, seed: int) -> dict:
-    from assets import estimates as ea
-    from assets.estimates_split import split_relabeler
+    from assets.estimates import warehouse_judged_split
     from models import estimates as es
     from models.estimates import judged
     from models.estimates.draws import ModelAssisted
 
-    inputs = ea.read_inputs(warehouse)
-    texts = es.text_frame(inputs["prompts"], inputs["judge_rows"])
-    problem = ea._problem(inputs, inputs["judge_rows"], inputs["labels"], texts)
-    sub, sub_texts = judged.judged_problem(problem, texts)
-    relabel, held = split_relabeler(warehouse, inputs["labeler_version"], sub_texts, sub)
+    sub, relabel, held = warehouse_judged_split(warehouse)
     rng = np.random.default_rng(seed)
     weights = [ModelAssisted(judged.split_sample_problem(sub, rng, 0.5, relabel)[0]).weights.round(2).tolist()
                for _ in range(5)]
