@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +39,8 @@ SPLIT_WORLDS = {"split_fifth": 0.2, "split_half": 0.5}
 PUBLISHED_FITS = 6  # fifth splits behind the published map carried to another split, as the asset fits it
 
 
-def bootstrap_map(problem: Any, rng: Any, populations: int, draws: int, seed: int) -> Any:
-    """The CoverageMap of p_covered -> covered over `populations` populations of the problem's own fitted model."""
-    import polars as pl
-
+def _model_pairs(problem: Any, rng: Any, populations: int, draws: int, seed: int) -> list[tuple[Any, Any]]:
+    """`populations` (population, pairs) of the problem's own fitted model, each re-estimated."""
     from models.estimates import coverage_check as cc
     from models.estimates.draws import ModelAssisted
 
@@ -49,12 +48,44 @@ def bootstrap_map(problem: Any, rng: Any, populations: int, draws: int, seed: in
     found = []
     for r in range(populations):
         population, truth = cc.model_population(problem, rng, assisted)
-        found.append(cc.coverage_pairs(population, truth, draws, seed + 500 + r, replication=r))
-    return cc.fit_coverage_map(pl.concat(found), "model")
+        found.append((population, cc.coverage_pairs(population, truth, draws, seed + 500 + r, replication=r)))
+    return found
+
+
+def _remapped(pairs: Any, coverage_map: Any) -> Any:
+    """`pairs` with p_covered replaced by its mapped value (the input of a map one level up)."""
+    import polars as pl
+
+    from models.estimates import coverage_check as cc
+
+    return cc._mapped_pairs(pairs, coverage_map).with_columns(pl.col(cc.CALIBRATED).alias(cc.RAW)).drop(
+        cc.CALIBRATED)
+
+
+def bootstrap_map(problem: Any, rng: Any, populations: int, draws: int, seed: int,
+                  second_level: int = 0) -> Callable[[Any], Any]:
+    """A function pairs -> pairs with p_covered_calibrated: the CoverageMap of p_covered -> covered over
+    `populations` populations of the problem's own fitted model. With `second_level` > 0, iterated once (a
+    double bootstrap): each of those populations gets its own map from `second_level` populations of *its*
+    refitted model, and a second map learns what such a map one level down still gets wrong; it is applied
+    after the first."""
+    import polars as pl
+
+    from models.estimates import coverage_check as cc
+
+    level_one = _model_pairs(problem, rng, populations, draws, seed)
+    first = cc.fit_coverage_map(pl.concat([pairs for _, pairs in level_one]), "model")
+    if not second_level:
+        return lambda pairs: cc._mapped_pairs(pairs, first)
+    residual = [_remapped(pairs, cc.fit_coverage_map(pl.concat(
+        [inner for _, inner in _model_pairs(population, rng, second_level, draws, seed + 1000 * (k + 1))]), "model"))
+        for k, (population, pairs) in enumerate(level_one)]
+    second = cc.fit_coverage_map(pl.concat(residual), "model")
+    return lambda pairs: cc._mapped_pairs(_remapped(pairs, first), second).with_columns(pairs[cc.RAW])
 
 
 def run(world: str, warehouse: str | None, populations: int, model_populations: int, draws: int, seed: int,
-        pairs_out: str | None = None, fraction: float | None = None) -> dict:
+        pairs_out: str | None = None, fraction: float | None = None, second_level: int = 0) -> dict:
     import numpy as np
     import polars as pl
 
@@ -99,7 +130,7 @@ def run(world: str, warehouse: str | None, populations: int, model_populations: 
         problem, truth = population(r)
         pairs = cc.coverage_pairs(problem, truth, draws, seed + 100 + r, replication=r)
         raw.append(pairs)
-        boot.append(cc._mapped_pairs(pairs, bootstrap_map(problem, rng, model_populations, draws, seed + r)))
+        boot.append(bootstrap_map(problem, rng, model_populations, draws, seed + r, second_level)(pairs))
     readings["p_covered"] = pl.concat(raw)
     readings["bootstrap_map"] = pl.concat(boot)
     if pairs_out:  # every unit's raw and bootstrap-mapped p_covered with its truth, for a reading of one's own
@@ -114,7 +145,7 @@ def run(world: str, warehouse: str | None, populations: int, model_populations: 
         readings["published_map"] = cc._mapped_pairs(readings["p_covered"], published_map(warehouse))
     out: dict[str, Any] = {"date": common.now_iso(), "code": common.code_version(), "world": world,
                            "populations": populations, "model_populations": model_populations, "draws": draws,
-                           "seed": seed, **({"fraction": fraction} if world in SPLIT_WORLDS else {})}
+                           "seed": seed, "second_level": second_level, **({"fraction": fraction} if world in SPLIT_WORLDS else {})}
     for name, pairs in readings.items():  # a map's reading in p_covered_calibrated, beside the raw p_covered
         figures = pair_figures(pairs, world, populations, cc.RAW if name == "p_covered" else cc.CALIBRATED)
         out[name] = {key: figures[key] for key in ("bins", "bins_off", "bins_checked", "bins_beyond_two_se",
@@ -135,9 +166,11 @@ def main() -> None:
     parser.add_argument("--pairs-out", help="write the pairs (raw and bootstrap-mapped) to this Parquet file")
     parser.add_argument("--fraction", type=float, help="a split world's sampled share of each benchmark's judged "
                         "texts, instead of the world's own (0.2, 0.5)")
+    parser.add_argument("--second-level", type=int, default=0,
+                        help="iterate the bootstrap once: populations per first-level population (0: a plain map)")
     args = parser.parse_args()
     common.emit(run(args.world, args.warehouse, args.populations, args.model_populations, args.draws, args.seed,
-                    args.pairs_out, args.fraction))
+                    args.pairs_out, args.fraction, args.second_level))
 
 
 if __name__ == "__main__":
