@@ -87,7 +87,9 @@ REPORT_STEP_TAGS = {"dagster/priority": "-2"}
     deps=[AssetKey(t) for t in [*FIGURE_TABLES, "prompt_task_labels"]],
     description="The report's figures (PNG and SVG in the release's figures/), each shown in this asset's "
     "metadata: adjusted coverage vs wage bill and by importance quintile (exposed vs not, 95% CIs), covered "
-    "occupations per major group, work hours by coverage level, labeler validation, model-score heatmap.",
+    "occupations per major group and work hours by coverage level (both labels as counted, and titled so), their "
+    "estimated twin (hours share and occupations covered per major group at >= 5 prompts, from the per-unit "
+    "estimates), labeler validation, model-score heatmap.",
 )
 @warehouse_held
 def report_figures(context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
@@ -148,6 +150,7 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse, labeler: 
         "prompts labeled with O*NET tasks. Self-contained page: no network access.",
         membership=read_membership(warehouse),
         headline=published_headline(warehouse, export_date(context)),
+        opening_threshold=report.ANSWER_THRESHOLD,  # the header quotes the headline at this threshold
     )
     path = ef.write_text(folder / COVERAGE_MAP_NAME, html)
     covered = sum(1 for o in data["occupations"] if o["k"])

@@ -31,6 +31,7 @@ import polars as pl
 from models.coverage import LIKELY_COVERED, LIKELY_NOT, THRESHOLDS
 from models.coverage_map_page import CSS as _CSS  # the page's stylesheet and script
 from models.coverage_map_page import SCRIPT as _JS
+from models.estimates.problem import BOUNDED_THRESHOLDS
 from models.soc import SOC_MAJOR_GROUPS, major_group_of, short_group_title
 
 # Colour bins of the share of tasks covered: (lower bound, colour, legend label); share 0 is NO_COVERAGE.
@@ -180,6 +181,8 @@ def coverage_map_data_from_aggregates(
         "groups": groups,
         "benchmarks": [[b, int(bench_totals.get(b, 0))] for b in benchmarks],
         "thresholds": [int(t) for t in thresholds],
+        # the thresholds whose published headline is a floor and a ceiling (the legend says what p sums to)
+        "bounded_thresholds": [int(t) for t in thresholds if t in BOUNDED_THRESHOLDS],
         "occupations": occupation_rows,
         "examples": example_list,
         "labeler": aggregates.labeler,
@@ -326,7 +329,7 @@ def coverage_map_html(
         '<fieldset id="thresholds"><legend>Covered task = at least</legend></fieldset>',
         '<fieldset><legend>Benchmark index</legend><select id="index"></select>'
         '<div id="index-note"></div></fieldset>',
-        "<fieldset><legend>Benchmarks counted</legend>"
+        "<fieldset><legend>Benchmarks counted (labeled prompts)</legend>"
         '<button type="button" id="all-benchmarks">all</button>'
         '<button type="button" id="no-benchmarks">none</button>'
         '<div id="benchmarks"></div></fieldset>',

@@ -48,7 +48,10 @@ SCRIPT = r"""
 (function(){
 "use strict";
 const D = JSON.parse(document.getElementById("coverage-data").textContent);
-const state = {threshold: D.thresholds[0], selected: new Set(D.benchmarks.map((b, i) => i)), index: 0,
+// the page opens at the threshold its header quotes (the published headline's), else the first
+const OPENING = D.thresholds.includes(D.opening_threshold) ? D.opening_threshold : D.thresholds[0];
+const BOUNDED = D.bounded_thresholds || [];
+const state = {threshold: OPENING, selected: new Set(D.benchmarks.map((b, i) => i)), index: 0,
   modified: false};
 const INDEXES = (D.indexes && D.indexes.length) ? D.indexes :
   [{name: "all", title: "Every landed benchmark", version: "", members: D.benchmarks.map(b => b[0]),
@@ -93,7 +96,7 @@ const fmt = x => x >= 10 ? x.toFixed(0) : x.toFixed(1);
 const thresholdBox = document.getElementById("thresholds");
 D.thresholds.forEach((t, i) => {
   const label = el("label");
-  const input = el("input", {type: "radio", name: "threshold", value: String(t), checked: i === 0,
+  const input = el("input", {type: "radio", name: "threshold", value: String(t), checked: t === OPENING,
                              id: "threshold-" + t});
   input.addEventListener("change", () => { state.threshold = t; render(); });
   label.append(input, " \u2265 " + t + " prompt" + (t > 1 ? "s" : ""));
@@ -171,7 +174,9 @@ function showLegend(est, counts){
   const t = state.threshold, unit = " prompt" + (t > 1 ? "s" : "");
   if (est) {
     legend.append(el("b", {}, "Tile colour: estimated probability p that the occupation has a task with \u2265 " +
-      t + unit + " (index " + INDEXES[state.index].name + "; share of the headline's imputation draws):"));
+      t + unit + " (index " + INDEXES[state.index].name + "; share of the headline's imputation draws" +
+      (BOUNDED.includes(t) ? ", whose count at \u2265 " + t + unit + " is the ceiling side of the published " +
+       "bounds" : "") + "):"));
     D.classes.forEach(([lower, col, label], i) => item(col, label + ": " + counts[i]));
   } else {
     const why = D.estimates && Object.keys(D.estimates).length ? (state.modified ?
@@ -210,6 +215,7 @@ groupEls.forEach(g => { if (g.occs.length) main.append(g.section); });
 function render(){
   let coveredOcc = 0, coveredTaskTotal = 0, taskTotal = 0;
   const est = estimates(), counts = D.classes.map(() => 0), likely = new Map();
+  let expected = 0;
   D.occupations.forEach((occ, i) => {
     const k = coveredTasks(occ).length, s = occ.n ? k / occ.n : 0;
     tiles[i].dataset.share = s.toFixed(6);
@@ -220,6 +226,7 @@ function render(){
       tiles[i].dataset.p = p.toFixed(4);
       tiles[i].dataset.cls = String(c);
       counts[c] += 1;
+      expected += p;
       likely.set(occ, c === 0);
     } else {
       tiles[i].style.background = colour(s);
@@ -239,12 +246,19 @@ function render(){
   });
   const pct = x => (100 * x).toFixed(1) + "%";
   const t = state.threshold, nb = state.selected.size;
+  // the expected count (sum of p) is the headline's mean at an unbounded threshold; at a bounded one it is
+  // the imputation's count, which the published bounds cap from above
   const estimated = est ? "Estimated at \u2265 " + t + " prompt" + (t > 1 ? "s" : "") + ": " + counts[0] +
     " of " + D.occupations.length + " occupations likely covered, " + counts[1] + " unsure, " + counts[2] +
-    " likely not. Labels as counted: " : "";
+    " likely not; expected number covered (the sum of the tiles' p) " + expected.toFixed(0) +
+    (BOUNDED.includes(t) ? ", the imputation's count: the ceiling side of the published bounds" :
+     ", the headline's estimate") + ". Labels as counted: " : "";
+  const ix = INDEXES[state.index], silent = state.modified ? 0 : (ix.unmapped || []).length;
   document.getElementById("summary").textContent = estimated +
     coveredOcc + " of " + D.occupations.length + " occupations have a task with \u2265 " + t +
     " prompt" + (t > 1 ? "s" : "") + " from the " + nb + " selected benchmark" + (nb === 1 ? "" : "s") +
+    (silent ? " (and " + silent + " member" + (silent === 1 ? "" : "s") + " of the index with no prompt " +
+     "labeled as work)" : "") +
     "; " + coveredTaskTotal.toLocaleString("en-US") + " of " + taskTotal.toLocaleString("en-US") + " tasks (" +
     pct(taskTotal ? coveredTaskTotal / taskTotal : 0) + ") are covered. Index: " + INDEXES[state.index].title +
     (state.modified ? " (benchmarks changed by hand)" : "") + ".";

@@ -261,6 +261,9 @@ def test_index_selector_ticks_the_members_and_says_why_others_are_out(browser, p
 
     assert browser.execute_script("return document.body.dataset.index") == "all"
     assert browser.find_element(By.ID, "summary").text.endswith("Index: Every landed benchmark.")
+    # the summary line counts the index's members as the header does: the one adding no task is named a member
+    assert ("from the 3 selected benchmarks (and 1 member of the index with no prompt labeled as work)"
+            in browser.find_element(By.ID, "summary").text)
     # the selector counts every member, as the header and summary.md do, and names the one adding no task
     options = [o.text for o in Select(browser.find_element(By.ID, "index")).options]
     assert options[0].endswith("— 4 benchmarks") and options[1].endswith("— 2 benchmarks"), options
@@ -322,13 +325,16 @@ def test_tiles_show_the_estimated_probability_with_its_legend_and_hover(browser,
     estimates = _synthetic_estimates(page["data"])
     data = dict(page["data"])
     data["estimates"] = map_estimates(estimates, [o["c"] for o in data["occupations"]])
+    data["opening_threshold"] = 5  # the header's headline is at >= 5 prompts: the page opens there
     path = tmp_path / "estimated_map.html"
     path.write_text(coverage_map_html(data), encoding="utf-8")
     _load(browser, path)
+    assert browser.find_element(By.ID, "threshold-5").is_selected()
+    assert not browser.find_element(By.ID, "threshold-1").is_selected()
 
-    for threshold in (1, 5):
-        if threshold == 5:
-            browser.find_element(By.ID, "threshold-5").click()
+    for threshold in (5, 1):
+        if threshold == 1:
+            browser.find_element(By.ID, "threshold-1").click()
         expected = {r["onet_soc_code"]: r["p_covered"]
                     for r in estimates.filter(pl.col("threshold") == threshold).iter_rows(named=True)}
         classes = estimate_classes(data, "all", threshold)
@@ -351,7 +357,15 @@ def test_tiles_show_the_estimated_probability_with_its_legend_and_hover(browser,
         summary = browser.find_element(By.ID, "summary").text
         assert summary.startswith(f"Estimated at \u2265 {threshold} prompt")
         assert f"{counts[0]} of 923 occupations likely covered, {counts[1]} unsure, {counts[2]} likely not" in summary
+        # the expected count is the sum of the tiles' p: the headline at >= 5; at >= 1, where the headline is
+        # bounds, the imputation's count (the ceiling side), and the legend says so too
+        expected_count = sum(expected.values())
+        assert f"expected number covered (the sum of the tiles' p) {expected_count:.0f}" in summary
+        bounded = "the ceiling side of the published bounds"
+        assert (bounded in summary) == (threshold == 1) and (bounded in legend) == (threshold == 1)
+        assert ("the headline's estimate" in summary) == (threshold == 5)
         assert "Labels as counted: " in summary
+    browser.find_element(By.ID, "threshold-5").click()
 
     # hover: the estimate first, then the labels as counted, named as such
     row = estimates.filter(pl.col("threshold") == 5).sort(["p_covered", "onet_soc_code"],

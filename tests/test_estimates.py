@@ -93,6 +93,21 @@ def test_species_floors_of_nested_scopes_never_say_a_part_covers_more():
     assert capped[1, 0].tolist() == [10.0, 8.0, 15.0]
     assert np.array_equal(capped[[0, 2]], values[[0, 2]], equal_nan=True)
     assert capped[1, 1].tolist() == [5.0, 4.0, 6.0] and np.isnan(capped[3]).all()
+    # which scope capped which: the capped value's reader is told it is the larger scope's (capped_note), and
+    # the summary repeats it beside the figure
+    from models.estimates.richness import capping_scopes
+    from models.estimates.tables import _carried_cap, capped_note
+    from models.report.answer import capped_phrase
+
+    caps = capping_scopes(values, capped, [frozenset({0, 1}), frozenset({0}), frozenset({1}), frozenset()])
+    assert caps.tolist() == [[-1, -1], [0, -1], [-1, -1], [-1, -1]]
+    scopes = [es.Scope("all", "all", (0, 1)), es.Scope("all", "b0", (0,))]
+    note = capped_note(scopes, int(caps[1, 0]))
+    assert note.startswith("; capped at the value of index all (") and capped_note(scopes, -1) == ""
+    basis = "species estimate" + note
+    assert _carried_cap(10.0, 10.0, basis) == note and _carried_cap(12.0, 10.0, basis) == ""  # floor above it
+    assert capped_phrase({"basis": basis}).startswith(" (capped at index all's value: its own estimate was higher")
+    assert capped_phrase({"basis": "species estimate"}) == ""
 
 
 def test_chao_lin_unseen_count_by_hand():
@@ -722,14 +737,21 @@ def test_summary_says_which_way_the_headline_may_err():
 
 
 def test_an_interval_of_no_width_says_it_is_not_certainty():
-    """Where every draw gave the same value (ci_low = ci_high) while the judge read only some of the texts, the
-    basis says so; a row with an interval, one without any, or one whose texts were all read keeps its basis."""
+    """Where the draws' percentile ends are equal (up to float rounding) while the judge read only some of the
+    texts, the basis says so, and where a few draws move the mean off that point (2.995 in 3-3) it says that
+    too; a row with an interval, one without any, or one whose texts were all read keeps its basis."""
     frame = pl.DataFrame({
-        "ci_low": [3.0, 2.0, None, 5.0], "ci_high": [3.0, 4.0, None, 5.0], "n_sampled": [28, 28, 28, 40],
-        "n_texts": [40, 40, 40, 40], "basis": ["b"] * 4})
+        "value": [3.0, 2.995, 0.000160598, 3.0, None, 5.0],
+        "ci_low": [3.0, 3.0, 0.00016057557158567448, 2.0, None, 5.0],
+        "ci_high": [3.0, 3.0, 0.0001605755715856745, 4.0, None, 5.0],
+        "n_sampled": [28, 28, 28, 28, 28, 40], "n_texts": [40] * 6, "basis": ["b"] * 6})
     bases = es.with_flat_interval_basis(frame)["basis"].to_list()
-    assert bases[0].startswith("b; every draw gave this value") and "the judge read 28 of 40 texts" in bases[0]
-    assert bases[1:] == ["b", "b", "b"]
+    assert bases[0].startswith("b; the draws' 2.5th and 97.5th percentiles are equal")
+    assert "the judge read 28 of 40 texts" in bases[0] and "a few draws" not in bases[0]
+    # the mean off the ends: not "every draw"; ends equal but for float rounding count as equal
+    assert "the value, the draws' mean, lies just off that point" in bases[1]
+    assert "percentiles are equal" in bases[2] and "lies just off that point" in bases[2]
+    assert bases[3:] == ["b", "b", "b"]
 
 
 def test_summary_gives_the_split_checks_errors_in_shares_as_points():
@@ -746,11 +768,14 @@ def test_summary_gives_the_split_checks_errors_in_shares_as_points():
         row("hours_share_covered", 5, "model_assisted", -0.0021, 0.022),
         row("hours_share_covered", 1, "bounds", -0.019, 0.088),
         row("tasks_covered", 5, "model_assisted", -1.2, 75.0),
+        row("occupations_covered", 5, "model_assisted", -23.4, 150.0),
     ])
     text = estimate_limitations({"estimate_split_check": check})[0]
     assert "the hours share at >= 5: 80% (mean error -0.2 points against 2.2%)" in text
     assert "the hours share at >= 1: 80% (bounds; their lower value off by -1.9 points against 8.8%)" in text
-    assert "tasks at >= 5: 80% (mean error -1 against 75)" in text
+    # an error in a count: one decimal below ten, as the direction sentence prints it ("3.8", not "4" and "3.8")
+    assert "tasks at >= 5: 80% (mean error -1.2 against 75)" in text
+    assert "occupations at >= 5: 80% (mean error -23 against 150)" in text
 
 
 def test_unit_estimates_on_the_mirror(mirror_tables):
@@ -813,8 +838,8 @@ def test_unit_estimates_on_the_mirror(mirror_tables):
     assert above.any() and (bounds["basis"].str.contains("disagree") == above).all()
     # a published interval of no width (e.g. visualwebarena's tasks at >= 5: 0 (0-0), 28 of 837 texts judged) says
     # it is the draws agreeing, and only such rows say so
-    flat = (estimates["ci_low"] == estimates["ci_high"]).fill_null(False) & (
-        estimates["n_sampled"] < estimates["n_texts"])
+    flat = ((estimates["ci_high"] - estimates["ci_low"]).abs() <= 1e-9 * estimates["ci_high"].abs().clip(1.0)
+            ).fill_null(False) & (estimates["n_sampled"] < estimates["n_texts"])
     assert (flat & estimates["published"]).sum() >= 10
     assert (estimates["basis"].str.contains("the draws agreeing, not certainty") == flat).all()
     # the simulated worlds read the same map, as published (a transfer test: docs/estimates.md)

@@ -311,18 +311,24 @@ def build_world(seed: int = 0) -> dict[str, pl.DataFrame]:
         "jobbench_shortlist": gaps.jobbench_shortlist(scored, 5),
         # the built-in `all` index (every benchmark); tests/test_indexes.py covers the shipped indexes
         "benchmark_index_membership": ix.evaluate_indexes({}, ix.measured_properties(benchmarks)).membership,
-        "headline_estimates": simulated_estimates(seed),
+        **simulated_estimates(seed),
     }
 
 
-def simulated_estimates(seed: int = 0) -> pl.DataFrame:
-    """headline_estimates from the estimators' own simulation (models/estimates): published rows with intervals,
-    computed rather than typed (the world's labels carry no p_exercised to run them on)."""
+def simulated_estimates(seed: int = 0) -> dict[str, pl.DataFrame]:
+    """headline_estimates and the per-unit tables from the estimators' own simulation (models/estimates):
+    published rows with intervals, computed rather than typed (the world's labels carry no p_exercised to run
+    them on)."""
     from models import estimates as es
 
     sim = es.simulate(np.random.default_rng(12 + seed))
     scopes = es.scopes_for(sim.problem)
-    return es.estimates_frame(sim.problem, scopes, es.run_estimators(sim.problem, scopes, n_draws=20))
+    draws = es.UnitDraws(sim.problem, scopes, 20)
+    headline = es.estimates_frame(sim.problem, scopes, es.run_estimators(sim.problem, scopes, n_draws=20,
+                                                                         unit_draws=draws))
+    units = es.unit_estimates(draws, es.labels_as_truth_counts(sim.problem), es.THRESHOLDS)
+    return {"headline_estimates": headline, "occupation_estimates": units["occupation_estimates"],
+            "major_group_estimates": units["major_group_estimates"]}
 
 
 @pytest.fixture(scope="module")
@@ -1244,3 +1250,70 @@ def test_figures_and_workbook_drawn_in_a_worker_equal_those_drawn_here(world, tm
         assert files == here[0] and preview == here[1], name
     assert sheets == write_workbook(tmp_path / "here.xlsx", prepared, dictionary, readme)
     assert (tmp_path / "there.xlsx").read_bytes() == (tmp_path / "here.xlsx").read_bytes()
+
+
+def test_estimated_coverage_figure_draws_the_estimates_by_hand():
+    """The estimates' twin of the labels-as-counted figures: per major group the share of hours on covered
+    tasks (1 - expected uncovered / hours, its interval from the uncovered ends), the expected occupations (sum
+    of p) and those likely covered; the total is the published headline row, not a sum of the groups."""
+    from models.figures.estimates import estimated_group_frame
+
+    groups = pl.DataFrame({
+        "major_group_code": ["15-0000", "43-0000", "15-0000"], "threshold": [5, 5, 1],
+        "hours": [1000.0, 4000.0, 1000.0], "uncovered_hours_mean": [600.0, 3900.0, 100.0],
+        "uncovered_hours_low": [500.0, 3800.0, 50.0], "uncovered_hours_high": [800.0, 4000.0, 200.0]})
+    occupations = pl.DataFrame({
+        "onet_soc_code": ["15-1252.00", "15-1253.00", "43-4051.00", "15-1252.00"], "threshold": [5, 5, 5, 1],
+        "p_covered": [0.95, 0.3, 0.05, 1.0]})
+    frame = estimated_group_frame(groups, occupations)
+    rows = {r["major_group_code"]: r for r in frame.iter_rows(named=True)}
+    assert rows["15-0000"]["share_mean"] == pytest.approx(0.4)
+    assert (rows["15-0000"]["share_low"], rows["15-0000"]["share_high"]) == pytest.approx((0.2, 0.5))
+    assert rows["15-0000"]["occupations_expected"] == pytest.approx(1.25)
+    assert (rows["15-0000"]["occupations_likely"], rows["15-0000"]["n_occupations"]) == (1, 2)
+    assert rows["43-0000"]["share_mean"] == pytest.approx(0.025) and rows["43-0000"]["occupations_likely"] == 0
+    headline = pl.DataFrame({"scope": ["all", "all"], "quantity": ["hours_share_covered"] * 2, "threshold": [5, 1],
+                             "published": [True, True], "value": [0.079, 0.107], "ci_low": [0.072, 0.095],
+                             "ci_high": [0.088, 0.223]})
+    fig = fg.estimated_coverage_figure(groups, occupations, headline)
+    hours_ax, occ_ax = fig.axes[:2]
+    assert hours_ax.get_yticklabels()[0].get_text() == "All occupations (headline)"
+    points = hours_ax.lines[0].get_xdata()
+    assert list(points) == pytest.approx([0.079, 0.4, 0.025])  # the headline first, then each group
+    assert [p.get_width() for p in occ_ax.patches] == pytest.approx([1.25, 0.05, 1, 0])
+    # a mean just outside its percentile ends (a few far draws) is drawn, without a whisker on that side
+    outside = groups.with_columns(pl.when(pl.col("major_group_code") == "43-0000").then(3790.0)
+                                  .otherwise(pl.col("uncovered_hours_mean")).alias("uncovered_hours_mean"))
+    assert fg.estimated_coverage_figure(outside, occupations, headline).axes[0].lines[0].get_xdata()[2] == \
+        pytest.approx(0.0525)  # above its upper end, 0.05
+    # the labels-as-counted figures say what they are
+    occ = pl.DataFrame({"onet_soc_code": ["15-1252.00"], "occupation_annual_hours": [1000.0],
+                        "hours_share_covered_1": [0.5], "hours_share_covered_5": [0.2]})
+    title = fg.hours_by_coverage_figure(occ).get_suptitle()
+    assert "labels as counted" in title and "not for quoting" in title
+
+
+def test_workbank_sentence_counts_listed_and_rated_tasks_apart():
+    """WORKBank lists more tasks than its workers rated: the unzoned ones have no desire rating, so the summary
+    does not call all of them "rated" (on the mirror 2,131 listed, 844 rated)."""
+    from models.report.findings import workbank_findings
+
+    frame = pl.DataFrame({"zone": ["green_light", "none", "red_light"], "threshold": [5, 5, 5],
+                          "n_tasks": [300, 1287, 544], "n_covered": [30, 42, 20], "share": [0.1, 42 / 1287, 20 / 544],
+                          "ci_low": [0.07, 0.024, 0.02], "ci_high": [0.14, 0.044, 0.05]})
+    (line,) = workbank_findings({"workbank_coverage": frame})
+    assert line.startswith("**Worker desire zones.** Among the 2,131 tasks WORKBank lists (844 rated by workers and "
+                           "placed in a zone; unzoned = listed but without a worker-desire rating), the share")
+    assert "WORKBank-rated" not in line and "unzoned 3.3%" in line
+    (every,) = workbank_findings({"workbank_coverage": frame.filter(pl.col("zone") != "none")})
+    assert "(844 rated by workers and placed in a zone)" in every
+
+
+def test_no_exported_text_cell_is_an_empty_string(world):
+    """CSV and XLSX cells cannot tell "" from a missing value, so the exported tables hold none: an uncovered-
+    groups list with no group says "none", a shortlist row without driving tasks has them null."""
+    prepared = {t: ex.prepare_table(t, f) for t, f in export_tables(world).items()}
+    empty = {t: [c for c in f.columns if f[c].dtype == pl.Utf8 and (f[c] == "").any()] for t, f in prepared.items()}
+    assert {t: cs for t, cs in empty.items() if cs} == {}
+    groups = world["coverage_headline"].filter(pl.col("metric") == "major_groups_uncovered")
+    assert ((groups["value"] == 0) == (groups["detail"] == "none")).all()

@@ -91,6 +91,10 @@ def test_summary_states_a_large_monte_carlo_error_and_leaves_small_ones():
             estimated_coverage_findings({"headline_estimates": estimates}))
     assert "**Monte Carlo error.** One standard error of a figure over reruns" in " ".join(
         estimated_coverage_findings({"headline_estimates": estimates}))
+    # the rule the notes follow, said as it is applied (supported(): a note where the error exceeds one unit)
+    assert ("the others' error is at most one unit of their last printed digit (1 for a count, 0.1 point for a "
+            "share)") in " ".join(estimated_coverage_findings({"headline_estimates": estimates}))
+    assert supported(2429.0, 1.0, share=False) == (2429.0, None) and supported(0.0881, 0.0009, share=True)[1] is None
     exact = es.with_bounds(_frame(0.0).with_columns(pl.lit(0.0).alias(c) for c in ("ci_low_mc_se", "ci_high_mc_se")))
     assert "Monte Carlo" not in " ".join(es.published_sentences(exact))
     assert "Monte Carlo" not in " ".join(estimated_coverage_findings({"headline_estimates": exact}))

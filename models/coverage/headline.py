@@ -60,7 +60,8 @@ def _headline_rows(
                 uncovered.height,
                 groups.height,
                 value=float(uncovered.height),
-                detail="; ".join(uncovered["major_group_title"].to_list()),
+                # "none", not "": a CSV or XLSX cell cannot tell an empty string from a missing value
+                detail="; ".join(uncovered["major_group_title"].to_list()) or "none",
             )
         )
         covered_hours = float(hours_known.filter(covered)["task_hours_used"].sum())

@@ -49,14 +49,16 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
     "coverage_regressions": "Logit models of task coverage: coefficients, probability ratios, sample sizes.",
     "coverage_adjusted_probabilities": "Adjusted probabilities of coverage from the logit models, with 95% "
     "intervals.",
-    "workbank_coverage": "Coverage of WORKBank-rated tasks by WORKBank zone, with Wilson intervals.",
+    "workbank_coverage": "Coverage of the tasks WORKBank lists, by WORKBank zone (none: listed without a "
+    "worker-desire rating), with Wilson intervals.",
     "occupation_model_scores": "Per occupation and AI model: plain and O*NET-weighted mean benchmark scores.",
     "occupation_model_scores_estimated": "Per occupation and AI model: mean score over the prompts estimated to "
     "exercise the occupation, with the labeler's error and the clustered sampling error in its 95% interval.",
     "coverage_sensitivity": "Headline numbers recomputed under alternative analysis choices.",
     "labeler_validation": "Accuracy of each labeler against human labels and the task-level reference, per "
     "benchmark, with 95% intervals (Wilson for shares of hits, bootstrap otherwise).",
-    "labeler_agreement": "Agreement between two labelers on the prompts both labeled.",
+    "labeler_agreement": "Agreement between two labelers on the prompts both labeled; no rows when one labeler "
+    "labeled every prompt (an offline run), kept so the columns stay the same across releases.",
     "coverage_gaps": "Uncovered tasks ranked by priority: what to benchmark next.",
     "occupation_gaps": "Occupations not likely covered (estimated p_covered < 0.9), ranked by expected uncovered "
     "work hours with an interval; without per-unit estimates: occupations with no covered task, by priority.",
@@ -277,7 +279,8 @@ DATA_DICTIONARY["coverage_headline"].update({
     "published_value": ("the published estimate, in the unit of value", "same as value", ESTIMATES),
     "published_ci_low": ("lower bound of the published estimate's 95% interval", "same as value", ESTIMATES),
     "published_ci_high": ("upper bound of the published estimate's 95% interval; equal to published_ci_low where "
-                          "every draw gave the same value, which is the draws agreeing, not certainty "
+                          "the draws' 2.5th and 97.5th percentiles are equal, which is the draws agreeing, not "
+                          "certainty; the value (their mean) can lie just off that point when a few draws differ "
                           "(headline_estimates' basis)", "same as value", ESTIMATES),
 })
 TABLE_DESCRIPTIONS["headline_estimates"] = (

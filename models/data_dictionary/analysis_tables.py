@@ -163,7 +163,8 @@ def _coverage_headline() -> dict[str, Entry]:
             "count or hours per year",
             COVERAGE,
         ),
-        "detail": ("for major_groups_uncovered: the uncovered groups, '; '-separated", TEXT, COVERAGE),
+        "detail": ("for major_groups_uncovered: the uncovered groups, '; '-separated ('none' when every group is "
+                   "covered); empty for the other metrics", TEXT, COVERAGE),
         "ci_low": ("lower bound of the 95% interval of the value (when computed)", "same as value", COVERAGE),
         "ci_high": (
             "upper bound of the 95% interval of the value (when computed)",
@@ -199,7 +200,8 @@ def _task_analysis_frame() -> dict[str, Entry]:
         "gpt4_exposure": ("GPT-4's exposure rating: E0, E1 or E2", TEXT, ELOUNDOU),
         "annual_mean_wage": ("annual mean wage of the occupation", "US dollars per worker per year", OEWS),
         "in_workbank": (
-            "the task is rated in WORKBank (ratings averaged when rated more than once)",
+            "the task is listed in WORKBank's task data (ratings averaged when rated more than once; a listed task "
+            "may have no rating: desire_mean and zone empty)",
             BOOL,
             WORKBANK,
         ),
@@ -323,7 +325,8 @@ def _workbank_coverage() -> dict[str, Entry]:
         "model": ("name of the summary (workbank_zone)", TEXT, REGRESSION),
         "zone": COMMON["zone"],
         **entries(["threshold", "labeler"]),
-        "n_tasks": ("WORKBank-rated tasks in the zone", COUNT, WORKBANK),
+        "n_tasks": ("WORKBank-listed tasks in the zone (zone none: listed, without a worker-desire rating)", COUNT,
+                    WORKBANK),
         "n_covered": ("of those, tasks with at least `threshold` labeled prompts", COUNT, COVERAGE),
         "share": ("n_covered / n_tasks", SHARE, COVERAGE),
         "ci_low": ("Wilson 95% interval, lower bound of share", SHARE, COVERAGE),

@@ -138,7 +138,8 @@ def _coverage_gaps() -> dict[str, Entry]:
             SHARE,
             GAPS,
         ),
-        "imputed": ("some component was missing and took its neutral default", BOOL, GAPS),
+        "imputed": ("the components that were missing and took their neutral default, comma-separated (e.g. "
+                    "'desire,capability'); null when none was", TEXT, GAPS),
     }
 
 

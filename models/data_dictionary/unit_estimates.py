@@ -73,7 +73,8 @@ def _shares(unit: str) -> dict[str, Entry]:
     what = f"the {unit}'s share of the benchmark's prompt x task labels in a draw"
     return {
         "benchmark": COMMON["benchmark"],
-        "share_mean": (f"{what}: mean over the {DRAWS}", SHARE, ESTIMATES),
+        "share_mean": (f"{what}: mean over the {DRAWS} (a few draws far from the rest can put it just outside "
+                       "share_low-share_high, which are percentiles)", SHARE, ESTIMATES),
         "share_low": (f"{what}: 2.5th percentile (equal to share_high where the draws agree: {AGREEING})", SHARE,
                       ESTIMATES),
         "share_high": (f"{what}: 97.5th percentile", SHARE, ESTIMATES),
@@ -154,7 +155,8 @@ TABLES: dict[str, dict[str, Entry]] = {
                           "noise; null with one replication)", SHARE, ESTIMATES),
         "difference_se_units": ("standard error of difference with the units as the clusters (a unit sits in "
                                 "the same bin in many replications, so a thin bin's few units are noise too: "
-                                "read a bin against the larger of the two; null with one unit)", SHARE, ESTIMATES),
+                                "read a bin against the larger of the two; null when the bin holds one distinct "
+                                "unit: n_units counts a unit once per replication)", SHARE, ESTIMATES),
         "replications": ("populations (splits or simulations) pooled", COUNT, ESTIMATES),
     },
 }

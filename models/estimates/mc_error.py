@@ -139,7 +139,8 @@ def bounds_mc_se(design_value: float, next_low: float | None, next_low_se: float
 MC_LABELS = (("value", "estimate"), ("ci_low", "lower end"), ("ci_high", "upper end"))
 MC_EXPLAINED = ("Monte Carlo error: one standard error of a figure over reruns with other random draws (the "
                 "estimates' {n_draws} draws; headline_estimates *_mc_se); a figure with one is printed rounded to "
-                "what the draws support, the others' error is within their printed rounding.")
+                "what the draws support; the others' error is at most one unit of their last printed digit "
+                "(1 for a count, 0.1 point for a share).")
 
 
 def supported(value: float | None, se: float | None, share: bool) -> tuple[float | None, str | None]:

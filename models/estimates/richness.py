@@ -86,6 +86,18 @@ def richness_estimates(problem: Problem, scopes: Sequence[Scope]) -> np.ndarray:
     tasks, occupations and the hours share; NaN where no member benchmark has a judge sample, and for the major
     groups (22 species are too few for the estimator: on the judge sample its lower limit was above the truth
     in a quarter of the splits)."""
+    return richness_with_caps(problem, scopes)[0]
+
+
+def richness_with_caps(problem: Problem, scopes: Sequence[Scope]) -> tuple[np.ndarray, np.ndarray]:
+    """`richness_estimates` and, per (scope, quantity), the scope whose value capped this one's (-1: not capped):
+    a reader of a capped figure must be told it is the larger scope's, not its own."""
+    uncapped, members = _uncapped_richness(problem, scopes)
+    capped = capped_by_supersets(uncapped, members)
+    return capped, capping_scopes(uncapped, capped, members)
+
+
+def _uncapped_richness(problem: Problem, scopes: Sequence[Scope]) -> tuple[np.ndarray, list[frozenset[int]]]:
     pr = problem
     out = np.full((len(scopes), len(QUANTITIES), 3), np.nan)
     sampled_bench = pr.text_bench[pr.text_sampled]
@@ -113,7 +125,7 @@ def richness_estimates(problem: Problem, scopes: Sequence[Scope]) -> np.ndarray:
             if qi == 0:
                 task_f0, task_var = f0, var
         out[si, 3] = _hours_share(pr, tasks, task_incidence, task_f0, task_var)
-    return capped_by_supersets(out, [frozenset(b for b in scope.members if has_sample[b]) for scope in scopes])
+    return out, [frozenset(b for b in scope.members if has_sample[b]) for scope in scopes]
 
 
 def capped_by_supersets(values: np.ndarray, members: Sequence[frozenset[int]]) -> np.ndarray:
@@ -126,6 +138,17 @@ def capped_by_supersets(values: np.ndarray, members: Sequence[frozenset[int]]) -
             if inner != outer and own and own <= other:
                 mine = out[inner, :, :2]
                 out[inner, :, :2] = np.where(np.isnan(mine), mine, np.fmin(mine, values[outer, :, :2]))
+    return out
+
+
+def capping_scopes(uncapped: np.ndarray, capped: np.ndarray, members: Sequence[frozenset[int]]) -> np.ndarray:
+    """(scopes, quantities): the scope whose value is the cap a scope's value took (the smallest among those
+    holding all its sampled benchmarks), -1 where the value kept its own."""
+    out = np.full(uncapped.shape[:2], -1, dtype=np.int64)
+    lowered = capped[:, :, 0] < uncapped[:, :, 0]
+    for inner, quantity in zip(*np.nonzero(lowered), strict=True):
+        outers = [o for o, other in enumerate(members) if o != inner and members[inner] <= other]
+        out[inner, quantity] = min(outers, key=lambda o: uncapped[o, quantity, 0])
     return out
 
 

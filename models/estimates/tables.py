@@ -35,7 +35,7 @@ from models.estimates.problem import (
     build_problem,
     scopes_for,
 )
-from models.estimates.richness import RICHNESS, richness_estimates
+from models.estimates.richness import RICHNESS, richness_with_caps
 from models.estimates.texts import TextOccupationDraws
 from models.estimates.units import UnitDraws
 
@@ -278,12 +278,32 @@ def bounds_basis(value: float, design_high: float | None, assisted_high: float |
             f"(up to {max(highs):.4g}): the estimators disagree, and ci_high is raised to the species estimate")
 
 
+CAPPED = "capped at the value of"  # how a capped richness or bounds row's basis says so (the summary reads it)
+
+
+def capped_note(scopes: Sequence[Scope], outer: int) -> str:
+    """The basis' note of a species estimate capped at a larger scope's value (`outer`, -1: none)."""
+    if outer < 0:
+        return ""
+    scope = scopes[outer]
+    where = f"index {scope.benchmark_index}" + ("" if scope.scope == "all" else f", scope {scope.scope}")
+    return (f"; {CAPPED} {where} (its judge-sampled benchmarks include all of these, and a part never covers "
+            "more than the whole): this scope's own estimate was higher")
+
+
 RICHNESS_BASIS = (
     "judge sample alone: Chao & Lin (2012) species estimate for sampling without replacement, S_obs + Q1^2 / "
     "(2 Q2 n/(n-1) + Q1 q/(1-q)) over the sampled texts' distinct tasks (occupations), q = n/N; "
     "log-normal 95% interval (Chao 1987); a lower bound in expectation; hours: unseen tasks at the median hours "
     "of the tasks seen once; none for the major groups (too few)"
 )
+
+
+def _carried_cap(value: float, richness: float | None, richness_basis: str | None) -> str:
+    """A bounds row whose value is a capped species estimate says it is the larger scope's (capped_note)."""
+    if richness is None or not richness_basis or CAPPED not in richness_basis or value != richness:
+        return ""
+    return "; " + richness_basis[richness_basis.index(CAPPED):]
 
 
 def estimates_frame(
@@ -339,14 +359,23 @@ def estimates_frame(
 
 
 def with_flat_interval_basis(frame: pl.DataFrame) -> pl.DataFrame:
-    """Rows whose interval has no width (ci_low = ci_high) while the judge read only some of the texts say so in
-    their basis: "3 (3-3)" from 28 judged of 40 texts, or "0 (0-0)" from 28 of 837 that showed no work, is the
-    draws agreeing, not precision: a task none of the judged texts shows can still be exercised by the rest."""
-    flat = (pl.col("ci_low") == pl.col("ci_high")) & (pl.col("n_sampled") < pl.col("n_texts"))
-    note = pl.format("; every draw gave this value, so the interval has no width: that is the draws agreeing, not "
-                     "certainty (the judge read {} of {} texts, and a task none of them shows can still be there)",
-                     "n_sampled", "n_texts")
-    return frame.with_columns(pl.when(flat).then(pl.col("basis") + note).otherwise(pl.col("basis")).alias("basis"))
+    """Rows whose interval has no width (ci_low = ci_high up to float rounding) while the judge read only some of
+    the texts say so in their basis: "3 (3-3)" from 28 judged of 40 texts, or "0 (0-0)" from 28 of 837 that
+    showed no work, is the draws agreeing, not precision: a task none of the judged texts shows can still be
+    exercised by the rest. The ends are percentiles, so a few draws may differ; where they move the value (the
+    draws' mean) off the ends, e.g. 2.995 in 3-3, the basis says that too."""
+    low, high, value = pl.col("ci_low"), pl.col("ci_high"), pl.col("value")
+    tolerance = 1e-9 * pl.max_horizontal(pl.lit(1.0), high.abs())
+    flat = ((high - low).abs() <= tolerance) & (pl.col("n_sampled") < pl.col("n_texts"))
+    note = pl.format("; the draws' 2.5th and 97.5th percentiles are equal, so the interval has no width: that is "
+                     "the draws agreeing, not certainty (the judge read {} of {} texts, and a task none of them "
+                     "shows can still be there)", "n_sampled", "n_texts")
+    apart = ("; the value, the draws' mean, lies just off that point because a few draws (under 2.5% on either "
+             "side) differ")
+    off = (value - low).abs() > tolerance
+    return frame.with_columns(
+        pl.when(flat & off).then(pl.col("basis") + note + pl.lit(apart))
+        .when(flat).then(pl.col("basis") + note).otherwise(pl.col("basis")).alias("basis"))
 
 
 def richness_rows(problem: Problem, scopes: Sequence[Scope], thresholds: Sequence[int],
@@ -356,7 +385,7 @@ def richness_rows(problem: Problem, scopes: Sequence[Scope], thresholds: Sequenc
     bounded = [t for t in thresholds if t in BOUNDED_THRESHOLDS]
     if not bounded:
         return []
-    values = richness_estimates(problem, scopes)
+    values, caps = richness_with_caps(problem, scopes)
     rows: list[dict[str, object]] = []
     for si, scope in enumerate(scopes):
         n_sampled = sum(problem.n_sampled(b) for b in scope.members)
@@ -371,7 +400,7 @@ def richness_rows(problem: Problem, scopes: Sequence[Scope], thresholds: Sequenc
                 "threshold": int(t), "estimator": RICHNESS, "value": value, "ci_low": low, "ci_high": high,
                 "value_mc_se": 0.0, "ci_low_mc_se": 0.0, "ci_high_mc_se": 0.0, "denominator": denominators[quantity], "published": False,
                 "n_texts": sum(problem.n_texts(b) for b in scope.members), "n_sampled": n_sampled, "n_draws": 0,
-                "basis": RICHNESS_BASIS,
+                "basis": RICHNESS_BASIS + capped_note(scopes, int(caps[si, qi])),
             } for t in bounded]
     return rows
 
@@ -389,7 +418,8 @@ def with_bounds(frame: pl.DataFrame) -> pl.DataFrame:
         return frame.select(columns)
     assisted = frame.filter(pl.col("estimator") == "model_assisted")
     richness = frame.filter(pl.col("estimator") == RICHNESS).select(
-        *keys, "threshold", pl.col("value").alias("_rich"), pl.col("ci_low").alias("_rich_low"))
+        *keys, "threshold", pl.col("value").alias("_rich"), pl.col("ci_low").alias("_rich_low"),
+        (pl.col("basis") if "basis" in columns else pl.lit(None, pl.Utf8)).alias("_rich_basis"))
     higher = assisted.filter(~pl.col("threshold").is_in(BOUNDED_THRESHOLDS)).group_by(keys).agg(
         pl.col("ci_low").max().alias("_next_low"), pl.col("ci_low_mc_se").sort_by("ci_low").last().alias("_next_se"))
     joined = (
@@ -401,7 +431,8 @@ def with_bounds(frame: pl.DataFrame) -> pl.DataFrame:
     )
     bounds = [bounds_interval(f, h, m, r, rl) for f, h, m, r, rl in zip(
         joined["_floor"], joined["ci_high"], joined["_ma"], joined["_rich"], joined["_rich_low"], strict=True)]
-    bases = [bounds_basis(b[0], h, m) for b, h, m in zip(bounds, joined["ci_high"], joined["_ma"], strict=True)]
+    bases = [bounds_basis(b[0], h, m) + _carried_cap(b[0], r, rb) for b, h, m, r, rb in zip(
+        bounds, joined["ci_high"], joined["_ma"], joined["_rich"], joined["_rich_basis"], strict=True)]
     errors = [bounds_mc_se(r["value"], r["_next_low"], r["_next_se"], r["_rich"], r["_rich_low"], r["ci_high"],
                            r["ci_high_mc_se"], r["_ma"], r["_ma_se"], b)
               for r, b in zip(joined.iter_rows(named=True), bounds, strict=True)]

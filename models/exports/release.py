@@ -49,7 +49,8 @@ COLUMN_MEANINGS: dict[str, str] = {
     "value": "the figure: a count, a share (0-1, not a percent), a probability or a ratio",
     "ci_low": "lower end of its 95% interval (for basis `bounds`: the floor); empty when none",
     "ci_high": "upper end of its 95% interval (for basis `bounds`: the ceiling); empty when none. Equal to ci_low "
-    "where every draw gave the same value: that is the draws agreeing, not certainty (headline_estimates' basis "
+    "where the draws' 2.5th and 97.5th percentiles are equal: that is the draws agreeing, not certainty "
+    "(headline_estimates' basis "
     "says how many of the texts the judge read)",
     "basis": "how it was obtained (see the bases below)",
 }

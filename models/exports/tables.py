@@ -225,8 +225,11 @@ def plain_sort_columns(table: str, schema: pl.Schema) -> list[str] | None:
 
 
 def prepare_table(table: str, frame: pl.DataFrame) -> pl.DataFrame:
-    """The frame as exported: excluded columns dropped, nested cells as JSON text, canonical row order."""
+    """The frame as exported: excluded columns dropped, nested cells as JSON text, empty text as null (a CSV or
+    XLSX cell cannot tell "" from a missing value, so the Parquet copy says the same), canonical row order."""
     dropped = [c for c in EXCLUDED_COLUMNS.get(table, ()) if c in frame.columns]
-    return canonical_order(table, flatten_nested(frame.drop(dropped)))
+    flat = flatten_nested(frame.drop(dropped))
+    text = [c for c, dtype in flat.schema.items() if dtype == pl.Utf8]
+    return canonical_order(table, flat.with_columns(pl.col(text).replace("", None)) if text else flat)
 
 

@@ -34,6 +34,7 @@ from models.figures.coverage import (
     hours_by_coverage_level,
     major_group_figure,
 )
+from models.figures.estimates import estimated_coverage_figure
 from models.figures.probability import importance_quintile_figure, wage_bill_probability_figure
 from models.figures.scores import model_score_heatmap_figure
 from models.figures.style import (
@@ -85,15 +86,21 @@ FIGURES: tuple[FigureSpec, ...] = (
     ),
     FigureSpec(
         "occupations_by_major_group",
-        "Covered occupations per SOC major group",
+        "Covered occupations per SOC major group (labels as counted)",
         ("major_group_coverage",),
         major_group_figure,
     ),
     FigureSpec(
         "hours_by_coverage",
-        "Share of work hours by coverage level",
+        "Share of work hours by coverage level (labels as counted)",
         ("occupation_coverage",),
         hours_by_coverage_figure,
+    ),
+    FigureSpec(  # the estimates' twin of the two above, which draw the labels as counted
+        "estimated_coverage_by_major_group",
+        "Estimated coverage by SOC major group (>= 5 prompts)",
+        ("major_group_estimates", "occupation_estimates", "headline_estimates"),
+        estimated_coverage_figure,
     ),
     FigureSpec(
         "labeler_validation", "Labeler validation", ("labeler_validation",), labeler_validation_figure
@@ -223,7 +230,7 @@ def render_figure_files(figures: Mapping[str, Figure], dpi: int = 150) -> dict[s
 __all__ = [
     "EXPOSED_COLOUR", "FIGURES", "LEVELS", "LEVEL_COLOURS", "MODEL_EXPOSURE_WAGE", "MODEL_IMPORTANCE",
     "NOT_EXPOSED_COLOUR", "PREFERRED_EXPOSURE_SOURCE", "PREVIEW_DPI", "SERIES_COLOURS", "VALIDATION_METRICS", "VALIDATION_TITLES",
-    "FigureSpec", "draw_outputs", "figure_files", "figure_markdown", "figure_outputs", "figure_png_bytes", "hours_by_coverage_figure",
+    "FigureSpec", "draw_outputs", "estimated_coverage_figure", "figure_files", "figure_markdown", "figure_outputs", "figure_png_bytes", "hours_by_coverage_figure",
     "hours_by_coverage_level", "importance_quintile_figure", "labeler_validation_figure", "major_group_figure",
     "model_score_heatmap_figure", "new_figure", "png_markdown", "png_scaled", "reliability_figure", "render_figure_files", "render_figures", "render_outputs",
     "styled", "wage_bill_probability_figure",

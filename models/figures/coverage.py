@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 # matplotlib is imported where a figure is drawn, not with this module: every Definitions build (every warm
 # `run_all`, issue 29) imports the figures through the asset modules and would pay ~1.5 CPU-s for it.
 
+# what a reader of a pasted figure must see: these count the raw labels, which the headline corrects
+AS_COUNTED_NOTE = ("Not corrected for the labeler's errors, so not for quoting;\nthe estimates: "
+                   "figure estimated_coverage_by_major_group, summary.md")
+
 # --- 3. covered occupations per major group ----------------------------------------------------------------
 
 
@@ -37,7 +41,7 @@ def _thresholds(frame: pl.DataFrame, prefix: str) -> list[int]:
 def major_group_figure(major_group_coverage: pl.DataFrame) -> Figure:
     """Occupations with a covered task per SOC major group (bars: all occupations, covered at each threshold).
     Input: major_group_coverage (pooled rows; a `benchmark` column, if any, keeps only pooled rows)."""
-    title = "Occupations with at least one covered task, by SOC major group"
+    title = "Occupations with at least one covered task, by SOC major group,\nlabels as counted"
     frame = major_group_coverage
     if "benchmark" in frame.columns:
         frame = frame.filter(pl.col("benchmark").is_null())
@@ -70,7 +74,7 @@ def major_group_figure(major_group_coverage: pl.DataFrame) -> Figure:
         ax.text(n + 0.5, yi, f"{k}/{n}", va="center", fontsize=7, color="#333333")
     ax.set_yticks(y, titles)
     ax.set_xlabel("Occupations (O*NET-SOC codes with task statements)")
-    ax.set_title(title)
+    fig.suptitle(title + "\n" + AS_COUNTED_NOTE, fontsize=9)
     ax.set_xlim(0, float(total.max()) * 1.12 + 1 if total.size else 1)
     legend_outside(fig, ax)
     return fig
@@ -140,7 +144,7 @@ def hours_by_coverage_level(occupation_coverage: pl.DataFrame) -> pl.DataFrame:
 def hours_by_coverage_figure(occupation_coverage: pl.DataFrame) -> Figure:
     """Share of US work hours by the coverage level of the tasks they are spent on: all occupations and per
     SOC major group (100% stacked bars). Input: occupation_coverage."""
-    title = "Share of US work hours by benchmark coverage of the tasks"
+    title = "Share of US work hours by benchmark coverage of the tasks,\nlabels as counted"
     levels = hours_by_coverage_level(occupation_coverage)
     if levels.is_empty() or levels["hours"].sum() <= 0:
         return placeholder(title, "No occupations with hours data.")
@@ -195,7 +199,7 @@ def hours_by_coverage_figure(occupation_coverage: pl.DataFrame) -> Figure:
     ax.xaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_xlim(0, 1)
     ax.set_xlabel("Share of annual work hours (O*NET task time shares x OEWS hours)")
-    ax.set_title(title)
+    fig.suptitle(title + "\n" + AS_COUNTED_NOTE, fontsize=9)
     fig.legend(frameon=False, loc="outside lower center", ncol=3, fontsize=8)
     return fig
 

@@ -103,3 +103,92 @@ def unit_coverage_figure(check: pl.DataFrame) -> Figure:
         ax.legend(frameon=False, loc="upper left", fontsize=7)
     fig.suptitle(title)
     return fig
+
+
+ESTIMATED_THRESHOLD = 5  # the published headline's threshold (>= 1 is published as bounds, not a mean per group)
+
+
+def estimated_group_frame(major_group_estimates: pl.DataFrame, occupation_estimates: pl.DataFrame,
+                          threshold: int = ESTIMATED_THRESHOLD) -> pl.DataFrame:
+    """Per SOC major group at `threshold`: the estimated share of its work hours on covered tasks (1 - expected
+    uncovered hours / hours, the interval from the draws' uncovered-hours ends), the expected occupations covered
+    (sum of p_covered) and the occupations likely covered (p >= 0.9), of its occupations with estimates. Inputs
+    hold one benchmark index. Columns: major_group_code, hours, share_mean, share_low, share_high,
+    occupations_expected, occupations_likely, n_occupations."""
+    from models.coverage import LIKELY_COVERED
+
+    groups = major_group_estimates.filter((pl.col("threshold") == threshold) & (pl.col("hours") > 0)).select(
+        "major_group_code", "hours",
+        # clipped: float rounding leaves -1e-16 where every draw leaves the group uncovered
+        (1 - pl.col("uncovered_hours_mean") / pl.col("hours")).clip(0.0, 1.0).alias("share_mean"),
+        (1 - pl.col("uncovered_hours_high") / pl.col("hours")).clip(0.0, 1.0).alias("share_low"),
+        (1 - pl.col("uncovered_hours_low") / pl.col("hours")).clip(0.0, 1.0).alias("share_high"))
+    occupations = (occupation_estimates.filter(pl.col("threshold") == threshold)
+                   .with_columns((pl.col("onet_soc_code").str.slice(0, 2) + "-0000").alias("major_group_code"))
+                   .group_by("major_group_code")
+                   .agg(pl.col("p_covered").sum().alias("occupations_expected"),
+                        (pl.col("p_covered") >= LIKELY_COVERED).sum().alias("occupations_likely"),
+                        pl.len().alias("n_occupations")))
+    return groups.join(occupations, on="major_group_code", how="left").sort("major_group_code")
+
+
+@styled
+def estimated_coverage_figure(major_group_estimates: pl.DataFrame, occupation_estimates: pl.DataFrame,
+                              headline_estimates: pl.DataFrame) -> Figure:
+    """The estimates behind the headline per SOC major group, at >= 5 prompts: the share of work hours on
+    covered tasks with its 95% interval (left; "All occupations" is the published headline) and the expected
+    occupations covered beside those likely covered (right). The twin of hours_by_coverage and
+    occupations_by_major_group, which draw the labels as counted. Inputs hold one benchmark index."""
+    from matplotlib.ticker import PercentFormatter
+
+    from models.soc import SOC_MAJOR_GROUPS, short_group_title
+
+    t = ESTIMATED_THRESHOLD
+    title = f"Estimated coverage by SOC major group, at >= {t} prompts (labels corrected by the judge sample)"
+    needed_groups = {"major_group_code", "threshold", "hours", "uncovered_hours_mean", "uncovered_hours_low",
+                     "uncovered_hours_high"}
+    if not needed_groups <= set(major_group_estimates.columns):
+        return placeholder(title, lacks_columns("major_group_estimates", needed_groups, major_group_estimates))
+    frame = estimated_group_frame(major_group_estimates, occupation_estimates, t)
+    headline = headline_estimates.filter(
+        (pl.col("scope") == "all") & (pl.col("quantity") == "hours_share_covered") & (pl.col("threshold") == t)
+        & pl.col("published"))
+    if frame.is_empty() or headline.is_empty():
+        return placeholder(title, "No published estimate at this threshold.")
+    total = headline.row(0, named=True)
+    names = ["All occupations (headline)"] + [short_group_title(SOC_MAJOR_GROUPS.get(c, c))
+                                              for c in frame["major_group_code"].to_list()]
+    mean = [total["value"], *frame["share_mean"].to_list()]
+    low = [total["ci_low"], *frame["share_low"].to_list()]
+    high = [total["ci_high"], *frame["share_high"].to_list()]
+    y = list(range(len(names)))[::-1]
+    y[0] += 0.6  # set the total apart, as hours_by_coverage does
+    fig = new_figure(10.0, 0.3 * len(names) + 1.9)
+    hours_ax, occ_ax = fig.subplots(1, 2, sharey=True, width_ratios=[3, 2])
+    # the ends are percentiles and the point a mean: a few far draws can put it just outside them (no whisker)
+    errors = [[max(0.0, m - lo) for m, lo in zip(mean, low, strict=True)],
+              [max(0.0, hi - m) for m, hi in zip(mean, high, strict=True)]]
+    hours_ax.errorbar(mean, y, xerr=errors, fmt="D", color="#08519c", ecolor="#6baed6", markersize=4, capsize=2)
+    for yi, m in zip(y, mean, strict=True):
+        hours_ax.annotate(f"{m:.1%}", (m, yi), xytext=(6, 3), textcoords="offset points", fontsize=7)
+    hours_ax.set_yticks(y, names)
+    hours_ax.get_yticklabels()[0].set_fontweight("bold")
+    hours_ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    hours_ax.set_xlim(0, max(0.05, max(high) * 1.15))
+    hours_ax.set_xlabel(f"Share of work hours on tasks with >= {t} prompts\n(mean, 95% interval)")
+    hours_ax.grid(axis="x", color="#eeeeee")
+    groups_y = y[1:]
+    n_occ = frame["n_occupations"].fill_null(0).to_list()
+    occ_ax.barh(groups_y, frame["occupations_expected"].fill_null(0).to_list(), color="#9ecae1",
+                label="expected covered (sum of p)")
+    occ_ax.barh(groups_y, frame["occupations_likely"].fill_null(0).to_list(), height=0.4, color="#08519c",
+                label="likely covered (p >= 0.9)")
+    for yi, expected, n in zip(groups_y, frame["occupations_expected"].fill_null(0).to_list(), n_occ, strict=True):
+        occ_ax.annotate(f"{expected:.0f} of {n}", (expected, yi), xytext=(4, -3), textcoords="offset points",
+                        fontsize=7, color="#333333")
+    occ_ax.set_xlabel(f"Occupations with a task at >= {t} prompts\n(of those with estimates)")
+    occ_ax.set_xlim(0, max(1.0, max(frame["occupations_expected"].fill_null(0).to_list()) * 1.3))
+    occ_ax.legend(frameon=False, loc="lower right", fontsize=7)
+    occ_ax.grid(axis="x", color="#eeeeee")
+    fig.suptitle(title)
+    return fig

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from models.markdown import markdown_table
-from models.report.answer import ALL_INDEX, Answer, answer_figures, headline_answer
+from models.report.answer import ALL_INDEX, ANSWER_THRESHOLD, Answer, answer_figures, headline_answer
 from models.report.counts import benchmark_counts, count_lines, index_benchmarks, task_counts
 from models.report.estimated import (
     estimated_coverage_findings,
@@ -136,7 +136,7 @@ def summary_markdown(
 
 
 __all__ = [
-    "Answer", "answer_figures", "benchmark_counts", "count_lines", "estimated_coverage_findings",
+    "ANSWER_THRESHOLD", "Answer", "answer_figures", "benchmark_counts", "count_lines", "estimated_coverage_findings",
     "estimated_score_findings",
     "exposure_base_rates", "exposure_difference_finding", "headline_answer", "index_benchmarks",
     "mi_as_regressions", "task_counts",

@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from models.estimates.mc_error import mc_rounded
+from models.estimates.tables import CAPPED
 from models.report.formatting import finite
 
 ALL_INDEX = "all"
@@ -78,6 +79,16 @@ def _row(rows: pl.DataFrame, quantity: str, threshold: int) -> dict[str, Any] | 
     return hit.row(0, named=True) if hit.height else None
 
 
+def capped_phrase(row: dict[str, Any]) -> str:
+    """' (capped at index all's value)' for a bounds row whose value is a larger scope's species estimate (its
+    basis says so: models.estimates.tables.capped_note), else ''."""
+    basis = row.get("basis") or ""
+    if CAPPED not in basis:
+        return ""
+    where = basis[basis.index(CAPPED) + len(CAPPED):].split(" (", 1)[0].strip()
+    return f" (capped at {where}'s value: its own estimate was higher, and a part never covers more than the whole)"
+
+
 def _phrase(row: dict[str, Any]) -> str:
     """'133 (123-145) of 923 occupations' or, for bounds, 'at least 268, up to about 401 of 923 occupations'."""
     quantity = row["quantity"]
@@ -86,7 +97,7 @@ def _phrase(row: dict[str, Any]) -> str:
         figures, note = mc_rounded(row, quantity == "hours_share_covered")
         span = (f"at least about {_value(quantity, figures['value'])} (lower limit "
                 f"{_value(quantity, figures['ci_low'])}), up to about {_value(quantity, figures['ci_high'])}"
-                + (f" ({note})" if note else ""))
+                + (f" ({note})" if note else "") + capped_phrase(row))
         return f"{span} of {noun}" if quantity == "hours_share_covered" else \
             f"{span} of {row['denominator']:,.0f} {noun}"
     if quantity == "hours_share_covered":

@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from models.estimates.mc_error import MC_EXPLAINED, mc_rounded
-from models.report.answer import QUANTITY_NOUNS, published_rows
+from models.report.answer import QUANTITY_NOUNS, capped_phrase, published_rows
 from models.report.formatting import Tables, num, pct, present_table, ratio
 
 _ORDER = ("tasks_covered", "occupations_covered", "major_groups_covered", "hours_share_covered")
@@ -27,7 +27,7 @@ def _estimate(row: dict[str, Any]) -> str:
     figures, note = mc_rounded(row, q == "hours_share_covered")
     if row["estimator"] == "bounds":
         return (f"at least about {_fmt(q, figures['value'])} (lower limit {_fmt(q, figures['ci_low'])}), up to "
-                f"about {_fmt(q, figures['ci_high'])}" + (f" ({note})" if note else ""))
+                f"about {_fmt(q, figures['ci_high'])}" + (f" ({note})" if note else "") + capped_phrase(row))
     return (f"{_fmt(q, figures['value'])} ({_fmt(q, figures['ci_low'])}\u2013{_fmt(q, figures['ci_high'])}"
             + (f"; {note})" if note else ")"))
 
@@ -58,9 +58,12 @@ def estimated_coverage_findings(tables: Tables, index: str = "all") -> list[str]
         what = MC_EXPLAINED.format(n_draws=drawn or 200).split(": ", 1)[1]
         out.append(f"**Monte Carlo error.** {what[0].upper()}{what[1:]}")
     groups = present_table(tables, "major_group_estimates")
-    if groups is not None and {"major_group_code", "threshold", "p_covered"} <= set(groups.columns):
-        if "benchmark_index" in groups.columns:
-            groups = groups.filter(pl.col("benchmark_index") == index)
+    if groups is not None and "benchmark_index" in groups.columns:
+        groups = groups.filter(pl.col("benchmark_index") == index)
+    if groups is not None and groups.is_empty():  # an index without per-unit rows: nothing to read, no crash
+        out.append(f"**Major groups likely uncovered:** not available for index {index} (no major_group_estimates "
+                   "rows).")
+    elif groups is not None and {"major_group_code", "threshold", "p_covered"} <= set(groups.columns):
         t = int(groups["threshold"].max())
         unlikely = groups.filter((pl.col("threshold") == t) & (pl.col("p_covered") < 0.5)).sort("p_covered")
         listed = ", ".join(f"{r['major_group_code']} (p = {r['p_covered']:.2f})" for r in unlikely.iter_rows(named=True))

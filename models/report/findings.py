@@ -325,9 +325,15 @@ def workbank_findings(tables: Tables) -> list[str]:
         f"{num(r.get('n_covered'))} of {num(r.get('n_tasks'))})"
         for r in rows.iter_rows(named=True)
     ]
+    # WORKBank lists more tasks than its workers and experts rated: the unzoned ones have no desire rating, so
+    # the sentence counts them apart rather than calling every listed task "rated"
+    listed = int(rows["n_tasks"].sum())
+    zoned = int(rows.filter(pl.col("zone") != "none")["n_tasks"].sum())
+    unzoned = ("; unzoned = listed but without a worker-desire rating" if zoned < listed else "")
     return [
-        f"**Worker desire zones.** Among WORKBank-rated tasks, the share with at least {t} "
-        f"{plural(t, 'prompt')} is: " + "; ".join(parts) + " (Wilson intervals; workbank_coverage)."
+        f"**Worker desire zones.** Among the {num(listed)} tasks WORKBank lists ({num(zoned)} rated by workers and "
+        f"placed in a zone{unzoned}), the share with at least {t} {plural(t, 'prompt')} is: " + "; ".join(parts)
+        + " (Wilson intervals; workbank_coverage)."
     ]
 
 

@@ -60,6 +60,13 @@ def points(value: Any, digits: int = 1) -> str:
     return f"{100 * float(value):.{digits}f} points" if finite(value) else "n/a"
 
 
+def count_error(value: Any) -> str:
+    """An error in a count ("3.8"; "-12"): one decimal below ten, so two lines quoting it agree."""
+    if not finite(value):
+        return "n/a"
+    return f"{float(value):,.1f}" if abs(float(value)) < 10 else f"{float(value):,.0f}"
+
+
 def ratio(value: Any) -> str:
     return f"{float(value):.2f}" if finite(value) else "n/a"
 

@@ -6,7 +6,17 @@ from __future__ import annotations
 import polars as pl
 
 from models.figures import VALIDATION_METRICS, VALIDATION_TITLES
-from models.report.formatting import MODEL_IMPORTANCE, Tables, ci, labeler_of, num, pct, points, present_table
+from models.report.formatting import (
+    MODEL_IMPORTANCE,
+    Tables,
+    ci,
+    count_error,
+    labeler_of,
+    num,
+    pct,
+    points,
+    present_table,
+)
 
 # --- limitations ----------------------------------------------------------------------------------
 
@@ -191,7 +201,7 @@ def estimate_limitations(tables: Tables) -> list[str]:
                 return pct(r[key], 1) if "share" in r["quantity"] else num(r[key])
 
             def error(r: dict) -> str:  # an error in a share is a difference of shares: points
-                return points(r["mean_error"], 1) if "share" in r["quantity"] else num(r["mean_error"])
+                return points(r["mean_error"], 1) if "share" in r["quantity"] else count_error(r["mean_error"])
 
             parts = [
                 f"{QUANTITY_WORDS.get(r['quantity'], r['quantity'])} at >= {r['threshold']}: "
@@ -350,7 +360,7 @@ def direction_of_the_miss(check: pl.DataFrame) -> list[str]:
         if error == 0:
             continue
         share = "share" in r["quantity"]
-        size = points(abs(error), 1) if share else f"{abs(error):,.1f}"
+        size = points(abs(error), 1) if share else count_error(abs(error))
         truth = r.get("mean_truth")
         against = f" against {pct(truth, 1) if share else num(truth)}" if truth is not None else ""
         words.append(f"{QUANTITY_WORDS.get(r['quantity'], r['quantity'])} at >= {r['threshold']} as possibly "
