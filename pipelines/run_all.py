@@ -32,7 +32,9 @@ Exit code 0 when every step succeeded and every prompt is labeled, 1 when a step
 still run; the summary lists failures), 2 for an unknown benchmark name, 3 when the warehouse is damaged (nothing
 runs; or a step found damage the check did not, then with the same recovery line), 4 (EXIT_LABEL_FAILURES) when
 every step succeeded but prompts of the run's benchmarks failed to label ("10 labeled, 6 failed (see
-label_failures)").
+label_failures)"), 5 (EXIT_NO_BENCHMARKS) when every step succeeded but no benchmark landed (nothing is measured; with
+no benchmark table from an earlier run the analysis steps fail instead, exit 1, and the run names the cause either
+way).
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ from resources.sources import discover_landing, landing_roots
 
 EXIT_DAMAGED = 3
 EXIT_LABEL_FAILURES = 4  # every step ran, but some prompts have no labels (label_failures lists them)
+EXIT_NO_BENCHMARKS = 5  # every step ran, but no benchmark landed: nothing was measured
 
 
 def _log_path(warehouse_path: str | None, given: str | None) -> Path:
@@ -177,6 +180,12 @@ def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: Dagste
               f"`{integrity.REBUILD_COMMAND}`", file=sys.stderr)
         return EXIT_DAMAGED
     code = 1 if runner.failures else EXIT_LABEL_FAILURES if unlabeled or runner.totals["n_failed"] else 0
+    if not names:  # a run that measured nothing is not a success (its steps may fail for want of the tables,
+        # or pass on an earlier run's): the cause first, since the prompts have no download
+        print("python -m pipelines.run_all: error: no benchmark landed, so nothing was measured and the release "
+              "has no headline: set BENCHMAP_MIRROR to the folder holding benchmarks/ (default ../shared/data) or "
+              "add data/raw/benchmarks/<name>; benchmark prompts are never downloaded", file=sys.stderr)
+        code = code or EXIT_NO_BENCHMARKS
     complete = not (args.benchmarks or args.skip_reference or args.skip_analysis)
     if code == 0 and complete and fingerprinted:  # the warehouse file the fast path looks at
         up_to_date.record(headline=headline, n_benchmarks=len(names), totals=runner.totals, release=release,

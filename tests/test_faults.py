@@ -677,3 +677,17 @@ def child(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(child(sys.argv[1:]))
+
+
+def test_a_run_with_no_benchmark_landed_is_not_reported_as_success(world: World, tmp_path: Path) -> None:
+    """A clone whose mirror has no benchmarks/ (benchmark prompts are never downloaded) measures nothing: the run
+    fails (its analysis steps find no benchmark table: exit 1; with an earlier run's tables they pass and it exits
+    5, EXIT_NO_BENCHMARKS) and names the cause, not only the steps' LookupErrors."""
+    empty = tmp_path / "mirror_without_benchmarks"
+    empty.mkdir()
+    env = world.state.env(mirror=empty)
+    run = subprocess.run([sys.executable, "-m", "pipelines.run_all", "--skip-reference"], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=240)
+    assert run.returncode == 1, (run.stdout + run.stderr)[-3000:]
+    assert "no benchmark landed, so nothing was measured" in run.stderr
+    assert "benchmark prompts are never downloaded" in run.stderr
