@@ -67,14 +67,15 @@ def release_root(tmp_path_factory) -> tuple[Path, pl.DataFrame, pl.DataFrame]:
     return root, estimates, counts
 
 
-def run_notebook(root: Path, monkeypatch, index: str) -> list[str]:
+def run_notebook(root: Path, monkeypatch, index: str, threshold: int = 5) -> list[str]:
     monkeypatch.setenv("BENCHMAP_EXPORTS", str(root))
     # the python3 kernelspec runs `python`: make that this interpreter (the venv), whatever PATH says
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     first = notebook.cells[1]
     assert first.source.startswith("# --- choose here") and 'INDEX = "all"' in first.source
-    first.source = first.source.replace('INDEX = "all"', f'INDEX = "{index}"')
+    first.source = first.source.replace('INDEX = "all"', f'INDEX = "{index}"').replace(
+        "THRESHOLD = 5 ", f"THRESHOLD = {threshold} ")
     NotebookClient(notebook, timeout=300, kernel_name="python3",
                    resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
     outputs = [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])]
@@ -113,3 +114,17 @@ def test_notebook_reproduces_the_release_headline_for_one_index(release_root, mo
     assert {"release", "estimates", "occupations", "groups", "tasks"} <= set(frames)
     assert all(found in ([], [index]) for found in frames.values()), frames  # [] : an empty frame
     assert all(frames[name] == [index] for name in ("release", "estimates", "occupations", "groups", "tasks"))
+
+
+def test_the_hours_curve_draws_the_published_figure_of_its_own_threshold(release_root, monkeypatch):
+    """With THRESHOLD = 1 the dashed line is the published figure at >= 1 prompt (bounds), not the headline's
+    figure at >= 5 under a ">= 1" axis."""
+    root, _, _ = release_root
+    text = run_notebook(root, monkeypatch, "all", threshold=1)
+    rows = pl.read_parquet(rl.latest_release(root) / "release.parquet").filter(
+        (pl.col("benchmark_index") == "all") & (pl.col("unit_type") == "index")
+        & (pl.col("quantity") == "hours_share_covered") & (pl.col("basis") != "labels_as_counted"))
+    at = {t: r for t, r in zip(rows["threshold"].to_list(), rows.iter_rows(named=True), strict=True)}
+    line = next(line for line in text if line.startswith("published at >= 1: "))
+    assert line == f"published at >= 1: {at[1]['value']:.4f} ({at[1]['basis']})"
+    assert at[1]["value"] != at[5]["value"]
