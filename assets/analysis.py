@@ -144,7 +144,9 @@ def occupation_coverage(
     task_hours: pl.DataFrame,
     onet_occupations: pl.DataFrame,
 ) -> pl.DataFrame:
-    """Per occupation with tasks (923): tasks covered / tasks, covered flag, share of its work hours covered."""
+    """Per benchmark index x occupation with tasks (923 per index; filter on benchmark_index before summing), the
+    labels as counted: tasks covered / tasks, covered flag, share of its work hours covered. The estimates:
+    occupation_estimates."""
     frame = cov.occupation_coverage(task_coverage, task_hours, onet_occupations, _thresholds(config))
     table_figures_ahead(warehouse, "occupation_coverage", frame)  # report_figures' figure, by a worker meanwhile
     pooled = ix.only_index(frame)
@@ -166,8 +168,9 @@ def major_group_coverage(
     onet_occupations: pl.DataFrame,
     occupation_wages: pl.DataFrame,
 ) -> pl.DataFrame:
-    """The 22 SOC major groups: covered occupations / occupations ("Computer and Mathematical 29/36"),
-    employment and wage bill."""
+    """Per benchmark index x the 22 SOC major groups, the labels as counted: covered occupations / occupations
+    per threshold (`label_<t>`, e.g. "Computer and Mathematical k/36"), employment and wage bill. The estimates:
+    major_group_estimates."""
     frame = cov.major_group_coverage(
         occupation_coverage, onet_occupations, occupation_wages, _thresholds(config)
     )
@@ -181,10 +184,11 @@ def major_group_coverage(
 
 
 COVERAGE_HEADLINE_DESCRIPTION = (
-    "The numbers policy reports quote, labels as counted: tasks covered of 18,796, occupations of 923, major "
-    "groups with no covered occupation, share of US work hours on covered tasks, per threshold, per benchmark "
-    "index (scope 'all' = the index's members pooled), and for each benchmark (index `all`); beside each, the "
-    "published estimate (published_*, from headline_estimates of the same step)."
+    "Per threshold, benchmark index (scope 'all' = the index's members pooled) and benchmark (index `all`): the "
+    "published estimates policy reports quote (published_value / published_ci_low / published_ci_high, from "
+    "headline_estimates of the same step, as shares of 18,796 tasks, 923 occupations and US work hours, and as "
+    "the count of major groups with no covered occupation) beside the labels as counted (value, numerator, "
+    "denominator: uncorrected for the labeler's errors, not for quoting)."
 )
 
 
@@ -276,8 +280,9 @@ def task_analysis_frame(
         "workbank_coverage": AssetOut(
             kinds=KINDS,
             description=(
-                "Coverage share per WORKBank zone (green light, red light, R&D opportunity, low priority) with "
-                "Wilson 95% CIs: do benchmarks measure the work people want delegated?"
+                "Per benchmark index and threshold, the labels as counted: coverage share per WORKBank zone (green "
+                "light, red light, R&D opportunity, low priority, and none: tasks WORKBank lists without a worker-"
+                "desire rating) with Wilson 95% CIs: do benchmarks measure the work people want delegated?"
             ),
         ),
     },
@@ -404,8 +409,9 @@ def coverage_sensitivity(
     occupation_wages: pl.DataFrame,
     workbank_tasks: pl.DataFrame,
 ) -> pl.DataFrame:
-    """How the headline numbers move: threshold 1 vs 5, π work hours vs equal split within occupation,
-    human vs GPT-4 exposure labels, and offline vs LLM labels when the label cache holds both."""
+    """How the labels-as-counted headline numbers move (not the published estimates): threshold 1 vs 5, π work
+    hours vs equal split within occupation, human vs GPT-4 exposure labels, label depth (top 1 / 3 / 5 / all
+    labels per prompt), and offline vs LLM labels when the label cache holds both."""
     labels = _counts_of_every_labeler(warehouse, task_label_counts)
     tables = [onet_tasks, task_hours, onet_occupations, task_exposure, occupation_wages, workbank_tasks]
     # computed by a worker since task_label_counts was made, when from these very inputs (assets/ahead.py)
@@ -462,24 +468,16 @@ def _counts_of_every_labeler(warehouse: Warehouse, counts: pl.DataFrame) -> pl.D
 @asset_check(
     asset="coverage_headline",
     blocking=True,
-    description="Shares in [0,1], covered <= total, 22 major groups, 18,796 tasks in the denominator.",
+    additional_ins={"onet_tasks": AssetIn()},
+    description="Shares in [0,1], covered <= total; tasks out of every O*NET task (18,796), occupations out of "
+    "those with tasks (923), major groups out of the 22 SOC groups, in every row.",
 )
-def coverage_headline_invariants(coverage_headline: pl.DataFrame) -> AssetCheckResult:
-    problems = []
-    shares = coverage_headline.filter(pl.col("metric").str.contains("share"))
-    if shares.filter((pl.col("value") < 0) | (pl.col("value") > 1 + 1e-9)).height:
-        problems.append("a share is outside [0, 1]")
-    with_counts = coverage_headline.filter(pl.col("denominator").is_not_null())
-    if with_counts.filter(pl.col("numerator") > pl.col("denominator") + 1e-6).height:
-        problems.append("a numerator exceeds its denominator")
-    pooled_tasks = coverage_headline.filter(
-        (pl.col("scope") == "all") & (pl.col("metric") == "tasks_covered")
-    )
-    denominators = pooled_tasks["denominator"].unique().to_list()
+def coverage_headline_invariants(coverage_headline: pl.DataFrame, onet_tasks: pl.DataFrame) -> AssetCheckResult:
+    problems = cov.headline_invariant_problems(coverage_headline, onet_tasks)
     return AssetCheckResult(
         passed=not problems,
         severity=AssetCheckSeverity.ERROR,
-        metadata={"problems": json.dumps(problems), "task_denominators": str(denominators)},
+        metadata={"problems": json.dumps(problems), "tasks": onet_tasks.height},
     )
 
 

@@ -59,7 +59,9 @@ UNIT_OUTS: dict[str, AssetOut] = {
         description="Per benchmark index, O*NET task and threshold (1, 5): p_covered (share of the headline's "
         "model-assisted draws with the task at or above the threshold), expected prompts with a 2.5-97.5 "
         "interval, the labels-as-counted count and the judged texts that exercise it. Sums of p_covered are the "
-        "headline's model-assisted means (asset check unit_estimates_sum_to_headline).",
+        "headline's model-assisted means (asset check unit_estimates_sum_to_headline): the published figure at "
+        ">= 5 prompts; at >= 1 the imputation's count, the ceiling side of the published bounds (about twice "
+        "their floor). Filter on benchmark_index before summing.",
     ),
     "occupation_estimates": AssetOut(
         kinds=KINDS,
@@ -263,9 +265,11 @@ def _in_group(outs: dict[str, AssetOut]) -> dict[str, AssetOut]:
         "headline_estimates": AssetOut(
             kinds=KINDS,
             description="Every headline quantity (tasks, occupations, major groups covered and share of US work "
-            "hours on covered tasks, at >= 1 and >= 5 prompts) per benchmark index and scope, under four "
-            "estimators (labels_as_truth, labeler, design, model_assisted) with 95% intervals; `published` "
-            "marks the one the headline quotes and `basis` says why.",
+            "hours on covered tasks, at >= 1 and >= 5 prompts) per benchmark index and scope, under every "
+            "estimator (labels_as_truth, labeler, design, model_assisted, richness, bounds, model_assisted_pass_b) "
+            "with 95% intervals. Quote only rows with `published` = true: model_assisted at >= 5 prompts and "
+            "bounds (a floor and a ceiling) at >= 1, where model_assisted is the imputation's extrapolation, about "
+            "twice the published figure; `basis` says why. Filter on benchmark_index before summing.",
         ),
         "estimate_design": AssetOut(
             kinds=KINDS,
@@ -280,8 +284,9 @@ def _in_group(outs: dict[str, AssetOut]) -> dict[str, AssetOut]:
         ),
         "estimate_split_check": AssetOut(
             kinds=KINDS,
-            description="Split-sample check: estimate from half of each benchmark's judge sample, compare with "
-            "the judge-labeled sub-population; interval coverage and errors over repeated splits.",
+            description="Split-sample check: estimate from half (split_half) and from a fifth (split_fifth, the "
+            "split the published p_covered map is fitted on) of each benchmark's judge sample, compare with the "
+            "judge-labeled sub-population; interval coverage and errors over repeated splits, per estimator.",
         ),
         "headline_count_draws": AssetOut(
             kinds=KINDS,

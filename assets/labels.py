@@ -479,19 +479,24 @@ def prompt_task_labels_valid(context: AssetCheckExecutionContext, warehouse: War
     asset="prompt_task_labels",
     name=COMPLETE_CHECK,
     blocking=False,
-    description="Warehouse-wide: every current prompt is labeled. Fails while label_failures holds prompts of "
-    "the current benchmarks (a plain run_all retries them, up to MAX_LABEL_RUNS failed runs per prompt); the "
-    "metadata counts them per benchmark and shows the last errors.",
+    description="Warehouse-wide: every current prompt is labeled, i.e. has a work decision (prompt_work) for its "
+    "text. Fails while a prompt has none, or while label_failures holds prompts of the current benchmarks (a "
+    "plain run_all retries them, up to MAX_LABEL_RUNS failed runs per prompt); the metadata counts both per "
+    "benchmark and shows the last errors.",
 )
 def prompt_task_labels_complete(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:
-    if not warehouse.table_exists("label_failures") or not warehouse.table_exists("benchmark_prompts"):
-        return AssetCheckResult(passed=True, metadata={"open_label_failures": 0})
-    open_rows = warehouse.open_label_failures()
+    if not warehouse.table_exists("benchmark_prompts"):
+        return AssetCheckResult(passed=True, metadata={"open_label_failures": 0, "prompts_without_labels": 0})
+    undecided = warehouse.undecided_prompts()
+    open_rows = (warehouse.open_label_failures() if warehouse.table_exists("label_failures")
+                 else pl.DataFrame(schema={"benchmark": pl.Utf8, "runs": pl.Int64}))
     per_benchmark = open_rows.group_by("benchmark").len().sort("benchmark")
     return AssetCheckResult(
-        passed=open_rows.is_empty(),
+        passed=open_rows.is_empty() and undecided.is_empty(),
         severity=AssetCheckSeverity.ERROR,
         metadata={
+            "prompts_without_labels": int(undecided["n"].sum()) if undecided.height else 0,
+            "without_labels_by_benchmark": MetadataValue.md(markdown_table(undecided)),
             "open_label_failures": open_rows.height,
             "given_up": int((open_rows["runs"] >= lc.MAX_LABEL_RUNS).sum()) if open_rows.height else 0,
             "by_benchmark": MetadataValue.md(markdown_table(per_benchmark)),

@@ -390,7 +390,9 @@ def workbank_tasks_expectations(workbank_tasks: pl.DataFrame) -> AssetCheckResul
                         "capability_mean",
                         "capability_median",
                         "worker_has_mean",
+                        "worker_has_median",
                         "expert_has_mean",
+                        "expert_has_median",
                     )
                 ],
                 ex.in_set("zone", ref.ZONES),

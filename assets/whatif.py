@@ -136,7 +136,9 @@ def _changed(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     description="What would a candidate benchmark add? Labels the candidate folder's prompts (not landed) "
     "and writes the marginal gain to whatif_marginal_gain, whatif_newly_covered_tasks, "
     "whatif_newly_covered_occupations and whatif_gap_rank_changes, and a run summary to "
-    "candidate_benchmark_whatif. Published tables are never written (fingerprinted before and after).",
+    "candidate_benchmark_whatif. Published tables are never written (fingerprinted before and after). Without a "
+    "candidate folder (the default) every analysis run records it as skipped (metadata `skipped`, no table): a "
+    "materialization here is a result only when its metadata names a candidate.",
 )
 def candidate_benchmark_whatif(
     context: AssetExecutionContext, config: WhatIfConfig, warehouse: Warehouse, labeler: LabelerResource

@@ -41,7 +41,8 @@ benchmark_refresh_job = define_asset_job(
 analysis_refresh_job = define_asset_job(
     "analysis_refresh_job",
     selection=ANALYSIS_SELECTION,
-    description="Refresh the unpartitioned analysis, gap and export assets over all benchmarks.",
+    description="Refresh the unpartitioned assets over all benchmarks: label validation, analysis, the estimates "
+    "(the published headline among them), gaps, what-if and exports.",
     tags={"benchmap/kind": "analysis"},
 )
 reference_refresh_job = define_asset_job(

@@ -12,7 +12,9 @@ reference_weekly_schedule = ScheduleDefinition(
     cron_schedule="0 3 * * 1",  # Mondays 03:00 UTC
     execution_timezone="UTC",
     default_status=DefaultScheduleStatus.RUNNING,
-    description="Weekly refresh of the reference tables (O*NET, OEWS, exposure, WORKBank).",
+    description="Weekly re-read of the reference tables (O*NET 29.2, OEWS May 2024, exposure, WORKBank): the "
+    "sources are pinned versions, so it brings no new release of them. Its materializations set off one "
+    "analysis refresh.",
 )
 
 SCHEDULES: list = [reference_weekly_schedule]

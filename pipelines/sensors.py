@@ -345,8 +345,9 @@ with warnings.catch_warnings():
         run_tags={"benchmap/kind": "analysis", "benchmap/trigger": "automation"},
         minimum_interval_seconds=ANALYSIS_INTERVAL_S,
         default_status=DefaultSensorStatus.RUNNING,
-        description="After benchmark, reference or index-file updates settle, refreshes the analysis, gap and "
-                    "export assets and the warehouse-wide checks once.",
+        description="After benchmark, reference or index-file updates settle, refreshes the unpartitioned assets "
+                    "(label validation, analysis, estimates, gaps, what-if, exports) and the warehouse-wide checks "
+                    "once.",
     )
 
 

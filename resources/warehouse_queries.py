@@ -278,6 +278,16 @@ class WarehouseQueries:
             "from prompt_task_labels group by labeler, labeler_version order by labeler, labeler_version"
         )
 
+    def undecided_prompts(self) -> pl.DataFrame:
+        """benchmark, n: current prompts (benchmark_prompts) with no prompt_work row of their text: never labeled
+        (work or not), whatever label_failures says."""
+        if not self.table_exists("prompt_work"):
+            return self._query("select benchmark, count(*) as n from benchmark_prompts group by 1 order by 1")
+        return self._query(
+            "select p.benchmark, count(*) as n from benchmark_prompts p anti join prompt_work w on "
+            "w.benchmark = p.benchmark and w.prompt_id = p.prompt_id and w.prompt_hash = p.prompt_hash "
+            "group by 1 order by 1")
+
     def open_label_failures(self) -> pl.DataFrame:
         """label_failures rows of prompts still in benchmark_prompts."""
         return self._query(

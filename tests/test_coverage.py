@@ -455,3 +455,25 @@ def test_kept_scope_rows_are_read_back_and_the_headline_is_the_same(world: dict[
     scratch = coverage_headline(more, *args)
     assert refreshed.equals(scratch)
     assert not refreshed.equals(first)
+
+
+def test_headline_invariants_check_every_denominator(world: dict[str, pl.DataFrame]) -> None:
+    """coverage_headline_invariants' rules: a well-formed table passes; a share above 1, or a task, occupation or
+    major-group denominator other than every O*NET task, every occupation with tasks, or the 22 groups, fails."""
+    from models.coverage import headline_invariant_problems
+
+    headline = coverage_headline(world["counts"], world["tasks"], world["task_hours"], world["occupations"])
+    assert headline_invariant_problems(headline, world["tasks"]) == []
+    wrong_tasks = headline.with_columns(
+        pl.when(pl.col("metric") == "tasks_covered").then(pl.col("denominator") - 1)
+        .otherwise(pl.col("denominator")).alias("denominator"))
+    assert headline_invariant_problems(wrong_tasks, world["tasks"]) == ["tasks_covered out of [5.0], not 6"]
+    groups = headline.with_columns(pl.when(pl.col("metric") == "major_groups_uncovered").then(23.0)
+                                   .otherwise(pl.col("denominator")).alias("denominator"))
+    assert headline_invariant_problems(groups, world["tasks"]) == ["major_groups_uncovered out of [23.0], not 22"]
+    # tasks of another O*NET release (one task and one occupation fewer): both denominators are off
+    assert headline_invariant_problems(headline, world["tasks"].head(5)) == [
+        "tasks_covered out of [6.0], not 5", "occupations_covered out of [3.0], not 2"]
+    above = headline.with_columns(pl.when(pl.col("metric") == "hours_share_covered").then(1.5)
+                                  .otherwise(pl.col("value")).alias("value"))
+    assert "a share is outside [0, 1]" in headline_invariant_problems(above, world["tasks"])

@@ -202,6 +202,7 @@ def test_failed_prompts_fail_the_run_and_a_plain_rerun_retries_exactly_them(
         assert _latest_metadata(world, "n_failed") == 6 and _latest_metadata(world, "open_label_failures") == 6
         passed, check = _completeness_check(world, defs)
         assert not passed and check["open_label_failures"] == 6 and check["given_up"] == 0
+        assert check["prompts_without_labels"] == 6  # no work decision for their texts either
         failures = world.table("label_failures")
         assert failures.height == 6 and set(failures["runs"]) == {1}
         assert len(stub.chat_requests()) == 10 * 2 + 6  # a work prompt: two steps; a 400 is not retried
@@ -233,6 +234,13 @@ def test_failed_prompts_fail_the_run_and_a_plain_rerun_retries_exactly_them(
     assert world.labels("flaky")["prompt_id"].n_unique() == 15
     passed, check = _completeness_check(world, defs)
     assert not passed and check["open_label_failures"] == 1 and check["given_up"] == 1
+    # a prompt without a work decision fails the check even with no failure row to say so
+    with duckdb.connect(str(world.state.warehouse)) as con:
+        con.execute("delete from label_failures")
+        con.execute("delete from prompt_work where benchmark = 'flaky' and prompt_id = (select min(prompt_id) "
+                    "from prompt_work where benchmark = 'flaky')")
+    passed, check = _completeness_check(world, defs)
+    assert not passed and check["open_label_failures"] == 0 and check["prompts_without_labels"] == 2
 
 
 # ------------------------------------------------------------------------------------------------ item 7

@@ -41,6 +41,7 @@ from models.coverage.headline import (
     Rows,
     ScopeRows,
     coverage_headline,
+    headline_invariant_problems,
 )
 from models.coverage.sensitivity import (
     SENSITIVITY_SCHEMA,
@@ -73,6 +74,7 @@ __all__ = [
     "benchmark_task_counts",
     "coverage_headline",
     "coverage_sensitivity",
+    "headline_invariant_problems",
     "label_counts",
     "labeler_same_prompt_sensitivity",
     "labels_at_depth",

@@ -9,7 +9,7 @@ import polars as pl
 
 from models.coverage.counts import THRESHOLDS, HoursWeighting, select_labeler
 from models.coverage.tables import major_groups, occupation_coverage, task_coverage, task_hour_weights
-from models.soc import major_group_of
+from models.soc import SOC_MAJOR_GROUPS, major_group_of
 
 
 def _headline_rows(
@@ -132,3 +132,24 @@ def coverage_headline(
         pl.lit(chosen_labeler, dtype=pl.Utf8).alias("labeler"),
         pl.lit(hours_weighting).alias("hours_weighting"),
     )
+
+
+def headline_invariant_problems(headline: pl.DataFrame, tasks: pl.DataFrame) -> list[str]:
+    """What is wrong with a coverage_headline table, [] when nothing: shares in [0, 1], no numerator above its
+    denominator, tasks out of every O*NET task in `tasks` (onet_tasks), occupations out of those with tasks, major
+    groups out of the 22 SOC groups (every scope, threshold and index: a wrong denominator moves every share)."""
+    problems = []
+    shares = headline.filter(pl.col("metric").str.contains("share"))
+    if shares.filter((pl.col("value") < 0) | (pl.col("value") > 1 + 1e-9)).height:
+        problems.append("a share is outside [0, 1]")
+    if headline.filter(pl.col("denominator").is_not_null()
+                       & (pl.col("numerator") > pl.col("denominator") + 1e-6)).height:
+        problems.append("a numerator exceeds its denominator")
+    expected = {"tasks_covered": float(tasks.height),
+                "occupations_covered": float(tasks["onet_soc_code"].n_unique()),
+                "major_groups_uncovered": float(len(SOC_MAJOR_GROUPS))}
+    for metric, denominator in expected.items():
+        found = sorted(set(headline.filter(pl.col("metric") == metric)["denominator"].to_list()))
+        if found and found != [denominator]:
+            problems.append(f"{metric} out of {found}, not {denominator:,.0f}")
+    return problems
