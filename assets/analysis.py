@@ -272,9 +272,10 @@ def task_analysis_frame(
         "coverage_adjusted_probabilities": AssetOut(
             kinds=KINDS,
             description=(
-                "Adjusted coverage probabilities with pointwise 95% delta-method CIs: over a $0.5B-$50B wage-bill "
-                "grid by exposure (model 1), by importance quintile and exposure (model 2), and over desire and "
-                "capability (model 3)."
+                "Adjusted coverage probabilities with 95% delta-method CIs: over a $0.5B-$50B wage-bill grid by "
+                "exposure (model 1), by importance quintile and exposure (model 2), and over desire and capability "
+                "(model 3); `margin` says whether a row is at one covariate point (pointwise) or averaged over "
+                "the tasks (average, e.g. model 2 with its occupation fixed effects)."
             ),
         ),
         "workbank_coverage": AssetOut(

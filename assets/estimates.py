@@ -86,7 +86,9 @@ UNIT_OUTS: dict[str, AssetOut] = {
         kinds=KINDS,
         description="Per-text occupation probabilities against the judge on held-out judged texts (five folds "
         "within each benchmark; leave one benchmark out): top-1 accuracy, Brier score, ECE (pairs with p >= "
-        "0.05, ten bins) and the reliability bins, beside the labeler's own labels read as 0/1.",
+        "0.05, ten bins) and the reliability bins for the share of draws (predictor model) and its recalibrated "
+        "value (model_recalibrated, the p_calibrated the scores read), beside the labeler's own labels read as "
+        "0/1 (raw_labels).",
     ),
     "unit_coverage_simulation_check": AssetOut(
         kinds=KINDS,

@@ -165,7 +165,8 @@ def _stored_sample(warehouse: Warehouse, benchmark: str) -> bool:
             metadata=PARTITIONED,
             is_required=False,
             description="The LLM judge's task labels of a stratified random sample of this benchmark's distinct "
-            "prompt texts (BENCHMAP_JUDGE_SAMPLE); empty when no sample is configured.",
+            "prompt texts (BENCHMAP_JUDGE_SAMPLE with an LLM judge); empty and never materialized when no sample "
+            "is configured: the estimates then use the vendored reference labels (estimate_design.source).",
         ),
         "judge_sample_design": AssetOut(
             kinds=KINDS,

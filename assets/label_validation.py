@@ -310,7 +310,9 @@ def stack_cross_validated_rows(stack: Any, selector_version: str | None, *, publ
     "labeler_version, metric, value, ci_low, ci_high, n; 95% bootstrap over prompts): GDPval and "
     "TheAgentCompany occupation top-1/top-5 and JobBench task hit@k from the ranking; gold-set task "
     "precision/recall/F1; ref_* task F1/precision/recall, hit@1/5, first occupation and work decision against "
-    "the reference, with the judge's two passes against each other as the ceiling row; ref_cv_within_benchmark_* "
+    "the reference, with the judge's two passes against each other as the ceiling row; ref_cv_* (no evaluation "
+    "in the name): the same for the selector fitted without the benchmark, leave one benchmark out; "
+    "ref_cv_within_benchmark_* "
     "and ref_cv_new_benchmark_*: the labeler step with the benchmark's judged texts (labeler offline) against "
     "the selector alone (offline_selector_only) and the plain neighbour vote, out of sample.",
 )
