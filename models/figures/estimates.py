@@ -116,6 +116,7 @@ def estimated_group_frame(major_group_estimates: pl.DataFrame, occupation_estima
     hold one benchmark index. Columns: major_group_code, hours, share_mean, share_low, share_high,
     occupations_expected, occupations_likely, n_occupations."""
     from models.coverage import LIKELY_COVERED
+    from models.soc import major_group_of
 
     groups = major_group_estimates.filter((pl.col("threshold") == threshold) & (pl.col("hours") > 0)).select(
         "major_group_code", "hours",
@@ -124,7 +125,7 @@ def estimated_group_frame(major_group_estimates: pl.DataFrame, occupation_estima
         (1 - pl.col("uncovered_hours_high") / pl.col("hours")).clip(0.0, 1.0).alias("share_low"),
         (1 - pl.col("uncovered_hours_low") / pl.col("hours")).clip(0.0, 1.0).alias("share_high"))
     occupations = (occupation_estimates.filter(pl.col("threshold") == threshold)
-                   .with_columns((pl.col("onet_soc_code").str.slice(0, 2) + "-0000").alias("major_group_code"))
+                   .with_columns(major_group_of().alias("major_group_code"))
                    .group_by("major_group_code")
                    .agg(pl.col("p_covered").sum().alias("occupations_expected"),
                         (pl.col("p_covered") >= LIKELY_COVERED).sum().alias("occupations_likely"),
@@ -179,15 +180,15 @@ def estimated_coverage_figure(major_group_estimates: pl.DataFrame, occupation_es
     hours_ax.grid(axis="x", color="#eeeeee")
     groups_y = y[1:]
     n_occ = frame["n_occupations"].fill_null(0).to_list()
-    occ_ax.barh(groups_y, frame["occupations_expected"].fill_null(0).to_list(), color="#9ecae1",
-                label="expected covered (sum of p)")
+    expected = frame["occupations_expected"].fill_null(0).to_list()
+    occ_ax.barh(groups_y, expected, color="#9ecae1", label="expected covered (sum of p)")
     occ_ax.barh(groups_y, frame["occupations_likely"].fill_null(0).to_list(), height=0.4, color="#08519c",
                 label="likely covered (p >= 0.9)")
-    for yi, expected, n in zip(groups_y, frame["occupations_expected"].fill_null(0).to_list(), n_occ, strict=True):
-        occ_ax.annotate(f"{expected:.0f} of {n}", (expected, yi), xytext=(4, -3), textcoords="offset points",
-                        fontsize=7, color="#333333")
+    for yi, e, n in zip(groups_y, expected, n_occ, strict=True):
+        occ_ax.annotate(f"{e:.0f} of {n}", (e, yi), xytext=(4, -3), textcoords="offset points", fontsize=7,
+                        color="#333333")
     occ_ax.set_xlabel(f"Occupations with a task at >= {t} prompts\n(of those with estimates)")
-    occ_ax.set_xlim(0, max(1.0, max(frame["occupations_expected"].fill_null(0).to_list()) * 1.3))
+    occ_ax.set_xlim(0, max(1.0, max(expected) * 1.3))
     occ_ax.legend(frameon=False, loc="lower right", fontsize=7)
     occ_ax.grid(axis="x", color="#eeeeee")
     fig.suptitle(title)

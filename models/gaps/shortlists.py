@@ -94,13 +94,11 @@ def jobbench_shortlist(
             .alias("hours_share_covered"),
             pl.col("n_prompts").sum().cast(pl.Int64).alias("n_prompt_labels"),
             driving.sum().cast(pl.Int64).alias("n_driving_tasks"),
-            # null, not "", without a driving task: CSV and XLSX cells cannot tell the two apart
-            pl.col("task_id").filter(driving).cast(pl.Utf8).str.join(",").replace("", None).alias("driving_task_ids"),
+            pl.col("task_id").filter(driving).cast(pl.Utf8).str.join(",").alias("driving_task_ids"),
             pl.format("{} | {}", pl.col("desire_mean").round(2), pl.col("task"))
             .filter(driving)
             .head(max_listed_tasks)
             .str.join(" ; ")
-            .replace("", None)
             .alias("driving_tasks"),
             pl.col("task_annual_hours").filter(driving).sum().alias("driving_hours"),
         )
