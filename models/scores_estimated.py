@@ -11,9 +11,13 @@ from the headline's imputation draws; a judged text has p = 1 or 0). Multiple im
   prompts (Q_d), with its sampling variance U_d clustered by benchmark (prompts of one benchmark are not
   independent pieces of the occupation's work; with a single benchmark the prompts are the clusters, and
   `cluster_unit` says so);
-- Rubin's rules combine them: the estimate is the mean of Q_d, the total variance W + (1 + 1/M) B (W: mean
-  sampling variance, B: between-draw variance, the labeler's error), a t interval; `fraction_missing_info`
-  is the share of the variance that comes from not knowing which prompts exercise the occupation.
+- Rubin's rules combine them over every draw that includes a prompt: the estimate is the mean of Q_d, the
+  total variance W + (1 + 1/M) B (W: mean sampling variance, B: between-draw variance, the labeler's error), a
+  t interval; `fraction_missing_info` is the share of the variance that comes from not knowing which prompts
+  exercise the occupation. A draw whose prompts form a single cluster (often one prompt) has no clustered
+  variance of its own; it takes the others' per-cluster variance (mean of U_d x clusters_d). Dropping such draws
+  instead made the estimate a mean over draws with two or more prompts: for a pair of one certain prompt and one
+  at p = 0.13 it gave their plain mean and no labeler error at all.
 
 The point estimate is close to the p-weighted mean score. Pure: frames in, a frame out.
 """
@@ -47,14 +51,15 @@ ESTIMATED_SCORES_SCHEMA = {
     "between_var": pl.Float64,
     "fraction_missing_info": pl.Float64,
     "n_draws": pl.Int64,
+    "estimated_mean_mc_se": pl.Float64,
 }
 
 
 def _draw_statistics(score: np.ndarray, p: np.ndarray, cluster: np.ndarray, n_draws: int,
-                     rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """(Q_d, U_d) per draw: the mean score of the included prompts and its clustered sampling variance
-    (G/(G-1) sum over clusters of the summed residuals squared / included^2); NaN for a draw with no prompt
-    or a single cluster."""
+                     rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(Q_d, U_d, G_d) per draw: the mean score of the included prompts, its clustered sampling variance
+    (G/(G-1) sum over clusters of the summed residuals squared / included^2) and the clusters present; Q_d NaN
+    for a draw with no prompt, U_d NaN also for a single cluster (see `_with_pooled_variance`)."""
     included = (rng.random((n_draws, score.size)) < p).astype(float)
     k = included.sum(axis=1)
     q = np.divide(included @ score, k, out=np.full(n_draws, np.nan), where=k > 0)
@@ -76,7 +81,18 @@ def _draw_statistics(score: np.ndarray, p: np.ndarray, cluster: np.ndarray, n_dr
     g = (present > 0).sum(axis=1)
     u = np.divide(g / np.maximum(g - 1, 1) * (per_cluster**2).sum(axis=1), k**2,
                   out=np.full(n_draws, np.nan), where=(k > 0) & (g > 1))
-    return q, u
+    return q, u, g
+
+
+def _with_pooled_variance(q: np.ndarray, u: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """U_d for every draw with a prompt: a draw of a single cluster, whose own clustered variance is not
+    estimable, gets the per-cluster variance of the draws that have one (mean of U_d x G_d), over its one
+    cluster; all NaN when no draw has two clusters (then there is no estimate)."""
+    own = np.isfinite(u)
+    if not own.any():
+        return u
+    per_cluster = float(np.mean(u[own] * g[own]))
+    return np.where(np.isfinite(q) & ~own, per_cluster / np.maximum(g, 1), u)
 
 
 def estimated_occupation_scores(
@@ -137,8 +153,8 @@ def _estimated_rows(rows: pl.DataFrame, n_draws: int, seed: int, min_expected_pr
         cluster = (np.unique(benchmarks, return_inverse=True)[1] if n_benchmarks > 1
                    else np.arange(group.height))
         rng = np.random.default_rng([seed, zlib.crc32(str(code).encode()), zlib.crc32(str(model).encode())])
-        q, u = _draw_statistics(group["score"].to_numpy(), p, cluster, n_draws, rng)
-        combined = rubin_combine(q, u)
+        q, u, g = _draw_statistics(group["score"].to_numpy(), p, cluster, n_draws, rng)
+        combined = rubin_combine(q, _with_pooled_variance(q, u, g))
         if int(combined["m"]) == 0:  # no draw had two clusters (a single prompt): no estimate, so no row
             continue
         spread = combined["se"] > SE_FLOOR
@@ -152,5 +168,7 @@ def _estimated_rows(rows: pl.DataFrame, n_draws: int, seed: int, min_expected_pr
             "ci_high": min(1.0, combined["ci_high"]) if np.isfinite(combined["ci_high"]) and spread else None,
             "se": combined["se"], "within_var": combined["within_var"], "between_var": combined["between_var"],
             "fraction_missing_info": combined["fraction_missing_info"], "n_draws": int(combined["m"]),
+            # the mean of M independent draws: another seed moves it by about sqrt(B / M)
+            "estimated_mean_mc_se": float(np.sqrt(combined["between_var"] / combined["m"])),
         })
     return pl.DataFrame(out, schema=ESTIMATED_SCORES_SCHEMA)

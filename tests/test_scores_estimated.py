@@ -136,7 +136,7 @@ def test_draw_statistics_equal_the_one_hot_formula(clusters):
     cluster = {"benchmarks": gen.integers(0, 7, n), "prompts": np.arange(n),
                "shuffled prompts": gen.permutation(n)}[clusters]
     cluster = np.unique(cluster, return_inverse=True)[1]
-    q, u = _draw_statistics(score, p, cluster, 50, np.random.default_rng(9))
+    q, u, _ = _draw_statistics(score, p, cluster, 50, np.random.default_rng(9))
     q_ref, u_ref = _draw_statistics_one_hot(score, p, cluster, 50, np.random.default_rng(9))
     np.testing.assert_array_equal(q, q_ref)
     np.testing.assert_array_equal(u, u_ref)
@@ -153,7 +153,7 @@ def test_a_large_single_benchmark_stays_small_in_memory():
     n = 7_500
     gen = np.random.default_rng(5)
     tracemalloc.start()
-    q, u = _draw_statistics(gen.random(n), np.full(n, 0.5), np.arange(n), 50, np.random.default_rng(1))
+    q, u, _ = _draw_statistics(gen.random(n), np.full(n, 0.5), np.arange(n), 50, np.random.default_rng(1))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 100 * 2**20
@@ -205,3 +205,31 @@ def test_equal_scores_get_no_interval():
     row = estimated_occupation_scores(results, prompts, estimates, n_draws=10).row(0, named=True)
     assert row["estimated_mean"] == 0.0 and row["se"] == 0.0
     assert row["ci_low"] is None and row["ci_high"] is None
+
+
+def test_a_draw_with_one_prompt_counts_with_the_others_variance():
+    """A certain prompt (0.50) and one a text exercises with p = 0.13 (0.12), the audit's Lawyers x model pair:
+    87% of the draws hold the certain prompt alone. Those draws count (the estimate is the mean over every draw
+    holding a prompt, about 0.87 x 0.50 + 0.13 x 0.31 = 0.475) with the per-cluster variance of the two-prompt
+    draws; dropping them published 0.31, the plain mean of both, with no labeler error."""
+    results = pl.DataFrame([{"benchmark": "jobbench", "prompt_id": i, "model": "m", "score": s}
+                            for i, s in (("lawyers", 0.5), ("engineers", 0.12))])
+    prompts = pl.DataFrame([{"benchmark": "jobbench", "prompt_id": i, "prompt_hash": f"h{i}"}
+                            for i in ("lawyers", "engineers")])
+    estimates = pl.DataFrame([{"prompt_hash": f"h{i}", "benchmark": "jobbench", "onet_soc_code": "23-2011.00",
+                               "p": p} for i, p in (("lawyers", 1.0), ("engineers", 0.13))])
+    row = estimated_occupation_scores(results, prompts, estimates, n_draws=4000).row(0, named=True)
+    assert row["n_draws"] == 4000  # every draw holds the certain prompt
+    both = 0.13
+    assert row["estimated_mean"] == pytest.approx((1 - both) * 0.5 + both * 0.31, abs=0.01)
+    # two prompts as clusters: U = 2 x (0.19^2 + 0.19^2) / 2^2; one prompt: the per-cluster variance 2 U
+    two = 2 * (0.19**2 * 2) / 4
+    assert row["within_var"] == pytest.approx((1 - both) * 2 * two + both * two, rel=0.03)
+    assert row["between_var"] == pytest.approx(both * (1 - both) * 0.19**2, rel=0.1)
+    assert 0 < row["fraction_missing_info"] < 0.2
+    assert row["estimated_mean_mc_se"] == pytest.approx(math.sqrt(row["between_var"] / 4000))
+    # the Monte Carlo error is what another seed's estimate differs by
+    reruns = [estimated_occupation_scores(results, prompts, estimates, n_draws=50, seed=s).row(0, named=True)
+              for s in range(40)]
+    spread = float(np.std([r["estimated_mean"] for r in reruns], ddof=1))
+    assert spread == pytest.approx(float(np.mean([r["estimated_mean_mc_se"] for r in reruns])), rel=0.35)

@@ -439,19 +439,26 @@ def _occupation_model_scores_estimated() -> dict[str, Entry]:
                          _ESTIMATED_SCORES),
         "n_clusters": ("clusters of the sampling error", COUNT, _ESTIMATED_SCORES),
         "estimated_mean": ("mean score over the occupation's prompts, each in with its text's calibrated probability "
-                           "(multiple imputation: mean over draws)", score, _ESTIMATED_SCORES),
+                           "(multiple imputation: mean over the draws that include at least one prompt)", score,
+                           _ESTIMATED_SCORES),
         "ci_low": ("95% interval of estimated_mean (Rubin's rules: labeler error between draws + clustered "
                    "sampling error), lower bound, clipped to 0; null when se is ~0 (every draw saw the same, equal "
                    "scores: the spread is not estimable)", score, _ESTIMATED_SCORES),
         "ci_high": ("the same, upper bound, clipped to 1", score, _ESTIMATED_SCORES),
         "se": ("standard error of estimated_mean (total variance)", score, _ESTIMATED_SCORES),
-        "within_var": ("mean over draws of the clustered sampling variance", "score^2", _ESTIMATED_SCORES),
+        "within_var": ("mean over draws of the clustered sampling variance (a single-cluster draw: the other draws' "
+                       "per-cluster variance)", "score^2", _ESTIMATED_SCORES),
         "between_var": ("variance of the mean between draws: which prompts exercise the occupation",
                         "score^2", _ESTIMATED_SCORES),
         "fraction_missing_info": ("share of the total variance from the labeler's error", SHARE,
                                   _ESTIMATED_SCORES),
-        "n_draws": ("draws combined: those holding prompts of two or more clusters (the clustered variance needs "
-                    "two); a pair with none, such as a single prompt, has no row", COUNT, _ESTIMATED_SCORES),
+        "n_draws": ("draws combined: every draw that includes a prompt (a draw of a single cluster takes the other "
+                    "draws' per-cluster sampling variance); a pair no draw of which holds two clusters, such as a "
+                    "single prompt, has no row", COUNT, _ESTIMATED_SCORES),
+        "estimated_mean_mc_se": ("Monte Carlo error of estimated_mean: its standard error over reruns with other "
+                                 "random draws, sqrt(between_var / n_draws) (about 0.02 for a pair of few prompts "
+                                 "with uncertain occupations; the 95% interval is far wider)", score,
+                                 _ESTIMATED_SCORES),
     }
 
 
