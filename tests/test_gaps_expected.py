@@ -228,3 +228,19 @@ def test_the_draws_interval_replaces_the_simulated_one():
     assert (c["expected_uncovered_hours_low"], c["expected_uncovered_hours_high"]) == (60.0, 5050.0)
     b = gaps.filter(pl.col("onet_soc_code") == OCC_B).row(0, named=True)  # no row: the simulation's
     assert b["expected_uncovered_hours_low"] == b["expected_uncovered_hours_high"] == pytest.approx(1200.0)
+
+
+def test_occupations_tied_on_hours_rank_by_code():
+    """Two occupations with one OEWS hours figure differ only by float summation; the documented tie-break (the
+    code) decides, not the last bits (53-7062.04 was ranked before 53-7062.00 on the mirror)."""
+    from models.gaps import score_tasks
+    from tests.test_gaps import OCC_A, OCC_B, OCC_C, _task_frame
+
+    scored = score_tasks(_task_frame(task_annual_hours=[100.0, 300.0, 1200.0, 0.0, 1200.0 + 1e-7, 0.0],
+                                     occupation_annual_hours=[400.0, 400.0, 1200.0, 1200.0, 1200.0, 1200.0]))
+    none = pl.DataFrame(schema={"benchmark_index": pl.Utf8, "onet_soc_code": pl.Utf8, "task_id": pl.Int64,
+                                "threshold": pl.Int64, "p_covered": pl.Float64, "labels_count": pl.Int64})
+    occupations = pl.DataFrame([("all", code, 5, 0.0) for code in (OCC_A, OCC_B, OCC_C)],
+                               schema=["benchmark_index", "onet_soc_code", "threshold", "p_covered"], orient="row")
+    gaps = ge.occupation_gaps_from_estimates(scored, 5, none, "all", occupations, n_sim=50)
+    assert gaps["onet_soc_code"].to_list() == [OCC_B, OCC_C, OCC_A]

@@ -34,7 +34,9 @@ def _unit(unit: str, prompts: str) -> dict[str, Entry]:
         "prompts_low": (f"{prompts}: 2.5th percentile over the draws (when 97.5% or more of the draws agree, "
                         "both ends equal that value and prompts_mean may lie outside them; most often 0 for a unit "
                         f"no draw reaches: {AGREEING})", COUNT, ESTIMATES),
-        "prompts_high": (f"{prompts}: 97.5th percentile over the draws", COUNT, ESTIMATES),
+        "prompts_high": (f"{prompts}: 97.5th percentile over the draws, interpolated between the two nearest "
+                         "draws (numpy's linear rule), so it can be a fraction such as 0.025 when a few draws give "
+                         "1 and the rest 0; prompts_mean can then exceed it", COUNT, ESTIMATES),
         "labels_count": (f"{prompts} with every published label counted as true (the labels as counted, as the "
                          "coverage tables count them)", COUNT, ESTIMATES),
         "judged_texts": (f"judge-sampled texts of the index whose judge labels exercise the {unit}", COUNT,

@@ -51,6 +51,10 @@ EXPECTED_GAP_COLUMNS = [
     "expected_uncovered_share",
 ]
 
+# ranked on the hours rounded to a whole hour: occupations sharing one OEWS hours figure differ only by float
+# summation (1e-16 relative), and the tie-break by code must decide between them
+_RANK_HOURS = pl.col("expected_uncovered_hours").round(0)
+
 
 def task_probabilities(task_estimates: pl.DataFrame, index: str, threshold: int) -> pl.DataFrame:
     """onet_soc_code, task_id, p_covered, labels_count of one index and threshold (task_estimates rows)."""
@@ -172,7 +176,7 @@ def expected_occupation_gaps(
         )
     else:
         gaps = gaps.with_columns(pl.lit(None, dtype=pl.Utf8).alias("occupation_title"))
-    ranked = gaps.sort(["expected_uncovered_hours", "onet_soc_code"], descending=[True, False], nulls_last=True)
+    ranked = gaps.sort([_RANK_HOURS, "onet_soc_code"], descending=[True, False], nulls_last=True)
     return ranked.with_row_index("rank", offset=1).with_columns(pl.col("rank").cast(pl.Int64)).select(
         EXPECTED_GAP_COLUMNS
     )
@@ -371,7 +375,7 @@ def occupation_gaps_from_estimates(
             pl.coalesce("draws_high", "expected_uncovered_hours_high").alias("expected_uncovered_hours_high"),
         ).drop("draws_low", "draws_high")
     gaps = occ.join(expected, on="onet_soc_code", how="left").filter(pl.col("p_covered") < LIKELY_COVERED)
-    ranked = gaps.sort(["expected_uncovered_hours", "onet_soc_code"], descending=[True, False], nulls_last=True)
+    ranked = gaps.sort([_RANK_HOURS, "onet_soc_code"], descending=[True, False], nulls_last=True)
     return (
         ranked.with_row_index("rank", offset=1)
         .with_columns(pl.col("rank").cast(pl.Int64), pl.lit(RANKED_BY_ESTIMATES).alias("ranked_by"))
