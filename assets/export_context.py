@@ -115,7 +115,8 @@ def exported_tables(warehouse: Warehouse) -> dict[str, "pl.DataFrame | StreamedT
 
 
 # computed over every landed benchmark only (not per index)
-_ALL_ONLY_TABLES = ("coverage_sensitivity", "occupation_model_scores", "occupation_model_scores_estimated")
+_ALL_ONLY_TABLES = ("coverage_sensitivity", "occupation_model_scores", "occupation_model_scores_estimated",
+                    "coverage_regressions_mi")  # the imputed label sets are pooled over every landed benchmark
 
 
 def for_index(tables: dict[str, pl.DataFrame], index: str = ix.ALL_INDEX) -> dict[str, pl.DataFrame]:
@@ -139,13 +140,17 @@ def summary_name(index: str) -> str:
     return SUMMARY_NAME if index == ix.ALL_INDEX else f"summary_{index}.md"
 
 
-def published_headline(warehouse: Warehouse, released: str | None = None) -> str | None:
-    """The map header's answer: the sentence, then what the benchmark picker leaves out and why."""
-    answer = warehouse.answer(ix.ALL_INDEX, released)
-    if answer is None:
-        return None
-    return " ".join([answer.sentence, *[s for s in answer.supporting
-                                        if s.startswith(("Not in this index", "Counted but adding"))]])
+def published_headlines(warehouse: Warehouse, released: str | None = None,
+                        membership: pl.DataFrame | None = None) -> dict[str, dict[str, str]]:
+    """The map header per benchmark index and threshold (str): the published answer of that index at that
+    threshold, then what the index leaves out and why (report.headlines_by_threshold); indexes without a
+    published answer are absent."""
+    out = {}
+    for index in ix.index_names(membership):
+        answer = warehouse.answer(index, released)
+        if answer is not None:
+            out[index] = {str(t): text for t, text in report.headlines_by_threshold(answer).items()}
+    return out
 
 
 def occupation_titles_or_none(warehouse: Warehouse) -> pl.DataFrame | None:

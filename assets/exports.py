@@ -40,7 +40,7 @@ from assets.export_context import (
     exported_tables,
     for_index,
     occupation_titles_or_none,
-    published_headline,
+    published_headlines,
     read_membership,
     rendered_figure_metadata,
     run_moment,
@@ -141,6 +141,7 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse, labeler: 
     labeler_rows = warehouse.coverage_labelers()
     labeler = labeler_rows["labeler"][0] if labeler_rows.height else None
     folder = export_folder(context, warehouse)
+    membership = read_membership(warehouse)
     # aggregated in DuckDB: the labels and prompt texts are never loaded whole
     html, data = warehouse.coverage_map(
         occupations,
@@ -148,9 +149,10 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse, labeler: 
         footer=f"benchmap export of {export_date(context)}; labeler {labeler or 'n/a'}. Data: O*NET 29.2 tasks, "
         "benchmark "
         "prompts labeled with O*NET tasks. Self-contained page: no network access.",
-        membership=read_membership(warehouse),
-        headline=published_headline(warehouse, export_date(context)),
-        opening_threshold=report.ANSWER_THRESHOLD,  # the header quotes the headline at this threshold
+        membership=membership,
+        # the header follows the chosen index and threshold; the page opens at index all's headline
+        headlines=published_headlines(warehouse, export_date(context), membership),
+        opening_threshold=report.ANSWER_THRESHOLD,
     )
     path = ef.write_text(folder / COVERAGE_MAP_NAME, html)
     covered = sum(1 for o in data["occupations"] if o["k"])

@@ -295,8 +295,11 @@ def coverage_map_html(
     footer: str | None = None,
     headline: str | None = None,
 ) -> str:
-    """The complete page for `coverage_map_data(...)`: no external resource of any kind. `headline`: the one-line
-    answer (models/report/answer.py), the header's first line, above the subtitle."""
+    """The complete page for `coverage_map_data(...)`: no external resource of any kind. The header's first line,
+    above the subtitle: `data["headlines"][index][threshold]` (the published answers, models/report/answer.py),
+    which the script swaps as the index and threshold change, opening at index `all`'s; else `headline`."""
+    opening = data.get("headlines", {}).get("all", {})
+    headline = opening.get(str(data.get("opening_threshold", ""))) or headline
     n_occ = len(data["occupations"])
     n_groups = len({o["g"] for o in data["occupations"]})
     default_subtitle = (
@@ -322,8 +325,8 @@ def coverage_map_html(
         "<header>",
         f"<h1>{html.escape(title)}</h1>",
         # the answer first (models/report/answer.py: the sentence summary.md opens with), then how to read tiles
-        *([f'<p id="estimate" style="font-size:15px;margin:4px 0 6px"><b>{html.escape(headline)}</b></p>']
-          if headline else []),
+        *([f'<p id="estimate" style="font-size:15px;margin:4px 0 6px"><b>{html.escape(headline or "")}</b></p>']
+          if headline or data.get("headlines") else []),
         f'<p class="sub">{html.escape(subtitle or default_subtitle)}</p>',
         '<div class="controls">',
         '<fieldset id="thresholds"><legend>Covered task = at least</legend></fieldset>',

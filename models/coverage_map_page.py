@@ -175,8 +175,8 @@ function showLegend(est, counts){
   if (est) {
     legend.append(el("b", {}, "Tile colour: estimated probability p that the occupation has a task with \u2265 " +
       t + unit + " (index " + INDEXES[state.index].name + "; share of the headline's imputation draws" +
-      (BOUNDED.includes(t) ? ", whose count at \u2265 " + t + unit + " is the ceiling side of the published " +
-       "bounds" : "") + "):"));
+      (BOUNDED.includes(t) ? ", whose count at \u2265 " + t + unit + " gives the published bounds their " +
+       "ceiling: its 97.5th percentile" : "") + "):"));
     D.classes.forEach(([lower, col, label], i) => item(col, label + ": " + counts[i]));
   } else {
     const why = D.estimates && Object.keys(D.estimates).length ? (state.modified ?
@@ -187,6 +187,19 @@ function showLegend(est, counts){
     D.bins.forEach(([lower, col, label]) => item(col, label));
   }
   legend.dataset.mode = est ? "estimate" : "labels";
+}
+
+// header: the published answer of the chosen index and threshold (summary.md's numbers), when the page has them
+const estimateLine = document.getElementById("estimate");
+function showHeadline(){
+  if (!estimateLine || !D.headlines) return;
+  const name = INDEXES[state.index].name, t = state.threshold;
+  const text = (D.headlines[name] || {})[String(t)];
+  estimateLine.replaceChildren(el("b", {}, text ? text + (state.modified ? " [The published figure of index " +
+    name + "; a hand-picked set of benchmarks has none.]" : "") : "No published headline for index " + name +
+    " at \u2265 " + t + " prompt" + (t > 1 ? "s" : "") + "."));
+  estimateLine.dataset.index = name;
+  estimateLine.dataset.threshold = String(t);
 }
 
 // tiles
@@ -236,6 +249,7 @@ function render(){
     coveredOcc += k > 0; coveredTaskTotal += k; taskTotal += occ.n;
   });
   showLegend(est, counts);
+  showHeadline();
   groupEls.forEach(g => {
     if (est) {
       g.count.textContent = g.occs.filter(o => likely.get(o)).length + " of " + g.occs.length + " likely covered";
@@ -247,12 +261,12 @@ function render(){
   const pct = x => (100 * x).toFixed(1) + "%";
   const t = state.threshold, nb = state.selected.size;
   // the expected count (sum of p) is the headline's mean at an unbounded threshold; at a bounded one it is
-  // the imputation's count, which the published bounds cap from above
+  // the imputation's mean count, whose 97.5th percentile is the published ceiling
   const estimated = est ? "Estimated at \u2265 " + t + " prompt" + (t > 1 ? "s" : "") + ": " + counts[0] +
     " of " + D.occupations.length + " occupations likely covered, " + counts[1] + " unsure, " + counts[2] +
     " likely not; expected number covered (the sum of the tiles' p) " + expected.toFixed(0) +
-    (BOUNDED.includes(t) ? ", the imputation's count: the ceiling side of the published bounds" :
-     ", the headline's estimate") + ". Labels as counted: " : "";
+    (BOUNDED.includes(t) ? ", the imputation's mean count (the published bounds' ceiling is its 97.5th " +
+     "percentile)" : ", the headline's estimate") + ". Labels as counted: " : "";
   const ix = INDEXES[state.index], silent = state.modified ? 0 : (ix.unmapped || []).length;
   document.getElementById("summary").textContent = estimated +
     coveredOcc + " of " + D.occupations.length + " occupations have a task with \u2265 " + t +

@@ -252,13 +252,14 @@ def build_coverage_map_from_warehouse(
     footer: str | None = None,
     examples_per_benchmark: int = 1,
     membership: pl.DataFrame | None = None,
-    headline: str | None = None,
+    headlines: dict[str, dict[str, str]] | None = None,
     opening_threshold: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """(HTML page, its data) from the warehouse at `path`, aggregated in DuckDB on a read-only connection:
     prompt_task_labels and benchmark_prompts are never loaded whole (examples and statements are left out
     when benchmark_prompts / onet_tasks are missing; without occupation_estimates the tiles show the labels
-    as counted; `opening_threshold`: the one the page opens at, that of `headline`)."""
+    as counted; `headlines`: the header per index and threshold, the published answers; `opening_threshold`: the
+    one the page opens at, that of the answer's sentence)."""
     with wh.connect(path, read_only=True) as con:
         if not wh.table_exists(con, LABELS_RELATION):
             raise LookupError(f"table {LABELS_RELATION!r} is not in the warehouse {path}")
@@ -279,4 +280,6 @@ def build_coverage_map_from_warehouse(
     data["indexes"] = index_options(membership, [b for b, _ in data["benchmarks"]])
     if opening_threshold is not None:  # the threshold the header's headline is at, where the page opens
         data["opening_threshold"] = int(opening_threshold)
-    return coverage_map_html(data, subtitle=subtitle, footer=footer, headline=headline), data
+    if headlines:
+        data["headlines"] = headlines
+    return coverage_map_html(data, subtitle=subtitle, footer=footer), data

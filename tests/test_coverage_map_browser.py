@@ -255,9 +255,16 @@ def test_index_selector_ticks_the_members_and_says_why_others_are_out(browser, p
     data = dict(page["data"])
     data["indexes"] = index_options(membership, [b for b, _ in data["benchmarks"]])
     assert [i["name"] for i in data["indexes"]] == ["all", "office"]
+    # the header: the published answer of the chosen index and threshold (issue 25 item 5); office has none at 1
+    data["headlines"] = {"all": {"1": "all at one", "5": "all at five"}, "office": {"5": "office at five"}}
     path = tmp_path / "indexed_map.html"
     path.write_text(coverage_map_html(data), encoding="utf-8")
     _load(browser, path)
+
+    def header() -> str:
+        return browser.find_element(By.ID, "estimate").text
+
+    assert header() == "all at one"
 
     assert browser.execute_script("return document.body.dataset.index") == "all"
     assert browser.find_element(By.ID, "summary").text.endswith("Index: Every landed benchmark.")
@@ -270,6 +277,10 @@ def test_index_selector_ticks_the_members_and_says_why_others_are_out(browser, p
     assert ("Also members, adding no task (no prompt labeled as work): webshop"
             in browser.find_element(By.ID, "index-note").text)
     Select(browser.find_element(By.ID, "index")).select_by_value("office")
+    assert header() == "No published headline for index office at \u2265 1 prompt."
+    browser.find_element(By.ID, "threshold-5").click()
+    assert header() == "office at five"
+    browser.find_element(By.ID, "threshold-1").click()
     checked = {b: browser.find_element(By.ID, f"bench-{b}").is_selected() for b in BENCHMARKS}
     assert checked == {"gdpval": True, "swe_lancer": True, "webarena": False}
     _assert_view(_tiles(browser), occupation_shares(data, 1, ["gdpval", "swe_lancer"]))
@@ -282,8 +293,12 @@ def test_index_selector_ticks_the_members_and_says_why_others_are_out(browser, p
     # a hand toggle after choosing the index is allowed, and the summary says so
     browser.find_element(By.ID, "bench-webarena").click()
     assert browser.find_element(By.ID, "summary").text.endswith("Index: Office work (benchmarks changed by hand).")
+    browser.find_element(By.ID, "threshold-5").click()
+    assert header() == "office at five [The published figure of index office; a hand-picked set of benchmarks has none.]"
+    browser.find_element(By.ID, "threshold-1").click()
     _assert_view(_tiles(browser), occupation_shares(data, 1, list(BENCHMARKS)))
     Select(browser.find_element(By.ID, "index")).select_by_value("all")
+    assert header() == "all at one"
     _assert_view(_tiles(browser), dict(page["occupation_coverage"].select("onet_soc_code",
                                                                          "task_share_covered_1").iter_rows()))
     severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
@@ -358,11 +373,13 @@ def test_tiles_show_the_estimated_probability_with_its_legend_and_hover(browser,
         assert summary.startswith(f"Estimated at \u2265 {threshold} prompt")
         assert f"{counts[0]} of 923 occupations likely covered, {counts[1]} unsure, {counts[2]} likely not" in summary
         # the expected count is the sum of the tiles' p: the headline at >= 5; at >= 1, where the headline is
-        # bounds, the imputation's count (the ceiling side), and the legend says so too
+        # bounds, the imputation's mean count, whose 97.5th percentile is the published ceiling (the audit found
+        # "the ceiling side of the published bounds" read as if the mean were the ceiling), and the legend says so
         expected_count = sum(expected.values())
         assert f"expected number covered (the sum of the tiles' p) {expected_count:.0f}" in summary
-        bounded = "the ceiling side of the published bounds"
-        assert (bounded in summary) == (threshold == 1) and (bounded in legend) == (threshold == 1)
+        assert ("the imputation's mean count (the published bounds' ceiling is its 97.5th percentile)"
+                in summary) == (threshold == 1)
+        assert ("gives the published bounds their ceiling: its 97.5th percentile" in legend) == (threshold == 1)
         assert ("the headline's estimate" in summary) == (threshold == 5)
         assert "Labels as counted: " in summary
     browser.find_element(By.ID, "threshold-5").click()

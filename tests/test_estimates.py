@@ -102,12 +102,24 @@ def test_species_floors_of_nested_scopes_never_say_a_part_covers_more():
     caps = capping_scopes(values, capped, [frozenset({0, 1}), frozenset({0}), frozenset({1}), frozenset()])
     assert caps.tolist() == [[-1, -1], [0, -1], [-1, -1], [-1, -1]]
     scopes = [es.Scope("all", "all", (0, 1)), es.Scope("all", "b0", (0,))]
-    note = capped_note(scopes, int(caps[1, 0]))
+    note = capped_note(scopes, int(caps[1, 0]), "11")
     assert note.startswith("; capped at the value of index all (") and capped_note(scopes, -1) == ""
+    assert note.endswith("this scope's own estimate was higher: 11")
     basis = "species estimate" + note
     assert _carried_cap(10.0, 10.0, basis) == note and _carried_cap(12.0, 10.0, basis) == ""  # floor above it
-    assert capped_phrase({"basis": basis}).startswith(" (capped at index all's value: its own estimate was higher")
+    # the reader gets the scope's own estimate too (it was published nowhere), beside the value it replaced
+    assert capped_phrase({"basis": basis}).startswith(" (capped at index all's value: its own estimate, 11, was "
+                                                      "higher")
+    assert capped_phrase({"basis": "species estimate" + capped_note(scopes, 0)}).startswith(
+        " (capped at index all's value: its own estimate was higher")
     assert capped_phrase({"basis": "species estimate"}) == ""
+    from models.report.answer import _phrase
+
+    row = {"quantity": "tasks_covered", "estimator": "bounds", "value": 10.0, "ci_low": 8.0, "ci_high": 15.0,
+           "denominator": 18796.0, "basis": basis}
+    assert _phrase(row).startswith("at least about 10 (capped at index all's value: its own estimate, 11, was "
+                                   "higher, and a part never covers more than the whole) (lower limit 8), up to "
+                                   "about 15")
 
 
 def test_chao_lin_unseen_count_by_hand():
@@ -686,7 +698,13 @@ def test_with_published_maps_every_headline_metric():
     assert rows["hours_share_uncovered"]["published_value"] == pytest.approx(0.92)
     assert rows["hours_share_uncovered"]["published_ci_low"] == pytest.approx(0.91)
     assert set(out["published_estimator"]) == {"model_assisted"}
+    assert out["published_note"].null_count() == 5
     assert es.with_published(headline, None)["published_value"].null_count() == 5
+    # a capped value says so in the table too (the audit found econ's tasks at >= 1 unflagged there)
+    capped = estimates.with_columns(pl.lit("species; capped at the value of index all (why): this scope's own "
+                                           "estimate was higher: 1,154").alias("basis"))
+    note = es.with_published(headline, capped).filter(pl.col("metric") == "tasks_covered")["published_note"].item()
+    assert note == "capped at the value of index all (why): this scope's own estimate was higher: 1,154"
 
 
 def test_summary_and_map_quote_the_published_estimate():

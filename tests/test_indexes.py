@@ -450,8 +450,31 @@ def test_coverage_tables_gaps_and_exports_per_index(tables, full_pipeline):
     summary = (folder / f"summary_{ECONOMIC}.md").read_text()
     assert "(`economic_agentic`, version 1, data/indexes/economic_agentic.toml)" in summary
     assert "jobbench (public_items=6 fails public_items >= 25" in summary
+    # tables computed over every landed benchmark are named as index all's, never quoted as this index's (the
+    # fits on imputed label sets and the sensitivity analysis were; the split check is labelled)
+    predicts = summary.split("## What predicts coverage (with labeler error)")[1].split("## ")[0]
+    assert "coverage_regressions_mi) are computed over every landed benchmark, not per index" in predicts
+    assert "times as likely" not in predicts and "factor of" not in predicts
+    assert "Sensitivity analysis not available" not in summary
+    assert "The sensitivity analysis (coverage_sensitivity) is computed over every landed benchmark" in summary
+    assert "The check runs on the judge sample of every landed benchmark (index `all`), not per index" in summary
     assert "**Index.** Every number below is for the benchmark index **Every landed benchmark**" in (
         folder / "summary.md").read_text()
+    # the map's header follows the index: each index's headline is its summary's sentence (it showed index
+    # all's whatever the index chosen), and at >= 1 prompt its bounds line
+    import json
+    import re
+
+    page = (folder / "coverage_map.html").read_text()
+    data = json.loads(re.search(r'id="coverage-data">(.*?)</script>', page, re.S).group(1))
+    for name, text in (("all", (folder / "summary.md").read_text()), (ECONOMIC, summary)):
+        sentence = text.split("**")[1]  # the summary's opening sentence, in bold
+        assert data["headlines"][name]["5"].startswith(sentence)
+        at_one = next(line for line in text.splitlines() if line.startswith("- At >= 1 prompt: "))
+        assert at_one.removeprefix("- At >= 1 prompt: ") in data["headlines"][name]["1"]
+        assert f"benchmark index `{name}`" in data["headlines"][name]["1"]
+    assert data["headlines"]["all"]["5"] != data["headlines"][ECONOMIC]["5"]
+    assert f'<b>{data["headlines"]["all"]["5"].split(" (")[0]}' in page  # the page opens at index all's
 
 
 @pytest.mark.slow

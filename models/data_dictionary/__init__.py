@@ -282,6 +282,9 @@ DATA_DICTIONARY["coverage_headline"].update({
                           "the draws' 2.5th and 97.5th percentiles are equal, which is the draws agreeing, not "
                           "certainty; the value (their mean) can lie just off that point when a few draws differ "
                           "(headline_estimates' basis)", "same as value", ESTIMATES),
+    "published_note": ("where published_value is a larger scope's capped species estimate (a part never covers more "
+                       "than the whole), which scope capped it and this row's own estimate (headline_estimates' "
+                       "basis); null otherwise", TEXT, ESTIMATES),
 })
 TABLE_DESCRIPTIONS["headline_estimates"] = (
     "Headline quantities under each estimator (see `estimator`) with 95% intervals; `published` marks the one "

@@ -5,17 +5,20 @@ sentences with their intervals and Monte Carlo error notes."""
 from __future__ import annotations
 
 import math
+import re
 
 import polars as pl
 
 from models.estimates.mc_error import MC_EXPLAINED, mc_rounded
 from models.estimates.problem import ALL_INDEX, ALL_SCOPE, BOUNDS, DEFAULT_DRAWS, QUANTITIES
+from models.estimates.tables import CAPPED
 
 PUBLISHED_COLUMNS: dict[str, pl.DataType] = {
     "published_estimator": pl.Utf8(),
     "published_value": pl.Float64(),
     "published_ci_low": pl.Float64(),
     "published_ci_high": pl.Float64(),
+    "published_note": pl.Utf8(),
 }
 _METRIC_OF: dict[str, tuple[str, bool]] = {  # coverage_headline metric -> (quantity, complement)
     "tasks_covered": ("tasks_covered", False),
@@ -29,7 +32,8 @@ _METRIC_OF: dict[str, tuple[str, bool]] = {  # coverage_headline metric -> (quan
 def with_published(headline: pl.DataFrame, estimates: pl.DataFrame | None) -> pl.DataFrame:
     """coverage_headline plus the published estimate of each row in the row's own unit (a share of tasks /
     occupations / hours; a count of uncovered major groups): published_estimator, published_value,
-    published_ci_low, published_ci_high (null where headline_estimates has no such row)."""
+    published_ci_low, published_ci_high (null where headline_estimates has no such row), and published_note where
+    the value is a larger scope's capped species estimate (its basis' note: which scope, and the row's own)."""
     empty = headline.with_columns([pl.lit(None, t).alias(c) for c, t in PUBLISHED_COLUMNS.items()])
     if estimates is None or estimates.is_empty() or headline.is_empty():
         return empty
@@ -49,7 +53,9 @@ def with_published(headline: pl.DataFrame, estimates: pl.DataFrame | None) -> pl
         .join(
             published.select(*keys, "quantity", pl.col("estimator").alias("published_estimator"),
                              pl.col("value").alias("_v"), pl.col("ci_low").alias("_lo"), pl.col("ci_high").alias("_hi"),
-                             pl.col("denominator").alias("_den")),
+                             pl.col("denominator").alias("_den"),
+                             (pl.col("basis") if "basis" in published.columns else pl.lit(None, pl.Utf8))
+                             .str.extract(f"({re.escape(CAPPED)}.*)$").alias("published_note")),
             on=[*keys, "quantity"],
             how="left",
         )

@@ -89,12 +89,13 @@ def richness_estimates(problem: Problem, scopes: Sequence[Scope]) -> np.ndarray:
     return richness_with_caps(problem, scopes)[0]
 
 
-def richness_with_caps(problem: Problem, scopes: Sequence[Scope]) -> tuple[np.ndarray, np.ndarray]:
-    """`richness_estimates` and, per (scope, quantity), the scope whose value capped this one's (-1: not capped):
-    a reader of a capped figure must be told it is the larger scope's, not its own."""
+def richness_with_caps(problem: Problem, scopes: Sequence[Scope]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`richness_estimates`, per (scope, quantity) the scope whose value capped this one's (-1: not capped), and
+    the estimates before the cap: a reader of a capped figure must be told it is the larger scope's, and what
+    its own was."""
     uncapped, members = _uncapped_richness(problem, scopes)
     capped = capped_by_supersets(uncapped, members)
-    return capped, capping_scopes(uncapped, capped, members)
+    return capped, capping_scopes(uncapped, capped, members), uncapped
 
 
 def _uncapped_richness(problem: Problem, scopes: Sequence[Scope]) -> tuple[np.ndarray, list[frozenset[int]]]:

@@ -281,14 +281,23 @@ def bounds_basis(value: float, design_high: float | None, assisted_high: float |
 CAPPED = "capped at the value of"  # how a capped richness or bounds row's basis says so (the summary reads it)
 
 
-def capped_note(scopes: Sequence[Scope], outer: int) -> str:
-    """The basis' note of a species estimate capped at a larger scope's value (`outer`, -1: none)."""
+OWN_ESTIMATE = "this scope's own estimate was higher"  # then ": <value>" when known (the summary reads it)
+
+
+def capped_note(scopes: Sequence[Scope], outer: int, own: str | None = None) -> str:
+    """The basis' note of a species estimate capped at a larger scope's value (`outer`, -1: none); `own`: the
+    scope's own estimate, as printed."""
     if outer < 0:
         return ""
     scope = scopes[outer]
     where = f"index {scope.benchmark_index}" + ("" if scope.scope == "all" else f", scope {scope.scope}")
     return (f"; {CAPPED} {where} (its judge-sampled benchmarks include all of these, and a part never covers "
-            "more than the whole): this scope's own estimate was higher")
+            f"more than the whole): {OWN_ESTIMATE}" + (f": {own}" if own else ""))
+
+
+def printed_estimate(quantity: str, value: float) -> str:
+    """A species estimate as a note prints it: a share in percent to one decimal, a count to the unit."""
+    return f"{100 * value:.1f}%" if quantity == "hours_share_covered" else f"{value:,.0f}"
 
 
 RICHNESS_BASIS = (
@@ -385,7 +394,7 @@ def richness_rows(problem: Problem, scopes: Sequence[Scope], thresholds: Sequenc
     bounded = [t for t in thresholds if t in BOUNDED_THRESHOLDS]
     if not bounded:
         return []
-    values, caps = richness_with_caps(problem, scopes)
+    values, caps, uncapped = richness_with_caps(problem, scopes)
     rows: list[dict[str, object]] = []
     for si, scope in enumerate(scopes):
         n_sampled = sum(problem.n_sampled(b) for b in scope.members)
@@ -400,7 +409,8 @@ def richness_rows(problem: Problem, scopes: Sequence[Scope], thresholds: Sequenc
                 "threshold": int(t), "estimator": RICHNESS, "value": value, "ci_low": low, "ci_high": high,
                 "value_mc_se": 0.0, "ci_low_mc_se": 0.0, "ci_high_mc_se": 0.0, "denominator": denominators[quantity], "published": False,
                 "n_texts": sum(problem.n_texts(b) for b in scope.members), "n_sampled": n_sampled, "n_draws": 0,
-                "basis": RICHNESS_BASIS + capped_note(scopes, int(caps[si, qi])),
+                "basis": RICHNESS_BASIS + capped_note(scopes, int(caps[si, qi]),
+                                                      printed_estimate(quantity, float(uncapped[si, qi, 0]))),
             } for t in bounded]
     return rows
 

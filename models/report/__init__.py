@@ -16,7 +16,14 @@ from collections.abc import Sequence
 import polars as pl
 
 from models.markdown import markdown_table
-from models.report.answer import ALL_INDEX, ANSWER_THRESHOLD, Answer, answer_figures, headline_answer
+from models.report.answer import (
+    ALL_INDEX,
+    ANSWER_THRESHOLD,
+    Answer,
+    answer_figures,
+    headline_answer,
+    headlines_by_threshold,
+)
 from models.report.counts import benchmark_counts, count_lines, index_benchmarks, task_counts
 from models.report.estimated import (
     estimated_coverage_findings,
@@ -101,30 +108,38 @@ def summary_markdown(
     mi = present_table(tables, "coverage_regressions_mi")
     if mi is not None and {"kind", "term", "estimate"} <= set(mi.columns):
         estimated["coverage_regressions_mi"] = mi_as_regressions(mi)
-    # the model-score tables are computed over every landed benchmark, not per index (assets/export_context.py)
-    all_only = [f"Model scores are computed over every landed benchmark, not per index: see summary.md (index "
-                f"`{ALL_INDEX}`)."]
     is_all_index = index == ALL_INDEX
+
+    # tables computed over every landed benchmark, not per index (assets/export_context.py): named, never quoted
+    def all_only(what: str) -> list[str]:
+        return [f"{what} computed over every landed benchmark, not per index: see summary.md (index `{ALL_INDEX}`)."]
+
+    with_labeler_error = (
+        regression_findings(estimated, "coverage_regressions_mi") if "coverage_regressions_mi" in estimated
+        else ["Not available: coverage_regressions_mi (the fits on imputed label sets) is missing; the fits on "
+              "the labels as counted are in 'What the raw labels say'."])
     sections: list[tuple[str, list[str]]] = [
         *([("Benchmark index", index_findings(benchmark_index, membership))] if benchmark_index else []),
         ("Coverage, as estimated", estimated_coverage_findings(tables, index)),
-        ("What predicts coverage (with labeler error)",
-         regression_findings(estimated, "coverage_regressions_mi") if "coverage_regressions_mi" in estimated
-         else ["Not available: coverage_regressions_mi (the fits on imputed label sets) is missing; the fits on "
-               "the labels as counted are in 'What the raw labels say'."]),
-        ("Model scores", estimated_score_findings(tables) if is_all_index else all_only),
+        ("What predicts coverage (with labeler error)", with_labeler_error if is_all_index else all_only(
+            "The fits on imputed label sets (coverage_regressions_mi) are") + [
+            "This index's fits on the labels as counted are in 'What the raw labels say'."]),
+        ("Model scores", estimated_score_findings(tables) if is_all_index else all_only("Model scores are")),
         ("What the raw labels say",
          ["_Counting every label as true, with no correction for the labels' misses and no labeler error in the "
           "intervals: for comparison with the estimates above, not for quoting._"]
          + label_quality_findings(tables) + coverage_findings(tables, with_estimate=False)
          + regression_findings(tables) + workbank_findings(tables) + (score_findings(tables) if is_all_index else [])),
-        ("Robustness of the raw labels' figures", sensitivity_findings(tables) + exposure_difference_finding(tables)),
+        ("Robustness of the raw labels' figures",
+         (sensitivity_findings(tables) if is_all_index else all_only("The sensitivity analysis (coverage_sensitivity) "
+                                                                     "is"))
+         + exposure_difference_finding(tables)),
         ("Counts: what each one counts", count_lines(tables, onet_tasks, index)),
         (
             "Limitations",
             benchmark_limitations(tables)
             + labeler_limitations(tables, labeler_model)
-            + estimate_limitations(tables)
+            + estimate_limitations(tables, index)
             + data_limitations(tables, onet_tasks),
         ),
     ]
@@ -138,7 +153,8 @@ def summary_markdown(
 __all__ = [
     "ANSWER_THRESHOLD", "Answer", "answer_figures", "benchmark_counts", "count_lines", "estimated_coverage_findings",
     "estimated_score_findings",
-    "exposure_base_rates", "exposure_difference_finding", "headline_answer", "index_benchmarks",
+    "exposure_base_rates", "exposure_difference_finding", "headline_answer", "headlines_by_threshold",
+    "index_benchmarks",
     "mi_as_regressions", "task_counts",
     "MODEL_EXPOSURE_WAGE", "MODEL_IMPORTANCE", "MODEL_WORKBANK", "PREVIEW_COLUMNS", "QUANTITY_WORDS", "WAGE_TERM",
     "ZONE_NAMES", "Tables", "benchmark_limitations", "big", "ci", "coverage_findings", "data_limitations",

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from models.estimates.mc_error import mc_rounded
-from models.estimates.tables import CAPPED
+from models.estimates.tables import CAPPED, OWN_ESTIMATE
 from models.report.formatting import finite
 
 ALL_INDEX = "all"
@@ -42,6 +42,9 @@ class Answer:
     figures: dict[str, float] = field(default_factory=dict)
     benchmark_index: str = ALL_INDEX
     threshold: int = ANSWER_THRESHOLD
+
+
+AT_ONE_PROMPT = "At >= 1 prompt: "  # the supporting line of the bounds at >= 1 (the map's header reads it back)
 
 
 def _value(quantity: str, value: Any) -> str:
@@ -80,13 +83,16 @@ def _row(rows: pl.DataFrame, quantity: str, threshold: int) -> dict[str, Any] | 
 
 
 def capped_phrase(row: dict[str, Any]) -> str:
-    """' (capped at index all's value)' for a bounds row whose value is a larger scope's species estimate (its
-    basis says so: models.estimates.tables.capped_note), else ''."""
+    """' (capped at index all's value: its own estimate, 1,154, was higher ...)' for a bounds row whose value is
+    a larger scope's species estimate (its basis says so: models.estimates.tables.capped_note), else ''; printed
+    beside the value it describes."""
     basis = row.get("basis") or ""
     if CAPPED not in basis:
         return ""
     where = basis[basis.index(CAPPED) + len(CAPPED):].split(" (", 1)[0].strip()
-    return f" (capped at {where}'s value: its own estimate was higher, and a part never covers more than the whole)"
+    own = basis.split(OWN_ESTIMATE + ": ", 1)[1].split(";", 1)[0].strip() if OWN_ESTIMATE + ": " in basis else ""
+    return (f" (capped at {where}'s value: its own estimate{', ' + own + ',' if own else ''} was higher, and a part "
+            "never covers more than the whole)")
 
 
 def _phrase(row: dict[str, Any]) -> str:
@@ -95,9 +101,9 @@ def _phrase(row: dict[str, Any]) -> str:
     noun = QUANTITY_NOUNS[quantity]
     if row["estimator"] == "bounds":
         figures, note = mc_rounded(row, quantity == "hours_share_covered")
-        span = (f"at least about {_value(quantity, figures['value'])} (lower limit "
+        span = (f"at least about {_value(quantity, figures['value'])}{capped_phrase(row)} (lower limit "
                 f"{_value(quantity, figures['ci_low'])}), up to about {_value(quantity, figures['ci_high'])}"
-                + (f" ({note})" if note else "") + capped_phrase(row))
+                + (f" ({note})" if note else ""))
         return f"{span} of {noun}" if quantity == "hours_share_covered" else \
             f"{span} of {row['denominator']:,.0f} {noun}"
     if quantity == "hours_share_covered":
@@ -152,7 +158,7 @@ def headline_answer(
         supporting.append(f"Tasks: {_phrase(tasks)} have {threshold} or more prompts.")
     low = [r for q in ("occupations_covered", "hours_share_covered") if (r := _row(rows, q, 1))]
     if low:
-        supporting.append("At >= 1 prompt: " + "; ".join(_phrase(r) for r in low) + ".")
+        supporting.append(AT_ONE_PROMPT + "; ".join(_phrase(r) for r in low) + ".")
     truth = estimates.filter((pl.col("estimator") == "labels_as_truth") & (pl.col("scope") == "all"))
     if "benchmark_index" in truth.columns:
         truth = truth.filter(pl.col("benchmark_index") == benchmark_index)
@@ -167,6 +173,19 @@ def headline_answer(
     if excluded:
         supporting.append(_not_counted(excluded))
     return Answer(sentence, supporting[:5], answer_figures(estimates, benchmark_index), benchmark_index, threshold)
+
+
+def headlines_by_threshold(answer: Answer) -> dict[int, str]:
+    """The coverage map's header per threshold (issue 25 item 5: the published headline of the chosen index and
+    threshold): at the answer's threshold its sentence, at >= 1 prompt its bounds line naming the index; each
+    followed by what the index leaves out and why, as the benchmark picker leaves it out."""
+    notes = [s for s in answer.supporting if s.startswith(("Not in this index", "Counted but adding"))]
+    out = {answer.threshold: " ".join([answer.sentence, *notes])}
+    for line in answer.supporting:
+        if line.startswith(AT_ONE_PROMPT):
+            out[1] = " ".join([f"At >= 1 prompt (bounds, 95% interval; benchmark index `{answer.benchmark_index}`): "
+                               + line[len(AT_ONE_PROMPT):], *notes])
+    return out
 
 
 def _not_counted(excluded: Sequence[tuple[str, str]], spell_out: int = 3) -> str:

@@ -26,8 +26,9 @@ def _estimate(row: dict[str, Any]) -> str:
     q = row["quantity"]
     figures, note = mc_rounded(row, q == "hours_share_covered")
     if row["estimator"] == "bounds":
-        return (f"at least about {_fmt(q, figures['value'])} (lower limit {_fmt(q, figures['ci_low'])}), up to "
-                f"about {_fmt(q, figures['ci_high'])}" + (f" ({note})" if note else "") + capped_phrase(row))
+        return (f"at least about {_fmt(q, figures['value'])}{capped_phrase(row)} (lower limit "
+                f"{_fmt(q, figures['ci_low'])}), up to about {_fmt(q, figures['ci_high'])}"
+                + (f" ({note})" if note else ""))
     return (f"{_fmt(q, figures['value'])} ({_fmt(q, figures['ci_low'])}\u2013{_fmt(q, figures['ci_high'])}"
             + (f"; {note})" if note else ")"))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from models.figures import VALIDATION_METRICS, VALIDATION_TITLES
+from models.report.answer import ALL_INDEX
 from models.report.formatting import (
     MODEL_IMPORTANCE,
     Tables,
@@ -180,10 +181,11 @@ QUANTITY_WORDS = {"tasks_covered": "tasks", "occupations_covered": "occupations"
                   "hours_share_covered": "the hours share", "major_groups_covered": "major groups"}
 
 
-def estimate_limitations(tables: Tables) -> list[str]:
+def estimate_limitations(tables: Tables, index: str = ALL_INDEX) -> list[str]:
     """How well the published estimates held up when checked on the judge sample itself (estimate_split_check:
     estimate from one half, compare with the other): the model-assisted interval at >= 5 prompts, the bounds at
-    >= 1. And whether the labeler's labels of the judge-sampled texts are out of sample."""
+    >= 1. And whether the labeler's labels of the judge-sampled texts are out of sample. The check runs on the
+    judge sample of index `all`; another index's summary says so."""
     check = present_table(tables, "estimate_split_check")
     out: list[str] = []
     if check is not None and {"estimator", "coverage", "quantity", "threshold"} <= set(check.columns):
@@ -216,7 +218,11 @@ def estimate_limitations(tables: Tables) -> list[str]:
                           f"({num(n)} splits): {'; '.join(parts)}")
         if pieces:
             out.append(
-                "**How far the headline's intervals can be trusted.** Checked against the judge's own labels of "
+                "**How far the headline's intervals can be trusted.** "
+                + ("" if index == ALL_INDEX else
+                   f"The check runs on the judge sample of every landed benchmark (index `{ALL_INDEX}`), not per "
+                   "index: its figures describe the estimator, and this index's headline is read through them. ")
+                + "Checked against the judge's own labels of "
                 "the whole judge sample, the published 95% interval contained the judge's value, "
                 + "; and, ".join(pieces) + ". Where that share is far below 95%, read the interval as too "
                 "narrow and the error as the size of the miss (estimate_split_check). The headline itself "
@@ -225,7 +231,7 @@ def estimate_limitations(tables: Tables) -> list[str]:
                 "show."
             )
     if check is not None and {"estimator", "coverage", "quantity", "threshold", "mean_error"} <= set(check.columns):
-        out.extend(direction_of_the_miss(check))
+        out.extend(direction_of_the_miss(check, index))
     validation = present_table(tables, "labeler_validation")
     if validation is not None and "metric" in validation.columns and \
             validation.filter(pl.col("metric").str.starts_with("ref_cv_")).height:
@@ -330,6 +336,10 @@ def index_findings(benchmark_index: str, membership: pl.DataFrame | None) -> lis
         f"**Index.** Every number below is for the benchmark index **{first['title']}** (`{benchmark_index}`, "
         f"version {first['version']}, {first['index_file']}): {len(included)} of the {rows.height} landed "
         f"benchmarks count. Members: {', '.join(included) or 'none'} (benchmark_index_membership)."
+        + ("" if benchmark_index == ALL_INDEX else
+           " Except where a line says it is computed over every landed benchmark: the fits on imputed label sets, "
+           "the model scores, the sensitivity analysis, the label quality (measured on the reference texts of "
+           "every benchmark) and the split check of the headline's intervals.")
     ]
     excluded = [
         f"{r['benchmark']} ({r['reason'] or 'no reason recorded'}; {r['decided_by']})"
@@ -346,7 +356,7 @@ def index_findings(benchmark_index: str, membership: pl.DataFrame | None) -> lis
     return out
 
 
-def direction_of_the_miss(check: pl.DataFrame) -> list[str]:
+def direction_of_the_miss(check: pl.DataFrame, index: str = ALL_INDEX) -> list[str]:
     """Where the check that imputes most (estimated from a fifth) ran high or low at >= 5 prompts with its
     interval missing the truth in more than a fifth of the splits: the headline, which imputes still more,
     may err the same way there, and the reader is told which way."""
@@ -367,7 +377,9 @@ def direction_of_the_miss(check: pl.DataFrame) -> list[str]:
                      f"{'too high' if error > 0 else 'too low'} (in the check by {size}{against} on average)")
     if not words:
         return []
-    return ["**Which way the headline may err.** Estimated from a fifth of the judge sample, the published "
+    return ["**Which way the headline may err.** Estimated from a fifth of the judge sample"
+            + ("" if index == ALL_INDEX else f" (every landed benchmark's: index `{ALL_INDEX}`)")
+            + ", the published "
             "interval missed the held-out truth in more than a fifth of the splits, and its mean error had the "
             "sign given here; the headline imputes more of the texts than that check, so read its "
             + "; ".join(words) + "; see estimate_split_check and docs/estimates.md."]
