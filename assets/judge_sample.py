@@ -12,7 +12,7 @@ sample of the benchmark are stored, which it then clears.
 
 
 import polars as pl
-from dagster import AssetExecutionContext, AssetOut, Config, MetadataValue, Output, multi_asset
+from dagster import AssetExecutionContext, AssetOut, Config, Failure, MetadataValue, Output, multi_asset
 
 from assets.partitions import benchmark_partitions
 from models import estimates as es
@@ -211,6 +211,20 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
             add_partition_metadata(context, "judge_sample_labels", {benchmark: {"rows": rows.height}})
     labels_frame = pl.concat(labels, how="vertical_relaxed")
     design_frame = pl.concat(designs, how="vertical_relaxed")
-    yield Output(labels_frame, "judge_sample_labels", metadata={"rows": labels_frame.height})
+    # a benchmark none of whose sampled texts the judge labeled would silently fall back to the vendored reference
+    # (estimate_inputs): a failure, not a smaller sample (what was labeled is in the label cache; a re-run asks
+    # only for the rest). Some texts failing: recorded in label_failures, counted by run_all (exit 4), retried.
+    lost = design_frame.filter((pl.col("n_sampled") > 0) & (pl.col("n_labeled") == 0))
+    if lost.height:
+        raise Failure(
+            description=f"the judge ({judge.name}, {judge.labeler_version}) labeled none of the sampled texts of "
+            f"{', '.join(lost['benchmark'].to_list())} ({int(lost['n_sampled'].sum())} texts; label_failures says "
+            "why): without them the estimates would use the vendored reference labels, so nothing is written",
+        )
+    n_failed = int(design_frame["n_failed"].sum())
+    if n_failed:
+        context.log.warning(f"the judge failed on {n_failed} sampled texts (label_failures); the estimates use the "
+                            "rest, and the next plain run retries them")
+    yield Output(labels_frame, "judge_sample_labels", metadata={"rows": labels_frame.height, "n_failed": n_failed})
     yield Output(design_frame, "judge_sample_design",
                  metadata={"design": MetadataValue.md(markdown_table(design_frame, max_rows=30))})

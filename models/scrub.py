@@ -1,7 +1,9 @@
 """Mask secrets in untrusted text (what a server or an exception says) before it is stored, logged or printed.
 
 `scrub(text, known_secrets)` replaces
-- every known secret (an API key the process holds), wherever it occurs, also URL-encoded;
+- every known secret (an API key the process holds), wherever it occurs, also URL-encoded, whatever its length
+  (which values count as secrets is the caller's choice: resources.untrusted leaves out short environment
+  values, but never the key the process sends);
 - the value after `Authorization:` / `Bearer` / `api_key=` (whatever the token looks like);
 - any `sk-...`-shaped token (OpenAI-style keys, also those the process does not know, e.g. a proxy's own key)
 
@@ -15,7 +17,8 @@ from collections.abc import Callable, Iterable
 from urllib.parse import quote
 
 MASK = "[redacted]"
-MIN_SECRET_CHARS = 8  # shorter values ("1", "true") would mask ordinary words
+MIN_SECRET_CHARS = 8  # an environment value found by its name's shape is a secret from this length: shorter
+# ones ("1", "true") would mask ordinary words. A secret handed in by name (the configured key) has no floor.
 
 _PATTERNS = (
     # Authorization: Bearer xyz / Authorization: Basic xyz / "authorization": "xyz"
@@ -35,7 +38,7 @@ def scrub(text: str | None, known_secrets: Iterable[str] = ()) -> str | None:
     """`text` with every secret masked (None stays None)."""
     if not text:
         return text
-    for secret in sorted({s for s in known_secrets if s and len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True):
+    for secret in sorted({s for s in known_secrets if s}, key=len, reverse=True):
         for form in {secret, quote(secret, safe="")}:
             text = text.replace(form, MASK)
     if _TRIGGER.search(text):
@@ -46,13 +49,13 @@ def scrub(text: str | None, known_secrets: Iterable[str] = ()) -> str | None:
 
 def scrubber(known_secrets: Iterable[str]) -> Callable[[str | None], str | None]:
     """`scrub` with the secrets fixed once (for many texts: the set is not rebuilt per text)."""
-    secrets = tuple(sorted({s for s in known_secrets if s and len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True))
+    secrets = tuple(sorted({s for s in known_secrets if s}, key=len, reverse=True))
     return lambda text: scrub(text, secrets)
 
 
 def contains_secret(text: str | None, known_secrets: Iterable[str]) -> bool:
     """Whether a known secret appears in `text` (for asserting, never for deciding what to store)."""
-    return bool(text) and any(s and len(s) >= MIN_SECRET_CHARS and s in text for s in known_secrets)
+    return bool(text) and any(s and s in text for s in known_secrets)
 
 
-__all__ = ["MASK", "contains_secret", "scrub", "scrubber"]
+__all__ = ["MASK", "MIN_SECRET_CHARS", "contains_secret", "scrub", "scrubber"]

@@ -34,7 +34,9 @@ runs; or a step found damage the check did not, then with the same recovery line
 every step succeeded but prompts of the run's benchmarks failed to label ("10 labeled, 6 failed (see
 label_failures)"), 5 (EXIT_NO_BENCHMARKS) when every step succeeded but no benchmark landed (nothing is measured; with
 no benchmark table from an earlier run the analysis steps fail instead, exit 1, and the run names the cause either
-way).
+way), 6 (EXIT_CHECK_FAILED) when every step succeeded and every prompt is labeled but a data-quality check of
+severity ERROR did not pass (a non-blocking check does not fail its step; the summary names it, and the run is
+not recorded as up to date, so the next plain run runs again). A WARN check is printed and leaves the code alone.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ from models import benchmarks as bm
 from pipelines import cli, label_workers, restore_labels, up_to_date
 from pipelines import run_report as rr
 from pipelines.run_partitions import prompt_bytes, run_partitions
-from pipelines.run_steps import Steps, lock_file
+from pipelines.run_steps import Steps, labelers_of_the_run, lock_file
 from pipelines.step_runner import Runner, RunPlan, plan_from_definitions
 from resources import integrity, label_pool
 from resources import source_versions as sv
@@ -83,6 +85,7 @@ from resources.sources import discover_landing, landing_roots
 EXIT_DAMAGED = 3
 EXIT_LABEL_FAILURES = 4  # every step ran, but some prompts have no labels (label_failures lists them)
 EXIT_NO_BENCHMARKS = 5  # every step ran, but no benchmark landed: nothing was measured
+EXIT_CHECK_FAILED = 6  # every step succeeded, but a data-quality check of severity ERROR did not pass
 
 
 def _log_path(warehouse_path: str | None, given: str | None) -> Path:
@@ -179,7 +182,8 @@ def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: Dagste
         print(f"python -m pipelines.run_all: error: a step found the warehouse damaged: recover with "
               f"`{integrity.REBUILD_COMMAND}`", file=sys.stderr)
         return EXIT_DAMAGED
-    code = 1 if runner.failures else EXIT_LABEL_FAILURES if unlabeled or runner.totals["n_failed"] else 0
+    code = (1 if runner.failures else EXIT_LABEL_FAILURES if unlabeled or runner.totals["n_failed"]
+            else EXIT_CHECK_FAILED if runner.failed_error_checks else 0)
     if not names:  # a run that measured nothing is not a success (its steps may fail for want of the tables,
         # or pass on an earlier run's): the cause first, since the prompts have no download
         print("python -m pipelines.run_all: error: no benchmark landed, so nothing was measured and the release "
@@ -362,12 +366,12 @@ def _run_step(runner: Runner, steps: Steps, step: str, label: str, keys: list[As
 
 
 def _open_label_failures(warehouse_path: str | None, names: list[str], labeler: object) -> int:
-    """Prompts of these benchmarks that have no labels because labeling failed (label_failures, this labeler)."""
+    """Prompts of these benchmarks that have no labels because labeling failed (label_failures: this labeler's
+    and, with a judge sample configured, the judge's)."""
     if not warehouse_path or not Path(warehouse_path).exists():
         return 0
     cache = LabelCache(warehouse_path)
-    kind = getattr(labeler, "kind", None)
-    return sum(cache.open_failures_by_benchmark(names, kind).values())
+    return sum(cache.open_failures_by_benchmark(names, labelers_of_the_run(labeler)).values())
 
 
 def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None, log_path: Path, started: float,
@@ -381,7 +385,8 @@ def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None,
     headline = rr.headline_lines(warehouse_path) if not skip_analysis else []
     for line in headline:
         print(line)
-    print(up_to_date.done_line(time.monotonic() - started, len(names), totals, len(failures), labeled))
+    print(up_to_date.done_line(time.monotonic() - started, len(names), totals, len(failures), labeled,
+                               len(runner.failed_error_checks)))
     release = None
     if warehouse_path:
         from resources.release import exports_root, latest_release
@@ -393,6 +398,9 @@ def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None,
     print(f"Dagster log: {log_path}")
     for failure in failures:
         print(f"  FAILED {failure[:500]}", file=sys.stderr)
+    for check in runner.failed_error_checks:
+        print(f"  CHECK FAILED {check[:500]}" + ("" if failures or unlabeled or totals["n_failed"] else
+                                                 f" (exit {EXIT_CHECK_FAILED})"), file=sys.stderr)
     return list(headline), release
 
 

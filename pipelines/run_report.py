@@ -55,9 +55,11 @@ def written_tables(result: ExecuteInProcessResult, partition: str | None = None)
     return out
 
 
-def failed_checks(result: ExecuteInProcessResult) -> list[str]:
+def failed_checks(result: ExecuteInProcessResult, severity: str | None = None) -> list[str]:
+    """'asset:check (SEVERITY)' of every check that did not pass (of `severity` only, e.g. "ERROR", when given)."""
     return [f"{e.asset_key.to_user_string()}:{e.check_name} ({e.severity.value})"
-            for e in result.get_asset_check_evaluations() if not e.passed]
+            for e in result.get_asset_check_evaluations()
+            if not e.passed and (severity is None or e.severity.value == severity)]
 
 
 # --- the summary --------------------------------------------------------------------------------------------

@@ -396,5 +396,18 @@ class Steps:
         from models.labeling.cache import MAX_LABEL_RUNS
         from resources.label_cache import LabelCache
 
-        return LabelCache(self.path).open_failures_by_benchmark(names, getattr(labeler, "kind", None),
+        return LabelCache(self.path).open_failures_by_benchmark(names, labelers_of_the_run(labeler),
                                                                 retry_below_runs=MAX_LABEL_RUNS)
+
+
+def labelers_of_the_run(labeler: object) -> list[str] | None:
+    """The labelers whose failures leave a prompt of this run unlabeled: the pipeline's labeler and, with a judge
+    sample configured, the LLM judge (its failures were neither counted nor retried: the run said "0 failed"
+    while the sample shrank); None (every labeler) for a labeler resource without a kind."""
+    from assets.judge_sample import labeler_resource_for_judge
+
+    kind = getattr(labeler, "kind", None)
+    if kind is None:
+        return None
+    judge = labeler_resource_for_judge()
+    return sorted({kind, judge.kind} if judge is not None else {kind})

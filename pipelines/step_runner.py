@@ -86,6 +86,9 @@ class Runner:
         self.log = log
         self.verbose = verbose
         self.failures: list[str] = []
+        # checks of ERROR severity that did not pass: a non-blocking check does not fail its step, but the run is
+        # then no success (run_all exits EXIT_CHECK_FAILED and does not record itself as up to date)
+        self.failed_error_checks: list[str] = []
         self.totals = {"n_prompts": 0, "n_results": 0, "n_rejects": 0, "labeler_calls": 0, "n_labeled": 0,
                        "n_failed": 0}
 
@@ -171,6 +174,7 @@ class Runner:
                 print(f"    {message.splitlines()[0][:300]}")
         for check in rr.failed_checks(result):
             print(f"    check not passed: {check}")
+        self.failed_error_checks += [f"{label}: {check}" for check in rr.failed_checks(result, "ERROR")]
 
     def partition_detail(self, name: str, result: ExecuteInProcessResult, partition: str | None = None) -> str:
         """The partition's line (counts from its materializations; `partition`: of a run of several)."""

@@ -276,10 +276,12 @@ def state() -> dict[str, str | None]:
 
 # --- the summary both paths print ----------------------------------------------------------------------------
 
-def done_line(seconds: float, n_benchmarks: int, totals: dict[str, int], failures: int, labeled: str) -> str:
+def done_line(seconds: float, n_benchmarks: int, totals: dict[str, int], failures: int, labeled: str,
+              failed_checks: int = 0) -> str:
+    checks = f", {failed_checks} check(s) of severity ERROR FAILED" if failed_checks else ""
     return (f"done in {seconds:.0f}s: {n_benchmarks} benchmarks, {totals['n_prompts']} prompts, "
             f"{totals['n_results']} results, {totals['n_rejects']} rejects; "
-            f"{'all steps succeeded' if not failures else f'{failures} step(s) FAILED'}; {labeled}")
+            f"{'all steps succeeded' if not failures else f'{failures} step(s) FAILED'}{checks}; {labeled}")
 
 
 # --- record and compare -------------------------------------------------------------------------------------

@@ -20,6 +20,9 @@ agreement and work accuracy against the reference (models.reference_labels, the 
 labeler's), the ceiling (the reference's two passes against each other on the same prompts), tokens per
 prompt per step, requests per prompt, and the estimated cost of labeling every landed prompt (distinct
 prompt texts not yet cached for this labeler) at list prices, with cached input tokens at the cached price.
+
+Exit code 0, or 4 (EXIT_LABEL_FAILURES) when prompts failed to label: the metrics then leave them out, so a
+script that gates on this command must not read them as a pass.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from resources import warehouse as wh
 from resources.label_cache import LabelCache
 from resources.readers import REFERENCE_DIR, load_reference, load_selector_fit
 from resources.settings import settings
+
+EXIT_LABEL_FAILURES = 4  # as run_all's: prompts failed to label, so the metrics cover fewer than asked for
 
 # USD per 1M cached input tokens (list prices); models absent here are priced at the full input price.
 CACHED_PRICES_PER_MTOK: dict[str, float] = {
@@ -369,6 +374,10 @@ def main(argv: list[str] | None = None) -> int:
     print_report(report)
     if args.json:
         Path(args.json).write_text(json.dumps(report.as_dict(), indent=2))
+    if report.failed:  # metrics over fewer prompts than asked for are not a passing validation
+        print(f"python -m pipelines.validate_labeler: error: {report.failed} of {report.prompts} prompts failed to "
+              f"label; the metrics leave them out (exit {EXIT_LABEL_FAILURES})", file=sys.stderr)
+        return EXIT_LABEL_FAILURES
     return 0
 
 

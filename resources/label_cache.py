@@ -262,11 +262,12 @@ class LabelCache:
         return self.open_failures_by_benchmark([benchmark], labeler, labeler_version,
                                                retry_below_runs=retry_below_runs).get(benchmark, 0)
 
-    def open_failures_by_benchmark(self, benchmarks: Sequence[str], labeler: str | None = None,
+    def open_failures_by_benchmark(self, benchmarks: Sequence[str], labeler: str | Sequence[str] | None = None,
                                    labeler_version: str | None = None, *,
                                    retry_below_runs: int | None = None) -> dict[str, int]:
         """`open_failures` of several benchmarks in one connection (run_all asks for every partition at once:
-        a connection costs ~30 CPU-ms). Benchmarks without open failures are absent."""
+        a connection costs ~30 CPU-ms); `labeler`: one name or several (the labeler and the judge). Benchmarks
+        without open failures are absent."""
         if not benchmarks or not self.path.exists():
             return {}
         where, params = ["f.benchmark in (select unnest(?::varchar[]))"], [list(benchmarks)]
@@ -274,8 +275,8 @@ class LabelCache:
             where.append("coalesce(f.runs, 1) < ?")
             params.append(retry_below_runs)
         if labeler is not None:
-            where.append("f.labeler = ?")
-            params.append(labeler)
+            where.append("f.labeler in (select unnest(?::varchar[]))")
+            params.append([labeler] if isinstance(labeler, str) else list(labeler))
         if labeler_version is not None:
             where.append("f.labeler_version = ?")
             params.append(labeler_version)

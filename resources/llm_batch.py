@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,27 @@ from models.labeling.base import LabelOutcome, PromptRecord
 # resources.llm_labeler.OpenAILabeler: not imported, not even for type checking (the labeler imports this module
 # for its Batch-API mode; one direction only)
 OpenAILabeler = Any
+
+
+class BatchServerError(RuntimeError):
+    """The Files or Batches endpoint refused a call; the message is what the server said, secrets masked."""
+
+
+@contextmanager
+def server_errors(lab: OpenAILabeler, what: str) -> Iterator[None]:
+    """Calls to the Files / Batches endpoints: an SDK error becomes a BatchServerError whose text is masked
+    (`lab.chat.scrub`: a server can quote the key), raised without the SDK's exception chained to it."""
+    import openai
+
+    from resources.llm_client import error_message
+
+    try:
+        yield
+    except openai.APIStatusError as e:
+        said = (lab.chat.scrub(error_message(e, limit=None)) or "")[:300]  # masked before the cut: no half key
+        raise BatchServerError(f"{what}: HTTP {e.status_code}: {said}") from None
+    except openai.OpenAIError as e:
+        raise BatchServerError(f"{what}: " + (lab.chat.scrub(f"{type(e).__name__}: {e}") or "")[:300]) from None
 
 
 @dataclass
@@ -65,24 +87,27 @@ def write_step1(lab: OpenAILabeler, prompts: Sequence[PromptRecord], path: str |
 
 def submit(lab: OpenAILabeler, path: str | Path, metadata: Mapping[str, str] | None = None) -> str:
     """Upload the JSONL (purpose 'batch') and create the batch; returns the batch id."""
-    with Path(path).open("rb") as fh:
+    with Path(path).open("rb") as fh, server_errors(lab, "uploading the batch file"):
         uploaded = lab.client.files.create(file=fh, purpose="batch")
-    batch = lab.client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
-                                      completion_window="24h",
-                                      metadata=dict(metadata or {"labeler": lab.labeler_version}))
+    with server_errors(lab, "creating the batch"):
+        batch = lab.client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                          completion_window="24h",
+                                          metadata=dict(metadata or {"labeler": lab.labeler_version}))
     return batch.id
 
 
 def collect(lab: OpenAILabeler, batch_id: str, prompts: Sequence[PromptRecord], manifest_file: str | Path
             ) -> BatchStep | None:
     """None while the batch runs; then the next step (step 1) or the outcomes (step 2 / nothing left)."""
-    batch = lab.client.batches.retrieve(batch_id)
+    with server_errors(lab, f"polling batch {batch_id}"):
+        batch = lab.client.batches.retrieve(batch_id)
     if batch.status in lb.RUNNING:
         return None
     manifest_file = Path(manifest_file)
     manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
-    texts = [lab.chat.scrub(lab.client.files.content(fid).text) or ""  # server text: secrets masked
-             for fid in (batch.output_file_id, batch.error_file_id) if fid]
+    with server_errors(lab, f"downloading the results of batch {batch_id}"):
+        texts = [lab.chat.scrub(lab.client.files.content(fid).text) or ""  # server text: secrets masked
+                 for fid in (batch.output_file_id, batch.error_file_id) if fid]
     result = lb.after_batch(lab.prompts, prompts, manifest, lb.parse_results("\n".join(texts)),
                             lb.missing_reason(batch_id, batch.status))
     if result.outcomes is not None:

@@ -23,10 +23,17 @@ _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGN
 _NOT_SECRET_NAMES = {"GPG_AGENT_INFO", "SSH_AUTH_SOCK"}  # paths and sockets, not secrets
 
 
+# the keys the process sends: masked at any length (a local server's `--api-key hunter2` is short, and a server
+# that echoes it must not get it stored)
+_SENT_KEYS = ("OPENAI_API_KEY",)
+
+
 def known_secrets(extra: Iterable[str | None] = ()) -> list[str]:
-    """The secret values of the environment (read now: a test or a resource may have set them since)."""
+    """The secret values of the environment (read now: a test or a resource may have set them since): those whose
+    name looks like a secret's from MIN_SECRET_CHARS on, the keys the process sends and `extra` at any length."""
     values = [v for k, v in os.environ.items()
-              if _SECRET_NAME.search(k) and k not in _NOT_SECRET_NAMES and len(v) >= MIN_SECRET_CHARS]
+              if v and (k in _SENT_KEYS or (_SECRET_NAME.search(k) and k not in _NOT_SECRET_NAMES
+                                            and len(v) >= MIN_SECRET_CHARS))]
     return [*values, *(e for e in extra if e)]
 
 

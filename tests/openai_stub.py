@@ -190,6 +190,7 @@ class OpenAIStub:
         self.default = default or (lambda body: valid(2))
         self.requests: list[dict[str, Any]] = []
         self.files: dict[str, bytes] = {}
+        self.files_status: Status | None = None  # set: POST /files answers this status instead of uploading
         self.file_purposes: dict[str, str | None] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self._queue: deque[Action] = deque()
@@ -309,6 +310,10 @@ class OpenAIStub:
         if method == "POST" and path.endswith("/chat/completions"):
             return self._chat(body, h.headers.get("Authorization") or "")
         if method == "POST" and path.endswith("/files"):
+            if self.files_status is not None:  # the Files endpoint refuses (a careless proxy quotes the key)
+                key = (h.headers.get("Authorization") or "").removeprefix("Bearer ").strip() if self.echo_key else ""
+                message = self.files_status.message + (f" (Incorrect API key provided: {key})" if key else "")
+                return self.files_status.code, _err(message, self.files_status.code), {}
             return self._upload(h, raw)
         if method == "GET" and re.search(r"/files/[^/]+/content$", path):
             return self.files.get(path.split("/")[-2], b"")

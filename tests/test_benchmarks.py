@@ -709,6 +709,40 @@ def test_run_all_materializes_every_mirrored_benchmark(env: Env, mirror: Path, m
     assert env.tick(None).run_requests == []  # a sensor starting after run_all finds nothing to do
 
 
+def test_run_all_exits_non_zero_when_an_error_check_fails(env: Env, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture) -> None:
+    """A non-blocking check of severity ERROR that does not pass leaves its step a success; the run is none: it
+    exits EXIT_CHECK_FAILED and names the check (it printed "all steps succeeded" and exited 0, and a complete
+    run was then recorded as up to date). A failed WARN check is printed and leaves the code alone (the mirror's jobbench, above)."""
+    from dagster import AssetCheckResult, AssetCheckSeverity, asset_check
+
+    @asset_check(asset=analysis_stub, blocking=False)
+    def analysis_counts_every_prompt():  # noqa: ANN202 - dagster resolves annotations, and this one is local
+        return AssetCheckResult(passed=False, description="3 prompts missing on purpose")
+
+    @asset_check(asset=analysis_stub, blocking=False)
+    def analysis_looks_odd():  # noqa: ANN202
+        return AssetCheckResult(passed=False, severity=AssetCheckSeverity.WARN)
+
+    dagster_home(tmp_path, monkeypatch)
+    add_fixture(env.landing, "tiny_bench")
+    warehouse = Warehouse(path=str(env.warehouse))
+    defs = Definitions(
+        assets=[*module_assets(bench_assets), reference_stub, labels_stub, analysis_stub],
+        asset_checks=[*module_checks(bench_assets), analysis_counts_every_prompt, analysis_looks_odd],
+        jobs=JOBS, sensors=SENSORS, schedules=SCHEDULES,
+        resources={"warehouse": warehouse, "io_manager": WarehouseIOManager(warehouse=warehouse)},
+    )
+    assert run_all.main([], defs=defs) == run_all.EXIT_CHECK_FAILED == 6
+    captured = capsys.readouterr()
+    assert "all steps succeeded, 1 check(s) of severity ERROR FAILED" in captured.out
+    assert "check not passed: analysis_stub:analysis_looks_odd (WARN)" in captured.out
+    assert ("CHECK FAILED analysis/exports (+ warehouse-wide benchmark checks): "
+            "analysis_stub:analysis_counts_every_prompt (ERROR) (exit 6)") in captured.err
+    assert "analysis_looks_odd" not in captured.err
+
+
 def test_run_all_exits_non_zero_on_failure(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture) -> None:
     dagster_home(tmp_path, monkeypatch)

@@ -415,6 +415,24 @@ def test_batch_mode_runs_both_steps(stub: OpenAIStub, tmp_path: Path) -> None:
     assert [o.is_work for o in outs2] == [True, False] and all(o.ok for o in outs2)
 
 
+def test_batch_endpoint_errors_are_masked(tmp_path: Path) -> None:
+    """The Files endpoint refuses the upload and quotes the key (a careless proxy): the error names the call and
+    what the server said, without the key and without the SDK's exception chained to it (it was raised as is,
+    key included: an audit)."""
+    from resources.llm_batch import BatchServerError
+
+    with OpenAIStub(echo_key=True) as echoing:
+        echoing.files_status = Status(401, "no files for you")
+        lab = make(echoing)
+        path = lab.write_batch_file([rec(AUDIT, 1)], tmp_path / "step1.jsonl")
+        with pytest.raises(BatchServerError) as raised:
+            lab.submit_batch(path)
+    text = str(raised.value)
+    assert text.startswith("uploading the batch file: HTTP 401: no files for you (Incorrect API key provided: ")
+    assert SECRET not in text and "[redacted]" in text
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+
+
 def test_batch_failures_at_step1_are_final(stub: OpenAIStub, tmp_path: Path) -> None:
     stub.on("poison", invalid_json())
     lab = make(stub)

@@ -29,8 +29,11 @@ def test_scrub_masks_secrets_and_keeps_ordinary_text(text: str | None, want: str
     assert scrub(text, [KEY[8:], KEY, "short"]) == want
 
 
-def test_short_values_are_not_secrets_and_the_scrubber_fixes_them_once() -> None:
-    assert scrub("a 1 and true", ["1", "true"]) == "a 1 and true"  # would mask ordinary words
+def test_short_values_are_not_secrets_and_the_scrubber_fixes_them_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOME_FEATURE_TOKEN_COUNT", "1")
+    monkeypatch.setenv("USE_SECRET_STORE", "true")
+    assert scrub_untrusted("a 1 and true") == "a 1 and true"  # found by name, short: would mask ordinary words
+    assert not {"1", "true"} & set(known_secrets())
     clean = scrubber([KEY])
     assert clean(f"x{KEY}y") == f"x{MASK}y" and clean("plain") == "plain"
     assert contains_secret(f"..{KEY}..", [KEY]) and not contains_secret(scrub(f"..{KEY}..", [KEY]), [KEY])
@@ -44,3 +47,14 @@ def test_environment_secrets_are_known(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "custom-proxy-key" not in known_secrets()
     assert scrub_untrusted("echo custom-proxy-key-without-prefix-42 / tok_abcdefgh12345") == f"echo {MASK} / {MASK}"
     assert scrub_untrusted("a given key: given-key-123456", ["given-key-123456"]) == f"a given key: {MASK}"
+
+
+def test_the_key_the_process_sends_is_masked_at_any_length(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local server started with `--api-key hunter2` that echoes it: the 8-character floor for environment values
+    let the configured key through into label_failures (found by an audit)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "hunter2")
+    assert scrub_untrusted("invalid api key: hunter2") == f"invalid api key: {MASK}"
+    assert scrub_untrusted("invalid api key: hunter2", ["hunter2"]) == f"invalid api key: {MASK}"
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert scrub_untrusted("key k3y echoed", ["k3y"]) == f"key {MASK} echoed"  # handed in by the client
+    assert scrub("a 1 and true", ["1"]) == f"a {MASK} and true"  # the pure function masks what it is given

@@ -1,0 +1,81 @@
+"""The LLM judge's failures are failures (an audit of failures reported as success): a benchmark none of whose
+sampled texts the judge labeled fails the step instead of quietly using the vendored reference, and texts it
+failed on count in run_all's open failures (exit 4) and are retried, like the labeler's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+from dagster import DagsterInstance, materialize
+
+from models.labeling.base import LabelOutcome, TaskLabel
+
+
+class _Judge:
+    name, model, template_version, labeler_version = "openai", "judge-model", "t1", "judge-model+t1"
+
+    def __init__(self, fails: set[str]) -> None:
+        self.fails = fails
+
+    def prepare(self, prompts) -> None:  # noqa: ANN001 - the Labeler protocol
+        pass
+
+    def label(self, batch):  # noqa: ANN001
+        return [LabelOutcome(r.prompt_hash, error="HTTP 500: down") if r.prompt_hash in self.fails else
+                LabelOutcome(r.prompt_hash, [TaskLabel(task_id=1, onet_soc_code="15-1252.00", rank=1, score=1.0)])
+                for r in batch]
+
+
+class _JudgeResource:
+    kind = "openai"
+
+    def __init__(self, fails: set[str]) -> None:
+        self.fails = fails
+
+    def build(self, index):  # noqa: ANN001
+        return _Judge(self.fails)
+
+
+def _materialize(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: set[str]):
+    import assets.judge_sample as js
+    import assets.labels as labels
+    from resources.dagster_resources import Warehouse
+
+    path = tmp_path / "benchmap.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("create table benchmark_prompts as select 'b' as benchmark, 'p' || i as prompt_id, "
+                    "'h' || i as prompt_hash, 'work text ' || i as prompt from range(6) t(i)")
+    monkeypatch.setattr(js, "judge_sample_setting", lambda value=None: (1.0, 1))  # judge every text
+    monkeypatch.setattr(js, "labeler_resource_for_judge", lambda: _JudgeResource(fails))
+    monkeypatch.setattr(labels, "load_task_index", lambda warehouse, log: (None, None, None))
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("benchmark", ["b"])
+    result = materialize([js.judge_sample], partition_key="b", instance=instance, raise_on_error=False,
+                         resources={"warehouse": Warehouse(path=str(path))})
+    return result, path
+
+
+def test_a_judge_that_labels_none_of_a_benchmarks_sample_fails_the_step(tmp_path, monkeypatch):
+    result, _ = _materialize(tmp_path, monkeypatch, {f"h{i}" for i in range(6)})
+    assert not result.success  # it succeeded, and the estimates fell back to the vendored reference
+    failure = next(e for e in result.all_events if e.is_step_failure).step_failure_data.error
+    assert "labeled none of the sampled texts of b (6 texts" in failure.message
+
+
+def test_texts_the_judge_failed_on_count_as_open_failures_of_the_run(tmp_path, monkeypatch):
+    from pipelines.run_steps import labelers_of_the_run
+    from resources.label_cache import LabelCache
+
+    result, path = _materialize(tmp_path, monkeypatch, {"h1", "h4"})
+    assert result.success
+    assert result.output_for_node("judge_sample", "judge_sample_design")["n_failed"].to_list() == [2]
+
+    class Offline:
+        kind = "offline"
+
+    kinds = labelers_of_the_run(Offline())
+    assert kinds == ["offline", "openai"]  # the offline labeler's run with the LLM judge's sample
+    assert LabelCache(path).open_failures_by_benchmark(["b"], kinds) == {"b": 2}  # run_all: exit 4, retried
+    assert LabelCache(path).open_failures_by_benchmark(["b"], "offline") == {}  # what it counted before
