@@ -60,8 +60,8 @@ UNIT_OUTS: dict[str, AssetOut] = {
         "model-assisted draws with the task at or above the threshold), expected prompts with a 2.5-97.5 "
         "interval, the labels-as-counted count and the judged texts that exercise it. Sums of p_covered are the "
         "headline's model-assisted means (asset check unit_estimates_sum_to_headline): the published figure at "
-        ">= 5 prompts; at >= 1 the imputation's count, the ceiling side of the published bounds (about twice "
-        "their floor). Filter on benchmark_index before summing.",
+        ">= 5 prompts; at >= 1 the imputation's mean count, about twice the published bounds' floor (their ceiling "
+        "is at least its 97.5th percentile). Filter on benchmark_index before summing.",
     ),
     "occupation_estimates": AssetOut(
         kinds=KINDS,

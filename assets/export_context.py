@@ -114,7 +114,8 @@ def exported_tables(warehouse: Warehouse) -> dict[str, "pl.DataFrame | StreamedT
             if name in streamed or name in tables}
 
 
-# computed over every landed benchmark only (not per index)
+# computed over every landed benchmark only (not per index), which another index's summary names and leaves out
+# (the split check and the label quality are also every benchmark's: kept, and labelled as such)
 _ALL_ONLY_TABLES = ("coverage_sensitivity", "occupation_model_scores", "occupation_model_scores_estimated",
                     "coverage_regressions_mi")  # the imputed label sets are pooled over every landed benchmark
 

@@ -131,7 +131,8 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse, labeler
     description="coverage_map.html of the release: a self-contained page (no network) with every occupation "
     "as a tile in its SOC major group, coloured by its estimated probability of being covered "
     "(occupation_estimates: likely covered / unsure / likely not) for the chosen index and threshold; "
-    "toggles for the threshold and each benchmark (a hand-picked set shows the labels as counted); hover "
+    "toggles for the threshold and each benchmark (a hand-picked set shows the labels as counted); the header "
+    "gives the published answer of the chosen index and threshold; hover "
     "for expected prompts, the labels as counted, tasks, benchmarks and example prompts.",
 )
 @warehouse_held

@@ -8,6 +8,11 @@ judge) is recorded per benchmark. Off by default: the estimates (assets/estimate
 labels as the judge sample, and the step writes nothing (both outputs are optional: an empty write per partition
 run was about 0.3 CPU-s of IO manager and event-log work, x 29 partitions per cold run) unless rows of an earlier
 sample of the benchmark are stored, which it then clears.
+
+A benchmark none of whose sampled texts the judge labeled fails the step and nothing is written (the estimates
+would otherwise fall back to the vendored reference without saying so; what was labeled stays in the label
+cache). Texts the judge failed on stay in `label_failures`: `run_all` counts them (exit 4) and its next plain run
+asks for them again.
 """
 
 

@@ -3,7 +3,8 @@
 The script reads the page's JSON data block: tiles are coloured by the estimated probability covered of the
 chosen index and threshold (`estimates`, `classes`) when the page has them and the benchmarks are not picked
 by hand, else by the share of tasks the labels cover (`bins`); the legend, the group counts, the summary line
-and the hover say which.
+and the hover say which. The header shows `headlines[index][threshold]`, the published answer of the chosen
+index and threshold.
 """
 
 CSS = """
@@ -176,7 +177,7 @@ function showLegend(est, counts){
     legend.append(el("b", {}, "Tile colour: estimated probability p that the occupation has a task with \u2265 " +
       t + unit + " (index " + INDEXES[state.index].name + "; share of the headline's imputation draws" +
       (BOUNDED.includes(t) ? ", whose count at \u2265 " + t + unit + " gives the published bounds their " +
-       "ceiling: its 97.5th percentile" : "") + "):"));
+       "ceiling: at least its 97.5th percentile" : "") + "):"));
     D.classes.forEach(([lower, col, label], i) => item(col, label + ": " + counts[i]));
   } else {
     const why = D.estimates && Object.keys(D.estimates).length ? (state.modified ?
@@ -265,8 +266,8 @@ function render(){
   const estimated = est ? "Estimated at \u2265 " + t + " prompt" + (t > 1 ? "s" : "") + ": " + counts[0] +
     " of " + D.occupations.length + " occupations likely covered, " + counts[1] + " unsure, " + counts[2] +
     " likely not; expected number covered (the sum of the tiles' p) " + expected.toFixed(0) +
-    (BOUNDED.includes(t) ? ", the imputation's mean count (the published bounds' ceiling is its 97.5th " +
-     "percentile)" : ", the headline's estimate") + ". Labels as counted: " : "";
+    (BOUNDED.includes(t) ? ", the imputation's mean count (the published bounds' ceiling is at least its " +
+     "97.5th percentile)" : ", the headline's estimate") + ". Labels as counted: " : "";
   const ix = INDEXES[state.index], silent = state.modified ? 0 : (ix.unmapped || []).length;
   document.getElementById("summary").textContent = estimated +
     coveredOcc + " of " + D.occupations.length + " occupations have a task with \u2265 " + t +

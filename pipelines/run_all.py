@@ -28,15 +28,16 @@ A partition whose prompts failed to label (rows in `label_failures` that a plain
 MAX_LABEL_RUNS failed runs) is never skipped: the next plain run retries exactly those prompts (the rest come
 from the label cache).
 
-Exit code 0 when every step succeeded and every prompt is labeled, 1 when a step failed (the remaining steps
+Exit code 0 when every step succeeded, every prompt is labeled and every check of severity ERROR passed, 1 when a step failed (the remaining steps
 still run; the summary lists failures), 2 for an unknown benchmark name, 3 when the warehouse is damaged (nothing
 runs; or a step found damage the check did not, then with the same recovery line), 4 (EXIT_LABEL_FAILURES) when
 every step succeeded but prompts of the run's benchmarks failed to label ("10 labeled, 6 failed (see
 label_failures)"), 5 (EXIT_NO_BENCHMARKS) when every step succeeded but no benchmark landed (nothing is measured; with
 no benchmark table from an earlier run the analysis steps fail instead, exit 1, and the run names the cause either
 way), 6 (EXIT_CHECK_FAILED) when every step succeeded and every prompt is labeled but a data-quality check of
-severity ERROR did not pass (a non-blocking check does not fail its step; the summary names it, and the run is
-not recorded as up to date, so the next plain run runs again). A WARN check is printed and leaves the code alone.
+severity ERROR did not pass (a non-blocking check does not fail its step; the summary names it, the run is not
+recorded as up to date, and the next plain run runs the step again instead of skipping it as unchanged, so it
+reports the check until it passes). A WARN check is printed and leaves the code alone.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ from models import benchmarks as bm
 from pipelines import cli, label_workers, restore_labels, up_to_date
 from pipelines import run_report as rr
 from pipelines.run_partitions import prompt_bytes, run_partitions
-from pipelines.run_steps import Steps, labelers_of_the_run, lock_file
+from pipelines.run_steps import Steps, judge_of_the_run, lock_file
 from pipelines.step_runner import Runner, RunPlan, plan_from_definitions
 from resources import integrity, label_pool
 from resources import source_versions as sv
@@ -189,7 +190,7 @@ def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: Dagste
         print("python -m pipelines.run_all: error: no benchmark landed, so nothing was measured and the release "
               "has no headline: set BENCHMAP_MIRROR to the folder holding benchmarks/ (default ../shared/data) or "
               "add data/raw/benchmarks/<name>; benchmark prompts are never downloaded", file=sys.stderr)
-        code = code or EXIT_NO_BENCHMARKS
+        code = code if code in (1, EXIT_LABEL_FAILURES) else EXIT_NO_BENCHMARKS  # the more basic cause than a check
     complete = not (args.benchmarks or args.skip_reference or args.skip_analysis)
     if code == 0 and complete and fingerprinted:  # the warehouse file the fast path looks at
         up_to_date.record(headline=headline, n_benchmarks=len(names), totals=runner.totals, release=release,
@@ -371,7 +372,8 @@ def _open_label_failures(warehouse_path: str | None, names: list[str], labeler: 
     if not warehouse_path or not Path(warehouse_path).exists():
         return 0
     cache = LabelCache(warehouse_path)
-    return sum(cache.open_failures_by_benchmark(names, labelers_of_the_run(labeler)).values())
+    return sum(cache.open_failures_by_benchmark(names, getattr(labeler, "kind", None),
+                                                also=judge_of_the_run()).values())
 
 
 def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None, log_path: Path, started: float,
@@ -380,7 +382,7 @@ def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None,
     totals, failures = runner.totals, runner.failures
     labeled = f"{totals['n_labeled']} labeled, {totals['n_failed']} failed"
     if totals["n_failed"] or unlabeled:
-        labeled += f" (see label_failures; {unlabeled} prompts without labels, exit {EXIT_LABEL_FAILURES})"
+        labeled += f" (see label_failures; {unlabeled} prompts without labels (labeler or judge), exit {EXIT_LABEL_FAILURES})"
     print()  # the answer first: the sentence summary.md and the map open with, then the raw labels' figures
     headline = rr.headline_lines(warehouse_path) if not skip_analysis else []
     for line in headline:

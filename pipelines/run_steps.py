@@ -117,6 +117,24 @@ class Records:
         self._sources: dict[AssetKey, str | None] = {}
         self._observations: dict[AssetKey, dict[str, int]] = {}
 
+    def failed_error_checks(self, keys: Sequence[AssetKey]) -> list[str]:
+        """'asset:check' of the checks on `keys` of severity ERROR whose latest evaluation did not pass."""
+        from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
+
+        check_keys = list(self.graph.get_check_keys_for_assets(set(keys)))
+        if not check_keys:
+            return []
+        latest = self.instance.event_log_storage.get_latest_asset_check_execution_by_key(check_keys)
+        failed = []
+        for key, record in latest.items():
+            if record.status != AssetCheckExecutionRecordStatus.FAILED or record.event is None:
+                continue
+            evaluation = record.event.dagster_event.event_specific_data if record.event.dagster_event else None
+            severity = getattr(evaluation, "severity", None)
+            if severity is not None and severity.value == "ERROR":
+                failed.append(f"{key.asset_key.to_user_string()}:{key.name}")
+        return sorted(failed)
+
     def _partition_ids(self, key: AssetKey) -> dict[str, int]:
         if key not in self._by_partition:
             self._by_partition[key] = dict(self.instance.get_latest_storage_id_by_partition(
@@ -348,6 +366,11 @@ class Steps:
         if why is None and open_failures:  # a failure is not done: the plain re-run retries exactly those prompts
             print(f"- {label}: inputs unchanged, but {open_failures} prompts failed to label: running it")
             return False
+        failed = self.records.failed_error_checks(keys) if why is None and partition is None else []
+        if failed:  # nor is a failed check: run again, so the run reports it (exit 6) until it passes
+            print(f"- {label}: inputs unchanged, but a check of severity ERROR did not pass in its last run "
+                  f"({', '.join(failed[:3])}{', ...' if len(failed) > 3 else ''}): running it")
+            return False
         if why is not None:
             if ran_before:
                 print(f"- {label}: {why}: running it")
@@ -388,26 +411,25 @@ class Steps:
                 handle.flush()
 
     def retryable_failures(self, benchmarks: Sequence[str], labeler: object) -> dict[str, int]:
-        """Per benchmark, its prompts in label_failures (this labeler) that a plain run still retries (one
-        query for all; benchmarks without any are absent)."""
+        """Per benchmark, its prompts in label_failures (this labeler's and, with a judge sample configured, the
+        judge's) that a plain run still retries (one query for all; benchmarks without any are absent)."""
         names = [b for b in benchmarks if b != bm.LANDING_PARTITION]
         if not self.path or not Path(self.path).exists() or not names:
             return {}
         from models.labeling.cache import MAX_LABEL_RUNS
         from resources.label_cache import LabelCache
 
-        return LabelCache(self.path).open_failures_by_benchmark(names, labelers_of_the_run(labeler),
-                                                                retry_below_runs=MAX_LABEL_RUNS)
+        return LabelCache(self.path).open_failures_by_benchmark(names, getattr(labeler, "kind", None),
+                                                                retry_below_runs=MAX_LABEL_RUNS,
+                                                                also=judge_of_the_run())
 
 
-def labelers_of_the_run(labeler: object) -> list[str] | None:
-    """The labelers whose failures leave a prompt of this run unlabeled: the pipeline's labeler and, with a judge
-    sample configured, the LLM judge (its failures were neither counted nor retried: the run said "0 failed"
-    while the sample shrank); None (every labeler) for a labeler resource without a kind."""
+def judge_of_the_run() -> tuple[str, str] | None:
+    """(labeler, labeler_version prefix) of the LLM judge when a judge sample is configured: its failures leave
+    sampled texts unjudged, so they count and are retried like the labeler's (they were neither: the run said
+    "0 failed" while the sample shrank). The prefix is the judge's model, so an earlier openai labeler's failures
+    with another model do not count."""
     from assets.judge_sample import labeler_resource_for_judge
 
-    kind = getattr(labeler, "kind", None)
-    if kind is None:
-        return None
     judge = labeler_resource_for_judge()
-    return sorted({kind, judge.kind} if judge is not None else {kind})
+    return (judge.kind, f"{judge.model}+") if judge is not None else None

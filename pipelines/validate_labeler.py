@@ -21,8 +21,9 @@ labeler's), the ceiling (the reference's two passes against each other on the sa
 prompt per step, requests per prompt, and the estimated cost of labeling every landed prompt (distinct
 prompt texts not yet cached for this labeler) at list prices, with cached input tokens at the cached price.
 
-Exit code 0, or 4 (EXIT_LABEL_FAILURES) when prompts failed to label: the metrics then leave them out, so a
-script that gates on this command must not read them as a pass.
+Exit code 0; 4 (EXIT_LABEL_FAILURES) when prompts failed to label: the metrics then leave them out, so a
+script that gates on this command must not read them as a pass; 1 for an error in the input or the environment
+(pipelines/cli.py).
 """
 
 from __future__ import annotations

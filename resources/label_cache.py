@@ -262,21 +262,26 @@ class LabelCache:
         return self.open_failures_by_benchmark([benchmark], labeler, labeler_version,
                                                retry_below_runs=retry_below_runs).get(benchmark, 0)
 
-    def open_failures_by_benchmark(self, benchmarks: Sequence[str], labeler: str | Sequence[str] | None = None,
+    def open_failures_by_benchmark(self, benchmarks: Sequence[str], labeler: str | None = None,
                                    labeler_version: str | None = None, *,
-                                   retry_below_runs: int | None = None) -> dict[str, int]:
+                                   retry_below_runs: int | None = None,
+                                   also: tuple[str, str] | None = None) -> dict[str, int]:
         """`open_failures` of several benchmarks in one connection (run_all asks for every partition at once:
-        a connection costs ~30 CPU-ms); `labeler`: one name or several (the labeler and the judge). Benchmarks
-        without open failures are absent."""
+        a connection costs ~30 CPU-ms); `also`: (labeler, labeler_version prefix) of a second labeler whose
+        failures count too (the LLM judge of the run's sample, its model's). Benchmarks without open failures
+        are absent."""
         if not benchmarks or not self.path.exists():
             return {}
         where, params = ["f.benchmark in (select unnest(?::varchar[]))"], [list(benchmarks)]
         if retry_below_runs is not None:
             where.append("coalesce(f.runs, 1) < ?")
             params.append(retry_below_runs)
-        if labeler is not None:
-            where.append("f.labeler in (select unnest(?::varchar[]))")
-            params.append([labeler] if isinstance(labeler, str) else list(labeler))
+        if labeler is not None and also is not None:
+            where.append("(f.labeler = ? or (f.labeler = ? and starts_with(f.labeler_version, ?)))")
+            params += [labeler, *also]
+        elif labeler is not None:
+            where.append("f.labeler = ?")
+            params.append(labeler)
         if labeler_version is not None:
             where.append("f.labeler_version = ?")
             params.append(labeler_version)

@@ -36,7 +36,8 @@ OpenAILabeler = Any
 
 
 class BatchServerError(RuntimeError):
-    """The Files or Batches endpoint refused a call; the message is what the server said, secrets masked."""
+    """A call to the Files or Batches endpoint failed (refused, or never answered); the message is what the
+    server said, secrets masked."""
 
 
 @contextmanager

@@ -3,8 +3,9 @@
 Anything a server says (error bodies, answers, the rationale an LLM writes) and any exception text is
 untrusted: an OpenAI-compatible proxy may echo the API key in its error message. The pure masking is
 `models.scrub.scrub`; this module adds the secrets the process knows: the API key of the settings
-(OPENAI_API_KEY), every environment variable whose name says it is a secret (`*KEY*`, `*TOKEN*`, `*SECRET*`,
-`*PASSWORD*`, `*CREDENTIAL*`), and any key handed in (`extra`: e.g. the labeler's configured key).
+(OPENAI_API_KEY, at any length: the key the process sends), every other environment variable whose name says it
+is a secret (`*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*CREDENTIAL*`) from MIN_SECRET_CHARS on, and any key
+handed in (`extra`: e.g. the labeler's configured key, at any length).
 
 Applied where such text enters the process (resources/llm_client.py: every server text) and, as a second guard,
 where it is stored or shown (resources/label_cache.py: label_cache, label_failures and the label store;

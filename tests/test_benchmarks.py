@@ -741,6 +741,12 @@ def test_run_all_exits_non_zero_when_an_error_check_fails(env: Env, tmp_path: Pa
     assert ("CHECK FAILED analysis/exports (+ warehouse-wide benchmark checks): "
             "analysis_stub:analysis_counts_every_prompt (ERROR) (exit 6)") in captured.err
     assert "analysis_looks_odd" not in captured.err
+    # the next plain run does not skip the step as unchanged and say "all steps succeeded": it runs it again
+    assert run_all.main([], defs=defs) == run_all.EXIT_CHECK_FAILED
+    again = capsys.readouterr()
+    assert ("inputs unchanged, but a check of severity ERROR did not pass in its last run "
+            "(analysis_stub:analysis_counts_every_prompt): running it") in again.out
+    assert "CHECK FAILED" in again.err
 
 
 def test_run_all_exits_non_zero_on_failure(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

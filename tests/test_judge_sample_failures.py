@@ -31,6 +31,8 @@ class _Judge:
 class _JudgeResource:
     kind = "openai"
 
+    model = "judge-model"
+
     def __init__(self, fails: set[str]) -> None:
         self.fails = fails
 
@@ -65,17 +67,18 @@ def test_a_judge_that_labels_none_of_a_benchmarks_sample_fails_the_step(tmp_path
 
 
 def test_texts_the_judge_failed_on_count_as_open_failures_of_the_run(tmp_path, monkeypatch):
-    from pipelines.run_steps import labelers_of_the_run
+    from pipelines.run_steps import judge_of_the_run
     from resources.label_cache import LabelCache
 
     result, path = _materialize(tmp_path, monkeypatch, {"h1", "h4"})
     assert result.success
     assert result.output_for_node("judge_sample", "judge_sample_design")["n_failed"].to_list() == [2]
 
-    class Offline:
-        kind = "offline"
-
-    kinds = labelers_of_the_run(Offline())
-    assert kinds == ["offline", "openai"]  # the offline labeler's run with the LLM judge's sample
-    assert LabelCache(path).open_failures_by_benchmark(["b"], kinds) == {"b": 2}  # run_all: exit 4, retried
-    assert LabelCache(path).open_failures_by_benchmark(["b"], "offline") == {}  # what it counted before
+    judge = judge_of_the_run()
+    assert judge is not None and judge[0] == "openai"
+    cache = LabelCache(path)
+    # the offline labeler's run with the LLM judge's sample: run_all counts them (exit 4) and retries them
+    assert cache.open_failures_by_benchmark(["b"], "offline", also=("openai", "judge-model+")) == {"b": 2}
+    assert cache.open_failures_by_benchmark(["b"], "offline") == {}  # what it counted before
+    # an earlier openai labeler's failures with another model are not the judge's
+    assert cache.open_failures_by_benchmark(["b"], "offline", also=("openai", "other-model+")) == {}

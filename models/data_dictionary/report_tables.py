@@ -178,8 +178,9 @@ def _occupation_gaps() -> dict[str, Entry]:
         "p_covered": ("estimated probability that the occupation has a task at the threshold "
                       "(occupation_estimates; the list holds the occupations below 0.9)", PROB, _ESTIMATED),
         "expected_tasks_covered": ("sum over its tasks of P(covered) (task_estimates)", COUNT, _ESTIMATED),
-        "expected_uncovered_hours": ("sum over its tasks of annual hours x P(not covered): the ranking (an "
-                                     "occupation without hours data: null, ranked last)", HOURS_UNIT, _ESTIMATED),
+        "expected_uncovered_hours": ("sum over its tasks of annual hours x P(not covered): the ranking, on the "
+                                     "value rounded to the whole hour, ties by onet_soc_code (an occupation without "
+                                     "hours data: null, ranked last)", HOURS_UNIT, _ESTIMATED),
         "expected_uncovered_hours_low": ("2.5% point of the uncovered hours over the headline's draws "
                                          "(occupation_estimates.uncovered_hours_low); without that table, over "
                                          "simulated draws of its tasks' coverage (tasks independent). The mean "

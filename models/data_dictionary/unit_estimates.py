@@ -20,8 +20,8 @@ def _unit(unit: str, prompts: str) -> dict[str, Entry]:
         "p_covered": (
             f"probability the {unit} is covered at the threshold: share of the {DRAWS} in which {prompts} "
             "reach the threshold; summed over the units of an index and threshold it is the model-assisted "
-            "headline mean (at >= 1 prompt the imputation's extrapolation, the ceiling side of the published "
-            "bounds)", PROB, ESTIMATES),
+            "headline mean (at >= 1 prompt the imputation's mean count: the published figure there is the bounds, "
+            "whose ceiling is at least that count's 97.5th percentile)", PROB, ESTIMATES),
         "p_covered_calibrated": (
             "p_covered through a logistic map (log-odds of p_covered, its square, p ~ 1) per unit level and "
             "threshold fitted on the split_fifth check of unit_coverage_simulation_check (the judged texts as a population, a fifth as the sample): "

@@ -20,8 +20,8 @@ the label mass by occupation per draw. Everything after is array reductions:
   labels in that draw (the index rules' assignment).
 
 At >= 1 prompt the model-assisted draws extrapolate the judge's misses to every unread text; the published
-headline there is the `bounds` row, so the per-unit sums at >= 1 match the model-assisted row (the bounds'
-ceiling side), not the published species floor.
+headline there is the `bounds` row, so the per-unit sums at >= 1 match the model-assisted row (whose 97.5th
+percentile the bounds' ceiling is at least), not the published species floor.
 """
 
 from __future__ import annotations

@@ -166,8 +166,8 @@ def expected_uncovered_hours(
 def expected_occupation_gaps(
     per_occupation: pl.DataFrame, titles: pl.DataFrame | None = None, likely: float = LIKELY_COVERED
 ) -> pl.DataFrame:
-    """The occupations not likely covered (p_covered < `likely`), ranked by expected uncovered hours (desc;
-    ties by code): EXPECTED_GAP_COLUMNS. `titles`: onet_soc_code, title."""
+    """The occupations not likely covered (p_covered < `likely`), ranked by expected uncovered hours (desc,
+    rounded to the whole hour; ties by code): EXPECTED_GAP_COLUMNS. `titles`: onet_soc_code, title."""
     gaps = per_occupation.filter(pl.col("p_covered") < likely)
     if titles is not None:
         gaps = gaps.join(
@@ -347,8 +347,9 @@ def occupation_gaps_from_estimates(
     seed: int = 0,
 ) -> pl.DataFrame:
     """occupation_gaps from the estimates: the occupations not likely covered at `threshold` in `index`
-    (p_covered < LIKELY_COVERED), ranked by expected uncovered hours; the labels-as-counted columns and the
-    priority of `occupation_priorities` beside them (OCCUPATION_GAP_COLUMNS + EXPECTED_COLUMNS).
+    (p_covered < LIKELY_COVERED), ranked by expected uncovered hours (rounded to the hour; ties by code); the
+    labels-as-counted columns and the priority of `occupation_priorities` beside them (OCCUPATION_GAP_COLUMNS +
+    EXPECTED_COLUMNS).
     `scored`: score_tasks' frame (its task_annual_hours are the headline's)."""
     from models.gaps.priority import OCCUPATION_GAP_COLUMNS, occupation_priorities
 

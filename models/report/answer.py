@@ -1,6 +1,7 @@
 """The one-line answer: the sentence an analyst quotes, with its interval and basis, from the published
 estimates (headline_estimates) alone. summary.md, the coverage map's header and the end of `run_all` all call
-`headline_answer`, so the three say the same thing; the release's headline rows hold the same numbers.
+`headline_answer`, so the three say the same thing (the map, through `headlines_by_threshold`, each index's
+sentence and its >= 1 bounds line); the release's headline rows hold the same numbers.
 
 Pure: frames in, strings and floats out. No dagster, no I/O.
 """

@@ -337,9 +337,9 @@ def index_findings(benchmark_index: str, membership: pl.DataFrame | None) -> lis
         f"version {first['version']}, {first['index_file']}): {len(included)} of the {rows.height} landed "
         f"benchmarks count. Members: {', '.join(included) or 'none'} (benchmark_index_membership)."
         + ("" if benchmark_index == ALL_INDEX else
-           " Except where a line says it is computed over every landed benchmark: the fits on imputed label sets, "
-           "the model scores, the sensitivity analysis, the label quality (measured on the reference texts of "
-           "every benchmark) and the split check of the headline's intervals.")
+           " Except what is computed over every landed benchmark: the fits on imputed label sets, the model "
+           "scores and the sensitivity analysis (named below, not quoted), and the label quality and the split "
+           "check of the headline's intervals (quoted: both are measured on every benchmark's judged texts).")
     ]
     excluded = [
         f"{r['benchmark']} ({r['reason'] or 'no reason recorded'}; {r['decided_by']})"
