@@ -28,8 +28,8 @@ A partition whose prompts failed to label (rows in `label_failures` that a plain
 MAX_LABEL_RUNS failed runs) is never skipped: the next plain run retries exactly those prompts (the rest come
 from the label cache).
 
-Exit code 0 when every step succeeded, every prompt is labeled and every check of severity ERROR passed, 1 when a step failed (the remaining steps
-still run; the summary lists failures), 2 for an unknown benchmark name, 3 when the warehouse is damaged (nothing
+Exit code 0 when every step succeeded, every prompt is labeled and every check of severity ERROR passed, 1 when
+a step failed (the remaining steps still run; the summary lists failures), 2 for an unknown benchmark name, 3 when the warehouse is damaged (nothing
 runs; or a step found damage the check did not, then with the same recovery line), 4 (EXIT_LABEL_FAILURES) when
 every step succeeded but prompts of the run's benchmarks failed to label ("10 labeled, 6 failed (see
 label_failures)"), 5 (EXIT_NO_BENCHMARKS) when every step succeeded but no benchmark landed (nothing is measured; with
@@ -382,7 +382,8 @@ def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None,
     totals, failures = runner.totals, runner.failures
     labeled = f"{totals['n_labeled']} labeled, {totals['n_failed']} failed"
     if totals["n_failed"] or unlabeled:
-        labeled += f" (see label_failures; {unlabeled} prompts without labels (labeler or judge), exit {EXIT_LABEL_FAILURES})"
+        # the prompts without labels include sampled texts the LLM judge failed on (judge_of_the_run)
+        labeled += f" (see label_failures; {unlabeled} prompts without labels, exit {EXIT_LABEL_FAILURES})"
     print()  # the answer first: the sentence summary.md and the map open with, then the raw labels' figures
     headline = rr.headline_lines(warehouse_path) if not skip_analysis else []
     for line in headline:

@@ -2,8 +2,8 @@
 answers from a fingerprint, before Dagster is imported (issue 29: warm run < 5% of cold).
 
 A plain `run_all` (no arguments besides --verbose/--log-file) that ends with every step succeeded, every
-prompt labeled and every check of severity ERROR passed (exit 0) writes `<warehouse>.run_all.json`: a fingerprint of everything a run depends on, and the
-closing summary lines it printed (and its landing-zone warnings). The next plain run computes the fingerprint
+prompt labeled and every check of severity ERROR passed (exit 0) writes `<warehouse>.run_all.json`: a
+fingerprint of everything a run depends on, and the closing summary lines it printed (and its landing-zone warnings). The next plain run computes the fingerprint
 again (~0.1 CPU-s on the mirror, stdlib and PyYAML only) and, when every part matches, prints that nothing
 changed since then and the same closing lines, and exits 0 without importing Dagster (~0.2 CPU-s in all). Any
 difference (or an unreadable part) takes the full path, whose header says which parts changed; when the

@@ -714,7 +714,8 @@ def test_run_all_exits_non_zero_when_an_error_check_fails(env: Env, tmp_path: Pa
                                                           capsys: pytest.CaptureFixture) -> None:
     """A non-blocking check of severity ERROR that does not pass leaves its step a success; the run is none: it
     exits EXIT_CHECK_FAILED and names the check (it printed "all steps succeeded" and exited 0, and a complete
-    run was then recorded as up to date). A failed WARN check is printed and leaves the code alone (the mirror's jobbench, above)."""
+    run was then recorded as up to date). A failed WARN check is printed and leaves the code alone (the mirror's
+    jobbench, above)."""
     from dagster import AssetCheckResult, AssetCheckSeverity, asset_check
 
     @asset_check(asset=analysis_stub, blocking=False)
