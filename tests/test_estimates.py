@@ -702,7 +702,7 @@ def test_with_published_maps_every_headline_metric():
     assert es.with_published(headline, None)["published_value"].null_count() == 5
     # a capped value says so in the table too (the audit found econ's tasks at >= 1 unflagged there)
     capped = estimates.with_columns(pl.lit("species; capped at the value of index all (why): this scope's own "
-                                           "estimate was higher: 1,154").alias("basis"))
+                                           "estimate was higher: 1,154; the draws agree").alias("basis"))
     note = es.with_published(headline, capped).filter(pl.col("metric") == "tasks_covered")["published_note"].item()
     assert note == "capped at the value of index all (why): this scope's own estimate was higher: 1,154"
 

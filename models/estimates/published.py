@@ -55,7 +55,7 @@ def with_published(headline: pl.DataFrame, estimates: pl.DataFrame | None) -> pl
                              pl.col("value").alias("_v"), pl.col("ci_low").alias("_lo"), pl.col("ci_high").alias("_hi"),
                              pl.col("denominator").alias("_den"),
                              (pl.col("basis") if "basis" in published.columns else pl.lit(None, pl.Utf8))
-                             .str.extract(f"({re.escape(CAPPED)}.*)$").alias("published_note")),
+                             .str.extract(f"({re.escape(CAPPED)}[^;]*)").alias("published_note")),
             on=[*keys, "quantity"],
             how="left",
         )
