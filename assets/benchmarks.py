@@ -125,6 +125,16 @@ def _ingest_partition(context: AssetExecutionContext, warehouse: Warehouse, land
                         "unchanged.",
             metadata={"rejects_preview": MetadataValue.md(bm.rejects_markdown(ingested.rejects))},
         )
+    results_file = folder.path / bm.RESULTS_FILE
+    stored_results = warehouse.stored_result_count(name) if results_file.exists() and ingested.results.is_empty() \
+        else 0
+    if stored_results:  # a results.csv emptied or cut to nothing (a crash mid-rewrite) must not erase the scores
+        raise Failure(
+            description=f"{results_file} yielded no valid result ({ingested.rejects.height} rejects) but the "
+                        f"warehouse holds {stored_results} results for {name!r}: refusing to replace them with "
+                        "nothing. Fix the file, or remove it to retire the results; the warehouse is unchanged.",
+            metadata={"rejects_preview": MetadataValue.md(bm.rejects_markdown(ingested.rejects))},
+        )
     _log_rejects(context, name, ingested.rejects)
     for warning in ingested.warnings:
         context.log.warning(f"{name}: metadata: {warning}")

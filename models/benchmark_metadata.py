@@ -42,11 +42,24 @@ def _bool(value: Any) -> tuple[bool | None, bool]:
     return None, text in _UNKNOWN
 
 
-def _load_metadata_file(files: Mapping[str, bytes]) -> tuple[dict[str, Any], str | None, list[str]]:
-    """(raw mapping, file name, warnings)."""
+UNREADABLE = "could not be read"  # a metadata file's reject says so; its benchmark then keeps its stored metadata
+
+
+def _error_line(exc: Exception) -> int | None:
+    """The 1-based line of a TOML or YAML syntax error, when the error says it."""
+    mark = getattr(exc, "problem_mark", None)
+    if mark is not None:
+        return int(mark.line) + 1
+    found = re.search(r"at line (\d+)", str(exc))
+    return int(found.group(1)) if found else None
+
+
+def _load_metadata_file(files: Mapping[str, bytes]
+                        ) -> tuple[dict[str, Any], str | None, list[str], tuple[int | None, str] | None]:
+    """(raw mapping, file name, warnings, (line, reason) when the file cannot be read)."""
     present = [name for name in METADATA_FILES if name in files]
     if not present:
-        return {}, None, []
+        return {}, None, [], None
     name = present[0]
     warnings = [f"{name} used; ignored {', '.join(present[1:])}"] if len(present) > 1 else []
     try:
@@ -57,11 +70,19 @@ def _load_metadata_file(files: Mapping[str, bytes]) -> tuple[dict[str, Any], str
             import yaml  # PyYAML ships with Dagster
 
             data = yaml.safe_load(text) or {}
-    except Exception as exc:  # bad TOML/YAML, bad bytes: defaults, not a failure
-        return {}, name, [*warnings, f"{name} could not be read ({type(exc).__name__}: {exc}); defaults used"]
+    except Exception as exc:  # bad TOML/YAML, bad bytes: a reject naming the line; the caller keeps what was stored
+        reason = f"{name} {UNREADABLE} ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+        return {}, name, [*warnings, reason], (_error_line(exc), reason)
     if not isinstance(data, Mapping):
-        return {}, name, [*warnings, f"{name} is not a table/mapping; defaults used"]
-    return dict(data), name, warnings
+        reason = f"{name} {UNREADABLE}: it is not a table/mapping"
+        return {}, name, [*warnings, reason], (1, reason)
+    return dict(data), name, warnings, None
+
+
+def _excerpt_line(data: bytes, line: int | None) -> str:
+    """The text of line `line` (1-based) of a file, for a reject's excerpt."""
+    lines = data.decode("utf-8-sig", errors="replace").split("\n")
+    return lines[line - 1][:200] if line is not None and 0 < line <= len(lines) else ""
 
 
 def key_line(text: str, key: str) -> int | None:
@@ -85,10 +106,13 @@ def parse_metadata_with_rejects(files: Mapping[str, bytes], benchmark: str, n_pr
                                 ) -> tuple[dict[str, Any], list[str], list[tuple[str, int | None, str, str]]]:
     """parse_metadata, plus (file, line, reason, excerpt) of each value refused because it is out of range
     (public_items beyond a 64-bit integer): the benchmark's reject rows. The default is taken as documented."""
-    raw, filename, warnings = _load_metadata_file(files)
+    raw, filename, warnings, unreadable = _load_metadata_file(files)
     rejects: list[tuple[str, int | None, str, str]] = []
     if filename is None:
         warnings.append(f"no {' / '.join(METADATA_FILES)}: defaults used for all metadata")
+    if unreadable is not None:  # one reject names the file and line; no "missing" warning per key after it
+        line, reason = unreadable
+        rejects.append((filename or "", line, reason, _excerpt_line(files[filename or ""], line)))
     values: dict[str, Any] = {}
     used: set[str] = set()
     for target, aliases in _META_ALIASES.items():
@@ -103,7 +127,7 @@ def parse_metadata_with_rejects(files: Mapping[str, bytes], benchmark: str, n_pr
     quiet = filename is None  # one warning already covers a missing file
 
     def default(name: str, value: Any, why: str = "missing") -> Any:
-        if not quiet or why != "missing":
+        if (not quiet or why != "missing") and unreadable is None:  # an unreadable file: its reject says it all
             warnings.append(f"{name} {why}; default {value!r}")
         return value
 

@@ -31,7 +31,12 @@ from typing import Any
 
 import polars as pl
 
-from models.benchmark_metadata import METADATA_FILES, parse_metadata, parse_metadata_with_rejects  # noqa: F401
+from models.benchmark_metadata import (  # noqa: F401
+    METADATA_FILES,
+    UNREADABLE,
+    parse_metadata,
+    parse_metadata_with_rejects,
+)
 from models.markdown import markdown_table
 
 log = logging.getLogger(__name__)
@@ -346,6 +351,8 @@ def parse_prompts(data: bytes, benchmark: str, *, label: str | None = None
             rows.append(_prompt_row(record, benchmark, number, seen))
         except ValueError as exc:
             rejects.append(Reject(benchmark, label, number, str(exc), _excerpt(text)))
+    if not rows and not rejects:  # an empty file: said, not a silent benchmark of 0 prompts
+        rejects.append(Reject(benchmark, label, 1, "no prompt: the file is empty", _excerpt(data[:200])))
     return pl.DataFrame(rows, schema=PROMPTS_SCHEMA), rejects
 
 
@@ -379,9 +386,20 @@ def parse_results(data: bytes, benchmark: str, known_prompt_ids: Iterable[str], 
     rows: list[dict[str, Any]] = []
     rejects: list[Reject] = []
     header: list[str] | None = None
+    skipped_by: str | None = None  # the header's problem: every data line after it is a reject of its own
     seen: dict[tuple[str, str], int] = {}
+    # a file that does not end in a newline may have been cut mid-write: its last line (`…,0.875` cut to `…,0.8`)
+    # can still parse, with a wrong value
+    cut = _last_line_number(data) if data.strip() and not data.endswith(b"\n") else None
     for number, line in _physical_lines(data):
         if not line.strip():
+            continue
+        if skipped_by is not None:
+            rejects.append(Reject(benchmark, label, number, skipped_by, _excerpt(line)))
+            continue
+        if number == cut and header is not None:
+            rejects.append(Reject(benchmark, label, number, "no final newline: the file may have been cut "
+                                  "mid-write, so this last line is not trusted", _excerpt(line)))
             continue
         text, problem = _decode(line)
         if text is None:
@@ -399,7 +417,7 @@ def parse_results(data: bytes, benchmark: str, known_prompt_ids: Iterable[str], 
                 reason = (f"header lacks column(s) {', '.join(missing)}: the whole file is skipped "
                           f"(expected {','.join(RESULT_COLUMNS)})")
                 rejects.append(Reject(benchmark, label, number, reason, _excerpt(text)))
-                return pl.DataFrame(schema=RESULTS_SCHEMA), rejects
+                skipped_by = f"skipped: the header (line {number}) lacks column(s) {', '.join(missing)}"
             continue
         if len(fields) != len(header):
             rejects.append(Reject(benchmark, label, number,
@@ -428,7 +446,15 @@ def parse_results(data: bytes, benchmark: str, known_prompt_ids: Iterable[str], 
         seen[key] = number
         rows.append({"benchmark": benchmark, "prompt_id": record["prompt_id"], "model": record["model"],
                      "score": score})
+    if not rows and not rejects:  # nothing to read: a reject, so an empty file never replaces results silently
+        rejects.append(Reject(benchmark, label, 1, "no header and no result row: the file is empty" if header is None
+                              else "a header and no result row", _excerpt(data[:200])))
     return pl.DataFrame(rows, schema=RESULTS_SCHEMA), rejects
+
+
+def _last_line_number(data: bytes) -> int:
+    """The 1-based number of the last physical line (as `_physical_lines` numbers them)."""
+    return data.count(b"\n") + 1
 
 
 # --------------------------------------------------------------------------------------------- one benchmark
@@ -469,6 +495,10 @@ def ingest_benchmark(folder: BenchmarkFolder, files: Mapping[str, bytes], *,
     else:
         results = pl.DataFrame(schema=RESULTS_SCHEMA)
     metadata, warnings, meta_refused = parse_metadata_with_rejects(files, name, prompts.height)
+    if previous and any(UNREADABLE in why for _, _, why, _ in meta_refused):
+        # a typo in benchmark.toml must not reset the metadata the indexes read (agentic, public_items, ...)
+        metadata = {key: previous.get(key, value) for key, value in metadata.items()}
+        warnings.append("the stored metadata is kept until the file can be read")
     rejects += [Reject(name, f"{name}/{file}", line, why, excerpt) for file, line, why, excerpt in meta_refused]
     rejects += [Reject(name, f"{name}/{file}", None, why, file) for file, why in (refused or {}).items()]
     first_seen = previous.get("first_seen") if previous else None

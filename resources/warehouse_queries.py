@@ -174,6 +174,12 @@ class WarehouseQueries:
         counted = self._query("select count(*) as n from benchmark_prompts where benchmark = ?", [benchmark])
         return int(counted["n"][0])
 
+    def stored_result_count(self, benchmark: str) -> int:
+        if not self.table_exists("benchmark_results"):
+            return 0
+        counted = self._query("select count(*) as n from benchmark_results where benchmark = ?", [benchmark])
+        return int(counted["n"][0])
+
     def benchmark_count_mismatches(self) -> pl.DataFrame:
         """Registry rows whose counts differ from the stored prompts/results/rejects, or whose prompt ids repeat."""
         return self._query(_CONSISTENCY_SQL)

@@ -286,12 +286,50 @@ def test_every_kind_of_bad_line_is_rejected_and_the_rest_ingests() -> None:
     assert "unknown metadata key(s) ignored: flavour" in row["metadata_warnings"]
 
 
-def test_results_file_with_a_bad_header_is_one_reject(tmp_path: Path) -> None:
+def test_results_file_with_a_bad_header_rejects_every_line(tmp_path: Path) -> None:
+    """A bad header skips the file: every data line is a reject of its own, so the reject rate sees 300 lost rows
+    (they counted as one reject, under the 5% check)."""
     path = tmp_path / "results.csv"
-    path.write_text("prompt,who,value\nt1,a,0.5\n")
+    path.write_text("prompt,who,value\nt1,a,0.5\nt1,b,0.7\n")
     results, rejects = bm.parse_results(path.read_bytes(), "tiny_bench", ["t1"])
-    assert results.is_empty() and len(rejects) == 1
+    assert results.is_empty() and [r.line_number for r in rejects] == [1, 2, 3]
     assert "header lacks column(s) benchmark, prompt_id, model, score" in rejects[0].reason
+    assert rejects[2].reason == "skipped: the header (line 1) lacks column(s) benchmark, prompt_id, model, score"
+
+
+def test_an_empty_or_cut_results_file_is_never_silent() -> None:
+    """An audit of bad input: a results.csv emptied (or cut to its header) gave no reject, and a last line cut
+    mid-write (`0.875` -> `0.8`) landed with its wrong value."""
+    for data, reason in ((b"", "no header and no result row: the file is empty"),
+                         (b"benchmark,prompt_id,model,score\n", "a header and no result row")):
+        results, rejects = bm.parse_results(data, "wb", ["a"])
+        assert results.is_empty() and [(r.line_number, r.reason) for r in rejects] == [(1, reason)]
+    results, rejects = bm.parse_results(b"benchmark,prompt_id,model,score\nwb,a,m1,0.875\nwb,b,m1,0.8", "wb",
+                                        ["a", "b"])
+    assert results.rows() == [("wb", "a", "m1", 0.875)]
+    assert [(r.line_number, r.reason.split(":")[0]) for r in rejects] == [(3, "no final newline")]
+    prompts, rejects = bm.parse_prompts(b"\n\n", "wb")
+    assert prompts.is_empty() and [r.reason for r in rejects] == ["no prompt: the file is empty"]
+
+
+def test_an_unreadable_metadata_file_is_a_reject_and_keeps_the_stored_metadata() -> None:
+    """A typo in benchmark.toml reset every field to its default (agentic, public_items: the benchmark left the
+    economic_agentic index) with only a warning. Now: a reject naming the file and line, one warning, and the
+    stored metadata kept; a new benchmark gets the defaults."""
+    folder = bm.BenchmarkFolder("wb", Path("/tmp/wb"), "raw")
+    prompts = b'{"prompt_id": "a", "prompt": "A"}\n{"prompt_id": "b", "prompt": "B"}\n'
+    good = b'title = "WB"\nagentic = true\npublic_items = 500\n'
+    stored = bm.ingest_benchmark(folder, {"prompts.jsonl": prompts, "benchmark.toml": good}).registry.row(0, named=True)
+    broken = {"prompts.jsonl": prompts, "benchmark.toml": good.replace(b"true", b"tru")}
+    again = bm.ingest_benchmark(folder, broken, previous=stored)
+    row = again.registry.row(0, named=True)
+    assert (row["title"], row["agentic"], row["public_items"], row["n_rejects"]) == ("WB", True, 500, 1)
+    reject = again.rejects.row(0, named=True)
+    assert (reject["file"], reject["line_number"], reject["raw_excerpt"]) == ("wb/benchmark.toml", 2, "agentic = tru")
+    assert reject["reason"].startswith("benchmark.toml could not be read (TOMLDecodeError: Invalid value")
+    assert "missing" not in row["metadata_warnings"]  # no false "title missing" etc. after it
+    new = bm.ingest_benchmark(folder, broken).registry.row(0, named=True)
+    assert (new["title"], new["agentic"], new["public_items"]) == ("wb", None, 2)
 
 
 def test_metadata_defaults_yaml_and_unreadable_toml(tmp_path: Path) -> None:
@@ -629,6 +667,22 @@ def test_bad_input_goes_to_rejects_and_the_warehouse_keeps_everything_else(env: 
     assert requested(third) == [bm.LANDING_PARTITION]
     env.apply(third)
     assert env.table("benchmark_rejects", bm.LANDING_PARTITION).is_empty()
+
+
+def test_an_emptied_results_file_never_erases_the_stored_results(env: Env) -> None:
+    """results.csv cut to nothing (a crash mid-rewrite) failed no step and replaced the stored scores with none."""
+    folder = add_fixture(env.landing, "tiny_bench")
+    first = env.tick()
+    env.apply(first)
+    kept = env.snapshot("tiny_bench")
+    assert kept["benchmark_results"].height > 0
+    (folder / "results.csv").write_bytes(b"")
+    runs = env.apply(env.tick(first.cursor))
+    assert len(runs) == 1 and not runs[0].success
+    failure = next(e for e in runs[0].all_events if e.is_step_failure).step_failure_data.error.message
+    assert f"holds {kept['benchmark_results'].height} results for 'tiny_bench': refusing to replace them" in failure
+    for table, frame in env.snapshot("tiny_bench").items():
+        assert frame.equals(kept[table]), table
 
 
 def test_deleted_folder_warns_and_keeps_the_warehouse(env: Env) -> None:
