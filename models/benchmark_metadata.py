@@ -105,7 +105,9 @@ def parse_metadata(files: Mapping[str, bytes], benchmark: str, n_prompts: int) -
 def parse_metadata_with_rejects(files: Mapping[str, bytes], benchmark: str, n_prompts: int
                                 ) -> tuple[dict[str, Any], list[str], list[tuple[str, int | None, str, str]]]:
     """parse_metadata, plus (file, line, reason, excerpt) of each value refused because it is out of range
-    (public_items beyond a 64-bit integer): the benchmark's reject rows. The default is taken as documented."""
+    (public_items beyond a 64-bit integer), and of a file that cannot be read at all (its reason holds
+    UNREADABLE; models.benchmarks.ingest_benchmark then keeps the stored metadata): the benchmark's reject rows.
+    The default is taken as documented."""
     raw, filename, warnings, unreadable = _load_metadata_file(files)
     rejects: list[tuple[str, int | None, str, str]] = []
     if filename is None:
