@@ -264,12 +264,22 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are unique: a repeated key (`"prompt"` twice) is a reject, not last-one-wins."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        repeated = sorted({k for k, _ in pairs if sum(1 for j, _ in pairs if j == k) > 1})
+        raise ValueError(f"a JSON object repeats key(s) {', '.join(map(repr, repeated))}")
+    return out
+
+
 def load_json_line(text: str) -> Any:
     """json.loads within the parser limits: raises json.JSONDecodeError (bad JSON) or ValueError naming the
     limit (nesting deeper than MAX_JSON_DEPTH, an integer outside 64 bits, a float overflowing to infinity,
-    NaN/Infinity)."""
+    NaN/Infinity) or a key an object repeats."""
     try:
-        value = json.loads(text, parse_int=_bounded_int, parse_float=_finite_float, parse_constant=_no_constant)
+        value = json.loads(text, parse_int=_bounded_int, parse_float=_finite_float, parse_constant=_no_constant,
+                           object_pairs_hook=_unique_keys)
     except RecursionError:  # Python's parser stops near 1,000 levels: far beyond the limit
         raise _LimitExceeded(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
     if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(value) > MAX_JSON_DEPTH:
@@ -298,8 +308,11 @@ def _prompt_row(record: Any, benchmark: str, number: int, seen: dict[str, int]) 
         raise ValueError("empty prompt (no 'prompt' field)")
     if not isinstance(prompt, str):
         raise ValueError(f"prompt must be text, got {type(prompt).__name__}")
-    if not normalise_prompt(prompt):
+    normalised = normalise_prompt(prompt)
+    if not normalised:
         raise ValueError("empty prompt")
+    if not any(unicodedata.category(c)[0] not in "CZ" for c in normalised):  # e.g. only U+200B zero-width spaces
+        raise ValueError("empty prompt (only invisible characters)")
     extra = record.get("extra")
     unknown = {k: v for k, v in record.items() if k not in _PROMPT_FIELDS}
     if unknown:  # keep unexpected top-level fields rather than dropping them
@@ -344,7 +357,7 @@ def parse_prompts(data: bytes, benchmark: str, *, label: str | None = None
             rejects.append(Reject(benchmark, label, number, f"invalid JSON: {exc.msg} at column {exc.colno}",
                                   _excerpt(text)))
             continue
-        except _LimitExceeded as exc:
+        except ValueError as exc:  # a parser limit (_LimitExceeded) or a repeated key (_unique_keys)
             rejects.append(Reject(benchmark, label, number, str(exc), _excerpt(text)))
             continue
         try:
@@ -412,6 +425,12 @@ def parse_results(data: bytes, benchmark: str, known_prompt_ids: Iterable[str], 
             continue
         if header is None:
             header = [f.strip().lower() for f in fields]
+            repeated = sorted({c for c in header if c and header.count(c) > 1})
+            if repeated:  # `score,score`: which one counts is not ours to guess
+                reason = f"header repeats column(s) {', '.join(repeated)}: the whole file is skipped"
+                rejects.append(Reject(benchmark, label, number, reason, _excerpt(text)))
+                skipped_by = f"skipped: the header (line {number}) repeats column(s) {', '.join(repeated)}"
+                continue
             missing = [c for c in RESULT_COLUMNS if c not in header]
             if missing:
                 reason = (f"header lacks column(s) {', '.join(missing)}: the whole file is skipped "
@@ -431,7 +450,8 @@ def parse_results(data: bytes, benchmark: str, known_prompt_ids: Iterable[str], 
         elif not record["prompt_id"]:
             reason = "missing prompt_id"
         elif record["prompt_id"] not in known:
-            reason = f"unknown prompt_id {record['prompt_id']!r} (not in {PROMPTS_FILE})"
+            # (a prompt whose own line was rejected is not known either: its reject says why)
+            reason = f"unknown prompt_id {record['prompt_id']!r} (no accepted prompt of {PROMPTS_FILE} has it)"
         elif not record["model"]:
             reason = "missing model"
         else:

@@ -312,6 +312,21 @@ def test_an_empty_or_cut_results_file_is_never_silent() -> None:
     assert prompts.is_empty() and [r.reason for r in rejects] == ["no prompt: the file is empty"]
 
 
+def test_repeated_keys_and_columns_and_invisible_prompts_are_rejects() -> None:
+    """What was resolved silently (an audit of bad input): a key repeated in one JSON line (last one won), a
+    column repeated in the results header (last one won), a prompt of zero-width characters only (taken)."""
+    prompts, rejects = bm.parse_prompts(
+        b'{"prompt_id": "a", "prompt": "A", "prompt": "B"}\n{"prompt_id": "b", "prompt": "\\u200b\\u2060"}\n'
+        b'{"prompt_id": "c", "prompt": "kept"}\n', "wb")
+    assert prompts["prompt_id"].to_list() == ["c"]
+    assert [(r.line_number, r.reason) for r in rejects] == [
+        (1, "a JSON object repeats key(s) 'prompt'"), (2, "empty prompt (only invisible characters)")]
+    results, rejects = bm.parse_results(b"benchmark,prompt_id,model,score,score\nwb,c,m,0.5,0.6\n", "wb", ["c"])
+    assert results.is_empty() and [r.reason for r in rejects] == [
+        "header repeats column(s) score: the whole file is skipped",
+        "skipped: the header (line 1) repeats column(s) score"]
+
+
 def test_an_unreadable_metadata_file_is_a_reject_and_keeps_the_stored_metadata() -> None:
     """A typo in benchmark.toml reset every field to its default (agentic, public_items: the benchmark left the
     economic_agentic index) with only a warning. Now: a reject naming the file and line, one warning, and the
