@@ -224,7 +224,8 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
         raise Failure(
             description=f"the judge ({judge.name}, {judge.labeler_version}) labeled none of the sampled texts of "
             f"{', '.join(lost['benchmark'].to_list())} ({int(lost['n_sampled'].sum())} texts; label_failures says "
-            "why): without them the estimates would use the vendored reference labels, so nothing is written",
+            "why): without them the estimates would use the vendored reference labels, so nothing is written. "
+            f"A plain run asks again (at most {lc.MAX_LABEL_RUNS} runs per text); what was labeled stays cached",
         )
     n_failed = int(design_frame["n_failed"].sum())
     if n_failed:

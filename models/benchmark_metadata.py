@@ -71,7 +71,9 @@ def _load_metadata_file(files: Mapping[str, bytes]
 
             data = yaml.safe_load(text) or {}
     except Exception as exc:  # bad TOML/YAML, bad bytes: a reject naming the line; the caller keeps what was stored
-        reason = f"{name} {UNREADABLE} ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+        # a YAML error's first line is its context ("while scanning ..."); the problem is what to fix
+        said = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        reason = f"{name} {UNREADABLE} ({type(exc).__name__}: {said[:200]})"
         return {}, name, [*warnings, reason], (_error_line(exc), reason)
     if not isinstance(data, Mapping):
         reason = f"{name} {UNREADABLE}: it is not a table/mapping"

@@ -74,7 +74,7 @@ from models import benchmarks as bm
 from pipelines import cli, label_workers, restore_labels, up_to_date
 from pipelines import run_report as rr
 from pipelines.run_partitions import prompt_bytes, run_partitions
-from pipelines.run_steps import Steps, judge_of_the_run, lock_file
+from pipelines.run_steps import Steps, judge_failures, lock_file
 from pipelines.step_runner import Runner, RunPlan, plan_from_definitions
 from resources import integrity, label_pool
 from resources import source_versions as sv
@@ -356,7 +356,7 @@ def _run_step(runner: Runner, steps: Steps, step: str, label: str, keys: list[As
     of inputs)."""
     with steps.exclusive(step, label):
         steps.refresh()  # what the previous stage (or the run_all we waited for) materialized
-        if steps.unchanged(keys, label, force=force):
+        if steps.unchanged(keys, label, force=force, warehouse_checks=with_warehouse_checks):
             return
         if before is not None:
             before()
@@ -372,8 +372,8 @@ def _open_label_failures(warehouse_path: str | None, names: list[str], labeler: 
     if not warehouse_path or not Path(warehouse_path).exists():
         return 0
     cache = LabelCache(warehouse_path)
-    return sum(cache.open_failures_by_benchmark(names, getattr(labeler, "kind", None),
-                                                also=judge_of_the_run()).values())
+    return (sum(cache.open_failures_by_benchmark(names, getattr(labeler, "kind", None)).values())
+            + sum(judge_failures(warehouse_path, names).values()))
 
 
 def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None, log_path: Path, started: float,

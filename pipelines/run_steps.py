@@ -45,6 +45,7 @@ from dagster._core.definitions.data_version import extract_data_provenance_from_
 from dagster._core.storage.event_log.base import EventLogRecord
 
 from models import benchmarks as bm
+from pipelines.jobs import WAREHOUSE_CHECKS
 from resources import integrity
 from resources import warehouse as wh
 
@@ -117,11 +118,14 @@ class Records:
         self._sources: dict[AssetKey, str | None] = {}
         self._observations: dict[AssetKey, dict[str, int]] = {}
 
-    def failed_error_checks(self, keys: Sequence[AssetKey]) -> list[str]:
-        """'asset:check' of the checks on `keys` of severity ERROR whose latest evaluation did not pass."""
+    def failed_error_checks(self, keys: Sequence[AssetKey], *, warehouse_checks: bool = False) -> list[str]:
+        """'asset:check' of the checks on `keys` (and, with `warehouse_checks`, the warehouse-wide checks the step
+        runs, which sit on partitioned assets) of severity ERROR whose latest evaluation did not pass."""
         from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
         check_keys = list(self.graph.get_check_keys_for_assets(set(keys)))
+        if warehouse_checks:
+            check_keys = sorted({*check_keys, *WAREHOUSE_CHECKS.resolve_checks(self.graph)}, key=str)
         if not check_keys:
             return []
         latest = self.instance.event_log_storage.get_latest_asset_check_execution_by_key(check_keys)
@@ -358,7 +362,7 @@ class Steps:
         return None
 
     def unchanged(self, keys: Sequence[AssetKey], label: str, *, partition: str | None = None,
-                  open_failures: int = 0, force: bool = False) -> bool:
+                  open_failures: int = 0, force: bool = False, warehouse_checks: bool = False) -> bool:
         """True (and says so) when the step can be skipped."""
         if self.force or force or not keys:
             return False
@@ -366,7 +370,8 @@ class Steps:
         if why is None and open_failures:  # a failure is not done: the plain re-run retries exactly those prompts
             print(f"- {label}: inputs unchanged, but {open_failures} prompts failed to label: running it")
             return False
-        failed = self.records.failed_error_checks(keys) if why is None and partition is None else []
+        failed = (self.records.failed_error_checks(keys, warehouse_checks=warehouse_checks)
+                  if why is None and partition is None else [])
         if failed:  # nor is a failed check: run again, so the run reports it (exit 6) until it passes
             print(f"- {label}: inputs unchanged, but a check of severity ERROR did not pass in its last run "
                   f"({', '.join(failed[:3])}{', ...' if len(failed) > 3 else ''}): running it")
@@ -411,25 +416,49 @@ class Steps:
                 handle.flush()
 
     def retryable_failures(self, benchmarks: Sequence[str], labeler: object) -> dict[str, int]:
-        """Per benchmark, its prompts in label_failures (this labeler's and, with a judge sample configured, the
-        judge's) that a plain run still retries (one query for all; benchmarks without any are absent)."""
+        """Per benchmark, its prompts in label_failures (this labeler's) that a plain run still retries, and the
+        texts the judge failed on in its latest run while its failures are below the retry limit (benchmarks
+        without any are absent)."""
         names = [b for b in benchmarks if b != bm.LANDING_PARTITION]
         if not self.path or not Path(self.path).exists() or not names:
             return {}
         from models.labeling.cache import MAX_LABEL_RUNS
         from resources.label_cache import LabelCache
 
-        return LabelCache(self.path).open_failures_by_benchmark(names, getattr(labeler, "kind", None),
-                                                                retry_below_runs=MAX_LABEL_RUNS,
-                                                                also=judge_of_the_run())
+        cache = LabelCache(self.path)
+        out = cache.open_failures_by_benchmark(names, getattr(labeler, "kind", None), retry_below_runs=MAX_LABEL_RUNS)
+        judged = judge_failures(self.path, names)
+        judge = judge_of_the_run()
+        if judged and judge is not None:  # the judge's own failures still below the retry limit
+            retry = cache.open_failures_by_benchmark(list(judged), None, retry_below_runs=MAX_LABEL_RUNS, also=judge)
+            for name in retry:
+                out[name] = out.get(name, 0) + judged[name]
+        return out
 
 
 def judge_of_the_run() -> tuple[str, str] | None:
-    """(labeler, labeler_version prefix) of the LLM judge when a judge sample is configured: its failures leave
-    sampled texts unjudged, so they count and are retried like the labeler's (they were neither: the run said
-    "0 failed" while the sample shrank). The prefix is the judge's model, so an earlier openai labeler's failures
-    with another model do not count."""
+    """(labeler, labeler_version prefix) of the LLM judge when a judge sample is configured (None also when the
+    setting is malformed: the judge_sample step reports that). The prefix is the judge's model."""
     from assets.judge_sample import labeler_resource_for_judge
 
-    judge = labeler_resource_for_judge()
+    try:
+        judge = labeler_resource_for_judge()
+    except ValueError:
+        return None
     return (judge.kind, f"{judge.model}+") if judge is not None else None
+
+
+def judge_failures(path: str | None, names: Sequence[str]) -> dict[str, int]:
+    """Per benchmark, the sampled texts the LLM judge failed on in its latest run (judge_sample_design.n_failed),
+    when a judge sample is configured: they leave the sample short, so they count like the labeler's failures
+    (the run said "0 failed" while the sample shrank). Read from the design, not from label_failures: a text
+    that left the sample, or an earlier openai labeler's failure, is not the judge's open work."""
+    if not path or not Path(path).exists() or not names or judge_of_the_run() is None:
+        return {}
+    with wh.connect(path, read_only=True) as con:
+        if not wh.table_exists(con, "judge_sample_design"):
+            return {}
+        rows = con.execute("select benchmark, sum(n_failed) from judge_sample_design "
+                           "where benchmark in (select unnest(?::varchar[])) group by 1 having sum(n_failed) > 0",
+                           [list(names)]).fetchall()
+    return {str(b): int(n) for b, n in rows}

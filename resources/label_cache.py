@@ -279,6 +279,9 @@ class LabelCache:
         if labeler is not None and also is not None:
             where.append("(f.labeler = ? or (f.labeler = ? and starts_with(f.labeler_version, ?)))")
             params += [labeler, *also]
+        elif also is not None:
+            where.append("(f.labeler = ? and starts_with(f.labeler_version, ?))")
+            params += list(also)
         elif labeler is not None:
             where.append("f.labeler = ?")
             params.append(labeler)

@@ -819,6 +819,33 @@ def test_run_all_exits_non_zero_when_an_error_check_fails(env: Env, tmp_path: Pa
     assert "CHECK FAILED" in again.err
 
 
+def test_a_failed_warehouse_wide_check_is_not_forgotten_either(env: Env, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture) -> None:
+    """The warehouse-wide checks (on the partitioned benchmark and label assets) run with the analysis step;
+    one that failed was not looked at when that step was unchanged, so the second run exited 0."""
+    from dagster import AssetCheckResult, asset_check
+
+    @asset_check(asset="benchmarks", blocking=False)
+    def registry_matches_the_landing_zone():  # noqa: ANN202 - dagster resolves annotations
+        return AssetCheckResult(passed=False)
+
+    dagster_home(tmp_path, monkeypatch)
+    add_fixture(env.landing, "tiny_bench")
+    warehouse = Warehouse(path=str(env.warehouse))
+    defs = Definitions(
+        assets=[*module_assets(bench_assets), reference_stub, labels_stub, analysis_stub],
+        asset_checks=[*module_checks(bench_assets), registry_matches_the_landing_zone],
+        jobs=JOBS, sensors=SENSORS, schedules=SCHEDULES,
+        resources={"warehouse": warehouse, "io_manager": WarehouseIOManager(warehouse=warehouse)},
+    )
+    assert run_all.main([], defs=defs) == run_all.EXIT_CHECK_FAILED
+    capsys.readouterr()
+    assert run_all.main([], defs=defs) == run_all.EXIT_CHECK_FAILED
+    again = capsys.readouterr()
+    assert "(benchmarks:registry_matches_the_landing_zone): running it" in again.out
+
+
 def test_run_all_exits_non_zero_on_failure(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture) -> None:
     dagster_home(tmp_path, monkeypatch)

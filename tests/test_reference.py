@@ -232,6 +232,8 @@ def test_ratings_fall_back_to_the_partial_table(
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
     coverage = checks["onet_tasks_ratings_coverage"]
     assert coverage.passed is False and coverage.metadata["tasks_with_ratings"].value == 2_131
+    # a documented fallback the importance model goes on with: a warning, so run_all does not exit 6 on it
+    assert coverage.severity.value == "WARN"
     assert "tasks_with_ratings" in coverage.description and checks["onet_tasks_expectations"].passed
 
 

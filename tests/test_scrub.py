@@ -49,12 +49,15 @@ def test_environment_secrets_are_known(monkeypatch: pytest.MonkeyPatch) -> None:
     assert scrub_untrusted("a given key: given-key-123456", ["given-key-123456"]) == f"a given key: {MASK}"
 
 
-def test_the_key_the_process_sends_is_masked_at_any_length(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_key_the_process_sends_is_masked_from_four_characters(monkeypatch: pytest.MonkeyPatch) -> None:
     """A local server started with `--api-key hunter2` that echoes it: the 8-character floor for environment values
     let the configured key through into label_failures (found by an audit)."""
     monkeypatch.setenv("OPENAI_API_KEY", "hunter2")
     assert scrub_untrusted("invalid api key: hunter2") == f"invalid api key: {MASK}"
     assert scrub_untrusted("invalid api key: hunter2", ["hunter2"]) == f"invalid api key: {MASK}"
     monkeypatch.delenv("OPENAI_API_KEY")
-    assert scrub_untrusted("key k3y echoed", ["k3y"]) == f"key {MASK} echoed"  # handed in by the client
+    assert scrub_untrusted("key k3y1 echoed", ["k3y1"]) == f"key {MASK} echoed"  # handed in by the client
     assert scrub("a 1 and true", ["1"]) == f"a {MASK} and true"  # the pure function masks what it is given
+    # a 1-3 character placeholder is no secret, and masking it would break every answer ("15-1252.00")
+    monkeypatch.setenv("OPENAI_API_KEY", "1")
+    assert scrub_untrusted('{"occupations": ["15-1252.00"]}', ["1"]) == '{"occupations": ["15-1252.00"]}'

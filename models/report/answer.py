@@ -184,7 +184,7 @@ def headlines_by_threshold(answer: Answer) -> dict[int, str]:
     out = {answer.threshold: " ".join([answer.sentence, *notes])}
     for line in answer.supporting:
         if line.startswith(AT_ONE_PROMPT):
-            out[1] = " ".join([f"At >= 1 prompt (bounds, 95% interval; benchmark index `{answer.benchmark_index}`): "
+            out[1] = " ".join([f"At >= 1 prompt (benchmark index `{answer.benchmark_index}`): "
                                + line[len(AT_ONE_PROMPT):], *notes])
     return out
 
