@@ -146,12 +146,8 @@ def published_headlines(warehouse: Warehouse, released: str | None = None,
     """The map header per benchmark index and threshold (str): the published answer of that index at that
     threshold, then what the index leaves out and why (report.headlines_by_threshold); indexes without a
     published answer are absent."""
-    out = {}
-    for index in ix.index_names(membership):
-        answer = warehouse.answer(index, released)
-        if answer is not None:
-            out[index] = {str(t): text for t, text in report.headlines_by_threshold(answer).items()}
-    return out
+    return {index: {str(t): text for t, text in report.headlines_by_threshold(answer).items()}
+            for index, answer in warehouse.answers(ix.index_names(membership), released).items()}
 
 
 def occupation_titles_or_none(warehouse: Warehouse) -> pl.DataFrame | None:

@@ -2,8 +2,8 @@
 
 `scrub(text, known_secrets)` replaces
 - every known secret (an API key the process holds), wherever it occurs, also URL-encoded, whatever its length
-  (which values count as secrets is the caller's choice: resources.untrusted leaves out short environment
-  values, but never the key the process sends);
+  (which values count as secrets is the caller's choice: resources.untrusted leaves out environment values
+  shorter than MIN_SECRET_CHARS, and the key the process sends when shorter than 4 characters);
 - the value after `Authorization:` / `Bearer` / `api_key=` (whatever the token looks like);
 - any `sk-...`-shaped token (OpenAI-style keys, also those the process does not know, e.g. a proxy's own key)
 
@@ -18,7 +18,8 @@ from urllib.parse import quote
 
 MASK = "[redacted]"
 MIN_SECRET_CHARS = 8  # an environment value found by its name's shape is a secret from this length: shorter
-# ones ("1", "true") would mask ordinary words. A secret handed in by name (the configured key) has no floor.
+# ones ("1", "true") would mask ordinary words. The key the process sends has its own, lower floor
+# (resources.untrusted.SENT_KEY_MIN_CHARS).
 
 _PATTERNS = (
     # Authorization: Bearer xyz / Authorization: Basic xyz / "authorization": "xyz"

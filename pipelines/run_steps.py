@@ -430,7 +430,8 @@ class Steps:
         judged = judge_failures(self.path, names)
         judge = judge_of_the_run()
         if judged and judge is not None:  # the judge's own failures still below the retry limit
-            retry = cache.open_failures_by_benchmark(list(judged), None, retry_below_runs=MAX_LABEL_RUNS, also=judge)
+            retry = cache.open_failures_by_benchmark(list(judged), judge[0], retry_below_runs=MAX_LABEL_RUNS,
+                                                     labeler_version_prefix=judge[1])
             for name in retry:
                 out[name] = out.get(name, 0) + judged[name]
         return out

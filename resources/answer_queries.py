@@ -4,6 +4,7 @@ one query for the prompts labeled per benchmark, so summary.md, the map header, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
@@ -36,9 +37,21 @@ def benchmark_counts(path: str | Path, benchmarks: pl.DataFrame | None = None,
 
 def answer(path: str | Path, index: str = "all", released: str | None = None) -> report.Answer | None:
     """The one-line answer of `index` from the warehouse (headline_estimates and the benchmark counts)."""
+    return answers(path, [index], released).get(index)
+
+
+def answers(path: str | Path, indexes: Sequence[str], released: str | None = None) -> dict[str, report.Answer]:
+    """The answers of several indexes, their tables read once (the map's header holds every index's); an index
+    with nothing published is absent."""
     estimates = _table(path, "headline_estimates")
     if estimates is None:
-        return None
-    n, excluded = report.index_benchmarks(benchmark_counts(path), index)
-    return report.headline_answer(estimates, benchmark_index=index, n_benchmarks=n, released=released,
-                                  excluded=excluded)
+        return {}
+    counts = benchmark_counts(path)
+    out = {}
+    for index in indexes:
+        n, excluded = report.index_benchmarks(counts, index)
+        found = report.headline_answer(estimates, benchmark_index=index, n_benchmarks=n, released=released,
+                                       excluded=excluded)
+        if found is not None:
+            out[index] = found
+    return out

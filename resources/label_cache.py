@@ -265,26 +265,22 @@ class LabelCache:
     def open_failures_by_benchmark(self, benchmarks: Sequence[str], labeler: str | None = None,
                                    labeler_version: str | None = None, *,
                                    retry_below_runs: int | None = None,
-                                   also: tuple[str, str] | None = None) -> dict[str, int]:
+                                   labeler_version_prefix: str | None = None) -> dict[str, int]:
         """`open_failures` of several benchmarks in one connection (run_all asks for every partition at once:
-        a connection costs ~30 CPU-ms); `also`: (labeler, labeler_version prefix) of a second labeler whose
-        failures count too (the LLM judge of the run's sample, its model's). Benchmarks without open failures
-        are absent."""
+        a connection costs ~30 CPU-ms); `labeler_version_prefix`: versions starting so (a model's, e.g. the LLM
+        judge's). Benchmarks without open failures are absent."""
         if not benchmarks or not self.path.exists():
             return {}
         where, params = ["f.benchmark in (select unnest(?::varchar[]))"], [list(benchmarks)]
         if retry_below_runs is not None:
             where.append("coalesce(f.runs, 1) < ?")
             params.append(retry_below_runs)
-        if labeler is not None and also is not None:
-            where.append("(f.labeler = ? or (f.labeler = ? and starts_with(f.labeler_version, ?)))")
-            params += [labeler, *also]
-        elif also is not None:
-            where.append("(f.labeler = ? and starts_with(f.labeler_version, ?))")
-            params += list(also)
-        elif labeler is not None:
+        if labeler is not None:
             where.append("f.labeler = ?")
             params.append(labeler)
+        if labeler_version_prefix is not None:
+            where.append("starts_with(f.labeler_version, ?)")
+            params.append(labeler_version_prefix)
         if labeler_version is not None:
             where.append("f.labeler_version = ?")
             params.append(labeler_version)

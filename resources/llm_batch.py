@@ -46,15 +46,12 @@ def server_errors(lab: OpenAILabeler, what: str) -> Iterator[None]:
     (`lab.chat.scrub`: a server can quote the key), raised without the SDK's exception chained to it."""
     import openai
 
-    from resources.llm_client import error_message
-
     try:
         yield
     except openai.APIStatusError as e:
-        said = (lab.chat.scrub(error_message(e, limit=None)) or "")[:300]  # masked before the cut: no half key
-        raise BatchServerError(f"{what}: HTTP {e.status_code}: {said}") from None
+        raise BatchServerError(f"{what}: HTTP {e.status_code}: {lab.chat.said(e)}") from None
     except openai.OpenAIError as e:
-        raise BatchServerError(f"{what}: " + (lab.chat.scrub(f"{type(e).__name__}: {e}") or "")[:300]) from None
+        raise BatchServerError(f"{what}: {lab.chat.said(e)}") from None
 
 
 @dataclass

@@ -169,6 +169,12 @@ class ChatClient:
         where what the server says enters this process (resources/untrusted.py)."""
         return scrub_untrusted(text, [self.config.api_key])
 
+    def said(self, e: Exception) -> str:
+        """What a server's error says, masked before it is cut to 300 characters (no half key survives): a status
+        error's message, else the SDK exception's text (which may quote the server)."""
+        text = error_message(e, limit=None) if isinstance(e, openai.APIStatusError) else f"{type(e).__name__}: {e}"
+        return (self.scrub(text) or "")[:300]
+
     def count(self, **deltas: float) -> None:
         with self.lock:
             self.stats.add(**deltas)
@@ -191,12 +197,12 @@ class ChatClient:
         except openai.APIStatusError as e:
             raise self._status_error(e, body) from None
         except openai.OpenAIError as e:  # anything else the SDK raises: its text may quote the server
-            raise FatalError(self.scrub(f"{type(e).__name__}: {e}")[:300]) from None
+            raise FatalError(self.said(e)) from None
         return read_answer(resp, parse, self.scrub)
 
     def _status_error(self, e: openai.APIStatusError, body: dict[str, Any]) -> Exception:
         status = e.status_code
-        message = (self.scrub(error_message(e, limit=None)) or "")[:300]  # masked before cut: no half key
+        message = self.said(e)
         if status in (401, 403):
             return LabelerConfigError(f"HTTP {status} from the LLM server (check the API key): {message}")
         if status == 404:

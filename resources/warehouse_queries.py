@@ -222,6 +222,12 @@ class WarehouseQueries:
 
         return answer_queries.answer(self.path, index, released)
 
+    def answers(self, indexes: Sequence[str], released: str | None = None) -> dict[str, report.Answer]:
+        """The headline answers of several indexes, read once (resources/answer_queries.py)."""
+        from resources import answer_queries
+
+        return answer_queries.answers(self.path, indexes, released)
+
     # --- labels (resources/label_queries.py) --------------------------------------------------------------------
 
     def task_label_counts(self) -> tuple[int, pl.DataFrame]:

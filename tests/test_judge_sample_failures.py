@@ -83,9 +83,9 @@ def test_texts_the_judge_failed_on_count_as_open_failures_of_the_run(tmp_path, m
         con.execute("create table judge_sample_design as select 'b' as benchmark, 6 as n_sampled, 2 as n_failed")
     assert judge_failures(str(path), ["b", "other"]) == {"b": 2}
     cache = LabelCache(path)
-    assert cache.open_failures_by_benchmark(["b"], None, also=judge) == {"b": 2}
+    assert cache.open_failures_by_benchmark(["b"], judge[0], labeler_version_prefix=judge[1]) == {"b": 2}
     # an earlier openai labeler's failures with another model are not the judge's
-    assert cache.open_failures_by_benchmark(["b"], None, also=("openai", "other-model+")) == {}
+    assert cache.open_failures_by_benchmark(["b"], "openai", labeler_version_prefix="other-model+") == {}
     # a malformed BENCHMAP_JUDGE_SAMPLE does not crash run_all's closing count (the step reports it)
     import assets.judge_sample as js
 
