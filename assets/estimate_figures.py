@@ -1,6 +1,9 @@
 """The headline step's figures (assets/estimates.py): drawn by a worker while the step writes the tables before
 theirs, or already drawn by the worker that ran their judged check (assets/estimates_split.py); saved into this
-run's export folder (exports/<date>/figures/) and shown in the step's metadata. A figure never fails the step."""
+run's export folder (exports/<date>/figures/) and shown in the step's metadata. A figure never fails the step
+(its tables are written), but one not drawn is not a success either: its asset's metadata says why
+(`figure_not_drawn`) and the ERROR check `estimate_figures_drawn` fails, so run_all exits 6 and its next plain run
+runs the step again until the figure is drawn."""
 
 from __future__ import annotations
 
@@ -8,12 +11,18 @@ from collections.abc import Callable
 from typing import Any
 
 import polars as pl
-from dagster import AssetExecutionContext
+from dagster import AssetExecutionContext, MetadataValue
 
 from assets.figure_reuse import figure_future
 from models.figures import PREVIEW_DPI, draw_outputs
 from resources.dagster_resources import Warehouse
 from resources.worker_pool import shared_pool
+
+FIGURE_NOT_DRAWN = "figure_not_drawn"  # metadata key: why the asset's figure was not drawn
+# the headline step's figures, each shown on the asset of its table
+ESTIMATE_FIGURES = {"labeler_reliability": "labeler_reliability",
+                    "occupation_probability_calibration": "occupation_probability_calibration",
+                    "unit_coverage_simulation_check": "unit_coverage_simulation_check"}
 
 
 def figure_later(context: AssetExecutionContext, warehouse: Warehouse, name: str, draw: Callable[..., Any],
@@ -36,7 +45,23 @@ def figure_later(context: AssetExecutionContext, warehouse: Warehouse, name: str
             return rendered_figure_metadata(name, files, preview, export_folder(context, warehouse) / FIGURES_DIR,
                                             title=title)
         except Exception as error:  # noqa: BLE001
-            context.log.warning(f"figure {name} not drawn: {type(error).__name__}: {error}")
-            return {}
+            why = f"{type(error).__name__}: {error}"[:500]
+            context.log.error(f"figure {name} not drawn: {why} (check estimate_figures_drawn fails; the next run "
+                              "draws it again)")
+            return {FIGURE_NOT_DRAWN: MetadataValue.text(why)}
 
     return metadata
+
+
+def figures_not_drawn(metadata_by_asset: dict[str, dict[str, Any] | None]) -> dict[str, str]:
+    """asset -> why its figure is missing from its latest materialization's metadata (`figure_later`'s)."""
+    missing = {}
+    for asset, figure in ESTIMATE_FIGURES.items():
+        metadata = metadata_by_asset.get(asset)
+        if metadata is None:
+            missing[asset] = "never materialized"
+        elif FIGURE_NOT_DRAWN in metadata:
+            missing[asset] = str(getattr(metadata[FIGURE_NOT_DRAWN], "value", metadata[FIGURE_NOT_DRAWN]))
+        elif figure not in metadata:
+            missing[asset] = f"no figure {figure} in its metadata"
+    return missing

@@ -22,8 +22,10 @@ from typing import Any
 
 import polars as pl
 from dagster import (
+    AssetCheckExecutionContext,
     AssetCheckResult,
     AssetExecutionContext,
+    AssetKey,
     AssetOut,
     Config,
     MetadataValue,
@@ -34,7 +36,7 @@ from dagster import (
 
 from assets.analysis import COVERAGE_HEADLINE_DESCRIPTION, counted_headline
 from assets.estimate_draws import headline_draws, kept_reliability_table, kept_share_tables, kept_text_sums
-from assets.estimate_figures import figure_later
+from assets.estimate_figures import ESTIMATE_FIGURES, figure_later, figures_not_drawn
 from assets.estimate_inputs import read_inputs, read_judge_rows
 from assets.estimates_split import split_relabeler, start_judged_checks
 from models import estimates as es
@@ -480,4 +482,26 @@ def unit_estimates_sum_to_headline(warehouse: Warehouse) -> AssetCheckResult:
         passed=result.height > 0 and bool(result["ok"].all()),
         metadata={"rows": result.height, "largest_difference": float(result["difference"].max() or 0.0),
                   "table": MetadataValue.md(_md(result, 40))},
+    )
+
+
+@asset_check(
+    asset="labeler_reliability",
+    name="estimate_figures_drawn",
+    blocking=False,
+    additional_deps=["occupation_probability_calibration", "unit_coverage_simulation_check"],
+    description="The headline step drew its three figures (labeler_reliability, "
+    "occupation_probability_calibration, unit_coverage_simulation_check) into this run's release: a figure "
+    "that failed is named with its error, and the next plain run of run_all runs the step again.",
+)
+def estimate_figures_drawn(context: AssetCheckExecutionContext) -> AssetCheckResult:
+    metadata = {}
+    for asset in ESTIMATE_FIGURES:
+        event = context.instance.get_latest_materialization_event(AssetKey(asset))
+        materialization = event.asset_materialization if event is not None else None
+        metadata[asset] = dict(materialization.metadata) if materialization is not None else None
+    missing = figures_not_drawn(metadata)
+    return AssetCheckResult(
+        passed=not missing,
+        metadata={"figures": len(ESTIMATE_FIGURES), "not_drawn": MetadataValue.json(missing or {})},
     )
