@@ -480,8 +480,9 @@ def prompt_task_labels_valid(context: AssetCheckExecutionContext, warehouse: War
     name=COMPLETE_CHECK,
     blocking=False,
     description="Warehouse-wide: every current prompt is labeled, i.e. has a work decision (prompt_work) for its "
-    "text. Fails while a prompt has none, or while label_failures holds prompts of the current benchmarks (a "
-    "plain run_all retries them, up to MAX_LABEL_RUNS failed runs per prompt); the metadata counts both per "
+    "text. Fails while a prompt has none, or while label_failures holds prompts of the current benchmarks that "
+    "have none (a plain run_all retries them, up to MAX_LABEL_RUNS failed runs per prompt; an earlier labeler "
+    "version's failure on a prompt labeled since is history); the metadata counts both per "
     "benchmark and shows the last errors.",
 )
 def prompt_task_labels_complete(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:

@@ -367,12 +367,13 @@ def _run_step(runner: Runner, steps: Steps, step: str, label: str, keys: list[As
 
 
 def _open_label_failures(warehouse_path: str | None, names: list[str], labeler: object) -> int:
-    """Prompts of these benchmarks that have no labels because labeling failed (label_failures: this labeler's
+    """Prompts of these benchmarks that have no labels because labeling failed (label_failures: this labeler's,
+    whose prompts its published labels lack: an earlier model's failure on a prompt labeled since is not open;
     and, with a judge sample configured, the judge's)."""
     if not warehouse_path or not Path(warehouse_path).exists():
         return 0
     cache = LabelCache(warehouse_path)
-    return (sum(cache.open_failures_by_benchmark(names, getattr(labeler, "kind", None)).values())
+    return (sum(cache.open_failures_by_benchmark(names, getattr(labeler, "kind", None), unlabeled_only=True).values())
             + sum(judge_failures(warehouse_path, names).values()))
 
 

@@ -426,7 +426,8 @@ class Steps:
         from resources.label_cache import LabelCache
 
         cache = LabelCache(self.path)
-        out = cache.open_failures_by_benchmark(names, getattr(labeler, "kind", None), retry_below_runs=MAX_LABEL_RUNS)
+        out = cache.open_failures_by_benchmark(names, getattr(labeler, "kind", None), retry_below_runs=MAX_LABEL_RUNS,
+                                               unlabeled_only=True)  # not an earlier model's, labeled since
         judged = judge_failures(self.path, names)
         judge = judge_of_the_run()
         if judged and judge is not None:  # the judge's own failures still below the retry limit

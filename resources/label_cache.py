@@ -265,10 +265,13 @@ class LabelCache:
     def open_failures_by_benchmark(self, benchmarks: Sequence[str], labeler: str | None = None,
                                    labeler_version: str | None = None, *,
                                    retry_below_runs: int | None = None,
-                                   labeler_version_prefix: str | None = None) -> dict[str, int]:
+                                   labeler_version_prefix: str | None = None,
+                                   unlabeled_only: bool = False) -> dict[str, int]:
         """`open_failures` of several benchmarks in one connection (run_all asks for every partition at once:
         a connection costs ~30 CPU-ms); `labeler_version_prefix`: versions starting so (a model's, e.g. the LLM
-        judge's). Benchmarks without open failures are absent."""
+        judge's); `unlabeled_only`: only prompts the published labels have no work decision for (prompt_work),
+        so a failure of an earlier version (another model or template) whose prompt was labeled since is not
+        open (the asset's own count, taken before it writes prompt_work, asks for its exact version instead). Benchmarks without open failures are absent."""
         if not benchmarks or not self.path.exists():
             return {}
         where, params = ["f.benchmark in (select unnest(?::varchar[]))"], [list(benchmarks)]
@@ -290,6 +293,8 @@ class LabelCache:
             if wh.table_exists(con, "benchmark_prompts"):
                 where.append("(f.benchmark, f.prompt_hash) in (select (benchmark, prompt_hash) "
                              "from benchmark_prompts)")
+            if unlabeled_only and wh.table_exists(con, "prompt_work"):
+                where.append("(f.benchmark, f.prompt_hash) not in (select (benchmark, prompt_hash) from prompt_work)")
             rows = con.execute(f"select f.benchmark, count(distinct f.prompt_hash) from {FAILURES_TABLE} f "
                                f"where {' and '.join(where)} group by 1", params).fetchall()
         return {str(b): int(n) for b, n in rows}

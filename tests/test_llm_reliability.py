@@ -243,6 +243,41 @@ def test_failed_prompts_fail_the_run_and_a_plain_rerun_retries_exactly_them(
     assert not passed and check["open_label_failures"] == 0 and check["prompts_without_labels"] == 2
 
 
+def test_an_earlier_models_failures_are_not_open_once_the_current_model_labeled_them(
+        world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """label_failures keeps each labeler version's failures. A prompt one model failed on and the next model
+    labeled was still counted as open: run_all exited 4 with every prompt labeled, and ran the partition again on
+    every plain run ("prompts failed to label: running it")."""
+    from pipelines import run_all
+    from tests.openai_stub import OpenAIStub, Status
+
+    records = marked(real_records("officebench", 8), "switch")
+    world.add("switch", records)
+    args = ["--skip-reference", "--skip-analysis", "--benchmarks", "switch"]
+    with OpenAIStub() as stub:
+        for record in records[:2]:
+            stub.on(needle(record), Status(400, "bad request"))  # model A fails twice; then answers
+        defs = _openai_defs(world, monkeypatch, stub.base_url)
+        assert run_all.main(args, defs=defs, instance=world.instance) == EXIT_LABEL_FAILURES
+        assert "6 labeled, 2 failed" in capsys.readouterr().out
+
+        monkeypatch.setenv("BENCHMAP_LLM_MODEL", "another-model")  # model B labels every prompt
+        defs = _openai_defs(world, monkeypatch, stub.base_url)
+        assert run_all.main(args, defs=defs, instance=world.instance) == 0
+        out = capsys.readouterr().out
+        assert "8 labeled, 0 failed" in out and "without labels" not in out, out
+        failures = world.table("label_failures")  # model A's rows are kept, as its history
+        assert failures.height == 2 and not failures["labeler_version"].str.starts_with("another-model").any()
+        assert world.labels("switch")["prompt_id"].n_unique() == 8
+        passed, check = _completeness_check(world, defs)  # the warehouse-wide check (run with the analysis)
+        assert passed and check["open_label_failures"] == 0, check
+
+        before = len(stub.chat_requests())
+        assert run_all.main(args, defs=defs, instance=world.instance) == 0
+        out = capsys.readouterr().out
+        assert "switch: unchanged since its last successful run" in out and "running it" not in out, out
+        assert len(stub.chat_requests()) == before
+
 # ------------------------------------------------------------------------------------------------ item 7
 def test_two_run_alls_at_once_request_each_new_prompt_once(world: World) -> None:
     from tests.openai_stub import OpenAIStub, Slow, user_text, valid
