@@ -191,12 +191,27 @@ def _excerpt(raw: bytes | str) -> str:
     return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
 
 
+def _line_break(data: bytes) -> bytes:
+    """b'\\n' (a trailing b'\\r' is stripped from each line: CRLF), or b'\\r' for a file whose lines end in a bare
+    carriage return only (classic Mac OS; before, the whole file was one line and one unhelpful reject)."""
+    return b"\r" if b"\n" not in data and b"\r" in data else b"\n"
+
+
 def _physical_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, bytes) for each line split on b'\\n' only; strips a BOM and a trailing b'\\r'."""
+    """(1-based line number, bytes) for each line split on `_line_break`; strips a BOM and a trailing b'\\r'."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    for number, line in enumerate(data.split(b"\n"), start=1):
+    for number, line in enumerate(data.split(_line_break(data)), start=1):
         yield number, line[:-1] if line.endswith(b"\r") else line
+
+
+def _cut_last_line(data: bytes) -> int | None:
+    """The number of the last line when the file does not end in a line break (it may have been cut mid-write)."""
+    if not data.strip() or data.endswith(_line_break(data)):
+        return None
+    if data.endswith(b"\r") and b"\r\n" in data:  # CRLF lines cut between the two: the last line is whole
+        return None
+    return data.count(_line_break(data)) + 1
 
 
 def _decode(line: bytes) -> tuple[str | None, str | None]:
@@ -340,6 +355,7 @@ def parse_prompts(data: bytes, benchmark: str, *, label: str | None = None
     rows: list[dict[str, Any]] = []
     rejects: list[Reject] = []
     seen: dict[str, int] = {}
+    cut = _cut_last_line(data)  # a last line that parses is a whole record (a JSON value ends in its own close)
     for number, line in _physical_lines(data):
         if not line.strip():
             continue  # blank lines (e.g. the final newline) are not records
@@ -354,8 +370,10 @@ def parse_prompts(data: bytes, benchmark: str, *, label: str | None = None
         try:
             record = load_json_line(text)
         except json.JSONDecodeError as exc:
-            rejects.append(Reject(benchmark, label, number, f"invalid JSON: {exc.msg} at column {exc.colno}",
-                                  _excerpt(text)))
+            why = f"invalid JSON: {exc.msg} at column {exc.colno}"
+            if number == cut:
+                why += "; the file does not end in a newline, so it may have been cut mid-write: land it again whole"
+            rejects.append(Reject(benchmark, label, number, why, _excerpt(text)))
             continue
         except ValueError as exc:  # a parser limit (_LimitExceeded) or a repeated key (_unique_keys)
             rejects.append(Reject(benchmark, label, number, str(exc), _excerpt(text)))
@@ -390,6 +408,30 @@ def parse_score(text: str) -> tuple[float, str | None]:
     return score + 0.0, None  # -0.0 + 0.0 == 0.0: no negative zero is stored
 
 
+MAX_QUOTED_LINES = 50  # line breaks a quoted CSV field may hold: a stray quote must not swallow the file
+_OPEN_QUOTE = "unexpected end of data"  # csv's error for a quoted field still open at the end of its text
+_CUT = "no final newline: the file may have been cut mid-write, so this last line is not trusted"
+
+
+def _quoted_record(text: str, lines: list[tuple[int, bytes]], position: int
+                   ) -> tuple[list[str], str, int, int] | None:
+    """(fields, text, next position, last line number) of the CSV record that starts with `text` (whose quoted
+    field is still open) and goes on over the lines from `position`, when a later line closes it within
+    MAX_QUOTED_LINES; None when none does (or one is not UTF-8)."""
+    for at in range(position, min(len(lines), position + MAX_QUOTED_LINES)):
+        number, line = lines[at]
+        more, _ = _decode(line)
+        if more is None:
+            return None
+        text = f"{text}\n{more}"
+        try:
+            return next(csv.reader([text], strict=True)), text, at + 1, number
+        except csv.Error as exc:
+            if _OPEN_QUOTE not in str(exc):
+                return None
+    return None
+
+
 def parse_results(data: bytes, benchmark: str, known_prompt_ids: Iterable[str], *, label: str | None = None
                   ) -> tuple[pl.DataFrame, list[Reject]]:
     """Valid result rows (RESULTS_SCHEMA) of a results.csv file's bytes; rows naming unknown prompts or bad
@@ -403,26 +445,42 @@ def parse_results(data: bytes, benchmark: str, known_prompt_ids: Iterable[str], 
     seen: dict[tuple[str, str], int] = {}
     # a file that does not end in a newline may have been cut mid-write: its last line (`…,0.875` cut to `…,0.8`)
     # can still parse, with a wrong value
-    cut = _last_line_number(data) if data.strip() and not data.endswith(b"\n") else None
-    for number, line in _physical_lines(data):
+    cut = _cut_last_line(data)
+    lines = list(_physical_lines(data))
+    position = 0
+    while position < len(lines):
+        number, line = lines[position]
+        position += 1
         if not line.strip():
             continue
         if skipped_by is not None:
             rejects.append(Reject(benchmark, label, number, skipped_by, _excerpt(line)))
             continue
         if number == cut and header is not None:
-            rejects.append(Reject(benchmark, label, number, "no final newline: the file may have been cut "
-                                  "mid-write, so this last line is not trusted", _excerpt(line)))
+            rejects.append(Reject(benchmark, label, number, _CUT, _excerpt(line)))
             continue
         text, problem = _decode(line)
         if text is None:
             rejects.append(Reject(benchmark, label, number, problem or "not UTF-8", _excerpt(line)))
             continue
+        spans = ""  # a record whose quoted field holds line breaks spans several lines: its first names it
         try:
             fields = next(csv.reader([text], strict=True))
         except csv.Error as exc:
-            rejects.append(Reject(benchmark, label, number, f"invalid CSV: {exc}", _excerpt(text)))
-            continue
+            quoted = _quoted_record(text, lines, position) if _OPEN_QUOTE in str(exc) else None
+            if quoted is None:
+                where = ("by the end of the file" if position + MAX_QUOTED_LINES >= len(lines)
+                         else f"within {MAX_QUOTED_LINES} lines")
+                why = (f"invalid CSV: a quoted field opened on this line is not closed {where} (a stray double "
+                       "quote?)" if _OPEN_QUOTE in str(exc) else f"invalid CSV: {exc}")
+                rejects.append(Reject(benchmark, label, number, why, _excerpt(text)))
+                continue
+            fields, text, position, last = quoted
+            if last == cut and header is not None:
+                rejects.append(Reject(benchmark, label, number, f"{_CUT} (a record over lines {number}-{last})",
+                                      _excerpt(text)))
+                continue
+            spans = f" (a record over lines {number}-{last})"
         if header is None:
             header = [f.strip().lower() for f in fields]
             repeated = sorted({c for c in header if c and header.count(c) > 1})
@@ -440,7 +498,7 @@ def parse_results(data: bytes, benchmark: str, known_prompt_ids: Iterable[str], 
             continue
         if len(fields) != len(header):
             rejects.append(Reject(benchmark, label, number,
-                                  f"expected {len(header)} fields, found {len(fields)}", _excerpt(text)))
+                                  f"expected {len(header)} fields, found {len(fields)}{spans}", _excerpt(text)))
             continue
         record = dict(zip(header, (f.strip() for f in fields), strict=True))
         reason = None
@@ -461,7 +519,7 @@ def parse_results(data: bytes, benchmark: str, known_prompt_ids: Iterable[str], 
             reason = (f"duplicate result for prompt {key[0]!r} and model {key[1]!r} "
                       f"(first on line {seen[key]})")
         if reason is not None:
-            rejects.append(Reject(benchmark, label, number, reason, _excerpt(text)))
+            rejects.append(Reject(benchmark, label, number, reason + spans, _excerpt(text)))
             continue
         seen[key] = number
         rows.append({"benchmark": benchmark, "prompt_id": record["prompt_id"], "model": record["model"],
@@ -470,11 +528,6 @@ def parse_results(data: bytes, benchmark: str, known_prompt_ids: Iterable[str], 
         rejects.append(Reject(benchmark, label, 1, "no header and no result row: the file is empty" if header is None
                               else "a header and no result row", _excerpt(data[:200])))
     return pl.DataFrame(rows, schema=RESULTS_SCHEMA), rejects
-
-
-def _last_line_number(data: bytes) -> int:
-    """The 1-based number of the last physical line (as `_physical_lines` numbers them)."""
-    return data.count(b"\n") + 1
 
 
 # --------------------------------------------------------------------------------------------- one benchmark

@@ -327,6 +327,54 @@ def test_repeated_keys_and_columns_and_invisible_prompts_are_rejects() -> None:
         "skipped: the header (line 1) repeats column(s) score"]
 
 
+def test_old_mac_line_endings_quoted_line_breaks_and_a_cut_prompts_file() -> None:
+    """Three inputs an audit of bad input left with unhelpful rejects: a file whose lines end in a bare carriage
+    return (the whole file was one line: one reject, 'Extra data at column 43'), a results.csv whose quoted field
+    holds a line break (two rejects, the result lost), a prompts.jsonl cut mid-write ('Unterminated string',
+    nothing about the cut)."""
+    prompts, rejects = bm.parse_prompts(b'{"prompt_id": "a", "prompt": "A memo"}\r{"prompt_id": "b", "prompt": '
+                                        b'"A plan"}\r', "wb")
+    assert prompts["prompt_id"].to_list() == ["a", "b"] and prompts["line_number"].to_list() == [1, 2]
+    assert rejects == []
+    results, rejects = bm.parse_results(b"benchmark,prompt_id,model,score\rwb,a,m,0.5\rwb,b,m,1\r", "wb", ["a", "b"])
+    assert results["score"].to_list() == [0.5, 1.0] and rejects == []
+
+    header = b"benchmark,prompt_id,model,score,notes\n"
+    results, rejects = bm.parse_results(header + b'wb,a,m,0.5,"two\r\nlines, and a comma"\nwb,b,m,1,ok\n', "wb",
+                                        ["a", "b"])
+    assert results["prompt_id"].to_list() == ["a", "b"] and rejects == []
+    # a record over several lines is named by its first, and its problems say so
+    results, rejects = bm.parse_results(header + b'wb,a,m,1.5,"two\nlines"\nwb,b,m,1,ok\n', "wb", ["a", "b"])
+    assert results["prompt_id"].to_list() == ["b"]
+    assert [(r.line_number, r.reason) for r in rejects] == [(2, "score 1.5 is outside [0, 1] (a record over lines 2-3)")]
+    # a stray quote swallows no more than MAX_QUOTED_LINES lines: the lines after it are read on their own
+    stray = header + b'wb,a,m,0.5,"oops\n' + b"".join(b"wb,p%d,m,1,ok\n" % i for i in range(bm.MAX_QUOTED_LINES + 5))
+    results, rejects = bm.parse_results(stray, "wb", ["a", *(f"p{i}" for i in range(bm.MAX_QUOTED_LINES + 5))])
+    assert results.height == bm.MAX_QUOTED_LINES + 5
+    assert [(r.line_number, r.reason) for r in rejects] == [
+        (2, f"invalid CSV: a quoted field opened on this line is not closed within {bm.MAX_QUOTED_LINES} lines "
+            "(a stray double quote?)")]
+    # cut inside a quoted field: not closed by the end of the file
+    results, rejects = bm.parse_results(header + b'wb,a,m,0.5,"cut\nmid', "wb", ["a"])
+    assert results.is_empty() and rejects[0].reason.endswith("not closed by the end of the file (a stray double "
+                                                             "quote?)")
+    # cut after the closing quote: the record over two lines is the file's last: not trusted
+    results, rejects = bm.parse_results(header + b'wb,a,m,0.8,"two\nlines"', "wb", ["a"])
+    assert results.is_empty() and [(r.line_number, r.reason.split(":")[0]) for r in rejects] == [
+        (2, "no final newline")]
+
+    prompts, rejects = bm.parse_prompts(b'{"prompt_id": "a", "prompt": "A memo"}\n{"prompt_id": "b", "prompt": "A pl',
+                                        "wb")
+    assert prompts["prompt_id"].to_list() == ["a"] and [r.line_number for r in rejects] == [2]
+    assert "may have been cut mid-write" in rejects[0].reason
+    prompts, rejects = bm.parse_prompts(b'{"prompt_id": "a", "prompt": "A memo"}', "wb")  # whole, just no newline
+    assert prompts["prompt_id"].to_list() == ["a"] and rejects == []
+    # CRLF lines cut between the carriage return and the line feed: the last line is whole (it was a reject)
+    results, rejects = bm.parse_results(b"benchmark,prompt_id,model,score\r\nwb,a,m,0.5\r\nwb,b,m,0.75\r", "wb",
+                                        ["a", "b"])
+    assert results["score"].to_list() == [0.5, 0.75] and rejects == []
+
+
 def test_an_unreadable_metadata_file_is_a_reject_and_keeps_the_stored_metadata() -> None:
     """A typo in benchmark.toml reset every field to its default (agentic, public_items: the benchmark left the
     economic_agentic index) with only a warning. Now: a reject naming the file and line, one warning, and the
