@@ -106,6 +106,10 @@ _INSERT_CACHE_SQL = (
     f"t.model = c.model and t.template_version = c.template_version)")
 
 
+# an offline label set made with another benchmark context is replaced (the LLM's are only ever inserted)
+_DELETE_CACHE_SQL = (f"delete from {CACHE_TABLE} where onet_version = ? and labeler = ? and model = ? and "
+                     f"template_version = ? and prompt_hash in (select unnest(?::varchar[]))")
+
 _LABELING_LOCKS = threading.local()  # .held: benchmarks whose labeling lock this thread holds (labeling_lock)
 
 
@@ -313,6 +317,9 @@ class LabelCache:
         failure_rows = _failure_rows(key, labeler_version, [o for o in outcomes if not o.ok], prompts_by_hash,
                                      now)
         touched = [o.prompt_hash for o in outcomes]
+        # labels made with a benchmark context replace the hash's earlier ones, made with another context
+        # (models/labeling/cache.py plan_labeling); the store keeps both (one adopted from it is checked again)
+        replaced = [o.prompt_hash for o in outcomes if o.ok and o.context is not None]
         # the paid labels live twice: this batch also goes to the append-only store outside DuckDB, first
         label_store.append_batch(self.path, cache_rows, failure_rows)
         with wh.connect(self.path) as con:
@@ -325,6 +332,9 @@ class LabelCache:
                 con.execute(_PREV_ATTEMPTS_SQL, [key.labeler, labeler_version, touched])
                 con.execute(_DELETE_FAILURES_SQL, [key.labeler, labeler_version, touched])
                 con.execute(_INSERT_FAILURES_SQL.format(view=fail_view))
+                if replaced:
+                    con.execute(_DELETE_CACHE_SQL, [key.onet_version, key.labeler, key.model, key.template_version,
+                                                    replaced])
                 con.execute(_INSERT_CACHE_SQL.format(view=cache_view))
                 con.execute("drop table _prev_attempts")
 
@@ -361,7 +371,7 @@ def _cache_rows(key: CacheKey, labeler_version: str, ok: Sequence[LabelOutcome],
         "labeler": [key.labeler] * len(ok),
         "model": [key.model] * len(ok),
         "template_version": [key.template_version] * len(ok),
-        "labels_json": [labels_to_json(LabelSet(o.labels, o.is_work, o.p_work)) for o in ok],
+        "labels_json": [labels_to_json(LabelSet(o.labels, o.is_work, o.p_work, context=o.context)) for o in ok],
         "created_at": [now] * len(ok),
         "labeler_version": [labeler_version] * len(ok),
         "input_tokens": [int(o.input_tokens) for o in ok],

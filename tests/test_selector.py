@@ -301,3 +301,48 @@ def test_the_labelers_text_signals_are_the_ones_computed_afresh(calibrated: Offl
     for outcome in outcomes:
         assert outcome.text_signals == afresh[outcome.prompt_hash], outcome.prompt_hash
     assert sum(len(o.text_signals[1]) for o in outcomes) > 5 * len(outcomes)
+
+
+def test_a_refresh_after_an_edited_prompt_labels_as_a_run_from_scratch(calibrated: OfflineLabeler, mirror: Path,
+                                                                       tmp_path: Path) -> None:
+    """A prompt's labels depend on its benchmark's context (its sampled texts). The cache key did not hold it:
+    after one prompt of a landed benchmark was edited, its other prompts kept labels made with the old context,
+    so a refresh and a run from scratch on the same files published different labels (an audit: 39 of 40 label
+    sets, 31 headline rows). Now a cached label set made with another context is labeled again and replaced."""
+    from models.benchmarks import prompt_hash
+    from models.labeling.cache import label_with_cache
+    from models.sources import ONET_VERSION
+    from resources.label_cache import LabelCache
+
+    frame = read_prompts(mirror / "benchmarks" / "cybench" / "prompts.jsonl", "cybench")[0].head(40)
+    records = [PromptRecord(b, p, h, t) for b, p, h, t in frame.select(
+        "benchmark", "prompt_id", "prompt_hash", "prompt").iter_rows()]
+    edited_text = records[3].prompt + " Then write up the audit findings for the client."
+    edited = [*records[:3], PromptRecord("cybench", records[3].prompt_id, prompt_hash(edited_text), edited_text),
+              *records[4:]]
+
+    def label(prompts: list[PromptRecord], folder: str) -> tuple[dict, object]:
+        labeler = OfflineLabeler.calibrated(calibrated.index, calibrated.selector.fit)  # a fresh process's
+        (tmp_path / folder).mkdir(exist_ok=True)
+        return label_with_cache(prompts, labeler, LabelCache(tmp_path / folder / "benchmap.duckdb"), ONET_VERSION)
+
+    label(records, "refreshed")
+    refreshed, stats = label(edited, "refreshed")
+    scratch, _ = label(edited, "scratch")
+    assert stats.n_other_context == 39 and stats.n_labeled == 40 and stats.n_cached == 0
+
+    def as_rows(labels: dict) -> dict:
+        return {h: ([(t.task_id, t.score, t.p_exercised) for t in s], s.is_work, s.p_work, s.context)
+                for h, s in labels.items()}
+
+    assert as_rows(refreshed) == as_rows(scratch)
+    assert len({s.context for s in refreshed.values()}) == 1
+    # the changed context changed labels: the test would pass without the fix only if it did not
+    first, _ = label(records, "first")
+    changed = [h for h in as_rows(first) if h in as_rows(scratch) and as_rows(first)[h][0] != as_rows(scratch)[h][0]]
+    assert changed
+    again, stats = label(edited, "refreshed")  # nothing left to redo: every label set is of today's context
+    assert stats.n_cached == 40 and stats.n_labeled == 0 and stats.n_other_context == 0
+    assert as_rows(again) == as_rows(scratch)
+    cached = LabelCache(tmp_path / "refreshed" / "benchmap.duckdb").read_frame()
+    assert cached.height == 41  # one row per text: the 39 relabeled replaced theirs; the edited-away text's stays

@@ -45,6 +45,10 @@ class LabelOutcome:
     # what the calibrated offline labeler saw of the text (TextSignal), for the
     # neighbour step of this run; never stored in the label cache
     text_signals: TextSignal | None = None
+    # the digest of the benchmark context the labels were made with (the calibrated offline labeler's: its
+    # labels depend on the benchmark's other texts); stored with them, so a cached label set made with another
+    # context is labeled again (models/labeling/cache.py plan_labeling)
+    context: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -18,7 +18,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import polars as pl
 
@@ -82,38 +82,47 @@ class LabelSet(list):
     means "not occupational work" (and no labels); None means the labeler makes no such decision."""
 
     def __init__(self, labels: Sequence[TaskLabel] = (), is_work: bool | None = None,
-                 p_work: float | None = None, text_signals: TextSignal | None = None) -> None:
+                 p_work: float | None = None, text_signals: TextSignal | None = None,
+                 context: str | None = None) -> None:
         super().__init__(labels)
         self.is_work = is_work
         self.p_work = p_work
+        self.context = context  # LabelOutcome.context: the benchmark context the labels were made with
         # LabelOutcome.text_signals of a prompt labeled in this run (the neighbour step reads it); None for
         # labels read from the cache
         self.text_signals = text_signals
 
 
-def labels_to_json(labels: Sequence[TaskLabel], is_work: bool | None = None, p_work: float | None = None
-                   ) -> str:
-    """`{"work": [is_work, p_work], "labels": [[task_id, soc, rank, score, rationale, p_exercised], ...]}`;
-    the work decision defaults to the LabelSet's own."""
+def labels_to_json(labels: Sequence[TaskLabel], is_work: bool | None = None, p_work: float | None = None,
+                   context: str | None = None) -> str:
+    """`{"work": [is_work, p_work], "labels": [[task_id, soc, rank, score, rationale, p_exercised], ...]}`
+    (+ `"context"`: the benchmark context's digest, for a labeler that has one); the work decision and the
+    context default to the LabelSet's own."""
     if is_work is None and isinstance(labels, LabelSet):
         is_work, p_work = labels.is_work, labels.p_work
+    if context is None and isinstance(labels, LabelSet):
+        context = labels.context
     rows = [[lab.task_id, lab.onet_soc_code, lab.rank, lab.score, lab.rationale, lab.p_exercised]
             for lab in labels]
-    return json.dumps({"work": [is_work, p_work], "labels": rows}, ensure_ascii=False, separators=(",", ":"))
+    data: dict[str, Any] = {"work": [is_work, p_work], "labels": rows}
+    if context is not None:
+        data["context"] = context
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 def labels_from_json(text: str) -> LabelSet:
     """Inverse of labels_to_json; also reads the earlier layout (a bare list of 5-element rows)."""
     data = json.loads(text)
-    is_work, p_work = (None, None)
+    is_work, p_work, context = (None, None, None)
     if isinstance(data, dict):
         is_work, p_work = data.get("work") or (None, None)
+        context = data.get("context")
         data = data.get("labels") or []
     labels = [TaskLabel(task_id=int(row[0]), onet_soc_code=str(row[1]), rank=int(row[2]), score=float(row[3]),
                         rationale=row[4], p_exercised=float(row[5]) if len(row) > 5 and row[5] is not None
                         else None)
               for row in data]
-    return LabelSet(labels, is_work, None if p_work is None else float(p_work))
+    return LabelSet(labels, is_work, None if p_work is None else float(p_work), context=context)
 
 
 # --- pure planning helpers ----------------------------------------------------------------------------------
@@ -230,6 +239,7 @@ class LabelingStats:
     n_labeled: int = 0  # distinct hashes labeled (successfully) in this run
     n_failed: int = 0  # distinct hashes that failed in this run
     n_given_up: int = 0  # distinct hashes not asked again: they failed in MAX_LABEL_RUNS runs already
+    n_other_context: int = 0  # distinct cached hashes labeled again: made with another benchmark context
     labeler_calls: int = 0  # prompts handed to the labeler in this run
     n_batches: int = 0
     input_tokens: int = 0
@@ -319,7 +329,10 @@ def plan_labeling(prompts: Sequence[PromptRecord], labeler: Labeler, cache: Labe
     labeler_version = labeler.labeler_version
     stats = LabelingStats(n_prompts=len(prompts), n_unique=len(groups))
     cached = cache.read(key, list(groups))
-    stats.n_cached = len(cached)
+    stale = _other_context(cached, groups, labeler)
+    for prompt_hash in stale:  # labeled again, and the new labels replace these (LabelCache.write_batch)
+        del cached[prompt_hash]
+    stats.n_cached, stats.n_other_context = len(cached), len(stale)
     exhausted_of = getattr(cache, "exhausted", None)
     given_up = (exhausted_of(key.labeler, labeler_version, [h for h in groups if h not in cached], max_runs)
                 if exhausted_of and max_runs else set())
@@ -331,6 +344,22 @@ def plan_labeling(prompts: Sequence[PromptRecord], labeler: Labeler, cache: Labe
 # one list of outcomes per batch of the plan, in order: the labeler's own (prepare, then label per batch), or
 # what a pool of worker processes computed for the same batches (resources/label_pool.py)
 BatchOutcomes = Callable[[list[list[PromptRecord]]], Iterator[Sequence[LabelOutcome]]]
+
+
+def _other_context(cached: dict[str, list[TaskLabel]], groups: dict[str, list[PromptRecord]], labeler: Labeler
+                   ) -> set[str]:
+    """Cached hashes whose labels were made with another benchmark context than their benchmark's today (the
+    offline labeler's labels depend on its context: a refresh after an edited prompt must give the labels a
+    run from scratch gives). A hash shared by several benchmarks is checked against its first record's, the one
+    the labeler labels it with. Nothing for a labeler without contexts (the LLM's labels are never redone)."""
+    digests_of = getattr(labeler, "context_digests", None)
+    if digests_of is None or not cached:
+        return set()
+    digests = digests_of([r for records in groups.values() for r in records])
+    if not digests:
+        return set()
+    return {h for h, labels in cached.items()
+            if getattr(labels, "context", None) != digests.get(groups[h][0].benchmark)}
 
 
 def run_plan(plan: LabelingPlan, labeler: Labeler, cache: LabelStore, *, batch_size: int = 256,
@@ -385,8 +414,10 @@ def _label_uncached(plan: LabelingPlan, labeler: Labeler, cache: LabelStore, *, 
     results = (outcomes_of or _own_outcomes(labeler, plan.prompts))(batches)
     progress = Progress(len(todo), progress_every, log_fn, clock)
     if log_fn:
+        again = (f" ({stats.n_other_context} of them cached with another benchmark context)"
+                 if stats.n_other_context else "")
         log_fn(f"{labeler.name} ({labeler_version}): {stats.n_unique} distinct prompts, "
-               f"{stats.n_cached} cached, {len(todo)} to label in batches of {batch_size}")
+               f"{stats.n_cached} cached, {len(todo)} to label in batches of {batch_size}{again}")
     for batch in batches:
         outcomes = list(next(results))
         stats.labeler_calls += len(batch)
@@ -408,7 +439,7 @@ def _label_uncached(plan: LabelingPlan, labeler: Labeler, cache: LabelStore, *, 
                 setattr(stats, column, getattr(stats, column) + int(getattr(outcome, column, 0) or 0))
             if outcome.ok:
                 cached[prompt.prompt_hash] = LabelSet(outcome.labels, outcome.is_work, outcome.p_work,
-                                                      outcome.text_signals)
+                                                      outcome.text_signals, outcome.context)
                 stats.n_labeled += 1
             else:
                 stats.n_failed += 1

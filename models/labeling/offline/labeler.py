@@ -55,6 +55,7 @@ class OfflineLabeler:
         self.config = config
         self.selector = Selector(selector, index) if selector is not None else None
         self.contexts: dict[str, Any] = {}  # benchmark -> BenchmarkContext (see prepare)
+        self.context_digests_by_benchmark: dict[str, str] = {}  # benchmark -> digest of its context's sample
         # text -> (evidence, signals, row) of the context sample when prepare() saw one benchmark
         self.prepared: dict[str, tuple[BatchEvidence, dict[str, np.ndarray], int]] = {}
         if self.selector is not None:
@@ -79,28 +80,33 @@ class OfflineLabeler:
         """Pool the evidence of each benchmark among `prompts` (all of a benchmark's landed prompts: the
         context is drawn from them) into its BenchmarkContext. label() and rankings() use the context of a
         prompt's benchmark; a benchmark not prepared gets its context from the prompts it is labeled with.
-        Prompts already in the label cache keep the labels they got with the context of their time."""
+        A cached label set made with another context (an edited prompt in the sample) is labeled again:
+        its outcome carries the context's digest (`context_digests`, models/labeling/cache.py plan_labeling)."""
         if self.selector is None:
             return
-        from models.labeling.selector import context_sample
-
-        by_benchmark: dict[str, list[PromptRecord]] = {}
-        for record in prompts:
-            if isinstance(record.prompt, str) and record.prompt.strip():
-                by_benchmark.setdefault(record.benchmark, []).append(record)
         self.prepared = {}
         memo = _context_memo(self.index)
-        for benchmark, records in by_benchmark.items():
-            sample = [records[i].prompt for i in context_sample([r.prompt_hash for r in records])]
-            key = (self.selector.fit.version, self.config, _texts_digest(sample))
+        samples = _context_samples(prompts)
+        for benchmark, sample in samples.items():
+            digest = _texts_digest(sample)
+            self.context_digests_by_benchmark[benchmark] = digest
+            key = (self.selector.fit.version, self.config, digest)
             if key in memo:  # e.g. label validation after the partitions' labeling, in one run_all process
                 self.contexts[benchmark] = memo[key]
                 continue
             evidence, signals = self.index.evidence_with_signals(sample, self.config)
             self.contexts[benchmark] = self.selector.context(sample, evidence.occupation, evidence.task, signals)
             _remember(memo, key, self.contexts[benchmark])
-            if len(by_benchmark) == 1:  # a partition's prompts: label() reuses the sample's evidence
+            if len(samples) == 1:  # a partition's prompts: label() reuses the sample's evidence
                 self.prepared = {text: (evidence, signals, row) for row, text in enumerate(sample)}
+
+    def context_digests(self, prompts: Sequence[PromptRecord]) -> dict[str, str]:
+        """benchmark -> the digest of the texts its context is computed from (with the fit and config, which
+        are in the cache key, the context is a function of them); empty without a selector (no context). Cheap:
+        no text is scored."""
+        if self.selector is None:
+            return {}
+        return {benchmark: _texts_digest(sample) for benchmark, sample in _context_samples(prompts).items()}
 
     def _evidence(self, texts: list[str]) -> tuple[BatchEvidence, dict[str, np.ndarray]]:
         """The batch's evidence, rows of texts prepare() scored taken from there (every row of the evidence
@@ -174,6 +180,8 @@ class OfflineLabeler:
             for row, i in enumerate(batch):
                 outcomes[i] = (self._selected_outcome(prompts[i], evidence, row, selections[row])
                                if selections is not None else self._outcome(prompts[i], evidence, row))
+                if selections is not None:  # the context _select_batch used (prepared for the benchmark)
+                    outcomes[i].context = self.context_digests_by_benchmark.get(prompts[i].benchmark)  # type: ignore[union-attr]
         return [o for o in outcomes if o is not None]
 
     def _outcome(self, record: PromptRecord, evidence: BatchEvidence, row: int) -> LabelOutcome:
@@ -279,6 +287,18 @@ CONTEXT_MEMO_SIZE = 1024
 
 def _context_memo(index: TaskIndex) -> dict[tuple[Any, ...], Any]:
     return index.__dict__.setdefault("_contexts", {})
+
+
+def _context_samples(prompts: Sequence[PromptRecord]) -> dict[str, list[str]]:
+    """benchmark -> the texts its context is computed from (`context_sample` of its non-empty prompts)."""
+    from models.labeling.selector import context_sample
+
+    by_benchmark: dict[str, list[PromptRecord]] = {}
+    for record in prompts:
+        if isinstance(record.prompt, str) and record.prompt.strip():
+            by_benchmark.setdefault(record.benchmark, []).append(record)
+    return {benchmark: [records[i].prompt for i in context_sample([r.prompt_hash for r in records])]
+            for benchmark, records in by_benchmark.items()}
 
 
 def _texts_digest(texts: Sequence[str]) -> str:
