@@ -148,7 +148,7 @@ def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any
                       ) -> tuple[str, pl.DataFrame, dict, dict]:
     """The calibrated offline labeler's ranked candidates for the given prompts: (labeler_version, ranking
     rows in LABEL_COLUMNS (rank = candidate rank, score = p_exercised), (benchmark, prompt_id) -> O*NET-SOC codes
-    by the retriever's occupation ranking, prompt_hash -> the selector's first occupation)."""
+    by the retriever's occupation ranking, (benchmark, prompt_hash) -> the selector's first occupation)."""
     from models.labeling.offline.config import calibrated_version
 
     fit = load_selector_fit()
@@ -160,7 +160,7 @@ def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any
     # index and the labeler (scikit-learn's import, the pickled index: ~0.5-0.7 s of a daemon's analysis run) are
     # loaded when the rankings are computed
     digest = hashlib.blake2b(digest_size=16)
-    for part in [version, ONET_VERSION, warehouse.source_digest("models.labeling"),
+    for part in [version, "first-by-benchmark", ONET_VERSION, warehouse.source_digest("models.labeling"),
                  texts.sort(texts.columns).hash_rows().to_numpy().tobytes().hex(),
                  *(f"{r.benchmark}/{r.prompt_id}/{r.prompt_hash}" for r in context)]:
         digest.update(part.encode() + b"\x1f")
@@ -175,7 +175,7 @@ def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any
     labeler.prepare(context)
     rows: dict[str, list] = {c: [] for c in lc.LABEL_COLUMNS}
     occupations: dict[tuple[str, str], list[str]] = {}
-    first: dict[str, str | None] = {}
+    first: dict[tuple[str, str], str | None] = {}  # (benchmark, prompt_hash): a text's ranking is its benchmark's
     for (benchmark, prompt_id, prompt_hash, _), ranking in _rankings_in_chunks(labeler, texts):
         for rank, (task_id, code, p) in enumerate(ranking.tasks[:RANKED_TASKS_KEPT], start=1):
             for column, value in zip(lc.LABEL_COLUMNS, (benchmark, prompt_id, prompt_hash, code, task_id,
@@ -183,7 +183,7 @@ def _offline_rankings(warehouse: Warehouse, keys: pl.DataFrame, log: Any
                                      strict=True):
                 rows[column].append(value)
         occupations[(benchmark, prompt_id)] = [c for c, _ in ranking.occupations]
-        first[prompt_hash] = ranking.selected_occupations[0][0] if ranking.selected_occupations else None
+        first[(benchmark, prompt_hash)] = ranking.selected_occupations[0][0] if ranking.selected_occupations else None
     result = labeler.labeler_version, pl.DataFrame(rows, schema=lc.LABEL_COLUMNS), occupations, first
     warehouse.keep_result("offline_rankings", key, result)
     return result
@@ -223,7 +223,7 @@ def _ranking_ranker(version: str, occupations: dict[tuple[str, str], list[str]],
 
 def _reference_predictions(warehouse: Warehouse, reference: pl.DataFrame, labels: pl.DataFrame,
                            offline_version: str | None, ranking_labels: pl.DataFrame,
-                           first_occupation: dict[str, str | None]) -> pl.DataFrame:
+                           first_occupation: dict[tuple[str, str], str | None]) -> pl.DataFrame:
     """Every labeler's predictions for the reference prompts: label sets from prompt_task_labels and
     prompt_work (other labelers' from the label cache); for the calibrated offline labeler the ranking and
     first occupation come from its ranked candidates, not from its (short) label set."""
@@ -233,21 +233,23 @@ def _reference_predictions(warehouse: Warehouse, reference: pl.DataFrame, labels
     predictions = rl.predictions_from_labels(mine, work)
     if offline_version is None or ranking_labels.is_empty():
         return predictions
-    ranked = (ranking_labels.sort("prompt_hash", "rank")
+    # one ranking per benchmark a text landed in (its benchmark's context), in a fixed order
+    ranked = (ranking_labels.sort("benchmark", "prompt_hash", "prompt_id", "rank")
               .group_by("benchmark", "prompt_id", "prompt_hash", maintain_order=True)
               .agg(pl.col("task_id").alias("ranking")))
-    ranked = ranked.with_columns(pl.Series("best_code", [first_occupation.get(h) for h in ranked["prompt_hash"]],
-                                           dtype=pl.Utf8)).unique(subset=["prompt_hash"], keep="first")
+    ranked = ranked.with_columns(pl.Series(
+        "best_code", [first_occupation.get((b, h)) for b, h in ranked.select("benchmark", "prompt_hash").iter_rows()],
+        dtype=pl.Utf8)).unique(subset=["benchmark", "prompt_hash"], keep="first", maintain_order=True)
+    text = ["benchmark", "prompt_hash"]
     if stacked_on(offline_version) is not None:
         # the neighbour stack's labels: the ranking is the selector's, the first occupation its own rank-1 label's
         offline = predictions.filter(pl.col("labeler_version") == offline_version).drop("ranking")
-        offline = offline.join(ranked.select("prompt_hash", "ranking"), on="prompt_hash", how="left")
+        offline = offline.join(ranked.select(*text, "ranking"), on=text, how="left")
     else:
         offline = predictions.filter(pl.col("labeler_version") == offline_version).drop("ranking",
                                                                                         "first_occupation")
-        offline = offline.join(ranked.select("prompt_hash", "ranking",
-                                             pl.col("best_code").alias("first_occupation")),
-                               on="prompt_hash", how="left")
+        offline = offline.join(ranked.select(*text, "ranking", pl.col("best_code").alias("first_occupation")),
+                               on=text, how="left")
     return pl.concat([predictions.filter(pl.col("labeler_version") != offline_version),
                       offline.select(list(rl.PREDICTION_SCHEMA))])
 
@@ -343,7 +345,7 @@ def _labeler_validation(context: AssetExecutionContext, warehouse: Warehouse, on
     offline_version = None
     ranking_labels = pl.DataFrame(schema=lc.LABEL_COLUMNS)
     occupations: dict[tuple[str, str], list[str]] = {}
-    first_occupation: dict[str, str | None] = {}
+    first_occupation: dict[tuple[str, str], str | None] = {}
     current = set(labels.filter(pl.col("labeler") == "offline")["labeler_version"].unique().to_list())
     keys = pl.concat([prompts.select("benchmark", "prompt_id"),
                       reference_task_labels.select("benchmark", "prompt_id")]).unique()

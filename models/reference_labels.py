@@ -150,8 +150,20 @@ def per_prompt_metrics(predictions: pl.DataFrame, reference: pl.DataFrame) -> pl
 
     `predictions`: one row per prompt with prompt_hash, is_work (bool), tasks (list[int]: the label set),
     ranking (list[int]: the labeler's ranked candidates, best first, or null), first_occupation (str|null).
-    Reference prompts the labeler has no prediction for are left out (and so counted by nobody)."""
-    joined = reference.join(predictions, on="prompt_hash", how="inner", suffix="_pred")
+    Reference prompts the labeler has no prediction for are left out (and so counted by nobody). With a
+    `benchmark` column (a text landed in several benchmarks has a prediction in each: labels depend on the
+    benchmark's context) a reference prompt is scored on its own benchmark's prediction, else on the first
+    benchmark's by name: never on whichever row came first (the metric moved when an unrelated benchmark
+    sharing texts landed)."""
+    if "benchmark" in predictions.columns:
+        joined = (reference.with_row_index("_reference_row")
+                  .join(predictions, on="prompt_hash", how="inner", suffix="_pred")
+                  .sort("_reference_row", pl.col("benchmark_pred") != pl.col("benchmark"), "benchmark_pred",
+                        nulls_last=True)
+                  .unique(subset="_reference_row", keep="first", maintain_order=True)
+                  .drop("_reference_row"))
+    else:
+        joined = reference.join(predictions, on="prompt_hash", how="inner", suffix="_pred")
     out: dict[str, list] = {"sample_id": [], "benchmark": [], "annotation": [], "split": [],
                             **{m: [] for m in METRICS}}
     for row in joined.iter_rows(named=True):
@@ -241,7 +253,8 @@ def summarise_metrics(per_prompt: pl.DataFrame, *, n_boot: int = 1000, seed: int
 # --- labelers against the reference ------------------------------------------------------------------------
 
 PREDICTION_SCHEMA: dict[str, pl.DataType] = {
-    "labeler": pl.Utf8, "labeler_version": pl.Utf8, "prompt_hash": pl.Utf8, "is_work": pl.Boolean,
+    "labeler": pl.Utf8, "labeler_version": pl.Utf8, "benchmark": pl.Utf8, "prompt_hash": pl.Utf8,
+    "is_work": pl.Boolean,
     "tasks": pl.List(pl.Int64), "ranking": pl.List(pl.Int64), "first_occupation": pl.Utf8}
 CEILING_LABELER = "reference_pass_agreement"
 METRIC_PREFIX = "ref_"
@@ -250,9 +263,14 @@ METRIC_PREFIX = "ref_"
 def predictions_from_labels(labels: pl.DataFrame, work: pl.DataFrame | None = None) -> pl.DataFrame:
     """PREDICTION_SCHEMA rows from prompt_task_labels (labeler, labeler_version, prompt_hash, task_id,
     onet_soc_code, rank) and prompt_work (is_work): the label set is the labeled tasks, the ranking their rank
-    order, the first occupation that of the rank-1 task. Without a work row a prompt with labels is work."""
-    keys = ["labeler", "labeler_version", "prompt_hash"]
-    per_prompt = (labels.sort([*keys, "rank"])
+    order, the first occupation that of the rank-1 task. Without a work row a prompt with labels is work. One
+    prediction per benchmark a text landed in (its labels are that benchmark's)."""
+    if "benchmark" not in labels.columns:
+        labels = labels.with_columns(pl.lit(None, pl.Utf8).alias("benchmark"))
+    if work is not None and "benchmark" not in work.columns:
+        work = work.with_columns(pl.lit(None, pl.Utf8).alias("benchmark"))
+    keys = ["labeler", "labeler_version", "benchmark", "prompt_hash"]
+    per_prompt = (labels.sort([*keys, "rank", "task_id"])
                   .group_by(keys, maintain_order=True)
                   .agg(pl.col("task_id").unique(maintain_order=True).alias("tasks"),
                        pl.col("onet_soc_code").first().alias("first_occupation")))

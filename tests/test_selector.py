@@ -69,6 +69,34 @@ def test_task_metrics_on_a_hand_made_case() -> None:
     assert rows["work_accuracy"].to_list() == [1.0, 0.0, 1.0]
 
 
+def test_a_text_landed_in_two_benchmarks_is_scored_on_its_own_benchmarks_labels() -> None:
+    """An audit: landing a copy of 40 apex_agents prompts moved apex_agents' first-occupation agreement from 0.743
+    (from scratch) to 0.657 (after a refresh), and the same label rows in two orders gave 0.686 and 0.743: the
+    predictions were pooled by text and took whichever benchmark's rank-1 label came first."""
+    from models.reference_labels import predictions_from_labels
+
+    reference = pl.DataFrame({
+        "split": ["dev"], "sample_id": ["s1"], "benchmark": ["apex"], "prompt_id": ["1"], "prompt_hash": ["h1"],
+        "annotation": ["a"], "is_work": [True], "occupations": [["15-1252.00"]], "task_ids": [[1]]})
+    labels = pl.DataFrame({  # the copy's context gave the text another first occupation
+        "labeler": ["offline"] * 4, "labeler_version": ["v"] * 4, "benchmark": ["apex", "apex", "copy", "copy"],
+        "prompt_hash": ["h1"] * 4, "task_id": [1, 2, 9, 1], "onet_soc_code": ["15-1252.00", "15-1252.00",
+                                                                             "43-9061.00", "15-1252.00"],
+        "rank": [1, 2, 1, 2]})
+    scored = set()
+    for order in ([0, 1, 2, 3], [2, 3, 0, 1], [3, 2, 1, 0]):
+        predictions = predictions_from_labels(labels[order])
+        assert predictions.height == 2  # one per benchmark the text landed in
+        row = per_prompt_metrics(predictions.drop("labeler", "labeler_version"), reference).row(0, named=True)
+        scored.add((row["first_occupation_agreement"], row["task_f1"]))
+    assert scored == {(1.0, 2 / 3)}  # apex's own labels, whatever the rows' order
+    # a reference benchmark none of the predictions has (e.g. landed under another name): the first by name
+    other = reference.with_columns(pl.lit("renamed").alias("benchmark"))
+    row = per_prompt_metrics(predictions_from_labels(labels[[2, 3, 0, 1]]).drop("labeler", "labeler_version"),
+                             other).row(0, named=True)
+    assert (row["first_occupation_agreement"], row["task_f1"]) == (1.0, 2 / 3)  # 'apex' < 'copy'
+
+
 def test_a_metric_every_prompt_scored_alike_gets_an_interval_not_a_point() -> None:
     """Benchmark `a`: 12 prompts, two passes each, every pass judged work as the judge did and not one task
     right. The prompt resampling cannot move there; the interval is Wilson's over the 12 prompts (not 24 passes:
