@@ -290,6 +290,18 @@ def test_simulate_draws_the_population_its_docstring_states():
     assert np.array_equal(truth, sim.truth_counts)  # every text judged: the truth is the judge's rows
 
 
+def test_a_judge_sample_of_every_text_gives_the_truth_exactly():
+    """BENCHMAP_JUDGE_SAMPLE=1 (the judge reads every text) failed the analysis: with no unjudged text the
+    labeler's draw was an int64 matrix, and adding the judged counts raised a casting error. The estimate is then
+    the judge's reading itself: no labeler error left, every interval a point on the truth."""
+    sim = es.simulate(np.random.default_rng(8), texts_per_benchmark=(60, 40), sample_fraction=1.0)
+    assert sim.problem.text_sampled.all()
+    scopes = es.scopes_for(sim.problem, per_benchmark=False)
+    rows = es.check_against_truth(sim.problem, sim.truth_counts, scopes, n_draws=5, seed=1).filter(
+        pl.col("estimator") == "model_assisted")
+    assert rows.height > 0 and (rows["error"].abs() < 1e-9).all() and rows["covered"].all()
+
+
 # --- reliability -------------------------------------------------------------------------------------------
 
 

@@ -65,7 +65,9 @@ class GroupedLabels:
             r_p = np.minimum(1.0, r_p * factors[pr.text_bench[self.r_text]])
         flat = np.bincount(self.g_flat, weights=streams.binomial(self.g_n, g_p, self.g_bench),
                            minlength=pr.n_bench * pr.n_tasks)
-        counts = flat.reshape(pr.n_bench, pr.n_tasks)
+        # float like every count matrix (weighted bincounts): with no group at all (every text judged) numpy
+        # gives int64, and adding the judged texts' counts failed
+        counts = flat.reshape(pr.n_bench, pr.n_tasks).astype(np.float64, copy=False)
         if self.r_p.size:
             keep = streams.random(self.r_bench) < r_p
             counts += task_counts(pr, self.r_text, self.r_task, self.r_mult * keep)
