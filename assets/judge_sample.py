@@ -212,8 +212,11 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
         )
         labels.append(rows)
         designs.append(design)
-        if len(benchmarks) > 1:
-            add_partition_metadata(context, "judge_sample_labels", {benchmark: {"rows": rows.height}})
+        if len(benchmarks) > 1:  # each partition's own figures (the outputs' metadata would give the range's)
+            add_partition_metadata(context, "judge_sample_labels", {benchmark: {
+                "rows": rows.height, "n_failed": int(design["n_failed"].sum())}})
+            add_partition_metadata(context, "judge_sample_design", {benchmark: {
+                "design": MetadataValue.md(markdown_table(design, max_rows=30))}})
     labels_frame = pl.concat(labels, how="vertical_relaxed")
     design_frame = pl.concat(designs, how="vertical_relaxed")
     # a benchmark none of whose sampled texts the judge labeled would silently fall back to the vendored reference

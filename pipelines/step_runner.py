@@ -186,12 +186,15 @@ class Runner:
         labels = rr.written_tables(result, partition).get("prompt_task_labels")
         calls = rr.metadata_value(result, "prompt_task_labels", "labeler_calls", partition)
         cached = rr.metadata_value(result, "prompt_task_labels", "n_cached", partition)
+        labeled = int(rr.metadata_value(result, "prompt_task_labels", "n_labeled", partition) or 0)
+        failed = int(rr.metadata_value(result, "prompt_task_labels", "n_failed", partition) or 0)
         self.totals["labeler_calls"] += int(calls or 0)
-        self.totals["n_labeled"] += int(rr.metadata_value(result, "prompt_task_labels", "n_labeled", partition) or 0)
-        self.totals["n_failed"] += int(rr.metadata_value(result, "prompt_task_labels", "n_failed", partition) or 0)
+        self.totals["n_labeled"] += labeled
+        self.totals["n_failed"] += failed
         if name == bm.LANDING_PARTITION:
             return f"{counts['n_rejects']} landing problems recorded"
         text = f"{counts['n_prompts']:,} prompts, {counts['n_results']:,} results, {counts['n_rejects']:,} rejects"
-        if labels is not None:
-            text += f"; {labels:,} labels ({int(calls or 0):,} prompts labeled, {int(cached or 0):,} from the cache)"
+        if labels is not None:  # labeled = asked and answered: a failed prompt was asked too (it said "labeled")
+            failures = f", {failed:,} FAILED" if failed else ""
+            text += f"; {labels:,} labels ({labeled:,} prompts labeled{failures}, {int(cached or 0):,} from the cache)"
         return text

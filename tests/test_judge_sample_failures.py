@@ -94,3 +94,34 @@ def test_texts_the_judge_failed_on_count_as_open_failures_of_the_run(tmp_path, m
 
     monkeypatch.setattr(js, "labeler_resource_for_judge", malformed)
     assert judge_of_the_run() is None and judge_failures(str(path), ["b"]) == {}
+
+
+def test_a_range_run_gives_each_partition_its_own_failure_count(tmp_path, monkeypatch):
+    """An audit: in a run of several benchmarks each partition's judge_sample_labels said the range's n_failed (7
+    for benchmarks the judge never failed on) and each design record showed every benchmark's rows."""
+    import assets.judge_sample as js
+    import assets.labels as labels
+    from resources.dagster_resources import Warehouse
+    from resources.io_manager import WarehouseIOManager
+
+    path = tmp_path / "benchmap.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("create table benchmark_prompts as select b as benchmark, 'p' || i as prompt_id, "
+                    "b || '-h' || i as prompt_hash, 'work text ' || b || i as prompt from range(6) t(i), "
+                    "(values ('b'), ('c')) v(b)")
+    monkeypatch.setattr(js, "judge_sample_setting", lambda value=None: (1.0, 1))
+    monkeypatch.setattr(js, "labeler_resource_for_judge", lambda: _JudgeResource({"b-h1", "b-h4"}))
+    monkeypatch.setattr(labels, "load_task_index", lambda warehouse, log: (None, None, None))
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("benchmark", ["b", "c"])
+    warehouse = Warehouse(path=str(path))
+    result = materialize([js.judge_sample], instance=instance,
+                         resources={"warehouse": warehouse, "io_manager": WarehouseIOManager(warehouse=warehouse)},
+                         tags={"dagster/asset_partition_range_start": "b", "dagster/asset_partition_range_end": "c"})
+    assert result.success
+    records = {(e.asset_key.path[-1], e.partition): e.metadata for e in
+               (ev.event_specific_data.materialization for ev in result.get_asset_materialization_events())}
+    assert records[("judge_sample_labels", "b")]["n_failed"].value == 2
+    assert records[("judge_sample_labels", "c")]["n_failed"].value == 0
+    assert "| c " not in records[("judge_sample_design", "b")]["design"].value
+    assert "| b " not in records[("judge_sample_design", "c")]["design"].value

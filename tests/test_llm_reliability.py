@@ -199,6 +199,7 @@ def test_failed_prompts_fail_the_run_and_a_plain_rerun_retries_exactly_them(
         assert run_all.main(args, defs=defs, instance=world.instance) == EXIT_LABEL_FAILURES
         out = capsys.readouterr().out
         assert "10 labeled, 6 failed (see label_failures; 6 prompts without labels, exit 4)" in out, out
+        assert "(10 prompts labeled, 6 FAILED, 0 from the cache)" in out, out  # it said "16 prompts labeled"
         assert _latest_metadata(world, "n_failed") == 6 and _latest_metadata(world, "open_label_failures") == 6
         passed, check = _completeness_check(world, defs)
         assert not passed and check["open_label_failures"] == 6 and check["given_up"] == 0

@@ -1,0 +1,28 @@
+"""What run_all's closing line says of prompts without labels (an audit of the LLM path): it named exit 4 when
+the process exited 1 (a step failed), so the line contradicted the exit code."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from pipelines import run_all
+
+
+def _closing_line(capsys: pytest.CaptureFixture, failures: list[str]) -> str:
+    runner = SimpleNamespace(totals={"n_prompts": 8, "n_results": 0, "n_rejects": 0, "n_labeled": 6, "n_failed": 2},
+                             failures=failures, failed_error_checks=[])
+    run_all._print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
+                           skip_analysis=True, unlabeled=2)
+    return next(line for line in capsys.readouterr().out.splitlines() if line.startswith("done in"))
+
+
+def test_the_closing_line_names_exit_4_only_when_the_run_exits_4(capsys: pytest.CaptureFixture) -> None:
+    line = _closing_line(capsys, [])
+    assert line.endswith("6 labeled, 2 failed (see label_failures; 2 prompts without labels, exit 4)")
+    line = _closing_line(capsys, ["[1/1] bench: prompt_task_labels: LabelerConfigError"])
+    assert "1 step(s) FAILED" in line and line.endswith("(see label_failures; 2 prompts without labels)")
+    assert "exit 4" not in line
