@@ -328,3 +328,16 @@ def test_a_workbook_started_ahead_is_taken_only_for_the_same_export(tables, tmp_
     readme = openpyxl.load_workbook(result.workbook, read_only=True)["README"]
     text = " ".join(str(c) for row in readme.iter_rows(values_only=True) for c in row if c is not None)
     assert args["name"] in text and "bbbb0000" not in text  # its own workbook, not the one started for another
+
+
+def test_a_change_is_shown_with_the_digits_that_tell_its_values_apart():
+    """An audit: 'What changed' printed values at 4 significant digits, so a row read '268.3 -> 268.3'."""
+    key = {"benchmark_index": "all", "unit_type": "index", "unit_id": "all", "quantity": "occupations_covered",
+           "threshold": 1, "basis": "bounds"}
+    changes = pl.DataFrame([{**key, "change": "changed", "previous": 268.2744, "current": 268.3125},
+                            {**key, "quantity": "tasks_covered", "change": "changed", "previous": 2293.0,
+                             "current": 2291.125}])
+    text = rel.data_documentation(pl.DataFrame(schema=rel.RELEASE_SCHEMA), release="r2", previous_release="r1",
+                                  changes=changes)
+    assert "| changed | 268.27 | 268.31 |" in text and "| changed | 2293 | 2291 |" in text
+    assert rel._fmt_change(1.00001, 1.00002) == ("1.00001", "1.00002") and rel._fmt_change(0.5, None) == ("0.5", "")

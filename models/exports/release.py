@@ -291,6 +291,19 @@ def _fmt(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
+def _fmt_change(previous: Any, current: Any) -> tuple[str, str]:
+    """A changed figure's two values with as many significant digits (4 to 12) as it takes to tell them apart:
+    at 4 a table row read '268.3 -> 268.3' (an audit)."""
+    if not (isinstance(previous, float) and isinstance(current, float)
+            and math.isfinite(previous) and math.isfinite(current)):
+        return _fmt(previous), _fmt(current)
+    for digits in range(4, 13):
+        a, b = f"{previous:.{digits}g}", f"{current:.{digits}g}"
+        if a != b:
+            return a, b
+    return a, b
+
+
 def data_documentation(
     frame: pl.DataFrame,
     *,
@@ -349,9 +362,9 @@ def data_documentation(
         lines += ["", "| index | unit | quantity | threshold | basis | change | previous | current |",
                   "|---|---|---|---|---|---|---|---|"]
         for r in shown.iter_rows(named=True):
+            previous, current = _fmt_change(r["previous"], r["current"])
             lines.append(f"| {r['benchmark_index']} | {r['unit_type']} {r['unit_id']} | {r['quantity']} | "
-                         f"{_fmt(r['threshold'])} | {r['basis']} | {r['change']} | {_fmt(r['previous'])} | "
-                         f"{_fmt(r['current'])} |")
+                         f"{_fmt(r['threshold'])} | {r['basis']} | {r['change']} | {previous} | {current} |")
         if changes.height > shown.height:
             lines.append(f"\n{changes.height - shown.height:,} more changes: compare the two `{RELEASE_PARQUET}`.")
     return "\n".join(lines) + "\n"
