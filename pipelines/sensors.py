@@ -7,7 +7,8 @@ partition (run_key = name:hash, so the daemon never runs one content twice). An 
 nothing; nor does any folder while an analysis run is queued or running (its release would mix old and new).
 When the cursor has no entry (a fresh sensor after `run_all`), the hash in the latest `benchmarks`
 materialization of that partition counts as seen. A partition whose folder disappeared logs a warning once and
-requests nothing: its warehouse rows are kept.
+requests nothing: its warehouse rows are kept until a plain `python -m pipelines.run_all` removes them (the warning
+says so).
 
 The same tick reports the external asset `benchmark_index_files` materialized when the index files
 (data/indexes/*.toml) differ from the ones the latest `benchmark_index_membership` was built from.
@@ -157,9 +158,13 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
     plan = plan_landing_refresh(landing, load_cursor(context.cursor), registered,
                                 lambda name: stored_content_hash(instance, name))
     for name in plan.newly_missing:
+        # only run_all deletes a benchmark's rows (pipelines/run_all.py _remove_gone_benchmarks): a sensor that did
+        # would drop a benchmark from the release whenever a mirror is briefly unmounted
         context.log.warning(
-            f"benchmark {name!r} has a partition but its landing folder is gone; nothing is requested and "
-            "its warehouse rows are kept. Restore the folder or delete the partition to retire it.")
+            f"benchmark {name!r} has a partition but its landing folder is gone; nothing is requested and its "
+            "rows stay in the warehouse, the analysis and the release. To retire it, run `python -m "
+            "pipelines.run_all`: it removes a gone benchmark's rows and partition and refreshes the analysis. "
+            "To keep it, put the folder back.")
     for problem in plan.unreadable:
         context.log.warning(f"could not hash a landing folder (retried next tick): {problem}")
     for problem in landing.problems:
