@@ -17,8 +17,9 @@ run's prints its summary and exits without importing Dagster (pipelines/up_to_da
 are trusted only for the warehouse file they describe (its identity is stored in it). `--rebuild` first moves a damaged warehouse aside and restores the label cache
 from the label store (pipelines/restore_labels.py), then runs every step: a lost warehouse costs the cheap
 tables, never a relabel. A deleted warehouse whose label store is still there gets its labels back the same
-way, without being asked. A benchmark whose landing folder was removed leaves the tables and the partition
-list on a plain run (no `--benchmarks`); its labels stay, and the analysis runs again.
+way, without being asked. A benchmark whose landing folder was removed (a registered partition, or rows in the
+`benchmarks` table) leaves the tables and the partition list on a plain run (no `--benchmarks`); its labels stay,
+and the analysis runs again.
 
 Output: one line per stage (what ran, rows, seconds) and a summary with the headline numbers of
 `coverage_headline`; Dagster's own log of every run goes to a file whose path is printed (`--verbose` shows it
@@ -295,19 +296,24 @@ def _partitions(instance: DagsterInstance, landing: bm.Landing, names: list[str]
 
 def _remove_gone_benchmarks(instance: DagsterInstance, landing: bm.Landing, plan: RunPlan,
                             warehouse_path: str | None) -> dict[str, dict[str, int]]:
-    """A registered benchmark whose landing folder is gone leaves the tables its partition writes and the
-    partition list (so the analysis and the next exports run without it); its labels stay (label_cache and the
-    label store are keyed by text, not benchmark). Only when the landing root it came from is still there: an
-    unset BENCHMAP_MIRROR or an unmounted folder removes nothing. Returns benchmark -> table -> rows deleted."""
-    registered = set(instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME))
-    gone = sorted(registered - set(landing.benchmarks) - {bm.LANDING_PARTITION})
-    if not gone or not warehouse_path or not Path(warehouse_path).exists():
+    """A benchmark whose landing folder is gone leaves the tables its partition writes and the partition list
+    (so the analysis and the next exports run without it); its labels stay (label_cache and the label store are
+    keyed by text, not benchmark). Gone: registered as a partition or in the warehouse's `benchmarks` registry,
+    and not landed. The registry counts too: a partition deleted by hand (the landing sensor's old advice) left
+    every row in the tables and the release while runs said one benchmark fewer. Only when the landing root it
+    came from is still there: an unset BENCHMAP_MIRROR or an unmounted folder removes nothing. Returns
+    benchmark -> table -> rows deleted."""
+    if not warehouse_path or not Path(warehouse_path).exists():
         return {}
-    roots = [root for _, root in landing_roots()]
+    registered = set(instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME))
     paths: dict[str, str] = {}
     with contextlib.suppress(LookupError):
         registry = wh.read_table(warehouse_path, "benchmarks", columns=["benchmark", "landing_path"])
         paths = dict(zip(registry["benchmark"].to_list(), registry["landing_path"].to_list(), strict=True))
+    gone = sorted((registered | set(paths)) - set(landing.benchmarks) - {bm.LANDING_PARTITION})
+    if not gone:
+        return {}
+    roots = [root for _, root in landing_roots()]
     tables = [key.path[-1] for key in plan.partitioned]
     removed: dict[str, dict[str, int]] = {}
     for name in gone:
@@ -316,7 +322,8 @@ def _remove_gone_benchmarks(instance: DagsterInstance, landing: bm.Landing, plan
         if not root_there or (folder is not None and folder.exists()):
             continue  # its root is not reachable now (or the folder is there but not a benchmark): keep it
         removed[name] = wh.delete_benchmark_rows(warehouse_path, name, tables)
-        instance.delete_dynamic_partition(BENCHMARK_PARTITIONS_NAME, name)
+        if name in registered:
+            instance.delete_dynamic_partition(BENCHMARK_PARTITIONS_NAME, name)
         print(f"  benchmark {name}: its landing folder {folder or '(unknown)'} is gone: removing it from "
               f"{len(removed[name])} tables ({sum(removed[name].values()):,} rows) and the partition list")
     return removed

@@ -1,13 +1,17 @@
 """Sensors: refresh a benchmark when its landing folder appears or changes, then refresh the analysis once.
 
 `benchmark_landing_sensor` scans the landing roots each tick and hashes every benchmark folder
-(models.benchmarks.content_hash). The cursor (JSON) holds the last hash acted on per benchmark. A new folder
-or a changed hash adds the dynamic partition (if needed) and requests `benchmark_refresh_job` for exactly that
-partition (run_key = name:hash, so the daemon never runs one content twice). An unchanged folder requests
-nothing; nor does any folder while an analysis run is queued or running (its release would mix old and new).
-When the cursor has no entry (a fresh sensor after `run_all`), the hash in the latest `benchmarks`
-materialization of that partition counts as seen. A partition whose folder disappeared logs a warning once and
-requests nothing: its warehouse rows are kept.
+(models.benchmarks.content_hash). The cursor (JSON) holds the last hash acted on per benchmark. A new folder or a
+changed hash adds the dynamic partition (if needed) and requests `benchmark_refresh_job` for exactly that partition
+(run_key = name:hash: the daemon never launches one key twice; a retry has a key of its own). An unchanged folder
+requests nothing; nor does any folder while an analysis run is queued or running (its release would mix old and
+new). When the cursor has no entry (a fresh sensor after `run_all`), the hash in the latest `benchmarks`
+materialization of that partition counts as seen. A refresh whose run did not succeed (failed or cancelled; not
+while it is queued or running) and whose content the `benchmarks` table still does not hold is requested again with
+run_key name:hash:retry-N, at most MAX_REFRESH_RETRIES times per content; then a warning, once, and nothing until
+the folder changes (`failed_refreshes`). A partition whose folder disappeared logs a warning once and requests
+nothing: its warehouse rows are kept until a plain `python -m pipelines.run_all` removes them (the warning says
+so).
 
 The same tick reports the external asset `benchmark_index_files` materialized when the index files
 (data/indexes/*.toml) differ from the ones the latest `benchmark_index_membership` was built from.
@@ -71,6 +75,13 @@ UPSTREAM_KINDS = ["benchmark", "reference"]  # run tag benchmap/kind of jobs the
 GATED_KINDS = [*UPSTREAM_KINDS, "analysis"]  # ... and of the analysis itself (one run at a time)
 UPSTREAM_SELECTION = (BENCHMARK_SELECTION | REFERENCE_SELECTION).without_checks()
 MEMBERSHIP_KEY = AssetKey("benchmark_index_membership")
+BENCHMARK_TAG = "benchmap/benchmark"  # run tags of a requested refresh: which partition, which content
+CONTENT_TAG = "benchmap/content_hash"
+# runs requested again for one content after its first run did not succeed: a passing cause (a cancel, a killed
+# worker, a locked warehouse) is over within a few, and a lasting one (a file every run refuses) is not run again
+# on every tick
+MAX_REFRESH_RETRIES = 3
+RETRY_STATUSES = (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)
 
 
 # ------------------------------------------------------------------------------------------- landing sensor
@@ -82,6 +93,7 @@ class LandingPlan:
     refresh: list[tuple[str, str, str]] = field(default_factory=list)  # (partition, hash, 'new'|'changed')
     newly_missing: list[str] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # folders that could not be hashed this tick
+    unchanged: dict[str, str] = field(default_factory=dict)  # registered partition -> its content, seen before
     state: dict = field(default_factory=dict)
 
 
@@ -116,6 +128,7 @@ def plan_landing_refresh(landing: bm.Landing, state: dict, registered: Iterable[
             seen = stored_hash(name)  # e.g. materialized by run_all before this sensor had a cursor
         if seen == digest and name in registered:
             hashes[name] = digest
+            plan.unchanged[name] = digest
             continue
         if name not in registered:
             plan.add_partitions.append(name)
@@ -137,6 +150,58 @@ def stored_content_hash(instance: DagsterInstance, partition: str) -> str | None
     return None if value is None else str(value.value)
 
 
+@dataclass(frozen=True)
+class FailedRefresh:
+    """The latest run requested for a folder's current content, which did not succeed."""
+
+    partition: str
+    digest: str
+    runs: int  # runs made for this content so far: the first and its retries
+    run_id: str
+    status: str
+
+    @property
+    def given_up(self) -> bool:
+        return self.runs > MAX_REFRESH_RETRIES
+
+
+def failed_refreshes(instance: DagsterInstance, unchanged: dict[str, str],
+                     stored_hash: Callable[[str], str | None]) -> list[FailedRefresh]:
+    """The folders of `unchanged` (partition -> current content, already requested or seen) whose latest run for
+    that content failed or was cancelled while the warehouse still holds another content. The cursor records a
+    content when its run is requested, and the daemon never launches a run key twice, so without this a failed
+    run left the partition stale until the folder changed again. A run queued or running is waited for; a
+    content made since by another run (run_all) is not requested."""
+    if not unchanged:
+        return []
+    records = instance.get_run_records(RunsFilter(  # newest first; one read for every folder
+        tags={BENCHMARK_TAG: sorted(unchanged), CONTENT_TAG: sorted(set(unchanged.values()))}))
+    runs: dict[str, list] = {}
+    for record in records:
+        run = record.dagster_run
+        partition = run.tags.get(BENCHMARK_TAG, "")
+        if unchanged.get(partition) == run.tags.get(CONTENT_TAG):
+            runs.setdefault(partition, []).append(run)
+    failed = []
+    for partition, made in sorted(runs.items()):
+        latest = made[0]
+        if latest.status not in RETRY_STATUSES or stored_hash(partition) == unchanged[partition]:
+            continue
+        failed.append(FailedRefresh(partition, unchanged[partition], len(made), latest.run_id,
+                                    latest.status.value.lower()))
+    return failed
+
+
+def refresh_request(name: str, digest: str, why: str, run_key: str) -> RunRequest:
+    """The run of `benchmark_refresh_job` for one partition's content (`_landing`: its tables only)."""
+    return RunRequest(
+        run_key=run_key,
+        partition_key=name,
+        asset_selection=[AssetKey(t) for t in TABLES] if name == bm.LANDING_PARTITION else None,
+        tags={BENCHMARK_TAG: name, CONTENT_TAG: digest, "benchmap/trigger": why},
+    )
+
+
 @sensor(
     name="benchmark_landing_sensor",
     job=benchmark_refresh_job,
@@ -154,12 +219,16 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
                                                    "looked at again once it has ended"), cursor=context.cursor)
     landing = discover_landing()
     registered = instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME)
-    plan = plan_landing_refresh(landing, load_cursor(context.cursor), registered,
-                                lambda name: stored_content_hash(instance, name))
+    state = load_cursor(context.cursor)
+    plan = plan_landing_refresh(landing, state, registered, lambda name: stored_content_hash(instance, name))
     for name in plan.newly_missing:
+        # only run_all deletes a benchmark's rows (pipelines/run_all.py _remove_gone_benchmarks): a sensor that did
+        # would drop a benchmark from the release whenever a mirror is briefly unmounted
         context.log.warning(
-            f"benchmark {name!r} has a partition but its landing folder is gone; nothing is requested and "
-            "its warehouse rows are kept. Restore the folder or delete the partition to retire it.")
+            f"benchmark {name!r} has a partition but its landing folder is gone; nothing is requested and its "
+            "rows stay in the warehouse, the analysis and the release. To retire it, run `python -m "
+            "pipelines.run_all`: it removes a gone benchmark's rows and partition and refreshes the analysis. "
+            "To keep it, put the folder back.")
     for problem in plan.unreadable:
         context.log.warning(f"could not hash a landing folder (retried next tick): {problem}")
     for problem in landing.problems:
@@ -169,13 +238,24 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
     for name, digest, why in plan.refresh:
         observations.append(observation(LANDING_FOLDERS_KEY, digest, name))
         context.log.info(f"benchmark {name!r}: {why} content {digest[:12]}: requesting a refresh")
-        run_requests.append(RunRequest(
-            run_key=f"{name}:{digest}",
-            partition_key=name,
-            asset_selection=[AssetKey(t) for t in TABLES] if name == bm.LANDING_PARTITION else None,
-            tags={"benchmap/benchmark": name, "benchmap/content_hash": digest, "benchmap/trigger": why},
-        ))
-    cursor = json.dumps(plan.state, sort_keys=True)
+        run_requests.append(refresh_request(name, digest, why, f"{name}:{digest}"))
+    # given up: partition -> content, warned once (kept while the folder holds that content)
+    given_up = {name: digest for name, digest in state.get("given_up", {}).items()
+                if plan.unchanged.get(name) == digest}
+    for failed in failed_refreshes(instance, plan.unchanged, lambda name: stored_content_hash(instance, name)):
+        name, digest = failed.partition, failed.digest
+        if failed.given_up:
+            if given_up.get(name) != digest:
+                context.log.warning(
+                    f"benchmark {name!r}: the refresh of content {digest[:12]} did not succeed in {failed.runs} runs "
+                    f"(the last, {failed.run_id[:8]}, {failed.status}): not requested again until the folder "
+                    f"changes; see that run's log, or run `python -m pipelines.run_all --benchmarks {name}`")
+                given_up[name] = digest
+            continue
+        context.log.info(f"benchmark {name!r}: the refresh of content {digest[:12]} ended {failed.status} (run "
+                         f"{failed.run_id[:8]}): requesting it again (retry {failed.runs} of {MAX_REFRESH_RETRIES})")
+        run_requests.append(refresh_request(name, digest, "retry", f"{name}:{digest}:retry-{failed.runs}"))
+    cursor = json.dumps({**plan.state, "given_up": given_up} if given_up else plan.state, sort_keys=True)
     events: list = [*observations, *index_files_event(instance)]
     if len(events) > len(observations):
         context.log.info("the benchmark index files changed: reporting benchmark_index_files updated")
@@ -183,6 +263,8 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
         message = f"{len(landing.benchmarks)} benchmark folders unchanged"
         if plan.state["missing"]:
             message += f"; {len(plan.state['missing'])} partitions without a folder"
+        if given_up:
+            message += f"; {len(given_up)} refreshes given up after {MAX_REFRESH_RETRIES} retries"
         if events:
             return SensorResult(asset_events=events, cursor=cursor)
         return SensorResult(skip_reason=SkipReason(message), cursor=cursor)

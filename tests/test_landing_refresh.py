@@ -1,0 +1,139 @@
+"""The landing sensor's retries of a refresh that did not succeed, and the retirement of a benchmark whose landing
+folder was removed (the sensor's advice, run_all's removal).
+
+Uses the stand-in Definitions and landing zone of tests/test_benchmarks.py (its `env` fixture).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from dagster import DagsterRunStatus, SensorResult, build_sensor_context
+
+from models import benchmarks as bm
+from pipelines import run_all
+from pipelines.sensors import MAX_REFRESH_RETRIES, benchmark_landing_sensor
+from resources import warehouse as wh
+from resources.landing import folder_content_hash
+from tests.test_benchmarks import Env, add_fixture, env, requested  # noqa: F401 - env is a fixture
+
+
+def edit_a_prompt(folder: Path, suffix: str) -> None:
+    """A new content hash for the folder: one prompt's text changes."""
+    lines = (folder / "prompts.jsonl").read_text(encoding="utf-8").rstrip("\n").split("\n")
+    record = json.loads(lines[0])
+    record["prompt"] += suffix
+    lines[0] = json.dumps(record, ensure_ascii=False)
+    (folder / "prompts.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def logged_tick(setup: Env, cursor: str | None, caplog: pytest.LogCaptureFixture) -> SensorResult:
+    """A tick whose log lines reach caplog (the sensor's logger is Dagster's own, outside logging's tree)."""
+    context = build_sensor_context(instance=setup.instance, cursor=cursor, definitions=setup.defs)
+    context.log.addHandler(caplog.handler)
+    return benchmark_landing_sensor(context)
+
+
+def stored_hash(setup: Env, name: str) -> str:
+    return setup.table("benchmarks", name)["content_hash"][0]
+
+
+def test_a_cancelled_refresh_is_requested_again_once_it_has_ended(env: Env) -> None:  # noqa: F811
+    """The cursor records a content when its run is requested, and run_key name:hash never launches twice: a
+    cancelled (or failed) run left the partition on the old content until the folder changed again."""
+    folder = add_fixture(env.landing, "tiny_bench")
+    first = env.tick()
+    assert all(run.success for run in env.apply(first))
+    edit_a_prompt(folder, " (second edition)")
+    digest = folder_content_hash(folder)
+    changed = env.tick(first.cursor)
+    assert [r.run_key for r in changed.run_requests] == [f"tiny_bench:{digest}"]
+    job = env.defs.resolve_job_def("benchmark_refresh_job")
+    tags = {**job.tags, **changed.run_requests[0].tags}
+    run = env.instance.create_run_for_job(job, status=DagsterRunStatus.STARTED, tags=tags)  # as the daemon does
+
+    waiting = env.tick(changed.cursor)
+    assert waiting.run_requests == []  # its run is still in progress: not twice
+    env.instance.report_run_canceled(run)
+    assert stored_hash(env, "tiny_bench") != digest
+
+    retry = env.tick(waiting.cursor)
+    assert [r.run_key for r in retry.run_requests] == [f"tiny_bench:{digest}:retry-1"]
+    assert retry.run_requests[0].tags["benchmap/trigger"] == "retry"
+    assert all(run.success for run in env.apply(retry))
+    assert stored_hash(env, "tiny_bench") == digest
+    # nothing changed and nothing failed: nothing, with the cursor or a fresh one
+    assert env.tick(retry.cursor).run_requests == []
+    assert env.tick(None).run_requests == []
+
+
+def test_a_refresh_that_keeps_failing_is_retried_a_bounded_number_of_times(
+        env: Env, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
+    """Every run of this content fails (a results file the refresh refuses): the first run and MAX_REFRESH_RETRIES
+    retries, each logged; then one warning and nothing more until the folder changes."""
+    folder = add_fixture(env.landing, "tiny_bench")
+    first = env.tick()
+    env.apply(first)
+    results = (folder / "results.csv").read_bytes()
+    (folder / "results.csv").write_bytes(b"")  # fails every run: it would erase the stored results
+    digest = folder_content_hash(folder)
+    tick = env.tick(first.cursor)
+    assert requested(tick) == ["tiny_bench"]
+    assert not any(run.success for run in env.apply(tick))
+    keys = []
+    for _ in range(MAX_REFRESH_RETRIES):
+        tick = logged_tick(env, tick.cursor, caplog)
+        keys += [r.run_key for r in tick.run_requests]
+        assert not any(run.success for run in env.apply(tick))
+    assert keys == [f"tiny_bench:{digest}:retry-{n}" for n in range(1, MAX_REFRESH_RETRIES + 1)]
+    assert "refresh of content" in caplog.text and "requesting it again (retry 1 of" in caplog.text
+
+    caplog.clear()
+    given_up = logged_tick(env, tick.cursor, caplog)
+    assert given_up.run_requests == []
+    assert f"did not succeed in {MAX_REFRESH_RETRIES + 1} runs" in caplog.text  # said once ...
+    caplog.clear()
+    assert logged_tick(env, given_up.cursor, caplog).run_requests == []
+    assert "did not succeed" not in caplog.text and "retry" not in caplog.text  # ... not on every tick
+
+    (folder / "results.csv").write_bytes(results)  # fixed: a new content, a new first attempt
+    fixed = env.tick(given_up.cursor)
+    assert [r.run_key for r in fixed.run_requests] == [f"tiny_bench:{folder_content_hash(folder)}"]
+
+
+def test_run_all_retires_a_benchmark_whose_partition_was_deleted_by_hand(
+        env: Env, capsys: pytest.CaptureFixture) -> None:  # noqa: F811
+    """The sensor's old advice for a removed folder, "delete the partition", disabled run_all's removal (it only
+    looked at registered partitions): the rows stayed in every table and the release, and the run exited 0."""
+    add_fixture(env.landing, "tiny_bench")
+    gone = add_fixture(env.mirror, "tiny_bench", "tiny_two")
+    assert run_all.main([], defs=env.defs, instance=env.instance) == 0
+    shutil.rmtree(gone)
+    result = env.tick()
+    assert json.loads(result.cursor)["missing"] == ["tiny_two"]
+    env.instance.delete_dynamic_partition("benchmark", "tiny_two")
+    capsys.readouterr()
+
+    assert run_all.main([], defs=env.defs, instance=env.instance) == 0
+    out = capsys.readouterr().out
+    assert "removed benchmark tiny_two (its landing folder is gone)" in out
+    for table in ("benchmarks", "benchmark_prompts", "benchmark_results", "labels_stub"):
+        assert env.table(table, "tiny_two").height == 0, table
+        assert env.table(table, "tiny_bench").height > 0, table
+    assert wh.query(env.warehouse, "select benchmark from analysis_stub")["benchmark"].to_list() == ["tiny_bench"]
+    assert env.instance.get_dynamic_partitions("benchmark") == ["tiny_bench"]
+    assert bm.LANDING_PARTITION not in env.table("benchmarks")["benchmark"].to_list()
+
+
+def test_the_sensor_says_how_to_retire_a_removed_benchmark(
+        env: Env, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
+    folder = add_fixture(env.landing, "tiny_bench")
+    first = env.tick()
+    env.apply(first)
+    shutil.rmtree(folder)
+    logged_tick(env, first.cursor, caplog)
+    assert "python -m pipelines.run_all" in caplog.text
+    assert "delete the partition" not in caplog.text
