@@ -80,7 +80,6 @@ def label_benchmark(
             labeler,
             cache,
             onet_version(mirror / "onet"),
-            batch_size=max(1, min(64, len(prompts))),
             progress_every=5,
             log_fn=lambda m: print(m, file=sys.stderr, flush=True),
         )

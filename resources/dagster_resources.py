@@ -144,7 +144,11 @@ class LabelerResource(ConfigurableResource):
     """Which labeler labels prompts, and how: `kind`, the LLM labeler's `llm` settings, and the key.
 
     LLM settings may also be given flat, `LabelerResource(kind="openai", model="gpt-4o-mini", timeout_s=30)`:
-    any keyword that names an `LLMSettings` field goes into `llm`."""
+    any keyword that names an `LLMSettings` field goes into `llm`.
+
+    `batch_size`: prompts per committed batch. The `openai` labeler's default is its `max_concurrency`: a
+    batch is committed only once all of it is answered, so a killed run pays again for the answers of the
+    batches in flight (256 prompts before); its pool works one batch ahead, so small batches cost no speed."""
 
     kind: str = "offline"  # 'offline' | 'openai'
     llm: LLMSettings = LLMSettings()
@@ -158,6 +162,11 @@ class LabelerResource(ConfigurableResource):
             nested = data.get("llm") or {}
             nested = nested.model_dump() if isinstance(nested, LLMSettings) else dict(nested)
             data["llm"] = LLMSettings(**{**nested, **flat})
+        if data.get("kind") == "openai" and data.get("batch_size") is None:
+            llm = data.get("llm") or {}
+            concurrency = llm.max_concurrency if isinstance(llm, LLMSettings) else \
+                dict(llm).get("max_concurrency", LLMSettings().max_concurrency)
+            data["batch_size"] = max(1, int(concurrency))
         super().__init__(**data)
 
     @property

@@ -15,6 +15,7 @@ comes from the config and never appears in a message, a log line or a repr.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import re
@@ -42,7 +43,15 @@ _LOOPBACK = re.compile(r"https?://(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:|/|$)"
 
 # ----------------------------------------------------------------------------------------------- errors
 class LabelerConfigError(RuntimeError):
-    """Authentication, permission or unknown model: affects every prompt, so labeling stops."""
+    """Authentication, permission or unknown model: affects every prompt, so labeling stops.
+
+    Built and raised outside the SDK's `except` block, so neither `__context__` nor `__cause__` holds the SDK's
+    exception, whose text may quote the key unmasked. `finished_outcomes`: the outcomes the labeler finished
+    before it stopped (paid answers, for the caller to commit; see OpenAILabeler.label_batches)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.finished_outcomes: list[Any] = []
 
 
 class RetryableError(Exception):
@@ -62,7 +71,11 @@ class RetryableError(Exception):
 
 
 class FatalError(Exception):
-    """Not worth retrying for this prompt (e.g. HTTP 400 context too long): recorded as its failure."""
+    """Not worth retrying for this prompt (e.g. HTTP 400 context too long, a refusal): recorded as its failure."""
+
+    def __init__(self, reason: str, tokens: tuple[int, int, int] = (0, 0, 0)) -> None:
+        super().__init__(reason)
+        self.tokens = tokens  # (input, cached, output): a refusal is billed
 
 
 class StepFailed(Exception):
@@ -119,19 +132,51 @@ def backoff(config: LLMConfig, attempt: int, retry_after: float | None = None) -
 def read_answer(resp: Any, parse: Callable[[str | None], T],
                 clean: Callable[[str | None], str | None] = lambda text: text) -> tuple[T, tuple[int, int, int]]:
     """The parsed answer of one response and its usage; an empty, cut-off or rejected answer is retryable
-    (with the answer and the reason for the correction turn, and its tokens, which are billed). `clean` masks
-    secrets in the answer before anything reads it (the answer's `reading` becomes the stored rationale)."""
+    (with the answer and the reason for the correction turn, and its tokens, which are billed), a refusal is
+    this prompt's failure (asking again gets the same refusal). `clean` masks secrets in the answer before
+    anything reads it (the answer's `reading` becomes the stored rationale)."""
+    if not hasattr(resp, "choices"):  # e.g. a text/html 200 from a proxy: the SDK hands back the body as a str
+        raise RetryableError(invalid_response(f"not a chat completion: {resp!r}", clean))
     tokens = usage_of(getattr(resp, "usage", None))
     if not resp.choices:
         raise RetryableError("empty answer (no choices)").with_usage(tokens)
     choice = resp.choices[0]
-    content = clean(choice.message.content if choice.message else None)
+    message = getattr(choice, "message", None)
+    raw = getattr(message, "content", None)
+    if raw is not None and not isinstance(raw, str):  # e.g. a server that sends the JSON answer as an object
+        raise RetryableError(invalid_response(f"message content is a {type(raw).__name__}, not text: {raw!r}",
+                                              clean)).with_usage(tokens)
+    content = clean(raw)
+    refused = refusal_of(message, content)
+    if refused:
+        raise FatalError(f"refused: {lp.clip(clean(refused) or '', 200)}", tokens)
     try:
-        if choice.finish_reason == "length":
+        if getattr(choice, "finish_reason", None) == "length":
             raise lp.AnswerError("answer cut off at max_tokens")
         return parse(content), tokens
     except lp.AnswerError as e:
         raise RetryableError(str(e), feedback=(content or "", str(e))).with_usage(tokens) from None
+
+
+_REFUSAL_OPENING = re.compile(r"(i['’]?m sorry|i am sorry|sorry\b|i can(?:not|['’]t)|i['’]?m (?:not able|unable)"
+                              r"|i am (?:not able|unable)|i won['’]?t|as an ai)\b", re.IGNORECASE)
+
+
+def refusal_of(message: Any, content: str | None) -> str | None:
+    """The model's refusal: the `refusal` field (OpenAI's structured outputs), or a plain-text answer that is no
+    JSON and opens like a refusal ("I'm sorry, but I can't ..."); None for anything else."""
+    refusal = getattr(message, "refusal", None)
+    if isinstance(refusal, str) and refusal.strip():
+        return refusal.strip()
+    text = (content or "").strip()
+    if text and text[0] not in "{[`" and _REFUSAL_OPENING.match(text):
+        return text
+    return None
+
+
+def invalid_response(what: str, clean: Callable[[str | None], str | None]) -> str:
+    """'invalid response from server: ...', the server's text masked before it is cut (no half key survives)."""
+    return f"invalid response from server: {(clean(what) or '')[:200]}"
 
 
 # ----------------------------------------------------------------------------------------------- client
@@ -186,18 +231,26 @@ class ChatClient:
 
     def send(self, body: dict[str, Any], step: int, parse: Callable[[str | None], T]
              ) -> tuple[T, tuple[int, int, int]]:
-        """One request: (parsed answer, usage), or RetryableError / FatalError / LabelerConfigError."""
+        """One request: (parsed answer, usage), or RetryableError / FatalError / LabelerConfigError.
+
+        The error is raised after the `except` block, not in it: an exception raised while the SDK's is being
+        handled keeps it as `__context__` (even `from None`), and the SDK's text may quote the key unmasked."""
         self.count(requests=1, **{f"step{1 if step == 1 else 2}_requests": 1})
+        failure: Exception | None = None
         try:
             resp = self.client.chat.completions.create(**body)
         except openai.APITimeoutError:
-            raise RetryableError(f"timeout after {self.config.timeout_s:g}s") from None
+            failure = RetryableError(f"timeout after {self.config.timeout_s:g}s")
         except openai.APIConnectionError as e:
-            raise RetryableError(f"connection error: {type(e).__name__}") from None
+            failure = RetryableError(f"connection error: {type(e).__name__}")
         except openai.APIStatusError as e:
-            raise self._status_error(e, body) from None
+            failure = self._status_error(e, body)
         except openai.OpenAIError as e:  # anything else the SDK raises: its text may quote the server
-            raise FatalError(self.said(e)) from None
+            failure = FatalError(self.said(e))
+        except json.JSONDecodeError as e:  # a 200 whose body is no JSON (a proxy's HTML page, a URL without /v1)
+            failure = RetryableError(invalid_response(f"not JSON ({e.msg} at char {e.pos}): {e.doc!r}", self.scrub))
+        if failure is not None:
+            raise failure
         return read_answer(resp, parse, self.scrub)
 
     def _status_error(self, e: openai.APIStatusError, body: dict[str, Any]) -> Exception:
@@ -262,6 +315,7 @@ def run_step(chat: ChatClient, out: LLMLabelOutcome, step: int, messages: list[d
             chat.sleep(backoff(chat.config, attempts, e.retry_after))
             continue
         except FatalError as e:
+            out.add_usage(step, *e.tokens)
             last = e.args[0]
             attempts += 1
             break
@@ -272,4 +326,4 @@ def run_step(chat: ChatClient, out: LLMLabelOutcome, step: int, messages: list[d
 
 
 __all__ = ["NO_KEY", "ChatClient", "FatalError", "LabelerConfigError", "RetryableError", "StepFailed", "backoff",
-           "error_message", "is_loopback", "read_answer", "retry_after", "run_step"]
+           "error_message", "invalid_response", "is_loopback", "read_answer", "refusal_of", "retry_after", "run_step"]

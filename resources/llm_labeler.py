@@ -34,9 +34,11 @@ resource); it is never logged, never part of `repr`, never written anywhere.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +83,12 @@ class OpenAILabeler:
         return f"{self.model}+{self.template_version}"
 
     @property
+    def commit_batch_size(self) -> int:
+        """Prompts per committed batch (label_with_cache's default): the pool's size, since answers are stored
+        only with their batch (see label_batches)."""
+        return max(1, self.config.max_concurrency)
+
+    @property
     def response_format(self) -> str:
         """The format in use: the configured one, or what 'auto' settled on."""
         return self.chat.format
@@ -123,15 +131,51 @@ class OpenAILabeler:
         return label_one(self.prompts, self.chat, record)
 
     def label(self, prompts: list[PromptRecord]) -> list[LabelOutcome]:
-        """One outcome per prompt, in order; a thread pool of `max_concurrency` requests."""
+        """One outcome per prompt, in order; a thread pool of `max_concurrency` requests (see label_batches)."""
+        return [outcome for batch in self.label_batches([prompts]) for outcome in batch]
+
+    def label_batches(self, batches: Sequence[Sequence[PromptRecord]]) -> Iterator[list[LabelOutcome]]:
+        """Each batch's outcomes (one per prompt, in order) as soon as the batch is done, batch by batch.
+
+        A pool of `max_concurrency` threads works one batch ahead, so batches as small as the pool (the caller
+        commits each: a killed run loses at most two batches of paid answers) keep every thread busy. A
+        run-stopping error (LabelerConfigError: every prompt would get it) stops new prompts, waits for those
+        in flight and is raised with `finished_outcomes`, every finished outcome not yet yielded: they are
+        paid for, and the caller commits them (models/labeling/cache.py)."""
         start = time.perf_counter()
+        stop = threading.Event()
+
+        def label_unless_stopped(record: PromptRecord) -> LLMLabelOutcome | None:
+            if stop.is_set():
+                return None  # not sent: a run-stopping error came first
+            try:
+                return self.label_one(record)
+            except BaseException:
+                stop.set()
+                raise
+
+        pool = ThreadPoolExecutor(max_workers=max(1, self.config.max_concurrency), thread_name_prefix="llm-labeler")
+        queued = iter(batches)
+        ahead: deque[list[Future[LLMLabelOutcome | None]]] = deque()  # submitted batches, oldest first
+
+        def submit_next() -> None:
+            batch = next(queued, None)
+            if batch is not None and not stop.is_set():
+                ahead.append([pool.submit(label_unless_stopped, record) for record in batch])
+
         try:
-            if self.config.max_concurrency == 1 or len(prompts) <= 1:
-                return [self.label_one(p) for p in prompts]
-            with ThreadPoolExecutor(max_workers=self.config.max_concurrency,
-                                    thread_name_prefix="llm-labeler") as pool:
-                return list(pool.map(self.label_one, prompts))
+            submit_next()
+            submit_next()
+            while ahead:
+                wait(ahead[0])
+                outcomes = [f.result() if f.exception() is None else None for f in ahead[0]]
+                if any(o is None for o in outcomes):
+                    raise _stopped(ahead)
+                ahead.popleft()
+                submit_next()
+                yield [o for o in outcomes if o is not None]
         finally:
+            pool.shutdown(wait=True, cancel_futures=True)
             self.chat.count(seconds=time.perf_counter() - start)
 
     # -- Batch API mode (resources/llm_batch.py; the pure part: models/labeling/llm_batch.py)
@@ -153,9 +197,34 @@ class OpenAILabeler:
         return llm_batch.run(self, prompts, folder, poll_s=poll_s, max_wait_s=max_wait_s)
 
 
+def _stopped(ahead: deque[list[Future[LLMLabelOutcome | None]]]) -> BaseException:
+    """The run-stopping error of the submitted batches (once every one is done), with the outcomes they
+    finished before it as `finished_outcomes`."""
+    futures = [f for batch in ahead for f in batch]
+    wait(futures)
+    errors = [f.exception() for f in futures if f.exception() is not None]
+    error = errors[0] if errors else RuntimeError("labeling stopped")
+    error.finished_outcomes = [o for f in futures if f.exception() is None and (o := f.result()) is not None]  # type: ignore[union-attr]
+    return error
+
+
 def label_one(prompts: TwoStepPrompts, chat: ChatClient, record: PromptRecord) -> LLMLabelOutcome:
-    """One prompt through both steps: labels, a not-work answer, or a failure recorded as `error`."""
+    """One prompt through both steps: labels, a not-work answer, or a failure recorded as `error`. Only a
+    run-stopping LabelerConfigError is raised: anything else going wrong with this prompt is its failure (a
+    crash naming no prompt would also throw away the batch's paid answers and never reach label_failures)."""
     out = LLMLabelOutcome(prompt_hash=record.prompt_hash, attempts=0)
+    try:
+        return _label_steps(prompts, chat, record, out)
+    except LabelerConfigError:
+        raise
+    except Exception as e:
+        out.error = f"labeling failed: {chat.said(e)}"
+        out.labels = []
+        return _finish(chat, out)
+
+
+def _label_steps(prompts: TwoStepPrompts, chat: ChatClient, record: PromptRecord, out: LLMLabelOutcome
+                 ) -> LLMLabelOutcome:
     try:
         offered = prompts.offered(record.prompt)
     except Exception as e:  # a ranking error is this prompt's failure, not the batch's

@@ -14,7 +14,8 @@ list lines when no schema is sent). A rule's or the queue's actions are consumed
 the step, so `stub.on("needle", not_work())` answers step 1 and `stub.on("needle", valid(), invalid_json())`
 breaks step 2.
 
-Actions: `Reply(content | callable, usage, finish_reason, cached)`, `Status(code, message, headers)`,
+Actions: `Reply(content | callable, usage, finish_reason, cached, refusal)`, `Status(code, message, headers)`,
+`Raw(body, content_type)` (a 200 that is no chat completion, e.g. a proxy's HTML page),
 `Slow(seconds, then)` (sleep before answering: the client's timeout fires first), plus helpers
 `valid(n, occupations)` (step 1: work + the first offered occupations; step 2: the first n offered tasks),
 `answer(occupations, tasks, work)`, `not_work()`, `unknown_id(id)` (an ID never offered, at either step),
@@ -55,6 +56,15 @@ class Reply:
     usage: tuple[int, int] | None = None  # (prompt_tokens, completion_tokens); default: chars/4
     finish_reason: str = "stop"
     cached: int | None = None  # prompt_tokens_details.cached_tokens; default: the shared-prefix estimate
+    refusal: str | None = None  # message.refusal (OpenAI's structured outputs refusing; content then None)
+
+
+@dataclass
+class Raw:
+    """An HTTP 200 whose body is not a chat completion: `body` sent as is with `content_type`."""
+
+    body: str
+    content_type: str = "application/json"
 
 
 @dataclass
@@ -70,7 +80,7 @@ class Slow:
     then: Any = None  # an action answered after the delay; default: the stub's default
 
 
-Action = Reply | Status | Slow
+Action = Reply | Status | Slow | Raw
 
 
 def schema_of(body: dict) -> dict | None:
@@ -300,6 +310,8 @@ class OpenAIStub:
         try:
             if isinstance(response, bytes):
                 self._send_raw(h, 200, response, "application/octet-stream")
+            elif isinstance(response[1], Raw):
+                self._send_raw(h, response[0], response[1].body.encode(), response[1].content_type)
             else:
                 self._send_json(h, *response)
         except (BrokenPipeError, ConnectionResetError):
@@ -352,6 +364,8 @@ class OpenAIStub:
         while isinstance(action, Slow):
             time.sleep(action.seconds)
             action = action.then if action.then is not None else self.default(body)
+        if isinstance(action, Raw):
+            return 200, action, {}
         if isinstance(action, Status):
             message = f"{action.message} (Incorrect API key provided: {key}; {authorization})" if key else \
                 action.message
@@ -380,7 +394,7 @@ class OpenAIStub:
                 {
                     "index": 0,
                     "finish_reason": reply.finish_reason,
-                    "message": {"role": "assistant", "content": content},
+                    "message": {"role": "assistant", "content": content, "refusal": reply.refusal},
                 }
             ],
             "usage": {"prompt_tokens": tin, "completion_tokens": tout, "total_tokens": tin + tout,
@@ -470,7 +484,7 @@ def _echo_in_reading(completion: dict[str, Any], key: str) -> dict[str, Any]:
     message = completion["choices"][0]["message"]
     try:
         answer = json.loads(message["content"] or "")
-    except ValueError:
+    except (TypeError, ValueError):  # no JSON text (a refusal, content sent as an object)
         return completion
     if isinstance(answer, dict) and "reading" in answer:
         answer["reading"] = f"{answer['reading']} [served with key {key}]"

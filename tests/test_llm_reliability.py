@@ -362,7 +362,9 @@ def test_labels_in_the_label_store_are_never_requested_again_after_a_sigkill(wor
                                text=True, timeout=240)
         assert child.returncode == -signal.SIGKILL, (child.stdout + child.stderr)[-3000:]
         first_requests = len(stub.chat_requests())
-        assert first_requests == 8 * 2  # two batches of 4 work prompts, two steps each
+        # two batches of 4 work prompts, two steps each; the pool works one batch ahead, so requests of the third
+        # batch may have been sent too (those answers are lost with the kill: at most one batch more)
+        assert 8 * 2 <= first_requests <= 12 * 2
         stored = label_store.read_store(world.state.warehouse).cache_frame()
         committed = wh.query(world.state.warehouse, "select count(*) as n from label_cache")["n"][0]
         assert stored.height == 8 and committed == 4  # batch 2 is in the store only
@@ -373,10 +375,11 @@ def test_labels_in_the_label_store_are_never_requested_again_after_a_sigkill(wor
         assert rerun.success, step_error(rerun)
         again = [user_text(r["body"]) for r in stub.chat_requests()[first_requests:]]
     assert len(again) == 4 * 2  # only the 4 prompts of the third batch
-    for record in records:
+    hash_of = dict(world.table("benchmark_prompts", "killed").select("prompt_id", "prompt_hash").iter_rows())
+    in_store = set(stored["prompt_hash"].to_list())
+    for record in records:  # a prompt in the label store is never asked again; the others once (two steps)
         asked = sum(needle(record) in b for b in again)
-        assert asked == (0 if any(needle(record) in user_text(r["body"])
-                                  for r in stub.chat_requests()[:first_requests]) else 2), record["prompt_id"]
+        assert asked == (0 if hash_of[record["prompt_id"]] in in_store else 2), record["prompt_id"]
     cache = wh.query(world.state.warehouse, "select prompt_hash, count(*) as n from label_cache group by 1")
     assert cache.height == 12 and cache["n"].max() == 1  # each label set once
     assert world.labels("killed")["prompt_id"].n_unique() == 12

@@ -268,7 +268,7 @@ class LabelingStats:
 
 
 def label_with_cache(prompts: Sequence[PromptRecord], labeler: Labeler, cache: LabelStore, onet_version: str,
-                     *, batch_size: int = 256, progress_every: int = 500,
+                     *, batch_size: int | None = None, progress_every: int = 500,
                      log_fn: Callable[[str], None] | None = None,
                      clock: Callable[[], float] = time.monotonic,
                      clean: Callable[[str | None], str | None] | None = None,
@@ -277,7 +277,8 @@ def label_with_cache(prompts: Sequence[PromptRecord], labeler: Labeler, cache: L
     """Label every prompt not yet cached, batch by batch, committing each batch; return all labels by hash.
 
     An exception raised by the labeler (a crash, not a per-prompt failure) propagates after the completed
-    batches are committed. Prompts that failed have no entry in the returned mapping.
+    batches, and the outcomes it lists as `finished_outcomes`, are committed. Prompts that failed have no entry
+    in the returned mapping. `batch_size` default: the labeler's `commit_batch_size`, else 256.
 
     `clean` masks secrets in the outcomes' texts (errors, rationales) before they are written or counted
     (default: the store's `text_scrubber()`). A prompt that already failed in `max_runs` runs (the store's
@@ -288,6 +289,8 @@ def label_with_cache(prompts: Sequence[PromptRecord], labeler: Labeler, cache: L
     # a second run labeling the same prompts waits here, then finds them cached
     with labeling_lock(cache, prompts, log_fn):
         plan = plan_labeling(prompts, labeler, cache, onet_version, max_runs=max_runs, clock=clock)
+        # default: the labeler's own (the LLM's is its concurrency: a killed run pays again for what is uncommitted)
+        batch_size = batch_size or getattr(labeler, "commit_batch_size", 256)
         return run_plan(plan, labeler, cache, batch_size=batch_size, progress_every=progress_every,
                         log_fn=log_fn, clock=clock, clean=clean)
 
@@ -399,7 +402,8 @@ def _own_outcomes(labeler: Labeler, prompts: Sequence[PromptRecord]) -> BatchOut
     def outcomes(batches: list[list[PromptRecord]]) -> Iterator[Sequence[LabelOutcome]]:
         if batches:
             labeler.prepare(prompts)  # benchmark-level context from every prompt, not only the uncached ones
-        return (labeler.label(batch) for batch in batches)
+        label_batches = getattr(labeler, "label_batches", None)  # the LLM's: works one batch ahead
+        return label_batches(batches) if label_batches else (labeler.label(batch) for batch in batches)
 
     return outcomes
 
@@ -419,7 +423,11 @@ def _label_uncached(plan: LabelingPlan, labeler: Labeler, cache: LabelStore, *, 
         log_fn(f"{labeler.name} ({labeler_version}): {stats.n_unique} distinct prompts, "
                f"{stats.n_cached} cached, {len(todo)} to label in batches of {batch_size}{again}")
     for batch in batches:
-        outcomes = list(next(results))
+        try:
+            outcomes = list(next(results))
+        except Exception as stop:  # a run-stopping error (the LLM's key refused): commit what is paid for first
+            _commit_finished(plan, cache, getattr(stop, "finished_outcomes", None) or [], clean)
+            raise
         stats.labeler_calls += len(batch)
         if len(outcomes) != len(batch):
             raise RuntimeError(f"labeler {labeler.name} returned {len(outcomes)} outcomes "
@@ -450,6 +458,14 @@ def _label_uncached(plan: LabelingPlan, labeler: Labeler, cache: LabelStore, *, 
         progress.update(len(batch))
     stats.progress = progress.messages
     return cached, stats
+
+
+def _commit_finished(plan: LabelingPlan, cache: LabelStore, finished: Sequence[LabelOutcome],
+                     clean: Callable[[str | None], str | None] | None) -> None:
+    """Write the outcomes a labeler finished before it raised (its error's `finished_outcomes`)."""
+    finished = [o if clean is None else clean_outcome(o, clean) for o in finished if o.prompt_hash in plan.groups]
+    if finished:
+        cache.write_batch(plan.key, plan.labeler_version, finished, plan.groups)
 
 
 def labels_frame(prompts: Sequence[PromptRecord], labels_by_hash: dict[str, list[TaskLabel]], labeler: str,
