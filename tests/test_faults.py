@@ -328,7 +328,10 @@ def test_truncated_prompts_and_deleted_folder_leave_the_warehouse_consistent(wor
     (a / "prompts.jsonl").write_bytes(data[:cut])
     result = world.materialize("trunc_a")
     assert result.success, step_error(result)
-    assert metadata(result, "prompt_task_labels", "labeler_calls") == 0  # the 40 kept prompts are cached
+    # the 40 kept prompts are labeled again: their benchmark's context (its 300 smallest hashes: here every
+    # prompt) lost 20 texts, and a refresh labels as a run from scratch on the file would (no text is asked twice)
+    assert metadata(result, "prompt_task_labels", "labeler_calls") == 40
+    assert metadata(result, "prompt_task_labels", "n_other_context") == 40
     prompts = world.table("benchmark_prompts", "trunc_a")
     assert prompts.height == 40
     rejects = world.table("benchmark_rejects", "trunc_a")
