@@ -19,10 +19,8 @@ from resources.dagster_resources import Warehouse
 from resources.worker_pool import shared_pool
 
 FIGURE_NOT_DRAWN = "figure_not_drawn"  # metadata key: why the asset's figure was not drawn
-# the headline step's figures, each shown on the asset of its table
-ESTIMATE_FIGURES = {"labeler_reliability": "labeler_reliability",
-                    "occupation_probability_calibration": "occupation_probability_calibration",
-                    "unit_coverage_simulation_check": "unit_coverage_simulation_check"}
+# the headline step's figures, each shown on the asset of its table (named like it)
+ESTIMATE_FIGURES = ("labeler_reliability", "occupation_probability_calibration", "unit_coverage_simulation_check")
 
 
 def figure_later(context: AssetExecutionContext, warehouse: Warehouse, name: str, draw: Callable[..., Any],
@@ -56,12 +54,12 @@ def figure_later(context: AssetExecutionContext, warehouse: Warehouse, name: str
 def figures_not_drawn(metadata_by_asset: dict[str, dict[str, Any] | None]) -> dict[str, str]:
     """asset -> why its figure is missing from its latest materialization's metadata (`figure_later`'s)."""
     missing = {}
-    for asset, figure in ESTIMATE_FIGURES.items():
+    for asset in ESTIMATE_FIGURES:
         metadata = metadata_by_asset.get(asset)
         if metadata is None:
             missing[asset] = "never materialized"
         elif FIGURE_NOT_DRAWN in metadata:
             missing[asset] = str(getattr(metadata[FIGURE_NOT_DRAWN], "value", metadata[FIGURE_NOT_DRAWN]))
-        elif figure not in metadata:
-            missing[asset] = f"no figure {figure} in its metadata"
+        elif asset not in metadata:
+            missing[asset] = f"no figure {asset} in its metadata"
     return missing

@@ -297,9 +297,10 @@ def _label_benchmarks(context: AssetExecutionContext, warehouse: Warehouse, labe
     the offline labeler and enough texts, every benchmark's batches sent to the worker processes at once
     (resources/label_pool.py) while this process writes each batch as it comes back, benchmark by benchmark
     (one commit per batch, as `label_with_cache`). The labels are the in-process loop's: the same batches,
-    each benchmark on one worker. A text shared with an earlier benchmark of the range is labeled once, by
-    the earlier one (this benchmark's plan is read again once those are written, as the one-by-one loop
-    reads it)."""
+    each benchmark on one worker. A text shared with an earlier benchmark of the range is planned after
+    the earlier one's writes (its plan is read again, as the one-by-one loop reads it): the LLM asks for it
+    once; the offline labeler labels it again under this benchmark's context when the two differ (the cache
+    holds one label set per text: docs/offline_labeler.md)."""
     todo = [b for b, prompts in records.items() if prompts]
     if not todo:
         return {}

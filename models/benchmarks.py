@@ -468,11 +468,17 @@ def parse_results(data: bytes, benchmark: str, known_prompt_ids: Iterable[str], 
             fields = next(csv.reader([text], strict=True))
         except csv.Error as exc:
             quoted = _quoted_record(text, lines, position) if _OPEN_QUOTE in str(exc) else None
-            if quoted is None:
+            why = f"invalid CSV: {exc}"
+            if _OPEN_QUOTE in str(exc) and quoted is None:
                 where = ("by the end of the file" if position + MAX_QUOTED_LINES >= len(lines)
                          else f"within {MAX_QUOTED_LINES} lines")
-                why = (f"invalid CSV: a quoted field opened on this line is not closed {where} (a stray double "
-                       "quote?)" if _OPEN_QUOTE in str(exc) else f"invalid CSV: {exc}")
+                why = f"invalid CSV: a quoted field opened on this line is not closed {where} (a stray double quote?)"
+            elif quoted is not None and header is not None and len(quoted[0]) != len(header):
+                # two stray quotes: the lines between are records of their own, not one field of this one
+                why = (f"invalid CSV: a quoted field opened on this line closes on line {quoted[3]} into a record of "
+                       f"{len(quoted[0])} fields, not {len(header)} (a stray double quote?)")
+                quoted = None
+            if quoted is None:
                 rejects.append(Reject(benchmark, label, number, why, _excerpt(text)))
                 continue
             fields, text, position, last = quoted

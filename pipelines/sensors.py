@@ -3,7 +3,8 @@
 `benchmark_landing_sensor` scans the landing roots each tick and hashes every benchmark folder
 (models.benchmarks.content_hash). The cursor (JSON) holds the last hash acted on per benchmark. A new folder or a
 changed hash adds the dynamic partition (if needed) and requests `benchmark_refresh_job` for exactly that partition
-(run_key = name:hash: the daemon never launches one key twice; a retry has a key of its own). An unchanged folder
+(run_key = name:hash: the daemon never launches one key twice; a retry has a key of its own, and so has a folder
+back to a content it held before, name:hash:again-N). An unchanged folder
 requests nothing; nor does any folder while an analysis run is queued or running (its release would mix old and
 new). When the cursor has no entry (a fresh sensor after `run_all`), the hash in the latest `benchmarks`
 materialization of that partition counts as seen. A refresh whose run did not succeed (failed or cancelled; not
@@ -77,6 +78,7 @@ UPSTREAM_SELECTION = (BENCHMARK_SELECTION | REFERENCE_SELECTION).without_checks(
 MEMBERSHIP_KEY = AssetKey("benchmark_index_membership")
 BENCHMARK_TAG = "benchmap/benchmark"  # run tags of a requested refresh: which partition, which content
 CONTENT_TAG = "benchmap/content_hash"
+TRIGGER_TAG = "benchmap/trigger"  # 'new', 'changed' or 'retry'
 # runs requested again for one content after its first run did not succeed: a passing cause (a cancel, a killed
 # worker, a locked warehouse) is over within a few, and a lasting one (a file every run refuses) is not run again
 # on every tick
@@ -187,9 +189,21 @@ def failed_refreshes(instance: DagsterInstance, unchanged: dict[str, str],
         latest = made[0]
         if latest.status not in RETRY_STATUSES or stored_hash(partition) == unchanged[partition]:
             continue
-        failed.append(FailedRefresh(partition, unchanged[partition], len(made), latest.run_id,
+        # this request's runs: back to its first (a folder that went back to an earlier content was requested
+        # anew then, and the runs of that earlier time do not use up this one's retries)
+        first = next((i for i, run in enumerate(made) if run.tags.get(TRIGGER_TAG) != "retry"), len(made) - 1)
+        failed.append(FailedRefresh(partition, unchanged[partition], first + 1, latest.run_id,
                                     latest.status.value.lower()))
     return failed
+
+
+def first_run_key(instance: DagsterInstance, name: str, digest: str) -> str:
+    """The run key of a first request for a folder's content: name:hash, or name:hash:again-N when the folder
+    held that content before (X -> Y -> X): the daemon never launches a key twice, so the old key would leave
+    the partition with Y's rows."""
+    before = instance.get_run_records(RunsFilter(tags={BENCHMARK_TAG: name, CONTENT_TAG: digest}))
+    requests = sum(1 for record in before if record.dagster_run.tags.get(TRIGGER_TAG) != "retry")
+    return f"{name}:{digest}" if not requests else f"{name}:{digest}:again-{requests}"
 
 
 def refresh_request(name: str, digest: str, why: str, run_key: str) -> RunRequest:
@@ -198,7 +212,7 @@ def refresh_request(name: str, digest: str, why: str, run_key: str) -> RunReques
         run_key=run_key,
         partition_key=name,
         asset_selection=[AssetKey(t) for t in TABLES] if name == bm.LANDING_PARTITION else None,
-        tags={BENCHMARK_TAG: name, CONTENT_TAG: digest, "benchmap/trigger": why},
+        tags={BENCHMARK_TAG: name, CONTENT_TAG: digest, TRIGGER_TAG: why},
     )
 
 
@@ -238,7 +252,7 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
     for name, digest, why in plan.refresh:
         observations.append(observation(LANDING_FOLDERS_KEY, digest, name))
         context.log.info(f"benchmark {name!r}: {why} content {digest[:12]}: requesting a refresh")
-        run_requests.append(refresh_request(name, digest, why, f"{name}:{digest}"))
+        run_requests.append(refresh_request(name, digest, why, first_run_key(instance, name, digest)))
     # given up: partition -> content, warned once (kept while the folder holds that content)
     given_up = {name: digest for name, digest in state.get("given_up", {}).items()
                 if plan.unchanged.get(name) == digest}

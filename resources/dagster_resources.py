@@ -148,7 +148,7 @@ class LabelerResource(ConfigurableResource):
 
     `batch_size`: prompts per committed batch. The `openai` labeler's default is its `max_concurrency`: a
     batch is committed only once all of it is answered, so a killed run pays again for the answers of the
-    batches in flight (256 prompts before); its pool works one batch ahead, so small batches cost no speed."""
+    batches in flight (256 prompts before); its pool works one batch ahead, so small batches cost little speed (a slow prompt can still leave threads idle)."""
 
     kind: str = "offline"  # 'offline' | 'openai'
     llm: LLMSettings = LLMSettings()

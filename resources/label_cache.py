@@ -298,7 +298,8 @@ class LabelCache:
                 where.append("(f.benchmark, f.prompt_hash) in (select (benchmark, prompt_hash) "
                              "from benchmark_prompts)")
             if unlabeled_only and wh.table_exists(con, "prompt_work"):
-                where.append("(f.benchmark, f.prompt_hash) not in (select (benchmark, prompt_hash) from prompt_work)")
+                where.append("not exists (select 1 from prompt_work w where w.benchmark = f.benchmark and "
+                             "w.prompt_hash = f.prompt_hash)")
             rows = con.execute(f"select f.benchmark, count(distinct f.prompt_hash) from {FAILURES_TABLE} f "
                                f"where {' and '.join(where)} group by 1", params).fetchall()
         return {str(b): int(n) for b, n in rows}

@@ -163,13 +163,14 @@ _REFUSAL_OPENING = re.compile(r"(i['’]?m sorry|i am sorry|sorry\b|i can(?:not|
 
 
 def refusal_of(message: Any, content: str | None) -> str | None:
-    """The model's refusal: the `refusal` field (OpenAI's structured outputs), or a plain-text answer that is no
-    JSON and opens like a refusal ("I'm sorry, but I can't ..."); None for anything else."""
+    """The model's refusal: the `refusal` field (OpenAI's structured outputs), or a plain-text answer without a
+    JSON object that opens like a refusal ("I'm sorry, but I can't ..."); None for anything else."""
     refusal = getattr(message, "refusal", None)
     if isinstance(refusal, str) and refusal.strip():
         return refusal.strip()
     text = (content or "").strip()
-    if text and text[0] not in "{[`" and _REFUSAL_OPENING.match(text):
+    # "I can't be certain, but: {...}" is an answer a correction turn can save, not a refusal
+    if text and "{" not in text and _REFUSAL_OPENING.match(text):
         return text
     return None
 

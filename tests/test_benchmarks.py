@@ -354,6 +354,14 @@ def test_old_mac_line_endings_quoted_line_breaks_and_a_cut_prompts_file() -> Non
     assert [(r.line_number, r.reason) for r in rejects] == [
         (2, f"invalid CSV: a quoted field opened on this line is not closed within {bm.MAX_QUOTED_LINES} lines "
             "(a stray double quote?)")]
+    # two stray quotes: the good rows between them are read (joined, they were one reject of 7 fields)
+    # (two in the last column would make one valid record: CSV cannot tell them apart)
+    results, rejects = bm.parse_results(header + b'wb,a,m,0.5,"oops\nwb,b,m,1,ok\nwb,c,m,0.25,ok\nwb,d",m,0.5,x\n',
+                                        "wb", ["a", "b", "c", "d"])
+    assert results["prompt_id"].to_list() == ["b", "c"]
+    assert [(r.line_number, r.reason.split(" (no accepted")[0]) for r in rejects] == [
+        (2, "invalid CSV: a quoted field opened on this line closes on line 5 into a record of 8 fields, not 5 "
+            "(a stray double quote?)"), (5, "unknown prompt_id 'd\"'")]
     # cut inside a quoted field: not closed by the end of the file
     results, rejects = bm.parse_results(header + b'wb,a,m,0.5,"cut\nmid', "wb", ["a"])
     assert results.is_empty() and rejects[0].reason.endswith("not closed by the end of the file (a stray double "

@@ -119,3 +119,41 @@ def test_a_second_labeler_of_the_same_benchmark_waits_and_finds_the_labels_cache
         other = Slow()
         lc.label_with_cache([PromptRecord("c", "p0", "c-hash0", "prompt c0")], other, cache, "29.2")
     assert other.prompts_seen == ["p0"]
+
+
+class ContextLabeler(FakeLabeler):
+    """A labeler whose labels depend on its benchmark's context (as the offline one's): `contexts` gives each
+    benchmark's digest, and each outcome carries it."""
+
+    def __init__(self, contexts: dict[str, str], fail: set[str] | None = None) -> None:
+        super().__init__(fail=fail or set())
+        self.contexts = contexts
+
+    def context_digests(self, prompts: list[PromptRecord]) -> dict[str, str]:
+        return {p.benchmark: self.contexts[p.benchmark] for p in prompts}
+
+    def label(self, prompts: list[PromptRecord]) -> list[LabelOutcome]:
+        out = super().label(prompts)
+        for prompt, outcome in zip(prompts, out, strict=True):
+            outcome.context = self.contexts[prompt.benchmark]
+        return out
+
+
+def test_a_stale_label_set_is_labeled_again_even_after_failed_runs(warehouse_path: Path) -> None:
+    """A cached label set of another context is labeled again; it was dropped from the cached ones before the
+    failure limit was looked at, so a text that had also failed MAX_LABEL_RUNS runs lost the labels it had."""
+    cache = LabelCache(warehouse_path)
+    prompts = records(3)
+    lc.label_with_cache(prompts, ContextLabeler({"b": "old"}), cache, "29.2")
+    with wh.connect(warehouse_path) as con:  # hash1 failed in every allowed run too (e.g. a row adopted later)
+        con.execute("insert into label_failures (prompt_hash, benchmark, prompt_id, labeler, labeler_version, error,"
+                    " attempts, failed_at, runs) values ('hash1', 'b', 'p1', 'fake', 'fake-model+t1', 'x', 3, "
+                    "now(), ?)", [lc.MAX_LABEL_RUNS])
+    labeler = ContextLabeler({"b": "new"})
+    labels, stats = lc.label_with_cache(prompts, labeler, cache, "29.2")
+    assert labeler.prompts_seen == ["p0", "p1", "p2"] and stats.n_other_context == 3 and stats.n_given_up == 0
+    assert set(labels) == {"hash0", "hash1", "hash2"} and {s.context for s in labels.values()} == {"new"}
+    assert {s.context for s in cache.read(lc.CacheKey("29.2", "fake", "fake-model", "t1")).values()} == {"new"}
+    again = ContextLabeler({"b": "new"})
+    lc.label_with_cache(prompts, again, cache, "29.2")
+    assert again.prompts_seen == []  # settled

@@ -99,9 +99,28 @@ def test_a_refresh_that_keeps_failing_is_retried_a_bounded_number_of_times(
     assert logged_tick(env, given_up.cursor, caplog).run_requests == []
     assert "did not succeed" not in caplog.text and "retry" not in caplog.text  # ... not on every tick
 
-    (folder / "results.csv").write_bytes(results)  # fixed: a new content, a new first attempt
+    (folder / "results.csv").write_bytes(results)  # fixed (back to the first content): requested anew
     fixed = env.tick(given_up.cursor)
-    assert [r.run_key for r in fixed.run_requests] == [f"tiny_bench:{folder_content_hash(folder)}"]
+    assert [r.run_key for r in fixed.run_requests] == [f"tiny_bench:{folder_content_hash(folder)}:again-1"]
+
+
+def test_a_folder_back_to_an_earlier_content_is_refreshed(env: Env) -> None:  # noqa: F811
+    """A second read: content X -> Y -> X asked again for run key name:X, which the daemon had launched already,
+    so no run started and the partition kept Y's rows."""
+    folder = add_fixture(env.landing, "tiny_bench")
+    first = env.tick()
+    assert all(run.success for run in env.apply(first))
+    original = folder_content_hash(folder)
+    saved = (folder / "prompts.jsonl").read_bytes()
+    edit_a_prompt(folder, " (second edition)")
+    second = env.tick(first.cursor)
+    assert all(run.success for run in env.apply(second))
+    (folder / "prompts.jsonl").write_bytes(saved)  # back to the first content
+    back = env.tick(second.cursor)
+    assert [r.run_key for r in back.run_requests] == [f"tiny_bench:{original}:again-1"]
+    assert all(run.success for run in env.apply(back))
+    assert stored_hash(env, "tiny_bench") == original
+    assert env.tick(back.cursor).run_requests == []
 
 
 def test_run_all_retires_a_benchmark_whose_partition_was_deleted_by_hand(

@@ -154,3 +154,51 @@ def test_no_exception_chain_of_a_config_error_holds_the_key(stub: OpenAIStub, wa
         assert "[redacted]" in str(raised)  # the server did echo the key
         for e in exception_chain(raised):  # before: __context__ was the SDK's AuthenticationError, key and all
             assert KEY not in repr(e) and KEY not in str(e) and all(KEY not in repr(a) for a in e.args)
+
+
+def test_plain_text_is_a_refusal_only_without_a_json_object() -> None:
+    """A second read: an answer such as "I can't be certain, but: {...}" became a refusal (no correction turn, a
+    failure run after run), though the correction turn could save it."""
+    from types import SimpleNamespace
+
+    from resources.llm_client import refusal_of
+
+    no_field = SimpleNamespace(refusal=None)
+    assert refusal_of(no_field, "I'm sorry, but I can't help with that.") == "I'm sorry, but I can't help with that."
+    assert refusal_of(no_field, 'I can\'t be certain, but here it is: {"occupations": []}') is None
+    assert refusal_of(SimpleNamespace(refusal="Not allowed."), '{"occupations": []}') == "Not allowed."
+
+
+def test_the_labelers_batches_stop_when_the_loop_raises(warehouse_path: Path) -> None:
+    """A second read: when writing a batch failed, the labeler's generator (the LLM pool working a batch ahead)
+    was left open, its threads running paid requests whose answers nobody would store."""
+    from models.labeling.base import LabelOutcome
+
+    closed: list[bool] = []
+
+    class AheadLabeler:
+        name, model, template_version, labeler_version = "openai", "m", "t", "m+t"
+
+        def prepare(self, prompts: list) -> None:
+            pass
+
+        def label_batches(self, batches: list) -> object:
+            self.running = self._batches(batches)  # held, as a pool's threads hold theirs: only close() ends it
+            return self.running
+
+        def _batches(self, batches: list) -> object:
+            try:
+                for batch in batches:
+                    yield [LabelOutcome(p.prompt_hash) for p in batch]
+            finally:
+                closed.append(True)
+
+    class FailingStore(LabelCache):
+        def write_batch(self, *args: object, **kwargs: object) -> None:
+            raise OSError("disk full")
+
+    prompts = [PromptRecord("b", f"p{i}", f"h{i}", f"text {i}") for i in range(6)]
+    labeler = AheadLabeler()
+    with pytest.raises(OSError, match="disk full"):
+        label_with_cache(prompts, labeler, FailingStore(warehouse_path), "29.2", batch_size=2)
+    assert closed == [True]

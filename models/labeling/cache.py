@@ -337,8 +337,9 @@ def plan_labeling(prompts: Sequence[PromptRecord], labeler: Labeler, cache: Labe
         del cached[prompt_hash]
     stats.n_cached, stats.n_other_context = len(cached), len(stale)
     exhausted_of = getattr(cache, "exhausted", None)
-    given_up = (exhausted_of(key.labeler, labeler_version, [h for h in groups if h not in cached], max_runs)
-                if exhausted_of and max_runs else set())
+    # a stale label set is always labeled again: given up, its prompt would lose the labels it has
+    given_up = (exhausted_of(key.labeler, labeler_version, [h for h in groups if h not in cached and h not in stale],
+                             max_runs) if exhausted_of and max_runs else set())
     stats.n_given_up = len(given_up)
     todo = plan_work(prompts, set(cached) | given_up)
     return LabelingPlan(prompts, groups, key, labeler_version, cached, todo, stats, started)
@@ -422,40 +423,45 @@ def _label_uncached(plan: LabelingPlan, labeler: Labeler, cache: LabelStore, *, 
                  if stats.n_other_context else "")
         log_fn(f"{labeler.name} ({labeler_version}): {stats.n_unique} distinct prompts, "
                f"{stats.n_cached} cached, {len(todo)} to label in batches of {batch_size}{again}")
-    for batch in batches:
-        try:
-            outcomes = list(next(results))
-        except Exception as stop:  # a run-stopping error (the LLM's key refused): commit what is paid for first
-            _commit_finished(plan, cache, getattr(stop, "finished_outcomes", None) or [], clean)
-            raise
-        stats.labeler_calls += len(batch)
-        if len(outcomes) != len(batch):
-            raise RuntimeError(f"labeler {labeler.name} returned {len(outcomes)} outcomes "
-                               f"for {len(batch)} prompts")
-        for prompt, outcome in zip(batch, outcomes, strict=True):
-            if outcome.prompt_hash != prompt.prompt_hash:
-                raise RuntimeError(f"labeler {labeler.name} returned outcomes out of order "
-                                   f"({outcome.prompt_hash} for {prompt.prompt_hash})")
-        if clean is not None:  # a server's or an exception's text: masked before it is stored or shown
-            outcomes = [clean_outcome(o, clean) for o in outcomes]
-        cache.write_batch(plan.key, labeler_version, outcomes, groups)
-        stats.n_batches += 1
-        for prompt, outcome in zip(batch, outcomes, strict=True):
-            stats.input_tokens += int(outcome.input_tokens)
-            stats.output_tokens += int(outcome.output_tokens)
-            for column in USAGE_COLUMNS:
-                setattr(stats, column, getattr(stats, column) + int(getattr(outcome, column, 0) or 0))
-            if outcome.ok:
-                cached[prompt.prompt_hash] = LabelSet(outcome.labels, outcome.is_work, outcome.p_work,
-                                                      outcome.text_signals, outcome.context)
-                stats.n_labeled += 1
-            else:
-                stats.n_failed += 1
-                for record in groups[prompt.prompt_hash]:
-                    stats.failures.append({"benchmark": record.benchmark, "prompt_id": record.prompt_id,
-                                           "prompt_hash": record.prompt_hash, "error": outcome.error,
-                                           "attempts": outcome.attempts})
-        progress.update(len(batch))
+    try:
+        for batch in batches:
+            try:
+                outcomes = list(next(results))
+            except Exception as stop:  # a run-stopping error (the LLM's key refused): commit what is paid for first
+                _commit_finished(plan, cache, getattr(stop, "finished_outcomes", None) or [], clean)
+                raise
+            stats.labeler_calls += len(batch)
+            if len(outcomes) != len(batch):
+                raise RuntimeError(f"labeler {labeler.name} returned {len(outcomes)} outcomes "
+                                   f"for {len(batch)} prompts")
+            for prompt, outcome in zip(batch, outcomes, strict=True):
+                if outcome.prompt_hash != prompt.prompt_hash:
+                    raise RuntimeError(f"labeler {labeler.name} returned outcomes out of order "
+                                       f"({outcome.prompt_hash} for {prompt.prompt_hash})")
+            if clean is not None:  # a server's or an exception's text: masked before it is stored or shown
+                outcomes = [clean_outcome(o, clean) for o in outcomes]
+            cache.write_batch(plan.key, labeler_version, outcomes, groups)
+            stats.n_batches += 1
+            for prompt, outcome in zip(batch, outcomes, strict=True):
+                stats.input_tokens += int(outcome.input_tokens)
+                stats.output_tokens += int(outcome.output_tokens)
+                for column in USAGE_COLUMNS:
+                    setattr(stats, column, getattr(stats, column) + int(getattr(outcome, column, 0) or 0))
+                if outcome.ok:
+                    cached[prompt.prompt_hash] = LabelSet(outcome.labels, outcome.is_work, outcome.p_work,
+                                                          outcome.text_signals, outcome.context)
+                    stats.n_labeled += 1
+                else:
+                    stats.n_failed += 1
+                    for record in groups[prompt.prompt_hash]:
+                        stats.failures.append({"benchmark": record.benchmark, "prompt_id": record.prompt_id,
+                                               "prompt_hash": record.prompt_hash, "error": outcome.error,
+                                               "attempts": outcome.attempts})
+            progress.update(len(batch))
+    finally:  # a labeler working a batch ahead (the LLM's pool) stops with the loop, whatever raised here
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()
     stats.progress = progress.messages
     return cached, stats
 
