@@ -7,23 +7,20 @@ The folders are found and their files read in `resources/landing.py` (`discover`
 functions here take the files' bytes (`files`: file name -> bytes, CONTENT_FILES that exist).
 
 Parsing never raises on bad lines: each line that cannot be taken becomes a reject row (file, line number,
-reason, excerpt) and the rest of the benchmark ingests. JSONL is split on b"\\n" only, never with
-`str.splitlines()`: real prompts (gdpval, mle_bench) contain U+2028, which `splitlines()` treats as a line
-break.
+reason, excerpt) and the rest of the benchmark ingests. Lines are split on b"\\n" (b"\\r" in a file without one),
+never with `str.splitlines()`: real prompts (gdpval, mle_bench) contain U+2028, which `splitlines()` treats as a
+line break (models/landing_lines.py). results.csv is parsed in models/benchmark_results.py.
 """
 
 from __future__ import annotations
 
-import csv
-import decimal
 import hashlib
 import json
 import logging
 import math
 import re
-import sys
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,12 +34,27 @@ from models.benchmark_metadata import (  # noqa: F401
     parse_metadata,
     parse_metadata_with_rejects,
 )
+from models.benchmark_results import (  # noqa: F401 - the landing format's results half, re-exported
+    MAX_QUOTED_LINES,
+    RESULT_COLUMNS,
+    RESULTS_SCHEMA,
+    parse_results,
+    parse_score,
+)
+from models.landing_lines import (  # noqa: F401 - Reject, EXCERPT_CHARS and the file names re-exported
+    EXCERPT_CHARS,
+    PROMPTS_FILE,
+    RESULTS_FILE,
+    Reject,
+    cut_last_line,
+    decode_line,
+    excerpt,
+    physical_lines,
+)
 from models.markdown import markdown_table
 
 log = logging.getLogger(__name__)
 
-PROMPTS_FILE = "prompts.jsonl"
-RESULTS_FILE = "results.csv"
 CONTENT_FILES = (PROMPTS_FILE, RESULTS_FILE, *METADATA_FILES)
 
 # A benchmark name becomes a partition key, a table value and a path segment: lowercase letters, digits and
@@ -52,8 +64,6 @@ SAFE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 # recorded in this reserved partition; it cannot collide with a benchmark because names start with a letter.
 LANDING_PARTITION = "_landing"
 NO_PROBLEMS_HASH = "none"  # LANDING_PARTITION's content hash when no folder has a problem
-EXCERPT_CHARS = 200
-RESULT_COLUMNS = ("benchmark", "prompt_id", "model", "score")
 _TEXT_FIELDS = ("occupation", "onet_soc_code", "onet_task", "sector")
 _PROMPT_FIELDS = {"benchmark", "prompt_id", "prompt", "onet_task_id", "extra", *_TEXT_FIELDS}
 _WS = re.compile(r"\s+")
@@ -69,9 +79,6 @@ PROMPTS_SCHEMA: dict[str, pl.DataType] = {
     "benchmark": pl.Utf8, "prompt_id": pl.Utf8, "prompt": pl.Utf8, "prompt_hash": pl.Utf8,
     "occupation": pl.Utf8, "onet_soc_code": pl.Utf8, "onet_task_id": pl.Int64, "onet_task": pl.Utf8,
     "sector": pl.Utf8, "extra": pl.Utf8, "line_number": pl.Int64,
-}
-RESULTS_SCHEMA: dict[str, pl.DataType] = {
-    "benchmark": pl.Utf8, "prompt_id": pl.Utf8, "model": pl.Utf8, "score": pl.Float64,
 }
 # Parser limits: a line beyond one is a reject naming the limit, never a failure of the benchmark.
 MAX_LINE_BYTES = 32 * 2**20  # a JSONL line (and so any string in it); real prompts reach 33 KB, a test 5 MB
@@ -172,55 +179,6 @@ def prompt_hash(text: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------- parsing
-@dataclass
-class Reject:
-    benchmark: str
-    file: str
-    line_number: int | None
-    reason: str
-    raw_excerpt: str
-
-    def as_row(self) -> dict[str, Any]:
-        return {"benchmark": self.benchmark, "file": self.file, "line_number": self.line_number,
-                "reason": self.reason, "raw_excerpt": self.raw_excerpt}
-
-
-def _excerpt(raw: bytes | str) -> str:
-    text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
-    text = text.replace("\u2028", " ").replace("\n", " ")
-    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
-
-
-def _line_break(data: bytes) -> bytes:
-    """b'\\n' (a trailing b'\\r' is stripped from each line: CRLF), or b'\\r' for a file whose lines end in a bare
-    carriage return only (classic Mac OS; before, the whole file was one line and one unhelpful reject)."""
-    return b"\r" if b"\n" not in data and b"\r" in data else b"\n"
-
-
-def _physical_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, bytes) for each line split on `_line_break`; strips a BOM and a trailing b'\\r'."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    for number, line in enumerate(data.split(_line_break(data)), start=1):
-        yield number, line[:-1] if line.endswith(b"\r") else line
-
-
-def _cut_last_line(data: bytes) -> int | None:
-    """The number of the last line when the file does not end in a line break (it may have been cut mid-write)."""
-    if not data.strip() or data.endswith(_line_break(data)):
-        return None
-    if data.endswith(b"\r") and b"\r\n" in data:  # CRLF lines cut between the two: the last line is whole
-        return None
-    return data.count(_line_break(data)) + 1
-
-
-def _decode(line: bytes) -> tuple[str | None, str | None]:
-    try:
-        return line.decode("utf-8"), None
-    except UnicodeDecodeError as exc:
-        return None, f"not valid UTF-8 (byte 0x{line[exc.start]:02x} at column {exc.start + 1})"
-
-
 def _text(value: Any, name: str) -> str | None:
     if value is None:
         return None
@@ -355,17 +313,17 @@ def parse_prompts(data: bytes, benchmark: str, *, label: str | None = None
     rows: list[dict[str, Any]] = []
     rejects: list[Reject] = []
     seen: dict[str, int] = {}
-    cut = _cut_last_line(data)  # a last line that parses is a whole record (a JSON value ends in its own close)
-    for number, line in _physical_lines(data):
+    cut = cut_last_line(data)  # a last line that parses is a whole record (a JSON value ends in its own close)
+    for number, line in physical_lines(data):
         if not line.strip():
             continue  # blank lines (e.g. the final newline) are not records
         if len(line) > MAX_LINE_BYTES:
             rejects.append(Reject(benchmark, label, number, f"line is {len(line):,} bytes, over the "
-                                  f"{MAX_LINE_BYTES:,}-byte limit of one record", _excerpt(line[:1000])))
+                                  f"{MAX_LINE_BYTES:,}-byte limit of one record", excerpt(line[:1000])))
             continue
-        text, problem = _decode(line)
+        text, problem = decode_line(line)
         if text is None:
-            rejects.append(Reject(benchmark, label, number, problem or "not UTF-8", _excerpt(line)))
+            rejects.append(Reject(benchmark, label, number, problem or "not UTF-8", excerpt(line)))
             continue
         try:
             record = load_json_line(text)
@@ -373,167 +331,18 @@ def parse_prompts(data: bytes, benchmark: str, *, label: str | None = None
             why = f"invalid JSON: {exc.msg} at column {exc.colno}"
             if number == cut:
                 why += "; the file does not end in a newline, so it may have been cut mid-write: land it again whole"
-            rejects.append(Reject(benchmark, label, number, why, _excerpt(text)))
+            rejects.append(Reject(benchmark, label, number, why, excerpt(text)))
             continue
         except ValueError as exc:  # a parser limit (_LimitExceeded) or a repeated key (_unique_keys)
-            rejects.append(Reject(benchmark, label, number, str(exc), _excerpt(text)))
+            rejects.append(Reject(benchmark, label, number, str(exc), excerpt(text)))
             continue
         try:
             rows.append(_prompt_row(record, benchmark, number, seen))
         except ValueError as exc:
-            rejects.append(Reject(benchmark, label, number, str(exc), _excerpt(text)))
+            rejects.append(Reject(benchmark, label, number, str(exc), excerpt(text)))
     if not rows and not rejects:  # an empty file: said, not a silent benchmark of 0 prompts
-        rejects.append(Reject(benchmark, label, 1, "no prompt: the file is empty", _excerpt(data[:200])))
+        rejects.append(Reject(benchmark, label, 1, "no prompt: the file is empty", excerpt(data[:200])))
     return pl.DataFrame(rows, schema=PROMPTS_SCHEMA), rejects
-
-
-def parse_score(text: str) -> tuple[float, str | None]:
-    """(score, None) for a finite number in [0, 1] (-0 becomes 0); (nan, why) otherwise, including a value
-    whose magnitude is too small for a float (`1e-400` would silently become 0.0)."""
-    try:
-        score = float(text)
-    except ValueError:
-        return math.nan, f"score {text!r} is not a number"
-    if not math.isfinite(score):
-        return math.nan, f"score {text!r} is not a finite number"
-    if score == 0.0 or abs(score) < sys.float_info.min:  # zero, or an underflow to 0 / a subnormal
-        try:
-            exact = decimal.Decimal(text.strip())
-        except decimal.InvalidOperation:
-            exact = decimal.Decimal(0)
-        if exact != 0 and (score == 0.0 or abs(score) < sys.float_info.min):
-            return math.nan, f"score {text!r} is too small to store as a number (it underflows)"
-    if not 0.0 <= score <= 1.0:
-        return math.nan, f"score {text} is outside [0, 1]"
-    return score + 0.0, None  # -0.0 + 0.0 == 0.0: no negative zero is stored
-
-
-MAX_QUOTED_LINES = 50  # line breaks a quoted CSV field may hold: a stray quote must not swallow the file
-_OPEN_QUOTE = "unexpected end of data"  # csv's error for a quoted field still open at the end of its text
-_CUT = "no final newline: the file may have been cut mid-write, so this last line is not trusted"
-
-
-def _quoted_record(text: str, lines: list[tuple[int, bytes]], position: int
-                   ) -> tuple[list[str], str, int, int] | None:
-    """(fields, text, next position, last line number) of the CSV record that starts with `text` (whose quoted
-    field is still open) and goes on over the lines from `position`, when a later line closes it within
-    MAX_QUOTED_LINES; None when none does (or one is not UTF-8)."""
-    for at in range(position, min(len(lines), position + MAX_QUOTED_LINES)):
-        number, line = lines[at]
-        more, _ = _decode(line)
-        if more is None:
-            return None
-        text = f"{text}\n{more}"
-        try:
-            return next(csv.reader([text], strict=True)), text, at + 1, number
-        except csv.Error as exc:
-            if _OPEN_QUOTE not in str(exc):
-                return None
-    return None
-
-
-def parse_results(data: bytes, benchmark: str, known_prompt_ids: Iterable[str], *, label: str | None = None
-                  ) -> tuple[pl.DataFrame, list[Reject]]:
-    """Valid result rows (RESULTS_SCHEMA) of a results.csv file's bytes; rows naming unknown prompts or bad
-    scores become Rejects."""
-    label = label or f"{benchmark}/{RESULTS_FILE}"
-    known = set(known_prompt_ids)
-    rows: list[dict[str, Any]] = []
-    rejects: list[Reject] = []
-    header: list[str] | None = None
-    skipped_by: str | None = None  # the header's problem: every data line after it is a reject of its own
-    seen: dict[tuple[str, str], int] = {}
-    # a file that does not end in a newline may have been cut mid-write: its last line (`…,0.875` cut to `…,0.8`)
-    # can still parse, with a wrong value
-    cut = _cut_last_line(data)
-    lines = list(_physical_lines(data))
-    position = 0
-    while position < len(lines):
-        number, line = lines[position]
-        position += 1
-        if not line.strip():
-            continue
-        if skipped_by is not None:
-            rejects.append(Reject(benchmark, label, number, skipped_by, _excerpt(line)))
-            continue
-        if number == cut and header is not None:
-            rejects.append(Reject(benchmark, label, number, _CUT, _excerpt(line)))
-            continue
-        text, problem = _decode(line)
-        if text is None:
-            rejects.append(Reject(benchmark, label, number, problem or "not UTF-8", _excerpt(line)))
-            continue
-        spans = ""  # a record whose quoted field holds line breaks spans several lines: its first names it
-        try:
-            fields = next(csv.reader([text], strict=True))
-        except csv.Error as exc:
-            quoted = _quoted_record(text, lines, position) if _OPEN_QUOTE in str(exc) else None
-            why = f"invalid CSV: {exc}"
-            if _OPEN_QUOTE in str(exc) and quoted is None:
-                where = ("by the end of the file" if position + MAX_QUOTED_LINES >= len(lines)
-                         else f"within {MAX_QUOTED_LINES} lines")
-                why = f"invalid CSV: a quoted field opened on this line is not closed {where} (a stray double quote?)"
-            elif quoted is not None and header is not None and len(quoted[0]) != len(header):
-                # two stray quotes: the lines between are records of their own, not one field of this one
-                why = (f"invalid CSV: a quoted field opened on this line closes on line {quoted[3]} into a record of "
-                       f"{len(quoted[0])} fields, not {len(header)} (a stray double quote?)")
-                quoted = None
-            if quoted is None:
-                rejects.append(Reject(benchmark, label, number, why, _excerpt(text)))
-                continue
-            fields, text, position, last = quoted
-            if last == cut and header is not None:
-                rejects.append(Reject(benchmark, label, number, f"{_CUT} (a record over lines {number}-{last})",
-                                      _excerpt(text)))
-                continue
-            spans = f" (a record over lines {number}-{last})"
-        if header is None:
-            header = [f.strip().lower() for f in fields]
-            repeated = sorted({c for c in header if c and header.count(c) > 1})
-            if repeated:  # `score,score`: which one counts is not ours to guess
-                reason = f"header repeats column(s) {', '.join(repeated)}: the whole file is skipped"
-                rejects.append(Reject(benchmark, label, number, reason, _excerpt(text)))
-                skipped_by = f"skipped: the header (line {number}) repeats column(s) {', '.join(repeated)}"
-                continue
-            missing = [c for c in RESULT_COLUMNS if c not in header]
-            if missing:
-                reason = (f"header lacks column(s) {', '.join(missing)}: the whole file is skipped "
-                          f"(expected {','.join(RESULT_COLUMNS)})")
-                rejects.append(Reject(benchmark, label, number, reason, _excerpt(text)))
-                skipped_by = f"skipped: the header (line {number}) lacks column(s) {', '.join(missing)}"
-            continue
-        if len(fields) != len(header):
-            rejects.append(Reject(benchmark, label, number,
-                                  f"expected {len(header)} fields, found {len(fields)}{spans}", _excerpt(text)))
-            continue
-        record = dict(zip(header, (f.strip() for f in fields), strict=True))
-        reason = None
-        score = math.nan
-        if record["benchmark"] and record["benchmark"] != benchmark:
-            reason = f"benchmark {record['benchmark']!r} does not match the folder {benchmark!r}"
-        elif not record["prompt_id"]:
-            reason = "missing prompt_id"
-        elif record["prompt_id"] not in known:
-            # (a prompt whose own line was rejected is not known either: its reject says why)
-            reason = f"unknown prompt_id {record['prompt_id']!r} (no accepted prompt of {PROMPTS_FILE} has it)"
-        elif not record["model"]:
-            reason = "missing model"
-        else:
-            score, reason = parse_score(record["score"])
-        key = (record["prompt_id"], record["model"])
-        if reason is None and key in seen:
-            reason = (f"duplicate result for prompt {key[0]!r} and model {key[1]!r} "
-                      f"(first on line {seen[key]})")
-        if reason is not None:
-            rejects.append(Reject(benchmark, label, number, reason + spans, _excerpt(text)))
-            continue
-        seen[key] = number
-        rows.append({"benchmark": benchmark, "prompt_id": record["prompt_id"], "model": record["model"],
-                     "score": score})
-    if not rows and not rejects:  # nothing to read: a reject, so an empty file never replaces results silently
-        rejects.append(Reject(benchmark, label, 1, "no header and no result row: the file is empty" if header is None
-                              else "a header and no result row", _excerpt(data[:200])))
-    return pl.DataFrame(rows, schema=RESULTS_SCHEMA), rejects
 
 
 # --------------------------------------------------------------------------------------------- one benchmark
@@ -596,7 +405,7 @@ def ingest_benchmark(folder: BenchmarkFolder, files: Mapping[str, bytes], *,
 def landing_rejects(problems: Iterable[LandingProblem]) -> pl.DataFrame:
     """Reject rows for LANDING_PARTITION: one per folder that cannot be a benchmark."""
     return rejects_frame(
-        Reject(LANDING_PARTITION, f"{p.origin}:{p.path}", None, p.reason, _excerpt(p.path.name)) for p in problems)
+        Reject(LANDING_PARTITION, f"{p.origin}:{p.path}", None, p.reason, excerpt(p.path.name)) for p in problems)
 
 
 def rejects_markdown(rejects: pl.DataFrame, limit: int = 20) -> str:

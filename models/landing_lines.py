@@ -1,0 +1,63 @@
+"""Reading a landing file line by line (pure): its physical lines (LF, CRLF, or a file of bare CRs), a line cut
+by a half-written file, UTF-8 decoding with the byte that failed, and the reject a line that cannot be taken
+becomes (file, line number, reason, excerpt). Shared by the prompts (models/benchmarks.py) and results
+(models/benchmark_results.py) parsers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+PROMPTS_FILE = "prompts.jsonl"  # a benchmark folder's two data files
+RESULTS_FILE = "results.csv"
+EXCERPT_CHARS = 200
+
+
+@dataclass
+class Reject:
+    benchmark: str
+    file: str
+    line_number: int | None
+    reason: str
+    raw_excerpt: str
+
+    def as_row(self) -> dict[str, Any]:
+        return {"benchmark": self.benchmark, "file": self.file, "line_number": self.line_number,
+                "reason": self.reason, "raw_excerpt": self.raw_excerpt}
+
+
+def excerpt(raw: bytes | str) -> str:
+    text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+    text = text.replace("\u2028", " ").replace("\n", " ")
+    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
+
+
+def line_break(data: bytes) -> bytes:
+    """b'\\n' (a trailing b'\\r' is stripped from each line: CRLF), or b'\\r' for a file whose lines end in a bare
+    carriage return only (classic Mac OS; before, the whole file was one line and one unhelpful reject)."""
+    return b"\r" if b"\n" not in data and b"\r" in data else b"\n"
+
+
+def physical_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, bytes) for each line split on `line_break`; strips a BOM and a trailing b'\\r'."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    for number, line in enumerate(data.split(line_break(data)), start=1):
+        yield number, line[:-1] if line.endswith(b"\r") else line
+
+
+def cut_last_line(data: bytes) -> int | None:
+    """The number of the last line when the file does not end in a line break (it may have been cut mid-write)."""
+    if not data.strip() or data.endswith(line_break(data)):
+        return None
+    if data.endswith(b"\r") and b"\r\n" in data:  # CRLF lines cut between the two: the last line is whole
+        return None
+    return data.count(line_break(data)) + 1
+
+
+def decode_line(line: bytes) -> tuple[str | None, str | None]:
+    try:
+        return line.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return None, f"not valid UTF-8 (byte 0x{line[exc.start]:02x} at column {exc.start + 1})"
