@@ -181,7 +181,8 @@ def cross_fitted_recalibration(predictions: pl.DataFrame, truth: pl.DataFrame, t
 def _truth_and_labels(problem: Problem, texts: np.ndarray) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(judge occupations, labeler occupations with their largest p) of `texts`."""
     pr = problem
-    judge = pl.DataFrame({"t": pr.jud_text.astype(np.int64), "o": pr.task_occ[pr.jud_task].astype(np.int64)}).unique()
+    judge = pl.DataFrame({"t": pr.jud_text.astype(np.int64),
+                          "o": pr.task_occ[pr.jud_task].astype(np.int64)}).unique().sort("t", "o")
     labels = pl.DataFrame({"t": pr.lab_text.astype(np.int64), "o": pr.task_occ[pr.lab_task].astype(np.int64),
                            "label_p": pr.lab_p}).group_by("t", "o").agg(pl.col("label_p").max())
     keep = pl.col("t").is_in(texts.tolist())
@@ -200,6 +201,7 @@ def score(predictions: pl.DataFrame, truth: pl.DataFrame, texts: np.ndarray, uni
         .join(predictions.select("t", "o", "p"), on=["t", "o"], how="left")
         .join(truth.select("t", "o").with_columns(pl.lit(1.0).alias("y")), on=["t", "o"], how="left")
         .with_columns(pl.col("p").fill_null(0.0), pl.col("y").fill_null(0.0))
+        .sort("t", "o")  # the sums below in a fixed order: two runs on the same inputs differed by 4e-14
     )
     work_texts = truth["t"].unique()
     rank = "rank_p" if "rank_p" in predictions.columns else "p"  # 0/1 labels rank by the label's own p
@@ -212,8 +214,9 @@ def score(predictions: pl.DataFrame, truth: pl.DataFrame, texts: np.ndarray, uni
     brier = float(((pairs["p"] - pairs["y"]) ** 2).mean()) if pairs.height else float("nan")
     binned = pairs.filter(pl.col("p") >= min_p).with_columns(
         (pl.col("p") * n_bins).floor().clip(0, n_bins - 1).cast(pl.Int64).alias("bin"))
-    bins = binned.group_by("bin").agg(pl.len().cast(pl.Int64).alias("n_pairs"), pl.col("p").mean().alias("mean_p"),
-                                      pl.col("y").mean().alias("observed")).sort("bin").with_columns(
+    bins = binned.group_by("bin", maintain_order=True).agg(
+        pl.len().cast(pl.Int64).alias("n_pairs"), pl.col("p").mean().alias("mean_p"),
+        pl.col("y").mean().alias("observed")).sort("bin").with_columns(
         (pl.col("bin") / n_bins).alias("p_low"), ((pl.col("bin") + 1) / n_bins).alias("p_high"))
     total = int(bins["n_pairs"].sum()) if bins.height else 0
     ece = float(((bins["mean_p"] - bins["observed"]).abs() * bins["n_pairs"]).sum() / total) if total else float("nan")

@@ -184,21 +184,26 @@ def bin_coverage(pairs: pl.DataFrame, check: str, replications: int, column: str
     map, which difference_se (units fixed) does not count; read a calibrated bin against the larger of the
     two (on the mirror the middle bins' unit se is 0.04-0.10, two to four times difference_se)."""
     keys = ["unit", "threshold", "bin"]
+    # every float sum in a fixed order (sorted rows, order-keeping group-bys): a multi-threaded group-by adds in
+    # an order of its own, and the published table differed between two runs on the same inputs (by 4e-14)
     binned = pairs.filter(pl.col(RAW) > 0).with_columns(
         (pl.col(column) * n_bins).floor().clip(0, n_bins - 1).cast(pl.Int64).alias("bin"),
-        pl.col(column).alias("_p"))
-    per_rep = binned.group_by(*keys, "replication").agg(
+        pl.col(column).alias("_p")).sort(*keys, "replication", "unit_index")
+    per_rep = binned.group_by(*keys, "replication", maintain_order=True).agg(
         pl.len().alias("_n"), pl.col("_p").sum().alias("_sp"), pl.col("covered").cast(pl.Float64).sum().alias("_sc"))
-    pooled = per_rep.group_by(keys).agg(
+    pooled = per_rep.group_by(keys, maintain_order=True).agg(
         pl.col("_n").sum().alias("n_units"), pl.col("_sp").sum().alias("_sp"), pl.col("_sc").sum().alias("_sc"),
         pl.len().alias("_r"))
     pooled = pooled.with_columns(((pl.col("_sc") - pl.col("_sp")) / pl.col("n_units")).alias("difference"))
-    spread = per_rep.join(pooled.select(*keys, "difference", "n_units"), on=keys).group_by(keys).agg(
-        ((pl.col("_sc") - pl.col("_sp") - pl.col("difference") * pl.col("_n")) ** 2).sum().alias("_ss"))
-    per_unit = binned.group_by(*keys, "unit_index").agg(
+    spread = (per_rep.join(pooled.select(*keys, "difference", "n_units"), on=keys).sort(*keys, "replication")
+              .group_by(keys, maintain_order=True).agg(
+                  ((pl.col("_sc") - pl.col("_sp") - pl.col("difference") * pl.col("_n")) ** 2).sum().alias("_ss")))
+    per_unit = binned.sort(*keys, "unit_index", "replication").group_by(*keys, "unit_index", maintain_order=True).agg(
         pl.len().alias("_n"), (pl.col("covered").cast(pl.Float64) - pl.col("_p")).sum().alias("_s"))
-    unit_spread = per_unit.join(pooled.select(*keys, "difference"), on=keys).group_by(keys).agg(
-        ((pl.col("_s") - pl.col("difference") * pl.col("_n")) ** 2).sum().alias("_ss_u"), pl.len().alias("_g"))
+    unit_spread = (per_unit.join(pooled.select(*keys, "difference"), on=keys).sort(*keys, "unit_index")
+                   .group_by(keys, maintain_order=True).agg(
+                       ((pl.col("_s") - pl.col("difference") * pl.col("_n")) ** 2).sum().alias("_ss_u"),
+                       pl.len().alias("_g")))
     return (
         pooled.join(spread, on=keys).join(unit_spread, on=keys)
         .with_columns(
