@@ -69,10 +69,31 @@ def make_export_directory(warehouse_path: str | Path, date: dt.date | str) -> Pa
     return folder
 
 
+CODE_FOLDERS = ("assets", "models", "pipelines", "resources")  # what computes a release (not tests, bench, docs)
+# the libraries whose versions can move a published number: recorded in the manifest (nothing is pinned)
+RECORDED_PACKAGES = ("dagster", "duckdb", "numpy", "openai", "polars", "pyarrow", "scikit-learn", "scipy",
+                     "statsmodels", "matplotlib", "openpyxl")
+
+
+def runtime_versions() -> dict[str, Any]:
+    """Python's and RECORDED_PACKAGES' versions (None when a package is absent), for the manifest: with the
+    same inputs and code, a library upgrade that moved a figure would otherwise publish a change nothing names."""
+    import platform
+
+    packages: dict[str, str | None] = {}
+    for package in RECORDED_PACKAGES:
+        try:
+            packages[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            packages[package] = None
+    return {"python": platform.python_version(), "packages": packages}
+
+
 def code_version(root: Path = PROJECT_ROOT) -> str:
     """`git describe --always --dirty --tags` of the checkout, else the installed package version. A dirty
-    checkout also gets the first 8 hex of the SHA-256 of its diff against HEAD: two releases made from different
-    uncommitted code must not name the same version."""
+    checkout also gets the first 8 hex of the SHA-256 of its diff against HEAD, and one with untracked Python
+    files in the code's folders `-untracked+` that of their paths and bytes (git's `--dirty` does not see them):
+    two releases made from different uncommitted code must not name the same version."""
     try:
         described = subprocess.run(
             ["git", "describe", "--always", "--dirty", "--tags"],
@@ -86,6 +107,14 @@ def code_version(root: Path = PROJECT_ROOT) -> str:
             diff = subprocess.run(["git", "diff", "HEAD", "--no-ext-diff", "--binary"], cwd=root,
                                   capture_output=True, timeout=30, check=True).stdout
             described += "+" + hashlib.sha256(diff).hexdigest()[:8]
+        untracked = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "--", *CODE_FOLDERS],
+                                   cwd=root, capture_output=True, text=True, timeout=10, check=True).stdout.split()
+        untracked = sorted(p for p in untracked if p.endswith(".py"))
+        if untracked:
+            digest = hashlib.sha256()
+            for path in untracked:
+                digest.update(path.encode() + b"\0" + (root / path).read_bytes() + b"\0")
+            described += "-untracked+" + digest.hexdigest()[:8]
         if described:
             return f"git:{described}"
     except (OSError, subprocess.SubprocessError):
@@ -332,7 +361,7 @@ def _write_exports_locked(
         missing=missing,
         columns={t: f.columns for t, f in prepared.items()},
         files=file_entries(directory, known=known),  # everything but the manifest, written next
-        extra=extra,
+        extra={"environment": runtime_versions(), **dict(extra or {})},
     )
     manifest_path = write_text(
         directory / ex.MANIFEST_NAME, json.dumps(manifest, indent=2, default=str, ensure_ascii=False) + "\n"
@@ -343,12 +372,15 @@ def _write_exports_locked(
 
 
 def verify_export(directory: str | Path) -> list[str]:
-    """Problems with an export folder: files whose checksum differs from the manifest, tables whose Parquet
-    row counts disagree with it, undocumented columns, missing required tables. Empty when sound."""
+    """Problems with an export folder: files whose checksum differs from the manifest, files it does not list,
+    tables whose Parquet row counts disagree with it, undocumented columns, missing required tables. Empty when
+    sound."""
     directory = Path(directory)
     manifest = read_manifest(directory)
     if manifest is None:
         return ex.manifest_problems(None, {}, {}, folder=str(directory))
+    on_disk = sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*")
+                     if p.is_file() and p.name not in (ex.MANIFEST_NAME, LOCK_NAME))  # the lock: a folder being written
     hashes = {}
     for entry in manifest.get("files", []):
         path = directory / entry["path"]
@@ -359,7 +391,7 @@ def verify_export(directory: str | Path) -> list[str]:
         rows[entry["parquet"]] = (
             pl.scan_parquet(parquet).select(pl.len()).collect().item() if parquet.is_file() else None
         )
-    return ex.manifest_problems(manifest, hashes, rows, folder=str(directory))
+    return ex.manifest_problems(manifest, hashes, rows, folder=str(directory), on_disk=on_disk)
 
 
 def save_figure(fig: Figure, directory: str | Path, name: str, dpi: int = 150) -> dict[str, Path]:

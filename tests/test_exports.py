@@ -561,14 +561,18 @@ def test_manifest_problems_from_plain_values():
         "missing_tables": ["coverage_gaps", "coverage_headline"],
     }
     problems = ex.manifest_problems(
-        manifest, {"a.csv": "1", "b.csv": None, "c.csv": "x"}, {"tables/t.parquet": 4, "tables/u.parquet": None}
+        manifest, {"a.csv": "1", "b.csv": None, "c.csv": "x"}, {"tables/t.parquet": 4, "tables/u.parquet": None},
+        on_disk=["a.csv", "c.csv", "d.csv"],
     )
+    unaccounted = [t for t in ex.REQUIRED_TABLES if t not in ("t", "u", "coverage_gaps", "coverage_headline")]
     assert problems == [
+        "1 file(s) in the folder are not in the manifest: d.csv",
         "b.csv is listed in the manifest but missing",
         "c.csv changed after the manifest was written",
         "t: parquet has 4 rows, manifest says 5",
         "t: undocumented columns ['mystery']",
         "required tables not exported: ['coverage_headline']",
+        f"required tables neither exported nor listed as missing: {unaccounted}",
     ]
     assert ex.manifest_problems(None, {}, {}, folder="x/2030-01-01") == ["no manifest.json in x/2030-01-01"]
     assert ew.verify_export(Path("/nonexistent/2030-01-01")) == ["no manifest.json in /nonexistent/2030-01-01"]
@@ -618,6 +622,29 @@ def test_a_dirty_checkout_names_its_diff(tmp_path):
     assert second != first and second.startswith(clean + "-dirty+")
     (tmp_path / "a.py").write_text("x = 2\n")
     assert ew.code_version(tmp_path) == first  # the same diff, the same version
+    # an untracked module of the code (an audit: a new file in models/ left the version clean); not a test's
+    git("checkout", "-q", "a.py")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_new.py").write_text("y = 1\n")
+    assert ew.code_version(tmp_path) == clean
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "new.py").write_text("y = 1\n")
+    untracked = ew.code_version(tmp_path)
+    assert re.fullmatch(re.escape(clean) + r"-untracked\+[0-9a-f]{8}", untracked), untracked
+    (tmp_path / "models" / "new.py").write_text("y = 2\n")
+    assert ew.code_version(tmp_path) not in (untracked, clean)
+
+
+def test_the_manifest_records_the_runtime_that_made_the_release():
+    """An audit: nothing is pinned and the manifest named no library version, so an upgrade that moved a figure
+    would publish a change under the same inputs and code version with nothing to explain it."""
+    import importlib.metadata
+    import platform
+
+    versions = ew.runtime_versions()
+    assert versions["python"] == platform.python_version()
+    assert versions["packages"]["polars"] == importlib.metadata.version("polars")
+    assert set(ew.RECORDED_PACKAGES) == set(versions["packages"])
 
 
 # --- figures -------------------------------------------------------------------------------------------------------

@@ -341,3 +341,23 @@ def test_a_change_is_shown_with_the_digits_that_tell_its_values_apart():
                                   changes=changes)
     assert "| changed | 268.27 | 268.31 |" in text and "| changed | 2293 | 2291 |" in text
     assert rel._fmt_change(1.00001, 1.00002) == ("1.00001", "1.00002") and rel._fmt_change(0.5, None) == ("0.5", "")
+
+
+def test_verify_export_sees_files_the_manifest_does_not_account_for(tables, tmp_path):
+    """An audit: verify_export checked only the files the manifest lists, so a file slipped into a release, or a
+    manifest whose file and table lists were emptied, passed as sound."""
+    import shutil
+
+    folder = publish(tables, tmp_path).folder
+    assert ew.verify_export(folder) == []
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    (copy / "tables" / "extra.csv").write_text("a,b\n1,2\n")
+    assert ew.verify_export(copy) == ["1 file(s) in the folder are not in the manifest: tables/extra.csv"]
+    (copy / "tables" / "extra.csv").unlink()
+    manifest = json.loads((copy / "manifest.json").read_text())
+    assert manifest["environment"]["packages"]["polars"] and manifest["environment"]["python"]
+    (copy / "manifest.json").write_text(json.dumps({**manifest, "files": [], "tables": []}))
+    problems = ew.verify_export(copy)
+    assert problems[0].startswith(f"{len(manifest['files'])} file(s) in the folder are not in the manifest")
+    assert problems[1].startswith("required tables neither exported nor listed as missing: ")

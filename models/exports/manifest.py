@@ -98,14 +98,22 @@ def manifest_problems(
     parquet_rows: Mapping[str, int | None],
     *,
     folder: str = "the export folder",
+    on_disk: Sequence[str] | None = None,
 ) -> list[str]:
     """Problems of a folder against its manifest (None: there is none): files whose checksum differs
-    (`file_sha256`: listed path -> SHA-256 on disk, None when missing), tables whose Parquet row count
-    differs (`parquet_rows`: listed Parquet path -> rows, None when missing), undocumented columns, missing
-    required tables. Empty when sound."""
+    (`file_sha256`: listed path -> SHA-256 on disk, None when missing), files in the folder it does not list
+    (`on_disk`: every file's path but the manifest's; a file slipped in, or a manifest whose list was emptied,
+    passed before), tables whose Parquet row count differs (`parquet_rows`: listed Parquet path -> rows, None
+    when missing), undocumented columns, required tables neither exported nor listed as missing. Empty when
+    sound."""
     if manifest is None:
         return [f"no {MANIFEST_NAME} in {folder}"]
     problems = []
+    listed = {entry["path"] for entry in manifest.get("files", [])}
+    unlisted = [path for path in on_disk or () if path not in listed]
+    if unlisted:
+        problems.append(f"{len(unlisted)} file(s) in the folder are not in the manifest: {', '.join(unlisted[:5])}"
+                        + (", ..." if len(unlisted) > 5 else ""))
     for entry in manifest.get("files", []):
         found = file_sha256.get(entry["path"])
         if found is None:
@@ -121,4 +129,8 @@ def manifest_problems(
     missing_required = [t for t in manifest.get("missing_tables", []) if t in REQUIRED_TABLES]
     if missing_required:
         problems.append(f"required tables not exported: {missing_required}")
+    exported = {entry.get("table") for entry in manifest.get("tables", [])}
+    unaccounted = [t for t in REQUIRED_TABLES if t not in exported and t not in manifest.get("missing_tables", [])]
+    if unaccounted:
+        problems.append(f"required tables neither exported nor listed as missing: {unaccounted}")
     return problems
