@@ -108,7 +108,7 @@ def code_version(root: Path = PROJECT_ROOT) -> str:
                                   capture_output=True, timeout=30, check=True).stdout
             described += "+" + hashlib.sha256(diff).hexdigest()[:8]
         untracked = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "--", *CODE_FOLDERS],
-                                   cwd=root, capture_output=True, text=True, timeout=10, check=True).stdout.split()
+                                   cwd=root, capture_output=True, text=True, timeout=10, check=True).stdout.splitlines()
         untracked = sorted(p for p in untracked if p.endswith(".py"))
         if untracked:
             digest = hashlib.sha256()
