@@ -361,7 +361,8 @@ def _write_exports_locked(
         missing=missing,
         columns={t: f.columns for t, f in prepared.items()},
         files=file_entries(directory, known=known),  # everything but the manifest, written next
-        extra={"environment": runtime_versions(), **dict(extra or {})},
+        # expected_tables: what verify_export holds the tables and missing_tables lists to
+        extra={"environment": runtime_versions(), "expected_tables": list(expected), **dict(extra or {})},
     )
     manifest_path = write_text(
         directory / ex.MANIFEST_NAME, json.dumps(manifest, indent=2, default=str, ensure_ascii=False) + "\n"

@@ -360,4 +360,4 @@ def test_verify_export_sees_files_the_manifest_does_not_account_for(tables, tmp_
     (copy / "manifest.json").write_text(json.dumps({**manifest, "files": [], "tables": []}))
     problems = ew.verify_export(copy)
     assert problems[0].startswith(f"{len(manifest['files'])} file(s) in the folder are not in the manifest")
-    assert problems[1].startswith("required tables neither exported nor listed as missing: ")
+    assert problems[1].startswith("expected tables neither exported nor listed as missing: ['")

@@ -104,8 +104,8 @@ def manifest_problems(
     (`file_sha256`: listed path -> SHA-256 on disk, None when missing), files in the folder it does not list
     (`on_disk`: every file's path but the manifest's; a file slipped in, or a manifest whose list was emptied,
     passed before), tables whose Parquet row count differs (`parquet_rows`: listed Parquet path -> rows, None
-    when missing), undocumented columns, required tables neither exported nor listed as missing. Empty when
-    sound."""
+    when missing), undocumented columns, missing required tables, and tables the export expected
+    (`expected_tables`) that it neither exported nor listed as missing. Empty when sound."""
     if manifest is None:
         return [f"no {MANIFEST_NAME} in {folder}"]
     problems = []
@@ -130,7 +130,8 @@ def manifest_problems(
     if missing_required:
         problems.append(f"required tables not exported: {missing_required}")
     exported = {entry.get("table") for entry in manifest.get("tables", [])}
-    unaccounted = [t for t in REQUIRED_TABLES if t not in exported and t not in manifest.get("missing_tables", [])]
+    unaccounted = [t for t in manifest.get("expected_tables", [])
+                   if t not in exported and t not in manifest.get("missing_tables", [])]
     if unaccounted:
-        problems.append(f"required tables neither exported nor listed as missing: {unaccounted}")
+        problems.append(f"expected tables neither exported nor listed as missing: {unaccounted}")
     return problems
