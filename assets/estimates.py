@@ -25,7 +25,6 @@ from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
     AssetExecutionContext,
-    AssetKey,
     AssetOut,
     Config,
     MetadataValue,
@@ -495,12 +494,10 @@ def unit_estimates_sum_to_headline(warehouse: Warehouse) -> AssetCheckResult:
     "that failed is named with its error, and the next plain run of run_all runs the step again.",
 )
 def estimate_figures_drawn(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    metadata = {}
-    for asset in ESTIMATE_FIGURES:
-        event = context.instance.get_latest_materialization_event(AssetKey(asset))
-        materialization = event.asset_materialization if event is not None else None
-        metadata[asset] = dict(materialization.metadata) if materialization is not None else None
-    missing = figures_not_drawn(metadata)
+    # lazy: the export helpers' imports are not on this module's import path
+    from assets.export_context import latest_metadata
+
+    missing = figures_not_drawn({asset: latest_metadata(context, asset) for asset in ESTIMATE_FIGURES})
     return AssetCheckResult(
         passed=not missing,
         metadata={"figures": len(ESTIMATE_FIGURES), "not_drawn": MetadataValue.json(missing or {})},

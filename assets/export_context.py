@@ -74,6 +74,16 @@ def table_preview_metadata(table: str, frame: pl.DataFrame, max_rows: int = 25) 
 # --- where the export goes ------------------------------------------------------------------------
 
 
+def latest_metadata(context: AssetExecutionContext | AssetCheckExecutionContext, asset: str
+                    ) -> dict[str, Any] | None:
+    """The metadata of `asset`'s latest materialization (None: it has none)."""
+    from dagster import AssetKey
+
+    event = context.instance.get_latest_materialization_event(AssetKey(asset))
+    materialization = event.asset_materialization if event is not None else None
+    return dict(materialization.metadata) if materialization is not None else None
+
+
 def run_moment(context: AssetExecutionContext | AssetCheckExecutionContext) -> dt.datetime:
     """When the run was created (UTC); the run tag `benchmap/export_date` (YYYY-MM-DD) replaces its date."""
     record = context.instance.get_run_record_by_id(context.run_id)

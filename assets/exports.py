@@ -39,6 +39,7 @@ from assets.export_context import (
     export_folder,
     exported_tables,
     for_index,
+    latest_metadata,
     occupation_titles_or_none,
     published_headlines,
     read_membership,
@@ -373,10 +374,7 @@ def headline_history(context: AssetExecutionContext, warehouse: Warehouse) -> pl
 
 
 def _latest_path(context: AssetCheckExecutionContext, asset_name: str, key: str) -> Path | None:
-    event = context.instance.get_latest_materialization_event(AssetKey(asset_name))
-    if event is None or event.asset_materialization is None:
-        return None
-    value = event.asset_materialization.metadata.get(key)
+    value = (latest_metadata(context, asset_name) or {}).get(key)
     return Path(value.value) if value is not None else None
 
 

@@ -34,6 +34,7 @@ from models.labeling.cache import (
     labels_from_json,
     labels_to_json,
 )
+from resources import label_queries as lq
 from resources import label_store
 from resources import warehouse as wh
 from resources.untrusted import untrusted_scrubber
@@ -297,9 +298,8 @@ class LabelCache:
             if wh.table_exists(con, "benchmark_prompts"):
                 where.append("(f.benchmark, f.prompt_hash) in (select (benchmark, prompt_hash) "
                              "from benchmark_prompts)")
-            if unlabeled_only and wh.table_exists(con, "prompt_work"):
-                where.append("not exists (select 1 from prompt_work w where w.benchmark = f.benchmark and "
-                             "w.prompt_hash = f.prompt_hash)")
+            if unlabeled_only and wh.table_exists(con, lq.WORK):
+                where.append(lq.UNLABELED_FAILURE_SQL)
             rows = con.execute(f"select f.benchmark, count(distinct f.prompt_hash) from {FAILURES_TABLE} f "
                                f"where {' and '.join(where)} group by 1", params).fetchall()
         return {str(b): int(n) for b, n in rows}

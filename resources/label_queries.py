@@ -20,6 +20,10 @@ from resources import warehouse as wh
 LABELS = "prompt_task_labels"
 PROMPTS = "benchmark_prompts"
 WORK = "prompt_work"
+# a label_failures row `f` whose prompt the published labels have no work decision for: open work (a failure of
+# an earlier labeler version whose prompt was labeled since is history)
+UNLABELED_FAILURE_SQL = (f"not exists (select 1 from {WORK} w where w.benchmark = f.benchmark and "
+                         "w.prompt_hash = f.prompt_hash)")
 # A prompt the benchmark itself labeled by hand (GDPval/TheAgentCompany occupation, JobBench task statement).
 HUMAN_LABELED_SQL = "occupation is not null or onet_task is not null"
 

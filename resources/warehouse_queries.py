@@ -304,12 +304,11 @@ class WarehouseQueries:
         """label_failures rows of prompts still in benchmark_prompts that the published labels have no work
         decision for (prompt_work): a failure of an earlier labeler version whose prompt was labeled since is
         history, not open work."""
-        labeled = ("anti join prompt_work w on w.benchmark = f.benchmark and w.prompt_hash = f.prompt_hash "
-                   if self.table_exists("prompt_work") else "")
+        unlabeled = f"where {lq.UNLABELED_FAILURE_SQL} " if self.table_exists(lq.WORK) else ""
         return self._query(
             "select f.benchmark, f.prompt_id, f.labeler, f.labeler_version, f.attempts, coalesce(f.runs, 1) as runs, "
             "f.error from label_failures f semi join benchmark_prompts p on p.benchmark = f.benchmark and "
-            f"p.prompt_hash = f.prompt_hash {labeled}order by f.benchmark, f.prompt_id")
+            f"p.prompt_hash = f.prompt_hash {unlabeled}order by f.benchmark, f.prompt_id")
 
     def label_cache_models(self, labelers: Sequence[str]) -> list[str]:
         """The models behind the given labelers' cached labels, sorted."""
