@@ -33,6 +33,7 @@ from resources.settings import settings
 KINDS = {"polars", "duckdb"}
 PARTITIONED = {"partition_expr": "benchmark"}
 JUDGE_SAMPLE_ENV = "BENCHMAP_JUDGE_SAMPLE"
+FAILED_BY_BENCHMARK = "n_failed_by_benchmark"  # the step failure's metadata when a benchmark's sample is lost
 
 DESIGN_SCHEMA: dict[str, pl.DataType] = {
     "benchmark": pl.Utf8(),
@@ -229,6 +230,9 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
             f"{', '.join(lost['benchmark'].to_list())} ({int(lost['n_sampled'].sum())} texts; label_failures says "
             "why): without them the estimates would use the vendored reference labels, so nothing is written. "
             f"A plain run asks again (at most {lc.MAX_LABEL_RUNS} runs per text); what was labeled stays cached",
+            # per benchmark, the texts the judge failed on: no design is written, so run_all's closing line reads these
+            metadata={FAILED_BY_BENCHMARK: MetadataValue.json(
+                {str(b): int(n) for b, n in design_frame.select("benchmark", "n_failed").iter_rows() if n})},
         )
     n_failed = int(design_frame["n_failed"].sum())
     if n_failed:

@@ -389,6 +389,8 @@ def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None,
     """Print the closing summary; returns its headline lines and release line (what the fast path repeats)."""
     totals, failures = runner.totals, runner.failures
     labeled = f"{totals['n_labeled']} labeled, {totals['n_failed']} failed"
+    if totals.get("judge_failed"):  # a judge step that lost a benchmark's sample wrote no design to count from
+        labeled += f", the judge failed on {totals['judge_failed']} sampled texts"
     if totals["n_failed"] or unlabeled:
         # the prompts without labels include sampled texts the LLM judge failed on (judge_of_the_run)
         labeled += (f" (see label_failures; {unlabeled} prompts without labels"

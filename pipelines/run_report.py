@@ -42,6 +42,18 @@ def metadata_value(result: ExecuteInProcessResult, key: str, name: str, partitio
     return None
 
 
+def failure_metadata_value(result: ExecuteInProcessResult, name: str) -> list[object]:
+    """The values of metadata `name` that failed steps raised with (dagster.Failure(metadata=...)), in order."""
+    values = []
+    for event in result.all_events:
+        if event.event_type == DagsterEventType.STEP_FAILURE:
+            data = getattr(event.event_specific_data, "user_failure_data", None)
+            value = (data.metadata or {}).get(name) if data is not None else None
+            if value is not None:
+                values.append(value.value)
+    return values
+
+
 def written_tables(result: ExecuteInProcessResult, partition: str | None = None) -> dict[str, int]:
     """table -> rows written, for every materialization the IO manager stored as a table (`partition`: only
     that partition's, in a run of several)."""

@@ -21,6 +21,7 @@ from dagster import (
 )
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
+from assets.judge_sample import FAILED_BY_BENCHMARK as JUDGE_FAILED_BY_BENCHMARK
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
 from pipelines import run_report as rr
@@ -90,7 +91,7 @@ class Runner:
         # then no success (run_all exits EXIT_CHECK_FAILED and does not record itself as up to date)
         self.failed_error_checks: list[str] = []
         self.totals = {"n_prompts": 0, "n_results": 0, "n_rejects": 0, "labeler_calls": 0, "n_labeled": 0,
-                       "n_failed": 0}
+                       "n_failed": 0, "judge_failed": 0}
 
     def _write_log(self, label: str, result: ExecuteInProcessResult) -> None:
         if self.log is None:
@@ -188,13 +189,19 @@ class Runner:
         cached = rr.metadata_value(result, "prompt_task_labels", "n_cached", partition)
         labeled = int(rr.metadata_value(result, "prompt_task_labels", "n_labeled", partition) or 0)
         failed = int(rr.metadata_value(result, "prompt_task_labels", "n_failed", partition) or 0)
+        # the judge's failed texts when it lost a benchmark's whole sample (its step failed; no design was written)
+        judge_failed = sum(int(by.get(name, 0)) for by in rr.failure_metadata_value(result, JUDGE_FAILED_BY_BENCHMARK)
+                           if isinstance(by, dict))
         self.totals["labeler_calls"] += int(calls or 0)
         self.totals["n_labeled"] += labeled
         self.totals["n_failed"] += failed
+        self.totals["judge_failed"] += judge_failed
         if name == bm.LANDING_PARTITION:
             return f"{counts['n_rejects']} landing problems recorded"
         text = f"{counts['n_prompts']:,} prompts, {counts['n_results']:,} results, {counts['n_rejects']:,} rejects"
         if labels is not None:  # labeled = asked and answered: a failed prompt was asked too (it said "labeled")
             failures = f", {failed:,} FAILED" if failed else ""
             text += f"; {labels:,} labels ({labeled:,} prompts labeled{failures}, {int(cached or 0):,} from the cache)"
+        if judge_failed:
+            text += f"; the judge FAILED on {judge_failed:,} sampled texts"
         return text

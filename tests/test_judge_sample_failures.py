@@ -66,6 +66,21 @@ def test_a_judge_that_labels_none_of_a_benchmarks_sample_fails_the_step(tmp_path
     assert "labeled none of the sampled texts of b (6 texts" in failure.message
 
 
+def test_run_alls_lines_count_the_texts_of_a_lost_sample(tmp_path, monkeypatch):
+    """An audit: with the judge's step failed (no design written) run_all's closing line said "0 failed"."""
+    from pipelines import run_report as rr
+    from pipelines.step_runner import Runner
+
+    result, _ = _materialize(tmp_path, monkeypatch, {f"h{i}" for i in range(6)})
+    assert rr.failure_metadata_value(result, "n_failed_by_benchmark") == [{"b": 6}]
+    runner = Runner.__new__(Runner)  # its counting only: no definitions or instance needed
+    runner.totals = {"n_prompts": 0, "n_results": 0, "n_rejects": 0, "labeler_calls": 0, "n_labeled": 0,
+                     "n_failed": 0, "judge_failed": 0}
+    assert "the judge FAILED on 6 sampled texts" in runner.partition_detail("b", result)
+    assert runner.partition_detail("other", result).count("judge") == 0  # another benchmark's line: none of b's
+    assert runner.totals["judge_failed"] == 6
+
+
 def test_texts_the_judge_failed_on_count_as_open_failures_of_the_run(tmp_path, monkeypatch):
     from pipelines.run_steps import judge_failures, judge_of_the_run
     from resources.label_cache import LabelCache

@@ -12,8 +12,9 @@ import pytest
 from pipelines import run_all
 
 
-def _closing_line(capsys: pytest.CaptureFixture, failures: list[str]) -> str:
-    runner = SimpleNamespace(totals={"n_prompts": 8, "n_results": 0, "n_rejects": 0, "n_labeled": 6, "n_failed": 2},
+def _closing_line(capsys: pytest.CaptureFixture, failures: list[str], judge_failed: int = 0) -> str:
+    runner = SimpleNamespace(totals={"n_prompts": 8, "n_results": 0, "n_rejects": 0, "n_labeled": 6, "n_failed": 2,
+                                     "judge_failed": judge_failed},
                              failures=failures, failed_error_checks=[])
     run_all._print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
                            skip_analysis=True, unlabeled=2)
@@ -26,3 +27,11 @@ def test_the_closing_line_names_exit_4_only_when_the_run_exits_4(capsys: pytest.
     line = _closing_line(capsys, ["[1/1] bench: prompt_task_labels: LabelerConfigError"])
     assert "1 step(s) FAILED" in line and line.endswith("(see label_failures; 2 prompts without labels)")
     assert "exit 4" not in line
+
+
+def test_the_closing_line_counts_the_texts_of_a_sample_the_judge_lost(capsys: pytest.CaptureFixture) -> None:
+    """An audit of the LLM path: a judge step that labeled none of a benchmark's sample fails (exit 1) and writes
+    no design, and the line said only "6 labeled, 2 failed" (the labeler's)."""
+    line = _closing_line(capsys, ["[1/1] bench: judge_sample: labeled none"], judge_failed=5)
+    assert "6 labeled, 2 failed, the judge failed on 5 sampled texts (see label_failures" in line
+    assert "judge" not in _closing_line(capsys, [])
