@@ -5,7 +5,9 @@ A fresh run process spends ~2 s importing before its run starts and the labeling
 step ~1.5 s more (bench/RESULTS.md, 2026-12-05); forked from here a run starts with all of it imported
 (`bench/fork_probe.py`: the daemon's two runs after a new benchmark 15.8 s -> 11.2 s). Started and fed by
 resources/run_launcher.py; protocol, one JSON object per line: the server writes `{"ready": ...}` once, then per
-request line `{"run_id", "execute_run_args", "instance_ref"}` it answers `{"pid": ...}` (or `{"error": ...}`).
+request line `{"run_id", "execute_run_args", "instance_ref"}` it answers `{"pid": ..., "start_time": ...}` (or
+`{"error": ...}`); `start_time` is the child's (process_start_time, read before the child can be reaped), null
+without /proc.
 
 Fork safety: the server opens no database, socket or thread of its own before forking (the libraries' native
 thread pools are idle at that moment and re-initialised in the child by their fork handlers), and each child
@@ -22,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 # what runs of the code location import before or during their steps (the slow ones first; bench/RESULTS.md)
@@ -30,6 +33,24 @@ DEFAULT_PRELOAD = ("dagster", "dagster._cli", "dagster._cli.api", "pipelines.def
                    "statsmodels.formula.api", "pandas")
 
 _CHILDREN: dict[int, dict[str, str]] = {}  # pid -> the request that forked it (run id, instance ref)
+PROC = Path("/proc")
+
+
+def process_stat(pid: int, proc: Path = PROC) -> tuple[str, str] | None:
+    """State (field 3) and start time (field 22: clock ticks after boot) of /proc/<pid>/stat; None when there is
+    no such process. A pid and its start time name one process: a pid reused later has another start time."""
+    try:
+        text = (proc / str(pid) / "stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    fields = text[text.rindex(")") + 2:].split()  # after the command name, which may hold spaces and parentheses
+    return fields[0], fields[19]
+
+
+def process_start_time(pid: int, proc: Path = PROC) -> str | None:
+    """The start time of process `pid`; None without /proc (not Linux) or without the process."""
+    stat = process_stat(pid, proc) if (proc / "self" / "stat").exists() else None
+    return stat[1] if stat else None
 
 
 def _preload() -> list[str]:
@@ -113,9 +134,10 @@ def serve() -> None:
                 _run_child(request)
             _CHILDREN[pid] = {"run_id": request["run_id"], "instance_ref": request["instance_ref"],
                               "log_path": request.get("log_path") or ""}
+            start_time = process_start_time(pid)  # not reaped yet (SIGCHLD held back): the child's, even if it died
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
-        print(json.dumps({"pid": pid}), flush=True)
+        print(json.dumps({"pid": pid, "start_time": start_time}), flush=True)
 
 
 def report_exit(run_id: str, exit_code: str, instance_ref: str, log_path: str = "") -> None:

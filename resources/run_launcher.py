@@ -10,6 +10,15 @@ first launch (its imports then delay that one run, not the next) and again when 
 starting or answering, BENCHMAP_RUN_LAUNCHER=default) launches the run as Dagster's default launcher does, with an
 engine event saying why. `terminate` signals the run's process (SIGTERM: Dagster's interrupt handling marks the
 run canceled). Measured: bench/fork_probe.py, bench/RESULTS.md (2026-12-05).
+
+Run monitoring (dagster.yaml `run_monitoring`): the fork server reports a child that exits non-zero, but nobody
+does once the server is gone (the daemon or `dagster dev` restarted: its runs go on) and the run's process is then
+killed (SIGKILL, out of memory); such a run stayed STARTED for ever and the landing sensor never retried it.
+`check_run_worker_health` lets Dagster's monitoring daemon fail it: a forked run is RUNNING while the process of
+its tags lives (pid in PID_TAG; on Linux also its start time, START_TAG, so a reused pid or a zombie counts as
+gone) and FAILED ("the run's process <pid> is gone ...") once it does not; without /proc only the pid's liveness
+is checked. A run of Dagster's default launcher (no PID_TAG) is left to it: it has no health check in this
+Dagster version, so it is reported RUNNING, not checked (never failed on a guess).
 """
 
 from __future__ import annotations
@@ -26,11 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from dagster import DefaultRunLauncher
-from dagster._core.launcher import LaunchRunContext
+from dagster._core.launcher import CheckRunHealthResult, LaunchRunContext, WorkerStatus
+from dagster._core.storage.dagster_run import DagsterRun
 
+from resources.run_fork_server import PROC, process_stat
 from resources.settings import settings
 
 PID_TAG = "benchmap/run_pid"
+START_TAG = "benchmap/run_pid_start_time"  # field 22 of /proc/<pid>/stat at launch (Linux)
 READY_TIMEOUT_S = 120.0
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SOURCE_PACKAGES = ("assets", "models", "pipelines", "resources")
@@ -44,6 +56,27 @@ def source_stamp(root: Path = PROJECT_ROOT) -> str:
             stat = path.stat()
             digest.update(f"{path.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
     return digest.hexdigest()[:16]
+
+
+def worker_gone(pid: int, start_time: str | None, proc: Path = PROC) -> str | None:
+    """Why process `pid` (started at `start_time`, when known) is no longer the run's; None while it is."""
+    if not (proc / "self" / "stat").exists():  # no /proc (not Linux): whether the pid lives is all there is
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return "no such process"
+        except PermissionError:  # a run's process is its launcher user's: the pid was reused by another user
+            return "the pid now names another user's process"
+        return None
+    stat = process_stat(pid, proc)
+    if stat is None:
+        return "no such process"
+    state, started = stat
+    if state in ("Z", "X"):
+        return "it exited (a zombie nobody reaped)"
+    if start_time is not None and started != start_time:
+        return f"the pid now names another process (started at tick {started}, the run's at {start_time})"
+    return None
 
 
 class _ForkServer:
@@ -73,7 +106,8 @@ class _ForkServer:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def launch(self, request: Mapping[str, str]) -> int:
+    def launch(self, request: Mapping[str, str]) -> tuple[int, str | None]:
+        """The forked run's pid and its start time (None without /proc)."""
         assert self.process.stdin is not None
         with self.lock:
             self.process.stdin.write(json.dumps(dict(request)) + "\n")
@@ -81,7 +115,8 @@ class _ForkServer:
             answer = self._answer(30.0)
         if "pid" not in answer:
             raise RuntimeError(f"the run fork server refused the run: {answer.get('error', answer)}")
-        return int(answer["pid"])
+        start_time = answer.get("start_time")
+        return int(answer["pid"]), None if start_time is None else str(start_time)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -113,11 +148,12 @@ class ForkServerRunLauncher(DefaultRunLauncher):
                 server = self._servers[key] = _ForkServer(executable, cwd, stamp)
             return server
 
-    def _stderr_path(self, run_id: str) -> Path:
+    def _stderr_path(self, run_id: str, create: bool = True) -> Path:
         """Where a forked run's stderr goes (what happens before its event log can take it): beside the
         instance's other logs."""
         folder = Path(self._instance.root_directory) / "logs" / "forked_runs"
-        folder.mkdir(parents=True, exist_ok=True)
+        if create:
+            folder.mkdir(parents=True, exist_ok=True)
         return folder / f"{run_id}.stderr"
 
     def _drop(self, key: tuple[str, str | None]) -> None:
@@ -147,14 +183,15 @@ class ForkServerRunLauncher(DefaultRunLauncher):
                 server = self._server(*key)
                 ref = self._instance.get_ref()
                 args = ExecuteRunArgs(job_origin=origin, run_id=run.run_id, instance_ref=ref)  # type: ignore[arg-type]
-                pid = server.launch({"run_id": run.run_id, "execute_run_args": serialize_value(args),
-                                     "instance_ref": serialize_value(ref),
-                                     "log_path": str(self._stderr_path(run.run_id))})
+                pid, start_time = server.launch({"run_id": run.run_id, "execute_run_args": serialize_value(args),
+                                                 "instance_ref": serialize_value(ref),
+                                                 "log_path": str(self._stderr_path(run.run_id))})
             except Exception as exc:  # noqa: BLE001 - the default launcher still can
                 why = f"the run fork server failed: {type(exc).__name__}: {exc}"
                 self._drop(key)  # the next run gets a fresh server
             else:
-                self._instance.add_run_tags(run.run_id, {PID_TAG: str(pid)})
+                tags = {PID_TAG: str(pid)} | ({START_TAG: start_time} if start_time is not None else {})
+                self._instance.add_run_tags(run.run_id, tags)  # one write: monitoring never sees half of them
                 self._instance.report_engine_event(
                     f"Run launched in process {pid}, forked from benchmap's run fork server "
                     f"(resources/run_launcher.py).", run, cls=self.__class__)
@@ -176,6 +213,36 @@ class ForkServerRunLauncher(DefaultRunLauncher):
         except (ProcessLookupError, ValueError):
             return False
         return True
+
+    @property
+    def supports_check_run_worker_health(self) -> bool:
+        return True
+
+    def check_run_worker_health(self, run: DagsterRun) -> CheckRunHealthResult:
+        """For Dagster's run monitoring: anything but RUNNING (or SUCCESS) gets the run marked failed."""
+        if PID_TAG not in run.tags:
+            # Launched by DefaultRunLauncher (the fallback): its worker is a code server's subprocess this
+            # launcher cannot see. DefaultRunLauncher has no health check in Dagster 1.13.28 (RunLauncher's
+            # supports_check_run_worker_health is False, check_run_worker_health raises), so this returns
+            # RUNNING, unchecked; should a later version add one, it is used. Its start is still timed out.
+            if super().supports_check_run_worker_health:
+                return super().check_run_worker_health(run)
+            return CheckRunHealthResult(WorkerStatus.RUNNING, "not checked: launched by Dagster's default launcher, "
+                                                              "whose run worker benchmap's launcher cannot see")
+        try:
+            pid = int(run.tags[PID_TAG])
+        except ValueError:
+            return CheckRunHealthResult(WorkerStatus.RUNNING, f"not checked: {PID_TAG} is not a pid")
+        gone = worker_gone(pid, run.tags.get(START_TAG))
+        if gone is None:
+            return CheckRunHealthResult(WorkerStatus.RUNNING, f"the run's process {pid} is running",
+                                        run_worker_id=str(pid))
+        where = f" Its stderr: {self._stderr_path(run.run_id, create=False)}." if self.has_instance else ""
+        return CheckRunHealthResult(
+            WorkerStatus.FAILED,
+            f"the run's process {pid} is gone ({gone}) but the run did not finish: it was killed (SIGKILL, out of "
+            f"memory) or crashed, and no run fork server reported its exit.{where}",
+            run_worker_id=str(pid))
 
     def dispose(self) -> None:
         with self._lock:

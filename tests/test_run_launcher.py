@@ -1,22 +1,31 @@
 """The instance's run launcher (resources/run_launcher.py): runs forked from a warm fork server
-(resources/run_fork_server.py), the server renewed when the sources change, a run whose process dies marked failed,
-termination, and Dagster's default launcher when told or when the server cannot be used."""
+(resources/run_fork_server.py), the server renewed when the sources change, a run whose process dies marked failed
+(by the server or, with no server left, by Dagster's run monitoring), termination, and Dagster's default launcher
+when told or when the server cannot be used."""
 
 import json
+import logging
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import fork_jobs
 import pytest
 from dagster import DagsterRunStatus, DefaultRunLauncher, instance_for_test, reconstructable
+from dagster._core.launcher import WorkerStatus
+from dagster._core.test_utils import create_run_for_test
+from dagster._daemon.monitoring.run_monitoring import execute_run_monitoring_iteration
 
 from resources import run_launcher
-from resources.run_launcher import PID_TAG, ForkServerRunLauncher
+from resources.run_fork_server import process_stat
+from resources.run_launcher import PID_TAG, START_TAG, ForkServerRunLauncher, worker_gone
 
 TESTS = Path(__file__).resolve().parent
 LAUNCHER = {"run_launcher": {"module": "resources.run_launcher", "class": "ForkServerRunLauncher"}}
+MONITORED = {**LAUNCHER, "run_monitoring": {"enabled": True, "max_resume_run_attempts": 0}}  # as dagster.yaml
 
 
 @pytest.fixture
@@ -123,3 +132,105 @@ def test_the_default_launcher_launches_when_told_or_when_the_server_cannot(
                    for m in _engine_messages(instance, run_id))
         if how == "server_fails":
             assert instance.run_launcher._servers == {}  # noqa: SLF001 - dropped: the next run gets a fresh one
+
+
+class _DaemonContext:
+    """What the monitoring daemon's iteration uses of its workspace context: the instance (a workspace only to
+    resume runs, which max_resume_run_attempts 0 never does)."""
+
+    def __init__(self, instance) -> None:
+        self.instance = instance
+
+    def create_request_context(self) -> None:
+        return None
+
+
+def _monitor(instance) -> None:
+    """One pass of Dagster's run monitoring daemon over the instance's runs."""
+    errors = [e for e in execute_run_monitoring_iteration(_DaemonContext(instance), logging.getLogger("monitor"))
+              if e is not None]
+    assert not errors, errors
+
+
+def _monitor_until_finished(instance, run_id: str, timeout_s: float = 30.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        _monitor(instance)
+        run = instance.get_run_by_id(run_id)
+        if run.is_finished:
+            return run
+        time.sleep(0.1)
+    raise AssertionError(f"run monitoring left run {run_id} {instance.get_run_by_id(run_id).status}")
+
+
+def test_run_monitoring_fails_a_run_killed_with_no_server_to_report_it(server_env, tmp_path: Path) -> None:
+    """A live run stays started, with or without its server; killed once the server is gone (the daemon
+    restarted), it is marked failed by run monitoring instead of staying started for ever."""
+    out = tmp_path / "slow.json"
+    with instance_for_test(overrides=MONITORED) as instance:
+        launcher = instance.run_launcher
+        run_id = _launch(instance, out, sleep_s=60)
+        run = _wait(instance, run_id, lambda r: out.exists() and r.status == DagsterRunStatus.STARTED)
+        pid = int(run.tags[PID_TAG])
+        try:
+            stat = process_stat(pid)
+            assert stat is not None and run.tags[START_TAG] == stat[1]  # recorded at launch, from /proc
+            health = launcher.check_run_worker_health(run)
+            assert health.status == WorkerStatus.RUNNING and health.msg == f"the run's process {pid} is running"
+            _monitor(instance)
+            assert instance.get_run_by_id(run_id).status == DagsterRunStatus.STARTED
+            (server,) = launcher._servers.values()  # noqa: SLF001
+            launcher.dispose()  # as when the daemon restarts: the server ends, its run goes on, unwatched
+            assert server.process.poll() is not None
+            _monitor(instance)
+            assert instance.get_run_by_id(run_id).status == DagsterRunStatus.STARTED
+        finally:
+            os.kill(pid, signal.SIGKILL)
+        run = _monitor_until_finished(instance, run_id)
+        assert run.status == DagsterRunStatus.FAILURE
+        messages = _engine_messages(instance, run_id)
+        assert any(f"the run's process {pid} is gone" in m and "no run fork server reported its exit" in m
+                   and f"Its stderr: {instance.root_directory}/logs/forked_runs/{run_id}.stderr" in m
+                   for m in messages), messages
+        assert not any("ended with exit code" in m for m in messages)  # failed by monitoring, not by the server
+
+
+def test_run_monitoring_leaves_a_run_of_the_default_launcher_started(tmp_path: Path) -> None:
+    """No pid to check (Dagster's default launcher launched it; it has no health check of its own): not failed."""
+    with instance_for_test(overrides=MONITORED) as instance:
+        run = create_run_for_test(instance, job_name="probe_job", status=DagsterRunStatus.STARTED)
+        health = instance.run_launcher.check_run_worker_health(run)
+        assert health.status == WorkerStatus.RUNNING and health.msg.startswith("not checked")
+        _monitor(instance)
+        assert instance.get_run_by_id(run.run_id).status == DagsterRunStatus.STARTED
+
+
+def test_a_reused_pid_a_zombie_and_a_missing_pid_are_gone(tmp_path: Path) -> None:
+    me = os.getpid()
+    mine = process_stat(me)
+    assert mine is not None and mine[0] in "RS"
+    assert worker_gone(me, mine[1]) is None
+    assert worker_gone(me, None) is None  # start time not recorded: liveness only
+    other = str(int(mine[1]) + 1)  # a live pid whose start time is not the run's: the pid was reused
+    assert worker_gone(me, other) == f"the pid now names another process (started at tick {mine[1]}, the run's " \
+                                      f"at {other})"
+    with instance_for_test(overrides=LAUNCHER) as instance:
+        run = create_run_for_test(instance, job_name="probe_job", status=DagsterRunStatus.STARTED,
+                                  tags={PID_TAG: str(me), START_TAG: other})
+        health = instance.run_launcher.check_run_worker_health(run)
+        assert health.status == WorkerStatus.FAILED
+        assert health.msg.startswith(f"the run's process {me} is gone (the pid now names another process")
+
+    child = subprocess.Popen([sys.executable, "-c", ""])  # not waited for: a zombie once it exits
+    try:
+        deadline = time.monotonic() + 30
+        while (stat := process_stat(child.pid)) is not None and stat[0] != "Z" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert stat is not None and stat[0] == "Z"
+        assert worker_gone(child.pid, stat[1]) == "it exited (a zombie nobody reaped)"
+    finally:
+        child.wait()
+    assert worker_gone(child.pid, None) == "no such process"  # reaped (its pid is not reused this soon)
+    # without /proc (not Linux): whether the pid lives
+    assert worker_gone(me, "anything", proc=tmp_path) is None
+    assert worker_gone(child.pid, None, proc=tmp_path) == "no such process"
