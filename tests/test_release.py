@@ -361,3 +361,47 @@ def test_verify_export_sees_files_the_manifest_does_not_account_for(tables, tmp_
     problems = ew.verify_export(copy)
     assert problems[0].startswith(f"{len(manifest['files'])} file(s) in the folder are not in the manifest")
     assert problems[1].startswith("expected tables neither exported nor listed as missing: ['")
+
+
+def test_the_answer_names_the_benchmarks_no_judge_corrected():
+    """An audit (a blind benchmark arrives without judged texts): such a benchmark counts through the labeler
+    alone, far too low (occubench's tasks at >= 5: 68 with its judged texts, 8 without), while the sentence said
+    every benchmark's labels were 'corrected by a judge's reading'."""
+    sim = es.simulate(np.random.default_rng(12), unsampled_benchmarks=2)
+    scopes = es.scopes_for(sim.problem)
+    frame = es.estimates_frame(sim.problem, scopes, es.run_estimators(sim.problem, scopes, n_draws=10))
+    names = list(sim.problem.benchmarks)
+    unjudged = sorted(names[-2:])
+    assert [b for i, b in enumerate(names) if sim.problem.n_sampled(i) == 0] == names[-2:]
+    answer = report.headline_answer(frame, n_benchmarks=len(names))
+    assert f"sampled prompt texts of {len(names) - 2} of the {len(names)} benchmarks;" in answer.sentence
+    line = next(s for s in answer.supporting if s.startswith("Not corrected: "))
+    assert line.startswith(f"Not corrected: {', '.join(unjudged)} have no judged texts")
+    # a benchmark outside the index is not the index's to name
+    outside = [(unjudged[0], "not in this index: too small")]
+    answer = report.headline_answer(frame, n_benchmarks=len(names) - 1, excluded=outside)
+    assert f"Not corrected: {unjudged[1]} has no judged texts, so it counts" in " ".join(answer.supporting)
+    # every benchmark judged: neither
+    full = report.headline_answer(frame.with_columns(pl.col("n_sampled").fill_null(0).clip(1)))
+    assert "of the" not in full.sentence and not any(s.startswith("Not corrected") for s in full.supporting)
+    # the map's header carries it with the sentence
+    header = report.headlines_by_threshold(report.headline_answer(frame, n_benchmarks=len(names)))
+    assert "Not corrected: " in header[5]
+
+
+def test_the_limitation_names_the_cross_fitted_labels_the_estimates_read():
+    """An audit: the line said the estimates read selector_oof.json (leave one benchmark out) while, with the
+    neighbour stack's labels published, they read neighbour_oof.json (leave one text out within the benchmark)."""
+    from models.report.limitations import estimate_limitations
+
+    validation = pl.DataFrame({"metric": ["ref_cv_within_benchmark_task_f1"], "value": [0.58]})
+
+    def line(version: str) -> str:
+        estimates = pl.DataFrame({"labeler_version": [version]})
+        tables = {"labeler_validation": validation, "headline_estimates": estimates}
+        return next(s for s in estimate_limitations(tables) if s.startswith("**Labeler fitted on the judge sample"))
+
+    stacked = line("offline-calibrated+v1+s6169916277+n599847aeeb")
+    assert "neighbour_oof.json" in stacked and "a benchmark with a judge sample" in stacked
+    selector = line("offline-calibrated+v1+s6169916277")
+    assert "selector_oof.json" in selector and "new benchmarks" in selector

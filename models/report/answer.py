@@ -112,12 +112,39 @@ def _phrase(row: dict[str, Any]) -> str:
     return f"{_estimate(quantity, row)} of {row['denominator']:,.0f} {noun}"
 
 
-def _basis(rows: pl.DataFrame) -> str:
+def _basis(rows: pl.DataFrame, unjudged: Sequence[str] = (), n_members: int | None = None) -> str:
     estimator = str(rows["estimator"][0])
     n_sampled = int(rows["n_sampled"][0]) if "n_sampled" in rows.columns and rows["n_sampled"][0] is not None else 0
     words = BASIS_WORDS.get(estimator, estimator).format(n_sampled=n_sampled)
+    if estimator == "model_assisted" and unjudged and n_members:
+        words += f" of {n_members - len(unjudged)} of the {n_members} benchmarks"
     label = estimator.replace("_", "-")
     return f"{label} estimate: {words}"
+
+
+def unjudged_members(estimates: pl.DataFrame, excluded: Sequence[tuple[str, str]] = ()) -> tuple[list[str], int]:
+    """(the index's member benchmarks without judged texts, the number of members with a per-benchmark row): the
+    per-benchmark rows (scope = the benchmark) with n_sampled 0, less the benchmarks outside the index. Such a
+    benchmark counts through the labeler alone (models.estimates.tables: its model-assisted draws are its
+    labeler's), which misses tasks the judge finds, so its part of a figure is likely too low."""
+    if not {"scope", "n_sampled"} <= set(estimates.columns):
+        return [], 0
+    outside = {n for n, r in excluded if r.startswith("not in this index")}
+    rows = estimates.filter((pl.col("scope") != "all") & pl.col("estimator").is_in(["model_assisted", "labeler"]))
+    if "benchmark_index" in rows.columns:  # per-benchmark rows are index `all`'s: a benchmark's own figures
+        rows = rows.filter(pl.col("benchmark_index") == ALL_INDEX)
+    sampled = rows.group_by("scope").agg(pl.col("n_sampled").max())
+    members = sampled.filter(~pl.col("scope").is_in(sorted(outside)))
+    return sorted(members.filter(pl.col("n_sampled").fill_null(0) == 0)["scope"].to_list()), members.height
+
+
+def _unjudged_line(unjudged: Sequence[str], spell_out: int = 5) -> str:
+    names = ", ".join(unjudged[:spell_out]) + (f" and {len(unjudged) - spell_out} more" if len(unjudged) > spell_out
+                                               else "")
+    one = len(unjudged) == 1
+    return (f"Not corrected: {names} {'has' if one else 'have'} no judged texts, so {'it counts' if one else 'they count'}"
+            " through the labeler alone, which misses many of the tasks a judge finds (see the label quality leaving"
+            f" one benchmark out): {'its' if one else 'their'} part of the figures above is likely too low.")
 
 
 def headline_answer(
@@ -141,6 +168,7 @@ def headline_answer(
     if hours is None:
         return None
     prompts = f"at >= {threshold} prompt{'s' if threshold != 1 else ''}"
+    unjudged, n_members = unjudged_members(estimates, excluded) if str(at["estimator"][0]) != "labeler" else ([], 0)
     hours_text = _estimate("hours_share_covered", hours)
     units = [_phrase(r) for q in ("occupations_covered", "major_groups_covered") if (r := _row(at, q, threshold))]
     context = [f"benchmark index `{benchmark_index}`"]
@@ -151,7 +179,7 @@ def headline_answer(
     sentence = (
         f"AI benchmarks exercise about {hours_text} of US work hours {prompts}"
         + (": " + " and ".join(units) if units else "")
-        + f" ({_basis(at)}; {', '.join(context)})."
+        + f" ({_basis(at, unjudged, n_members)}; {', '.join(context)})."
     )
     supporting: list[str] = []
     tasks = _row(at, "tasks_covered", threshold)
@@ -160,6 +188,8 @@ def headline_answer(
     low = [r for q in ("occupations_covered", "hours_share_covered") if (r := _row(rows, q, 1))]
     if low:
         supporting.append(AT_ONE_PROMPT + "; ".join(_phrase(r) for r in low) + ".")
+    if unjudged:
+        supporting.append(_unjudged_line(unjudged))
     truth = estimates.filter((pl.col("estimator") == "labels_as_truth") & (pl.col("scope") == "all"))
     if "benchmark_index" in truth.columns:
         truth = truth.filter(pl.col("benchmark_index") == benchmark_index)
@@ -180,7 +210,7 @@ def headlines_by_threshold(answer: Answer) -> dict[int, str]:
     """The coverage map's header per threshold (issue 25 item 5: the published headline of the chosen index and
     threshold): at the answer's threshold its sentence, at >= 1 prompt its bounds line naming the index; each
     followed by what the index leaves out and why, as the benchmark picker leaves it out."""
-    notes = [s for s in answer.supporting if s.startswith(("Not in this index", "Counted but adding"))]
+    notes = [s for s in answer.supporting if s.startswith(("Not corrected", "Not in this index", "Counted but adding"))]
     out = {answer.threshold: " ".join([answer.sentence, *notes])}
     for line in answer.supporting:
         if line.startswith(AT_ONE_PROMPT):

@@ -235,15 +235,31 @@ def estimate_limitations(tables: Tables, index: str = ALL_INDEX) -> list[str]:
     validation = present_table(tables, "labeler_validation")
     if validation is not None and "metric" in validation.columns and \
             validation.filter(pl.col("metric").str.starts_with("ref_cv_")).height:
+        # which cross-fitted labels the estimates read (resources/readers.read_labeler_oof): the neighbour stack's
+        # when the published labels carry its version (a last "+n<fit>" part), else the selector's
+        stacked = _published_version(tables).rsplit("+", 1)[-1].startswith("n")
+        swapped = (
+            "models/labeling/neighbour_oof.json: each from a fit that left the text out, its benchmark's other "
+            "judged texts kept), so the correction sees the labeler as it is on a benchmark with a judge sample"
+            if stacked else
+            "models/labeling/selector_oof.json: each from the fold that never saw the text's benchmark), so the "
+            "correction sees the labeler as it is on new benchmarks")
         out.append(
             "**Labeler fitted on the judge sample.** The calibrated offline labeler was fitted on the same "
             "reference texts that serve as the judge sample. The estimates therefore use its cross-validated "
-            "labels of those texts (models/labeling/selector_oof.json: each from the fold that never saw the "
-            "text's benchmark), so the correction sees the labeler as it is on new benchmarks; the published "
-            "labels themselves stay in sample there. A judge sample drawn by the user (BENCHMAP_JUDGE_SAMPLE) "
-            "has no such overlap."
+            f"labels of those texts ({swapped}; the published labels themselves stay in sample there. A judge "
+            "sample drawn by the user (BENCHMAP_JUDGE_SAMPLE) has no such overlap."
         )
     return out
+
+
+def _published_version(tables: Tables) -> str:
+    """The published labels' labeler_version (headline_estimates'), '' when unknown."""
+    estimates = present_table(tables, "headline_estimates")
+    if estimates is None or "labeler_version" not in estimates.columns:
+        return ""
+    versions = estimates["labeler_version"].drop_nulls().unique().sort().to_list()
+    return str(versions[0]) if versions else ""
 
 
 def label_depth_limitation(tables: Tables) -> list[str]:
