@@ -484,3 +484,27 @@ def test_norm_text_is_the_regex_normalisation() -> None:
     texts += [f"a{s}b{s}{s}c{s}" for s in spaces]
     for text in texts:
         assert norm_text(text) == re.sub(r"\s+", " ", text or "").strip().casefold(), repr(text)
+
+
+def test_a_new_benchmark_carrying_the_documented_label_fields_is_validated_under_its_own_name() -> None:
+    """An audit (benchmarks renamed): task gold was read from `jobbench` alone and `onet_soc_code` never, so a
+    blind benchmark giving the documented onet_task / onet_soc_code fields was not validated, and the summary
+    said no human-labeled prompt had been labeled."""
+    bench_prompts = prompts([("b14", "j1", None, "Examine financial statements."),
+                             ("newbench", "n1", None, None), ("newbench", "n2", None, None),
+                             ("newbench", "n3", None, None)])
+    bench_prompts = bench_prompts.with_columns(
+        pl.when(pl.col("prompt_id") == "n1").then(pl.lit("13-2011.00"))
+        .when(pl.col("prompt_id") == "n2").then(pl.lit(" 15-1252.00 "))
+        .when(pl.col("prompt_id") == "n3").then(pl.lit("99-9999.00")).otherwise(None).alias("onet_soc_code"))
+    gold, unmatched = v.task_statement_gold(bench_prompts, TASKS)
+    assert gold.select("benchmark", "prompt_id", "task_id").rows() == [("b14", "j1", 1)] and unmatched == []
+    coded = v.soc_code_gold(bench_prompts, OCCUPATIONS)
+    assert coded.rows() == [("newbench", "n1", ["13-2011.00"]), ("newbench", "n2", ["15-1252.00"])]  # not 99-
+    lab = labels([("b14", "j1", 1, "13-2011.00", 1), ("newbench", "n1", 4, "15-1252.00", 1),
+                  ("newbench", "n2", 4, "15-1252.00", 1)])
+    table, notes = v.validate_labels(lab, bench_prompts, OCCUPATIONS, TASKS, n_boot=50)
+    top1 = {b: x for b, m, x in table.select("benchmark", "metric", "value").rows() if m == "occupation_top1"}
+    assert top1 == {"b14": 1.0, "newbench": 0.5}
+    assert notes["soc_code_gold_prompts"] == 2
+    assert table.filter((pl.col("benchmark") == "b14") & (pl.col("metric") == "task_hit_at1"))["value"].item() == 1.0

@@ -46,6 +46,7 @@ from models.validation.gold import (
     gdpval_gold,
     occupations_of_tasks,
     shortened_match,
+    soc_code_gold,
     tac_gold,
     task_statement_gold,
 )
@@ -123,6 +124,7 @@ __all__ = [
     "tac_gold",
     "tac_role",
     "task_hits",
+    "soc_code_gold",
     "task_statement_gold",
     "validate_labels",
 ]

@@ -80,7 +80,21 @@ def shortened_match(text: str, candidates: Sequence[tuple[int, str, str, set[str
     return best
 
 
-def task_statement_gold(prompts: pl.DataFrame, tasks: pl.DataFrame, benchmark: str = "jobbench"
+def soc_code_gold(prompts: pl.DataFrame, occupations: pl.DataFrame) -> pl.DataFrame:
+    """Prompts of any benchmark whose source gives the O*NET-SOC code (the documented `onet_soc_code` field) ->
+    (benchmark, prompt_id, gold_soc), codes that are O*NET occupations only. GDPval's titles and
+    TheAgentCompany's roles need their own mappings (above); this field needs none, so a new benchmark that
+    carries it is validated under its own name."""
+    if "onet_soc_code" not in prompts.columns:
+        return pl.DataFrame(schema=_OCC_GOLD_SCHEMA)
+    known = occupations["onet_soc_code"].unique().to_list()
+    labeled = (prompts.select("benchmark", "prompt_id", pl.col("onet_soc_code").str.strip_chars())
+               .filter(pl.col("onet_soc_code").is_in(known)))
+    return labeled.select("benchmark", "prompt_id", pl.concat_list("onet_soc_code").alias("gold_soc")).cast(
+        _OCC_GOLD_SCHEMA)
+
+
+def task_statement_gold(prompts: pl.DataFrame, tasks: pl.DataFrame, benchmark: str | None = None
                         ) -> tuple[pl.DataFrame, list[str]]:
     """Prompts carrying the O*NET task statement they were built on -> the O*NET task(s) with that statement.
 
@@ -90,10 +104,13 @@ def task_statement_gold(prompts: pl.DataFrame, tasks: pl.DataFrame, benchmark: s
     quantities and cost of materials, equipment, or labor." for "... labor to determine project
     feasibility."), the single O*NET statement containing every word with difflib ratio >= 0.75 (match
     'shortened').
-    Returns benchmark, prompt_id, task_id, onet_soc_code, match, and the prompt_ids matched to no task.
+    `benchmark`: that benchmark's prompts only; by default every benchmark whose prompts carry the fields (the
+    documented landing fields: not JobBench's alone, so a new benchmark that gives them is validated too).
+    Returns benchmark, prompt_id, task_id, onet_soc_code, match, and the prompts matched to no task (their
+    prompt_id, prefixed "benchmark:" outside JobBench).
     """
-    labeled = prompts.filter((pl.col("benchmark") == benchmark)
-                             & (pl.col("onet_task").is_not_null() | pl.col("onet_task_id").is_not_null()))
+    labeled = prompts.filter((pl.col("onet_task").is_not_null() | pl.col("onet_task_id").is_not_null())
+                             & ((pl.col("benchmark") == benchmark) if benchmark is not None else pl.lit(True)))
     by_text: dict[str, list[tuple[int, str]]] = {}
     by_id: dict[int, str] = {}
     candidates: list[tuple[int, str, str, set[str]]] = []
@@ -102,7 +119,8 @@ def task_statement_gold(prompts: pl.DataFrame, tasks: pl.DataFrame, benchmark: s
         by_id[int(tid)] = soc
     shortened: dict[str, list[tuple[int, str]]] = {}  # a statement shared by many prompts is matched once
     rows, unmatched = [], []
-    for prompt_id, task_id, text in labeled.select("prompt_id", "onet_task_id", "onet_task").iter_rows():
+    for name, prompt_id, task_id, text in labeled.select("benchmark", "prompt_id", "onet_task_id",
+                                                         "onet_task").iter_rows():
         matches, how = [], None
         if task_id is not None and str(task_id).strip() and int(task_id) in by_id:
             matches, how = [(int(task_id), by_id[int(task_id)])], "id"
@@ -116,8 +134,8 @@ def task_statement_gold(prompts: pl.DataFrame, tasks: pl.DataFrame, benchmark: s
                 shortened[text] = shortened_match(text, candidates)
             matches, how = shortened[text], "shortened"
         if not matches:
-            unmatched.append(prompt_id)
-        rows += [{"benchmark": benchmark, "prompt_id": prompt_id, "task_id": t, "onet_soc_code": s,
+            unmatched.append(prompt_id if name == "jobbench" else f"{name}:{prompt_id}")
+        rows += [{"benchmark": name, "prompt_id": prompt_id, "task_id": t, "onet_soc_code": s,
                   "match": how} for t, s in matches]
     return pl.DataFrame(rows, schema={"benchmark": pl.Utf8, "prompt_id": pl.Utf8, "task_id": pl.Int64,
                                       "onet_soc_code": pl.Utf8, "match": pl.Utf8}), unmatched

@@ -6,7 +6,13 @@ from collections.abc import Callable
 
 import polars as pl
 
-from models.validation.gold import gdpval_gold, occupations_of_tasks, tac_gold, task_statement_gold
+from models.validation.gold import (
+    gdpval_gold,
+    occupations_of_tasks,
+    soc_code_gold,
+    tac_gold,
+    task_statement_gold,
+)
 from models.validation.metrics import (
     METRIC_COLUMNS,
     N_BOOT,
@@ -53,7 +59,13 @@ def validate_labels(labels: pl.DataFrame, prompts: pl.DataFrame, occupations: pl
     notes["jobbench_match"] = dict(
         jb_tasks.group_by("match").agg(pl.col("prompt_id").n_unique()).iter_rows()) if jb_tasks.height else {}
 
-    occ_gold = pl.concat([gdp, tac, occupations_of_tasks(jb_tasks)])
+    coded = soc_code_gold(prompts, occupations)
+    notes["soc_code_gold_prompts"] = coded.height
+    # a prompt with a task statement and a code gets its gold occupations once (the task's SOC and the code)
+    occ_gold = (pl.concat([gdp, tac, occupations_of_tasks(jb_tasks), coded])
+                .group_by("benchmark", "prompt_id", maintain_order=True)
+                .agg(pl.col("gold_soc").list.explode(keep_nulls=False, empty_as_null=False)
+                     .unique(maintain_order=True)))
     occ = occupation_hits(occ_gold, labels, OCCUPATION_KS, rank_fn)
     rows += summarise(occ, [f"hit_top{k}" for k in OCCUPATION_KS], n_boot=n_boot, seed=seed)
     rows += summarise(task_hits(jb_tasks, labels, TASK_KS), [f"task_hit_at{k}" for k in TASK_KS],
