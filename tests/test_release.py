@@ -405,3 +405,21 @@ def test_the_limitation_names_the_cross_fitted_labels_the_estimates_read():
     assert "neighbour_oof.json" in stacked and "a benchmark with a judge sample" in stacked
     selector = line("offline-calibrated+v1+s6169916277")
     assert "selector_oof.json" in selector and "new benchmarks" in selector
+
+
+def test_the_label_quality_lines_say_what_is_in_sample_and_what_leaving_a_benchmark_out_misses():
+    """An audit: GDPval's human-label figures were quoted with no word that its prompts tuned the retriever, and
+    'every model and setting chosen without the evaluated text's benchmark' overstated the out-of-sample
+    figures (settings were chosen on them; close relatives stay in the fit)."""
+    from models.report.limitations import labeler_limitations, stepped_label_quality
+
+    validation = pl.DataFrame({"benchmark": ["gdpval", "theagentcompany"], "labeler": ["offline"] * 2,
+                               "labeler_version": ["v"] * 2, "metric": ["occupation_top1"] * 2,
+                               "value": [0.59, 0.32], "ci_low": [0.5, 0.26], "ci_high": [0.68, 0.4], "n": [110, 167]})
+    lines = " ".join(labeler_limitations({"labeler_validation": validation}))
+    assert "GDPval's figures are in sample" in lines
+    assert "in sample" not in " ".join(labeler_limitations(
+        {"labeler_validation": validation.filter(pl.col("benchmark") != "gdpval")}))
+    line = stepped_label_quality({}, {})
+    assert "close relatives" in line and "chosen looking at these figures" in line
+    assert "every model and setting chosen without" not in line

@@ -41,8 +41,12 @@ def _labeler_validation() -> dict[str, Entry]:
             "data/reference/): ref_task_f1/precision/recall (mean over prompts and passes; F1 = 1 when both "
             "sets are empty), ref_task_hit_at_1/5 (a reference task among the top-ranked candidates), "
             "ref_first_occupation_agreement (the first occupation among the judge's), ref_work_accuracy "
-            "(work / not-work decided as the judge did); ref_cv_*: the same, cross-validated leaving one "
-            "benchmark out, for a labeler fitted on the reference (development split); labeler "
+            "(work / not-work decided as the judge did); a plain ref_* row of a labeler fitted on the reference "
+            "(offline) is IN SAMPLE, measured on the texts it was fitted on: not for quoting; ref_cv_*: the same, "
+            "cross-validated leaving one benchmark out, for a labeler fitted on the reference (development "
+            "split); ref_cv_within_benchmark_* / ref_cv_new_benchmark_*: the labeler step leaving one judged "
+            "text out within its benchmark / leaving the benchmark out (the out-of-sample figures summary.md "
+            "quotes); the human-label rows of gdpval are in sample too (its prompts tuned the retriever); labeler "
             "reference_pass_agreement: the judge's two passes against each other (the ceiling)",
             TEXT,
             VALIDATION,
