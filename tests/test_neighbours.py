@@ -276,6 +276,14 @@ def test_cross_fitted_labels_replace_the_published_ones_for_judged_texts() -> No
     mine = swapped.filter(pl.col("prompt_hash") == judged["prompt_hash"])
     assert sorted(mine["task_id"].to_list()) == sorted(t for t, _, _ in judged["labels"])
     assert swapped.filter(pl.col("prompt_hash") == "x").height == 1
+    # an audit (benchmarks renamed): a judged text under another benchmark name than the file's kept its
+    # in-sample labels silently
+    renamed = sampled.with_columns(pl.lit("b07").alias("benchmark"))
+    kept, problem = with_out_of_fold_labels(published.with_columns(pl.lit("b07").alias("benchmark")), version,
+                                            renamed, oof)
+    assert problem is not None and problem.startswith("1 of 1 judged reference texts have no out-of-fold labels "
+                                                      "(of b07)")
+    assert kept["task_id"].to_list() == [1, 1]  # in sample, as said
 
 
 @pytest.mark.slow

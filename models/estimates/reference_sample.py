@@ -59,4 +59,13 @@ def with_out_of_fold_labels(labels: pl.DataFrame, labeler_version: str, sampled:
                            schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8}).join(keys, on=list(keys.columns))
     kept = labels.join(covered, on=["benchmark", "prompt_hash"], how="anti")
     swapped = oof.join(covered, on=["benchmark", "prompt_hash"], how="semi")
-    return pl.concat([kept, swapped.select(labels.columns).cast(labels.schema)]), None
+    out = pl.concat([kept, swapped.select(labels.columns).cast(labels.schema)])
+    # a judged reference text the file does not hold (its benchmark landed under another name than the
+    # reference's, or the file is older than the reference) keeps its in-sample labels: said, not silent
+    missing = keys.join(covered, on=list(keys.columns), how="anti").sort("benchmark", "prompt_hash")
+    if missing.height:
+        names = ", ".join(sorted(set(missing["benchmark"].to_list()))[:5])
+        return out, (f"{missing.height} of {keys.height} judged reference texts have no out-of-fold labels (of "
+                     f"{names}): their in-sample labels kept, so the correction sees the labeler as better than "
+                     "it is on them")
+    return out, None
