@@ -381,6 +381,7 @@ def test_the_answer_names_the_benchmarks_no_judge_corrected():
     outside = [(unjudged[0], "not in this index: too small")]
     answer = report.headline_answer(frame, n_benchmarks=len(names) - 1, excluded=outside)
     assert f"Not corrected: {unjudged[1]} has no judged texts, so it counts" in " ".join(answer.supporting)
+    assert "do not carry the labeler's error there" in " ".join(answer.supporting)
     # every benchmark judged: neither
     full = report.headline_answer(frame.with_columns(pl.col("n_sampled").fill_null(0).clip(1)))
     assert "of the" not in full.sentence and not any(s.startswith("Not corrected") for s in full.supporting)

@@ -143,8 +143,11 @@ def _unjudged_line(unjudged: Sequence[str], spell_out: int = 5) -> str:
                                                else "")
     one = len(unjudged) == 1
     return (f"Not corrected: {names} {'has' if one else 'have'} no judged texts, so {'it counts' if one else 'they count'}"
-            " through the labeler alone, which misses many of the tasks a judge finds (see the label quality leaving"
-            f" one benchmark out): {'its' if one else 'their'} part of the figures above is likely too low.")
+            " through the labeler alone, and the intervals above do not carry the labeler's error there. Measured"
+            " on the mirrored benchmarks with their judged texts left out, such counts were off by a factor of"
+            " several, mostly too low (tasks at >= 1 prompt a third of the corrected count) but too high for some"
+            " (docs/estimates.md, 'Known limits'): read the figures above as uncertain by"
+            f" {'its' if one else 'their'} share of the prompts.")
 
 
 def headline_answer(
