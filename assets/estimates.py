@@ -310,7 +310,7 @@ def headline_estimates(
     thresholds = tuple(sorted(set(config.thresholds) | {5}))
     shared_pool().warm(["models.estimates"])  # the judged checks' worker starts while the inputs are read
     with warehouse.held():  # one open of the file for the dozen reads (~30 CPU-ms each)
-        inputs = read_inputs(warehouse)
+        inputs = read_inputs(warehouse, context.log)  # the log: a judged text kept in sample is said there
         counted_rows = counted_headline(warehouse, task_label_counts, onet_tasks, task_hours, onet_occupations,
                                         inputs["membership"], thresholds, config.labeler)  # type: ignore[arg-type]
     judge_rows: pl.DataFrame = inputs["judge_rows"]  # type: ignore[assignment]

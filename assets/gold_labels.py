@@ -38,6 +38,7 @@ VALIDATION_PROMPT_COLUMNS = (
     "prompt_id",
     "prompt_hash",
     "occupation",
+    "onet_soc_code",
     "onet_task_id",
     "onet_task",
 )

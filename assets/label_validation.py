@@ -406,8 +406,9 @@ def _labeler_validation(context: AssetExecutionContext, warehouse: Warehouse, on
             "tac_role_mapping": mapping_source,
             "occupation_ranking": ranker_source,
             "tac_unmapped_roles": ", ".join(notes["tac_unmapped_roles"]) or "none",
-            "jobbench_gold_prompts": notes["jobbench_gold_prompts"],
-            "jobbench_unmatched_prompts": ", ".join(notes["jobbench_unmatched_prompts"]) or "none",
+            "task_gold_prompts": notes["task_gold_prompts"],
+            "task_gold_unmatched_prompts": ", ".join(notes["task_gold_unmatched_prompts"]) or "none",
+            "soc_code_gold_prompts": notes["soc_code_gold_prompts"],
             "gold_prompts": notes["gold_prompts"],
             "labelers": ", ".join(sorted(set(labels["labeler_version"].unique().to_list()))) or "none",
         }

@@ -24,8 +24,10 @@ WORK = "prompt_work"
 # an earlier labeler version whose prompt was labeled since is history)
 UNLABELED_FAILURE_SQL = (f"not exists (select 1 from {WORK} w where w.benchmark = f.benchmark and "
                          "w.prompt_hash = f.prompt_hash)")
-# A prompt the benchmark itself labeled by hand (GDPval/TheAgentCompany occupation, JobBench task statement).
-HUMAN_LABELED_SQL = "occupation is not null or onet_task is not null"
+# A prompt the benchmark itself labeled by hand: any of the documented label fields (GDPval/TheAgentCompany
+# occupation, JobBench task statement, an O*NET-SOC code or task id given by the source).
+HUMAN_LABELED_SQL = ("occupation is not null or onet_task is not null or onet_task_id is not null "
+                     "or onet_soc_code is not null")
 
 
 def tables_exist(path: str | Path, *names: str) -> bool:

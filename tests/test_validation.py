@@ -508,3 +508,27 @@ def test_a_new_benchmark_carrying_the_documented_label_fields_is_validated_under
     assert top1 == {"b14": 1.0, "newbench": 0.5}
     assert notes["soc_code_gold_prompts"] == 2
     assert table.filter((pl.col("benchmark") == "b14") & (pl.col("metric") == "task_hit_at1"))["value"].item() == 1.0
+
+
+def test_the_validation_inputs_hold_prompts_labeled_only_by_code_or_task_id(tmp_path) -> None:
+    """A second read: the asset's inputs dropped onet_soc_code (VALIDATION_PROMPT_COLUMNS) and selected no prompt
+    giving only onet_soc_code or onet_task_id (HUMAN_LABELED_SQL), so soc_code_gold never saw one."""
+    import duckdb
+
+    from assets.label_validation import _validation_inputs
+    from resources.dagster_resources import Warehouse
+
+    path = tmp_path / "w.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("create table benchmark_prompts (benchmark varchar, prompt_id varchar, prompt_hash varchar, "
+                    "prompt varchar, occupation varchar, onet_soc_code varchar, onet_task_id bigint, "
+                    "onet_task varchar)")
+        con.execute("insert into benchmark_prompts values ('nb', 'c', 'hc', 't', null, '13-2011.00', null, null), "
+                    "('nb', 'i', 'hi', 't', null, null, 2, null), ('nb', 'none', 'hn', 't', null, null, null, null)")
+    gold = pl.DataFrame(schema={"benchmark": pl.Utf8, "prompt_id": pl.Utf8, "task_id": pl.Int64})
+    prompts_in, _ = _validation_inputs(Warehouse(path=str(path)), gold)
+    assert prompts_in.select("prompt_id", "onet_soc_code", "onet_task_id").rows() == [
+        ("c", "13-2011.00", None), ("i", None, 2)]
+    assert v.soc_code_gold(prompts_in, OCCUPATIONS)["prompt_id"].to_list() == ["c"]
+    gold_tasks, _ = v.task_statement_gold(prompts_in, TASKS)
+    assert gold_tasks.select("prompt_id", "task_id").rows() == [("i", 2)]

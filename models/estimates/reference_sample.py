@@ -60,8 +60,8 @@ def with_out_of_fold_labels(labels: pl.DataFrame, labeler_version: str, sampled:
     kept = labels.join(covered, on=["benchmark", "prompt_hash"], how="anti")
     swapped = oof.join(covered, on=["benchmark", "prompt_hash"], how="semi")
     out = pl.concat([kept, swapped.select(labels.columns).cast(labels.schema)])
-    # a judged reference text the file does not hold (its benchmark landed under another name than the
-    # reference's, or the file is older than the reference) keeps its in-sample labels: said, not silent
+    # a judged reference text the file does not hold (the reference edited or extended after the file was
+    # written) keeps its in-sample labels: said, not silent
     missing = keys.join(covered, on=list(keys.columns), how="anti").sort("benchmark", "prompt_hash")
     if missing.height:
         names = ", ".join(sorted(set(missing["benchmark"].to_list()))[:5])

@@ -88,7 +88,7 @@ def soc_code_gold(prompts: pl.DataFrame, occupations: pl.DataFrame) -> pl.DataFr
     if "onet_soc_code" not in prompts.columns:
         return pl.DataFrame(schema=_OCC_GOLD_SCHEMA)
     known = occupations["onet_soc_code"].unique().to_list()
-    labeled = (prompts.select("benchmark", "prompt_id", pl.col("onet_soc_code").str.strip_chars())
+    labeled = (prompts.select("benchmark", "prompt_id", pl.col("onet_soc_code").cast(pl.Utf8).str.strip_chars())
                .filter(pl.col("onet_soc_code").is_in(known)))
     return labeled.select("benchmark", "prompt_id", pl.concat_list("onet_soc_code").alias("gold_soc")).cast(
         _OCC_GOLD_SCHEMA)

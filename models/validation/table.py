@@ -53,10 +53,10 @@ def validate_labels(labels: pl.DataFrame, prompts: pl.DataFrame, occupations: pl
     tac, unmapped_roles = tac_gold(prompts, tac_role_to_soc)
     notes["tac_gold_prompts"] = tac.height
     notes["tac_unmapped_roles"] = unmapped_roles
-    jb_tasks, jb_unmatched = task_statement_gold(prompts, tasks)
-    notes["jobbench_gold_prompts"] = jb_tasks["prompt_id"].n_unique() if jb_tasks.height else 0
-    notes["jobbench_unmatched_prompts"] = jb_unmatched
-    notes["jobbench_match"] = dict(
+    jb_tasks, jb_unmatched = task_statement_gold(prompts, tasks)  # every benchmark giving task statements or ids
+    notes["task_gold_prompts"] = jb_tasks["prompt_id"].n_unique() if jb_tasks.height else 0
+    notes["task_gold_unmatched_prompts"] = jb_unmatched
+    notes["task_gold_match"] = dict(
         jb_tasks.group_by("match").agg(pl.col("prompt_id").n_unique()).iter_rows()) if jb_tasks.height else {}
 
     coded = soc_code_gold(prompts, occupations)
