@@ -207,6 +207,7 @@ def report_summary(
             missing_tables=missing,
             benchmark_index=index,
             membership=membership,
+            benchmark_rows=tables.get("headline_estimates"),  # per-benchmark rows are index `all`'s
         )
         paths[index] = ef.write_text(folder / summary_name(index), texts[index])
     for name in missing:

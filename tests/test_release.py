@@ -388,6 +388,13 @@ def test_the_answer_names_the_benchmarks_no_judge_corrected():
     # the map's header carries it with the sentence
     header = report.headlines_by_threshold(report.headline_answer(frame, n_benchmarks=len(names)))
     assert "Not corrected: " in header[5]
+    # a second read: another index's summary reads its own rows, which hold no per-benchmark rows (index `all`'s)
+    indexed = frame.with_columns(pl.lit("all").alias("benchmark_index"))
+    other = indexed.filter(pl.col("scope") == "all").with_columns(pl.lit("other").alias("benchmark_index"))
+    both = pl.concat([indexed, other])
+    text = report.summary_markdown({"headline_estimates": other}, benchmark_index="other", benchmark_rows=both)
+    assert f"Not corrected: {', '.join(unjudged)} have no judged texts" in text
+    assert "Not corrected" not in report.summary_markdown({"headline_estimates": other}, benchmark_index="other")
 
 
 def test_the_limitation_names_the_cross_fitted_labels_the_estimates_read():

@@ -78,11 +78,14 @@ def summary_markdown(
     missing_tables: Sequence[str] = (),
     benchmark_index: str | None = None,
     membership: pl.DataFrame | None = None,
+    benchmark_rows: pl.DataFrame | None = None,
 ) -> str:
     """`summary.md`: the one-line answer (`answer.headline_answer`) and at most five supporting lines; then the
     counts as estimated, what predicts coverage with labeler error (the multiply-imputed fits), model scores,
     robustness; then, titled as such, what the raw labels say; the counts and what they count; limitations.
-    With `benchmark_index`, `tables` hold that index's rows and the summary names the index and its members."""
+    With `benchmark_index`, `tables` hold that index's rows and the summary names the index and its members;
+    `benchmark_rows`: headline_estimates with index `all`'s per-benchmark rows (which members have judged
+    texts: `answer.headline_answer`), when `tables` hold another index's rows only."""
     index = benchmark_index or ALL_INDEX
     lines = ["# Which parts of the US economy do AI benchmarks measure?", ""]
     n_benchmarks, excluded = (None, [])
@@ -90,7 +93,8 @@ def summary_markdown(
     if counts is not None:
         n_benchmarks, excluded = index_benchmarks(counts, index)
     answer = headline_answer(tables.get("headline_estimates"), benchmark_index=index, n_benchmarks=n_benchmarks,
-                             released=(export_date or "")[:10] or None, excluded=excluded)
+                             released=(export_date or "")[:10] or None, excluded=excluded,
+                             benchmark_rows=benchmark_rows)
     if answer is not None:
         lines += [f"**{answer.sentence}**", ""] + [f"- {item}" for item in answer.supporting] + [""]
     else:

@@ -126,7 +126,7 @@ def unjudged_members(estimates: pl.DataFrame, excluded: Sequence[tuple[str, str]
     """(the index's member benchmarks without judged texts, the number of members with a per-benchmark row): the
     per-benchmark rows (scope = the benchmark) with n_sampled 0, less the benchmarks outside the index. Such a
     benchmark counts through the labeler alone (models.estimates.tables: its model-assisted draws are its
-    labeler's), which misses tasks the judge finds, so its part of a figure is likely too low."""
+    labeler's): uncorrected, and without the labeler's error in its interval."""
     if not {"scope", "n_sampled"} <= set(estimates.columns):
         return [], 0
     outside = {n for n, r in excluded if r.startswith("not in this index")}
@@ -144,10 +144,10 @@ def _unjudged_line(unjudged: Sequence[str], spell_out: int = 5) -> str:
     one = len(unjudged) == 1
     return (f"Not corrected: {names} {'has' if one else 'have'} no judged texts, so {'it counts' if one else 'they count'}"
             " through the labeler alone, and the intervals above do not carry the labeler's error there. Measured"
-            " on the mirrored benchmarks with their judged texts left out, such counts were off by a factor of"
-            " several, mostly too low (tasks at >= 1 prompt a third of the corrected count) but too high for some"
-            " (docs/estimates.md, 'Known limits'): read the figures above as uncertain by"
-            f" {'its' if one else 'their'} share of the prompts.")
+            " on the mirrored benchmarks, each with its judged texts left out, such counts were right in the median"
+            " for occupations and hours at >= 5 prompts but low for tasks (a third of the corrected count at >= 1,"
+            " two thirds at >= 5), and off by a factor of several either way for single benchmarks"
+            " (docs/estimates.md, 'Known limits').")
 
 
 def headline_answer(
@@ -158,11 +158,14 @@ def headline_answer(
     released: str | None = None,
     excluded: Sequence[tuple[str, str]] = (),
     threshold: int = ANSWER_THRESHOLD,
+    benchmark_rows: pl.DataFrame | None = None,
 ) -> Answer | None:
     """The answer of one benchmark index at `threshold` (default 5 prompts), or None when nothing is published.
 
     estimates: headline_estimates (published rows are used). n_benchmarks: benchmarks the index counts;
-    excluded: (benchmark, reason) left out of it; released: the release date the sentence names."""
+    excluded: (benchmark, reason) left out of it; released: the release date the sentence names.
+    benchmark_rows: where the per-benchmark rows are (index `all`'s: which benchmarks have judged texts), when
+    `estimates` holds one index's rows only (a per-index summary); default `estimates`."""
     if estimates is None or estimates.is_empty() or "published" not in estimates.columns:
         return None
     rows = published_rows(estimates, benchmark_index)
@@ -171,7 +174,8 @@ def headline_answer(
     if hours is None:
         return None
     prompts = f"at >= {threshold} prompt{'s' if threshold != 1 else ''}"
-    unjudged, n_members = unjudged_members(estimates, excluded) if str(at["estimator"][0]) != "labeler" else ([], 0)
+    unjudged, n_members = (unjudged_members(estimates if benchmark_rows is None else benchmark_rows, excluded)
+                           if str(at["estimator"][0]) != "labeler" else ([], 0))
     hours_text = _estimate("hours_share_covered", hours)
     units = [_phrase(r) for q in ("occupations_covered", "major_groups_covered") if (r := _row(at, q, threshold))]
     context = [f"benchmark index `{benchmark_index}`"]
