@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 import time
 from dataclasses import dataclass, field
 from typing import TextIO
@@ -28,6 +29,8 @@ from pipelines import run_report as rr
 from pipelines.jobs import WAREHOUSE_CHECKS
 from resources import warehouse as wh
 from resources.label_cache import LabelCache
+from resources.run_fork_server import process_start_time
+from resources.run_launcher import IN_PROCESS_PID_TAG, START_TAG
 from resources.untrusted import untrusted_scrubber
 
 QUIET_LOGGERS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -75,6 +78,13 @@ class StepOutcome:
     seconds: float = 0.0
 
 
+# this process, on every run it executes in process: Dagster's run monitoring (dagster.yaml) fails a run whose
+# process was killed (resources/run_launcher.py check_run_worker_health), so it does not stay STARTED and hold
+# the landing sensor's analysis gate for ever
+_START = process_start_time(os.getpid())
+IN_PROCESS_TAGS = {IN_PROCESS_PID_TAG: str(os.getpid()), **({START_TAG: _START} if _START is not None else {})}
+
+
 class Runner:
     """One `run_all`: materializes steps in process, prints one line each, logs Dagster's events to a file."""
 
@@ -120,7 +130,7 @@ class Runner:
             return StepOutcome(None)
         t0 = time.monotonic()
         hold = self._warehouse_to_hold(partition)
-        tags = {"benchmap/kind": kind, "benchmap/run_all": "1"}
+        tags = {"benchmap/kind": kind, "benchmap/run_all": "1", **IN_PROCESS_TAGS}
         locked = [partition] if partition else []
         if partition is not None and last_partition is not None and last_partition != partition:
             tags.update({ASSET_PARTITION_RANGE_START_TAG: partition, ASSET_PARTITION_RANGE_END_TAG: last_partition})

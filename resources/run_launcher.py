@@ -30,6 +30,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,10 @@ from resources.settings import settings
 
 PID_TAG = "benchmap/run_pid"
 START_TAG = "benchmap/run_pid_start_time"  # field 22 of /proc/<pid>/stat at launch (Linux)
+# the process of a run executed in process (run_all's runs: pipelines/step_runner.py), for the health check only:
+# `terminate` never signals it (that would stop run_all, not the one run)
+IN_PROCESS_PID_TAG = "benchmap/in_process_pid"
+REPORT_GRACE_S = 60.0  # a forked run gone while its fork server lives: the server's own report comes first
 READY_TIMEOUT_S = 120.0
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SOURCE_PACKAGES = ("assets", "models", "pipelines", "resources")
@@ -135,6 +140,8 @@ class ForkServerRunLauncher(DefaultRunLauncher):
         super().__init__(inst_data=inst_data)
         self._lock = threading.Lock()
         self._servers: dict[tuple[str, str | None], _ForkServer] = {}
+        self._gone_since: dict[str, float] = {}  # run id -> when its health check first found its process gone
+        self._forked_by: dict[str, _ForkServer] = {}  # run id -> the server that forked it (and reports its exit)
 
     def _server(self, executable: str, cwd: str | None) -> _ForkServer:
         stamp = source_stamp()
@@ -196,6 +203,7 @@ class ForkServerRunLauncher(DefaultRunLauncher):
                     f"Run launched in process {pid}, forked from benchmap's run fork server "
                     f"(resources/run_launcher.py).", run, cls=self.__class__)
                 self._run_ids.add(run.run_id)
+                self._forked_by[run.run_id] = server
                 return
         self._instance.report_engine_event(
             f"Run launched by Dagster's default launcher: {why}.", run, cls=self.__class__)
@@ -203,14 +211,27 @@ class ForkServerRunLauncher(DefaultRunLauncher):
 
     def terminate(self, run_id: str) -> bool:
         run = self._instance.get_run_by_id(run_id) if self.has_instance else None
+        if run is not None and IN_PROCESS_PID_TAG in run.tags and not run.is_finished:
+            # a run of run_all's process: signalling it would stop run_all, and Dagster's default would leave the
+            # run CANCELING while it goes on
+            self._instance.report_engine_event(
+                f"Not terminated: the run executes inside run_all (process {run.tags[IN_PROCESS_PID_TAG]}); stop "
+                "run_all to stop it.", run, cls=self.__class__)
+            return False
         if run is None or PID_TAG not in run.tags:
             return super().terminate(run_id)
         if run.is_finished:
             return False
+        try:
+            pid = int(run.tags[PID_TAG])
+        except ValueError:
+            return False
+        if worker_gone(pid, run.tags.get(START_TAG)) is not None:  # never signal a pid another process now has
+            return False
         self._instance.report_run_canceling(run)
         try:
-            os.kill(int(run.tags[PID_TAG]), signal.SIGTERM)
-        except (ProcessLookupError, ValueError):
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
             return False
         return True
 
@@ -220,29 +241,48 @@ class ForkServerRunLauncher(DefaultRunLauncher):
 
     def check_run_worker_health(self, run: DagsterRun) -> CheckRunHealthResult:
         """For Dagster's run monitoring: anything but RUNNING (or SUCCESS) gets the run marked failed."""
-        if PID_TAG not in run.tags:
+        if PID_TAG not in run.tags and IN_PROCESS_PID_TAG not in run.tags:
             # Launched by DefaultRunLauncher (the fallback): its worker is a code server's subprocess this
             # launcher cannot see. DefaultRunLauncher has no health check in Dagster 1.13.28 (RunLauncher's
             # supports_check_run_worker_health is False, check_run_worker_health raises), so this returns
             # RUNNING, unchecked; should a later version add one, it is used. Its start is still timed out.
             if super().supports_check_run_worker_health:
                 return super().check_run_worker_health(run)
-            return CheckRunHealthResult(WorkerStatus.RUNNING, "not checked: launched by Dagster's default launcher, "
-                                                              "whose run worker benchmap's launcher cannot see")
+            return CheckRunHealthResult(WorkerStatus.RUNNING, "not checked: no process of the run is recorded "
+                                                              "(Dagster's default launcher's, or launched before "
+                                                              "benchmap recorded one)")
+        tag = PID_TAG if PID_TAG in run.tags else IN_PROCESS_PID_TAG
         try:
-            pid = int(run.tags[PID_TAG])
+            pid = int(run.tags[tag])
         except ValueError:
-            return CheckRunHealthResult(WorkerStatus.RUNNING, f"not checked: {PID_TAG} is not a pid")
+            return CheckRunHealthResult(WorkerStatus.RUNNING, f"not checked: {tag} is not a pid")
         gone = worker_gone(pid, run.tags.get(START_TAG))
         if gone is None:
+            self._gone_since.pop(run.run_id, None)
             return CheckRunHealthResult(WorkerStatus.RUNNING, f"the run's process {pid} is running",
                                         run_worker_id=str(pid))
-        where = f" Its stderr: {self._stderr_path(run.run_id, create=False)}." if self.has_instance else ""
+        if tag == PID_TAG and self._reporter_alive(run.run_id):
+            # its fork server reports the exit, with the exit code, within seconds: wait for that first
+            first = self._gone_since.setdefault(run.run_id, time.monotonic())
+            if time.monotonic() - first < REPORT_GRACE_S:
+                return CheckRunHealthResult(WorkerStatus.RUNNING, f"the run's process {pid} ended; its fork "
+                                                                  "server reports how", run_worker_id=str(pid))
+        self._gone_since.pop(run.run_id, None)
+        self._forked_by.pop(run.run_id, None)
+        if tag == IN_PROCESS_PID_TAG:
+            why = "the process that ran it in process (run_all) was killed or crashed"
+        else:
+            why = "it was killed (SIGKILL, out of memory) or crashed, and no run fork server reported its exit"
+            if self.has_instance:
+                why += f". Its stderr: {self._stderr_path(run.run_id, create=False)}"
         return CheckRunHealthResult(
-            WorkerStatus.FAILED,
-            f"the run's process {pid} is gone ({gone}) but the run did not finish: it was killed (SIGKILL, out of "
-            f"memory) or crashed, and no run fork server reported its exit.{where}",
+            WorkerStatus.FAILED, f"the run's process {pid} is gone ({gone}) but the run did not finish: {why}.",
             run_worker_id=str(pid))
+
+    def _reporter_alive(self, run_id: str) -> bool:
+        """Whether this launcher forked the run and the fork server that reaps it (not a newer one) still runs."""
+        server = self._forked_by.get(run_id)
+        return server is not None and server.alive()
 
     def dispose(self) -> None:
         with self._lock:

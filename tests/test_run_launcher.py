@@ -234,3 +234,67 @@ def test_a_reused_pid_a_zombie_and_a_missing_pid_are_gone(tmp_path: Path) -> Non
     # without /proc (not Linux): whether the pid lives
     assert worker_gone(me, "anything", proc=tmp_path) is None
     assert worker_gone(child.pid, None, proc=tmp_path) == "no such process"
+
+
+def test_run_monitoring_fails_a_run_alls_run_whose_process_was_killed(tmp_path: Path) -> None:
+    """A second read: run_all's runs execute in process, with no pid a health check could read; one SIGKILLed
+    stayed STARTED for ever (and held the landing sensor's analysis gate). They carry run_all's process now."""
+    from pipelines.step_runner import IN_PROCESS_TAGS
+
+    assert IN_PROCESS_TAGS[run_launcher.IN_PROCESS_PID_TAG] == str(os.getpid())
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        stat = process_stat(child.pid)
+        assert stat is not None
+        tags = {run_launcher.IN_PROCESS_PID_TAG: str(child.pid), START_TAG: stat[1]}
+        with instance_for_test(overrides=MONITORED) as instance:
+            run = create_run_for_test(instance, job_name="analysis", status=DagsterRunStatus.STARTED, tags=tags)
+            _monitor(instance)
+            assert instance.get_run_by_id(run.run_id).status == DagsterRunStatus.STARTED  # alive: left alone
+            assert instance.run_launcher.terminate(run.run_id) is False  # never signals run_all itself
+            assert child.poll() is None and instance.get_run_by_id(run.run_id).status == DagsterRunStatus.STARTED
+            assert any("Not terminated: the run executes inside run_all" in m
+                       for m in _engine_messages(instance, run.run_id))
+            child.kill()
+            child.wait()
+            run = _monitor_until_finished(instance, run.run_id)
+            assert run.status == DagsterRunStatus.FAILURE
+            assert any(f"the run's process {child.pid} is gone" in m and "run_all" in m
+                       for m in _engine_messages(instance, run.run_id))
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def test_a_forked_run_gone_while_its_server_lives_waits_for_the_servers_report(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second read: monitoring polling between the kill and the fork server's report (0.5-2 s) failed the run
+    itself, saying no server reported it, and the exit code was lost. Now it waits REPORT_GRACE_S for the server,
+    then fails the run (a report that never comes does not leave it started)."""
+    with instance_for_test(overrides=LAUNCHER) as instance:
+        launcher = instance.run_launcher
+        run = create_run_for_test(instance, job_name="probe_job", status=DagsterRunStatus.STARTED,
+                                  tags={PID_TAG: "999999999", START_TAG: "1"})
+
+        class LiveServer:
+            def alive(self) -> bool:
+                return True
+
+        launcher._forked_by[run.run_id] = LiveServer()  # noqa: SLF001 - the server that forked it lives
+        now = [1000.0]
+        monkeypatch.setattr(run_launcher.time, "monotonic", lambda: now[0])
+        health = launcher.check_run_worker_health(run)
+        assert health.status == WorkerStatus.RUNNING and "its fork server reports how" in health.msg
+        now[0] += run_launcher.REPORT_GRACE_S + 1
+        health = launcher.check_run_worker_health(run)
+        assert health.status == WorkerStatus.FAILED and "no run fork server reported its exit" in health.msg
+
+
+def test_terminate_never_signals_a_pid_another_process_now_has(tmp_path: Path) -> None:
+    me = process_stat(os.getpid())
+    assert me is not None
+    with instance_for_test(overrides=LAUNCHER) as instance:
+        run = create_run_for_test(instance, job_name="probe_job", status=DagsterRunStatus.STARTED,
+                                  tags={PID_TAG: str(os.getpid()), START_TAG: str(int(me[1]) + 1)})
+        assert instance.run_launcher.terminate(run.run_id) is False  # this test process is not the run's
