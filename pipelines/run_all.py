@@ -391,7 +391,7 @@ def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None,
     labeled = f"{totals['n_labeled']} labeled, {totals['n_failed']} failed"
     if totals.get("judge_failed"):  # a judge step that lost a benchmark's sample wrote no design to count from
         labeled += f", the judge failed on {totals['judge_failed']} sampled texts"
-    if totals["n_failed"] or unlabeled:
+    if totals["n_failed"] or unlabeled or totals.get("judge_failed"):
         # the prompts without labels include sampled texts the LLM judge failed on (judge_of_the_run)
         labeled += (f" (see label_failures; {unlabeled} prompts without labels"
                     # a failed step's exit (1) comes first: the suffix must not name another code

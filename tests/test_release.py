@@ -424,10 +424,14 @@ def test_the_label_quality_lines_say_what_is_in_sample_and_what_leaving_a_benchm
     validation = pl.DataFrame({"benchmark": ["gdpval", "theagentcompany"], "labeler": ["offline"] * 2,
                                "labeler_version": ["v"] * 2, "metric": ["occupation_top1"] * 2,
                                "value": [0.59, 0.32], "ci_low": [0.5, 0.26], "ci_high": [0.68, 0.4], "n": [110, 167]})
-    lines = " ".join(labeler_limitations({"labeler_validation": validation}))
+    offline = pl.DataFrame({"labeler": ["offline"]})  # the published labeler (labeler_of reads task_coverage)
+    lines = " ".join(labeler_limitations({"labeler_validation": validation, "task_coverage": offline}))
     assert "GDPval's figures are in sample" in lines
     assert "in sample" not in " ".join(labeler_limitations(
-        {"labeler_validation": validation.filter(pl.col("benchmark") != "gdpval")}))
+        {"labeler_validation": validation.filter(pl.col("benchmark") != "gdpval"), "task_coverage": offline}))
+    llm = pl.DataFrame({"labeler": ["openai"]})  # an LLM labeler's rows: not tuned on GDPval
+    assert "in sample" not in " ".join(labeler_limitations(
+        {"labeler_validation": validation.with_columns(pl.lit("openai").alias("labeler")), "task_coverage": llm}))
     line = stepped_label_quality({}, {})
     assert "close relatives" in line and "chosen looking at these figures" in line
     assert "every model and setting chosen without" not in line

@@ -35,3 +35,12 @@ def test_the_closing_line_counts_the_texts_of_a_sample_the_judge_lost(capsys: py
     line = _closing_line(capsys, ["[1/1] bench: judge_sample: labeled none"], judge_failed=5)
     assert "6 labeled, 2 failed, the judge failed on 5 sampled texts (see label_failures" in line
     assert "judge" not in _closing_line(capsys, [])
+
+    # the usual lost case: no labeler failure and no design to count from, still pointed to label_failures
+    runner = SimpleNamespace(totals={"n_prompts": 8, "n_results": 0, "n_rejects": 0, "n_labeled": 6, "n_failed": 0,
+                                     "judge_failed": 5}, failures=["[1/1] bench: judge_sample"], failed_error_checks=[])
+    run_all._print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
+                           skip_analysis=True, unlabeled=0)
+    line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("done in"))
+    assert line.endswith("6 labeled, 0 failed, the judge failed on 5 sampled texts (see label_failures; 0 prompts "
+                         "without labels)")

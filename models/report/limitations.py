@@ -74,8 +74,10 @@ def labeler_limitations(tables: Tables, labeler_model: str | None = None) -> lis
         f"({ci(r['ci_low'], r['ci_high'], lambda v: pct(v, 0))}, n = {num(r['n'])})"
         for r in rows.iter_rows(named=True)
     ]
+    # the offline labeler's retriever was tuned on GDPval's human labels (an LLM labeler's rows are not)
     tuned = " GDPval's figures are in sample: its prompts chose the retriever's weights and label settings " \
-        "(docs/offline_labeler.md)." if rows.filter(pl.col("benchmark") == "gdpval").height else ""
+        "(docs/offline_labeler.md)." if labeler == "offline" and rows.filter(pl.col("benchmark") == "gdpval").height \
+        else ""
     out.append(
         "Measured against the human labels shipped with the benchmarks: "
         + "; ".join(parts)
@@ -255,7 +257,7 @@ def estimate_limitations(tables: Tables, index: str = ALL_INDEX) -> list[str]:
             "**Labeler fitted on the judge sample.** The calibrated offline labeler was fitted on the same "
             "reference texts that serve as the judge sample. The estimates therefore use its cross-validated "
             f"labels of those texts ({swapped}; the published labels themselves stay in sample there. A judge "
-            "sample drawn by the user (BENCHMAP_JUDGE_SAMPLE) has no such overlap."
+            "sample drawn by the user (BENCHMAP_JUDGE_SAMPLE) overlaps only where it draws a reference text."
         )
     return out
 
