@@ -391,11 +391,13 @@ def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None,
     labeled = f"{totals['n_labeled']} labeled, {totals['n_failed']} failed"
     if totals.get("judge_failed"):  # a judge step that lost a benchmark's sample wrote no design to count from
         labeled += f", the judge failed on {totals['judge_failed']} sampled texts"
-    if totals["n_failed"] or unlabeled or totals.get("judge_failed"):
+    if totals["n_failed"] or unlabeled:
         # the prompts without labels include sampled texts the LLM judge failed on (judge_of_the_run)
         labeled += (f" (see label_failures; {unlabeled} prompts without labels"
                     # a failed step's exit (1) comes first: the suffix must not name another code
                     + (")" if failures else f", exit {EXIT_LABEL_FAILURES})"))
+    elif totals.get("judge_failed"):  # a lost sample: its texts have labels, the judge's reading is what failed
+        labeled += " (see label_failures)"
     print()  # the answer first: the sentence summary.md and the map open with, then the raw labels' figures
     headline = rr.headline_lines(warehouse_path) if not skip_analysis else []
     for line in headline:

@@ -30,7 +30,7 @@ from pipelines.jobs import WAREHOUSE_CHECKS
 from resources import warehouse as wh
 from resources.label_cache import LabelCache
 from resources.run_fork_server import process_start_time
-from resources.run_launcher import IN_PROCESS_PID_TAG, START_TAG
+from resources.run_launcher import HOST, HOST_TAG, IN_PROCESS_PID_TAG, START_TAG
 from resources.untrusted import untrusted_scrubber
 
 QUIET_LOGGERS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -78,11 +78,11 @@ class StepOutcome:
     seconds: float = 0.0
 
 
-# this process, on every run it executes in process: Dagster's run monitoring (dagster.yaml) fails a run whose
-# process was killed (resources/run_launcher.py check_run_worker_health), so it does not stay STARTED and hold
-# the landing sensor's analysis gate for ever
-_START = process_start_time(os.getpid())
-IN_PROCESS_TAGS = {IN_PROCESS_PID_TAG: str(os.getpid()), **({START_TAG: _START} if _START is not None else {})}
+def in_process_tags() -> dict[str, str]:
+    """This process, on every run it executes in process: Dagster's run monitoring (dagster.yaml) fails a run whose
+    process was killed (resources/run_launcher.py check_run_worker_health), so it does not stay STARTED and hold
+    the landing sensor's analysis gate for ever. Read per run (one /proc read), so a forked process tags its own."""
+    return {IN_PROCESS_PID_TAG: str(os.getpid()), START_TAG: process_start_time(os.getpid()) or "", HOST_TAG: HOST}
 
 
 class Runner:
@@ -130,7 +130,7 @@ class Runner:
             return StepOutcome(None)
         t0 = time.monotonic()
         hold = self._warehouse_to_hold(partition)
-        tags = {"benchmap/kind": kind, "benchmap/run_all": "1", **IN_PROCESS_TAGS}
+        tags = {"benchmap/kind": kind, "benchmap/run_all": "1", **in_process_tags()}
         locked = [partition] if partition else []
         if partition is not None and last_partition is not None and last_partition != partition:
             tags.update({ASSET_PARTITION_RANGE_START_TAG: partition, ASSET_PARTITION_RANGE_END_TAG: last_partition})

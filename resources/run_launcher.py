@@ -17,8 +17,12 @@ killed (SIGKILL, out of memory); such a run stayed STARTED for ever and the land
 `check_run_worker_health` lets Dagster's monitoring daemon fail it: a forked run is RUNNING while the process of
 its tags lives (pid in PID_TAG; on Linux also its start time, START_TAG, so a reused pid or a zombie counts as
 gone) and FAILED ("the run's process <pid> is gone ...") once it does not; without /proc only the pid's liveness
-is checked. A run of Dagster's default launcher (no PID_TAG) is left to it: it has no health check in this
-Dagster version, so it is reported RUNNING, not checked (never failed on a guess).
+is checked. run_all's runs, executed in its own process, carry that process (IN_PROCESS_PID_TAG, set by
+pipelines/step_runner.py) and are checked the same way; `terminate` never signals them (it would stop run_all). A
+forked run found gone while the fork server that forked it still runs gets REPORT_GRACE_S for the server's own
+report, which has the exit code. A run whose process is on another host (HOST_TAG) or that records none (Dagster's
+default launcher's: it has no health check in this Dagster version; a re-execution's copied pid is cleared) is
+reported RUNNING, not checked (never failed on a guess).
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ import hashlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -47,6 +53,8 @@ START_TAG = "benchmap/run_pid_start_time"  # field 22 of /proc/<pid>/stat at lau
 # the process of a run executed in process (run_all's runs: pipelines/step_runner.py), for the health check only:
 # `terminate` never signals it (that would stop run_all, not the one run)
 IN_PROCESS_PID_TAG = "benchmap/in_process_pid"
+HOST_TAG = "benchmap/run_host"  # where the pid lives: another host's (a shared instance) is not checked
+HOST = socket.gethostname()
 REPORT_GRACE_S = 60.0  # a forked run gone while its fork server lives: the server's own report comes first
 READY_TIMEOUT_S = 120.0
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -131,6 +139,9 @@ class _ForkServer:
             self.process.wait(5)
         if self.process.poll() is None:
             self.process.kill()
+        with contextlib.suppress(OSError):
+            if self.process.stdout is not None:
+                self.process.stdout.close()  # its answers pipe: not left open for as long as a reference lives
 
 
 class ForkServerRunLauncher(DefaultRunLauncher):
@@ -141,7 +152,8 @@ class ForkServerRunLauncher(DefaultRunLauncher):
         self._lock = threading.Lock()
         self._servers: dict[tuple[str, str | None], _ForkServer] = {}
         self._gone_since: dict[str, float] = {}  # run id -> when its health check first found its process gone
-        self._forked_by: dict[str, _ForkServer] = {}  # run id -> the server that forked it (and reports its exit)
+        # run id -> the server that forked it (and reports its exit); weak: a closed, replaced one gives no grace
+        self._forked_by: dict[str, weakref.ref[_ForkServer]] = {}
 
     def _server(self, executable: str, cwd: str | None) -> _ForkServer:
         stamp = source_stamp()
@@ -197,28 +209,35 @@ class ForkServerRunLauncher(DefaultRunLauncher):
                 why = f"the run fork server failed: {type(exc).__name__}: {exc}"
                 self._drop(key)  # the next run gets a fresh server
             else:
-                tags = {PID_TAG: str(pid)} | ({START_TAG: start_time} if start_time is not None else {})
-                self._instance.add_run_tags(run.run_id, tags)  # one write: monitoring never sees half of them
+                # one write: monitoring never sees half of them; every key written, so none is a re-executed
+                # parent's (Dagster copies a parent run's tags)
+                tags = {PID_TAG: str(pid), START_TAG: start_time or "", HOST_TAG: HOST}
+                self._instance.add_run_tags(run.run_id, tags)
                 self._instance.report_engine_event(
                     f"Run launched in process {pid}, forked from benchmap's run fork server "
                     f"(resources/run_launcher.py).", run, cls=self.__class__)
                 self._run_ids.add(run.run_id)
-                self._forked_by[run.run_id] = server
+                self._forked_by[run.run_id] = weakref.ref(server)  # a replaced server's pipes are not kept open
                 return
+        if run.tags.get(PID_TAG):  # a re-executed forked run's pid, copied from its parent: not this run's process
+            self._instance.add_run_tags(run.run_id, {PID_TAG: "", START_TAG: "", HOST_TAG: ""})
         self._instance.report_engine_event(
             f"Run launched by Dagster's default launcher: {why}.", run, cls=self.__class__)
         super().launch_run(context)
 
     def terminate(self, run_id: str) -> bool:
         run = self._instance.get_run_by_id(run_id) if self.has_instance else None
-        if run is not None and IN_PROCESS_PID_TAG in run.tags and not run.is_finished:
+        if run is not None and run.tags.get(IN_PROCESS_PID_TAG) and not run.is_finished:
             # a run of run_all's process: signalling it would stop run_all, and Dagster's default would leave the
             # run CANCELING while it goes on
+            pid = run.tags[IN_PROCESS_PID_TAG]
+            gone = self._worker_gone(run, pid)
             self._instance.report_engine_event(
-                f"Not terminated: the run executes inside run_all (process {run.tags[IN_PROCESS_PID_TAG]}); stop "
-                "run_all to stop it.", run, cls=self.__class__)
+                f"Not terminated: the run executes inside run_all (process {pid}); stop run_all to stop it."
+                if gone is None else f"Not terminated: the run executed inside run_all (process {pid}), which is "
+                f"gone ({gone}); run monitoring marks the run failed.", run, cls=self.__class__)
             return False
-        if run is None or PID_TAG not in run.tags:
+        if run is None or not run.tags.get(PID_TAG):
             return super().terminate(run_id)
         if run.is_finished:
             return False
@@ -226,7 +245,7 @@ class ForkServerRunLauncher(DefaultRunLauncher):
             pid = int(run.tags[PID_TAG])
         except ValueError:
             return False
-        if worker_gone(pid, run.tags.get(START_TAG)) is not None:  # never signal a pid another process now has
+        if self._worker_gone(run, pid) is not None:  # never signal a pid another process now has
             return False
         self._instance.report_run_canceling(run)
         try:
@@ -241,7 +260,8 @@ class ForkServerRunLauncher(DefaultRunLauncher):
 
     def check_run_worker_health(self, run: DagsterRun) -> CheckRunHealthResult:
         """For Dagster's run monitoring: anything but RUNNING (or SUCCESS) gets the run marked failed."""
-        if PID_TAG not in run.tags and IN_PROCESS_PID_TAG not in run.tags:
+        tag = PID_TAG if run.tags.get(PID_TAG) else IN_PROCESS_PID_TAG if run.tags.get(IN_PROCESS_PID_TAG) else None
+        if tag is None:
             # Launched by DefaultRunLauncher (the fallback): its worker is a code server's subprocess this
             # launcher cannot see. DefaultRunLauncher has no health check in Dagster 1.13.28 (RunLauncher's
             # supports_check_run_worker_health is False, check_run_worker_health raises), so this returns
@@ -251,12 +271,14 @@ class ForkServerRunLauncher(DefaultRunLauncher):
             return CheckRunHealthResult(WorkerStatus.RUNNING, "not checked: no process of the run is recorded "
                                                               "(Dagster's default launcher's, or launched before "
                                                               "benchmap recorded one)")
-        tag = PID_TAG if PID_TAG in run.tags else IN_PROCESS_PID_TAG
+        if run.tags.get(HOST_TAG) and run.tags[HOST_TAG] != HOST:  # a pid names a process of its own host only
+            return CheckRunHealthResult(WorkerStatus.RUNNING, f"not checked: the run's process is on host "
+                                                              f"{run.tags[HOST_TAG]}, not {HOST}")
         try:
             pid = int(run.tags[tag])
         except ValueError:
             return CheckRunHealthResult(WorkerStatus.RUNNING, f"not checked: {tag} is not a pid")
-        gone = worker_gone(pid, run.tags.get(START_TAG))
+        gone = self._worker_gone(run, pid)
         if gone is None:
             self._gone_since.pop(run.run_id, None)
             return CheckRunHealthResult(WorkerStatus.RUNNING, f"the run's process {pid} is running",
@@ -281,8 +303,19 @@ class ForkServerRunLauncher(DefaultRunLauncher):
 
     def _reporter_alive(self, run_id: str) -> bool:
         """Whether this launcher forked the run and the fork server that reaps it (not a newer one) still runs."""
-        server = self._forked_by.get(run_id)
+        ref = self._forked_by.get(run_id)
+        server = ref() if ref is not None else None
+        if server is None:
+            self._forked_by.pop(run_id, None)
         return server is not None and server.alive()
+
+    @staticmethod
+    def _worker_gone(run: DagsterRun, pid: int | str) -> str | None:
+        try:
+            number = int(pid)
+        except ValueError:
+            return "not a pid"
+        return worker_gone(number, run.tags.get(START_TAG) or None)
 
     def dispose(self) -> None:
         with self._lock:

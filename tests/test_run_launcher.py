@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
 
 import fork_jobs
@@ -239,9 +240,10 @@ def test_a_reused_pid_a_zombie_and_a_missing_pid_are_gone(tmp_path: Path) -> Non
 def test_run_monitoring_fails_a_run_alls_run_whose_process_was_killed(tmp_path: Path) -> None:
     """A second read: run_all's runs execute in process, with no pid a health check could read; one SIGKILLed
     stayed STARTED for ever (and held the landing sensor's analysis gate). They carry run_all's process now."""
-    from pipelines.step_runner import IN_PROCESS_TAGS
+    from pipelines.step_runner import in_process_tags
 
-    assert IN_PROCESS_TAGS[run_launcher.IN_PROCESS_PID_TAG] == str(os.getpid())
+    assert in_process_tags()[run_launcher.IN_PROCESS_PID_TAG] == str(os.getpid())
+    assert in_process_tags()[START_TAG] == process_stat(os.getpid())[1]
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         stat = process_stat(child.pid)
@@ -281,7 +283,8 @@ def test_a_forked_run_gone_while_its_server_lives_waits_for_the_servers_report(
             def alive(self) -> bool:
                 return True
 
-        launcher._forked_by[run.run_id] = LiveServer()  # noqa: SLF001 - the server that forked it lives
+        server = LiveServer()
+        launcher._forked_by[run.run_id] = weakref.ref(server)  # noqa: SLF001 - the server that forked it lives
         now = [1000.0]
         monkeypatch.setattr(run_launcher.time, "monotonic", lambda: now[0])
         health = launcher.check_run_worker_health(run)
@@ -298,3 +301,37 @@ def test_terminate_never_signals_a_pid_another_process_now_has(tmp_path: Path) -
         run = create_run_for_test(instance, job_name="probe_job", status=DagsterRunStatus.STARTED,
                                   tags={PID_TAG: str(os.getpid()), START_TAG: str(int(me[1]) + 1)})
         assert instance.run_launcher.terminate(run.run_id) is False  # this test process is not the run's
+
+
+def test_a_re_executed_run_on_the_default_launcher_does_not_inherit_its_parents_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A review: Dagster copies a parent run's tags to its re-execution; launched by the default launcher (the
+    fallback), the copy named the parent's dead pid and monitoring failed the live run within a poll."""
+    monkeypatch.setenv("BENCHMAP_RUN_LAUNCHER", "default")
+    monkeypatch.setattr(DefaultRunLauncher, "launch_run", lambda self, context: None)
+    with instance_for_test(overrides=MONITORED) as instance:
+        run = instance.create_run_for_job(
+            job_def=fork_jobs.probe_job, run_config={"ops": {"probe": {"config": {"out": str(tmp_path / "o")}}}},
+            job_code_origin=reconstructable(fork_jobs.probe_job).get_python_origin(),
+            tags={PID_TAG: "999999999", START_TAG: "1", run_launcher.HOST_TAG: run_launcher.HOST})
+        instance.launch_run(run.run_id, workspace=None)
+        run = instance.get_run_by_id(run.run_id)
+        assert run.tags[PID_TAG] == "" and run.tags[START_TAG] == ""
+        health = instance.run_launcher.check_run_worker_health(run)
+        assert health.status == WorkerStatus.RUNNING and health.msg.startswith("not checked")
+
+
+def test_a_process_of_another_host_is_not_checked(tmp_path: Path) -> None:
+    with instance_for_test(overrides=LAUNCHER) as instance:
+        run = create_run_for_test(instance, job_name="probe_job", status=DagsterRunStatus.STARTED,
+                                  tags={run_launcher.IN_PROCESS_PID_TAG: "999999999",
+                                        run_launcher.HOST_TAG: "elsewhere"})
+        health = instance.run_launcher.check_run_worker_health(run)
+        assert health.status == WorkerStatus.RUNNING and "on host elsewhere" in health.msg
+        # on this host the same pid is gone, and terminating it says so
+        local = create_run_for_test(instance, job_name="probe_job", status=DagsterRunStatus.STARTED,
+                                    tags={run_launcher.IN_PROCESS_PID_TAG: "999999999"})
+        assert instance.run_launcher.check_run_worker_health(local).status == WorkerStatus.FAILED
+        assert instance.run_launcher.terminate(local.run_id) is False
+        assert any("which is gone (no such process); run monitoring marks the run failed" in m
+                   for m in _engine_messages(instance, local.run_id))

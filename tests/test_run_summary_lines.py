@@ -42,5 +42,4 @@ def test_the_closing_line_counts_the_texts_of_a_sample_the_judge_lost(capsys: py
     run_all._print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
                            skip_analysis=True, unlabeled=0)
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("done in"))
-    assert line.endswith("6 labeled, 0 failed, the judge failed on 5 sampled texts (see label_failures; 0 prompts "
-                         "without labels)")
+    assert line.endswith("6 labeled, 0 failed, the judge failed on 5 sampled texts (see label_failures)")

@@ -145,9 +145,10 @@ def _unjudged_line(unjudged: Sequence[str], spell_out: int = 5) -> str:
     return (f"Not corrected: {names} {'has' if one else 'have'} no judged texts, so {'it counts' if one else 'they count'}"
             " through the labeler alone, and the intervals above do not carry the labeler's error there. Measured"
             " on the mirrored benchmarks, each with its judged texts left out, such counts were right in the median"
-            " for occupations and hours at >= 5 prompts but low for tasks (a third of the corrected count at >= 1,"
-            " two thirds at >= 5), and off by a factor of several either way for single benchmarks"
-            " (docs/estimates.md, 'Known limits').")
+            " for occupations and hours at >= 5 prompts but low for tasks (x0.34 of the corrected count at >= 1,"
+            " x0.68 at >= 5) and for occupations at >= 1 (x0.40); a single benchmark's count at >= 5 was typically"
+            " off by x1.6-1.9 either way, by 3x or more for a fifth to a third of them (docs/estimates.md, 'Known"
+            " limits'; bench/pooled-correction-2026-12-05.json).")
 
 
 def headline_answer(
