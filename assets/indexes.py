@@ -93,7 +93,7 @@ def estimated_group_shares(warehouse: Warehouse, log: object = None) -> pl.DataF
 
     config = estimate_assets.EstimatesConfig()
     with warehouse.held():  # one open of the file for the dozen reads (~30 CPU-ms each)
-        inputs = estimate_assets.read_inputs(warehouse, log)
+        inputs = estimate_assets.read_inputs(warehouse)  # the headline step logs what the inputs lack, once
     problem = estimate_assets._problem(inputs, inputs["judge_rows"], inputs["labels"])  # type: ignore[arg-type]
     # each benchmark's rows from its own random streams, kept by benchmark: a landed benchmark draws its own only
     record = headline_draws(warehouse, problem, config.seed, config.n_draws, log=log)

@@ -22,8 +22,8 @@ EXPECTED = {
     # issue 25: + 8 per-unit/per-text estimate tables (estimates), + occupation_model_scores_estimated (analysis);
     # issue 27: + headline_history; issue 28: + headline_count_draws (estimates: the draws coverage_regressions_mi
     # refits on, now an asset of its own)
-    "checks": 26,  # issue 25: + unit_estimates_sum_to_headline, benchmark_group_shares_match_the_headline,
-    # estimate_figures_drawn; issue 26: + prompt_task_labels_complete
+    "checks": 27,  # issue 25: + unit_estimates_sum_to_headline, benchmark_group_shares_match_the_headline,
+    # estimate_figures_drawn, benchmarks_have_judged_texts; issue 26: + prompt_task_labels_complete
     "jobs": 3,
     "sensors": 2,
     "schedules": 1,
