@@ -13,7 +13,7 @@ from __future__ import annotations
 import polars as pl
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue, asset_check
 
-from models.report.answer import unjudged_members
+from models.estimates.published import judged_by_benchmark
 from resources.dagster_resources import Warehouse
 
 
@@ -30,7 +30,8 @@ def benchmarks_have_judged_texts(warehouse: Warehouse) -> AssetCheckResult:
         return AssetCheckResult(passed=False, severity=AssetCheckSeverity.WARN,
                                 metadata={"missing_table": "headline_estimates"})
     estimates = warehouse.read_table("headline_estimates")
-    unjudged, n_benchmarks = unjudged_members(estimates)
+    judged = judged_by_benchmark(estimates)
+    unjudged, n_benchmarks = [b for b, has in judged.items() if not has], len(judged)
     prompts = (estimates.filter(pl.col("scope").is_in(unjudged) & (pl.col("benchmark_index") == "all"))
                .group_by("scope").agg(pl.col("n_texts").max()).sort("scope") if unjudged else None)
     return AssetCheckResult(

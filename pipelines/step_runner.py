@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import os
 import time
 from dataclasses import dataclass, field
 from typing import TextIO
@@ -29,8 +28,7 @@ from pipelines import run_report as rr
 from pipelines.jobs import WAREHOUSE_CHECKS
 from resources import warehouse as wh
 from resources.label_cache import LabelCache
-from resources.run_fork_server import process_start_time
-from resources.run_launcher import HOST, HOST_TAG, IN_PROCESS_PID_TAG, START_TAG
+from resources.run_launcher import in_process_tags
 from resources.untrusted import untrusted_scrubber
 
 QUIET_LOGGERS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -76,13 +74,6 @@ def plan_from_definitions(defs: Definitions) -> RunPlan:
 class StepOutcome:
     result: ExecuteInProcessResult | None
     seconds: float = 0.0
-
-
-def in_process_tags() -> dict[str, str]:
-    """This process, on every run it executes in process: Dagster's run monitoring (dagster.yaml) fails a run whose
-    process was killed (resources/run_launcher.py check_run_worker_health), so it does not stay STARTED and hold
-    the landing sensor's analysis gate for ever. Read per run (one /proc read), so a forked process tags its own."""
-    return {IN_PROCESS_PID_TAG: str(os.getpid()), START_TAG: process_start_time(os.getpid()) or "", HOST_TAG: HOST}
 
 
 class Runner:

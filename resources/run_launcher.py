@@ -45,7 +45,7 @@ from dagster import DefaultRunLauncher
 from dagster._core.launcher import CheckRunHealthResult, LaunchRunContext, WorkerStatus
 from dagster._core.storage.dagster_run import DagsterRun
 
-from resources.run_fork_server import PROC, process_stat
+from resources.run_fork_server import PROC, process_start_time, process_stat
 from resources.settings import settings
 
 PID_TAG = "benchmap/run_pid"
@@ -69,6 +69,13 @@ def source_stamp(root: Path = PROJECT_ROOT) -> str:
             stat = path.stat()
             digest.update(f"{path.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
     return digest.hexdigest()[:16]
+
+
+def in_process_tags() -> dict[str, str]:
+    """The tags of a run executed in this process (run_all's: pipelines/step_runner.py), for the health check:
+    Dagster's run monitoring fails such a run once its process was killed, so it does not stay STARTED and hold
+    the landing sensor's analysis gate for ever. Read per run (one /proc read), so a forked process tags its own."""
+    return {IN_PROCESS_PID_TAG: str(os.getpid()), START_TAG: process_start_time(os.getpid()) or "", HOST_TAG: HOST}
 
 
 def worker_gone(pid: int, start_time: str | None, proc: Path = PROC) -> str | None:
@@ -239,17 +246,12 @@ class ForkServerRunLauncher(DefaultRunLauncher):
             return False
         if run is None or not run.tags.get(PID_TAG):
             return super().terminate(run_id)
-        if run.is_finished:
-            return False
-        try:
-            pid = int(run.tags[PID_TAG])
-        except ValueError:
-            return False
-        if self._worker_gone(run, pid) is not None:  # never signal a pid another process now has
+        # never signal a pid another process now has (nor a tag that is no pid)
+        if run.is_finished or self._worker_gone(run, run.tags[PID_TAG]) is not None:
             return False
         self._instance.report_run_canceling(run)
         try:
-            os.kill(pid, signal.SIGTERM)
+            os.kill(int(run.tags[PID_TAG]), signal.SIGTERM)
         except ProcessLookupError:
             return False
         return True

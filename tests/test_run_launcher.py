@@ -240,10 +240,8 @@ def test_a_reused_pid_a_zombie_and_a_missing_pid_are_gone(tmp_path: Path) -> Non
 def test_run_monitoring_fails_a_run_alls_run_whose_process_was_killed(tmp_path: Path) -> None:
     """A second read: run_all's runs execute in process, with no pid a health check could read; one SIGKILLed
     stayed STARTED for ever (and held the landing sensor's analysis gate). They carry run_all's process now."""
-    from pipelines.step_runner import in_process_tags
-
-    assert in_process_tags()[run_launcher.IN_PROCESS_PID_TAG] == str(os.getpid())
-    assert in_process_tags()[START_TAG] == process_stat(os.getpid())[1]
+    assert run_launcher.in_process_tags()[run_launcher.IN_PROCESS_PID_TAG] == str(os.getpid())
+    assert run_launcher.in_process_tags()[START_TAG] == process_stat(os.getpid())[1]
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         stat = process_stat(child.pid)

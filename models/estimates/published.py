@@ -153,3 +153,16 @@ def published_sentences(estimates: pl.DataFrame, benchmark_index: str = ALL_INDE
             pieces.append(f"at >= {t}: " + ", ".join(parts))
         out.append("Counting every label as true instead gives " + "; ".join(pieces) + ".")
     return out
+
+
+def judged_by_benchmark(estimates: pl.DataFrame) -> dict[str, bool]:
+    """benchmark -> whether it has judged texts, from index `all`'s per-benchmark rows (scope = the benchmark)
+    of headline_estimates. One without is counted through the labeler alone (tables.py: its model-assisted
+    draws are its labeler's): uncorrected, and without the labeler's error in its interval."""
+    if not {"scope", "n_sampled", "estimator"} <= set(estimates.columns):
+        return {}
+    rows = estimates.filter((pl.col("scope") != ALL_SCOPE) & pl.col("estimator").is_in(["model_assisted", "labeler"]))
+    if "benchmark_index" in rows.columns:  # per-benchmark rows are index `all`'s: a benchmark's own figures
+        rows = rows.filter(pl.col("benchmark_index") == ALL_INDEX)
+    sampled = rows.group_by("scope").agg(pl.col("n_sampled").fill_null(0).max())
+    return {str(b): int(n) > 0 for b, n in sampled.sort("scope").iter_rows()}

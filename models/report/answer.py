@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from models.estimates.mc_error import mc_rounded
+from models.estimates.published import judged_by_benchmark
 from models.estimates.tables import CAPPED, OWN_ESTIMATE
 from models.report.formatting import finite
 
@@ -123,19 +124,11 @@ def _basis(rows: pl.DataFrame, unjudged: Sequence[str] = (), n_members: int | No
 
 
 def unjudged_members(estimates: pl.DataFrame, excluded: Sequence[tuple[str, str]] = ()) -> tuple[list[str], int]:
-    """(the index's member benchmarks without judged texts, the number of members with a per-benchmark row): the
-    per-benchmark rows (scope = the benchmark) with n_sampled 0, less the benchmarks outside the index. Such a
-    benchmark counts through the labeler alone (models.estimates.tables: its model-assisted draws are its
-    labeler's): uncorrected, and without the labeler's error in its interval."""
-    if not {"scope", "n_sampled"} <= set(estimates.columns):
-        return [], 0
+    """(the index's member benchmarks without judged texts, the number of members with a per-benchmark row):
+    `judged_by_benchmark` less the benchmarks outside the index."""
     outside = {n for n, r in excluded if r.startswith("not in this index")}
-    rows = estimates.filter((pl.col("scope") != "all") & pl.col("estimator").is_in(["model_assisted", "labeler"]))
-    if "benchmark_index" in rows.columns:  # per-benchmark rows are index `all`'s: a benchmark's own figures
-        rows = rows.filter(pl.col("benchmark_index") == ALL_INDEX)
-    sampled = rows.group_by("scope").agg(pl.col("n_sampled").max())
-    members = sampled.filter(~pl.col("scope").is_in(sorted(outside)))
-    return sorted(members.filter(pl.col("n_sampled").fill_null(0) == 0)["scope"].to_list()), members.height
+    members = {b: judged for b, judged in judged_by_benchmark(estimates).items() if b not in outside}
+    return sorted(b for b, judged in members.items() if not judged), len(members)
 
 
 def _unjudged_line(unjudged: Sequence[str], spell_out: int = 5) -> str:

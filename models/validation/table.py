@@ -53,22 +53,22 @@ def validate_labels(labels: pl.DataFrame, prompts: pl.DataFrame, occupations: pl
     tac, unmapped_roles = tac_gold(prompts, tac_role_to_soc)
     notes["tac_gold_prompts"] = tac.height
     notes["tac_unmapped_roles"] = unmapped_roles
-    jb_tasks, jb_unmatched = task_statement_gold(prompts, tasks)  # every benchmark giving task statements or ids
-    notes["task_gold_prompts"] = jb_tasks["prompt_id"].n_unique() if jb_tasks.height else 0
-    notes["task_gold_unmatched_prompts"] = jb_unmatched
+    task_gold, task_unmatched = task_statement_gold(prompts, tasks)  # every benchmark giving task statements or ids
+    notes["task_gold_prompts"] = task_gold["prompt_id"].n_unique() if task_gold.height else 0
+    notes["task_gold_unmatched_prompts"] = task_unmatched
     notes["task_gold_match"] = dict(
-        jb_tasks.group_by("match").agg(pl.col("prompt_id").n_unique()).iter_rows()) if jb_tasks.height else {}
+        task_gold.group_by("match").agg(pl.col("prompt_id").n_unique()).iter_rows()) if task_gold.height else {}
 
     coded = soc_code_gold(prompts, occupations)
     notes["soc_code_gold_prompts"] = coded.height
     # a prompt with a task statement and a code gets its gold occupations once (the task's SOC and the code)
-    occ_gold = (pl.concat([gdp, tac, occupations_of_tasks(jb_tasks), coded])
+    occ_gold = (pl.concat([gdp, tac, occupations_of_tasks(task_gold), coded])
                 .group_by("benchmark", "prompt_id", maintain_order=True)
                 .agg(pl.col("gold_soc").list.explode(keep_nulls=False, empty_as_null=False)
                      .unique(maintain_order=True)))
     occ = occupation_hits(occ_gold, labels, OCCUPATION_KS, rank_fn)
     rows += summarise(occ, [f"hit_top{k}" for k in OCCUPATION_KS], n_boot=n_boot, seed=seed)
-    rows += summarise(task_hits(jb_tasks, labels, TASK_KS), [f"task_hit_at{k}" for k in TASK_KS],
+    rows += summarise(task_hits(task_gold, labels, TASK_KS), [f"task_hit_at{k}" for k in TASK_KS],
                       n_boot=n_boot, seed=seed)
 
     if gold_task_labels is not None and not gold_task_labels.is_empty():
