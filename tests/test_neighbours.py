@@ -286,6 +286,43 @@ def test_cross_fitted_labels_replace_the_published_ones_for_judged_texts() -> No
     assert kept["task_id"].to_list() == [1, 1]  # in sample, as said
 
 
+class _Log:
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+
+    def warning(self, message: str) -> None:
+        self.warnings.append(message)
+
+
+def test_the_estimates_inputs_say_a_judged_text_kept_in_sample_in_the_log(full_pipeline,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The headline's inputs, read from the mirror's warehouse as the headline step reads them (its log passed):
+    a judged text the out-of-fold file lacks is said in that log (a second read found the warning never
+    reached a log: no caller passed one); with the whole file, nothing is said."""
+    from assets import estimate_inputs
+    from resources.dagster_resources import Warehouse
+    from resources.readers import read_labeler_oof
+
+    warehouse = Warehouse(path=str(full_pipeline.warehouse))
+    log = _Log()
+    estimate_assets_inputs = estimate_inputs.read_inputs(warehouse, log)
+    assert log.warnings == []
+    version = estimate_assets_inputs["labeler_version"]
+    whole = read_labeler_oof(version)
+    assert whole is not None
+    dropped = whole["prompts"][0]
+    monkeypatch.setattr(estimate_inputs, "read_labeler_oof",
+                        lambda v: {**whole, "prompts": whole["prompts"][1:]})
+    inputs = estimate_inputs.read_inputs(warehouse, log)
+    assert len(log.warnings) == 1
+    assert log.warnings[0].startswith(f"1 of {len(whole['prompts'])} judged reference texts have no out-of-fold "
+                                      f"labels (of {dropped['benchmark']})")
+    # and that text's labels are the published (in-sample) ones, as said
+    mine = pl.col("prompt_hash") == dropped["prompt_hash"]
+    assert inputs["labels"].filter(mine).sort("task_id")["task_id"].to_list() \
+        == inputs["published_labels"].filter(mine).sort("task_id")["task_id"].to_list()
+
+
 @pytest.mark.slow
 def test_committed_cross_fitted_labels_are_the_cross_validation(mirror: Path) -> None:
     """neighbour_oof.json holds exactly the held-out decisions of the cross-validation whose figures are in the
