@@ -390,8 +390,8 @@ def _labeler_validation(context: AssetExecutionContext, warehouse: Warehouse, on
         stack_rows = stack_cross_validated_rows(load_stack_fit(), selector_version,
                                                 published=settings().neighbour_step)
         table = pl.concat([table, stack_rows.select(table.columns).cast(table.schema)])
-    for title in notes["gdpval_unmatched_titles"]:
-        context.log.warning(f"GDPval occupation title with no O*NET match (left out): {title!r}")
+    for title in notes["unmatched_titles"]:
+        context.log.warning(f"occupation title with no O*NET match (left out of the gold set): {title}")
     context.add_output_metadata(
         {
             "metrics": MetadataValue.md(
@@ -400,8 +400,8 @@ def _labeler_validation(context: AssetExecutionContext, warehouse: Warehouse, on
                     limit=60,
                 )
             ),
-            "gdpval_gold_prompts": notes["gdpval_gold_prompts"],
-            "gdpval_unmatched_titles": ", ".join(notes["gdpval_unmatched_titles"]) or "none",
+            "title_gold_prompts": notes["title_gold_prompts"],
+            "unmatched_titles": "; ".join(notes["unmatched_titles"]) or "none",
             "tac_gold_prompts": notes["tac_gold_prompts"],
             "tac_role_mapping": mapping_source,
             "occupation_ranking": ranker_source,

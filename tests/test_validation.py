@@ -116,9 +116,12 @@ def test_soc_patterns() -> None:
 
 def test_title_mapping_exact_case_insensitive_and_group() -> None:
     mapping, unmatched = v.map_titles_to_soc(
-        ["accountants AND auditors", "Buyers and Purchasing Agents", "Astronauts"], OCCUPATIONS
+        ["accountants AND auditors", "Buyers and Purchasing Agents", "Astronauts",
+         "Purchasing Agents Except Wholesale"], OCCUPATIONS
     )
-    assert mapping == {"accountants AND auditors": ["13-2011"], "Buyers and Purchasing Agents": ["13-1020"]}
+    # a title without O*NET's comma still matches
+    assert mapping == {"accountants AND auditors": ["13-2011"], "Buyers and Purchasing Agents": ["13-1020"],
+                       "Purchasing Agents Except Wholesale": ["13-1023"]}
     assert unmatched == ["Astronauts"]
 
 
@@ -190,8 +193,9 @@ def test_validate_labels_exact_occupation_and_task_metrics() -> None:
     assert got[("jobbench", "task_hit_at5")] == (0.5, 2)
     assert got[("jobbench", "task_hit_at10")] == (1.0, 2)
     assert got[("jobbench", "occupation_top1")] == (0.5, 2)
-    assert notes["gdpval_unmatched_titles"] == ["Astronauts"]
-    assert notes["gdpval_gold_prompts"] == 3 and notes["tac_gold_prompts"] == 1
+    # JobBench's `occupation` is read as a title too (its "Whatever" matches nothing); TAC's is a role
+    assert notes["unmatched_titles"] == ["gdpval: Astronauts", "jobbench: Whatever"]
+    assert notes["title_gold_prompts"] == 3 and notes["tac_gold_prompts"] == 1
     assert set(table.columns) == set(v.METRIC_COLUMNS)
     for row in table.iter_rows(named=True):
         assert row["ci_low"] <= row["value"] <= row["ci_high"]
@@ -508,6 +512,24 @@ def test_a_new_benchmark_carrying_the_documented_label_fields_is_validated_under
     assert top1 == {"b14": 1.0, "newbench": 0.5}
     assert notes["soc_code_gold_prompts"] == 2
     assert table.filter((pl.col("benchmark") == "b14") & (pl.col("metric") == "task_hit_at1"))["value"].item() == 1.0
+
+
+def test_occupation_titles_of_any_benchmark_are_gold_not_only_gdpvals() -> None:
+    """Title gold was read from the benchmark named gdpval alone: GDPval landed under another name (or a new
+    benchmark filling the documented `occupation` field) was not validated at all. TheAgentCompany's field is
+    a role category, read through its role mapping and not as a title."""
+    bench_prompts = prompts([("b09", "g1", "Accountants and Auditors", None),
+                             ("b09", "g2", "Software Developers", None), ("b09", "g3", "Astronauts", None),
+                             ("theagentcompany", "t1", "Software Development Engineer (SDE)", None)])
+    lab = labels([("b09", "g1", 1, "13-2011.00", 1), ("b09", "g2", 1, "13-2011.00", 1),
+                  ("theagentcompany", "t1", 4, "15-1252.00", 1)])
+    table, notes = v.validate_labels(lab, bench_prompts, OCCUPATIONS, TASKS, n_boot=50,
+                                     tac_role_to_soc={"SDE": ["15-1252.00"]})
+    got = {(b, m): (x, n) for b, m, x, n in table.select("benchmark", "metric", "value", "n").rows()}
+    assert got[("b09", "occupation_top1")] == (0.5, 2)  # g3's title matches nothing: out of the gold set
+    assert got[("theagentcompany", "occupation_top1")] == (1.0, 1)
+    assert notes["unmatched_titles"] == ["b09: Astronauts"]  # TAC's role is not a title left unmatched
+    assert notes["title_gold_prompts"] == 2
 
 
 def test_the_validation_inputs_hold_prompts_labeled_only_by_code_or_task_id(tmp_path) -> None:

@@ -1,9 +1,11 @@
 """Validating labelers against human labels, and measuring agreement between two labelers.
 
 Human labels available (see `$BENCHMAP_MIRROR/human_labels/SOURCES.md`):
-- GDPval `occupation`: an O*NET/BLS occupation title per prompt (110 of 220 prompts).
+- GDPval `occupation`: an O*NET/BLS occupation title per prompt (110 of 220 prompts); JobBench's too. The
+  `occupation` field of any benchmark is read as a title (`title_gold`), but TheAgentCompany's.
 - TheAgentCompany `occupation`: a role category (SDE, PM, HR, Admin, DS, Finance, Other) per prompt.
-- JobBench `onet_task`: the O*NET task statement each of its 6 prompts was built on.
+- JobBench `onet_task`: the O*NET task statement each of its 6 prompts was built on (any benchmark's
+  `onet_task` / `onet_task_id` / `onet_soc_code` are read the same way).
 - Gold task labels from annotators (docs/gold_labels.md): prompt -> O*NET task IDs.
 
 Occupation metrics rank the occupations of a prompt from its labeled tasks and match at the 6-digit SOC level
@@ -21,7 +23,7 @@ No dagster here.
 The package, by concern (every public name is importable from models.validation):
   soc.py         SOC codes and patterns, titles to SOC, TheAgentCompany roles
   metrics.py     occupation rankings, per-prompt hits and set scores, bootstrap summaries
-  gold.py        gold sets from GDPval, TheAgentCompany and JobBench's own labels
+  gold.py        gold sets from the benchmarks' own labels (titles, roles, task statements, codes)
   table.py       validate_labels (the labeler_validation table) and check_floors
   agreement.py   labeler_agreement between two labelers
   annotation.py  the gold annotation sample, and reading and resolving the annotators' answers
@@ -43,12 +45,12 @@ from models.validation.annotation import (
 )
 from models.validation.gold import (
     SHORTENED_MIN_RATIO,
-    gdpval_gold,
     occupations_of_tasks,
     shortened_match,
     soc_code_gold,
     tac_gold,
     task_statement_gold,
+    title_gold,
 )
 from models.validation.metrics import (
     METRIC_COLUMNS,
@@ -101,7 +103,6 @@ __all__ = [
     "annotation_sample",
     "annotation_sample_keys",
     "check_floors",
-    "gdpval_gold",
     "labeler_agreement",
     "labeler_versions",
     "map_titles_to_soc",
@@ -122,6 +123,7 @@ __all__ = [
     "spearman_union",
     "summarise",
     "tac_gold",
+    "title_gold",
     "tac_role",
     "task_hits",
     "soc_code_gold",

@@ -1,5 +1,6 @@
-"""Gold occupation and task sets from the benchmarks' own human labels: GDPval occupation titles,
-TheAgentCompany role categories, JobBench task statements (exact or shortened)."""
+"""Gold occupation and task sets from the benchmarks' own human labels: occupation titles (GDPval's, JobBench's:
+the documented `occupation` field of any benchmark), TheAgentCompany role categories, task statements or ids
+(exact or shortened) and O*NET-SOC codes."""
 
 from __future__ import annotations
 
@@ -24,17 +25,25 @@ _OCC_GOLD_SCHEMA: dict[str, pl.DataType] = {"benchmark": pl.Utf8, "prompt_id": p
 
 # --- gold occupation / task sets from the benchmarks' own human labels -------------------------------------
 
-def gdpval_gold(prompts: pl.DataFrame, occupations: pl.DataFrame, benchmark: str = "gdpval"
-                ) -> tuple[pl.DataFrame, list[str]]:
-    """GDPval prompts with a human occupation title -> (benchmark, prompt_id, gold_soc), unmatched titles.
+# a benchmark whose `occupation` field is a role category read through its own mapping (tac_gold), not a title
+ROLE_CATEGORY_BENCHMARKS = ("theagentcompany",)
 
-    Prompts whose title matches nothing are left out of the gold set (and listed)."""
-    labeled = prompts.filter((pl.col("benchmark") == benchmark) & pl.col("occupation").is_not_null()
+
+def title_gold(prompts: pl.DataFrame, occupations: pl.DataFrame,
+               role_category_benchmarks: Sequence[str] = ROLE_CATEGORY_BENCHMARKS) -> tuple[pl.DataFrame, list[str]]:
+    """Prompts whose `occupation` field gives a human occupation title (GDPval's, JobBench's, or any benchmark
+    that fills the documented field) -> (benchmark, prompt_id, gold_soc), and the unmatched titles as
+    `benchmark: title`. Read for every benchmark, not by name, so a new or renamed benchmark giving titles is
+    validated too. Prompts whose title matches nothing are left out of the gold set (and listed)."""
+    labeled = prompts.filter(~pl.col("benchmark").is_in(list(role_category_benchmarks))
+                             & pl.col("occupation").is_not_null()
                              & (pl.col("occupation").str.strip_chars() != ""))
     mapping, unmatched = map_titles_to_soc(labeled["occupation"].to_list(), occupations)
-    rows = [{"benchmark": benchmark, "prompt_id": p, "gold_soc": mapping[t]}
-            for p, t in labeled.select("prompt_id", "occupation").iter_rows() if t in mapping]
-    return pl.DataFrame(rows, schema=_OCC_GOLD_SCHEMA), unmatched
+    rows = [{"benchmark": b, "prompt_id": p, "gold_soc": mapping[t]}
+            for b, p, t in labeled.select("benchmark", "prompt_id", "occupation").iter_rows() if t in mapping]
+    missing = set(unmatched)
+    named = sorted({f"{b}: {t}" for b, t in labeled.select("benchmark", "occupation").iter_rows() if t in missing})
+    return pl.DataFrame(rows, schema=_OCC_GOLD_SCHEMA), named
 
 
 def tac_gold(prompts: pl.DataFrame, role_to_soc: dict | None = None, benchmark: str = "theagentcompany"

@@ -66,19 +66,33 @@ def norm_text(text: str | None) -> str:
     return " ".join((text or "").split()).casefold()
 
 
+_PUNCTUATION = re.compile(r"[^\w\s]")
+
+
+def _bare(title: str) -> str:
+    """A title without punctuation: 'Purchasing Agents Except Wholesale' is O*NET's 'Purchasing Agents, Except
+    Wholesale' (a source that drops O*NET's commas)."""
+    return norm_text(_PUNCTUATION.sub(" ", title))
+
+
 def map_titles_to_soc(titles: Iterable[str], occupations: pl.DataFrame
                       ) -> tuple[dict[str, list[str]], list[str]]:
-    """Occupation title -> SOC patterns: exact case-insensitive match on onet_occupations.title, else a known
-    SOC group title (GROUP_TITLES). Returns the mapping and the titles left unmatched (sorted)."""
+    """Occupation title -> SOC patterns: exact case-insensitive match on onet_occupations.title, else the same
+    without punctuation, else a known SOC group title (GROUP_TITLES). Returns the mapping and the titles left
+    unmatched (sorted)."""
     by_title: dict[str, set[str]] = {}
+    by_bare: dict[str, set[str]] = {}
     for row in occupations.select("onet_soc_code", "title").iter_rows():
         by_title.setdefault(norm_text(row[1]), set()).add(soc6(row[0]))
+        by_bare.setdefault(_bare(row[1]), set()).add(soc6(row[0]))
     mapping: dict[str, list[str]] = {}
     unmatched: list[str] = []
     for title in sorted({t for t in titles if t}):
         key = norm_text(title)
         if key in by_title:
             mapping[title] = sorted(by_title[key])
+        elif _bare(title) in by_bare:
+            mapping[title] = sorted(by_bare[_bare(title)])
         elif key in GROUP_TITLES:
             mapping[title] = list(GROUP_TITLES[key])
         else:

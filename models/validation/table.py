@@ -7,11 +7,11 @@ from collections.abc import Callable
 import polars as pl
 
 from models.validation.gold import (
-    gdpval_gold,
     occupations_of_tasks,
     soc_code_gold,
     tac_gold,
     task_statement_gold,
+    title_gold,
 )
 from models.validation.metrics import (
     METRIC_COLUMNS,
@@ -47,9 +47,9 @@ def validate_labels(labels: pl.DataFrame, prompts: pl.DataFrame, occupations: pl
     rows: list[dict] = []
     notes: dict = {}
 
-    gdp, unmatched_titles = gdpval_gold(prompts, occupations)
-    notes["gdpval_gold_prompts"] = gdp.height
-    notes["gdpval_unmatched_titles"] = unmatched_titles
+    titled, unmatched_titles = title_gold(prompts, occupations)  # every benchmark giving occupation titles
+    notes["title_gold_prompts"] = titled.height
+    notes["unmatched_titles"] = unmatched_titles
     tac, unmapped_roles = tac_gold(prompts, tac_role_to_soc)
     notes["tac_gold_prompts"] = tac.height
     notes["tac_unmapped_roles"] = unmapped_roles
@@ -62,7 +62,7 @@ def validate_labels(labels: pl.DataFrame, prompts: pl.DataFrame, occupations: pl
     coded = soc_code_gold(prompts, occupations)
     notes["soc_code_gold_prompts"] = coded.height
     # a prompt with a task statement and a code gets its gold occupations once (the task's SOC and the code)
-    occ_gold = (pl.concat([gdp, tac, occupations_of_tasks(task_gold), coded])
+    occ_gold = (pl.concat([titled, tac, occupations_of_tasks(task_gold), coded])
                 .group_by("benchmark", "prompt_id", maintain_order=True)
                 .agg(pl.col("gold_soc").list.explode(keep_nulls=False, empty_as_null=False)
                      .unique(maintain_order=True)))
