@@ -11,11 +11,11 @@ import polars as pl
 from models import coverage as cov
 from models import estimates as es
 from resources.dagster_resources import Warehouse
-from resources.readers import REFERENCE_DIR, load_reference, read_labeler_oof
+from resources.readers import load_reference, read_labeler_oof
 
 
-def read_reference_sample(folder: Path = REFERENCE_DIR, dev_pass: str = "a") -> pl.DataFrame:
-    """The vendored judge labels as judge-sample rows (`models.estimates.reference_sample_rows` says which
+def read_reference_sample(folder: Path | None = None, dev_pass: str = "a") -> pl.DataFrame:
+    """The reference's judge labels (`resources.readers.reference_folder()` by default) as judge-sample rows (`models.estimates.reference_sample_rows` says which
     pass and why)."""
     return es.reference_sample_rows(load_reference(folder), dev_pass)
 

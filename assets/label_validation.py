@@ -37,18 +37,9 @@ from models.labeling.stacking_cv import NEIGHBOUR_GRID
 from models.sources import ONET_VERSION
 from resources.dagster_resources import Warehouse
 from resources.label_cache import other_labelers_labels
-from resources.readers import (
-    REFERENCE_DIR,
-    load_reference,
-    load_selector_fit,
-    load_stack_fit,
-)
+from resources.readers import load_reference, load_selector_fit, load_stack_fit, reference_folder
 from resources.settings import settings
 from resources.source_versions import REFERENCE_FILES_KEY
-from resources.sources import raw_dir
-
-REFERENCE_DIR_NAME = "reference_labels"  # data/raw/reference_labels/ overrides the vendored data/reference/
-
 
 # --- validation against human labels (the gold labels: assets/gold_labels.py) ----------------------------
 
@@ -110,8 +101,7 @@ def _all_labeler_labels(warehouse: Warehouse, labels: pl.DataFrame, prompts: pl.
 def reference_task_labels(
     context: AssetExecutionContext, warehouse: Warehouse, onet_tasks: pl.DataFrame
 ) -> pl.DataFrame:
-    override = raw_dir() / REFERENCE_DIR_NAME
-    folder = override if (override / rl.SPLIT_FILES["dev"]).is_file() else REFERENCE_DIR
+    folder = reference_folder()
     reference = load_reference(folder)  # InputError with file and line on a broken or duplicated row
     prompts = read_prompts(warehouse, ("benchmark", "prompt_id", "prompt_hash"))
     landed = reference.filter(pl.col("benchmark").is_in(prompts["benchmark"].unique().implode()))

@@ -50,9 +50,8 @@ from models.sources import ONET_VERSION
 from resources import label_pool, task_index
 from resources.dagster_resources import LabelerResource, Warehouse
 from resources.io_manager import add_partition_metadata
-from resources.readers import REFERENCE_DIR, load_reference, load_stack_fit
+from resources.readers import load_reference, load_stack_fit, reference_folder
 from resources.settings import settings
-from resources.sources import raw_dir
 
 GROUP = "labels"
 INDEX_GROUP = "reference"
@@ -146,7 +145,6 @@ def load_task_index(warehouse: Warehouse, log: Any = None) -> tuple[Any, str, fl
 
 # --- labels -------------------------------------------------------------------------------------------------
 
-REFERENCE_OVERRIDE = "reference_labels"  # data/raw/reference_labels/ overrides the vendored data/reference/
 
 
 def judged_sample(warehouse: Warehouse, benchmark: str, prompts: list[PromptRecord]) -> pl.DataFrame:
@@ -154,7 +152,6 @@ def judged_sample(warehouse: Warehouse, benchmark: str, prompts: list[PromptReco
     sample when judge_sample_labels holds one for it (as the estimates do), else the reference's texts of it
     whose text is still the landed one."""
     from models.labeling.neighbours import judged_from_task_rows, judged_texts
-    from models.reference_labels import SPLIT_FILES
 
     texts = pl.DataFrame([{"benchmark": p.benchmark, "prompt_hash": p.prompt_hash, "prompt": p.prompt}
                           for p in prompts], schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "prompt": pl.Utf8})
@@ -162,9 +159,7 @@ def judged_sample(warehouse: Warehouse, benchmark: str, prompts: list[PromptReco
         own = warehouse.judge_sample_labels_of(benchmark)
         if own.height:
             return judged_from_task_rows(own, texts)
-    override = raw_dir() / REFERENCE_OVERRIDE
-    folder = override if (override / SPLIT_FILES["dev"]).is_file() else REFERENCE_DIR
-    reference = load_reference(folder).filter(pl.col("benchmark") == benchmark)
+    reference = load_reference(reference_folder()).filter(pl.col("benchmark") == benchmark)
     return judged_texts(reference, texts)
 
 

@@ -43,9 +43,10 @@ import polars as pl
 from models import reference_labels as rl
 from models.labeling import cache as lc
 from models.labeling.base import LabelOutcome, PromptRecord
+from resources import readers
 from resources import warehouse as wh
 from resources.label_cache import LabelCache
-from resources.readers import REFERENCE_DIR, load_reference, load_selector_fit
+from resources.readers import load_reference, load_selector_fit
 from resources.settings import settings
 
 EXIT_LABEL_FAILURES = 4  # as run_all's: prompts failed to label, so the metrics cover fewer than asked for
@@ -63,8 +64,9 @@ def mirror_dir() -> Path:
 
 
 def reference_folder() -> Path:
-    if (REFERENCE_DIR / rl.SPLIT_FILES["dev"]).exists():
-        return REFERENCE_DIR
+    folder = readers.reference_folder()
+    if (folder / rl.SPLIT_FILES["dev"]).exists():
+        return folder
     return mirror_dir() / "reference_labels"
 
 

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 # the vendored task-level reference (data/reference/SOURCES.md) and the selector fitted on it
 REFERENCE_DIR = PROJECT_ROOT / "data" / "reference"
+REFERENCE_OVERRIDE = "reference_labels"  # <landing zone>/reference_labels/ overrides the vendored data/reference/
 FIT_PATH = PROJECT_ROOT / "models" / "labeling" / "selector_fit.json"
 
 P = ParamSpec("P")
@@ -141,16 +142,30 @@ def read_reference(path: str | Path, split: str | None = None) -> pl.DataFrame:
                         lambda data: rl.parse_reference(data, str(path), split))
 
 
+def reference_folder() -> Path:
+    """The task-level reference every reader uses: the landing zone's reference_labels/ (data/raw, or
+    BENCHMAP_RAW_DIR) when it holds the development split's file, else the vendored data/reference/. One
+    choice, so the labels' judged texts, their validation, the estimates' judge sample and a refit all read the
+    same reference (the estimates once read the vendored one whatever the landing zone held)."""
+    from resources.settings import settings
+
+    override = settings().raw_dir / REFERENCE_OVERRIDE
+    return override if (override / rl.SPLIT_FILES["dev"]).is_file() else REFERENCE_DIR
+
+
 def load_reference(folder: str | Path | None = None, splits: Sequence[str] = ("train", "dev")) -> pl.DataFrame:
-    """The reference splits of `folder` (default: the vendored data/reference/), concatenated."""
-    folder = Path(folder) if folder is not None else REFERENCE_DIR
+    """The reference splits of `folder` (default: `reference_folder()`), concatenated."""
+    folder = Path(folder) if folder is not None else reference_folder()
     return pl.concat([read_reference(folder / rl.SPLIT_FILES[s], s) for s in splits])
 
 
 def sampling_design(folder: str | Path | None = None) -> pl.DataFrame:
-    """benchmark, distinct_texts, n_train, n_dev, n_blind: how the reference sample was drawn."""
-    folder = Path(folder) if folder is not None else REFERENCE_DIR
-    return rl.parse_sampling_design(read_bytes(folder / rl.DESIGN_FILE))
+    """benchmark, distinct_texts, n_train, n_dev, n_blind: how the reference sample was drawn (default:
+    `reference_folder()`'s design file, the vendored one when an override folder has none)."""
+    if folder is None:
+        folder = reference_folder()
+        folder = folder if (folder / rl.DESIGN_FILE).is_file() else REFERENCE_DIR
+    return rl.parse_sampling_design(read_bytes(Path(folder) / rl.DESIGN_FILE))
 
 
 def gold_files(folder: Path) -> list[Path]:
