@@ -37,7 +37,13 @@ from models.labeling.stacking_cv import NEIGHBOUR_GRID
 from models.sources import ONET_VERSION
 from resources.dagster_resources import Warehouse
 from resources.label_cache import other_labelers_labels
-from resources.readers import load_reference, load_selector_fit, load_stack_fit, reference_folder
+from resources.readers import (
+    load_reference,
+    load_selector_fit,
+    load_stack_fit,
+    read_selector_oof,
+    reference_folder,
+)
 from resources.settings import settings
 from resources.source_versions import REFERENCE_FILES_KEY
 
@@ -379,6 +385,14 @@ def _labeler_validation(context: AssetExecutionContext, warehouse: Warehouse, on
     if selector_version is not None:
         stack_rows = stack_cross_validated_rows(load_stack_fit(), selector_version,
                                                 published=settings().neighbour_step)
+        out_of_fold = read_selector_oof()
+        if out_of_fold is not None and selector_version.endswith(f"+{out_of_fold.get('fit_version')}") \
+                and not reference_task_labels.is_empty():
+            # a benchmark without judged texts: the benchmarks are the sample (its interval resamples them), and
+            # each benchmark's own figure is shown (the selector's cross-validated labels, what it gets)
+            per_prompt = rl.per_prompt_metrics(rl.predictions_from_out_of_fold(out_of_fold["prompts"]),
+                                               reference_task_labels)
+            stack_rows = rl.with_benchmark_spread(stack_rows, per_prompt, f"{rl.METRIC_PREFIX}cv_new_benchmark_")
         table = pl.concat([table, stack_rows.select(table.columns).cast(table.schema)])
     for title in notes["unmatched_titles"]:
         context.log.warning(f"occupation title with no O*NET match (left out of the gold set): {title}")

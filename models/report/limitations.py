@@ -3,6 +3,9 @@ the label depth, the O*NET and hours data, and a benchmark index's members. Pure
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
 import polars as pl
 
 from models.figures import VALIDATION_METRICS, VALIDATION_TITLES
@@ -110,7 +113,10 @@ def label_quality_findings(tables: Tables) -> list[str]:
     # A labeler fitted on the reference is quoted out of sample (leave one benchmark out, ref_cv_*); the labeler
     # step that learns from a benchmark's judged texts (issue 25) under both of its evaluations, named.
     if "ref_cv_within_benchmark_task_f1" in row:
-        return [stepped_label_quality(row, ceiling)]
+        per_benchmark = validation.filter(
+            (pl.col("benchmark") != "all") & (pl.col("labeler") == labeler)
+            & (pl.col("labeler_version") == version) & (pl.col("metric") == "ref_cv_new_benchmark_task_f1"))
+        return [stepped_label_quality(row, ceiling, per_benchmark["value"].to_list())]
     cross_validated = "ref_cv_task_f1" in row
     prefix = "ref_cv_" if cross_validated else "ref_"
 
@@ -141,10 +147,12 @@ def _stat(row: dict, metric: str) -> str:
     return f"{pct(r['value'], 0)} ({ci(r['ci_low'], r['ci_high'], lambda v: pct(v, 0))})" if r else "n/a"
 
 
-def stepped_label_quality(row: dict, ceiling: dict) -> str:
+def stepped_label_quality(row: dict, ceiling: dict, new_benchmark_f1: Sequence[float] = ()) -> str:
     """The label-quality line of the labeler step (labels restacked with the votes of the benchmark's judged
     texts): both evaluations by name, since they answer different questions (a text of a benchmark with a
-    judge sample, and a benchmark that arrives without one)."""
+    judge sample, and a benchmark that arrives without one). `new_benchmark_f1`: each benchmark's task F1
+    left out (labeler_validation's per-benchmark ref_cv_new_benchmark_task_f1 rows): how far one new
+    benchmark may land from the mean."""
     def figures(evaluation: str) -> str:
         p = f"ref_cv_{evaluation}_"
         return (f"task F1 {_stat(row, p + 'task_f1')} (precision {_stat(row, p + 'task_precision')}, recall "
@@ -160,7 +168,8 @@ def stepped_label_quality(row: dict, ceiling: dict) -> str:
         f"benchmark, so they are measured two ways. **Leaving one judged text out within its benchmark** (what "
         f"the labels of a benchmark with a judge sample are): {figures('within_benchmark')}. **Leaving one "
         f"benchmark out** (a benchmark that arrives without judged texts): {figures('new_benchmark')} "
-        "(labeler_validation, ref_cv_within_benchmark_* and ref_cv_new_benchmark_*; every model fitted without "
+        + _one_benchmark_spread(new_benchmark_f1)
+        + "(labeler_validation, ref_cv_within_benchmark_* and ref_cv_new_benchmark_*; every model fitted without "
         "the evaluated text, and without its benchmark for the second; a few settings, such as the work-decision "
         "rule, were chosen looking at these figures: docs/offline_labeler.md). The second figure still has the "
         "benchmark's close relatives in the fit (a benchmark's successor, another of the same domain), "
@@ -168,6 +177,17 @@ def stepped_label_quality(row: dict, ceiling: dict) -> str:
         "of a domain none of them covers may score well below that figure. Counts from these labels alone carry "
         "these errors; the estimates that correct them with the judge's sample are above."
     )
+
+
+def _one_benchmark_spread(f1: Sequence[float]) -> str:
+    """"; one benchmark at a time, task F1 from 0% to 100% (middle half 3%-27%) " (the interval above resamples
+    benchmarks: a new benchmark is one draw from them, and its own figure spreads far wider)."""
+    if len(f1) < 4:
+        return ""
+    low, q1, q3, high = np.quantile(np.asarray(f1, dtype=float), [0.0, 0.25, 0.75, 1.0])
+    return (f"(its interval resamples benchmarks; one benchmark at a time, task F1 runs from {pct(low, 0)} to "
+            f"{pct(high, 0)}, the middle half of the {len(f1)} benchmarks {pct(q1, 0)}-{pct(q3, 0)}: a single "
+            "new benchmark may land far from the mean) ")
 
 
 def imputed_share(tables: Tables) -> str:
