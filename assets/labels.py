@@ -23,7 +23,7 @@
 
 import dataclasses
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import polars as pl
@@ -96,6 +96,9 @@ def task_search_index(
     started = time.perf_counter()
     if prebuilt is not None:
         task_index.adopt_prebuilt(prebuilt[0], path)
+        # this process needs it too (the labeler's cache key, the neighbour step): loaded while the next steps
+        # run, not when the partitions start and the workers wait for it (~1.2 s)
+        task_index.load_in_background(path)
         digest, build_s, dump_s = prebuilt[1], prebuilt[2], time.perf_counter() - started
         context.log.info("task index: built by a label worker from the same inputs while the reference ran")
     else:
@@ -262,9 +265,20 @@ def prompt_task_labels(
     benchmarks = context.partition_keys  # one, or several when run_all runs a range of partitions in one run
     built: dict[str, Any] = {}  # the task index and the labeler, loaded once per step (not per partition)
     records = {b: prompt_records(benchmark_prompts.filter(pl.col("benchmark") == b)) for b in benchmarks}
-    labeled = _label_benchmarks(context, warehouse, labeler, records, built)
-    parts = [_label_partition(context, warehouse, records[benchmark], benchmark, built, labeled.get(benchmark))
-             for benchmark in benchmarks]
+    stepped: dict[str, Any] = {}  # benchmark -> its neighbour step's result, or the error it raised
+
+    def step_now(benchmark: str, labels_by_hash: dict) -> None:
+        # a benchmark's neighbour step as soon as its labels are written, while the label workers label the next
+        # ones (after the last one it ran on one core, both workers idle); its error is raised in its turn below
+        try:
+            stepped[benchmark] = neighbour_step(warehouse, benchmark, records[benchmark], labels_by_hash,
+                                                built["impl"], built["index"])
+        except Exception as exc:  # noqa: BLE001 - raised by _label_partition, after every label is written
+            stepped[benchmark] = exc
+
+    labeled = _label_benchmarks(context, warehouse, labeler, records, built, step_now)
+    parts = [_label_partition(context, warehouse, records[benchmark], benchmark, built, labeled.get(benchmark),
+                              stepped.get(benchmark)) for benchmark in benchmarks]
     if len(parts) == 1:
         (frame, label_meta), (work, work_meta) = parts[0]
         yield from _selected_outputs(selected, Output(frame, "prompt_task_labels", metadata=label_meta),
@@ -284,9 +298,11 @@ LabeledPartition = tuple[tuple[pl.DataFrame, dict[str, Any]], tuple[pl.DataFrame
 
 
 def _label_benchmarks(context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource,
-                      records: dict[str, list[PromptRecord]], built: dict[str, Any]
+                      records: dict[str, list[PromptRecord]], built: dict[str, Any],
+                      labeled_one: Callable[[str, dict], None] | None = None
                       ) -> dict[str, tuple[dict, lc.LabelingStats]]:
-    """benchmark -> (label sets by hash, stats) through the label cache, for every benchmark with prompts.
+    """benchmark -> (label sets by hash, stats) through the label cache, for every benchmark with prompts;
+    `labeled_one(benchmark, label sets by hash)` is called as each benchmark's labels are written.
 
     Under the labeling lock of all of them: each benchmark's cache read (`plan_labeling`) first, then, with
     the offline labeler and enough texts, every benchmark's batches sent to the worker processes at once
@@ -333,6 +349,8 @@ def _label_benchmarks(context: AssetExecutionContext, warehouse: Warehouse, labe
                 try:
                     out[b] = lc.run_plan(plan, impl, cache, **options,
                                          outcomes_of=label_pool.outcomes_from(futures[b]) if b in futures else None)
+                    if labeled_one is not None:
+                        labeled_one(b, out[b][0])
                 except label_pool.LabelWorkerError as exc:
                     kept = _write_finished(impl, cache, plans, futures, todo[position + 1:], labeler.batch_size)
                     label_pool.cancel(futures)
@@ -376,18 +394,21 @@ def _write_finished(impl: Any, cache: Any, plans: dict[str, lc.LabelingPlan], fu
 
 
 def _label_partition(context: AssetExecutionContext, warehouse: Warehouse, prompts: list[PromptRecord],
-                     benchmark: str, built: dict[str, Any], labeled: tuple[dict, lc.LabelingStats] | None
-                     ) -> LabeledPartition:
+                     benchmark: str, built: dict[str, Any], labeled: tuple[dict, lc.LabelingStats] | None,
+                     stepped: Any = None) -> LabeledPartition:
     """((labels, their metadata), (work decisions, their metadata)) of one benchmark from its labeling
-    (`_label_benchmarks`); raises Failure when every prompt of it failed to label."""
+    (`_label_benchmarks`) and its neighbour step (`stepped`: its result or error when already run, else run
+    here); raises Failure when every prompt of it failed to label."""
     if not prompts or labeled is None:
         empty = {"n_prompts": 0, "labeler_calls": 0}
         return ((pl.DataFrame(schema=lc.LABEL_COLUMNS), empty), (pl.DataFrame(schema=lc.WORK_COLUMNS), empty))
     cache = warehouse.label_cache()
     index, origin, index_s, impl = built["index"], built["origin"], built["index_s"], built["impl"]
     labels_by_hash, stats = labeled
-    labels_by_hash, version, neighbour_meta = neighbour_step(warehouse, benchmark, prompts, labels_by_hash, impl,
-                                                             index)
+    if isinstance(stepped, Exception):
+        raise stepped
+    labels_by_hash, version, neighbour_meta = stepped or neighbour_step(warehouse, benchmark, prompts,
+                                                                        labels_by_hash, impl, index)
     frame = lc.labels_frame(prompts, labels_by_hash, impl.name, version)
     work = lc.work_frame(prompts, labels_by_hash, impl.name, version)
     failures = pl.DataFrame(

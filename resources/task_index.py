@@ -14,6 +14,7 @@ fingerprint. The index itself (models.labeling.offline.TaskIndex) is pure.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import pickle
@@ -233,6 +234,16 @@ def load_pickle(path: Path) -> Any:
                     del _INDEX_MEMO[stale]  # one pickled index in memory at a time
                 _INDEX_MEMO[key] = pickle.load(handle)  # noqa: S301 - our own artifact, path from our table
         return _INDEX_MEMO[key]
+
+
+def load_in_background(path: Path) -> None:
+    """Start loading the pickled index at `path` in a thread of this process (`load_pickle` then waits for that
+    load instead of doing it again); an error is left to the later `load_pickle`, which raises it."""
+    def load() -> None:
+        with contextlib.suppress(Exception):
+            load_pickle(path)
+
+    threading.Thread(target=load, name="task index load", daemon=True).start()
 
 
 def load_or_build(
