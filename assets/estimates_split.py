@@ -2,7 +2,7 @@
 judged checks (the split check, the p_covered check, the per-text calibration) run on the benchmarks with judged
 texts and cached by what they depend on (judged_checks; models/estimates/judged.py). With the neighbour step on,
 a split's judged texts are relabeled from its estimation part alone (models/labeling/stacking_split.py says
-why), reading the judged texts as the labeling step reads them (assets.labels.judged_sample), the stack fit and
+why), reading the judged texts as the labeling step reads them (resources.neighbour_step.judged_sample), the stack fit and
 the selector's cross-validated labels."""
 
 from __future__ import annotations
@@ -38,9 +38,10 @@ def keyed_split_relabeler(warehouse: Warehouse, labeler_version: str | None, tex
     """split_relabeler and a fingerprint of everything the relabeling reads besides `problem` (the stack fit's
     and the selector's versions, the selector's cross-validated labels, the judged texts' records): part of the
     judged checks' cache key (models/estimates/judged.py)."""
-    from assets.labels import judged_sample, prompt_records
+    from assets.labels import prompt_records
     from models.labeling.base import stacked_on
     from models.labeling.stacking_split import EstimationPartRelabeler
+    from resources.neighbour_step import judged_sample
 
     if labeler_version is None or stacked_on(labeler_version) is None:
         reason = "labels kept (they do not learn from judged texts)"

@@ -559,7 +559,7 @@ def test_the_neighbour_step_is_on_unless_the_setting_turns_it_off(monkeypatch: p
     is not a switch is an error naming the variable."""
     from types import SimpleNamespace
 
-    from assets.labels import neighbour_step
+    from resources.neighbour_step import neighbour_step
     from resources.settings import SettingsError, settings
 
     impl = SimpleNamespace(labeler_version="offline-calibrated+sX", selector=None)
