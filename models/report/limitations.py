@@ -166,7 +166,9 @@ def stepped_label_quality(row: dict, ceiling: dict, new_benchmark_f1: Sequence[f
         f"sample of prompts, {num(n)} prompt-passes; the judge's two passes agree at task F1 "
         f"{pct(judge['value'], 0) if judge else 'n/a'}). The labels learn from the judged texts of their own "
         f"benchmark, so they are measured two ways. **Leaving one judged text out within its benchmark** (what "
-        f"the labels of a benchmark with a judge sample are): {figures('within_benchmark')}. **Leaving one "
+        f"the labels of a benchmark with a judge sample are): {figures('within_benchmark')}; on new texts of such "
+        "a benchmark, held out of the whole fit in a rehearsal of a blind check, the labels scored a few points "
+        "lower (docs/offline_labeler.md). **Leaving one "
         f"benchmark out** (a benchmark that arrives without judged texts): {figures('new_benchmark')} "
         + _one_benchmark_spread(new_benchmark_f1)
         + "(labeler_validation, ref_cv_within_benchmark_* and ref_cv_new_benchmark_*; every model fitted without "
@@ -257,7 +259,8 @@ def estimate_limitations(tables: Tables, index: str = ALL_INDEX) -> list[str]:
                 "narrow and the error as the size of the miss (estimate_split_check). The headline itself "
                 f"imputes {imputed_share(tables)} of the texts, more than either check, so its extrapolation (the "
                 "ceiling of the bounds at >= 1 above all) rests on the imputation model more than the checks can "
-                "show."
+                "show. The interval and these checks hold the labeler's fit fixed: refitting the labeler on fewer "
+                "judged texts moved the headline by more than its interval (docs/estimates.md, 'Known limits')."
             )
     if check is not None and {"estimator", "coverage", "quantity", "threshold", "mean_error"} <= set(check.columns):
         out.extend(direction_of_the_miss(check, index))
