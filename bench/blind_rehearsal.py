@@ -23,21 +23,23 @@ Scenarios:
   picks 3 of the 4 domains, then one benchmark of each, from sorted lists; jobbench is left out: 4 judged texts)
   lose every reference row (both splits); their judged texts are the blind set (every pass).
 
-FIT_NEEDS_DEV: `python -m pipelines.fit_labeler` fails with an empty development split (KeyError 'task_f1':
-pipelines/fit_labeler.py line 189 reads the development split's cross-validated figures for the targets, and
-there are none), so `dev_as_blind` writes the training rows into the development split's file and leaves the
-training file empty. Nothing reads the split name but the figures' reporting and the estimates' choice of pass
-(every training row is pass 'a', kept either way), so the labels, fits and estimates are those of a training-only
-reference; the fit's and the warehouse's `cv_dev` / `dev` figures are then over the training texts.
+FIT_NEEDS_DEV: `python -m pipelines.fit_labeler` failed with an empty development split (KeyError 'task_f1':
+it read the development split's cross-validated figures for its targets; fixed 2026-12-06, it now reads both
+splits' then), so `dev_as_blind` writes the training rows into the development split's file and leaves the
+training file empty; the rehearsal of 2026-12-06 ran that way and is kept so. Nothing reads the split name but
+the figures' reporting and the estimates' choice of pass (every training row is pass 'a', kept either way), so
+the labels, fits and estimates are those of a training-only reference; the fit's and the warehouse's `cv_dev` /
+`dev` figures are then over the training texts.
 
 The scratch copies are edited in their data files only (data/reference/ of the copy): no code is changed. The
-vendored folder is edited, not the data/raw/reference_labels/ override, because the override is read by the
-labels and label validation but not by the estimates (assets/estimate_inputs.py reads data/reference/ only),
-so an override would leave the removed texts in the headline's judge sample.
+vendored folder is edited, not the landing zone's reference_labels/ override: when the rehearsal ran (2026-12-06)
+the override was read by the labels and label validation but not by the estimates, which would have kept the
+removed texts in the headline's judge sample (every reader takes the override since:
+resources.readers.reference_folder).
 
 Each scenario's fit and run take ~10-25 minutes on 2 cores; `--reuse` keeps a scratch copy whose reference,
 fit and warehouse match (checked by the reference files' sha256 recorded in the fit and by the warehouse's
-labeler version) and only scores it again. Scratch root: --scratch (default /work/scratch/blind).
+labeler version) and only scores it again. Scratch root: --scratch (default $BENCHMAP_BENCH_DIR/blind, the bench state folder).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -65,9 +68,10 @@ from models import reference_labels as rl  # noqa: E402
 
 REFERENCE = common.PROJECT_ROOT / "data" / "reference"
 MAIN_FIT_DIR = common.PROJECT_ROOT / "models" / "labeling"
-DEFAULT_SCRATCH = Path("/work/scratch/blind")
-DEFAULT_MAIN_WAREHOUSE = Path("/work/main/data/warehouse/benchmap.duckdb")
-DEFAULT_MIRROR = Path("/work/shared/data")  # a worktree's ../shared/data (common.DEFAULT_MIRROR) is not the mirror
+DEFAULT_SCRATCH = Path(os.environ.get("BENCHMAP_BENCH_DIR", Path(tempfile.gettempdir()) / "benchmap-bench")) / "blind"
+DEFAULT_MAIN_WAREHOUSE = common.PROJECT_ROOT / "data" / "warehouse" / "benchmap.duckdb"
+# $BENCHMAP_MIRROR first: a git worktree elsewhere has no ../shared/data (common.DEFAULT_MIRROR)
+DEFAULT_MIRROR = common.DEFAULT_MIRROR
 SCORED = ("task_f1", "task_precision", "task_recall", "first_occupation_agreement", "work_accuracy")
 N_BOOT = 2000
 # the mirrored benchmarks by the kind of work their prompts ask for (jobbench, 4 judged texts and no training
@@ -444,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", default="dev_as_blind,unseen_1,unseen_2")
     parser.add_argument("--scratch", type=Path, default=DEFAULT_SCRATCH)
     parser.add_argument("--mirror", type=Path, default=Path(os.environ.get("BENCHMAP_MIRROR", DEFAULT_MIRROR)),
-                        help="the read-only data mirror (default: $BENCHMAP_MIRROR, else /work/shared/data)")
+                        help="the read-only data mirror (default: $BENCHMAP_MIRROR, else ../shared/data)")
     parser.add_argument("--main-warehouse", type=Path, default=DEFAULT_MAIN_WAREHOUSE)
     parser.add_argument("--reuse", action="store_true", help="keep a scratch copy's matching fit and warehouse")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
