@@ -392,7 +392,11 @@ def _labeler_validation(context: AssetExecutionContext, warehouse: Warehouse, on
             # each benchmark's own figure is shown (the selector's cross-validated labels, what it gets)
             per_prompt = rl.per_prompt_metrics(rl.predictions_from_out_of_fold(out_of_fold["prompts"]),
                                                reference_task_labels)
-            stack_rows = rl.with_benchmark_spread(stack_rows, per_prompt, f"{rl.METRIC_PREFIX}cv_new_benchmark_")
+            shown = STACK_LABELERS["neighbour_stack"] if settings().neighbour_step else STACK_LABELERS["selector_only"]
+            stack_rows, problem = rl.with_benchmark_spread(stack_rows, per_prompt,
+                                                           f"{rl.METRIC_PREFIX}cv_new_benchmark_", [shown])
+            if problem:
+                context.log.warning(problem)
         table = pl.concat([table, stack_rows.select(table.columns).cast(table.schema)])
     for title in notes["unmatched_titles"]:
         context.log.warning(f"occupation title with no O*NET match (left out of the gold set): {title}")

@@ -350,27 +350,38 @@ def benchmark_resampled_interval(per_prompt: pl.DataFrame, metric: str, *, n_boo
     return float(low), float(high)
 
 
-def with_benchmark_spread(rows: pl.DataFrame, per_prompt: pl.DataFrame, prefix: str, *, n_boot: int = 1000,
-                          seed: int = 0) -> pl.DataFrame:
-    """`rows` (labeler_validation rows) with each pooled `prefix`<metric> row that `per_prompt` reproduces
-    (same value) given the benchmark-resampled interval, and a row per benchmark beside it (that benchmark's
-    prompt-passes, their own bootstrap over prompts): how far one new benchmark's figure may land from the
-    mean. A row `per_prompt` does not reproduce (a stale file) is left as it is."""
-    if per_prompt.is_empty():
-        return rows
+def with_benchmark_spread(rows: pl.DataFrame, per_prompt: pl.DataFrame, prefix: str, labelers: Sequence[str],
+                          *, n_boot: int = 1000, seed: int = 0) -> tuple[pl.DataFrame, str | None]:
+    """(rows, problem). `rows` (labeler_validation rows) with every pooled `prefix`<metric> row given the
+    benchmark-resampled interval, and for the `labelers` (one is enough: the rows of a new benchmark are the
+    same for the selector and the step) a row per benchmark beside it (that benchmark's prompt-passes, their own
+    bootstrap over prompts): how far one new benchmark's figure may land from the mean. All or nothing: when
+    `per_prompt` does not reproduce every pooled figure (a stale file), `rows` come back unchanged and
+    `problem` says so."""
+    pooled = rows.filter((pl.col("benchmark") == "all") & pl.col("metric").str.starts_with(prefix))
+    if per_prompt.is_empty() or pooled.is_empty():
+        return rows, None
+    intervals: dict[str, tuple[float, float]] = {}
+    for metric in sorted({m[len(prefix):] for m in pooled["metric"].to_list()} & set(METRICS)):
+        defined = per_prompt.filter(pl.col(metric).is_not_null() & pl.col(metric).is_not_nan())[metric]
+        published = pooled.filter(pl.col("metric") == prefix + metric)["value"].to_list()
+        interval = benchmark_resampled_interval(per_prompt, metric, n_boot=n_boot, seed=seed)
+        # the fit file keeps 4 decimals
+        if interval is None or any(abs(float(defined.mean()) - v) > 5e-5 + 1e-9 for v in published):  # type: ignore[arg-type]
+            return rows, (f"the cross-validated labels do not reproduce the published {prefix}{metric} "
+                          f"({float(defined.mean()):.4f} against {published[0]:.4f}): the new-benchmark rows keep "
+                          "their intervals over prompts and get no per-benchmark rows (a stale out-of-fold file?)")
+        intervals[metric] = interval
     per_benchmark = summarise_metrics(per_prompt, n_boot=n_boot, seed=seed).filter(pl.col("benchmark") != "all")
     out: list[dict] = []
     added: list[dict] = []
     for row in rows.iter_rows(named=True):
         metric = row["metric"][len(prefix):] if row["metric"].startswith(prefix) else None
-        if row["benchmark"] == "all" and metric in METRICS:
-            defined = per_prompt.filter(pl.col(metric).is_not_null() & pl.col(metric).is_not_nan())[metric]
-            interval = benchmark_resampled_interval(per_prompt, metric, n_boot=n_boot, seed=seed)
-            # the fit file keeps 4 decimals
-            if interval is not None and abs(float(defined.mean()) - row["value"]) <= 5e-5 + 1e-9:  # type: ignore[arg-type]
-                row = {**row, "ci_low": interval[0], "ci_high": interval[1]}
+        if row["benchmark"] == "all" and metric in intervals:
+            row = {**row, "ci_low": intervals[metric][0], "ci_high": intervals[metric][1]}
+            if row["labeler"] in labelers:
                 added += [{**row, "benchmark": b["benchmark"], "value": b["value"], "ci_low": b["ci_low"],
                            "ci_high": b["ci_high"], "n": b["n"]}
                           for b in per_benchmark.filter(pl.col("metric") == metric).iter_rows(named=True)]
         out.append(row)
-    return pl.DataFrame(out + added, schema=rows.schema)
+    return pl.DataFrame(out + added, schema=rows.schema), None

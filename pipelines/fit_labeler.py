@@ -37,8 +37,9 @@ from models.labeling import selector_cv as cv
 from models.labeling.offline import OfflineLabelerConfig, TaskIndex
 from models.labeling.selector_training import TrainingPrompt
 from models.reference_labels import SPLIT_FILES
+from resources import readers
 from resources.landing import read_prompts
-from resources.readers import FIT_PATH, load_onet_reference_frames, load_reference, reference_folder
+from resources.readers import FIT_PATH, load_onet_reference_frames, load_reference
 from resources.sources import discover_landing, resolve_source
 
 OOF_FILE = "selector_oof.json"  # the held-out label sets of the cross-validation, beside the fit
@@ -228,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stack-only", action="store_true",
                         help="keep the selector; cross-validate and refit only the neighbour stack")
     args = parser.parse_args(argv)
-    args.reference = args.reference or reference_folder()
+    args.reference = args.reference or readers.reference_folder()
     if args.stack_only:
         result = {"stack": fit_stack(args.reference, args.out, write=not args.check,
                                      log=lambda m: print(m, file=sys.stderr))}

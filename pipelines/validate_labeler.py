@@ -63,7 +63,9 @@ def mirror_dir() -> Path:
     return settings().mirror_or_shared
 
 
-def reference_folder() -> Path:
+def dev_reference_folder() -> Path:
+    """The reference whose development split the validation labels: `resources.readers.reference_folder()`
+    when it holds one, else the mirror's reference_labels/."""
     folder = readers.reference_folder()
     if (folder / rl.SPLIT_FILES["dev"]).exists():
         return folder
@@ -166,7 +168,7 @@ def validate(labeler: Any, *, limit: int | None = 20, warehouse: Path | None = N
 
     onet_version = onet_version or ONET_VERSION
     say = log or (lambda msg: None)
-    dev = load_reference(reference_folder(), splits=("dev",))
+    dev = load_reference(dev_reference_folder(), splits=("dev",))
     chosen = pick_prompts(dev, limit)
     texts = prompt_texts(chosen["prompt_hash"].to_list(), warehouse)
     absent = [h for h in chosen["prompt_hash"].to_list() if h not in texts]

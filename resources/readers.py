@@ -144,19 +144,27 @@ def read_reference(path: str | Path, split: str | None = None) -> pl.DataFrame:
 
 def reference_folder() -> Path:
     """The task-level reference every reader uses: the landing zone's reference_labels/ (data/raw, or
-    BENCHMAP_RAW_DIR) when it holds the development split's file, else the vendored data/reference/. One
-    choice, so the labels' judged texts, their validation, the estimates' judge sample and a refit all read the
-    same reference (the estimates once read the vendored one whatever the landing zone held)."""
+    BENCHMAP_RAW_DIR) when it holds either split's file, else the vendored data/reference/. One choice, so the
+    labels' judged texts, their validation, the estimates' judge sample and a refit all read the same reference
+    (the estimates once read the vendored one whatever the landing zone held)."""
     from resources.settings import settings
 
     override = settings().raw_dir / REFERENCE_OVERRIDE
-    return override if (override / rl.SPLIT_FILES["dev"]).is_file() else REFERENCE_DIR
+    if any((override / name).is_file() for name in rl.SPLIT_FILES.values()):
+        return override
+    return REFERENCE_DIR
 
 
 def load_reference(folder: str | Path | None = None, splits: Sequence[str] = ("train", "dev")) -> pl.DataFrame:
-    """The reference splits of `folder` (default: `reference_folder()`), concatenated."""
+    """The reference splits of `folder` (default: `reference_folder()`), concatenated. A split whose file the
+    folder does not hold has no rows (a reference of one's own may have only a training or only a development
+    split); a folder holding none of them is an InputError naming it."""
     folder = Path(folder) if folder is not None else reference_folder()
-    return pl.concat([read_reference(folder / rl.SPLIT_FILES[s], s) for s in splits])
+    present = [s for s in splits if (folder / rl.SPLIT_FILES[s]).exists()]
+    if not present:
+        missing = " or ".join(rl.SPLIT_FILES[s] for s in splits)
+        raise InputError(f"reference file not found: the folder holds no {missing}", path=folder)
+    return pl.concat([read_reference(folder / rl.SPLIT_FILES[s], s) for s in present])
 
 
 def sampling_design(folder: str | Path | None = None) -> pl.DataFrame:

@@ -139,10 +139,10 @@ def test_two_steps_end_to_end_on_reference_prompts(local_llm, mirror: Path, ware
 
 def _reference_records(report, labeler, warehouse_path: Path, mirror: Path) -> list:
     from models.labeling.base import PromptRecord
-    from pipelines.validate_labeler import pick_prompts, prompt_texts, reference_folder
+    from pipelines.validate_labeler import dev_reference_folder, pick_prompts, prompt_texts
     from resources.readers import load_reference
 
-    dev = load_reference(reference_folder(), splits=("dev",))
+    dev = load_reference(dev_reference_folder(), splits=("dev",))
     chosen = pick_prompts(dev, report.prompts)
     texts = prompt_texts(chosen["prompt_hash"].to_list(), warehouse_path)
     return [PromptRecord(r["benchmark"], r["prompt_id"], r["prompt_hash"], texts[r["prompt_hash"]])

@@ -36,7 +36,7 @@ def test_a_reference_in_the_landing_zone_is_read_by_every_reader(tmp_path: Path,
     monkeypatch.setenv("BENCHMAP_RAW_DIR", str(raw))
 
     assert readers.reference_folder() == raw / readers.REFERENCE_OVERRIDE
-    assert validate_labeler.reference_folder() == raw / readers.REFERENCE_OVERRIDE
+    assert validate_labeler.dev_reference_folder() == raw / readers.REFERENCE_OVERRIDE
     override = readers.load_reference()
     assert set(override["benchmark"].unique()) == kept
     assert override.height == vendored.filter(pl.col("benchmark").is_in(list(kept))).height
@@ -46,7 +46,21 @@ def test_a_reference_in_the_landing_zone_is_read_by_every_reader(tmp_path: Path,
     # no design file in the override: the vendored design still names every sampled benchmark
     assert readers.sampling_design().height == readers.sampling_design(readers.REFERENCE_DIR).height
 
-    # a landing zone without the folder (or without its development split): the vendored reference
+    # a reference of one's own with a training split only (a second read: it was ignored without a word), or a
+    # development split only (every reader failed): read as it is
+    for kept_split in ("train", "dev"):
+        only = tmp_path / f"only_{kept_split}"
+        _write_subset(only / readers.REFERENCE_OVERRIDE, kept)
+        (only / readers.REFERENCE_OVERRIDE / SPLIT_FILES["dev" if kept_split == "train" else "train"]).unlink()
+        monkeypatch.setenv("BENCHMAP_RAW_DIR", str(only))
+        assert readers.reference_folder() == only / readers.REFERENCE_OVERRIDE
+        rows = readers.load_reference()
+        assert set(rows["split"].unique()) == {kept_split} and set(rows["benchmark"].unique()) == kept
+        assert read_reference_sample()["prompt_hash"].n_unique() == rows["prompt_hash"].n_unique()
+    with pytest.raises(Exception, match="holds no"):
+        readers.load_reference(tmp_path)
+
+    # a landing zone without the folder (or with neither split's file): the vendored reference
     monkeypatch.setenv("BENCHMAP_RAW_DIR", str(tmp_path / "empty"))
     assert readers.reference_folder() == readers.REFERENCE_DIR
     assert read_reference_sample()["benchmark"].n_unique() == vendored["benchmark"].n_unique()

@@ -47,8 +47,9 @@ def _labeler_validation() -> dict[str, Entry]:
             "split); ref_cv_within_benchmark_* / ref_cv_new_benchmark_*: the labeler step leaving one judged "
             "text out within its benchmark / leaving the benchmark out (the out-of-sample figures summary.md "
             "quotes); a ref_cv_new_benchmark_* row of benchmark 'all' has an interval that resamples benchmarks "
-            "(a new benchmark is one draw from them), and a row per benchmark gives that benchmark's own figure "
-            "left out (its interval: over its prompts); the human-label rows of gdpval are in sample too (its prompts tuned the retriever); labeler "
+            "(a new benchmark is one draw from them), and a row per benchmark (for the published labeler) gives that "
+            "benchmark's own figure left out (its interval: over its prompts), both when the committed "
+            "out-of-fold labels reproduce the fit's figures (else the log says so); the human-label rows of gdpval are in sample too (its prompts tuned the retriever); labeler "
             "reference_pass_agreement: the judge's two passes against each other (the ceiling)",
             TEXT,
             VALIDATION,
