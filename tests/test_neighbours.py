@@ -296,31 +296,65 @@ class _Log:
 
 def test_the_estimates_inputs_say_a_judged_text_kept_in_sample_in_the_log(full_pipeline,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """The headline's inputs, read from the mirror's warehouse as the headline step reads them (its log passed):
-    a judged text the out-of-fold file lacks is said in that log (a second read found the warning never
-    reached a log: no caller passed one); with the whole file, nothing is said."""
+    """The headline's inputs, read from the mirror's warehouse with a log: a judged text the out-of-fold file
+    lacks is said in that log, and its labels are the published (in-sample) ones, as said; with the whole file,
+    nothing is said. (A second read found the warning never reached a log: no caller passed one.)"""
     from assets import estimate_inputs
     from resources.dagster_resources import Warehouse
     from resources.readers import read_labeler_oof
 
+    for key, value in full_pipeline.env.items():
+        monkeypatch.setenv(key, value)
     warehouse = Warehouse(path=str(full_pipeline.warehouse))
     log = _Log()
-    estimate_assets_inputs = estimate_inputs.read_inputs(warehouse, log)
+    whole_inputs = estimate_inputs.read_inputs(warehouse, log)
     assert log.warnings == []
-    version = estimate_assets_inputs["labeler_version"]
-    whole = read_labeler_oof(version)
+    whole = read_labeler_oof(whole_inputs["labeler_version"])
     assert whole is not None
-    dropped = whole["prompts"][0]
+    published = whole_inputs["published_labels"]
+
+    def tasks(frame: pl.DataFrame, text: dict) -> list[int]:
+        return sorted(frame.filter((pl.col("benchmark") == text["benchmark"])
+                                   & (pl.col("prompt_hash") == text["prompt_hash"]))["task_id"].to_list())
+
+    # a text whose cross-fitted labels differ from its published ones, so keeping the latter shows
+    dropped = next(r for r in whole["prompts"] if sorted(t for t, _, _ in r["labels"]) != tasks(published, r))
     monkeypatch.setattr(estimate_inputs, "read_labeler_oof",
-                        lambda v: {**whole, "prompts": whole["prompts"][1:]})
+                        lambda v: {**whole, "prompts": [r for r in whole["prompts"] if r is not dropped]})
     inputs = estimate_inputs.read_inputs(warehouse, log)
     assert len(log.warnings) == 1
     assert log.warnings[0].startswith(f"1 of {len(whole['prompts'])} judged reference texts have no out-of-fold "
                                       f"labels (of {dropped['benchmark']})")
-    # and that text's labels are the published (in-sample) ones, as said
-    mine = pl.col("prompt_hash") == dropped["prompt_hash"]
-    assert inputs["labels"].filter(mine).sort("task_id")["task_id"].to_list() \
-        == inputs["published_labels"].filter(mine).sort("task_id")["task_id"].to_list()
+    assert tasks(inputs["labels"], dropped) == tasks(published, dropped)
+    assert tasks(whole_inputs["labels"], dropped) == sorted(t for t, _, _ in dropped["labels"])
+
+
+def test_the_headline_step_hands_its_log_to_the_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The headline step passes its Dagster log to read_inputs (else the warning above reaches no one): the
+    step is invoked directly and stopped at its first read."""
+    from dagster import build_asset_context
+
+    from assets import estimates
+    from resources.dagster_resources import Warehouse
+
+    handed: dict[str, object] = {}
+
+    class Stop(Exception):
+        pass
+
+    def stopped(warehouse: object, log: object = None, dev_pass: str = "a") -> dict:
+        handed["log"] = log
+        raise Stop
+
+    monkeypatch.setattr(estimates, "read_inputs", stopped)
+    context = build_asset_context()
+    empty = pl.DataFrame()
+    with pytest.raises(Stop):
+        list(estimates.headline_estimates(context=context, config=estimates.EstimatesConfig(),
+                                          warehouse=Warehouse(path=str(tmp_path / "w.duckdb")),
+                                          task_label_counts=empty, onet_tasks=empty, task_hours=empty,
+                                          onet_occupations=empty))
+    assert handed["log"] is context.log
 
 
 @pytest.mark.slow
