@@ -236,14 +236,17 @@ def load_pickle(path: Path) -> Any:
         return _INDEX_MEMO[key]
 
 
-def load_in_background(path: Path) -> None:
+def load_in_background(path: Path) -> threading.Thread:
     """Start loading the pickled index at `path` in a thread of this process (`load_pickle` then waits for that
-    load instead of doing it again); an error is left to the later `load_pickle`, which raises it."""
+    load instead of doing it again); an error is left to the later `load_pickle`, which raises it. Returns the
+    thread (for a test to join)."""
     def load() -> None:
         with contextlib.suppress(Exception):
             load_pickle(path)
 
-    threading.Thread(target=load, name="task index load", daemon=True).start()
+    thread = threading.Thread(target=load, name="task index load", daemon=True)
+    thread.start()
+    return thread
 
 
 def load_or_build(

@@ -537,6 +537,45 @@ def test_asset_records_failures_and_fails_when_nothing_labels(
     assert failures.select("prompt_id", "attempts").rows() == [("p1", 6), ("p4", 3), ("p5", 3)]
 
 
+def test_a_neighbour_step_error_fails_the_step_after_its_labels_are_cached(
+    warehouse_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The neighbour step of a benchmark runs as soon as its labels are written, while the workers label the
+    next ones (a cold run's speed-up); an error it raises there is kept and raised in the benchmark's turn: the
+    step fails, nothing is published, and the labels already paid for stay in the cache."""
+    from dagster import DagsterInstance, materialize
+
+    from assets import benchmarks
+    from assets import labels as la
+    from resources.dagster_resources import LabelerResource, Warehouse
+    from resources.io_manager import WarehouseIOManager
+
+    class FakeResource(LabelerResource):
+        def build(self, index):  # noqa: ANN001, ANN201
+            return FakeLabeler(fail=set())
+
+    def broken(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise RuntimeError("neighbour step broke")
+
+    monkeypatch.setattr(la, "load_task_index", lambda warehouse, log=None: (None, "test", 0.0))
+    monkeypatch.setattr(la, "neighbour_step", broken)
+    prompts = pl.DataFrame({"benchmark": ["b"] * 3, "prompt_id": ["p0", "p1", "p2"],
+                            "prompt": ["text 0", "text 1", "text 2"], "prompt_hash": ["h0", "h1", "h2"]})
+    wh.replace_table(warehouse_path, "benchmark_prompts", prompts)
+    warehouse = Warehouse(path=str(warehouse_path))
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("benchmark", ["b"])
+    result = materialize(
+        [la.prompt_task_labels, *module_assets(benchmarks)], selection=[la.prompt_task_labels],
+        partition_key="b", instance=instance, raise_on_error=False,
+        resources={"warehouse": warehouse, "io_manager": WarehouseIOManager(warehouse=warehouse),
+                   "labeler": FakeResource(kind="offline", batch_size=3, progress_every=2)})
+    assert not result.success
+    assert "neighbour step broke" in str(result.failure_data_for_node("prompt_task_labels").error)
+    assert not warehouse.table_exists("prompt_task_labels")
+    assert wh.read_table(warehouse_path, "label_cache")["prompt_hash"].n_unique() == 3  # kept for the rerun
+
+
 def test_e2e_agreement_and_validation_with_a_second_labeler(e2e: E2E) -> None:
     """A second labeler in label_cache (here: the offline labels cut to their top task, for GDPval only)."""
     cache = LabelCache(e2e.warehouse.path)
