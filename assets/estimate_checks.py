@@ -21,7 +21,7 @@ from resources.dagster_resources import Warehouse
     asset="headline_estimates",
     name="benchmarks_have_judged_texts",
     blocking=False,
-    description="Every landed benchmark has judged texts (the vendored reference's, or a judge sample of its own: "
+    description="Every landed benchmark has judged texts (the reference's, or a judge sample of its own: "
     "BENCHMAP_JUDGE_SAMPLE). One without is counted through the labeler alone, uncorrected and without the "
     "labeler's error in its interval; summary.md names it. WARN: the figures are still published.",
 )

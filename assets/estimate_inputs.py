@@ -1,6 +1,6 @@
 """The headline estimates' inputs (assets/estimates.py), read from the warehouse in one place: the texts, the
 published labels (and the labeler's cross-fitted ones for the reference texts), the judge's labels (the user's
-own judge sample where one was drawn, else the vendored reference), task keys and hours, index membership."""
+own judge sample where one was drawn, else the reference: resources.readers.reference_folder), task keys and hours, index membership."""
 
 from __future__ import annotations
 

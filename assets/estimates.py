@@ -5,7 +5,7 @@
   `OPENAI_API_KEY`), the judge labels a stratified random sample of each benchmark's distinct prompt texts
   (through the label cache); the cheap labeler (`BENCHMAP_LABELER=offline`) labels every prompt as before. The
   design (N_b, n_b, fraction, minimum, seed, judge) is recorded per benchmark. Off by default: both tables
-  are empty and the estimates use the vendored reference labels as the judge sample.
+  are empty and the estimates use the reference labels (resources.readers.reference_folder) as the judge sample.
 - the headline step `headline_estimates` (one multi-asset, unpartitioned, after benchmark_index_membership):
   every published figure from one read of its inputs (issue 28): `coverage_headline` (the labels as counted,
   with the published estimate beside), `headline_estimates` (every headline quantity under every estimator with

@@ -197,7 +197,7 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
             return
         reason = "no judge sample configured" if fraction <= 0 and minimum <= 0 else "no LLM judge configured"
         for benchmark in stored:
-            context.log.info(f"{benchmark}: {reason}; the estimates use the vendored reference labels")
+            context.log.info(f"{benchmark}: {reason}; the estimates use the reference labels (data/reference/, or the landing zone's reference_labels/)")
         yield Output(empty_labels, "judge_sample_labels", metadata={"reason": reason})
         yield Output(empty_design, "judge_sample_design", metadata={"reason": reason})
         return

@@ -13,7 +13,7 @@
   concurrency set llm_api N`); an offline step holds a slot too, which costs it nothing while fewer labeling
   steps than the limit run at once (a deployment running more offline steps at once raises the limit).
 - the neighbour step (issue 25, models/labeling/stacking.py; resources/neighbour_step.py): for a benchmark with judged texts (its own
-  judge sample in judge_sample_labels, else the vendored reference's texts of it), the selector's labels are
+  judge sample in judge_sample_labels, else the reference's texts of it: resources.readers.reference_folder), the selector's labels are
   restacked with the votes of each text's nearest judged texts of the benchmark (never the text itself);
   a benchmark without judged texts keeps the selector's labels. The label cache keeps the selector's labels;
   the step is recomputed on every run (a sparse TF-IDF product per benchmark) and its version is appended to

@@ -17,8 +17,9 @@ comparison on the same texts with the committed fit's cross-fitted labels (neigh
 judged text out; selector_oof.json: leave one benchmark out).
 
 Scenarios:
-- `dev_as_blind`: the fitting reference is the training split only (the development split's file is emptied,
-  its counts in sampling_design.csv set to 0); the development split's 210 texts (420 passes) are the blind set.
+- `dev_as_blind`: the fitting reference is the training split only (its rows written as the development split's
+  file, the training file left empty: FIT_NEEDS_DEV below; the development counts in sampling_design.csv set to
+  0); the development split's 210 texts (420 passes) are the blind set.
 - `unseen_<seed>`: three benchmarks of three different domains (DOMAINS; the rule: numpy default_rng(seed)
   picks 3 of the 4 domains, then one benchmark of each, from sorted lists; jobbench is left out: 4 judged texts)
   lose every reference row (both splits); their judged texts are the blind set (every pass).
@@ -251,15 +252,9 @@ def published_predictions(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
 
 
 def oof_predictions(path: Path) -> pl.DataFrame:
-    """A fit's cross-fitted labels of the judged texts (neighbour_oof.json / selector_oof.json) in the same
-    layout: the label set, the rank-1 label's occupation (what the published labels say)."""
-    prompts = json.loads(path.read_text())["prompts"]
-    return pl.DataFrame(
-        [{"benchmark": p["benchmark"], "prompt_hash": p["prompt_hash"], "is_work": bool(p["is_work"]),
-          "tasks": [int(t) for t, _, _ in p["labels"]], "ranking": [int(t) for t, _, _ in p["labels"]],
-          "first_occupation": p["labels"][0][1] if p["labels"] else None} for p in prompts],
-        schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "is_work": pl.Boolean, "tasks": pl.List(pl.Int64),
-                "ranking": pl.List(pl.Int64), "first_occupation": pl.Utf8})
+    """A fit's cross-fitted labels of the judged texts (neighbour_oof.json / selector_oof.json) in the layout label
+    validation scores: the label set, the rank-1 label's occupation (what the published labels say)."""
+    return rl.predictions_from_out_of_fold(json.loads(path.read_text())["prompts"])
 
 
 def bootstrap_se(per_prompt: pl.DataFrame, metric: str, *, seed: int = 0) -> float | None:
@@ -466,7 +461,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         args.out.write_text(json.dumps(result, indent=1, default=str) + "\n")
     common.emit(result)
-    return 0
+    failed = [n for n, r in result["scenarios"].items() if isinstance(r, dict) and "error" in r]
+    if failed:
+        common.log(f"[blind] FAILED: {', '.join(failed)} (their errors are in the JSON)")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

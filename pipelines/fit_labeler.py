@@ -1,6 +1,7 @@
 """Refit the offline labeler's selector from the task-level reference: `python -m pipelines.fit_labeler`.
 
-Reads the vendored reference (data/reference/, or --reference DIR), the O*NET files (data/raw/onet ->
+Reads the reference (resources.readers.reference_folder: the landing zone's reference_labels/, else the
+vendored data/reference/; or --reference DIR), the O*NET files (data/raw/onet ->
 $BENCHMAP_MIRROR/onet -> download) and the landed benchmark prompts (for the reference prompts' texts),
 cross-validates leaving one benchmark out (thresholds chosen inside each fold), fits on every reference
 prompt, and writes models/labeling/selector_fit.json: coefficients, thresholds, the reference files'

@@ -7,7 +7,8 @@
 
 The labeler is the one the pipeline would use (`BENCHMAP_LABELER`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`,
 `BENCHMAP_LLM_MODEL`, `BENCHMAP_LLM_OCCUPATION_LIST`; flags override them). Prompts are taken from the
-reference's development split (`data/reference/`, models/reference_labels.py), `--limit` of them picked
+reference's development split (`dev_reference_folder`: data/reference/ or the landing zone's override, else
+the mirror's; models/reference_labels.py), `--limit` of them picked
 round-robin over benchmarks so that 20 prompts already span 20 benchmarks. Their texts come from the
 warehouse's `benchmark_prompts` (read-only) or, without a warehouse, from the mirrored benchmarks.
 

@@ -131,7 +131,8 @@ TABLE_DESCRIPTIONS["benchmark_index_membership"] = (
 
 # --- headline estimates (issue 16, models/estimates/) -------------------------------------------------------
 ESTIMATES = "computed: models/estimates/ from prompt_task_labels (p_exercised) and the judge sample"
-JUDGE_SAMPLE = "judge sample: data/reference/ (vendored reference labels) or judge_sample_labels (BENCHMAP_JUDGE_SAMPLE)"
+JUDGE_SAMPLE = ("judge sample: the reference labels (vendored data/reference/, or the landing zone's reference_labels/) "
+                "or judge_sample_labels (BENCHMAP_JUDGE_SAMPLE)")
 _ESTIMATOR_TEXT = (
     "labels_as_truth (every label counted as certain), labeler (draws of each label with its p_exercised), "
     "design (judge sample alone, N_b/n_b weights), model_assisted (labeler on every prompt corrected and "
