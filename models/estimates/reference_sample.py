@@ -1,5 +1,6 @@
-"""The task-level reference (vendored, or the landing zone's) as the estimates' judge sample, and the labeler's out-of-fold labels of
-those texts: pure functions over the parsed reference (resources/readers.py reads the files)."""
+"""The task-level reference (vendored, or the landing zone's) as the estimates' judge sample, and the labeler's
+out-of-fold labels of those texts: pure functions over the parsed reference (resources/readers.py reads the
+files)."""
 
 from __future__ import annotations
 
