@@ -9,8 +9,8 @@ apart on the warehouse of the last run (data/warehouse, or BENCHMAP_WAREHOUSE), 
 the model-assisted estimate (pooled scope, 100 draws, seed 16) with
 - every judged text as the judge sample (the published headline, up to the draws' Monte Carlo error);
 - the training split's texts only (the rehearsal's judge sample, today's labels);
-- random subsamples of the judged texts of the training split's size (4 seeds): the spread a subsample of that
-  size has by itself.
+- random subsamples of the judged texts, as many per benchmark as its training split has (4 seeds): the spread
+  such a subsample has by itself.
 What the rehearsal's figure adds beyond the training-split row is the refit's (labels fitted on fewer texts).
 """
 
@@ -75,10 +75,13 @@ def main() -> None:
     common.log(f"[headline_subsample] every judged text: {time.time() - started:.0f} s")
     result["training_split_only"] = headline(inputs, judge_rows.join(train, on=["benchmark", "prompt_hash"],
                                                                      how="semi"))
-    size = train.join(keys, on=["benchmark", "prompt_hash"], how="semi").height
+    # stratified as the training split is: each benchmark keeps as many judged texts as its training split has
+    per_benchmark = dict(train.join(keys, on=["benchmark", "prompt_hash"], how="semi")
+                         .group_by("benchmark").len().iter_rows())
     result["random_subsamples"] = []
     for seed in SUBSAMPLE_SEEDS:
-        subsample = keys.sample(n=size, seed=seed)
+        subsample = pl.concat([group.sample(n=per_benchmark.get(b, 0), seed=seed)
+                               for (b,), group in keys.group_by(["benchmark"], maintain_order=True)])
         row = headline(inputs, judge_rows.join(subsample, on=["benchmark", "prompt_hash"], how="semi"))
         result["random_subsamples"].append({"seed": seed, **row})
         common.log(f"[headline_subsample] subsample {seed}: {time.time() - started:.0f} s")
