@@ -43,12 +43,22 @@ def figure_later(context: AssetExecutionContext, warehouse: Warehouse, name: str
             return rendered_figure_metadata(name, files, preview, export_folder(context, warehouse) / FIGURES_DIR,
                                             title=title)
         except Exception as error:  # noqa: BLE001
-            why = f"{type(error).__name__}: {error}"[:500]
+            why = _brief(f"{type(error).__name__}: {error}")
             context.log.error(f"figure {name} not drawn: {why} (check estimate_figures_drawn fails; the next run "
                               "draws it again)")
             return {FIGURE_NOT_DRAWN: MetadataValue.text(why)}
 
     return metadata
+
+
+def _brief(text: str, limit: int = 500) -> str:
+    """At most `limit` characters of an error, keeping its first line and its last: a worker's error carries
+    the whole traceback, whose last line is the cause (cut at 500 characters, a long traceback lost it)."""
+    if len(text) <= limit:
+        return text
+    lines = [line for line in text.splitlines() if line.strip()]
+    head, tail = lines[0], lines[-1].strip()
+    return f"{head[:limit // 2]} ... {tail[-(limit // 2 - 5):]}"
 
 
 def figures_not_drawn(metadata_by_asset: dict[str, dict[str, Any] | None]) -> dict[str, str]:

@@ -65,3 +65,15 @@ def test_a_figure_never_materialized_or_without_its_metadata_is_not_drawn() -> N
     assert ef.figures_not_drawn({}) == dict.fromkeys(ef.ESTIMATE_FIGURES, "never materialized")
     metadata = {name: {name: "md"} for name in ef.ESTIMATE_FIGURES} | {"labeler_reliability": {"rows": 1}}
     assert ef.figures_not_drawn(metadata) == {"labeler_reliability": "no figure labeler_reliability in its metadata"}
+
+
+def test_a_long_worker_error_keeps_its_cause() -> None:
+    """A worker's error carries the whole traceback; cut at 500 characters, a long one lost its last line, the
+    cause (the metadata said only 'Traceback (most recent call last): File ...', sometimes)."""
+    frames = "".join(f'  File "/somewhere/module_{i}.py", line {i}, in draw\n    step_{i}()\n' for i in range(40))
+    text = f"WorkerError: figure x failed in worker process 1:\nTraceback (most recent call last):\n{frames}" \
+           "ValueError: cannot draw 2 rows"
+    brief = ef._brief(text)
+    assert len(brief) <= 500
+    assert brief.startswith("WorkerError: figure x failed") and brief.endswith("ValueError: cannot draw 2 rows")
+    assert ef._brief("short") == "short"
