@@ -32,12 +32,12 @@ def benchmarks_have_judged_texts(warehouse: Warehouse) -> AssetCheckResult:
     estimates = warehouse.read_table("headline_estimates")
     judged = judged_by_benchmark(estimates)
     unjudged, n_benchmarks = [b for b, has in judged.items() if not has], len(judged)
-    prompts = (estimates.filter(pl.col("scope").is_in(unjudged) & (pl.col("benchmark_index") == "all"))
+    texts = (estimates.filter(pl.col("scope").is_in(unjudged) & (pl.col("benchmark_index") == "all"))
                .group_by("scope").agg(pl.col("n_texts").max()).sort("scope") if unjudged else None)
     return AssetCheckResult(
         passed=not unjudged,
         severity=AssetCheckSeverity.WARN,
         metadata={"benchmarks": n_benchmarks, "without_judged_texts": len(unjudged),
                   "names": MetadataValue.json(unjudged),
-                  "distinct_texts": MetadataValue.json(dict(prompts.iter_rows()) if prompts is not None else {})},
+                  "distinct_texts": MetadataValue.json(dict(texts.iter_rows()) if texts is not None else {})},
     )

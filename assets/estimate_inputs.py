@@ -1,6 +1,7 @@
 """The headline estimates' inputs (assets/estimates.py), read from the warehouse in one place: the texts, the
 published labels (and the labeler's cross-fitted ones for the reference texts), the judge's labels (the user's
-own judge sample where one was drawn, else the reference: resources.readers.reference_folder), task keys and hours, index membership."""
+own judge sample where one was drawn, else the reference: resources.readers.reference_folder), task keys and
+hours, index membership."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from resources.readers import load_reference, read_labeler_oof
 
 
 def read_reference_sample(folder: Path | None = None, dev_pass: str = "a") -> pl.DataFrame:
-    """The reference's judge labels (`resources.readers.reference_folder()` by default) as judge-sample rows (`models.estimates.reference_sample_rows` says which
-    pass and why)."""
+    """The reference's judge labels (`resources.readers.reference_folder()` by default) as judge-sample rows
+    (`models.estimates.reference_sample_rows` says which pass and why)."""
     return es.reference_sample_rows(load_reference(folder), dev_pass)
 
 

@@ -2,8 +2,8 @@
 judged checks (the split check, the p_covered check, the per-text calibration) run on the benchmarks with judged
 texts and cached by what they depend on (judged_checks; models/estimates/judged.py). With the neighbour step on,
 a split's judged texts are relabeled from its estimation part alone (models/labeling/stacking_split.py says
-why), reading the judged texts as the labeling step reads them (resources.neighbour_step.judged_sample), the stack fit and
-the selector's cross-validated labels."""
+why), reading the judged texts as the labeling step reads them (resources.neighbour_step.judged_sample), the
+stack fit and the selector's cross-validated labels."""
 
 from __future__ import annotations
 

@@ -12,9 +12,9 @@
   labeling steps across all runs of the instance (dagster.yaml `pools.default_limit`, or `dagster instance
   concurrency set llm_api N`); an offline step holds a slot too, which costs it nothing while fewer labeling
   steps than the limit run at once (a deployment running more offline steps at once raises the limit).
-- the neighbour step (issue 25, models/labeling/stacking.py; resources/neighbour_step.py): for a benchmark with judged texts (its own
-  judge sample in judge_sample_labels, else the reference's texts of it: resources.readers.reference_folder), the selector's labels are
-  restacked with the votes of each text's nearest judged texts of the benchmark (never the text itself);
+- the neighbour step (issue 25, models/labeling/stacking.py; resources/neighbour_step.py): for a benchmark
+  with judged texts (its own judge sample in judge_sample_labels, else the reference's texts of it:
+  resources.readers.reference_folder), the selector's labels are restacked with the votes of each text's nearest judged texts of the benchmark (never the text itself);
   a benchmark without judged texts keeps the selector's labels. The label cache keeps the selector's labels;
   the step is recomputed on every run (a sparse TF-IDF product per benchmark) and its version is appended to
   labeler_version.
@@ -148,7 +148,6 @@ def load_task_index(warehouse: Warehouse, log: Any = None) -> tuple[Any, str, fl
 # --- labels -------------------------------------------------------------------------------------------------
 
 
-
 def prompt_records(prompts: pl.DataFrame) -> list[PromptRecord]:
     return [
         PromptRecord(b, p, h, t)
@@ -195,7 +194,7 @@ def prompt_task_labels(
     benchmarks = context.partition_keys  # one, or several when run_all runs a range of partitions in one run
     built: dict[str, Any] = {}  # the task index and the labeler, loaded once per step (not per partition)
     records = {b: prompt_records(benchmark_prompts.filter(pl.col("benchmark") == b)) for b in benchmarks}
-    stepped: dict[str, Any] = {}  # benchmark -> its neighbour step's result, or the error it raised
+    stepped: dict[str, StepOutcome] = {}  # benchmark -> its neighbour step's result, or the error it raised
 
     def step_now(benchmark: str, labels_by_hash: dict) -> None:
         # a benchmark's neighbour step as soon as its labels are written, while the label workers label the next
@@ -224,6 +223,8 @@ def prompt_task_labels(
         Output(pl.concat([p[1][0] for p in parts], how="vertical_relaxed"), "prompt_work"))
 
 
+# a benchmark's neighbour step: (label sets, labeler_version, metadata), or the error it raised
+StepOutcome = tuple[dict, str, dict[str, Any]] | Exception
 LabeledPartition = tuple[tuple[pl.DataFrame, dict[str, Any]], tuple[pl.DataFrame, dict[str, Any]]]
 
 
@@ -325,20 +326,20 @@ def _write_finished(impl: Any, cache: Any, plans: dict[str, lc.LabelingPlan], fu
 
 def _label_partition(context: AssetExecutionContext, warehouse: Warehouse, prompts: list[PromptRecord],
                      benchmark: str, built: dict[str, Any], labeled: tuple[dict, lc.LabelingStats] | None,
-                     stepped: Any = None) -> LabeledPartition:
+                     stepped: StepOutcome | None) -> LabeledPartition:
     """((labels, their metadata), (work decisions, their metadata)) of one benchmark from its labeling
-    (`_label_benchmarks`) and its neighbour step (`stepped`: its result or error when already run, else run
-    here); raises Failure when every prompt of it failed to label."""
+    (`_label_benchmarks`) and its neighbour step (`stepped`: its result, or the error it raised, raised here);
+    raises Failure when every prompt of it failed to label."""
     if not prompts or labeled is None:
         empty = {"n_prompts": 0, "labeler_calls": 0}
         return ((pl.DataFrame(schema=lc.LABEL_COLUMNS), empty), (pl.DataFrame(schema=lc.WORK_COLUMNS), empty))
     cache = warehouse.label_cache()
-    index, origin, index_s, impl = built["index"], built["origin"], built["index_s"], built["impl"]
-    labels_by_hash, stats = labeled
+    origin, index_s, impl = built["origin"], built["index_s"], built["impl"]
+    stats = labeled[1]
     if isinstance(stepped, Exception):
         raise stepped
-    labels_by_hash, version, neighbour_meta = stepped or neighbour_step(warehouse, benchmark, prompts,
-                                                                        labels_by_hash, impl, index)
+    assert stepped is not None, "every labeled benchmark is stepped (prompt_task_labels' step_now)"
+    labels_by_hash, version, neighbour_meta = stepped
     frame = lc.labels_frame(prompts, labels_by_hash, impl.name, version)
     work = lc.work_frame(prompts, labels_by_hash, impl.name, version)
     failures = pl.DataFrame(

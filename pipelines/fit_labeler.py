@@ -222,8 +222,8 @@ def run(reference_folder: Path, out_path: Path, *, do_cv: bool, write: bool) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reference", type=Path, default=None,
-                        help="the reference folder (default: data/raw/reference_labels/ when it holds the "
-                        "development split, else the vendored data/reference/)")
+                        help="the reference folder (default: data/raw/reference_labels/ when it holds either "
+                        "split's file, else the vendored data/reference/)")
     parser.add_argument("--out", type=Path, default=FIT_PATH)
     parser.add_argument("--no-cv", action="store_true", help="skip the leave-one-benchmark-out figures")
     parser.add_argument("--check", action="store_true", help="cross-validate only; exit 1 if a target is missed")

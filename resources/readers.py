@@ -28,7 +28,7 @@ from models import reference as ref
 from models import reference_labels as rl
 from models.errors import InputError
 from models.validation import annotation
-from resources.settings import PROJECT_ROOT
+from resources.settings import PROJECT_ROOT, settings
 
 if TYPE_CHECKING:
     from models.labeling.selector import SelectorFit
@@ -147,8 +147,6 @@ def reference_folder() -> Path:
     BENCHMAP_RAW_DIR) when it holds either split's file, else the vendored data/reference/. One choice, so the
     labels' judged texts, their validation, the estimates' judge sample and a refit all read the same reference
     (the estimates once read the vendored one whatever the landing zone held)."""
-    from resources.settings import settings
-
     override = settings().raw_dir / REFERENCE_OVERRIDE
     if any((override / name).is_file() for name in rl.SPLIT_FILES.values()):
         return override
