@@ -28,6 +28,7 @@ from models import reference as ref
 from models import reference_labels as rl
 from models.errors import InputError
 from models.validation import annotation
+from resources.landing import outside_zone
 from resources.settings import PROJECT_ROOT, settings
 
 if TYPE_CHECKING:
@@ -135,11 +136,21 @@ def _parsed_once(name: object, data: bytes, parse: Callable[[bytes], Any]) -> An
 def read_reference(path: str | Path, split: str | None = None) -> pl.DataFrame:
     """One reference JSONL file (split inferred from the file name when not given)."""
     path = Path(path)
+    refuse_link_out_of_landing_zone(path)
     if not path.is_file():
         raise InputError("reference file not found (or not a file)", path=path)
     split = split or rl.split_of(path.name)
     return _parsed_once((str(path), split), path.read_bytes(),
                         lambda data: rl.parse_reference(data, str(path), split))
+
+
+def refuse_link_out_of_landing_zone(path: Path) -> None:
+    """A reference file in the landing zone is untrusted input, as a benchmark's files are: one that links outside
+    it (data/raw/reference_labels/x.jsonl -> /etc/...) is an InputError naming it, never read
+    (`resources.landing.outside_zone`; BENCHMAP_FOLLOW_LINKS=1 follows such links)."""
+    raw = settings().raw_dir
+    if path.absolute().is_relative_to(raw.absolute()) and (why := outside_zone(path, raw)) is not None:
+        raise InputError(why, path=path)
 
 
 def reference_folder() -> Path:
@@ -171,14 +182,13 @@ def sampling_design(folder: str | Path | None = None) -> pl.DataFrame:
     if folder is None:
         folder = reference_folder()
         folder = folder if (folder / rl.DESIGN_FILE).is_file() else REFERENCE_DIR
+    refuse_link_out_of_landing_zone(Path(folder) / rl.DESIGN_FILE)
     return rl.parse_sampling_design(read_bytes(Path(folder) / rl.DESIGN_FILE))
 
 
 def gold_files(folder: Path) -> list[Path]:
     """The annotators' CSV files in `folder` (data/raw/gold_labels/), sorted; none when it is not there. A file
     linking outside the folder's parent (data/raw) is left out (BENCHMAP_FOLLOW_LINKS=1 follows it)."""
-    from resources.landing import outside_zone
-
     return sorted(p for p in folder.glob("*.csv") if outside_zone(p, folder.parent) is None) if folder.is_dir() else []
 
 

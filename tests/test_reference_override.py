@@ -9,8 +9,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from models.reference_labels import SPLIT_FILES
-from resources import readers
+from models.errors import InputError
+from models.reference_labels import DESIGN_FILE, SPLIT_FILES
+from resources import readers, source_versions
+from resources.settings import settings
 
 
 def _write_subset(folder: Path, benchmarks: set[str]) -> None:
@@ -77,3 +79,49 @@ def test_a_refit_without_a_development_split_reads_both_splits_for_its_targets()
     low = {m: {"value": t - 0.01} for m, t in fit_labeler.TARGETS.items()}
     on, met = fit_labeler.targets_met({"cv_dev": low, "cv_train_and_dev": figures})
     assert on == "cv_dev" and not any(met.values())
+
+
+def test_a_reference_file_linking_out_of_the_landing_zone_is_refused(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reference in the landing zone is untrusted input, as a benchmark folder is: a split file (or the design
+    file, or the whole folder) that links outside data/raw is an error naming it, not read; before, it was read
+    wherever it pointed. BENCHMAP_FOLLOW_LINKS=1 follows such links, as for benchmark folders."""
+    outside = tmp_path / "outside"
+    _write_subset(outside, {"cybench"})
+    raw = tmp_path / "raw"
+    folder = raw / readers.REFERENCE_OVERRIDE
+    folder.mkdir(parents=True)
+    for name in SPLIT_FILES.values():
+        (folder / name).symlink_to(outside / name)
+    monkeypatch.setenv("BENCHMAP_RAW_DIR", str(raw))
+    monkeypatch.delenv("BENCHMAP_FOLLOW_LINKS", raising=False)
+    assert readers.reference_folder() == folder  # chosen, so the refusal is an error, not a silent fallback
+    with pytest.raises(InputError, match="outside the landing zone") as refused:
+        readers.load_reference()
+    assert str(folder) in str(refused.value)
+    # nor is it read to hash the sources' data version: the zone hashes as if the links were not there
+    (tmp_path / "empty").mkdir(exist_ok=True)
+    linked_version = source_versions.reference_files_version(settings())
+    monkeypatch.setenv("BENCHMAP_RAW_DIR", str(tmp_path / "empty"))
+    assert source_versions.reference_files_version(settings()) == linked_version
+    monkeypatch.setenv("BENCHMAP_RAW_DIR", str(raw))
+
+    # the design file too (the splits read here are inside the zone)
+    inside = tmp_path / "inside"
+    _write_subset(inside / readers.REFERENCE_OVERRIDE, {"cybench"})
+    (inside / readers.REFERENCE_OVERRIDE / DESIGN_FILE).symlink_to(readers.REFERENCE_DIR / DESIGN_FILE)
+    monkeypatch.setenv("BENCHMAP_RAW_DIR", str(inside))
+    assert readers.load_reference()["benchmark"].unique().to_list() == ["cybench"]
+    with pytest.raises(InputError, match="outside the landing zone"):
+        readers.sampling_design()
+
+    # the whole folder a link out of the zone
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / readers.REFERENCE_OVERRIDE).symlink_to(outside, target_is_directory=True)
+    monkeypatch.setenv("BENCHMAP_RAW_DIR", str(linked))
+    with pytest.raises(InputError, match="outside the landing zone"):
+        readers.load_reference()
+
+    monkeypatch.setenv("BENCHMAP_FOLLOW_LINKS", "1")
+    assert readers.load_reference()["benchmark"].unique().to_list() == ["cybench"]
