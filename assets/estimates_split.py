@@ -165,7 +165,8 @@ def start_judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame,
     no cache without a code version. Else the three checks start in the worker pool (`pool`, default the
     process's: one worker per CPU but one), the longest first; they are pure functions of the restricted problem
     and the settings, so where they run does not change a value. The neighbour step's labels of a split's
-    judged texts come from its estimation part alone (both splits)."""
+    judged texts come from its estimation part alone (both splits), and in the per-text calibration a benchmark
+    left out is labeled as a new one (the selector's cross-validated labels)."""
     started = time.perf_counter()
     judged_problem, judged_texts = es.judged_problem(problem, texts)
     relabel, held_out_labels, relabel_key = keyed_split_relabeler(
@@ -185,8 +186,8 @@ def start_judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame,
     # the calibration and p_covered checks each draw their figure as soon as they are done (the step shows them)
     parts = [
         pool.submit(computed_and_drawn, es.text_probability_calibration, occupation_probability_figure,
-                    judged_problem, n_draws=config.calibration_draws, seed=config.seed, preview_dpi=PREVIEW_DPI,
-                    name="judged check: per-text calibration"),
+                    judged_problem, n_draws=config.calibration_draws, seed=config.seed, relabel=relabel,
+                    preview_dpi=PREVIEW_DPI, name="judged check: per-text calibration"),
         pool.submit(computed_and_drawn, coverage_check, unit_coverage_figure, judged_problem,
                     replications=config.coverage_repeats, n_draws=min(config.n_draws, config.coverage_draws),
                     seed=config.seed, simulated=config.coverage_simulations, relabel=relabel, preview_dpi=PREVIEW_DPI,

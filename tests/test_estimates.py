@@ -841,6 +841,15 @@ def test_unit_estimates_on_the_mirror(mirror_tables):
         assert rows["model_recalibrated"]["ece"] <= 0.05, rows
         assert rows["model_recalibrated"]["brier"] < rows["raw_labels"]["brier"], rows
         assert rows["model_recalibrated"]["top1_accuracy"] > rows["raw_labels"]["top1_accuracy"], rows
+    # a benchmark left out is labeled as a new one is (the selector's labels, fitted without it), not with the
+    # published labels its own judged texts voted (top-1 0.75 before, against 0.33 for a new benchmark's labels):
+    # its raw labels' top-1 is the labels' leave-one-benchmark-out first occupation of labeler_validation
+    raw_top1 = calibration.filter((pl.col("evaluation") == "leave_one_benchmark_out")
+                                  & (pl.col("predictor") == "raw_labels"))["top1_accuracy"][0]
+    new_benchmark = mirror_tables("labeler_validation").filter(
+        (pl.col("benchmark") == "all") & (pl.col("labeler") == "offline")
+        & (pl.col("metric") == "ref_cv_new_benchmark_first_occupation_agreement"))["value"][0]
+    assert abs(raw_top1 - new_benchmark) < 0.05, (raw_top1, new_benchmark)
     # the p_covered check (issue 25 item 4): every well-filled bin of p_covered_calibrated (split_fifth
     # cross-fitted by units, split_half through the fifth's map) within 0.05 of its mean p up to two standard
     # errors, the larger of the replications' and the units' (thin middle bins hold few distinct units: 0.04-0.10

@@ -154,6 +154,44 @@ def test_text_probabilities_are_calibrated_and_beat_the_raw_labels(calibration, 
     assert recalibrated["ece"] <= 0.05 and recalibrated["brier"] < raw["brier"], recalibrated
 
 
+def test_a_benchmark_left_out_is_labeled_as_a_new_one(calibrated):
+    """Leaving a benchmark out stands for one that arrives without judged texts, whose texts keep the selector's
+    labels (fitted without it) when the published labels learn from judged texts: the evaluation reads those
+    (`relabel` with nothing judged), not the published ones its own judged texts voted. It read the published
+    ones, and so scored a new benchmark's texts at top-1 0.75 where their labels name a judge's occupation first
+    for about a third of them. The within-benchmark rows do not move."""
+    problem, table, _ = calibrated
+    calls: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def labels_nothing(kept: np.ndarray, sampled: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        calls.append((kept.copy(), sampled.copy()))
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+
+    relabeled, _ = cal.text_probability_calibration(problem, n_draws=20, seed=3, relabel=labels_nothing)
+    assert calls and all(problem.text_sampled[kept].all() and not sampled.any() for kept, sampled in calls)
+    summary = relabeled.filter(pl.col("bin").is_null())
+    lobo = {r["predictor"]: r for r in summary.filter(pl.col("evaluation") == "leave_one_benchmark_out")
+            .iter_rows(named=True)}
+    assert lobo["raw_labels"]["top1_accuracy"] == 0.0  # a labeler that labels nothing names no occupation
+    within = pl.col("evaluation") == "within_benchmark"
+    assert relabeled.filter(within).equals(table.filter(within))
+
+    # the held-out texts get the new labels; their benchmark's other texts lose theirs; other benchmarks keep theirs
+    held = problem.text_sampled & (problem.text_bench == 0)
+    new = cal.as_new_benchmark(problem, held, lambda kept, sampled: (
+        np.arange(kept.size), np.zeros(kept.size, dtype=np.int64), np.full(kept.size, 0.9)))
+    mine = problem.text_bench[new.lab_text] == 0
+    assert sorted(new.lab_text[mine].tolist()) == np.flatnonzero(held).tolist()
+    assert (new.lab_task[mine] == 0).all() and (new.lab_p[mine] == 0.9).all()
+    others = problem.text_bench[problem.lab_text] != 0
+
+    def rows(text: np.ndarray, task: np.ndarray, p: np.ndarray) -> list[tuple]:
+        return sorted(zip(text.tolist(), task.tolist(), p.tolist(), strict=True))
+
+    assert rows(new.lab_text[~mine], new.lab_task[~mine], new.lab_p[~mine]) == \
+        rows(problem.lab_text[others], problem.lab_task[others], problem.lab_p[others])
+
+
 def test_recalibration_reaches_the_table(calibrated, run):
     _, _, recalibration = calibrated
     assert recalibration.within is not None and recalibration.without is not None

@@ -109,7 +109,8 @@ TABLES: dict[str, dict[str, Entry]] = {
     },
     "occupation_probability_calibration": {
         "evaluation": ("within_benchmark (five folds of each benchmark's judged texts held out in turn) or "
-                       "leave_one_benchmark_out (a benchmark's whole sample held out)", TEXT, ESTIMATES),
+                       "leave_one_benchmark_out (a benchmark's whole sample held out, its texts labeled as a "
+                       "benchmark without judged texts is: the selector's labels, fitted without it)", TEXT, ESTIMATES),
         "predictor": ("model (the per-text p: share of draws), model_recalibrated (p through the logistic map "
                       "fitted on the other benchmarks' held-out texts: p_calibrated) or raw_labels (the labeler's "
                       "occupations as 0/1)", TEXT, ESTIMATES),

@@ -5,7 +5,12 @@ the held-out texts become unsampled (their judge labels hidden), the rest of the
 (recalibration, miss model) and the held-out texts get their probabilities as any unread text does. Two
 splits: five folds within every benchmark (the rest of the benchmark's sample is available, as for an unread
 text of a sampled benchmark), and leave one benchmark out (none of its sample is: as for a benchmark that
-arrives without one). Against the judge: top-1 accuracy (the most probable occupation is one the judge gave;
+arrives without one). A benchmark that arrives without judged texts also gets other labels: with labels that
+learn from a benchmark's judged texts (the neighbour step), its texts keep the selector's, fitted without it.
+So in that evaluation the held-out texts carry those labels (`relabel`, the split checks' relabeling with no
+text judged: the selector's cross-validated labels), not the published ones, which their own benchmark's
+other judged texts voted; before, the evaluation kept the published labels and read top-1 0.75 where such a
+benchmark's labels name a judge's occupation first for about a third of its texts. Against the judge: top-1 accuracy (the most probable occupation is one the judge gave;
 texts the judge gave an occupation), Brier score over the pairs either side names (text x occupation: the
 model's p >= 0.01, the labeler's occupations and the judge's), and the expected calibration error over pairs
 with p >= 0.05 in ten bins of width 0.1. Baseline: the labeler's own labels as 0/1 (the labels as counted;
@@ -26,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from models.estimates.checks import Relabel
 from models.estimates.draws import ModelAssisted
 from models.estimates.problem import Problem
 from models.estimates.texts import text_occupation_probabilities
@@ -61,6 +67,23 @@ def hide_texts(problem: Problem, held_out: np.ndarray) -> Problem:
                       "jud_in_labels": problem.jud_in_labels[keep]})
 
 
+def as_new_benchmark(problem: Problem, held_out: np.ndarray, relabel: Relabel) -> Problem:
+    """The problem with the held-out texts (whole benchmarks' samples) labeled as the texts of a benchmark that
+    arrives without judged texts are: `relabel(texts, nothing judged)` (the neighbour step's fallback, the
+    selector's labels fitted without the benchmark). Their benchmarks' other texts lose their labels: theirs as
+    such a benchmark would have them are not at hand, and the published ones were voted by the benchmark's
+    judged texts (the miss model's labeler part of the benchmark then reads its judged texts' labels alone)."""
+    texts = np.flatnonzero(held_out)
+    keep = ~np.isin(problem.text_bench[problem.lab_text], np.unique(problem.text_bench[texts]))
+    position, task, p = relabel(texts, np.zeros(texts.size, dtype=bool))
+    lab_text = np.concatenate([problem.lab_text[keep], texts[position]])
+    lab_task = np.concatenate([problem.lab_task[keep], task])
+    lab_p = np.concatenate([problem.lab_p[keep], p])
+    order = np.lexsort((lab_p, lab_task, lab_text))  # build_problem's order: the draws follow it
+    return Problem(**{**problem.__dict__, "lab_text": lab_text[order], "lab_task": lab_task[order],
+                      "lab_p": lab_p[order]})
+
+
 def within_benchmark_folds(problem: Problem, n_folds: int, rng: np.random.Generator) -> np.ndarray:
     """Fold of every sampled text (-1 for the others): a random permutation within each benchmark, dealt out."""
     fold = np.full(problem.text_bench.shape[0], -1)
@@ -92,16 +115,20 @@ class _WithoutBenchmarks(ModelAssisted):
 
 
 def _held_out_predictions(problem: Problem, splits: Sequence[np.ndarray], n_draws: int, seed: int,
-                          groups: int = 1, full: ModelAssisted | None = None) -> list[pl.DataFrame]:
+                          groups: int = 1, full: ModelAssisted | None = None, relabel: Relabel | None = None
+                          ) -> list[pl.DataFrame]:
     """t, o, p, labeled of the held-out texts of every split (each text held out once): from every draw, then
     (groups > 1) from all draws but group g, for each g (the jackknife of the Monte Carlo error). `full`: the
-    whole problem's ModelAssisted when every split holds out whole benchmarks (_WithoutBenchmarks)."""
+    whole problem's ModelAssisted when every split holds out whole benchmarks (_WithoutBenchmarks); `relabel`:
+    the held-out benchmarks labeled as new ones (`as_new_benchmark`)."""
     frames: list[list[pl.DataFrame]] = [[] for _ in range(1 + (groups if groups > 1 else 0))]
     for i, held_out in enumerate(splits):
         if not held_out.any():
             continue
         texts = np.flatnonzero(held_out)  # only the held-out texts' probabilities are computed
         hidden = hide_texts(problem, held_out)
+        if relabel is not None:
+            hidden = as_new_benchmark(hidden, held_out, relabel)
         assisted = _WithoutBenchmarks(hidden, full) if full is not None else ModelAssisted(hidden)
         draws = text_occupation_probabilities(hidden, n_draws, seed + i, texts, groups, assisted)
         frames[0].append(draws.long_frame().select("t", "o", "p", "labeled"))
@@ -224,13 +251,15 @@ def score(predictions: pl.DataFrame, truth: pl.DataFrame, texts: np.ndarray, uni
 
 
 def text_probability_calibration(problem: Problem, *, n_folds: int = 5, n_draws: int = 40, seed: int = 25,
-                                 leave_benchmark_out: bool = True, jackknife_groups: int = JACKKNIFE_GROUPS
-                                 ) -> tuple[pl.DataFrame, Recalibration]:
+                                 leave_benchmark_out: bool = True, jackknife_groups: int = JACKKNIFE_GROUPS,
+                                 relabel: Relabel | None = None) -> tuple[pl.DataFrame, Recalibration]:
     """The `occupation_probability_calibration` table (CALIBRATION_SCHEMA): per evaluation and predictor (model:
     the share of draws; model_recalibrated: that, through a logistic map fitted on the other benchmarks'
     held-out predictions; raw_labels) a summary row (bin null, with the Monte Carlo standard errors: the
     jackknife over `jackknife_groups` groups of the draws) and its reliability bins; and the Recalibration
-    fitted on every held-out prediction (p_calibrated of prompt_occupation_estimates)."""
+    fitted on every held-out prediction (p_calibrated of prompt_occupation_estimates). `relabel` (labels that
+    learn from judged texts; None: the labels of the judged texts are already those a new benchmark gets): the
+    labels of a benchmark left out, as for a benchmark that arrives without judged texts (`as_new_benchmark`)."""
     rng = np.random.default_rng(seed)
     sampled = problem.text_sampled
     fold = within_benchmark_folds(problem, n_folds, rng)
@@ -245,17 +274,24 @@ def text_probability_calibration(problem: Problem, *, n_folds: int = 5, n_draws:
     maps: dict[str, np.ndarray | None] = {}
     metrics = ("top1_accuracy", "brier", "ece")
     for evaluation, splits in evaluations.items():
+        new_benchmarks = relabel if evaluation == "leave_one_benchmark_out" else None
         full = ModelAssisted(problem) if evaluation == "leave_one_benchmark_out" else None
-        every, *jackknife = _held_out_predictions(problem, splits, n_draws, seed, jackknife_groups, full)
+        every, *jackknife = _held_out_predictions(problem, splits, n_draws, seed, jackknife_groups, full,
+                                                  new_benchmarks)
+        baseline = raw
+        if new_benchmarks is not None:  # the labels as counted are the new benchmark's
+            own = _truth_and_labels(as_new_benchmark(problem, sampled, new_benchmarks), texts)[1]
+            baseline = own.select("t", "o", pl.lit(1.0).alias("p"), pl.col("label_p").alias("rank_p"))
         scored: list[dict[str, tuple[dict[str, float], pl.DataFrame]]] = []
         for k, predictions in enumerate([every, *jackknife]):
             recalibrated, fitted = cross_fitted_recalibration(predictions, truth, problem.text_bench)
             if k == 0:
                 maps[evaluation] = fitted
             universe = pl.concat([f.select(pl.col("t").cast(pl.Int64), pl.col("o").cast(pl.Int64))
-                                  for f in (predictions, raw, truth)])
+                                  for f in (predictions, baseline, truth)])
             scored.append({name: score(frame, truth, texts, universe) for name, frame in
-                           (("model", predictions), ("model_recalibrated", recalibrated), ("raw_labels", raw))})
+                           (("model", predictions), ("model_recalibrated", recalibrated),
+                            ("raw_labels", baseline))})
         for predictor, (summary, bins) in scored[0].items():
             se = {m: _jackknife_se([s[predictor][0][m] for s in scored[1:]]) for m in metrics}
             head = {"evaluation": evaluation, "predictor": predictor}
