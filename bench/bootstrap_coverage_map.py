@@ -6,7 +6,7 @@ split_fifth map, in the worlds of the p_covered check (issue 25, item 4).
     .venv/bin/python bench/bootstrap_coverage_map.py --world split_half --fraction 0.8 --warehouse ...
 
 The published map (CoverageMap on `split_fifth`) is learnt where a fifth of the judged texts are the sample and
-does not carry to the headline's scale (docs/estimates.md). The bootstrap map is learnt at the scale of the
+does not carry to the headline's scale (docs/estimates_calibration_log.md). The bootstrap map is learnt at the scale of the
 problem it corrects, from that problem alone: `model-populations` truths drawn from the estimator's model
 fitted on the problem (coverage_check.model_population, a new judge sample of the same size each), p_covered
 re-estimated in each, and the same logistic map (fit_coverage_map) fitted on those pairs; then applied to the

@@ -6,7 +6,7 @@
 
 `--world model` (the default): the `model` check of models/estimates/coverage_check.py, on a materialized
 warehouse: `populations` truths drawn from the fitted miss model (model_population), each with a new judge
-sample of the same size, re-estimated with `draws` model-assisted draws. Not in the pipeline (docs/estimates.md:
+sample of the same size, re-estimated with `draws` model-assisted draws. Not in the pipeline (docs/estimates_calibration_log.md:
 each population costs a headline fit).
 `--world simulated` / `--world simulated_mirror_like`: those rows of the pipeline's
 unit_coverage_simulation_check (populations from models.estimates.simulation.simulate, a labeler model the

@@ -1,5 +1,5 @@
 """held_out_weights: the mixture weights chosen without the leak through the neighbour step, measured (issue 25;
-a variant not adopted: docs/estimates.md, "The weight choice's leak, measured").
+a variant not adopted: docs/estimates_calibration_log.md, "The weight choice's leak, measured").
 
     .venv/bin/python bench/held_out_weights.py --warehouse COPY.duckdb [--repeats 10] [--draws 30] [--seed 16]
                                               [--headline]

@@ -1,5 +1,5 @@
 """piled_spread: imputed misses on new tasks piled up within their benchmark, in the simulated worlds (issue 25;
-a variant not adopted: docs/estimates.md, "Piling the new-task misses at the headline's scale").
+a variant not adopted: docs/estimates_calibration_log.md, "Piling the new-task misses at the headline's scale").
 
     .venv/bin/python bench/piled_spread.py [--world simulated_mirror_like] [--populations 40] [--draws 30]
                                            [--seed 11] [--thetas off,20,60,200,600,2000,6000] [--share 1.0]

@@ -881,7 +881,7 @@ def test_unit_estimates_on_the_mirror(mirror_tables):
             ).fill_null(False) & (estimates["n_sampled"] < estimates["n_texts"])
     assert (flat & estimates["published"]).sum() >= 10
     assert (estimates["basis"].str.contains("the draws agreeing, not certainty") == flat).all()
-    # the simulated worlds read the same map, as published (a transfer test: docs/estimates.md)
+    # the simulated worlds read the same map, as published (a transfer test: docs/estimates_calibration_log.md)
     worlds = mirror_tables("unit_coverage_simulation_check").filter(pl.col("check").str.starts_with("simulated"))
     carried = worlds.filter(pl.col("predictor") == "p_covered_calibrated")["check"].unique().sort().to_list()
     assert carried == ["simulated", "simulated_mirror_like"]

@@ -13,7 +13,7 @@ from models import estimates as es
 
 # MIRROR_LIKE's statistics (mean over populations) within these of the mirror's; the statistics left out are
 # the judge labels' own pair shares (the mirror's labels sit on fewer tasks and occupations than the world's:
-# docs/estimates.md), which the miss model does not read. How often two misses repeat a task is held tightest:
+# docs/estimates_calibration_log.md), which the miss model does not read. How often two misses repeat a task is held tightest:
 # it sets how the seen part's imputed misses pile up (a first world at 0.017 against the mirror's 0.029 read
 # the estimator's bins as better than they are)
 TOLERANCE = {

@@ -234,7 +234,7 @@ def test_p_covered_matches_a_known_truth_at_five_prompts(world):
     weighted = (tasks["difference"].abs() * tasks["n_units"]).sum() / tasks["n_units"].sum()
     if world == "simulated_mirror_like":
         # the issue's target, 0.05, up to the bins' Monte Carlo error (the larger of the replications' and the
-        # units' standard errors): over seeds 7-11 the largest excess was -0.02 (docs/estimates.md)
+        # units' standard errors): over seeds 7-11 the largest excess was -0.02 (docs/estimates_calibration_log.md)
         excess = tasks["difference"].abs() - 0.05 - 2 * tasks.select(
             pl.max_horizontal("difference_se", "difference_se_units")).to_series()
         assert (excess <= 0).all(), tasks

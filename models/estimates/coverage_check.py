@@ -14,7 +14,7 @@ by p_covered and the share truly covered per bin is compared with the bin's mean
   stress case) and, as `simulated_mirror_like`, in simulation.MIRROR_LIKE (pools within two major groups,
   scattered misses and surprises: a judge sample with the mirror's statistics).
 
-Diagnosis (docs/estimates.md): the outer bins are right in every check, so the binning is. The `model` check is
+Diagnosis (docs/estimates_calibration_log.md): the outer bins are right in every check, so the binning is. The `model` check is
 off largely because the weights are fitted on a likelihood the draws do not use: the draws redraw a miss that is
 one of the recipient's labels, the fit does not divide by the mass outside them. Dividing by it put the
 `model` check's bins beyond 0.05 + 2 se from 11 to 0, but cost the split checks' hours at >= 1 their interval
@@ -29,7 +29,7 @@ rows are cross-fitted: each unit's calibrated p comes from a map fitted on the o
 simulated worlds the map fitted on the mirror's split_fifth is applied as it is published: a transfer test to a
 population where, as in the headline, the judge reads 6-8% of the texts (split_fifth: 20%). It does not
 transfer: in both worlds it is less well calibrated than p_covered for tasks and occupations (MIRROR_LIKE tasks
-at >= 1: a calibrated 0.34 is covered 0.61 of the time; docs/estimates.md), so a unit in the middle band has no
+at >= 1: a calibrated 0.34 is covered 0.61 of the time; docs/estimates_calibration_log.md), so a unit in the middle band has no
 tested chance at the headline's scale.
 
 Monte Carlo error: `difference_se` is the standard error of a bin's difference across the replications
@@ -246,7 +246,7 @@ class CoverageMap:
     problem's own fitted model (2026-12-05, bench/bootstrap_coverage_map.py: better than p_covered in the
     simulated worlds and the `model` check, little change on the real splits, where this map is right). The
     remaining misses are within two unit-clustered standard errors (bin_coverage's difference_se_units):
-    docs/estimates.md."""
+    docs/estimates_calibration_log.md."""
 
     coefficients: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
     source: str = MAP_CHECK

@@ -7,8 +7,8 @@ different texts of one benchmark share a major group 65% of the time (the defaul
 misses share one 43% of the time (11%). MIRROR_LIKE is a world whose judge sample has the mirror's
 statistics (judge_sample_statistics; compared in bench/world-statistics-2026-12-05.json and
 tests/test_simulation_worlds.py): pools within two major groups, misses scattered over those groups, a few
-surprises anywhere, the labeler's label counts and probabilities. docs/estimates.md reads the p_covered
-check in both.
+surprises anywhere, the labeler's label counts and probabilities. docs/estimates.md (and its log,
+docs/estimates_calibration_log.md) reads the p_covered check in both.
 """
 
 from __future__ import annotations
