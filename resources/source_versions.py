@@ -23,7 +23,7 @@ from dagster import AssetKey, AssetObservation, DagsterEventType, DagsterInstanc
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
 from models import benchmarks as bm
-from resources.landing import folder_content_hash, outside_zone
+from resources.landing import folder_content_hash
 from resources.settings import Settings, settings
 
 REFERENCE_FILES_KEY = AssetKey("reference_source_files")
@@ -32,8 +32,7 @@ LANDING_FOLDERS_KEY = AssetKey("benchmark_landing_folders")
 
 def reference_files_version(config: Settings | None = None) -> str:
     """Relative path and SHA-256 of every file under data/raw and the mirror except their top-level benchmarks/
-    and hidden entries, hashed. A file linking outside its root is never read (the readers refuse it:
-    `resources.landing.outside_zone`), so it is not hashed either."""
+    and hidden entries, hashed."""
     config = config or settings()
     digest = hashlib.sha256()
     for number, root in enumerate([config.raw_dir, config.mirror]):
@@ -42,8 +41,6 @@ def reference_files_version(config: Settings | None = None) -> str:
         for path in sorted(root.rglob("*")):
             rel = path.relative_to(root)
             if rel.parts[0] in ("benchmarks",) or rel.parts[0].startswith(".") or not path.is_file():
-                continue
-            if outside_zone(path, root, follow_links=config.follow_links) is not None:
                 continue
             with open(path, "rb") as handle:
                 digest.update(f"{number}\0{rel}\0{hashlib.file_digest(handle, 'sha256').hexdigest()}\0".encode())

@@ -10,7 +10,9 @@ learn from a benchmark's judged texts (the neighbour step), its texts keep the s
 So in that evaluation the held-out texts carry those labels (`relabel`, the split checks' relabeling with no
 text judged: the selector's cross-validated labels), not the published ones, which their own benchmark's
 other judged texts voted; before, the evaluation kept the published labels and read top-1 0.75 where such a
-benchmark's labels name a judge's occupation first for about a third of its texts. Against the judge: top-1 accuracy (the most probable occupation is one the judge gave;
+benchmark's labels name a judge's occupation first for about a third of its texts.
+
+Against the judge: top-1 accuracy (the most probable occupation is one the judge gave;
 texts the judge gave an occupation), Brier score over the pairs either side names (text x occupation: the
 model's p >= 0.01, the labeler's occupations and the judge's), and the expected calibration error over pairs
 with p >= 0.05 in ten bins of width 0.1. Baseline: the labeler's own labels as 0/1 (the labels as counted;

@@ -14,8 +14,8 @@ by p_covered and the share truly covered per bin is compared with the bin's mean
   stress case) and, as `simulated_mirror_like`, in simulation.MIRROR_LIKE (pools within two major groups,
   scattered misses and surprises: a judge sample with the mirror's statistics).
 
-Diagnosis (docs/estimates_calibration_log.md): the outer bins are right in every check, so the binning is. The `model` check is
-off largely because the weights are fitted on a likelihood the draws do not use: the draws redraw a miss that is
+Diagnosis (docs/estimates_calibration_log.md): the outer bins are right in every check, so the binning is.
+The `model` check is off largely because the weights are fitted on a likelihood the draws do not use: the draws redraw a miss that is
 one of the recipient's labels, the fit does not divide by the mass outside them. Dividing by it put the
 `model` check's bins beyond 0.05 + 2 se from 11 to 0, but cost the split checks' hours at >= 1 their interval
 coverage: not adopted. The split checks run high in the middle band at >= 1 prompt, where reality's misses fall
@@ -29,8 +29,8 @@ rows are cross-fitted: each unit's calibrated p comes from a map fitted on the o
 simulated worlds the map fitted on the mirror's split_fifth is applied as it is published: a transfer test to a
 population where, as in the headline, the judge reads 6-8% of the texts (split_fifth: 20%). It does not
 transfer: in both worlds it is less well calibrated than p_covered for tasks and occupations (MIRROR_LIKE tasks
-at >= 1: a calibrated 0.34 is covered 0.61 of the time; docs/estimates_calibration_log.md), so a unit in the middle band has no
-tested chance at the headline's scale.
+at >= 1: a calibrated 0.34 is covered 0.61 of the time; docs/estimates_calibration_log.md), so a unit in the
+middle band has no tested chance at the headline's scale.
 
 Monte Carlo error: `difference_se` is the standard error of a bin's difference across the replications
 (a ratio estimator over replications), so a reader sees how much of a difference is noise.
