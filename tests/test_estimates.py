@@ -764,6 +764,11 @@ def test_summary_says_which_way_the_headline_may_err():
     assert "the hours share at >= 5 as possibly too low (in the check by 0.2 points against" in text
     assert "tasks" not in text and "occupations" not in text
     assert direction_of_the_miss(check.filter(pl.col("quantity") == "tasks_covered")) == []
+    # with the neighbour step's labels published, the fifth split (below its min_judged) runs on a new
+    # benchmark's labels: the sentence says the check's labels are not the headline's
+    assert "new benchmark's" not in text
+    (stacked,) = direction_of_the_miss(check, stacked=True)
+    assert "(whose labels, though, are a new benchmark's, not the headline's neighbour-step labels)" in stacked
 
 
 def test_an_interval_of_no_width_says_it_is_not_certainty():

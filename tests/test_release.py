@@ -429,6 +429,12 @@ def test_the_label_quality_lines_say_what_is_in_sample_and_what_leaving_a_benchm
     assert "GDPval's figures are in sample" in lines
     assert "in sample" not in " ".join(labeler_limitations(
         {"labeler_validation": validation.filter(pl.col("benchmark") != "gdpval"), "task_coverage": offline}))
+    # gold-task ranks come from the selector fitted on the reference texts, some of them gold prompts (audit Q)
+    jobbench = pl.DataFrame({"benchmark": ["jobbench"], "labeler": ["offline"], "labeler_version": ["v"],
+                             "metric": ["task_hit_at1"], "value": [0.33], "ci_low": [0.1], "ci_high": [0.7], "n": [6]})
+    tasks = " ".join(labeler_limitations({"labeler_validation": jobbench, "task_coverage": offline}))
+    assert "gold-task figures (jobbench)" in tasks and "measured in sample" in tasks
+    assert "gold-task" not in lines  # occupation rows only
     llm = pl.DataFrame({"labeler": ["openai"]})  # an LLM labeler's rows: not tuned on GDPval
     assert "in sample" not in " ".join(labeler_limitations(
         {"labeler_validation": validation.with_columns(pl.lit("openai").alias("labeler")), "task_coverage": llm}))

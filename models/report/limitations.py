@@ -81,6 +81,12 @@ def labeler_limitations(tables: Tables, labeler_model: str | None = None) -> lis
     tuned = " GDPval's figures are in sample: its prompts chose the retriever's weights and label settings " \
         "(docs/offline_labeler.md)." if labeler == "offline" and rows.filter(pl.col("benchmark") == "gdpval").height \
         else ""
+    # the gold-task ranks come from the selector fitted on the judge's reference texts, which include gold prompts
+    task_gold = sorted(set(rows.filter(pl.col("metric").str.starts_with("task_"))["benchmark"].to_list()))
+    if labeler == "offline" and task_gold:
+        tuned += (f" The gold-task figures ({', '.join(task_gold)}) rank tasks with the selector fitted on the "
+                  "judge's reference texts: a gold prompt that is also a reference text is measured in sample "
+                  "(docs/offline_labeler.md).")
     out.append(
         "Measured against the human labels shipped with the benchmarks: "
         + "; ".join(parts)
@@ -263,19 +269,21 @@ def estimate_limitations(tables: Tables, index: str = ALL_INDEX) -> list[str]:
                 "narrow and the error as the size of the miss (estimate_split_check). The headline itself "
                 f"imputes {imputed_share(tables)} of the texts, more than either check, so its extrapolation (the "
                 "ceiling of the bounds at >= 1 above all) rests on the imputation model more than the checks can "
-                "show. The interval and these checks hold the labeler's fit fixed: in a rehearsal with about a "
+                "show. "
+                + (FIFTH_SPLIT_LABELS if _stacked(tables) else "")
+                + "The interval and these checks hold the labeler's fit fixed: in a rehearsal with about a "
                 "quarter of the judged texts held out, refitting the labeler on the rest moved the headline about as "
                 "far again as the smaller sample did, and the two together beyond its interval (docs/estimates.md, "
                 "'Known limits')."
             )
     if check is not None and {"estimator", "coverage", "quantity", "threshold", "mean_error"} <= set(check.columns):
-        out.extend(direction_of_the_miss(check, index))
+        out.extend(direction_of_the_miss(check, index, _stacked(tables)))
     validation = present_table(tables, "labeler_validation")
     if validation is not None and "metric" in validation.columns and \
             validation.filter(pl.col("metric").str.starts_with("ref_cv_")).height:
         # which cross-fitted labels the estimates read (resources/readers.read_labeler_oof): the neighbour stack's
         # when the published labels carry its version (a last "+n<fit>" part), else the selector's
-        stacked = _published_version(tables).rsplit("+", 1)[-1].startswith("n")
+        stacked = _stacked(tables)
         swapped = (
             "models/labeling/neighbour_oof.json: each from a fit that left the text out, its benchmark's other "
             "judged texts kept), so the correction sees the labeler as it is on a benchmark with a judge sample"
@@ -289,6 +297,18 @@ def estimate_limitations(tables: Tables, index: str = ALL_INDEX) -> list[str]:
             "sample drawn by the user (BENCHMAP_JUDGE_SAMPLE) overlaps only where it draws a reference text."
         )
     return out
+
+
+# the fifth split runs on other labels than the headline's when the published labels are the neighbour step's
+FIFTH_SPLIT_LABELS = (
+    "From a fifth of a benchmark's judge sample (about 5 texts) the neighbour step does not run (it needs 10, a "
+    "setting chosen on this very check), so that check's labels are those of a benchmark without judged texts "
+    "(the selector's), not the headline's; the half split runs on the headline's kind of labels. ")
+
+
+def _stacked(tables: Tables) -> bool:
+    """Whether the published labels are the neighbour step's (their labeler_version ends in "+n<fit>")."""
+    return _published_version(tables).rsplit("+", 1)[-1].startswith("n")
 
 
 def _published_version(tables: Tables) -> str:
@@ -410,10 +430,11 @@ def index_findings(benchmark_index: str, membership: pl.DataFrame | None) -> lis
     return out
 
 
-def direction_of_the_miss(check: pl.DataFrame, index: str = ALL_INDEX) -> list[str]:
+def direction_of_the_miss(check: pl.DataFrame, index: str = ALL_INDEX, stacked: bool = False) -> list[str]:
     """Where the check that imputes most (estimated from a fifth) ran high or low at >= 5 prompts with its
     interval missing the truth in more than a fifth of the splits: the headline, which imputes still more,
-    may err the same way there, and the reader is told which way."""
+    may err the same way there, and the reader is told which way. `stacked`: the published labels are the
+    neighbour step's, which that check does not run (the reader is told its labels differ)."""
     if "check" not in check.columns:
         return []
     rows = check.filter((pl.col("check") == "split_fifth") & (pl.col("estimator") == "model_assisted")
@@ -435,5 +456,7 @@ def direction_of_the_miss(check: pl.DataFrame, index: str = ALL_INDEX) -> list[s
             + ("" if index == ALL_INDEX else f" (every landed benchmark's: index `{ALL_INDEX}`)")
             + ", the published "
             "interval missed the held-out truth in more than a fifth of the splits, and its mean error had the "
-            "sign given here; the headline imputes more of the texts than that check, so read its "
-            + "; ".join(words) + "; see estimate_split_check and docs/estimates.md."]
+            "sign given here; the headline imputes more of the texts than that check"
+            + (" (whose labels, though, are a new benchmark's, not the headline's neighbour-step labels)"
+               if stacked else "")
+            + ", so read its " + "; ".join(words) + "; see estimate_split_check and docs/estimates.md."]
