@@ -20,7 +20,7 @@ from models.estimates.judged import coverage_check, split_check
 from models.figures import PREVIEW_DPI, computed_and_drawn
 from models.figures.estimates import occupation_probability_figure, unit_coverage_figure
 from resources.dagster_resources import Warehouse
-from resources.readers import load_stack_fit, read_judged_signals, read_selector_oof
+from resources.readers import load_stack_fit, read_judged_signals, read_labeler_oof, read_selector_oof
 from resources.worker_pool import WorkerPool, shared_pool
 
 
@@ -40,6 +40,7 @@ def keyed_split_relabeler(warehouse: Warehouse, labeler_version: str | None, tex
     judged checks' cache key (models/estimates/judged.py)."""
     from assets.labels import prompt_records
     from models.labeling.base import stacked_on
+    from models.labeling.stacking import StackFit
     from models.labeling.stacking_split import EstimationPartRelabeler
     from resources.neighbour_step import judged_sample
 
@@ -69,14 +70,27 @@ def keyed_split_relabeler(warehouse: Warehouse, labeler_version: str | None, tex
                                     for frame in judged for r in frame.iter_rows(named=True))).encode())
     signals = read_judged_signals(fit.selector_version)
     digest.update(json.dumps(signals, sort_keys=True, default=str).encode())  # the judged texts' own signals
+    # each benchmark labeled with the stack of the fold that left it out (the full fit saw its held-out texts'
+    # judge labels); an out-of-fold file without them (written before 2026-12-06) leaves the check in sample
+    fold_fits = {str(b): StackFit.from_json(json.dumps(f))
+                 for b, f in ((read_labeler_oof(labeler_version) or {}).get("fold_fits") or {}).items()}
+    digest.update(json.dumps(sorted((b, f.version) for b, f in fold_fits.items())).encode())
+    if not fold_fits:
+        reason = ("relabeled from the estimation part's judged texts, but with the stack fitted on every judged text "
+                  "(NOT an honest check: neighbour_oof.json has no fold fits; refit with "
+                  "`python -m pipelines.fit_labeler --stack-only`)")
+        if log is not None:
+            log.warning(reason)
+    else:
+        reason = "relabeled from the estimation part's judged texts alone, with the stack fitted without the benchmark"
     relabel = EstimationPartRelabeler(
         fit, pl.concat(judged) if judged else pl.DataFrame(), list(zip(texts["benchmark"], texts["prompt_hash"],
                                                                         strict=True)),
         {r["prompt_hash"]: [(int(t), c, float(p)) for t, c, p in r["labels"]] for r in selector["prompts"]},
         {r["prompt_hash"]: bool(r["is_work"]) for r in selector["prompts"]},
         {(str(c), int(t)): k for k, (c, t) in enumerate(keys.select("onet_soc_code", "task_id").iter_rows())},
-        signals)
-    return relabel, "relabeled from the estimation part's judged texts alone", digest.hexdigest()
+        signals, fold_fits=fold_fits)
+    return relabel, reason, digest.hexdigest()
 
 
 @dataclass

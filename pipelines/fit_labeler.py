@@ -132,7 +132,8 @@ def fit_stack(reference_folder: Path, selector_path: Path, *, write: bool,
     signals_json = scv.judged_signals(prompts, index)
     signals = {h: (float(v[0]), [tuple(x) for x in v[1]]) for h, v in signals_json.items()}
     examples = scv.examples(judged, selector_labels, selector_work, task_code, signals=signals)
-    decisions, folds = scv.cross_validate(examples, selector.version, log=log)
+    fold_fits: dict[str, Any] = {}
+    decisions, folds = scv.cross_validate(examples, selector.version, log=log, fold_fits=fold_fits)
     key = scv.NEIGHBOUR_GRID[0]
     before = scv.selector_decisions(examples, key)
     predictions = {"selector_only": before, "neighbour_vote_only": scv.neighbour_vote_baseline(examples, key),
@@ -165,7 +166,10 @@ def fit_stack(reference_folder: Path, selector_path: Path, *, write: bool,
         selector_path.with_name(STACK_OOF_FILE).write_text(json.dumps(
             {"fit_version": fit.version, "selector_version": selector.version,
              "reference_sha256": reference_digest(reference_folder),
-             "prompts": _oof_prompts(decisions, benchmark_of)}, separators=(",", ":")) + "\n", encoding="utf-8")
+             "prompts": _oof_prompts(decisions, benchmark_of),
+             # each benchmark's fold fit (fitted without its judge labels): the split checks' relabeling
+             "fold_fits": {b: json.loads(f.to_json()) for b, f in sorted(fold_fits.items())}},
+            separators=(",", ":")) + "\n", encoding="utf-8")
         selector_path.with_name(SIGNALS_FILE).write_text(json.dumps(
             {"selector_version": selector.version, "reference_sha256": reference_digest(reference_folder),
              "signals": signals_json}, separators=(",", ":")) + "\n", encoding="utf-8")

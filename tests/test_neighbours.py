@@ -112,6 +112,69 @@ def test_label_benchmark_falls_back_without_other_judged_texts() -> None:
     assert StackFit.from_json(strict.to_json()).min_judged == bench.height + 1 and strict.version != fit.version
 
 
+def test_a_judged_query_is_compared_through_a_tfidf_fitted_without_it() -> None:
+    """An unread text is never in its benchmark's TF-IDF fit (its own terms drop out); a judged text was, so its
+    cosines ran lower than an unread text's (median best 0.15 against 0.27 on the mirror) and the stack was
+    trained and evaluated on features no unread text has (task F1 0.584 leaving one text out, 0.572 with the
+    judged text out of the fit). Now a judged query's row is that of a vectorizer fitted on the others."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from models.labeling.neighbour_tfidf import NEIGHBOUR_TFIDF
+    from models.labeling.neighbours import query_similarity
+
+    judged, _, _ = _world()
+    bench = judged.filter(pl.col("benchmark") == "bench0")
+    texts, hashes = bench["prompt"].to_list(), bench["prompt_hash"].to_list()
+    sample = BenchmarkSample.of(bench)
+    unread = "reconcile the ledger for the auditors"
+    similarity = query_similarity(sample, [*texts, unread], [*hashes, "new"])
+    for row in range(len(texts)):
+        others = [j for j in range(len(texts)) if j != row]
+        vectorizer = TfidfVectorizer(**NEIGHBOUR_TFIDF)
+        fitted = vectorizer.fit_transform([texts[j] for j in others])
+        expected = np.asarray((vectorizer.transform([texts[row]]) @ fitted.T).todense())[0]
+        assert similarity[row, row] == -1.0
+        assert np.allclose(similarity[row, others], expected, atol=1e-12), row
+    # an unread text: the vectorizer fitted on every judged text, as before
+    everyone = TfidfVectorizer(**NEIGHBOUR_TFIDF)
+    fitted = everyone.fit_transform(texts)
+    assert np.allclose(similarity[-1], np.asarray((everyone.transform([unread]) @ fitted.T).todense())[0])
+    # the split relabeling's path (terms counted once per benchmark) gives the same rows
+    from models.labeling.neighbour_tfidf import TokenizedTexts, similarity_leaving_members_out
+
+    tokens = TokenizedTexts.of([*texts, unread])
+    assert np.allclose(similarity_leaving_members_out(tokens, list(range(len(texts))), list(range(len(texts) + 1))),
+                       similarity, atol=1e-12)
+
+
+def test_split_relabeling_labels_each_benchmark_with_its_fold_fit() -> None:
+    """The stack fitted on every judged text saw the split's held-out texts' judge labels as its targets; the
+    split check labels a benchmark with the fit of the fold that left it out (fitted without them), as its
+    published cross-fitted labels are. Here a fold fit that decides nothing (min_judged above the part) for one
+    benchmark leaves that benchmark on the selector's labels while the other keeps the full fit's."""
+    from models.labeling.stacking_split import EstimationPartRelabeler
+
+    judged, selector, work = _world()
+    examples = scv.examples(judged, selector, work, TASK_CODE, grid=((3, 1.0),))
+    fit = scv.fit_stack(examples, "s-test", grid=((3, 1.0),), min_judged=0)
+    two = judged.filter(pl.col("benchmark").is_in(["bench0", "bench1"])).sort("prompt_hash")
+    keys = list(zip(two["benchmark"], two["prompt_hash"], strict=True))
+    task_index = {(c, t): k for k, (t, c) in enumerate(sorted(TASK_CODE.items()))}
+    kept, sampled = np.arange(len(keys)), np.arange(len(keys)) % 2 == 0
+    strict = dataclasses.replace(fit, min_judged=100)
+    plain = EstimationPartRelabeler(fit, two, keys, selector, work, task_index)
+    plain(kept, sampled)
+    assert plain.n_relabeled == len(keys)
+    folded = EstimationPartRelabeler(fit, two, keys, selector, work, task_index, fold_fits={"bench0": strict})
+    assert folded.fit_for("bench0") is strict and folded.fit_for("bench1") is fit
+    text, task, _ = folded(kept, sampled)
+    assert folded.n_relabeled == sum(b == "bench1" for b, _ in keys)
+    for position, (benchmark, h) in enumerate(keys):
+        if benchmark == "bench0":  # the selector's labels, untouched
+            assert sorted(int(k) for t, k in zip(text, task, strict=True) if t == position) == \
+                sorted(task_index[(c, t)] for t, c, _ in selector[h])
+
+
 def test_split_relabeling_uses_the_estimation_part_only() -> None:
     """The split check's relabeling (models/labeling/stacking_split.py): a held-out text's labels change when an
     estimation text's judge labels change, never when another held-out text's do; split_sample_problem takes the
@@ -242,8 +305,9 @@ def test_the_committed_fit_beats_the_selector_and_stacks_the_committed_selector(
     assert after["task_f1"]["value"] >= 0.55  # issue 25's target
     assert after["task_f1"]["value"] > vote["task_f1"]["value"] + 0.02  # the stack adds to the plain vote
     assert after["task_precision"]["value"] > vote["task_precision"]["value"] + 0.05
-    # issue 25's three targets are met: first occupation 0.758, work decision 0.951 (one pass of 998 above 0.95,
-    # with the work model's rows weighted toward mixed benchmarks: docs/offline_labeler.md)
+    # issue 25's three targets are met: first occupation 0.757, work decision 0.952 (two passes of 998 above 0.95,
+    # with the work model's rows weighted toward mixed benchmarks and every judged text's TF-IDF fitted without
+    # it, as an unread text's is: docs/offline_labeler.md)
     assert after["first_occupation_agreement"]["value"] >= 0.75
     assert after["first_occupation_agreement"]["value"] > vote["first_occupation_agreement"]["value"] + 0.03
     assert after["work_accuracy"]["value"] >= 0.95
@@ -382,6 +446,15 @@ def test_committed_cross_fitted_labels_are_the_cross_validation(mirror: Path) ->
     assert {r["prompt_hash"] for r in oof["prompts"]} == set(judged["prompt_hash"].to_list())
     assert read_selector_oof()["fit_version"] == fit.selector_version
     assert np.isclose(len(oof["prompts"]), judged.height)
+    # each benchmark's fold fit (the split checks label the benchmark with it): one per judged benchmark, none
+    # the full fit, each with the hyperparameters the fit file records for its fold
+    folds = {f["held_out"]: f for f in fit.cross_validation["folds"]}
+    assert set(oof["fold_fits"]) == set(judged["benchmark"].unique().to_list()) == set(folds)
+    for benchmark, data in oof["fold_fits"].items():
+        fold_fit = StackFit.from_json(json.dumps(data))
+        assert fold_fit.version != fit.version and fold_fit.selector_version == fit.selector_version
+        assert (fold_fit.k, fold_fit.power, fold_fit.max_tasks) == \
+            (folds[benchmark]["k"], folds[benchmark]["power"], folds[benchmark]["max_tasks"])
 
 
 # --- the headline's interval in the split check, with the new labeler ---------------------------------------------
@@ -437,7 +510,8 @@ def relabeled_split_check(mirror: Path) -> pl.DataFrame:
         {r["prompt_hash"]: [(int(t), c, float(p)) for t, c, p in r["labels"]] for r in selector["prompts"]},
         {r["prompt_hash"]: bool(r["is_work"]) for r in selector["prompts"]},
         {(str(c), int(t)): k for k, (c, t) in enumerate(problem.task_keys.iter_rows())},
-        read_judged_signals(load_stack_fit().selector_version))
+        read_judged_signals(load_stack_fit().selector_version),
+        fold_fits={b: StackFit.from_json(json.dumps(f)) for b, f in oof["fold_fits"].items()})
     summary = split_check(problem, es.scopes_for(problem, None, per_benchmark=False), 4, 30, 7, relabel)
     # the last call is a fifth split: no benchmark keeps min_judged judged texts, so the selector's labels stand
     assert relabel.fit.min_judged > 0 and relabel.n_relabeled == 0
@@ -499,6 +573,8 @@ def test_split_check_with_labels_refitted_on_the_estimation_half_only(mirror: Pa
                        for r in selector["prompts"]}
     selector_work = {r["prompt_hash"]: (bool(r["is_work"]), None) for r in selector["prompts"]}
     fit = load_stack_fit()
+    # each benchmark labeled with the fold fit that never saw its judge labels, as the pipeline's split check is
+    folds = {b: StackFit.from_json(json.dumps(f)) for b, f in json.loads(STACK_OOF_PATH.read_text())["fold_fits"].items()}
     judge_rows = es.reference_sample_rows(reference)
     every = judge_rows.select("benchmark", "prompt_hash").unique()
     rng = np.random.default_rng(11)
@@ -509,7 +585,7 @@ def test_split_check_with_labels_refitted_on_the_estimation_half_only(mirror: Pa
         rows = []
         for (benchmark,), group in judged.group_by(["benchmark"], maintain_order=True):
             part = estimation.filter(pl.col("benchmark") == benchmark)
-            decided = label_benchmark(fit, BenchmarkSample.of(part) if part.height else None,
+            decided = label_benchmark(folds.get(str(benchmark), fit), BenchmarkSample.of(part) if part.height else None,
                                       group["prompt"].to_list(), group["prompt_hash"].to_list(),
                                       selector_labels, selector_work, task_code,
                                       read_judged_signals(fit.selector_version)) or {}
@@ -530,9 +606,15 @@ def test_split_check_with_labels_refitted_on_the_estimation_half_only(mirror: Pa
     summary = es.summarize_checks(pl.concat(checks))
 
     for quantity in ("tasks_covered", "occupations_covered"):
-        # measured (2026-12-03 fit, sorted splits): passes; before the sort the join order moved the splits and tasks
-        # at >= 5 covered 0.25 in 1 of 3 runs (1.0 in the others): a borderline check with 4 splits
-        assert split_coverage(summary, "model_assisted", quantity, 5) >= 0.6, quantity
+        # Until 2026-12-06 the stack fitted on every judged text labeled the held-out half, whose judge labels it
+        # had been fitted on, and the judged texts' TF-IDF held themselves: tasks at >= 5 covered in 2 or 3 of 4
+        # splits. Labeled honestly (each benchmark by its fold's fit), 10 splits of this check cover tasks at >= 5
+        # in 6 and occupations in 8, with mean errors -4.7 of 75 and -2.5 of 37 (the pipeline's own half split,
+        # other splits: 9 and 9, -3.4 and -2.5). Four splits cannot resolve a coverage: what is asserted is
+        # that the estimate is not biased by more than a tenth, and that the bounds at >= 1 hold the truth.
+        rows = summary.filter((pl.col("estimator") == "model_assisted") & (pl.col("quantity") == quantity)
+                              & (pl.col("threshold") == 5) & (pl.col("scope") == "all"))
+        assert abs(rows["mean_error"][0]) <= 0.1 * rows["mean_truth"][0], (quantity, rows)
         assert split_coverage(summary, "bounds", quantity, 1) >= 0.9, quantity
 
 
@@ -665,7 +747,11 @@ def test_the_array_path_decides_as_the_per_text_path_on_the_mirror(mirror: Path)
                           for h, t in pairs])
     judged = judged_texts(reference, texts).sort("benchmark", "prompt_hash")
     fit = load_stack_fit()
-    assert fit is not None and fit.work_key != (fit.k, fit.power)
+    assert fit is not None
+    # one variant whose work decision has its own neighbour setting (the committed fit's, when it has one), one
+    # with the stack's
+    apart = fit if fit.work_key != (fit.k, fit.power) else dataclasses.replace(fit, work_neighbours=(fit.k + 2,
+                                                                                                     fit.power))
     selector = read_selector_oof()
     selector_labels = {r["prompt_hash"]: [(int(t), c, float(p)) for t, c, p in r["labels"]]
                        for r in selector["prompts"]}
@@ -690,7 +776,7 @@ def test_the_array_path_decides_as_the_per_text_path_on_the_mirror(mirror: Path)
         query_hashes = hashes + [h for h, _ in others]
         query_texts = prompts + [t for _, t in others]
         half = group.filter(pl.Series(rng.random(group.height) < 0.5))
-        for fitted in (fit, dataclasses.replace(fit, work_neighbours=None, min_judged=0)):
+        for fitted in (apart, dataclasses.replace(fit, work_neighbours=None, min_judged=0)):
             for part in (group, half):
                 if part.height == 0:
                     continue

@@ -248,8 +248,9 @@ DATA_DICTIONARY["estimate_split_check"] = {
     "check": ("which check: split_half (estimated from a random half of each benchmark's judge sample) or "
               "split_fifth (from a fifth: closer to the headline, which imputes over 90% of the texts)", TEXT, ESTIMATES),
     "held_out_labels": ("the labels of the split's texts: 'as published', or, with the neighbour step on, "
-                        "'relabeled from the estimation part's judged texts alone' (a held-out text is labeled "
-                        "as a text the judge never read)", TEXT, ESTIMATES),
+                        "'relabeled from the estimation part's judged texts alone, with the stack fitted without "
+                        "the benchmark' (a held-out text is labeled as a text the judge never read)", TEXT,
+                        ESTIMATES),
 }
 DATA_DICTIONARY["coverage_regressions_mi"] = {
     "model": ("coverage logit (exposure_wage, importance_fe, workbank; see coverage_regressions)", TEXT, REGRESSION),

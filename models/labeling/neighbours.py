@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from models.labeling.neighbour_tfidf import NEIGHBOUR_TFIDF, TokenizedTexts
+
 if TYPE_CHECKING:
     import scipy.sparse as sp
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -36,8 +38,6 @@ JUDGED_SCHEMA: dict[str, pl.DataType] = {
     "benchmark": pl.Utf8(), "prompt_hash": pl.Utf8(), "prompt": pl.Utf8(), "is_work": pl.Float64(),
     "occupations": pl.List(pl.List(pl.Utf8())), "task_ids": pl.List(pl.List(pl.Int64())),
 }
-NEIGHBOUR_TFIDF = {"sublinear_tf": True, "lowercase": True, "ngram_range": (1, 2), "min_df": 1,
-                   "token_pattern": r"(?u)\b\w+\b", "dtype": np.float64}
 
 
 def judged_texts(reference: pl.DataFrame, texts: pl.DataFrame) -> pl.DataFrame:
@@ -85,6 +85,8 @@ class BenchmarkSample:
     first_occupation: np.ndarray  # judged texts x codes: share of passes listing it first
     task_ids: np.ndarray  # task ids voted for (columns of `task`)
     task: np.ndarray  # judged texts x task_ids: share of passes keeping it
+    # the judged texts' term counts (with the TF-IDF): a judged query's cosines from a fit without it
+    tokens: TokenizedTexts | None = None
 
     @property
     def size(self) -> int:
@@ -99,6 +101,7 @@ class BenchmarkSample:
 
         vectorizer = TfidfVectorizer(**NEIGHBOUR_TFIDF) if vectorize else None
         vectors = vectorizer.fit_transform([r["prompt"] or " " for r in rows]).tocsr() if vectorizer else None
+        tokens = TokenizedTexts.of([r["prompt"] or " " for r in rows]) if vectorize else None
         codes = sorted({c for r in rows for p in r["occupations"] for c in p})
         tasks = sorted({t for r in rows for p in r["task_ids"] for t in p})
         code_col = {c: i for i, c in enumerate(codes)}
@@ -117,7 +120,7 @@ class BenchmarkSample:
                     task[i, task_col[t]] += 1.0 / passes
         return cls(np.array([r["prompt_hash"] for r in rows]), vectorizer, vectors,
                    np.array([r["is_work"] for r in rows], dtype=float), np.array(codes, dtype=object),
-                   occupation, first, np.array(tasks, dtype=np.int64), task)
+                   occupation, first, np.array(tasks, dtype=np.int64), task, tokens)
 
 
 def samples_by_benchmark(judged: pl.DataFrame) -> dict[str, BenchmarkSample]:
@@ -141,11 +144,24 @@ class Votes:
 
 def query_similarity(sample: BenchmarkSample, texts: Sequence[str], hashes: Sequence[str]) -> np.ndarray:
     """(q, judged) TF-IDF cosine of each query text with each judged text; -1 for the query's own judged text
-    (same prompt_hash: it never votes for itself). Shared by the votes of every neighbour setting."""
+    (same prompt_hash: it never votes for itself). A query that is one of the judged texts is compared through a
+    TF-IDF fitted on the others, as an unread text is (neighbour_tfidf.similarity_leaving_members_out): its own
+    terms in the fit made its cosines lower than an unread text's, so the stack learnt on features that no
+    unread text has (the 2026-12-05 fit: task F1 0.584 leaving one text out, 0.572 scored as an unread text;
+    refitted on these features, 0.583). Shared by the votes of every neighbour setting."""
     if sample.vectorizer is None or sample.vectors is None:
         raise ValueError("a BenchmarkSample built without its TF-IDF needs the similarities from its caller")
     queries = sample.vectorizer.transform([t if isinstance(t, str) and t.strip() else " " for t in texts])
-    return own_left_out(np.asarray((queries @ sample.vectors.T).todense(), dtype=float), sample, hashes)
+    similarity = own_left_out(np.asarray((queries @ sample.vectors.T).todense(), dtype=float), sample, hashes)
+    member = {str(h): j for j, h in enumerate(sample.hashes.tolist())}
+    judged = [(row, member[str(h)]) for row, h in enumerate(hashes) if str(h) in member]
+    if judged and sample.tokens is not None and sample.size > 1:
+        from models.labeling.neighbour_tfidf import similarity_leaving_members_out
+
+        left_out = similarity_leaving_members_out(sample.tokens, list(range(sample.size)), [j for _, j in judged])
+        if left_out is not None:
+            similarity[[row for row, _ in judged]] = left_out
+    return similarity
 
 
 def own_left_out(similarity: np.ndarray, sample: BenchmarkSample, hashes: Sequence[str]) -> np.ndarray:

@@ -263,15 +263,19 @@ def predict(fit: StackFit, test: Sequence[Example]) -> list[Decision]:
 
 def cross_validate(all_examples: Sequence[Example], selector_version: str,
                    log: Callable[[str], None] | None = None, grid: Sequence[tuple[int, float]] = NEIGHBOUR_GRID,
-                   min_judged: int = MIN_JUDGED) -> tuple[dict[str, Decision], list[dict]]:
+                   min_judged: int = MIN_JUDGED, fold_fits: dict[str, StackFit] | None = None
+                   ) -> tuple[dict[str, Decision], list[dict]]:
     """Leave one benchmark out for the stack (votes leave one text out): (prompt_hash -> held-out Decision,
-    per-fold hyperparameters)."""
+    per-fold hyperparameters). `fold_fits`, when given, receives each fold's fit by its held-out benchmark (the
+    split checks label a benchmark's held-out texts with the fit that never saw its judge labels)."""
     decisions: dict[str, Decision] = {}
     folds: list[dict] = []
     for benchmark in sorted({ex.benchmark for ex in all_examples}):
         train = [ex for ex in all_examples if ex.benchmark != benchmark]
         test = [ex for ex in all_examples if ex.benchmark == benchmark]
         fit = fit_stack(train, selector_version, grid, min_judged)
+        if fold_fits is not None:
+            fold_fits[benchmark] = fit
         for ex, d in zip(test, predict(fit, test), strict=True):
             decisions[ex.prompt_hash] = d
         folds.append({"held_out": benchmark, "k": fit.k, "power": fit.power, "work_rule": fit.work_rule,

@@ -9,6 +9,12 @@ the estimation part's judged texts only (an estimation text still never votes fo
 selector's cross-validated labels (selector_oof.json). A text the stack cannot decide (no other judged text
 in its estimation part) keeps the selector's labels; a text without cross-validated selector labels (a user's
 own judge sample) is stacked on the neighbours alone, never on labels its own neighbours voted for.
+
+The stack itself was fitted on every judged text, the held-out ones among them (their judge labels were its
+targets), so each benchmark is labeled with the fit of the fold that left it out (`fold_fits`, written by
+`python -m pipelines.fit_labeler` beside the cross-fitted labels), as its judged texts' published
+cross-fitted labels are; the full fit only for a benchmark no fold left out (a judge sample of the user's own,
+which it never saw). And a judged text is compared through a TF-IDF fitted without it, as an unread text is.
 Pure: frames and dicts in, arrays out.
 """
 
@@ -19,8 +25,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import polars as pl
 
-from models.labeling.neighbour_tfidf import TokenizedTexts, part_similarity
-from models.labeling.neighbours import BenchmarkSample, own_left_out
+from models.labeling.neighbour_tfidf import TokenizedTexts, similarity_leaving_members_out
+from models.labeling.neighbours import BenchmarkSample
 from models.labeling.stacking import StackFit, label_benchmark
 from models.labeling.stacking_features import SelectorLabels, TextSignals
 
@@ -33,8 +39,9 @@ class EstimationPartRelabeler:
     def __init__(self, fit: StackFit, judged: pl.DataFrame, text_keys: Sequence[tuple[str, str]],
                  selector_labels: SelectorLabels, selector_work: Mapping[str, bool],
                  task_index: Mapping[tuple[str, int], int], signals: TextSignals | None = None,
-                 tokenize: bool = True) -> None:
+                 tokenize: bool = True, fold_fits: Mapping[str, StackFit] | None = None) -> None:
         self.fit = fit
+        self.fold_fits = dict(fold_fits or {})  # benchmark -> the stack fitted without its judge labels
         self.judged = {(r["benchmark"], r["prompt_hash"]): r for r in judged.iter_rows(named=True)}
         self.text_keys = list(text_keys)
         self.selector_labels = selector_labels
@@ -61,7 +68,7 @@ class EstimationPartRelabeler:
             decided: dict = {}
             # a part below the fit's min_judged keeps the selector's labels (label_benchmark's own rule): no
             # TF-IDF for it (the fifth splits: ~6 judged texts per benchmark)
-            if part and len(part) >= self.fit.min_judged:
+            if part and len(part) >= self.fit_for(benchmark).min_judged:
                 texts = [(self.judged.get((benchmark, h)) or {}).get("prompt") or "" for h in hashes]
                 decided = self._decided(benchmark, part, texts, hashes)
             self.n_relabeled += len(decided)
@@ -76,11 +83,16 @@ class EstimationPartRelabeler:
         out = np.array(rows, dtype=float)
         return out[:, 0].astype(np.int64), out[:, 1].astype(np.int64), out[:, 2]
 
+    def fit_for(self, benchmark: str) -> StackFit:
+        """The stack a benchmark's texts are labeled with: its fold's, which never saw its judge labels."""
+        return self.fold_fits.get(benchmark, self.fit)
+
     def _decided(self, benchmark: str, part: list[dict], texts: list[str], hashes: list[str]) -> dict:
         """label_benchmark of the texts with the part as neighbours; the TF-IDF cosine from the benchmark's
         texts tokenized once (neighbour_tfidf: the vectorizer's values, without tokenizing them every split)."""
+        fit = self.fit_for(benchmark)
         if not self.tokenize:
-            return label_benchmark(self.fit, BenchmarkSample.of(pl.DataFrame(part)), texts, hashes,
+            return label_benchmark(fit, BenchmarkSample.of(pl.DataFrame(part)), texts, hashes,
                                    self.selector_labels, self.selector_work, self.task_code, self.signals) or {}
         if benchmark not in self.tokens:
             keys = sorted({h for b, h in self.text_keys if b == benchmark} | {h for b, h in self.judged if b == benchmark})
@@ -89,10 +101,12 @@ class EstimationPartRelabeler:
                                       TokenizedTexts.of([t if isinstance(t, str) and t.strip() else " "
                                                          for t in text_of.values()]))
         row, tokens = self.tokens[benchmark]
-        similarity = part_similarity(tokens, [row[r["prompt_hash"]] for r in part], [row[h] for h in hashes])
+        # the part's own texts compared through a TF-IDF fitted without each of them, as query_similarity does
+        similarity = similarity_leaving_members_out(tokens, [row[r["prompt_hash"]] for r in part],
+                                                    [row[h] for h in hashes])
         if similarity is None:  # no term in the part: the vectorizer's own path (and its error)
-            return label_benchmark(self.fit, BenchmarkSample.of(pl.DataFrame(part)), texts, hashes,
+            return label_benchmark(fit, BenchmarkSample.of(pl.DataFrame(part)), texts, hashes,
                                    self.selector_labels, self.selector_work, self.task_code, self.signals) or {}
         sample = BenchmarkSample.of(pl.DataFrame(part), vectorize=False)
-        return label_benchmark(self.fit, sample, texts, hashes, self.selector_labels, self.selector_work,
-                               self.task_code, self.signals, similarity=own_left_out(similarity, sample, hashes)) or {}
+        return label_benchmark(fit, sample, texts, hashes, self.selector_labels, self.selector_work,
+                               self.task_code, self.signals, similarity=similarity) or {}
