@@ -17,13 +17,14 @@ import polars as pl
 
 from models import estimates as es
 from models.estimates import coverage_check as cc
-from models.estimates.calibration import EVALUATIONS, calibration_evaluation, calibration_table
 from models.estimates.judged import (
     SPLIT_FRACTIONS,
     split_check,  # noqa: F401 - the serial check, as tests and benches import it
     split_check_table,
     split_rows,
 )
+from models.figures import PREVIEW_DPI, computed_and_drawn, draw_outputs
+from models.figures.estimates import occupation_probability_figure, unit_coverage_figure
 from resources.dagster_resources import Warehouse
 from resources.readers import load_stack_fit, read_judged_signals, read_selector_oof
 from resources.worker_pool import WorkerPool, shared_pool
@@ -94,7 +95,9 @@ class JudgedChecks:
     coverage: pl.DataFrame
     coverage_map: es.CoverageMap
     split: pl.DataFrame
-    figures: dict[str, Any] = field(default_factory=dict)  # table name -> its figure (draw_outputs) or the error
+    # table name -> its figure (draw_outputs) or the error; the p_covered check's, while a worker draws it, its
+    # Future (never kept in the cache: the checks are kept before it is added)
+    figures: dict[str, Any] = field(default_factory=dict)
     cached: bool = False
     seconds: float = 0.0
     gathered: float = 0.0  # seconds the step spent gathering them (its share of the parts, then waiting)
@@ -104,8 +107,9 @@ class JudgedChecks:
 class JudgedParts:
     """The three judged checks as independent parts, one worker task each (issue 29: the checks were three tasks
     of ~7-9 CPU-s, so the step's process, which runs the parts no worker has started when it needs them, found
-    one long check to run while the worker was still on another): the calibration's two evaluations, the split
-    check's two fractions, the p_covered check's fifth splits and its two simulated worlds. Each part starts its
+    one long check to run while the worker was still on another): the per-text calibration with its figure (one
+    part: a worker takes it second, before the step needs it), the split check's two fractions, the p_covered
+    check's fifth splits and its two simulated worlds. Each part starts its
     random stream where the serial check's stream is at that point (the splits and populations before it are
     drawn, not estimated), so the assembled checks equal the serial ones value for value
     (tests/test_judged_parts.py). The split check's half splits are the p_covered check's half splits when the
@@ -140,18 +144,18 @@ class JudgedParts:
         split, coverage = self._settings()
         config, problem = self.config, self.problem
         shared = self._shared_check()
-        calibration = {"n_draws": config.calibration_draws, "seed": config.seed}
         tasks: list[tuple[str, Any, tuple, dict[str, Any]]] = []
         for check in SPLIT_FRACTIONS:
             pairs = {"pairs_repeats": coverage["replications"], "pairs_draws": coverage["n_draws"]} \
                 if check == shared else {}
             tasks.append((f"split {check}", split_rows, (problem, self.pooled, check), {**split, **pairs}))
-        tasks[1:1] = [(f"calibration {evaluation}", calibration_evaluation, (problem, evaluation), calibration)
-                      for evaluation in EVALUATIONS]
+        tasks[1:1] = [("per-text calibration", computed_and_drawn,
+                       (es.text_probability_calibration, occupation_probability_figure, problem),
+                       {"n_draws": config.calibration_draws, "seed": config.seed, "preview_dpi": PREVIEW_DPI})]
         worlds = [(f"p_covered {world}", cc.world_pairs, (problem, world),
                    {**coverage, "simulated": config.coverage_simulations})
                   for world in (cc.SIMULATED_WORLDS if config.coverage_simulations else ())]
-        tasks[3:3] = worlds[::-1]  # the larger world (MIRROR_LIKE's populations) first
+        tasks[2:2] = worlds[::-1]  # the larger world (MIRROR_LIKE's populations) first
         if problem.text_sampled.any():
             tasks += [(f"p_covered {check}", cc.split_pairs, (problem, check), {**coverage, "relabel": self.relabel})
                       for check in cc.SPLITS if check != shared]
@@ -173,10 +177,10 @@ class JudgedParts:
         worlds = {world: by_name[f"p_covered {world}"]
                   for world in (cc.SIMULATED_WORLDS if self.config.coverage_simulations else ())}
         coverage = cc.assembled_check(split_found, worlds)
-        calibration, recalibration = calibration_table(
-            {evaluation: by_name[f"calibration {evaluation}"] for evaluation in EVALUATIONS})
+        (calibration, recalibration), figure = by_name["per-text calibration"]
         return JudgedChecks(calibration, recalibration, coverage.table, coverage.coverage_map,
-                            split_check_table(split_frames, self.held_out_labels))
+                            split_check_table(split_frames, self.held_out_labels),
+                            figures={"occupation_probability_calibration": figure})
 
 
 @dataclass
@@ -206,10 +210,14 @@ class PendingJudgedChecks:
         assert self.pool is not None and self.parts is not None and self.plan is not None
         gathering = time.perf_counter()
         result = self.plan.assembled(self.pool.gather(self.parts))
+        # the p_covered check's figure, drawn by a worker at once (queued before the drawings started ahead)
+        coverage_figure = self.pool.submit(draw_outputs, unit_coverage_figure, (result.coverage,),
+                                           preview_dpi=PREVIEW_DPI, name="figure unit_coverage_simulation_check")
         result.gathered = time.perf_counter() - gathering
         if self.store is not None:
             warehouse, key = self.store
             warehouse.keep_result("judged_checks", key, result)
+        result.figures["unit_coverage_simulation_check"] = coverage_figure
         result.seconds = time.perf_counter() - self.started
         return result
 
@@ -244,10 +252,10 @@ def start_judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame,
                         pool: WorkerPool | None = None) -> PendingJudgedChecks:
     """The judged checks on the benchmarks with judged texts (a benchmark without any changes none of them), read
     from the cache when the key (that problem, the relabeling's inputs, the settings, the code version) matches;
-    no cache without a code version. Else the checks' parts (JudgedParts: seven of 1-6 CPU-s on the mirror) start
+    no cache without a code version. Else the checks' parts (JudgedParts: six of 1-8 CPU-s on the mirror) start
     in the worker pool (`pool`, default the process's: one worker per CPU but one), the longest first; they are
     pure functions of the restricted problem and the settings, so where they run does not change a value. Their
-    figures are the step's to draw (assets/estimate_figures.py figure_later). The neighbour step's labels of a
+    figures are drawn by a worker (the calibration's in its part, the p_covered check's once it is assembled). The neighbour step's labels of a
     split's judged texts come from its estimation part alone (both splits)."""
     started = time.perf_counter()
     judged_problem, judged_texts = es.judged_problem(problem, texts)

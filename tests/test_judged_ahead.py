@@ -61,8 +61,12 @@ def test_the_step_takes_the_checks_started_ahead_under_its_key_and_they_are_its_
         assert taken is ahead and taken.ahead
         result = taken.result()
         assert not result.cached
-        # the checks run as parts (JudgedParts): their figures are the step's to draw (figure_later, in the pool)
-        assert result.figures == {}
+        # the calibration's figure was drawn by its part, the p_covered check's is being drawn by the worker once
+        # the parts are assembled: the files the step saves and its preview
+        assert set(result.figures) == {"occupation_probability_calibration", "unit_coverage_simulation_check"}
+        for files, preview in (result.figures["occupation_probability_calibration"],
+                               pool.gather([result.figures["unit_coverage_simulation_check"]])[0]):
+            assert files and all(isinstance(b, bytes) and b for b in files.values()) and preview
         # taken once: the next step computes (here: reads back from the cache the first one kept)
         again = start_judged_checks(warehouse, INPUTS, _texts(sim.problem), sim.problem, CONFIG, ["v1"], pool=pool)
         assert again is not ahead and not again.ahead and again.cached is not None

@@ -223,9 +223,6 @@ def score(predictions: pl.DataFrame, truth: pl.DataFrame, texts: np.ndarray, uni
     return {"top1_accuracy": top1, "brier": brier, "ece": ece, "n_texts": float(len(texts))}, bins
 
 
-EVALUATIONS = ("within_benchmark", "leave_one_benchmark_out")
-
-
 def text_probability_calibration(problem: Problem, *, n_folds: int = 5, n_draws: int = 40, seed: int = 25,
                                  leave_benchmark_out: bool = True, jackknife_groups: int = JACKKNIFE_GROUPS
                                  ) -> tuple[pl.DataFrame, Recalibration]:
@@ -233,68 +230,49 @@ def text_probability_calibration(problem: Problem, *, n_folds: int = 5, n_draws:
     the share of draws; model_recalibrated: that, through a logistic map fitted on the other benchmarks'
     held-out predictions; raw_labels) a summary row (bin null, with the Monte Carlo standard errors: the
     jackknife over `jackknife_groups` groups of the draws) and its reliability bins; and the Recalibration
-    fitted on every held-out prediction (p_calibrated of prompt_occupation_estimates). The evaluations are
-    independent (`calibration_evaluation` computes one alone, for a worker process each)."""
-    evaluations = EVALUATIONS if leave_benchmark_out else EVALUATIONS[:1]
-    return calibration_table({evaluation: calibration_evaluation(
-        problem, evaluation, n_folds=n_folds, n_draws=n_draws, seed=seed, jackknife_groups=jackknife_groups)
-        for evaluation in evaluations})
-
-
-def calibration_table(parts: dict[str, tuple[list[pl.DataFrame], np.ndarray | None]]
-                      ) -> tuple[pl.DataFrame, Recalibration]:
-    """`text_probability_calibration`'s result from its evaluations' (rows, map), in EVALUATIONS' order."""
-    rows = [frame for evaluation in EVALUATIONS if evaluation in parts for frame in parts[evaluation][0]]
-    maps = {evaluation: fitted for evaluation, (_, fitted) in parts.items()}
-    return pl.concat(rows), Recalibration(maps.get("within_benchmark"), maps.get("leave_one_benchmark_out"))
-
-
-def calibration_evaluation(problem: Problem, evaluation: str, *, n_folds: int = 5, n_draws: int = 40, seed: int = 25,
-                           jackknife_groups: int = JACKKNIFE_GROUPS) -> tuple[list[pl.DataFrame], np.ndarray | None]:
-    """One evaluation of `text_probability_calibration` (the same arguments): its rows of the table and the map
-    fitted on all its held-out predictions. The folds of within_benchmark are the stream's first draws from
-    `seed`; leave_one_benchmark_out draws nothing but the draws' own seeds."""
+    fitted on every held-out prediction (p_calibrated of prompt_occupation_estimates)."""
+    rng = np.random.default_rng(seed)
     sampled = problem.text_sampled
-    if evaluation == "within_benchmark":
-        fold = within_benchmark_folds(problem, n_folds, np.random.default_rng(seed))
-        splits = [fold == f for f in range(n_folds)]
-    elif evaluation == "leave_one_benchmark_out":
-        splits = [sampled & (problem.text_bench == b) for b in np.unique(problem.text_bench[sampled])]
-    else:
-        raise KeyError(evaluation)
+    fold = within_benchmark_folds(problem, n_folds, rng)
+    evaluations = {"within_benchmark": [fold == f for f in range(n_folds)]}
+    if leave_benchmark_out:
+        evaluations["leave_one_benchmark_out"] = [
+            sampled & (problem.text_bench == b) for b in np.unique(problem.text_bench[sampled])]
     texts = np.flatnonzero(sampled)
     truth, labels = _truth_and_labels(problem, texts)
     raw = labels.select("t", "o", pl.lit(1.0).alias("p"), pl.col("label_p").alias("rank_p"))
     rows: list[pl.DataFrame] = []
+    maps: dict[str, np.ndarray | None] = {}
     metrics = ("top1_accuracy", "brier", "ece")
-    full = ModelAssisted(problem) if evaluation == "leave_one_benchmark_out" else None
-    every, *jackknife = _held_out_predictions(problem, splits, n_draws, seed, jackknife_groups, full)
-    scored: list[dict[str, tuple[dict[str, float], pl.DataFrame]]] = []
-    fitted_map = None
-    for k, predictions in enumerate([every, *jackknife]):
-        recalibrated, fitted = cross_fitted_recalibration(predictions, truth, problem.text_bench)
-        if k == 0:
-            fitted_map = fitted
-        universe = pl.concat([f.select(pl.col("t").cast(pl.Int64), pl.col("o").cast(pl.Int64))
-                              for f in (predictions, raw, truth)])
-        scored.append({name: score(frame, truth, texts, universe) for name, frame in
-                       (("model", predictions), ("model_recalibrated", recalibrated), ("raw_labels", raw))})
-    for predictor, (summary, bins) in scored[0].items():
-        se = {m: _jackknife_se([s[predictor][0][m] for s in scored[1:]]) for m in metrics}
-        head = {"evaluation": evaluation, "predictor": predictor}
-        rows.append(pl.DataFrame([{**head, "bin": None, "p_low": ECE_MIN_P, "p_high": 1.0,
-                                   "n_pairs": int(bins["n_pairs"].sum()) if bins.height else 0,
-                                   "mean_p": None, "observed": None, "n_texts": int(summary["n_texts"]),
-                                   **{m: summary[m] for m in metrics},
-                                   **{f"{m}_se": se[m] for m in metrics}, "n_draws": n_draws}],
-                                 schema=CALIBRATION_SCHEMA))
-        rows.append(bins.with_columns(pl.lit(evaluation).alias("evaluation"), pl.lit(predictor).alias("predictor"),
-                                      pl.lit(int(summary["n_texts"])).alias("n_texts"),
-                                      pl.lit(n_draws, pl.Int64).alias("n_draws"))
-                    .with_columns([pl.lit(None, t).alias(c) for c, t in CALIBRATION_SCHEMA.items()
-                                   if c.startswith(metrics)])
-                    .select(list(CALIBRATION_SCHEMA)).cast(CALIBRATION_SCHEMA))  # type: ignore[arg-type]
-    return rows, fitted_map
+    for evaluation, splits in evaluations.items():
+        full = ModelAssisted(problem) if evaluation == "leave_one_benchmark_out" else None
+        every, *jackknife = _held_out_predictions(problem, splits, n_draws, seed, jackknife_groups, full)
+        scored: list[dict[str, tuple[dict[str, float], pl.DataFrame]]] = []
+        for k, predictions in enumerate([every, *jackknife]):
+            recalibrated, fitted = cross_fitted_recalibration(predictions, truth, problem.text_bench)
+            if k == 0:
+                maps[evaluation] = fitted
+            universe = pl.concat([f.select(pl.col("t").cast(pl.Int64), pl.col("o").cast(pl.Int64))
+                                  for f in (predictions, raw, truth)])
+            scored.append({name: score(frame, truth, texts, universe) for name, frame in
+                           (("model", predictions), ("model_recalibrated", recalibrated), ("raw_labels", raw))})
+        for predictor, (summary, bins) in scored[0].items():
+            se = {m: _jackknife_se([s[predictor][0][m] for s in scored[1:]]) for m in metrics}
+            head = {"evaluation": evaluation, "predictor": predictor}
+            rows.append(pl.DataFrame([{**head, "bin": None, "p_low": ECE_MIN_P, "p_high": 1.0,
+                                       "n_pairs": int(bins["n_pairs"].sum()) if bins.height else 0,
+                                       "mean_p": None, "observed": None, "n_texts": int(summary["n_texts"]),
+                                       **{m: summary[m] for m in metrics},
+                                       **{f"{m}_se": se[m] for m in metrics}, "n_draws": n_draws}],
+                                     schema=CALIBRATION_SCHEMA))
+            rows.append(bins.with_columns(pl.lit(evaluation).alias("evaluation"), pl.lit(predictor).alias("predictor"),
+                                          pl.lit(int(summary["n_texts"])).alias("n_texts"),
+                                          pl.lit(n_draws, pl.Int64).alias("n_draws"))
+                        .with_columns([pl.lit(None, t).alias(c) for c, t in CALIBRATION_SCHEMA.items()
+                                       if c.startswith(metrics)])
+                        .select(list(CALIBRATION_SCHEMA)).cast(CALIBRATION_SCHEMA))  # type: ignore[arg-type]
+    recalibration = Recalibration(maps.get("within_benchmark"), maps.get("leave_one_benchmark_out"))
+    return pl.concat(rows), recalibration
 
 
 def _jackknife_se(values: Sequence[float]) -> float | None:

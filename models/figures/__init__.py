@@ -24,7 +24,7 @@ import contextlib
 import io
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -143,6 +143,19 @@ def draw_outputs(draw: Callable[..., Figure], tables: Sequence[pl.DataFrame], dp
                  preview_dpi: int | None = None) -> tuple[dict[str, bytes], bytes | None]:
     """`figure_outputs` of draw(*tables) (any figure function of this package): for a worker process."""
     return figure_outputs(draw(*tables), dpi=dpi, preview_dpi=preview_dpi)
+
+
+def computed_and_drawn(compute: Callable[..., Sequence[Any]], draw: Callable[..., Figure], /, *args: Any,
+                       preview_dpi: int | None = None, **kwargs: Any) -> tuple[Any, Any]:
+    """(compute(*args, **kwargs), `draw_outputs` of draw(its first item)): a check and its figure in one worker
+    task, the figure drawn as soon as the check is done. The figure part is the error as text when drawing
+    failed (a figure never fails its check)."""
+    result = compute(*args, **kwargs)
+    try:
+        figure: Any = draw_outputs(draw, (result[0],), preview_dpi=preview_dpi)
+    except Exception as error:  # noqa: BLE001 - said by the step that shows the figure
+        figure = f"{type(error).__name__}: {error}"
+    return result, figure
 
 
 def figure_png_bytes(fig: Figure, dpi: int = 150) -> bytes:
