@@ -138,9 +138,20 @@ class JudgedParts:
                   and bool(self.problem.text_sampled.any()))
         return first[0] if shared else None
 
+    # the order the parts are queued in (CPU-s on the mirror): a worker takes them from the front, the step's
+    # process, when it needs them, runs from the back the ones no worker has started; so the longest come first,
+    # the next longest last (the step's first), and the short ones meet in the middle, where whichever process
+    # is free first takes the next (the two finish about together)
+    ORDER = ("split split_half",  # ~6.5 (+ the p_covered check's half pairs; the first imports scikit-learn)
+             "per-text calibration",  # ~7.2 and its figure
+             "p_covered simulated_mirror_like",  # ~2.8
+             "p_covered split_half",  # only when not shared
+             "p_covered split_fifth",  # ~0.8
+             "p_covered simulated",  # ~1.6
+             "split split_fifth")  # ~2.2
+
     def tasks(self) -> list[tuple[str, Any, tuple, dict[str, Any]]]:
-        """(name, function, args, kwargs) of every part, the longest first (a worker takes them in this order;
-        the step's process runs the last ones no worker has started)."""
+        """(name, function, args, kwargs) of every part, in ORDER."""
         split, coverage = self._settings()
         config, problem = self.config, self.problem
         shared = self._shared_check()
@@ -149,17 +160,17 @@ class JudgedParts:
             pairs = {"pairs_repeats": coverage["replications"], "pairs_draws": coverage["n_draws"]} \
                 if check == shared else {}
             tasks.append((f"split {check}", split_rows, (problem, self.pooled, check), {**split, **pairs}))
-        tasks[1:1] = [("per-text calibration", computed_and_drawn,
-                       (es.text_probability_calibration, occupation_probability_figure, problem),
-                       {"n_draws": config.calibration_draws, "seed": config.seed, "preview_dpi": PREVIEW_DPI})]
-        worlds = [(f"p_covered {world}", cc.world_pairs, (problem, world),
+        tasks.append(("per-text calibration", computed_and_drawn,
+                      (es.text_probability_calibration, occupation_probability_figure, problem),
+                      {"n_draws": config.calibration_draws, "seed": config.seed, "preview_dpi": PREVIEW_DPI}))
+        tasks += [(f"p_covered {world}", cc.world_pairs, (problem, world),
                    {**coverage, "simulated": config.coverage_simulations})
                   for world in (cc.SIMULATED_WORLDS if config.coverage_simulations else ())]
-        tasks[2:2] = worlds[::-1]  # the larger world (MIRROR_LIKE's populations) first
         if problem.text_sampled.any():
             tasks += [(f"p_covered {check}", cc.split_pairs, (problem, check), {**coverage, "relabel": self.relabel})
                       for check in cc.SPLITS if check != shared]
-        return tasks
+        rank = {name: i for i, name in enumerate(self.ORDER)}
+        return sorted(tasks, key=lambda task: rank.get(task[0], len(rank)))  # stable: any other part last
 
     def assembled(self, results: list[Any]) -> JudgedChecks:
         """The checks from the parts' results, in `tasks`' order."""
