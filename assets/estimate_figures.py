@@ -8,6 +8,7 @@ runs the step again until the figure is drawn."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 import polars as pl
@@ -26,10 +27,12 @@ ESTIMATE_FIGURES = ("labeler_reliability", "occupation_probability_calibration",
 def figure_later(context: AssetExecutionContext, warehouse: Warehouse, name: str, draw: Callable[..., Any],
                  table: pl.DataFrame, title: str, drawn: Any = None) -> Callable[[], dict]:
     """Start drawing a figure of `table` in the worker pool (resources/worker_pool.py) while the step goes on,
-    unless `drawn` is it already (`draw_outputs`'s result, or the error that stopped it, as text); the function
+    unless `drawn` is it already (`draw_outputs`'s result, or the error that stopped it, as text, or the Future of
+    a worker drawing it); the function
     returned gives its metadata, the files saved into this run's export folder."""
     pool = shared_pool()
-    later = None if drawn is not None else figure_future(  # read back when drawn before from the same table
+    later = drawn if isinstance(drawn, Future) else None if drawn is not None else figure_future(
+        # read back when drawn before from the same table
         warehouse, pool, name, [table], draw_outputs, draw, (table,), preview_dpi=PREVIEW_DPI, name=f"figure {name}")
 
     def metadata() -> dict:

@@ -16,8 +16,14 @@ from typing import Any
 import polars as pl
 
 from models import estimates as es
-from models.estimates.judged import coverage_check, split_check
-from models.figures import PREVIEW_DPI, computed_and_drawn
+from models.estimates import coverage_check as cc
+from models.estimates.judged import (
+    SPLIT_FRACTIONS,
+    split_check,  # noqa: F401 - the serial check, as tests and benches import it
+    split_check_table,
+    split_rows,
+)
+from models.figures import PREVIEW_DPI, computed_and_drawn, draw_outputs
 from models.figures.estimates import occupation_probability_figure, unit_coverage_figure
 from resources.dagster_resources import Warehouse
 from resources.readers import load_stack_fit, read_judged_signals, read_labeler_oof, read_selector_oof
@@ -103,10 +109,104 @@ class JudgedChecks:
     coverage: pl.DataFrame
     coverage_map: es.CoverageMap
     split: pl.DataFrame
-    figures: dict[str, Any] = field(default_factory=dict)  # table name -> its figure (draw_outputs) or the error
+    # table name -> its figure (draw_outputs) or the error; the p_covered check's, while a worker draws it, its
+    # Future (never kept in the cache: the checks are kept before it is added)
+    figures: dict[str, Any] = field(default_factory=dict)
     cached: bool = False
     seconds: float = 0.0
     gathered: float = 0.0  # seconds the step spent gathering them (its share of the parts, then waiting)
+
+
+@dataclass
+class JudgedParts:
+    """The three judged checks as independent parts, one worker task each (issue 29: the checks were three tasks
+    of ~7-9 CPU-s, so the step's process, which runs the parts no worker has started when it needs them, found
+    one long check to run while the worker was still on another): the per-text calibration with its figure (one
+    part: a worker takes it second, before the step needs it), the split check's two fractions, the p_covered
+    check's fifth splits and its two simulated worlds. Each part starts its
+    random stream where the serial check's stream is at that point (the splits and populations before it are
+    drawn, not estimated), so the assembled checks equal the serial ones value for value
+    (tests/test_judged_parts.py). The split check's half splits are the p_covered check's half splits when the
+    two draw them from the same seed (the asset's settings): that part computes both checks' rows from each
+    split, relabeled once."""
+
+    problem: es.Problem
+    pooled: list[es.Scope]
+    config: Any
+    relabel: Any
+    held_out_labels: str
+
+    def _settings(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        config = self.config
+        split = {"repeats": config.split_repeats, "n_draws": min(config.n_draws, 50), "seed": config.seed,
+                 "relabel": self.relabel}
+        coverage = {"replications": config.coverage_repeats, "n_draws": min(config.n_draws, config.coverage_draws),
+                    "seed": config.seed}
+        return split, coverage
+
+    def _shared_check(self) -> str | None:
+        """The split check whose splits the p_covered check shares (both streams' first fraction), or None."""
+        _, coverage = self._settings()
+        first, first_cov = next(iter(SPLIT_FRACTIONS.items())), next(iter(cc.SPLITS.items()))
+        shared = (first == first_cov and self.config.coverage_repeats <= self.config.split_repeats
+                  and bool(self.problem.text_sampled.any()))
+        return first[0] if shared else None
+
+    # the order the parts are queued in (CPU-s on the mirror): a worker takes them from the front, the step's
+    # process, when it needs them, runs from the back the ones no worker has started; so the longest come first,
+    # the next longest last (the step's first), and the short ones meet in the middle, where whichever process
+    # is free first takes the next (the two finish about together)
+    ORDER = ("split split_half",  # ~6.5 (+ the p_covered check's half pairs; the first imports scikit-learn)
+             "per-text calibration",  # ~7.2 and its figure
+             "p_covered simulated_mirror_like",  # ~2.8
+             "p_covered split_half",  # only when not shared
+             "p_covered split_fifth",  # ~0.8
+             "p_covered simulated",  # ~1.6
+             "split split_fifth")  # ~2.2
+
+    def tasks(self) -> list[tuple[str, Any, tuple, dict[str, Any]]]:
+        """(name, function, args, kwargs) of every part, in ORDER."""
+        split, coverage = self._settings()
+        config, problem = self.config, self.problem
+        shared = self._shared_check()
+        tasks: list[tuple[str, Any, tuple, dict[str, Any]]] = []
+        for check in SPLIT_FRACTIONS:
+            pairs = {"pairs_repeats": coverage["replications"], "pairs_draws": coverage["n_draws"]} \
+                if check == shared else {}
+            tasks.append((f"split {check}", split_rows, (problem, self.pooled, check), {**split, **pairs}))
+        tasks.append(("per-text calibration", computed_and_drawn,
+                      (es.text_probability_calibration, occupation_probability_figure, problem),
+                      {"n_draws": config.calibration_draws, "seed": config.seed, "relabel": self.relabel,
+                       "preview_dpi": PREVIEW_DPI}))
+        tasks += [(f"p_covered {world}", cc.world_pairs, (problem, world),
+                   {**coverage, "simulated": config.coverage_simulations})
+                  for world in (cc.SIMULATED_WORLDS if config.coverage_simulations else ())]
+        if problem.text_sampled.any():
+            tasks += [(f"p_covered {check}", cc.split_pairs, (problem, check), {**coverage, "relabel": self.relabel})
+                      for check in cc.SPLITS if check != shared]
+        rank = {name: i for i, name in enumerate(self.ORDER)}
+        return sorted(tasks, key=lambda task: rank.get(task[0], len(rank)))  # stable: any other part last
+
+    def assembled(self, results: list[Any]) -> JudgedChecks:
+        """The checks from the parts' results, in `tasks`' order."""
+        by_name = {name: result for (name, *_), result in zip(self.tasks(), results, strict=True)}
+        shared = self._shared_check()
+        split_frames, split_found = [], {}
+        for check in SPLIT_FRACTIONS:
+            rows, pairs = by_name[f"split {check}"]
+            split_frames.append(rows)
+            if check == shared:
+                split_found[check] = pairs
+        if self.problem.text_sampled.any():
+            split_found = {check: split_found[check] if check == shared else by_name[f"p_covered {check}"]
+                           for check in cc.SPLITS}
+        worlds = {world: by_name[f"p_covered {world}"]
+                  for world in (cc.SIMULATED_WORLDS if self.config.coverage_simulations else ())}
+        coverage = cc.assembled_check(split_found, worlds)
+        (calibration, recalibration), figure = by_name["per-text calibration"]
+        return JudgedChecks(calibration, recalibration, coverage.table, coverage.coverage_map,
+                            split_check_table(split_frames, self.held_out_labels),
+                            figures={"occupation_probability_calibration": figure})
 
 
 @dataclass
@@ -122,6 +222,7 @@ class PendingJudgedChecks:
     store: Any = None  # (warehouse, key) to keep the result under, or None
     key: str = ""
     ahead: bool = False  # started before the step (run_all: assets/estimates_ahead.py), taken by it
+    plan: JudgedParts | None = None  # what the parts are and how their results make the checks
 
     def discard(self) -> None:
         """Nobody will read them: the parts no worker has started are dropped."""
@@ -132,16 +233,17 @@ class PendingJudgedChecks:
         if self.cached is not None:
             self.cached.cached, self.cached.seconds = True, time.perf_counter() - self.started
             return self.cached
-        assert self.pool is not None and self.parts is not None
+        assert self.pool is not None and self.parts is not None and self.plan is not None
         gathering = time.perf_counter()
-        ((calibration, recalibration), calibration_figure), ((coverage, coverage_map), coverage_figure), split = \
-            self.pool.gather(self.parts)
-        result = JudgedChecks(calibration, recalibration, coverage, coverage_map, split, figures={
-            "occupation_probability_calibration": calibration_figure, "unit_coverage_simulation_check": coverage_figure})
+        result = self.plan.assembled(self.pool.gather(self.parts))
+        # the p_covered check's figure, drawn by a worker at once (queued before the drawings started ahead)
+        coverage_figure = self.pool.submit(draw_outputs, unit_coverage_figure, (result.coverage,),
+                                           preview_dpi=PREVIEW_DPI, name="figure unit_coverage_simulation_check")
         result.gathered = time.perf_counter() - gathering
         if self.store is not None:
             warehouse, key = self.store
             warehouse.keep_result("judged_checks", key, result)
+        result.figures["unit_coverage_simulation_check"] = coverage_figure
         result.seconds = time.perf_counter() - self.started
         return result
 
@@ -176,11 +278,12 @@ def start_judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame,
                         pool: WorkerPool | None = None) -> PendingJudgedChecks:
     """The judged checks on the benchmarks with judged texts (a benchmark without any changes none of them), read
     from the cache when the key (that problem, the relabeling's inputs, the settings, the code version) matches;
-    no cache without a code version. Else the three checks start in the worker pool (`pool`, default the
-    process's: one worker per CPU but one), the longest first; they are pure functions of the restricted problem
-    and the settings, so where they run does not change a value. The neighbour step's labels of a split's
-    judged texts come from its estimation part alone (both splits), and in the per-text calibration a benchmark
-    left out is labeled as a new one (the selector's cross-validated labels)."""
+    no cache without a code version. Else the checks' parts (JudgedParts: six of 1-8 CPU-s on the mirror) start
+    in the worker pool (`pool`, default the process's: one worker per CPU but one), the longest first; they are
+    pure functions of the restricted problem and the settings, so where they run does not change a value. Their
+    figures are drawn by a worker (the calibration's in its part, the p_covered check's once it is assembled). The neighbour step's labels of a
+    split's judged texts come from its estimation part alone (both splits), and in the per-text calibration a
+    benchmark left out is labeled as a new one (the selector's cross-validated labels)."""
     started = time.perf_counter()
     judged_problem, judged_texts = es.judged_problem(problem, texts)
     relabel, held_out_labels, relabel_key = keyed_split_relabeler(
@@ -193,24 +296,11 @@ def start_judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame,
         if isinstance(cached, JudgedChecks):
             return PendingJudgedChecks(started, cached=cached, key=key)
     pool = pool or shared_pool()
-    pooled = es.scopes_for(judged_problem, per_benchmark=False)
-    # a worker takes them in this order (CPU-s on the mirror: calibration ~9, p_covered ~4, split ~5); the step's
-    # process, after its own ~9 CPU-s (draws, per-unit tables, pass b), runs the split check itself if no worker
-    # has started it: the two finish about together
-    # the calibration and p_covered checks each draw their figure as soon as they are done (the step shows them)
-    parts = [
-        pool.submit(computed_and_drawn, es.text_probability_calibration, occupation_probability_figure,
-                    judged_problem, n_draws=config.calibration_draws, seed=config.seed, relabel=relabel,
-                    preview_dpi=PREVIEW_DPI, name="judged check: per-text calibration"),
-        pool.submit(computed_and_drawn, coverage_check, unit_coverage_figure, judged_problem,
-                    replications=config.coverage_repeats, n_draws=min(config.n_draws, config.coverage_draws),
-                    seed=config.seed, simulated=config.coverage_simulations, relabel=relabel, preview_dpi=PREVIEW_DPI,
-                    name="judged check: p_covered"),
-        pool.submit(split_check, judged_problem, pooled, config.split_repeats, min(config.n_draws, 50),
-                    config.seed, relabel, held_out_labels, name="judged check: split"),
-    ]
+    plan = JudgedParts(judged_problem, es.scopes_for(judged_problem, per_benchmark=False), config, relabel,
+                       held_out_labels)
+    parts = [pool.submit(fn, *args, name=f"judged check: {name}", **kwargs) for name, fn, args, kwargs in plan.tasks()]
     return PendingJudgedChecks(started, pool=pool, parts=parts, store=(warehouse, key) if code_versions else None,
-                               key=key)
+                               key=key, plan=plan)
 
 
 def judged_checks(warehouse: Warehouse, inputs: dict, texts: pl.DataFrame, problem: es.Problem,

@@ -61,9 +61,11 @@ def test_the_step_takes_the_checks_started_ahead_under_its_key_and_they_are_its_
         assert taken is ahead and taken.ahead
         result = taken.result()
         assert not result.cached
-        # each check's figure was drawn by the task that ran it: the files the step saves and its preview
+        # the calibration's figure was drawn by its part, the p_covered check's is being drawn by the worker once
+        # the parts are assembled: the files the step saves and its preview
         assert set(result.figures) == {"occupation_probability_calibration", "unit_coverage_simulation_check"}
-        for files, preview in result.figures.values():
+        for files, preview in (result.figures["occupation_probability_calibration"],
+                               pool.gather([result.figures["unit_coverage_simulation_check"]])[0]):
             assert files and all(isinstance(b, bytes) and b for b in files.values()) and preview
         # taken once: the next step computes (here: reads back from the cache the first one kept)
         again = start_judged_checks(warehouse, INPUTS, _texts(sim.problem), sim.problem, CONFIG, ["v1"], pool=pool)

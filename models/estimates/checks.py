@@ -180,6 +180,26 @@ def rubin_combine(estimates: np.ndarray, variances: np.ndarray) -> dict[str, flo
 Relabel = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
+def split_selection(problem: Problem, rng: np.random.Generator, fraction: float = 0.5) -> np.ndarray:
+    """Which of the sampled texts (bool over them, in text order) stay sampled in a split: a random `fraction` of
+    each benchmark's (at least one). The only draws from `rng` a split makes, so calling it alone advances `rng`
+    exactly as `split_sample_problem` does (skip_splits)."""
+    bench = problem.text_bench[np.flatnonzero(problem.text_sampled)]
+    new_sampled = np.zeros(bench.size, dtype=bool)
+    for b in np.unique(bench):
+        members = np.flatnonzero(bench == b)
+        n = max(1, int(round(fraction * members.size)))
+        new_sampled[rng.choice(members, size=min(n, members.size), replace=False)] = True
+    return new_sampled
+
+
+def skip_splits(problem: Problem, rng: np.random.Generator, fraction: float, n: int) -> None:
+    """Advance `rng` past `n` splits of `fraction` without building them (a later part of a check that runs in
+    another process starts where the earlier parts left the random stream)."""
+    for _ in range(n):
+        split_selection(problem, rng, fraction)
+
+
 def split_sample_problem(problem: Problem, rng: np.random.Generator, fraction: float = 0.5,
                          relabel: Relabel | None = None) -> tuple[Problem, np.ndarray]:
     """The judge-labeled sub-population as a population with known truth: only sampled texts are kept, a
@@ -194,11 +214,7 @@ def split_sample_problem(problem: Problem, rng: np.random.Generator, fraction: f
     remap = np.full(problem.text_bench.shape[0], -1)
     remap[keep] = np.arange(keep.size)
     bench = problem.text_bench[keep]
-    new_sampled = np.zeros(keep.size, dtype=bool)
-    for b in np.unique(bench):
-        members = np.flatnonzero(bench == b)
-        n = max(1, int(round(fraction * members.size)))
-        new_sampled[rng.choice(members, size=min(n, members.size), replace=False)] = True
+    new_sampled = split_selection(problem, rng, fraction)
     lab_keep = remap[problem.lab_text] >= 0
     jud_t = remap[problem.jud_text]
     lab_text, lab_task, lab_p = remap[problem.lab_text][lab_keep], problem.lab_task[lab_keep], problem.lab_p[lab_keep]

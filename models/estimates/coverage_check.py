@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from models.estimates.checks import Relabel, split_sample_problem
+from models.estimates.checks import Relabel, skip_splits, split_sample_problem
 from models.estimates.draws import ModelAssisted
 from models.estimates.problem import THRESHOLDS, Problem, scopes_for, sorted_unique, task_counts
 from models.estimates.simulation import MIRROR_LIKE, simulate
@@ -328,41 +328,102 @@ def unit_coverage_check(problem: Problem | None, *, replications: int = 6, n_dra
     """The `unit_coverage_simulation_check` table, the map for p_covered_calibrated (fitted on every
     split_fifth pair) and the pairs. The splits need `problem`; `model_replications` populations of
     `model_population` (each the full problem's cost: off in the asset by default); `simulated` populations
-    of each of `worlds` (SIMULATED_WORLDS by default)."""
+    of each of `worlds` (SIMULATED_WORLDS by default). One random stream from `seed`, in this order: the splits,
+    the model populations, the worlds' populations (`split_pairs` and `world_pairs` compute a part of it alone,
+    for a worker process each; `assembled_check` puts the parts together as this function does)."""
     rng = np.random.default_rng(seed)
-    frames: list[pl.DataFrame] = []
-    pairs: dict[str, pl.DataFrame] = {}
-    coverage_map = CoverageMap()
-    if problem is not None and problem.text_sampled.any():
+    split_found: dict[str, pl.DataFrame] = {}
+    model_found = None
+    if _has_splits(problem):
+        assert problem is not None
         for check, fraction in (SPLITS if splits is None else splits).items():
-            found = []
-            for r in range(replications):
-                split, truth = split_sample_problem(problem, rng, fraction=fraction, relabel=relabel)
-                found.append(coverage_pairs(split, truth, n_draws, seed + r, replication=r))
-            pairs[check] = pl.concat(found)
-        source = MAP_CHECK if MAP_CHECK in pairs else next(iter(pairs), None)
-        if source is not None:
-            coverage_map = fit_coverage_map(pairs[source], source)
-            for check, found in pairs.items():  # the map's own check cross-fitted, the others through the map
-                if check == source:
-                    pairs[check] = cross_fitted(found)
-                else:
-                    pairs[check] = _mapped_pairs(found, coverage_map)
+            split_found[check] = _split_pairs(problem, rng, fraction, replications, n_draws, seed, relabel)
         if model_replications:
             assisted = ModelAssisted(problem)
             found = []
             for r in range(model_replications):
                 population, truth = model_population(problem, rng, assisted)
                 found.append(coverage_pairs(population, truth, n_draws, seed + 200 + r, replication=r))
-            pairs["model"] = pl.concat(found)
-    for check, settings in (SIMULATED_WORLDS if worlds is None else worlds).items() if simulated else ():
-        found = []
-        for r in range(simulated):
-            sim = simulate(rng, **settings)  # type: ignore[arg-type]
-            found.append(coverage_pairs(sim.problem, sim.truth_counts, n_draws, seed + 100 + r, replication=r))
+            model_found = pl.concat(found)
+    world_found = {check: _world_pairs(rng, settings, simulated, n_draws, seed)
+                   for check, settings in ((SIMULATED_WORLDS if worlds is None else worlds).items() if simulated else ())}
+    return assembled_check(split_found, world_found, model_found)
+
+
+def _has_splits(problem: Problem | None) -> bool:
+    return problem is not None and bool(problem.text_sampled.any())
+
+
+def _split_pairs(problem: Problem, rng: np.random.Generator, fraction: float, replications: int, n_draws: int,
+                 seed: int, relabel: Relabel | None) -> pl.DataFrame:
+    found = []
+    for r in range(replications):
+        split, truth = split_sample_problem(problem, rng, fraction=fraction, relabel=relabel)
+        found.append(coverage_pairs(split, truth, n_draws, seed + r, replication=r))
+    return pl.concat(found)
+
+
+def _world_pairs(rng: np.random.Generator, settings: dict[str, object], simulated: int, n_draws: int,
+                 seed: int) -> pl.DataFrame:
+    found = []
+    for r in range(simulated):
+        sim = simulate(rng, **settings)  # type: ignore[arg-type]
+        found.append(coverage_pairs(sim.problem, sim.truth_counts, n_draws, seed + 100 + r, replication=r))
+    return pl.concat(found)
+
+
+def split_pairs(problem: Problem, check: str, *, replications: int, n_draws: int, seed: int,
+                splits: dict[str, float] | None = None, relabel: Relabel | None = None) -> pl.DataFrame:
+    """The pairs of one split check of `unit_coverage_check` (the same arguments), computed alone: the random
+    stream advanced past the split checks before it without building them (checks.skip_splits)."""
+    rng = np.random.default_rng(seed)
+    for name, fraction in (SPLITS if splits is None else splits).items():
+        if name == check:
+            return _split_pairs(problem, rng, fraction, replications, n_draws, seed, relabel)
+        skip_splits(problem, rng, fraction, replications)
+    raise KeyError(check)
+
+
+def world_pairs(problem: Problem | None, check: str, *, replications: int, n_draws: int, seed: int, simulated: int,
+                splits: dict[str, float] | None = None,
+                worlds: dict[str, dict[str, object]] | None = None) -> pl.DataFrame:
+    """The (unmapped) pairs of one simulated world of `unit_coverage_check` without model populations (the same
+    arguments), computed alone: the stream advanced past every split and the worlds before it (their
+    populations are drawn, ~0.01-0.05 CPU-s each, not estimated)."""
+    rng = np.random.default_rng(seed)
+    if _has_splits(problem):
+        assert problem is not None
+        for fraction in (SPLITS if splits is None else splits).values():
+            skip_splits(problem, rng, fraction, replications)
+    for name, settings in (SIMULATED_WORLDS if worlds is None else worlds).items():
+        if name == check:
+            return _world_pairs(rng, settings, simulated, n_draws, seed)
+        for _ in range(simulated):
+            simulate(rng, **settings)  # type: ignore[arg-type]
+    raise KeyError(check)
+
+
+def assembled_check(split_found: dict[str, pl.DataFrame], world_found: dict[str, pl.DataFrame],
+                    model_found: pl.DataFrame | None = None) -> CoverageCheck:
+    """`unit_coverage_check`'s result from its parts' pairs (split checks, worlds, in their orders): the map fitted
+    on MAP_CHECK's pairs (or the first split check's), its own check cross-fitted, the other split checks and the
+    worlds through it (the model populations' pairs as they are), every check binned."""
+    pairs: dict[str, pl.DataFrame] = dict(split_found)
+    coverage_map = CoverageMap()
+    source = MAP_CHECK if MAP_CHECK in pairs else next(iter(pairs), None)
+    if source is not None:
+        coverage_map = fit_coverage_map(pairs[source], source)
+        for check, found in pairs.items():  # the map's own check cross-fitted, the others through the map
+            if check == source:
+                pairs[check] = cross_fitted(found)
+            else:
+                pairs[check] = _mapped_pairs(found, coverage_map)
+    if model_found is not None:
+        pairs["model"] = model_found
+    for check, found in world_found.items():
         # the published map carried into the world (a transfer test: fitted on the mirror, never on the world)
-        pairs[check] = _mapped_pairs(pl.concat(found), coverage_map) if coverage_map.coefficients \
-            else pl.concat(found)
+        pairs[check] = _mapped_pairs(found, coverage_map) if coverage_map.coefficients else found
+    frames: list[pl.DataFrame] = []
     for check, found in pairs.items():
         n_rep = int(found["replication"].n_unique())
         frames.append(bin_coverage(found, check, n_rep))

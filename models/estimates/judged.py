@@ -20,8 +20,14 @@ import numpy as np
 import polars as pl
 
 from models.cache_keys import result_key
-from models.estimates.checks import Relabel, check_against_truth, split_sample_problem, summarize_checks
-from models.estimates.coverage_check import CoverageMap, unit_coverage_check
+from models.estimates.checks import (
+    Relabel,
+    check_against_truth,
+    skip_splits,
+    split_sample_problem,
+    summarize_checks,
+)
+from models.estimates.coverage_check import CoverageMap, coverage_pairs, unit_coverage_check
 from models.estimates.problem import ALL_INDEX, ALL_SCOPE, Problem, Scope
 
 
@@ -78,17 +84,49 @@ def split_check(problem: Problem, scopes: list[Scope], repeats: int, n_draws: in
     the judge-labeled sub-population (the judge's labels of every sampled text). Per quantity: interval
     coverage over `repeats` splits, mean absolute and signed error. `relabel`: the neighbour step's labels
     recomputed per split from the estimation part alone (assets/estimates_split.py); `held_out_labels` says
-    which labels the held-out texts had."""
+    which labels the held-out texts had. One random stream from `seed` through the fractions in order
+    (`split_rows` computes one fraction alone, for a worker process each)."""
     rng = np.random.default_rng(seed)
-    pooled = [s for s in scopes if s.scope == ALL_SCOPE and s.benchmark_index == ALL_INDEX]
-    frames = []
-    for check, fraction in SPLIT_FRACTIONS.items():
-        checks = []
-        for r in range(repeats):
-            split, truth = split_sample_problem(problem, rng, fraction=fraction, relabel=relabel)
-            checks.append(check_against_truth(split, truth, pooled, n_draws=n_draws, seed=seed + r))
-        frames.append(summarize_checks(pl.concat(checks)).with_columns(pl.lit(check).alias("check")))
+    frames = [_split_rows(problem, rng, check, fraction, scopes, repeats, n_draws, seed, relabel)[0]
+              for check, fraction in SPLIT_FRACTIONS.items()]
+    return split_check_table(frames, held_out_labels)
+
+
+def split_check_table(frames: list[pl.DataFrame], held_out_labels: str) -> pl.DataFrame:
+    """`split_check`'s table from its fractions' rows (in SPLIT_FRACTIONS' order)."""
     return pl.concat(frames).with_columns(pl.lit(held_out_labels).alias("held_out_labels"))
+
+
+def _split_rows(problem: Problem, rng: np.random.Generator, check: str, fraction: float, scopes: list[Scope],
+                repeats: int, n_draws: int, seed: int, relabel: Relabel | None, pairs_repeats: int = 0,
+                pairs_draws: int = 0) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    pooled = [s for s in scopes if s.scope == ALL_SCOPE and s.benchmark_index == ALL_INDEX]
+    checks, pairs = [], []
+    for r in range(max(repeats, pairs_repeats)):
+        split, truth = split_sample_problem(problem, rng, fraction=fraction, relabel=relabel)
+        if r < repeats:
+            checks.append(check_against_truth(split, truth, pooled, n_draws=n_draws, seed=seed + r))
+        if r < pairs_repeats:
+            pairs.append(coverage_pairs(split, truth, pairs_draws, seed + r, replication=r))
+    rows = summarize_checks(pl.concat(checks)).with_columns(pl.lit(check).alias("check"))
+    return rows, (pl.concat(pairs) if pairs else None)
+
+
+def split_rows(problem: Problem, scopes: list[Scope], check: str, repeats: int, n_draws: int, seed: int,
+               relabel: Relabel | None = None, pairs_repeats: int = 0, pairs_draws: int = 0
+               ) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """One fraction's rows of `split_check` (the same arguments), computed alone: the random stream advanced past
+    the fractions before it without building their splits (checks.skip_splits). With `pairs_repeats`, also the
+    p_covered check's pairs of that many splits (coverage_check.coverage_pairs with `pairs_draws`): the same
+    splits the p_covered check draws when its stream is this one (the same seed, the same fraction first), so
+    each split is relabeled once for both checks."""
+    rng = np.random.default_rng(seed)
+    for name, fraction in SPLIT_FRACTIONS.items():
+        if name == check:
+            return _split_rows(problem, rng, check, fraction, scopes, repeats, n_draws, seed, relabel,
+                               pairs_repeats, pairs_draws)
+        skip_splits(problem, rng, fraction, repeats)
+    raise KeyError(check)
 
 
 def coverage_check(problem: Problem, *, replications: int, n_draws: int, seed: int, simulated: int,
