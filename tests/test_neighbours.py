@@ -145,15 +145,19 @@ def test_a_judged_query_is_compared_through_a_tfidf_fitted_without_it() -> None:
     tokens = TokenizedTexts.of([*texts, unread])
     assert np.allclose(similarity_leaving_members_out(tokens, list(range(len(texts))), list(range(len(texts) + 1))),
                        similarity, atol=1e-12)
-    # the members' rows come from one count matrix (members_left_out), not a vectorizer per member: the same values
-    from models.labeling.neighbour_tfidf import members_left_out, part_similarity
+    # the members' rows come from the fitted rows at once (cosines_left_out), not a vectorizer per member: the
+    # same values; and a lone text has no neighbour
+    import scipy.sparse as sp
+
+    from models.labeling.neighbour_tfidf import cosines_left_out, part_similarity, part_vectors
 
     part = list(range(len(texts)))
-    at_once = members_left_out(tokens, part)
+    _, vectors, idf = part_vectors(tokens, part)
+    at_once = cosines_left_out(vectors @ sp.diags(1.0 / idf))
     for row in part:
         others = [j for j in part if j != row]
         assert np.allclose(at_once[row, others], part_similarity(tokens, others, [row])[0], atol=1e-12)
-    assert (np.diag(at_once) == -1.0).all() and (members_left_out(tokens, [0]) == -1.0).all()
+    assert (np.diag(at_once) == -1.0).all() and (cosines_left_out(vectors[:1]) == -1.0).all()
 
 
 def test_split_relabeling_labels_each_benchmark_with_its_fold_fit() -> None:

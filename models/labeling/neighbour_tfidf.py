@@ -59,10 +59,9 @@ def _tfidf_rows(indptr: list[int], indices: np.ndarray, data: np.ndarray, idf: n
     return normalize(matrix, norm="l2", copy=False)
 
 
-def part_similarity(tokens: TokenizedTexts, part: Sequence[int], queries: Sequence[int]) -> np.ndarray | None:
-    """(queries, part) TF-IDF cosine, as `(vectorizer.transform(query texts) @ vectors.T).todense()` of a
-    vectorizer fitted on the part's texts (rows: tokens' texts `queries`, columns: texts `part`, in these orders);
-    None when the part has no term (the vectorizer would refuse it)."""
+def part_vectors(tokens: TokenizedTexts, part: Sequence[int]) -> tuple[np.ndarray, object, np.ndarray] | None:
+    """(vocabulary, vectors, idf) of a vectorizer fitted on the part's texts, to the bit: its alphabetical
+    term numbers, `fit_transform`'s L2 rows (csr) and its `idf_`; None when the part has no term."""
     if not part:
         return None
     seen = np.concatenate([tokens.terms[i] for i in part])
@@ -85,7 +84,18 @@ def part_similarity(tokens: TokenizedTexts, part: Sequence[int], queries: Sequen
     idf /= df
     np.log(idf, out=idf)
     idf += 1.0
-    vectors = _tfidf_rows(indptr, document_indices, np.concatenate(data), idf, len(vocabulary))
+    return vocabulary, _tfidf_rows(indptr, document_indices, np.concatenate(data), idf, len(vocabulary)), idf
+
+
+def part_similarity(tokens: TokenizedTexts, part: Sequence[int], queries: Sequence[int],
+                    fitted: tuple[np.ndarray, object, np.ndarray] | None = None) -> np.ndarray | None:
+    """(queries, part) TF-IDF cosine, as `(vectorizer.transform(query texts) @ vectors.T).todense()` of a
+    vectorizer fitted on the part's texts (rows: tokens' texts `queries`, columns: texts `part`, in these orders);
+    None when the part has no term (the vectorizer would refuse it). `fitted`: part_vectors', when at hand."""
+    fitted = fitted or part_vectors(tokens, part)
+    if fitted is None:
+        return None
+    vocabulary, vectors, idf = fitted
     q_ptr, q_indices, q_data = [0], [], []
     for i in queries:
         terms = tokens.terms[i]
@@ -107,44 +117,45 @@ def similarity_leaving_members_out(tokens: TokenizedTexts, part: Sequence[int], 
     text is never in the vectorizer's fit (its unseen terms drop out, and its cosines with the judged texts run
     higher: median best 0.27 against 0.15 on the mirror), so a judged text must not be either, when its
     features train the stack or stand for an unread text's in an evaluation. None as part_similarity."""
-    similarity = part_similarity(tokens, part, queries)
-    if similarity is None:
+    fitted = part_vectors(tokens, part)
+    similarity = part_similarity(tokens, part, queries, fitted)
+    if similarity is None or fitted is None:
         return None
     column = {t: j for j, t in enumerate(part)}
     members = [(row, column[t]) for row, t in enumerate(queries) if t in column]
     if members:
-        left_out = members_left_out(tokens, part)
+        import scipy.sparse as sp
+
+        _, vectors, idf = fitted
+        # from the fitted rows, as neighbours.query_similarity computes them from the vectorizer's: the same bits
+        left_out = cosines_left_out(vectors @ sp.diags(1.0 / idf))
         for row, j in members:
             similarity[row] = left_out[j]
     return similarity
 
 
-def members_left_out(tokens: TokenizedTexts, part: Sequence[int]) -> np.ndarray:
-    """(part, part) TF-IDF cosine of each text of the part with every other, through a vectorizer fitted on the
-    part without the first (the diagonal -1), for all of them at once. Leaving text i out of n changes the idf
-    (smooth, log((n' + 1) / (df' + 1)) + 1 with n' = n - 1) of every term: A = log(n / (df + 1)) + 1 for a term
-    i lacks, B = log(n / df) + 1 for one of its own, which survives in its row only when another text has it.
-    So the dot products are those of the B-weighted rows, and the squared norm of text j without i is
-    sum_t tf_j^2 A^2 plus, over i's terms, tf_j^2 (B^2 - A^2): two matrix products instead of a vectorizer
-    per text (the vectorizer's values to about 1e-15; tests/test_neighbours.py)."""
+def cosines_left_out(tf: object) -> np.ndarray:
+    """(n, n) cosine of each of n texts with every other through a TF-IDF fitted on the texts without the first
+    (NEIGHBOUR_TFIDF: smooth idf, L2 rows; the diagonal -1), from `tf` (texts x terms, csr: each text's sublinear
+    tf, or any positive multiple of its row: the cosines do not see a row's scale, so a fitted vectorizer's
+    rows divided by its idf will do). Leaving text i out of n changes the idf, log((n' + 1) / (df' + 1)) + 1
+    with n' = n - 1, of every term: A = log(n / (df + 1)) + 1 for a term i lacks, B = log(n / df) + 1 for one of
+    its own, which survives in its row only when another text has it. So the dot products are those of the
+    B-weighted rows, and the squared norm of text j without i is sum_t tf_j^2 A^2 plus, over i's terms,
+    tf_j^2 (B^2 - A^2): two matrix products instead of a vectorizer per text (the vectorizer's values to about
+    1e-14; tests/test_neighbours.py)."""
     import scipy.sparse as sp
 
-    n = len(part)
+    tf = sp.csr_matrix(tf)
+    n = tf.shape[0]
     out = np.full((n, n), -1.0)
     if n < 2:
         return out
-    vocabulary = np.unique(np.concatenate([tokens.terms[i] for i in part]))
-    columns = [np.searchsorted(vocabulary, tokens.terms[i]) for i in part]
-    indptr = np.cumsum([0] + [len(c) for c in columns])
-    counts = sp.csr_matrix((np.concatenate([tokens.counts[i] for i in part]), np.concatenate(columns), indptr),
-                           shape=(n, len(vocabulary)))
-    present = counts.copy()
+    present = tf.copy()
     present.data[:] = 1.0
     df = np.asarray(present.sum(axis=0)).ravel()
     a = np.log(n / (df + 1.0)) + 1.0
-    b = np.log(n / df) + 1.0
-    tf = counts.copy()
-    tf.data = 1.0 + np.log(tf.data)  # sublinear tf
+    b = np.log(n / np.maximum(df, 1.0)) + 1.0
     squared = tf.multiply(tf).tocsr()
     weighted = tf @ sp.diags(b)
     dot = (weighted @ weighted.T).toarray()

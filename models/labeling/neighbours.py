@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from models.labeling.neighbour_tfidf import NEIGHBOUR_TFIDF, TokenizedTexts
+from models.labeling.neighbour_tfidf import NEIGHBOUR_TFIDF
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -85,8 +85,6 @@ class BenchmarkSample:
     first_occupation: np.ndarray  # judged texts x codes: share of passes listing it first
     task_ids: np.ndarray  # task ids voted for (columns of `task`)
     task: np.ndarray  # judged texts x task_ids: share of passes keeping it
-    # the judged texts' term counts (with the TF-IDF): a judged query's cosines from a fit without it
-    tokens: TokenizedTexts | None = None
 
     @property
     def size(self) -> int:
@@ -101,7 +99,7 @@ class BenchmarkSample:
 
         vectorizer = TfidfVectorizer(**NEIGHBOUR_TFIDF) if vectorize else None
         vectors = vectorizer.fit_transform([r["prompt"] or " " for r in rows]).tocsr() if vectorizer else None
-        tokens = TokenizedTexts.of([r["prompt"] or " " for r in rows]) if vectorize else None
+
         codes = sorted({c for r in rows for p in r["occupations"] for c in p})
         tasks = sorted({t for r in rows for p in r["task_ids"] for t in p})
         code_col = {c: i for i, c in enumerate(codes)}
@@ -120,7 +118,7 @@ class BenchmarkSample:
                     task[i, task_col[t]] += 1.0 / passes
         return cls(np.array([r["prompt_hash"] for r in rows]), vectorizer, vectors,
                    np.array([r["is_work"] for r in rows], dtype=float), np.array(codes, dtype=object),
-                   occupation, first, np.array(tasks, dtype=np.int64), task, tokens)
+                   occupation, first, np.array(tasks, dtype=np.int64), task)
 
 
 def samples_by_benchmark(judged: pl.DataFrame) -> dict[str, BenchmarkSample]:
@@ -155,12 +153,14 @@ def query_similarity(sample: BenchmarkSample, texts: Sequence[str], hashes: Sequ
     similarity = own_left_out(np.asarray((queries @ sample.vectors.T).todense(), dtype=float), sample, hashes)
     member = {str(h): j for j, h in enumerate(sample.hashes.tolist())}
     judged = [(row, member[str(h)]) for row, h in enumerate(hashes) if str(h) in member]
-    if judged and sample.tokens is not None and sample.size > 1:
-        from models.labeling.neighbour_tfidf import similarity_leaving_members_out
+    if judged and sample.size > 1:
+        import scipy.sparse as sp
 
-        left_out = similarity_leaving_members_out(sample.tokens, list(range(sample.size)), [j for _, j in judged])
-        if left_out is not None:
-            similarity[[row for row, _ in judged]] = left_out
+        from models.labeling.neighbour_tfidf import cosines_left_out
+
+        # the fitted rows divided by the idf are each text's sublinear tf up to its norm: all the cosines need
+        left_out = cosines_left_out(sample.vectors @ sp.diags(1.0 / sample.vectorizer.idf_))
+        similarity[[row for row, _ in judged]] = left_out[[j for _, j in judged]]
     return similarity
 
 
