@@ -142,8 +142,8 @@ def cosines_left_out(tf: object) -> np.ndarray:
     with n' = n - 1, of every term: A = log(n / (df + 1)) + 1 for a term i lacks, B = log(n / df) + 1 for one of
     its own, which survives in its row only when another text has it. So the dot products are those of the
     B-weighted rows, and the squared norm of text j without i is sum_t tf_j^2 A^2 plus, over i's terms,
-    tf_j^2 (B^2 - A^2): two matrix products instead of a vectorizer per text (the vectorizer's values to about
-    1e-14; tests/test_neighbours.py)."""
+    tf_j^2 (B^2 - A^2): two matrix products instead of a vectorizer per text (the vectorizer's values to within
+    1e-13 on the mirror's judged texts; tests/test_neighbours.py)."""
     import scipy.sparse as sp
 
     tf = sp.csr_matrix(tf)

@@ -2,8 +2,8 @@
 
 A benchmark is made of similar tasks, and its judge sample (data/reference/, or the user's own judge sample)
 holds about 27 judged texts. For any text of the benchmark, its `k` nearest judged texts by TF-IDF cosine
-(vocabulary and IDF from the benchmark's judged texts, word 1-2 grams, sublinear tf), weighted by
-similarity ** `power`, vote:
+(vocabulary and IDF from the benchmark's judged texts, for a judged text from the others, as for a text the judge
+never read; word 1-2 grams, sublinear tf), weighted by similarity ** `power`, vote:
 
 - `work`: the weighted share of neighbours the judge read as occupational work;
 - `occupation[c]`: the weighted share listing occupation c (the judge's 1-3 occupations, passes averaged);
