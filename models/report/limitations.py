@@ -301,8 +301,8 @@ def estimate_limitations(tables: Tables, index: str = ALL_INDEX) -> list[str]:
 
 # the fifth split runs on other labels than the headline's when the published labels are the neighbour step's
 FIFTH_SPLIT_LABELS = (
-    "From a fifth of a benchmark's judge sample (about 5 texts) the neighbour step does not run (it needs 10, a "
-    "setting chosen on this very check), so that check's labels are those of a benchmark without judged texts "
+    "From a fifth of a benchmark's judge sample (about 5 texts) the neighbour step does not run (it needs more: "
+    "its minimum was chosen on this very check), so that check's labels are those of a benchmark without judged texts "
     "(the selector's), not the headline's; the half split runs on the headline's kind of labels. ")
 
 
