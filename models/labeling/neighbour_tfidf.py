@@ -118,19 +118,20 @@ def similarity_leaving_members_out(tokens: TokenizedTexts, part: Sequence[int], 
     higher: median best 0.27 against 0.15 on the mirror), so a judged text must not be either, when its
     features train the stack or stand for an unread text's in an evaluation. None as part_similarity."""
     fitted = part_vectors(tokens, part)
-    similarity = part_similarity(tokens, part, queries, fitted)
-    if similarity is None or fitted is None:
+    if fitted is None:
         return None
     column = {t: j for j, t in enumerate(part)}
     members = [(row, column[t]) for row, t in enumerate(queries) if t in column]
+    others = [row for row, t in enumerate(queries) if t not in column]
+    similarity = np.empty((len(queries), len(part)))
+    similarity[others] = part_similarity(tokens, part, [queries[row] for row in others], fitted)
     if members:
         import scipy.sparse as sp
 
         _, vectors, idf = fitted
         # from the fitted rows, as neighbours.query_similarity computes them from the vectorizer's: the same bits
         left_out = cosines_left_out(vectors @ sp.diags(1.0 / idf))
-        for row, j in members:
-            similarity[row] = left_out[j]
+        similarity[[row for row, _ in members]] = left_out[[j for _, j in members]]
     return similarity
 
 
