@@ -25,6 +25,15 @@ from resources.worker_pool import shared_pool
 
 HEADLINE = AssetKey("headline_estimates")
 FIGURE_MODULES = ("matplotlib.figure", "matplotlib.backends.backend_agg", "PIL.Image", "models.figures.estimates")
+# what the judged checks' parts run (and unpickle: the split relabeler): ~3 CPU-s of imports in a fresh worker
+JUDGED_CHECK_MODULES = ("models.estimates", "models.labeling.stacking_split")
+
+
+def warm_judged_checks_worker() -> None:
+    """Start the worker pool's worker now and have it import what the judged checks run: run_all calls it when
+    the analysis is about to run, so the imports use the core this process leaves idle while it sets the run up
+    and reads the checks' inputs (`judged_checks_ahead`), instead of delaying the checks' first part."""
+    shared_pool().warm(JUDGED_CHECK_MODULES)
 
 
 def headline_code_versions(assets: list[Any]) -> list[str] | None:

@@ -86,6 +86,7 @@ def main(argv: list[str]) -> int:
         "wall_s": round(wall, 1), "main_cpu_s": round(samples[-1][1], 1) if samples else None,
         "workers_cpu_s": round(samples[-1][2], 1) if samples else None,
         "load_avg_1m_at_end": round(os.getloadavg()[0], 2), "stages": stages,
+        "cores_busy_per_2s": _cores_busy(samples, 2.0),
         "steps": [{"step": step["step"], "partition": step["partition"], "start_s": round(step["start_s"], 2),
                    "wall_s": round(step["wall_s"], 3), "cpu_s": round(step["cpu_s"], 3),
                    "main_cpu_s": round(step["main_cpu_s"], 2)}
@@ -94,6 +95,21 @@ def main(argv: list[str]) -> int:
     }
     common.emit(result)
     return 0 if child.returncode == 0 else 1
+
+
+def _cores_busy(samples: list[tuple[float, float, float]], window_s: float) -> list[list[float]]:
+    """[start of the window, CPU-s of the whole tree per wall second in it] per window: on two cores, below
+    ~1.9 is idle capacity (a step one process waits on while the other has nothing to do)."""
+    out: list[list[float]] = []
+    t = 0.0
+    while samples and t < samples[-1][0]:
+        inside = [s for s in samples if t <= s[0] < t + window_s]
+        before = max((s for s in samples if s[0] < t), default=(0.0, 0.0, 0.0))
+        if inside:
+            last = inside[-1]
+            out.append([round(t, 1), round((last[1] + last[2] - before[1] - before[2]) / max(last[0] - before[0], 1e-9), 2)])
+        t += window_s
+    return out
 
 
 if __name__ == "__main__":

@@ -69,7 +69,7 @@ from dagster import (
     Definitions,
 )
 
-from assets.estimates_ahead import judged_checks_ahead
+from assets.estimates_ahead import judged_checks_ahead, warm_judged_checks_worker
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
 from pipelines import cli, label_workers, restore_labels, up_to_date
@@ -171,6 +171,7 @@ def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: Dagste
                 _freeze_long_lived()  # what the labels stage imported (the labeler, sklearn) and keeps
             _run_step(runner, steps, "analysis", "analysis/exports (+ warehouse-wide benchmark checks)",
                       plan.downstream, "analysis", with_warehouse_checks=True, force=bool(removed),
+                      before=warm_judged_checks_worker,
                       around=lambda: judged_checks_ahead(runner.resources.get("warehouse"), runner.assets))
     # the closing reads (open failures, the headline lines) share one open of the file (~30 CPU-ms per open)
     with wh.held(warehouse_path if warehouse_path and Path(warehouse_path).exists() else None):

@@ -234,6 +234,21 @@ def test_shared_counts_equal_each_vectorizers_own_transform(index: TaskIndex, gd
     assert counts.matrix("task")[:40].nnz > 1000  # the prompts do share vocabulary with the tasks
 
 
+def test_relative_task_similarity_is_each_task_over_its_occupations_best(index: TaskIndex, gdpval: list) -> None:
+    """BatchEvidence.task, computed without spreading the occupations' best to every task twice, equals the
+    plain formula bit for bit (0 where the occupation's best similarity is not positive)."""
+    import numpy as np
+
+    from models.labeling.offline.evidence import batch_evidence
+
+    evidence, signals = batch_evidence(index, [g.record.prompt for g in gdpval[:60]], OfflineLabelerConfig())
+    task = signals["task_raw"]
+    best = np.maximum.reduceat(task, index.task_starts, axis=1)[:, index.task_occupation]
+    want = np.where(best > 0, task / np.where(best > 0, best, 1.0), 0.0).astype(np.float32)
+    assert evidence.task.dtype == np.float32 and np.array_equal(evidence.task, want)
+    assert (best <= 0).any() and (evidence.task == 1.0).any()  # both branches taken
+
+
 def test_reused_context_evidence_gives_the_labels_of_a_fresh_computation(index: TaskIndex, gdpval: list) -> None:
     """label() takes the rows prepare() computed for the context sample: the same outcomes as computing them."""
     from resources.readers import load_selector_fit

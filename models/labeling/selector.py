@@ -213,9 +213,13 @@ class IndexShape:
     def of(cls, index: Any) -> IndexShape:
         return cls(index.occupation_codes, index.task_ids, index.task_occupation, index.task_starts)
 
-    @property
-    def task_ends(self) -> np.ndarray:
+    @functools.cached_property
+    def task_ends(self) -> np.ndarray:  # read per prompt (task_features): computed once
         return np.append(self.task_starts[1:], len(self.task_ids))
+
+    @functools.cached_property
+    def task_counts(self) -> np.ndarray:
+        return self.task_ends - self.task_starts
 
 
 @dataclass
@@ -277,9 +281,13 @@ class BenchmarkContext:
     n_prompts: int
 
     @functools.cached_property
-    def occupation_rank(self) -> np.ndarray:  # read for every prompt of the benchmark: computed once
+    def occupation_order(self) -> np.ndarray:  # read for every prompt of the benchmark: computed once
+        return np.argsort(-self.occupation, kind="stable")
+
+    @functools.cached_property
+    def occupation_rank(self) -> np.ndarray:
         rank = np.empty(len(self.occupation))
-        rank[np.argsort(-self.occupation, kind="stable")] = np.arange(len(self.occupation))
+        rank[self.occupation_order] = np.arange(len(self.occupation))
         return rank
 
     @property
@@ -305,22 +313,24 @@ def make_context(combined: np.ndarray, task_relative: np.ndarray, work_logit: np
                             float(np.mean(work_logit)), int(combined.shape[0]))
 
 
-def occupation_candidates(combined: np.ndarray, k: int, context: BenchmarkContext | None = None) -> np.ndarray:
+def occupation_candidates(combined: np.ndarray, k: int, context: BenchmarkContext | None = None,
+                          order: np.ndarray | None = None) -> np.ndarray:
     """The k best occupations of one prompt by the retriever's combined score, plus its benchmark's
-    K_BENCHMARK_CANDIDATES best occupations, ordered by the prompt's own score."""
-    own = np.argsort(-combined, kind="stable")[:k]
+    K_BENCHMARK_CANDIDATES best occupations, ordered by the prompt's own score. `order`: the prompt's
+    occupations by score, best first (stable), when already sorted."""
+    own = (np.argsort(-combined, kind="stable") if order is None else order)[:k]
     if context is None:
         return own
-    extra = np.argsort(-context.occupation, kind="stable")[:K_BENCHMARK_CANDIDATES]
+    extra = context.occupation_order[:K_BENCHMARK_CANDIDATES]
     merged = np.unique(np.concatenate([own, extra]))
     return merged[np.argsort(-combined[merged], kind="stable")]
 
 
 def occupation_features(signals: dict[str, np.ndarray], combined: np.ndarray, row: int, candidates: np.ndarray,
-                        priors: Priors, context: BenchmarkContext) -> np.ndarray:
-    """candidates x OCCUPATION_FEATURES for prompt `row` of a batch."""
+                        priors: Priors, context: BenchmarkContext, order: np.ndarray | None = None) -> np.ndarray:
+    """candidates x OCCUPATION_FEATURES for prompt `row` of a batch (`order`: as occupation_candidates')."""
     rank = np.empty(combined.shape[1])
-    rank[np.argsort(-combined[row], kind="stable")] = np.arange(combined.shape[1])
+    rank[np.argsort(-combined[row], kind="stable") if order is None else order] = np.arange(combined.shape[1])
     columns = [signals[s][row, candidates] for s in OCCUPATION_SIGNALS]
     columns += [combined[row, candidates], np.log1p(rank[candidates]), priors.occupation[candidates],
                 priors.group[candidates], context.occupation[candidates],
@@ -332,21 +342,23 @@ def task_features(shape: IndexShape, task_raw: np.ndarray, task_relative: np.nda
                   p_occupation: np.ndarray, priors: Priors, context: BenchmarkContext
                   ) -> tuple[np.ndarray, np.ndarray]:
     """(tasks x TASK_FEATURES, task rows) for one prompt: every task of the given occupations (best first)."""
-    ends = shape.task_ends
-    blocks, rows = [], []
-    for rank, (occupation, p) in enumerate(zip(occupations, p_occupation, strict=True)):
-        js = np.arange(shape.task_starts[occupation], ends[occupation])
-        raw = task_raw[js]
-        similarity_rank = np.empty(len(js))
-        similarity_rank[np.argsort(-raw, kind="stable")] = np.arange(len(js))
-        blocks.append(np.column_stack([
-            np.full(len(js), math.log(max(float(p), 1e-6))), np.full(len(js), float(rank)), task_relative[js],
-            raw, np.log1p(similarity_rank), priors.task[js], priors.occupation_picks[js],
-            np.full(len(js), math.log(len(js))), context.task[js]]))
-        rows.append(js)
-    if not blocks:
+    if len(occupations) == 0:
         return np.zeros((0, len(TASK_FEATURES))), np.zeros(0, dtype=np.int64)
-    return np.vstack(blocks), np.concatenate(rows)
+    starts = shape.task_starts[occupations]
+    lengths = shape.task_counts[occupations]
+    offsets = np.cumsum(lengths) - lengths  # where each occupation's block starts in the rows
+    block = np.repeat(np.arange(len(occupations)), lengths)
+    js = np.repeat(starts - offsets, lengths) + np.arange(len(block))
+    raw = task_raw[js]
+    # each block's tasks by similarity, best first, ties in task order: a stable sort by block, then similarity
+    similarity_rank = np.empty(len(js))
+    similarity_rank[np.lexsort((-raw, block))] = np.arange(len(js)) - offsets[block]
+    per_block = np.array([[math.log(max(float(p), 1e-6)), math.log(n)]
+                          for p, n in zip(p_occupation, lengths.tolist(), strict=True)])[block]
+    features = np.column_stack([
+        per_block[:, 0], block.astype(float), task_relative[js], raw, np.log1p(similarity_rank), priors.task[js],
+        priors.occupation_picks[js], per_block[:, 1], context.task[js]])
+    return features, js
 
 
 def work_dense_features(signals: dict[str, np.ndarray], texts: Sequence[str]) -> np.ndarray:
@@ -392,20 +404,21 @@ class Selector:
         text_logit = fit.work.text_logit(texts, work_dense_features(signals, texts))
         p_work = fit.work.pooled(text_logit, context.work_logit)
         out: list[PromptSelection] = []
+        orders = np.argsort(-combined, axis=1, kind="stable")  # the batch's rows at once, as row by row
         for row in range(len(texts)):
-            candidates = occupation_candidates(combined[row], fit.k_candidates, context)
+            candidates = occupation_candidates(combined[row], fit.k_candidates, context, orders[row])
             p_occ = fit.occupation.predict(
-                occupation_features(signals, combined, row, candidates, self.priors, context))
+                occupation_features(signals, combined, row, candidates, self.priors, context, orders[row]))
             order = np.argsort(-p_occ, kind="stable")
             chosen = candidates[order[: fit.k_occupations]]
             features, rows = task_features(self.shape, signals["task_raw"][row], task_relative[row], chosen,
                                            p_occ[order[: fit.k_occupations]], self.priors, context)
             p_task = fit.task.predict(features) if len(rows) else np.zeros(0)
             task_order = np.argsort(-p_task, kind="stable")
-            ranking = [(int(rows[j]), float(p_task[j])) for j in task_order]
+            ranking = list(zip(rows[task_order].tolist(), p_task[task_order].tolist(), strict=True))
             is_work = bool(p_work[row] >= fit.work.threshold)
             kept = [r for r in ranking if r[1] >= fit.task_threshold] or ranking[:1]
             out.append(PromptSelection(is_work, float(p_work[row]), kept if is_work else [], ranking,
-                                       [(int(candidates[j]), float(p_occ[j])) for j in order],
+                                       list(zip(candidates[order].tolist(), p_occ[order].tolist(), strict=True)),
                                        float(text_logit[row])))
         return out

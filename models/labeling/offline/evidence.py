@@ -160,12 +160,13 @@ def batch_evidence(index: TaskIndex, prompts: Sequence[str], config: OfflineLabe
                   + config.description_weight * signals["description"]
                   + config.role_clause_weight * signals["role_clause"]
                   + config.technology_weight * signals["technology"])
-    best_in_occupation = np.maximum.reduceat(task, index.task_starts, axis=1)[:, index.task_occupation]
-    relative_task = np.where(best_in_occupation > 0, task / np.where(best_in_occupation > 0,
-                                                                     best_in_occupation, 1.0), 0.0)
+    best = np.maximum.reduceat(task, index.task_starts, axis=1)  # prompts x occupations
+    # each task over its occupation's best, 0 where that best is not positive: spread to the tasks only once
+    relative_task = np.divide(task, np.where(best > 0, best, 1.0)[:, index.task_occupation],
+                              out=np.zeros_like(task), where=(best > 0)[:, index.task_occupation])
     signals["document_raw"] = document
     signals["task_raw"] = task
-    evidence = BatchEvidence(scaled_to_best(occupation), relative_task.astype(np.float32), role, roles,
+    evidence = BatchEvidence(scaled_to_best(occupation), relative_task.astype(np.float32, copy=False), role, roles,
                              task_query)
     return evidence, signals
 

@@ -14,6 +14,11 @@ _TOKEN = re.compile(r"[a-z0-9][a-z0-9+#]*")
 # URLs, e-mail addresses and file paths carry host and folder names ('the-agent-company.com' -> 'agent',
 # 'company'), not work vocabulary.
 _NOT_WORDS = re.compile(r"\b(?:https?://|www\.)\S+|\S+@\S+\.\w+|(?:[\w.-]*/){2,}[\w.-]*", re.IGNORECASE)
+# No part of _NOT_WORDS matches whitespace, so each match lies inside one whitespace-free run holding '/', '@' or
+# 'www.': only those runs are searched (the same text; on long prompts _NOT_WORDS tried at every character cost
+# more than the rest of the tokenizing).
+_MAY_NOT_BE_WORDS = re.compile(r"(?<!\S)[^\s/@]*(?:[/@]|www\.)\S*", re.IGNORECASE)
+
 _STOP_WORDS = frozenset(ENGLISH_STOP_WORDS)
 _SUFFIXES = (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("s", ""))
 
@@ -39,9 +44,17 @@ def _word(token: str) -> str:
     return "" if len(token) <= 1 or token in _STOP_WORDS or token.isdigit() else _stem(token)
 
 
+def _lowered_words(text: str) -> str:
+    """`text` lower-cased, every _NOT_WORDS match replaced by a space."""
+    lowered = text.lower()
+    if "/" not in text and "@" not in text and "www." not in lowered:  # most prompts: nothing to replace
+        return lowered
+    return _MAY_NOT_BE_WORDS.sub(lambda run: _NOT_WORDS.sub(" ", run.group()), text).lower()
+
+
 def word_tokens(text: str) -> list[str]:
     """Lower-cased, stop-word-free, stemmed word tokens (digits-only tokens and single letters dropped)."""
-    text = _NOT_WORDS.sub(" ", text).lower().replace("’", "'").replace("'s ", " ")
+    text = _lowered_words(text).replace("’", "'").replace("'s ", " ")
     return [w for w in map(_word, _TOKEN.findall(text)) if w]
 
 
