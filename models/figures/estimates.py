@@ -58,7 +58,8 @@ def occupation_probability_figure(calibration: pl.DataFrame) -> Figure:
         ax.set_ylabel("share the judge gives")
         ax.set_title(EVALUATION_TITLES[evaluation] + "\n" + "\n".join(lines), fontsize=8)
         ax.grid(color="#eeeeee")
-        ax.legend(frameon=False, loc="upper left", fontsize=7)
+        if ax.get_legend_handles_labels()[0]:  # a panel without bins (a small problem) has nothing to name
+            ax.legend(frameon=False, loc="upper left", fontsize=7)
     fig.suptitle(title)
     return fig
 
@@ -100,7 +101,8 @@ def unit_coverage_figure(check: pl.DataFrame) -> Figure:
         ax.set_ylabel("share truly covered")
         ax.set_title(f"{name}, >= {threshold} prompt{'s' if threshold != 1 else ''}", fontsize=9)
         ax.grid(color="#eeeeee")
-        ax.legend(frameon=False, loc="upper left", fontsize=7)
+        if ax.get_legend_handles_labels()[0]:  # a panel without bins (a small problem) has nothing to name
+            ax.legend(frameon=False, loc="upper left", fontsize=7)
     fig.suptitle(title)
     return fig
 
