@@ -32,8 +32,13 @@ JUDGED_CHECK_MODULES = ("models.estimates", "models.labeling.stacking_split")
 def warm_judged_checks_worker() -> None:
     """Start the worker pool's worker now and have it import what the judged checks run: run_all calls it when
     the analysis is about to run, so the imports use the core this process leaves idle while it sets the run up
-    and reads the checks' inputs (`judged_checks_ahead`), instead of delaying the checks' first part."""
-    shared_pool().warm(JUDGED_CHECK_MODULES)
+    and reads the checks' inputs (`judged_checks_ahead`), instead of delaying the checks' first part. Only a
+    head start: when the worker cannot start, the steps start theirs (or compute in process) as before."""
+    try:
+        shared_pool().warm(JUDGED_CHECK_MODULES)
+    except Exception as error:  # noqa: BLE001 - said, and left to the steps
+        print(f"  warning: the analysis worker did not start ahead ({type(error).__name__}: {error})",
+              file=sys.stderr)
 
 
 def headline_code_versions(assets: list[Any]) -> list[str] | None:

@@ -133,3 +133,27 @@ def test_run_all_starts_the_checks_ahead_and_the_headline_takes_them(full_pipeli
     assert metadata["judged_checks_started_ahead"].value is True
     assert metadata["judged_checks_cached"].value is False  # a cold run: computed (in the worker, ahead)
     assert not estimates_split._AHEAD
+
+
+def test_the_analysis_worker_starts_ahead_with_what_the_judged_checks_run(monkeypatch: pytest.MonkeyPatch,
+                                                                          capsys: pytest.CaptureFixture) -> None:
+    """run_all warms the worker when the analysis is about to run: its imports are done before the checks come.
+    Only a head start: a worker that cannot start is said, not raised (the steps start theirs)."""
+    from assets import estimates_ahead
+
+    pool = WorkerPool(1)
+    try:
+        monkeypatch.setattr(estimates_ahead, "shared_pool", lambda: pool)
+        estimates_ahead.warm_judged_checks_worker()
+        modules = estimates_ahead.JUDGED_CHECK_MODULES
+        check = f"all(m in __import__('sys').modules for m in {list(modules)!r})"
+        assert pool.gather([pool.submit(eval, check, name="imported?")], steal=False) == [True]
+    finally:
+        pool.close()
+
+    def no_worker() -> WorkerPool:
+        raise OSError("cannot start a process")
+
+    monkeypatch.setattr(estimates_ahead, "shared_pool", no_worker)
+    estimates_ahead.warm_judged_checks_worker()
+    assert "the analysis worker did not start ahead (OSError: cannot start a process)" in capsys.readouterr().err
