@@ -126,13 +126,19 @@ def similarity_leaving_members_out(tokens: TokenizedTexts, part: Sequence[int], 
     similarity = np.empty((len(queries), len(part)))
     similarity[others] = part_similarity(tokens, part, [queries[row] for row in others], fitted)
     if members:
-        import scipy.sparse as sp
-
         _, vectors, idf = fitted
         # from the fitted rows, as neighbours.query_similarity computes them from the vectorizer's: the same bits
-        left_out = cosines_left_out(vectors @ sp.diags(1.0 / idf))
+        left_out = fitted_cosines_left_out(vectors, idf)
         similarity[[row for row, _ in members]] = left_out[[j for _, j in members]]
     return similarity
+
+
+def fitted_cosines_left_out(vectors: object, idf: np.ndarray) -> np.ndarray:
+    """`cosines_left_out` of texts given as their fitted TF-IDF rows (texts x terms) and the fit's idf: the rows
+    divided by the idf are each text's sublinear tf up to its norm, all the cosines need."""
+    import scipy.sparse as sp
+
+    return cosines_left_out(vectors @ sp.diags(1.0 / idf))
 
 
 def cosines_left_out(tf: object) -> np.ndarray:

@@ -154,12 +154,9 @@ def query_similarity(sample: BenchmarkSample, texts: Sequence[str], hashes: Sequ
     member = {str(h): j for j, h in enumerate(sample.hashes.tolist())}
     judged = [(row, member[str(h)]) for row, h in enumerate(hashes) if str(h) in member]
     if judged and sample.size > 1:
-        import scipy.sparse as sp
+        from models.labeling.neighbour_tfidf import fitted_cosines_left_out
 
-        from models.labeling.neighbour_tfidf import cosines_left_out
-
-        # the fitted rows divided by the idf are each text's sublinear tf up to its norm: all the cosines need
-        left_out = cosines_left_out(sample.vectors @ sp.diags(1.0 / sample.vectorizer.idf_))
+        left_out = fitted_cosines_left_out(sample.vectors, sample.vectorizer.idf_)
         similarity[[row for row, _ in judged]] = left_out[[j for _, j in judged]]
     return similarity
 

@@ -243,7 +243,7 @@ def priors_from_counts(shape: IndexShape, occupation_picks: dict[str, float], gr
     group_of = np.array([groups.index(c[:2]) for c in codes])
     tasks = np.array([task_picks.get(int(t), 0.0) for t in shape.task_ids])
     occ_of_task = occ[shape.task_occupation]
-    base = tasks.sum() / max(float((occ * (shape.task_ends - shape.task_starts)).sum()), 1.0)
+    base = tasks.sum() / max(float((occ * shape.task_counts).sum()), 1.0)
     rate = (tasks + task_smoothing * base) / (occ_of_task + task_smoothing)
     return Priors(occupation=np.log((occ + smoothing) / (occ.sum() + smoothing * len(codes))),
                   group=group_log[group_of], task=np.log(np.clip(rate, 1e-9, 1.0)),
