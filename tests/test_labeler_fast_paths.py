@@ -1,6 +1,7 @@
 """The offline labeler's fast paths (issue 29: a cold run under a minute) give what the plain code gave, bit for
 bit: the tokenizer's URL/e-mail/path filter searched only where it can match, and the selector's task features
-built for all chosen occupations at once. Each is checked against the plain form it replaced."""
+built for all chosen occupations at once; and the neighbour step's TF-IDF of the query texts without the vectorizer's
+analyzer (issue 25 item 7). Each is checked against the plain form it replaced."""
 
 from __future__ import annotations
 
@@ -97,3 +98,68 @@ def test_candidates_and_features_from_a_batch_sort_equal_the_row_sorts() -> None
         merged = np.unique(np.concatenate([plain, with_context]))
         want = merged[np.argsort(-combined[row][merged], kind="stable")]
         assert np.array_equal(sel.occupation_candidates(combined[row], 12, context, orders[row]), want)
+
+
+def _assert_same_rows(fast: object, slow: object) -> None:
+    import scipy.sparse as sp
+
+    fast, slow = sp.csr_matrix(fast), sp.csr_matrix(slow)
+    assert fast.shape == slow.shape
+    assert np.array_equal(fast.indptr, slow.indptr)
+    assert np.array_equal(fast.indices, slow.indices)
+    assert np.array_equal(fast.data, slow.data)  # bit for bit, not approximately
+
+
+def test_query_rows_equal_the_vectorizers_transform_on_the_mirror(mirror: object) -> None:
+    """The neighbour step's queries (every landed text of a judged benchmark) weighted by a TF-IDF fitted on the
+    benchmark's judged texts, as `TfidfVectorizer.transform` weights them: the same csr, bit for bit."""
+    import polars as pl
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from models.labeling.neighbour_tfidf import NEIGHBOUR_TFIDF, query_rows
+    from models.labeling.neighbours import judged_texts
+    from pipelines.fit_labeler import landed_texts
+    from resources.readers import load_reference
+
+    reference = load_reference()
+    landed = landed_texts(reference)
+    compared = 0
+    for benchmark, pairs in landed.items():
+        texts = pl.DataFrame([{"benchmark": benchmark, "prompt_hash": h, "prompt": t} for h, t in pairs])
+        judged = judged_texts(reference.filter(pl.col("benchmark") == benchmark), texts)
+        if judged.is_empty():
+            continue
+        vectorizer = TfidfVectorizer(**NEIGHBOUR_TFIDF).fit([t or " " for t in judged["prompt"].to_list()])
+        queries = [t if isinstance(t, str) and t.strip() else " " for _, t in pairs]
+        _assert_same_rows(query_rows(vectorizer.vocabulary_, vectorizer.idf_, queries),
+                          vectorizer.transform(queries))
+        compared += len(queries)
+    assert len(landed) >= 25 and compared > 9_000
+
+
+def test_query_rows_equal_the_vectorizers_transform_on_random_text() -> None:
+    """Few distinct words, so that bigrams repeat within and across texts and a query's bigram of two known words
+    is often one the fit never saw; words the fit never saw; unicode, digits, underscores; a fit without any
+    bigram; no query at all."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from models.labeling.neighbour_tfidf import NEIGHBOUR_TFIDF, query_rows
+
+    rng = random.Random(25)
+    words = ["a", "B", "c1", "d_e", "été", "İz", "x", "Y", "zz", "q", "a-b", "n't", "9"]
+
+    def text() -> str:
+        return "".join(rng.choice(words) + rng.choice([" ", ", ", ".\n", "/", "  "])
+                       for _ in range(rng.randint(1, 40)))
+
+    for _ in range(40):
+        fitted = [text() for _ in range(rng.randint(1, 8))]
+        queries = [text() for _ in range(rng.randint(0, 30))] + ["unseen words only", " "]
+        vectorizer = TfidfVectorizer(**NEIGHBOUR_TFIDF).fit(fitted)
+        _assert_same_rows(query_rows(vectorizer.vocabulary_, vectorizer.idf_, queries), vectorizer.transform(queries))
+    single = TfidfVectorizer(**NEIGHBOUR_TFIDF).fit(["one", "two", "two"])  # no text of two words: no bigram
+    queries = ["one two one", "two two"]
+    _assert_same_rows(query_rows(single.vocabulary_, single.idf_, queries), single.transform(queries))
+    for weigh in (lambda: single.transform([]), lambda: query_rows(single.vocabulary_, single.idf_, [])):
+        with pytest.raises(ValueError, match="0 sample"):  # no query: both refuse it alike
+            weigh()

@@ -149,13 +149,15 @@ def query_similarity(sample: BenchmarkSample, texts: Sequence[str], hashes: Sequ
     refitted on these features, 0.583). Shared by the votes of every neighbour setting."""
     if sample.vectorizer is None or sample.vectors is None:
         raise ValueError("a BenchmarkSample built without its TF-IDF needs the similarities from its caller")
-    queries = sample.vectorizer.transform([t if isinstance(t, str) and t.strip() else " " for t in texts])
+    from models.labeling.neighbour_tfidf import fitted_cosines_left_out, query_rows
+
+    # the vectorizer's transform, to the bit, without its analyzer's string bigrams (neighbour_tfidf.query_rows)
+    queries = query_rows(sample.vectorizer.vocabulary_, sample.vectorizer.idf_,
+                         [t if isinstance(t, str) and t.strip() else " " for t in texts])
     similarity = own_left_out(np.asarray((queries @ sample.vectors.T).todense(), dtype=float), sample, hashes)
     member = {str(h): j for j, h in enumerate(sample.hashes.tolist())}
     judged = [(row, member[str(h)]) for row, h in enumerate(hashes) if str(h) in member]
     if judged and sample.size > 1:
-        from models.labeling.neighbour_tfidf import fitted_cosines_left_out
-
         left_out = fitted_cosines_left_out(sample.vectors, sample.vectorizer.idf_)
         similarity[[row for row, _ in judged]] = left_out[[j for _, j in judged]]
     return similarity
