@@ -62,8 +62,8 @@ def _tfidf_rows(indptr: list[int], indices: np.ndarray, data: np.ndarray, idf: n
 def query_rows(vocabulary: dict[str, int], idf: np.ndarray, texts: Sequence[str]) -> object:
     """`vectorizer.transform(texts)` of a fitted NEIGHBOUR_TFIDF vectorizer (its `vocabulary_`, `idf_`), to the
     bit, without scikit-learn's analyzer: it joins every pair of adjacent words into a bigram string and looks
-    each one up, while most of a query's bigrams are not in a benchmark's judged texts (3 of the neighbour
-    step's ~9 CPU-s in a cold run). A bigram of the vocabulary is two of its words (the fit saw both), so a
+    each one up, while most of a query's bigrams are not in a benchmark's judged texts (about a fifth of the
+    neighbour step's CPU in a cold run: bench/PROFILE.md). A bigram of the vocabulary is two of its words (the fit saw both), so a
     query's bigram is looked up as the pair of its words' columns; the counts are the vectorizer's csr (sorted
     columns, float64), weighted as TfidfTransformer does (`_tfidf_rows`)."""
     import re
