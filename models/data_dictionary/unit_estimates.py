@@ -14,6 +14,7 @@ AGREEING = ("the draws agreeing, not certainty: a judge sample of a few dozen te
 
 
 def _unit(unit: str, prompts: str) -> dict[str, Entry]:
+    hours_of = "task" if unit == "task" else f"{unit}'s tasks"
     return {
         "benchmark_index": INDEX,
         "threshold": COMMON["threshold"],
@@ -41,7 +42,7 @@ def _unit(unit: str, prompts: str) -> dict[str, Entry]:
                          "coverage tables count them)", COUNT, ESTIMATES),
         "judged_texts": (f"judge-sampled texts of the index whose judge labels exercise the {unit}", COUNT,
                          ESTIMATES),
-        "hours": (f"annual US work hours on the {unit}'s tasks (task_hours); null for a task or occupation of an "
+        "hours": (f"annual US work hours on the {hours_of} (task_hours); null for a task or occupation of an "
                   "occupation without hours data (no OEWS hours), which a major group's sum leaves out",
                   HOURS_UNIT, ESTIMATES),
         "p_covered_mc_se": (
