@@ -8,7 +8,8 @@ The `model` check's diagnosis: refitted on a sample drawn from the fitted model,
 moves weight from the seen and labeler parts to the spread parts (2026-12-06: generating (0.3, 0.4, 0.1, 0.1,
 0.1), refitted (0.1-0.2, 0.3-0.4, 0.1, 0.2, 0.2)). The variant corrects that bias the textbook way: `inner`
 populations drawn from the model at the chosen weights w (coverage_check.model_population), the weights refitted
-on each (mean w_bar), and the weights used are the grid point nearest 2 w - w_bar; every draw's bootstrap
+on each (mean w_bar), and the weights used are the grid point nearest 2 w - w_bar (`--strength` s: nearest
+w + s (w - w_bar)); every draw's bootstrap
 re-choice is shifted by the same correction. Its own inner fits use the plain choice.
 
 Arms (published choice, bias-corrected), each on the same seeds: the `model` check (truths from the arm's own
@@ -37,7 +38,7 @@ from bench.held_out_weights import headline_arm, split_arm  # noqa: E402
 INNER_SEED = 31
 
 
-def install_variant(inner: int) -> None:
+def install_variant(inner: int, strength: float = 1.0) -> None:
     """Patch the weight choice (bias-corrected) and the bootstrap re-choice (shifted alike)."""
     from models.estimates import coverage_check as cc
     from models.estimates.draws import ModelAssisted
@@ -63,7 +64,7 @@ def install_variant(inner: int) -> None:
             refits = [ModelAssisted(cc.model_population(self.problem, rng, self)[0]).weights for _ in range(inner)]
         finally:
             state["inner"] = False
-        out = nearest(self.grid, 2 * chosen - np.mean(refits, axis=0))
+        out = nearest(self.grid, chosen + strength * (chosen - np.mean(refits, axis=0)))
         self.bc_shift = out - chosen
         self.bc_refits = np.round(np.mean(refits, axis=0), 3)
         return out
@@ -121,14 +122,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--draws", type=int, default=30)
     parser.add_argument("--seed", type=int, default=16)
+    parser.add_argument("--strength", type=float, default=1.0, help="s in w + s (w - w_bar); 1: the full correction")
+    parser.add_argument("--variant-only", action="store_true", help="skip the published arm")
     args = parser.parse_args()
     from resources.dagster_resources import Warehouse
 
     warehouse = Warehouse(path=args.warehouse)
     arms: dict[str, dict] = {}
-    for arm in ("published", "bias_corrected"):
+    for arm in ("bias_corrected",) if args.variant_only else ("published", "bias_corrected"):
         if arm == "bias_corrected":
-            install_variant(args.inner)
+            install_variant(args.inner, args.strength)
         started = time.process_time()
         arms[arm] = {"model": model_arm(warehouse, args.populations, args.draws, args.seed),
                      "simulated_mirror_like": world_arm(args.world_populations, args.draws, 7),
@@ -138,6 +141,7 @@ def main() -> None:
         arms[arm]["cpu_s"] = round(time.process_time() - started, 1)
         print(f"{arm}: {arms[arm]['cpu_s']} CPU-s", file=sys.stderr)
     common.emit({"date": common.now_iso(), "code": common.code_version(), "inner": args.inner,
+                 "strength": args.strength,
                  "populations": args.populations, "repeats": args.repeats, "draws": args.draws, "seed": args.seed,
                  "arms": arms})
 
