@@ -77,9 +77,9 @@ def query_rows(vocabulary: dict[str, int], idf: np.ndarray, texts: Sequence[str]
             first, second = term.split(" ")
             pair_keys.append(words[first] * width + words[second])
             pair_columns.append(column)
-    order = np.argsort(np.asarray(pair_keys, dtype=np.int64), kind="stable")
-    keys = np.asarray(pair_keys, dtype=np.int64)[order]
-    columns_of_pairs = np.asarray(pair_columns, dtype=np.int64)[order]
+    unsorted = np.asarray(pair_keys, dtype=np.int64)
+    order = np.argsort(unsorted, kind="stable")
+    keys, columns_of_pairs = unsorted[order], np.asarray(pair_columns, dtype=np.int64)[order]
     ids: list[int] = []
     ends = [0]
     for text in texts:
