@@ -23,9 +23,9 @@ import pytest
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
-# A 270M model on 2 shared CPU cores: the first request reads the ~9k-token occupation list (~2 min), later
-# ones reuse it from llama.cpp's prefix cache; ~1-2.5 min a prompt for both steps (step 2 reads ~1.7k tokens of
-# task lists). Two prompts: the first pays the occupation list, the second runs on the prefix cache; a third
+# A 270M model on 2 CPU cores (flash attention on): the first request reads the ~9.5k-token occupation list
+# (~45 s alone), later ones reuse it from llama.cpp's prefix cache; ~1 min a prompt for both steps (step 2 reads
+# ~1.7k tokens of task lists). Two prompts: the first pays the occupation list, the second runs on the prefix cache; a third
 # only repeated the second (BENCHMAP_LOCAL_LLM_N=N for more).
 N_PROMPTS = int(os.environ.get("BENCHMAP_LOCAL_LLM_N", "2"))
 OCCUPATION_LIST = os.environ.get("BENCHMAP_LOCAL_LLM_OCCUPATIONS", "all")
