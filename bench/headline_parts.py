@@ -80,10 +80,11 @@ def headline(wh: Warehouse, timings: dict[str, float]) -> dict[str, pl.DataFrame
     timings["text_table"] = time.process_time() - t
     t = time.process_time()
     if inputs["published_labels"] is not inputs["labels"]:
-        counted = ea._labels_as_counted(inputs, judge_rows, scopes, thresholds, config.seed)
+        counted = ea._labels_as_counted(counted_problem, scopes, thresholds, config.seed)
         frame = pl.concat([frame.filter(pl.col("estimator") != "labels_as_truth"), counted.select(frame.columns)])
     frame = ea._with_labeler(frame, inputs)
-    frame_b = ea._pass_b_rows(wh, inputs, judge_rows, scopes, thresholds, config)
+    pass_b = ea._start_pass_b(wh, ea._pass_b_problem(wh, inputs, judge_rows), scopes, thresholds, config)
+    frame_b = ea._pass_b_rows(pass_b, inputs)
     if frame_b is not None:
         frame = pl.concat([frame, frame_b], how="vertical_relaxed")
     timings["counted_and_pass_b"] = time.process_time() - t
