@@ -25,8 +25,8 @@ pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
 # A 270M model on one CPU thread (flash attention on): the first request reads the ~9.5k-token occupation list
 # (~100 s), later ones reuse it from llama.cpp's prefix cache; ~1.5 min a prompt for both steps (step 2 reads
-# ~1.7k tokens of task lists). Two prompts: the first pays the occupation list, the second runs on the prefix cache; a third
-# only repeated the second (BENCHMAP_LOCAL_LLM_N=N for more).
+# ~1.7k tokens of task lists). Two prompts: the first pays the occupation list, the second runs on the prefix
+# cache; a third only repeated the second (BENCHMAP_LOCAL_LLM_N=N for more).
 N_PROMPTS = int(os.environ.get("BENCHMAP_LOCAL_LLM_N", "2"))
 OCCUPATION_LIST = os.environ.get("BENCHMAP_LOCAL_LLM_OCCUPATIONS", "all")
 
@@ -43,9 +43,9 @@ def local_llm():
     from resources.local_server import LocalLLMServer, pid_alive
     from resources.settings import settings
 
-    # one thread for both generation and prompt reading: the suite runs this lane beside another on 2 cores, and
-    # two llama.cpp threads spin at their barriers while the other is descheduled (2026-12-06: the server burnt
-    # 406 CPU-s in the suite for the ~220 it needs alone, slowing the other lane)
+    # one thread for both generation and prompt reading: the suite runs this lane beside another on 2 cores, where
+    # two llama.cpp threads, which wait for each other by spinning, burnt 406 CPU-s for the ~220 the server needs
+    # alone (2026-12-06), taken from the other lane; one thread: 187
     server = LocalLLMServer(settings().gguf, startup_timeout_s=300, n_threads=1, extra_args=["--n_threads_batch", "1"])
     with server:
         pid, port = server.pid, server.port
