@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from bench import common  # noqa: E402
-from bench.coverage_model_check import pair_figures  # noqa: E402
+from bench.coverage_model_check import run  # noqa: E402
 from bench.held_out_weights import headline_arm, split_arm  # noqa: E402
 
 INNER_SEED = 31
@@ -78,39 +78,19 @@ def install_variant(inner: int, strength: float = 1.0) -> None:
     ModelAssisted.weights_for = shifted  # type: ignore[method-assign]
 
 
-def model_arm(warehouse: Any, populations: int, draws: int, seed: int) -> dict:
-    """The `model` check (bench/coverage_model_check.py's) with the arm's own fitted model."""
-    import polars as pl
+FIGURES = ("counts", "bins_off", "bins_checked", "bins_beyond_two_se", "max_abs_difference", "levels")
 
-    from assets.estimates import warehouse_problem
-    from models.estimates import coverage_check as cc
-    from models.estimates.draws import ModelAssisted
 
-    problem = warehouse_problem(warehouse)
-    started = time.process_time()
-    rng = np.random.default_rng(seed)
-    assisted = ModelAssisted(problem)
-    found, refits = [], []
-    for r in range(populations):
-        population, truth = cc.model_population(problem, rng, assisted)
-        refits.append(ModelAssisted(population).weights.round(2).tolist())
-        found.append(cc.coverage_pairs(population, truth, draws, seed + 200 + r, replication=r))
-    figures = pair_figures(pl.concat(found), "model", populations)
-    return {"weights": assisted.weights.round(2).tolist(), "refit_weights": refits[:5],
-            "cpu_s": round(time.process_time() - started, 1),
-            **{k: figures[k] for k in ("counts", "bins_off", "bins_checked", "bins_beyond_two_se",
-                                       "max_abs_difference", "levels", "ece")}}
+def model_arm(warehouse: str, populations: int, draws: int, seed: int) -> dict:
+    """The `model` check (bench/coverage_model_check.py's run) with the arm's own fitted model."""
+    out = run(warehouse, populations, draws, seed, world="model")
+    return {"weights": out["weights"], "refit_weights": out["refit_weights"][:5], "cpu_s": out["cpu_seconds"],
+            **{k: out[k] for k in (*FIGURES, "ece")}}
 
 
 def world_arm(populations: int, draws: int, seed: int) -> dict:
-    from models.estimates import coverage_check as cc
-
-    world = "simulated_mirror_like"
-    pairs = cc.unit_coverage_check(None, simulated=populations, n_draws=draws, seed=seed,
-                                   worlds={world: cc.SIMULATED_WORLDS[world]}).pairs[world]
-    figures = pair_figures(pairs, world, populations)
-    return {k: figures[k] for k in ("counts", "bins_off", "bins_checked", "bins_beyond_two_se", "max_abs_difference",
-                                    "levels")}
+    out = run(None, populations, draws, seed, world="simulated_mirror_like")
+    return {k: out[k] for k in FIGURES}
 
 
 def main() -> None:
@@ -133,7 +113,7 @@ def main() -> None:
         if arm == "bias_corrected":
             install_variant(args.inner, args.strength)
         started = time.process_time()
-        arms[arm] = {"model": model_arm(warehouse, args.populations, args.draws, args.seed),
+        arms[arm] = {"model": model_arm(args.warehouse, args.populations, args.draws, args.seed),
                      "simulated_mirror_like": world_arm(args.world_populations, args.draws, 7),
                      **split_arm(warehouse, args.repeats, args.draws, args.seed),
                      "headline": headline_arm(warehouse, variant=False),
