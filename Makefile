@@ -29,8 +29,9 @@ $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
 
 # llama.cpp built for generic AVX2, without AVX-512/AMX: a native build on this workplace's CPUs (AMX) segfaults
 # on the first evaluated token. --no-cache-dir: never reuse a natively built wheel from pip's cache.
+# LLAVA_BUILD=OFF: no multimodal library (mtmd); the text-only server never loads it, and CI compiles less.
 LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF \
-	-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_OPENMP=OFF
+	-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_OPENMP=OFF -DLLAVA_BUILD=OFF
 $(VENV)/.installed-llm: pyproject.toml $(VENV)/.installed
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip install --quiet --no-cache-dir \
 		-e '.[local-llm]'
