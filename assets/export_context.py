@@ -86,7 +86,7 @@ def latest_metadata(context: AssetExecutionContext | AssetCheckExecutionContext,
 
 def run_moment(context: AssetExecutionContext | AssetCheckExecutionContext) -> dt.datetime:
     """When the run was created (UTC); the run tag `benchmap/export_date` (YYYY-MM-DD) replaces its date."""
-    record = context.instance.get_run_record_by_id(context.run_id)
+    record = context.instance.get_run_record_by_id(context.run.run_id)
     created = record.create_timestamp if record is not None else None
     moment = created.astimezone(dt.UTC) if created is not None else dt.datetime.now(dt.UTC)
     tag = context.run.tags.get(EXPORT_DATE_TAG) if context.run is not None else None
@@ -106,7 +106,7 @@ def export_date(context: AssetExecutionContext | AssetCheckExecutionContext) -> 
 def staging_key(context: AssetExecutionContext) -> str:
     """The staging folder's name: the root run of a re-execution, so retried steps write beside the others."""
     run = context.run
-    return str((run.root_run_id if run is not None and run.root_run_id else None) or context.run_id)
+    return str(run.root_run_id or run.run_id)
 
 
 def export_folder(context: AssetExecutionContext, warehouse: Warehouse) -> Path:

@@ -264,7 +264,7 @@ def release_arguments(context: AssetExecutionContext, warehouse: Warehouse, labe
         "staging": export_folder(context, warehouse),
         "root": warehouse.exports_root(),
         "created_at": run_moment(context),
-        "run_id": context.run_id,
+        "run_id": context.run.run_id,
         "benchmarks": tables.get("benchmarks"),
         "labelers": _labeler_entries(warehouse),
         "labeler_model": _labeler_model(labeler, warehouse),

@@ -23,6 +23,12 @@ if TYPE_CHECKING:
 _SET_UP: dict[tuple[str, str | None], int] = {}  # (warehouse file, run id) this process checked -> its failures then
 
 
+def _run_id(context: InitResourceContext | None) -> str | None:
+    """The run a resource is set up for (None outside a run: `build_resources`, tests)."""
+    run = getattr(context, "run", None)  # not context.run_id: deprecated in Dagster 1.13
+    return run.run_id if run is not None else None
+
+
 class Warehouse(WarehouseQueries, ConfigurableResource):
     """The embedded DuckDB warehouse. Connections are short-lived and retry on the file lock. Assets read through
     its named queries (resources/warehouse_queries.py) and `read_table`, and write through the IO manager or
@@ -36,7 +42,7 @@ class Warehouse(WarehouseQueries, ConfigurableResource):
         file fails the run with the recovery command instead of writing into it."""
         from resources import integrity
 
-        integrity.check_for_run(self.path, getattr(context, "run_id", None))
+        integrity.check_for_run(self.path, _run_id(context))
 
     @contextlib.contextmanager
     def yield_for_execution(self, context: InitResourceContext) -> Iterator[Warehouse]:
@@ -46,7 +52,7 @@ class Warehouse(WarehouseQueries, ConfigurableResource):
         some 300 times). run_all's runs already held or lingered (pipelines/step_runner.py); now a sensor's,
         schedule's or the UI's run does too. Inside a `held` or `lingering` block of this process it is a no-op.
         The garbage collector skips the objects alive at the run's start meanwhile (resources/gc_policy.py)."""
-        run = (str(Path(self.path).resolve()), getattr(context, "run_id", None))
+        run = (str(Path(self.path).resolve()), _run_id(context))
         if run[1] is None or run not in _SET_UP:  # a run's second Warehouse (the IO manager's) is checked already
             self.setup_for_execution(context)
             _SET_UP[run] = wh.failures(self.path)
