@@ -13,18 +13,20 @@ export DAGSTER_HOME := $(CURDIR)
 # one process.
 PYTEST_ARGS ?= -n 2 --dist loadgroup --durations=25
 
-.PHONY: run test install install-dev install-llm browser dev lint bench clean-warehouse
+.PHONY: run test install install-dev install-llm browser dev lint bench clean-warehouse lock
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+# every install takes the versions the tests passed with (requirements.lock; `make lock` moves them on)
+LOCK := -c requirements.lock
+$(VENV)/.installed: pyproject.toml requirements.lock | $(BIN)/python
+	$(BIN)/pip install --quiet $(LOCK) -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
-	$(BIN)/pip install --quiet -e '.[dev]'
+$(VENV)/.installed-dev: pyproject.toml requirements.lock $(VENV)/.installed
+	$(BIN)/pip install --quiet $(LOCK) -e '.[dev]'
 	touch $@
 
 # llama.cpp built for generic AVX2, without AVX-512/AMX: a native build on this workplace's CPUs (AMX) segfaults
@@ -32,9 +34,9 @@ $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
 # LLAVA_BUILD=OFF: no multimodal library (mtmd); the text-only server never loads it, and CI compiles less.
 LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF \
 	-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_OPENMP=OFF -DLLAVA_BUILD=OFF
-$(VENV)/.installed-llm: pyproject.toml $(VENV)/.installed
+$(VENV)/.installed-llm: pyproject.toml requirements.lock $(VENV)/.installed
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip install --quiet --no-cache-dir \
-		-e '.[local-llm]'
+		$(LOCK) -e '.[local-llm]'
 	touch $@
 
 install: $(VENV)/.installed
@@ -63,3 +65,12 @@ bench: install
 
 clean-warehouse:
 	rm -f data/warehouse/benchmap.duckdb data/warehouse/benchmap.duckdb.wal
+
+# requirements.lock anew: the newest versions pyproject.toml allows, resolved in a throw-away venv without the lock
+# (~8 minutes: llama-cpp-python compiles); then run `make test` before committing it
+lock:
+	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock && .venv-lock/bin/python -m pip install --quiet --upgrade pip
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 .venv-lock/bin/pip install --quiet --no-cache-dir \
+		-e '.[dev,local-llm]'
+	.venv-lock/bin/pip freeze --exclude-editable | grep -v '^#' > requirements.lock
+	rm -rf .venv-lock
