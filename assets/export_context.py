@@ -86,10 +86,11 @@ def latest_metadata(context: AssetExecutionContext | AssetCheckExecutionContext,
 
 def run_moment(context: AssetExecutionContext | AssetCheckExecutionContext) -> dt.datetime:
     """When the run was created (UTC); the run tag `benchmap/export_date` (YYYY-MM-DD) replaces its date."""
-    record = context.instance.get_run_record_by_id(context.run.run_id)
+    run = context.run
+    record = context.instance.get_run_record_by_id(run.run_id)
     created = record.create_timestamp if record is not None else None
     moment = created.astimezone(dt.UTC) if created is not None else dt.datetime.now(dt.UTC)
-    tag = context.run.tags.get(EXPORT_DATE_TAG) if context.run is not None else None
+    tag = run.tags.get(EXPORT_DATE_TAG)
     if tag:
         if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", tag):
             raise ValueError(f"run tag {EXPORT_DATE_TAG} must be YYYY-MM-DD, got {tag!r}")
