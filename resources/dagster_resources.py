@@ -23,10 +23,10 @@ if TYPE_CHECKING:
 _SET_UP: dict[tuple[str, str | None], int] = {}  # (warehouse file, run id) this process checked -> its failures then
 
 
-def _run_id(context: InitResourceContext | None) -> str | None:
-    """The run a resource is set up for (None outside a run: `build_resources`, tests)."""
-    run = getattr(context, "run", None)  # not context.run_id: deprecated in Dagster 1.13
-    return run.run_id if run is not None else None
+def _run_id(context: InitResourceContext) -> str | None:
+    """The run a resource is set up for (None outside a run: `build_resources`, tests). Not context.run_id:
+    deprecated in Dagster 1.13."""
+    return context.run.run_id if context.run is not None else None
 
 
 class Warehouse(WarehouseQueries, ConfigurableResource):
