@@ -866,6 +866,15 @@ def test_unit_estimates_on_the_mirror(mirror_tables):
     calibrated = bins.filter(pl.col("predictor") == "p_covered_calibrated")
     assert calibrated.height >= 20 and (calibrated["excess"] <= 0).all(), calibrated.filter(pl.col("excess") > 0)
     assert (bins.filter(pl.col("predictor") == "p_covered")["excess"] > 0).sum() >= 5
+    # read at the headline's 200 draws, the map (fitted at 30) keeps the order of p_covered: a unit covered in more
+    # draws never reads as less likely covered (before: an occupation at >= 5 in 199 of 200 draws 0.36, at 0.99 1.0)
+    for table in ("task_estimates", "occupation_estimates", "major_group_estimates"):
+        steps = mirror_tables(table).sort("benchmark_index", "threshold", "p_covered").group_by(
+            "benchmark_index", "threshold", maintain_order=True).agg(
+            pl.col("p_covered_calibrated").diff().min().alias("step"), pl.col("p_covered").n_unique().alias("n"))
+        assert (steps["n"] >= 2).all() and (steps["step"] >= -1e-12).all(), (table, steps)
+    between = mirror_tables("occupation_estimates")["p_covered"]  # values the check's 30 draws cannot take
+    assert between.is_between(29 / 30, 1, closed="none").any() and between.is_between(0, 1 / 30, closed="none").any()
     # an occupation without hours data (no occupation_annual_hours) has null hours, every other has hours
     unknown = mirror_tables("task_hours").group_by("onet_soc_code").agg(
         pl.col("occupation_annual_hours").is_null().all().alias("unknown"))

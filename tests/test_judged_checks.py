@@ -72,7 +72,7 @@ def test_the_published_map_is_carried_into_the_simulated_worlds(sim):
 
     sub, _ = es.judged_problem(sim.problem, pl.DataFrame({"benchmark": sim.problem.text_bench}))
     check = es.unit_coverage_check(sub, replications=2, n_draws=8, seed=5, simulated=1)
-    assert check.coverage_map.coefficients
+    assert check.coverage_map.curves
     for world in cc.SIMULATED_WORLDS:
         pairs = check.pairs[world]
         for (level, threshold), rows in pairs.group_by("unit", "threshold"):

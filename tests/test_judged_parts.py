@@ -54,9 +54,10 @@ def test_the_parts_assembled_equal_the_serial_checks(sim, coverage_repeats):
     assert np.array_equal(parts.recalibration.within, recalibration.within)
     assert np.array_equal(parts.recalibration.without, recalibration.without)
     assert parts.coverage.equals(coverage.table)
-    assert parts.coverage_map.coefficients.keys() == coverage.coverage_map.coefficients.keys()
-    for key, coef in coverage.coverage_map.coefficients.items():
-        assert np.array_equal(parts.coverage_map.coefficients[key], coef)
+    assert parts.coverage_map.curves.keys() == coverage.coverage_map.curves.keys()
+    for key, (knots, values, at_one) in coverage.coverage_map.curves.items():
+        mine = parts.coverage_map.curves[key]
+        assert np.array_equal(mine[0], knots) and np.array_equal(mine[1], values) and mine[2] == at_one
     assert parts.split.equals(split)
 
 

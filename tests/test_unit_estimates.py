@@ -368,18 +368,44 @@ def test_coverage_map_recovers_a_known_miscalibration():
     assert mapped[0] == 0.0 and (np.diff(mapped[1:]) > 0).all()
 
 
+def test_the_map_read_at_the_headlines_draws_stays_monotone():
+    """Fitted on the check's draws (p_covered in steps of 1/30) and read at the headline's (200): values the fit
+    never saw (below 1/30, between 29/30 and 1) stay between their neighbours. A share covered that dips after
+    1/30 and jumps at p = 1 (as the mirror's major groups at >= 1 and occupations at >= 5) bent the old formula's
+    square: 1 draw of 200 mapped above 1/30's value, 199 of 200 below 29/30's."""
+    from models.estimates import coverage_check as cc
+
+    rng = np.random.default_rng(1)
+    p = rng.integers(1, 31, 6000) / 30
+    share = np.where(p >= 1, 0.97, np.where(p < 0.05, 0.5, 0.05 + 0.8 * p**2))
+    pairs = pl.DataFrame({"replication": 0, "unit": "occupation", "threshold": 5, "unit_index": np.arange(p.size),
+                          "p_covered": p, "covered": rng.random(p.size) < share}, schema=cc.PAIR_SCHEMA)
+    fitted = cc.fit_coverage_map(pairs)
+    knots, values, at_one = fitted.curves[("occupation", 5)]
+    assert np.allclose(knots, np.arange(1, 30) / 30) and at_one is not None
+    headline = np.arange(201) / 200
+    mapped = fitted.apply("occupation", 5, headline)
+    assert mapped[0] == 0.0 and (np.diff(mapped) >= 0).all()
+    assert np.allclose(fitted.apply("occupation", 5, knots), values)  # the fitted values where the fit saw p
+    assert (mapped[headline < 1 / 30] < values[0]).all()  # 1-6 draws of 200: between 0 and 1/30's value
+    assert np.allclose(mapped[(headline > 29 / 30) & (headline < 1)], values[-1])  # an imputed unit, not p = 1
+    assert mapped[-1] == at_one >= values[-1]
+    assert np.allclose(fitted.apply("occupation", 1, headline), headline)  # no map there: p_covered as it is
+
+
 def test_calibrated_p_covered_sits_beside_p_covered(run):
     from models.estimates import coverage_check as cc
 
-    coverage_map = cc.CoverageMap(coefficients={("task", 5): np.array([-1.0, 1.0, 0.0, 0.0])})
+    knots, values = np.array([0.1, 0.5, 0.9]), np.array([0.05, 0.3, 0.6])
+    coverage_map = cc.CoverageMap(curves={("task", 5): (knots, values, 0.95)})
     out = es.with_calibrated_p_covered(run["units"], coverage_map, es.UNIT_TABLES)
     tasks = out["task_estimates"]
     assert tasks.columns[tasks.columns.index("p_covered") + 1] == "p_covered_calibrated"
     assert tasks["p_covered"].equals(run["units"]["task_estimates"]["p_covered"])  # the sums stay the headline's
     at5 = tasks.filter(pl.col("threshold") == 5)
     p = at5["p_covered"].to_numpy()
-    expected = np.where(p > 0, 1 / (1 + np.exp(1.0 - np.log(np.clip(p, 1e-3, 1 - 1e-3) / (1 - np.clip(
-        p, 1e-3, 1 - 1e-3))))), 0.0)
+    expected = np.where(p >= 1, 0.95, np.interp(p, np.r_[0.0, knots], np.r_[0.0, values]))
+    assert ((p > 0) & (p < 1)).any() and (p >= 1).any()
     assert np.allclose(at5["p_covered_calibrated"].to_numpy(), expected)
     at1 = tasks.filter(pl.col("threshold") == 1)  # no map for this level and threshold: p_covered as it is
     assert at1["p_covered_calibrated"].equals(at1["p_covered"].alias("p_covered_calibrated"))

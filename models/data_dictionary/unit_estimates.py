@@ -24,8 +24,10 @@ def _unit(unit: str, prompts: str) -> dict[str, Entry]:
             "headline mean (at >= 1 prompt the imputation's mean count: the published figure there is the bounds, "
             "whose ceiling is at least that count's 97.5th percentile)", PROB, ESTIMATES),
         "p_covered_calibrated": (
-            "p_covered through a logistic map (log-odds of p_covered, its square, p ~ 1) per unit level and "
-            "threshold fitted on the split_fifth check of unit_coverage_simulation_check (the judged texts as a population, a fifth as the sample): "
+            "p_covered through a logistic map (log-odds of p_covered, its square, p = 1) per unit level and "
+            "threshold fitted on the split_fifth check of unit_coverage_simulation_check (the judged texts as a population, a fifth as the sample), "
+            "non-decreasing in p_covered and read between the check's steps of 1/30 (linearly to 0 below 1/30; "
+            "29/30's value up to just below 1); equal to p_covered for major groups (too few to fit a map on): "
             "the share of units truly covered at that p_covered where the judged texts are the population; it "
             "does not sum to the headline (p_covered does). Not shown to carry to the headline's scale (the judge "
             "reads ~8% of the texts, in split_fifth 20%): in both simulated worlds, where the judge reads ~6%, it is "

@@ -55,6 +55,9 @@ N_BINS = 10
 RAW, CALIBRATED = "p_covered", "p_covered_calibrated"
 MAP_CHECK = "split_fifth"  # the check the published map is fitted on
 UNIT_FOLDS = 5  # cross-fitting folds of units for the check's calibrated rows
+# a map needs this many distinct units below p = 1 (the check's bins need 40 units): the 22 major groups gave
+# maps from 8-9 groups, one of them "below p = 1 never covered at >= 5" (a group in 199 of 200 draws -> 0.00003)
+MIN_MAP_UNITS = 40
 COVERAGE_CHECK_SCHEMA: dict[str, pl.DataType] = {
     "check": pl.Utf8(),
     "unit": pl.Utf8(),
@@ -226,53 +229,74 @@ def bin_coverage(pairs: pl.DataFrame, check: str, replications: int, column: str
 
 
 def _map_features(p: np.ndarray) -> np.ndarray:
-    """Log-odds of p, its square, and p ~ 1: the split checks' share covered is flat through the middle band
-    and jumps near p = 1 (at >= 1 prompt), which one slope on the log-odds cannot follow."""
+    """Log-odds of p, its square, and p = 1: the split checks' share covered is flat through the middle band
+    and jumps at p = 1 (every draw covers: mostly units a judged text exercises, at >= 1 prompt), which one slope
+    on the log-odds cannot follow."""
     q = np.clip(p, 1e-3, 1 - 1e-3)
     x = np.log(q / (1 - q))
-    return np.column_stack([x, x**2, (p >= 0.995).astype(float)])
+    return np.column_stack([x, x**2, (p >= 1.0).astype(float)])
 
 
 @dataclass
 class CoverageMap:
     """Maps p_covered -> share truly covered, per (unit level, threshold): a logistic regression on
-    _map_features (intercept first); p_covered = 0 stays 0 (the check leaves those units out); a level and
-    threshold without a map keeps p_covered. Tried instead: an isotonic map (its steps made cross-fitted bins
-    worse, max |difference| 0.23 against 0.18 on the mirror); a logistic on a cubic spline of the log-odds
-    (4 quantile knots) and on that plus the unit's prompts_mean / labels_count / judged_texts (2026-12-03, 40
-    held-out fifth splits: the spline no better on the fifth, max 0.08-0.09 against 0.06-0.16 over six 6-split
-    fits, and worse carried to split_half, max 0.14-0.28 against 0.11-0.17, 0.21 against 0.09 in the asset's
-    own check; the features worse on the fifth); a map learnt by parametric bootstrap on populations of the
-    problem's own fitted model (2026-12-05, bench/bootstrap_coverage_map.py: better than p_covered in the
-    simulated worlds and the `model` check, little change on the real splits, where this map is right). The
-    remaining misses are within two unit-clustered standard errors (bin_coverage's difference_se_units):
-    docs/estimates_calibration_log.md."""
+    _map_features, read as a curve through the p_covered values it was fitted on (`curves`: those values below 1,
+    the map's values there, and its value at p = 1), made non-decreasing (the isotonic projection of the fitted
+    values, weighted by their units) and read between those values linearly. Why a curve and not the formula: the
+    map is fitted on the check's draws (30: p_covered in steps of 1/30) and applied to the headline's (200), whose
+    values below 1/30 and between 29/30 and 1 the fit never saw; there the formula's square bent the map the wrong
+    way (2026-12-06 warehouse: an occupation at >= 5 covered in 199 of 200 draws mapped to 0.36, one at 29/30 to
+    0.996; a major group in 1 of 200 to 0.60). Below the smallest fitted value it runs linearly to 0 at p = 0
+    (p_covered = 0 stays 0: the check leaves those units out); from the largest below 1 up to just below 1 it
+    stays at that value (an imputed unit, not the p = 1 class); a level and threshold without a map keeps
+    p_covered.
 
-    coefficients: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
+    Tried instead: an isotonic map on the outcomes (its steps made cross-fitted bins worse, max |difference|
+    0.23 against 0.18 on the mirror); a logistic on a cubic spline of the log-odds (4 quantile knots) and on that
+    plus the unit's prompts_mean / labels_count / judged_texts (2026-12-03, 40 held-out fifth splits: the spline
+    no better on the fifth, max 0.08-0.09 against 0.06-0.16 over six 6-split fits, and worse carried to
+    split_half, max 0.14-0.28 against 0.11-0.17, 0.21 against 0.09 in the asset's own check; the features worse
+    on the fifth); a map learnt by parametric bootstrap on populations of the problem's own fitted model
+    (2026-12-05, bench/bootstrap_coverage_map.py: better than p_covered in the simulated worlds and the `model`
+    check, little change on the real splits, where this map is right). The remaining misses are within two
+    unit-clustered standard errors (bin_coverage's difference_se_units): docs/estimates_calibration_log.md."""
+
+    curves: dict[tuple[str, int], tuple[np.ndarray, np.ndarray, float | None]] = field(default_factory=dict)
     source: str = MAP_CHECK
 
     def apply(self, level: str, threshold: int, p: np.ndarray) -> np.ndarray:
         p = np.asarray(p, dtype=np.float64)
-        coef = self.coefficients.get((level, int(threshold)))
-        if coef is None or p.size == 0:
+        curve = self.curves.get((level, int(threshold)))
+        if curve is None or p.size == 0:
             return p
-        mapped = 1.0 / (1.0 + np.exp(-(coef[0] + _map_features(p) @ coef[1:])))
+        knots, values, at_one = curve
+        below = np.interp(p, np.r_[0.0, knots], np.r_[0.0, values])  # constant past the last knot
+        mapped = np.where(p >= 1.0, values[-1] if at_one is None else at_one, below)
         return np.where(p > 0, mapped, 0.0)
 
 
 def fit_coverage_map(pairs: pl.DataFrame, source: str = MAP_CHECK) -> CoverageMap:
     """The map of covered on p_covered (units with p_covered > 0) per level and threshold."""
+    from sklearn.isotonic import IsotonicRegression
     from sklearn.linear_model import LogisticRegression
 
     out = CoverageMap(source=source)
     rows = pairs.filter(pl.col(RAW) > 0)
     for (level, threshold), group in rows.group_by("unit", "threshold"):
         covered = group["covered"].to_numpy().astype(float)
-        if group.height < 20 or covered.min() == covered.max():
+        spread = group.filter(pl.col(RAW) < 1.0)["unit_index"].n_unique()
+        if spread < MIN_MAP_UNITS or covered.min() == covered.max():
             continue
-        model = LogisticRegression(C=100.0, max_iter=200, solver="newton-cholesky").fit(
-            _map_features(group[RAW].to_numpy()), covered)
-        out.coefficients[(str(level), int(threshold))] = np.concatenate([model.intercept_, model.coef_[0]])
+        p = group[RAW].to_numpy()
+        model = LogisticRegression(C=100.0, max_iter=200, solver="newton-cholesky").fit(_map_features(p), covered)
+        knots, units = np.unique(p, return_counts=True)
+        fitted = model.predict_proba(_map_features(knots))[:, 1]
+        values = IsotonicRegression(increasing=True).fit_transform(knots, fitted, sample_weight=units)
+        one = knots >= 1.0
+        if one.all():  # every fitted unit at p = 1: nothing below to read between
+            continue
+        at_one = float(values[one][0]) if one.any() else None
+        out.curves[(str(level), int(threshold))] = (knots[~one], values[~one], at_one)
     return out
 
 
@@ -422,7 +446,7 @@ def assembled_check(split_found: dict[str, pl.DataFrame], world_found: dict[str,
         pairs["model"] = model_found
     for check, found in world_found.items():
         # the published map carried into the world (a transfer test: fitted on the mirror, never on the world)
-        pairs[check] = _mapped_pairs(found, coverage_map) if coverage_map.coefficients else found
+        pairs[check] = _mapped_pairs(found, coverage_map) if coverage_map.curves else found
     frames: list[pl.DataFrame] = []
     for check, found in pairs.items():
         n_rep = int(found["replication"].n_unique())
