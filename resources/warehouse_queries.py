@@ -166,9 +166,12 @@ class WarehouseQueries:
     # --- benchmarks ---------------------------------------------------------------------------------------------
 
     def benchmark_registry_row(self, benchmark: str) -> pl.DataFrame:
-        """first_seen, last_changed, content_hash of the benchmark's registry row (no row when new)."""
+        """first_seen, last_changed, content_hash and the metadata of the benchmark's registry row (no row when
+        new): a metadata file that cannot be read keeps the stored metadata (models.benchmarks.ingest_benchmark),
+        which it could not while this read only the three dates and hash (the defaults replaced it)."""
         return self._query(
-            "select first_seen, last_changed, content_hash from benchmarks where benchmark = ?", [benchmark])
+            "select first_seen, last_changed, content_hash, title, version, source_url, license, agentic, "
+            "public_items, saturated, target_major_group from benchmarks where benchmark = ?", [benchmark])
 
     def stored_prompt_count(self, benchmark: str) -> int:
         counted = self._query("select count(*) as n from benchmark_prompts where benchmark = ?", [benchmark])
