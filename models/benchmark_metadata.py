@@ -11,6 +11,8 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
+from models.landing_lines import lone_surrogate
+
 METADATA_FILES = ("benchmark.toml", "benchmark.yaml", "benchmark.yml")
 INT64_MAX = 2**63 - 1  # public_items is stored as a 64-bit integer
 _MAJOR_GROUP = re.compile(r"^(\d{2})(?:-0000)?$")
@@ -43,6 +45,7 @@ def _bool(value: Any) -> tuple[bool | None, bool]:
 
 
 UNREADABLE = "could not be read"  # a metadata file's reject says so; its benchmark then keeps its stored metadata
+KEY_IGNORED = "the key is ignored"  # a key refused for a lone surrogate: its benchmark also keeps the stored metadata
 
 
 def _error_line(exc: Exception) -> int | None:
@@ -81,6 +84,23 @@ def _load_metadata_file(files: Mapping[str, bytes]
     return dict(data), name, warnings, None
 
 
+def _surrogate_entries(raw: dict[str, Any], text: str) -> list[tuple[str, int | None, str]]:
+    """(key, line, reason) of each entry whose key or value holds a lone surrogate (YAML's `"\\ud83d"` without its
+    pair; TOML refuses one itself): no UTF-8 table can store it, and it failed the whole benchmark."""
+    refused = []
+    for key, value in raw.items():
+        code = lone_surrogate(key) or lone_surrogate(value)
+        if code is None:
+            continue
+        bad_key = lone_surrogate(key) is not None
+        line = None if bad_key else key_line(text, str(key))
+        if line is None:  # the escape itself, for a key that is not found by its name
+            line = next((n for n, t in enumerate(text.split("\n"), 1) if code.lower() in t.lower()), None)
+        shown = f"key {ascii(key)}" if bad_key else f"{str(key)!r}"
+        refused.append((key, line, f"{shown} holds a lone surrogate {code}, not valid Unicode: {KEY_IGNORED}"))
+    return refused
+
+
 def _excerpt_line(data: bytes, line: int | None) -> str:
     """The text of line `line` (1-based) of a file, for a reject's excerpt."""
     lines = data.decode("utf-8-sig", errors="replace").split("\n")
@@ -117,6 +137,13 @@ def parse_metadata_with_rejects(files: Mapping[str, bytes], benchmark: str, n_pr
     if unreadable is not None:  # one reject names the file and line; no "missing" warning per key after it
         line, reason = unreadable
         rejects.append((filename or "", line, reason, _excerpt_line(files[filename or ""], line)))
+    refused: set[Any] = set()
+    if filename is not None and raw:  # a lone surrogate: that entry is a reject, the rest of the file is read
+        for key, line, reason in _surrogate_entries(raw, files[filename].decode("utf-8-sig", errors="replace")):
+            rejects.append((filename, line, reason, _excerpt_line(files[filename], line)))
+            warnings.append(f"{filename} line {line}: {reason}")
+            refused.add(key)
+            del raw[key]
     values: dict[str, Any] = {}
     used: set[str] = set()
     for target, aliases in _META_ALIASES.items():
@@ -131,6 +158,8 @@ def parse_metadata_with_rejects(files: Mapping[str, bytes], benchmark: str, n_pr
     quiet = filename is None  # one warning already covers a missing file
 
     def default(name: str, value: Any, why: str = "missing") -> Any:
+        if why == "missing" and refused.intersection(_META_ALIASES[name]):
+            return value  # refused for a lone surrogate: its reject and warning say so
         if (not quiet or why != "missing") and unreadable is None:  # an unreadable file: its reject says it all
             warnings.append(f"{name} {why}; default {value!r}")
         return value

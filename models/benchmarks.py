@@ -29,6 +29,7 @@ from typing import Any
 import polars as pl
 
 from models.benchmark_metadata import (  # noqa: F401
+    KEY_IGNORED,
     METADATA_FILES,
     UNREADABLE,
     parse_metadata,
@@ -49,6 +50,7 @@ from models.landing_lines import (  # noqa: F401 - Reject, EXCERPT_CHARS and the
     cut_last_line,
     decode_line,
     excerpt,
+    lone_surrogate,
     physical_lines,
 )
 from models.markdown import markdown_table
@@ -260,6 +262,23 @@ def load_json_line(text: str) -> Any:
     return value
 
 
+# an escape of a UTF-16 surrogate: the only way a line decoded from UTF-8 can yield one (`lone_surrogate`)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _surrogate_problem(record: Any) -> str | None:
+    """The reject reason of a decoded line holding a lone surrogate (`\\ud83d` without its pair), naming the
+    field; None when it holds none."""
+    fields = record.items() if isinstance(record, dict) else [(None, record)]
+    for key, value in fields:
+        if key is not None and (code := lone_surrogate(key)) is not None:
+            return f"a field name holds a lone surrogate {code}, not valid Unicode"
+        if (code := lone_surrogate(value)) is not None:
+            where = "the JSON value" if key is None else f"field {key!r}"
+            return f"{where} holds a lone surrogate {code}, not valid Unicode"
+    return None
+
+
 def _prompt_row(record: Any, benchmark: str, number: int, seen: dict[str, int]) -> dict[str, Any]:
     """Validate one decoded JSON value; raises ValueError with the reject reason."""
     if not isinstance(record, dict):
@@ -336,6 +355,9 @@ def parse_prompts(data: bytes, benchmark: str, *, label: str | None = None
         except ValueError as exc:  # a parser limit (_LimitExceeded) or a repeated key (_unique_keys)
             rejects.append(Reject(benchmark, label, number, str(exc), excerpt(text)))
             continue
+        if _SURROGATE_ESCAPE.search(text) and (problem := _surrogate_problem(record)) is not None:
+            rejects.append(Reject(benchmark, label, number, problem, excerpt(text)))
+            continue
         try:
             rows.append(_prompt_row(record, benchmark, number, seen))
         except ValueError as exc:
@@ -383,7 +405,7 @@ def ingest_benchmark(folder: BenchmarkFolder, files: Mapping[str, bytes], *,
     else:
         results = pl.DataFrame(schema=RESULTS_SCHEMA)
     metadata, warnings, meta_refused = parse_metadata_with_rejects(files, name, prompts.height)
-    if previous and any(UNREADABLE in why for _, _, why, _ in meta_refused):
+    if previous and any(UNREADABLE in why or KEY_IGNORED in why for _, _, why, _ in meta_refused):
         # a typo in benchmark.toml must not reset the metadata the indexes read (agentic, public_items, ...)
         metadata = {key: previous.get(key, value) for key, value in metadata.items()}
         warnings.append("the stored metadata is kept until the file can be read")

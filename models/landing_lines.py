@@ -1,10 +1,11 @@
 """Reading a landing file line by line (pure): its physical lines (LF, CRLF, or a file of bare CRs), a line cut
-by a half-written file, UTF-8 decoding with the byte that failed, and the reject a line that cannot be taken
-becomes (file, line number, reason, excerpt). Shared by the prompts (models/benchmarks.py) and results
-(models/benchmark_results.py) parsers."""
+by a half-written file, UTF-8 decoding with the byte that failed, a lone surrogate in a decoded value, and the reject a line that cannot be taken becomes (file, line number, reason, excerpt). Shared by
+the prompts (models/benchmarks.py), results (models/benchmark_results.py) and metadata
+(models/benchmark_metadata.py) parsers."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -61,3 +62,23 @@ def decode_line(line: bytes) -> tuple[str | None, str | None]:
         return line.decode("utf-8"), None
     except UnicodeDecodeError as exc:
         return None, f"not valid UTF-8 (byte 0x{line[exc.start]:02x} at column {exc.start + 1})"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate (U+D800..U+DFFF) in a decoded JSON or YAML value's strings, keys included, as
+    `\\udxxx`; None when there is none. An unpaired `\\ud83d` escape decodes to one: it is half of a UTF-16 pair,
+    not a character, and no UTF-8 writer (polars, DuckDB) can store it (it failed the whole benchmark)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if found := _SURROGATE.search(item):
+                return f"\\u{ord(found.group()):04x}"
+        elif isinstance(item, dict):
+            stack.extend([*item.values(), *item.keys()])
+        elif isinstance(item, list | tuple):
+            stack.extend(reversed(item))
+    return None

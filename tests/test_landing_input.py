@@ -4,17 +4,30 @@ what each gets (each test's docstring says what it got before).
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
+import polars as pl
+import pytest
+
+from models import benchmarks as bm
 from tests.test_benchmarks import Env, env  # noqa: F401 - env is a fixture
 
 SOURCE = "apex_agents"
+SURROGATE = "\\ud83d"  # as it stands in the file: a JSON / YAML escape of half a UTF-16 pair
+MARK = "LONE-SURROGATE-HERE"
 
 
 def source_lines(mirror: Path) -> list[dict]:
     data = (mirror / "benchmarks" / SOURCE / "prompts.jsonl").read_bytes()
     return [json.loads(line) for line in data.split(b"\n") if line.strip()]
+
+
+def result_rows(mirror: Path) -> list[dict]:
+    with open(mirror / "benchmarks" / SOURCE / "results.csv", encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
 
 
 def apex_copy(root: Path, mirror: Path, name: str, *, rename: bool = True) -> tuple[Path, list[bytes]]:
@@ -36,6 +49,18 @@ def write(folder: Path, lines: list[bytes]) -> None:
     (folder / "prompts.jsonl").write_bytes(b"\n".join(lines) + b"\n")
 
 
+def with_surrogate(line: bytes, field: str) -> bytes:
+    """The line with a lone surrogate in `field` (a new top-level field when the record has none)."""
+    record = json.loads(line)
+    if field == "extra":
+        record["extra"] = {**(record.get("extra") or {}), "note": MARK}
+    elif field in ("prompt_id", "prompt"):
+        record[field] = f"{record[field]} {MARK}"
+    else:
+        record[field] = f"Investment Banking {MARK}"
+    return json.dumps(record).replace(MARK, SURROGATE).encode()
+
+
 # ------------------------------------------------------------------------------------------------ stored metadata
 def test_a_metadata_file_that_cannot_be_read_keeps_the_stored_metadata_in_the_warehouse(
         env: Env, mirror: Path) -> None:  # noqa: F811
@@ -54,3 +79,56 @@ def test_a_metadata_file_that_cannot_be_read_keeps_the_stored_metadata_in_the_wa
     row = env.table("benchmarks", "apex_meta").row(0, named=True)
     assert {c: row[c] for c in columns} == stored
     assert row["n_rejects"] == 1 and "the stored metadata is kept" in row["metadata_warnings"]
+
+
+# ------------------------------------------------------------------------------------------------ lone surrogates
+@pytest.mark.parametrize("field", ["sector", "extra", "x_unknown", "prompt_id", "prompt"])
+def test_a_lone_surrogate_in_any_field_is_one_reject_naming_it_and_the_other_lines_land(
+        mirror: Path, field: str) -> None:
+    """The parser crashed at building its frame (sector, extra, an unknown field, prompt_id) or rejected the line
+    with a raw codec message (prompt)."""
+    lines = [json.dumps({**r, "benchmark": "wb"}, ensure_ascii=False).encode() for r in source_lines(mirror)]
+    lines[9] = with_surrogate(lines[9], field)
+    paired = json.loads(lines[10])
+    lines[10] = json.dumps({**paired, "sector": MARK}).replace(MARK, "\\ud83d\\ude00").encode()  # a whole pair
+    prompts, rejects = bm.parse_prompts(b"\n".join(lines) + b"\n", "wb")
+    assert prompts.height == len(lines) - 1
+    assert [(r.line_number, r.reason) for r in rejects] == [
+        (10, f"field '{field}' holds a lone surrogate \\ud83d, not valid Unicode")]
+    assert prompts.filter(pl.col("line_number") == 11)["sector"].to_list() == ["\U0001f600"]  # the pair lands
+    prompts.write_parquet(io.BytesIO())  # every value is UTF-8 text now
+
+
+def test_a_lone_surrogate_lands_everything_else_in_the_warehouse(env: Env, mirror: Path) -> None:  # noqa: F811
+    """The audit's two folders through the landing asset: line 10's sector, and benchmark.yaml's title."""
+    folder, lines = apex_copy(env.landing, mirror, "f_surr")
+    lines[9] = with_surrogate(lines[9], "sector")
+    write(folder, lines)
+    yaml_folder, _ = apex_copy(env.landing, mirror, "f_surr_yaml")
+    (yaml_folder / "benchmark.toml").unlink()
+    (yaml_folder / "benchmark.yaml").write_bytes(b'title: "APEX copy \\ud83d"\nagentic: true\n')
+    env.instance.add_dynamic_partitions("benchmark", ["f_surr", "f_surr_yaml"])
+    assert env.run_partition("f_surr").success and env.run_partition("f_surr_yaml").success
+
+    bad_id = json.loads(lines[9])["prompt_id"]
+    its_results = sum(r["prompt_id"] == bad_id for r in result_rows(mirror))
+    assert its_results > 0  # so the counts below say something about results too
+    row = env.table("benchmarks", "f_surr").row(0, named=True)
+    assert (row["n_prompts"], row["n_results"], row["n_rejects"]) == (
+        len(lines) - 1, len(result_rows(mirror)) - its_results, 1 + its_results)
+    rejects = env.table("benchmark_rejects", "f_surr").filter(pl.col("file") == "f_surr/prompts.jsonl")
+    assert rejects.select("line_number", "reason").rows() == [
+        (10, "field 'sector' holds a lone surrogate \\ud83d, not valid Unicode")]
+
+    row = env.table("benchmarks", "f_surr_yaml").row(0, named=True)
+    assert (row["n_prompts"], row["title"], row["agentic"]) == (len(lines), "f_surr_yaml", True)
+    reject = env.table("benchmark_rejects", "f_surr_yaml").row(0, named=True)
+    assert (reject["file"], reject["line_number"], reject["reason"]) == (
+        "f_surr_yaml/benchmark.yaml", 1, "'title' holds a lone surrogate \\ud83d, not valid Unicode: the key is ignored")
+    # once stored, the metadata stays while the file holds one (as for a file that cannot be read at all)
+    (yaml_folder / "benchmark.yaml").write_bytes(b'title: "APEX copy"\nagentic: true\n')
+    assert env.run_partition("f_surr_yaml").success
+    (yaml_folder / "benchmark.yaml").write_bytes(b'title: "APEX copy \\ud83d"\nagentic: false\n')
+    assert env.run_partition("f_surr_yaml").success
+    row = env.table("benchmarks", "f_surr_yaml").row(0, named=True)
+    assert (row["title"], row["agentic"], row["n_rejects"]) == ("APEX copy", True, 1)
