@@ -116,13 +116,14 @@ def _ingest_partition(context: AssetExecutionContext, warehouse: Warehouse, land
             metadata={"benchmark": name},
         )
     ingested = ingest_folder(folder, previous=_previous_row(warehouse, name))
-    stored = _stored_prompt_count(warehouse, name)
-    if ingested.prompts.is_empty() and stored:
-        raise Failure(
-            description=f"{folder.path / bm.PROMPTS_FILE} yielded no valid prompts "
-                        f"({ingested.rejects.height} rejects) but the warehouse holds {stored} prompts for "
-                        f"{name!r}: refusing to replace them with nothing. Fix the file; the warehouse is "
-                        "unchanged.",
+    if ingested.prompts.is_empty():  # a benchmark without a prompt measures nothing: never an "ok" step
+        _log_rejects(context, name, ingested.rejects)  # its rejects are not written: the log keeps them
+        stored = _stored_prompt_count(warehouse, name)
+        kept = (f"the warehouse keeps its {stored} prompts for {name!r} (not replaced with nothing)" if stored
+                else "nothing was written")
+        raise Failure(  # one line: run_all prints the first line of a failure
+            description=f"{folder.path / bm.PROMPTS_FILE} yielded no valid prompts: "
+                        f"{bm.no_prompt_reason(ingested.rejects, name)}; {kept}",
             metadata={"rejects_preview": MetadataValue.md(bm.rejects_markdown(ingested.rejects))},
         )
     results_file = folder.path / bm.RESULTS_FILE

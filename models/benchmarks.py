@@ -51,7 +51,9 @@ from models.landing_lines import (  # noqa: F401 - Reject, EXCERPT_CHARS and the
     decode_line,
     excerpt,
     lone_surrogate,
+    looks_utf16,
     physical_lines,
+    utf16_lines,
 )
 from models.markdown import markdown_table
 
@@ -332,6 +334,11 @@ def parse_prompts(data: bytes, benchmark: str, *, label: str | None = None
     rows: list[dict[str, Any]] = []
     rejects: list[Reject] = []
     seen: dict[str, int] = {}
+    if (utf16 := looks_utf16(data)) is not None:  # one reason for every line, not "not valid UTF-8" / bad JSON
+        reason = f"the file looks UTF-16 ({utf16}), not UTF-8: save {PROMPTS_FILE} as UTF-8"
+        rejects = [Reject(benchmark, label, number, reason, excerpt(text.lstrip("\ufeff")))
+                   for number, text in utf16_lines(data) if text.strip("\ufeff \t\r")]
+        return pl.DataFrame(schema=PROMPTS_SCHEMA), rejects or [Reject(benchmark, label, 1, reason, "")]
     cut = cut_last_line(data)  # a last line that parses is a whole record (a JSON value ends in its own close)
     for number, line in physical_lines(data):
         if not line.strip():
@@ -363,8 +370,28 @@ def parse_prompts(data: bytes, benchmark: str, *, label: str | None = None
         except ValueError as exc:
             rejects.append(Reject(benchmark, label, number, str(exc), excerpt(text)))
     if not rows and not rejects:  # an empty file: said, not a silent benchmark of 0 prompts
-        rejects.append(Reject(benchmark, label, 1, "no prompt: the file is empty", excerpt(data[:200])))
+        rejects.append(Reject(benchmark, label, 1, EMPTY_FILE, excerpt(data[:200])))
     return pl.DataFrame(rows, schema=PROMPTS_SCHEMA), rejects
+
+
+EMPTY_FILE = "no prompt: the file is empty"
+SHORT_REASON_CHARS = 100  # a reject's reason on a console line
+
+
+def _short(text: str, limit: int = SHORT_REASON_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def no_prompt_reason(rejects: pl.DataFrame, benchmark: str) -> str:
+    """Why a benchmark's prompts.jsonl landed no prompt, in one line: "0 of 58 lines landed; first reject line 1:
+    ..." (or that the file is empty). A benchmark without a prompt measures nothing: its step fails with this."""
+    own = rejects.filter(pl.col("file") == f"{benchmark}/{PROMPTS_FILE}")
+    if own.is_empty():
+        return "no line landed"
+    first = own.row(0, named=True)
+    if own.height == 1 and first["reason"] == EMPTY_FILE:
+        return "the file is empty (no line to land)"
+    return f"0 of {own.height:,} lines landed; first reject line {first['line_number']}: {_short(first['reason'])}"
 
 
 # --------------------------------------------------------------------------------------------- one benchmark

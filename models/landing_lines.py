@@ -1,5 +1,6 @@
 """Reading a landing file line by line (pure): its physical lines (LF, CRLF, or a file of bare CRs), a line cut
-by a half-written file, UTF-8 decoding with the byte that failed, a lone surrogate in a decoded value, and the reject a line that cannot be taken becomes (file, line number, reason, excerpt). Shared by
+by a half-written file, UTF-8 decoding with the byte that failed, a file saved as UTF-16, a lone surrogate in a
+decoded value, and the reject a line that cannot be taken becomes (file, line number, reason, excerpt). Shared by
 the prompts (models/benchmarks.py), results (models/benchmark_results.py) and metadata
 (models/benchmark_metadata.py) parsers."""
 
@@ -62,6 +63,32 @@ def decode_line(line: bytes) -> tuple[str | None, str | None]:
         return line.decode("utf-8"), None
     except UnicodeDecodeError as exc:
         return None, f"not valid UTF-8 (byte 0x{line[exc.start]:02x} at column {exc.start + 1})"
+
+
+def looks_utf16(data: bytes) -> str | None:
+    """Why a file looks UTF-16 rather than UTF-8 (None when it does not): a UTF-16 byte-order mark, or NUL bytes
+    in every other position (ASCII text in UTF-16 without a mark). UTF-8 JSON or CSV text holds no NUL byte, and
+    a Windows editor's "Unicode" is UTF-16: line by line it only gave rejects such as "not valid UTF-8"."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return f"byte-order mark {data[:2].hex(' ').upper()}"
+    sample = data[:4096]
+    even, odd = sample[0::2], sample[1::2]
+    if len(sample) >= 8 and any(half.count(0) * 2 >= len(half) and other.count(0) * 10 < len(other)
+                                for half, other in ((even, odd), (odd, even))):
+        return "every other byte is NUL"
+    return None
+
+
+def utf16_lines(data: bytes) -> Iterator[tuple[int, str]]:
+    """(1-based line number, text) of a file `looks_utf16` names, decoded as UTF-16 (bad units replaced): for
+    readable excerpts of its rejects."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        encoding = "utf-16"  # the mark says the byte order
+    else:
+        encoding = "utf-16-le" if data[1:4096:2].count(0) > data[0:4096:2].count(0) else "utf-16-be"
+    text = data.decode(encoding, errors="replace")
+    for number, line in enumerate(text.split("\n"), start=1):
+        yield number, line.removesuffix("\r")
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

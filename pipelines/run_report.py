@@ -12,6 +12,9 @@ from resources.untrusted import scrub_untrusted
 
 # --- reading a run's result ---------------------------------------------------------------------------------
 
+FAILURE_PREFIX = "dagster._core.definitions.events.Failure: "  # how Dagster's error info names a raised Failure
+
+
 def errors(result: ExecuteInProcessResult) -> list[str]:
     messages = []
     for event in result.all_events:
@@ -19,7 +22,9 @@ def errors(result: ExecuteInProcessResult) -> list[str]:
             error = getattr(event.event_specific_data, "error", None)
             while error is not None and error.cause is not None:  # the user's exception, not Dagster's wrapper
                 error = error.cause
-            text = f"{event.step_key or 'run'}: {error.message.strip() if error else event.message}"
+            said = error.message.strip() if error else event.message
+            said = said.removeprefix(FAILURE_PREFIX)  # a Failure's description is written for the reader: no class
+            text = f"{event.step_key or 'run'}: {said}"
             messages.append(scrub_untrusted(text) or "")  # an exception may quote a server: printed masked
     return messages
 

@@ -7,12 +7,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from models import benchmarks as bm
+from models.landing_lines import looks_utf16
+from pipelines import run_all
 from tests.test_benchmarks import Env, env  # noqa: F401 - env is a fixture
 
 SOURCE = "apex_agents"
@@ -132,3 +135,57 @@ def test_a_lone_surrogate_lands_everything_else_in_the_warehouse(env: Env, mirro
     assert env.run_partition("f_surr_yaml").success
     row = env.table("benchmarks", "f_surr_yaml").row(0, named=True)
     assert (row["title"], row["agentic"], row["n_rejects"]) == ("APEX copy", True, 1)
+
+
+# ------------------------------------------------------------------------------------------------ no prompt landed
+def test_a_utf16_prompts_file_is_named_as_such_and_no_mirrored_file_looks_utf16(mirror: Path) -> None:
+    lines = [json.dumps({**r, "benchmark": "wb"}, ensure_ascii=False) for r in source_lines(mirror)]
+    text = "\n".join(lines) + "\n"
+    for encoding, why in (("utf-16", "byte-order mark FF FE"), ("utf-16-le", "every other byte is NUL"),
+                          ("utf-16-be", "every other byte is NUL")):
+        prompts, rejects = bm.parse_prompts(text.encode(encoding), "wb")
+        assert prompts.is_empty() and [r.line_number for r in rejects] == list(range(1, len(lines) + 1))
+        assert {r.reason for r in rejects} == {
+            f"the file looks UTF-16 ({why}), not UTF-8: save prompts.jsonl as UTF-8"}, encoding
+        assert rejects[3].raw_excerpt == bm.excerpt(lines[3])  # readable: decoded as the UTF-16 it is
+    for folder in sorted((mirror / "benchmarks").iterdir()):
+        for name in ("prompts.jsonl", "results.csv"):
+            if (folder / name).is_file():
+                assert looks_utf16((folder / name).read_bytes()) is None, folder / name
+
+
+def test_a_benchmark_that_lands_no_prompt_fails_its_step_naming_the_file_and_why(
+        env: Env, mirror: Path, capsys: pytest.CaptureFixture) -> None:  # noqa: F811
+    """An empty file, the file saved as UTF-16, and the mirror's folder copied under a new name (every line still
+    names apex_agents): each was an "ok" step of 0 prompts, and the run said "all steps succeeded" (exit 0)."""
+    n = len(source_lines(mirror))
+    empty, _ = apex_copy(env.landing, mirror, "f_emptyfile")
+    (empty / "prompts.jsonl").write_bytes(b"")
+    utf16, lines = apex_copy(env.landing, mirror, "f_utf16")
+    (utf16 / "prompts.jsonl").write_text(b"\n".join(lines).decode() + "\n", encoding="utf-16")
+    copied, _ = apex_copy(env.landing, mirror, "apex_copy", rename=False)
+    apex_copy(env.landing, mirror, "apex_ok")  # lands, and is kept
+
+    assert run_all.main([], defs=env.defs, instance=env.instance) == 1
+    out = capsys.readouterr()
+    expected = {
+        "f_emptyfile": f"{empty / 'prompts.jsonl'} yielded no valid prompts: the file is empty (no line to land); "
+                       "nothing was written",
+        "f_utf16": f"{utf16 / 'prompts.jsonl'} yielded no valid prompts: 0 of {n} lines landed; first reject line "
+                   "1: the file looks UTF-16 (byte-order mark FF FE), not UTF-8: save prompts.jsonl as UTF-8; "
+                   "nothing was written",
+        "apex_copy": f"{copied / 'prompts.jsonl'} yielded no valid prompts: 0 of {n} lines landed; first reject "
+                     "line 1: benchmark field 'apex_agents' does not match the folder 'apex_copy'; nothing was "
+                     "written",
+    }
+    for name, message in expected.items():
+        assert f"FAILED {_label(out.out, name)}: benchmark_landing: {message}\n" in out.err, (name, out.err)
+    assert re.search(rf"\] apex_ok: ok in [0-9.]+s: {n} prompts", out.out)
+    assert "all steps succeeded" not in out.out and "3 step(s) FAILED" in out.out
+    assert sorted(env.table("benchmarks")["benchmark"]) == ["apex_ok"]  # nothing of the three was written
+    assert env.table("benchmark_prompts").height == n
+
+
+def _label(out: str, name: str) -> str:
+    """`[i/n] name`, as run_all's partition line for `name` reads."""
+    return re.search(rf"(\[\d+/\d+\] {name}):", out).group(1)
