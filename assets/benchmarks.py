@@ -36,6 +36,7 @@ GROUP = "benchmarks"
 PARTITIONED = {"partition_expr": "benchmark"}
 TABLES = ("benchmarks", "benchmark_prompts", "benchmark_results", "benchmark_rejects")
 REJECT_RATE_WARN = 0.05
+FIRST_REJECT = "first_reject"  # metadata: the first reject's `file:line: reason` (run_all's partition line)
 
 _DESCRIPTIONS = {
     "benchmarks": "One row per benchmark: metadata (defaults named in metadata_warnings), counts, content "
@@ -147,6 +148,7 @@ def _ingest_partition(context: AssetExecutionContext, warehouse: Warehouse, land
         "n_prompts": ingested.prompts.height,
         "n_results": ingested.results.height,
         "n_rejects": ingested.rejects.height,
+        **({FIRST_REJECT: first} if (first := bm.first_reject(ingested.rejects)) else {}),  # run_all prints it
         "n_distinct_prompt_hashes": ingested.prompts["prompt_hash"].n_unique(),
         "content_hash": ingested.content_hash,
         "landing_path": MetadataValue.path(str(folder.path)),

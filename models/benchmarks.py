@@ -382,6 +382,15 @@ def _short(text: str, limit: int = SHORT_REASON_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def first_reject(rejects: pl.DataFrame) -> str | None:
+    """The first reject as `file:line: reason` (reason cut short), for a console line; None when there is none."""
+    if rejects.is_empty():
+        return None
+    row = rejects.row(0, named=True)
+    where = row["file"] if row["line_number"] is None else f"{row['file']}:{row['line_number']}"
+    return f"{where}: {_short(row['reason'])}"
+
+
 def no_prompt_reason(rejects: pl.DataFrame, benchmark: str) -> str:
     """Why a benchmark's prompts.jsonl landed no prompt, in one line: "0 of 58 lines landed; first reject line 1:
     ..." (or that the file is empty). A benchmark without a prompt measures nothing: its step fails with this."""

@@ -21,6 +21,7 @@ from dagster import (
 )
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
+from assets.benchmarks import FIRST_REJECT
 from assets.judge_sample import FAILED_BY_BENCHMARK as JUDGE_FAILED_BY_BENCHMARK
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
@@ -200,6 +201,10 @@ class Runner:
         if name == bm.LANDING_PARTITION:
             return f"{counts['n_rejects']} landing problems recorded"
         text = f"{counts['n_prompts']:,} prompts, {counts['n_results']:,} results, {counts['n_rejects']:,} rejects"
+        first = rr.metadata_value(result, "benchmark_rejects", FIRST_REJECT, partition)
+        if counts["n_rejects"] and first:  # where to look, not only how many
+            text += (f" (first {first}; all {counts['n_rejects']:,} in benchmark_rejects)" if counts["n_rejects"] > 1
+                     else f" ({first}; in benchmark_rejects)")
         if labels is not None:  # labeled = asked and answered: a failed prompt was asked too (it said "labeled")
             failures = f", {failed:,} FAILED" if failed else ""
             text += f"; {labels:,} labels ({labeled:,} prompts labeled{failures}, {int(cached or 0):,} from the cache)"

@@ -833,7 +833,9 @@ def test_run_all_materializes_every_mirrored_benchmark(env: Env, mirror: Path, m
     assert run_all.main([], defs=env.defs, instance=env.instance) == 0
     out = capsys.readouterr().out
     assert "29 benchmarks, 11107 prompts, 3654 results, 196 rejects; all steps succeeded" in out
-    assert "6 prompts, 53 results, 196 rejects" in out  # jobbench
+    assert "6 prompts, 53 results, 196 rejects" in out  # jobbench, and where its rejects start:
+    assert ("196 rejects (first jobbench/results.csv:2: unknown prompt_id 'court_clerks__task1' (no accepted prompt "
+            "of prompts.jsonl has it); all 196 in benchmark_rejects)") in out
     assert "check not passed: benchmark_rejects:benchmark_reject_rate (WARN)" in out  # jobbench: 77% rejected
     counts = wh.query(env.warehouse, "select (select count(*) from benchmarks) as b, "
                       "(select count(*) from benchmark_prompts) as p, (select count(*) from labels_stub) as l, "

@@ -189,3 +189,23 @@ def test_a_benchmark_that_lands_no_prompt_fails_its_step_naming_the_file_and_why
 def _label(out: str, name: str) -> str:
     """`[i/n] name`, as run_all's partition line for `name` reads."""
     return re.search(rf"(\[\d+/\d+\] {name}):", out).group(1)
+
+
+# ------------------------------------------------------------------------------------------------ run_all's lines
+def test_the_partition_line_names_the_first_reject(env: Env, mirror: Path,  # noqa: F811
+                                                   capsys: pytest.CaptureFixture) -> None:
+    folder, lines = apex_copy(env.landing, mirror, "f_badjson")
+    bad_id = json.loads(lines[19])["prompt_id"]
+    lines[19] = lines[19][:-40] + b'"oops'  # the audit's cut line 20
+    write(folder, lines)
+    apex_copy(env.landing, mirror, "f_clean")
+    assert run_all.main([], defs=env.defs, instance=env.instance) == 0
+    out = capsys.readouterr().out
+    its_results = sum(r["prompt_id"] == bad_id for r in result_rows(mirror))
+    rejects = 1 + its_results
+    line = next(s for s in out.splitlines() if "] f_badjson: ok in" in s)
+    assert re.search(rf": {len(lines) - 1} prompts, {len(result_rows(mirror)) - its_results} results, "
+                     rf"{rejects} rejects \(first f_badjson/prompts\.jsonl:20: invalid JSON: Expecting ',' "
+                     rf"delimiter at column \d+; all {rejects} in benchmark_rejects\)$", line), line
+    clean = next(s for s in out.splitlines() if "] f_clean: ok in" in s)
+    assert clean.endswith(f": {len(lines)} prompts, {len(result_rows(mirror))} results, 0 rejects")
