@@ -410,7 +410,10 @@ def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None,
         from resources.release import exports_root, latest_release
 
         latest = latest_release(exports_root(warehouse_path))
-        if latest is not None:
+        if skip_analysis:  # the exports did not run: an older release must not read as this run's
+            print("release: none written by this run (--skip-analysis)"
+                  + (f"; the newest is {latest}" if latest is not None else "; there is none yet"))
+        elif latest is not None:
             release = f"release: {latest} (newest; also {latest.parent / 'latest'})"
             print(release)
     print(f"Dagster log: {log_path}")

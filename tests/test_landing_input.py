@@ -209,3 +209,17 @@ def test_the_partition_line_names_the_first_reject(env: Env, mirror: Path,  # no
                      rf"delimiter at column \d+; all {rejects} in benchmark_rejects\)$", line), line
     clean = next(s for s in out.splitlines() if "] f_clean: ok in" in s)
     assert clean.endswith(f": {len(lines)} prompts, {len(result_rows(mirror))} results, 0 rejects")
+
+
+def test_a_skip_analysis_run_says_it_wrote_no_release(env: Env, mirror: Path,  # noqa: F811
+                                                     capsys: pytest.CaptureFixture) -> None:
+    apex_copy(env.landing, mirror, "apex_ok")
+    assert run_all.main(["--skip-analysis"], defs=env.defs, instance=env.instance) == 0
+    assert "release: none written by this run (--skip-analysis); there is none yet" in capsys.readouterr().out
+    older = env.warehouse.parent / "exports" / "2026-12-01T000000Z-0123abcd"  # an earlier run's release
+    older.mkdir(parents=True)
+    (older / "manifest.json").write_text("{}")
+    assert run_all.main(["--skip-analysis", "--force"], defs=env.defs, instance=env.instance) == 0
+    out = capsys.readouterr().out
+    assert f"release: none written by this run (--skip-analysis); the newest is {older}\n" in out
+    assert "(newest;" not in out
