@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import re
 import threading
@@ -82,25 +83,34 @@ class StepFailed(Exception):
     """A protocol step gave no valid answer within its attempts; the message is the prompt's error."""
 
 
+RETRY_AFTER_CEILING_S = 24 * 3600.0  # a longer wait is no rate limit but a broken header; backoff caps it lower
+
+
 def retry_after(response: Any) -> float | None:
-    """The server's Retry-After (retry-after-ms, seconds or an HTTP date) in seconds, if it sent one."""
+    """The server's Retry-After (retry-after-ms, seconds or an HTTP date) in seconds, if it sent a usable one:
+    a negative wait is 0, one beyond RETRY_AFTER_CEILING_S is capped, NaN/inf/garbage is ignored (a bad header
+    must not turn a retryable 429 into the prompt's failure: time.sleep raises on both)."""
     headers = getattr(response, "headers", None) or {}
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return float(ms) / 1000.0
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
+    seconds = _header_seconds(headers.get("retry-after-ms"), scale=1000.0)
+    if seconds is None:
+        seconds = _header_seconds(headers.get("retry-after"), scale=1.0, dates=True)
+    return None if seconds is None else min(max(0.0, seconds), RETRY_AFTER_CEILING_S)
+
+
+def _header_seconds(value: str | None, *, scale: float, dates: bool = False) -> float | None:
+    """A Retry-After header's value in seconds (a number / `scale`, or an HTTP date); None when unusable."""
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value) / scale
     except ValueError:
-        try:
-            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-        except (TypeError, ValueError):
+        if not dates:
             return None
+        try:
+            seconds = parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+    return seconds if math.isfinite(seconds) else None
 
 
 def is_loopback(url: str | None) -> bool:
@@ -123,8 +133,8 @@ def error_message(e: openai.APIStatusError, limit: int | None = 300) -> str:
 
 def backoff(config: LLMConfig, attempt: int, retry_after: float | None = None) -> float:
     """Delay before retry `attempt` (1-based): Retry-After when given, else exponential + jitter."""
-    if retry_after is not None:
-        return min(retry_after, config.retry_after_max_s)
+    if retry_after is not None and math.isfinite(retry_after):  # NaN would pass min() and reach sleep()
+        return max(0.0, min(retry_after, config.retry_after_max_s))
     base = min(config.backoff_max_s, config.backoff_base_s * 2 ** (attempt - 1))
     return base * random.uniform(0.5, 1.0) + random.uniform(0, config.backoff_base_s * 0.5)
 

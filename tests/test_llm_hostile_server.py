@@ -1,0 +1,72 @@
+"""The `openai` labeler against a hostile or broken OpenAI-compatible server (an audit's findings), through the
+real labeler and label cache and the local OpenAI-wire stub (tests/openai_stub.py):
+
+- a 429 whose Retry-After / retry-after-ms is negative, NaN, infinite or absurd is retried, never a failure;
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from models.labeling.base import PromptRecord
+from models.labeling.llm_config import LLMConfig
+from resources.llm_client import retry_after
+from resources.llm_labeler import OpenAILabeler
+from tests.openai_stub import OpenAIStub, Status, valid
+from tests.test_llm_labeler import AUDIT, FakeIndex
+
+KEY = "HOSTILEKEYq7W2nR5tV8pL3xZ"  # not sk-shaped: only the known-secret masking can catch it
+
+
+def make(stub: OpenAIStub, sleep: object = None, **cfg: object) -> OpenAILabeler:
+    base: dict[str, object] = {"model": "gpt-test", "base_url": stub.base_url, "api_key": KEY, "max_retries": 2,
+                               "timeout_s": 5.0, "backoff_base_s": 0.01, "max_concurrency": 2}
+    base.update(cfg)
+    return OpenAILabeler(FakeIndex(), LLMConfig(**base),  # type: ignore[arg-type]
+                         sleep=sleep or (lambda s: None))  # type: ignore[arg-type]
+
+
+def records(n: int) -> list[PromptRecord]:
+    return [PromptRecord("bench", f"p{i}", f"h{i}", f"[P{i:02d}] {AUDIT}") for i in range(n)]
+
+
+@pytest.fixture
+def stub():
+    with OpenAIStub() as s:
+        yield s
+
+
+# ----------------------------------------------------------------------------------- Retry-After headers
+@pytest.mark.parametrize(("headers", "seconds"), [
+    ({"retry-after-ms": "-1000"}, 0.0),  # before: -1.0, and time.sleep(-1.0) raised
+    ({"retry-after-ms": "nan"}, None),  # before: nan ("Invalid value NaN")
+    ({"retry-after-ms": "inf", "retry-after": "2"}, 2.0),  # an unusable ms header: the seconds one counts
+    ({"retry-after-ms": "1500"}, 1.5),
+    ({"retry-after": "-5"}, 0.0),
+    ({"retry-after": "NaN"}, None),
+    ({"retry-after": "1e300"}, 24 * 3600.0),  # a wait beyond a day is a broken header: capped
+    ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),  # a date in the past
+    ({"retry-after": "soon"}, None),
+    ({}, None),
+])
+def test_retry_after_headers_are_validated(headers: dict[str, str], seconds: float | None) -> None:
+    assert retry_after(SimpleNamespace(headers=headers)) == seconds
+
+
+def test_a_429_with_a_broken_retry_after_is_retried(stub: OpenAIStub) -> None:
+    """The real time.sleep (it raises on a negative or NaN wait, as it did in the audit's run)."""
+    stub.on("[P00]", Status(429, "slow down", {"retry-after-ms": "-1000"}), valid())
+    stub.on("[P01]", Status(429, "slow down", {"retry-after-ms": "nan"}), valid())
+    stub.on("[P02]", Status(429, "slow down", {"retry-after": "1e300"}), valid())
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        time.sleep(min(seconds, 0.05))  # validates like every real wait; never waits the capped hour
+
+    outcomes = make(stub, sleep, retry_after_max_s=3600.0).label(records(3))
+    assert all(o.ok and o.attempts == 3 for o in outcomes), [o.error for o in outcomes]
+    assert len(waits) == 3 and 0.0 in waits and 3600.0 in waits and all(0.0 <= w <= 3600.0 for w in waits)
