@@ -3,7 +3,8 @@
 `ChatClient` sends one request body and sorts what comes back: an answer that `parse` accepts (with its token
 usage), or an error that is retried (HTTP 408/409/429/5xx, timeouts, connection errors, empty, cut-off or
 rejected answers), fatal for this prompt (e.g. HTTP 400 context too long) or fatal for the run
-(`LabelerConfigError`: authentication, permission, unknown model). `run_step` is the loop around one protocol
+(`LabelerConfigError`: authentication, permission, unknown model). `timeout_s` bounds a whole request, connect
+to last byte (resources/llm_deadline.py). `run_step` is the loop around one protocol
 step: up to `max_retries` retries with exponential backoff and jitter (honouring Retry-After), a correction
 turn after a rejected answer, and in 'auto' format mode one free switch from json_schema to json_object when
 the server refuses the schema.
@@ -32,6 +33,7 @@ from models.labeling import llm_prompt as lp
 from models.labeling.llm_config import LLMConfig
 from models.labeling.llm_protocol import request_body
 from models.labeling.llm_usage import LabelerStats, LLMLabelOutcome, usage_of
+from resources.llm_deadline import bounded_http_client, deadline
 from resources.untrusted import scrub_untrusted
 
 log = logging.getLogger(__name__)
@@ -208,11 +210,10 @@ class ChatClient:
     @property
     def client(self) -> openai.OpenAI:
         if self._client is None:
-            kwargs: dict[str, Any] = {}
-            if is_loopback(self.config.base_url):  # never send loopback traffic through a proxy
-                kwargs["http_client"] = openai.DefaultHttpxClient(trust_env=False)
+            # each chat request's sockets stop at its deadline (send); loopback traffic never goes through a proxy
+            http_client = bounded_http_client(trust_env=not is_loopback(self.config.base_url))
             self._client = openai.OpenAI(api_key=self.config.api_key or NO_KEY, base_url=self.config.base_url,
-                                         timeout=self.config.timeout_s, max_retries=0, **kwargs)
+                                         timeout=self.config.timeout_s, max_retries=0, http_client=http_client)
         return self._client
 
     def close(self) -> None:
@@ -249,7 +250,8 @@ class ChatClient:
         self.count(requests=1, **{f"step{1 if step == 1 else 2}_requests": 1})
         failure: Exception | None = None
         try:
-            resp = self.client.chat.completions.create(**body)
+            with deadline(self.config.timeout_s):  # the whole request, not each wait (resources/llm_deadline.py)
+                resp = self.client.chat.completions.create(**body)
         except openai.APITimeoutError:
             failure = RetryableError(f"timeout after {self.config.timeout_s:g}s")
         except openai.APIConnectionError as e:

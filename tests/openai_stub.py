@@ -16,7 +16,8 @@ breaks step 2.
 
 Actions: `Reply(content | callable, usage, finish_reason, cached, refusal)`, `Status(code, message, headers)`,
 `Raw(body, content_type)` (a 200 that is no chat completion, e.g. a proxy's HTML page),
-`Slow(seconds, then)` (sleep before answering: the client's timeout fires first), plus helpers
+`Slow(seconds, then)` (sleep before answering: the client's timeout fires first), `Drip(every, length)` (a 200
+whose body comes a byte at a time: no single read times out), plus helpers
 `valid(n, occupations)` (step 1: work + the first offered occupations; step 2: the first n offered tasks),
 `answer(occupations, tasks, work)`, `not_work()`, `unknown_id(id)` (an ID never offered, at either step),
 `invalid_json()`, `empty()`, `rate_limited(retry_after)`, `server_error()`. Usage reports
@@ -80,7 +81,16 @@ class Slow:
     then: Any = None  # an action answered after the delay; default: the stub's default
 
 
-Action = Reply | Status | Slow | Raw
+@dataclass
+class Drip:
+    """An HTTP 200 that never ends: headers promising `length` bytes, then one byte every `every` seconds (each
+    wait shorter than the client's read timeout) until the client hangs up or the stub stops."""
+
+    every: float = 0.2
+    length: int = 1_000_000
+
+
+Action = Reply | Status | Slow | Raw | Drip
 
 
 def schema_of(body: dict) -> dict | None:
@@ -213,6 +223,7 @@ class OpenAIStub:
         self.max_in_flight = 0
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()  # ends the Drip answers still sending
 
     # -- lifecycle
     def __enter__(self) -> OpenAIStub:
@@ -243,6 +254,7 @@ class OpenAIStub:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -310,6 +322,8 @@ class OpenAIStub:
         try:
             if isinstance(response, bytes):
                 self._send_raw(h, 200, response, "application/octet-stream")
+            elif isinstance(response[1], Drip):
+                self._drip(h, response[1])
             elif isinstance(response[1], Raw):
                 self._send_raw(h, response[0], response[1].body.encode(), response[1].content_type)
             else:
@@ -339,6 +353,18 @@ class OpenAIStub:
             return (200, batch, {}) if batch else (404, _err("no such batch", 404), {})
         return 404, _err(f"unknown route {method} {path}", 404), {}
 
+    def _drip(self, h: BaseHTTPRequestHandler, drip: Drip) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(drip.length))
+        h.end_headers()
+        for _ in range(drip.length):
+            if self._stopping.is_set():
+                break
+            h.wfile.write(b" ")
+            h.wfile.flush()
+            self._stopping.wait(drip.every)
+
     def _send_json(self, h: BaseHTTPRequestHandler, code: int, payload: Any, headers: dict[str, str]) -> None:
         self._send_raw(h, code, json.dumps(payload).encode(), "application/json", headers)
 
@@ -364,7 +390,7 @@ class OpenAIStub:
         while isinstance(action, Slow):
             time.sleep(action.seconds)
             action = action.then if action.then is not None else self.default(body)
-        if isinstance(action, Raw):
+        if isinstance(action, Raw | Drip):
             return 200, action, {}
         if isinstance(action, Status):
             message = f"{action.message} (Incorrect API key provided: {key}; {authorization})" if key else \

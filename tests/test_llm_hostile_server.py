@@ -2,20 +2,27 @@
 real labeler and label cache and the local OpenAI-wire stub (tests/openai_stub.py):
 
 - a 429 whose Retry-After / retry-after-ms is negative, NaN, infinite or absurd is retried, never a failure;
+- a server that sends its answer a byte at a time times out as a whole (`timeout_s` per request), and the
+  prompt is recorded as a failure;
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from models.labeling.base import PromptRecord
+from models.labeling.cache import label_with_cache
 from models.labeling.llm_config import LLMConfig
+from resources.label_cache import LabelCache
 from resources.llm_client import retry_after
+from resources.llm_deadline import _BoundedBackend, bounded_http_client
 from resources.llm_labeler import OpenAILabeler
-from tests.openai_stub import OpenAIStub, Status, valid
+from tests.openai_stub import Drip, OpenAIStub, Status, valid
 from tests.test_llm_labeler import AUDIT, FakeIndex
 
 KEY = "HOSTILEKEYq7W2nR5tV8pL3xZ"  # not sk-shaped: only the known-secret masking can catch it
@@ -70,3 +77,33 @@ def test_a_429_with_a_broken_retry_after_is_retried(stub: OpenAIStub) -> None:
     outcomes = make(stub, sleep, retry_after_max_s=3600.0).label(records(3))
     assert all(o.ok and o.attempts == 3 for o in outcomes), [o.error for o in outcomes]
     assert len(waits) == 3 and 0.0 in waits and 3600.0 in waits and all(0.0 <= w <= 3600.0 for w in waits)
+
+
+# ----------------------------------------------------------------------------------- a server that drips
+def test_a_server_sending_a_byte_at_a_time_times_out_as_a_whole(stub: OpenAIStub, warehouse_path: Path) -> None:
+    """Before: timeout_s bounded each read only, so a 200 promising 1,000,000 bytes at 5 bytes a second never
+    timed out and label() waited for ever (the audit's took a byte a second)."""
+    stub.on("[P00]", Drip(every=0.2), Drip(every=0.2))  # both attempts of step 1
+    cache = LabelCache(warehouse_path)
+    result: dict[str, object] = {}
+    labeling = threading.Thread(target=lambda: result.update(run=label_with_cache(
+        records(2), make(stub, timeout_s=1.0, max_retries=1), cache, "29.2")), daemon=True)
+    started = time.monotonic()
+    labeling.start()
+    labeling.join(30)
+    assert not labeling.is_alive(), "still waiting for the dripping server after 30 s"
+    assert time.monotonic() - started < 15  # two attempts of 1 s each, and the other prompt
+    labels, stats = result["run"]  # type: ignore[misc]
+    assert set(labels) == {"h1"} and stats.n_failed == 1 and stats.n_labeled == 1
+    failure = cache.failures().row(0, named=True)
+    assert (failure["prompt_hash"], failure["prompt_id"], failure["attempts"]) == ("h0", "p0", 2)
+    assert failure["error"] == "step 1 (occupations): timeout after 1s (after 2 attempts)"
+
+
+def test_proxied_connections_are_bounded_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An environment proxy gets its own httpx2 transport and pool: the deadline must reach it as well."""
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    client = bounded_http_client(trust_env=True)
+    pools = [client._transport._pool, *(t._pool for t in client._mounts.values() if t is not None)]  # type: ignore[attr-defined]
+    client.close()
+    assert len(pools) == 2 and all(isinstance(p._network_backend, _BoundedBackend) for p in pools)

@@ -24,7 +24,7 @@ class LLMConfig:
     occupation_k: int = 40  # 'ranked': the offline ranking's top-k occupations
     max_labels: int = 10  # at most this many tasks per prompt (step-2 schema maxItems)
     max_concurrency: int = 4
-    timeout_s: float = 60.0  # per request
+    timeout_s: float = 60.0  # per request, connect to last byte (resources/llm_deadline.py)
     max_retries: int = 4  # retries after the first attempt, per step
     backoff_base_s: float = 1.0
     backoff_max_s: float = 30.0
