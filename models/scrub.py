@@ -7,13 +7,17 @@
 - the value after `Authorization:` / `Bearer` / `api_key=` (whatever the token looks like);
 - any `sk-...`-shaped token (OpenAI-style keys, also those the process does not know, e.g. a proxy's own key)
 
-by `[redacted]`. Pure: the secrets the process knows are collected by `resources.untrusted`.
+by `[redacted]`, and a known secret cut short at the text's end (a truncation, with or without its ellipsis) or
+start: its first (last) FRAGMENT_MIN_CHARS or more characters there are masked too. Texts are masked as decoded:
+`scrub_strings` masks every string of a JSON value (a key written as \\uXXXX escapes is only a key once decoded).
+Pure: the secrets the process knows are collected by `resources.untrusted`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from typing import Any
 from urllib.parse import quote
 
 MASK = "[redacted]"
@@ -31,6 +35,9 @@ _PATTERNS = (
 )
 
 
+FRAGMENT_MIN_CHARS = 8  # a secret's first (last) characters at a text's end (start): masked from this many on
+_CUT_MARKS = ("…", "...")  # what a truncation may leave after the cut (models/labeling/llm_prompt.py clip)
+
 # any of the patterns can only match where one of these words is: most texts need no regex pass at all
 _TRIGGER = re.compile(r"(?i)authorization|bearer|api[_-]?key|access[_-]?token|secret[_-]?key|client[_-]?secret|sk-")
 
@@ -39,13 +46,52 @@ def scrub(text: str | None, known_secrets: Iterable[str] = ()) -> str | None:
     """`text` with every secret masked (None stays None)."""
     if not text:
         return text
-    for secret in sorted({s for s in known_secrets if s}, key=len, reverse=True):
+    secrets = sorted({s for s in known_secrets if s}, key=len, reverse=True)
+    for secret in secrets:
         for form in {secret, quote(secret, safe="")}:
             text = text.replace(form, MASK)
+    text = _mask_cut_secrets(text, secrets)
     if _TRIGGER.search(text):
         for pattern in _PATTERNS:
             text = pattern.sub(lambda m: m.group(1) + MASK, text)
     return text
+
+
+def _mask_cut_secrets(text: str, secrets: Iterable[str]) -> str:
+    """A secret a truncation cut short: its first characters at the end of `text` (before a trailing ellipsis)
+    or its last characters at the start, FRAGMENT_MIN_CHARS or more of them, masked. One `find` per secret
+    when there is no such fragment (the store masks every label's rationale)."""
+    for secret in secrets:
+        if len(secret) <= FRAGMENT_MIN_CHARS:
+            continue
+        end = len(text.rstrip())
+        mark = next((m for m in _CUT_MARKS if text.endswith(m, 0, end)), "")
+        end = len(text[: end - len(mark)].rstrip())
+        # the earliest start of the secret's head within reach of the end is the longest fragment
+        i = text.find(secret[:FRAGMENT_MIN_CHARS], max(0, end - len(secret) + 1), end)
+        while i != -1 and not secret.startswith(text[i:end]):
+            i = text.find(secret[:FRAGMENT_MIN_CHARS], i + 1, end)
+        if i != -1:
+            text = text[:i] + MASK + text[end:]
+        if len(text) < FRAGMENT_MIN_CHARS:
+            continue
+        j = secret.find(text[:FRAGMENT_MIN_CHARS], 1)
+        while j != -1 and not text.startswith(secret[j:]):
+            j = secret.find(text[:FRAGMENT_MIN_CHARS], j + 1)
+        if j != -1:
+            text = MASK + text[len(secret) - j:]
+    return text
+
+
+def scrub_strings(value: Any, clean: Callable[[str | None], str | None]) -> Any:
+    """A decoded JSON value with `clean` applied to every string in it (object keys included)."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, list):
+        return [scrub_strings(v, clean) for v in value]
+    if isinstance(value, dict):
+        return {scrub_strings(k, clean): scrub_strings(v, clean) for k, v in value.items()}
+    return value
 
 
 def scrubber(known_secrets: Iterable[str]) -> Callable[[str | None], str | None]:
@@ -59,4 +105,4 @@ def contains_secret(text: str | None, known_secrets: Iterable[str]) -> bool:
     return bool(text) and any(s and s in text for s in known_secrets)
 
 
-__all__ = ["MASK", "MIN_SECRET_CHARS", "contains_secret", "scrub", "scrubber"]
+__all__ = ["FRAGMENT_MIN_CHARS", "MASK", "MIN_SECRET_CHARS", "contains_secret", "scrub", "scrub_strings", "scrubber"]

@@ -238,7 +238,7 @@ def _label_steps(prompts: TwoStepPrompts, chat: ChatClient, record: PromptRecord
     numbers = [o.number for o in offered]
     try:
         first, first_ok = run_step(chat, out, 1, messages, prompts.schema(1, numbers),
-                                   lambda c: lp.parse_step1(c, offered, catalogue),
+                                   lambda c: lp.parse_step1(c, offered, catalogue, clean=chat.scrub),
                                    "occupation numbers from the list")
         out.reading = first.reading
         if not first.is_work:
@@ -249,7 +249,7 @@ def _label_steps(prompts: TwoStepPrompts, chat: ChatClient, record: PromptRecord
         labels, second_ok = run_step(
             chat, out, 2, prompts.step2_messages(messages, first), prompts.schema(2, task_ids),
             lambda c: lp.parse_step2(c, first.occupations, prompts.config.max_labels, catalogue.task_occupation,
-                                     rationale=first.reading),
+                                     rationale=first.reading, clean=chat.scrub),
             "task_id values from the task lists")
     except StepFailed as e:
         out.error = str(e)

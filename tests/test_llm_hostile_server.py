@@ -4,10 +4,13 @@ real labeler and label cache and the local OpenAI-wire stub (tests/openai_stub.p
 - a 429 whose Retry-After / retry-after-ms is negative, NaN, infinite or absurd is retried, never a failure;
 - a server that sends its answer a byte at a time times out as a whole (`timeout_s` per request), and the
   prompt is recorded as a failure;
+- a key sent as \\uXXXX escapes inside an answer's JSON is masked once decoded, before the reading is clipped
+  (a cut key used to survive as a fragment) or a rejected value is quoted in the error;
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -18,11 +21,13 @@ import pytest
 from models.labeling.base import PromptRecord
 from models.labeling.cache import label_with_cache
 from models.labeling.llm_config import LLMConfig
+from models.labeling.llm_prompt import clip
+from models.scrub import MASK
 from resources.label_cache import LabelCache
 from resources.llm_client import retry_after
 from resources.llm_deadline import _BoundedBackend, bounded_http_client
 from resources.llm_labeler import OpenAILabeler
-from tests.openai_stub import Drip, OpenAIStub, Status, valid
+from tests.openai_stub import Drip, OpenAIStub, Reply, Status, offered_tasks, step_of, valid
 from tests.test_llm_labeler import AUDIT, FakeIndex
 
 KEY = "HOSTILEKEYq7W2nR5tV8pL3xZ"  # not sk-shaped: only the known-secret masking can catch it
@@ -38,6 +43,16 @@ def make(stub: OpenAIStub, sleep: object = None, **cfg: object) -> OpenAILabeler
 
 def records(n: int) -> list[PromptRecord]:
     return [PromptRecord("bench", f"p{i}", f"h{i}", f"[P{i:02d}] {AUDIT}") for i in range(n)]
+
+
+def escaped(text: str) -> str:
+    """`text` as JSON \\uXXXX escapes: not one character of it literally in the text."""
+    return "".join(f"\\u{ord(c):04x}" for c in text)
+
+
+def leaks(text: str) -> bool:
+    """Whether `text` holds the key, whole or cut (its first or last 8 characters)."""
+    return KEY[:8] in text or KEY[-8:] in text
 
 
 @pytest.fixture
@@ -107,3 +122,41 @@ def test_proxied_connections_are_bounded_too(monkeypatch: pytest.MonkeyPatch) ->
     pools = [client._transport._pool, *(t._pool for t in client._mounts.values() if t is not None)]  # type: ignore[attr-defined]
     client.close()
     assert len(pools) == 2 and all(isinstance(p._network_backend, _BoundedBackend) for p in pools)
+
+
+# ------------------------------------------------------------------------------ a key sent as \uXXXX escapes
+@pytest.mark.parametrize("cut", [1, 5, 20])
+def test_an_escaped_key_cut_by_the_reading_clip_is_masked(stub: OpenAIStub, warehouse_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch, cut: int) -> None:
+    """The reading (each label's rationale) is clipped at 300 characters; the key's escapes end `cut` characters
+    beyond. Before: masked only as raw text (escapes: no match), decoded, then clipped: the key minus its last
+    `cut` characters was stored, which the store's masking no longer recognised."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    reading = "a" * (300 - len(KEY) + cut) + escaped(KEY)
+
+    def content(body: dict) -> str:
+        if step_of(body) == 1:
+            return '{"reading": "' + reading + '", "work": "yes", "occupations": [1]}'
+        return json.dumps({"tasks": offered_tasks(body)[:1]})
+
+    stub.on("[P00]", Reply(content), Reply(content))
+    cache = LabelCache(warehouse_path)
+    labels, stats = label_with_cache(records(1), make(stub), cache, "29.2")
+    assert stats.n_labeled == 1
+    [label] = labels["h0"]
+    assert label.rationale == clip("a" * (300 - len(KEY) + cut) + MASK, 300)  # masked, then clipped
+    assert not leaks(label.rationale)
+    assert not leaks(cache.read_frame()["labels_json"][0])
+
+
+def test_a_rejected_value_holding_an_escaped_key_is_masked_in_the_error(stub: OpenAIStub, warehouse_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The configured key only (not in the environment, so the store's second masking does not know it): the
+    error quotes the rejected value, decoded. Before: the whole key reached label_failures."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    bad = Reply('{"tasks": ["' + "a" * 250 + escaped(KEY) + '"]}')
+    stub.on("[P00]", valid(), bad, bad, bad)
+    cache = LabelCache(warehouse_path)
+    _, stats = label_with_cache(records(1), make(stub), cache, "29.2")
+    error = cache.failures()["error"][0]
+    assert stats.n_failed == 1 and "is not an integer" in error and "[redacted]" in error and not leaks(error)

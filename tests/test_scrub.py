@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from models.scrub import MASK, contains_secret, scrub, scrubber
+from models.labeling.llm_prompt import clip
+from models.scrub import MASK, contains_secret, scrub, scrub_strings, scrubber
 from resources.untrusted import known_secrets, scrub_untrusted
 
 KEY = "sk-test-0123456789abcdefSECRET"
@@ -61,3 +62,25 @@ def test_the_key_the_process_sends_is_masked_from_four_characters(monkeypatch: p
     # a 1-3 character placeholder is no secret, and masking it would break every answer ("15-1252.00")
     monkeypatch.setenv("OPENAI_API_KEY", "1")
     assert scrub_untrusted('{"occupations": ["15-1252.00"]}', ["1"]) == '{"occupations": ["15-1252.00"]}'
+
+
+CUT = "AUDITKEYzq8W3nT5vR2pL9xYq"  # not sk-shaped: only the known-secret masking can catch it
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    (f"read: {CUT[:-1]}", f"read: {MASK}"),  # cut at the end
+    (clip(f"read: {CUT}", 30), f"read: {MASK}…"),  # cut by a clip, its ellipsis kept
+    (f"{CUT[5:]} and more", f"{MASK} and more"),  # the head cut off
+    (f"read: {CUT[:8]}", f"read: {MASK}"),  # FRAGMENT_MIN_CHARS (8) of it
+    (f"read: {CUT[:7]}", f"read: {CUT[:7]}"),  # fewer: ordinary text may end so
+    (f"{CUT[8:20]} in the middle", f"{CUT[8:20]} in the middle"),  # neither its head nor its tail
+])
+def test_a_secret_cut_at_the_texts_end_or_start_is_masked(text: str, want: str) -> None:
+    """A truncation that cut a known key (not sk-shaped) leaves a fragment no whole-key match finds."""
+    assert scrub(text, [CUT]) == want
+
+
+def test_every_decoded_string_is_masked() -> None:
+    decoded = {"reading": f"x {KEY}", "tasks": [1, f"{KEY}", {KEY: None}], "work": True}
+    assert scrub_strings(decoded, scrubber([KEY])) == {"reading": f"x {MASK}", "tasks": [1, MASK, {MASK: None}],
+                                                      "work": True}

@@ -22,11 +22,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from models.labeling.base import TaskLabel
+from models.scrub import scrub_strings
 
 PROMPT_OPEN = "<benchmark_prompt>"
 PROMPT_CLOSE = "</benchmark_prompt>"
@@ -248,7 +249,12 @@ class AnswerError(ValueError):
     """The model's answer cannot be used (retried, then recorded as a failure)."""
 
 
-def _load(content: str | None) -> Any:
+Clean = Callable[[str | None], str | None]
+
+
+def _load(content: str | None, clean: Clean | None = None) -> Any:
+    """The answer's JSON; `clean` (secrets masked) applied to every decoded string before anything reads or cuts
+    it: a key sent as \\uXXXX escapes is only a key once decoded, and a cut key no longer matches whole."""
     if content is None or not content.strip():
         raise AnswerError("empty answer")
     text = content.strip()
@@ -256,9 +262,10 @@ def _load(content: str | None) -> Any:
     if fence:
         text = fence.group(1)
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as e:
         raise AnswerError(f"malformed JSON ({e.msg} at char {e.pos})") from None
+    return scrub_strings(data, clean) if clean is not None else data
 
 
 def _as_int(raw: Any, what: str) -> int:
@@ -274,10 +281,11 @@ class Step1Answer:
     reading: str | None
 
 
-def parse_step1(content: str | None, offered: Sequence[Occupation], catalogue: OccupationCatalogue
-                ) -> Step1Answer:
-    """Validate a step-1 answer against the occupations shown; an occupation may also be named by its code."""
-    data = _load(content)
+def parse_step1(content: str | None, offered: Sequence[Occupation], catalogue: OccupationCatalogue,
+                clean: Clean | None = None) -> Step1Answer:
+    """Validate a step-1 answer against the occupations shown; an occupation may also be named by its code.
+    `clean` masks secrets in every decoded string (the reading becomes each label's rationale)."""
+    data = _load(content, clean)
     if not isinstance(data, dict) or "work" not in data:
         raise AnswerError("answer is not an object with 'work' and 'occupations'")
     work = data.get("work")
@@ -315,10 +323,11 @@ def parse_step1(content: str | None, offered: Sequence[Occupation], catalogue: O
 
 
 def parse_step2(content: str | None, chosen: Sequence[Occupation], max_labels: int,
-                known_task_ids: Mapping[int, str] | set[int] | None = None, rationale: str | None = None
-                ) -> list[TaskLabel]:
-    """Validate a step-2 answer against the task lists shown; labels in the model's order (score 1/rank)."""
-    data = _load(content)
+                known_task_ids: Mapping[int, str] | set[int] | None = None, rationale: str | None = None,
+                clean: Clean | None = None) -> list[TaskLabel]:
+    """Validate a step-2 answer against the task lists shown; labels in the model's order (score 1/rank).
+    `clean` masks secrets in every decoded string (a rejected value is quoted in the error)."""
+    data = _load(content, clean)
     if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
         raise AnswerError("answer is not an object with a 'tasks' list")
     if not data["tasks"]:
