@@ -30,6 +30,7 @@ from models.labeling.cache import (
     CacheKey,
     LabelSet,
     cache_frame_to_labels,
+    clean_outcome,
     disambiguate_versions,
     labels_from_json,
     labels_to_json,
@@ -312,7 +313,11 @@ class LabelCache:
 
     def write_batch(self, key: CacheKey, labeler_version: str, outcomes: Sequence[LabelOutcome],
                     prompts_by_hash: dict[str, list[PromptRecord]]) -> None:
-        """Cache the successes and record the failures of one batch, in one transaction."""
+        """Cache the successes and record the failures of one batch, in one transaction. The outcomes' texts
+        (errors, rationales) are masked here too: a caller other than label_with_cache (the Batch API's outcomes
+        written by hand) must not store a secret either."""
+        clean = self.text_scrubber()
+        outcomes = [clean_outcome(o, clean) for o in outcomes]
         now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
         cache_rows = _cache_rows(key, labeler_version, [o for o in outcomes if o.ok], now)
         failure_rows = _failure_rows(key, labeler_version, [o for o in outcomes if not o.ok], prompts_by_hash,

@@ -29,6 +29,7 @@ from typing import Any
 
 from models.labeling import llm_batch as lb
 from models.labeling.base import LabelOutcome, PromptRecord
+from models.scrub import scrub_strings
 
 # resources.llm_labeler.OpenAILabeler: not imported, not even for type checking (the labeler imports this module
 # for its Batch-API mode; one direction only)
@@ -104,15 +105,18 @@ def collect(lab: OpenAILabeler, batch_id: str, prompts: Sequence[PromptRecord], 
     manifest_file = Path(manifest_file)
     manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
     with server_errors(lab, f"downloading the results of batch {batch_id}"):
-        texts = [lab.chat.scrub(lab.client.files.content(fid).text) or ""  # server text: secrets masked
-                 for fid in (batch.output_file_id, batch.error_file_id) if fid]
-    result = lb.after_batch(lab.prompts, prompts, manifest, lb.parse_results("\n".join(texts)),
-                            lb.missing_reason(batch_id, batch.status))
+        texts = [lab.client.files.content(fid).text for fid in (batch.output_file_id, batch.error_file_id) if fid]
+    # server text: masked as decoded, every string of every record (the raw text may hold \uXXXX escapes)
+    clean = lab.chat.scrub
+    result = lb.after_batch(lab.prompts, prompts, manifest, lb.parse_results("\n".join(texts), clean),
+                            lb.missing_reason(batch_id, batch.status), clean)
     if result.outcomes is not None:
         return BatchStep(result.outcomes)
     assert result.manifest is not None
     base = manifest_file.name.removesuffix(".manifest.json").removesuffix(".jsonl")
-    next_path = write_batch(manifest_file.with_name(base + ".step2.jsonl"), result.lines, result.manifest)
+    # the manifest's readings and errors come from masked answers; masked again as a store's own guard
+    next_path = write_batch(manifest_file.with_name(base + ".step2.jsonl"), result.lines,
+                            scrub_strings(result.manifest, clean))
     return BatchStep(None, next_path, manifest_path(next_path))
 
 

@@ -26,7 +26,9 @@ shared with an earlier request, like a provider's prefix cache.
 
 `echo_key=True` behaves like a careless proxy: every error message and every step-1 `reading` quotes the API
 key of the request's Authorization header (`Incorrect API key provided: sk-...`), so tests can check that no
-server text reaches a table, file or log unmasked.
+server text reaches a table, file or log unmasked. A batch's requests echo it too. With `escape_echo=True` the
+echoed key is never in the text literally but as JSON \\uXXXX escapes: inside the answer's JSON (a chat answer's
+`reading`), or in the result file's JSON (a batch), so only masking after decoding finds it.
 
 `dialect="llama.cpp"` answers response_format {"type": "json_schema"} with HTTP 500 as llama.cpp does and
 accepts {"type": "json_object", "schema": ...}. Every request is recorded in `stub.requests` (path, headers,
@@ -204,9 +206,10 @@ LLAMA_CPP_JSON_SCHEMA_ERROR = (
 
 class OpenAIStub:
     def __init__(self, dialect: str = "openai", default: Callable[[dict], Action] | None = None, *,
-                 echo_key: bool = False) -> None:
+                 echo_key: bool = False, escape_echo: bool = False) -> None:
         self.dialect = dialect
         self.echo_key = echo_key
+        self.escape_echo = escape_echo
         self.default = default or (lambda body: valid(2))
         self.requests: list[dict[str, Any]] = []
         self.files: dict[str, bytes] = {}
@@ -344,7 +347,7 @@ class OpenAIStub:
         if method == "GET" and re.search(r"/files/[^/]+/content$", path):
             return self.files.get(path.split("/")[-2], b"")
         if method == "POST" and path.endswith("/batches"):
-            return self._create_batch(body)
+            return self._create_batch(body, h.headers.get("Authorization") or "")
         if method == "GET" and re.search(r"/batches/[^/]+$", path):
             batch = self.batches.get(path.split("/")[-1])
             if batch and self.pending_polls > 0:
@@ -381,7 +384,8 @@ class OpenAIStub:
         h.wfile.write(data)
         h.wfile.flush()
 
-    def _chat(self, body: dict, authorization: str = "") -> tuple[int, Any, dict[str, str]]:
+    def _chat(self, body: dict, authorization: str = "", escape_inner: bool | None = None
+              ) -> tuple[int, Any, dict[str, str]]:
         rf_type = (body.get("response_format") or {}).get("type")
         key = authorization.removeprefix("Bearer ").strip() if self.echo_key else ""
         if self.dialect == "llama.cpp" and rf_type == "json_schema":
@@ -398,7 +402,7 @@ class OpenAIStub:
             return action.code, _err(message, action.code), action.headers
         completion = self._completion(body, action)
         if key:
-            completion = _echo_in_reading(completion, key)
+            completion = _echo_in_reading(completion, key, self.escape_echo if escape_inner is None else escape_inner)
         return 200, completion, {}
 
     def _completion(self, body: dict, reply: Reply) -> dict[str, Any]:
@@ -467,12 +471,13 @@ class OpenAIStub:
             {},
         )
 
-    def _create_batch(self, body: dict) -> tuple[int, Any, dict[str, str]]:
+    def _create_batch(self, body: dict, authorization: str = "") -> tuple[int, Any, dict[str, str]]:
         input_id = body["input_file_id"]
         lines = [json.loads(x) for x in self.files[input_id].decode().split("\n") if x.strip()]
         out, errs = [], []
+        key = authorization.removeprefix("Bearer ").strip() if self.echo_key else ""
         for i, line in enumerate(lines):
-            code, payload, _ = self._chat(line["body"])
+            code, payload, _ = self._chat(line["body"], authorization, escape_inner=False)
             response = {"status_code": code, "request_id": f"req_{i}", "body": payload}
             result = {
                 "id": f"batch_req_{i}",
@@ -482,9 +487,14 @@ class OpenAIStub:
             }
             (out if code == 200 else errs).append(json.dumps(result))
         out_id, err_id = f"file-{next(self._ids)}", f"file-{next(self._ids)}" if errs else None
-        self.files[out_id] = ("\n".join(out) + "\n").encode()
+
+        def file_text(results: list[str]) -> bytes:
+            text = "\n".join(results) + "\n"
+            return (text.replace(key, json_escaped(key)) if key and self.escape_echo else text).encode()
+
+        self.files[out_id] = file_text(out)
         if err_id:
-            self.files[err_id] = ("\n".join(errs) + "\n").encode()
+            self.files[err_id] = file_text(errs)
         batch_id = f"batch_{next(self._ids)}"
         now = int(time.time())
         self.batches[batch_id] = {
@@ -505,8 +515,14 @@ class OpenAIStub:
         return 200, self.batches[batch_id], {}
 
 
-def _echo_in_reading(completion: dict[str, Any], key: str) -> dict[str, Any]:
-    """A step-1 answer whose `reading` quotes the key (the reading becomes every label's rationale)."""
+def json_escaped(text: str) -> str:
+    """`text` as JSON \\uXXXX escapes: not one of its characters literally."""
+    return "".join(f"\\u{ord(c):04x}" for c in text)
+
+
+def _echo_in_reading(completion: dict[str, Any], key: str, escaped: bool = False) -> dict[str, Any]:
+    """A step-1 answer whose `reading` quotes the key (the reading becomes every label's rationale); `escaped`:
+    as \\uXXXX escapes in the answer's JSON text."""
     message = completion["choices"][0]["message"]
     try:
         answer = json.loads(message["content"] or "")
@@ -515,6 +531,8 @@ def _echo_in_reading(completion: dict[str, Any], key: str) -> dict[str, Any]:
     if isinstance(answer, dict) and "reading" in answer:
         answer["reading"] = f"{answer['reading']} [served with key {key}]"
         message["content"] = json.dumps(answer)
+        if escaped:
+            message["content"] = message["content"].replace(key, json_escaped(key))
     return completion
 
 

@@ -6,6 +6,8 @@ real labeler and label cache and the local OpenAI-wire stub (tests/openai_stub.p
   prompt is recorded as a failure;
 - a key sent as \\uXXXX escapes inside an answer's JSON is masked once decoded, before the reading is clipped
   (a cut key used to survive as a fragment) or a rejected value is quoted in the error;
+- Batch-API result files holding the key as escapes: masked as decoded, so no outcome, step file, manifest,
+  label_cache row or label-store segment holds it; LabelCache.write_batch masks by itself;
 """
 
 from __future__ import annotations
@@ -16,18 +18,20 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import polars as pl
 import pytest
 
-from models.labeling.base import PromptRecord
-from models.labeling.cache import label_with_cache
+from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
+from models.labeling.cache import CacheKey, label_with_cache
 from models.labeling.llm_config import LLMConfig
 from models.labeling.llm_prompt import clip
 from models.scrub import MASK
+from resources import label_store
 from resources.label_cache import LabelCache
 from resources.llm_client import retry_after
 from resources.llm_deadline import _BoundedBackend, bounded_http_client
 from resources.llm_labeler import OpenAILabeler
-from tests.openai_stub import Drip, OpenAIStub, Reply, Status, offered_tasks, step_of, valid
+from tests.openai_stub import Drip, OpenAIStub, Reply, Status, json_escaped, offered_tasks, step_of, valid
 from tests.test_llm_labeler import AUDIT, FakeIndex
 
 KEY = "HOSTILEKEYq7W2nR5tV8pL3xZ"  # not sk-shaped: only the known-secret masking can catch it
@@ -45,14 +49,17 @@ def records(n: int) -> list[PromptRecord]:
     return [PromptRecord("bench", f"p{i}", f"h{i}", f"[P{i:02d}] {AUDIT}") for i in range(n)]
 
 
-def escaped(text: str) -> str:
-    """`text` as JSON \\uXXXX escapes: not one character of it literally in the text."""
-    return "".join(f"\\u{ord(c):04x}" for c in text)
-
-
 def leaks(text: str) -> bool:
     """Whether `text` holds the key, whole or cut (its first or last 8 characters)."""
     return KEY[:8] in text or KEY[-8:] in text
+
+
+def stored_text(warehouse_path: Path) -> str:
+    """Everything label_cache, label_failures and the label store's segments (decoded Parquet) hold, as text."""
+    cache = LabelCache(warehouse_path)
+    frames = [cache.read_frame(), cache.failures()]
+    frames += [pl.read_parquet(seg.path) for seg in label_store.segments(warehouse_path)]
+    return "\n".join(str(row) for frame in frames for row in frame.iter_rows())
 
 
 @pytest.fixture
@@ -132,7 +139,7 @@ def test_an_escaped_key_cut_by_the_reading_clip_is_masked(stub: OpenAIStub, ware
     beyond. Before: masked only as raw text (escapes: no match), decoded, then clipped: the key minus its last
     `cut` characters was stored, which the store's masking no longer recognised."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    reading = "a" * (300 - len(KEY) + cut) + escaped(KEY)
+    reading = "a" * (300 - len(KEY) + cut) + json_escaped(KEY)
 
     def content(body: dict) -> str:
         if step_of(body) == 1:
@@ -154,9 +161,49 @@ def test_a_rejected_value_holding_an_escaped_key_is_masked_in_the_error(stub: Op
     """The configured key only (not in the environment, so the store's second masking does not know it): the
     error quotes the rejected value, decoded. Before: the whole key reached label_failures."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    bad = Reply('{"tasks": ["' + "a" * 250 + escaped(KEY) + '"]}')
+    bad = Reply('{"tasks": ["' + "a" * 250 + json_escaped(KEY) + '"]}')
     stub.on("[P00]", valid(), bad, bad, bad)
     cache = LabelCache(warehouse_path)
     _, stats = label_with_cache(records(1), make(stub), cache, "29.2")
     error = cache.failures()["error"][0]
     assert stats.n_failed == 1 and "is not an integer" in error and "[redacted]" in error and not leaks(error)
+
+
+# ------------------------------------------------------------------------- Batch API: result files with escapes
+def test_batch_results_holding_the_key_as_escapes_store_it_nowhere(tmp_path: Path, warehouse_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit's: the result files hold the key as \\uXXXX escapes; collect() masked the raw file text (no
+    match), then decoded it: the key reached every label's rationale, the step-2 file and its manifest, and
+    label_cache through LabelCache.write_batch."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    prompts = records(2)
+    with OpenAIStub(echo_key=True, escape_echo=True) as echoing:
+        echoing.on("[P01]", Status(400, "bad request"))  # an error result, quoting the key as well
+        lab = make(echoing)
+        ok, failed = lab.run_batch(prompts, tmp_path / "batch", poll_s=0)
+        results = [echoing.files[b[f]].decode() for b in echoing.batches.values()
+                   for f in ("output_file_id", "error_file_id") if b[f]]
+    assert any(json_escaped(KEY) in text for text in results)  # the server did send it, escaped
+    assert not any(KEY in text for text in results)
+    assert ok.ok and ok.labels and all(x.rationale.endswith("[served with key [redacted]]") for x in ok.labels)
+    assert failed.error.startswith("step 1 (occupations): HTTP 400: bad request (Incorrect API key provided: "
+                                   "[redacted]")
+    written = [p.read_text(encoding="utf-8") for p in (tmp_path / "batch").iterdir()]
+    assert len(written) == 4 and not any(KEY in text or leaks(text) for text in written)
+
+    cache = LabelCache(warehouse_path)
+    cache.write_batch(CacheKey.for_labeler(lab, "29.2"), lab.labeler_version, [ok, failed],
+                      {r.prompt_hash: [r] for r in prompts})
+    text = stored_text(warehouse_path)
+    assert "[served with key [redacted]]" in text and not leaks(text)
+
+
+def test_label_cache_write_batch_masks_by_itself(warehouse_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: only label_with_cache masked; an outcome written by hand (Batch-API outcomes) stored the key."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    labeled = LabelOutcome("h0", [TaskLabel(1001, "13-2011.00", 1, 1.0, rationale=f"echo {KEY}")], is_work=True)
+    failed = LabelOutcome("h1", error=f"HTTP 500: upstream said {KEY[:-3]}")
+    LabelCache(warehouse_path).write_batch(CacheKey("29.2", "openai", "gpt-test", "t"), "gpt-test+t",
+                                           [labeled, failed], {r.prompt_hash: [r] for r in records(2)})
+    text = stored_text(warehouse_path)
+    assert "echo [redacted]" in text and "upstream said [redacted]" in text and not leaks(text)

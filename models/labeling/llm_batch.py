@@ -31,6 +31,7 @@ from models.labeling.base import LabelOutcome, PromptRecord
 from models.labeling.llm_prompt import Occupation
 from models.labeling.llm_protocol import TwoStepPrompts
 from models.labeling.llm_usage import USAGE_FIELDS, LLMLabelOutcome, usage_of
+from models.scrub import scrub_strings
 
 log = logging.getLogger(__name__)
 RUNNING = ("validating", "in_progress", "finalizing", "cancelling")  # batch statuses that are not final
@@ -87,14 +88,18 @@ def plan_step1(prompts: TwoStepPrompts, records: Sequence[PromptRecord]) -> Step
     return Step1Batch(prompts, requests, manifest)
 
 
-def parse_results(text: str) -> dict[str, dict[str, Any]]:
-    """The result records of a batch's output (and error) file text by custom_id; bad lines are skipped."""
+def parse_results(text: str, clean: lp.Clean | None = None) -> dict[str, dict[str, Any]]:
+    """The result records of a batch's output (and error) file text by custom_id; bad lines are skipped.
+    `clean` (secrets masked) is applied to every decoded string: the file's text may hold a key as \\uXXXX
+    escapes, which masking the raw text cannot see."""
     out: dict[str, dict[str, Any]] = {}
     for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
+            if clean is not None:
+                row = scrub_strings(row, clean)
             out[str(row["custom_id"])] = row
         except (json.JSONDecodeError, KeyError, TypeError):
             log.warning("batch output line %d is not a result record; skipped", n)
@@ -126,11 +131,13 @@ def result_answer(row: dict[str, Any]) -> tuple[str | None, str | None, tuple[in
 
 
 def after_batch(prompts: TwoStepPrompts, records: Sequence[PromptRecord], manifest: Mapping[str, Any],
-                results: dict[str, dict[str, Any]], missing: str | None) -> BatchResult:
-    """The next step after a finished batch of the step its manifest names (1 or 2)."""
+                results: dict[str, dict[str, Any]], missing: str | None, clean: lp.Clean | None = None
+                ) -> BatchResult:
+    """The next step after a finished batch of the step its manifest names (1 or 2); `clean` masks secrets in
+    the answers' decoded strings (as the synchronous path does)."""
     if int(manifest.get("step", 1)) == 1:
-        return after_step1(prompts, records, manifest, results, missing)
-    return BatchResult(after_step2(prompts, records, manifest, results, missing))
+        return after_step1(prompts, records, manifest, results, missing, clean)
+    return BatchResult(after_step2(prompts, records, manifest, results, missing, clean))
 
 
 def _outcome(prompt_hash: str, state: Mapping[str, Any]) -> LLMLabelOutcome:
@@ -154,7 +161,8 @@ def _state(out: LLMLabelOutcome) -> dict[str, Any]:
 
 
 def after_step1(prompts: TwoStepPrompts, records: Sequence[PromptRecord], manifest: Mapping[str, Any],
-                results: dict[str, dict[str, Any]], missing: str | None) -> BatchResult:
+                results: dict[str, dict[str, Any]], missing: str | None, clean: lp.Clean | None = None
+                ) -> BatchResult:
     """Step-1 results -> the outcomes (nothing is work, or everything failed) or the step-2 batch."""
     catalogue = prompts.catalogue
     finals: dict[str, dict[str, Any]] = dict(manifest.get("finals") or {})
@@ -176,7 +184,7 @@ def after_step1(prompts: TwoStepPrompts, records: Sequence[PromptRecord], manife
         answer = None
         if error is None:
             try:
-                answer = lp.parse_step1(content, offered, catalogue)
+                answer = lp.parse_step1(content, offered, catalogue, clean=clean)
             except lp.AnswerError as e:
                 error = str(e)
         if answer is None:
@@ -206,7 +214,8 @@ def after_step1(prompts: TwoStepPrompts, records: Sequence[PromptRecord], manife
 
 
 def after_step2(prompts: TwoStepPrompts, records: Sequence[PromptRecord], manifest: Mapping[str, Any],
-                results: dict[str, dict[str, Any]], missing: str | None) -> list[LabelOutcome]:
+                results: dict[str, dict[str, Any]], missing: str | None, clean: lp.Clean | None = None
+                ) -> list[LabelOutcome]:
     """Step-2 results -> one outcome per record, in order (step-1 finals included)."""
     catalogue = prompts.catalogue
     finals: dict[str, dict[str, Any]] = dict(manifest.get("finals") or {})
@@ -226,7 +235,7 @@ def after_step2(prompts: TwoStepPrompts, records: Sequence[PromptRecord], manife
         if error is None:
             try:
                 out.labels = lp.parse_step2(content, chosen, prompts.config.max_labels, catalogue.task_occupation,
-                                            rationale=out.reading)
+                                            rationale=out.reading, clean=clean)
                 out.is_work = True
             except lp.AnswerError as e:
                 error = str(e)
