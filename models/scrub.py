@@ -10,7 +10,9 @@
 by `[redacted]`, and a known secret cut short at the text's end (a truncation, with or without its ellipsis) or
 start: its first (last) FRAGMENT_MIN_CHARS or more characters there are masked too. Texts are masked as decoded:
 `scrub_strings` masks every string of a JSON value (a key written as \\uXXXX escapes is only a key once decoded).
-Pure: the secrets the process knows are collected by `resources.untrusted`.
+A lone surrogate (JSON's "\\ud800" decodes to one) becomes U+FFFD: no UTF-8 store can encode it, and one in an
+answer crashed the whole labeling step. Pure: the secrets the process knows are collected by
+`resources.untrusted`.
 """
 
 from __future__ import annotations
@@ -38,14 +40,17 @@ _PATTERNS = (
 FRAGMENT_MIN_CHARS = 8  # a secret's first (last) characters at a text's end (start): masked from this many on
 _CUT_MARKS = ("…", "...")  # what a truncation may leave after the cut (models/labeling/llm_prompt.py clip)
 
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str every surrogate is lone: JSON decodes pairs to one char
+
 # any of the patterns can only match where one of these words is: most texts need no regex pass at all
 _TRIGGER = re.compile(r"(?i)authorization|bearer|api[_-]?key|access[_-]?token|secret[_-]?key|client[_-]?secret|sk-")
 
 
 def scrub(text: str | None, known_secrets: Iterable[str] = ()) -> str | None:
-    """`text` with every secret masked (None stays None)."""
+    """`text` with every secret masked and every lone surrogate replaced (None stays None)."""
     if not text:
         return text
+    text = _SURROGATE.sub("\ufffd", text)
     secrets = sorted({s for s in known_secrets if s}, key=len, reverse=True)
     for secret in secrets:
         for form in {secret, quote(secret, safe="")}:

@@ -8,6 +8,8 @@ real labeler and label cache and the local OpenAI-wire stub (tests/openai_stub.p
   (a cut key used to survive as a fragment) or a rejected value is quoted in the error;
 - Batch-API result files holding the key as escapes: masked as decoded, so no outcome, step file, manifest,
   label_cache row or label-store segment holds it; LabelCache.write_batch masks by itself;
+- a lone surrogate in an answer is replaced (U+FFFD), so the answer is stored or the prompt's failure recorded,
+  and the batch's other answers are kept;
 """
 
 from __future__ import annotations
@@ -207,3 +209,27 @@ def test_label_cache_write_batch_masks_by_itself(warehouse_path: Path, monkeypat
                                            [labeled, failed], {r.prompt_hash: [r] for r in records(2)})
     text = stored_text(warehouse_path)
     assert "echo [redacted]" in text and "upstream said [redacted]" in text and not leaks(text)
+
+
+# -------------------------------------------------------------------------------------- lone surrogates
+def test_a_lone_surrogate_in_an_answer_loses_nothing(stub: OpenAIStub, warehouse_path: Path) -> None:
+    """Before: UnicodeEncodeError when the batch was stored: the whole step failed, no failure row, every
+    answer of the batch lost (and paid again by the next run)."""
+    def reading(text: str) -> Reply:
+        def content(body: dict) -> str:
+            if step_of(body) == 1:
+                return '{"reading": "' + text + '", "work": "yes", "occupations": [1]}'
+            return json.dumps({"tasks": offered_tasks(body)[:1]})
+        return Reply(content)
+
+    stub.on("[P00]", reading("odd \\ud800 text"), valid())  # escaped in the answer's JSON
+    stub.on("[P01]", Reply(lambda body: '{"reading": "odd \ud800 text", "work": "yes", "occupations": [1]}'),
+            valid())  # a raw lone surrogate in the answer text: the SDK decodes it from the HTTP body
+    stub.on("[P02]", *[Reply('{"reading": "r", "work": "\\udfff", "occupations": [1]}')] * 3)  # a rejected value
+    cache = LabelCache(warehouse_path)
+    labels, stats = label_with_cache(records(4), make(stub), cache, "29.2")
+    assert set(labels) == {"h0", "h1", "h3"} and stats.n_failed == 1
+    assert labels["h0"][0].rationale == labels["h1"][0].rationale == "odd \ufffd text"
+    failure = cache.failures().row(0, named=True)
+    assert failure["prompt_hash"] == "h2" and failure["error"].startswith("step 1 (occupations): work must be")
+    assert "odd \ufffd text" in stored_text(warehouse_path)
