@@ -142,14 +142,19 @@ def backoff(config: LLMConfig, attempt: int, retry_after: float | None = None) -
 
 
 def read_answer(resp: Any, parse: Callable[[str | None], T],
-                clean: Callable[[str | None], str | None] = lambda text: text) -> tuple[T, tuple[int, int, int]]:
+                clean: Callable[[str | None], str | None] = lambda text: text,
+                bad_usage: Callable[[list[str]], None] | None = None) -> tuple[T, tuple[int, int, int]]:
     """The parsed answer of one response and its usage; an empty, cut-off or rejected answer is retryable
     (with the answer and the reason for the correction turn, and its tokens, which are billed), a refusal is
     this prompt's failure (asking again gets the same refusal). `clean` masks secrets in the answer before
-    anything reads it (the answer's `reading` becomes the stored rationale)."""
+    anything reads it (the answer's `reading` becomes the stored rationale); `bad_usage` hears of an
+    implausible usage, counted as 0 tokens (usage_of)."""
     if not hasattr(resp, "choices"):  # e.g. a text/html 200 from a proxy: the SDK hands back the body as a str
         raise RetryableError(invalid_response(f"not a chat completion: {resp!r}", clean))
-    tokens = usage_of(getattr(resp, "usage", None))
+    problems: list[str] = []
+    tokens = usage_of(getattr(resp, "usage", None), problems)
+    if problems and bad_usage is not None:
+        bad_usage(problems)
     if not resp.choices:
         raise RetryableError("empty answer (no choices)").with_usage(tokens)
     choice = resp.choices[0]
@@ -241,7 +246,7 @@ class ChatClient:
         """The chat-completions body: `schema` goes into the response format in use (or `fmt`)."""
         return request_body(self.config, messages, schema_name, schema, fmt or self.format)
 
-    def send(self, body: dict[str, Any], step: int, parse: Callable[[str | None], T]
+    def send(self, body: dict[str, Any], step: int, parse: Callable[[str | None], T], prompt_hash: str = ""
              ) -> tuple[T, tuple[int, int, int]]:
         """One request: (parsed answer, usage), or RetryableError / FatalError / LabelerConfigError.
 
@@ -264,7 +269,13 @@ class ChatClient:
             failure = RetryableError(invalid_response(f"not JSON ({e.msg} at char {e.pos}): {e.doc!r}", self.scrub))
         if failure is not None:
             raise failure
-        return read_answer(resp, parse, self.scrub)
+        return read_answer(resp, parse, self.scrub, lambda problems: self.bad_usage(problems, step, prompt_hash))
+
+    def bad_usage(self, problems: list[str], step: int, prompt_hash: str) -> None:
+        """An implausible usage was counted as 0 tokens: said in the log (naming the prompt) and counted."""
+        self.count(bad_usage=1)
+        log.warning("prompt %s, step %d: the LLM server reported an implausible usage (%s): counted as 0 tokens",
+                    prompt_hash or "?", step, self.scrub("; ".join(problems)))
 
     def _status_error(self, e: openai.APIStatusError, body: dict[str, Any]) -> Exception:
         status = e.status_code
@@ -312,7 +323,7 @@ def run_step(chat: ChatClient, out: LLMLabelOutcome, step: int, messages: list[d
         out.attempts += 1
         out.requests += 1
         try:
-            answer, tokens = chat.send(body, step, parse)
+            answer, tokens = chat.send(body, step, parse, out.prompt_hash)
         except RetryableError as e:
             out.add_usage(step, *e.tokens)
             last = e.reason

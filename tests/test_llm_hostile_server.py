@@ -10,11 +10,14 @@ real labeler and label cache and the local OpenAI-wire stub (tests/openai_stub.p
   label_cache row or label-store segment holds it; LabelCache.write_batch masks by itself;
 - a lone surrogate in an answer is replaced (U+FFFD), so the answer is stored or the prompt's failure recorded,
   and the batch's other answers are kept;
+- an implausible usage (10**20, negative, NaN) counts 0 tokens, said in the log naming the prompt; the answers
+  are stored.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from pathlib import Path
@@ -23,6 +26,7 @@ from types import SimpleNamespace
 import polars as pl
 import pytest
 
+from models.labeling import llm_batch as lb
 from models.labeling.base import LabelOutcome, PromptRecord, TaskLabel
 from models.labeling.cache import CacheKey, label_with_cache
 from models.labeling.llm_config import LLMConfig
@@ -233,3 +237,33 @@ def test_a_lone_surrogate_in_an_answer_loses_nothing(stub: OpenAIStub, warehouse
     failure = cache.failures().row(0, named=True)
     assert failure["prompt_hash"] == "h2" and failure["error"].startswith("step 1 (occupations): work must be")
     assert "odd \ufffd text" in stored_text(warehouse_path)
+
+
+# ------------------------------------------------------------------------------------- implausible usage
+def test_an_implausible_usage_counts_zero_tokens_and_the_answers_are_kept(
+        stub: OpenAIStub, warehouse_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Before: usage.prompt_tokens = 10**20 overflowed the Int64 columns when the batch was stored: the whole step
+    failed, every paid answer of the batch was lost, no failure row was written and a rerun paid again."""
+    caplog.set_level(logging.WARNING)
+    stub.on("[P00]", Reply(valid().content, usage=(10**20, 5)), valid())
+    stub.on("[P01]", Reply(valid().content, usage=(-7, float("nan"))), valid())  # type: ignore[arg-type]
+    cache = LabelCache(warehouse_path)
+    lab = make(stub)
+    labels, stats = label_with_cache(records(3), lab, cache, "29.2")
+    assert set(labels) == {"h0", "h1", "h2"} and stats.n_failed == 0
+    rows = {r["prompt_hash"]: r for r in cache.read_frame().iter_rows(named=True)}
+    assert (rows["h0"]["step1_input_tokens"], rows["h0"]["step1_output_tokens"]) == (0, 5)
+    assert (rows["h1"]["step1_input_tokens"], rows["h1"]["step1_output_tokens"]) == (0, 0)
+    assert rows["h0"]["step2_input_tokens"] > 0 and rows["h2"]["step1_input_tokens"] > 0  # the rest is counted
+    assert lab.stats.bad_usage == 2
+    warned = [r.getMessage() for r in caplog.records if "implausible usage" in r.getMessage()]
+    assert any("prompt h0, step 1" in w and "100000000000000000000" in w for w in warned), warned
+    assert any("prompt h1, step 1" in w and "-7" in w and "nan" in w for w in warned), warned
+
+
+def test_a_batch_results_implausible_usage_counts_zero_tokens() -> None:
+    body = {"choices": [{"message": {"content": "{}"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10**20, "completion_tokens": 7,
+                      "prompt_tokens_details": {"cached_tokens": 9}}}
+    row = {"custom_id": "h1", "response": {"status_code": 200, "body": body}}
+    assert lb.result_answer(row)[2] == (0, 0, 7)  # cached tokens are a part of the prompt's (0 here)

@@ -115,7 +115,11 @@ def result_answer(row: dict[str, Any]) -> tuple[str | None, str | None, tuple[in
     """(content, error, usage) of one batch result record."""
     response = row.get("response") or {}
     body = response.get("body") or {}
-    tokens = usage_of(body.get("usage") if isinstance(body, dict) else None)
+    problems: list[str] = []
+    tokens = usage_of(body.get("usage") if isinstance(body, dict) else None, problems)
+    if problems:  # counted as 0 tokens; the row's strings are masked (parse_results)
+        log.warning("batch result %s: implausible usage (%s): counted as 0 tokens", row.get("custom_id"),
+                    "; ".join(problems))
     if row.get("error"):
         err = row["error"]
         return None, f"batch error: {err.get('code', '')} {err.get('message', '')}".strip(), tokens

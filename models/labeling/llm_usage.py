@@ -64,6 +64,7 @@ class LabelerStats:
     valid_first_try: int = 0  # prompts whose every step was valid on its first attempt
     retries: int = 0
     format_fallbacks: int = 0
+    bad_usage: int = 0  # answers whose reported usage was implausible (counted as 0 tokens; usage_of)
     seconds: float = 0.0  # summed wall time of label() calls
 
     def as_dict(self) -> dict[str, float]:
@@ -75,8 +76,16 @@ class LabelerStats:
             setattr(self, name, getattr(self, name) + delta)
 
 
-def usage_of(usage: Any) -> tuple[int, int, int]:
-    """(prompt tokens, cached prompt tokens, completion tokens) of an SDK usage object or a usage dict."""
+# tokens one request can plausibly report (context windows hold ~1M): a larger count is a server's garbage
+MAX_REQUEST_TOKENS = 100_000_000
+
+
+def usage_of(usage: Any, problems: list[str] | None = None) -> tuple[int, int, int]:
+    """(prompt tokens, cached prompt tokens, completion tokens) of an SDK usage object or a usage dict.
+
+    A count that is no whole number in 0..MAX_REQUEST_TOKENS (negative, NaN, 10**20, text) counts 0 and is
+    described in `problems`; cached tokens beyond the prompt's are cut to them. One bad usage must not lose the
+    answer it came with: 10**20 overflowed the Int64 columns and failed the whole labeling step."""
     if usage is None:
         return 0, 0, 0
 
@@ -84,8 +93,27 @@ def usage_of(usage: Any) -> tuple[int, int, int]:
         return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
     details = get(usage, "prompt_tokens_details")
-    cached = get(details, "cached_tokens") if details is not None else None
-    return int(get(usage, "prompt_tokens") or 0), int(cached or 0), int(get(usage, "completion_tokens") or 0)
+    tin = _count("prompt_tokens", get(usage, "prompt_tokens"), problems)
+    cached = _count("cached_tokens", get(details, "cached_tokens") if details is not None else None, problems)
+    tout = _count("completion_tokens", get(usage, "completion_tokens"), problems)
+    if cached > tin:
+        if problems is not None:
+            problems.append(f"cached_tokens={cached} > prompt_tokens={tin}")
+        cached = tin
+    return tin, cached, tout
+
+
+def _count(name: str, value: Any, problems: list[str] | None) -> int:
+    """A reported token count, or 0 (noted in `problems`) when it is no plausible count."""
+    if value is None:
+        return 0
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())  # NaN, inf: not whole
+    if whole and not isinstance(value, bool) and 0 <= value <= MAX_REQUEST_TOKENS:
+        return int(value)
+    if problems is not None:  # str() of an int of over 4,300 digits raises
+        shown = f"a {value.bit_length()}-bit integer" if isinstance(value, int) and value.bit_length() > 128 else value
+        problems.append(f"{name}={str(shown)[:40]!r}")
+    return 0
 
 
 def estimate_cost(outcomes: Iterable[LabelOutcome], input_price_per_1m: float, output_price_per_1m: float,
