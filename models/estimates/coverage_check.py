@@ -292,9 +292,7 @@ def fit_coverage_map(pairs: pl.DataFrame, source: str = MAP_CHECK) -> CoverageMa
         knots, units = np.unique(p, return_counts=True)
         fitted = model.predict_proba(_map_features(knots))[:, 1]
         values = IsotonicRegression(increasing=True).fit_transform(knots, fitted, sample_weight=units)
-        one = knots >= 1.0
-        if one.all():  # every fitted unit at p = 1: nothing below to read between
-            continue
+        one = knots >= 1.0  # some knots lie below 1: MIN_MAP_UNITS units do
         at_one = float(values[one][0]) if one.any() else None
         out.curves[(str(level), int(threshold))] = (knots[~one], values[~one], at_one)
     return out
