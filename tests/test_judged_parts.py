@@ -44,7 +44,7 @@ def _assembled(problem: es.Problem, config: EstimatesConfig, pool: WorkerPool | 
 @pytest.mark.parametrize("coverage_repeats", [2, 3])  # 3 > split_repeats: the p_covered check's own half splits
 def test_the_parts_assembled_equal_the_serial_checks(sim, coverage_repeats):
     sub, _ = es.judged_problem(sim.problem, pl.DataFrame({"benchmark": sim.problem.text_bench}))
-    config = EstimatesConfig(n_draws=6, calibration_draws=3, coverage_repeats=coverage_repeats, coverage_draws=4,
+    config = EstimatesConfig(n_draws=8, calibration_draws=3, coverage_repeats=coverage_repeats, coverage_draws=8,
                              coverage_simulations=2, split_repeats=2)
     calibration, recalibration, coverage, split = _serial(sub, config)
     plan, parts = _assembled(sub, config)
@@ -54,6 +54,7 @@ def test_the_parts_assembled_equal_the_serial_checks(sim, coverage_repeats):
     assert np.array_equal(parts.recalibration.within, recalibration.within)
     assert np.array_equal(parts.recalibration.without, recalibration.without)
     assert parts.coverage.equals(coverage.table)
+    assert coverage.coverage_map.curves  # 8 draws: enough distinct units below p = 1 for a map (MIN_MAP_UNITS)
     assert parts.coverage_map.curves.keys() == coverage.coverage_map.curves.keys()
     for key, (knots, values, at_one) in coverage.coverage_map.curves.items():
         mine = parts.coverage_map.curves[key]

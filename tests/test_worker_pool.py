@@ -87,7 +87,8 @@ def _judged(sim: es.Simulation, pool: WorkerPool, steal: bool = True):
     problem = sim.problem
     texts = pl.DataFrame({"benchmark": [problem.benchmarks[b] for b in problem.text_bench],
                           "prompt_hash": [f"h{t:05d}" for t in range(problem.text_bench.size)]})
-    config = EstimatesConfig(n_draws=6, calibration_draws=3, coverage_repeats=2, coverage_draws=4, coverage_simulations=2,
+    # three fifth splits: enough distinct units below p = 1 for a map (coverage_check.MIN_MAP_UNITS)
+    config = EstimatesConfig(n_draws=6, calibration_draws=3, coverage_repeats=3, coverage_draws=4, coverage_simulations=2,
                              split_repeats=2)
     # not the neighbour stack and no code version: nothing read from or kept beside the warehouse
     pending = start_judged_checks(None, {"labeler_version": None}, texts, problem, config, [],  # type: ignore[arg-type]
@@ -112,9 +113,11 @@ def test_the_judged_checks_in_a_worker_equal_those_computed_here(sim, pool):
                 else:
                     assert a[column].equals(b[column]), (name, column)
         assert np.allclose(here.recalibration.within, result.recalibration.within)
-        assert here.coverage_map.coefficients.keys() == result.coverage_map.coefficients.keys()
-        for key, coef in here.coverage_map.coefficients.items():
-            assert np.allclose(coef, result.coverage_map.coefficients[key], rtol=1e-9), key
+        assert here.coverage_map.curves and here.coverage_map.curves.keys() == result.coverage_map.curves.keys()
+        for key, (knots, values, at_one) in here.coverage_map.curves.items():
+            theirs = result.coverage_map.curves[key]
+            assert np.array_equal(knots, theirs[0]) and np.allclose(values, theirs[1], rtol=1e-9), key
+            assert (at_one is None) == (theirs[2] is None) and np.isclose(at_one or 0.0, theirs[2] or 0.0), key
 
 
 def test_a_failing_judged_check_names_the_check(sim, pool):
