@@ -57,6 +57,7 @@ from models import indexes as ix
 from models import report
 from resources import export_files as ef
 from resources import export_writer as ew
+from resources import interrupts
 from resources import release as rl
 from resources.coverage_map_queries import ESTIMATES_RELATION
 from resources.dagster_resources import LabelerResource, Warehouse
@@ -308,6 +309,7 @@ def exports(
 ) -> MaterializeResult:
     release = release_arguments(context, warehouse, labeler)
     tables = release["tables"]
+    interrupts.check()  # run_all was asked to stop: no release from a run cut short
     published = rl.publish_export(**release)
     folder = published.folder
     manifest = ew.read_manifest(folder) or {}

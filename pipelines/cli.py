@@ -5,7 +5,8 @@ stderr: bad input (InputError: file and line), a missing source, a damaged or lo
 or unwritable path, a label store that cannot be written. `--debug` anywhere on the command line is removed
 before `main` sees it and shows the traceback instead. Any other exception is a bug and keeps its traceback.
 
-Exit codes: 1 for an error in the input or the environment, 130 when interrupted (Ctrl-C).
+Exit codes: 1 for an error in the input or the environment, 128 + the signal's number when interrupted: 130
+for Ctrl-C (SIGINT), 143 for SIGTERM where the command takes it (run_all: resources/interrupts.py).
 
 Used by `python -m pipelines.run_all`, `python -m pipelines.restore_labels`, the what-if command and
 `python -m pipelines.local_llm`. No dagster here; it lives in pipelines/ because models/ hosts no
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -85,11 +87,11 @@ def run_cli(main: Callable[[list[str]], int], argv: Sequence[str] | None = None,
     args = [a for a in args if a != DEBUG_FLAG]
     try:
         return main(args)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         if debug:
             raise
         print(f"{prog}: interrupted", file=sys.stderr)
-        return 130
+        return 128 + getattr(stop, "signum", signal.SIGINT)  # interrupts.StopRequested knows which signal
     except (*KNOWN_ERRORS, *extra_errors) as exc:
         if debug:
             raise

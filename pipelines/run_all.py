@@ -38,7 +38,9 @@ no benchmark table from an earlier run the analysis steps fail instead, exit 1, 
 way), 6 (EXIT_CHECK_FAILED) when every step succeeded and every prompt is labeled but a data-quality check of
 severity ERROR did not pass (a non-blocking check does not fail its step; the summary names it, the run is not
 recorded as up to date, and the next plain run runs the step again instead of skipping it as unchanged, so it
-reports the check until it passes). A WARN check is printed and leaves the code alone.
+reports the check until it passes). A WARN check is printed and leaves the code alone. 130 (SIGINT: Ctrl-C) or
+143 (SIGTERM) when interrupted: the run stops where it is, nothing further runs or is released, and one line
+says so (resources/interrupts.py); every committed label batch stays in the label cache.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ from pipelines import run_report as rr
 from pipelines.run_partitions import prompt_bytes, run_partitions
 from pipelines.run_steps import Steps, judge_failures, lock_file
 from pipelines.step_runner import Runner, RunPlan, plan_from_definitions
-from resources import integrity, label_pool
+from resources import integrity, interrupts, label_pool
 from resources import source_versions as sv
 from resources import warehouse as wh
 from resources.label_cache import LabelCache
@@ -117,14 +119,29 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, defs: Definitions | None = None,
          instance: DagsterInstance | None = None) -> int:
     """Run everything; `defs` defaults to pipelines.definitions.defs and `instance` to the one at DAGSTER_HOME
-    (tests pass their own). The label workers (started first on a cold run) are stopped on every exit."""
+    (tests pass their own). The label workers (started first on a cold run) are stopped on every exit. An
+    interrupt (SIGINT, SIGTERM) stops the run where it is, whichever handler took it (resources/interrupts.py):
+    one line, exit 128 + the signal's number."""
+    progress = rr.Progress()
     try:
-        return _main(argv, defs, instance)
+        with interrupts.watching():
+            try:
+                code = _main(argv, defs, instance, progress)
+            except BaseException:
+                if interrupts.received() is None:  # an interrupt may surface as another error (a DuckDB query's)
+                    raise
+                code = 1
+            signum = interrupts.received()
+            if signum is not None:
+                print(rr.stopped_line(progress, signum), file=sys.stderr)
+                return 128 + signum
+            return code
     finally:
         label_pool.shutdown()
 
 
-def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: DagsterInstance | None) -> int:
+def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: DagsterInstance | None,
+          progress: rr.Progress) -> int:
     args = _parser().parse_args(argv)
     own = defs is None and instance is None  # the code location's and DAGSTER_HOME's: the CLI's run
     plain = own and up_to_date.plain_run(argv if argv is not None else sys.argv[1:])
@@ -135,6 +152,7 @@ def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: Dagste
     started = time.monotonic()
     warehouse_path = getattr((defs.resources or {}).get("warehouse"), "path", None)
     started_ns = time.time_ns()  # before the warehouse is read: what other run_alls do later is newer
+    progress.start(warehouse_path)
     fingerprinted = bool(own and warehouse_path and Path(warehouse_path).resolve() == settings().warehouse.resolve())
     checked = _check_warehouse(warehouse_path, rebuild=args.rebuild, checksums=not (sound and fingerprinted))
     if isinstance(checked, int):
@@ -155,7 +173,7 @@ def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: Dagste
     partitions = _partitions(instance, landing, names)
     trust = integrity.trusted(warehouse_path) if warehouse_path else contextlib.nullcontext()
     with trust, open(log_path, "a", encoding="utf-8") as log:  # checked: its in-process runs need not again
-        runner = Runner(defs, instance, log=log, verbose=args.verbose)
+        runner = progress.runner = Runner(defs, instance, log=log, verbose=args.verbose)
         _report_sources(instance, landing, partitions, warehouse_path)
         steps = Steps(defs, instance, warehouse_path, report, args.force or restored, started_ns)
         if not args.skip_reference:

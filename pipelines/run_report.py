@@ -1,8 +1,12 @@
 """What `run_all` reads back from a finished in-process run (errors, materializations, tables written, failed
-checks) and the headline lines of its final summary (from the warehouse's `coverage_headline`)."""
+checks), the headline lines of its final summary (from the warehouse's `coverage_headline`) and the one line of a
+run stopped by an interrupt."""
 
 from __future__ import annotations
 
+import signal
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -146,3 +150,38 @@ def published_lines(warehouse_path: str) -> list[str]:
     if answer is None:
         return []
     return [answer.sentence, *[f"  - {line}" for line in answer.supporting]]
+
+
+# --- a run that was stopped ---------------------------------------------------------------------------------
+
+@dataclass
+class Progress:
+    """How far one run_all got: what its closing line says when it is stopped (an interrupt) mid-way."""
+
+    warehouse_path: str | None = None
+    release_before: Path | None = None  # the latest release when the run started
+    runner: Any = None  # pipelines.step_runner.Runner, once the steps begin
+
+    def start(self, warehouse_path: str | None) -> None:
+        self.warehouse_path = warehouse_path
+        self.release_before = latest_release_of(warehouse_path)
+
+
+def latest_release_of(warehouse_path: str | None) -> Path | None:
+    from resources import release as rl
+
+    return rl.latest_release(rl.exports_root(warehouse_path)) if warehouse_path else None
+
+
+def stopped_line(progress: Progress, signum: int) -> str:
+    """The one line of a run stopped by a signal: where, whether anything was released, how to go on."""
+    name = signal.Signals(signum).name
+    where = f" during {progress.runner.current}" if progress.runner is not None and progress.runner.current else ""
+    latest = latest_release_of(progress.warehouse_path)
+    if latest is not None and latest != progress.release_before:
+        released = f"release {latest.name} was published before it"
+    else:
+        released = "nothing released" + (f" (the latest release stays {latest})" if latest is not None else "")
+    return (f"python -m pipelines.run_all: interrupted ({name}){where}: stopped, no further step ran; {released}; "
+            f"work done so far is kept (every committed label batch is in the label cache): rerun "
+            f"`python -m pipelines.run_all` to continue")

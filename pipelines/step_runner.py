@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import signal
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 
 from dagster import (
     AssetKey,
@@ -27,6 +29,7 @@ from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
 from pipelines import run_report as rr
 from pipelines.jobs import WAREHOUSE_CHECKS
+from resources import interrupts
 from resources import warehouse as wh
 from resources.label_cache import LabelCache
 from resources.run_launcher import in_process_tags
@@ -71,6 +74,32 @@ def plan_from_definitions(defs: Definitions) -> RunPlan:
 
 # --- the run ------------------------------------------------------------------------------------------------
 
+def spare_log_helpers_from_ctrl_c() -> None:
+    """Start the helpers that mirror a Dagster run's output to the console with SIGINT blocked. Dagster starts a
+    `tail` and a Python watcher per stream for each run (its compute logs); a terminal's Ctrl-C reaches the whole
+    process group, and each watcher died with a raw KeyboardInterrupt traceback. A child inherits the signal
+    mask, so now only run_all takes the interrupt; Dagster still ends the helpers with SIGTERM. A signal that
+    arrives while the mask is set waits for it to be lifted. Once per process."""
+    from dagster._core.execution import compute_logs
+
+    original = compute_logs.execute_posix_tail
+    if getattr(original, "spared_from_ctrl_c", False):
+        return
+
+    @contextlib.contextmanager
+    def execute_posix_tail(path: str, stream: Any) -> Iterator[Any]:
+        with contextlib.ExitStack() as stack:
+            mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                pids = stack.enter_context(original(path, stream))
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            yield pids
+
+    execute_posix_tail.spared_from_ctrl_c = True  # type: ignore[attr-defined]
+    compute_logs.execute_posix_tail = execute_posix_tail  # tail_to_stream looks it up in the module
+
+
 @dataclass
 class StepOutcome:
     result: ExecuteInProcessResult | None
@@ -94,6 +123,8 @@ class Runner:
         self.failed_error_checks: list[str] = []
         self.totals = {"n_prompts": 0, "n_results": 0, "n_rejects": 0, "labeler_calls": 0, "n_labeled": 0,
                        "n_failed": 0, "judge_failed": 0}
+        self.current: str | None = None  # the step running (what an interrupt names)
+        spare_log_helpers_from_ctrl_c()
 
     def _write_log(self, label: str, result: ExecuteInProcessResult) -> None:
         if self.log is None:
@@ -120,6 +151,8 @@ class Runner:
         if not keys and not (with_warehouse_checks and WAREHOUSE_CHECKS.resolve_checks(self.graph)):
             print(f"- {label}: no assets defined yet, skipped")
             return StepOutcome(None)
+        interrupts.check()  # an interrupt that a warehouse read between steps turned into its error
+        self.current = label
         t0 = time.monotonic()
         hold = self._warehouse_to_hold(partition)
         tags = {"benchmap/kind": kind, "benchmap/run_all": "1", **in_process_tags()}
@@ -140,6 +173,9 @@ class Runner:
                                  run_config=None if self.verbose else QUIET_LOGGERS, tags=tags)
         seconds = time.monotonic() - t0
         self._write_log(label, result)
+        # Dagster's handlers took the signal: the run ended (or a step swallowed it), run_all must stop too
+        interrupts.check()
+        self.current = None
         return StepOutcome(result, seconds)
 
     def _warehouse_to_hold(self, partition: str | None) -> str | None:

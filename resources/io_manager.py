@@ -14,6 +14,7 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetKey, ConfigurableIOManager, InputContext, OutputContext
 
 from models.sliced_frame import SlicedFrame
+from resources import interrupts
 from resources import warehouse as wh
 from resources.dagster_resources import Warehouse
 
@@ -33,6 +34,7 @@ class WarehouseIOManager(ConfigurableIOManager):
     warehouse: Warehouse
 
     def handle_output(self, context: OutputContext, obj: pl.DataFrame | None) -> None:
+        interrupts.check()  # run_all was asked to stop: a step that swallowed the interrupt writes nothing
         if obj is None:
             return
         if isinstance(obj, SlicedFrame):  # a table too big to hold whole: written a slice at a time

@@ -28,6 +28,7 @@ import importlib
 import os
 import pickle
 import queue
+import signal
 import struct
 import subprocess
 import sys
@@ -208,6 +209,9 @@ def serve() -> None:
     task index, ~1 s a worker when idle and several when loaded) frees nothing the OS would not, and the caller
     waits for it (run_all between the labels and the analysis). A task's prints go to stderr (stdout carries
     the results)."""
+    # the parent stops its workers (it closes their pipe): a terminal's Ctrl-C, which reaches the whole process
+    # group, must not end a worker mid-task or print its KeyboardInterrupt traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     results = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
