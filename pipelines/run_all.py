@@ -30,8 +30,10 @@ MAX_LABEL_RUNS failed runs) is never skipped: the next plain run retries exactly
 from the label cache).
 
 Exit code 0 when every step succeeded, every prompt is labeled and every check of severity ERROR passed, 1 when
-a step failed (the remaining steps still run; the summary lists failures), 2 for an unknown benchmark name, 3 when the warehouse is damaged (nothing
-runs; or a step found damage the check did not, then with the same recovery line), 4 (EXIT_LABEL_FAILURES) when
+a step failed (the remaining steps still run, except the analysis and the release while some benchmark's labels
+are not of its current prompts: docs/reliability.md; the summary lists failures), 2 for an unknown benchmark
+name, 3 when the warehouse is damaged (nothing runs; or a step found damage the check did not, then with the
+same recovery line), 4 (EXIT_LABEL_FAILURES) when
 every step succeeded but prompts of the run's benchmarks failed to label ("10 labeled, 6 failed (see
 label_failures)"), 5 (EXIT_NO_BENCHMARKS) when every step succeeded but no benchmark landed (nothing is measured; with
 no benchmark table from an earlier run the analysis steps fail instead, exit 1, and the run names the cause either
@@ -184,7 +186,7 @@ def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: Dagste
             run_partitions(runner, steps, plan, partitions, prompt_bytes(landing))
         finally:
             label_pool.shutdown()  # the workers' memory is free before the analysis
-        if not args.skip_analysis:
+        if not args.skip_analysis and not _labels_behind(runner, plan, warehouse_path):
             if own:
                 _freeze_long_lived()  # what the labels stage imported (the labeler, sklearn) and keeps
             _run_step(runner, steps, "analysis", "analysis/exports (+ warehouse-wide benchmark checks)",
@@ -390,6 +392,22 @@ def _run_step(runner: Runner, steps: Steps, step: str, label: str, keys: list[As
             outcome = runner.run(label, keys, kind, with_warehouse_checks=with_warehouse_checks)
         steps.ran()
         runner.report(label, outcome)
+
+
+def _labels_behind(runner: Runner, plan: RunPlan, warehouse_path: str | None) -> bool:
+    """Whether some benchmark's labels are not of its current prompts (a labeling step that failed or was
+    stopped after they changed; this run's or an earlier one's): then the analysis and the release do not run,
+    a failure says why. Its numbers would mix the new prompts with the old texts' labels (an audit: 8.0% instead
+    of 8.4%, the benchmark top of summary.md from stale labels and 0.0 in release.csv, published as `latest`)."""
+    if not warehouse_path or not {AssetKey("prompt_task_labels"), AssetKey("prompt_work")} <= set(plan.partitioned):
+        return False
+    from resources.label_queries import labels_behind_prompts
+
+    behind = labels_behind_prompts(warehouse_path)
+    if behind:
+        print(f"- {rr.behind_line(behind, rr.latest_release_of(warehouse_path))}", flush=True)
+        runner.failures.append(f"analysis/exports: not run: labels behind the prompts of {', '.join(sorted(behind))}")
+    return bool(behind)
 
 
 def _open_label_failures(warehouse_path: str | None, names: list[str], labeler: object) -> int:

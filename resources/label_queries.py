@@ -94,6 +94,37 @@ select
 """
 
 
+def labels_behind_prompts(path: str | Path) -> dict[str, tuple[int, int]]:
+    """benchmark -> (label texts it no longer has, prompts with neither a work decision nor a recorded failure):
+    benchmarks whose label tables (prompt_task_labels, prompt_work) are not of their current prompts, as a
+    labeling step that failed or was stopped after the prompts were refreshed leaves them. A prompt whose labeling
+    failed (label_failures) is not behind: the release counts it as unlabeled and says so. Empty when every
+    benchmark's labels are in step, or before any prompt landed."""
+    if not tables_exist(path, PROMPTS):
+        return {}
+    with wh.connect(path, read_only=True) as con:
+        label_tables = [t for t in (LABELS, WORK) if wh.table_exists(con, t)]
+        rows: dict[str, list[int]] = {}
+        if label_tables:
+            labeled = " union ".join(f"select benchmark, prompt_id, prompt_hash from {t}" for t in label_tables)
+            for benchmark, n in con.execute(
+                    f"select benchmark, count(*) from ({labeled}) l where not exists (select 1 from {PROMPTS} p "
+                    "where p.benchmark = l.benchmark and p.prompt_id = l.prompt_id and p.prompt_hash = l.prompt_hash) "
+                    "group by 1").fetchall():
+                rows.setdefault(str(benchmark), [0, 0])[0] = int(n)
+        where = []
+        if WORK in label_tables:
+            where.append(f"not exists (select 1 from {WORK} w where w.benchmark = p.benchmark "
+                         "and w.prompt_id = p.prompt_id and w.prompt_hash = p.prompt_hash)")
+        if wh.table_exists(con, "label_failures"):
+            where.append("not exists (select 1 from label_failures f where f.benchmark = p.benchmark "
+                         "and f.prompt_hash = p.prompt_hash)")
+        for benchmark, n in con.execute(f"select benchmark, count(*) from {PROMPTS} p "
+                                        f"{'where ' + ' and '.join(where) if where else ''} group by 1").fetchall():
+            rows.setdefault(str(benchmark), [0, 0])[1] = int(n)
+    return {b: (stale, unlabeled) for b, (stale, unlabeled) in sorted(rows.items())}
+
+
 def label_problem_counts(path: str | Path) -> dict[str, int]:
     """unknown_tasks, duplicate_labels, prompts_without_rank1, stale_labels (all 0 when the labels are valid)."""
     return {k: int(v) for k, v in wh.query(path, LABELS_VALID_SQL).row(0, named=True).items()}
