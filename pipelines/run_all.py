@@ -22,8 +22,8 @@ way, without being asked. A benchmark whose landing folder was removed (a regist
 and the analysis runs again.
 
 Output: one line per stage (what ran, rows, seconds) and a summary with the headline numbers of
-`coverage_headline`; Dagster's own log of every run goes to a file whose path is printed (`--verbose` shows it
-on the console as well).
+`coverage_headline` (a failed run that released nothing says so and names the release that stands instead);
+Dagster's own log of every run goes to a file whose path is printed (`--verbose` shows it on the console as well).
 
 A partition whose prompts failed to label (rows in `label_failures` that a plain run may still retry: fewer than
 MAX_LABEL_RUNS failed runs) is never skipped: the next plain run retries exactly those prompts (the rest come
@@ -197,7 +197,8 @@ def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: Dagste
     with wh.held(warehouse_path if warehouse_path and Path(warehouse_path).exists() else None):
         unlabeled = _open_label_failures(warehouse_path, names, runner.resources.get("labeler"))
         headline, release = _print_summary(runner, names, warehouse_path, log_path, started,
-                                           skip_analysis=args.skip_analysis, unlabeled=unlabeled)
+                                           skip_analysis=args.skip_analysis, unlabeled=unlabeled,
+                                           release_before=progress.release_before)
     for name, deleted in removed.items():
         print(f"removed benchmark {name} (its landing folder is gone): {sum(deleted.values()):,} rows deleted from "
               f"{len(deleted)} tables; its labels stay in the label cache and label store")
@@ -422,8 +423,10 @@ def _open_label_failures(warehouse_path: str | None, names: list[str], labeler: 
 
 
 def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None, log_path: Path, started: float,
-                   *, skip_analysis: bool, unlabeled: int = 0) -> tuple[list[str], str | None]:
-    """Print the closing summary; returns its headline lines and release line (what the fast path repeats)."""
+                   *, skip_analysis: bool, unlabeled: int = 0, release_before: Path | None = None
+                   ) -> tuple[list[str], str | None]:
+    """Print the closing summary; returns its headline lines and release line (what the fast path repeats).
+    `release_before`: the latest release when the run started (a failed run that made none prints no headline)."""
     totals, failures = runner.totals, runner.failures
     labeled = f"{totals['n_labeled']} labeled, {totals['n_failed']} failed"
     if totals.get("judge_failed"):  # a judge step that lost a benchmark's sample wrote no design to count from
@@ -436,22 +439,27 @@ def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None,
     elif totals.get("judge_failed"):  # a lost sample: its texts have labels, the judge's reading is what failed
         labeled += " (see label_failures)"
     print()  # the answer first: the sentence summary.md and the map open with, then the raw labels' figures
-    headline = rr.headline_lines(warehouse_path) if not skip_analysis else []
-    for line in headline:
-        print(line)
+    latest = rr.latest_release_of(warehouse_path)
+    released = not failures or (latest is not None and latest != release_before)
+    headline: list[str] = []
+    if not released:  # a failed run's figures in the warehouse are no release: not printed as if they were
+        print(rr.not_released_line(len(failures), latest))
+    else:
+        if failures:  # released by the policy (docs/reliability.md): a failed benchmark's last tables are in it
+            print(f"released although {len(failures)} step(s) FAILED (below): a benchmark that failed is in it as its "
+                  f"last successful run left it")
+        headline = rr.headline_lines(warehouse_path) if not skip_analysis else []
+        for line in headline:
+            print(line)
     print(up_to_date.done_line(time.monotonic() - started, len(names), totals, len(failures), labeled,
                                len(runner.failed_error_checks)))
     release = None
-    if warehouse_path:
-        from resources.release import exports_root, latest_release
-
-        latest = latest_release(exports_root(warehouse_path))
-        if skip_analysis:  # the exports did not run: an older release must not read as this run's
-            print("release: none written by this run (--skip-analysis)"
-                  + (f"; the newest is {latest}" if latest is not None else "; there is none yet"))
-        elif latest is not None:
-            release = f"release: {latest} (newest; also {latest.parent / 'latest'})"
-            print(release)
+    if skip_analysis:  # the exports did not run: an older release must not read as this run's
+        print("release: none written by this run (--skip-analysis)"
+              + (f"; the newest is {latest}" if latest is not None else "; there is none yet"))
+    elif latest is not None and released:
+        release = f"release: {latest} (newest; also {latest.parent / 'latest'})"
+        print(release)
     print(f"Dagster log: {log_path}")
     for failure in failures:
         print(f"  FAILED {failure[:500]}", file=sys.stderr)

@@ -71,7 +71,7 @@ def run_stale_partitions(runner: Runner, steps: Steps, plan: RunPlan, partitions
             keys = plan.landing_only if name == bm.LANDING_PARTITION else plan.partitioned
             outcome = runner.run(label, keys, "benchmark", partition=name)
             if outcome.result is not None:  # count what was written even when a later step (labels) failed
-                runner.report(label, outcome, runner.partition_detail(name, outcome.result))
+                runner.report(label, outcome, runner.partition_detail(name, outcome.result, started=outcome.started))
     if stale:
         steps.ran()
     report = steps.report
@@ -109,6 +109,8 @@ def run_range(runner: Runner, plan: RunPlan, group: list[tuple[str, str]]) -> bo
     first, last = group[0][0], group[-1][0]
     outcome = runner.run(f"{first}..{last}", plan.partitioned, "benchmark", partition=first, last_partition=last)
     if outcome.result is None or not outcome.result.success:
+        if outcome.started is not None:  # what its labels step committed: the reruns find it in the cache
+            runner.committed([name for name, _ in group], outcome.started)
         why = "; ".join(rr.errors(outcome.result))[:300] if outcome.result is not None else "no run"
         print(f"- {len(group)} partitions {first}..{last} in one run: FAILED ({why}): running them one at a "
               f"time", flush=True)

@@ -164,6 +164,23 @@ def behind_line(behind: dict[str, tuple[int, int]], latest: Path | None) -> str:
             f"contents; rerun `python -m pipelines.run_all` to finish labeling (what was labeled is cached)")
 
 
+def not_released_line(n_failed: int, latest: Path | None) -> str:
+    """What a failed run that made no release says in place of the headline: its warehouse figures are no
+    release; the one that stands, with its sentence (its summary.md's first bold line)."""
+    head = f"not released: this run FAILED ({n_failed} step(s), below), so it published no figures"
+    if latest is None:
+        return f"{head}; there is no release yet"
+    from assets.export_context import SUMMARY_NAME
+
+    try:
+        lines = (latest / SUMMARY_NAME).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        lines = []
+    sentence = next((line[2:-2] for line in lines if len(line) > 4 and line.startswith("**") and line.endswith("**")),
+                    None)
+    return f"{head}; the latest release stands, {latest.name}" + (f": {sentence}" if sentence else "")
+
+
 # --- a run that was stopped ---------------------------------------------------------------------------------
 
 @dataclass
@@ -194,6 +211,7 @@ def stopped_line(progress: Progress, signum: int) -> str:
         released = f"release {latest.name} was published before it"
     else:
         released = "nothing released" + (f" (the latest release stays {latest})" if latest is not None else "")
+    labeled = progress.runner.labeled_so_far() if progress.runner is not None else 0
     return (f"python -m pipelines.run_all: interrupted ({name}){where}: stopped, no further step ran; {released}; "
-            f"work done so far is kept (every committed label batch is in the label cache): rerun "
+            f"work done so far is kept ({labeled:,} prompts labeled by this run are in the label cache): rerun "
             f"`python -m pipelines.run_all` to continue")

@@ -104,6 +104,11 @@ def spare_log_helpers_from_ctrl_c() -> None:
 class StepOutcome:
     result: ExecuteInProcessResult | None
     seconds: float = 0.0
+    started: dt.datetime | None = None  # naive UTC, as label batches are stamped
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
 class Runner:
@@ -124,6 +129,8 @@ class Runner:
         self.totals = {"n_prompts": 0, "n_results": 0, "n_rejects": 0, "labeler_calls": 0, "n_labeled": 0,
                        "n_failed": 0, "judge_failed": 0}
         self.current: str | None = None  # the step running (what an interrupt names)
+        self.current_partitions: list[str] = []
+        self.current_started = utc_now()
         spare_log_helpers_from_ctrl_c()
 
     def _write_log(self, label: str, result: ExecuteInProcessResult) -> None:
@@ -152,7 +159,7 @@ class Runner:
             print(f"- {label}: no assets defined yet, skipped")
             return StepOutcome(None)
         interrupts.check()  # an interrupt that a warehouse read between steps turned into its error
-        self.current = label
+        self.current, self.current_started = label, utc_now()
         t0 = time.monotonic()
         hold = self._warehouse_to_hold(partition)
         tags = {"benchmap/kind": kind, "benchmap/run_all": "1", **in_process_tags()}
@@ -161,6 +168,7 @@ class Runner:
             tags.update({ASSET_PARTITION_RANGE_START_TAG: partition, ASSET_PARTITION_RANGE_END_TAG: last_partition})
             locked = self.partition_range(partition, last_partition)
             partition = None
+        self.current_partitions = locked
         # the labeling lock before the file: a second run_all waiting for this benchmark's labeling must not sit
         # on the open warehouse meanwhile (the first could then not commit its labels)
         # runs not held (reference, analysis) keep the file open between their many short connects, releasing it
@@ -176,7 +184,7 @@ class Runner:
         # Dagster's handlers took the signal: the run ended (or a step swallowed it), run_all must stop too
         interrupts.check()
         self.current = None
-        return StepOutcome(result, seconds)
+        return StepOutcome(result, seconds, self.current_started)
 
     def _warehouse_to_hold(self, partition: str | None) -> str | None:
         """The warehouse a run keeps open (pipelines/warehouse.held: some 30 connections of a partition run
@@ -215,8 +223,28 @@ class Runner:
             print(f"    check not passed: {check}")
         self.failed_error_checks += [f"{label}: {check}" for check in rr.failed_checks(result, "ERROR")]
 
-    def partition_detail(self, name: str, result: ExecuteInProcessResult, partition: str | None = None) -> str:
-        """The partition's line (counts from its materializations; `partition`: of a run of several)."""
+    def committed(self, names: list[str], since: dt.datetime) -> tuple[int, int]:
+        """(prompts labeled, prompts failed) of these benchmarks in label batches committed since `since`: what a
+        labeling step that failed or was stopped did (its metadata was never written), added to the totals."""
+        path = getattr(self.resources.get("warehouse"), "path", None)
+        if not path or not names:
+            return 0, 0
+        cache, kind = LabelCache(path), getattr(self.resources.get("labeler"), "kind", None)
+        counts = [cache.committed_since(name, since, kind) for name in names if name != bm.LANDING_PARTITION]
+        labeled, failed = sum(c[0] for c in counts), sum(c[1] for c in counts)
+        self.totals["n_labeled"] += labeled
+        self.totals["n_failed"] += failed
+        return labeled, failed
+
+    def labeled_so_far(self) -> int:
+        """Prompts labeled by this run, the step running when it was stopped included (committed batches)."""
+        return self.totals["n_labeled"] + (self.committed(self.current_partitions, self.current_started)[0]
+                                           if self.current is not None else 0)
+
+    def partition_detail(self, name: str, result: ExecuteInProcessResult, partition: str | None = None,
+                         started: dt.datetime | None = None) -> str:
+        """The partition's line (counts from its materializations; `partition`: of a run of several; `started`:
+        when its run began, to count what a failed labeling step committed)."""
         counts = {k: int(rr.metadata_value(result, "benchmarks" if k != "n_rejects" else "benchmark_rejects", k,
                                            partition) or 0)
                   for k in ("n_prompts", "n_results", "n_rejects")}
@@ -244,6 +272,12 @@ class Runner:
         if labels is not None:  # labeled = asked and answered: a failed prompt was asked too (it said "labeled")
             failures = f", {failed:,} FAILED" if failed else ""
             text += f"; {labels:,} labels ({labeled:,} prompts labeled{failures}, {int(cached or 0):,} from the cache)"
+        elif not result.success and started is not None:  # the labels step failed: what it committed before
+            labeled, failed = self.committed([name], started)
+            if labeled or failed:
+                failures = f", {failed:,} FAILED" if failed else ""
+                text += f"; no labels written, but {labeled:,} prompts labeled{failures} before the step failed " \
+                        "(kept in the label cache)"
         if judge_failed:
             text += f"; the judge FAILED on {judge_failed:,} sampled texts"
         return text

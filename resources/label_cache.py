@@ -305,6 +305,27 @@ class LabelCache:
                                f"where {' and '.join(where)} group by 1", params).fetchall()
         return {str(b): int(n) for b, n in rows}
 
+    def committed_since(self, benchmark: str, since: dt.datetime, labeler: str | None = None) -> tuple[int, int]:
+        """(prompt texts of `benchmark` labeled, those that failed) in batches committed at or after `since`
+        (naive UTC, as the rows are stamped), by `labeler` when given: what a labeling step that failed or was
+        stopped did before it ended (its metadata, which says it otherwise, was never written)."""
+        if not self.path.exists():
+            return 0, 0
+        only = " and labeler = ?" if labeler is not None else ""
+        extra = [labeler] if labeler is not None else []
+        with wh.connect(self.path, read_only=True) as con:
+            labeled = failed = 0
+            if wh.table_exists(con, CACHE_TABLE) and wh.table_exists(con, "benchmark_prompts"):
+                labeled = con.execute(
+                    f"select count(distinct prompt_hash) from {CACHE_TABLE} where created_at >= ?{only} and "
+                    "prompt_hash in (select prompt_hash from benchmark_prompts where benchmark = ?)",
+                    [since, *extra, benchmark]).fetchone()[0]
+            if wh.table_exists(con, FAILURES_TABLE):
+                failed = con.execute(
+                    f"select count(distinct prompt_hash) from {FAILURES_TABLE} where failed_at >= ?{only} and "
+                    "benchmark = ?", [since, *extra, benchmark]).fetchone()[0]
+        return int(labeled), int(failed)
+
     def outstanding_failures(self) -> int:
         """How many label_failures rows wait for a retry (0 without the table)."""
         if not self.exists(FAILURES_TABLE):

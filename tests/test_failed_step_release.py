@@ -27,6 +27,12 @@ from tests.test_llm_reliability import _openai_defs, marked, needle  # noqa: E40
 world = faults.world  # the fixture, by name
 
 
+def _cached_hashes(world: World) -> set[str]:
+    from resources.label_cache import LabelCache
+
+    return set(LabelCache(world.state.warehouse).read_frame()["prompt_hash"].to_list())
+
+
 def test_labels_left_behind_their_changed_prompts_hold_back_the_analysis_and_the_release(
         world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     from pipelines import run_all
@@ -47,9 +53,21 @@ def test_labels_left_behind_their_changed_prompts_hold_back_the_analysis_and_the
         edited = [{**r, "prompt": f"{r['prompt']} (second edition)"} for r in records]
         world.add("moved", edited)
         stub.on(needle(edited[8]), Status(401, "Incorrect API key provided"))
+        cached_before = _cached_hashes(world)
         assert run_all.main(args, defs=defs, instance=world.instance) == 1
     out = capsys.readouterr().out
     assert "] moved: FAILED" in out and "HTTP 401" in out
+
+    # the closing lines say what was done (it said "0 labeled" and printed a headline as if the run succeeded)
+    new_labels = len(_cached_hashes(world) - cached_before)
+    assert new_labels >= 8  # the batches answered before the 401, committed and kept
+    assert f"; no labels written, but {new_labels:,} prompts labeled before the step failed (kept in the label " \
+           "cache)" in out
+    assert f"; 2 step(s) FAILED; {new_labels} labeled, 0 failed" in out, out  # moved and the analysis
+    assert "not released: this run FAILED (2 step(s), below), so it published no figures; there is no release yet" \
+        in out
+    assert "AI benchmarks exercise" not in out and "what the raw labels say" not in out
+    assert "\nrelease: " not in out
     [line] = [s for s in out.splitlines() if s.startswith("- analysis/exports")]
     assert line.startswith("- analysis/exports: not run, nothing released (there is no release yet): labels behind "
                            "the prompts (moved: 16 prompts without labels, labels of 16 texts it no longer has)")

@@ -63,7 +63,7 @@ def test_an_interrupt_mid_labeling_stops_the_run_releases_nothing_and_keeps_the_
     records = real_records("crmarena", N_PROMPTS)
     common.write_benchmark(state.landing, "stopped", records)
     n_texts = len({r["prompt"] for r in records})
-    base = _segments(state)
+    base, cached_before = _segments(state), _cached(state)
     out = tmp_path / "interrupted.txt"
     child = _start(state, out, 0.3, "--skip-reference", "--benchmarks", "stopped")
     deadline = time.monotonic() + 240  # a bound on a stuck child, not a timing the test depends on
@@ -80,12 +80,13 @@ def test_an_interrupt_mid_labeling_stops_the_run_releases_nothing_and_keeps_the_
     lines = [line for line in text.splitlines() if "interrupted" in line]
     assert len(lines) == 1 and lines[0].startswith(f"python -m pipelines.run_all: interrupted ({name}) during "
                                                    "[1/1] stopped: stopped, no further step ran; nothing released")
-    assert "rerun `python -m pipelines.run_all` to continue" in lines[0]
     assert "Traceback" not in text and "KeyboardInterrupt" not in text
     assert "analysis/exports" not in text  # the run went on to the analysis before
     assert not (state.exports / "latest").exists() and not (state.exports / "headline_history.csv").exists()
-    kept = _cached(state)
+    kept = _cached(state) - cached_before
     assert 0 < kept < n_texts  # the committed batches, not the rest
+    assert lines[0].endswith(f"work done so far is kept ({kept:,} prompts labeled by this run are in the label "
+                             "cache): rerun `python -m pipelines.run_all` to continue")
 
     if to_group:  # the rerun labels the rest only: nothing labeled before is paid for again
         again = tmp_path / "rerun.txt"
