@@ -82,8 +82,8 @@ def spare_log_helpers_from_ctrl_c() -> None:
     arrives while the mask is set waits for it to be lifted. Once per process."""
     from dagster._core.execution import compute_logs
 
-    original = compute_logs.execute_posix_tail
-    if getattr(original, "spared_from_ctrl_c", False):
+    original = getattr(compute_logs, "execute_posix_tail", None)  # private: a Dagster without it keeps its helpers
+    if original is None or getattr(original, "spared_from_ctrl_c", False):
         return
 
     @contextlib.contextmanager
