@@ -46,12 +46,26 @@ _SURROGATE = re.compile("[\ud800-\udfff]")  # in a str every surrogate is lone: 
 _TRIGGER = re.compile(r"(?i)authorization|bearer|api[_-]?key|access[_-]?token|secret[_-]?key|client[_-]?secret|sk-")
 
 
+# a \uXXXX escape written as text, however many backslashes a repr put before it (`\\u0073k-...`)
+_ESCAPE = re.compile(r"\\+u([0-9a-fA-F]{4})")
+
+
 def scrub(text: str | None, known_secrets: Iterable[str] = ()) -> str | None:
-    """`text` with every secret masked and every lone surrogate replaced (None stays None)."""
+    """`text` with every secret masked and every lone surrogate replaced (None stays None). A text holding
+    \\uXXXX escapes as characters (a server's HTML body quoting a key so) is masked as decoded when decoding
+    them shows a secret: kept as it was, anyone could decode the key back."""
     if not text:
         return text
-    text = _SURROGATE.sub("\ufffd", text)
     secrets = sorted({s for s in known_secrets if s}, key=len, reverse=True)
+    if "\\" in text and (decoded := _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)) != text:
+        masked = _scrub_plain(decoded, secrets)
+        if masked != _SURROGATE.sub("\ufffd", decoded):  # a secret only its escapes hid (or one beside them)
+            return masked
+    return _scrub_plain(text, secrets)
+
+
+def _scrub_plain(text: str, secrets: list[str]) -> str:
+    text = _SURROGATE.sub("\ufffd", text)
     for secret in secrets:
         for form in {secret, quote(secret, safe="")}:
             text = text.replace(form, MASK)

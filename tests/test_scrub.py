@@ -84,3 +84,20 @@ def test_every_decoded_string_is_masked() -> None:
     decoded = {"reading": f"x {KEY}", "tasks": [1, f"{KEY}", {KEY: None}], "work": True}
     assert scrub_strings(decoded, scrubber([KEY])) == {"reading": f"x {MASK}", "tasks": [1, MASK, {MASK: None}],
                                                       "work": True}
+
+
+def _escaped(text: str, backslashes: int = 1) -> str:
+    return "".join(f"{chr(92) * backslashes}u{ord(c):04x}" for c in text)
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    # an HTML error body quoting the key with its first letter escaped, as a repr doubled its backslash
+    (f"<html>502 for {_escaped(CUT[0], 2)}{CUT[1:]}</html>", f"<html>502 for {MASK}</html>"),
+    (f"echo {_escaped(CUT)} end", f"echo {MASK} end"),  # every character escaped
+    (f"proxy {_escaped('sk-proj-', 2)}AAAAbbbbCCCC1234", f"proxy {MASK}"),  # unknown to the process, sk-shaped
+    (f"caf{chr(92)}u00e9 and a {chr(92)}ud83d", f"caf{chr(92)}u00e9 and a {chr(92)}ud83d"),  # no secret: as it was
+])
+def test_a_secret_written_as_escapes_in_plain_text_is_masked(text: str, want: str) -> None:
+    """A non-JSON body holding \\uXXXX escapes as characters is stored as text: a key written so was stored
+    whole, for anyone to decode back (an audit: `\\\\u0073k-AUDIT-...` in label_failures and the run storage)."""
+    assert scrub(text, [CUT]) == want
