@@ -211,7 +211,9 @@ def stopped_line(progress: Progress, signum: int) -> str:
         released = f"release {latest.name} was published before it"
     else:
         released = "nothing released" + (f" (the latest release stays {latest})" if latest is not None else "")
+    # a floor: a batch the signal caught between the label store and the warehouse is in neither count, and the
+    # rerun copies it from the store (resources/label_store.py)
     labeled = progress.runner.labeled_so_far() if progress.runner is not None else 0
     return (f"python -m pipelines.run_all: interrupted ({name}){where}: stopped, no further step ran; {released}; "
-            f"work done so far is kept ({labeled:,} prompts labeled by this run are in the label cache): rerun "
+            f"work done so far is kept (at least {labeled:,} prompts labeled by this run are in the label cache): rerun "
             f"`python -m pipelines.run_all` to continue")

@@ -85,7 +85,7 @@ def test_an_interrupt_mid_labeling_stops_the_run_releases_nothing_and_keeps_the_
     assert not (state.exports / "latest").exists() and not (state.exports / "headline_history.csv").exists()
     kept = _cached(state) - cached_before
     assert 0 < kept < n_texts  # the committed batches, not the rest
-    assert lines[0].endswith(f"work done so far is kept ({kept:,} prompts labeled by this run are in the label "
+    assert lines[0].endswith(f"work done so far is kept (at least {kept:,} prompts labeled by this run are in the label "
                              "cache): rerun `python -m pipelines.run_all` to continue")
 
     if to_group:  # the rerun labels the rest only: nothing labeled before is paid for again
@@ -94,7 +94,10 @@ def test_an_interrupt_mid_labeling_stops_the_run_releases_nothing_and_keeps_the_
         assert rerun.wait(timeout=300) == 0, again.read_text()[-3000:]
         match = re.search(r"\((\d+) prompts labeled, (\d+) from the cache\)", again.read_text())
         assert match is not None, again.read_text()[-3000:]
-        assert (int(match.group(1)), int(match.group(2))) == (n_texts - kept, kept)
+        labeled, cached = int(match.group(1)), int(match.group(2))
+        # every text once; the cache holds what the line counted, and at most the one batch the signal caught
+        # between the label store and the warehouse, which the rerun copies from the store (a CI run: 60 of 40)
+        assert labeled + cached == n_texts and kept <= cached <= kept + BATCH, (labeled, cached, kept)
 
 
 def test_a_signal_another_handler_took_is_still_seen() -> None:
