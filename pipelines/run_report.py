@@ -143,7 +143,7 @@ def published_lines(warehouse_path: str) -> list[str]:
     from resources import release as rl
 
     try:
-        latest = rl.latest_release(rl.exports_root(warehouse_path))
+        latest = latest_release_of(warehouse_path)
         answer = aq.answer(warehouse_path, released=rl.release_date(latest.name) if latest is not None else None)
     except Exception:  # noqa: BLE001 - informative only: a missing or unreadable table gives no line
         return []

@@ -78,7 +78,11 @@ def task_label_counts(path: str | Path) -> tuple[int, pl.DataFrame]:
 
 # --- the label checks ---------------------------------------------------------------------------------------
 
-LABELS_VALID_SQL = """
+# a label row `l` whose text is not its benchmark's current prompt of that id (stale: the prompt changed or left)
+NOT_A_CURRENT_PROMPT = (f"not exists (select 1 from {PROMPTS} p where p.benchmark = l.benchmark "
+                        "and p.prompt_id = l.prompt_id and p.prompt_hash = l.prompt_hash)")
+
+LABELS_VALID_SQL = f"""
 select
   (select count(*) from prompt_task_labels l where not exists (
      select 1 from onet_tasks t where t.task_id = l.task_id and t.onet_soc_code = l.onet_soc_code))
@@ -88,9 +92,7 @@ select
      group by all having count(*) > 1)) as duplicate_labels,
   (select count(*) from (select benchmark, prompt_id, labeler, labeler_version from prompt_task_labels
      group by all having min(rank) <> 1)) as prompts_without_rank1,
-  (select count(*) from prompt_task_labels l where not exists (
-     select 1 from benchmark_prompts p where p.benchmark = l.benchmark and p.prompt_id = l.prompt_id
-     and p.prompt_hash = l.prompt_hash)) as stale_labels
+  (select count(*) from prompt_task_labels l where {NOT_A_CURRENT_PROMPT}) as stale_labels
 """
 
 
@@ -108,9 +110,8 @@ def labels_behind_prompts(path: str | Path) -> dict[str, tuple[int, int]]:
         if label_tables:
             labeled = " union ".join(f"select benchmark, prompt_id, prompt_hash from {t}" for t in label_tables)
             for benchmark, n in con.execute(
-                    f"select benchmark, count(*) from ({labeled}) l where not exists (select 1 from {PROMPTS} p "
-                    "where p.benchmark = l.benchmark and p.prompt_id = l.prompt_id and p.prompt_hash = l.prompt_hash) "
-                    "group by 1").fetchall():
+                    f"select benchmark, count(*) from ({labeled}) l where {NOT_A_CURRENT_PROMPT} group by 1"
+                    ).fetchall():
                 rows.setdefault(str(benchmark), [0, 0])[0] = int(n)
         where = []
         if WORK in label_tables:
