@@ -131,8 +131,10 @@ def _ingest_partition(context: AssetExecutionContext, warehouse: Warehouse, land
     stored_results = warehouse.stored_result_count(name) if results_file.exists() and ingested.results.is_empty() \
         else 0
     if stored_results:  # a results.csv emptied or cut to nothing (a crash mid-rewrite) must not erase the scores
+        own = ingested.rejects.filter(pl.col("file") == f"{name}/{bm.RESULTS_FILE}")
+        why = f"{own.height} rejects" + (f"; first {first}" if (first := bm.first_reject(own)) else "")
         raise Failure(
-            description=f"{results_file} yielded no valid result ({ingested.rejects.height} rejects) but the "
+            description=f"{results_file} yielded no valid result ({why}) but the "
                         f"warehouse holds {stored_results} results for {name!r}: refusing to replace them with "
                         "nothing. Fix the file, or remove it to retire the results; the warehouse is unchanged.",
             metadata={"rejects_preview": MetadataValue.md(bm.rejects_markdown(ingested.rejects))},

@@ -11,7 +11,7 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
-from models.landing_lines import lone_surrogate
+from models.landing_lines import lone_surrogate, utf16_reason, utf16_text_lines
 
 METADATA_FILES = ("benchmark.toml", "benchmark.yaml", "benchmark.yml")
 INT64_MAX = 2**63 - 1  # public_items is stored as a 64-bit integer
@@ -65,6 +65,9 @@ def _load_metadata_file(files: Mapping[str, bytes]
         return {}, None, [], None
     name = present[0]
     warnings = [f"{name} used; ignored {', '.join(present[1:])}"] if len(present) > 1 else []
+    if (utf16 := utf16_reason(files[name], name)) is not None:  # not a codec error or a NUL-riddled excerpt
+        reason = f"{name} {UNREADABLE}: {utf16}"
+        return {}, name, [*warnings, reason], (1, reason)
     try:
         text = files[name].decode("utf-8-sig")  # a BOM (as Windows editors save) is not part of the text
         if name.endswith(".toml"):
@@ -102,7 +105,9 @@ def _surrogate_entries(raw: dict[str, Any], text: str) -> list[tuple[str, int | 
 
 
 def _excerpt_line(data: bytes, line: int | None) -> str:
-    """The text of line `line` (1-based) of a file, for a reject's excerpt."""
+    """The text of line `line` (1-based) of a file, for a reject's excerpt (of the UTF-16 text it may be)."""
+    if utf16_reason(data, "") is not None:
+        return next((text[:200] for number, text in utf16_text_lines(data) if number == line), "")
     lines = data.decode("utf-8-sig", errors="replace").split("\n")
     return lines[line - 1][:200] if line is not None and 0 < line <= len(lines) else ""
 

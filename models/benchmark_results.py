@@ -21,6 +21,8 @@ from models.landing_lines import (  # noqa: F401 - RESULTS_FILE re-exported
     decode_line,
     excerpt,
     physical_lines,
+    utf16_reason,
+    utf16_text_lines,
 )
 
 RESULT_COLUMNS = ("benchmark", "prompt_id", "model", "score")
@@ -87,6 +89,11 @@ def parse_results(data: bytes, benchmark: str, known_prompt_ids: Iterable[str], 
     seen: dict[tuple[str, str], int] = {}
     # a file that does not end in a newline may have been cut mid-write: its last line (`…,0.875` cut to `…,0.8`)
     # can still parse, with a wrong value
+    if (utf16 := utf16_reason(data, RESULTS_FILE)) is not None:  # one reject, not one "not UTF-8" per line
+        text_lines = utf16_text_lines(data)
+        return pl.DataFrame(schema=RESULTS_SCHEMA), [Reject(
+            benchmark, label, 1, f"{utf16} (none of its {len(text_lines):,} lines is read)",
+            excerpt(text_lines[0][1] if text_lines else ""))]
     cut = cut_last_line(data)
     lines = list(physical_lines(data))
     position = 0

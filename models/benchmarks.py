@@ -53,7 +53,8 @@ from models.landing_lines import (  # noqa: F401 - Reject, EXCERPT_CHARS and the
     lone_surrogate,
     looks_utf16,
     physical_lines,
-    utf16_lines,
+    utf16_reason,
+    utf16_text_lines,
 )
 from models.markdown import markdown_table
 
@@ -334,10 +335,8 @@ def parse_prompts(data: bytes, benchmark: str, *, label: str | None = None
     rows: list[dict[str, Any]] = []
     rejects: list[Reject] = []
     seen: dict[str, int] = {}
-    if (utf16 := looks_utf16(data)) is not None:  # one reason for every line, not "not valid UTF-8" / bad JSON
-        reason = f"the file looks UTF-16 ({utf16}), not UTF-8: save {PROMPTS_FILE} as UTF-8"
-        rejects = [Reject(benchmark, label, number, reason, excerpt(text.lstrip("\ufeff")))
-                   for number, text in utf16_lines(data) if text.strip("\ufeff \t\r")]
+    if (reason := utf16_reason(data, PROMPTS_FILE)) is not None:  # one reason for every line, not bad JSON
+        rejects = [Reject(benchmark, label, number, reason, excerpt(text)) for number, text in utf16_text_lines(data)]
         return pl.DataFrame(schema=PROMPTS_SCHEMA), rejects or [Reject(benchmark, label, 1, reason, "")]
     cut = cut_last_line(data)  # a last line that parses is a whole record (a JSON value ends in its own close)
     for number, line in physical_lines(data):

@@ -91,6 +91,17 @@ def utf16_lines(data: bytes) -> Iterator[tuple[int, str]]:
         yield number, line.removesuffix("\r")
 
 
+def utf16_reason(data: bytes, file_name: str) -> str | None:
+    """The reject reason of a file `looks_utf16` names ("save <file> as UTF-8"); None for any other file."""
+    found = looks_utf16(data)
+    return None if found is None else f"the file looks UTF-16 ({found}), not UTF-8: save {file_name} as UTF-8"
+
+
+def utf16_text_lines(data: bytes) -> list[tuple[int, str]]:
+    """`utf16_lines` without blank lines and the decoded byte-order mark (for excerpts and a line count)."""
+    return [(number, text.lstrip("\ufeff")) for number, text in utf16_lines(data) if text.strip("\ufeff \t\r")]
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

@@ -154,6 +154,78 @@ def test_a_utf16_prompts_file_is_named_as_such_and_no_mirrored_file_looks_utf16(
                 assert looks_utf16((folder / name).read_bytes()) is None, folder / name
 
 
+UTF16_ENCODINGS = (("utf-16", "byte-order mark FF FE"), ("utf-16-be", "byte-order mark FE FF"),
+                   ("utf-16-le", "every other byte is NUL"), ("utf-16-be", "every other byte is NUL"))
+
+
+def utf16(text: str, encoding: str, why: str) -> bytes:
+    """`text` in UTF-16 as `why` says: with the byte-order mark it names (big-endian FE FF written by hand:
+    Python's 'utf-16' writes the machine's order) or with none."""
+    return ("\ufeff" + text if why == "byte-order mark FE FF" else text).encode(encoding)
+
+
+@pytest.mark.parametrize(("encoding", "why"), UTF16_ENCODINGS)
+def test_a_utf16_results_or_metadata_file_is_one_reject_naming_the_file_and_the_encoding(
+        mirror: Path, encoding: str, why: str) -> None:
+    """results.csv gave one reject per line ("not valid UTF-8 (byte 0xff at column 1)", then "skipped: the header
+    (line 2) lacks column(s) ..." for each of the 120 lines, or "header lacks ..."); benchmark.toml/yaml gave a
+    codec or TOML message ("UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff", "Expected '=' after a
+    key", "unacceptable character #x0000") with an excerpt full of NUL bytes."""
+    prompts, _ = bm.parse_prompts((mirror / "benchmarks" / SOURCE / "prompts.jsonl").read_bytes(), SOURCE)
+    text = (mirror / "benchmarks" / SOURCE / "results.csv").read_text(encoding="utf-8")
+    results, rejects = bm.parse_results(utf16(text, encoding, why), SOURCE, prompts["prompt_id"].to_list())
+    n_lines = sum(1 for line in text.split("\n") if line.strip())
+    assert results.is_empty() and [r.as_row() for r in rejects] == [{
+        "benchmark": SOURCE, "file": f"{SOURCE}/results.csv", "line_number": 1,
+        "reason": f"the file looks UTF-16 ({why}), not UTF-8: save results.csv as UTF-8 (none of its {n_lines} "
+                  "lines is read)",
+        "raw_excerpt": text.split("\n")[0].strip()}]
+    toml = (mirror / "benchmarks" / SOURCE / "benchmark.toml").read_text(encoding="utf-8")
+    for name, content in (("benchmark.toml", toml), ("benchmark.yaml", "title: APEX copy\nagentic: true\n")):
+        _, warnings, refused = bm.parse_metadata_with_rejects({name: utf16(content, encoding, why)}, SOURCE, 5)
+        reason = f"{name} could not be read: the file looks UTF-16 ({why}), not UTF-8: save {name} as UTF-8"
+        assert refused == [(name, 1, reason, content.split("\n")[0])] and reason in warnings
+
+
+def test_a_utf16_results_or_metadata_file_lands_the_prompts_and_keeps_what_is_stored(
+        env: Env, mirror: Path) -> None:  # noqa: F811
+    """Through the landing asset: a new benchmark whose results.csv is UTF-16 lands its prompts with one reject;
+    a benchmark.toml saved as UTF-16 later keeps the stored metadata; a UTF-16 results.csv replacing stored
+    results fails the step naming the encoding (it said only "yielded no valid result (120 rejects)")."""
+    folder, lines = apex_copy(env.landing, mirror, "f_utf16_results")
+    results = (folder / "results.csv").read_text(encoding="utf-8")
+    (folder / "results.csv").write_text(results, encoding="utf-16")
+    env.instance.add_dynamic_partitions("benchmark", ["f_utf16_results"])
+    assert env.run_partition("f_utf16_results").success
+    row = env.table("benchmarks", "f_utf16_results").row(0, named=True)
+    assert (row["n_prompts"], row["n_results"], row["n_rejects"]) == (len(lines), 0, 1)
+    assert row["agentic"] is True and row["title"] != "f_utf16_results"  # read from benchmark.toml
+    reject = env.table("benchmark_rejects", "f_utf16_results").row(0, named=True)
+    assert (reject["file"], reject["line_number"]) == ("f_utf16_results/results.csv", 1)
+    assert reject["reason"].startswith("the file looks UTF-16 (byte-order mark FF FE), not UTF-8: save results.csv")
+
+    columns = ["title", "version", "license", "agentic", "public_items", "saturated"]
+    stored = {c: row[c] for c in columns}
+    toml = (folder / "benchmark.toml").read_text(encoding="utf-8")
+    (folder / "benchmark.toml").write_text(toml, encoding="utf-16")
+    assert env.run_partition("f_utf16_results").success
+    row = env.table("benchmarks", "f_utf16_results").row(0, named=True)
+    assert {c: row[c] for c in columns} == stored and "the stored metadata is kept" in row["metadata_warnings"]
+    assert sorted(env.table("benchmark_rejects", "f_utf16_results")["file"]) == [
+        "f_utf16_results/benchmark.toml", "f_utf16_results/results.csv"]
+
+    (folder / "results.csv").write_text(results, encoding="utf-8")  # results stored, then saved as UTF-16
+    assert env.run_partition("f_utf16_results").success
+    n_results = env.table("benchmarks", "f_utf16_results")["n_results"].item()
+    assert n_results > 0
+    (folder / "results.csv").write_text(results, encoding="utf-16")
+    run = env.run_partition("f_utf16_results")
+    assert not run.success
+    failure = next(e for e in run.all_events if e.is_step_failure).step_failure_data.error.message
+    assert "yielded no valid result (1 rejects; first f_utf16_results/results.csv:1: the file looks UTF-16" in failure
+    assert env.table("benchmarks", "f_utf16_results")["n_results"].item() == n_results
+
+
 def test_a_benchmark_that_lands_no_prompt_fails_its_step_naming_the_file_and_why(
         env: Env, mirror: Path, capsys: pytest.CaptureFixture) -> None:  # noqa: F811
     """An empty file, the file saved as UTF-16, and the mirror's folder copied under a new name (every line still
