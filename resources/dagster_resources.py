@@ -125,6 +125,7 @@ class LLMSettings(Config):
     max_labels: int = 10  # at most this many tasks per prompt
     max_concurrency: int = 4
     timeout_s: float = 60.0
+    batch_file_timeout_s: float = 1800.0  # Batch API: per file uploaded or downloaded, in total
     max_retries: int = 4
     backoff_base_s: float = 1.0
     backoff_max_s: float = 30.0

@@ -30,6 +30,7 @@ from typing import Any
 from models.labeling import llm_batch as lb
 from models.labeling.base import LabelOutcome, PromptRecord
 from models.scrub import scrub_strings
+from resources.llm_deadline import deadline
 
 # resources.llm_labeler.OpenAILabeler: not imported, not even for type checking (the labeler imports this module
 # for its Batch-API mode; one direction only)
@@ -37,18 +38,28 @@ OpenAILabeler = Any
 
 
 class BatchServerError(RuntimeError):
-    """A call to the Files or Batches endpoint failed (refused, or never answered); the message is what the
-    server said, secrets masked."""
+    """A call to the Files or Batches endpoint failed (refused, or not done by its deadline); the message is
+    what the server said, secrets masked."""
 
 
 @contextmanager
-def server_errors(lab: OpenAILabeler, what: str) -> Iterator[None]:
+def server_errors(lab: OpenAILabeler, what: str, *, file: bool = False, then: str = "") -> Iterator[None]:
     """Calls to the Files / Batches endpoints: an SDK error becomes a BatchServerError whose text is masked
-    (`lab.chat.scrub`: a server can quote the key), raised without the SDK's exception chained to it."""
+    (`lab.chat.scrub`: a server can quote the key), raised without the SDK's exception chained to it.
+
+    Each call has a total deadline, connect to last byte (resources/llm_deadline.py): `timeout_s`, or for a file
+    uploaded or downloaded (`file`) `batch_file_timeout_s`. httpx's timeouts bound each wait only, so a server
+    sending a byte at a time hung a download for ever. `then`: what to do next, added to a timeout's message."""
     import openai
 
+    seconds, setting = ((lab.config.batch_file_timeout_s, "batch_file_timeout_s") if file
+                        else (lab.config.timeout_s, "timeout_s"))
     try:
-        yield
+        with deadline(seconds):
+            yield
+    except openai.APITimeoutError:
+        raise BatchServerError(f"{what}: not done within {seconds:g}s ({setting}, a total for the call){then}"
+                               ) from None
     except openai.APIStatusError as e:
         raise BatchServerError(f"{what}: HTTP {e.status_code}: {lab.chat.said(e)}") from None
     except openai.OpenAIError as e:
@@ -86,7 +97,7 @@ def write_step1(lab: OpenAILabeler, prompts: Sequence[PromptRecord], path: str |
 
 def submit(lab: OpenAILabeler, path: str | Path, metadata: Mapping[str, str] | None = None) -> str:
     """Upload the JSONL (purpose 'batch') and create the batch; returns the batch id."""
-    with Path(path).open("rb") as fh, server_errors(lab, "uploading the batch file"):
+    with Path(path).open("rb") as fh, server_errors(lab, f"uploading the batch file {path}", file=True):
         uploaded = lab.client.files.create(file=fh, purpose="batch")
     with server_errors(lab, "creating the batch"):
         batch = lab.client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
@@ -104,8 +115,13 @@ def collect(lab: OpenAILabeler, batch_id: str, prompts: Sequence[PromptRecord], 
         return None
     manifest_file = Path(manifest_file)
     manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
-    with server_errors(lab, f"downloading the results of batch {batch_id}"):
-        texts = [lab.client.files.content(fid).text for fid in (batch.output_file_id, batch.error_file_id) if fid]
+    # nothing is written before every file is read: the batch (kept by the server) is collected again as it is
+    again = f"; nothing was written: collect batch {batch_id} again with its manifest {manifest_file}"
+    texts = []
+    for kind, fid in (("output", batch.output_file_id), ("error", batch.error_file_id)):
+        if fid:
+            with server_errors(lab, f"downloading the {kind} file {fid} of batch {batch_id}", file=True, then=again):
+                texts.append(lab.client.files.content(fid).text)
     # server text: masked as decoded, every string of every record (the raw text may hold \uXXXX escapes)
     clean = lab.chat.scrub
     result = lb.after_batch(lab.prompts, prompts, manifest, lb.parse_results("\n".join(texts), clean),

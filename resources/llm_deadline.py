@@ -6,8 +6,9 @@ byte per second hung `label()` for ever. Neither the SDK nor httpx2 has a total 
 client (`bounded_http_client`) reads and writes through sockets that cap every wait at the time left before
 the calling thread's deadline (`deadline(seconds)`, set around each chat request by resources/llm_client.py).
 A request still going at its deadline raises httpx2's ReadTimeout (the SDK's APITimeoutError) wherever it is:
-connecting, sending, waiting for the headers or reading the body. Outside `deadline()` (the Batch API's file
-downloads, which may be large) nothing changes.
+connecting, sending, waiting for the headers or reading the body. The Batch API's calls have theirs too
+(resources/llm_batch.py: `batch_file_timeout_s` for a file, which may be large). Outside `deadline()` nothing
+changes.
 
 No dagster, no environment, no files.
 """

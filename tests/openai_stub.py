@@ -33,7 +33,8 @@ echoed key is never in the text literally but as JSON \\uXXXX escapes: inside th
 `dialect="llama.cpp"` answers response_format {"type": "json_schema"} with HTTP 500 as llama.cpp does and
 accepts {"type": "json_object", "schema": ...}. Every request is recorded in `stub.requests` (path, headers,
 JSON body, time). Files and batches (`/v1/files`, `/v1/batches`) are emulated: a batch is processed at once
-with the same actions, its output file holds one result line per request.
+with the same actions, its output file holds one result line per request; `stub.drips["GET /files/[^/]+/content$"]
+= Drip()` answers the calls of that method whose path matches the regex a byte at a time.
 """
 
 from __future__ import annotations
@@ -216,6 +217,8 @@ class OpenAIStub:
         self.files_status: Status | None = None  # set: POST /files answers this status instead of uploading
         self.file_purposes: dict[str, str | None] = {}
         self.batches: dict[str, dict[str, Any]] = {}
+        # `"GET /files/[^/]+/content$"` (method, space, a regex searched in the path) -> a Drip answering it
+        self.drips: dict[str, Drip] = {}
         self._queue: deque[Action] = deque()
         self._rules: list[tuple[str, deque[Action]]] = []
         self._lock = threading.Lock()
@@ -336,6 +339,10 @@ class OpenAIStub:
 
     def _answer(self, h: BaseHTTPRequestHandler, method: str, path: str, raw: bytes,
                 body: Any) -> bytes | tuple[int, Any, dict[str, str]]:
+        for route, drip in list(self.drips.items()):  # a Files / Batches call answered a byte at a time
+            wanted, pattern = route.split(" ", 1)
+            if method == wanted and re.search(pattern, path):
+                return 200, drip, {}
         if method == "POST" and path.endswith("/chat/completions"):
             return self._chat(body, h.headers.get("Authorization") or "")
         if method == "POST" and path.endswith("/files"):

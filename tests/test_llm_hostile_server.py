@@ -3,7 +3,8 @@ real labeler and label cache and the local OpenAI-wire stub (tests/openai_stub.p
 
 - a 429 whose Retry-After / retry-after-ms is negative, NaN, infinite or absurd is retried, never a failure;
 - a server that sends its answer a byte at a time times out as a whole (`timeout_s` per request), and the
-  prompt is recorded as a failure;
+  prompt is recorded as a failure; so do the Batch API's calls (`batch_file_timeout_s` per file), naming the
+  batch and file, and a batch whose result file timed out is collected again whole;
 - a key sent as \\uXXXX escapes inside an answer's JSON is masked once decoded, before the reading is clipped
   (a cut key used to survive as a fragment) or a rejected value is quoted in the error;
 - Batch-API result files holding the key as escapes: masked as decoded, so no outcome, step file, manifest,
@@ -126,6 +127,52 @@ def test_a_server_sending_a_byte_at_a_time_times_out_as_a_whole(stub: OpenAIStub
     failure = cache.failures().row(0, named=True)
     assert (failure["prompt_hash"], failure["prompt_id"], failure["attempts"]) == ("h0", "p0", 2)
     assert failure["error"] == "step 1 (occupations): timeout after 1s (after 2 attempts)"
+
+
+BATCH_CALLS = {"upload": "POST /files$", "poll": "GET /batches/[^/]+$", "download": "GET /files/[^/]+/content$"}
+
+
+@pytest.mark.parametrize("call", BATCH_CALLS)
+def test_a_batch_call_sent_a_byte_at_a_time_fails_at_its_deadline_and_loses_nothing(
+        stub: OpenAIStub, tmp_path: Path, call: str) -> None:
+    """Before: the Batch API's calls ran outside any deadline (httpx's timeouts bound each wait only), so a result
+    file, a poll or an upload's answer sent a byte at a time hung run_batch for ever."""
+    from resources.llm_batch import BatchServerError
+
+    lab = make(stub, timeout_s=1.0, batch_file_timeout_s=1.0)  # each wait (0.2 s) is shorter than either
+    prompts = records(3)
+    stub.drips[BATCH_CALLS[call]] = Drip(every=0.2)
+    result: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            result["outcomes"] = lab.run_batch(prompts, tmp_path / "batch", poll_s=0)
+        except BatchServerError as e:
+            result["error"] = e
+
+    batching = threading.Thread(target=run, daemon=True)
+    batching.start()
+    batching.join(30)
+    assert not batching.is_alive(), f"the {call} still going after 30 s"
+    path, manifest = tmp_path / "batch" / "step1.jsonl", tmp_path / "batch" / "step1.jsonl.manifest.json"
+    batch_id = next(iter(stub.batches), None)
+    expected = {
+        "upload": f"uploading the batch file {path}: not done within 1s (batch_file_timeout_s, a total for the call)",
+        "poll": f"polling batch {batch_id}: not done within 1s (timeout_s, a total for the call)",
+        "download": f"downloading the output file {stub.batches[batch_id]['output_file_id'] if batch_id else ''} "
+                    f"of batch {batch_id}: not done within 1s (batch_file_timeout_s, a total for the call); "
+                    f"nothing was written: collect batch {batch_id} again with its manifest {manifest}",
+    }
+    assert str(result.get("error")) == expected[call]
+    assert path.is_file() and manifest.is_file() and sorted(p.name for p in path.parent.iterdir()) == [
+        "step1.jsonl", "step1.jsonl.manifest.json"]
+    if call == "download":  # the server keeps the batch: collected again once the file comes, nothing is lost
+        stub.drips.clear()
+        step = lab.collect_batch(batch_id, prompts, manifest)
+        assert step is not None and step.next_path is not None and step.next_manifest is not None
+        done = lab.collect_batch(lab.submit_batch(step.next_path), prompts, step.next_manifest)
+        assert done is not None and done.outcomes is not None
+        assert [o.prompt_hash for o in done.outcomes] == ["h0", "h1", "h2"] and all(o.ok for o in done.outcomes)
 
 
 def test_proxied_connections_are_bounded_too(monkeypatch: pytest.MonkeyPatch) -> None:

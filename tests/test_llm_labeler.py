@@ -428,7 +428,8 @@ def test_batch_endpoint_errors_are_masked(tmp_path: Path) -> None:
         with pytest.raises(BatchServerError) as raised:
             lab.submit_batch(path)
     text = str(raised.value)
-    assert text.startswith("uploading the batch file: HTTP 401: no files for you (Incorrect API key provided: ")
+    assert text.startswith(f"uploading the batch file {path}: HTTP 401: no files for you (Incorrect API key "
+                           "provided: ")
     assert SECRET not in text and "[redacted]" in text
     assert raised.value.__cause__ is None and raised.value.__suppress_context__
 

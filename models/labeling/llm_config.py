@@ -25,6 +25,8 @@ class LLMConfig:
     max_labels: int = 10  # at most this many tasks per prompt (step-2 schema maxItems)
     max_concurrency: int = 4
     timeout_s: float = 60.0  # per request, connect to last byte (resources/llm_deadline.py)
+    # Batch API: per file uploaded or downloaded, in total (a 200 MB file at ~110 KB/s); its polls: timeout_s
+    batch_file_timeout_s: float = 1800.0
     max_retries: int = 4  # retries after the first attempt, per step
     backoff_base_s: float = 1.0
     backoff_max_s: float = 30.0
@@ -45,5 +47,7 @@ class LLMConfig:
         if self.occupation_list not in OCCUPATION_LIST_MODES:
             raise ValueError(f"occupation_list must be one of {OCCUPATION_LIST_MODES}, "
                              f"got {self.occupation_list!r}")
+        if not (self.timeout_s > 0 and self.batch_file_timeout_s > 0):  # a NaN is no deadline either
+            raise ValueError("timeout_s and batch_file_timeout_s must be > 0 seconds")
         if self.occupation_k < 1 or self.max_labels < 1 or self.max_concurrency < 1 or self.max_retries < 0:
             raise ValueError("occupation_k, max_labels and max_concurrency must be >= 1, max_retries >= 0")
