@@ -17,6 +17,7 @@ from typing import NoReturn
 import polars as pl
 
 from models import gaps
+from models.gaps.expected import EXPECTED_THRESHOLDS
 from resources.whatif import check_candidate_folder, run_whatif
 
 PROG = "python -m pipelines.whatif"
@@ -109,6 +110,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(problem)  # before any work: a bad --out used to fail only after printing the results
     check_candidate_folder(Path(args.folder))
     result = run_whatif(warehouse, args.folder, gaps.WhatIfParams(threshold=args.threshold, top_n=args.top))
+    if args.threshold not in EXPECTED_THRESHOLDS:
+        print(f"--threshold {args.threshold}: the labels are counted as they are; the expected gain (expected_* "
+              f"metrics, from the per-unit estimates) exists at thresholds "
+              f"{' and '.join(map(str, EXPECTED_THRESHOLDS))} only")
     for name, frame in gaps.whatif_tables(result).items():
         shown = frame.drop("candidate")
         _print_frame(name, shown.filter(pl.col("closed")) if name == "whatif_gap_rank_changes" else shown)

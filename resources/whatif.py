@@ -224,15 +224,16 @@ def run_whatif(
     `labeler` defaults to the offline labeler built from the warehouse's reference tables; pass `cached`
     (hash -> labels, e.g. from label_cache) to reuse labels; a text already landed keeps its published labels
     (`landed_label_sets`). Each result frame carries `candidate`."""
+    prompts, rejects = read_candidate_prompts(folder)  # first: a file of no prompt costs no labeler build
+    if prompts.is_empty():  # said as the landing step says it: which line and why, not a count alone
+        first = rejects.row(0, named=True) if rejects.height else None
+        why = f"; first line {first['line_number']}: {first['reason']}" if first else ""
+        raise InputError(f"no valid prompts ({rejects.height} rejected lines{why})",
+                         path=candidate_prompts_file(folder))
     tables = read_tables(warehouse_path, gaps.REFERENCE_TABLES)
     if labeler is None:
         tables |= read_tables(warehouse_path, INDEX_TABLES)
         labeler = build_offline_labeler(tables, warehouse_path)
-    prompts, rejects = read_candidate_prompts(folder)
-    if prompts.is_empty():
-        raise InputError(
-            f"no valid prompts ({rejects.height} rejected lines)", path=candidate_prompts_file(folder)
-        )
     landed = landed_label_sets(warehouse_path, prompts["prompt_hash"].unique().to_list(), labeler)
     candidate_labels, failed = gaps.label_candidate(prompts, labeler, {**(cached or {}), **landed})
     existing, landed_keys = existing_label_counts(warehouse_path, prompts["benchmark"].unique().to_list())

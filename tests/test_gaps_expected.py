@@ -168,13 +168,10 @@ def test_occupation_gaps_from_estimates_rank_by_expected_uncovered_hours():
     assert set(plain["ranked_by"]) == {ge.RANKED_BY_PRIORITY}
 
 
-def test_whatif_gain_reports_the_expected_gain_beside_the_counted_one():
-    """whatif_gain with the per-unit estimates: the expected_* metrics start from the index's estimated
-    coverage and add the counted candidate labels with their p_exercised (a copy of a landed text adds
-    nothing to either)."""
-    from models.coverage import label_counts
-    from models.gaps import WhatIfParams, whatif_gain
-    from tests.test_gaps import OCC_A, OCC_B, OCC_C, _labels, _landed, _task_frame
+def _whatif_inputs() -> tuple[pl.DataFrame, ...]:
+    """existing labels, candidate labels, tasks, task_hours, occupations, and the estimates (by name) of a
+    small what-if."""
+    from tests.test_gaps import OCC_A, OCC_B, OCC_C, _labels, _task_frame
 
     frame = _task_frame()
     tasks = frame.select("onet_soc_code", "task_id", "task")
@@ -194,6 +191,18 @@ def test_whatif_gain_reports_the_expected_gain_beside_the_counted_one():
     candidate = _labels([("cand", "a", OCC_B, 3), ("cand", "b", OCC_C, 6)]).with_columns(
         pl.Series("p_exercised", [0.5, 0.25])
     )
+    return existing, candidate, tasks, task_hours, occupations, estimates
+
+
+def test_whatif_gain_reports_the_expected_gain_beside_the_counted_one():
+    """whatif_gain with the per-unit estimates: the expected_* metrics start from the index's estimated
+    coverage and add the counted candidate labels with their p_exercised (a copy of a landed text adds
+    nothing to either)."""
+    from models.coverage import label_counts
+    from models.gaps import WhatIfParams, whatif_gain
+    from tests.test_gaps import _landed
+
+    existing, candidate, tasks, task_hours, occupations, estimates = _whatif_inputs()
     result = whatif_gain(label_counts(existing), candidate, tasks, task_hours, occupations,
                          WhatIfParams(threshold=1), estimates=estimates, **_landed(existing))
     gain = {r["metric"]: r for r in result.marginal_gain.iter_rows(named=True)}
@@ -210,6 +219,25 @@ def test_whatif_gain_reports_the_expected_gain_beside_the_counted_one():
                           estimates=estimates, **_landed(existing))
     metrics = dict(zip(nothing.marginal_gain["metric"], nothing.marginal_gain["gain"], strict=True))
     assert metrics["expected_tasks_covered"] == 0.0 and metrics["expected_hours_covered"] == 0.0
+
+
+@pytest.mark.parametrize("threshold", [2, 3, 10])
+def test_whatif_gain_at_a_threshold_without_estimates_counts_the_labels_as_they_are(threshold: int):
+    """`whatif --threshold 3` takes any whole number >= 1, but with the warehouse's estimates (at 1 and 5 only)
+    the what-if raised "the expected what-if needs estimates at thresholds 1 and 5" after labeling the
+    candidate: a traceback and exit 1, where a bad argument is one line and exit 2."""
+    from models.coverage import label_counts
+    from models.gaps import WhatIfParams, whatif_gain
+    from tests.test_gaps import _landed
+
+    existing, candidate, tasks, task_hours, occupations, estimates = _whatif_inputs()
+    result = whatif_gain(label_counts(existing), candidate, tasks, task_hours, occupations,
+                         WhatIfParams(threshold=threshold), estimates=estimates, **_landed(existing))
+    without = whatif_gain(label_counts(existing), candidate, tasks, task_hours, occupations,
+                          WhatIfParams(threshold=threshold), **_landed(existing))
+    assert result.marginal_gain.equals(without.marginal_gain)  # the counted metrics, as without estimates
+    assert not any(m.startswith("expected_") for m in result.marginal_gain["metric"])
+    assert set(result.marginal_gain["threshold"]) == {threshold}
 
 
 def test_the_draws_interval_replaces_the_simulated_one():

@@ -244,6 +244,23 @@ def test_whatif_refuses_bad_arguments_in_one_line_before_any_work(tmp_path: Path
     assert check_out_folder(tmp_path / "new" / "folder") is None  # created when written
 
 
+def test_whatif_on_a_candidate_of_no_prompt_names_the_line_and_why_before_any_work(tmp_path: Path) -> None:
+    """It said `no valid prompts (57 rejected lines)` (no line, no reason), and only after building the labeler
+    from the warehouse (a warehouse without the reference tables failed on that instead)."""
+    warehouse = tmp_path / "wh" / "benchmap.duckdb"
+    wh.replace_table(warehouse, "placeholder", pl.DataFrame({"x": [1]}))
+    candidate = tmp_path / "cand"
+    candidate.mkdir()
+    lines = [f'{{"prompt_id": "{i}", "prompt": "Inspect boiler {i}"}}' for i in range(3)]
+    (candidate / "prompts.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-16")
+    done = _command(["pipelines.whatif", str(candidate), "--warehouse", str(warehouse)])
+    assert done.returncode == 1 and done.stdout == "", (done.stdout, done.stderr)
+    assert done.stderr.strip().splitlines() == [
+        f"python -m pipelines.whatif: error: {candidate / 'prompts.jsonl'}: no valid prompts (3 rejected lines; "
+        "first line 1: the file looks UTF-16 (byte-order mark FF FE), not UTF-8: save prompts.jsonl as UTF-8) "
+        "(--debug shows the traceback)"]
+
+
 # ------------------------------------------------------------------------------ 7. a full disk says so
 @pytest.fixture
 def tiny_disk(tmp_path: Path) -> Path:

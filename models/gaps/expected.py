@@ -224,6 +224,9 @@ def _ratio_update(before: np.ndarray, not_before: np.ndarray, not_after: np.ndar
     return 1.0 - (1.0 - before) * ratio
 
 
+EXPECTED_THRESHOLDS = (1, 5)  # the per-unit estimates' thresholds: the expected what-if exists at these only
+
+
 def expected_whatif_gain(
     tasks: pl.DataFrame,
     task_estimates: pl.DataFrame,
@@ -241,7 +244,7 @@ def expected_whatif_gain(
     metrics: metric (expected_tasks_covered, expected_occupations_covered, expected_major_groups_covered,
     expected_hours_covered, expected_hours_share_covered, expected_uncovered_hours), before, after, gain.
     per task: onet_soc_code, task_id, task_annual_hours, p_before, p_after, expected_candidate_prompts."""
-    if threshold not in (1, 5) or not {1, 5} <= set(thresholds):
+    if threshold not in EXPECTED_THRESHOLDS or not set(EXPECTED_THRESHOLDS) <= set(thresholds):
         raise ValueError(f"the expected what-if needs estimates at thresholds 1 and 5 (threshold {threshold})")
     frame = _with_probabilities(tasks, task_probabilities(task_estimates, index, 1)).rename({"p_covered": "p1"})
     p5 = task_probabilities(task_estimates, index, 5).select(*TASK_KEY, pl.col("p_covered").alias("p5"))

@@ -25,6 +25,7 @@ from models.coverage import (
     task_coverage,
     task_hour_weights,
 )
+from models.gaps.expected import EXPECTED_THRESHOLDS
 from models.gaps.priority import DEFAULT_THRESHOLD, occupation_titles, rank_by_priority, task_texts
 
 WHATIF_TABLES = (
@@ -191,7 +192,8 @@ def whatif_gain(
     the expected gain (models/gaps/expected.py): metrics expected_tasks_covered, expected_occupations_covered,
     expected_major_groups_covered, expected_hours_covered, expected_hours_share_covered and
     expected_uncovered_hours, from the index's estimated coverage plus the counted candidate labels, each kept
-    with its p_exercised. The other metrics count the labels as they are.
+    with its p_exercised, at thresholds 1 and 5 (EXPECTED_THRESHOLDS, the estimates' own) only. The other
+    metrics count the labels as they are.
     """
     if landed_keys is None:
         raise ValueError("existing label counts carry no prompt ids: pass landed_keys")
@@ -205,7 +207,9 @@ def whatif_gain(
     rank_changes = _gap_rank_changes(tasks_cmp, priorities, params.top_n)
     if priorities is not None:
         metrics += _gap_metrics(tasks_cmp, priorities, rank_changes, params.top_n)
-    if estimates is not None and "task_estimates" in estimates:
+    if estimates is not None and "task_estimates" in estimates and threshold in EXPECTED_THRESHOLDS:
+        # at another threshold there is no estimate to start from: the labels as counted only (it raised, after
+        # the candidate was labeled, though --threshold takes any whole number >= 1)
         metrics += _expected_metrics(weighted, candidate, candidate_labels, estimates, params)
     return WhatIfResult(
         _gain_frame(metrics, counts, params, labeler),
