@@ -154,10 +154,7 @@ class LabelPool:
 
     def prebuild(self, path: Path) -> None:
         """Have the first worker build the task index from the O*NET files into `path` (`take_prebuilt`)."""
-        from resources.task_index import blas_threads
-
-        self.prebuilt = (path, self.workers[0].submit("building the task index ahead",
-                                                      ("prebuild", str(path), blas_threads())))
+        self.prebuilt = (path, self.workers[0].submit("building the task index ahead", ("prebuild", str(path))))
 
     def crash(self, worker: int, code: int = 3) -> None:
         """Tests: make worker `worker` (0-based) exit with `code` when it reaches this request."""
@@ -229,11 +226,8 @@ def has_prebuilt() -> bool:
 
 def take_prebuilt(inputs_digest: str) -> tuple[Path, str, float] | None:
     """(pickle path, its sha256, build seconds) of the index the pool's worker built ahead, when it was built
-    from inputs with this digest (resources/task_index.py: inputs_digest) and with this process's BLAS threads;
-    else None (the file is removed and the caller builds the index itself). Waits for a build still running."""
-    from resources.task_index import blas_threads
-
-    inputs_digest = f"{inputs_digest}|blas{blas_threads()}"
+    from inputs with this digest (resources/task_index.py: inputs_digest); else None (the file is removed and
+    the caller builds the index itself). Waits for a build still running."""
     pool = _SHARED
     if pool is None or pool.prebuilt is None:
         return None

@@ -2,7 +2,7 @@
 resources/worker_process.py's): `handle_request`, a task over this worker's state, which stays in the process
 between requests (the index loaded once, the benchmark being labeled).
 
-("prebuild", path, blas_threads) builds the task index from the O*NET files and pickles it at `path` (answer:
+("prebuild", path) builds the task index from the O*NET files and pickles it at `path` (answer:
 the digest of its inputs, the file's sha256, the build seconds); ("open", index_path) loads the pickled
 TaskIndex and builds the calibrated offline labeler (answer: its labeler_version, model, template_version);
 ("label", benchmark, prompts, batch) labels one batch, first preparing the benchmark's context from `prompts`
@@ -53,31 +53,28 @@ def offline_labeler(state: _State, index_path: str) -> Any:
     return OfflineLabeler.calibrated(index, load_selector_fit())
 
 
-def prebuild(state: _State, path: str, blas_threads: int) -> tuple[str, str, float]:
-    """Build the task index from the O*NET files with the pool's process's BLAS threads (the LSA step's last
-    bits depend on them) and pickle it at `path`: (inputs digest | threads, sha256, seconds)."""
+def prebuild(state: _State, path: str) -> tuple[str, str, float]:
+    """Build the task index from the O*NET files and pickle it at `path`: (inputs digest, sha256, seconds). The
+    build is a pure function of its inputs (its one BLAS step runs on one thread: models/labeling/offline/build.py),
+    so this worker's single-thread settings give the index the step's process would build."""
     import time
     from pathlib import Path
-
-    from threadpoolctl import threadpool_limits
 
     from resources import task_index
 
     tables, dwas = task_index.tables_from_sources(), task_index.task_dwas_frame()
     started = time.perf_counter()
-    with threadpool_limits(limits=blas_threads, user_api="blas"):
-        index = task_index.build_index(tables, dwas)
-        threads = task_index.blas_threads()
+    index = task_index.build_index(tables, dwas)
     seconds = time.perf_counter() - started
     sha = task_index.save_index(index, Path(path))
     state.built = (_identity(path), index)
-    return f"{task_index.inputs_digest(tables, dwas)}|blas{threads}", sha, seconds
+    return task_index.inputs_digest(tables, dwas), sha, seconds
 
 
 def handle(state: _State, request: tuple[Any, ...]) -> Any:
     kind = request[0]
     if kind == "prebuild":
-        return prebuild(state, request[1], request[2])
+        return prebuild(state, request[1])
     if kind == "open":
         from models.labeling.offline.evidence import derived
 

@@ -169,16 +169,6 @@ def inputs_digest(tables: Mapping[str, pl.DataFrame], task_dwas: pl.DataFrame | 
     return digest.hexdigest()
 
 
-def blas_threads() -> int:
-    """The BLAS threads this process computes with: the LSA step's eigendecomposition rounds its last bits
-    differently with another count, so an index is only the same index built with the same count. NumPy is
-    imported first: before its BLAS is loaded there is none to count (a cold run_all asks before importing it)."""
-    import numpy  # noqa: F401 - loads the BLAS threadpool_info reports
-    from threadpoolctl import threadpool_info
-
-    return max([int(i["num_threads"]) for i in threadpool_info() if i.get("user_api") == "blas"] or [1])
-
-
 def tables_from_sources() -> dict[str, pl.DataFrame]:
     """The four reference tables' index columns read straight from the O*NET files (the reference assets'
     parsers): what a label worker builds the index from ahead of `task_search_index`, which uses it only when

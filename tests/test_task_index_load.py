@@ -31,3 +31,21 @@ def test_a_broken_index_file_is_raised_by_the_step_not_lost_in_the_thread(tmp_pa
     assert escaped == []  # the thread swallowed it quietly
     with pytest.raises(pickle.UnpicklingError):
         task_index.load_pickle(path)  # and the step that needs the index sees it
+
+
+def test_the_index_is_the_same_whatever_the_blas_threads() -> None:
+    """The LSA step's eigendecomposition runs on one BLAS thread, so the task index (and every label) is the same
+    on a machine with any number of cores, and a worker process builds the index its step would. With two
+    threads the mirror's occupation embeddings differed from one thread's in their last bits."""
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    tables, dwas = task_index.tables_from_sources(), task_index.task_dwas_frame()
+    built = []
+    for threads in (2, 1):
+        with threadpool_limits(limits=threads, user_api="blas"):
+            built.append(task_index.build_index(tables, dwas))
+    two, one = built
+    arrays = [name for name, value in vars(two).items() if isinstance(value, np.ndarray)]
+    assert {"lsa_occupations", "lsa_projection"} <= set(arrays)
+    assert [name for name in arrays if not np.array_equal(vars(two)[name], vars(one)[name])] == []

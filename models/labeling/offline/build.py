@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+from threadpoolctl import threadpool_limits  # installed with scikit-learn
 
 from models.labeling.offline.config import TITLE_SOURCE_WEIGHTS
 from models.labeling.offline.text import (
@@ -196,7 +197,10 @@ def _lsa(occupation_matrix: sp.csr_matrix, lsa_components: int, n_codes: int
     a query q maps to q V = (q X') U / S, and q X' is the cosine row already computed for the document
     signal."""
     gram = (occupation_matrix @ occupation_matrix.T).toarray().astype(np.float64)
-    eigenvalues, eigenvectors = np.linalg.eigh(gram)
+    # one BLAS thread: the decomposition's last bits depend on the thread count, so the index is the same on
+    # every machine; and on 2 busy cores OpenBLAS's threads spin on this ~900 x 900 matrix (~4 CPU-s, not 0.2)
+    with threadpool_limits(limits=1, user_api="blas"):
+        eigenvalues, eigenvectors = np.linalg.eigh(gram)
     keep = np.argsort(-eigenvalues, kind="stable")[: max(1, min(lsa_components, n_codes - 1))]
     singular = np.sqrt(np.clip(eigenvalues[keep], 1e-12, None))
     vectors = eigenvectors[:, keep]
