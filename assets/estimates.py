@@ -38,6 +38,7 @@ from assets.estimate_draws import headline_draws, kept_reliability_table, kept_s
 from assets.estimate_figures import ESTIMATE_FIGURES, figure_later, figures_not_drawn
 from assets.estimate_inputs import read_inputs, read_judge_rows
 from assets.estimates_split import split_relabeler, start_judged_checks
+from assets.release_gate import refuse_labels_behind
 from models import estimates as es
 from models.estimates.count_draws import count_draws_frame
 from models.figures import reliability_figure
@@ -310,6 +311,7 @@ def headline_estimates(
     thresholds = tuple(sorted(set(config.thresholds) | {5}))
     shared_pool().warm(["models.estimates"])  # the judged checks' worker starts while the inputs are read
     with warehouse.held():  # one open of the file for the dozen reads (~30 CPU-ms each)
+        refuse_labels_behind(warehouse, "headline_estimates")  # every published figure is made here
         inputs = read_inputs(warehouse, context.log)  # the log: a judged text kept in sample is said there
         counted_rows = counted_headline(warehouse, task_label_counts, onet_tasks, task_hours, onet_occupations,
                                         inputs["membership"], thresholds, config.labeler)  # type: ignore[arg-type]

@@ -50,6 +50,7 @@ from assets.export_context import (
     warehouse_held,
 )
 from assets.figure_reuse import report_figure_future, report_figure_inputs
+from assets.release_gate import refuse_labels_behind, refuse_missing_tables
 from models import coverage_map as cmap
 from models import exports as ex
 from models import figures as fg
@@ -96,6 +97,7 @@ REPORT_STEP_TAGS = {"dagster/priority": "-2"}
 @warehouse_held
 def report_figures(context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
                    ) -> MaterializeResult:
+    refuse_missing_tables(warehouse, "report_figures")
     start_release_workbook(context, warehouse, labeler)
     tables, missing = warehouse.read_tables(FIGURE_TABLES)
     tables = for_index(tables)  # the figures show index `all`
@@ -139,6 +141,7 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse, labeler
 )
 @warehouse_held
 def coverage_map(context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource) -> MaterializeResult:
+    refuse_missing_tables(warehouse, "coverage_map")
     start_release_workbook(context, warehouse, labeler)
     occupations = warehouse.all_index_occupations(["onet_soc_code", "title", "n_tasks"])
     labeler_rows = warehouse.coverage_labelers()
@@ -186,6 +189,7 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse, labeler: 
 def report_summary(
     context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
 ) -> MaterializeResult:
+    refuse_missing_tables(warehouse, "report_summary")
     start_release_workbook(context, warehouse, labeler)
     tables, missing = warehouse.read_tables(SUMMARY_TABLES)
     membership = tables.get(MEMBERSHIP)
@@ -307,6 +311,10 @@ def start_release_workbook(context: AssetExecutionContext, warehouse: Warehouse,
 def exports(
     context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
 ) -> MaterializeResult:
+    # the release is made of the analysis tables, of labels in step with their prompts (run_all asks the same
+    # before its analysis; a run the UI or the automation launches did not)
+    refuse_missing_tables(warehouse, "exports")
+    refuse_labels_behind(warehouse, "exports")
     release = release_arguments(context, warehouse, labeler)
     tables = release["tables"]
     interrupts.check()  # run_all was asked to stop: no release from a run cut short

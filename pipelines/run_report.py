@@ -155,9 +155,9 @@ def published_lines(warehouse_path: str) -> list[str]:
 def behind_line(behind: dict[str, tuple[int, int]], latest: Path | None) -> str:
     """Why the analysis and the release did not run: the benchmarks whose labels are not of their prompts
     (benchmark -> texts labeled that it no longer has, prompts with neither labels nor a recorded failure)."""
-    names = sorted(behind)
-    shown = "; ".join(f"{b}: {behind[b][1]:,} prompts without labels, labels of {behind[b][0]:,} texts it no "
-                      "longer has" for b in names[:5]) + (f"; and {len(names) - 5} more" if len(names) > 5 else "")
+    from models.report.formatting import describe_behind
+
+    shown = describe_behind(behind)
     stays = f"the latest release stays {latest}" if latest is not None else "there is no release yet"
     return (f"analysis/exports: not run, nothing released ({stays}): labels behind the prompts ({shown}): a "
             f"labeling step failed or was stopped after the prompts changed, and the numbers would mix both "

@@ -240,6 +240,10 @@ class WarehouseQueries:
     def label_problem_counts(self) -> dict[str, int]:
         return lq.label_problem_counts(self.path)
 
+    def labels_behind_prompts(self) -> dict[str, tuple[int, int]]:
+        """benchmark -> (label texts it no longer has, prompts without labels): lq.labels_behind_prompts."""
+        return lq.labels_behind_prompts(self.path)
+
     def current_labeler_versions(self) -> pl.DataFrame:
         return lq.current_labeler_versions(self.path)
 

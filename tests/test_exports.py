@@ -283,6 +283,9 @@ def build_world(seed: int = 0) -> dict[str, pl.DataFrame]:
         "workbank_tasks": workbank,
         "benchmark_prompts": prompts,
         "prompt_task_labels": labels,
+        # every prompt labeled (its work decision): the labels are of the current prompts (assets/release_gate.py)
+        "prompt_work": labels.select("benchmark", "prompt_id", "prompt_hash", "labeler", "labeler_version").unique()
+        .with_columns(pl.lit(True).alias("is_work"), pl.lit(None, pl.Float64).alias("p_work")),
         "benchmark_results": results,
         "benchmarks": benchmarks,
         "task_coverage": task_cov,

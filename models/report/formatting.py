@@ -144,3 +144,11 @@ def labeler_of(tables: Tables) -> str | None:
                 return values[0]
     return None
 
+
+def describe_behind(behind: Mapping[str, tuple[int, int]], limit: int = 5) -> str:
+    """Benchmarks whose labels are behind their prompts (benchmark -> (label texts it no longer has, prompts
+    without labels): resources/label_queries.py `labels_behind_prompts`) in words, the first `limit` of them."""
+    names = sorted(behind)
+    shown = "; ".join(f"{b}: {behind[b][1]:,} prompts without labels, labels of {behind[b][0]:,} texts it no "
+                      "longer has" for b in names[:limit])
+    return shown + (f"; and {len(names) - limit} more" if len(names) > limit else "")
