@@ -8,11 +8,13 @@ back to a content it held before, name:hash:again-N). An unchanged folder
 requests nothing; nor does any folder while an analysis run is queued or running (its release would mix old and
 new). When the cursor has no entry (a fresh sensor after `run_all`), the hash in the latest `benchmarks`
 materialization of that partition counts as seen. A refresh whose run did not succeed (failed or cancelled; not
-while it is queued or running) and whose content the `benchmarks` table still does not hold is requested again with
-run_key name:hash:retry-N, at most MAX_REFRESH_RETRIES times per content; then a warning, once, and nothing until
-the folder changes (`failed_refreshes`). A partition whose folder disappeared logs a warning once and requests
-nothing: its warehouse rows are kept until a plain `python -m pipelines.run_all` removes them (the warning says
-so).
+while it is queued or running) and whose content no successful run has made since (the `benchmarks` table may hold
+it: a run whose labeling failed wrote it first) is requested again with run_key name:hash:retry-N, at most
+MAX_REFRESH_RETRIES times per content; then a warning, once, and nothing until the folder changes
+(`failed_refreshes`). A partition whose folder disappeared logs a warning once and requests nothing: its warehouse
+rows are kept until a plain `python -m pipelines.run_all` removes them (the warning says so). A folder that cannot be
+a benchmark is warned about when the problem list changes (the tick that records it under `_landing`); every quiet
+tick's skip reason names such folders.
 
 The same tick reports the external asset `benchmark_index_files` materialized when the index files
 (data/indexes/*.toml) differ from the ones the latest `benchmark_index_membership` was built from.
@@ -152,6 +154,21 @@ def stored_content_hash(instance: DagsterInstance, partition: str) -> str | None
     return None if value is None else str(value.value)
 
 
+def refreshed_content(instance: DagsterInstance, partition: str) -> str | None:
+    """The content hash of the latest `benchmarks` materialization of one partition, when the run that wrote it
+    succeeded (or is still going): the whole refresh was made, labels included. A run whose labeling failed after
+    its landing step had written the new content to `benchmarks` made only half of it."""
+    records = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=AssetKey("benchmarks"), asset_partitions=[partition]), limit=1).records
+    if not records or records[0].asset_materialization is None:
+        return None
+    run = instance.get_run_by_id(records[0].run_id) if records[0].run_id else None
+    if run is None or (run.status != DagsterRunStatus.SUCCESS and run.status not in PENDING_STATUSES):
+        return None
+    value = records[0].asset_materialization.metadata.get("content_hash")
+    return None if value is None else str(value.value)
+
+
 @dataclass(frozen=True)
 class FailedRefresh:
     """The latest run requested for a folder's current content, which did not succeed."""
@@ -168,12 +185,14 @@ class FailedRefresh:
 
 
 def failed_refreshes(instance: DagsterInstance, unchanged: dict[str, str],
-                     stored_hash: Callable[[str], str | None]) -> list[FailedRefresh]:
+                     refreshed: Callable[[str], str | None]) -> list[FailedRefresh]:
     """The folders of `unchanged` (partition -> current content, already requested or seen) whose latest run for
-    that content failed or was cancelled while the warehouse still holds another content. The cursor records a
-    content when its run is requested, and the daemon never launches a run key twice, so without this a failed
-    run left the partition stale until the folder changed again. A run queued or running is waited for; a
-    content made since by another run (run_all) is not requested."""
+    that content failed or was cancelled while no successful run has made that content (`refreshed`: partition -> the
+    content its latest successful refresh wrote, `refreshed_content`). The cursor records a content when its run is
+    requested, and the daemon never launches a run key twice, so without this a failed run left the partition
+    stale until the folder changed again. A run queued or running is waited for; a content made since by another
+    run (run_all) is not requested. (It used to look at the `benchmarks` table's content only, which a run whose
+    labeling failed had already written: that refresh was never requested again, its labels stayed behind.)"""
     if not unchanged:
         return []
     records = instance.get_run_records(RunsFilter(  # newest first; one read for every folder
@@ -187,7 +206,7 @@ def failed_refreshes(instance: DagsterInstance, unchanged: dict[str, str],
     failed = []
     for partition, made in sorted(runs.items()):
         latest = made[0]
-        if latest.status not in RETRY_STATUSES or stored_hash(partition) == unchanged[partition]:
+        if latest.status not in RETRY_STATUSES or refreshed(partition) == unchanged[partition]:
             continue
         # this request's runs: back to its first (a folder that went back to an earlier content was requested
         # anew then, and the runs of that earlier time do not use up this one's retries)
@@ -245,8 +264,10 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
             "To keep it, put the folder back.")
     for problem in plan.unreadable:
         context.log.warning(f"could not hash a landing folder (retried next tick): {problem}")
-    for problem in landing.problems:
-        context.log.warning(f"landing problem ({problem.origin}) {problem.path}: {problem.reason}")
+    if any(name == bm.LANDING_PARTITION for name, _, _ in plan.refresh):
+        # said when the problem list changes (the tick that records it under `_landing`), not on every tick
+        for problem in landing.problems:
+            context.log.warning(f"landing problem ({problem.origin}) {problem.path}: {problem.reason}")
     run_requests = []
     observations = []  # the folder's data version (assets/sources.py), recorded before the run reads it
     for name, digest, why in plan.refresh:
@@ -256,7 +277,7 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
     # given up: partition -> content, warned once (kept while the folder holds that content)
     given_up = {name: digest for name, digest in state.get("given_up", {}).items()
                 if plan.unchanged.get(name) == digest}
-    for failed in failed_refreshes(instance, plan.unchanged, lambda name: stored_content_hash(instance, name)):
+    for failed in failed_refreshes(instance, plan.unchanged, lambda name: refreshed_content(instance, name)):
         name, digest = failed.partition, failed.digest
         if failed.given_up:
             if given_up.get(name) != digest:
@@ -275,6 +296,10 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
         context.log.info("the benchmark index files changed: reporting benchmark_index_files updated")
     if not run_requests:
         message = f"{len(landing.benchmarks)} benchmark folders unchanged"
+        if landing.problems:
+            message += (f"; {len(landing.problems)} folders not landed ("
+                        + ", ".join(sorted(p.path.name for p in landing.problems)[:10])
+                        + f"; why: benchmark_rejects of partition {bm.LANDING_PARTITION})")
         if plan.state["missing"]:
             message += f"; {len(plan.state['missing'])} partitions without a folder"
         if given_up:

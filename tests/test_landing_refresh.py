@@ -10,15 +10,22 @@ import json
 import shutil
 from pathlib import Path
 
+import polars as pl
 import pytest
-from dagster import DagsterRunStatus, SensorResult, build_sensor_context
+from dagster import AssetIn, DagsterRunStatus, Definitions, SensorResult, asset, build_sensor_context
 
+from assets import benchmarks as bench_assets
+from assets import module_assets, module_checks
+from assets.partitions import benchmark_partitions
 from models import benchmarks as bm
 from pipelines import run_all
+from pipelines.jobs import JOBS
 from pipelines.sensors import MAX_REFRESH_RETRIES, benchmark_landing_sensor
 from resources import warehouse as wh
+from resources.dagster_resources import Warehouse
+from resources.io_manager import WarehouseIOManager
 from resources.landing import folder_content_hash
-from tests.test_benchmarks import Env, add_fixture, env, requested  # noqa: F401 - env is a fixture
+from tests.test_benchmarks import Env, add_fixture, env, reference_stub, requested  # noqa: F401 - env is a fixture
 
 
 def edit_a_prompt(folder: Path, suffix: str) -> None:
@@ -156,3 +163,69 @@ def test_the_sensor_says_how_to_retire_a_removed_benchmark(
     logged_tick(env, first.cursor, caplog)
     assert "python -m pipelines.run_all" in caplog.text
     assert "delete the partition" not in caplog.text
+
+
+def test_a_folder_that_cannot_land_is_warned_once_and_named_in_every_quiet_tick(
+        env: Env, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
+    """A folder that cannot be a benchmark (a bad name, no prompts.jsonl): its warning was logged on every tick (every
+    30 s, for ever), and the quiet tick's reason, "1 benchmark folders unchanged", did not say it was skipped."""
+    add_fixture(env.landing, "tiny_bench")
+    add_fixture(env.landing, "tiny_bench", "Bad-Name")
+    (env.landing / "no_prompts").mkdir()
+    first = logged_tick(env, None, caplog)
+    assert requested(first) == [bm.LANDING_PARTITION, "tiny_bench"]  # the problems are recorded under `_landing`
+    assert caplog.text.count("landing problem") == 2 and "'Bad-Name' is not a safe benchmark identifier" in caplog.text
+    assert all(run.success for run in env.apply(first))
+
+    caplog.clear()
+    quiet = logged_tick(env, first.cursor, caplog)
+    assert quiet.run_requests == [] and "landing problem" not in caplog.text
+    assert quiet.skip_reason is not None
+    assert quiet.skip_reason.skip_message == ("1 benchmark folders unchanged; 2 folders not landed (Bad-Name, "
+                                              "no_prompts; why: benchmark_rejects of partition _landing)")
+    assert env.tick(quiet.cursor).skip_reason.skip_message == quiet.skip_reason.skip_message  # nothing else moved
+
+    (env.landing / "no_prompts").rmdir()  # one problem fixed: the new list is said, and recorded
+    caplog.clear()
+    fixed = logged_tick(env, quiet.cursor, caplog)
+    assert requested(fixed) == [bm.LANDING_PARTITION]
+    assert caplog.text.count("landing problem") == 1 and "Bad-Name" in caplog.text
+
+
+def test_a_refresh_whose_labeling_failed_is_requested_again(env: Env, tmp_path: Path) -> None:  # noqa: F811
+    """The landing step wrote the new content, then the labeling step failed: the `benchmarks` table held the new
+    content hash, which the sensor took for "made since by another run", so the refresh was never requested again
+    and the partition's labels stayed behind its prompts (the automation's analysis then published them mixed,
+    tests/test_release_gate.py) until someone ran run_all."""
+    broken = tmp_path / "labeler_down"
+
+    @asset(name="labels_stub", group_name="labels", partitions_def=benchmark_partitions,
+           metadata={"partition_expr": "benchmark"}, ins={"benchmark_prompts": AssetIn()}, deps=[reference_stub])
+    def flaky_labels(benchmark_prompts: pl.DataFrame) -> pl.DataFrame:
+        if broken.exists():
+            raise RuntimeError("HTTP 401 from the labeler (stand-in)")
+        return benchmark_prompts.select("benchmark", "prompt_id", "prompt_hash")
+
+    warehouse = Warehouse(path=str(env.warehouse))
+    env.defs = Definitions(assets=[*module_assets(bench_assets), reference_stub, flaky_labels],
+                           asset_checks=module_checks(bench_assets), jobs=JOBS,
+                           resources={"warehouse": warehouse, "io_manager": WarehouseIOManager(warehouse=warehouse)})
+    folder = add_fixture(env.landing, "tiny_bench")
+    first = env.tick()
+    assert all(run.success for run in env.apply(first))
+    edit_a_prompt(folder, " (second edition)")
+    digest = folder_content_hash(folder)
+    broken.touch()
+    changed = env.tick(first.cursor)
+    assert not any(run.success for run in env.apply(changed))
+    assert stored_hash(env, "tiny_bench") == digest  # the landing step wrote the new content ...
+    labels = env.table("labels_stub", "tiny_bench")["prompt_hash"].to_list()
+    assert set(labels) != set(env.table("benchmark_prompts", "tiny_bench")["prompt_hash"])  # ... its labels did not
+
+    broken.unlink()  # the labeler is back
+    retry = env.tick(changed.cursor)
+    assert [r.run_key for r in retry.run_requests] == [f"tiny_bench:{digest}:retry-1"]
+    assert all(run.success for run in env.apply(retry))
+    assert set(env.table("labels_stub", "tiny_bench")["prompt_hash"]) == set(
+        env.table("benchmark_prompts", "tiny_bench")["prompt_hash"])
+    assert env.tick(retry.cursor).run_requests == []  # done: not again
