@@ -24,6 +24,7 @@ from dagster import (
 from pydantic import Field
 
 from models import gaps
+from models.gaps.expected import EXPECTED_THRESHOLDS
 from models.report import markdown_table
 from resources import whatif
 from resources.dagster_resources import LabelerResource, Warehouse
@@ -169,6 +170,12 @@ def candidate_benchmark_whatif(
     summary = _whatif_summary(result, config, model, unchanged, time.monotonic() - started)
     context.log.info(f"what-if {config.candidate_folder}: {summary.row(0, named=True)}")
     row = summary.row(0, named=True)
+    expected = row["expected_hours_newly_covered"]
+    if expected is None:  # not 0.0: a reader of the metadata would take it for no expected gain
+        why = (f"the per-unit estimates exist at thresholds {' and '.join(map(str, EXPECTED_THRESHOLDS))} only"
+               if config.threshold not in EXPECTED_THRESHOLDS else "the warehouse has no per-unit estimates "
+               "(task_estimates: materialize headline_estimates, or run python -m pipelines.run_all)")
+        context.log.warning(f"what-if at threshold {config.threshold}: no expected gain (expected_* null): {why}")
     yield Output(
         summary,
         output_name=WHATIF_SUMMARY,
@@ -176,7 +183,8 @@ def candidate_benchmark_whatif(
             "tasks_newly_covered": int(row["tasks_newly_covered"] or 0),
             "occupations_newly_covered": int(row["occupations_newly_covered"] or 0),
             "hours_newly_covered": float(row["hours_newly_covered"] or 0.0),
-            "expected_hours_newly_covered": float(row["expected_hours_newly_covered"] or 0.0),
+            "expected_hours_newly_covered": (float(expected) if expected is not None
+                                             else MetadataValue.text("not estimated (see the run's warning)")),
             "published_tables_unchanged": unchanged,
             "tables": ", ".join(gaps.WHATIF_TABLES),
             "newly_covered_tasks": MetadataValue.md(

@@ -213,6 +213,19 @@ def test_whatif_on_a_copy_of_a_landed_benchmark_adds_nothing(landed: dict[str, A
     summary = wh.read_table(warehouse, "candidate_benchmark_whatif").row(0, named=True)
     assert summary["candidate"] == "cybench_copy" and summary["published_tables_unchanged"] is True
 
+    # at a threshold the per-unit estimates do not have, the expected gain is not estimated, and the asset's
+    # metadata says so (it read 0.0 expected hours, which a reader takes for "no expected gain")
+    result = _materialize(selection, warehouse, landed["instance"], run_config={
+        "ops": {"candidate_benchmark_whatif": {"config": {"candidate_folder": str(folder), "threshold": 3}}}})
+    summary = wh.read_table(warehouse, "candidate_benchmark_whatif").row(0, named=True)
+    assert summary["threshold"] == 3 and summary["expected_hours_newly_covered"] is None
+    [event] = [e for e in result.get_asset_materialization_events()
+               if e.asset_key.path == ["candidate_benchmark_whatif"]]
+    shown = event.materialization.metadata["expected_hours_newly_covered"]
+    assert "not estimated" in str(shown.value)
+    logged = [record.user_message for record in landed["instance"].all_logs(result.run_id)]
+    assert any("what-if at threshold 3: no expected gain" in message for message in logged)
+
 
 # Proofreaders and Copy Markers: no landed benchmark covers them at the threshold, and their task statements are
 # distinctive enough that the synthetic prompts' labels concentrate on them.
