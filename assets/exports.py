@@ -60,7 +60,7 @@ from resources import export_files as ef
 from resources import export_writer as ew
 from resources import interrupts
 from resources import release as rl
-from resources.coverage_map_queries import ESTIMATES_RELATION
+from resources.coverage_map_queries import ESTIMATES_RELATION, SIMULATION_CHECK_RELATION
 from resources.dagster_resources import LabelerResource, Warehouse
 from resources.readers import read_text
 from resources.sources import source_checksums
@@ -131,7 +131,8 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse, labeler
 @asset(
     group_name=GROUP,
     op_tags=REPORT_STEP_TAGS,
-    deps=[AssetKey(t) for t in [*MAP_TABLES, ESTIMATES_RELATION]],  # + the tiles' estimates (issue 25)
+    # + the tiles' estimates (issue 25) and the check the legend quotes on how far their outer bands hold
+    deps=[AssetKey(t) for t in [*MAP_TABLES, ESTIMATES_RELATION, SIMULATION_CHECK_RELATION]],
     description="coverage_map.html of the release: a self-contained page (no network) with every occupation "
     "as a tile in its SOC major group, coloured by its estimated probability of being covered "
     "(occupation_estimates: likely covered / unsure / likely not) for the chosen index and threshold; "

@@ -47,7 +47,8 @@ COLOUR_BINS: tuple[tuple[float, str, str], ...] = (
 PROMPT_CHARS = 180
 TASK_CHARS = 120
 # Tile classes of the estimated probability that an occupation is covered (occupation_estimates.p_covered, the
-# draws' share, which sums to the headline; its two ends hold in the checks, its middle band is no tested chance,
+# draws' share, which sums to the headline; its two ends hold roughly in the checks (the legend quotes how:
+# `band_check`), its middle band is no tested chance,
 # so it reads "unsure": docs/estimates.md): (lower bound, colour, legend label), checked from
 # the top; the cut-offs are models.coverage's, as the gap finder's.
 ESTIMATE_CLASSES: tuple[tuple[float, str, str], ...] = (
@@ -192,6 +193,30 @@ def coverage_map_data_from_aggregates(
         "classes": [[lower, colour, label] for lower, colour, label in ESTIMATE_CLASSES],
         "estimates": map_estimates(occupation_estimates, occ["onet_soc_code"].to_list(), thresholds),
     }
+
+
+CHECKED_BAND_MIN_UNITS = 40  # a check's band with fewer units says little (the checks' own rule for a bin)
+
+
+def band_check(simulation_check: pl.DataFrame | None) -> dict[str, dict[str, list[Any]]]:
+    """How the map's two outer bands held where the truth is known: str(threshold) -> {"covered": [lowest,
+    highest share truly covered, checks], "not": [...]}, over the checks of unit_coverage_simulation_check
+    (occupations, raw p_covered: what the tiles show) whose bin p >= LIKELY_COVERED, resp. 0 < p < LIKELY_NOT (the
+    checks bin units with p > 0 only), holds at least CHECKED_BAND_MIN_UNITS units. Empty without the table. The legend quotes it, so a reader sees how
+    wrong a "likely" tile may be; the middle band is no tested chance and gets none."""
+    if simulation_check is None or simulation_check.is_empty():
+        return {}
+    rows = simulation_check.filter((pl.col("unit") == "occupation") & (pl.col("predictor") == "p_covered")
+                                   & (pl.col("n_units") >= CHECKED_BAND_MIN_UNITS))
+    bands = {"covered": pl.col("p_low") >= LIKELY_COVERED - 1e-9, "not": pl.col("p_high") <= LIKELY_NOT + 1e-9}
+    out: dict[str, dict[str, list[Any]]] = {}
+    for band, condition in bands.items():
+        held = (rows.filter(condition).group_by("threshold")
+                .agg(pl.col("share_covered").min().alias("low"), pl.col("share_covered").max().alias("high"),
+                     pl.col("check").sort().unique(maintain_order=True).alias("checks")))
+        for threshold, low, high, checks in held.iter_rows():
+            out.setdefault(str(int(threshold)), {})[band] = [float(low), float(high), list(checks)]
+    return out
 
 
 def map_estimates(

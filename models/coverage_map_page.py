@@ -24,6 +24,7 @@ button{font-size:11px;margin:2px 4px 2px 0;padding:1px 8px;cursor:pointer}
 #index-note{font-size:11px;color:#444;max-width:520px;margin:3px 0 0}
 #index-note details{margin-top:2px}
 .legend{display:flex;gap:8px;align-items:center;font-size:11px;margin-top:6px;flex-wrap:wrap}
+.legend .checked{flex-basis:100%;color:#555;font-size:11px}
 .legend span.sw{display:inline-block;width:14px;height:14px;border-radius:2px;vertical-align:middle;
 margin-right:3px}
 main{padding:10px 20px 40px;display:grid;grid-template-columns:repeat(auto-fill,minmax(330px,1fr));gap:10px}
@@ -179,6 +180,15 @@ function showLegend(est, counts){
       (BOUNDED.includes(t) ? ", whose count at \u2265 " + t + unit + " gives the published bounds their " +
        "ceiling: at least its 97.5th percentile" : "") + "):"));
     D.classes.forEach(([lower, col, label], i) => item(col, label + ": " + counts[i]));
+    const held = (D.band_check || {})[String(t)], pct = v => Math.round(100 * v) + "%";
+    const span = b => pct(b[0]) + (pct(b[0]) === pct(b[1]) ? "" : "\u2013" + pct(b[1]));
+    if (held && (held.covered || held.not)) {  // how wrong a "likely" tile may be, where the truth is known
+      const checks = [...new Set([...(held.covered || [0, 0, []])[2], ...(held.not || [0, 0, []])[2]])];
+      legend.append(el("span", {className: "checked"}, "Checked against known truths (" + checks.join(", ") +
+        "; unit_coverage_simulation_check): of the occupations shown likely covered, " +
+        (held.covered ? span(held.covered) : "(no check)") + " were covered; of those shown likely not (p > 0), " +
+        (held.not ? span(held.not) : "(no check)") + ". The unsure band is no tested chance."));
+    }
   } else {
     const why = D.estimates && Object.keys(D.estimates).length ? (state.modified ?
       " (benchmarks changed by hand: estimates exist for the named indexes only)" :

@@ -21,6 +21,7 @@ from models.coverage_map import (
     PROMPT_CHARS,
     TASK_CHARS,
     MapAggregates,
+    band_check,
     coverage_map_data_from_aggregates,
     coverage_map_html,
     index_options,
@@ -29,6 +30,7 @@ from models.coverage_map import (
 from resources import warehouse as wh
 
 LABELS_RELATION = "prompt_task_labels"
+SIMULATION_CHECK_RELATION = "unit_coverage_simulation_check"  # p_covered against known truths, per bin
 ESTIMATES_RELATION = "occupation_estimates"  # per index, occupation and threshold: p_covered, prompts (issue 25)
 PROMPTS_RELATION = "benchmark_prompts"
 TASKS_RELATION = "onet_tasks"
@@ -267,6 +269,8 @@ def build_coverage_map_from_warehouse(
             wh.fetch_polars(con, f"select * from {wh.quote_identifier(ESTIMATES_RELATION)}")
             if wh.table_exists(con, ESTIMATES_RELATION) else None
         )
+        checked = (wh.fetch_polars(con, f"select * from {wh.quote_identifier(SIMULATION_CHECK_RELATION)}")
+                   if estimates is not None and wh.table_exists(con, SIMULATION_CHECK_RELATION) else None)
         data = coverage_map_data_from_connection(
             con,
             occupations,
@@ -278,6 +282,7 @@ def build_coverage_map_from_warehouse(
             occupation_estimates=estimates,
         )
     data["indexes"] = index_options(membership, [b for b, _ in data["benchmarks"]])
+    data["band_check"] = band_check(checked)  # how the outer bands held in the checks: the legend quotes it
     if opening_threshold is not None:  # the threshold the header's headline is at, where the page opens
         data["opening_threshold"] = int(opening_threshold)
     if headlines:

@@ -341,6 +341,10 @@ def test_tiles_show_the_estimated_probability_with_its_legend_and_hover(browser,
     data = dict(page["data"])
     data["estimates"] = map_estimates(estimates, [o["c"] for o in data["occupations"]])
     data["opening_threshold"] = 5  # the header's headline is at >= 5 prompts: the page opens there
+    # how the outer bands held in the checks (models/coverage_map.py band_check): >= 5 has no "likely not" check
+    data["band_check"] = {"1": {"covered": [0.864, 1.0, ["split_fifth", "split_half"]],
+                                "not": [0.03, 0.067, ["split_half"]]},
+                          "5": {"covered": [0.992, 0.997, ["simulated"]]}}
     path = tmp_path / "estimated_map.html"
     path.write_text(coverage_map_html(data), encoding="utf-8")
     _load(browser, path)
@@ -369,6 +373,12 @@ def test_tiles_show_the_estimated_probability_with_its_legend_and_hover(browser,
                                  f"{threshold}")
         for (_, _, label), n in zip(ESTIMATE_CLASSES, counts, strict=True):
             assert f"{label}: {n}" in legend
+        checked = ("Checked against known truths (split_fifth, split_half; unit_coverage_simulation_check): of the "
+                   "occupations shown likely covered, 86%\u2013100% were covered; of those shown likely not (p > 0), "
+                   "3%\u20137%." if threshold == 1 else
+                   "Checked against known truths (simulated; unit_coverage_simulation_check): of the occupations "
+                   "shown likely covered, 99%\u2013100% were covered; of those shown likely not (p > 0), (no check).")
+        assert checked + " The unsure band is no tested chance." in legend, legend
         summary = browser.find_element(By.ID, "summary").text
         assert summary.startswith(f"Estimated at \u2265 {threshold} prompt")
         assert f"{counts[0]} of 923 occupations likely covered, {counts[1]} unsure, {counts[2]} likely not" in summary

@@ -9,6 +9,7 @@ import pytest
 
 from models.coverage_map import (
     ESTIMATE_CLASSES,
+    band_check,
     colour_for_p,
     estimate_class,
     estimate_classes,
@@ -70,3 +71,31 @@ def test_map_estimates_in_tile_order_and_sparse_rows_are_p_zero(tmp_path):
     _, from_warehouse = build_coverage_map_from_warehouse(path, occupations)
     assert from_warehouse["estimates"] == est
     assert from_warehouse["estimates"]["all"]["1"][1][0] == pytest.approx(0.95)
+    assert from_warehouse["band_check"] == {}  # no simulation check in this warehouse: the legend quotes none
+    wh.replace_table(path, "unit_coverage_simulation_check", _simulation_check())
+    assert build_coverage_map_from_warehouse(path, occupations)[1]["band_check"] == band_check(_simulation_check())
+
+
+def _simulation_check() -> pl.DataFrame:
+    """unit_coverage_simulation_check rows: the outer bins of two checks, and rows the band check must skip."""
+    rows = [  # check, unit, threshold, predictor, p_low, p_high, n_units, share_covered
+        ("split_fifth", "occupation", 1, "p_covered", 0.9, 1.0, 639, 0.864),
+        ("split_half", "occupation", 1, "p_covered", 0.9, 1.0, 749, 1.0),
+        ("split_fifth", "occupation", 1, "p_covered", 0.0, 0.1, 1504, 0.061),
+        ("split_half", "occupation", 1, "p_covered", 0.0, 0.1, 1642, 0.03),
+        ("split_half", "occupation", 5, "p_covered", 0.9, 1.0, 160, 0.994),
+        ("split_fifth", "occupation", 5, "p_covered", 0.0, 0.1, 21, 0.5),  # too few units to say anything
+        ("split_fifth", "occupation", 1, "p_covered", 0.5, 0.6, 300, 0.2),  # the middle band: not quoted
+        ("split_fifth", "occupation", 1, "p_covered_calibrated", 0.9, 1.0, 531, 0.5),  # not what tiles show
+        ("split_fifth", "task", 1, "p_covered", 0.9, 1.0, 5000, 0.5),  # another unit
+    ]
+    names = ["check", "unit", "threshold", "predictor", "p_low", "p_high", "n_units", "share_covered"]
+    return pl.DataFrame(rows, schema=names, orient="row")
+
+
+def test_band_check_quotes_the_outer_bins_of_the_occupations_p_covered():
+    assert band_check(_simulation_check()) == {
+        "1": {"covered": [0.864, 1.0, ["split_fifth", "split_half"]], "not": [0.03, 0.061, ["split_fifth", "split_half"]]},
+        "5": {"covered": [0.994, 0.994, ["split_half"]]},
+    }
+    assert band_check(None) == {} and band_check(_simulation_check().clear()) == {}
