@@ -910,12 +910,43 @@ def test_summary_says_what_is_missing():
         "WORKBank finding not available",
         "Model-score finding not available",
         "Estimated model-score finding not available",
+        "Gap finding not available: occupation_gaps is missing or empty",
         "Sensitivity analysis not available",
         "benchmarks table is missing",
         "Its accuracy was not measured",
     ):
         assert phrase in text
     assert "Tables not available for this summary: coverage_headline" in text
+
+
+def test_summary_names_the_largest_gaps_as_estimated_with_their_intervals(world):
+    """Where the next benchmark should go: the occupations not likely covered at >= 5 prompts, ranked by expected
+    uncovered hours with their interval across the draws (occupation_gaps); a gap list ranked by the labels'
+    priority (no per-unit estimates) is not quoted as an estimate."""
+    text = report.summary_markdown(world, onet_tasks=world["onet_tasks"], export_date="2030-01-31")
+    from models.gaps.expected import RANKED_BY_PRIORITY
+
+    assert world["occupation_gaps"]["ranked_by"].unique().to_list() == [RANKED_BY_PRIORITY]
+    assert ("Gap finding not available: occupation_gaps has no row ranked by expected uncovered hours at >= 5 "
+            "prompts") in text  # the world's gaps are priority-ranked
+    hours = [9.1e9, 7.0e9, 4.0e9, 3.5e9, 3.0e9, 2.0e9]
+    gaps = pl.DataFrame({
+        "benchmark_index": "all", "threshold": 5, "rank": range(1, 7),
+        "occupation_title": [f"Occupation {c}" for c in "ABCDEF"],
+        "expected_uncovered_hours": hours,
+        "expected_uncovered_hours_low": [h * 0.9 for h in hours],
+        "expected_uncovered_hours_high": [h * 1.05 for h in hours],
+        "ranked_by": "expected uncovered hours (per-unit estimates)",
+    })
+    text = report.summary_markdown({**world, "occupation_gaps": gaps}, onet_tasks=world["onet_tasks"])
+    estimated_part = text.split("## What the raw labels say")[0]
+    n_occupations = world["occupation_coverage"]["onet_soc_code"].n_unique()
+    assert (f"**Where the next benchmark should go.** 6 of {n_occupations} occupations are not likely covered at "
+            ">= 5 prompts (estimated probability below 0.9).") in estimated_part
+    assert ("Occupation A 9.10 (8.19\u20139.55); Occupation B 7.00 (6.30\u20137.35); Occupation C 4.00 "
+            "(3.60\u20134.20); Occupation D 3.50 (3.15\u20133.67); Occupation E 3.00 (2.70\u20133.15) "
+            "(occupation_gaps;") in estimated_part
+    assert "Occupation F" not in text  # five are quoted; the table ranks them all
 
 
 def test_markdown_table():

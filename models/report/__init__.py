@@ -30,6 +30,7 @@ from models.report.estimated import (
     estimated_score_findings,
     exposure_base_rates,
     exposure_difference_finding,
+    gap_findings,
 )
 from models.report.findings import (
     coverage_findings,
@@ -129,6 +130,7 @@ def summary_markdown(
             "The fits on imputed label sets (coverage_regressions_mi) are") + [
             "This index's fits on the labels as counted are in 'What the raw labels say'."]),
         ("Model scores", estimated_score_findings(tables) if is_all_index else all_only("Model scores are")),
+        ("Where the next benchmark should go", gap_findings(tables, ANSWER_THRESHOLD)),
         ("What the raw labels say",
          ["_Counting every label as true, with no correction for the labels' misses and no labeler error in the "
           "intervals: for comparison with the estimates above, not for quoting._"]
@@ -156,7 +158,7 @@ def summary_markdown(
 
 __all__ = [
     "ANSWER_THRESHOLD", "Answer", "answer_figures", "benchmark_counts", "count_lines", "estimated_coverage_findings",
-    "estimated_score_findings",
+    "estimated_score_findings", "gap_findings",
     "exposure_base_rates", "exposure_difference_finding", "headline_answer", "headlines_by_threshold",
     "index_benchmarks",
     "mi_as_regressions", "task_counts",

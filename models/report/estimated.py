@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from models.coverage import LIKELY_COVERED
 from models.estimates.mc_error import MC_EXPLAINED, mc_rounded
 from models.report.answer import QUANTITY_NOUNS, capped_phrase, published_rows
 from models.report.formatting import Tables, num, pct, present_table, ratio
@@ -158,3 +159,38 @@ def exposure_difference_finding(tables: Tables, threshold: int = 5) -> list[str]
         f"{pct(g['covered_exposed'])} and {pct(h['covered_exposed'])}: unadjusted ratios {raw(g)} and {raw(h)} "
         "(task_analysis_frame, labels as counted)."
     ]
+
+
+GAPS_QUOTED = 5  # the summary names this many gaps; occupation_gaps ranks them all
+
+
+def gap_findings(tables: Tables, threshold: int = 5) -> list[str]:
+    """Where the next benchmark should go, as estimated (occupation_gaps ranked by expected uncovered hours): how
+    many occupations are not likely covered at `threshold`, and the first GAPS_QUOTED by the annual US work hours
+    on their tasks expected to stay below it, each with its 95% interval across the estimates' draws."""
+    gaps = present_table(tables, "occupation_gaps")
+    needed = {"threshold", "rank", "occupation_title", "expected_uncovered_hours", "expected_uncovered_hours_low",
+              "expected_uncovered_hours_high", "ranked_by"}
+    if gaps is None or not needed <= set(gaps.columns):
+        return ["Gap finding not available: occupation_gaps is missing or empty."]
+    gaps = gaps.filter((pl.col("threshold") == threshold) & pl.col("ranked_by").str.starts_with("expected"))
+    if not gaps.height:
+        return [f"Gap finding not available: occupation_gaps has no row ranked by expected uncovered hours at "
+                f">= {threshold} prompts (no per-unit estimates)."]
+    coverage = present_table(tables, "occupation_coverage")
+    of = f" of {num(coverage['onet_soc_code'].n_unique())}" if coverage is not None and \
+        "onet_soc_code" in coverage.columns else ""
+
+    def billions(value: float) -> str:
+        return f"{value / 1e9:.2f}"
+
+    top = gaps.sort("rank").head(GAPS_QUOTED)
+    named = "; ".join(
+        f"{r['occupation_title']} {billions(r['expected_uncovered_hours'])} "
+        f"({billions(r['expected_uncovered_hours_low'])}\u2013{billions(r['expected_uncovered_hours_high'])})"
+        for r in top.iter_rows(named=True))
+    return [f"**Where the next benchmark should go.** {num(gaps.height)}{of} occupations are not likely covered at "
+            f">= {threshold} prompts (estimated probability below {LIKELY_COVERED:g}). Those with the most annual US work hours on "
+            f"tasks expected to stay below {threshold} prompts (expected uncovered hours, billions, 95% interval "
+            f"across the estimates' draws): {named} (occupation_gaps; `python -m pipelines.whatif` scores a "
+            "candidate benchmark against them)."]
