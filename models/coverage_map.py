@@ -125,10 +125,12 @@ def coverage_map_data_from_aggregates(
     prompt_chars: int = PROMPT_CHARS,
     task_chars: int = TASK_CHARS,
     occupation_estimates: pl.DataFrame | None = None,
+    simulation_check: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
     """The page's data (JSON-ready) from `map_occupations(...)` and the label aggregates: tiles, groups,
     benchmarks, examples, and the per-occupation estimates (`map_estimates`) when `occupation_estimates` is
-    given. The index selector holds only `all` until a builder fills it (index_options)."""
+    given, with how their outer bands held in `simulation_check` (unit_coverage_simulation_check: `band_check`).
+    The index selector holds only `all` until a builder fills it (index_options)."""
     bench_totals = dict(aggregates.bench_totals.iter_rows())
     benchmarks = sorted(bench_totals)
     bench_index = {b: i for i, b in enumerate(benchmarks)}
@@ -192,6 +194,8 @@ def coverage_map_data_from_aggregates(
         "no_coverage_colour": NO_COVERAGE_COLOUR,
         "classes": [[lower, colour, label] for lower, colour, label in ESTIMATE_CLASSES],
         "estimates": map_estimates(occupation_estimates, occ["onet_soc_code"].to_list(), thresholds),
+        # how the outer bands held in the checks (unit_coverage_simulation_check): the legend quotes it
+        "band_check": band_check(simulation_check) if occupation_estimates is not None else {},
     }
 
 

@@ -21,7 +21,6 @@ from models.coverage_map import (
     PROMPT_CHARS,
     TASK_CHARS,
     MapAggregates,
-    band_check,
     coverage_map_data_from_aggregates,
     coverage_map_html,
     index_options,
@@ -159,6 +158,7 @@ def coverage_map_data_from_connection(
     prompt_chars: int = PROMPT_CHARS,
     task_chars: int = TASK_CHARS,
     occupation_estimates: pl.DataFrame | None = None,
+    simulation_check: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
     """The page's data (JSON-ready), aggregated by DuckDB on `con`: only per-task/per-occupation counts, the
     example prompts' texts and the labeled tasks' statements reach Python.
@@ -176,7 +176,8 @@ def coverage_map_data_from_connection(
     aggregates = map_aggregates(con, codes, labels=labels, prompts=prompts, tasks=tasks, labeler=labeler,
                                 examples_per_benchmark=examples_per_benchmark)
     return coverage_map_data_from_aggregates(occ, aggregates, thresholds=thresholds, prompt_chars=prompt_chars,
-                                             task_chars=task_chars, occupation_estimates=occupation_estimates)
+                                             task_chars=task_chars, occupation_estimates=occupation_estimates,
+                                             simulation_check=simulation_check)
 
 
 def coverage_map_data(
@@ -191,6 +192,7 @@ def coverage_map_data(
     prompt_chars: int = PROMPT_CHARS,
     task_chars: int = TASK_CHARS,
     occupation_estimates: pl.DataFrame | None = None,
+    simulation_check: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
     """The page's data (JSON-ready) from frames: `coverage_map_data_from_connection` on an in-memory DuckDB
     with the frames registered as its relations (one implementation for frames and the warehouse).
@@ -218,6 +220,7 @@ def coverage_map_data(
             prompt_chars=prompt_chars,
             task_chars=task_chars,
             occupation_estimates=occupation_estimates,
+            simulation_check=simulation_check,
         )
     finally:
         con.close()
@@ -235,11 +238,12 @@ def build_coverage_map(
     footer: str | None = None,
     membership: pl.DataFrame | None = None,
     occupation_estimates: pl.DataFrame | None = None,
+    simulation_check: pl.DataFrame | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """(HTML page, its data) in one call; `membership` (benchmark_index_membership) fills the index
     selector; `occupation_estimates` colours the tiles by p_covered (models/coverage_map.py)."""
     data = coverage_map_data(occupations, labels, prompts, tasks, labeler=labeler, thresholds=thresholds,
-                             occupation_estimates=occupation_estimates)
+                             occupation_estimates=occupation_estimates, simulation_check=simulation_check)
     data["indexes"] = index_options(membership, [b for b, _ in data["benchmarks"]])
     return coverage_map_html(data, subtitle=subtitle, footer=footer), data
 
@@ -280,9 +284,9 @@ def build_coverage_map_from_warehouse(
             thresholds=thresholds,
             examples_per_benchmark=examples_per_benchmark,
             occupation_estimates=estimates,
+            simulation_check=checked,
         )
     data["indexes"] = index_options(membership, [b for b, _ in data["benchmarks"]])
-    data["band_check"] = band_check(checked)  # how the outer bands held in the checks: the legend quotes it
     if opening_threshold is not None:  # the threshold the header's headline is at, where the page opens
         data["opening_threshold"] = int(opening_threshold)
     if headlines:
