@@ -381,6 +381,27 @@ def test_every_exported_column_is_documented(world):
     assert undocumented_columns({"task_coverage": ["task_id", "mystery"]}) == {"task_coverage": ["mystery"]}
 
 
+def test_dictionary_names_the_values_the_tables_hold(world):
+    """The entries that list a column's values name every value the code writes (coverage_sensitivity once
+    left out its label_depth rows; labeler_validation's labeler said 'offline' or 'openai' beside rows of four
+    other names), and none describes an empty text, which the files hold as null (prepare_table)."""
+    from assets.label_validation import CANDIDATE_STACK_LABELER, STACK_LABELERS
+    from models.reference_labels import CEILING_LABELER
+
+    def named(table: str, column: str, values: set[str]) -> list[str]:
+        meaning = DATA_DICTIONARY[table][column][0]
+        return sorted(v for v in values if not re.search(rf"(?<!\w){re.escape(v)}(?!\w)", meaning))
+
+    dimensions = set(world["coverage_sensitivity"]["dimension"].unique().to_list())
+    assert "label_depth" in dimensions
+    assert named("coverage_sensitivity", "dimension", dimensions) == []
+    labelers = {*STACK_LABELERS.values(), CANDIDATE_STACK_LABELER, CEILING_LABELER, "offline", "openai"}
+    assert named("labeler_validation", "labeler", labelers) == []
+    quoted_empty = [(t, c) for t, cols in DATA_DICTIONARY.items() for c, (meaning, _, _) in cols.items()
+                    if "''" in meaning]
+    assert quoted_empty == []
+
+
 def test_timestamps_and_paths_are_not_exported(world):
     prepared = ex.prepare_table("benchmarks", world["benchmarks"])
     assert not {"first_seen", "last_changed", "landing_path", "landing_origin"} & set(prepared.columns)

@@ -46,7 +46,7 @@ def _task_coverage() -> dict[str, Entry]:
             COVERAGE,
         ),
         "benchmarks": (
-            "comma-separated benchmarks with prompts labeled with the task ('' when none)",
+            "comma-separated benchmarks with prompts labeled with the task (empty when none)",
             TEXT,
             COVERAGE,
         ),
@@ -394,7 +394,8 @@ def _coverage_sensitivity() -> dict[str, Entry]:
     return {
         "dimension": (
             "analysis choice varied: threshold, hours_weighting ('pi' vs 'equal'), exposure_labels "
-            "('human' vs 'gpt4'), labeler (when several labelers labeled the prompts), labeler_same_prompts "
+            "('human' vs 'gpt4'), label_depth ('top1', 'top3', 'top5' or 'all': only each prompt's best-ranked "
+            "labels counted), labeler (when several labelers labeled the prompts), labeler_same_prompts "
             "(each labeler's headline on the prompts all of them labeled; metric n_prompts gives how many)",
             TEXT,
             SENSITIVITY,

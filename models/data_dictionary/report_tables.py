@@ -33,7 +33,15 @@ def _labeler_validation() -> dict[str, Entry]:
             TEXT,
             VALIDATION,
         ),
-        **entries(["labeler", "labeler_version"]),
+        "labeler": (
+            "labeler measured: 'offline' or 'openai' (the labels of prompt_task_labels); on the ref_cv_* rows also "
+            "offline_selector_only (the selector without the neighbour step), neighbour_vote_only (the plain vote "
+            "of the nearest judged texts) and offline_neighbour_step (the step's figures while it is off); "
+            "reference_pass_agreement: the judge's two passes against each other (the ceiling)",
+            TEXT,
+            VALIDATION,
+        ),
+        **entries(["labeler_version"]),
         "metric": (
             "occupation_top{k}: a gold occupation among the labeler's top-k ranked occupations; "
             "task_hit_at{k}: a gold task among the top-k ranked tasks; task_precision/recall/f1: "

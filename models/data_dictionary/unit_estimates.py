@@ -78,7 +78,7 @@ def _shares(unit: str) -> dict[str, Entry]:
     what = f"the {unit}'s share of the benchmark's prompt x task labels in a draw"
     return {
         "benchmark": COMMON["benchmark"],
-        "share_mean": (f"{what}: mean over the {DRAWS} (a few draws far from the rest can put it just outside "
+        "share_mean": (f"{what}: mean over {DRAWS} (a few draws far from the rest can put it just outside "
                        "share_low-share_high, which are percentiles)", SHARE, ESTIMATES),
         "share_low": (f"{what}: 2.5th percentile (equal to share_high where the draws agree: {AGREEING})", SHARE,
                       ESTIMATES),
