@@ -1,6 +1,6 @@
 # benchmap: two commands do all set-up on a fresh clone.
 #   make run   create .venv, install, materialize every asset into data/warehouse/benchmap.duckdb
-#   make test  create .venv, install (with test extras and headless Chromium), run the test suite
+#   make test  create .venv, install (with test extras, the local LLM and headless Chromium), run the test suite
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv

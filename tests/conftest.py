@@ -106,7 +106,7 @@ def snapshot(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> Any:
 # handed out in the order below (loadgroup's own order, largest group first, is switched off), so the two long
 # lanes start at once on different workers and everything else fills in around them:
 # 1. local_llm: the llama.cpp end-to-end test (the longest single test) and the server start/stop test;
-# 2. full_pipeline: a whole cold run on the mirror (~4 min), shared by ~17 tests; test_exports writes into it;
+# 2. full_pipeline: a whole cold run on the mirror, shared by every test that takes it; test_exports writes into it;
 # 3. the tests of one module that share a module-scoped fixture (test_labels' e2e warehouse, test_selector's
 #    prepared reference, test_gaps_mirror's landed benchmarks, ...): built once, not once per worker;
 # 4. the tests on a copy of the labels snapshot (each a few Dagster runs), then the rest in file order.
