@@ -72,7 +72,7 @@ COVERAGE_MAP_NAME = "coverage_map.html"
 FIGURE_TABLES = sorted({t for spec in fg.FIGURES for t in spec.tables})
 SUMMARY_TABLES = [*ex.REQUIRED_TABLES, "benchmarks", MEMBERSHIP, "headline_estimates", "estimate_split_check",
                   "coverage_regressions_mi", "task_analysis_frame", "occupation_model_scores_estimated",
-                  "occupation_gaps"]
+                  "occupation_gaps", "unit_coverage_simulation_check"]
 MAP_TABLES = ["occupation_coverage", "task_coverage", "prompt_task_labels", "benchmark_prompts", "onet_tasks",
               MEMBERSHIP, "headline_estimates"]
 

@@ -969,6 +969,19 @@ def test_summary_names_the_largest_gaps_as_estimated_with_their_intervals(world)
             "(occupation_gaps;") in estimated_part
     assert "Occupation F" not in text  # five are quoted; the table ranks them all
 
+    # how far the bands held in the release's checks (models/coverage_map.py band_check), when they were run
+    checks = pl.DataFrame(
+        [("split_fifth", "occupation", 5, "p_covered", 0.9, 1.0, 120, 0.992),
+         ("split_half", "occupation", 5, "p_covered", 0.9, 1.0, 160, 0.994),
+         ("split_half", "occupation", 5, "p_covered", 0.0, 0.1, 103, 0.117)],
+        schema=["check", "unit", "threshold", "predictor", "p_low", "p_high", "n_units", "share_covered"],
+        orient="row")
+    text = report.summary_markdown({**world, "occupation_gaps": gaps, "unit_coverage_simulation_check": checks},
+                                   onet_tasks=world["onet_tasks"])
+    assert ("(estimated probability below 0.9). In the release's checks against known truths, those shown likely "
+            "covered (p >= 0.9) were covered in 99% and those shown likely not (0 < p < 0.1) in 12% of cases "
+            "(unit_coverage_simulation_check); read the band between as unsure. Those with") in text
+
 
 def test_markdown_table():
     frame = pl.DataFrame({"a": [1, 2, 3], "b": [0.5, None, 1234567.0], "c": ["x|y", "z", "w"]})

@@ -9,7 +9,8 @@ from typing import Any
 
 import polars as pl
 
-from models.coverage import LIKELY_COVERED
+from models.coverage import LIKELY_COVERED, LIKELY_NOT
+from models.coverage_map import band_check
 from models.estimates.mc_error import MC_EXPLAINED, mc_rounded
 from models.report.answer import QUANTITY_NOUNS, capped_phrase, published_rows
 from models.report.formatting import Tables, num, pct, present_table, ratio
@@ -189,8 +190,19 @@ def gap_findings(tables: Tables, threshold: int = 5) -> list[str]:
         f"{r['occupation_title']} {billions(r['expected_uncovered_hours'])} "
         f"({billions(r['expected_uncovered_hours_low'])}\u2013{billions(r['expected_uncovered_hours_high'])})"
         for r in top.iter_rows(named=True))
+    held = band_check(present_table(tables, "unit_coverage_simulation_check")).get(str(threshold), {})
+
+    def share(band: str) -> str:
+        low, high = (f"{100 * v:.0f}%" for v in held[band][:2])
+        return low if low == high else f"{low}\u2013{high}"
+
+    checked = [f"those shown likely covered (p >= {LIKELY_COVERED:g}) were covered in {share('covered')}"
+               ] if "covered" in held else []
+    checked += [f"those shown likely not (0 < p < {LIKELY_NOT:g}) in {share('not')}"] if "not" in held else []
+    how_far = (f" In the release's checks against known truths, {' and '.join(checked)} of cases "
+               "(unit_coverage_simulation_check); read the band between as unsure.") if checked else ""
     return [f"**Where the next benchmark should go.** {num(gaps.height)}{of} occupations are not likely covered at "
-            f">= {threshold} prompts (estimated probability below {LIKELY_COVERED:g}). Those with the most annual US work hours on "
-            f"tasks expected to stay below {threshold} prompts (expected uncovered hours, billions, 95% interval "
-            f"across the estimates' draws): {named} (occupation_gaps; `python -m pipelines.whatif` scores a "
-            "candidate benchmark against them)."]
+            f">= {threshold} prompts (estimated probability below {LIKELY_COVERED:g}).{how_far} Those with the most "
+            f"annual US work hours on tasks expected to stay below {threshold} prompts (expected uncovered hours, "
+            f"billions, 95% interval across the estimates' draws): {named} (occupation_gaps; `python -m "
+            "pipelines.whatif` scores a candidate benchmark against them)."]
