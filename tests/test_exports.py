@@ -981,6 +981,10 @@ def test_summary_names_the_largest_gaps_as_estimated_with_their_intervals(world)
     assert ("(estimated probability below 0.9). In the release's checks against known truths, those shown likely "
             "covered (p >= 0.9) were covered in 99% and those shown likely not (0 < p < 0.1) in 12% of cases "
             "(unit_coverage_simulation_check); read the band between as unsure. Those with") in text
+    text = report.summary_markdown({**world, "occupation_gaps": gaps, "unit_coverage_simulation_check": checks[2:]},
+                                   onet_tasks=world["onet_tasks"])
+    assert ("In the release's checks against known truths, those shown likely not (0 < p < 0.1) were covered in 12% "
+            "of cases") in text
 
 
 def test_markdown_table():

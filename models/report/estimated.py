@@ -1,7 +1,8 @@
 """The summary's counts as estimated: every quantity at every threshold from the published estimates
 (headline_estimates) with its interval, the major groups likely left uncovered (major_group_estimates, when the
 per-unit estimates exist), the benchmarks that exercise the most tasks; and why the GPT-4 and human exposure
-ratios differ (their base rates, from task_analysis_frame). Pure; no dagster."""
+ratios differ (their base rates, from task_analysis_frame); where the next benchmark should go (occupation_gaps,
+with how far the map's bands held in unit_coverage_simulation_check). Pure; no dagster."""
 
 from __future__ import annotations
 
@@ -198,7 +199,8 @@ def gap_findings(tables: Tables, threshold: int = 5) -> list[str]:
 
     checked = [f"those shown likely covered (p >= {LIKELY_COVERED:g}) were covered in {share('covered')}"
                ] if "covered" in held else []
-    checked += [f"those shown likely not (0 < p < {LIKELY_NOT:g}) in {share('not')}"] if "not" in held else []
+    checked += [f"those shown likely not (0 < p < {LIKELY_NOT:g}){'' if checked else ' were covered'} in "
+                f"{share('not')}"] if "not" in held else []
     how_far = (f" In the release's checks against known truths, {' and '.join(checked)} of cases "
                "(unit_coverage_simulation_check); read the band between as unsure.") if checked else ""
     return [f"**Where the next benchmark should go.** {num(gaps.height)}{of} occupations are not likely covered at "
