@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dagster import Failure, MetadataValue
 
 from models import exports as ex
-from models.report.formatting import describe_behind
+from models.report.formatting import describe_behind, latest_release_phrase
 from resources import release as rl
 from resources.dagster_resources import Warehouse
 
@@ -28,7 +28,7 @@ MAKE_ANALYSIS = ("run the job analysis_refresh_job (after reference_refresh_job 
 
 def _latest(warehouse: Warehouse) -> str:
     latest = rl.latest_release(warehouse.exports_root())
-    return f"the latest release stays {latest.name}" if latest is not None else "there is no release yet"
+    return latest_release_phrase(latest.name if latest is not None else None)
 
 
 def refuse_labels_behind(warehouse: Warehouse, step: str) -> None:

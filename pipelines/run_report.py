@@ -155,11 +155,10 @@ def published_lines(warehouse_path: str) -> list[str]:
 def behind_line(behind: dict[str, tuple[int, int]], latest: Path | None) -> str:
     """Why the analysis and the release did not run: the benchmarks whose labels are not of their prompts
     (benchmark -> texts labeled that it no longer has, prompts with neither labels nor a recorded failure)."""
-    from models.report.formatting import describe_behind
+    from models.report.formatting import describe_behind, latest_release_phrase
 
-    shown = describe_behind(behind)
-    stays = f"the latest release stays {latest}" if latest is not None else "there is no release yet"
-    return (f"analysis/exports: not run, nothing released ({stays}): labels behind the prompts ({shown}): a "
+    return (f"analysis/exports: not run, nothing released ({latest_release_phrase(latest)}): labels behind the "
+            f"prompts ({describe_behind(behind)}): a "
             f"labeling step failed or was stopped after the prompts changed, and the numbers would mix both "
             f"contents; rerun `python -m pipelines.run_all` to finish labeling (what was labeled is cached)")
 

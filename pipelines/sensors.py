@@ -144,29 +144,30 @@ def plan_landing_refresh(landing: bm.Landing, state: dict, registered: Iterable[
     return plan
 
 
-def stored_content_hash(instance: DagsterInstance, partition: str) -> str | None:
-    """The content hash recorded by the latest `benchmarks` materialization of one partition."""
+def _latest_landing(instance: DagsterInstance, partition: str) -> tuple[str | None, str | None]:
+    """(run id, content hash) of the latest `benchmarks` materialization of one partition; (None, None) without."""
     records = instance.fetch_materializations(
         AssetRecordsFilter(asset_key=AssetKey("benchmarks"), asset_partitions=[partition]), limit=1).records
     if not records or records[0].asset_materialization is None:
-        return None
+        return None, None
     value = records[0].asset_materialization.metadata.get("content_hash")
-    return None if value is None else str(value.value)
+    return records[0].run_id, None if value is None else str(value.value)
+
+
+def stored_content_hash(instance: DagsterInstance, partition: str) -> str | None:
+    """The content hash recorded by the latest `benchmarks` materialization of one partition."""
+    return _latest_landing(instance, partition)[1]
 
 
 def refreshed_content(instance: DagsterInstance, partition: str) -> str | None:
     """The content hash of the latest `benchmarks` materialization of one partition, when the run that wrote it
     succeeded (or is still going): the whole refresh was made, labels included. A run whose labeling failed after
     its landing step had written the new content to `benchmarks` made only half of it."""
-    records = instance.fetch_materializations(
-        AssetRecordsFilter(asset_key=AssetKey("benchmarks"), asset_partitions=[partition]), limit=1).records
-    if not records or records[0].asset_materialization is None:
-        return None
-    run = instance.get_run_by_id(records[0].run_id) if records[0].run_id else None
+    run_id, content = _latest_landing(instance, partition)
+    run = instance.get_run_by_id(run_id) if run_id else None
     if run is None or (run.status != DagsterRunStatus.SUCCESS and run.status not in PENDING_STATUSES):
         return None
-    value = records[0].asset_materialization.metadata.get("content_hash")
-    return None if value is None else str(value.value)
+    return content
 
 
 @dataclass(frozen=True)

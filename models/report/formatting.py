@@ -152,3 +152,8 @@ def describe_behind(behind: Mapping[str, tuple[int, int]], limit: int = 5) -> st
     shown = "; ".join(f"{b}: {behind[b][1]:,} prompts without labels, labels of {behind[b][0]:,} texts it no "
                       "longer has" for b in names[:limit])
     return shown + (f"; and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def latest_release_phrase(latest: object | None) -> str:
+    """What a step or run that published nothing leaves standing: the latest release (its name or path), or none."""
+    return f"the latest release stays {latest}" if latest is not None else "there is no release yet"
