@@ -844,7 +844,8 @@ def test_summary_numbers_come_from_the_tables(world):
     assert f"Of the {hours_total / 1e9:.1f} billion annual US work hours in occupations with hours data" in text
     assert "Of the 240 O*NET tasks" in text and "Of the 30 occupations with task statements" in text
     uncovered = head[(5, "major_groups_uncovered")]
-    assert f"{int(uncovered['value'])} of the 22 SOC major groups have no covered occupation" in text
+    k = int(uncovered["value"])
+    assert f"{k} of the 22 SOC major groups {'has' if k == 1 else 'have'} no covered occupation" in text
 
     contrasts = world["coverage_regressions"].filter(pl.col("contrast").is_not_null())
     exposure = contrasts.filter(pl.col("model") == "exposure_wage").row(0, named=True)
@@ -968,6 +969,12 @@ def test_summary_names_the_largest_gaps_as_estimated_with_their_intervals(world)
             "(3.60\u20134.20); Occupation D 3.50 (3.15\u20133.67); Occupation E 3.00 (2.70\u20133.15) "
             "(occupation_gaps;") in estimated_part
     assert "Occupation F" not in text  # five are quoted; the table ranks them all
+    # an occupation none of whose tasks reaches 5 prompts in any draw has no spread to show
+    every_draw = gaps.with_columns(pl.when(pl.col("rank") == 2).then(pl.col("expected_uncovered_hours"))
+                                   .otherwise(pl.col(f"expected_uncovered_hours_{end}")).alias(
+                                       f"expected_uncovered_hours_{end}") for end in ("low", "high"))
+    text = report.summary_markdown({**world, "occupation_gaps": every_draw}, onet_tasks=world["onet_tasks"])
+    assert "Occupation A 9.10 (8.19\u20139.55); Occupation B 7.00 (in every draw); Occupation C 4.00" in text
 
     # how far the bands held in the release's checks (models/coverage_map.py band_check), when they were run
     checks = pl.DataFrame(

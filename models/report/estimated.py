@@ -186,11 +186,13 @@ def gap_findings(tables: Tables, threshold: int = 5) -> list[str]:
     def billions(value: float) -> str:
         return f"{value / 1e9:.2f}"
 
+    def with_interval(row: dict) -> str:
+        value, low, high = (billions(row[f"expected_uncovered_hours{end}"]) for end in ("", "_low", "_high"))
+        # every draw leaves each of its tasks below the threshold: "(6.55-6.55)" would read as a slip
+        return f"{value} (in every draw)" if low == high == value else f"{value} ({low}\u2013{high})"
+
     top = gaps.sort("rank").head(GAPS_QUOTED)
-    named = "; ".join(
-        f"{r['occupation_title']} {billions(r['expected_uncovered_hours'])} "
-        f"({billions(r['expected_uncovered_hours_low'])}\u2013{billions(r['expected_uncovered_hours_high'])})"
-        for r in top.iter_rows(named=True))
+    named = "; ".join(f"{r['occupation_title']} {with_interval(r)}" for r in top.iter_rows(named=True))
     held = band_check(present_table(tables, "unit_coverage_simulation_check")).get(str(threshold), {})
 
     def share(band: str) -> str:

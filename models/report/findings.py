@@ -86,7 +86,7 @@ def coverage_findings(tables: Tables, *, with_estimate: bool = True) -> list[str
         else:
             out.append(
                 f"**Major groups.** At >= {t} {plural(t, 'prompt')}, {k} of the {num(row['denominator'])} "
-                f"SOC major groups have no covered occupation: {row['detail']}."
+                f"SOC major groups {'has' if k == 1 else 'have'} no covered occupation: {row['detail']}."
             )
     hours = [
         (t, values[(t, "hours_share_covered")]) for t in thresholds if (t, "hours_share_covered") in values
