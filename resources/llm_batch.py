@@ -2,6 +2,8 @@
 
     lab = OpenAILabeler(index, LLMConfig(model="gpt-4o-mini", api_key=...))
     outcomes = lab.run_batch(prompts, "data/batches/gdpval")      # submits, waits, does step 2, returns
+    # interrupted (a download past batch_file_timeout_s, a wait past max_wait_s, a killed process)? the same
+    # call again collects the batches the folder's manifests record: no new batch is made or paid for
 
 or by hand, across processes:
 
@@ -14,12 +16,16 @@ or by hand, across processes:
 
 The request lines, the manifests and the reading of the results are pure (models/labeling/llm_batch.py, where
 the line and manifest formats are described); this module writes and reads them next to each other
-(`<name>.jsonl` + `<name>.jsonl.manifest.json`) and talks to the Files and Batches endpoints.
+(`<name>.jsonl` + `<name>.jsonl.manifest.json`) and talks to the Files and Batches endpoints. Beside the pure
+part's fields a manifest holds `input_sha256` (of its JSONL) and, once submitted, `batch_id`: nothing else
+from the server, and never an id that holds a secret.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -32,6 +38,7 @@ from models.labeling.base import LabelOutcome, PromptRecord
 from models.scrub import scrub_strings
 from resources.llm_deadline import deadline
 
+log = logging.getLogger(__name__)
 # resources.llm_labeler.OpenAILabeler: not imported, not even for type checking (the labeler imports this module
 # for its Batch-API mode; one direction only)
 OpenAILabeler = Any
@@ -80,13 +87,38 @@ def manifest_path(path: str | Path) -> Path:
 
 
 def write_batch(path: Path, lines: Iterator[str] | Sequence[str], manifest: Mapping[str, object]) -> Path:
-    """The JSONL file (line by line) and its manifest; returns the JSONL path."""
+    """The JSONL file (line by line) and its manifest, with the file's `input_sha256`; returns the JSONL path."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
     with path.open("w", encoding="utf-8") as fh:
         for line in lines:
             fh.write(line)
-    manifest_path(path).write_text(json.dumps(manifest), encoding="utf-8")
+            digest.update(line.encode("utf-8"))
+    write_manifest(manifest_path(path), {**manifest, "input_sha256": digest.hexdigest()})
     return path
+
+
+def write_manifest(path: Path, manifest: Mapping[str, object]) -> None:
+    """Written whole or not at all (a temporary file renamed): a manifest is the only record of a paid batch."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(json.dumps(manifest), encoding="utf-8")
+    part.replace(path)
+
+
+def read_manifest(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def lines_sha256(lines: Iterator[str]) -> str:
+    digest = hashlib.sha256()
+    for line in lines:
+        digest.update(line.encode("utf-8"))
+    return digest.hexdigest()
+
+
+def step2_path(step1: Path) -> Path:
+    """The step-2 JSONL that collecting the batch of `step1` writes."""
+    return step1.with_name(step1.name.removesuffix(".jsonl") + ".step2.jsonl")
 
 
 def write_step1(lab: OpenAILabeler, prompts: Sequence[PromptRecord], path: str | Path) -> Path:
@@ -103,7 +135,21 @@ def submit(lab: OpenAILabeler, path: str | Path, metadata: Mapping[str, str] | N
         batch = lab.client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
                                           completion_window="24h",
                                           metadata=dict(metadata or {"labeler": lab.labeler_version}))
+    record_batch_id(lab, manifest_path(path), batch.id)
     return batch.id
+
+
+def record_batch_id(lab: OpenAILabeler, manifest_file: Path, batch_id: str) -> None:
+    """The batch id into the manifest next to the submitted file, so that running again collects this batch
+    instead of paying for a new one. An id that holds a secret (a server echoing the key) is not stored."""
+    manifest = read_manifest(manifest_file)
+    if manifest is None:
+        return
+    if lab.chat.scrub(batch_id) != batch_id:
+        log.warning("batch id %s holds a secret: not recorded in %s (running again makes a new batch)",
+                    lab.chat.scrub(batch_id), manifest_file)
+        return
+    write_manifest(manifest_file, {**manifest, "batch_id": batch_id})
 
 
 def collect(lab: OpenAILabeler, batch_id: str, prompts: Sequence[PromptRecord], manifest_file: str | Path
@@ -116,7 +162,10 @@ def collect(lab: OpenAILabeler, batch_id: str, prompts: Sequence[PromptRecord], 
     manifest_file = Path(manifest_file)
     manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
     # nothing is written before every file is read: the batch (kept by the server) is collected again as it is
-    again = f"; nothing was written: collect batch {batch_id} again with its manifest {manifest_file}"
+    again = (f"; nothing was written: batch {batch_id} is kept by the server and recorded in {manifest_file}: run "
+             "the same run_batch again to collect it (no new batch), or collect_batch it with that manifest"
+             if manifest.get("batch_id") == batch_id else
+             f"; nothing was written: collect batch {batch_id} again with its manifest {manifest_file}")
     texts = []
     for kind, fid in (("output", batch.output_file_id), ("error", batch.error_file_id)):
         if fid:
@@ -129,19 +178,17 @@ def collect(lab: OpenAILabeler, batch_id: str, prompts: Sequence[PromptRecord], 
     if result.outcomes is not None:
         return BatchStep(result.outcomes)
     assert result.manifest is not None
-    base = manifest_file.name.removesuffix(".manifest.json").removesuffix(".jsonl")
     # the manifest's readings and errors come from masked answers; masked again as a store's own guard
-    next_path = write_batch(manifest_file.with_name(base + ".step2.jsonl"), result.lines,
-                            scrub_strings(result.manifest, clean))
+    next_path = write_batch(step2_path(manifest_file.with_name(manifest_file.name.removesuffix(".manifest.json"))),
+                            result.lines, scrub_strings(result.manifest, clean))
     return BatchStep(None, next_path, manifest_path(next_path))
 
 
 def run(lab: OpenAILabeler, prompts: Sequence[PromptRecord], folder: str | Path, *, poll_s: float = 60.0,
         max_wait_s: float = 26 * 3600.0) -> list[LabelOutcome]:
-    """Both steps: submit step 1, wait, submit step 2 for the work prompts, wait; outcomes in order."""
-    path = write_step1(lab, prompts, Path(folder) / "step1.jsonl")
-    step_manifest = manifest_path(path)
-    batch_id = submit(lab, path)
+    """Both steps: submit step 1, wait, submit step 2 for the work prompts, wait; outcomes in order. Run again
+    with the same prompts and folder, it resumes from the batches the folder's manifests record."""
+    batch_id, step_manifest = resume_or_submit(lab, prompts, Path(folder) / "step1.jsonl")
     deadline = time.monotonic() + max_wait_s
     while True:
         step = collect(lab, batch_id, prompts, step_manifest)
@@ -155,3 +202,25 @@ def run(lab: OpenAILabeler, prompts: Sequence[PromptRecord], folder: str | Path,
         assert step.next_path is not None and step.next_manifest is not None
         batch_id = submit(lab, step.next_path)
         step_manifest = step.next_manifest
+
+
+def resume_or_submit(lab: OpenAILabeler, prompts: Sequence[PromptRecord], path: Path) -> tuple[str, Path]:
+    """(batch id, manifest) to collect next: the latest batch the folder records for these same prompts and
+    settings (step 2's once submitted), else step 1 written and submitted now."""
+    planned = lb.plan_step1(lab.prompts, prompts)
+    stored = read_manifest(manifest_path(path))
+    if stored is None or not stored.get("batch_id"):  # nothing submitted yet: a new run
+        for stale in (step2_path(path), manifest_path(step2_path(path))):
+            stale.unlink(missing_ok=True)
+        write_batch(path, planned.lines(), planned.manifest)
+        return submit(lab, path), manifest_path(path)
+    if stored.get("input_sha256") != lines_sha256(planned.lines()):
+        raise ValueError(f"{path.parent}: batch {stored['batch_id']} (recorded in {manifest_path(path)}) was made "
+                         "for other prompts or settings; collect it with collect_batch, or pass another folder "
+                         "(or delete this one) to start a new batch")
+    step2 = read_manifest(manifest_path(step2_path(path)))  # written when step 1's batch was collected
+    if step2 is None:
+        return str(stored["batch_id"]), manifest_path(path)
+    if step2.get("batch_id"):
+        return str(step2["batch_id"]), manifest_path(step2_path(path))
+    return submit(lab, step2_path(path)), manifest_path(step2_path(path))

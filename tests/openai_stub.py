@@ -225,6 +225,7 @@ class OpenAIStub:
         self._ids = itertools.count(1)
         self._seen_prompts: list[str] = []
         self.pending_polls = 0  # GET /batches/{id} answers 'in_progress' this many times first
+        self.batch_id_prefix = "batch_"  # a hostile server's ids may quote the key
         self.in_flight = 0
         self.max_in_flight = 0
         self._server: ThreadingHTTPServer | None = None
@@ -502,7 +503,7 @@ class OpenAIStub:
         self.files[out_id] = file_text(out)
         if err_id:
             self.files[err_id] = file_text(errs)
-        batch_id = f"batch_{next(self._ids)}"
+        batch_id = f"{self.batch_id_prefix}{next(self._ids)}"
         now = int(time.time())
         self.batches[batch_id] = {
             "id": batch_id,

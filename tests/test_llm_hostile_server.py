@@ -161,7 +161,8 @@ def test_a_batch_call_sent_a_byte_at_a_time_fails_at_its_deadline_and_loses_noth
         "poll": f"polling batch {batch_id}: not done within 1s (timeout_s, a total for the call)",
         "download": f"downloading the output file {stub.batches[batch_id]['output_file_id'] if batch_id else ''} "
                     f"of batch {batch_id}: not done within 1s (batch_file_timeout_s, a total for the call); "
-                    f"nothing was written: collect batch {batch_id} again with its manifest {manifest}",
+                    f"nothing was written: batch {batch_id} is kept by the server and recorded in {manifest}: run "
+                    "the same run_batch again to collect it (no new batch), or collect_batch it with that manifest",
     }
     assert str(result.get("error")) == expected[call]
     assert path.is_file() and manifest.is_file() and sorted(p.name for p in path.parent.iterdir()) == [
@@ -173,6 +174,77 @@ def test_a_batch_call_sent_a_byte_at_a_time_fails_at_its_deadline_and_loses_noth
         done = lab.collect_batch(lab.submit_batch(step.next_path), prompts, step.next_manifest)
         assert done is not None and done.outcomes is not None
         assert [o.prompt_hash for o in done.outcomes] == ["h0", "h1", "h2"] and all(o.ok for o in done.outcomes)
+
+
+def batches_created(stub: OpenAIStub) -> int:
+    return sum(r["method"] == "POST" and r["path"].endswith("/batches") for r in stub.requests)
+
+
+@pytest.mark.parametrize("step", [1, 2])
+def test_rerunning_run_batch_after_a_download_timeout_collects_the_stored_batch(
+        stub: OpenAIStub, tmp_path: Path, step: int) -> None:
+    """Before: the download timed out (the error said to collect the batch by hand), and running the same
+    run_batch again wrote step 1 afresh and created (and paid for) a new batch. Now the manifest records the
+    batch id and the rerun collects that batch: step `step`'s download times out, the rerun creates no batch
+    but the step-2 one still due."""
+    from resources.llm_batch import BatchServerError
+
+    def answer_then_drip(body: dict) -> Reply:  # the step-`step` batch is made; its result file then drips
+        if step_of(body) == step:
+            stub.drips[BATCH_CALLS["download"]] = Drip(every=0.2)
+        return valid(2)
+
+    stub.default = answer_then_drip
+    lab = make(stub, batch_file_timeout_s=1.0)
+    prompts, folder = records(3), tmp_path / "batch"
+    with pytest.raises(BatchServerError) as timed_out:
+        lab.run_batch(prompts, folder, poll_s=0)
+    batch_id = list(stub.batches)[-1]
+    manifest = folder / ("step1.jsonl.manifest.json" if step == 1 else "step1.step2.jsonl.manifest.json")
+    assert str(timed_out.value).endswith(
+        f"nothing was written: batch {batch_id} is kept by the server and recorded in {manifest}: run the same "
+        "run_batch again to collect it (no new batch), or collect_batch it with that manifest")
+    assert json.loads(manifest.read_text())["batch_id"] == batch_id
+    assert batches_created(stub) == step
+
+    stub.default, stub.drips = (lambda body: valid(2)), {}
+    outcomes = lab.run_batch(prompts, folder, poll_s=0)
+    assert [o.prompt_hash for o in outcomes] == ["h0", "h1", "h2"] and all(o.ok and o.labels for o in outcomes)
+    assert batches_created(stub) == 2  # step 1 and step 2, once each
+    assert lab.run_batch(prompts, folder, poll_s=0) == outcomes and batches_created(stub) == 2  # done: collected
+
+
+def test_run_batch_in_a_folder_holding_another_runs_batch_refuses(stub: OpenAIStub, tmp_path: Path) -> None:
+    """The folder's recorded batch was made for other prompts: resuming it would label the wrong prompts, and a
+    new batch would overwrite the only record of a paid one. One error naming it; nothing is created."""
+    lab = make(stub)
+    folder = tmp_path / "batch"
+    stub.pending_polls = 1
+    with pytest.raises(TimeoutError):  # left running: its id is recorded
+        lab.run_batch(records(2), folder, poll_s=0, max_wait_s=0)
+    [batch_id] = stub.batches
+    before = (folder / "step1.jsonl.manifest.json").read_text()
+    with pytest.raises(ValueError) as refused:
+        lab.run_batch(records(3), folder, poll_s=0)
+    assert str(refused.value) == (
+        f"{folder}: batch {batch_id} (recorded in {folder / 'step1.jsonl.manifest.json'}) was made for other "
+        "prompts or settings; collect it with collect_batch, or pass another folder (or delete this one) to "
+        "start a new batch")
+    assert batches_created(stub) == 1 and (folder / "step1.jsonl.manifest.json").read_text() == before
+    assert lab.run_batch(records(2), folder, poll_s=0)[0].ok and batches_created(stub) == 2  # resumed, then step 2
+
+
+def test_a_batch_id_holding_the_key_is_not_stored(tmp_path: Path) -> None:
+    """A server that echoes the key in the batch id: the manifest would hold it. The id is not recorded (the
+    run still completes; a rerun starts a new batch)."""
+    with OpenAIStub() as echoing:
+        echoing.batch_id_prefix = f"batch_{KEY}_"
+        lab = make(echoing)
+        outcomes = lab.run_batch(records(2), tmp_path / "batch", poll_s=0)
+        assert any(KEY in b for b in echoing.batches)
+    assert all(o.ok for o in outcomes)
+    written = [p.read_text(encoding="utf-8") for p in (tmp_path / "batch").iterdir()]
+    assert len(written) == 4 and not any(leaks(text) for text in written)
 
 
 def test_proxied_connections_are_bounded_too(monkeypatch: pytest.MonkeyPatch) -> None:
