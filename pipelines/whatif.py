@@ -8,17 +8,21 @@ It prints the four what-if tables (and with --out writes them as CSV) and writes
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+import duckdb
 import polars as pl
 
 from models import gaps
+from models.errors import InputError
 from models.gaps.expected import EXPECTED_THRESHOLDS
-from resources.whatif import check_candidate_folder, run_whatif
+from pipelines.cli import looks_damaged
+from resources.whatif import NotABenchmapWarehouse, check_candidate_folder, run_whatif, warehouse_open_error
 
 PROG = "python -m pipelines.whatif"
 EXIT_USAGE = 2  # a bad argument: one line on stderr, nothing computed
@@ -78,6 +82,39 @@ def check_out_folder(out: Path) -> str | None:
     return None
 
 
+def run_all_command(warehouse: Path) -> str:
+    """The run_all command that builds `warehouse` (run_all takes its warehouse from BENCHMAP_WAREHOUSE only):
+    a plain `run_all --rebuild` would rebuild the default warehouse, not a file passed with --warehouse."""
+    from resources.settings import settings
+
+    if warehouse.resolve() == Path(settings().warehouse).resolve():
+        return "python -m pipelines.run_all"
+    return f"BENCHMAP_WAREHOUSE={shlex.quote(str(warehouse))} python -m pipelines.run_all"
+
+
+def check_warehouse(warehouse: Path, given: bool) -> str | None:
+    """Why `warehouse` cannot be the what-if's warehouse (None when it opens as DuckDB), in one line naming the
+    file and what to do for that file; checked before any work. `given`: passed with --warehouse."""
+    name = f"--warehouse {warehouse}" if given else f"the warehouse {warehouse}"
+    if not warehouse.exists():
+        if given:
+            return (f"no warehouse at {warehouse}: `{run_all_command(warehouse)}` builds one there, or pass another "
+                    "--warehouse")
+        return f"no warehouse at {warehouse}: run `make run` first or pass --warehouse"
+    if warehouse.is_dir():
+        inside = warehouse / "benchmap.duckdb"
+        return (f"{name} is a folder, not a warehouse file: pass the warehouse's .duckdb file"
+                + (f" (e.g. {inside})" if inside.is_file() else ""))
+    problem = warehouse_open_error(warehouse)
+    if problem is None:
+        return None
+    if not looks_damaged(problem):  # e.g. a file of a newer DuckDB, or not readable
+        return f"{name} cannot be opened: DuckDB: {problem}"
+    return (f"{name}: not a DuckDB database, so not a benchmap warehouse (another kind of file, or a damaged "
+            f"warehouse): pass the warehouse file run_all builds; if it is a damaged warehouse, "
+            f"`{run_all_command(warehouse)} --rebuild` moves it aside and builds a warehouse there")
+
+
 def _parser() -> argparse.ArgumentParser:
     from pipelines.cli import DEBUG_HELP
 
@@ -103,13 +140,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = _parser()
     args = parser.parse_args(argv)
-    warehouse = args.warehouse or str(settings().warehouse)  # BENCHMAP_WAREHOUSE, read by the settings
-    if not Path(warehouse).exists():
-        parser.error(f"no warehouse at {warehouse}: run `make run` first or pass --warehouse")
+    warehouse = Path(args.warehouse or settings().warehouse)  # BENCHMAP_WAREHOUSE, read by the settings
+    if problem := check_warehouse(warehouse, given=args.warehouse is not None):
+        parser.error(problem)
     if args.out is not None and (problem := check_out_folder(args.out)):
         parser.error(problem)  # before any work: a bad --out used to fail only after printing the results
     check_candidate_folder(Path(args.folder))
-    result = run_whatif(warehouse, args.folder, gaps.WhatIfParams(threshold=args.threshold, top_n=args.top))
+    try:
+        result = run_whatif(warehouse, args.folder, gaps.WhatIfParams(threshold=args.threshold, top_n=args.top))
+    except NotABenchmapWarehouse as exc:  # the command says what to do for this file
+        raise InputError(f"{exc}: " + (
+            "pass the warehouse file run_all builds; `BENCHMAP_WAREHOUSE=<new file> python -m pipelines.run_all` "
+            "builds one" if exc.none_present else f"`{run_all_command(warehouse)}` materializes them")) from exc
+    except duckdb.Error as exc:  # damage the open did not see (a block failing its checksum when read)
+        if not looks_damaged(str(exc)):
+            raise
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"the warehouse file looks damaged ({first}): `{run_all_command(warehouse)} --rebuild` "
+                         "moves it aside, restores its label cache from its label store and rebuilds it there",
+                         path=warehouse) from exc
     if args.threshold not in EXPECTED_THRESHOLDS:
         print(f"--threshold {args.threshold}: the labels are counted as they are; the expected gain (expected_* "
               f"metrics, from the per-unit estimates) exists at thresholds "

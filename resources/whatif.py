@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import polars as pl
 
 from models import gaps
@@ -207,6 +208,40 @@ def table_fingerprints(
     return out
 
 
+# --- the warehouse -----------------------------------------------------------------------------------------
+
+
+class NotABenchmapWarehouse(InputError):
+    """The warehouse lacks tables the what-if reads: `missing` names them; `none_present` when it has none of
+    them (another DuckDB file, not a benchmap warehouse)."""
+
+    def __init__(self, warehouse_path: str | Path, missing: Sequence[str], none_present: bool) -> None:
+        self.missing, self.none_present = list(missing), none_present
+        what = ("not a benchmap warehouse (it has none of the tables the what-if reads: " if none_present
+                else "the warehouse lacks tables the what-if reads (")
+        super().__init__(f"{what}{', '.join(missing)})", path=warehouse_path)
+
+
+def warehouse_open_error(warehouse_path: str | Path) -> str | None:
+    """DuckDB's reason (first line) why the file does not open read-only; None when it opens."""
+    try:
+        with wh.connect(warehouse_path, read_only=True) as con:
+            con.execute("select 1")
+    except duckdb.Error as exc:
+        return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return None
+
+
+def check_warehouse_tables(warehouse_path: str | Path, names: Sequence[str]) -> None:
+    """NotABenchmapWarehouse unless every table of `names` is in the warehouse (one catalog query)."""
+    with wh.connect(warehouse_path, read_only=True) as con:
+        present = {r[0] for r in con.execute("select table_name from duckdb_tables() where schema_name = 'main'"
+                                             ).fetchall()}
+    missing = [n for n in names if n not in present]
+    if missing:
+        raise NotABenchmapWarehouse(warehouse_path, missing, none_present=len(missing) == len(names))
+
+
 # --- the what-if -------------------------------------------------------------------------------------------
 
 
@@ -230,6 +265,7 @@ def run_whatif(
         why = f"; first line {first['line_number']}: {first['reason']}" if first else ""
         raise InputError(f"no valid prompts ({rejects.height} rejected lines{why})",
                          path=candidate_prompts_file(folder))
+    check_warehouse_tables(warehouse_path, (*gaps.REFERENCE_TABLES, *(INDEX_TABLES if labeler is None else ())))
     tables = read_tables(warehouse_path, gaps.REFERENCE_TABLES)
     if labeler is None:
         tables |= read_tables(warehouse_path, INDEX_TABLES)

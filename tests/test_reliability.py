@@ -261,6 +261,82 @@ def test_whatif_on_a_candidate_of_no_prompt_names_the_line_and_why_before_any_wo
         "(--debug shows the traceback)"]
 
 
+def _whatif_error(capsys: pytest.CaptureFixture[str], candidate: Path, warehouse: Path) -> tuple[int, str]:
+    """Exit code and the one stderr line of `whatif <candidate> --warehouse <warehouse>` (nothing on stdout)."""
+    from pipelines.cli import run_cli
+    from pipelines.whatif import PROG, main
+
+    try:
+        code = run_cli(main, [str(candidate), "--warehouse", str(warehouse)], prog=PROG)
+    except SystemExit as usage:  # a bad argument (argparse's exit)
+        code = int(usage.code or 0)
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert out == "" and len(lines) == 1 and "Traceback" not in err, (out, err)
+    return code, lines[0]
+
+
+def test_whatif_warehouse_that_is_not_a_warehouse_names_that_file_and_what_to_do_for_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: a file that is not a DuckDB database got `python -m pipelines.run_all --rebuild` (which rebuilds the
+    default warehouse, not that file), a DuckDB file of other tables a LookupError traceback, a folder DuckDB's
+    'Could not read from file', and a missing file `run make run first` (the default warehouse again)."""
+    candidate = tmp_path / "cand"
+    candidate.mkdir()
+    (candidate / "prompts.jsonl").write_text('{"prompt_id": "1", "prompt": "Inspect the boiler"}\n')
+    notes = tmp_path / "my notes.txt"
+    notes.write_text("not a warehouse\n" * 2000)
+    other = tmp_path / "other.duckdb"
+    wh.replace_table(other, "something", pl.DataFrame({"x": [1]}))
+    folder = tmp_path / "wh"
+    folder.mkdir()
+    (folder / "benchmap.duckdb").write_bytes(other.read_bytes())
+    build = "python -m pipelines.run_all"
+
+    code, line = _whatif_error(capsys, candidate, notes)
+    assert code == 2 and line.startswith(f"python -m pipelines.whatif: error: --warehouse {notes}: not a DuckDB "
+                                         "database, so not a benchmap warehouse"), line
+    assert f"`BENCHMAP_WAREHOUSE='{notes}' {build} --rebuild` moves it aside and builds a warehouse there" in line
+    assert f"`{build} --rebuild`" not in line and notes.read_text() == "not a warehouse\n" * 2000
+
+    code, line = _whatif_error(capsys, candidate, other)
+    assert code == 1 and f"{other}: not a benchmap warehouse (it has none of the tables the what-if reads: " \
+        "onet_tasks, " in line, line
+    assert f"`BENCHMAP_WAREHOUSE=<new file> {build}` builds one" in line
+
+    code, line = _whatif_error(capsys, candidate, folder)
+    assert code == 2 and line.endswith(f"--warehouse {folder} is a folder, not a warehouse file: pass the "
+                                       f"warehouse's .duckdb file (e.g. {folder / 'benchmap.duckdb'})"), line
+
+    code, line = _whatif_error(capsys, candidate, tmp_path / "new.duckdb")
+    assert code == 2 and line.endswith(f"no warehouse at {tmp_path / 'new.duckdb'}: "
+                                       f"`BENCHMAP_WAREHOUSE={tmp_path / 'new.duckdb'} {build}` builds one there, "
+                                       "or pass another --warehouse"), line
+    assert not (tmp_path / "new.duckdb").exists()
+
+
+def test_whatif_over_a_warehouse_damaged_inside_names_the_rebuild_of_that_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The file opens (DuckDB's header is whole) but a block of onet_tasks fails its checksum when read: the
+    recovery line is the rebuild of that file, not of the default warehouse."""
+    from models import gaps
+    from resources.whatif import INDEX_TABLES
+
+    candidate = tmp_path / "cand"
+    candidate.mkdir()
+    (candidate / "prompts.jsonl").write_text('{"prompt_id": "1", "prompt": "Inspect the boiler"}\n')
+    warehouse = tmp_path / "elsewhere" / "benchmap.duckdb"
+    for name in (*gaps.REFERENCE_TABLES, *INDEX_TABLES):
+        wh.replace_table(warehouse, name, pl.DataFrame({"x": [1]}))
+    _small_warehouse(warehouse)  # a big onet_tasks, several blocks
+    _overwrite_inside(warehouse, "onet_tasks")
+    code, line = _whatif_error(capsys, candidate, warehouse)
+    assert code == 1 and f"{warehouse}: the warehouse file looks damaged (" in line, line
+    assert line.endswith(f"`BENCHMAP_WAREHOUSE={warehouse} python -m pipelines.run_all --rebuild` moves it aside, "
+                         "restores its label cache from its label store and rebuilds it there "
+                         "(--debug shows the traceback)"), line
+
+
 # ------------------------------------------------------------------------------ 7. a full disk says so
 @pytest.fixture
 def tiny_disk(tmp_path: Path) -> Path:
