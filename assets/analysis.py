@@ -23,6 +23,7 @@ from dagster import (
 from assets import ahead
 from assets.figure_reuse import table_figures_ahead
 from assets.kept_rows import counted_rows_store, model_score_rows_store
+from assets.release_gate import refuse_labels_behind
 from models import coverage as cov
 from models import indexes as ix
 from models import regression as reg
@@ -87,6 +88,7 @@ def task_label_counts(context: AssetExecutionContext, warehouse: Warehouse) -> p
     """Prompts per labeler x benchmark x O*NET task x label-depth bucket (top 1 / 3 / 5 / all), aggregated in
     DuckDB from every partition of prompt_task_labels. Everything coverage needs, at a size that does not
     grow with the prompts of a benchmark, so no analysis step loads the label table itself."""
+    refuse_labels_behind(warehouse, "task_label_counts")
     if not warehouse.table_exists("prompt_task_labels"):
         context.log.warning("prompt_task_labels is not materialized yet: no label counts")
         return pl.DataFrame(schema=cov.LABEL_COUNT_SCHEMA)
@@ -114,6 +116,7 @@ def task_coverage(
 ) -> pl.DataFrame:
     """Per benchmark index x O*NET task (all 18,796): prompts and benchmarks of the index's members mapped to
     it, and covered_1 / covered_5 flags. Index `all` counts every landed benchmark."""
+    refuse_labels_behind(warehouse, "task_coverage")
     _, labeler = cov.select_labeler(task_label_counts, config.labeler)
     frame = pl.concat(
         [
@@ -351,6 +354,7 @@ def occupation_model_scores(
 ) -> pl.DataFrame:
     """Per occupation x model: plain mean score over the occupation's prompts next to the O*NET-weighted
     mean (tasks first, then tasks equally; min_prompts 5 and 1), with bootstrap 95% CIs and the difference."""
+    refuse_labels_behind(warehouse, "occupation_model_scores")
     frame = scores.occupation_model_scores(  # a model's rows kept by its inputs (assets/kept_rows.py)
         benchmark_results, prompt_task_labels, min_prompts=(5, 1), labeler=config.labeler,
         kept=model_score_rows_store(warehouse),
@@ -375,6 +379,7 @@ def occupation_model_scores_estimated(context: AssetExecutionContext, warehouse:
     sampling error (models/scores_estimated.py). Empty without results or estimates."""
     from models.scores_estimated import ESTIMATED_SCORES_SCHEMA, estimated_occupation_scores
 
+    refuse_labels_behind(warehouse, "occupation_model_scores_estimated")
     needed = ("benchmark_results", "benchmark_prompts", "prompt_occupation_estimates")
     missing = [name for name in needed if not warehouse.table_exists(name)]
     if missing:
@@ -414,6 +419,7 @@ def coverage_sensitivity(
     """How the labels-as-counted headline numbers move (not the published estimates): threshold 1 vs 5, π work
     hours vs equal split within occupation, human vs GPT-4 exposure labels, label depth (top 1 / 3 / 5 / all
     labels per prompt), and offline vs LLM labels when the label cache holds both."""
+    refuse_labels_behind(warehouse, "coverage_sensitivity")
     labels = _counts_of_every_labeler(warehouse, task_label_counts)
     tables = [onet_tasks, task_hours, onet_occupations, task_exposure, occupation_wages, workbank_tasks]
     # computed by a worker since task_label_counts was made, when from these very inputs (assets/ahead.py)

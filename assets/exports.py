@@ -99,6 +99,7 @@ REPORT_STEP_TAGS = {"dagster/priority": "-2"}
 def report_figures(context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
                    ) -> MaterializeResult:
     refuse_missing_tables(warehouse, "report_figures")
+    refuse_labels_behind(warehouse, "report_figures")
     start_release_workbook(context, warehouse, labeler)
     tables, missing = warehouse.read_tables(FIGURE_TABLES)
     tables = for_index(tables)  # the figures show index `all`
@@ -144,6 +145,7 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse, labeler
 @warehouse_held
 def coverage_map(context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource) -> MaterializeResult:
     refuse_missing_tables(warehouse, "coverage_map")
+    refuse_labels_behind(warehouse, "coverage_map")
     start_release_workbook(context, warehouse, labeler)
     occupations = warehouse.all_index_occupations(["onet_soc_code", "title", "n_tasks"])
     labeler_rows = warehouse.coverage_labelers()
@@ -192,6 +194,7 @@ def report_summary(
     context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource
 ) -> MaterializeResult:
     refuse_missing_tables(warehouse, "report_summary")
+    refuse_labels_behind(warehouse, "report_summary")
     start_release_workbook(context, warehouse, labeler)
     tables, missing = warehouse.read_tables(SUMMARY_TABLES)
     membership = tables.get(MEMBERSHIP)

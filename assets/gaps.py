@@ -30,6 +30,7 @@ from pydantic import Field
 
 from assets.figure_reuse import heatmap_ahead
 from assets.kept_rows import model_score_rows_store
+from assets.release_gate import refuse_labels_behind
 from models import gaps
 from models import indexes as ix
 from models.coverage import LABEL_COUNT_SCHEMA
@@ -138,6 +139,7 @@ def _scored_tasks(
     description="Turn the coverage map into ranked to-do lists for benchmark builders and funders.",
 )
 def gap_finder(context: AssetExecutionContext, config: GapFinderConfig, warehouse: Warehouse):
+    refuse_labels_behind(warehouse, "gap_finder")
     weights = config.weights()
     membership = warehouse.read_table(MEMBERSHIP) if warehouse.table_exists(MEMBERSHIP) else None
     inputs = _scoring_inputs(warehouse)
@@ -287,6 +289,7 @@ class PowerConfig(Config):
 def occupation_score_power(
     context: AssetExecutionContext, config: PowerConfig, warehouse: Warehouse
 ) -> pl.DataFrame:
+    refuse_labels_behind(warehouse, "occupation_score_power")
     empty = pl.DataFrame(schema=gaps.POWER_SCHEMA)
     if not (warehouse.table_exists(LABELS) and warehouse.table_exists("benchmark_results")):
         context.log.warning("no labels or results yet: occupation_score_power is empty")

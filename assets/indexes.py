@@ -30,6 +30,7 @@ from dagster import (
 
 from assets import labels as label_assets
 from assets import module_assets
+from assets.release_gate import refuse_labels_behind
 from models import indexes as ix
 from resources import readers, sources
 from resources.dagster_resources import Warehouse
@@ -129,6 +130,7 @@ def compute_membership(warehouse: Warehouse, files: dict[str, str] | None = None
 def benchmark_index_membership(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
     """Per index (data/indexes/<name>.toml) x landed benchmark: included or not, the rule or entry that
     decided, why, and every value read (unknown values say so). `all` is every landed benchmark."""
+    refuse_labels_behind(warehouse, "benchmark_index_membership")  # reads prompt_work and the label counts
     started = time.perf_counter()
     shares = estimated_group_shares(warehouse, context.log)
     seconds = time.perf_counter() - started

@@ -28,6 +28,7 @@ from dagster import (
 from assets.gold_labels import PROMPT_COLUMNS, VALIDATION_GROUP, VALIDATION_PROMPT_COLUMNS, read_prompts
 from assets.kept_rows import kept_result
 from assets.labels import load_task_index, markdown_table, prompt_records
+from assets.release_gate import refuse_labels_behind
 from models import reference_labels as rl
 from models import validation as val
 from models.cache_keys import result_key
@@ -325,6 +326,7 @@ def labeler_validation(
     reference_task_labels: pl.DataFrame,
 ) -> pl.DataFrame:
     with warehouse.held():  # one open of the file for its ~70 reads (~27 CPU-ms each otherwise)
+        refuse_labels_behind(warehouse, "labeler_validation")  # labels joined to prompts by prompt_id
         return _labeler_validation(context, warehouse, onet_tasks, onet_occupations, gold_task_labels,
                                    reference_task_labels)
 

@@ -1,6 +1,7 @@
-"""What the headline and the release steps refuse to start from in every run, whoever launched it (the UI, the
-analysis automation sensor, `dagster asset materialize`, run_all): labels behind their benchmark's prompts, and a
-warehouse without the tables a release is made of.
+"""What the analysis and the release steps refuse to start from in every run, whoever launched it (the UI, the
+analysis automation sensor, `dagster asset materialize`, run_all): labels behind their benchmark's prompts (every
+step that reads the labels, in any form: the headline, the label counts, coverage, gaps, scores, the release's
+files), and a warehouse without the tables a release is made of.
 
 run_all asks the first question before its analysis (pipelines/run_all.py `_labels_behind`) and runs nothing; a
 run Dagster launches had no such question: after a benchmark's prompts changed and its labeling failed (or only its

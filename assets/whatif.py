@@ -23,6 +23,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.release_gate import refuse_labels_behind
 from models import gaps
 from models.gaps.expected import EXPECTED_THRESHOLDS
 from models.report import markdown_table
@@ -148,6 +149,7 @@ def candidate_benchmark_whatif(
         context.log.info("no candidate_folder configured: nothing to do (tables unchanged)")
         yield Output(None, output_name=WHATIF_SUMMARY, metadata={"skipped": "no candidate_folder configured"})
         return
+    refuse_labels_behind(warehouse, "candidate_benchmark_whatif")  # compared with the landed labels
     started = time.monotonic()
     before = warehouse.table_fingerprints()
     model = _build_labeler(labeler, warehouse, context.log)

@@ -22,6 +22,8 @@ from dagster import AssetKey, AssetSelection, DagsterInstance, materialize
 
 from assets.export_context import EXPORT_DATE_TAG
 from models import coverage as cov
+from models.reference_labels import REFERENCE_SCHEMA
+from models.validation import GOLD_SCHEMA
 from resources import release as rl
 from resources import warehouse as wh
 from tests.test_exports import build_world, fill_warehouse
@@ -129,3 +131,89 @@ def test_a_release_step_on_a_warehouse_without_the_analysis_says_what_to_run(war
     root = warehouse.parent / "exports"
     assert not root.exists() or rl.list_releases(root) == []
     assert AssetKey(step) not in {e.asset_key for e in result.get_asset_materialization_events()}
+
+
+# every analysis step that reads the prompt labels (prompt_task_labels, prompt_work, the label cache, the label
+# counts, the per-prompt estimates), one output of each; the steps that only derive from these steps' tables
+# (occupation_coverage, major_group_coverage, task_analysis_frame, coverage_models, coverage_regressions_mi) are
+# not run when one of them refuses, and alone they recompute what those tables hold
+LABEL_READERS = {"task_label_counts": "task_label_counts", "task_coverage": "task_coverage",
+                 "coverage_sensitivity": "coverage_sensitivity", "occupation_model_scores": "occupation_model_scores",
+                 "occupation_model_scores_estimated": "occupation_model_scores_estimated",
+                 "benchmark_index_membership": "benchmark_index_membership", "gap_finder": "coverage_gaps",
+                 "occupation_score_power": "occupation_score_power", "labeler_validation": "labeler_validation",
+                 "coverage_map": "coverage_map", "report_figures": "report_figures", "report_summary": "report_summary"}
+
+
+def stored(path: Path, name: str) -> pl.DataFrame | None:
+    with wh.connect(path, read_only=True) as con:
+        if not wh.table_exists(con, name):
+            return None
+    return wh.read_table(path, name)
+
+
+@pytest.fixture(scope="module")
+def behind_world(world: dict[str, pl.DataFrame], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, int]:
+    """A warehouse of the world whose first benchmark's prompts were refreshed without its labels (copied per
+    test: a step that is not refused writes into it)."""
+    path = tmp_path_factory.mktemp("behind") / "benchmap.duckdb"
+    fill_warehouse(world, path)
+    wh.replace_table(path, "task_label_counts", cov.label_counts(world["prompt_task_labels"]))
+    # labeler_validation's other inputs: no human or reference label in this world
+    wh.replace_table(path, "gold_task_labels", pl.DataFrame(schema=GOLD_SCHEMA))
+    wh.replace_table(path, "reference_task_labels", pl.DataFrame(schema=REFERENCE_SCHEMA))
+    moved = sorted(world["benchmark_prompts"]["benchmark"].unique())[0]
+    refresh_prompts_only(path, world, moved)
+    return path, moved, world["benchmark_prompts"].filter(pl.col("benchmark") == moved).height
+
+
+@pytest.mark.parametrize("step", LABEL_READERS)
+def test_an_analysis_step_that_reads_the_labels_refuses_them_behind_the_prompts(
+        behind_world: tuple[Path, str, int], warehouse: Path, step: str) -> None:
+    """Before: materialized from the UI (or by a sensor's run) while a benchmark's labels were of its old texts,
+    each of these steps succeeded, its table or page computed from the old labels of the new prompts."""
+    source, moved, n_prompts = behind_world
+    warehouse.parent.mkdir(parents=True)
+    warehouse.write_bytes(source.read_bytes())
+    asset = LABEL_READERS[step]
+    before = stored(warehouse, asset)
+    result = run(warehouse, asset)
+    assert not result.success
+    message = failure(result)
+    assert message.startswith(f"{step}: not run, nothing published (there is no release yet): labels behind the "
+                              f"prompts ({moved}: {n_prompts} prompts without labels, labels of {n_prompts} texts it "
+                              "no longer has)"), message
+    assert f"benchmark_refresh_job for partition {moved}" in message
+    assert not result.get_asset_materialization_events()
+    assert stored(warehouse, asset) is None if before is None else stored(warehouse, asset).equals(before)
+
+    if step in ("task_label_counts", "gap_finder"):  # once the labels catch up, the step runs
+        catch_up_labels(warehouse, moved)
+        assert run(warehouse, asset).success
+
+
+def test_the_whatif_of_a_candidate_refuses_labels_behind_but_not_its_skip(
+        behind_world: tuple[Path, str, int], warehouse: Path, tmp_path: Path) -> None:
+    """A candidate is compared with the landed labels: behind their prompts, the gain would be against both
+    contents. Without a candidate (every analysis run) the step does nothing and is not refused."""
+    from pipelines.definitions import build_definitions
+
+    source, moved, _ = behind_world
+    warehouse.parent.mkdir(parents=True)
+    warehouse.write_bytes(source.read_bytes())
+    candidate = tmp_path / "cand"
+    candidate.mkdir()
+    (candidate / "prompts.jsonl").write_text('{"prompt_id": "1", "prompt": "Inspect the boiler"}\n')
+    defs = build_definitions(str(warehouse))
+    [step] = [a for a in defs.assets if AssetKey("whatif_marginal_gain") in getattr(a, "keys", ())]
+
+    def whatif(folder: str) -> Any:
+        return materialize(list(defs.assets), selection=AssetSelection.assets(*step.keys).without_checks(),
+                           resources=defs.resources, instance=DagsterInstance.ephemeral(), raise_on_error=False,
+                           run_config={"ops": {"candidate_benchmark_whatif": {"config": {"candidate_folder": folder}}}})
+
+    assert whatif("").success
+    refused = whatif(str(candidate))
+    assert not refused.success
+    assert failure(refused).startswith("candidate_benchmark_whatif: not run, nothing published (there is no release "
+                                       f"yet): labels behind the prompts ({moved}: ")
