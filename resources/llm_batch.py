@@ -17,8 +17,8 @@ or by hand, across processes:
 The request lines, the manifests and the reading of the results are pure (models/labeling/llm_batch.py, where
 the line and manifest formats are described); this module writes and reads them next to each other
 (`<name>.jsonl` + `<name>.jsonl.manifest.json`) and talks to the Files and Batches endpoints. Beside the pure
-part's fields a manifest holds `input_sha256` (of its JSONL) and, once submitted, `batch_id`: nothing else
-from the server, and never an id that holds a secret.
+part's fields a manifest holds `input_sha256` (of its JSONL), once submitted `batch_id`, and once run_batch
+returned its outcomes `collected`: nothing else from the server, and never an id that holds a secret.
 """
 
 from __future__ import annotations
@@ -198,6 +198,9 @@ def run(lab: OpenAILabeler, prompts: Sequence[PromptRecord], folder: str | Path,
             lab.chat.sleep(poll_s)
             continue
         if step.outcomes is not None:
+            manifest = read_manifest(step_manifest)
+            if manifest is not None:  # the folder may start another run's batch now (see resume_or_submit)
+                write_manifest(step_manifest, {**manifest, "collected": True})
             return step.outcomes
         assert step.next_path is not None and step.next_manifest is not None
         batch_id = submit(lab, step.next_path)
@@ -209,16 +212,18 @@ def resume_or_submit(lab: OpenAILabeler, prompts: Sequence[PromptRecord], path: 
     settings (step 2's once submitted), else step 1 written and submitted now."""
     planned = lb.plan_step1(lab.prompts, prompts)
     stored = read_manifest(manifest_path(path))
+    step2 = read_manifest(manifest_path(step2_path(path)))  # written when step 1's batch was collected
+    if stored is not None and stored.get("batch_id") and stored.get("input_sha256") != lines_sha256(planned.lines()):
+        if not (step2 or stored).get("collected"):
+            raise ValueError(f"{path.parent}: batch {stored['batch_id']} (recorded in {manifest_path(path)}) was "
+                             "made for other prompts or settings and not collected; collect it with collect_batch, "
+                             "or pass another folder (or delete this one) to start a new batch")
+        stored = None  # that run finished: this folder starts a new one
     if stored is None or not stored.get("batch_id"):  # nothing submitted yet: a new run
         for stale in (step2_path(path), manifest_path(step2_path(path))):
             stale.unlink(missing_ok=True)
         write_batch(path, planned.lines(), planned.manifest)
         return submit(lab, path), manifest_path(path)
-    if stored.get("input_sha256") != lines_sha256(planned.lines()):
-        raise ValueError(f"{path.parent}: batch {stored['batch_id']} (recorded in {manifest_path(path)}) was made "
-                         "for other prompts or settings; collect it with collect_batch, or pass another folder "
-                         "(or delete this one) to start a new batch")
-    step2 = read_manifest(manifest_path(step2_path(path)))  # written when step 1's batch was collected
     if step2 is None:
         return str(stored["batch_id"]), manifest_path(path)
     if step2.get("batch_id"):

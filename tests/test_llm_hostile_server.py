@@ -228,10 +228,14 @@ def test_run_batch_in_a_folder_holding_another_runs_batch_refuses(stub: OpenAISt
         lab.run_batch(records(3), folder, poll_s=0)
     assert str(refused.value) == (
         f"{folder}: batch {batch_id} (recorded in {folder / 'step1.jsonl.manifest.json'}) was made for other "
-        "prompts or settings; collect it with collect_batch, or pass another folder (or delete this one) to "
-        "start a new batch")
+        "prompts or settings and not collected; collect it with collect_batch, or pass another folder (or delete "
+        "this one) to start a new batch")
     assert batches_created(stub) == 1 and (folder / "step1.jsonl.manifest.json").read_text() == before
     assert lab.run_batch(records(2), folder, poll_s=0)[0].ok and batches_created(stub) == 2  # resumed, then step 2
+    # that run collected, the folder takes other prompts: a new run (steps 1 and 2), as before
+    assert [o.prompt_hash for o in lab.run_batch(records(3), folder, poll_s=0)] == ["h0", "h1", "h2"]
+    assert batches_created(stub) == 4
+    assert json.loads((folder / "step1.step2.jsonl.manifest.json").read_text())["collected"] is True
 
 
 def test_a_batch_id_holding_the_key_is_not_stored(tmp_path: Path) -> None:
