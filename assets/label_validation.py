@@ -112,16 +112,27 @@ def reference_task_labels(
     reference = load_reference(folder)  # InputError with file and line on a broken or duplicated row
     prompts = read_prompts(warehouse, ("benchmark", "prompt_id", "prompt_hash"))
     landed = reference.filter(pl.col("benchmark").is_in(prompts["benchmark"].unique().implode()))
-    rl.check_reference(landed, onet_tasks, prompts)  # unknown task or prompt: fail, nothing is stored
-    current = landed.join(prompts, on=["benchmark", "prompt_id", "prompt_hash"], how="semi")
-    if current.height < landed.height:
-        context.log.warning(f"{landed.height - current.height} reference rows label a prompt whose text has "
+    rl.check_reference(landed, onet_tasks)  # an unknown task ID: fail, nothing is stored
+    # a judged prompt its benchmark no longer has (a new version with fewer items) or whose text changed is left
+    # out, not a failure: the vendored reference cannot be edited, and failing here held back every release
+    present = landed.join(prompts, on=["benchmark", "prompt_id"], how="semi")
+    current = present.join(prompts, on=["benchmark", "prompt_id", "prompt_hash"], how="semi")
+    removed = landed.join(prompts, on=["benchmark", "prompt_id"], how="anti")
+    if not removed.is_empty():
+        first = removed.row(0, named=True)
+        context.log.warning(
+            f"{removed.height} reference rows label a prompt its benchmark no longer has (first "
+            f"{first['source_file']}, line {first['line_number']}: {first['benchmark']}/{first['prompt_id']}): "
+            "left out")
+    if current.height < present.height:
+        context.log.warning(f"{present.height - current.height} reference rows label a prompt whose text has "
                             "changed since it was judged: left out")
     context.add_output_metadata({
         "folder": str(folder), "rows": current.height, "prompts": current["sample_id"].n_unique(),
         "benchmarks_not_landed": ", ".join(sorted(set(reference["benchmark"]) - set(landed["benchmark"])))
         or "none",
-        "changed_prompts_left_out": landed.height - current.height,
+        "changed_prompts_left_out": present.height - current.height,
+        "removed_prompts_left_out": removed.height,
         "per_split": MetadataValue.json(dict(current.group_by("split").len().sort("split").iter_rows())),
     })
     return current

@@ -107,24 +107,15 @@ def parse_sampling_design(data: bytes) -> pl.DataFrame:
         "benchmark", *[pl.col(c).cast(pl.Int64) for c in ("distinct_texts", "n_train", "n_dev", "n_blind")])
 
 
-def check_reference(reference: pl.DataFrame, onet_tasks: pl.DataFrame, prompts: pl.DataFrame | None = None
-                    ) -> None:
-    """InputError (file and line) for a task ID that is not an O*NET task or a prompt that is not in
-    `prompts` (benchmark, prompt_id[, prompt_hash]) when given. Nothing is stored before this passes."""
+def check_reference(reference: pl.DataFrame, onet_tasks: pl.DataFrame) -> None:
+    """InputError (file and line) for a task ID that is not an O*NET task. Nothing is stored before this passes.
+    (A judged prompt its benchmark no longer has is left out by the asset, as one whose text changed.)"""
     known = set(onet_tasks["task_id"].cast(pl.Int64).to_list())
     for row in reference.select("task_ids", "source_file", "line_number", "prompt_id").iter_rows(named=True):
         unknown = [t for t in row["task_ids"] if t not in known]
         if unknown:
             raise InputError(f"unknown O*NET task ID(s) {unknown}", path=row["source_file"],
                              line=row["line_number"], record=row["prompt_id"])
-    if prompts is not None:
-        keys = ["benchmark", "prompt_id"]
-        missing = reference.join(prompts.select(keys).unique(), on=keys, how="anti")
-        if not missing.is_empty():
-            row = missing.row(0, named=True)
-            raise InputError(f"prompt {row['benchmark']}/{row['prompt_id']} is not in benchmark_prompts "
-                             f"({missing.height} reference rows have no landed prompt)",
-                             path=row["source_file"], line=row["line_number"])
 
 
 # --- task-level metrics ----------------------------------------------------------------------------------
