@@ -103,12 +103,44 @@ def test_a_refresh_that_keeps_failing_is_retried_a_bounded_number_of_times(
     assert given_up.run_requests == []
     assert f"did not succeed in {MAX_REFRESH_RETRIES + 1} runs" in caplog.text  # said once ...
     caplog.clear()
-    assert logged_tick(env, given_up.cursor, caplog).run_requests == []
+    quiet = logged_tick(env, given_up.cursor, caplog)
+    assert quiet.run_requests == []
     assert "did not succeed" not in caplog.text and "retry" not in caplog.text  # ... not on every tick
+    # ... but every quiet tick names it (a real daemon's said "1 refreshes given up after 3 retries", not which)
+    assert quiet.skip_reason is not None
+    assert "given up after 3 retries (tiny_bench: requested again when the folder changes)" in \
+        quiet.skip_reason.skip_message
 
     (folder / "results.csv").write_bytes(results)  # fixed (back to the first content): requested anew
     fixed = env.tick(given_up.cursor)
     assert [r.run_key for r in fixed.run_requests] == [f"tiny_bench:{folder_content_hash(folder)}:again-1"]
+
+
+def test_a_given_up_refresh_made_since_by_hand_is_no_longer_reported(env: Env) -> None:  # noqa: F811
+    """An audit on a real daemon: after the sensor gave up on apex_agents (an HTTP 401 in labeling, 4 runs), a
+    benchmark_refresh_job launched from the UI made that content, yet every quiet tick still said "2 refreshes
+    given up after 3 retries", naming a benchmark that was up to date."""
+    folder = add_fixture(env.landing, "tiny_bench")
+    first = env.tick()
+    assert all(run.success for run in env.apply(first))
+    edit_a_prompt(folder, " (second edition)")
+    tick = env.tick(first.cursor)
+    job = env.defs.resolve_job_def("benchmark_refresh_job")
+    for _ in range(MAX_REFRESH_RETRIES + 1):  # the first run and every retry end cancelled
+        assert len(tick.run_requests) == 1
+        run = env.instance.create_run_for_job(job, status=DagsterRunStatus.STARTED,
+                                              tags={**job.tags, **tick.run_requests[0].tags})
+        env.instance.report_run_canceled(run)
+        tick = env.tick(tick.cursor)
+    assert tick.run_requests == [] and tick.skip_reason is not None
+    assert "1 refreshes given up" in tick.skip_reason.skip_message
+
+    assert env.run_partition("tiny_bench").success  # by hand (the UI), once the cause is gone
+    assert stored_hash(env, "tiny_bench") == folder_content_hash(folder)
+    quiet = env.tick(tick.cursor)
+    assert quiet.run_requests == [] and quiet.skip_reason is not None
+    assert "given up" not in quiet.skip_reason.skip_message
+    assert "given_up" not in json.loads(quiet.cursor)
 
 
 def test_a_folder_back_to_an_earlier_content_is_refreshed(env: Env) -> None:  # noqa: F811
