@@ -74,6 +74,7 @@ LANDING_INTERVAL_S = 30
 ANALYSIS_INTERVAL_S = 60
 PENDING_STATUSES = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
                     DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
+KIND_TAG = "benchmap/kind"  # the jobs' runs (sensors, schedule, the UI's job launches) and run_all's carry it
 UPSTREAM_KINDS = ["benchmark", "reference"]  # run tag benchmap/kind of jobs the analysis waits for
 GATED_KINDS = [*UPSTREAM_KINDS, "analysis"]  # ... and of the analysis itself (one run at a time)
 UPSTREAM_SELECTION = (BENCHMARK_SELECTION | REFERENCE_SELECTION).without_checks()
@@ -246,7 +247,8 @@ def refresh_request(name: str, digest: str, why: str, run_key: str) -> RunReques
 )
 def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
     instance = context.instance
-    if instance.get_runs(RunsFilter(statuses=PENDING_STATUSES, tags={"benchmap/kind": "analysis"}), limit=1):
+    graph = context.repository_def.asset_graph if context.repository_def is not None else None
+    if any("analysis" in run_kinds(run, graph) for run in instance.get_runs(RunsFilter(statuses=PENDING_STATUSES))):
         # a benchmark refreshed while the analysis runs would be half in the release that run publishes (its first
         # steps read the old tables, its last ones the new: seen on a real daemon, 2026-12-04): look after it
         return SensorResult(skip_reason=SkipReason("an analysis run is queued or running: the landing zone is "
@@ -357,13 +359,28 @@ class AnalysisTick:
     parents: dict  # target -> the targets it reads directly
 
 
-def upstream_settled(pending: list, newest_upstream: float, now: float) -> bool:
-    """No benchmark, reference or analysis run among the queued or running runs `pending`, nor a run of a whole job
-    (no selection recorded: it may make any target), and no upstream materialization (the newest at
-    `newest_upstream`) in the last BENCHMAP_ANALYSIS_QUIET_S seconds (the gaps between the runs of `run_all` or of a
-    backfill)."""
-    if any(run.tags.get("benchmap/kind") in GATED_KINDS
-           or (run.asset_selection is None and run.asset_check_selection is None) for run in pending):
+def run_kinds(run: Any, graph: Any) -> frozenset[str]:
+    """What a run refreshes: its tag benchmap/kind, else the kinds ('benchmark', 'reference', 'analysis') of the
+    assets and checks it selects (the UI's Materialize on the asset graph and `dagster asset materialize` run
+    Dagster's implicit asset job, which has no tag: on a real daemon, 2026-12-07, such an analysis run did not hold
+    back the landing sensor), else every kind (a run of a whole job, or no asset graph to tell: it may make any)."""
+    kind = run.tags.get(KIND_TAG)
+    if kind:
+        return frozenset({kind})
+    selected = set(run.asset_selection or ()) | set(run.asset_check_selection or ())
+    if not selected or graph is None:
+        return frozenset(GATED_KINDS)
+    kinds = (("benchmark", BENCHMARK_SELECTION), ("reference", REFERENCE_SELECTION), ("analysis", ANALYSIS_SELECTION))
+    return frozenset(name for name, selection in kinds
+                     if selected & (set(selection.resolve(graph)) | set(selection.resolve_checks(graph))))
+
+
+def upstream_settled(pending: list, newest_upstream: float, now: float, graph: Any = None) -> bool:
+    """No benchmark, reference or analysis run among the queued or running runs `pending` (`run_kinds`: by tag, or
+    by the assets a run without one selects; a run of a whole job may make any target), and no upstream
+    materialization (the newest at `newest_upstream`) in the last BENCHMAP_ANALYSIS_QUIET_S seconds (the gaps
+    between the runs of `run_all` or of a backfill)."""
+    if any(run_kinds(run, graph) & set(GATED_KINDS) for run in pending):
         return False
     return now - newest_upstream >= settings().analysis_quiet_s
 
@@ -409,7 +426,8 @@ def read_tick(instance: DagsterInstance, graph: Any, now: float) -> AnalysisTick
     pending = instance.get_runs(RunsFilter(statuses=PENDING_STATUSES))  # one read for the gate and in_progress
     in_progress = frozenset(k for run in pending for k in (*(run.asset_selection or ()),
                                                           *(run.asset_check_selection or ())))
-    return AnalysisTick(upstream_settled(pending, newest_upstream, now), latest, made, in_progress, roots, parents)
+    return AnalysisTick(upstream_settled(pending, newest_upstream, now, graph), latest, made, in_progress, roots,
+                        parents)
 
 
 class AnalysisDue(AutomationCondition):

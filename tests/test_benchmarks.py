@@ -610,6 +610,23 @@ def test_analysis_automation_waits_for_a_running_analysis(env: Env) -> None:
     assert analysis_tick(env, cursor).run_requests == []
 
 
+def test_analysis_automation_waits_for_a_benchmark_run_launched_from_the_asset_graph(env: Env) -> None:
+    """An audit on a real daemon: a run of the implicit asset job (the UI's Materialize on the asset graph,
+    `dagster asset materialize`) has no benchmap/kind tag, so a benchmark refresh launched that way did not hold
+    back the analysis; now a run without the tag counts by the assets it selects."""
+    env.instance.add_dynamic_partitions("benchmark", ["tiny_bench"])
+    add_fixture(env.landing, "tiny_bench")
+    cursor = analysis_tick(env).cursor
+    assert env.run_partition("tiny_bench").success
+    selection = frozenset({AssetKey(t) for t in TABLES} | {AssetKey("labels_stub")})
+    refresh = env.defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection=set(selection))
+    ui_run = env.instance.create_run_for_job(  # e.g. its labeling still running
+        refresh, status=DagsterRunStatus.STARTED, asset_selection=selection, tags={"dagster/partition": "tiny_bench"})
+    assert analysis_tick(env, cursor).run_requests == []
+    env.instance.report_run_canceled(ui_run)
+    assert [set(r.asset_selection) for r in analysis_tick(env, cursor).run_requests] == [{AssetKey("analysis_stub")}]
+
+
 @asset(group_name="analysis", deps=[reference_stub])
 def reference_reader_stub() -> pl.DataFrame:
     return pl.DataFrame({"x": [1]})

@@ -12,7 +12,15 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from dagster import AssetIn, DagsterRunStatus, Definitions, SensorResult, asset, build_sensor_context
+from dagster import (
+    AssetIn,
+    AssetKey,
+    DagsterRunStatus,
+    Definitions,
+    SensorResult,
+    asset,
+    build_sensor_context,
+)
 
 from assets import benchmarks as bench_assets
 from assets import module_assets, module_checks
@@ -141,6 +149,32 @@ def test_a_given_up_refresh_made_since_by_hand_is_no_longer_reported(env: Env) -
     assert quiet.run_requests == [] and quiet.skip_reason is not None
     assert "given up" not in quiet.skip_reason.skip_message
     assert "given_up" not in json.loads(quiet.cursor)
+
+
+def test_an_analysis_run_launched_from_the_asset_graph_holds_back_a_refresh(env: Env) -> None:  # noqa: F811
+    """An audit on a real daemon: an analysis run launched on the asset graph (the UI's Materialize, launchRun of
+    the implicit asset job: no benchmap/kind tag) did not hold back the landing sensor, which refreshed apex_agents
+    12 s into it; that run then published its release from tables read before and after the refresh."""
+    folder = add_fixture(env.landing, "tiny_bench")
+    first = env.tick()
+    assert all(run.success for run in env.apply(first))
+    edit_a_prompt(folder, " (second edition)")
+    analysis = env.defs.resolve_implicit_global_asset_job_def().get_subset(
+        asset_selection={AssetKey("analysis_stub")})
+    ui_run = env.instance.create_run_for_job(analysis, status=DagsterRunStatus.STARTED,
+                                             asset_selection=frozenset({AssetKey("analysis_stub")}))
+    held = env.tick(first.cursor)
+    assert held.run_requests == [] and held.skip_reason is not None
+    assert "an analysis run is queued or running" in held.skip_reason.skip_message
+    env.instance.report_run_canceled(ui_run)
+    assert requested(env.tick(held.cursor)) == ["tiny_bench"]
+    # a run of other assets without the tag (the reference) holds nothing back
+    reference = env.defs.resolve_implicit_global_asset_job_def().get_subset(
+        asset_selection={AssetKey("reference_stub")})
+    env.instance.create_run_for_job(reference, status=DagsterRunStatus.STARTED,
+                                    asset_selection=frozenset({AssetKey("reference_stub")}))
+    edit_a_prompt(folder, " (third edition)")
+    assert requested(env.tick(held.cursor)) == ["tiny_bench"]
 
 
 def test_a_folder_back_to_an_earlier_content_is_refreshed(env: Env) -> None:  # noqa: F811
