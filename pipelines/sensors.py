@@ -305,7 +305,8 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
                         + ", ".join(sorted(p.path.name for p in landing.problems)[:10])
                         + f"; why: benchmark_rejects of partition {bm.LANDING_PARTITION})")
         if plan.state["missing"]:
-            message += f"; {len(plan.state['missing'])} partitions without a folder"
+            message += (f"; {len(plan.state['missing'])} partitions without a folder ("
+                        + ", ".join(plan.state["missing"][:10]) + ": `python -m pipelines.run_all` retires them)")
         if given_up:
             message += (f"; {len(given_up)} refreshes given up after {MAX_REFRESH_RETRIES} retries ("
                         + ", ".join(sorted(given_up)[:10]) + ": requested again when the folder changes)")

@@ -226,9 +226,14 @@ def test_the_sensor_says_how_to_retire_a_removed_benchmark(
     first = env.tick()
     env.apply(first)
     shutil.rmtree(folder)
-    logged_tick(env, first.cursor, caplog)
+    warned = logged_tick(env, first.cursor, caplog)
     assert "python -m pipelines.run_all" in caplog.text
     assert "delete the partition" not in caplog.text
+    # every quiet tick names it (a real daemon's said "1 partitions without a folder", not which)
+    quiet = env.tick(warned.cursor)
+    assert quiet.skip_reason is not None
+    assert "1 partitions without a folder (tiny_bench: `python -m pipelines.run_all` retires" in \
+        quiet.skip_reason.skip_message
 
 
 def test_a_folder_that_cannot_land_is_warned_once_and_named_in_every_quiet_tick(
