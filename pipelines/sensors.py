@@ -473,6 +473,11 @@ class AnalysisDue(AutomationCondition):
 _TICKS: dict[float, AnalysisTick] = {}  # evaluation time of the latest tick -> what it read
 
 ANALYSIS_AUTOMATION = AnalysisDue()
+# a killed or crashed analysis run is re-executed from its failure by Dagster's run retries (dagster.yaml
+# run_retries: step failures are not retried); the automation itself does not request its targets again
+ANALYSIS_RUN_RETRIES = 2
+ANALYSIS_RUN_TAGS = {KIND_TAG: "analysis", TRIGGER_TAG: "automation",
+                     "dagster/max_retries": str(ANALYSIS_RUN_RETRIES)}
 
 # `default_condition`: on every target without a condition of its own, i.e. every asset and check of the job
 # (a check must be a target itself: Dagster adds no check to a run that requests checks explicitly)
@@ -485,7 +490,7 @@ with warnings.catch_warnings():
         target=ANALYSIS_SELECTION,
         default_condition=ANALYSIS_AUTOMATION,
         use_user_code_server=True,  # AnalysisDue is Python: evaluated in the code location, not the daemon
-        run_tags={"benchmap/kind": "analysis", "benchmap/trigger": "automation"},
+        run_tags=ANALYSIS_RUN_TAGS,
         minimum_interval_seconds=ANALYSIS_INTERVAL_S,
         default_status=DefaultSensorStatus.RUNNING,
         description="After benchmark, reference or index-file updates settle, refreshes the unpartitioned assets "
