@@ -84,6 +84,7 @@ def landed(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
                     "benchmark_results",
                     "benchmark_rejects",
                     "prompt_task_labels",
+                    "prompt_work",  # both, as the labeling step makes them: the analysis refuses labels behind
                 ],
                 warehouse,
                 instance,

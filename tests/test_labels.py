@@ -708,8 +708,13 @@ def _small_warehouse(warehouse_path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
                 }
             )
     labels = pl.DataFrame(label_rows, schema=lc.LABEL_COLUMNS).sample(fraction=1.0, shuffle=True, seed=3)
+    # every prompt has its work decision (the labeling step writes both tables): the labels are not behind
+    work = prompts.select("benchmark", "prompt_id", "prompt_hash", labeler=pl.lit("offline"),
+                          labeler_version=pl.lit("v1"), is_work=pl.col("prompt_id") != "z4",
+                          p_work=pl.when(pl.col("prompt_id") != "z4").then(0.9).otherwise(0.1))
     wh.replace_table(warehouse_path, "benchmark_prompts", prompts)
     wh.replace_table(warehouse_path, "prompt_task_labels", labels)
+    wh.replace_table(warehouse_path, "prompt_work", work.select(list(lc.WORK_COLUMNS)).cast(lc.WORK_COLUMNS))
     return prompts, labels
 
 
