@@ -13,8 +13,7 @@ from dagster._core.execution.retries import auto_reexecution_should_retry_run
 from dagster._core.storage.tags import PARENT_RUN_ID_TAG, ROOT_RUN_ID_TAG
 from dagster._core.test_utils import create_run_for_test
 
-from pipelines import definitions
-from pipelines.sensors import ANALYSIS_RUN_RETRIES, refresh_request
+from pipelines.sensors import ANALYSIS_RUN_RETRIES, SENSORS, refresh_request
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -32,7 +31,7 @@ def _failed(instance, tags: dict, job_name: str = "analysis_refresh_job", **retr
 
 
 def test_the_automations_analysis_run_is_retried_when_its_process_died_not_when_a_step_failed(instance) -> None:
-    sensor = definitions.defs.get_sensor_def("analysis_automation_sensor")
+    [sensor] = [s for s in SENSORS if s.name == "analysis_automation_sensor"]  # the code location's sensors
     tags = dict(sensor.run_tags)
     assert tags["benchmap/kind"] == "analysis"
     run = _failed(instance, tags)
