@@ -22,6 +22,7 @@ from models import gaps
 from models.errors import InputError
 from models.gaps.expected import EXPECTED_THRESHOLDS
 from pipelines.cli import looks_damaged
+from resources.warehouse import error_first_line
 from resources.whatif import NotABenchmapWarehouse, check_candidate_folder, run_whatif, warehouse_open_error
 
 PROG = "python -m pipelines.whatif"
@@ -155,8 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except duckdb.Error as exc:  # damage the open did not see (a block failing its checksum when read)
         if not looks_damaged(str(exc)):
             raise
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise InputError(f"the warehouse file looks damaged ({first}): `{run_all_command(warehouse)} --rebuild` "
+        raise InputError(f"the warehouse file looks damaged ({error_first_line(exc)}): `{run_all_command(warehouse)} --rebuild` "
                          "moves it aside, restores its label cache from its label store and rebuilds it there",
                          path=warehouse) from exc
     if args.threshold not in EXPECTED_THRESHOLDS:

@@ -115,7 +115,7 @@ def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = L
     except (duckdb.Error, OSError) as exc:  # a full disk says so, whichever write found it
         _count_failure(key, exc)
         if is_disk_full(exc):
-            raise DiskFull(path.parent, _first_line(exc)) from None  # summaries show the deepest cause
+            raise DiskFull(path.parent, error_first_line(exc)) from None  # summaries show the deepest cause
         raise
     finally:
         try:
@@ -124,7 +124,7 @@ def connect(path: str | Path, *, read_only: bool = False, lock_wait_s: float = L
             _count_failure(key, exc)
             if not is_disk_full(exc) or sys.exc_info()[0] is not None:
                 raise
-            raise DiskFull(path.parent, _first_line(exc)) from None  # summaries show the deepest cause
+            raise DiskFull(path.parent, error_first_line(exc)) from None  # summaries show the deepest cause
         finally:
             if linger is not None:
                 linger.release()
@@ -338,11 +338,12 @@ def transaction(con: duckdb.DuckDBPyConnection, folder: Path | None = None) -> I
         with contextlib.suppress(duckdb.Error):  # nothing to roll back when DuckDB ended the transaction
             con.execute("rollback")
         if folder is not None and is_disk_full(exc):
-            raise DiskFull(folder, _first_line(exc)) from None  # summaries show the deepest cause
+            raise DiskFull(folder, error_first_line(exc)) from None  # summaries show the deepest cause
         raise
 
 
-def _first_line(exc: BaseException) -> str:
+def error_first_line(exc: BaseException) -> str:
+    """An error's first line (at most 300 characters), or its type's name when it has no text."""
     lines = str(exc).strip().splitlines()
     return lines[0][:300] if lines else type(exc).__name__
 

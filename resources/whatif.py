@@ -228,16 +228,14 @@ def warehouse_open_error(warehouse_path: str | Path) -> str | None:
         with wh.connect(warehouse_path, read_only=True) as con:
             con.execute("select 1")
     except duckdb.Error as exc:
-        return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return wh.error_first_line(exc)
     return None
 
 
 def check_warehouse_tables(warehouse_path: str | Path, names: Sequence[str]) -> None:
-    """NotABenchmapWarehouse unless every table of `names` is in the warehouse (one catalog query)."""
+    """NotABenchmapWarehouse unless every table of `names` is in the warehouse."""
     with wh.connect(warehouse_path, read_only=True) as con:
-        present = {r[0] for r in con.execute("select table_name from duckdb_tables() where schema_name = 'main'"
-                                             ).fetchall()}
-    missing = [n for n in names if n not in present]
+        missing = [n for n in names if not wh.table_exists(con, n)]
     if missing:
         raise NotABenchmapWarehouse(warehouse_path, missing, none_present=len(missing) == len(names))
 
