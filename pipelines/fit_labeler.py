@@ -34,10 +34,12 @@ from typing import Any
 import polars as pl
 
 from models import benchmarks as bm
+from models.errors import InputError
 from models.labeling import selector_cv as cv
 from models.labeling.offline import OfflineLabelerConfig, TaskIndex
 from models.labeling.selector_training import TrainingPrompt
 from models.reference_labels import SPLIT_FILES
+from models.report.formatting import plural
 from resources import readers
 from resources.landing import read_prompts
 from resources.readers import FIT_PATH, load_onet_reference_frames, load_reference
@@ -74,6 +76,27 @@ def landed_texts(reference: pl.DataFrame) -> dict[str, list[tuple[str, str]]]:
     return out
 
 
+def landed_reference(reference: pl.DataFrame, landed: dict[str, list[tuple[str, str]]]) -> pl.DataFrame:
+    """The reference rows whose prompt is landed with the text that was judged. A row whose benchmark is not
+    landed, which its benchmark no longer has (a version with fewer items) or whose text changed is left out
+    and said on stderr with the first such row, as the pipeline's reference_task_labels leaves them out (the
+    fit had stopped with a KeyError after reading everything); a reference with no landed row is an error."""
+    keys = pl.DataFrame([(b, h) for b, pairs in landed.items() for h, _ in pairs], orient="row",
+                        schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8})
+    kept = reference.join(keys, on=["benchmark", "prompt_hash"], how="semi")
+    left_out = reference.join(keys, on=["benchmark", "prompt_hash"], how="anti")
+    if kept.is_empty():
+        raise InputError(f"none of its {reference.height} rows has a landed prompt: land the benchmarks it "
+                         "samples (data/raw/benchmarks/ or BENCHMAP_MIRROR)", path=reference["source_file"][0])
+    if not left_out.is_empty():
+        first = left_out.row(0, named=True)
+        rows, prompts = left_out.height, left_out["prompt_hash"].n_unique()
+        print(f"warning: {rows} {plural(rows, 'reference row')} ({prompts} {plural(prompts, 'prompt')}) without "
+              f"a landed prompt holding the judged text (first {first['source_file']}, line {first['line_number']}: "
+              f"{first['benchmark']}/{first['prompt_id']}): left out of the fit", file=sys.stderr)
+    return kept
+
+
 def reference_digest(folder: Path) -> dict[str, str]:
     return {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in SPLIT_FILES.values()}
 
@@ -82,6 +105,7 @@ def prepare(reference_folder: Path) -> tuple[pl.DataFrame, list[TrainingPrompt],
     reference = load_reference(reference_folder)
     index = build_index()
     landed = landed_texts(reference)
+    reference = landed_reference(reference, landed)
     texts = {(b, h): t for b, pairs in landed.items() for h, t in pairs}
     prompts = cv.training_prompts(reference, texts, index, OfflineLabelerConfig())
     evidence = cv.benchmark_evidence(landed, index, OfflineLabelerConfig())
@@ -118,6 +142,7 @@ def fit_stack(reference_folder: Path, selector_path: Path, *, write: bool,
                          f"{selector.version}: run `python -m pipelines.fit_labeler` (with cross-validation)")
     reference = load_reference(reference_folder)
     landed = landed_texts(reference)
+    reference = landed_reference(reference, landed)
     texts = pl.DataFrame([{"benchmark": b, "prompt_hash": h, "prompt": t} for b, pairs in landed.items()
                           for h, t in pairs], schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "prompt": pl.Utf8})
     judged = judged_texts(reference, texts)
@@ -253,5 +278,5 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     from pipelines import cli
 
-    # InputError (file and line), a missing file or a reference prompt with no landed text: one line, exit 1
+    # InputError (file and line), a missing file or a reference with no landed prompt: one line, exit 1
     raise SystemExit(cli.run_cli(main, prog="python -m pipelines.fit_labeler", extra_errors=(KeyError,)))
