@@ -25,8 +25,9 @@ asset and check of `analysis_refresh_job` once after benchmark, reference or ind
 reads from outside the analysis was materialized since the target was last requested or made, no run is about
 to make it, and the upstream has settled (the same answer for every target of a tick): no benchmark, reference
 or analysis run is queued or running and no upstream asset was materialized in the last
-BENCHMAP_ANALYSIS_QUIET_S seconds (default 30). All targets then fire on the same tick, so several benchmarks
-refreshed together give one run.
+BENCHMAP_ANALYSIS_QUIET_S seconds (default 30), and no benchmark's labels are behind its prompts (a labeling
+that failed: every analysis step would refuse to run; the analysis follows once the labels are made). All targets
+then fire on the same tick, so several benchmarks refreshed together give one run.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from assets.indexes import INDEX_FILES_KEY, INDEX_FINGERPRINT
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
 from pipelines.jobs import ANALYSIS_SELECTION, BENCHMARK_SELECTION, REFERENCE_SELECTION, benchmark_refresh_job
+from resources.label_queries import labels_behind_prompts
 from resources.landing import folder_content_hash
 from resources.settings import settings
 from resources.source_versions import LANDING_FOLDERS_KEY, index_files_fingerprint, observation
@@ -358,6 +360,19 @@ class AnalysisTick:
     in_progress: frozenset  # asset and check keys a queued or running run is to materialize or evaluate
     roots: dict  # target (asset or check key) -> the assets outside the targets it reads, directly or through targets
     parents: dict  # target -> the targets it reads directly
+    behind: dict = field(default_factory=dict)  # labels_behind's answer, read once per tick and only when due
+
+    def labels_behind(self) -> dict[str, tuple[int, int]]:
+        """The release gate's answer (`labels_behind_prompts`): benchmarks whose labels are not of their current
+        prompts. Every analysis step would refuse to run, so the analysis waits for them instead of failing:
+        after a labeling failure each of the landing sensor's retries set off one refused run (up to 4 failed
+        runs). A warehouse that cannot be read (locked, damaged) holds nothing back: the run says what is wrong."""
+        if "answer" not in self.behind:
+            try:
+                self.behind["answer"] = labels_behind_prompts(settings().warehouse)
+            except Exception:  # noqa: BLE001 - any error is the run's to report, not the tick's
+                self.behind["answer"] = {}
+        return self.behind["answer"]
 
 
 def run_kinds(run: Any, graph: Any) -> frozenset[str]:
@@ -464,7 +479,8 @@ class AnalysisDue(AutomationCondition):
         requested = context.request_subsets_by_key
         due = (tick.settled and context.key not in tick.in_progress
                and (any(tick.latest.get(root, -1) > handled for root in tick.roots.get(context.key, ()))
-                    or any(p in requested and not requested[p].is_empty for p in tick.parents.get(context.key, ()))))
+                    or any(p in requested and not requested[p].is_empty for p in tick.parents.get(context.key, ())))
+               and not tick.labels_behind())  # held, not handled: due again once the labels are made
         if not due:
             return AutomationResult(context, empty, cursor=context.cursor)
         return AutomationResult(context, context.candidate_subset, cursor=str(context.max_storage_id or 0))

@@ -57,15 +57,21 @@ def reference_stub() -> pl.DataFrame:
     return pl.DataFrame({"x": [1]})
 
 
-@asset(group_name="labels", partitions_def=benchmark_partitions, metadata={"partition_expr": "benchmark"},
-       ins={"benchmark_prompts": AssetIn()}, deps=[reference_stub])
+# named prompt_work: the analysis automation holds back while the release gate's tables are behind the prompts
+@asset(name="prompt_work", group_name="labels", partitions_def=benchmark_partitions,
+       metadata={"partition_expr": "benchmark"}, ins={"benchmark_prompts": AssetIn()}, deps=[reference_stub])
 def labels_stub(benchmark_prompts: pl.DataFrame) -> pl.DataFrame:
+    if LABELING_FAILS:
+        raise RuntimeError(LABELING_FAILS[0])
     return benchmark_prompts.select("benchmark", "prompt_id", "prompt_hash")
+
+
+LABELING_FAILS: list[str] = []  # while it holds a message, labels_stub fails with it (an HTTP 401 of the judge)
 
 
 @asset(group_name="analysis", deps=[labels_stub, "benchmarks"])
 def analysis_stub(warehouse: Warehouse) -> pl.DataFrame:
-    return warehouse.query("select benchmark, count(*) as n from labels_stub group by 1")
+    return warehouse.query("select benchmark, count(*) as n from prompt_work group by 1")
 
 
 @asset(group_name="analysis", deps=["benchmark_prompts"])
@@ -128,6 +134,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
     monkeypatch.setenv("BENCHMAP_OFFLINE", "1")
     monkeypatch.setenv("BENCHMAP_ANALYSIS_QUIET_S", "0")
     warehouse = tmp_path / "warehouse" / "benchmap.duckdb"
+    monkeypatch.setenv("BENCHMAP_WAREHOUSE", str(warehouse))  # the analysis automation reads the release gate's
     return Env(landing, mirror, warehouse, build_defs(warehouse), DagsterInstance.ephemeral())
 
 
@@ -618,13 +625,59 @@ def test_analysis_automation_waits_for_a_benchmark_run_launched_from_the_asset_g
     add_fixture(env.landing, "tiny_bench")
     cursor = analysis_tick(env).cursor
     assert env.run_partition("tiny_bench").success
-    selection = frozenset({AssetKey(t) for t in TABLES} | {AssetKey("labels_stub")})
+    selection = frozenset({AssetKey(t) for t in TABLES} | {AssetKey("prompt_work")})
     refresh = env.defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection=set(selection))
     ui_run = env.instance.create_run_for_job(  # e.g. its labeling still running
         refresh, status=DagsterRunStatus.STARTED, asset_selection=selection, tags={"dagster/partition": "tiny_bench"})
     assert analysis_tick(env, cursor).run_requests == []
     env.instance.report_run_canceled(ui_run)
     assert [set(r.asset_selection) for r in analysis_tick(env, cursor).run_requests] == [{AssetKey("analysis_stub")}]
+
+
+def test_analysis_automation_waits_while_a_benchmarks_labels_are_behind_its_prompts(env: Env) -> None:
+    """The last note's open end, seen on a real daemon: a labeling run that failed (HTTP 401) leaves the benchmark
+    tables of the new content and the labels of the old; the automation then requested an analysis run that the
+    release gate refused, and again after each of the landing sensor's retries (up to 4 failed runs). It now
+    waits, without counting the change as handled, and requests the analysis once the labels are made."""
+    env.instance.add_dynamic_partitions("benchmark", ["tiny_bench"])
+    folder = add_fixture(env.landing, "tiny_bench")
+    cursor = analysis_tick(env).cursor  # the first tick starts the clock
+    landing = env.tick()
+    assert all(r.success for r in env.apply(landing))
+    tick = analysis_tick(env, cursor)
+    assert len(tick.run_requests) == 1 and run_request(env, tick.run_requests[0]).success
+
+    text = (folder / "prompts.jsonl").read_text(encoding="utf-8")
+    (folder / "prompts.jsonl").write_text(text.replace("Draft a patient", "Draft a short patient"), encoding="utf-8")
+    LABELING_FAILS.append("401 Unauthorized")
+    try:
+        changed = env.tick(landing.cursor)
+        assert requested(changed) == ["tiny_bench"]
+        assert [r.success for r in env.apply(changed)] == [False]  # the tables written, the labels not
+        assert env.instance.get_latest_materialization_event(AssetKey("benchmark_prompts")) is not None
+        held = analysis_tick(env, tick.cursor)
+        assert held.run_requests == []  # before: one analysis run, refused by every step's gate
+        assert analysis_tick(env, held.cursor).run_requests == []  # still held, not forgotten
+    finally:
+        LABELING_FAILS.clear()
+    retry = env.tick(changed.cursor)
+    assert [r.tags["benchmap/trigger"] for r in retry.run_requests] == ["retry"]
+    assert all(r.success for r in env.apply(retry))
+    made = analysis_tick(env, held.cursor)
+    assert [set(r.asset_selection) for r in made.run_requests] == [{AssetKey("analysis_stub")}]
+
+
+def test_an_unreadable_warehouse_holds_no_analysis_back(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The release gate's answer is read only to spare a run it would refuse; a warehouse it cannot read (locked
+    by another writer, damaged) is the run's to report, so the analysis is requested as before."""
+    env.instance.add_dynamic_partitions("benchmark", ["tiny_bench"])
+    add_fixture(env.landing, "tiny_bench")
+    cursor = analysis_tick(env).cursor
+    assert env.run_partition("tiny_bench").success
+    damaged = env.warehouse.with_name("damaged.duckdb")
+    damaged.write_bytes(b"not a DuckDB file" * 100)
+    monkeypatch.setenv("BENCHMAP_WAREHOUSE", str(damaged))
+    assert len(analysis_tick(env, cursor).run_requests) == 1
 
 
 @asset(group_name="analysis", deps=[reference_stub])
@@ -826,7 +879,7 @@ def test_plan_is_pure_and_keeps_missing_hashes() -> None:
 def test_jobs_sensors_and_schedule_are_wired_and_on(env: Env) -> None:
     repo = env.defs.get_repository_def()
     assert repo.get_job("benchmark_refresh_job").asset_layer.selected_asset_keys == {
-        *(AssetKey(t) for t in TABLES), AssetKey("labels_stub")}
+        *(AssetKey(t) for t in TABLES), AssetKey("prompt_work")}
     assert repo.get_job("reference_refresh_job").asset_layer.selected_asset_keys == {AssetKey("reference_stub")}
     assert repo.get_job("benchmark_refresh_job").partitions_def == benchmark_partitions
     assert {s.name: s.default_status for s in SENSORS} == {
@@ -838,7 +891,7 @@ def test_jobs_sensors_and_schedule_are_wired_and_on(env: Env) -> None:
     assert len(requests) == 1
     plan = run_all.plan_from_definitions(env.defs)
     assert plan.reference == [AssetKey("reference_stub")]
-    assert set(plan.partitioned) == {*(AssetKey(t) for t in TABLES), AssetKey("labels_stub")}
+    assert set(plan.partitioned) == {*(AssetKey(t) for t in TABLES), AssetKey("prompt_work")}
     assert set(plan.landing_only) == {AssetKey(t) for t in TABLES}
     assert plan.downstream == [AssetKey("analysis_stub")]
 
@@ -855,7 +908,7 @@ def test_run_all_materializes_every_mirrored_benchmark(env: Env, mirror: Path, m
             "of prompts.jsonl has it); all 196 in benchmark_rejects)") in out
     assert "check not passed: benchmark_rejects:benchmark_reject_rate (WARN)" in out  # jobbench: 77% rejected
     counts = wh.query(env.warehouse, "select (select count(*) from benchmarks) as b, "
-                      "(select count(*) from benchmark_prompts) as p, (select count(*) from labels_stub) as l, "
+                      "(select count(*) from benchmark_prompts) as p, (select count(*) from prompt_work) as l, "
                       "(select sum(n) from analysis_stub) as a").row(0)
     assert counts == (29, 11107, 11107, 11107)
     assert len(env.instance.get_dynamic_partitions("benchmark")) == 29

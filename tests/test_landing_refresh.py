@@ -212,7 +212,7 @@ def test_run_all_retires_a_benchmark_whose_partition_was_deleted_by_hand(
     assert run_all.main([], defs=env.defs, instance=env.instance) == 0
     out = capsys.readouterr().out
     assert "removed benchmark tiny_two (its landing folder is gone)" in out
-    for table in ("benchmarks", "benchmark_prompts", "benchmark_results", "labels_stub"):
+    for table in ("benchmarks", "benchmark_prompts", "benchmark_results", "prompt_work"):
         assert env.table(table, "tiny_two").height == 0, table
         assert env.table(table, "tiny_bench").height > 0, table
     assert wh.query(env.warehouse, "select benchmark from analysis_stub")["benchmark"].to_list() == ["tiny_bench"]
@@ -270,7 +270,7 @@ def test_a_refresh_whose_labeling_failed_is_requested_again(env: Env, tmp_path: 
     tests/test_release_gate.py) until someone ran run_all."""
     broken = tmp_path / "labeler_down"
 
-    @asset(name="labels_stub", group_name="labels", partitions_def=benchmark_partitions,
+    @asset(name="prompt_work", group_name="labels", partitions_def=benchmark_partitions,
            metadata={"partition_expr": "benchmark"}, ins={"benchmark_prompts": AssetIn()}, deps=[reference_stub])
     def flaky_labels(benchmark_prompts: pl.DataFrame) -> pl.DataFrame:
         if broken.exists():
@@ -290,13 +290,13 @@ def test_a_refresh_whose_labeling_failed_is_requested_again(env: Env, tmp_path: 
     changed = env.tick(first.cursor)
     assert not any(run.success for run in env.apply(changed))
     assert stored_hash(env, "tiny_bench") == digest  # the landing step wrote the new content ...
-    labels = env.table("labels_stub", "tiny_bench")["prompt_hash"].to_list()
+    labels = env.table("prompt_work", "tiny_bench")["prompt_hash"].to_list()
     assert set(labels) != set(env.table("benchmark_prompts", "tiny_bench")["prompt_hash"])  # ... its labels did not
 
     broken.unlink()  # the labeler is back
     retry = env.tick(changed.cursor)
     assert [r.run_key for r in retry.run_requests] == [f"tiny_bench:{digest}:retry-1"]
     assert all(run.success for run in env.apply(retry))
-    assert set(env.table("labels_stub", "tiny_bench")["prompt_hash"]) == set(
+    assert set(env.table("prompt_work", "tiny_bench")["prompt_hash"]) == set(
         env.table("benchmark_prompts", "tiny_bench")["prompt_hash"])
     assert env.tick(retry.cursor).run_requests == []  # done: not again
