@@ -301,23 +301,31 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
     if len(events) > len(observations):
         context.log.info("the benchmark index files changed: reporting benchmark_index_files updated")
     if not run_requests:
-        message = f"{len(landing.benchmarks)} benchmark folders unchanged"
+        # "N unchanged" read as N landed, while a folder given up or never landed is unchanged too
+        found = len(landing.benchmarks)
+        message = f"no benchmark folder new or changed ({count(found, 'benchmark folder')} in the landing zone)"
         if landing.problems:
-            message += (f"; {len(landing.problems)} folders not landed ("
+            message += (f"; {count(len(landing.problems), 'folder')} not landed ("
                         + ", ".join(sorted(p.path.name for p in landing.problems)[:10])
                         + f"; why: benchmark_rejects of partition {bm.LANDING_PARTITION})")
         if plan.state["missing"]:
-            message += (f"; {len(plan.state['missing'])} partitions without a folder ("
-                        + ", ".join(plan.state["missing"][:10]) + ": `python -m pipelines.run_all` retires them)")
+            missing = plan.state["missing"]
+            message += (f"; {count(len(missing), 'partition')} without a folder (" + ", ".join(missing[:10])
+                        + f": `python -m pipelines.run_all` retires {'it' if len(missing) == 1 else 'them'})")
         if given_up:
-            message += (f"; {len(given_up)} refreshes given up after {MAX_REFRESH_RETRIES} retries ("
-                        + ", ".join(sorted(given_up)[:10]) + ": requested again when the folder changes)")
+            message += (f"; {count(len(given_up), 'refresh', 'refreshes')} given up after {MAX_REFRESH_RETRIES} "
+                        "retries (" + ", ".join(sorted(given_up)[:10]) + ": requested again when the folder changes)")
         if events:
             return SensorResult(asset_events=events, cursor=cursor)
         return SensorResult(skip_reason=SkipReason(message), cursor=cursor)
     adds = [AddDynamicPartitionsRequest(BENCHMARK_PARTITIONS_NAME, plan.add_partitions)] if plan.add_partitions else []
     return SensorResult(run_requests=run_requests, dynamic_partitions_requests=adds, cursor=cursor,
                         asset_events=events)
+
+
+def count(n: int, word: str, many: str | None = None) -> str:
+    """'1 folder', '2 folders' ('1 refresh', '2 refreshes' with `many`)."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
 
 
 # ------------------------------------------------------------------------------------------- index files

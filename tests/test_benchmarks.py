@@ -844,7 +844,7 @@ def test_deleted_folder_warns_and_keeps_the_warehouse(env: Env) -> None:
     result = env.tick(first.cursor)
     assert result.run_requests == []
     assert json.loads(result.cursor)["missing"] == ["tiny_bench"]
-    assert "1 partitions without a folder" in result.skip_reason.skip_message
+    assert "; 1 partition without a folder (tiny_bench: " in result.skip_reason.skip_message
     run = env.run_partition("tiny_bench")
     assert not run.success
     failure = next(e for e in run.all_events if e.is_step_failure)

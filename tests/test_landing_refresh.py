@@ -141,7 +141,7 @@ def test_a_given_up_refresh_made_since_by_hand_is_no_longer_reported(env: Env) -
         env.instance.report_run_canceled(run)
         tick = env.tick(tick.cursor)
     assert tick.run_requests == [] and tick.skip_reason is not None
-    assert "1 refreshes given up" in tick.skip_reason.skip_message
+    assert "; 1 refresh given up after 3 retries (tiny_bench: requested again" in tick.skip_reason.skip_message
 
     assert env.run_partition("tiny_bench").success  # by hand (the UI), once the cause is gone
     assert stored_hash(env, "tiny_bench") == folder_content_hash(folder)
@@ -232,7 +232,7 @@ def test_the_sensor_says_how_to_retire_a_removed_benchmark(
     # every quiet tick names it (a real daemon's said "1 partitions without a folder", not which)
     quiet = env.tick(warned.cursor)
     assert quiet.skip_reason is not None
-    assert "1 partitions without a folder (tiny_bench: `python -m pipelines.run_all` retires" in \
+    assert "; 1 partition without a folder (tiny_bench: `python -m pipelines.run_all` retires it)" in \
         quiet.skip_reason.skip_message
 
 
@@ -252,8 +252,9 @@ def test_a_folder_that_cannot_land_is_warned_once_and_named_in_every_quiet_tick(
     quiet = logged_tick(env, first.cursor, caplog)
     assert quiet.run_requests == [] and "landing problem" not in caplog.text
     assert quiet.skip_reason is not None
-    assert quiet.skip_reason.skip_message == ("1 benchmark folders unchanged; 2 folders not landed (Bad-Name, "
-                                              "no_prompts; why: benchmark_rejects of partition _landing)")
+    assert quiet.skip_reason.skip_message == (
+        "no benchmark folder new or changed (1 benchmark folder in the landing zone); 2 folders not landed "
+        "(Bad-Name, no_prompts; why: benchmark_rejects of partition _landing)")
     assert env.tick(quiet.cursor).skip_reason.skip_message == quiet.skip_reason.skip_message  # nothing else moved
 
     (env.landing / "no_prompts").rmdir()  # one problem fixed: the new list is said, and recorded
