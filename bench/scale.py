@@ -98,9 +98,11 @@ def scaled_landing(mirror: Path, landing: Path, factor: int, *, new_texts: bool,
 
 
 def seed_label_cache(warehouse: Path, hash_map: list[tuple[str, str]]) -> int:
-    """Copy each original text's cached label sets to its perturbed copies' hashes (label_cache rows), so the
-    labeler is not run again for them: the `seeded` mode measures everything but the labeler's own compute
-    (linear per new text by construction; its cost per 1,000 texts is the cold 1x run's `label` stage)."""
+    """Copy each original text's cached label sets to its perturbed copies' hashes (label_cache rows). Until
+    2026-12-05 the labeler was then not run again for them, and the `seeded` mode measured everything but the
+    labeler's own compute. Since f6b3ca0 a cached offline label made under another benchmark context (the
+    sampled texts its labels depend on) is labeled again, and at F copies every benchmark has another context:
+    the seeded rows are not used, and the mode measures the labeler too (bench/scale50-2026-12-07.json)."""
     import duckdb
     import polars as pl
 
