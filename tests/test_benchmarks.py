@@ -44,6 +44,7 @@ from pipelines.sensors import (
 from resources import warehouse as wh
 from resources.dagster_resources import Warehouse
 from resources.io_manager import WarehouseIOManager
+from resources.label_queries import labels_behind_prompts
 from resources.landing import discover, folder_content_hash, ingest_folder, read_folder
 from resources.sources import discover_landing, landing_roots
 
@@ -134,7 +135,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
     monkeypatch.setenv("BENCHMAP_OFFLINE", "1")
     monkeypatch.setenv("BENCHMAP_ANALYSIS_QUIET_S", "0")
     warehouse = tmp_path / "warehouse" / "benchmap.duckdb"
-    monkeypatch.setenv("BENCHMAP_WAREHOUSE", str(warehouse))  # the analysis automation reads the release gate's
+    monkeypatch.setenv("BENCHMAP_WAREHOUSE", str(warehouse))  # the automation asks the release gate of this file
     return Env(landing, mirror, warehouse, build_defs(warehouse), DagsterInstance.ephemeral())
 
 
@@ -654,7 +655,7 @@ def test_analysis_automation_waits_while_a_benchmarks_labels_are_behind_its_prom
         changed = env.tick(landing.cursor)
         assert requested(changed) == ["tiny_bench"]
         assert [r.success for r in env.apply(changed)] == [False]  # the tables written, the labels not
-        assert env.instance.get_latest_materialization_event(AssetKey("benchmark_prompts")) is not None
+        assert labels_behind_prompts(env.warehouse) == {"tiny_bench": (1, 1)}  # t2's old label, its new text
         held = analysis_tick(env, tick.cursor)
         assert held.run_requests == []  # before: one analysis run, refused by every step's gate
         assert analysis_tick(env, held.cursor).run_requests == []  # still held, not forgotten
@@ -663,6 +664,7 @@ def test_analysis_automation_waits_while_a_benchmarks_labels_are_behind_its_prom
     retry = env.tick(changed.cursor)
     assert [r.tags["benchmap/trigger"] for r in retry.run_requests] == ["retry"]
     assert all(r.success for r in env.apply(retry))
+    assert labels_behind_prompts(env.warehouse) == {}
     made = analysis_tick(env, held.cursor)
     assert [set(r.asset_selection) for r in made.run_requests] == [{AssetKey("analysis_stub")}]
 

@@ -29,7 +29,7 @@ def test_a_judged_prompt_its_benchmark_no_longer_has_is_left_out_of_the_refit(
     reference = readers.load_reference(readers.REFERENCE_DIR)
     # a development-split prompt: judged in two passes, so two rows of one prompt are left out
     judged_ids = set(reference.filter((pl.col("benchmark") == "cybench") & (pl.col("split") == "dev"))["prompt_id"])
-    lines = (source / "prompts.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = (source / "prompts.jsonl").read_text(encoding="utf-8").rstrip("\n").split("\n")  # not splitlines()
     removed = next(json.loads(line)["prompt_id"] for line in lines if json.loads(line).get("prompt_id") in judged_ids)
     folder = tmp_path / "raw" / "benchmarks" / "cybench"  # the landing zone's copy wins over the mirror's
     shutil.copytree(source, folder)
