@@ -36,6 +36,7 @@ import json
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from dagster import (
@@ -64,6 +65,7 @@ from assets.benchmarks import TABLES
 from assets.indexes import INDEX_FILES_KEY, INDEX_FINGERPRINT
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
+from models.report.formatting import plural
 from pipelines.jobs import ANALYSIS_SELECTION, BENCHMARK_SELECTION, REFERENCE_SELECTION, benchmark_refresh_job
 from resources.label_queries import labels_behind_prompts
 from resources.landing import folder_content_hash
@@ -325,7 +327,7 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
 
 def count(n: int, word: str, many: str | None = None) -> str:
     """'1 folder', '2 folders' ('1 refresh', '2 refreshes' with `many`)."""
-    return f"{n} {word if n == 1 else many or word + 's'}"
+    return f"{n} {plural(n, word, many)}"
 
 
 # ------------------------------------------------------------------------------------------- index files
@@ -368,19 +370,16 @@ class AnalysisTick:
     in_progress: frozenset  # asset and check keys a queued or running run is to materialize or evaluate
     roots: dict  # target (asset or check key) -> the assets outside the targets it reads, directly or through targets
     parents: dict  # target -> the targets it reads directly
-    behind: dict = field(default_factory=dict)  # labels_behind's answer, read once per tick and only when due
-
+    @cached_property  # read once per tick, and only on a tick where the analysis is otherwise due
     def labels_behind(self) -> dict[str, tuple[int, int]]:
         """The release gate's answer (`labels_behind_prompts`): benchmarks whose labels are not of their current
         prompts. Every analysis step would refuse to run, so the analysis waits for them instead of failing:
         after a labeling failure each of the landing sensor's retries set off one refused run (up to 4 failed
         runs). A warehouse that cannot be read (locked, damaged) holds nothing back: the run says what is wrong."""
-        if "answer" not in self.behind:
-            try:
-                self.behind["answer"] = labels_behind_prompts(settings().warehouse)
-            except Exception:  # noqa: BLE001 - any error is the run's to report, not the tick's
-                self.behind["answer"] = {}
-        return self.behind["answer"]
+        try:
+            return labels_behind_prompts(settings().warehouse)
+        except Exception:  # noqa: BLE001 - any error is the run's to report, not the tick's
+            return {}
 
 
 def run_kinds(run: Any, graph: Any) -> frozenset[str]:
@@ -488,7 +487,7 @@ class AnalysisDue(AutomationCondition):
         due = (tick.settled and context.key not in tick.in_progress
                and (any(tick.latest.get(root, -1) > handled for root in tick.roots.get(context.key, ()))
                     or any(p in requested and not requested[p].is_empty for p in tick.parents.get(context.key, ())))
-               and not tick.labels_behind())  # held, not handled: due again once the labels are made
+               and not tick.labels_behind)  # held, not handled: due again once the labels are made
         if not due:
             return AutomationResult(context, empty, cursor=context.cursor)
         return AutomationResult(context, context.candidate_subset, cursor=str(context.max_storage_id or 0))

@@ -77,8 +77,9 @@ def ci(low: Any, high: Any, fmt: Callable[[Any], str] = pct) -> str:
     return f"95% CI {fmt(low)}\u2013{fmt(high)}"
 
 
-def plural(n: Any, word: str) -> str:
-    return f"{word}" if finite(n) and int(n) == 1 else f"{word}s"
+def plural(n: Any, word: str, many: str | None = None) -> str:
+    """`word` for one, else `many` (default `word` + 's': 'refresh' needs many='refreshes')."""
+    return f"{word}" if finite(n) and int(n) == 1 else many or f"{word}s"
 
 
 PREVIEW_COLUMNS: dict[str, list[str]] = {
