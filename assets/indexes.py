@@ -6,7 +6,7 @@ coverage headline, coverage tables, regressions and gap finder read it to comput
 The asset is in the analysis group, so every analysis refresh (the analysis automation, `analysis_refresh_job`
 or `run_all`) recomputes membership after a benchmark lands or changes. The index files themselves are the
 external asset `benchmark_index_files`: the landing sensor reports it materialized when their content changes
-(pipelines/sensors.py), which the analysis automation then follows like any other upstream update.
+(pipelines/landing_sensor.py), which the analysis automation then follows like any other upstream update.
 
 A broken index file (unknown field, a rule on a column that does not exist, a benchmark neither landed nor in
 a landing folder) is logged with its file and line and left out; the other indexes still compute, and the

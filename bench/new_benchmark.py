@@ -66,8 +66,9 @@ def child(steps_dir: Path | None = None, use_cprofile: bool = False) -> int:
                                  started, cpu_started, use_cprofile=use_cprofile and steps_dir is not None)
     from dagster import DagsterInstance, build_sensor_context
 
+    from pipelines.analysis_automation import analysis_automation_sensor
     from pipelines.definitions import defs
-    from pipelines.sensors import analysis_automation_sensor, benchmark_landing_sensor
+    from pipelines.landing_sensor import benchmark_landing_sensor
 
     def analysis_tick(instance: DagsterInstance, cursor: str | None = None):
         return analysis_automation_sensor.evaluate_tick(

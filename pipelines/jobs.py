@@ -6,11 +6,23 @@
   "exports", plus anything else downstream of the benchmark/label groups) and the warehouse-wide benchmark
   and label checks.
 - `reference_refresh_job`: the reference data (group "reference").
+
+Every run of these jobs (and of `run_all`) carries the tag benchmap/kind; `run_kinds` says what a run refreshes,
+for the sensors that wait for one kind of run or another.
 """
 
 from __future__ import annotations
 
-from dagster import AssetSelection, define_asset_job
+from typing import Any
+
+from dagster import AssetSelection, DagsterRunStatus, define_asset_job
+
+KIND_TAG = "benchmap/kind"  # the jobs' runs (sensors, schedule, the UI's job launches) and run_all's carry it
+TRIGGER_TAG = "benchmap/trigger"  # what requested a run: 'new', 'changed' or 'retry' (landing), 'automation'
+UPSTREAM_KINDS = ["benchmark", "reference"]  # run tag benchmap/kind of jobs the analysis waits for
+GATED_KINDS = [*UPSTREAM_KINDS, "analysis"]  # ... and of the analysis itself (one run at a time)
+PENDING_STATUSES = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
+                    DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
 
 REFERENCE_GROUPS = ("reference",)
 BENCHMARK_GROUPS = ("benchmarks", "labels")
@@ -36,20 +48,36 @@ benchmark_refresh_job = define_asset_job(
     "benchmark_refresh_job",
     selection=BENCHMARK_SELECTION - WAREHOUSE_CHECKS,
     description="Refresh one benchmark partition: prompts, results, rejects and registry row, then labels.",
-    tags={"benchmap/kind": "benchmark"},
+    tags={KIND_TAG: "benchmark"},
 )
 analysis_refresh_job = define_asset_job(
     "analysis_refresh_job",
     selection=ANALYSIS_SELECTION,
     description="Refresh the unpartitioned assets over all benchmarks: label validation, analysis, the estimates "
     "(the published headline among them), gaps, what-if and exports.",
-    tags={"benchmap/kind": "analysis"},
+    tags={KIND_TAG: "analysis"},
 )
 reference_refresh_job = define_asset_job(
     "reference_refresh_job",
     selection=REFERENCE_SELECTION,
     description="Refresh the reference data (O*NET, OEWS, exposure, WORKBank).",
-    tags={"benchmap/kind": "reference"},
+    tags={KIND_TAG: "reference"},
 )
 
 JOBS: list = [benchmark_refresh_job, analysis_refresh_job, reference_refresh_job]
+
+
+def run_kinds(run: Any, graph: Any) -> frozenset[str]:
+    """What a run refreshes: its tag benchmap/kind, else the kinds ('benchmark', 'reference', 'analysis') of the
+    assets and checks it selects (the UI's Materialize on the asset graph and `dagster asset materialize` run
+    Dagster's implicit asset job, which has no tag: on a real daemon, 2026-12-07, such an analysis run did not hold
+    back the landing sensor), else every kind (a run of a whole job, or no asset graph to tell: it may make any)."""
+    kind = run.tags.get(KIND_TAG)
+    if kind:
+        return frozenset({kind})
+    selected = set(run.asset_selection or ()) | set(run.asset_check_selection or ())
+    if not selected or graph is None:
+        return frozenset(GATED_KINDS)
+    kinds = (("benchmark", BENCHMARK_SELECTION), ("reference", REFERENCE_SELECTION), ("analysis", ANALYSIS_SELECTION))
+    return frozenset(name for name, selection in kinds
+                     if selected & (set(selection.resolve(graph)) | set(selection.resolve_checks(graph))))

@@ -360,7 +360,7 @@ def _report_sources(instance: DagsterInstance, landing: bm.Landing, partitions: 
     second observation would make the first one's fresh partition look stale to the other."""
     import fcntl
 
-    from pipelines.sensors import index_files_event
+    from pipelines.landing_sensor import index_files_event
 
     lock = None
     if warehouse_path:

@@ -28,7 +28,7 @@ from assets.judge_sample import FAILED_BY_BENCHMARK as JUDGE_FAILED_BY_BENCHMARK
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
 from pipelines import run_report as rr
-from pipelines.jobs import WAREHOUSE_CHECKS
+from pipelines.jobs import KIND_TAG, WAREHOUSE_CHECKS
 from resources import interrupts
 from resources import warehouse as wh
 from resources.label_cache import LabelCache
@@ -162,7 +162,7 @@ class Runner:
         self.current, self.current_started = label, utc_now()
         t0 = time.monotonic()
         hold = self._warehouse_to_hold(partition)
-        tags = {"benchmap/kind": kind, "benchmap/run_all": "1", **in_process_tags()}
+        tags = {KIND_TAG: kind, "benchmap/run_all": "1", **in_process_tags()}
         locked = [partition] if partition else []
         if partition is not None and last_partition is not None and last_partition != partition:
             tags.update({ASSET_PARTITION_RANGE_START_TAG: partition, ASSET_PARTITION_RANGE_END_TAG: last_partition})

@@ -13,7 +13,9 @@ from dagster._core.execution.retries import auto_reexecution_should_retry_run
 from dagster._core.storage.tags import PARENT_RUN_ID_TAG, ROOT_RUN_ID_TAG
 from dagster._core.test_utils import create_run_for_test
 
-from pipelines.sensors import ANALYSIS_RUN_RETRIES, SENSORS, refresh_request
+from pipelines.analysis_automation import ANALYSIS_RUN_RETRIES
+from pipelines.landing_sensor import refresh_request
+from pipelines.sensors import SENSORS
 
 PROJECT = Path(__file__).resolve().parents[1]
 

@@ -33,14 +33,11 @@ from assets import module_assets, module_checks
 from assets.partitions import benchmark_partitions
 from models import benchmarks as bm
 from pipelines import run_all
+from pipelines.analysis_automation import analysis_automation_sensor
 from pipelines.jobs import JOBS
+from pipelines.landing_sensor import benchmark_landing_sensor, plan_landing_refresh
 from pipelines.schedules import SCHEDULES, reference_weekly_schedule
-from pipelines.sensors import (
-    SENSORS,
-    analysis_automation_sensor,
-    benchmark_landing_sensor,
-    plan_landing_refresh,
-)
+from pipelines.sensors import SENSORS
 from resources import warehouse as wh
 from resources.dagster_resources import Warehouse
 from resources.io_manager import WarehouseIOManager

@@ -504,9 +504,10 @@ def test_edited_index_files_refresh_the_analysis_once(tmp_path, monkeypatch):
     updated (once per content), and the analysis automation then requests membership and what follows it."""
     from dagster import AssetKey, AssetMaterialization, AssetSelection, DagsterInstance, build_sensor_context
 
+    from pipelines.analysis_automation import analysis_automation_sensor
     from pipelines.definitions import build_definitions
     from pipelines.jobs import ANALYSIS_SELECTION
-    from pipelines.sensors import analysis_automation_sensor, benchmark_landing_sensor, changed_index_files
+    from pipelines.landing_sensor import benchmark_landing_sensor, changed_index_files
     from resources.source_versions import index_files_fingerprint
 
     folder = tmp_path / "indexes"

@@ -28,7 +28,7 @@ from assets.partitions import benchmark_partitions
 from models import benchmarks as bm
 from pipelines import run_all
 from pipelines.jobs import JOBS
-from pipelines.sensors import MAX_REFRESH_RETRIES, benchmark_landing_sensor
+from pipelines.landing_sensor import MAX_REFRESH_RETRIES, benchmark_landing_sensor
 from resources import warehouse as wh
 from resources.dagster_resources import Warehouse
 from resources.io_manager import WarehouseIOManager

@@ -193,7 +193,7 @@ def test_the_landing_sensor_records_the_folder_version_it_requests(tmp_path: Pat
     """A sensor-launched refresh reads the version the sensor recorded: the next run_all does not redo it."""
     from dagster import build_sensor_context
 
-    from pipelines.sensors import benchmark_landing_sensor
+    from pipelines.landing_sensor import benchmark_landing_sensor
 
     folder = tmp_path / "raw" / "benchmarks" / "toy"
     folder.mkdir(parents=True)

@@ -1,0 +1,329 @@
+"""The landing sensor: refresh a benchmark's partition when its landing folder appears or changes.
+
+`benchmark_landing_sensor` scans the landing roots each tick and hashes every benchmark folder
+(models.benchmarks.content_hash). The cursor (JSON) holds the last hash acted on per benchmark. A new folder or a
+changed hash adds the dynamic partition (if needed) and requests `benchmark_refresh_job` for exactly that partition
+(run_key = name:hash: the daemon never launches one key twice; a retry has a key of its own, and so has a folder
+back to a content it held before, name:hash:again-N). An unchanged folder
+requests nothing; nor does any folder while an analysis run is queued or running (its release would mix old and
+new). When the cursor has no entry (a fresh sensor after `run_all`), the hash in the latest `benchmarks`
+materialization of that partition counts as seen. A refresh whose run did not succeed (failed or cancelled; not
+while it is queued or running) and whose content no successful run has made since (the `benchmarks` table may hold
+it: a run whose labeling failed wrote it first) is requested again with run_key name:hash:retry-N, at most
+MAX_REFRESH_RETRIES times per content; then a warning, once, and nothing until the folder changes
+(`failed_refreshes`). A partition whose folder disappeared logs a warning once and requests nothing: its warehouse
+rows are kept until a plain `python -m pipelines.run_all` removes them (the warning says so). A folder that cannot be
+a benchmark is warned about when the problem list changes (the tick that records it under `_landing`); every quiet
+tick's skip reason names such folders.
+
+The same tick reports the external asset `benchmark_index_files` materialized when the index files
+(data/indexes/*.toml) differ from the ones the latest `benchmark_index_membership` was built from.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from dagster import (
+    AddDynamicPartitionsRequest,
+    AssetKey,
+    AssetMaterialization,
+    AssetRecordsFilter,
+    DagsterInstance,
+    DagsterRunStatus,
+    DefaultSensorStatus,
+    RunRequest,
+    RunsFilter,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
+
+from assets.benchmarks import TABLES
+from assets.indexes import INDEX_FILES_KEY, INDEX_FINGERPRINT
+from assets.partitions import BENCHMARK_PARTITIONS_NAME
+from models import benchmarks as bm
+from models.report.formatting import plural
+from pipelines.jobs import PENDING_STATUSES, TRIGGER_TAG, benchmark_refresh_job, run_kinds
+from resources.landing import folder_content_hash
+from resources.source_versions import LANDING_FOLDERS_KEY, index_files_fingerprint, observation
+from resources.sources import discover_landing
+
+CURSOR_VERSION = 1
+LANDING_INTERVAL_S = 30
+MEMBERSHIP_KEY = AssetKey("benchmark_index_membership")
+BENCHMARK_TAG = "benchmap/benchmark"  # run tags of a requested refresh: which partition, which content
+CONTENT_TAG = "benchmap/content_hash"
+# runs requested again for one content after its first run did not succeed: a passing cause (a cancel, a killed
+# worker, a locked warehouse) is over within a few, and a lasting one (a file every run refuses) is not run again
+# on every tick
+MAX_REFRESH_RETRIES = 3
+RETRY_STATUSES = (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)
+
+
+@dataclass
+class LandingPlan:
+    """What one evaluation of the landing sensor decides (pure: testable without Dagster)."""
+
+    add_partitions: list[str] = field(default_factory=list)
+    refresh: list[tuple[str, str, str]] = field(default_factory=list)  # (partition, hash, 'new'|'changed')
+    newly_missing: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # folders that could not be hashed this tick
+    unchanged: dict[str, str] = field(default_factory=dict)  # registered partition -> its content, seen before
+    state: dict = field(default_factory=dict)
+
+
+def load_cursor(cursor: str | None) -> dict:
+    if not cursor:
+        return {"v": CURSOR_VERSION, "hashes": {}, "missing": []}
+    state = json.loads(cursor)
+    if state.get("v") != CURSOR_VERSION:
+        return {"v": CURSOR_VERSION, "hashes": {}, "missing": []}
+    return state
+
+
+def plan_landing_refresh(landing: bm.Landing, state: dict, registered: Iterable[str],
+                         stored_hash: Callable[[str], str | None]) -> LandingPlan:
+    registered = set(registered)
+    hashes: dict[str, str] = dict(state.get("hashes", {}))
+    plan = LandingPlan()
+    current: dict[str, str] = {}
+    skipped: set[str] = set()
+    for name, folder in landing.benchmarks.items():
+        try:
+            current[name] = folder_content_hash(folder.path)
+        except OSError as exc:  # e.g. a file being replaced: try again next tick
+            skipped.add(name)
+            plan.unreadable.append(f"{name}: {exc}")
+    problems = landing.problems_hash()
+    if problems is not None or bm.LANDING_PARTITION in registered:
+        current[bm.LANDING_PARTITION] = problems or bm.NO_PROBLEMS_HASH
+    for name, digest in sorted(current.items()):
+        seen = hashes.get(name)
+        if seen is None and name in registered:
+            seen = stored_hash(name)  # e.g. materialized by run_all before this sensor had a cursor
+        if seen == digest and name in registered:
+            hashes[name] = digest
+            plan.unchanged[name] = digest
+            continue
+        if name not in registered:
+            plan.add_partitions.append(name)
+        plan.refresh.append((name, digest, "new" if seen is None else "changed"))
+        hashes[name] = digest
+    missing = sorted(registered - set(current) - skipped - {bm.LANDING_PARTITION})
+    plan.newly_missing = [name for name in missing if name not in set(state.get("missing", []))]
+    plan.state = {"v": CURSOR_VERSION, "hashes": hashes, "missing": missing}
+    return plan
+
+
+def _latest_landing(instance: DagsterInstance, partition: str) -> tuple[str | None, str | None]:
+    """(run id, content hash) of the latest `benchmarks` materialization of one partition; (None, None) without."""
+    records = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=AssetKey("benchmarks"), asset_partitions=[partition]), limit=1).records
+    if not records or records[0].asset_materialization is None:
+        return None, None
+    value = records[0].asset_materialization.metadata.get("content_hash")
+    return records[0].run_id, None if value is None else str(value.value)
+
+
+def stored_content_hash(instance: DagsterInstance, partition: str) -> str | None:
+    """The content hash recorded by the latest `benchmarks` materialization of one partition."""
+    return _latest_landing(instance, partition)[1]
+
+
+def refreshed_content(instance: DagsterInstance, partition: str) -> str | None:
+    """The content hash of the latest `benchmarks` materialization of one partition, when the run that wrote it
+    succeeded (or is still going): the whole refresh was made, labels included. A run whose labeling failed after
+    its landing step had written the new content to `benchmarks` made only half of it."""
+    run_id, content = _latest_landing(instance, partition)
+    run = instance.get_run_by_id(run_id) if run_id else None
+    if run is None or (run.status != DagsterRunStatus.SUCCESS and run.status not in PENDING_STATUSES):
+        return None
+    return content
+
+
+@dataclass(frozen=True)
+class FailedRefresh:
+    """The latest run requested for a folder's current content, which did not succeed."""
+
+    partition: str
+    digest: str
+    runs: int  # runs made for this content so far: the first and its retries
+    run_id: str
+    status: str
+
+    @property
+    def given_up(self) -> bool:
+        return self.runs > MAX_REFRESH_RETRIES
+
+
+def failed_refreshes(instance: DagsterInstance, unchanged: dict[str, str],
+                     refreshed: Callable[[str], str | None]) -> list[FailedRefresh]:
+    """The folders of `unchanged` (partition -> current content, already requested or seen) whose latest run for
+    that content failed or was cancelled while no successful run has made that content (`refreshed`: partition -> the
+    content its latest successful refresh wrote, `refreshed_content`). The cursor records a content when its run is
+    requested, and the daemon never launches a run key twice, so without this a failed run left the partition
+    stale until the folder changed again. A run queued or running is waited for; a content made since by another
+    run (run_all) is not requested. (It used to look at the `benchmarks` table's content only, which a run whose
+    labeling failed had already written: that refresh was never requested again, its labels stayed behind.)"""
+    if not unchanged:
+        return []
+    records = instance.get_run_records(RunsFilter(  # newest first; one read for every folder
+        tags={BENCHMARK_TAG: sorted(unchanged), CONTENT_TAG: sorted(set(unchanged.values()))}))
+    runs: dict[str, list] = {}
+    for record in records:
+        run = record.dagster_run
+        partition = run.tags.get(BENCHMARK_TAG, "")
+        if unchanged.get(partition) == run.tags.get(CONTENT_TAG):
+            runs.setdefault(partition, []).append(run)
+    failed = []
+    for partition, made in sorted(runs.items()):
+        latest = made[0]
+        if latest.status not in RETRY_STATUSES or refreshed(partition) == unchanged[partition]:
+            continue
+        # this request's runs: back to its first (a folder that went back to an earlier content was requested
+        # anew then, and the runs of that earlier time do not use up this one's retries)
+        first = next((i for i, run in enumerate(made) if run.tags.get(TRIGGER_TAG) != "retry"), len(made) - 1)
+        failed.append(FailedRefresh(partition, unchanged[partition], first + 1, latest.run_id,
+                                    latest.status.value.lower()))
+    return failed
+
+
+def first_run_key(instance: DagsterInstance, name: str, digest: str) -> str:
+    """The run key of a first request for a folder's content: name:hash, or name:hash:again-N when the folder
+    held that content before (X -> Y -> X): the daemon never launches a key twice, so the old key would leave
+    the partition with Y's rows."""
+    before = instance.get_run_records(RunsFilter(tags={BENCHMARK_TAG: name, CONTENT_TAG: digest}))
+    requests = sum(1 for record in before if record.dagster_run.tags.get(TRIGGER_TAG) != "retry")
+    return f"{name}:{digest}" if not requests else f"{name}:{digest}:again-{requests}"
+
+
+def refresh_request(name: str, digest: str, why: str, run_key: str) -> RunRequest:
+    """The run of `benchmark_refresh_job` for one partition's content (`_landing`: its tables only)."""
+    return RunRequest(
+        run_key=run_key,
+        partition_key=name,
+        asset_selection=[AssetKey(t) for t in TABLES] if name == bm.LANDING_PARTITION else None,
+        tags={BENCHMARK_TAG: name, CONTENT_TAG: digest, TRIGGER_TAG: why},
+    )
+
+
+@sensor(
+    name="benchmark_landing_sensor",
+    job=benchmark_refresh_job,
+    minimum_interval_seconds=LANDING_INTERVAL_S,
+    default_status=DefaultSensorStatus.RUNNING,
+    description="Watches data/raw/benchmarks and $BENCHMAP_MIRROR/benchmarks: a new benchmark folder or a "
+                "changed content hash refreshes exactly that benchmark's partition.",
+)
+def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
+    instance = context.instance
+    graph = context.repository_def.asset_graph if context.repository_def is not None else None
+    if any("analysis" in run_kinds(run, graph) for run in instance.get_runs(RunsFilter(statuses=PENDING_STATUSES))):
+        # a benchmark refreshed while the analysis runs would be half in the release that run publishes (its first
+        # steps read the old tables, its last ones the new: seen on a real daemon, 2026-12-04): look after it
+        return SensorResult(skip_reason=SkipReason("an analysis run is queued or running: the landing zone is "
+                                                   "looked at again once it has ended"), cursor=context.cursor)
+    landing = discover_landing()
+    registered = instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME)
+    state = load_cursor(context.cursor)
+    plan = plan_landing_refresh(landing, state, registered, lambda name: stored_content_hash(instance, name))
+    for name in plan.newly_missing:
+        # only run_all deletes a benchmark's rows (pipelines/run_all.py _remove_gone_benchmarks): a sensor that did
+        # would drop a benchmark from the release whenever a mirror is briefly unmounted
+        context.log.warning(
+            f"benchmark {name!r} has a partition but its landing folder is gone; nothing is requested and its "
+            "rows stay in the warehouse, the analysis and the release. To retire it, run `python -m "
+            "pipelines.run_all`: it removes a gone benchmark's rows and partition and refreshes the analysis. "
+            "To keep it, put the folder back.")
+    for problem in plan.unreadable:
+        context.log.warning(f"could not hash a landing folder (retried next tick): {problem}")
+    if any(name == bm.LANDING_PARTITION for name, _, _ in plan.refresh):
+        # said when the problem list changes (the tick that records it under `_landing`), not on every tick
+        for problem in landing.problems:
+            context.log.warning(f"landing problem ({problem.origin}) {problem.path}: {problem.reason}")
+    run_requests = []
+    observations = []  # the folder's data version (assets/sources.py), recorded before the run reads it
+    for name, digest, why in plan.refresh:
+        observations.append(observation(LANDING_FOLDERS_KEY, digest, name))
+        context.log.info(f"benchmark {name!r}: {why} content {digest[:12]}: requesting a refresh")
+        run_requests.append(refresh_request(name, digest, why, first_run_key(instance, name, digest)))
+    # given up: partition -> content, warned once (kept while the folder holds that content and no run that
+    # succeeded has made it: the UI's benchmark_refresh_job or run_all after the cause was fixed)
+    given_up = {name: digest for name, digest in state.get("given_up", {}).items()
+                if plan.unchanged.get(name) == digest and refreshed_content(instance, name) != digest}
+    for failed in failed_refreshes(instance, plan.unchanged, lambda name: refreshed_content(instance, name)):
+        name, digest = failed.partition, failed.digest
+        if failed.given_up:
+            if given_up.get(name) != digest:
+                context.log.warning(
+                    f"benchmark {name!r}: the refresh of content {digest[:12]} did not succeed in {failed.runs} runs "
+                    f"(the last, {failed.run_id[:8]}, {failed.status}): not requested again until the folder "
+                    f"changes; see that run's log, or run `python -m pipelines.run_all --benchmarks {name}`")
+                given_up[name] = digest
+            continue
+        context.log.info(f"benchmark {name!r}: the refresh of content {digest[:12]} ended {failed.status} (run "
+                         f"{failed.run_id[:8]}): requesting it again (retry {failed.runs} of {MAX_REFRESH_RETRIES})")
+        run_requests.append(refresh_request(name, digest, "retry", f"{name}:{digest}:retry-{failed.runs}"))
+    cursor = json.dumps({**plan.state, "given_up": given_up} if given_up else plan.state, sort_keys=True)
+    events: list = [*observations, *index_files_event(instance)]
+    if len(events) > len(observations):
+        context.log.info("the benchmark index files changed: reporting benchmark_index_files updated")
+    if not run_requests:
+        # "N unchanged" read as N landed, while a folder given up or never landed is unchanged too
+        found = len(landing.benchmarks)
+        message = f"no benchmark folder new or changed ({count(found, 'benchmark folder')} in the landing zone)"
+        if landing.problems:
+            message += (f"; {count(len(landing.problems), 'folder')} not landed ("
+                        + ", ".join(sorted(p.path.name for p in landing.problems)[:10])
+                        + f"; why: benchmark_rejects of partition {bm.LANDING_PARTITION})")
+        if plan.state["missing"]:
+            missing = plan.state["missing"]
+            message += (f"; {count(len(missing), 'partition')} without a folder (" + ", ".join(missing[:10])
+                        + f": `python -m pipelines.run_all` retires {'it' if len(missing) == 1 else 'them'})")
+        if given_up:
+            message += (f"; {count(len(given_up), 'refresh', 'refreshes')} given up after {MAX_REFRESH_RETRIES} "
+                        "retries (" + ", ".join(sorted(given_up)[:10]) + ": requested again when the folder changes)")
+        if events:
+            return SensorResult(asset_events=events, cursor=cursor)
+        return SensorResult(skip_reason=SkipReason(message), cursor=cursor)
+    adds = [AddDynamicPartitionsRequest(BENCHMARK_PARTITIONS_NAME, plan.add_partitions)] if plan.add_partitions else []
+    return SensorResult(run_requests=run_requests, dynamic_partitions_requests=adds, cursor=cursor,
+                        asset_events=events)
+
+
+def count(n: int, word: str, many: str | None = None) -> str:
+    """'1 folder', '2 folders' ('1 refresh', '2 refreshes' with `many`)."""
+    return f"{n} {plural(n, word, many)}"
+
+
+# ------------------------------------------------------------------------------------------- index files
+def changed_index_files(instance: DagsterInstance) -> str | None:
+    """The current fingerprint of the index files (data/indexes/*.toml) when it differs from the one the
+    latest benchmark_index_membership materialization recorded and has not been reported yet; None when
+    unchanged, already reported, or membership was never materialized."""
+    event = instance.get_latest_materialization_event(MEMBERSHIP_KEY)
+    if event is None or event.asset_materialization is None:
+        return None
+    recorded = event.asset_materialization.metadata.get(INDEX_FINGERPRINT)
+    current = index_files_fingerprint()
+    if recorded is None or str(recorded.value) == current:
+        return None
+    reported = instance.get_latest_materialization_event(INDEX_FILES_KEY)
+    if reported is not None and reported.asset_materialization is not None:
+        value = reported.asset_materialization.metadata.get(INDEX_FINGERPRINT)
+        if value is not None and str(value.value) == current:
+            return None
+    return current
+
+
+def index_files_event(instance: DagsterInstance) -> list[AssetMaterialization]:
+    """A materialization of the external asset benchmark_index_files when the files changed (see above)."""
+    changed = changed_index_files(instance)
+    if changed is None:
+        return []
+    return [AssetMaterialization(INDEX_FILES_KEY, description="the benchmark index files changed",
+                                 metadata={INDEX_FINGERPRINT: changed})]
