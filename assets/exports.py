@@ -427,7 +427,7 @@ def exports_verified(context: AssetCheckExecutionContext) -> AssetCheckResult:
     name="coverage_map_self_contained",
     blocking=False,
     description="The map has one tile per occupation of occupation_coverage and references no "
-    "external resource (no src/href to a URL, no <link>, no @import).",
+    "external resource (no `src`/`href` to a URL, no `<link>`, no `@import`).",
 )
 def coverage_map_self_contained(
     context: AssetCheckExecutionContext, warehouse: Warehouse

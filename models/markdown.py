@@ -7,10 +7,21 @@ the same in the Dagster UI, in `summary.md` and in `data_dictionary.md`. Pure: t
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
+
+_CODE_SPAN = re.compile(r"(`[^`]*`)")
+
+
+def markdown_plain(text: str) -> str:
+    """Plain text that Markdown shows as written: `*` and `<` escaped outside `code spans`. Dagster's UI renders
+    asset descriptions as Markdown, and ours are plain text: there the asterisk of one "O*NET" and that of the
+    next set the words between them in italics and vanished, and "<name>" in a path vanished as an HTML tag."""
+    parts = _CODE_SPAN.split(text)  # odd positions are code spans, shown as written
+    return "".join(part if i % 2 else part.replace("*", "\\*").replace("<", "\\<") for i, part in enumerate(parts))
 
 
 def markdown_text(text: object) -> str:

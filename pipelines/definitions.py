@@ -29,6 +29,7 @@ from typing import Any
 from dagster import (
     AssetChecksDefinition,
     AssetsDefinition,
+    AssetSpec,
     Definitions,
     definitions,
     in_process_executor,
@@ -38,6 +39,7 @@ from dagster import (
 )
 
 import assets as assets_package
+from models.markdown import markdown_plain
 from pipelines import code_versions
 from pipelines.jobs import JOBS
 from pipelines.schedules import SCHEDULES
@@ -48,8 +50,18 @@ from resources.settings import settings
 
 
 def all_assets() -> list[AssetsDefinition]:
-    """Every asset defined in the `assets` package."""
-    return list(load_assets_from_package_module(assets_package, include_specs=True))  # type: ignore[arg-type]
+    """Every asset defined in the `assets` package, its description escaped for the UI's Markdown (models/markdown.py
+    `markdown_plain`: the descriptions are plain text, read as written in code and in the asset catalog's list)."""
+    return [_markdown_description(a) for a in load_assets_from_package_module(assets_package, include_specs=True)]
+
+
+def _markdown_description(asset: Any) -> Any:
+    def plain(spec: AssetSpec) -> AssetSpec:
+        return spec.replace_attributes(description=markdown_plain(spec.description)) if spec.description else spec
+
+    if isinstance(asset, AssetSpec):
+        return plain(asset)
+    return asset.map_asset_specs(plain) if isinstance(asset, AssetsDefinition) else asset
 
 
 def all_asset_checks() -> list[AssetChecksDefinition]:
