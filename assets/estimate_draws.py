@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from models import estimates as es
+from models.report.formatting import count
 from resources.dagster_resources import Warehouse
 
 
@@ -58,7 +59,7 @@ def kept_share_tables(warehouse: Warehouse, problem: es.Problem, record: es.Draw
     started = time.process_time()
     tables, computed = es.kept_share_estimates(problem, record, warehouse.cached_result, warehouse.keep_result)
     if log is not None:
-        log.info(f"benchmark shares {time.process_time() - started:.2f} CPU-s: {len(computed)} benchmark(s) "
-                 f"computed ({', '.join(computed[:5])}{', ...' if len(computed) > 5 else ''}), "
-                 f"{problem.n_bench - len(computed)} read back")
+        which = f" ({', '.join(computed[:5])}{', ...' if len(computed) > 5 else ''})" if computed else ""
+        log.info(f"benchmark shares {time.process_time() - started:.2f} CPU-s: "
+                 f"{count(len(computed), 'benchmark')} computed{which}, {problem.n_bench - len(computed)} read back")
     return tables

@@ -304,7 +304,7 @@ def start_release_workbook(context: AssetExecutionContext, warehouse: Warehouse,
     group_name=GROUP,
     deps=[AssetKey(t) for t in EXPORTED_TABLES]
     + [AssetKey("prompt_task_labels"), report_figures, coverage_map, report_summary],
-    description="A release exports/<date>T<time>Z-<input hash>/, written only when a published figure or the code "
+    description="A release `exports/<date>T<time>Z-<input hash>/`, written only when a published figure or the code "
     "version changed (never rewritten; exports/latest and latest.txt name the newest): every published table "
     "(the registry's EXPORTED; reference, prompt and label tables stay in the warehouse) as "
     "Parquet and CSV, one XLSX "

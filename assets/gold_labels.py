@@ -105,7 +105,7 @@ def gold_annotation_sample(
     group_name=VALIDATION_GROUP,
     ins={"onet_tasks": AssetIn()},
     deps=["benchmark_prompts", REFERENCE_FILES_KEY],  # REFERENCE_FILES_KEY: it reads files of data/raw
-    description="Human gold task labels imported from data/raw/gold_labels/*.csv (docs/gold_labels.md): "
+    description="Human gold task labels imported from `data/raw/gold_labels/*.csv` (docs/gold_labels.md): "
     "benchmark, prompt_id, task_id (null = no O*NET task fits), annotator, source file and line. "
     "Empty when no file is there.",
 )

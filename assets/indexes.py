@@ -50,7 +50,7 @@ benchmark_index_files = AssetSpec(
     INDEX_FILES_KEY,
     group_name="landing",
     kinds={"toml"},
-    description="The benchmark index definitions, data/indexes/*.toml (or $BENCHMAP_INDEX_DIR).",
+    description="The benchmark index definitions, `data/indexes/*.toml` (or $BENCHMAP_INDEX_DIR).",
 )
 
 
@@ -128,7 +128,7 @@ def compute_membership(warehouse: Warehouse, files: dict[str, str] | None = None
 
 @asset(group_name=GROUP, kinds={"polars", "duckdb"}, deps=_DEPS)
 def benchmark_index_membership(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
-    """Per index (data/indexes/<name>.toml) x landed benchmark: included or not, the rule or entry that
+    """Per index (`data/indexes/<name>.toml`) x landed benchmark: included or not, the rule or entry that
     decided, why, and every value read (unknown values say so). `all` is every landed benchmark."""
     refuse_labels_behind(warehouse, "benchmark_index_membership")  # reads prompt_work and the label counts
     started = time.perf_counter()

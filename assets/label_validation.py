@@ -318,15 +318,15 @@ def stack_cross_validated_rows(stack: Any, selector_version: str | None, *, publ
     deps=["prompt_task_labels", "prompt_work", "benchmark_prompts"],
     description="Labelers vs human labels and vs the task-level reference, one tidy table (benchmark, labeler, "
     "labeler_version, metric, value, ci_low, ci_high, n; 95% bootstrap over prompts, but over benchmarks for the "
-    "pooled ref_cv_new_benchmark_* rows): GDPval and "
+    "pooled `ref_cv_new_benchmark_*` rows): GDPval and "
     "TheAgentCompany occupation top-1/top-5 and JobBench task hit@k from the ranking; gold-set task "
-    "precision/recall/F1; ref_* task F1/precision/recall, hit@1/5, first occupation and work decision against "
-    "the reference, with the judge's two passes against each other as the ceiling row; ref_cv_* (no evaluation "
+    "precision/recall/F1; `ref_*` task F1/precision/recall, hit@1/5, first occupation and work decision against "
+    "the reference, with the judge's two passes against each other as the ceiling row; `ref_cv_*` (no evaluation "
     "in the name): the same for the selector fitted without the benchmark, leave one benchmark out; "
-    "ref_cv_within_benchmark_* "
-    "and ref_cv_new_benchmark_*: the labeler step with the benchmark's judged texts (labeler offline) against "
+    "`ref_cv_within_benchmark_*` "
+    "and `ref_cv_new_benchmark_*`: the labeler step with the benchmark's judged texts (labeler offline) against "
     "the selector alone (offline_selector_only) and the plain neighbour vote, out of sample; "
-    "ref_cv_new_benchmark_* also per benchmark.",
+    "`ref_cv_new_benchmark_*` also per benchmark.",
 )
 def labeler_validation(
     context: AssetExecutionContext,

@@ -14,14 +14,19 @@ from typing import Any
 import polars as pl
 
 _CODE_SPAN = re.compile(r"(`[^`]*`)")
+_HTML_START = re.compile(r"<(?=[A-Za-z/!?])")
 
 
 def markdown_plain(text: str) -> str:
-    """Plain text that Markdown shows as written: `*` and `<` escaped outside `code spans`. Dagster's UI renders
-    asset descriptions as Markdown, and ours are plain text: there the asterisk of one "O*NET" and that of the
-    next set the words between them in italics and vanished, and "<name>" in a path vanished as an HTML tag."""
+    """Plain text that Markdown shows as written: outside `code spans`, `*` escaped where two or more could pair
+    into emphasis and `<` where it could open an HTML tag. Dagster's UI renders asset descriptions as Markdown, and
+    ours are plain text: there the asterisk of one "O*NET" and that of the next set the words between them in
+    italics and vanished, and "<name>" in a path vanished as a tag. Only what Markdown would read is escaped,
+    since the asset catalog's list shows the text as written, escapes included."""
     parts = _CODE_SPAN.split(text)  # odd positions are code spans, shown as written
-    return "".join(part if i % 2 else part.replace("*", "\\*").replace("<", "\\<") for i, part in enumerate(parts))
+    pairs = sum(part.count("*") for part in parts[::2]) >= 2
+    return "".join(part if i % 2 else _HTML_START.sub(r"\\<", part.replace("*", "\\*") if pairs else part)
+                   for i, part in enumerate(parts))
 
 
 def markdown_text(text: object) -> str:

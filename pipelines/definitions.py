@@ -51,7 +51,8 @@ from resources.settings import settings
 
 def all_assets() -> list[AssetsDefinition]:
     """Every asset defined in the `assets` package, its description escaped for the UI's Markdown (models/markdown.py
-    `markdown_plain`: the descriptions are plain text, read as written in code and in the asset catalog's list)."""
+    `markdown_plain`): an asset's page renders it (checked in a browser); the catalog's list shows it as written,
+    so paths and globs are written as `code spans`, which read the same in both."""
     return [_markdown_description(a) for a in load_assets_from_package_module(assets_package, include_specs=True)]
 
 

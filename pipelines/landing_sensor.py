@@ -46,7 +46,7 @@ from assets.benchmarks import TABLES
 from assets.indexes import INDEX_FILES_KEY, INDEX_FINGERPRINT
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
-from models.report.formatting import plural
+from models.report.formatting import count
 from pipelines.jobs import PENDING_STATUSES, TRIGGER_TAG, benchmark_refresh_job, run_kinds
 from resources.landing import folder_content_hash
 from resources.source_versions import LANDING_FOLDERS_KEY, index_files_fingerprint, observation
@@ -293,11 +293,6 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
     adds = [AddDynamicPartitionsRequest(BENCHMARK_PARTITIONS_NAME, plan.add_partitions)] if plan.add_partitions else []
     return SensorResult(run_requests=run_requests, dynamic_partitions_requests=adds, cursor=cursor,
                         asset_events=events)
-
-
-def count(n: int, word: str, many: str | None = None) -> str:
-    """'1 folder', '2 folders' ('1 refresh', '2 refreshes' with `many`)."""
-    return f"{n} {plural(n, word, many)}"
 
 
 # ------------------------------------------------------------------------------------------- index files

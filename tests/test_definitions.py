@@ -181,3 +181,48 @@ def test_every_asset_has_a_code_version_of_its_own_code(defs: Any) -> None:
     assert any(p.is_relative_to(PROJECT_ROOT / "models" / "estimates") for p in estimates)
 
 
+
+
+def _rendered_text(markdown: str) -> tuple[str, set[str]]:
+    """What a Markdown renderer shows of `markdown` (CommonMark, as the UI's renderer reads it): its text, and
+    the kinds of inline element that are not plain text or code."""
+    from markdown_it import MarkdownIt
+
+    shown, kinds = [], set()
+    for block in MarkdownIt("commonmark").parse(markdown):
+        for token in block.children or ():
+            if token.type in ("text", "code_inline"):
+                shown.append(token.content)
+            elif token.type == "softbreak":
+                shown.append(" ")
+            else:
+                kinds.add(token.type)
+        if block.type == "paragraph_close":
+            shown.append(" ")
+    return " ".join("".join(shown).split()), kinds
+
+
+def test_every_description_shows_in_the_ui_as_written(defs: Any) -> None:
+    """The UI renders descriptions as Markdown, ours are plain text: each asset's reads, rendered, as its source
+    says (before the escaping, "O*NET ... O*NET" rendered "ONET ... ONET" with italics between, and
+    "data/indexes/<name>.toml" as "data/indexes/.toml"). Checks' descriptions are not escaped: they are held
+    to it as written."""
+    from dagster import AssetsDefinition, load_assets_from_package_module
+
+    import assets as assets_package
+
+    source = {}
+    for item in load_assets_from_package_module(assets_package, include_specs=True):
+        specs = item.specs if isinstance(item, AssetsDefinition) else [item]
+        source.update({spec.key: spec.description for spec in specs if spec.description})
+    graph = defs.resolve_asset_graph()
+    texts = [(key.to_user_string(), graph.get(key).description, written) for key, written in source.items()]
+    texts += [(key.name, graph.get_check_spec(key).description, graph.get_check_spec(key).description)
+              for key in graph.asset_check_keys if graph.get_check_spec(key).description]
+    assert len(texts) > 90 and any("O*NET" in written for _, _, written in texts)
+    wrong = []
+    for name, held, written in texts:
+        shown, kinds = _rendered_text(held)
+        if kinds or shown != " ".join(written.replace("`", "").split()):
+            wrong.append((name, sorted(kinds), shown[:80]))
+    assert not wrong

@@ -67,7 +67,7 @@ def truncate_half(path: Path) -> None:
 def labeler_calls(output: str) -> dict[str, int]:
     """benchmark -> prompts labeled, from run_all's stage lines."""
     return {m.group(1): int(m.group(2).replace(",", ""))
-            for m in re.finditer(r"\] (\w+): ok in [\d.]+s: .*?\(([\d,]+) prompts labeled", output)}
+            for m in re.finditer(r"\] (\w+): ok in [\d.]+s: .*?\(([\d,]+) prompts? labeled", output)}
 
 
 # ------------------------------------------------------------------------------------------------ the check

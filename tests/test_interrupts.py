@@ -92,7 +92,7 @@ def test_an_interrupt_mid_labeling_stops_the_run_releases_nothing_and_keeps_the_
         again = tmp_path / "rerun.txt"
         rerun = _start(state, again, 0.0, "--skip-reference", "--skip-analysis", "--benchmarks", "stopped")
         assert rerun.wait(timeout=300) == 0, again.read_text()[-3000:]
-        match = re.search(r"\((\d+) prompts labeled, (\d+) from the cache\)", again.read_text())
+        match = re.search(r"\((\d+) prompts? labeled, (\d+) from the cache\)", again.read_text())
         assert match is not None, again.read_text()[-3000:]
         labeled, cached = int(match.group(1)), int(match.group(2))
         # every text once; the cache holds what the line counted, and at most the one batch the signal caught

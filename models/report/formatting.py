@@ -82,6 +82,11 @@ def plural(n: Any, word: str, many: str | None = None) -> str:
     return f"{word}" if finite(n) and int(n) == 1 else many or f"{word}s"
 
 
+def count(n: int, word: str, many: str | None = None) -> str:
+    """'1 folder', '2 folders' ('1 refresh', '2 refreshes' with `many`)."""
+    return f"{n:,} {plural(n, word, many)}"
+
+
 PREVIEW_COLUMNS: dict[str, list[str]] = {
     "coverage_headline": ["scope", "threshold", "metric", "value", "numerator", "denominator", "detail"],
     "major_group_coverage": [
