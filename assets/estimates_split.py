@@ -123,7 +123,7 @@ class JudgedParts:
     of ~7-9 CPU-s, so the step's process, which runs the parts no worker has started when it needs them, found
     one long check to run while the worker was still on another): the per-text calibration with its figure (one
     part: a worker takes it second, before the step needs it), the split check's two fractions, the p_covered
-    check's fifth splits and its two simulated worlds. Each part starts its
+    check's fifth splits, its two simulated worlds and its populations of the estimator's own model. Each part starts its
     random stream where the serial check's stream is at that point (the splits and populations before it are
     drawn, not estimated), so the assembled checks equal the serial ones value for value
     (tests/test_judged_parts.py). The split check's half splits are the p_covered check's half splits when the
@@ -159,6 +159,7 @@ class JudgedParts:
     ORDER = ("split split_half",  # ~6.5 (+ the p_covered check's half pairs; the first imports scikit-learn)
              "per-text calibration",  # ~7.2 and its figure
              "p_covered simulated_mirror_like",  # ~2.8
+             "p_covered model",  # ~3.3 (8 populations)
              "p_covered split_half",  # only when not shared
              "p_covered split_fifth",  # ~0.8
              "p_covered simulated",  # ~1.6
@@ -184,6 +185,10 @@ class JudgedParts:
         if problem.text_sampled.any():
             tasks += [(f"p_covered {check}", cc.split_pairs, (problem, check), {**coverage, "relabel": self.relabel})
                       for check in cc.SPLITS if check != shared]
+            if config.coverage_model_populations:
+                tasks.append(("p_covered model", cc.model_pairs, (problem,),
+                              {"populations": config.coverage_model_populations, "n_draws": coverage["n_draws"],
+                               "seed": coverage["seed"]}))
         rank = {name: i for i, name in enumerate(self.ORDER)}
         return sorted(tasks, key=lambda task: rank.get(task[0], len(rank)))  # stable: any other part last
 
@@ -202,7 +207,7 @@ class JudgedParts:
                            for check in cc.SPLITS}
         worlds = {world: by_name[f"p_covered {world}"]
                   for world in (cc.SIMULATED_WORLDS if self.config.coverage_simulations else ())}
-        coverage = cc.assembled_check(split_found, worlds)
+        coverage = cc.assembled_check(split_found, worlds, by_name.get("p_covered model"))
         (calibration, recalibration), figure = by_name["per-text calibration"]
         return JudgedChecks(calibration, recalibration, coverage.table, coverage.coverage_map,
                             split_check_table(split_frames, self.held_out_labels),

@@ -27,7 +27,8 @@ def _serial(problem: es.Problem, config: EstimatesConfig) -> tuple:
                                                                  seed=config.seed)
     coverage = es.unit_coverage_check(problem, replications=config.coverage_repeats,
                                       n_draws=min(config.n_draws, config.coverage_draws), seed=config.seed,
-                                      simulated=config.coverage_simulations)
+                                      simulated=config.coverage_simulations,
+                                      model_replications=config.coverage_model_populations)
     split = split_check(problem, es.scopes_for(problem, per_benchmark=False), config.split_repeats,
                         min(config.n_draws, 50), config.seed, None, "as published")
     return calibration, recalibration, coverage, split
@@ -45,11 +46,12 @@ def _assembled(problem: es.Problem, config: EstimatesConfig, pool: WorkerPool | 
 def test_the_parts_assembled_equal_the_serial_checks(sim, coverage_repeats):
     sub, _ = es.judged_problem(sim.problem, pl.DataFrame({"benchmark": sim.problem.text_bench}))
     config = EstimatesConfig(n_draws=8, calibration_draws=3, coverage_repeats=coverage_repeats, coverage_draws=8,
-                             coverage_simulations=2, split_repeats=2)
+                             coverage_simulations=2, split_repeats=2, coverage_model_populations=2)
     calibration, recalibration, coverage, split = _serial(sub, config)
     plan, parts = _assembled(sub, config)
     names = [name for name, *_ in plan.tasks()]
     assert ("p_covered split_half" in names) == (coverage_repeats > 2)  # else shared with the split check's part
+    assert "p_covered model" in names and "model" in set(coverage.table["check"])
     assert parts.calibration.equals(calibration)
     assert np.array_equal(parts.recalibration.within, recalibration.within)
     assert np.array_equal(parts.recalibration.without, recalibration.without)

@@ -142,7 +142,8 @@ TABLES: dict[str, dict[str, Entry]] = {
                   "benchmark's the sample, the rest imputed), simulated (populations drawn from "
                   "models.estimates.simulation.simulate; pools spread over most major groups), "
                   "simulated_mirror_like (its MIRROR_LIKE world: a judge sample with the mirror's statistics) "
-                  "or model (populations drawn from the estimator's own fitted model; not run in the pipeline)",
+                  "or model (populations drawn from the estimator's own fitted model, each with a new judge sample: the "
+                  "issue's simulation check; p_covered only)",
                   TEXT, ESTIMATES),
         "predictor": ("p_covered (the share of draws) or p_covered_calibrated (through the map; on split_fifth "
                       "cross-fitted by folds of units, on split_half and the simulated worlds the map fitted on "

@@ -3,10 +3,11 @@
 p_covered has no direct truth. Three checks with a known one; in each the units of the pooled scope are binned
 by p_covered and the share truly covered per bin is compared with the bin's mean p:
 
-- `model`: the truth drawn from the estimator's own fitted model (`model_population`: every unread text keeps
-  each label with its calibrated probability and takes a donor's number of misses from the fitted mixture; the
-  judged texts keep their judge labels), a new judge sample of the same size per benchmark drawn from it, and
-  the estimate redone. It asks whether the draws are a consistent posterior predictive *of their own model*.
+- `model`: the truth drawn from the estimator's own fitted model (`model_population`: every text keeps each
+  label with its calibrated probability and takes a donor's number of misses from the fitted mixture), a new
+  judge sample of the same size per benchmark drawn from it, and the estimate redone: the issue's simulation
+  check. It asks whether the draws are a consistent posterior predictive *of their own model*; each population
+  costs an estimate of the whole problem (~0.4 CPU-s at 30 draws on the mirror), so the asset runs 8.
 - `split_half` / `split_fifth`: the judged texts are the population (truth: their judge labels), half / a fifth
   of each benchmark's is the sample, the rest is imputed (checks.split_sample_problem). This is reality.
 - `simulated`: populations from simulation.simulate (a labeler with misses and overconfidence, a model the
@@ -349,10 +350,10 @@ def unit_coverage_check(problem: Problem | None, *, replications: int = 6, n_dra
                         worlds: dict[str, dict[str, object]] | None = None) -> CoverageCheck:
     """The `unit_coverage_simulation_check` table, the map for p_covered_calibrated (fitted on every
     split_fifth pair) and the pairs. The splits need `problem`; `model_replications` populations of
-    `model_population` (each the full problem's cost: off in the asset by default); `simulated` populations
-    of each of `worlds` (SIMULATED_WORLDS by default). One random stream from `seed`, in this order: the splits,
-    the model populations, the worlds' populations (`split_pairs` and `world_pairs` compute a part of it alone,
-    for a worker process each; `assembled_check` puts the parts together as this function does)."""
+    `model_population` (each the full problem's cost; `model_pairs`, on a stream of their own); `simulated`
+    populations of each of `worlds` (SIMULATED_WORLDS by default). One random stream from `seed` for the splits,
+    then the worlds' populations (`split_pairs` and `world_pairs` compute a part of it alone, for a worker process
+    each; `assembled_check` puts the parts together as this function does)."""
     rng = np.random.default_rng(seed)
     split_found: dict[str, pl.DataFrame] = {}
     model_found = None
@@ -361,15 +362,25 @@ def unit_coverage_check(problem: Problem | None, *, replications: int = 6, n_dra
         for check, fraction in (SPLITS if splits is None else splits).items():
             split_found[check] = _split_pairs(problem, rng, fraction, replications, n_draws, seed, relabel)
         if model_replications:
-            assisted = ModelAssisted(problem)
-            found = []
-            for r in range(model_replications):
-                population, truth = model_population(problem, rng, assisted)
-                found.append(coverage_pairs(population, truth, n_draws, seed + 200 + r, replication=r))
-            model_found = pl.concat(found)
+            model_found = model_pairs(problem, populations=model_replications, n_draws=n_draws, seed=seed)
     world_found = {check: _world_pairs(rng, settings, simulated, n_draws, seed)
                    for check, settings in ((SIMULATED_WORLDS if worlds is None else worlds).items() if simulated else ())}
     return assembled_check(split_found, world_found, model_found)
+
+
+MODEL_STREAM = 2  # the model populations' random stream: (seed, MODEL_STREAM), apart from the splits' and worlds'
+
+
+def model_pairs(problem: Problem, *, populations: int, n_draws: int, seed: int) -> pl.DataFrame:
+    """The `model` check's pairs: `populations` truths drawn from the model fitted on `problem`
+    (`model_population`), each re-estimated from its new judge sample with `n_draws` draws."""
+    rng = np.random.default_rng([seed, MODEL_STREAM])
+    assisted = ModelAssisted(problem)
+    found = []
+    for r in range(populations):
+        population, truth = model_population(problem, rng, assisted)
+        found.append(coverage_pairs(population, truth, n_draws, seed + 200 + r, replication=r))
+    return pl.concat(found)
 
 
 def _has_splits(problem: Problem | None) -> bool:

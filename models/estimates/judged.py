@@ -130,8 +130,8 @@ def split_rows(problem: Problem, scopes: list[Scope], check: str, repeats: int, 
 
 
 def coverage_check(problem: Problem, *, replications: int, n_draws: int, seed: int, simulated: int,
-                   relabel: Relabel | None = None) -> tuple[pl.DataFrame, CoverageMap]:
+                   relabel: Relabel | None = None, model_populations: int = 0) -> tuple[pl.DataFrame, CoverageMap]:
     """The p_covered check's table and map (`unit_coverage_check` without its pairs: what the step keeps)."""
     check = unit_coverage_check(problem, replications=replications, n_draws=n_draws, seed=seed,
-                                simulated=simulated, relabel=relabel)
+                                simulated=simulated, relabel=relabel, model_replications=model_populations)
     return check.table, check.coverage_map
