@@ -131,9 +131,10 @@ class EstimatesConfig(Config):
     # CPU-s each in the default world, ~0.14 in MIRROR_LIKE): with 4 the bins' standard errors were 0.03-0.14,
     # with 16 about half that
     coverage_simulations: int = 16
-    # truths drawn from the estimator's own fitted model (the `model` rows, the issue's simulation check; ~0.4
-    # CPU-s each on the mirror, in a worker beside the other parts)
-    coverage_model_populations: int = 8
+    # truths drawn from the estimator's own fitted model (the `model` rows, the issue's simulation check; ~0.35
+    # CPU-s each on the mirror, in a worker beside the other parts): 8 cost the cold run ~2 s of wall time (an
+    # A/B, 2026-12-07), 4 show the same picture (bench/coverage_model_check.py runs more)
+    coverage_model_populations: int = 4
     seed: int = 16
     labeler: str | None = None  # whose labels coverage_headline counts (None: the active one, as CoverageConfig)
 

@@ -123,9 +123,10 @@ class JudgedParts:
     of ~7-9 CPU-s, so the step's process, which runs the parts no worker has started when it needs them, found
     one long check to run while the worker was still on another): the per-text calibration with its figure (one
     part: a worker takes it second, before the step needs it), the split check's two fractions, the p_covered
-    check's fifth splits, its two simulated worlds and its populations of the estimator's own model. Each part starts its
-    random stream where the serial check's stream is at that point (the splits and populations before it are
-    drawn, not estimated), so the assembled checks equal the serial ones value for value
+    check's fifth splits, its two simulated worlds and its populations of the estimator's own model. Each part
+    starts its random stream where the serial check's stream is at that point (the splits and populations before
+    it are drawn, not estimated; the model populations have a stream of their own), so the assembled checks
+    equal the serial ones value for value
     (tests/test_judged_parts.py). The split check's half splits are the p_covered check's half splits when the
     two draw them from the same seed (the asset's settings): that part computes both checks' rows from each
     split, relabeled once."""
@@ -159,7 +160,7 @@ class JudgedParts:
     ORDER = ("split split_half",  # ~6.5 (+ the p_covered check's half pairs; the first imports scikit-learn)
              "per-text calibration",  # ~7.2 and its figure
              "p_covered simulated_mirror_like",  # ~2.8
-             "p_covered model",  # ~3.3 (8 populations)
+             "p_covered model",  # ~1.4 (4 populations)
              "p_covered split_half",  # only when not shared
              "p_covered split_fifth",  # ~0.8
              "p_covered simulated",  # ~1.6

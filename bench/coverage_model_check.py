@@ -6,7 +6,7 @@
 
 `--world model` (the default): the `model` check of models/estimates/coverage_check.py, on a materialized
 warehouse: `populations` truths drawn from the fitted miss model (model_population), each with a new judge
-sample of the same size, re-estimated with `draws` model-assisted draws. The pipeline runs 8 populations
+sample of the same size, re-estimated with `draws` model-assisted draws. The pipeline runs 4 populations
 (`EstimatesConfig.coverage_model_populations`; each costs a fit and draws over the whole problem); this runs as
 many as it takes to resolve a bin.
 `--world simulated` / `--world simulated_mirror_like`: those rows of the pipeline's

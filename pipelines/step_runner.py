@@ -272,8 +272,8 @@ class Runner:
                      else f" ({first}; in benchmark_rejects)")
         if labels is not None:  # labeled = asked and answered: a failed prompt was asked too (it said "labeled")
             failures = f", {failed:,} FAILED" if failed else ""
-            text += (f"; {labels:,} {plural(labels, 'label')} ({labeled:,} {plural(labeled, 'prompt')} labeled{failures}, "
-                     f"{int(cached or 0):,} from the cache)")
+            text += (f"; {labels:,} {plural(labels, 'label')} ({labeled:,} {plural(labeled, 'prompt')} labeled"
+                     f"{failures}, {int(cached or 0):,} from the cache)")
         elif not result.success and started is not None:  # the labels step failed: what it committed before
             labeled, failed = self.committed([name], started)
             if labeled or failed:

@@ -1,13 +1,13 @@
 """Is the per-unit p_covered calibrated? (issue 25, item 4) And its recalibration, p_covered_calibrated.
 
-p_covered has no direct truth. Three checks with a known one; in each the units of the pooled scope are binned
-by p_covered and the share truly covered per bin is compared with the bin's mean p:
+p_covered has no direct truth. Three kinds of check with a known one; in each the units of the pooled scope are
+binned by p_covered and the share truly covered per bin is compared with the bin's mean p:
 
 - `model`: the truth drawn from the estimator's own fitted model (`model_population`: every text keeps each
   label with its calibrated probability and takes a donor's number of misses from the fitted mixture), a new
   judge sample of the same size per benchmark drawn from it, and the estimate redone: the issue's simulation
   check. It asks whether the draws are a consistent posterior predictive *of their own model*; each population
-  costs an estimate of the whole problem (~0.4 CPU-s at 30 draws on the mirror), so the asset runs 8.
+  costs an estimate of the whole problem (~0.35 CPU-s at 30 draws on the mirror), so the asset runs 4.
 - `split_half` / `split_fifth`: the judged texts are the population (truth: their judge labels), half / a fifth
   of each benchmark's is the sample, the rest is imputed (checks.split_sample_problem). This is reality.
 - `simulated`: populations from simulation.simulate (a labeler with misses and overconfidence, a model the
