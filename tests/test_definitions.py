@@ -181,8 +181,6 @@ def test_every_asset_has_a_code_version_of_its_own_code(defs: Any) -> None:
     assert any(p.is_relative_to(PROJECT_ROOT / "models" / "estimates") for p in estimates)
 
 
-
-
 def _rendered_text(markdown: str) -> tuple[str, set[str]]:
     """What a Markdown renderer shows of `markdown` (CommonMark, as the UI's renderer reads it): its text, and
     the kinds of inline element that are not plain text or code."""
