@@ -275,9 +275,10 @@ def _in_group(outs: dict[str, AssetOut]) -> dict[str, AssetOut]:
             description="Every headline quantity (tasks, occupations, major groups covered and share of US work "
             "hours on covered tasks, at >= 1 and >= 5 prompts) per benchmark index and scope, under every "
             "estimator (labels_as_truth, labeler, design, model_assisted, richness, bounds, model_assisted_pass_b) "
-            "with 95% intervals. Quote only rows with `published` = true: model_assisted at >= 5 prompts and "
-            "bounds (a floor and a ceiling) at >= 1, where model_assisted is the imputation's extrapolation, about "
-            "twice the published figure; `basis` says why. Filter on benchmark_index before summing.",
+            "with 95% intervals. Quote only rows with `published` = true: at >= 5 prompts the model_assisted "
+            "row; at >= 1 the bounds row (value: a floor, \"at least about\"; ci_low: its lower limit; ci_high: "
+            "the ceiling). The model_assisted row at >= 1 is not published: it extrapolates to the texts no judge "
+            "read and comes out about twice the floor; `basis` says why. Filter on benchmark_index before summing.",
         ),
         "estimate_design": AssetOut(
             kinds=KINDS,
