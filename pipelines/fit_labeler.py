@@ -39,7 +39,7 @@ from models.labeling import selector_cv as cv
 from models.labeling.offline import OfflineLabelerConfig, TaskIndex
 from models.labeling.selector_training import TrainingPrompt
 from models.reference_labels import SPLIT_FILES
-from models.report.formatting import plural
+from models.report.formatting import count
 from resources import readers
 from resources.landing import read_prompts
 from resources.readers import FIT_PATH, load_onet_reference_frames, load_reference
@@ -91,7 +91,7 @@ def landed_reference(reference: pl.DataFrame, landed: dict[str, list[tuple[str, 
     if not left_out.is_empty():
         first = left_out.row(0, named=True)
         rows, prompts = left_out.height, left_out["prompt_hash"].n_unique()
-        print(f"warning: {rows} {plural(rows, 'reference row')} ({prompts} {plural(prompts, 'prompt')}) without "
+        print(f"warning: {count(rows, 'reference row')} ({count(prompts, 'prompt')}) without "
               f"a landed prompt holding the judged text (first {first['source_file']}, line {first['line_number']}: "
               f"{first['benchmark']}/{first['prompt_id']}): left out of the fit", file=sys.stderr)
     return kept

@@ -27,7 +27,7 @@ from assets.benchmarks import FIRST_REJECT
 from assets.judge_sample import FAILED_BY_BENCHMARK as JUDGE_FAILED_BY_BENCHMARK
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
-from models.report.formatting import plural
+from models.report.formatting import count
 from pipelines import run_report as rr
 from pipelines.jobs import KIND_TAG, WAREHOUSE_CHECKS
 from resources import interrupts
@@ -272,8 +272,8 @@ class Runner:
                      else f" ({first}; in benchmark_rejects)")
         if labels is not None:  # labeled = asked and answered: a failed prompt was asked too (it said "labeled")
             failures = f", {failed:,} FAILED" if failed else ""
-            text += (f"; {labels:,} {plural(labels, 'label')} ({labeled:,} {plural(labeled, 'prompt')} labeled"
-                     f"{failures}, {int(cached or 0):,} from the cache)")
+            text += (f"; {count(labels, 'label')} ({count(labeled, 'prompt')} labeled{failures}, "
+                     f"{int(cached or 0):,} from the cache)")
         elif not result.success and started is not None:  # the labels step failed: what it committed before
             labeled, failed = self.committed([name], started)
             if labeled or failed:

@@ -9,7 +9,8 @@ texts leaves the key unchanged and the cached result is exact, not an approximat
 
 The three checks are independent of each other (each its own random stream from the seed) and of the headline's
 draws: the step runs them in worker processes while it computes the rest (assets/estimates_split.py,
-resources/worker_pool.py); `split_check` and `coverage_check` are the module-level functions a worker calls.
+resources/worker_pool.py); `split_rows` here and coverage_check's `split_pairs`, `world_pairs` and `model_pairs` are
+the module-level functions a worker calls (JudgedParts).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from models.estimates.checks import (
     split_sample_problem,
     summarize_checks,
 )
-from models.estimates.coverage_check import CoverageMap, coverage_pairs, unit_coverage_check
+from models.estimates.coverage_check import coverage_pairs
 from models.estimates.problem import ALL_INDEX, ALL_SCOPE, Problem, Scope
 
 
@@ -127,11 +128,3 @@ def split_rows(problem: Problem, scopes: list[Scope], check: str, repeats: int, 
                                pairs_repeats, pairs_draws)
         skip_splits(problem, rng, fraction, repeats)
     raise KeyError(check)
-
-
-def coverage_check(problem: Problem, *, replications: int, n_draws: int, seed: int, simulated: int,
-                   relabel: Relabel | None = None, model_populations: int = 0) -> tuple[pl.DataFrame, CoverageMap]:
-    """The p_covered check's table and map (`unit_coverage_check` without its pairs: what the step keeps)."""
-    check = unit_coverage_check(problem, replications=replications, n_draws=n_draws, seed=seed,
-                                simulated=simulated, relabel=relabel, model_replications=model_populations)
-    return check.table, check.coverage_map
