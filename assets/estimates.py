@@ -38,12 +38,12 @@ from assets.estimate_draws import headline_draws, kept_reliability_table, kept_s
 from assets.estimate_figures import ESTIMATE_FIGURES, figure_later, figures_not_drawn
 from assets.estimate_inputs import read_inputs, read_judge_rows
 from assets.estimates_split import split_relabeler, start_judged_checks
+from assets.export_context import headline_metadata
 from assets.release_gate import refuse_labels_behind
 from models import estimates as es
 from models.estimates.count_draws import count_draws_frame
 from models.figures import reliability_figure
 from models.figures.estimates import occupation_probability_figure, unit_coverage_figure
-from models.report.answer import answer_figures
 from resources.dagster_resources import Warehouse
 from resources.worker_pool import shared_pool
 
@@ -421,8 +421,7 @@ def headline_estimates(
             "labeler_version": str(inputs["labeler_version"]),
             "has_p_exercised": bool(inputs["has_p"]),
             "seconds": round(t_estimates, 2),
-            # the published numbers of index 'all' as floats: the Dagster UI plots them over materializations
-            **{f"headline_{k}": MetadataValue.float(v) for k, v in answer_figures(frame, es.ALL_INDEX).items()},
+            **headline_metadata(frame),
         },
     )
     yield Output(design, "estimate_design", metadata={"preview": MetadataValue.md(_md(design))})

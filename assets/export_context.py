@@ -71,6 +71,16 @@ def table_preview_metadata(table: str, frame: pl.DataFrame, max_rows: int = 25) 
     return {f"{table}_preview": MetadataValue.md(report.table_preview(table, frame, max_rows))}
 
 
+def headline_metadata(estimates: pl.DataFrame | None, index: str = ix.ALL_INDEX) -> dict[str, MetadataValue]:
+    """The published headline of `index` as numeric metadata (`<quantity>_<threshold>`, `_ci_low`,
+    `_ci_high`): the Dagster UI plots each over the asset's materializations. Six significant digits, so the UI
+    shows 0.106707 where the table holds 0.10670737122482057."""
+    if estimates is None or "published" not in estimates.columns:
+        return {}
+    return {f"headline_{k}": MetadataValue.float(float(f"{v:.6g}"))
+            for k, v in report.answer_figures(estimates, index).items()}
+
+
 # --- where the export goes ------------------------------------------------------------------------
 
 

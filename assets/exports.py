@@ -39,6 +39,7 @@ from assets.export_context import (
     export_folder,
     exported_tables,
     for_index,
+    headline_metadata,
     latest_metadata,
     occupation_titles_or_none,
     published_headlines,
@@ -231,14 +232,6 @@ def report_summary(
             **headline_metadata(tables.get("headline_estimates")),
         }
     )
-
-
-def headline_metadata(estimates: pl.DataFrame | None, index: str = ix.ALL_INDEX) -> dict[str, MetadataValue]:
-    """The published headline of `index` as numeric metadata (`<quantity>_<threshold>`, `_ci_low`,
-    `_ci_high`): the Dagster UI plots each over the asset's materializations."""
-    if estimates is None or "published" not in estimates.columns:
-        return {}
-    return {f"headline_{k}": MetadataValue.float(v) for k, v in report.answer_figures(estimates, index).items()}
 
 
 def _labeler_model(labeler: LabelerResource, warehouse: Warehouse) -> str:
