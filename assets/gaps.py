@@ -120,9 +120,10 @@ def _scored_tasks(
             "(docs/gap_finder.md); every component is a column."
         ),
         "occupation_gaps": AssetOut(
-            description="Occupations not likely covered (the estimates' p_covered < 0.9), ranked by expected "
-            "uncovered work hours with an interval across the headline's draws; without estimates, occupations "
-            "with no task at the threshold, ranked by the priority over occupation-level components."
+            description="Every occupation, likely covered or not, ranked by expected uncovered work hours (its "
+            "tasks' hours x P(not covered)) with an interval across the headline's draws, its p_covered beside; "
+            "without estimates, occupations with no task at the threshold, ranked by the priority over "
+            "occupation-level components."
         ),
         "jobbench_shortlist": AssetOut(
             description="Occupations with mean WORKBank worker desire > 3, ranked by "

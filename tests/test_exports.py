@@ -942,9 +942,10 @@ def test_summary_says_what_is_missing():
 
 
 def test_summary_names_the_largest_gaps_as_estimated_with_their_intervals(world):
-    """Where the next benchmark should go: the occupations not likely covered at >= 5 prompts, ranked by expected
-    uncovered hours with their interval across the draws (occupation_gaps); a gap list ranked by the labels'
-    priority (no per-unit estimates) is not quoted as an estimate."""
+    """Where the next benchmark should go: how many occupations are not likely covered at >= 5 prompts, and the
+    occupations, likely covered or not, ranked by expected uncovered hours with their interval across the draws
+    (occupation_gaps), a likely covered one named as such; a gap list ranked by the labels' priority (no per-unit
+    estimates) is not quoted as an estimate."""
     text = report.summary_markdown(world, onet_tasks=world["onet_tasks"], export_date="2030-01-31")
     from models.gaps.expected import RANKED_BY_PRIORITY
 
@@ -958,14 +959,16 @@ def test_summary_names_the_largest_gaps_as_estimated_with_their_intervals(world)
         "expected_uncovered_hours": hours,
         "expected_uncovered_hours_low": [h * 0.9 for h in hours],
         "expected_uncovered_hours_high": [h * 1.05 for h in hours],
+        "p_covered": [0.1, 0.93, 0.5, 0.0, 0.2, 0.95],
         "ranked_by": "expected uncovered hours (per-unit estimates)",
     })
     text = report.summary_markdown({**world, "occupation_gaps": gaps}, onet_tasks=world["onet_tasks"])
     estimated_part = text.split("## What the raw labels say")[0]
     n_occupations = world["occupation_coverage"]["onet_soc_code"].n_unique()
-    assert (f"**Where the next benchmark should go.** 6 of {n_occupations} occupations are not likely covered at "
+    assert (f"**Where the next benchmark should go.** 4 of {n_occupations} occupations are not likely covered at "
             ">= 5 prompts (estimated probability below 0.9).") in estimated_part
-    assert ("Occupation A 9.10 (8.19\u20139.55); Occupation B 7.00 (6.30\u20137.35); Occupation C 4.00 "
+    assert ("Occupation A 9.10 (8.19\u20139.55); Occupation B 7.00 (6.30\u20137.35; the occupation itself likely "
+            "covered, p = 0.93); Occupation C 4.00 "
             "(3.60\u20134.20); Occupation D 3.50 (3.15\u20133.67); Occupation E 3.00 (2.70\u20133.15) "
             "(occupation_gaps;") in estimated_part
     assert "Occupation F" not in text  # five are quoted; the table ranks them all
@@ -974,7 +977,8 @@ def test_summary_names_the_largest_gaps_as_estimated_with_their_intervals(world)
                                    .otherwise(pl.col(f"expected_uncovered_hours_{end}")).alias(
                                        f"expected_uncovered_hours_{end}") for end in ("low", "high"))
     text = report.summary_markdown({**world, "occupation_gaps": every_draw}, onet_tasks=world["onet_tasks"])
-    assert "Occupation A 9.10 (8.19\u20139.55); Occupation B 7.00 (in every draw); Occupation C 4.00" in text
+    assert ("Occupation A 9.10 (8.19\u20139.55); Occupation B 7.00 (in every draw; the occupation itself likely "
+            "covered, p = 0.93); Occupation C 4.00") in text
 
     # how far the bands held in the release's checks (models/coverage_map.py band_check), when they were run
     checks = pl.DataFrame(
@@ -987,7 +991,8 @@ def test_summary_names_the_largest_gaps_as_estimated_with_their_intervals(world)
                                    onet_tasks=world["onet_tasks"])
     assert ("(estimated probability below 0.9). In the release's checks against known truths, those shown likely "
             "covered (p >= 0.9) were covered in 99% and those shown likely not (0 < p < 0.1) in 12% of cases "
-            "(unit_coverage_simulation_check); read the band between as unsure. Those with") in text
+            "(unit_coverage_simulation_check); read the band between as unsure. The occupations, likely covered or not, "
+            "with the most annual US work hours") in text
     text = report.summary_markdown({**world, "occupation_gaps": gaps, "unit_coverage_simulation_check": checks[2:]},
                                    onet_tasks=world["onet_tasks"])
     assert ("In the release's checks against known truths, those shown likely not (0 < p < 0.1) were covered in 12% "

@@ -255,8 +255,8 @@ def test_major_group_gaps_lists_the_largest_uncovered_blocks() -> None:
 
 
 def test_task_and_group_gaps_read_the_estimates_when_they_exist() -> None:
-    """With task_estimates (issue 25), coverage_gaps holds the tasks not likely covered (p_covered < 0.9, as
-    occupation_gaps) and major_group_gaps counts each task as 1 - p_covered uncovered, so no list calls a task
+    """With task_estimates (issue 25), coverage_gaps holds the tasks not likely covered (p_covered < 0.9, the
+    map's cut) and major_group_gaps counts each task as 1 - p_covered uncovered, so no list calls a task
     open that the estimates say is covered, nor leaves out one the labels happen to count 5 times."""
     from models.gaps import with_task_p_covered
 

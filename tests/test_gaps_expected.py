@@ -135,9 +135,9 @@ def test_expected_whatif_gain_by_hand():
 
 
 def test_occupation_gaps_from_estimates_rank_by_expected_uncovered_hours():
-    """The gap finder's occupation list with estimates: occupations not likely covered, ranked by expected
-    uncovered hours (not by priority), the labels-as-counted columns beside; without estimates the priority
-    list says so."""
+    """The gap finder's occupation list with estimates: every occupation, ranked by expected uncovered hours (not
+    by priority), the labels-as-counted columns beside; one likely covered stays in with the hours its other tasks
+    leave open; without estimates the priority list says so."""
     from models.gaps import OCCUPATION_GAP_COLUMNS, occupation_gaps, score_tasks
     from tests.test_gaps import OCC_A, OCC_B, OCC_C, _task_frame
 
@@ -153,8 +153,10 @@ def test_occupation_gaps_from_estimates_rank_by_expected_uncovered_hours():
                                schema=["benchmark_index", "onet_soc_code", "threshold", "p_covered"], orient="row")
     gaps = ge.occupation_gaps_from_estimates(scored, 5, estimates, "all", occupations, n_sim=500)
     assert gaps.columns == [*OCCUPATION_GAP_COLUMNS, *ge.EXPECTED_COLUMNS]
-    assert gaps["onet_soc_code"].to_list() == [OCC_C, OCC_B] and gaps["rank"].to_list() == [1, 2]
-    c, b = gaps.row(0, named=True), gaps.row(1, named=True)
+    assert gaps["onet_soc_code"].to_list() == [OCC_C, OCC_B, OCC_A] and gaps["rank"].to_list() == [1, 2, 3]
+    c, b, a = (gaps.row(i, named=True) for i in range(3))
+    # A is likely covered (its task 1 at 0.95), yet its task 2 (300 h, no estimate: p 0) is open
+    assert a["p_covered"] == 0.95 and a["expected_uncovered_hours"] == pytest.approx(0.05 * 100 + 300)
     assert c["expected_uncovered_hours"] == pytest.approx(50 + 0.4 * 5000)
     assert (c["expected_uncovered_hours_low"], c["expected_uncovered_hours_high"]) == (50.0, 5050.0)
     assert b["expected_uncovered_hours"] == pytest.approx(0.5 * 1000 + 200) and b["p_covered"] == 0.5

@@ -60,8 +60,8 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
     "labeler_agreement": "Agreement between two labelers on the prompts both labeled; no rows when one labeler "
     "labeled every prompt (an offline run), kept so the columns stay the same across releases.",
     "coverage_gaps": "Uncovered tasks ranked by priority: what to benchmark next.",
-    "occupation_gaps": "Occupations not likely covered (estimated p_covered < 0.9), ranked by expected uncovered "
-    "work hours with an interval; without per-unit estimates: occupations with no covered task, by priority.",
+    "occupation_gaps": "Every occupation, likely covered or not, ranked by expected uncovered work hours with an "
+    "interval; without per-unit estimates: occupations with no covered task, by priority.",
     "major_group_gaps": "Per SOC major group, the largest blocks of uncovered work hours.",
     "jobbench_shortlist": "Occupations whose workers want automation, by wage bill, with uncovered tasks.",
     "benchmarks": "The benchmarks included: version, licence, prompts, results and content hash.",

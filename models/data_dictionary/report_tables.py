@@ -163,8 +163,8 @@ _ESTIMATED = "computed: models/gaps/expected.py from the per-unit estimates (tas
 
 def _occupation_gaps() -> dict[str, Entry]:
     return {
-        "rank": ("rank among occupations not (likely) covered, 1 = first: by expected uncovered hours, or by "
-                 "priority without estimates (ranked_by)", "rank", GAPS),
+        "rank": ("rank, 1 = first: by expected uncovered hours among every occupation, or without estimates by "
+                 "priority among the occupations with no task at the threshold (ranked_by)", "rank", GAPS),
         **entries(
             [
                 "onet_soc_code",
@@ -191,7 +191,8 @@ def _occupation_gaps() -> dict[str, Entry]:
         "n_desire_rated": ("tasks with a WORKBank desire rating", COUNT, WORKBANK),
         **_GAP_COMPONENTS,
         "p_covered": ("estimated probability that the occupation has a task at the threshold "
-                      "(occupation_estimates; the list holds the occupations below 0.9)", PROB, _ESTIMATED),
+                      "(occupation_estimates). The list holds every occupation: one likely covered (>= 0.9) can "
+                      "still hold many hours on its other tasks", PROB, _ESTIMATED),
         "expected_tasks_covered": ("sum over its tasks of P(covered) (task_estimates)", COUNT, _ESTIMATED),
         "expected_uncovered_hours": ("sum over its tasks of annual hours x P(not covered): the ranking, on the "
                                      "value rounded to the whole hour, ties by onet_soc_code (an occupation without "

@@ -5,7 +5,7 @@ Turns the coverage map into ranked to-do lists:
 * `coverage_gaps`: tasks not covered at the threshold (not likely covered by the per-unit estimates when they
   are given), ranked by a documented priority (priority.py, docs/gap_finder.md);
 * `occupation_gaps`: occupations with no task at the threshold, ranked the same way; from the per-unit
-  estimates, the occupations not likely covered, ranked by expected uncovered hours (expected.py);
+  estimates, every occupation, ranked by expected uncovered hours (expected.py);
 * `jobbench_shortlist`: occupations whose workers want automation (mean WORKBank desire > 3), by wage bill
   (shortlists.py);
 * `major_group_gaps`: per SOC major group, the largest uncovered blocks of work hours (expected ones with the

@@ -9,8 +9,10 @@ at least `threshold` prompts) say how likely each task is to be exercised. Here:
   when the table has it, else from simulated draws of each task's coverage (Bernoulli(p_covered), tasks
   independent: the positive correlation between tasks exercised by the same texts is then not carried and
   the interval is if anything too narrow);
-- `expected_occupation_gaps`: the occupations not likely covered (p_covered < LIKELY_COVERED), ranked by
-  expected uncovered hours;
+- `occupation_gaps_from_estimates`: every occupation, ranked by expected uncovered hours, likely covered or not:
+  an occupation with one task at the threshold (p_covered >= LIKELY_COVERED) can still hold more hours on
+  uncovered tasks than any uncovered occupation (Retail Salespersons on the mirror), and a cut on p_covered
+  would drop it from the list for a quantity its ranking does not read;
 - `expected_whatif_gain`: a candidate's labels (each kept with its p_exercised, as the headline's draws treat
   a benchmark without a judge sample) added to the landed count distribution. The tables give P(N >= 1) and
   P(N >= 5) of each task's landed count N; P(N >= 2..4) are interpolated linearly between them (the
@@ -349,8 +351,8 @@ def occupation_gaps_from_estimates(
     n_sim: int = N_SIM,
     seed: int = 0,
 ) -> pl.DataFrame:
-    """occupation_gaps from the estimates: the occupations not likely covered at `threshold` in `index`
-    (p_covered < LIKELY_COVERED), ranked by expected uncovered hours (rounded to the hour; ties by code); the
+    """occupation_gaps from the estimates: every occupation of `index` at `threshold`, ranked by expected
+    uncovered hours (rounded to the hour; ties by code; without hours data last), p_covered beside; the
     labels-as-counted columns and the priority of `occupation_priorities` beside them (OCCUPATION_GAP_COLUMNS +
     EXPECTED_COLUMNS).
     `scored`: score_tasks' frame (its task_annual_hours are the headline's)."""
@@ -378,7 +380,7 @@ def occupation_gaps_from_estimates(
             pl.coalesce("draws_low", "expected_uncovered_hours_low").alias("expected_uncovered_hours_low"),
             pl.coalesce("draws_high", "expected_uncovered_hours_high").alias("expected_uncovered_hours_high"),
         ).drop("draws_low", "draws_high")
-    gaps = occ.join(expected, on="onet_soc_code", how="left").filter(pl.col("p_covered") < LIKELY_COVERED)
+    gaps = occ.join(expected, on="onet_soc_code", how="left")
     ranked = gaps.sort([_RANK_HOURS, "onet_soc_code"], descending=[True, False], nulls_last=True)
     return (
         ranked.with_row_index("rank", offset=1)

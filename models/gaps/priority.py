@@ -292,7 +292,7 @@ def coverage_gaps(scored: pl.DataFrame, threshold: int = DEFAULT_THRESHOLD) -> p
 
     `scored` is score_tasks' output (it needs n_prompts). With a `p_covered` column (the per-unit estimates:
     models.gaps.expected.with_task_p_covered) the list holds the tasks not likely covered (p_covered <
-    LIKELY_COVERED, as occupation_gaps); without it, those below the threshold by the labels as counted
+    LIKELY_COVERED, the map's cut); without it, those below the threshold by the labels as counted
     (p_covered null). prompts_needed = threshold - n_prompts, at least 0 (the labels as counted).
     """
     estimated = "p_covered" in scored.columns
@@ -338,7 +338,8 @@ def occupation_priorities(
         pl.col("n_prompts").sum().cast(pl.Int64).alias("n_prompt_labels"),
         pl.col("occupation_annual_hours").first(),
         pl.col("task_annual_hours").filter(uncovered).sum().alias("uncovered_hours"),
-        (share * uncovered.cast(pl.Float64)).sum().alias("hours_share_uncovered"),
+        # clipped: the shares' float sum can reach 1.0000000000000007
+        (share * uncovered.cast(pl.Float64)).sum().clip(0.0, 1.0).alias("hours_share_uncovered"),
         pl.col("wage_bill").first(),
         ((share * pl.col("c_exposure")).sum() / share.sum()).alias("c_exposure_w"),
         pl.col("c_exposure").mean().alias("c_exposure_mean"),

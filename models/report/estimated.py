@@ -169,7 +169,8 @@ GAPS_QUOTED = 5  # the summary names this many gaps; occupation_gaps ranks them 
 def gap_findings(tables: Tables, threshold: int = 5) -> list[str]:
     """Where the next benchmark should go, as estimated (occupation_gaps ranked by expected uncovered hours): how
     many occupations are not likely covered at `threshold`, and the first GAPS_QUOTED by the annual US work hours
-    on their tasks expected to stay below it, each with its 95% interval across the estimates' draws."""
+    on their tasks expected to stay below it, each with its 95% interval across the estimates' draws; one likely
+    covered (a task at the threshold) is named as such, since its other tasks can still hold the most hours."""
     gaps = present_table(tables, "occupation_gaps")
     needed = {"threshold", "rank", "occupation_title", "expected_uncovered_hours", "expected_uncovered_hours_low",
               "expected_uncovered_hours_high", "ranked_by"}
@@ -189,7 +190,11 @@ def gap_findings(tables: Tables, threshold: int = 5) -> list[str]:
     def with_interval(row: dict) -> str:
         value, low, high = (billions(row[f"expected_uncovered_hours{end}"]) for end in ("", "_low", "_high"))
         # every draw leaves each of its tasks below the threshold: "(6.55-6.55)" would read as a slip
-        return f"{value} (in every draw)" if low == high == value else f"{value} ({low}\u2013{high})"
+        span = "in every draw" if low == high == value else f"{low}\u2013{high}"
+        p = row.get("p_covered")
+        covered = f"; the occupation itself likely covered, p = {p:.2f}" if p is not None and p >= LIKELY_COVERED \
+            else ""
+        return f"{value} ({span}{covered})"
 
     top = gaps.sort("rank").head(GAPS_QUOTED)
     named = "; ".join(f"{r['occupation_title']} {with_interval(r)}" for r in top.iter_rows(named=True))
@@ -205,8 +210,10 @@ def gap_findings(tables: Tables, threshold: int = 5) -> list[str]:
                 f"{share('not')}"] if "not" in held else []
     how_far = (f" In the release's checks against known truths, {' and '.join(checked)} of cases "
                "(unit_coverage_simulation_check); read the band between as unsure.") if checked else ""
-    return [f"**Where the next benchmark should go.** {num(gaps.height)}{of} occupations are not likely covered at "
-            f">= {threshold} prompts (estimated probability below {LIKELY_COVERED:g}).{how_far} Those with the most "
-            f"annual US work hours on tasks expected to stay below {threshold} prompts (expected uncovered hours, "
-            f"billions, 95% interval across the estimates' draws): {named} (occupation_gaps; `python -m "
-            "pipelines.whatif` scores a candidate benchmark against them)."]
+    not_likely = gaps.filter(pl.col("p_covered") < LIKELY_COVERED).height if "p_covered" in gaps.columns else \
+        gaps.height
+    return [f"**Where the next benchmark should go.** {num(not_likely)}{of} occupations are not likely covered at "
+            f">= {threshold} prompts (estimated probability below {LIKELY_COVERED:g}).{how_far} The occupations, "
+            f"likely covered or not, with the most annual US work hours on tasks expected to stay below {threshold} "
+            f"prompts (expected uncovered hours, billions, 95% interval across the estimates' draws): {named} "
+            "(occupation_gaps; `python -m pipelines.whatif` scores a candidate benchmark against them)."]
