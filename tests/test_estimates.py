@@ -122,6 +122,42 @@ def test_species_floors_of_nested_scopes_never_say_a_part_covers_more():
                                    "about 15")
 
 
+def test_species_estimate_of_occupations_never_above_the_tasks():
+    """Every covered occupation has a covered task, so a scope's occupations' species estimate is capped at its
+    tasks' (the audit of 2026-12-07 found da_code's published floor at 92 occupations on 56 tasks), and the
+    capped value's reader is told why."""
+    from models.estimates.richness import BY_TASKS, OCCUPATIONS, TASKS, capped_by_tasks
+    from models.estimates.tables import capped_note
+    from models.report.answer import capped_phrase
+
+    values = np.full((3, len(es.QUANTITIES), 3), np.nan)
+    values[0, TASKS], values[0, OCCUPATIONS] = [56.5, 26.8, 197.0], [92.3, 45.3, 198.6]  # above: capped
+    values[1, TASKS], values[1, OCCUPATIONS] = [40.0, 30.0, 60.0], [12.0, 10.0, 20.0]  # below: unchanged
+    values[2, TASKS] = [5.0, 4.0, 6.0]  # no occupations' estimate: stays NaN
+    capped = capped_by_tasks(values)
+    assert capped[0, OCCUPATIONS].tolist() == [56.5, 26.8, 197.0]
+    assert np.array_equal(capped[1], values[1], equal_nan=True) and np.isnan(capped[2, OCCUPATIONS]).all()
+    assert np.array_equal(capped[:, TASKS], values[:, TASKS], equal_nan=True)
+    note = capped_note([], BY_TASKS, "92")
+    assert note == ("; capped at the value of the tasks' species estimate (every covered occupation has a covered "
+                    "task): this scope's own estimate was higher: 92")
+    assert capped_phrase({"basis": "species estimate" + note}) == (
+        " (capped at the tasks' species estimate's value: its own estimate, 92, was higher, and every covered "
+        "occupation has a covered task)")
+
+
+def test_published_floors_of_occupations_never_above_the_tasks(mirror_tables):
+    """On the mirror, for every index and scope: the published bounds of occupations at >= 1 prompt (value and
+    lower limit) are no higher than the tasks'."""
+    bounds = mirror_tables("headline_estimates").filter(
+        (pl.col("estimator") == "bounds") & (pl.col("threshold") == 1)
+        & pl.col("quantity").is_in(["tasks_covered", "occupations_covered"]))
+    wide = bounds.pivot(on="quantity", index=["benchmark_index", "scope"], values=["value", "ci_low"])
+    assert wide.height >= 30
+    assert (wide["value_occupations_covered"] <= wide["value_tasks_covered"] + 1e-9).all()
+    assert (wide["ci_low_occupations_covered"] <= wide["ci_low_tasks_covered"] + 1e-9).all()
+
+
 def test_chao_lin_unseen_count_by_hand():
     from models.estimates.richness import log_normal_interval, unseen_count
 

@@ -35,7 +35,7 @@ from models.estimates.problem import (
     build_problem,
     scopes_for,
 )
-from models.estimates.richness import RICHNESS, richness_with_caps
+from models.estimates.richness import BY_TASKS, RICHNESS, richness_with_caps
 from models.estimates.texts import TextOccupationDraws
 from models.estimates.units import UnitDraws
 
@@ -287,6 +287,9 @@ OWN_ESTIMATE = "this scope's own estimate was higher"  # then ": <value>" when k
 def capped_note(scopes: Sequence[Scope], outer: int, own: str | None = None) -> str:
     """The basis' note of a species estimate capped at a larger scope's value (`outer`, -1: none); `own`: the
     scope's own estimate, as printed."""
+    if outer == BY_TASKS:
+        return (f"; {CAPPED} the tasks' species estimate (every covered occupation has a covered task): "
+                f"{OWN_ESTIMATE}" + (f": {own}" if own else ""))
     if outer < 0:
         return ""
     scope = scopes[outer]

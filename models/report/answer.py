@@ -91,10 +91,10 @@ def capped_phrase(row: dict[str, Any]) -> str:
     basis = row.get("basis") or ""
     if CAPPED not in basis:
         return ""
-    where = basis[basis.index(CAPPED) + len(CAPPED):].split(" (", 1)[0].strip()
+    where, why = basis[basis.index(CAPPED) + len(CAPPED):].split(" (", 1)
+    why = why.split(")", 1)[0].split(", and ")[-1]  # the note's reason: "a part never covers more than the whole"
     own = basis.split(OWN_ESTIMATE + ": ", 1)[1].split(";", 1)[0].strip() if OWN_ESTIMATE + ": " in basis else ""
-    return (f" (capped at {where}'s value: its own estimate{', ' + own + ',' if own else ''} was higher, and a part "
-            "never covers more than the whole)")
+    return f" (capped at {where.strip()}'s value: its own estimate{', ' + own + ',' if own else ''} was higher, and {why})"
 
 
 def _phrase(row: dict[str, Any]) -> str:
