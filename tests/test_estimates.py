@@ -625,6 +625,30 @@ def test_occupation_gaps_rank_every_occupation_by_the_draws_uncovered_hours(mirr
     assert likely.height == occupations.filter(pl.col("p_covered") >= 0.9).height > 0
 
 
+def test_columns_the_dictionary_calls_shares_or_probabilities_lie_in_0_1(full_pipeline, mirror_tables):
+    """The data dictionary's unit is a promise about the values: on the mirror, no column documented as a share
+    or a probability leaves [0, 1] (the audit of 2026-12-07 found unit_coverage_simulation_check.difference, a
+    difference of shares down to -0.82, documented as a share)."""
+    import duckdb
+
+    from models.data_dictionary import DATA_DICTIONARY, PROB, SHARE
+
+    with duckdb.connect(str(full_pipeline.warehouse), read_only=True) as con:
+        tables = {row[0] for row in con.execute("select table_name from duckdb_tables()").fetchall()}
+    outside, read = [], 0
+    for table, entries in DATA_DICTIONARY.items():
+        if table not in tables:
+            continue
+        frame = mirror_tables(table)
+        read += 1
+        for column, (_, unit, _) in entries.items():
+            if unit in (SHARE, PROB) and column in frame.columns and frame[column].dtype.is_numeric():
+                low, high = frame[column].min(), frame[column].max()
+                if low is not None and (low < -1e-12 or high > 1 + 1e-12):
+                    outside.append((table, column, low, high))
+    assert read >= 25 and outside == []
+
+
 def test_estimates_on_the_mirror(mirror_tables):
     from resources.readers import load_reference, sampling_design
 

@@ -47,7 +47,8 @@ def publish(tables, tmp_path, moment=T0):
     staging = rl.staging_folder(root, f"run-{moment:%H%M%S}")
     return rl.publish_export(tables, staging, root, created_at=moment, run_id="run", benchmarks=tables["benchmarks"],
                              labelers=[], labeler_model="offline", sources=[], version="test-version",
-                             excluded=[("all", "webshop", report.counts.NO_WORK_REASON)])
+                             excluded=[("all", "webshop", report.counts.NO_WORK_REASON),
+                                       ("econ", "cybench", "not in this index: the cap keeps 3")])
 
 
 # --- the release file ---------------------------------------------------------------------------------------
@@ -133,7 +134,9 @@ def test_releases_are_immutable_and_only_written_when_a_figure_changes(tables, t
         ("index", "tasks_covered", 5, "changed")]
     documentation = (third.folder / "data_documentation.md").read_text()
     assert f"Against {first.folder.name}: 1 changed, 0 added, 0 removed figures." in documentation
-    assert "| webshop | no prompt labeled as work" in documentation
+    # counted but adding to no task is told apart from left out of the index (the audit read both as not counted)
+    assert "| all | webshop | yes | no prompt labeled as work" in documentation
+    assert "| econ | cybench | no | not in this index: the cap keeps 3 |" in documentation
     for column in rel.RELEASE_SCHEMA:
         assert f"| `{column}` |" in documentation
 
@@ -441,3 +444,24 @@ def test_the_label_quality_lines_say_what_is_in_sample_and_what_leaving_a_benchm
     line = stepped_label_quality({}, {})
     assert "close relatives" in line and "chosen looking at these figures" in line
     assert "every model and setting chosen without" not in line
+
+
+def test_the_label_quality_line_says_why_task_f1_sits_above_precision_and_recall():
+    """An audit: "task F1 58% (precision 57%, recall 51%)" reads as an error, a harmonic mean above both. The three
+    are means over different prompt-passes (F1 over all, a text both call not work scoring 1), so the line gives
+    each its count and says why, where it happens."""
+    from models.report.limitations import stepped_label_quality
+
+    def stat(value: float, n: int) -> dict:
+        return {"value": value, "ci_low": value - 0.03, "ci_high": value + 0.03, "n": n}
+
+    row = {"ref_cv_within_benchmark_task_f1": stat(0.583, 998), "ref_cv_within_benchmark_task_precision":
+           stat(0.573, 806), "ref_cv_within_benchmark_task_recall": stat(0.514, 822),
+           "ref_cv_new_benchmark_task_f1": stat(0.166, 998), "ref_cv_new_benchmark_task_precision": stat(0.112, 928),
+           "ref_cv_new_benchmark_task_recall": stat(0.221, 822)}
+    line = stepped_label_quality(row, {})
+    within, new = line.split("**Leaving one benchmark out**")
+    assert ("task F1 58% (95% CI 55%\u201361%) over 998 prompt-passes (precision 57% (95% CI 54%\u201360%) over "
+            "the 806 where the labels name a task, recall 51% (95% CI 48%\u201354%) over the 822 where the judge does; "
+            "F1 sits above both: a text both call not work scores 1 in it and counts in neither)") in within
+    assert "over the 822 where the judge does)" in new and "sits above both" not in new

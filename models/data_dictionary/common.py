@@ -29,6 +29,7 @@ CODE = "pipeline configuration"
 
 SHARE = "share (0-1)"
 PROB = "probability (0-1)"
+SHARE_DIFFERENCE = "difference of shares (-1 to 1)"
 COUNT = "count"
 TEXT = "text"
 CODE_UNIT = "code"

@@ -3,7 +3,17 @@ texts.py, calibration.py; issue 25)."""
 
 from __future__ import annotations
 
-from models.data_dictionary.common import BOOL, COMMON, COUNT, HOURS_UNIT, PROB, SHARE, TEXT, Entry
+from models.data_dictionary.common import (
+    BOOL,
+    COMMON,
+    COUNT,
+    HOURS_UNIT,
+    PROB,
+    SHARE,
+    SHARE_DIFFERENCE,
+    TEXT,
+    Entry,
+)
 
 ESTIMATES = "computed: models/estimates/ from prompt_task_labels (p_exercised) and the judge sample"
 DRAWS = "the headline's model-assisted draws (headline_estimates, same seed)"
@@ -157,13 +167,13 @@ TABLES: dict[str, dict[str, Entry]] = {
         "n_units": ("units in the bin, over all replications", COUNT, ESTIMATES),
         "mean_p": ("mean p_covered of the bin", PROB, ESTIMATES),
         "share_covered": ("share of the bin's units covered in the known truth", SHARE, ESTIMATES),
-        "difference": ("share_covered - mean_p", SHARE, ESTIMATES),
+        "difference": ("share_covered - mean_p", SHARE_DIFFERENCE, ESTIMATES),
         "difference_se": ("standard error of difference across the replications (the check's own Monte Carlo "
-                          "noise; null with one replication)", SHARE, ESTIMATES),
+                          "noise; null with one replication)", SHARE_DIFFERENCE, ESTIMATES),
         "difference_se_units": ("standard error of difference with the units as the clusters (a unit sits in "
                                 "the same bin in many replications, so a thin bin's few units are noise too: "
                                 "read a bin against the larger of the two; null when the bin holds one distinct "
-                                "unit: n_units counts a unit once per replication)", SHARE, ESTIMATES),
+                                "unit: n_units counts a unit once per replication)", SHARE_DIFFERENCE, ESTIMATES),
         "replications": ("populations (splits or simulations) pooled", COUNT, ESTIMATES),
     },
 }

@@ -342,12 +342,15 @@ def data_documentation(
     lines += ["", "## Bases", "", "| basis | rows | meaning |", "|---|---|---|"]
     for basis, n in frame.group_by("basis").agg(pl.len()).sort("basis").iter_rows():
         lines.append(f"| `{basis}` | {n:,} | {BASIS_MEANINGS.get(basis, '')} |")
-    lines += ["", "## Benchmarks not counted", ""]
+    lines += ["", "## Benchmarks not counted, or counted but adding to no task", ""]
     if excluded:
-        lines += ["| index | benchmark | reason |", "|---|---|---|",
-                  *[f"| {i} | {b} | {why} |" for i, b, why in excluded]]
+        # a benchmark left out of an index has a reason opening "not in this index" (report.index_benchmarks);
+        # the others are counted, with no prompt labeled as work
+        lines += ["| index | benchmark | counted | reason |", "|---|---|---|---|",
+                  *[f"| {i} | {b} | {'no' if why.startswith('not in this index') else 'yes'} | {why} |"
+                    for i, b, why in excluded]]
     else:
-        lines.append("Every landed benchmark is counted in every index.")
+        lines.append("Every landed benchmark is counted in every index, and each adds to some task.")
     lines += ["", "## What changed since the previous release", ""]
     if previous_release is None:
         lines.append("This is the first release in this folder.")
