@@ -1402,6 +1402,12 @@ def test_estimated_coverage_figure_draws_the_estimates_by_hand():
                         "hours_share_covered_1": [0.5], "hours_share_covered_5": [0.2]})
     title = fg.hours_by_coverage_figure(occ).get_suptitle()
     assert "labels as counted" in title and "not for quoting" in title
+    # and so do the raw-label logits' figures (the audit of 2026-12-07 found them without the note)
+    probabilities = pl.DataFrame({"model": [fg.MODEL_EXPOSURE_WAGE] * 2, "wage_bill": [1e9, 1e10],
+                                  "exposed": [True, True], "prob": [0.1, 0.2], "ci_low": [0.05, 0.1],
+                                  "ci_high": [0.15, 0.3]})
+    title = fg.wage_bill_probability_figure(probabilities).axes[0].get_title()
+    assert "not for quoting" in title and "coverage_regressions_mi" in title
 
 
 def test_workbank_sentence_counts_listed_and_rated_tasks_apart():

@@ -27,6 +27,11 @@ if TYPE_CHECKING:
 # matplotlib is imported where a figure is drawn, not with this module: every Definitions build (every warm
 # `run_all`, issue 29) imports the figures through the asset modules and would pay ~1.5 CPU-s for it.
 
+# what a reader of a pasted figure must see: these logits are fitted on the raw labels; the fits that carry the
+# labeler's error are coverage_regressions_mi (the summary quotes those)
+RAW_FIT_NOTE = ("Labels as counted, not corrected for the labeler's errors, so not for quoting;\nthe fits with "
+                "the labeler's error: coverage_regressions_mi, summary.md")
+
 # --- 1. adjusted probability vs wage bill -------------------------------------------------------------------
 
 
@@ -76,7 +81,7 @@ def wage_bill_probability_figure(probabilities: pl.DataFrame) -> Figure:
     ax.set_ylim(bottom=0)
     ax.set_xlabel("Occupation wage bill (US$ per year, log scale)")
     ax.set_ylabel("Adjusted probability of >= 5 prompts")
-    ax.set_title(title)
+    ax.set_title(title + "\n" + RAW_FIT_NOTE, fontsize=9)
     legend_outside(fig, ax, title="bands: 95% CI (clustered SEs)")
     ax.grid(axis="y", color="#eeeeee")
     return fig
@@ -129,7 +134,7 @@ def importance_quintile_figure(probabilities: pl.DataFrame) -> Figure:
     ax.set_ylim(bottom=0)
     ax.set_xlabel("Task-importance quintile within the occupation (O*NET importance, IM)")
     ax.set_ylabel("Adjusted probability of >= 5 prompts")
-    ax.set_title(title)
+    ax.set_title(title + "\n" + RAW_FIT_NOTE, fontsize=9)
     legend_outside(fig, ax, title="occupation fixed effects; bars: 95% CI (delta method, occupation-clustered SEs)")
     ax.grid(axis="y", color="#eeeeee")
     return fig

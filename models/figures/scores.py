@@ -125,7 +125,9 @@ def model_score_heatmap_figure(
         ax.spines[:].set_visible(False)
     axes[0].set_yticks(range(len(occ_order)), labels, fontsize=7)
     fig.colorbar(image, ax=list(axes), shrink=0.6, label="Mean score (0-1)")
-    fig.suptitle(title)
+    # the weights are the raw labels' (occupation_model_scores); the estimated twin carries the labeler's error
+    fig.suptitle(title + "\nTasks weighted by the labels as counted, not for quoting; the estimated scores with "
+                 "the labeler's error: occupation_model_scores_estimated, summary.md", fontsize=9)
     return fig
 
 
