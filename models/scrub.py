@@ -8,7 +8,12 @@
 - any `sk-...`-shaped token (OpenAI-style keys, also those the process does not know, e.g. a proxy's own key)
 
 by `[redacted]`, and a known secret cut short at the text's end (a truncation, with or without its ellipsis) or
-start: its first (last) FRAGMENT_MIN_CHARS or more characters there are masked too. Texts are masked as decoded:
+start: its first (last) FRAGMENT_MIN_CHARS or more characters there are masked too. So is any run of
+FRAGMENT_MIN_CHARS or more of a known secret's letters and digits anywhere in the text (holding a digit, or
+WORDLIKE_FRAGMENT_CHARS long), compared without case and across whatever separates them (`_mask_fragments`): a
+server echoed the key without its `sk-`, spaced out, upper-cased or with its `/` escaped as `\\/` (an audit,
+2026-12-07); a key inside base64 (`Basic` or `Bearer` credentials encoded) is found through the base64 of the
+key at each of its three alignments. Texts are masked as decoded:
 `scrub_strings` masks every string of a JSON value (a key written as \\uXXXX escapes is only a key once decoded).
 A lone surrogate (JSON's "\\ud800" decodes to one) becomes U+FFFD: no UTF-8 store can encode it, and one in an
 answer crashed the whole labeling step. Pure: the secrets the process knows are collected by
@@ -17,6 +22,8 @@ answer crashed the whole labeling step. Pure: the secrets the process knows are 
 
 from __future__ import annotations
 
+import base64
+import functools
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -70,6 +77,7 @@ def _scrub_plain(text: str, secrets: list[str]) -> str:
         for form in {secret, quote(secret, safe="")}:
             text = text.replace(form, MASK)
     text = _mask_cut_secrets(text, secrets)
+    text = _mask_fragments(text, tuple(secrets))
     if _TRIGGER.search(text):
         for pattern in _PATTERNS:
             text = pattern.sub(lambda m: m.group(1) + MASK, text)
@@ -99,6 +107,66 @@ def _mask_cut_secrets(text: str, secrets: Iterable[str]) -> str:
             j = secret.find(text[:FRAGMENT_MIN_CHARS], j + 1)
         if j != -1:
             text = MASK + text[len(secret) - j:]
+    return text
+
+
+_ALNUM_RUN = re.compile(r"[^\W_]+")  # letters and digits: what a fragment is compared on
+WORDLIKE_FRAGMENT_CHARS = 16  # a fragment of letters alone is masked from this many on, one with a digit from 8
+
+
+def _alnum(text: str) -> str:
+    return "".join(_ALNUM_RUN.findall(text)).lower()
+
+
+def _base64_cores(secret: str) -> list[str]:
+    """The base64 characters that stand for `secret` wherever it sits in an encoded text: one core per
+    alignment (0, 1 or 2 bytes before it), without the characters shared with what surrounds it."""
+    raw = secret.encode()
+    cores = []
+    for offset, skip in ((0, 0), (1, 2), (2, 3)):
+        encoded = base64.b64encode(b"\0" * offset + raw).decode()
+        cores.append(encoded[skip:len(encoded) - 4])  # the last group may hold the next bytes
+    return [c for c in cores if len(c) >= FRAGMENT_MIN_CHARS]
+
+
+@functools.lru_cache(maxsize=8)
+def _fragment_search(secrets: tuple[str, ...]) -> tuple[re.Pattern[str], tuple[str, ...]] | None:
+    """A search for any FRAGMENT_MIN_CHARS letters and digits in a row of a secret (or of its base64), without
+    case, and the secrets' letters and digits to grow a hit against; None when no secret has that many."""
+    forms = tuple({f for s in secrets for f in (_alnum(s), *map(_alnum, _base64_cores(s)))
+                   if len(f) >= FRAGMENT_MIN_CHARS})
+    grams = {f[i:i + FRAGMENT_MIN_CHARS] for f in forms for i in range(len(f) - FRAGMENT_MIN_CHARS + 1)}
+    if not grams:
+        return None
+    return re.compile("(?=(" + "|".join(map(re.escape, sorted(grams))) + "))"), forms
+
+
+def _mask_fragments(text: str, secrets: tuple[str, ...]) -> str:
+    """Every run of FRAGMENT_MIN_CHARS or more letters and digits of a known secret (or of its base64) in
+    `text`, wherever it is and whatever separates its characters there, masked from its first to its last
+    character. One regex search per text when there is none."""
+    search = _fragment_search(secrets)
+    if search is None:
+        return text
+    pattern, forms = search
+    runs = list(_ALNUM_RUN.finditer(text))
+    where = [i for run in runs for i in range(run.start(), run.end())]  # a letter's place in `text`
+    flat = "".join(run.group() for run in runs).lower()
+    spans: list[tuple[int, int]] = []
+    end = 0
+    for hit in pattern.finditer(flat):
+        start = hit.start()
+        if start < end:
+            continue
+        stop = start + FRAGMENT_MIN_CHARS
+        while stop < len(flat) and any(flat[start:stop + 1] in f for f in forms):
+            stop += 1
+        if stop - start < WORDLIKE_FRAGMENT_CHARS and not any(c.isdigit() for c in flat[start:stop]):
+            continue  # letters alone, shorter than that: a key made of words ("given-key") shares them with text
+        spans.append((where[start], where[stop - 1] + 1))
+        end = stop
+    for first, last in reversed(spans):
+        text = text[:first] + MASK + text[last:]
     return text
 
 

@@ -26,7 +26,8 @@ shared with an earlier request, like a provider's prefix cache.
 
 `echo_key=True` behaves like a careless proxy: every error message and every step-1 `reading` quotes the API
 key of the request's Authorization header (`Incorrect API key provided: sk-...`), so tests can check that no
-server text reaches a table, file or log unmasked. A batch's requests echo it too. With `escape_echo=True` the
+server text reaches a table, file or log unmasked; an error message also quotes it without its `sk-`,
+upper-cased and spaced out (`echo_forms`). A batch's requests echo it too. With `escape_echo=True` the
 echoed key is never in the text literally but as JSON \\uXXXX escapes: inside the answer's JSON (a chat answer's
 `reading`), or in the result file's JSON (a batch), so only masking after decoding finds it.
 
@@ -405,8 +406,8 @@ class OpenAIStub:
         if isinstance(action, Raw | Drip):
             return 200, action, {}
         if isinstance(action, Status):
-            message = f"{action.message} (Incorrect API key provided: {key}; {authorization})" if key else \
-                action.message
+            message = f"{action.message} (Incorrect API key provided: {key}; {authorization}){echo_forms(key)}" \
+                if key else action.message
             return action.code, _err(message, action.code), action.headers
         completion = self._completion(body, action)
         if key:
@@ -521,6 +522,12 @@ class OpenAIStub:
             "metadata": body.get("metadata"),
         }
         return 200, self.batches[batch_id], {}
+
+
+def echo_forms(key: str) -> str:
+    """The other forms an audit's careless server echoed a key in (2026-12-07): without its `sk-`, upper-cased,
+    spaced out."""
+    return f" [raw {key.removeprefix('sk-')}; {key.upper()}; {' '.join(key)}]"
 
 
 def json_escaped(text: str) -> str:

@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from models.scrub import MASK  # noqa: E402
 from tests import test_faults as faults  # noqa: E402
 from tests.test_faults import World, real_records, step_error  # noqa: E402
 
@@ -102,7 +103,8 @@ def test_a_server_echoing_the_key_leaves_it_in_no_table_file_log_or_export(world
     from tests.openai_stub import OpenAIStub, Status, rate_limited
 
     key = f"sk-test-{secrets.token_hex(16)}"
-    needles = [key, key[8:]]  # the whole key, and its random part alone
+    # the whole key, its random part alone, and the forms the stub's errors also echo (upper-cased, spaced out)
+    needles = [key, key[8:], key[8:].upper(), " ".join(key[8:24])]
     records = real_records("gdpval", 6)
     world.add("keyed", records)
     env = world.state.env()
@@ -125,6 +127,7 @@ def test_a_server_echoing_the_key_leaves_it_in_no_table_file_log_or_export(world
     failures = world.table("label_failures")
     assert failures.height == 1 and "maximum context length" in failures["error"][0]
     assert "Incorrect API key provided: [redacted]" in failures["error"][0]
+    assert f"[raw {MASK}; {MASK}; {MASK}]" in failures["error"][0]  # each echoed form masked where it stood
     assert list(world.state.exports.rglob("manifest.json")), "no export was written"
 
     output = world.state.root / "run_output.txt"

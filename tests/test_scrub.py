@@ -73,11 +73,43 @@ CUT = "AUDITKEYzq8W3nT5vR2pL9xYq"  # not sk-shaped: only the known-secret maskin
     (f"{CUT[5:]} and more", f"{MASK} and more"),  # the head cut off
     (f"read: {CUT[:8]}", f"read: {MASK}"),  # FRAGMENT_MIN_CHARS (8) of it
     (f"read: {CUT[:7]}", f"read: {CUT[:7]}"),  # fewer: ordinary text may end so
-    (f"{CUT[8:20]} in the middle", f"{CUT[8:20]} in the middle"),  # neither its head nor its tail
+    (f"{CUT[8:20]} in the middle", f"{MASK} in the middle"),  # neither its head nor its tail: masked too
+    (f"{CUT[8:15]} in the middle", f"{CUT[8:15]} in the middle"),  # 7 characters: ordinary text may hold them
 ])
 def test_a_secret_cut_at_the_texts_end_or_start_is_masked(text: str, want: str) -> None:
     """A truncation that cut a known key (not sk-shaped) leaves a fragment no whole-key match finds."""
     assert scrub(text, [CUT]) == want
+
+
+PROBE = "sk-probe-XYZ123"  # the audit's key (2026-12-07); its server echoed it in every form below
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("HTTP 401: raw probe-XYZ123", f"HTTP 401: raw {MASK}"),  # without its sk-, inside the text: was stored
+    ("spaced s k - p r o b e - X Y Z 1 2 3 end", f"spaced {MASK} end"),
+    ("upper SK-PROBE-XYZ123 end", f"upper {MASK} end"),
+    ("json sk-probe\\/XYZ123", f"json {MASK}"),  # a / escaped (JSON) between its characters
+    ("The task asks an accountant to audit statements (15-1252.00).",
+     "The task asks an accountant to audit statements (15-1252.00)."),
+])
+def test_a_known_secret_is_masked_in_every_form_a_server_echoed(text: str, want: str) -> None:
+    """An audit's server echoed the key without its prefix, spaced out, upper-cased and escaped; only the whole
+    key and fragments at a text's ends were masked, so 12 of its 15 characters reached label_cache,
+    label_failures, the label store, the run storage and the console."""
+    assert scrub(text, [PROBE]) == want
+
+
+def test_a_known_secret_inside_base64_credentials_is_masked() -> None:
+    import base64
+
+    slash_key = "sk-abc/def+ghi/jkl0123456789"
+    for key in (PROBE, slash_key):
+        for prefix in ("Bearer ", "user:", ""):  # each of base64's three alignments
+            encoded = base64.b64encode((prefix + key).encode()).decode()
+            masked = scrub(f"Authorisation was {encoded} then", [key])
+            assert encoded not in masked and masked.startswith("Authorisation was ") and MASK in masked
+            left = masked.removeprefix("Authorisation was ").removesuffix(" then").split(MASK)
+            assert all(len(part) <= 12 for part in left)  # what stays is the prefix's and the end group's
 
 
 def test_every_decoded_string_is_masked() -> None:
