@@ -244,6 +244,32 @@ def test_labeler_selection() -> None:
         select_labeler(labels, "nonexistent")
 
 
+def test_a_run_that_labeled_some_benchmarks_with_an_llm_counts_every_benchmark_by_its_own_labeler() -> None:
+    """An audit (2026-12-07): `run_all --benchmarks jobbench` with the LLM after an offline run left the raw-label
+    figures counting the LLM's benchmarks alone ("tasks covered: 1 of 18,796"). Each benchmark is now counted by
+    its preferred labeler, and the name says the labels are mixed; within one benchmark two labelers never add up."""
+    labels = pl.DataFrame([
+        _label("llm_bench", "p1", OCC_A, 1, labeler="openai"),
+        _label("old_bench", "p1", OCC_A, 2, labeler="offline"), _label("old_bench", "p2", OCC_B, 3, labeler="offline"),
+        _label("both", "p1", OCC_A, 4, labeler="offline"), _label("both", "p1", OCC_A, 5, labeler="openai"),
+    ])
+    chosen, name = select_labeler(labels)
+    assert name == "openai+offline"
+    assert sorted(chosen.select("benchmark", "labeler", "task_id").rows()) == [
+        ("both", "openai", 5), ("llm_bench", "openai", 1), ("old_bench", "offline", 2), ("old_bench", "offline", 3)]
+    assert select_labeler(labels.filter(pl.col("benchmark") == "old_bench"))[1] == "offline"
+    assert select_labeler(labels, "offline")[0]["task_id"].to_list() == [2, 3, 4]  # named: that labeler alone
+
+    from models.report.limitations import label_quality_findings
+
+    validation = pl.DataFrame({"benchmark": ["all"], "labeler": ["offline"], "labeler_version": ["v"],
+                               "metric": ["ref_task_f1"], "value": [0.3], "ci_low": [0.2], "ci_high": [0.4],
+                               "n": [100]})
+    tables = {"labeler_validation": validation, "task_coverage": pl.DataFrame({"labeler": [name]})}
+    (line,) = label_quality_findings(tables)
+    assert "several labelers, one per benchmark (openai, offline" in line and "unmeasured size" in line
+
+
 def test_coverage_sensitivity_dimensions() -> None:
     """A simulated world with both labelers: every sensitivity dimension is reported."""
     rng = np.random.default_rng(3)

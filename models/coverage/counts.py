@@ -78,22 +78,44 @@ def labels_at_depth(counts: pl.DataFrame, depth: int | None) -> pl.DataFrame:
 LABELER_PREFERENCE: tuple[str, ...] = ("openai", "offline")
 
 
-def select_labeler(labels: pl.DataFrame, labeler: str | None = None) -> tuple[pl.DataFrame, str | None]:
-    """Keep one labeler's labels so no computation mixes two labelers' judgements.
+MIXED_LABELERS = "+"  # joins the names of a per-benchmark choice of several labelers ("openai+offline")
 
-    With `labeler=None`: the only labeler present, else the first of LABELER_PREFERENCE present, else the
-    alphabetically first. Naming a labeler absent from a non-empty frame is an error (it would silently
-    report zero coverage).
+
+def _preference(name: str) -> tuple[int, str]:
+    return (LABELER_PREFERENCE.index(name) if name in LABELER_PREFERENCE else len(LABELER_PREFERENCE), name)
+
+
+def select_labeler(labels: pl.DataFrame, labeler: str | None = None) -> tuple[pl.DataFrame, str | None]:
+    """Keep one labeler's labels per benchmark so no count mixes two labelers' judgements of one text.
+
+    With `labeler=None`: in each benchmark (every row, without a `benchmark` column) the only labeler present,
+    else the first of LABELER_PREFERENCE present, else the alphabetically first; the name returned is that
+    labeler's, or the chosen ones joined by MIXED_LABELERS in order of preference when benchmarks differ (a run
+    that labeled a few benchmarks with an LLM and the rest offline: before, the LLM's three benchmarks alone were
+    counted, and the summary read "1 of 18,796 tasks"). Naming a labeler keeps its labels alone; naming one
+    absent from a non-empty frame is an error (it would silently report zero coverage).
     """
     if "labeler" not in labels.columns or labels.is_empty():
         return labels, labeler
     present = sorted(labels["labeler"].drop_nulls().unique().to_list())
-    if labeler is None:
-        preferred = [name for name in LABELER_PREFERENCE if name in present]
-        labeler = preferred[0] if preferred else (present[0] if present else None)
-    elif labeler not in present:
-        raise ValueError(f"labeler {labeler!r} has no labels; present: {present}")
-    return labels.filter(pl.col("labeler") == labeler), labeler
+    if labeler is not None:
+        if labeler not in present:
+            raise ValueError(f"labeler {labeler!r} has no labels; present: {present}")
+        return labels.filter(pl.col("labeler") == labeler), labeler
+    if len(present) <= 1 or "benchmark" not in labels.columns:
+        chosen = min(present, key=_preference) if present else None
+        return (labels.filter(pl.col("labeler") == chosen) if chosen else labels), chosen
+    rank = pl.col("labeler").replace_strict({n: _preference(n)[0] for n in present}, default=None,
+                                            return_dtype=pl.Int64)
+    ranked = labels.with_columns(rank.alias("_rank"))
+    best = ranked.group_by("benchmark").agg(pl.col("_rank").min().alias("_best"))
+    kept = ranked.join(best, on="benchmark", how="left").filter(
+        (pl.col("_rank") == pl.col("_best"))
+        # two labelers of one preference rank (neither in LABELER_PREFERENCE): the alphabetically first
+        & (pl.col("labeler") == pl.col("labeler").min().over(["benchmark", "_rank"]))
+    ).drop("_rank", "_best")
+    names = sorted(kept["labeler"].drop_nulls().unique().to_list(), key=_preference)
+    return kept, MIXED_LABELERS.join(names) if names else None
 
 
 def prompt_task_pairs(labels: pl.DataFrame) -> pl.DataFrame:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from models.coverage.counts import MIXED_LABELERS
 from models.figures import VALIDATION_METRICS, VALIDATION_TITLES
 from models.report.answer import ALL_INDEX
 from models.report.formatting import (
@@ -107,6 +108,12 @@ def label_quality_findings(tables: Tables) -> list[str]:
                 "unknown labeling error."]
     pooled = validation.filter((pl.col("benchmark") == "all") & pl.col("metric").str.starts_with("ref_"))
     mine = pooled.filter(pl.col("labeler") == labeler) if labeler else pooled.head(0)
+    if labeler and MIXED_LABELERS in labeler:  # select_labeler's choice per benchmark: several labelers
+        return [f"**Label quality.** The labels counted come from several labelers, one per benchmark "
+                f"({', '.join(labeler.split(MIXED_LABELERS))}: the labeler column of prompt_task_labels says which). "
+                "labeler_validation holds each one's quality against the task-level reference where it labeled "
+                "reference prompts; no figure there describes the mix, so the counts below carry a labeling error "
+                "of unmeasured size. Label every benchmark with one labeler to measure it."]
     if mine.is_empty():
         return ["**Label quality.** The labels were not measured against the task-level reference (no "
                 "reference prompt is labeled by the current labeler)."]
