@@ -161,6 +161,7 @@ def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: Dagste
         return checked
     report, restored = checked
     instance = instance or open_instance()
+    rr.fail_abandoned_runs(instance)  # a killed run_all's runs, without the daemon's run monitoring
     landing = discover_landing()
     names = _benchmark_names(landing, args.benchmarks)
     if names is None:

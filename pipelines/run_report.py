@@ -1,6 +1,6 @@
 """What `run_all` reads back from a finished in-process run (errors, materializations, tables written, failed
-checks), the headline lines of its final summary (from the warehouse's `coverage_headline`) and the one line of a
-run stopped by an interrupt."""
+checks), the headline lines of its final summary (from the warehouse's `coverage_headline`), the one line of a
+run stopped by an interrupt, and the runs an earlier, killed run_all left unfinished."""
 
 from __future__ import annotations
 
@@ -17,6 +17,20 @@ from resources.untrusted import scrub_untrusted
 # --- reading a run's result ---------------------------------------------------------------------------------
 
 FAILURE_PREFIX = "dagster._core.definitions.events.Failure: "  # how Dagster's error info names a raised Failure
+
+
+def fail_abandoned_runs(instance: Any) -> list[str]:
+    """Mark failed, and say so, the runs a killed run_all left STARTED (resources/run_launcher.py
+    `fail_abandoned_in_process_runs`): without `dagster dev`'s run monitoring nothing else would."""
+    from models.report.formatting import count
+    from resources.run_launcher import fail_abandoned_in_process_runs
+
+    abandoned = fail_abandoned_in_process_runs(instance)
+    if abandoned:
+        print(f"marked {count(len(abandoned), 'run')} of an earlier run_all failed: the process that ran "
+              f"{'them' if len(abandoned) > 1 else 'it'} is gone and the run did not finish "
+              f"({', '.join(r[:8] for r in abandoned)})")
+    return abandoned
 
 
 def errors(result: ExecuteInProcessResult) -> list[str]:

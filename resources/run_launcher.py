@@ -78,6 +78,31 @@ def in_process_tags() -> dict[str, str]:
     return {IN_PROCESS_PID_TAG: str(os.getpid()), START_TAG: process_start_time(os.getpid()) or "", HOST_TAG: HOST}
 
 
+def fail_abandoned_in_process_runs(instance: Any) -> list[str]:
+    """Mark failed the runs an earlier run_all executed in process on this host and never finished because that
+    process is gone (SIGKILL, out of memory): without the daemon's run monitoring (`dagster dev`), nothing else
+    does, and an audit found two such runs still STARTED after later runs succeeded. Returns their run ids."""
+    from dagster import DagsterRunStatus, RunsFilter
+
+    pending = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
+    failed = []
+    for record in instance.get_run_records(RunsFilter(statuses=pending)):
+        run = record.dagster_run
+        pid_text = run.tags.get(IN_PROCESS_PID_TAG)
+        if not pid_text or run.tags.get(HOST_TAG, HOST) != HOST or pid_text == str(os.getpid()):
+            continue
+        try:
+            gone = worker_gone(int(pid_text), run.tags.get(START_TAG) or None)
+        except ValueError:
+            continue
+        if gone is not None:
+            instance.report_run_failed(run, message=f"the run's process {pid_text} is gone ({gone}) but the run did "
+                                                    "not finish: the run_all that ran it in process was killed or "
+                                                    "crashed (found by a later run_all)")
+            failed.append(run.run_id)
+    return failed
+
+
 def worker_gone(pid: int, start_time: str | None, proc: Path = PROC) -> str | None:
     """Why process `pid` (started at `start_time`, when known) is no longer the run's; None while it is."""
     if not (proc / "self" / "stat").exists():  # no /proc (not Linux): whether the pid lives is all there is

@@ -333,3 +333,35 @@ def test_a_process_of_another_host_is_not_checked(tmp_path: Path) -> None:
         assert instance.run_launcher.terminate(local.run_id) is False
         assert any("which is gone (no such process); run monitoring marks the run failed" in m
                    for m in _engine_messages(instance, local.run_id))
+
+
+def test_run_all_fails_the_runs_a_killed_run_all_left_started(capsys: pytest.CaptureFixture[str]) -> None:
+    """An audit (2026-12-07): a SIGKILLed run_all's runs stayed STARTED in Dagster after later runs succeeded, since
+    only the daemon's run monitoring fails them and `make run` starts no daemon. run_all now fails them when it
+    starts; a live process's run, another host's and its own are left alone."""
+    from pipelines.run_report import fail_abandoned_runs
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        alive = {run_launcher.IN_PROCESS_PID_TAG: str(child.pid), START_TAG: process_stat(child.pid)[1]}
+        with instance_for_test() as instance:
+            def started(tags: dict[str, str]) -> str:
+                return create_run_for_test(instance, job_name="analysis", status=DagsterRunStatus.STARTED,
+                                           tags=tags).run_id
+
+            killed = started({run_launcher.IN_PROCESS_PID_TAG: "999999999"})
+            living, elsewhere = started(alive), started({run_launcher.IN_PROCESS_PID_TAG: "999999999",
+                                                         run_launcher.HOST_TAG: "elsewhere"})
+            mine, forked = started(run_launcher.in_process_tags()), started({PID_TAG: "999999999"})
+            assert fail_abandoned_runs(instance) == [killed]
+            status = {r: instance.get_run_by_id(r).status for r in (killed, living, elsewhere, mine, forked)}
+            assert status[killed] == DagsterRunStatus.FAILURE
+            assert {status[r] for r in (living, elsewhere, mine, forked)} == {DagsterRunStatus.STARTED}
+            assert any("the run's process 999999999 is gone (no such process)" in m and "later run_all" in m
+                       for m in _engine_messages(instance, killed))
+            assert fail_abandoned_runs(instance) == []  # once
+    finally:
+        child.kill()
+        child.wait()
+    assert f"marked 1 run of an earlier run_all failed: the process that ran it is gone and the run did not finish " \
+           f"({killed[:8]})" in capsys.readouterr().out
