@@ -33,6 +33,21 @@ def published_labeler(warehouse: Warehouse) -> tuple[str | None, str | None, boo
     return chosen, version, "p_exercised" in columns
 
 
+def published_labels(warehouse: Warehouse, has_p: bool) -> tuple[pl.DataFrame, str | None, str | None, set[str]]:
+    """The labels the estimates read: each benchmark's by its preferred labeler (`cov.select_labeler`: a run that
+    labeled a few benchmarks with an LLM keeps the others' offline labels, which the estimates once dropped for
+    the LLM's alone), the name of the choice (several joined by `cov.MIXED_LABELERS`), the version whose labels
+    have cross-fitted twins (the offline labeler's, when chosen anywhere) and the benchmarks another labeler
+    labeled (their reference texts keep that labeler's labels)."""
+    everyone = warehouse.published_task_labels(None, has_p)
+    labels, name = cov.select_labeler(everyone)
+    versions = dict(warehouse.published_labelers().iter_rows())
+    offline = labels.filter(pl.col("labeler") == "offline").height > 0
+    version = versions.get("offline") if offline else versions.get(name) if name else None
+    others = labels.filter(pl.col("labeler") != "offline")["benchmark"].unique().to_list() if offline else []
+    return labels.drop("labeler"), name, version, set(others)
+
+
 def with_out_of_fold_labels(labels: pl.DataFrame, labeler_version: str | None, sampled: pl.DataFrame,
                             log: object = None) -> pl.DataFrame:
     """The published labels with the reference texts' labels swapped for the labeler's cross-fitted ones
@@ -76,11 +91,17 @@ def read_inputs(warehouse: Warehouse, log: object = None, dev_pass: str = "a") -
     task keys and hours, index membership."""
     prompts = warehouse.prompt_keys()
     labeler, version, has_p = published_labeler(warehouse)
-    labels = warehouse.published_task_labels(labeler, has_p) if labeler else pl.DataFrame(schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "onet_soc_code": pl.Utf8,
-                                           "task_id": pl.Int64, "p_exercised": pl.Float64})
+    not_offline: set[str] = set()
+    if labeler:
+        labels, labeler, version, not_offline = published_labels(warehouse, has_p)
+    else:
+        labels = pl.DataFrame(schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "onet_soc_code": pl.Utf8,
+                                      "task_id": pl.Int64, "p_exercised": pl.Float64})
     judge_rows = read_judge_rows(warehouse, prompts, dev_pass)
-    published_labels = labels
-    labels = with_out_of_fold_labels(labels, version, judge_rows.filter(pl.col("source") == "reference"), log)
+    published = labels
+    # only the offline labeler's labels have cross-fitted twins (an LLM's were never fitted on the judge's)
+    reference = judge_rows.filter((pl.col("source") == "reference") & ~pl.col("benchmark").is_in(sorted(not_offline)))
+    labels = with_out_of_fold_labels(labels, version, reference, log)
     tasks = warehouse.onet_task_keys()
     task_hours = warehouse.task_hours()
     weighted = cov.task_hour_weights(tasks, task_hours).select(*cov.TASK_KEY, "task_hours_used")
@@ -90,7 +111,7 @@ def read_inputs(warehouse: Warehouse, log: object = None, dev_pass: str = "a") -
     return {
         "prompts": prompts,
         "labels": labels,
-        "published_labels": published_labels,  # labels_as_truth counts these (no out-of-fold swap)
+        "published_labels": published,  # labels_as_truth counts these (no out-of-fold swap)
         "labeler": labeler,
         "labeler_version": version,
         "has_p": has_p,

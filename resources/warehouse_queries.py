@@ -279,10 +279,14 @@ class WarehouseQueries:
     def published_labeler_names(self) -> list[str]:
         return self._query("select distinct labeler from prompt_task_labels")["labeler"].to_list()
 
-    def published_task_labels(self, labeler: str, has_p: bool) -> pl.DataFrame:
+    def published_task_labels(self, labeler: str | None, has_p: bool) -> pl.DataFrame:
         """One labeler's (benchmark, prompt_hash, onet_soc_code, task_id, p_exercised) rows, p = 1 without a
-        p_exercised column."""
+        p_exercised column; with `labeler` None, every labeler's, with a `labeler` column."""
         p_expr = "max(p_exercised)" if has_p else "1.0"
+        if labeler is None:
+            return self._query(
+                f"select benchmark, prompt_hash, onet_soc_code, cast(task_id as bigint) as task_id, {p_expr} as "
+                "p_exercised, labeler from prompt_task_labels group by all")
         return self._query(
             f"select benchmark, prompt_hash, onet_soc_code, cast(task_id as bigint) as task_id, {p_expr} as p_exercised "
             "from prompt_task_labels where labeler = ? group by all",

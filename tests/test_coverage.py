@@ -503,3 +503,30 @@ def test_headline_invariants_check_every_denominator(world: dict[str, pl.DataFra
     above = headline.with_columns(pl.when(pl.col("metric") == "hours_share_covered").then(1.5)
                                   .otherwise(pl.col("value")).alias("value"))
     assert "a share is outside [0, 1]" in headline_invariant_problems(above, world["tasks"])
+
+
+def test_the_estimates_read_each_benchmarks_labels_by_its_own_labeler(tmp_path) -> None:
+    """The same audit: with three benchmarks labeled by the LLM, the estimates read the LLM's labels alone and
+    treated the other benchmarks' texts as having no label. They now read each benchmark's preferred labeler,
+    and only the offline labeler's benchmarks get cross-fitted twins for their reference texts."""
+    import duckdb
+
+    from assets.estimate_inputs import published_labels
+    from resources.dagster_resources import Warehouse
+
+    path = tmp_path / "benchmap.duckdb"
+    rows = [("llm_bench", "h1", OCC_A, 1, 1.0, "openai", "gpt"), ("old_bench", "h2", OCC_A, 2, 0.7, "offline", "v1"),
+            ("old_bench", "h3", OCC_B, 3, 0.4, "offline", "v1"), ("both", "h4", OCC_A, 4, 0.9, "offline", "v1"),
+            ("both", "h4", OCC_A, 5, 1.0, "openai", "gpt")]
+    with duckdb.connect(str(path)) as con:
+        con.execute("create table prompt_task_labels (benchmark varchar, prompt_hash varchar, onet_soc_code "
+                    "varchar, task_id bigint, p_exercised double, labeler varchar, labeler_version varchar)")
+        con.executemany("insert into prompt_task_labels values (?, ?, ?, ?, ?, ?, ?)", rows)
+    labels, name, version, not_offline = published_labels(Warehouse(path=str(path)), has_p=True)
+    assert name == "openai+offline" and version == "v1" and not_offline == {"llm_bench", "both"}
+    assert sorted(labels.select("benchmark", "task_id", "p_exercised").rows()) == [
+        ("both", 5, 1.0), ("llm_bench", 1, 1.0), ("old_bench", 2, 0.7), ("old_bench", 3, 0.4)]
+    with duckdb.connect(str(path)) as con:
+        con.execute("delete from prompt_task_labels where labeler = 'openai'")
+    labels, name, version, not_offline = published_labels(Warehouse(path=str(path)), has_p=True)
+    assert (name, version, not_offline, labels.height) == ("offline", "v1", set(), 3)
