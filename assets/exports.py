@@ -207,6 +207,8 @@ def report_summary(
     )
     folder = export_folder(context, warehouse)
     model = _labeler_model(labeler, warehouse)
+    # prompts a failed labeling left without labels (label_failures): every figure counts them with no task
+    unlabeled = dict(warehouse.undecided_prompts().iter_rows()) if warehouse.table_exists("benchmark_prompts") else {}
     # one summary per benchmark index: summary.md for `all`, summary_<index>.md for the others
     paths, texts = {}, {}
     for index in ix.index_names(membership):
@@ -219,6 +221,7 @@ def report_summary(
             benchmark_index=index,
             membership=membership,
             benchmark_rows=tables.get("headline_estimates"),  # per-benchmark rows are index `all`'s
+            unlabeled=unlabeled,
         )
         paths[index] = ef.write_text(folder / summary_name(index), texts[index])
     for name in missing:

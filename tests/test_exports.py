@@ -999,6 +999,24 @@ def test_summary_names_the_largest_gaps_as_estimated_with_their_intervals(world)
             "of cases") in text
 
 
+def test_summary_says_which_prompts_have_no_labels(world):
+    """An audit (2026-12-07): a run whose LLM labeling failed for 13 of cybench's prompts exited 4 and published
+    a release whose summary said nothing of them, though every figure counts them as exercising no task."""
+    names = sorted(world["benchmarks"]["benchmark"].to_list())
+    counts = pl.DataFrame({"benchmark_index": ["all", "all", "econ"], "benchmark": [names[0], names[1], names[0]],
+                           "counted": [True, True, False], "n_labeled_prompts": [5, 5, 5], "reason": [None] * 3})
+    text = report.summary_markdown({**world, "benchmark_counts": counts}, onet_tasks=world["onet_tasks"],
+                                   unlabeled={names[0]: 13, names[1]: 1, "elsewhere": 4})
+    assert (f"_Without labels: {names[0]} 13 prompts; {names[1]} 1 prompt (their labeling failed: label_failures; "
+            "`python -m pipelines.run_all` tries them again). Every figure here counts them as prompts that exercise "
+            "no task") in text
+    assert "elsewhere" not in text  # not a benchmark the index counts
+    econ = report.summary_markdown({**world, "benchmark_counts": counts}, onet_tasks=world["onet_tasks"],
+                                   benchmark_index="econ", unlabeled={names[0]: 13})
+    assert "Without labels" not in econ  # the index leaves that benchmark out
+    assert "Without labels" not in report.summary_markdown(world, onet_tasks=world["onet_tasks"], unlabeled={})
+
+
 def test_markdown_table():
     frame = pl.DataFrame({"a": [1, 2, 3], "b": [0.5, None, 1234567.0], "c": ["x|y", "z", "w"]})
     assert report.markdown_table(frame, max_rows=2) == (

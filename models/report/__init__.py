@@ -11,7 +11,7 @@ Modules: `formatting` (number formats, previews), `findings`, `limitations`; thi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import polars as pl
 
@@ -51,6 +51,7 @@ from models.report.formatting import (
     Tables,
     big,
     ci,
+    count,
     labeler_of,
     num,
     pct,
@@ -80,13 +81,15 @@ def summary_markdown(
     benchmark_index: str | None = None,
     membership: pl.DataFrame | None = None,
     benchmark_rows: pl.DataFrame | None = None,
+    unlabeled: Mapping[str, int] | None = None,
 ) -> str:
     """`summary.md`: the one-line answer (`answer.headline_answer`) and at most five supporting lines; then the
     counts as estimated, what predicts coverage with labeler error (the multiply-imputed fits), model scores,
     robustness; then, titled as such, what the raw labels say; the counts and what they count; limitations.
     With `benchmark_index`, `tables` hold that index's rows and the summary names the index and its members;
     `benchmark_rows`: headline_estimates with index `all`'s per-benchmark rows (which members have judged
-    texts: `answer.headline_answer`), when `tables` hold another index's rows only."""
+    texts: `answer.headline_answer`), when `tables` hold another index's rows only. `unlabeled`: prompts per
+    benchmark without labels (a labeling that failed for them), said under the answer."""
     index = benchmark_index or ALL_INDEX
     lines = ["# Which parts of the US economy do AI benchmarks measure?", ""]
     n_benchmarks, excluded = (None, [])
@@ -98,6 +101,14 @@ def summary_markdown(
                              benchmark_rows=benchmark_rows)
     if answer is not None:
         lines += [f"**{answer.sentence}**", ""] + [f"- {item}" for item in answer.supporting] + [""]
+    members = set(counts.filter((pl.col("benchmark_index") == index) & pl.col("counted"))["benchmark"]) \
+        if counts is not None and {"benchmark_index", "counted"} <= set(counts.columns) else None
+    missing_labels = {b: n for b, n in (unlabeled or {}).items() if n and (members is None or b in members)}
+    if missing_labels:
+        listed = "; ".join(f"{b} {count(n, 'prompt')}" for b, n in sorted(missing_labels.items()))
+        lines += [f"_Without labels: {listed} (their labeling failed: label_failures; `python -m pipelines.run_all` "
+                  "tries them again). Every figure here counts them as prompts that exercise no task, so a figure "
+                  "may be low where they would add to it._", ""]
     else:
         lines += ["_No published estimate: headline_estimates is missing, so this summary has no one-line answer; "
                   "the raw labels' figures are below._", ""]
