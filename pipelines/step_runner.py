@@ -277,9 +277,13 @@ class Runner:
         elif not result.success and started is not None:  # the labels step failed: what it committed before
             labeled, failed = self.committed([name], started)
             if labeled or failed:
+                # what was answered is in the label cache, what failed in label_failures (an audit read "0
+                # prompts labeled, 6 FAILED ... (kept in the label cache)")
+                kept = [where for n, where in ((labeled, "the answers kept in the label cache"),
+                                               (failed, "the failures in label_failures")) if n]
                 failures = f", {failed:,} FAILED" if failed else ""
-                text += f"; no labels written, but {labeled:,} prompts labeled{failures} before the step failed " \
-                        "(kept in the label cache)"
+                text += (f"; no labels written, but {count(labeled, 'prompt')} labeled{failures} before the step "
+                         f"failed ({' and '.join(kept)})")
         if judge_failed:
             text += f"; the judge FAILED on {judge_failed:,} sampled texts"
         return text

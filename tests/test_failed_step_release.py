@@ -61,8 +61,8 @@ def test_labels_left_behind_their_changed_prompts_hold_back_the_analysis_and_the
     # the closing lines say what was done (it said "0 labeled" and printed a headline as if the run succeeded)
     new_labels = len(_cached_hashes(world) - cached_before)
     assert new_labels >= 8  # the batches answered before the 401, committed and kept
-    assert f"; no labels written, but {new_labels:,} prompts labeled before the step failed (kept in the label " \
-           "cache)" in out
+    assert f"; no labels written, but {new_labels:,} prompts labeled before the step failed (the answers kept in " \
+           "the label cache)" in out
     assert f"; 2 step(s) FAILED; {new_labels} labeled, 0 failed" in out, out  # moved and the analysis
     assert "not released: this run FAILED (2 step(s), below), so it published no figures; there is no release yet" \
         in out
