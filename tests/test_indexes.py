@@ -244,6 +244,9 @@ tie_break = ["benchmark asc"]
     assert got["office"]["major_group_rule"].startswith("assign entry (idx/capped.toml:5): a legal-office")
     assert got["office"]["major_group_share"] == pytest.approx(1.1 / 2.9)
     assert "major_group=23-0000 (assign entry (idx/capped.toml:5)" in got["office"]["values_read"]
+    # the next group beside the placing share: a lead within the estimate's error is visible (an audit found
+    # occubench placed at 16% against 15%)
+    assert "38% of its estimated work, next 43-0000 62%" in got["office"]["values_read"]
     assert (got["cyber"]["major_group"], got["cyber"]["major_group_share"]) == ("15-0000", pytest.approx(0.85))
     assert got["cyber"]["major_group_rule"] == ix.RULE_ESTIMATED
     assert got["bare"]["major_group_share"] is None  # no estimate: no share to show

@@ -32,6 +32,7 @@ from models.indexes.groups import (
     RULE_LABELS,
     RULE_TARGET,
     group_properties,
+    runner_up,
     share_of,
 )
 
@@ -196,7 +197,7 @@ class _Values:
         record = self.records[benchmark]
         if column == "major_group" and benchmark in self.assigned:
             group, rule, share = self.group(benchmark)
-            return group, f"major_group={group} ({rule}; {_share_text(share)})"
+            return group, f"major_group={group} ({rule}; {_share_text(share, record, group)})"
         value = record.get(column)
         assumption = self.assumed.get((benchmark, column))
         if value is None and assumption is not None:
@@ -208,12 +209,16 @@ class _Values:
         if column == "work_share" and value is not None:
             shown += f" (n={record.get('n_work_judged')})"
         if column == "major_group" and value is not None:
-            shown += f" ({record.get('major_group_rule')}; {_share_text(share_of(record, value))})"
+            shown += f" ({record.get('major_group_rule')}; {_share_text(share_of(record, value), record, value)})"
         return value, shown
 
 
-def _share_text(share: float | None) -> str:
-    return "no estimated share" if share is None else f"{share:.0%} of its estimated work"
+def _share_text(share: float | None, record: dict | None = None, group: str | None = None) -> str:
+    if share is None:
+        return "no estimated share"
+    second = runner_up(record, group) if record is not None else None
+    # the next group beside it: a lead of a few points is within the estimate's error, and an [[assign]] decides
+    return f"{share:.0%} of its estimated work" + (f", next {second[0]} {second[1]:.0%}" if second else "")
 
 
 def _decide(definition: IndexDefinition, benchmark: str, includes: Mapping[str, Entry],

@@ -97,6 +97,14 @@ def group_properties(shares: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def runner_up(record: dict, group: str | None) -> tuple[str, float] | None:
+    """The group with the largest estimated share other than `group`, and that share (None without another):
+    a cap that places a benchmark by a lead of a point or two decides on less than the estimate's error."""
+    shares = [s for s in record.get("major_group_shares") or () if s["major_group_code"] != group]
+    best = max(shares, key=lambda s: (float(s["share"]), s["major_group_code"]), default=None)
+    return (best["major_group_code"], float(best["share"])) if best else None
+
+
 def share_of(record: dict, group: str | None) -> float | None:
     """The share of `group` in a benchmark's estimated work (0 when it has estimates but none in the group;
     None without estimates or group)."""
