@@ -1011,10 +1011,13 @@ def test_summary_says_which_prompts_have_no_labels(world):
             "`python -m pipelines.run_all` tries them again). Every figure here counts them as prompts that exercise "
             "no task") in text
     assert "elsewhere" not in text  # not a benchmark the index counts
+    # the answer stays, and the line for a missing answer does not appear beside it (a first version did)
+    assert text.count("**AI benchmarks exercise about") == 1 and "No published estimate" not in text
     econ = report.summary_markdown({**world, "benchmark_counts": counts}, onet_tasks=world["onet_tasks"],
                                    benchmark_index="econ", unlabeled={names[0]: 13})
     assert "Without labels" not in econ  # the index leaves that benchmark out
-    assert "Without labels" not in report.summary_markdown(world, onet_tasks=world["onet_tasks"], unlabeled={})
+    plain = report.summary_markdown(world, onet_tasks=world["onet_tasks"], unlabeled={})
+    assert "Without labels" not in plain and "No published estimate" not in plain
 
 
 def test_markdown_table():

@@ -71,6 +71,19 @@ from models.report.limitations import (
 )
 
 
+def _without_labels(unlabeled: Mapping[str, int] | None, counts: pl.DataFrame | None, index: str) -> list[str]:
+    """The line naming the prompts of the index's benchmarks that a failed labeling left without labels."""
+    members = set(counts.filter((pl.col("benchmark_index") == index) & pl.col("counted"))["benchmark"]) \
+        if counts is not None and {"benchmark_index", "counted"} <= set(counts.columns) else None
+    missing = {b: n for b, n in (unlabeled or {}).items() if n and (members is None or b in members)}
+    if not missing:
+        return []
+    listed = "; ".join(f"{b} {count(n, 'prompt')}" for b, n in sorted(missing.items()))
+    return [f"_Without labels: {listed} (their labeling failed: label_failures; `python -m pipelines.run_all` tries "
+            "them again). Every figure here counts them as prompts that exercise no task, so a figure may be low "
+            "where they would add to it._", ""]
+
+
 def summary_markdown(
     tables: Tables,
     *,
@@ -101,17 +114,10 @@ def summary_markdown(
                              benchmark_rows=benchmark_rows)
     if answer is not None:
         lines += [f"**{answer.sentence}**", ""] + [f"- {item}" for item in answer.supporting] + [""]
-    members = set(counts.filter((pl.col("benchmark_index") == index) & pl.col("counted"))["benchmark"]) \
-        if counts is not None and {"benchmark_index", "counted"} <= set(counts.columns) else None
-    missing_labels = {b: n for b, n in (unlabeled or {}).items() if n and (members is None or b in members)}
-    if missing_labels:
-        listed = "; ".join(f"{b} {count(n, 'prompt')}" for b, n in sorted(missing_labels.items()))
-        lines += [f"_Without labels: {listed} (their labeling failed: label_failures; `python -m pipelines.run_all` "
-                  "tries them again). Every figure here counts them as prompts that exercise no task, so a figure "
-                  "may be low where they would add to it._", ""]
     else:
         lines += ["_No published estimate: headline_estimates is missing, so this summary has no one-line answer; "
                   "the raw labels' figures are below._", ""]
+    lines += _without_labels(unlabeled, counts, index)
     if export_date:
         lines += [
             f"_Release of {export_date}. Every number below is read from the exported tables named in brackets. "
