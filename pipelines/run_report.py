@@ -28,7 +28,8 @@ def fail_abandoned_runs(instance: Any) -> list[str]:
     abandoned = fail_abandoned_in_process_runs(instance)
     if abandoned:
         print(f"marked {count(len(abandoned), 'run')} of an earlier run_all failed: the process that ran "
-              f"{'them' if len(abandoned) > 1 else 'it'} is gone and the run did not finish "
+              f"{'them' if len(abandoned) > 1 else 'it'} is gone and the run{'s' if len(abandoned) > 1 else ''} did "
+              "not finish "
               f"({', '.join(r[:8] for r in abandoned)})")
     return abandoned
 

@@ -91,8 +91,9 @@ def capped_phrase(row: dict[str, Any]) -> str:
     basis = row.get("basis") or ""
     if CAPPED not in basis:
         return ""
-    where, why = basis[basis.index(CAPPED) + len(CAPPED):].split(" (", 1)
-    why = why.split(")", 1)[0].split(", and ")[-1]  # the note's reason: "a part never covers more than the whole"
+    where, _, why = basis[basis.index(CAPPED) + len(CAPPED):].partition(" (")
+    # the note's reason: "a part never covers more than the whole" (capped_note writes one in brackets)
+    why = why.split(")", 1)[0].split(", and ")[-1] or "a part never covers more than the whole"
     own = basis.split(OWN_ESTIMATE + ": ", 1)[1].split(";", 1)[0].strip() if OWN_ESTIMATE + ": " in basis else ""
     return f" (capped at {where.strip()}'s value: its own estimate{', ' + own + ',' if own else ''} was higher, and {why})"
 
