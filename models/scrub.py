@@ -130,32 +130,31 @@ def _base64_cores(secret: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=8)
-def _fragment_search(secrets: tuple[str, ...]) -> tuple[re.Pattern[str], tuple[str, ...]] | None:
-    """A search for any FRAGMENT_MIN_CHARS letters and digits in a row of a secret (or of its base64), without
-    case, and the secrets' letters and digits to grow a hit against; None when no secret has that many."""
+def _fragment_search(secrets: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]] | None:
+    """Every FRAGMENT_MIN_CHARS letters and digits in a row of a secret (or of its base64), lower-cased, and the
+    secrets' letters and digits to grow a hit against; None when no secret has that many."""
     forms = tuple({f for s in secrets for f in (_alnum(s), *map(_alnum, _base64_cores(s)))
                    if len(f) >= FRAGMENT_MIN_CHARS})
-    grams = {f[i:i + FRAGMENT_MIN_CHARS] for f in forms for i in range(len(f) - FRAGMENT_MIN_CHARS + 1)}
-    if not grams:
-        return None
-    return re.compile("(?=(" + "|".join(map(re.escape, sorted(grams))) + "))"), forms
+    grams = frozenset(f[i:i + FRAGMENT_MIN_CHARS] for f in forms for i in range(len(f) - FRAGMENT_MIN_CHARS + 1))
+    return (grams, forms) if grams else None
 
 
 def _mask_fragments(text: str, secrets: tuple[str, ...]) -> str:
     """Every run of FRAGMENT_MIN_CHARS or more letters and digits of a known secret (or of its base64) in
     `text`, wherever it is and whatever separates its characters there, masked from its first to its last
-    character. One regex search per text when there is none."""
+    character. One set lookup per letter of the text when there is none."""
     search = _fragment_search(secrets)
     if search is None:
         return text
-    pattern, forms = search
-    runs = list(_ALNUM_RUN.finditer(text))
-    where = [i for run in runs for i in range(run.start(), run.end())]  # a letter's place in `text`
-    flat = "".join(run.group() for run in runs).lower()
+    grams, forms = search
+    flat = "".join(_ALNUM_RUN.findall(text)).lower()
+    starts = [i for i in range(len(flat) - FRAGMENT_MIN_CHARS + 1) if flat[i:i + FRAGMENT_MIN_CHARS] in grams]
+    if not starts:  # nearly every text
+        return text
+    where = [i for run in _ALNUM_RUN.finditer(text) for i in range(run.start(), run.end())]  # a letter's place
     spans: list[tuple[int, int]] = []
     end = 0
-    for hit in pattern.finditer(flat):
-        start = hit.start()
+    for start in starts:
         if start < end:
             continue
         stop = start + FRAGMENT_MIN_CHARS
