@@ -259,6 +259,17 @@ def test_a_run_that_labeled_some_benchmarks_with_an_llm_counts_every_benchmark_b
         ("both", "openai", 5), ("llm_bench", "openai", 1), ("old_bench", "offline", 2), ("old_bench", "offline", 3)]
     assert select_labeler(labels.filter(pl.col("benchmark") == "old_bench"))[1] == "offline"
     assert select_labeler(labels, "offline")[0]["task_id"].to_list() == [2, 3, 4]  # named: that labeler alone
+    # the assets hand the chosen name back (task_coverage, coverage_headline): the same choice, not an error (a
+    # re-probe found the analysis failing on "labeler 'openai+offline' has no labels")
+    again, same = select_labeler(labels, name)
+    assert same == name and again.sort("task_id").equals(chosen.sort("task_id"))
+    with pytest.raises(ValueError, match="no labels"):
+        select_labeler(labels, "openai+nonexistent")
+    counts = label_counts(labels)
+    tasks = pl.DataFrame({"onet_soc_code": [OCC_A] * 5 + [OCC_B], "task_id": [1, 2, 4, 5, 6, 3]})
+    coverage = task_coverage(counts, tasks, labeler=select_labeler(counts)[1])
+    assert coverage.filter(pl.col("n_prompts") > 0)["task_id"].sort().to_list() == [1, 2, 3, 5]
+    assert coverage["labeler"].unique().to_list() == ["openai+offline"]
 
     from models.report.limitations import label_quality_findings
 

@@ -282,6 +282,35 @@ def test_an_earlier_models_failures_are_not_open_once_the_current_model_labeled_
         assert "switch: unchanged since its last successful run" in out and "running it" not in out, out
         assert len(stub.chat_requests()) == before
 
+def test_a_benchmark_the_llm_labels_after_an_offline_run_is_counted_beside_the_offline_ones(
+        world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """An audit (2026-12-07): after an offline run, labeling one more benchmark with the LLM published a release
+    counting the LLM's benchmarks alone ("tasks covered: 1 of 18,796"); the first mend then failed the analysis
+    ("labeler 'openai+offline' has no labels"). Each benchmark is now counted by its own labeler, end to end."""
+    from pipelines import run_all
+    from pipelines.definitions import build_definitions
+    from tests.openai_stub import OpenAIStub
+
+    world.add("plain", real_records("gdpval", 6))
+    offline = build_definitions(str(world.state.warehouse))
+    assert run_all.main(["--skip-reference", "--benchmarks", "plain"], defs=offline, instance=world.instance) == 0
+    world.add("llm", real_records("occubench", 4))
+    with OpenAIStub() as stub:
+        defs = _openai_defs(world, monkeypatch, stub.base_url)
+        code = run_all.main(["--skip-reference", "--benchmarks", "llm"], defs=defs, instance=world.instance)
+    out = capsys.readouterr().out
+    assert code == 0, out[-3000:]
+    labels = world.table("prompt_task_labels")
+    assert set(labels.select("benchmark", "labeler").unique().rows()) == {("plain", "offline"), ("llm", "openai")}
+    coverage = world.table("task_coverage")
+    assert set(coverage["labeler"]) == {"openai+offline"}
+    counted = coverage.filter(pl.col("n_prompts") > 0)["benchmarks"].str.split(",").explode().unique().to_list()
+    assert {"plain", "llm"} <= set(counted)  # both benchmarks' labels are counted
+    summary = (world.state.exports / "latest" / "summary.md").read_text()
+    assert "what the raw labels say (all benchmarks, labeler openai+offline)" in out
+    assert "by the **openai+offline** labeler (model: gpt-4o-mini, tfidf-hybrid+selector)" in summary
+
+
 # ------------------------------------------------------------------------------------------------ item 7
 def test_two_run_alls_at_once_request_each_new_prompt_once(world: World) -> None:
     from tests.openai_stub import OpenAIStub, Slow, user_text, valid
