@@ -279,8 +279,11 @@ def state() -> dict[str, str | None]:
 def done_line(seconds: float, n_benchmarks: int, totals: dict[str, int], failures: int, labeled: str,
               failed_checks: int = 0) -> str:
     checks = f", {failed_checks} check(s) of severity ERROR FAILED" if failed_checks else ""
-    return (f"done in {seconds:.0f}s: {n_benchmarks} benchmarks, {totals['n_prompts']} prompts, "
-            f"{totals['n_results']} results, {totals['n_rejects']} rejects; "
+    def n(value: int, word: str) -> str:  # models.report's count() would cost the fast path polars' import
+        return f"{value} {word}{'' if value == 1 else 's'}"
+
+    return (f"done in {seconds:.0f}s: {n(n_benchmarks, 'benchmark')}, {n(totals['n_prompts'], 'prompt')}, "
+            f"{n(totals['n_results'], 'result')}, {n(totals['n_rejects'], 'reject')}; "
             f"{'all steps succeeded' if not failures else f'{failures} step(s) FAILED'}{checks}; {labeled}")
 
 

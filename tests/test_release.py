@@ -203,6 +203,12 @@ def test_answer_sentence_quotes_the_published_estimates(estimates):
                                      "prompt labeled as work, so it adds to no task).")
     assert answer.figures["hours_share_covered_5"] == pytest.approx(hours["value"])
     assert report.headline_answer(None) is None
+    # one of a kind in the singular (a re-probe read "1 benchmarks" and "would say 1 occupations")
+    assert "1 benchmark, released" in report.headline_answer(estimates, n_benchmarks=1, released="2030-01-31").sentence
+    one = estimates.with_columns(pl.when((pl.col("estimator") == "labels_as_truth")
+                                         & (pl.col("quantity") == "occupations_covered"))
+                                 .then(1.0).otherwise(pl.col("value")).alias("value"))
+    assert any("would say 1 occupation at" in line for line in report.headline_answer(one).supporting)
 
 
 def test_summary_opens_with_the_answer_and_titles_the_raw_labels(tables, estimates):

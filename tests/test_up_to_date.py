@@ -119,7 +119,7 @@ def test_nothing_changed_takes_the_fast_path(world: World, capsys: pytest.Captur
     out = capsys.readouterr().out
     assert "nothing changed since" in out and "every step up to date" in out
     assert SUMMARY["headline"][0] in out and "release: r1 (newest)" in out
-    assert "done in 0s: 2 benchmarks, 3 prompts, 1 results, 0 rejects; all steps succeeded; 0 labeled, 0 failed" in out
+    assert "done in 0s: 2 benchmarks, 3 prompts, 1 result, 0 rejects; all steps succeeded; 0 labeled, 0 failed" in out
     assert up_to_date.fast_path(["--verbose"])  # changes nothing a run does
     for argv in (["--force"], ["--rebuild"], ["--benchmarks", "alpha"], ["--skip-reference"], ["--skip-analysis"],
                  ["--debug"]):

@@ -17,7 +17,7 @@ import polars as pl
 from models.estimates.mc_error import mc_rounded
 from models.estimates.published import judged_by_benchmark
 from models.estimates.tables import CAPPED, OWN_ESTIMATE
-from models.report.formatting import finite
+from models.report.formatting import count, finite, plural
 
 ALL_INDEX = "all"
 ANSWER_THRESHOLD = 5  # the published headline's threshold: model-assisted with an interval (>= 1 is bounds)
@@ -175,7 +175,7 @@ def headline_answer(
     units = [_phrase(r) for q in ("occupations_covered", "major_groups_covered") if (r := _row(at, q, threshold))]
     context = [f"benchmark index `{benchmark_index}`"]
     if n_benchmarks is not None:
-        context.append(f"{n_benchmarks} benchmarks")
+        context.append(count(n_benchmarks, "benchmark"))
     if released:
         context.append(f"released {released}")
     sentence = (
@@ -199,7 +199,8 @@ def headline_answer(
     estimated = _row(at, "occupations_covered", threshold)
     if counted is not None and estimated is not None:
         supporting.append(
-            f"Counting every label as true would say {_value('occupations_covered', counted['value'])} occupations "
+            f"Counting every label as true would say {_value('occupations_covered', counted['value'])} "
+            f"{plural(counted['value'], 'occupation')} "
             f"{prompts} instead of {_value('occupations_covered', estimated['value'])}: the labels miss tasks the "
             "judge finds (see 'What the raw labels say')."
         )
