@@ -333,6 +333,17 @@ def test_coverage_sensitivity_dimensions() -> None:
         "variant", index="metric", values="value"
     )
     assert hours["pi"].to_list() == pytest.approx(hours["equal"].to_list())
+    # labelers are compared on the benchmarks each of them labeled: one that labeled another benchmark alone
+    # (a run that labeled it with the LLM) is left out of the comparison, and its benchmark too
+    extra = pl.DataFrame([_label("llm_only", f"x{i}", occupations[0], int(task_ids[0]), labeler="openai")
+                          for i in range(40)])
+    both = coverage_sensitivity(label_counts(pl.concat([labels, extra])), tasks, task_hours, occ_table, exposure,
+                                wages, labeler="offline")
+    assert both.filter(pl.col("dimension") == "labeler").sort("variant", "metric")["value"].to_list() == \
+        sensitivity.filter(pl.col("dimension") == "labeler").sort("variant", "metric")["value"].to_list()
+    apart = coverage_sensitivity(label_counts(pl.concat([labels.filter(pl.col("labeler") == "offline"), extra])),
+                                 tasks, task_hours, occ_table, exposure, wages, labeler="offline")
+    assert apart.filter(pl.col("dimension") == "labeler").is_empty()  # no benchmark labeled by both
 
 
 def test_no_labels_yet_gives_zero_coverage(world: dict[str, pl.DataFrame]) -> None:

@@ -80,10 +80,15 @@ def coverage_sensitivity(
                                          f"{record['metric']}_{record['threshold']}", record["value"],
                                          chosen_labeler))
     present = sorted(counts["labeler"].drop_nulls().unique().to_list()) if "labeler" in counts.columns else []
-    if len(present) > 1:
+    # labelers compared on the benchmarks each of them labeled: a run that labeled one benchmark with the LLM
+    # and the rest offline set 28 benchmarks' coverage beside one benchmark's (a probe, 2026-12-07)
+    shared = set.intersection(*(set(counts.filter(pl.col("labeler") == n)["benchmark"].unique().to_list())
+                                for n in present)) if len(present) > 1 and "benchmark" in counts.columns else set()
+    if len(present) > 1 and shared:
+        common = counts.filter(pl.col("benchmark").is_in(sorted(shared)))
         for name in present:
             headline = coverage_headline(
-                counts, tasks, task_hours, occupations, thresholds, labeler=name, per_benchmark=False
+                common, tasks, task_hours, occupations, thresholds, labeler=name, per_benchmark=False
             )
             for record in headline.filter(pl.col("metric").is_in(_SHARE_METRICS)).iter_rows(named=True):
                 rows.append(_sensitivity_row("labeler", name, f"{record['metric']}_{record['threshold']}",

@@ -416,7 +416,7 @@ def sensitivity_findings(tables: Tables) -> list[str]:
             for r in labelers.filter(pl.col("metric").str.starts_with("tasks_covered")).iter_rows(named=True)
         ]
         out.append(
-            "**Sensitivity: labeler.** Task coverage by labeler: "
+            "**Sensitivity: labeler.** Task coverage by labeler, on the benchmarks every labeler labeled: "
             + "; ".join(parts)
             + " (coverage_sensitivity)."
         )
