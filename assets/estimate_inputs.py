@@ -21,18 +21,6 @@ def read_reference_sample(folder: Path | None = None, dev_pass: str = "a") -> pl
     return es.reference_sample_rows(load_reference(folder), dev_pass)
 
 
-def published_labeler(warehouse: Warehouse) -> tuple[str | None, str | None, bool]:
-    """(labeler, labeler_version, has p_exercised) of the published labels (LABELER_PREFERENCE order)."""
-    if not warehouse.table_exists("prompt_task_labels"):
-        return None, None, False
-    present = warehouse.published_labelers()
-    names = present["labeler"].drop_nulls().to_list()
-    chosen = next((n for n in cov.LABELER_PREFERENCE if n in names), sorted(names)[0] if names else None)
-    version = dict(present.iter_rows()).get(chosen)
-    columns = warehouse.table_columns("prompt_task_labels")
-    return chosen, version, "p_exercised" in columns
-
-
 def published_labels(warehouse: Warehouse, has_p: bool) -> tuple[pl.DataFrame, str | None, str | None, set[str]]:
     """The labels the estimates read: each benchmark's by its preferred labeler (`cov.select_labeler`: a run that
     labeled a few benchmarks with an LLM keeps the others' offline labels, which the estimates once dropped for
@@ -90,11 +78,13 @@ def read_inputs(warehouse: Warehouse, log: object = None, dev_pass: str = "a") -
     """Texts, labeler pairs, judge pairs (the user's own judge sample where one was drawn, else the reference),
     task keys and hours, index membership."""
     prompts = warehouse.prompt_keys()
-    labeler, version, has_p = published_labeler(warehouse)
-    not_offline: set[str] = set()
-    if labeler:
+    labeled = warehouse.table_exists("prompt_task_labels")
+    has_p = labeled and "p_exercised" in warehouse.table_columns("prompt_task_labels")
+    if labeled:
         labels, labeler, version, not_offline = published_labels(warehouse, has_p)
     else:
+        labeler = version = None
+        not_offline: set[str] = set()
         labels = pl.DataFrame(schema={"benchmark": pl.Utf8, "prompt_hash": pl.Utf8, "onet_soc_code": pl.Utf8,
                                       "task_id": pl.Int64, "p_exercised": pl.Float64})
     judge_rows = read_judge_rows(warehouse, prompts, dev_pass)

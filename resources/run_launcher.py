@@ -78,6 +78,19 @@ def in_process_tags() -> dict[str, str]:
     return {IN_PROCESS_PID_TAG: str(os.getpid()), START_TAG: process_start_time(os.getpid()) or "", HOST_TAG: HOST}
 
 
+NOT_A_PID = "not a pid"
+
+
+def run_worker_gone(run: DagsterRun, pid: int | str) -> str | None:
+    """`worker_gone` for the process a run's tags record (`pid`, its start time in START_TAG); NOT_A_PID when the
+    tag is no pid."""
+    try:
+        number = int(pid)
+    except ValueError:
+        return NOT_A_PID
+    return worker_gone(number, run.tags.get(START_TAG) or None)
+
+
 def fail_abandoned_in_process_runs(instance: Any) -> list[str]:
     """Mark failed the runs an earlier run_all executed in process on this host and never finished because that
     process is gone (SIGKILL, out of memory): without the daemon's run monitoring (`dagster dev`), nothing else
@@ -91,11 +104,8 @@ def fail_abandoned_in_process_runs(instance: Any) -> list[str]:
         pid_text = run.tags.get(IN_PROCESS_PID_TAG)
         if not pid_text or run.tags.get(HOST_TAG, HOST) != HOST or pid_text == str(os.getpid()):
             continue
-        try:
-            gone = worker_gone(int(pid_text), run.tags.get(START_TAG) or None)
-        except ValueError:
-            continue
-        if gone is not None:
+        gone = run_worker_gone(run, pid_text)
+        if gone not in (None, NOT_A_PID):  # a tag that is no pid names no process to find gone
             instance.report_run_failed(run, message=f"the run's process {pid_text} is gone ({gone}) but the run did "
                                                     "not finish: the run_all that ran it in process was killed or "
                                                     "crashed (found by a later run_all)")
@@ -338,11 +348,7 @@ class ForkServerRunLauncher(DefaultRunLauncher):
 
     @staticmethod
     def _worker_gone(run: DagsterRun, pid: int | str) -> str | None:
-        try:
-            number = int(pid)
-        except ValueError:
-            return "not a pid"
-        return worker_gone(number, run.tags.get(START_TAG) or None)
+        return run_worker_gone(run, pid)
 
     def dispose(self) -> None:
         with self._lock:

@@ -111,15 +111,9 @@ def select_labeler(labels: pl.DataFrame, labeler: str | None = None) -> tuple[pl
     if len(present) <= 1 or "benchmark" not in labels.columns:
         chosen = min(present, key=_preference) if present else None
         return (labels.filter(pl.col("labeler") == chosen) if chosen else labels), chosen
-    rank = pl.col("labeler").replace_strict({n: _preference(n)[0] for n in present}, default=None,
-                                            return_dtype=pl.Int64)
-    ranked = labels.with_columns(rank.alias("_rank"))
-    best = ranked.group_by("benchmark").agg(pl.col("_rank").min().alias("_best"))
-    kept = ranked.join(best, on="benchmark", how="left").filter(
-        (pl.col("_rank") == pl.col("_best"))
-        # two labelers of one preference rank (neither in LABELER_PREFERENCE): the alphabetically first
-        & (pl.col("labeler") == pl.col("labeler").min().over(["benchmark", "_rank"]))
-    ).drop("_rank", "_best")
+    order = {name: i for i, name in enumerate(sorted(present, key=_preference))}  # preference, then name
+    rank = pl.col("labeler").replace_strict(order, default=None, return_dtype=pl.Int64)
+    kept = labels.filter(rank == rank.min().over("benchmark"))
     names = sorted(kept["labeler"].drop_nulls().unique().to_list(), key=_preference)
     return kept, MIXED_LABELERS.join(names) if names else None
 
