@@ -4,8 +4,9 @@ An asset's version is a sha256 over the source of the module that defines it and
 module imports, followed transitively through `models/`, `pipelines/` and `assets/` (static imports, read with
 `ast`, including imports inside functions), plus pyproject.toml (the dependency pins) and the settings that
 change results (`resources/settings.py` `fingerprint_fields`, and the labeler resource's configuration without
-its key). Editing an estimator in `models/estimates/` marks the assets whose modules use it stale, not every
-asset; changing BENCHMAP_LABELER marks everything stale. About 10 ms per Definitions build (each file read and
+its key; the reference and benchmark tables leave the labeler's settings out: `BEFORE_LABELING_GROUPS`). Editing
+an estimator in `models/estimates/` marks the assets whose modules use it stale, not every asset; changing
+BENCHMAP_LABELER marks the labels and everything after them stale. About 10 ms per Definitions build (each file read and
 parsed once per process; a file's imported names are kept in .cache/ by the digest of its source, so a warm
 process parses only what was edited).
 """
@@ -30,14 +31,26 @@ from resources.settings import PROJECT_ROOT, Settings, settings
 PACKAGES = ("models", "resources", "assets", "pipelines")  # imports followed into these; anything else is a library
 
 
-def settings_fingerprint(labeler: Any = None, config: Settings | None = None) -> str:
-    """The settings that change results and the labeler resource's configuration, never the key."""
+# the groups whose assets read no labeler or judge setting: the reference data and the benchmarks' own tables
+# (switching the labeler, or only the port of OPENAI_BASE_URL, re-ran the reference stage as "oews_wages has a
+# new code version")
+BEFORE_LABELING_GROUPS = frozenset({"reference", "benchmarks"})
+# the settings fields only labeling and what follows it read
+LABELING_FIELDS = frozenset({"labeler", "llm_model", "base_url", "occupation_list", "judge_sample", "judge",
+                             "judge_model", "neighbour_step", "has_api_key", "validation_floors"})
+
+
+def settings_fingerprint(labeler: Any = None, config: Settings | None = None, *, labeling: bool = True) -> str:
+    """The settings that change results and the labeler resource's configuration, never the key; without
+    `labeling`, only those that change the assets before labeling (the labeler's left out)."""
     config = config or settings()
+    fields = config.fingerprint_fields()
     resource: dict[str, Any] = {}
-    if labeler is not None and hasattr(labeler, "model_dump"):
+    if not labeling:
+        fields = {k: v for k, v in fields.items() if k not in LABELING_FIELDS}
+    elif labeler is not None and hasattr(labeler, "model_dump"):
         resource = {k: v for k, v in labeler.model_dump().items() if k != "api_key"}
-    return hashlib.sha256(json.dumps([config.fingerprint_fields(), resource], sort_keys=True, default=str)
-                          .encode()).hexdigest()
+    return hashlib.sha256(json.dumps([fields, resource], sort_keys=True, default=str).encode()).hexdigest()
 
 
 @functools.cache  # the same names recur in every file: one lookup (two stats) each per process
@@ -196,13 +209,17 @@ def asset_code_version(assets_def: AssetsDefinition, salt: str = "", root: Path 
     return files_version(module_closure(start, root), salt, root)
 
 
-def with_code_versions(assets: list[Any], salt: str = "") -> list[Any]:
+def with_code_versions(assets: list[Any], salt: str = "", salt_before_labeling: str | None = None) -> list[Any]:
     """`assets` with a per-asset `code_version` on every asset spec that has none (an asset's own, e.g. the
-    task index's offline labeler fingerprint, stays). One helper for every asset: no version by hand."""
+    task index's offline labeler fingerprint, stays). One helper for every asset: no version by hand. An asset
+    all of whose keys are in BEFORE_LABELING_GROUPS is salted with `salt_before_labeling` (when given)."""
     out = []
     for assets_def in assets:
         materializable = isinstance(assets_def, AssetsDefinition) and assets_def.is_materializable
-        version = asset_code_version(assets_def, salt) if materializable else None
+        before = (salt_before_labeling is not None and materializable
+                  and set(assets_def.group_names_by_key.values()) <= BEFORE_LABELING_GROUPS)
+        version = (asset_code_version(assets_def, salt_before_labeling if before else salt)  # type: ignore[arg-type]
+                   if materializable else None)
         if version is None:
             out.append(assets_def)
             continue

@@ -77,7 +77,8 @@ def build_definitions(warehouse_path: str | None = None) -> Definitions:
     labeler = build_labeler_resource(config)
     salt = code_versions.settings_fingerprint(labeler, config)
     return Definitions(
-        assets=code_versions.with_code_versions(all_assets(), salt),
+        assets=code_versions.with_code_versions(all_assets(), salt,
+                                                code_versions.settings_fingerprint(config=config, labeling=False)),
         asset_checks=all_asset_checks(),
         jobs=JOBS,
         sensors=SENSORS,

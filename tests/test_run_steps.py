@@ -189,6 +189,32 @@ def test_the_settings_that_change_results_are_in_every_code_version(monkeypatch:
     assert cv.settings_fingerprint(None, settings()) != base
 
 
+def test_the_labelers_settings_leave_the_reference_and_benchmark_tables_current(tmp_path: Path,
+                                                                              monkeypatch: Any) -> None:
+    """Switching to the LLM labeler (or only the port of OPENAI_BASE_URL) re-ran the reference stage, said as
+    "oews_wages has a new code version": every asset's code version held the labeler's settings."""
+    from pipelines.definitions import build_definitions
+
+    def versions() -> dict[str, tuple[str, str | None]]:
+        graph = build_definitions(str(tmp_path / "w.duckdb")).resolve_asset_graph()
+        return {k.to_user_string(): (graph.get(k).group_name, graph.get(k).code_version)
+                for k in graph.get_all_asset_keys() if graph.get(k).is_materializable}
+
+    offline = versions()
+    monkeypatch.setenv("BENCHMAP_LABELER", "openai")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-code-versions-0001")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    llm = versions()
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:10/v1")
+    other_port = versions()
+    changed = {k for k, (_, v) in offline.items() if llm[k][1] != v}
+    assert changed == {k for k, (group, _) in offline.items() if group not in cv.BEFORE_LABELING_GROUPS}
+    assert {"prompt_task_labels", "coverage_headline"} <= changed and "oews_wages" not in changed
+    assert {k for k, (_, v) in llm.items() if other_port[k][1] != v} == changed  # the server's address: labels on
+    monkeypatch.setenv("BENCHMAP_FOLLOW_LINKS", "1")  # a setting the landing reads still reaches the benchmarks
+    assert versions()["benchmark_prompts"][1] != other_port["benchmark_prompts"][1]
+
+
 def test_the_landing_sensor_records_the_folder_version_it_requests(tmp_path: Path, monkeypatch: Any) -> None:
     """A sensor-launched refresh reads the version the sensor recorded: the next run_all does not redo it."""
     from dagster import build_sensor_context
