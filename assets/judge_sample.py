@@ -20,6 +20,7 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetOut, Config, Failure, MetadataValue, Output, multi_asset
 
 from assets.partitions import benchmark_partitions
+from assets.written_with_failures import written_with_failures
 from models import estimates as es
 from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
@@ -235,9 +236,12 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
                 {str(b): int(n) for b, n in design_frame.select("benchmark", "n_failed").iter_rows() if n})},
         )
     n_failed = int(design_frame["n_failed"].sum())
-    if n_failed:
-        context.log.warning(f"the judge failed on {n_failed} sampled texts (label_failures); the estimates use the "
-                            "rest, and the next plain run retries them")
     yield Output(labels_frame, "judge_sample_labels", metadata={"rows": labels_frame.height, "n_failed": n_failed})
     yield Output(design_frame, "judge_sample_design",
                  metadata={"design": MetadataValue.md(markdown_table(design_frame, max_rows=30))})
+    if n_failed:  # written (the estimates use the rest), and still not done: the run fails
+        raise written_with_failures(
+            f"the judge ({judge.name}, {judge.labeler_version}) failed on {n_failed} sampled texts (label_failures "
+            "says why). The sample's other texts are written and the estimates use them; a plain run_all asks "
+            f"for the failed ones again (at most {lc.MAX_LABEL_RUNS} failed runs each)",
+            dict(design_frame.select("benchmark", "n_failed").iter_rows()))

@@ -43,6 +43,7 @@ from dagster import (
 )
 
 from assets.partitions import benchmark_partitions
+from assets.written_with_failures import written_with_failures
 from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
 from models.markdown import markdown_table as md_table
@@ -212,15 +213,24 @@ def prompt_task_labels(
         (frame, label_meta), (work, work_meta) = parts[0]
         yield from _selected_outputs(selected, Output(frame, "prompt_task_labels", metadata=label_meta),
                                      Output(work, "prompt_work", metadata=work_meta))
-        return
-    for position, output in enumerate(("prompt_task_labels", "prompt_work")):
-        if output in selected:  # each partition's record: its own counts
-            add_partition_metadata(context, output, {b: part[position][1]
-                                                     for b, part in zip(benchmarks, parts, strict=True)})
-    yield from _selected_outputs(
-        selected,
-        Output(pl.concat([p[0][0] for p in parts], how="vertical_relaxed"), "prompt_task_labels"),
-        Output(pl.concat([p[1][0] for p in parts], how="vertical_relaxed"), "prompt_work"))
+    else:
+        for position, output in enumerate(("prompt_task_labels", "prompt_work")):
+            if output in selected:  # each partition's record: its own counts
+                add_partition_metadata(context, output, {b: part[position][1]
+                                                         for b, part in zip(benchmarks, parts, strict=True)})
+        yield from _selected_outputs(
+            selected,
+            Output(pl.concat([p[0][0] for p in parts], how="vertical_relaxed"), "prompt_task_labels"),
+            Output(pl.concat([p[1][0] for p in parts], how="vertical_relaxed"), "prompt_work"))
+    # written, and still not done: the run fails, its labels kept (assets/written_with_failures.py)
+    failed = {b: labeled[b][1] for b in benchmarks if b in labeled and labeled[b][1].n_failed}
+    if failed:
+        raise written_with_failures(
+            "; ".join(f"{s.n_failed} of {len(records[b])} prompts of {b!r} failed to label (first error: "
+                      f"{s.failures[0]['error'][:200] if s.failures else 'not kept'})" for b, s in failed.items())
+            + f". The labels of the other prompts are written. The failed ones are in label_failures; a plain "
+            f"run_all asks for them again (at most {lc.MAX_LABEL_RUNS} failed runs each)",
+            {b: s.n_failed for b, s in failed.items()})
 
 
 # a benchmark's neighbour step: (label sets, labeler_version, metadata), or the error it raised

@@ -76,6 +76,7 @@ from dagster import (
 from assets.estimates_ahead import judged_checks_ahead, warm_judged_checks_worker
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
+from models.report.formatting import count
 from pipelines import cli, label_workers, restore_labels, up_to_date
 from pipelines import run_report as rr
 from pipelines.run_partitions import prompt_bytes, run_partitions
@@ -109,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--skip-reference", action="store_true", help="skip the reference assets")
     parser.add_argument("--skip-analysis", action="store_true", help="skip the downstream assets")
     parser.add_argument("--force", action="store_true",
-                        help="run every step even when its inputs are unchanged since its last successful run")
+                        help="run every step even when its inputs are unchanged since it last wrote its outputs")
     parser.add_argument("--rebuild", action="store_true",
                         help="move a damaged warehouse aside, restore the label cache from the label store, then "
                              "run every step (no label is computed again)")
@@ -288,7 +289,7 @@ def _benchmark_names(landing: bm.Landing, wanted_text: str | None) -> list[str] 
 def _print_header(landing: bm.Landing, names: list[str], plan: RunPlan, instance: DagsterInstance,
                   warehouse_path: str | None, report: integrity.IntegrityReport | None, log_path: Path) -> None:
     roots = ", ".join(f"{origin}={path}" for origin, path in landing_roots())
-    print(f"benchmap run_all: {len(names)} benchmarks in {roots}; instance {instance.root_directory}")
+    print(f"benchmap run_all: {count(len(names), 'benchmark')} in {roots}; instance {instance.root_directory}")
     print(f"  warehouse {warehouse_path} checked in {report.seconds:.1f}s ({len(report.counts)} tables readable)"
           if report is not None else "  no warehouse resource")
     print(f"  Dagster log: {log_path}")
@@ -453,7 +454,7 @@ def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None,
         for line in headline:
             print(line)
     print(up_to_date.done_line(time.monotonic() - started, len(names), totals, len(failures), labeled,
-                               len(runner.failed_error_checks)))
+                               len(runner.failed_error_checks), len(runner.label_failed_steps)))
     release = None
     if skip_analysis:  # the exports did not run: an older release must not read as this run's
         print("release: none written by this run (--skip-analysis)"

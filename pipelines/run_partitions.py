@@ -108,7 +108,9 @@ def run_range(runner: Runner, plan: RunPlan, group: list[tuple[str, str]]) -> bo
     reported) when the run failed: the caller runs them one by one."""
     first, last = group[0][0], group[-1][0]
     outcome = runner.run(f"{first}..{last}", plan.partitioned, "benchmark", partition=first, last_partition=last)
-    if outcome.result is None or not outcome.result.success:
+    # a run whose labels are written but some prompts failed (rr.failed_after_writing) is not run again: each
+    # partition's line says FAILED and counts its failed prompts; a rerun would only ask for them again
+    if outcome.result is None or not (outcome.result.success or rr.failed_after_writing(outcome.result)):
         if outcome.started is not None:  # what its labels step committed: the reruns find it in the cache
             runner.committed([name for name, _ in group], outcome.started)
         why = "; ".join(rr.errors(outcome.result))[:300] if outcome.result is not None else "no run"

@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 from dagster import AssetKey, DagsterEventType, ExecuteInProcessResult
 
+from assets.written_with_failures import WRITTEN_WITH_FAILURES
 from resources.untrusted import scrub_untrusted
 
 # --- reading a run's result ---------------------------------------------------------------------------------
@@ -34,15 +35,24 @@ def fail_abandoned_runs(instance: Any) -> list[str]:
     return abandoned
 
 
+def step_error(event: Any) -> str:
+    """What a STEP_FAILURE or RUN_FAILURE event says went wrong: the user's exception, not Dagster's wrapper
+    (a Failure's description without its class: it is written for the reader)."""
+    error = getattr(event.event_specific_data, "error", None)
+    while error is not None and error.cause is not None:
+        error = error.cause
+    said = error.message.strip() if error else (event.message or "")
+    return said.removeprefix(FAILURE_PREFIX)
+
+
 def errors(result: ExecuteInProcessResult) -> list[str]:
-    messages = []
+    messages, seen = [], set()
     for event in result.all_events:
         if event.event_type in (DagsterEventType.STEP_FAILURE, DagsterEventType.RUN_FAILURE):
-            error = getattr(event.event_specific_data, "error", None)
-            while error is not None and error.cause is not None:  # the user's exception, not Dagster's wrapper
-                error = error.cause
-            said = error.message.strip() if error else event.message
-            said = said.removeprefix(FAILURE_PREFIX)  # a Failure's description is written for the reader: no class
+            said = step_error(event)
+            if event.event_type == DagsterEventType.RUN_FAILURE and said in seen:
+                continue  # an in-process run's failure repeats its step's
+            seen.add(said)
             text = f"{event.step_key or 'run'}: {said}"
             messages.append(scrub_untrusted(text) or "")  # an exception may quote a server: printed masked
     return messages
@@ -76,6 +86,16 @@ def failure_metadata_value(result: ExecuteInProcessResult, name: str) -> list[ob
             if value is not None:
                 values.append(value.value)
     return values
+
+
+def failed_after_writing(result: ExecuteInProcessResult | None) -> bool:
+    """The run failed only because labeling steps left prompts without labels after writing their outputs
+    (assets/written_with_failures.py): every failed step says so, the outputs are recorded. run_all counts those
+    prompts (exit EXIT_LABEL_FAILURES) instead of a failed step."""
+    if result is None or result.success:
+        return False
+    failed = [e for e in result.all_events if e.event_type == DagsterEventType.STEP_FAILURE]
+    return bool(failed) and len(failure_metadata_value(result, WRITTEN_WITH_FAILURES)) == len(failed)
 
 
 def written_tables(result: ExecuteInProcessResult, partition: str | None = None) -> dict[str, int]:

@@ -114,6 +114,7 @@ class Records:
         self._by_partition: dict[AssetKey, dict[str, int]] = {}
         self._attempts: dict[AssetKey, dict[str, tuple[str, int]]] = {}
         self._run_success: dict[str, bool] = {}
+        self._step_successes: dict[str, set[str | None]] = {}
         self._records: dict[int, EventLogRecord] = {}
         self._sources: dict[AssetKey, str | None] = {}
         self._observations: dict[AssetKey, dict[str, int]] = {}
@@ -155,7 +156,16 @@ class Records:
         if not self.graph.get(key).assets_def.specs_by_key[key].skippable:
             return False
         run_id = self._latest_attempt(key, partition)
-        return run_id is not None and self._succeeded(run_id)
+        return run_id is not None and (self._succeeded(run_id) or self._step_succeeded(run_id, key))
+
+    def _step_succeeded(self, run_id: str, key: AssetKey) -> bool:
+        """Whether the asset's step finished in a run that failed elsewhere: the judge sample's step chose not to
+        emit its tables in a run whose labeling step failed after writing the labels
+        (assets/written_with_failures.py)."""
+        if run_id not in self._step_successes:
+            records = self.instance.get_records_for_run(run_id, of_type=DagsterEventType.STEP_SUCCESS).records
+            self._step_successes[run_id] = {r.event_log_entry.step_key for r in records}
+        return self.graph.get(key).assets_def.node_def.name in self._step_successes[run_id]
 
     def _latest_attempt(self, key: AssetKey, partition: str | None) -> str | None:
         """The run that last planned the asset (partition) without materializing it after, if any."""
@@ -380,7 +390,7 @@ class Steps:
             if ran_before:
                 print(f"- {label}: {why}: running it")
             return False
-        print(f"- {label}: unchanged since its last successful run, skipped (--force to run it)")
+        print(f"- {label}: unchanged since it last wrote its outputs, skipped (--force to run it)")
         return True
 
     @contextlib.contextmanager

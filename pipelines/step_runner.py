@@ -127,6 +127,8 @@ class Runner:
         # checks of ERROR severity that did not pass: a non-blocking check does not fail its step, but the run is
         # then no success (run_all exits EXIT_CHECK_FAILED and does not record itself as up to date)
         self.failed_error_checks: list[str] = []
+        # steps that wrote their labels but failed on some prompts (a Dagster failure; counted as exit 4)
+        self.label_failed_steps: list[str] = []
         self.totals = {"n_prompts": 0, "n_results": 0, "n_rejects": 0, "labeler_calls": 0, "n_labeled": 0,
                        "n_failed": 0, "judge_failed": 0}
         self.current: str | None = None  # the step running (what an interrupt names)
@@ -145,6 +147,8 @@ class Runner:
             level = {10: "DEBUG", 20: "INFO", 30: "WARNING", 40: "ERROR", 50: "CRITICAL"}.get(entry.level,
                                                                                             str(entry.level))
             message = entry.user_message or (entry.dagster_event.message if entry.dagster_event else "") or ""
+            if entry.dagster_event is not None and entry.dagster_event.is_step_failure:
+                message += f" {rr.step_error(entry.dagster_event)}"  # the reason, not only that it failed
             self.log.write(f"{stamp} {level:<7} {entry.step_key or '-'} {event} {clean(message)}\n")
         self.log.flush()
 
@@ -217,7 +221,10 @@ class Runner:
         print(f"- {label}: {status} in {outcome.seconds:.1f}s: {what}", flush=True)
         if not result.success:
             errors = rr.errors(result)
-            self.failures.append(f"{label}: {errors[0] if errors else 'failed'}")
+            if rr.failed_after_writing(result):  # its failed prompts are counted (exit 4), not a failed step
+                self.label_failed_steps.append(label)
+            else:
+                self.failures.append(f"{label}: {errors[0] if errors else 'failed'}")
             for message in errors[:3]:
                 print(f"    {message.splitlines()[0][:300]}")
         for check in rr.failed_checks(result):

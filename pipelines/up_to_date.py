@@ -277,14 +277,22 @@ def state() -> dict[str, str | None]:
 # --- the summary both paths print ----------------------------------------------------------------------------
 
 def done_line(seconds: float, n_benchmarks: int, totals: dict[str, int], failures: int, labeled: str,
-              failed_checks: int = 0) -> str:
-    checks = f", {failed_checks} check(s) of severity ERROR FAILED" if failed_checks else ""
+              failed_checks: int = 0, label_failed_steps: int = 0) -> str:
+    """`label_failed_steps`: steps that wrote their labels and failed on some prompts (failed runs in Dagster;
+    the prompts are counted in `labeled`)."""
     def n(value: int, word: str) -> str:  # models.report's count() would cost the fast path polars' import
         return f"{value} {word}{'' if value == 1 else 's'}"
 
+    steps = [f"{failures} step(s) FAILED"] if failures else []
+    if label_failed_steps:
+        steps.append(f"{n(label_failed_steps, 'labeling step')} FAILED on some prompts"
+                     + ("" if failures else ", every other step succeeded"))
+    if failed_checks:
+        steps.append(f"{failed_checks} check(s) of severity ERROR FAILED")
+    if not failures and not label_failed_steps:
+        steps.insert(0, "all steps succeeded")
     return (f"done in {seconds:.0f}s: {n(n_benchmarks, 'benchmark')}, {n(totals['n_prompts'], 'prompt')}, "
-            f"{n(totals['n_results'], 'result')}, {n(totals['n_rejects'], 'reject')}; "
-            f"{'all steps succeeded' if not failures else f'{failures} step(s) FAILED'}{checks}; {labeled}")
+            f"{n(totals['n_results'], 'result')}, {n(totals['n_rejects'], 'reject')}; {', '.join(steps)}; {labeled}")
 
 
 # --- record and compare -------------------------------------------------------------------------------------

@@ -155,7 +155,7 @@ def test_a_step_is_skipped_only_while_its_output_tables_are_intact(state: common
         AssetRecordsFilter(asset_key=AssetKey("benchmark_prompts"), asset_partitions=["ic"]), limit=1).records[0]
     assert latest.asset_materialization.metadata["row_count"].value == 25
     assert run_all(state, instance, *args) == 0
-    assert "ic: unchanged since its last successful run, skipped" in capsys.readouterr().out
+    assert "ic: unchanged since it last wrote its outputs, skipped" in capsys.readouterr().out
     with wh.connect(state.warehouse) as con:  # rows lost behind run_all's back
         con.execute("delete from benchmark_prompts where benchmark = 'ic' and prompt_id like '%1%'")
     left = wh.query(state.warehouse, "select count(*) as n from benchmark_prompts where benchmark = 'ic'")["n"][0]

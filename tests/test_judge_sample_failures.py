@@ -64,6 +64,9 @@ def test_a_judge_that_labels_none_of_a_benchmarks_sample_fails_the_step(tmp_path
     assert not result.success  # it succeeded, and the estimates fell back to the vendored reference
     failure = next(e for e in result.all_events if e.is_step_failure).step_failure_data.error
     assert "labeled none of the sampled texts of b (6 texts" in failure.message
+    from pipelines import run_report as rr
+
+    assert not rr.failed_after_writing(result)  # nothing written: a failed step for run_all (exit 1)
 
 
 def test_run_alls_lines_count_the_texts_of_a_lost_sample(tmp_path, monkeypatch):
@@ -82,11 +85,16 @@ def test_run_alls_lines_count_the_texts_of_a_lost_sample(tmp_path, monkeypatch):
 
 
 def test_texts_the_judge_failed_on_count_as_open_failures_of_the_run(tmp_path, monkeypatch):
+    from pipelines import run_report as rr
     from pipelines.run_steps import judge_failures, judge_of_the_run
     from resources.label_cache import LabelCache
 
     result, path = _materialize(tmp_path, monkeypatch, {"h1", "h4"})
-    assert result.success
+    # its tables written (the estimates use the other texts), and still a failure of the run: it was a SUCCESS
+    assert not result.success and rr.failed_after_writing(result)
+    assert rr.failure_metadata_value(result, "prompts_failed_after_writing") == [{"b": 2}]
+    assert {e.asset_key.path[-1] for e in rr.materializations(result)} == {"judge_sample_labels",
+                                                                           "judge_sample_design"}
     assert result.output_for_node("judge_sample", "judge_sample_design")["n_failed"].to_list() == [2]
 
     judge = judge_of_the_run()
@@ -132,8 +140,12 @@ def test_a_range_run_gives_each_partition_its_own_failure_count(tmp_path, monkey
     warehouse = Warehouse(path=str(path))
     result = materialize([js.judge_sample], instance=instance,
                          resources={"warehouse": warehouse, "io_manager": WarehouseIOManager(warehouse=warehouse)},
-                         tags={"dagster/asset_partition_range_start": "b", "dagster/asset_partition_range_end": "c"})
-    assert result.success
+                         tags={"dagster/asset_partition_range_start": "b", "dagster/asset_partition_range_end": "c"},
+                         raise_on_error=False)
+    from pipelines import run_report as rr
+
+    assert rr.failed_after_writing(result)  # written, then failed for b's 2 texts alone
+    assert rr.failure_metadata_value(result, "prompts_failed_after_writing") == [{"b": 2}]
     records = {(e.asset_key.path[-1], e.partition): e.metadata for e in
                (ev.event_specific_data.materialization for ev in result.get_asset_materialization_events())}
     assert records[("judge_sample_labels", "b")]["n_failed"].value == 2

@@ -28,6 +28,7 @@ from typing import Any
 import duckdb
 import polars as pl
 import pytest
+from dagster import AssetKey, DagsterRunStatus
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -203,6 +204,15 @@ def test_failed_prompts_fail_the_run_and_a_plain_rerun_retries_exactly_them(
         out = capsys.readouterr().out
         assert "10 labeled, 6 failed (see label_failures; 6 prompts without labels, exit 4)" in out, out
         assert "(10 prompts labeled, 6 FAILED, 0 from the cache)" in out, out  # it said "16 prompts labeled"
+        # a failure in Dagster's run list too (it was a SUCCESS beside a failed check), its labels written
+        assert "1 labeling step FAILED on some prompts, every other step succeeded" in out, out
+        [run] = world.instance.get_runs(limit=1)
+        assert run.status == DagsterRunStatus.FAILURE, run.status
+        assert "6 of 16 prompts of 'flaky' failed to label (first error: step 1 (occupations): HTTP 400" in out, out
+        log = Path(re.search(r"Dagster log: (\S+)", out).group(1)).read_text()  # the reason too, not only "failed"
+        assert re.search(r"STEP_FAILURE .*6 of 16 prompts of 'flaky' failed to label", log), log[-2000:]
+        labels_event = world.instance.get_latest_materialization_event(AssetKey("prompt_task_labels"))
+        assert labels_event is not None and labels_event.run_id == run.run_id
         assert _latest_metadata(world, "n_failed") == 6 and _latest_metadata(world, "open_label_failures") == 6
         passed, check = _completeness_check(world, defs)
         assert not passed and check["open_label_failures"] == 6 and check["given_up"] == 0
@@ -215,7 +225,7 @@ def test_failed_prompts_fail_the_run_and_a_plain_rerun_retries_exactly_them(
         before = len(stub.chat_requests())
         assert run_all.main(args, defs=defs, instance=world.instance) == EXIT_LABEL_FAILURES
         out = capsys.readouterr().out
-        assert "prompts failed to label: running it" in out
+        assert "prompts failed to label: running it" in out, out
         assert "5 labeled, 1 failed" in out, out
         assert requested(stub, before) == sorted(failing)
         assert len(stub.chat_requests()) - before == 5 * 2 + 1
@@ -230,7 +240,7 @@ def test_failed_prompts_fail_the_run_and_a_plain_rerun_retries_exactly_them(
         before = len(stub.chat_requests())
         assert run_all.main(args, defs=defs, instance=world.instance) == EXIT_LABEL_FAILURES
         out = capsys.readouterr().out
-        assert len(stub.chat_requests()) == before and "flaky: unchanged since its last successful run" in out
+        assert len(stub.chat_requests()) == before and "flaky: unchanged since it last wrote its outputs" in out
         assert "0 labeled, 0 failed (see label_failures; 1 prompts without labels" in out, out
     failures = world.table("label_failures")
     assert failures.height == 1 and failures["runs"][0] == MAX_LABEL_RUNS
@@ -270,6 +280,7 @@ def test_an_earlier_models_failures_are_not_open_once_the_current_model_labeled_
         assert run_all.main(args, defs=defs, instance=world.instance) == 0
         out = capsys.readouterr().out
         assert "8 labeled, 0 failed" in out and "without labels" not in out, out
+        assert world.instance.get_runs(limit=1)[0].status == DagsterRunStatus.SUCCESS
         failures = world.table("label_failures")  # model A's rows are kept, as its history
         assert failures.height == 2 and not failures["labeler_version"].str.starts_with("another-model").any()
         assert world.labels("switch")["prompt_id"].n_unique() == 8
@@ -279,7 +290,7 @@ def test_an_earlier_models_failures_are_not_open_once_the_current_model_labeled_
         before = len(stub.chat_requests())
         assert run_all.main(args, defs=defs, instance=world.instance) == 0
         out = capsys.readouterr().out
-        assert "switch: unchanged since its last successful run" in out and "running it" not in out, out
+        assert "switch: unchanged since it last wrote its outputs" in out and "running it" not in out, out
         assert len(stub.chat_requests()) == before
 
 def test_a_benchmark_the_llm_labels_after_an_offline_run_is_counted_beside_the_offline_ones(
@@ -369,7 +380,7 @@ def test_two_run_alls_at_once_compute_the_analysis_once(world: World, tmp_path: 
     label = "analysis/exports (+ warehouse-wide benchmark checks)"
     ran = [o for o in outputs if re.search(r"- analysis/exports .*: ok in", o)]
     waited = [o for o in outputs if f"{label}: another run_all is running this step: waiting for it" in o]
-    skipped = [o for o in outputs if f"{label}: unchanged since its last successful run, skipped" in o]
+    skipped = [o for o in outputs if f"{label}: unchanged since it last wrote its outputs, skipped" in o]
     assert len(ran) == 1, shown  # computed once: not by both, not by neither
     assert len(waited) == 1 and waited == skipped and waited[0] is not ran[0], shown
     headlines = [re.findall(r"^AI benchmarks exercise .*$", o, re.MULTILINE) for o in outputs]

@@ -15,7 +15,7 @@ from pipelines import run_all
 def _closing_line(capsys: pytest.CaptureFixture, failures: list[str], judge_failed: int = 0) -> str:
     runner = SimpleNamespace(totals={"n_prompts": 8, "n_results": 0, "n_rejects": 0, "n_labeled": 6, "n_failed": 2,
                                      "judge_failed": judge_failed},
-                             failures=failures, failed_error_checks=[])
+                             failures=failures, failed_error_checks=[], label_failed_steps=[])
     run_all._print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
                            skip_analysis=True, unlabeled=2)
     return next(line for line in capsys.readouterr().out.splitlines() if line.startswith("done in"))
@@ -38,7 +38,8 @@ def test_the_closing_line_counts_the_texts_of_a_sample_the_judge_lost(capsys: py
 
     # the usual lost case: no labeler failure and no design to count from, still pointed to label_failures
     runner = SimpleNamespace(totals={"n_prompts": 8, "n_results": 0, "n_rejects": 0, "n_labeled": 6, "n_failed": 0,
-                                     "judge_failed": 5}, failures=["[1/1] bench: judge_sample"], failed_error_checks=[])
+                                     "judge_failed": 5}, failures=["[1/1] bench: judge_sample"], failed_error_checks=[],
+                             label_failed_steps=[])
     run_all._print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
                            skip_analysis=True, unlabeled=0)
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("done in"))

@@ -1,0 +1,24 @@
+"""A labeling step that wrote its labels but left some prompts without them fails after writing them.
+
+Its outputs are yielded first (the IO manager writes them and Dagster records their materializations), then the
+step raises `written_with_failures(...)`: the Dagster run is a FAILURE, as it is in the UI's run list, while the
+labels of every other prompt are kept and published. Before, such a run was a SUCCESS with a failed check beside
+it (an audit: "a labels run that left prompts failed is a SUCCESS in Dagster's run list"). The metadata key tells
+run_all (pipelines/run_report.py `failed_after_writing`) that the step's outputs are whole apart from the failed
+prompts it counts: the run goes on to the analysis and exits EXIT_LABEL_FAILURES, as before; the landing sensor
+requests the refresh again, which asks only for the failed prompts (the label cache holds the rest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from dagster import Failure, MetadataValue
+
+WRITTEN_WITH_FAILURES = "prompts_failed_after_writing"  # benchmark -> prompts (texts) that failed to label
+
+
+def written_with_failures(description: str, failed_by_benchmark: Mapping[str, int]) -> Failure:
+    """The Failure a step raises after yielding its outputs, when `failed_by_benchmark` prompts have no labels."""
+    return Failure(description=description, metadata={
+        WRITTEN_WITH_FAILURES: MetadataValue.json({str(b): int(n) for b, n in failed_by_benchmark.items() if n})})
