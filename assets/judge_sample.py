@@ -244,4 +244,4 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
             f"the judge ({judge.name}, {judge.labeler_version}) failed on {n_failed} sampled texts (label_failures "
             "says why). The sample's other texts are written and the estimates use them; a plain run_all asks "
             f"for the failed ones again (at most {lc.MAX_LABEL_RUNS} failed runs each)",
-            dict(design_frame.select("benchmark", "n_failed").iter_rows()))
+            dict(design_frame.group_by("benchmark").agg(pl.col("n_failed").sum()).iter_rows()))

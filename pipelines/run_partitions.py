@@ -119,7 +119,8 @@ def run_range(runner: Runner, plan: RunPlan, group: list[tuple[str, str]]) -> bo
         return False
     share = outcome.seconds / len(group)
     for name, label in group:
-        runner.report(label, StepOutcome(outcome.result, share), runner.partition_detail(name, outcome.result, name))
+        runner.report(label, StepOutcome(outcome.result, share), runner.partition_detail(name, outcome.result, name),
+                      partition=name)
     print(f"  ({len(group)} partitions in one run, {outcome.seconds:.1f}s)", flush=True)
     return True
 

@@ -98,6 +98,15 @@ def failed_after_writing(result: ExecuteInProcessResult | None) -> bool:
     return bool(failed) and len(failure_metadata_value(result, WRITTEN_WITH_FAILURES)) == len(failed)
 
 
+def failed_prompts_by_benchmark(result: ExecuteInProcessResult) -> dict[str, int]:
+    """benchmark -> prompts its labeling steps left failed after writing the rest (a range run's, per partition)."""
+    failed: dict[str, int] = {}
+    for by_benchmark in failure_metadata_value(result, WRITTEN_WITH_FAILURES):
+        for benchmark, n in (by_benchmark if isinstance(by_benchmark, dict) else {}).items():
+            failed[benchmark] = failed.get(benchmark, 0) + int(n)
+    return failed
+
+
 def written_tables(result: ExecuteInProcessResult, partition: str | None = None) -> dict[str, int]:
     """table -> rows written, for every materialization the IO manager stored as a table (`partition`: only
     that partition's, in a run of several)."""

@@ -540,6 +540,55 @@ def test_asset_records_failures_and_fails_when_nothing_labels(
     assert failures.select("prompt_id", "attempts").rows() == [("p1", 6), ("p4", 3), ("p5", 3)]
 
 
+def test_a_range_run_fails_for_the_partition_whose_prompts_failed_alone(
+    warehouse_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """One Dagster run of two benchmarks (run_all's range run), one prompt of b failing: the run fails after
+    writing both benchmarks' labels, and run_all's lines say FAILED for b alone (c's prompts all labeled)."""
+    from dagster import DagsterInstance, materialize
+
+    from assets import benchmarks
+    from assets import labels as la
+    from pipelines import run_report as rr
+    from pipelines.step_runner import Runner, StepOutcome
+    from resources.dagster_resources import LabelerResource, Warehouse
+    from resources.io_manager import WarehouseIOManager
+
+    class RangeLabeler(FakeLabeler):
+        def prepare(self, prompts: list[PromptRecord]) -> None:  # once per benchmark of the range
+            pass
+
+    class FakeResource(LabelerResource):
+        def build(self, index):  # noqa: ANN001, ANN201
+            return RangeLabeler(fail={"b1"})
+
+    monkeypatch.setattr(la, "load_task_index", lambda warehouse, log=None: (None, "test", 0.0))
+    wh.replace_table(warehouse_path, "benchmark_prompts", pl.DataFrame({
+        "benchmark": ["b"] * 3 + ["c"] * 3, "prompt_id": ["b0", "b1", "b2", "c0", "c1", "c2"],
+        "prompt": [f"text {i}" for i in range(6)], "prompt_hash": [f"h{i}" for i in range(6)]}))
+    warehouse = Warehouse(path=str(warehouse_path))
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("benchmark", ["b", "c"])
+    result = materialize([la.prompt_task_labels, *module_assets(benchmarks)], selection=[la.prompt_task_labels],
+                         instance=instance, raise_on_error=False,
+                         resources={"warehouse": warehouse, "io_manager": WarehouseIOManager(warehouse=warehouse),
+                                    "labeler": FakeResource(kind="offline", batch_size=3)},
+                         tags={"dagster/asset_partition_range_start": "b", "dagster/asset_partition_range_end": "c"})
+    assert not result.success and rr.failed_after_writing(result)
+    assert rr.failed_prompts_by_benchmark(result) == {"b": 1}
+    stored = wh.read_table(warehouse_path, "prompt_task_labels")
+    assert sorted(stored["prompt_id"].unique()) == ["b0", "b2", "c0", "c1", "c2"]  # written before the failure
+
+    runner = Runner.__new__(Runner)  # its lines only
+    runner.failures, runner.label_failed_steps, runner.failed_error_checks = [], [], []
+    for name in ("b", "c"):
+        runner.report(f"[-] {name}", StepOutcome(result, 1.0), "its counts", partition=name)
+    out = capsys.readouterr().out
+    assert "- [-] b: FAILED in 1.0s: its counts" in out and "- [-] c: ok in 1.0s: its counts" in out, out
+    assert "1 of 3 prompts of 'b' failed to label" in out
+    assert runner.label_failed_steps == ["[-] b"] and runner.failures == []  # counted as exit 4, not exit 1
+
+
 def test_a_neighbour_step_error_fails_the_step_after_its_labels_are_cached(
     warehouse_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
