@@ -34,8 +34,9 @@ a step failed (the remaining steps still run, except the analysis and the releas
 are not of its current prompts: docs/reliability.md; the summary lists failures), 2 for an unknown benchmark
 name, 3 when the warehouse is damaged (nothing runs; or a step found damage the check did not, then with the
 same recovery line), 4 (EXIT_LABEL_FAILURES) when
-every step succeeded but prompts of the run's benchmarks failed to label ("10 labeled, 6 failed (see
-label_failures)"), 5 (EXIT_NO_BENCHMARKS) when every step succeeded but no benchmark landed (nothing is measured; with
+every other step succeeded but prompts of the run's benchmarks failed to label ("10 labeled, 6 failed (see
+label_failures)"; their labeling steps wrote the other labels, then failed their Dagster runs:
+assets/written_with_failures.py), 5 (EXIT_NO_BENCHMARKS) when every step succeeded but no benchmark landed (nothing is measured; with
 no benchmark table from an earlier run the analysis steps fail instead, exit 1, and the run names the cause either
 way), 6 (EXIT_CHECK_FAILED) when every step succeeded and every prompt is labeled but a data-quality check of
 severity ERROR did not pass (a non-blocking check does not fail its step; the summary names it, the run is not
