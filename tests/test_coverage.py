@@ -264,7 +264,11 @@ def test_a_run_that_labeled_some_benchmarks_with_an_llm_counts_every_benchmark_b
     again, same = select_labeler(labels, name)
     assert same == name and again.sort("task_id").equals(chosen.sort("task_id"))
     with pytest.raises(ValueError, match="no labels"):
-        select_labeler(labels, "openai+nonexistent")
+        select_labeler(labels, "nonexistent+other")
+    # an index leaving out the LLM's benchmarks: its offline labels alone (a probe: every analysis failed, exit 1,
+    # on "labelers ['openai'] have no labels", when an index excluded the benchmark the LLM labeled)
+    offline_only, its_name = select_labeler(labels.filter(pl.col("benchmark") == "old_bench"), name)
+    assert its_name == "offline" and offline_only["task_id"].sort().to_list() == [2, 3]
     counts = label_counts(labels)
     tasks = pl.DataFrame({"onet_soc_code": [OCC_A] * 5 + [OCC_B], "task_id": [1, 2, 4, 5, 6, 3]})
     coverage = task_coverage(counts, tasks, labeler=select_labeler(counts)[1])

@@ -302,10 +302,18 @@ def test_a_benchmark_the_llm_labels_after_an_offline_run_is_counted_beside_the_o
     from pipelines.definitions import build_definitions
     from tests.openai_stub import OpenAIStub
 
+    # an index leaving the LLM's benchmark out (a probe: every analysis then failed, exit 1, on "labelers
+    # ['openai'] have no labels")
+    indexes = world.state.root / "indexes"
+    indexes.mkdir()
+    (indexes / "all.toml").write_text((ROOT / "data" / "indexes" / "all.toml").read_text())
+    (indexes / "without_llm.toml").write_text('title = "Without the LLM benchmark"\nversion = "1"\n'
+                                              '[[exclude]]\nbenchmark = "llm"\nreason = "a probe"\n')
+    monkeypatch.setenv("BENCHMAP_INDEX_DIR", str(indexes))
     world.add("plain", real_records("gdpval", 6))
+    world.add("llm", real_records("occubench", 4))  # landed, labeled later (the index file names it)
     offline = build_definitions(str(world.state.warehouse))
     assert run_all.main(["--skip-reference", "--benchmarks", "plain"], defs=offline, instance=world.instance) == 0
-    world.add("llm", real_records("occubench", 4))
     with OpenAIStub() as stub:
         defs = _openai_defs(world, monkeypatch, stub.base_url)
         code = run_all.main(["--skip-reference", "--benchmarks", "llm"], defs=defs, instance=world.instance)
@@ -314,7 +322,8 @@ def test_a_benchmark_the_llm_labels_after_an_offline_run_is_counted_beside_the_o
     labels = world.table("prompt_task_labels")
     assert set(labels.select("benchmark", "labeler").unique().rows()) == {("plain", "offline"), ("llm", "openai")}
     coverage = world.table("task_coverage")
-    assert set(coverage["labeler"]) == {"openai+offline"}
+    assert dict(coverage.select("benchmark_index", "labeler").unique().rows()) == {
+        "all": "openai+offline", "without_llm": "offline"}
     counted = coverage.filter(pl.col("n_prompts") > 0)["benchmarks"].str.split(",").explode().unique().to_list()
     assert {"plain", "llm"} <= set(counted)  # both benchmarks' labels are counted
     summary = (world.state.exports / "latest" / "summary.md").read_text()
