@@ -43,7 +43,7 @@ from dagster import (
 )
 
 from assets.partitions import benchmark_partitions
-from assets.written_with_failures import written_with_failures
+from assets.written_with_failures import RETRY_GIVEN_UP_TAG, written_with_failures
 from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
 from models.markdown import markdown_table as md_table
@@ -206,7 +206,8 @@ def prompt_task_labels(
         except Exception as exc:  # noqa: BLE001 - raised by _label_partition, after every label is written
             stepped[benchmark] = exc
 
-    labeled = _label_benchmarks(context, warehouse, labeler, records, built, step_now)
+    max_runs = None if context.run.tags.get(RETRY_GIVEN_UP_TAG) == "1" else lc.MAX_LABEL_RUNS
+    labeled = _label_benchmarks(context, warehouse, labeler, records, built, step_now, max_runs)
     parts = [_label_partition(context, warehouse, records[benchmark], benchmark, built, labeled.get(benchmark),
                               stepped.get(benchmark)) for benchmark in benchmarks]
     if len(parts) == 1:
@@ -222,15 +223,28 @@ def prompt_task_labels(
             selected,
             Output(pl.concat([p[0][0] for p in parts], how="vertical_relaxed"), "prompt_task_labels"),
             Output(pl.concat([p[1][0] for p in parts], how="vertical_relaxed"), "prompt_work"))
-    # written, and still not done: the run fails, its labels kept (assets/written_with_failures.py)
-    failed = {b: labeled[b][1] for b in benchmarks if b in labeled and labeled[b][1].n_failed}
+    # written, and still not done: the run fails, its labels kept (assets/written_with_failures.py); a prompt
+    # given up is not done either (a probe: the landing sensor's last retry asked nothing and ended green)
+    failed = {b: labeled[b][1] for b in benchmarks if b in labeled and labeled[b][1].n_failed + labeled[b][1].n_given_up}
     if failed:
         raise written_with_failures(
-            "; ".join(f"{s.n_failed} of {len(records[b])} prompts of {b!r} failed to label (first error: "
-                      f"{s.failures[0]['error'][:200] if s.failures else 'not kept'})" for b, s in failed.items())
-            + f". The labels of the other prompts are written. The failed ones are in label_failures; a plain "
-            f"run_all asks for them again (at most {lc.MAX_LABEL_RUNS} failed runs each)",
-            {b: s.n_failed for b, s in failed.items()})
+            "; ".join(_failed_line(b, len(records[b]), s) for b, s in failed.items())
+            + ". The labels of the other prompts are written; the failures are in label_failures. The next run "
+            f"asks for a failed prompt again until it has failed in {lc.MAX_LABEL_RUNS} runs, then gives up; "
+            f"`python -m pipelines.run_all --force` (or a run tagged {RETRY_GIVEN_UP_TAG}=1) asks again",
+            {b: s.n_failed + s.n_given_up for b, s in failed.items()})
+
+
+def _failed_line(benchmark: str, n_prompts: int, stats: lc.LabelingStats) -> str:
+    """'3 of 12 prompts of 'b' have no labels: 2 failed in this run (first error: ...), 1 given up ...'."""
+    parts = []
+    if stats.n_failed:
+        first = stats.failures[0]["error"][:200] if stats.failures else "not kept"
+        parts.append(f"{stats.n_failed} failed in this run (first error: {first})")
+    if stats.n_given_up:
+        parts.append(f"{stats.n_given_up} given up after failing in {lc.MAX_LABEL_RUNS} runs, not asked again")
+    return (f"{stats.n_failed + stats.n_given_up} of {n_prompts} prompts of {benchmark!r} have no labels: "
+            + ", ".join(parts))
 
 
 # a benchmark's neighbour step: (label sets, labeler_version, metadata), or the error it raised
@@ -240,10 +254,11 @@ LabeledPartition = tuple[tuple[pl.DataFrame, dict[str, Any]], tuple[pl.DataFrame
 
 def _label_benchmarks(context: AssetExecutionContext, warehouse: Warehouse, labeler: LabelerResource,
                       records: dict[str, list[PromptRecord]], built: dict[str, Any],
-                      labeled_one: Callable[[str, dict], None] | None = None
-                      ) -> dict[str, tuple[dict, lc.LabelingStats]]:
+                      labeled_one: Callable[[str, dict], None] | None = None,
+                      max_runs: int | None = lc.MAX_LABEL_RUNS) -> dict[str, tuple[dict, lc.LabelingStats]]:
     """benchmark -> (label sets by hash, stats) through the label cache, for every benchmark with prompts;
-    `labeled_one(benchmark, label sets by hash)` is called as each benchmark's labels are written.
+    `labeled_one(benchmark, label sets by hash)` is called as each benchmark's labels are written; a prompt
+    that failed in `max_runs` runs is not asked again (None: every failed prompt is).
 
     Under the labeling lock of all of them: each benchmark's cache read (`plan_labeling`) first, then, with
     the offline labeler and enough texts, every benchmark's batches sent to the worker processes at once
@@ -266,7 +281,7 @@ def _label_benchmarks(context: AssetExecutionContext, warehouse: Warehouse, labe
                "log_fn": context.log.info}
     out: dict[str, tuple[dict, lc.LabelingStats]] = {}
     with lc.labeling_lock(cache, [p for b in todo for p in records[b]], context.log.info):
-        plans = {b: lc.plan_labeling(records[b], impl, cache, ONET_VERSION) for b in todo}
+        plans = {b: lc.plan_labeling(records[b], impl, cache, ONET_VERSION, max_runs=max_runs) for b in todo}
         earlier: set[str] = set()
         shared: set[str] = set()  # benchmarks whose plan overlaps an earlier one's: planned again later
         for b in todo:
@@ -286,7 +301,7 @@ def _label_benchmarks(context: AssetExecutionContext, warehouse: Warehouse, labe
             for position, b in enumerate(todo):
                 plan = plans[b]
                 if b in shared:  # after the earlier benchmarks' writes, as the one-by-one loop reads it
-                    plan = lc.plan_labeling(records[b], impl, cache, ONET_VERSION)
+                    plan = lc.plan_labeling(records[b], impl, cache, ONET_VERSION, max_runs=max_runs)
                 try:
                     out[b] = lc.run_plan(plan, impl, cache, **options,
                                          outcomes_of=label_pool.outcomes_from(futures[b]) if b in futures else None)

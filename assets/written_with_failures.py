@@ -6,7 +6,9 @@ labels of every other prompt are kept and published. Before, such a run was a SU
 it (an audit: "a labels run that left prompts failed is a SUCCESS in Dagster's run list"). The metadata key tells
 run_all (pipelines/run_report.py `failed_after_writing`) that the step's outputs are whole apart from the failed
 prompts it counts: the run goes on to the analysis and exits EXIT_LABEL_FAILURES, as before; the landing sensor
-requests the refresh again, which asks only for the failed prompts (the label cache holds the rest).
+requests the refresh again, which asks only for the failed prompts (the label cache holds the rest). A prompt
+given up after MAX_LABEL_RUNS failed runs keeps failing the step (it has no labels) without being asked again,
+until a run tagged RETRY_GIVEN_UP_TAG asks for it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from collections.abc import Mapping
 from dagster import Failure, MetadataValue
 
 WRITTEN_WITH_FAILURES = "prompts_failed_after_writing"  # benchmark -> prompts (texts) that failed to label
+# a run tag: ask again the prompts given up after MAX_LABEL_RUNS failed runs (`run_all --force` sets it; in the UI,
+# add the tag to the launched run)
+RETRY_GIVEN_UP_TAG = "benchmap/retry_given_up"
 
 
 def written_with_failures(description: str, failed_by_benchmark: Mapping[str, int]) -> Failure:

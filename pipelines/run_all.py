@@ -77,6 +77,7 @@ from dagster import (
 from assets.estimates_ahead import judged_checks_ahead, warm_judged_checks_worker
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
+from models.labeling.cache import MAX_LABEL_RUNS
 from models.report.formatting import count
 from pipelines import cli, label_workers, restore_labels, up_to_date
 from pipelines import run_report as rr
@@ -111,7 +112,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--skip-reference", action="store_true", help="skip the reference assets")
     parser.add_argument("--skip-analysis", action="store_true", help="skip the downstream assets")
     parser.add_argument("--force", action="store_true",
-                        help="run every step even when its inputs are unchanged since it last wrote its outputs")
+                        help="run every step even when its inputs are unchanged since it last wrote its outputs, "
+                             f"and ask again the prompts given up after failing to label in {MAX_LABEL_RUNS} runs")
     parser.add_argument("--rebuild", action="store_true",
                         help="move a damaged warehouse aside, restore the label cache from the label store, then "
                              "run every step (no label is computed again)")
@@ -179,6 +181,7 @@ def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: Dagste
     trust = integrity.trusted(warehouse_path) if warehouse_path else contextlib.nullcontext()
     with trust, open(log_path, "a", encoding="utf-8") as log:  # checked: its in-process runs need not again
         runner = progress.runner = Runner(defs, instance, log=log, verbose=args.verbose)
+        runner.retry_given_up = args.force  # the one way to ask a given-up prompt again without editing it
         _report_sources(instance, landing, partitions, warehouse_path)
         steps = Steps(defs, instance, warehouse_path, report, args.force or restored, started_ns)
         if not args.skip_reference:
@@ -198,9 +201,9 @@ def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: Dagste
                       around=lambda: judged_checks_ahead(runner.resources.get("warehouse"), runner.assets))
     # the closing reads (open failures, the headline lines) share one open of the file (~30 CPU-ms per open)
     with wh.held(warehouse_path if warehouse_path and Path(warehouse_path).exists() else None):
-        unlabeled = _open_label_failures(warehouse_path, names, runner.resources.get("labeler"))
+        unlabeled, unjudged = _open_label_failures(warehouse_path, names, runner.resources.get("labeler"))
         headline, release = _print_summary(runner, names, warehouse_path, log_path, started,
-                                           skip_analysis=args.skip_analysis, unlabeled=unlabeled,
+                                           skip_analysis=args.skip_analysis, unlabeled=unlabeled, unjudged=unjudged,
                                            release_before=progress.release_before)
     for name, deleted in removed.items():
         print(f"removed benchmark {name} (its landing folder is gone): {sum(deleted.values()):,} rows deleted from "
@@ -209,7 +212,7 @@ def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: Dagste
         print(f"python -m pipelines.run_all: error: a step found the warehouse damaged: recover with "
               f"`{integrity.REBUILD_COMMAND}`", file=sys.stderr)
         return EXIT_DAMAGED
-    code = (1 if runner.failures else EXIT_LABEL_FAILURES if unlabeled or runner.totals["n_failed"]
+    code = (1 if runner.failures else EXIT_LABEL_FAILURES if unlabeled or unjudged or runner.totals["n_failed"]
             else EXIT_CHECK_FAILED if runner.failed_error_checks else 0)
     if not names:  # a run that measured nothing is not a success (its steps may fail for want of the tables,
         # or pass on an earlier run's): the cause first, since the prompts have no download
@@ -312,7 +315,7 @@ def _partitions(instance: DagsterInstance, landing: bm.Landing, names: list[str]
     new = [p for p in partitions if p not in registered]
     if new:
         _register_partitions(instance, new)
-        print(f"registered {len(new)} new benchmark partitions")
+        print(f"registered {count(len(new), 'new benchmark partition')}")
     gone = sorted(registered - set(landing.benchmarks) - {bm.LANDING_PARTITION})
     if gone:
         print(f"  warning: partitions without a landing folder (kept, not refreshed): {', '.join(gone)}")
@@ -414,19 +417,21 @@ def _labels_behind(runner: Runner, plan: RunPlan, warehouse_path: str | None) ->
     return bool(behind)
 
 
-def _open_label_failures(warehouse_path: str | None, names: list[str], labeler: object) -> int:
-    """Prompts of these benchmarks that have no labels because labeling failed (label_failures: this labeler's,
-    whose prompts its published labels lack: an earlier model's failure on a prompt labeled since is not open;
-    and, with a judge sample configured, the judge's)."""
+def _open_label_failures(warehouse_path: str | None, names: list[str], labeler: object) -> tuple[int, int]:
+    """(prompts of these benchmarks without labels because labeling failed, sampled texts of them without the
+    judge's reading because the judge failed). The first from label_failures: this labeler's, whose prompts its
+    published labels lack (an earlier model's failure on a prompt labeled since is not open); the second, with a
+    judge sample configured, from the judge's latest design (a probe: they were added to the first, "6 prompts
+    without labels", of prompts that all had labels)."""
     if not warehouse_path or not Path(warehouse_path).exists():
-        return 0
+        return 0, 0
     cache = LabelCache(warehouse_path)
-    return (sum(cache.open_failures_by_benchmark(names, getattr(labeler, "kind", None), unlabeled_only=True).values())
-            + sum(judge_failures(warehouse_path, names).values()))
+    return (sum(cache.open_failures_by_benchmark(names, getattr(labeler, "kind", None), unlabeled_only=True).values()),
+            sum(judge_failures(warehouse_path, names).values()))
 
 
 def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None, log_path: Path, started: float,
-                   *, skip_analysis: bool, unlabeled: int = 0, release_before: Path | None = None
+                   *, skip_analysis: bool, unlabeled: int = 0, unjudged: int = 0, release_before: Path | None = None
                    ) -> tuple[list[str], str | None]:
     """Print the closing summary; returns its headline lines and release line (what the fast path repeats).
     `release_before`: the latest release when the run started (a failed run that made none prints no headline)."""
@@ -434,9 +439,10 @@ def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None,
     labeled = f"{totals['n_labeled']} labeled, {totals['n_failed']} failed"
     if totals.get("judge_failed"):  # a judge step that lost a benchmark's sample wrote no design to count from
         labeled += f", the judge failed on {totals['judge_failed']} sampled texts"
-    if totals["n_failed"] or unlabeled:
-        # the prompts without labels include sampled texts the LLM judge failed on (judge_of_the_run)
-        labeled += (f" (see label_failures; {unlabeled} prompts without labels"
+    if totals["n_failed"] or unlabeled or unjudged:
+        missing = ([f"{count(unlabeled, 'prompt')} without labels"] if totals["n_failed"] or unlabeled else []) + \
+            ([f"{count(unjudged, 'sampled text')} without the judge's reading"] if unjudged else [])
+        labeled += (f" (see label_failures; {', '.join(missing)}"
                     # a failed step's exit (1) comes first: the suffix must not name another code
                     + (")" if failures else f", exit {EXIT_LABEL_FAILURES})"))
     elif totals.get("judge_failed"):  # a lost sample: its texts have labels, the judge's reading is what failed
@@ -467,7 +473,7 @@ def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None,
     for failure in failures:
         print(f"  FAILED {failure[:500]}", file=sys.stderr)
     for check in runner.failed_error_checks:
-        print(f"  CHECK FAILED {check[:500]}" + ("" if failures or unlabeled or totals["n_failed"] else
+        print(f"  CHECK FAILED {check[:500]}" + ("" if failures or unlabeled or unjudged or totals["n_failed"] else
                                                  f" (exit {EXIT_CHECK_FAILED})"), file=sys.stderr)
     return list(headline), release
 

@@ -26,6 +26,7 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 from assets.benchmarks import FIRST_REJECT
 from assets.judge_sample import FAILED_BY_BENCHMARK as JUDGE_FAILED_BY_BENCHMARK
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
+from assets.written_with_failures import RETRY_GIVEN_UP_TAG
 from models import benchmarks as bm
 from models.report.formatting import count
 from pipelines import run_report as rr
@@ -129,6 +130,7 @@ class Runner:
         self.failed_error_checks: list[str] = []
         # steps that wrote their labels but failed on some prompts (a Dagster failure; counted as exit 4)
         self.label_failed_steps: list[str] = []
+        self.retry_given_up = False  # `--force`: ask again the prompts given up after MAX_LABEL_RUNS failed runs
         self.totals = {"n_prompts": 0, "n_results": 0, "n_rejects": 0, "labeler_calls": 0, "n_labeled": 0,
                        "n_failed": 0, "judge_failed": 0}
         self.current: str | None = None  # the step running (what an interrupt names)
@@ -167,7 +169,8 @@ class Runner:
         self.current, self.current_started = label, utc_now()
         t0 = time.monotonic()
         hold = self._warehouse_to_hold(partition)
-        tags = {KIND_TAG: kind, "benchmap/run_all": "1", **in_process_tags()}
+        tags = {KIND_TAG: kind, "benchmap/run_all": "1", **in_process_tags(),
+                **({RETRY_GIVEN_UP_TAG: "1"} if self.retry_given_up else {})}
         locked = [partition] if partition else []
         if partition is not None and last_partition is not None and last_partition != partition:
             tags.update({ASSET_PARTITION_RANGE_START_TAG: partition, ASSET_PARTITION_RANGE_END_TAG: last_partition})
@@ -230,7 +233,7 @@ class Runner:
             else:
                 self.failures.append(f"{label}: {errors[0] if errors else 'failed'}")
             for message in errors[:3]:
-                print(f"    {message.splitlines()[0][:300]}")
+                print(f"    {message.splitlines()[0][:800]}")  # the whole reason, within reason
         for check in rr.failed_checks(result):
             print(f"    check not passed: {check}")
         self.failed_error_checks += [f"{label}: {check}" for check in rr.failed_checks(result, "ERROR")]

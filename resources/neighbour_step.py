@@ -81,6 +81,8 @@ def neighbour_step(warehouse: Warehouse, benchmark: str, prompts: list[PromptRec
         neighbour_cache.write_decisions(path, fingerprint, decisions)
     return restacked, f"{impl.labeler_version}+{fit.version}", {
         "neighbour_step": f"{n} texts restacked with {judged.height} judged texts ({fresh} computed, "
-        f"{len(decisions) - fresh} from the step's cache)" if n else "no judged texts: the selector's labels (fallback)",
+        f"{len(decisions) - fresh} from the step's cache)" if n
+        else f"{judged.height} judged texts, fewer than the {fit.min_judged} the step needs: the selector's labels "
+        "(fallback)" if 0 < judged.height < fit.min_judged else "no judged texts: the selector's labels (fallback)",
         "neighbour_judged_texts": judged.height, "neighbour_texts_computed": fresh,
         "neighbour_seconds": round(time.perf_counter() - started, 3)}

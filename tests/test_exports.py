@@ -1008,9 +1008,16 @@ def test_summary_says_which_prompts_have_no_labels(world):
     text = report.summary_markdown({**world, "benchmark_counts": counts}, onet_tasks=world["onet_tasks"],
                                    unlabeled={names[0]: 13, names[1]: 1, "elsewhere": 4})
     assert (f"_Without labels: {names[0]} 13 prompts; {names[1]} 1 prompt (their labeling failed: label_failures; "
-            "`python -m pipelines.run_all` tries them again). Every figure here counts them as prompts that exercise "
+            "`python -m pipelines.run_all` asks for each again until it has failed in 3 runs, `--force` after that). "
+            "Every figure here counts them as prompts that exercise "
             "no task") in text
     assert "elsewhere" not in text  # not a benchmark the index counts
+    assert "Without the judge's reading" not in text
+    # sampled texts the LLM judge failed on (a probe: the release said nothing of them)
+    text = report.summary_markdown({**world, "benchmark_counts": counts}, onet_tasks=world["onet_tasks"],
+                                   unjudged={names[1]: 6, "elsewhere": 2})
+    assert (f"_Without the judge's reading: {names[1]} 6 sampled texts (the LLM judge failed on them: "
+            "label_failures;") in text and "Without labels" not in text and "elsewhere" not in text
     # the answer stays, and the line for a missing answer does not appear beside it (a first version did)
     assert text.count("**AI benchmarks exercise about") == 1 and "No published estimate" not in text
     econ = report.summary_markdown({**world, "benchmark_counts": counts}, onet_tasks=world["onet_tasks"],

@@ -236,7 +236,7 @@ def test_llm_server_faults_are_retried_recorded_and_never_stored(world: World) -
         from pipelines import run_report as rr
 
         assert not first.success and rr.failed_after_writing(first), step_error(first)
-        assert "2 of 10 prompts of 'llm_faults' failed to label" in step_error(first)
+        assert "2 of 10 prompts of 'llm_faults' have no labels: 2 failed in this run" in step_error(first)
         requests = {marker: sum(marker in json.dumps(r["body"]) for r in stub.chat_requests()) for marker in CASES}
         shortlists = {}  # the task IDs a step-2 request offered (the chosen occupations' full task lists)
         for r in stub.chat_requests():

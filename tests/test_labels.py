@@ -506,7 +506,7 @@ def test_asset_records_failures_and_fails_when_nothing_labels(
     result = run()
     # the partial labels written, then the step failed for p1 (a success in Dagster's run list before)
     assert not result.success
-    assert "1 of 4 prompts of 'b' failed to label" in str(
+    assert "1 of 4 prompts of 'b' have no labels: 1 failed in this run" in str(
         result.failure_data_for_node("prompt_task_labels").user_failure_data.description)
     meta = {
         k: v.value
@@ -585,7 +585,7 @@ def test_a_range_run_fails_for_the_partition_whose_prompts_failed_alone(
         runner.report(f"[-] {name}", StepOutcome(result, 1.0), "its counts", partition=name)
     out = capsys.readouterr().out
     assert "- [-] b: FAILED in 1.0s: its counts" in out and "- [-] c: ok in 1.0s: its counts" in out, out
-    assert "1 of 3 prompts of 'b' failed to label" in out
+    assert "1 of 3 prompts of 'b' have no labels: 1 failed in this run" in out
     assert runner.label_failed_steps == ["[-] b"] and runner.failures == []  # counted as exit 4, not exit 1
 
 

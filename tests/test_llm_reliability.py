@@ -208,9 +208,10 @@ def test_failed_prompts_fail_the_run_and_a_plain_rerun_retries_exactly_them(
         assert "1 labeling step FAILED on some prompts, every other step succeeded" in out, out
         [run] = world.instance.get_runs(limit=1)
         assert run.status == DagsterRunStatus.FAILURE, run.status
-        assert "6 of 16 prompts of 'flaky' failed to label (first error: step 1 (occupations): HTTP 400" in out, out
+        assert ("6 of 16 prompts of 'flaky' have no labels: 6 failed in this run (first error: step 1 "
+                "(occupations): HTTP 400") in out, out
         log = Path(re.search(r"Dagster log: (\S+)", out).group(1)).read_text()  # the reason too, not only "failed"
-        assert re.search(r"STEP_FAILURE .*6 of 16 prompts of 'flaky' failed to label", log), log[-2000:]
+        assert re.search(r"STEP_FAILURE .*6 of 16 prompts of 'flaky' have no labels", log), log[-2000:]
         labels_event = world.instance.get_latest_materialization_event(AssetKey("prompt_task_labels"))
         assert labels_event is not None and labels_event.run_id == run.run_id
         assert _latest_metadata(world, "n_failed") == 6 and _latest_metadata(world, "open_label_failures") == 6
@@ -241,11 +242,31 @@ def test_failed_prompts_fail_the_run_and_a_plain_rerun_retries_exactly_them(
         assert run_all.main(args, defs=defs, instance=world.instance) == EXIT_LABEL_FAILURES
         out = capsys.readouterr().out
         assert len(stub.chat_requests()) == before and "flaky: unchanged since it last wrote its outputs" in out
-        assert "0 labeled, 0 failed (see label_failures; 1 prompts without labels" in out, out
+        assert "0 labeled, 0 failed (see label_failures; 1 prompt without labels" in out, out
+
+        # run 5: a new prompt lands; the step runs, labels it, does not ask the given-up one, and still fails
+        # (a probe: the landing sensor's last retry asked nothing and its run was a SUCCESS)
+        records.append({**records[-1], "prompt_id": "added", "prompt": f"[flakyNEW] {records[-1]['prompt']}"})
+        world.add("flaky", records)
+        before = len(stub.chat_requests())
+        assert run_all.main(args, defs=defs, instance=world.instance) == EXIT_LABEL_FAILURES
+        out = capsys.readouterr().out
+        assert requested(stub, before) == [] and len(stub.chat_requests()) - before == 2  # the new prompt alone
+        assert (f"1 of 17 prompts of 'flaky' have no labels: 1 given up after failing in {MAX_LABEL_RUNS} runs, "
+                "not asked again") in out, out
+        assert world.instance.get_runs(limit=1)[0].status == DagsterRunStatus.FAILURE
+
+        # run 6, --force: the given-up prompt is asked again (nothing else: the rest is cached); it fails again
+        before = len(stub.chat_requests())
+        assert run_all.main([*args, "--force"], defs=defs, instance=world.instance) == EXIT_LABEL_FAILURES
+        out = capsys.readouterr().out
+        assert requested(stub, before) == [stubborn] and len(stub.chat_requests()) - before == 1
+        assert "1 of 17 prompts of 'flaky' have no labels: 1 failed in this run" in out, out
     failures = world.table("label_failures")
-    assert failures.height == 1 and failures["runs"][0] == MAX_LABEL_RUNS
-    assert failures["attempts"][0] == MAX_LABEL_RUNS and f"bad request #{MAX_LABEL_RUNS} " in failures["error"][0]
-    assert world.labels("flaky")["prompt_id"].n_unique() == 15
+    assert failures.height == 1 and failures["runs"][0] == MAX_LABEL_RUNS + 1
+    assert failures["attempts"][0] == MAX_LABEL_RUNS + 1
+    assert f"bad request #{MAX_LABEL_RUNS + 1} " in failures["error"][0]
+    assert world.labels("flaky")["prompt_id"].n_unique() == 16
     passed, check = _completeness_check(world, defs)
     assert not passed and check["open_label_failures"] == 1 and check["given_up"] == 1
     # a prompt without a work decision fails the check even with no failure row to say so

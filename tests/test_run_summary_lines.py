@@ -44,3 +44,17 @@ def test_the_closing_line_counts_the_texts_of_a_sample_the_judge_lost(capsys: py
                            skip_analysis=True, unlabeled=0)
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("done in"))
     assert line.endswith("6 labeled, 0 failed, the judge failed on 5 sampled texts (see label_failures)")
+
+
+def test_the_closing_line_tells_texts_the_judge_failed_on_from_prompts_without_labels(
+        capsys: pytest.CaptureFixture) -> None:
+    """A probe: the judge failing on 6 sampled texts read "12 labeled, 0 failed (see label_failures; 6 prompts
+    without labels, exit 4)", of prompts that all had labels."""
+    runner = SimpleNamespace(totals={"n_prompts": 12, "n_results": 0, "n_rejects": 0, "n_labeled": 12, "n_failed": 0,
+                                     "judge_failed": 0}, failures=[], failed_error_checks=[], label_failed_steps=["b"])
+    run_all._print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
+                           skip_analysis=True, unlabeled=0, unjudged=6)
+    line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("done in"))
+    assert line.endswith("12 labeled, 0 failed (see label_failures; 6 sampled texts without the judge's reading, "
+                         "exit 4)"), line
+    assert "1 labeling step FAILED on some prompts" in line

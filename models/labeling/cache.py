@@ -23,6 +23,7 @@ import polars as pl
 
 from models.labeling.base import Labeler, LabelOutcome, PromptRecord, TaskLabel
 from models.labeling.label_sets import LabelSet, labels_from_json, labels_to_json  # noqa: F401 - re-exported
+from models.labeling.limits import MAX_LABEL_RUNS
 
 # Per-step usage of the two-step LLM labeler (resources/llm_labeler.py); null for labelers without steps.
 USAGE_COLUMNS = ("cached_input_tokens", "step1_input_tokens", "step1_cached_input_tokens", "step1_output_tokens",
@@ -57,8 +58,8 @@ CACHE_LABEL_SCHEMA: dict[str, pl.DataType] = {
     "rank": pl.Int64, "score": pl.Float64, "p_exercised": pl.Float64}
 
 T = TypeVar("T")
-# a prompt that failed in this many labeling runs is not asked again by a plain run (its failure stays listed)
-MAX_LABEL_RUNS = 3
+# MAX_LABEL_RUNS (models/labeling/limits.py): a prompt that failed in that many labeling runs is not asked again by
+# a plain run (its failure stays listed)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
+from models.labeling.limits import MAX_LABEL_RUNS
 from models.markdown import markdown_table
 from models.report.answer import (
     ALL_INDEX,
@@ -71,17 +72,36 @@ from models.report.limitations import (
 )
 
 
-def _without_labels(unlabeled: Mapping[str, int] | None, counts: pl.DataFrame | None, index: str) -> list[str]:
-    """The line naming the prompts of the index's benchmarks that a failed labeling left without labels."""
-    members = set(counts.filter((pl.col("benchmark_index") == index) & pl.col("counted"))["benchmark"]) \
+def _members(counts: pl.DataFrame | None, index: str) -> set[str] | None:
+    return set(counts.filter((pl.col("benchmark_index") == index) & pl.col("counted"))["benchmark"]) \
         if counts is not None and {"benchmark_index", "counted"} <= set(counts.columns) else None
-    missing = {b: n for b, n in (unlabeled or {}).items() if n and (members is None or b in members)}
-    if not missing:
-        return []
-    listed = "; ".join(f"{b} {count(n, 'prompt')}" for b, n in sorted(missing.items()))
-    return [f"_Without labels: {listed} (their labeling failed: label_failures; `python -m pipelines.run_all` tries "
-            "them again). Every figure here counts them as prompts that exercise no task, so a figure may be low "
-            "where they would add to it._", ""]
+
+
+def _listed(by_benchmark: Mapping[str, int] | None, members: set[str] | None, unit: str) -> str:
+    """'cybench 13 prompts; nl2fix 1 prompt' over the index's members ('' when none)."""
+    return "; ".join(f"{b} {count(n, unit)}" for b, n in sorted((by_benchmark or {}).items())
+                     if n and (members is None or b in members))
+
+
+def _without_labels(unlabeled: Mapping[str, int] | None, counts: pl.DataFrame | None, index: str,
+                    unjudged: Mapping[str, int] | None = None) -> list[str]:
+    """The lines naming the prompts of the index's benchmarks that a failed labeling left without labels, and
+    the sampled texts the LLM judge failed on (the estimates' sample is short of them)."""
+    members = _members(counts, index)
+    again = (f"`python -m pipelines.run_all` asks for each again until it has failed in {MAX_LABEL_RUNS} runs, "
+             "`--force` after that")
+    lines = []
+    listed = _listed(unlabeled, members, "prompt")
+    if listed:
+        lines += [f"_Without labels: {listed} (their labeling failed: label_failures; {again}). Every figure here "
+                  "counts them as prompts that exercise no task, so a figure may be low where they would add to "
+                  "it._", ""]
+    listed = _listed(unjudged, members, "sampled text")
+    if listed:  # a probe: the release said nothing of them
+        lines += [f"_Without the judge's reading: {listed} (the LLM judge failed on them: label_failures; {again}). "
+                  "The estimates use the sampled texts the judge read; if it fails on one kind of text, the sample "
+                  "holds too few of that kind._", ""]
+    return lines
 
 
 def summary_markdown(
@@ -95,6 +115,7 @@ def summary_markdown(
     membership: pl.DataFrame | None = None,
     benchmark_rows: pl.DataFrame | None = None,
     unlabeled: Mapping[str, int] | None = None,
+    unjudged: Mapping[str, int] | None = None,
 ) -> str:
     """`summary.md`: the one-line answer (`answer.headline_answer`) and at most five supporting lines; then the
     counts as estimated, what predicts coverage with labeler error (the multiply-imputed fits), model scores,
@@ -102,7 +123,8 @@ def summary_markdown(
     With `benchmark_index`, `tables` hold that index's rows and the summary names the index and its members;
     `benchmark_rows`: headline_estimates with index `all`'s per-benchmark rows (which members have judged
     texts: `answer.headline_answer`), when `tables` hold another index's rows only. `unlabeled`: prompts per
-    benchmark without labels (a labeling that failed for them), said under the answer."""
+    benchmark without labels (a labeling that failed for them), said under the answer; `unjudged`: sampled texts
+    per benchmark the LLM judge failed on."""
     index = benchmark_index or ALL_INDEX
     lines = ["# Which parts of the US economy do AI benchmarks measure?", ""]
     n_benchmarks, excluded = (None, [])
@@ -117,7 +139,7 @@ def summary_markdown(
     else:
         lines += ["_No published estimate: headline_estimates is missing, so this summary has no one-line answer; "
                   "the raw labels' figures are below._", ""]
-    lines += _without_labels(unlabeled, counts, index)
+    lines += _without_labels(unlabeled, counts, index, unjudged)
     if export_date:
         lines += [
             f"_Release of {export_date}. Every number below is read from the exported tables named in brackets. "
