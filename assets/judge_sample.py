@@ -20,7 +20,7 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetOut, Config, Failure, MetadataValue, Output, multi_asset
 
 from assets.partitions import benchmark_partitions
-from assets.written_with_failures import written_with_failures
+from assets.written_with_failures import RETRY_GIVEN_UP_TAG, written_with_failures
 from models import estimates as es
 from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
@@ -100,9 +100,11 @@ def label_judge_sample(
     minimum: int,
     seed: int,
     log_fn: object = None,
+    max_runs: int | None = lc.MAX_LABEL_RUNS,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Draw the stratified sample of one or more benchmarks' distinct texts and label it with `judge` (any
-    `Labeler`) through the cache. Returns (judge labels JUDGE_LABEL_SCHEMA, design DESIGN_SCHEMA)."""
+    `Labeler`) through the cache (a text that failed in `max_runs` runs is not asked again; None: every one is).
+    Returns (judge labels JUDGE_LABEL_SCHEMA, design DESIGN_SCHEMA)."""
     texts = es.text_frame(prompts.select("benchmark", "prompt_id", "prompt_hash"))
     drawn = es.draw_judge_sample(texts, fraction, minimum, seed)
     chosen = (
@@ -114,7 +116,8 @@ def label_judge_sample(
         PromptRecord(b, p, h, t)
         for b, p, h, t in chosen.select("benchmark", "prompt_id", "prompt_hash", "prompt").iter_rows()
     ]
-    labels_by_hash, stats = lc.label_with_cache(records, judge, cache, ONET_VERSION, log_fn=log_fn)  # type: ignore[arg-type]
+    labels_by_hash, stats = lc.label_with_cache(records, judge, cache, ONET_VERSION, log_fn=log_fn,  # type: ignore[arg-type]
+                                                max_runs=max_runs)
     frame = lc.labels_frame(records, labels_by_hash, judge.name, judge.labeler_version)  # type: ignore[attr-defined]
     frame = frame.join(drawn, on=["benchmark", "prompt_hash"], how="left")
     # a sampled text the judge labeled with no task is a judged not-work text: one row with a null task
@@ -210,7 +213,8 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
     for benchmark in benchmarks:
         prompts = warehouse.benchmark_prompt_texts(benchmark)
         rows, design = label_judge_sample(
-            prompts, judge, warehouse.label_cache(), fraction, minimum, config.seed, context.log.info
+            prompts, judge, warehouse.label_cache(), fraction, minimum, config.seed, context.log.info,
+            max_runs=None if context.run.tags.get(RETRY_GIVEN_UP_TAG) == "1" else lc.MAX_LABEL_RUNS,
         )
         labels.append(rows)
         designs.append(design)

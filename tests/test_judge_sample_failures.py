@@ -152,3 +152,50 @@ def test_a_range_run_gives_each_partition_its_own_failure_count(tmp_path, monkey
     assert records[("judge_sample_labels", "c")]["n_failed"].value == 0
     assert "| c " not in records[("judge_sample_design", "b")]["design"].value
     assert "| b " not in records[("judge_sample_design", "c")]["design"].value
+
+
+def test_a_text_the_judge_gave_up_on_fails_the_step_and_is_asked_again_when_forced(tmp_path, monkeypatch):
+    """A probe of the labeler's side: after MAX_LABEL_RUNS failed runs a text is not asked again, and the step
+    then asked nothing and succeeded. The judge's step still fails for it, and a run tagged
+    benchmap/retry_given_up=1 (what `run_all --force` sets) asks for it again."""
+    import assets.judge_sample as js
+    import assets.labels as labels
+    from assets.written_with_failures import RETRY_GIVEN_UP_TAG
+    from models.labeling.limits import MAX_LABEL_RUNS
+    from pipelines import run_report as rr
+    from resources.dagster_resources import Warehouse
+
+    asked: list[str] = []
+
+    class CountingJudge(_Judge):
+        def label(self, batch):  # noqa: ANN001
+            asked.extend(r.prompt_hash for r in batch)
+            return super().label(batch)
+
+    class CountingResource(_JudgeResource):
+        def build(self, index):  # noqa: ANN001
+            return CountingJudge(self.fails)
+
+    path = tmp_path / "benchmap.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("create table benchmark_prompts as select 'b' as benchmark, 'p' || i as prompt_id, "
+                    "'h' || i as prompt_hash, 'work text ' || i as prompt from range(6) t(i)")
+    monkeypatch.setattr(js, "judge_sample_setting", lambda value=None: (1.0, 1))
+    monkeypatch.setattr(js, "labeler_resource_for_judge", lambda: CountingResource({"h1"}))
+    monkeypatch.setattr(labels, "load_task_index", lambda warehouse, log: (None, None, None))
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("benchmark", ["b"])
+
+    def run(tags=None):  # noqa: ANN001, ANN202
+        asked.clear()
+        return materialize([js.judge_sample], partition_key="b", instance=instance, raise_on_error=False,
+                           resources={"warehouse": Warehouse(path=str(path))}, tags=tags)
+
+    assert rr.failed_after_writing(run()) and sorted(asked) == [f"h{i}" for i in range(6)]
+    for _ in range(MAX_LABEL_RUNS - 1):
+        assert rr.failed_after_writing(run()) and asked == ["h1"]
+    given_up = run()
+    assert asked == [] and rr.failed_after_writing(given_up)  # not asked, and still no success
+    assert rr.failure_metadata_value(given_up, "prompts_failed_after_writing") == [{"b": 1}]
+    forced = run({RETRY_GIVEN_UP_TAG: "1"})
+    assert asked == ["h1"] and rr.failed_after_writing(forced)
