@@ -210,9 +210,7 @@ def report_summary(
     # prompts a failed labeling left without labels (label_failures): every figure counts them with no task
     unlabeled = dict(warehouse.undecided_prompts().iter_rows()) if warehouse.table_exists("benchmark_prompts") else {}
     # sampled texts the LLM judge failed on in its latest run: the estimates' sample is short of them
-    unjudged = dict(warehouse.query(
-        "select benchmark, sum(n_failed)::bigint from judge_sample_design group by 1 having sum(n_failed) > 0"
-    ).iter_rows()) if warehouse.table_exists("judge_sample_design") else {}
+    unjudged = dict(warehouse.judge_failed_texts().iter_rows())
     # one summary per benchmark index: summary.md for `all`, summary_<index>.md for the others
     paths, texts = {}, {}
     for index in ix.index_names(membership):

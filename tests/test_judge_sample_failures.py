@@ -105,6 +105,9 @@ def test_texts_the_judge_failed_on_count_as_open_failures_of_the_run(tmp_path, m
     with duckdb.connect(str(path)) as con:  # the asset's design output, as the IO manager would store it
         con.execute("create table judge_sample_design as select 'b' as benchmark, 6 as n_sampled, 2 as n_failed")
     assert judge_failures(str(path), ["b", "other"]) == {"b": 2}
+    from resources.dagster_resources import Warehouse
+
+    assert dict(Warehouse(path=str(path)).judge_failed_texts().iter_rows()) == {"b": 2}  # what summary.md names
     cache = LabelCache(path)
     assert cache.open_failures_by_benchmark(["b"], judge[0], labeler_version_prefix=judge[1]) == {"b": 2}
     # an earlier openai labeler's failures with another model are not the judge's
