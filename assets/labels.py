@@ -227,19 +227,26 @@ def prompt_task_labels(
     # given up is not done either (a probe: the landing sensor's last retry asked nothing and ended green)
     failed = {b: labeled[b][1] for b in benchmarks if b in labeled and labeled[b][1].n_failed + labeled[b][1].n_given_up}
     if failed:
+        stats = list(failed.values())
         raise written_with_failures(
             "; ".join(_failed_line(b, len(records[b]), s) for b, s in failed.items())
-            + ". The labels of the other prompts are written; the failures are in label_failures. The next run "
-            f"asks for a failed prompt again until it has failed in {lc.MAX_LABEL_RUNS} runs, then gives up; "
-            f"`python -m pipelines.run_all --force` (or a run tagged {RETRY_GIVEN_UP_TAG}=1) asks again",
+            + ". The labels of the other prompts are written; the failures are in label_failures. "
+            + (f"The next run asks for a prompt that has failed in fewer than {lc.MAX_LABEL_RUNS} runs again; "
+               if any(s.n_failed for s in stats) else "")
+            + f"`python -m pipelines.run_all --force` (or a run tagged {RETRY_GIVEN_UP_TAG}=1) asks for every one",
             {b: s.n_failed + s.n_given_up for b, s in failed.items()})
+
+
+def _clipped(text: str, limit: int = 240) -> str:
+    """A server's error within `limit` characters, its end kept (where the labeler says "(after 6 attempts)")."""
+    return text if len(text) <= limit else f"{text[:limit - 60]} ... {text[-55:]}"
 
 
 def _failed_line(benchmark: str, n_prompts: int, stats: lc.LabelingStats) -> str:
     """'3 of 12 prompts of 'b' have no labels: 2 failed in this run (first error: ...), 1 given up ...'."""
     parts = []
     if stats.n_failed:
-        first = stats.failures[0]["error"][:200] if stats.failures else "not kept"
+        first = _clipped(stats.failures[0]["error"]) if stats.failures else "not kept"
         parts.append(f"{stats.n_failed} failed in this run (first error: {first})")
     if stats.n_given_up:
         parts.append(f"{stats.n_given_up} given up after failing in {lc.MAX_LABEL_RUNS} runs, not asked again")

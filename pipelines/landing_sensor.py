@@ -262,7 +262,8 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
                 context.log.warning(
                     f"benchmark {name!r}: the refresh of content {digest[:12]} did not succeed in {failed.runs} runs "
                     f"(the last, {failed.run_id[:8]}, {failed.status}): not requested again until the folder "
-                    f"changes; see that run's log, or run `python -m pipelines.run_all --benchmarks {name}`")
+                    f"changes; see that run's log, or run `python -m pipelines.run_all --force --benchmarks {name}` (--force "
+                    "also asks again the prompts given up after failing to label in 3 runs)")
                 given_up[name] = digest
             continue
         context.log.info(f"benchmark {name!r}: the refresh of content {digest[:12]} ended {failed.status} (run "

@@ -75,6 +75,7 @@ from dagster import (
 )
 
 from assets.estimates_ahead import judged_checks_ahead, warm_judged_checks_worker
+from assets.labels import COMPLETE_CHECK
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
 from models.labeling.cache import MAX_LABEL_RUNS
@@ -467,7 +468,10 @@ def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None,
         print("release: none written by this run (--skip-analysis)"
               + (f"; the newest is {latest}" if latest is not None else "; there is none yet"))
     elif latest is not None and released:
-        release = f"release: {latest} (newest; also {latest.parent / 'latest'})"
+        # a run whose figures are those of the release that stands writes none (a probe: the line did not say so)
+        release = (f"release: {latest} (newest; also {latest.parent / 'latest'})" if latest != release_before else
+                   f"release: {latest} (still the newest: this run's figures are the same, so no new release was "
+                   f"written; also {latest.parent / 'latest'})")
         print(release)
     print(f"Dagster log: {log_path}")
     for failure in failures:
@@ -475,7 +479,25 @@ def _print_summary(runner: Runner, names: list[str], warehouse_path: str | None,
     for check in runner.failed_error_checks:
         print(f"  CHECK FAILED {check[:500]}" + ("" if failures or unlabeled or unjudged or totals["n_failed"] else
                                                  f" (exit {EXIT_CHECK_FAILED})"), file=sys.stderr)
+        if COMPLETE_CHECK in check:  # which benchmarks (a probe: exit 6 of a run whose own prompts were all labeled)
+            print(f"    {_without_labels_line(runner, names)}", file=sys.stderr)
     return list(headline), release
+
+
+def _without_labels_line(runner: Runner, names: list[str]) -> str:
+    """The benchmarks with prompts without labels, warehouse-wide (what `prompt_task_labels_complete` counts)."""
+    warehouse = runner.resources.get("warehouse")
+    try:
+        undecided = dict(warehouse.undecided_prompts().iter_rows()) if warehouse is not None else {}
+    except Exception:  # noqa: BLE001 - a closing line; the check's own metadata has the counts
+        undecided = {}
+    if not undecided:
+        return "prompts without labels: see the check's metadata (label_failures)"
+    others = sorted(set(undecided) - set(names))
+    listed = "; ".join(f"{b} {count(n, 'prompt')}" for b, n in sorted(undecided.items()))
+    return (f"prompts without labels: {listed}" + (f" ({', '.join(others)} not in this run: `python -m "
+                                                   f"pipelines.run_all --force --benchmarks {','.join(others)}` "
+                                                   "asks for them again)" if others else ""))
 
 
 def open_instance() -> DagsterInstance:

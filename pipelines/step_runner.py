@@ -285,7 +285,9 @@ class Runner:
             text += (f" (first {first}; all {counts['n_rejects']:,} in benchmark_rejects)" if counts["n_rejects"] > 1
                      else f" ({first}; in benchmark_rejects)")
         if labels is not None:  # labeled = asked and answered: a failed prompt was asked too (it said "labeled")
-            failures = f", {failed:,} FAILED" if failed else ""
+            given_up = int(rr.metadata_value(result, "prompt_task_labels", "n_given_up", partition) or 0)
+            failures = (f", {failed:,} FAILED" if failed else "") + (f", {given_up:,} given up (not asked)"
+                                                                     if given_up else "")
             text += (f"; {count(labels, 'label')} ({count(labeled, 'prompt')} labeled{failures}, "
                      f"{int(cached or 0):,} from the cache)")
         elif not result.success and started is not None:  # the labels step failed: what it committed before

@@ -1008,8 +1008,9 @@ def test_summary_says_which_prompts_have_no_labels(world):
     text = report.summary_markdown({**world, "benchmark_counts": counts}, onet_tasks=world["onet_tasks"],
                                    unlabeled={names[0]: 13, names[1]: 1, "elsewhere": 4})
     assert (f"_Without labels: {names[0]} 13 prompts; {names[1]} 1 prompt (their labeling failed: label_failures; "
-            "`python -m pipelines.run_all` asks for each again until it has failed in 3 runs, `--force` after that). "
-            "Every figure here counts them as prompts that exercise "
+            "`python -m pipelines.run_all` asks again for one that has failed in fewer than 3 runs, "
+            "`python -m pipelines.run_all --force` for every one). Every figure here counts them as prompts that "
+            "exercise "
             "no task") in text
     assert "elsewhere" not in text  # not a benchmark the index counts
     assert "Without the judge's reading" not in text

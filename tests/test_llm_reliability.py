@@ -255,6 +255,8 @@ def test_failed_prompts_fail_the_run_and_a_plain_rerun_retries_exactly_them(
         assert (f"1 of 17 prompts of 'flaky' have no labels: 1 given up after failing in {MAX_LABEL_RUNS} runs, "
                 "not asked again") in out, out
         assert world.instance.get_runs(limit=1)[0].status == DagsterRunStatus.FAILURE
+        assert "(1 prompt labeled, 1 given up (not asked), 15 from the cache)" in out, out
+        assert "The next run asks" not in out  # nothing failed in this run: only --force asks again
 
         # run 6, --force: the given-up prompt is asked again (nothing else: the rest is cached); it fails again
         before = len(stub.chat_requests())

@@ -58,3 +58,41 @@ def test_the_closing_line_tells_texts_the_judge_failed_on_from_prompts_without_l
     assert line.endswith("12 labeled, 0 failed (see label_failures; 6 sampled texts without the judge's reading, "
                          "exit 4)"), line
     assert "1 labeling step FAILED on some prompts" in line
+
+
+def test_a_failed_completeness_check_names_the_benchmarks_without_labels(capsys: pytest.CaptureFixture) -> None:
+    """A probe: a run whose own benchmark was fully labeled exited 6 on `prompt_task_labels_complete`, and
+    nothing on the console said that another benchmark's prompts were the ones without labels."""
+    import polars as pl
+
+    warehouse = SimpleNamespace(undecided_prompts=lambda: pl.DataFrame({"benchmark": ["other"], "n": [3]}))
+    runner = SimpleNamespace(totals={"n_prompts": 8, "n_results": 0, "n_rejects": 0, "n_labeled": 8, "n_failed": 0,
+                                     "judge_failed": 0}, failures=[], label_failed_steps=[],
+                             failed_error_checks=["analysis: prompt_task_labels:prompt_task_labels_complete (ERROR)"],
+                             resources={"warehouse": warehouse})
+    run_all._print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
+                           skip_analysis=True)
+    err = capsys.readouterr().err
+    assert "prompt_task_labels_complete (ERROR) (exit 6)" in err
+    assert ("prompts without labels: other 3 prompts (other not in this run: `python -m pipelines.run_all --force "
+            "--benchmarks other` asks for them again)") in err, err
+
+
+def test_the_release_line_says_when_no_new_release_was_written(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture) -> None:
+    """A probe: `--force` with the same figures wrote no release (the exports step said "release ... stands") while
+    the console printed the standing release as if this run had made it."""
+    release = tmp_path / "exports" / "2026-12-07T094113Z-beb683e6"
+    release.mkdir(parents=True)
+    (release / "manifest.json").write_text("{}")
+    (tmp_path / "exports" / "latest.txt").write_text(release.name)
+    runner = SimpleNamespace(totals={"n_prompts": 8, "n_results": 0, "n_rejects": 0, "n_labeled": 0, "n_failed": 0,
+                                     "judge_failed": 0}, failures=[], label_failed_steps=[], failed_error_checks=[])
+    warehouse = str(tmp_path / "benchmap.duckdb")
+    _, line = run_all._print_summary(runner, ["bench"], warehouse, Path("run.log"),  # type: ignore[arg-type]
+                                     time.monotonic(), skip_analysis=False, release_before=release)
+    assert line is not None and "still the newest: this run's figures are the same, so no new release" in line
+    _, line = run_all._print_summary(runner, ["bench"], warehouse, Path("run.log"),  # type: ignore[arg-type]
+                                     time.monotonic(), skip_analysis=False, release_before=None)
+    assert line == f"release: {release} (newest; also {release.parent / 'latest'})"
+    capsys.readouterr()

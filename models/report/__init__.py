@@ -88,8 +88,8 @@ def _without_labels(unlabeled: Mapping[str, int] | None, counts: pl.DataFrame | 
     """The lines naming the prompts of the index's benchmarks that a failed labeling left without labels, and
     the sampled texts the LLM judge failed on (the estimates' sample is short of them)."""
     members = _members(counts, index)
-    again = (f"`python -m pipelines.run_all` asks for each again until it has failed in {MAX_LABEL_RUNS} runs, "
-             "`--force` after that")
+    again = (f"`python -m pipelines.run_all` asks again for one that has failed in fewer than {MAX_LABEL_RUNS} runs, "
+             "`python -m pipelines.run_all --force` for every one")
     lines = []
     listed = _listed(unlabeled, members, "prompt")
     if listed:
