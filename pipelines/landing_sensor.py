@@ -46,6 +46,7 @@ from assets.benchmarks import TABLES
 from assets.indexes import INDEX_FILES_KEY, INDEX_FINGERPRINT
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
+from models.labeling.limits import MAX_LABEL_RUNS
 from models.report.formatting import count
 from pipelines.jobs import PENDING_STATUSES, TRIGGER_TAG, benchmark_refresh_job, run_kinds
 from resources.landing import folder_content_hash
@@ -262,8 +263,8 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
                 context.log.warning(
                     f"benchmark {name!r}: the refresh of content {digest[:12]} did not succeed in {failed.runs} runs "
                     f"(the last, {failed.run_id[:8]}, {failed.status}): not requested again until the folder "
-                    f"changes; see that run's log, or run `python -m pipelines.run_all --force --benchmarks {name}` (--force "
-                    "also asks again the prompts given up after failing to label in 3 runs)")
+                    f"changes; see that run's log, or run `python -m pipelines.run_all --force --benchmarks {name}` "
+                    f"(--force also asks again the prompts given up after failing to label in {MAX_LABEL_RUNS} runs)")
                 given_up[name] = digest
             continue
         context.log.info(f"benchmark {name!r}: the refresh of content {digest[:12]} ended {failed.status} (run "

@@ -78,7 +78,7 @@ from assets.estimates_ahead import judged_checks_ahead, warm_judged_checks_worke
 from assets.labels import COMPLETE_CHECK
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
-from models.labeling.cache import MAX_LABEL_RUNS
+from models.labeling.limits import MAX_LABEL_RUNS
 from models.report.formatting import count
 from pipelines import cli, label_workers, restore_labels, up_to_date
 from pipelines import run_report as rr
