@@ -9,14 +9,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipelines import run_all
+from pipelines import run_summary
 
 
 def _closing_line(capsys: pytest.CaptureFixture, failures: list[str], judge_failed: int = 0) -> str:
     runner = SimpleNamespace(totals={"n_prompts": 8, "n_results": 0, "n_rejects": 0, "n_labeled": 6, "n_failed": 2,
                                      "judge_failed": judge_failed},
                              failures=failures, failed_error_checks=[], label_failed_steps=[])
-    run_all._print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
+    run_summary.print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
                            skip_analysis=True, unlabeled=2)
     return next(line for line in capsys.readouterr().out.splitlines() if line.startswith("done in"))
 
@@ -40,7 +40,7 @@ def test_the_closing_line_counts_the_texts_of_a_sample_the_judge_lost(capsys: py
     runner = SimpleNamespace(totals={"n_prompts": 8, "n_results": 0, "n_rejects": 0, "n_labeled": 6, "n_failed": 0,
                                      "judge_failed": 5}, failures=["[1/1] bench: judge_sample"], failed_error_checks=[],
                              label_failed_steps=[])
-    run_all._print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
+    run_summary.print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
                            skip_analysis=True, unlabeled=0)
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("done in"))
     assert line.endswith("6 labeled, 0 failed, the judge failed on 5 sampled texts (see label_failures)")
@@ -52,7 +52,7 @@ def test_the_closing_line_tells_texts_the_judge_failed_on_from_prompts_without_l
     without labels, exit 4)", of prompts that all had labels."""
     runner = SimpleNamespace(totals={"n_prompts": 12, "n_results": 0, "n_rejects": 0, "n_labeled": 12, "n_failed": 0,
                                      "judge_failed": 0}, failures=[], failed_error_checks=[], label_failed_steps=["b"])
-    run_all._print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
+    run_summary.print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
                            skip_analysis=True, unlabeled=0, unjudged=6)
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("done in"))
     assert line.endswith("12 labeled, 0 failed (see label_failures; 6 sampled texts without the judge's reading, "
@@ -70,7 +70,7 @@ def test_a_failed_completeness_check_names_the_benchmarks_without_labels(capsys:
                                      "judge_failed": 0}, failures=[], label_failed_steps=[],
                              failed_error_checks=["analysis: prompt_task_labels:prompt_task_labels_complete (ERROR)"],
                              resources={"warehouse": warehouse})
-    run_all._print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
+    run_summary.print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
                            skip_analysis=True)
     err = capsys.readouterr().err
     assert "prompt_task_labels_complete (ERROR) (exit 6)" in err
@@ -89,10 +89,10 @@ def test_the_release_line_says_when_no_new_release_was_written(tmp_path: Path,
     runner = SimpleNamespace(totals={"n_prompts": 8, "n_results": 0, "n_rejects": 0, "n_labeled": 0, "n_failed": 0,
                                      "judge_failed": 0}, failures=[], label_failed_steps=[], failed_error_checks=[])
     warehouse = str(tmp_path / "benchmap.duckdb")
-    _, line = run_all._print_summary(runner, ["bench"], warehouse, Path("run.log"),  # type: ignore[arg-type]
+    _, line = run_summary.print_summary(runner, ["bench"], warehouse, Path("run.log"),  # type: ignore[arg-type]
                                      time.monotonic(), skip_analysis=False, release_before=release)
     assert line is not None and "still the newest: this run's figures are the same, so no new release" in line
-    _, line = run_all._print_summary(runner, ["bench"], warehouse, Path("run.log"),  # type: ignore[arg-type]
+    _, line = run_summary.print_summary(runner, ["bench"], warehouse, Path("run.log"),  # type: ignore[arg-type]
                                      time.monotonic(), skip_analysis=False, release_before=None)
     assert line == f"release: {release} (newest; also {release.parent / 'latest'})"
     capsys.readouterr()
