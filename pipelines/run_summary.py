@@ -33,8 +33,8 @@ def open_label_failures(warehouse_path: str | None, names: list[str], labeler: o
 
 
 def print_summary(runner: Runner, names: list[str], warehouse_path: str | None, log_path: Path, started: float,
-                   *, skip_analysis: bool, unlabeled: int = 0, unjudged: int = 0, release_before: Path | None = None
-                   ) -> tuple[list[str], str | None]:
+                  *, skip_analysis: bool, unlabeled: int = 0, unjudged: int = 0, release_before: Path | None = None
+                  ) -> tuple[list[str], str | None]:
     """Print the closing summary; returns its headline lines and release line (what the fast path repeats).
     `release_before`: the latest release when the run started (a failed run that made none prints no headline)."""
     totals, failures = runner.totals, runner.failures
