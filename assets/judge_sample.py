@@ -20,7 +20,7 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetOut, Config, Failure, MetadataValue, Output, multi_asset
 
 from assets.partitions import benchmark_partitions
-from assets.written_with_failures import RETRY_GIVEN_UP_TAG, written_with_failures
+from assets.written_with_failures import max_label_runs, written_with_failures
 from models import estimates as es
 from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
@@ -214,7 +214,7 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
         prompts = warehouse.benchmark_prompt_texts(benchmark)
         rows, design = label_judge_sample(
             prompts, judge, warehouse.label_cache(), fraction, minimum, config.seed, context.log.info,
-            max_runs=None if context.run.tags.get(RETRY_GIVEN_UP_TAG) == "1" else lc.MAX_LABEL_RUNS,
+            max_runs=max_label_runs(context.run.tags),
         )
         labels.append(rows)
         designs.append(design)

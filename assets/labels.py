@@ -43,7 +43,7 @@ from dagster import (
 )
 
 from assets.partitions import benchmark_partitions
-from assets.written_with_failures import RETRY_GIVEN_UP_TAG, written_with_failures
+from assets.written_with_failures import RETRY_GIVEN_UP_TAG, max_label_runs, written_with_failures
 from models.labeling import cache as lc
 from models.labeling.base import PromptRecord
 from models.markdown import markdown_table as md_table
@@ -206,8 +206,8 @@ def prompt_task_labels(
         except Exception as exc:  # noqa: BLE001 - raised by _label_partition, after every label is written
             stepped[benchmark] = exc
 
-    max_runs = None if context.run.tags.get(RETRY_GIVEN_UP_TAG) == "1" else lc.MAX_LABEL_RUNS
-    labeled = _label_benchmarks(context, warehouse, labeler, records, built, step_now, max_runs)
+    labeled = _label_benchmarks(context, warehouse, labeler, records, built, step_now,
+                                max_label_runs(context.run.tags))
     parts = [_label_partition(context, warehouse, records[benchmark], benchmark, built, labeled.get(benchmark),
                               stepped.get(benchmark)) for benchmark in benchmarks]
     if len(parts) == 1:

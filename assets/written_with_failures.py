@@ -17,10 +17,18 @@ from collections.abc import Mapping
 
 from dagster import Failure, MetadataValue
 
+from models.labeling.limits import MAX_LABEL_RUNS
+
 WRITTEN_WITH_FAILURES = "prompts_failed_after_writing"  # benchmark -> prompts (texts) that failed to label
 # a run tag: ask again the prompts given up after MAX_LABEL_RUNS failed runs (`run_all --force` sets it; in the UI,
 # add the tag to the launched run)
 RETRY_GIVEN_UP_TAG = "benchmap/retry_given_up"
+
+
+def max_label_runs(run_tags: Mapping[str, str]) -> int | None:
+    """The failed runs after which a prompt is not asked again: MAX_LABEL_RUNS, or no limit in a run tagged
+    RETRY_GIVEN_UP_TAG=1."""
+    return None if run_tags.get(RETRY_GIVEN_UP_TAG) == "1" else MAX_LABEL_RUNS
 
 
 def written_with_failures(description: str, failed_by_benchmark: Mapping[str, int]) -> Failure:

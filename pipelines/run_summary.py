@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from assets.labels import COMPLETE_CHECK
-from models.report.formatting import count
+from models.report.formatting import count, per_benchmark
 from pipelines import run_report as rr
 from pipelines import up_to_date
 from pipelines.run_steps import judge_failures
@@ -95,7 +95,7 @@ def _without_labels_line(runner: Runner, names: list[str]) -> str:
     if not undecided:
         return "prompts without labels: see the check's metadata (label_failures)"
     others = sorted(set(undecided) - set(names))
-    listed = "; ".join(f"{b} {count(n, 'prompt')}" for b, n in sorted(undecided.items()))
+    listed = per_benchmark(undecided, "prompt")
     return (f"prompts without labels: {listed}" + (f" ({', '.join(others)} not in this run: `python -m "
                                                    f"pipelines.run_all --force --benchmarks {','.join(others)}` "
                                                    "asks for them again)" if others else ""))

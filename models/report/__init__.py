@@ -52,10 +52,10 @@ from models.report.formatting import (
     Tables,
     big,
     ci,
-    count,
     labeler_of,
     num,
     pct,
+    per_benchmark,
     present_table,
     ratio,
     table_preview,
@@ -77,12 +77,6 @@ def _members(counts: pl.DataFrame | None, index: str) -> set[str] | None:
         if counts is not None and {"benchmark_index", "counted"} <= set(counts.columns) else None
 
 
-def _listed(by_benchmark: Mapping[str, int] | None, members: set[str] | None, unit: str) -> str:
-    """'cybench 13 prompts; nl2fix 1 prompt' over the index's members ('' when none)."""
-    return "; ".join(f"{b} {count(n, unit)}" for b, n in sorted((by_benchmark or {}).items())
-                     if n and (members is None or b in members))
-
-
 def _without_labels(unlabeled: Mapping[str, int] | None, counts: pl.DataFrame | None, index: str,
                     unjudged: Mapping[str, int] | None = None) -> list[str]:
     """The lines naming the prompts of the index's benchmarks that a failed labeling left without labels, and
@@ -91,12 +85,12 @@ def _without_labels(unlabeled: Mapping[str, int] | None, counts: pl.DataFrame | 
     again = (f"`python -m pipelines.run_all` asks again for one that has failed in fewer than {MAX_LABEL_RUNS} runs, "
              "`python -m pipelines.run_all --force` for every one")
     lines = []
-    listed = _listed(unlabeled, members, "prompt")
+    listed = per_benchmark(unlabeled, "prompt", members)
     if listed:
         lines += [f"_Without labels: {listed} (their labeling failed: label_failures; {again}). Every figure here "
                   "counts them as prompts that exercise no task, so a figure may be low where they would add to "
                   "it._", ""]
-    listed = _listed(unjudged, members, "sampled text")
+    listed = per_benchmark(unjudged, "sampled text", members)
     if listed:  # a probe: the release said nothing of them
         lines += [f"_Without the judge's reading: {listed} (the LLM judge failed on them: label_failures; {again}). "
                   "The estimates use the sampled texts the judge read; if it fails on one kind of text, the sample "

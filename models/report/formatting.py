@@ -87,6 +87,12 @@ def count(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {plural(n, word, many)}"
 
 
+def per_benchmark(by_benchmark: Mapping[str, int] | None, word: str, among: set[str] | None = None) -> str:
+    """'cybench 13 prompts; nl2fix 1 prompt' (benchmarks in `among` only, when given; '' when none)."""
+    return "; ".join(f"{b} {count(n, word)}" for b, n in sorted((by_benchmark or {}).items())
+                     if n and (among is None or b in among))
+
+
 PREVIEW_COLUMNS: dict[str, list[str]] = {
     "coverage_headline": ["scope", "threshold", "metric", "value", "numerator", "denominator", "detail"],
     "major_group_coverage": [
