@@ -36,7 +36,8 @@ name, 3 when the warehouse is damaged (nothing runs; or a step found damage the 
 same recovery line), 4 (EXIT_LABEL_FAILURES) when
 every other step succeeded but prompts of the run's benchmarks failed to label ("10 labeled, 6 failed (see
 label_failures)"; their labeling steps wrote the other labels, then failed their Dagster runs:
-assets/written_with_failures.py), 5 (EXIT_NO_BENCHMARKS) when every step succeeded but no benchmark landed (nothing is measured; with
+assets/written_with_failures.py), or when a run over some benchmarks left the warehouse-wide check
+`prompt_task_labels_complete` failing on another benchmark's prompts (the line after CHECK FAILED names it), 5 (EXIT_NO_BENCHMARKS) when every step succeeded but no benchmark landed (nothing is measured; with
 no benchmark table from an earlier run the analysis steps fail instead, exit 1, and the run names the cause either
 way), 6 (EXIT_CHECK_FAILED) when every step succeeded and every prompt is labeled but a data-quality check of
 severity ERROR did not pass (a non-blocking check does not fail its step; the summary names it, the run is not
@@ -83,7 +84,7 @@ from pipelines import cli, label_workers, restore_labels, run_summary, up_to_dat
 from pipelines import run_report as rr
 from pipelines.run_partitions import prompt_bytes, run_partitions
 from pipelines.run_steps import Steps, lock_file
-from pipelines.run_summary import EXIT_CHECK_FAILED, EXIT_LABEL_FAILURES
+from pipelines.run_summary import EXIT_CHECK_FAILED, EXIT_LABEL_FAILURES  # noqa: F401 - its exit codes (module doc)
 from pipelines.step_runner import Runner, RunPlan, plan_from_definitions
 from resources import integrity, interrupts, label_pool
 from resources import source_versions as sv
@@ -210,8 +211,7 @@ def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: Dagste
         print(f"python -m pipelines.run_all: error: a step found the warehouse damaged: recover with "
               f"`{integrity.REBUILD_COMMAND}`", file=sys.stderr)
         return EXIT_DAMAGED
-    code = (1 if runner.failures else EXIT_LABEL_FAILURES if unlabeled or unjudged or runner.totals["n_failed"]
-            else EXIT_CHECK_FAILED if runner.failed_error_checks else 0)
+    code = run_summary.exit_code(runner, unlabeled, unjudged)
     if not names:  # a run that measured nothing is not a success (its steps may fail for want of the tables,
         # or pass on an earlier run's): the cause first, since the prompts have no download
         print("python -m pipelines.run_all: error: no benchmark landed, so nothing was measured and the release "
@@ -390,6 +390,8 @@ def _run_step(runner: Runner, steps: Steps, step: str, label: str, keys: list[As
     with steps.exclusive(step, label):
         steps.refresh()  # what the previous stage (or the run_all we waited for) materialized
         if steps.unchanged(keys, label, force=force, warehouse_checks=with_warehouse_checks):
+            runner.failed_error_checks += steps.carried_checks  # still failing: the exit code and summary say so
+            steps.carried_checks = []
             return
         if before is not None:
             before()

@@ -19,6 +19,20 @@ EXIT_LABEL_FAILURES = 4  # every step ran, but some prompts have no labels (labe
 EXIT_CHECK_FAILED = 6  # every step succeeded, but a data-quality check of severity ERROR did not pass
 
 
+def exit_code(runner: Runner, unlabeled: int, unjudged: int) -> int:
+    """1 for a failed step; 4 for prompts without labels, this run's or, through the warehouse-wide completeness
+    check, another benchmark's (a probe: a run whose own benchmark was fully labeled exited 6 on another's given-up
+    prompts, which is exit 4's cause); 6 for any other ERROR check; else 0."""
+    if runner.failures:
+        return 1
+    if unlabeled or unjudged or runner.totals["n_failed"]:
+        return EXIT_LABEL_FAILURES
+    if not runner.failed_error_checks:
+        return 0
+    return (EXIT_LABEL_FAILURES if all(COMPLETE_CHECK in check for check in runner.failed_error_checks)
+            else EXIT_CHECK_FAILED)
+
+
 def open_label_failures(warehouse_path: str | None, names: list[str], labeler: object) -> tuple[int, int]:
     """(prompts of these benchmarks without labels because labeling failed, sampled texts of them without the
     judge's reading because the judge failed). The first from label_failures: this labeler's, whose prompts its
@@ -78,8 +92,10 @@ def print_summary(runner: Runner, names: list[str], warehouse_path: str | None, 
     for failure in failures:
         print(f"  FAILED {failure[:500]}", file=sys.stderr)
     for check in runner.failed_error_checks:
-        print(f"  CHECK FAILED {check[:500]}" + ("" if failures or unlabeled or unjudged or totals["n_failed"] else
-                                                 f" (exit {EXIT_CHECK_FAILED})"), file=sys.stderr)
+        code = exit_code(runner, unlabeled, unjudged)
+        print(f"  CHECK FAILED {check[:500]}" + (f" (exit {code})" if code and not (failures or unlabeled or unjudged
+                                                                                    or totals["n_failed"]) else ""),
+              file=sys.stderr)
         if COMPLETE_CHECK in check:  # which benchmarks (a probe: exit 6 of a run whose own prompts were all labeled)
             print(f"    {_without_labels_line(runner, names)}", file=sys.stderr)
     return list(headline), release

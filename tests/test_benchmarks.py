@@ -982,6 +982,46 @@ def test_a_failed_warehouse_wide_check_is_not_forgotten_either(env: Env, tmp_pat
     assert "(benchmarks:registry_matches_the_landing_zone): running it" in again.out
 
 
+def test_prompts_without_labels_are_reported_without_rerunning_an_unchanged_analysis(
+        env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """The completeness check failing on prompts given up (or another benchmark's) re-ran the whole analysis on
+    every plain run (16 s in a probe) to fail the same way, and exited 6: prompts without labels are exit 4's
+    cause. Now an unchanged step whose one failed ERROR check is that one is skipped and the check reported."""
+    from dagster import AssetCheckResult, asset_check
+
+    from assets.labels import COMPLETE_CHECK
+
+    without_labels = {"n": 3}
+
+    @asset_check(asset="benchmarks", name=COMPLETE_CHECK, blocking=False)
+    def complete():  # noqa: ANN202 - dagster resolves annotations
+        return AssetCheckResult(passed=not without_labels["n"], metadata={"prompts_without_labels": without_labels["n"]})
+
+    dagster_home(tmp_path, monkeypatch)
+    add_fixture(env.landing, "tiny_bench")
+    warehouse = Warehouse(path=str(env.warehouse))
+    defs = Definitions(
+        assets=[*module_assets(bench_assets), reference_stub, labels_stub, analysis_stub],
+        asset_checks=[*module_checks(bench_assets), complete],
+        jobs=JOBS, sensors=SENSORS, schedules=SCHEDULES,
+        resources={"warehouse": warehouse, "io_manager": WarehouseIOManager(warehouse=warehouse)},
+    )
+    assert run_all.main([], defs=defs) == run_all.EXIT_LABEL_FAILURES
+    assert f"benchmarks:{COMPLETE_CHECK} (ERROR) (exit 4)" in capsys.readouterr().err
+    with DagsterInstance.get() as instance:
+        runs = len(instance.get_runs())
+    assert run_all.main([], defs=defs) == run_all.EXIT_LABEL_FAILURES
+    again = capsys.readouterr()
+    assert (f"analysis/exports (+ warehouse-wide benchmark checks): unchanged since it last wrote its outputs, "
+            f"skipped; its check {COMPLETE_CHECK} still fails on the same prompts without labels") in again.out
+    assert "1 check(s) of severity ERROR FAILED" in again.out and f"{COMPLETE_CHECK} (ERROR) (exit 4)" in again.err
+    with DagsterInstance.get() as instance:
+        assert len(instance.get_runs()) == runs  # nothing ran
+    without_labels["n"] = 0  # e.g. `--force` labeled them: the step runs and the check passes
+    assert run_all.main(["--force"], defs=defs) == 0
+    assert "CHECK FAILED" not in capsys.readouterr().err
+
+
 def test_run_all_exits_non_zero_on_failure(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture) -> None:
     dagster_home(tmp_path, monkeypatch)

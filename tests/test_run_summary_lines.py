@@ -62,7 +62,8 @@ def test_the_closing_line_tells_texts_the_judge_failed_on_from_prompts_without_l
 
 def test_a_failed_completeness_check_names_the_benchmarks_without_labels(capsys: pytest.CaptureFixture) -> None:
     """A probe: a run whose own benchmark was fully labeled exited 6 on `prompt_task_labels_complete`, and
-    nothing on the console said that another benchmark's prompts were the ones without labels."""
+    nothing on the console said that another benchmark's prompts were the ones without labels. Prompts without
+    labels are exit 4's cause, wherever they are; another ERROR check beside it is still exit 6."""
     import polars as pl
 
     warehouse = SimpleNamespace(undecided_prompts=lambda: pl.DataFrame({"benchmark": ["other"], "n": [3]}))
@@ -73,9 +74,17 @@ def test_a_failed_completeness_check_names_the_benchmarks_without_labels(capsys:
     run_summary.print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
                            skip_analysis=True)
     err = capsys.readouterr().err
-    assert "prompt_task_labels_complete (ERROR) (exit 6)" in err
+    assert "prompt_task_labels_complete (ERROR) (exit 4)" in err and run_summary.exit_code(runner, 0, 0) == 4
     assert ("prompts without labels: other 3 prompts (other not in this run: `python -m pipelines.run_all --force "
             "--benchmarks other` asks for them again)") in err, err
+
+    runner.failed_error_checks.append("analysis: estimates:estimate_figures_drawn (ERROR)")
+    run_summary.print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
+                              skip_analysis=True)
+    err = capsys.readouterr().err
+    assert "estimate_figures_drawn (ERROR) (exit 6)" in err and run_summary.exit_code(runner, 0, 0) == 6
+    runner.failed_error_checks = []
+    assert run_summary.exit_code(runner, 0, 0) == 0 and run_summary.exit_code(runner, 0, 2) == 4
 
 
 def test_the_release_line_says_when_no_new_release_was_written(tmp_path: Path,
