@@ -33,18 +33,20 @@ Exit code 0 when every step succeeded, every prompt is labeled and every check o
 a step failed (the remaining steps still run, except the analysis and the release while some benchmark's labels
 are not of its current prompts: docs/reliability.md; the summary lists failures), 2 for an unknown benchmark
 name, 3 when the warehouse is damaged (nothing runs; or a step found damage the check did not, then with the
-same recovery line), 4 (EXIT_LABEL_FAILURES) when
-every other step succeeded but prompts of the run's benchmarks failed to label ("10 labeled, 6 failed (see
-label_failures)"; their labeling steps wrote the other labels, then failed their Dagster runs:
-assets/written_with_failures.py), or when a run over some benchmarks left the warehouse-wide check
-`prompt_task_labels_complete` failing on another benchmark's prompts (the line after CHECK FAILED names it), 5 (EXIT_NO_BENCHMARKS) when every step succeeded but no benchmark landed (nothing is measured; with
-no benchmark table from an earlier run the analysis steps fail instead, exit 1, and the run names the cause either
-way), 6 (EXIT_CHECK_FAILED) when every step succeeded and every prompt is labeled but a data-quality check of
-severity ERROR did not pass (a non-blocking check does not fail its step; the summary names it, the run is not
-recorded as up to date, and the next plain run runs the step again instead of skipping it as unchanged, so it
-reports the check until it passes). A WARN check is printed and leaves the code alone. 130 (SIGINT: Ctrl-C) or
-143 (SIGTERM) when interrupted: the run stops where it is, nothing further runs or is released, and one line
-says so (resources/interrupts.py); every committed label batch stays in the label cache.
+same recovery line), 4 (EXIT_LABEL_FAILURES) when every other step succeeded but prompts of the run's
+benchmarks failed to label ("10 labeled, 6 failed (see label_failures)"; their labeling steps wrote the other
+labels, then failed their Dagster runs: assets/written_with_failures.py), or when the warehouse-wide check
+`prompt_task_labels_complete` is the one that failed (another benchmark's prompts in a `--benchmarks` run: the
+line after CHECK FAILED names them), 5 (EXIT_NO_BENCHMARKS) when every step succeeded but no benchmark landed
+(nothing is measured; with no benchmark table from an earlier run the analysis steps fail instead, exit 1, and
+the run names the cause either way), 6 (EXIT_CHECK_FAILED) when every step succeeded and every prompt is labeled
+but a data-quality check of severity ERROR did not pass (a non-blocking check does not fail its step; the
+summary names it, the run is not recorded as up to date, and the next plain run runs the step again instead of
+skipping it as unchanged, so it reports the check until it passes; the completeness check alone is reported
+without re-running an unchanged step, which would fail on the same prompts). A WARN check is printed and leaves
+the code alone. 130 (SIGINT: Ctrl-C) or 143 (SIGTERM) when interrupted: the run stops where it is, nothing
+further runs or is released, and one line says so (resources/interrupts.py); every committed label batch stays in
+the label cache.
 """
 
 from __future__ import annotations

@@ -91,11 +91,10 @@ def print_summary(runner: Runner, names: list[str], warehouse_path: str | None, 
     print(f"Dagster log: {log_path}")
     for failure in failures:
         print(f"  FAILED {failure[:500]}", file=sys.stderr)
+    # the exit code beside the check, unless the closing line already gave it (prompts without labels) or a step failed
+    said = failures or unlabeled or unjudged or totals["n_failed"]
     for check in runner.failed_error_checks:
-        code = exit_code(runner, unlabeled, unjudged)
-        print(f"  CHECK FAILED {check[:500]}" + (f" (exit {code})" if code and not (failures or unlabeled or unjudged
-                                                                                    or totals["n_failed"]) else ""),
-              file=sys.stderr)
+        print(f"  CHECK FAILED {check[:500]}" + ("" if said else f" (exit {exit_code(runner, 0, 0)})"), file=sys.stderr)
         if COMPLETE_CHECK in check:  # which benchmarks (a probe: exit 6 of a run whose own prompts were all labeled)
             print(f"    {_without_labels_line(runner, names)}", file=sys.stderr)
     return list(headline), release
