@@ -478,7 +478,8 @@ def _counts_of_every_labeler(warehouse: Warehouse, counts: pl.DataFrame) -> pl.D
     blocking=True,
     additional_ins={"onet_tasks": AssetIn()},
     description="Shares in [0,1], covered <= total; tasks out of every O*NET task (18,796), occupations out of "
-    "those with tasks (923), major groups out of the 22 SOC groups, in every row.",
+    "those with tasks (923), major groups out of the 22 SOC groups, in every row; the published figures in range, "
+    "inside their intervals (but where an interval is one point), and present for every pooled row.",
 )
 def coverage_headline_invariants(coverage_headline: pl.DataFrame, onet_tasks: pl.DataFrame) -> AssetCheckResult:
     problems = cov.headline_invariant_problems(coverage_headline, onet_tasks)

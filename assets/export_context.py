@@ -61,9 +61,18 @@ def rendered_figure_metadata(name: str, files: dict[str, bytes], preview: bytes 
     paths = ew.save_figures({name: files}, directory)[name]
     return {
         name: MetadataValue.md(heading + fg.png_markdown(preview or b"", alt=title or name)),
-        f"{name}_png": MetadataValue.path(str(paths["png"])),
-        f"{name}_svg": MetadataValue.path(str(paths["svg"])),
+        f"{name}_png": MetadataValue.text(in_release(paths["png"])),
+        f"{name}_svg": MetadataValue.text(in_release(paths["svg"])),
     }
+
+
+def in_release(path: Path) -> str:
+    """Where a file written into this run's staging folder sits in the release, e.g. `figures/x.png` (an audit:
+    the UI linked to exports/.staging/<run>/..., which the exports step renames into the release or drops)."""
+    parts = path.parts
+    if rl.STAGING_DIR in parts:
+        return "/".join(parts[parts.index(rl.STAGING_DIR) + 2:])
+    return str(path)
 
 
 def table_preview_metadata(table: str, frame: pl.DataFrame, max_rows: int = 25) -> dict[str, MetadataValue]:
@@ -114,7 +123,7 @@ def export_date(context: AssetExecutionContext | AssetCheckExecutionContext) -> 
     return run_moment(context).date().isoformat()
 
 
-def staging_key(context: AssetExecutionContext) -> str:
+def staging_key(context: AssetExecutionContext | AssetCheckExecutionContext) -> str:
     """The staging folder's name: the root run of a re-execution, so retried steps write beside the others."""
     run = context.run
     return str(run.root_run_id or run.run_id)

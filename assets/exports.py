@@ -40,12 +40,14 @@ from assets.export_context import (
     exported_tables,
     for_index,
     headline_metadata,
+    in_release,
     latest_metadata,
     occupation_titles_or_none,
     published_headlines,
     read_membership,
     rendered_figure_metadata,
     run_moment,
+    staging_key,
     summary_name,
     table_preview_metadata,
     warehouse_held,
@@ -108,7 +110,7 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse, labeler
     if titles is not None:
         tables["occupations"] = titles
     directory = export_folder(context, warehouse) / FIGURES_DIR
-    metadata: dict[str, Any] = {"figures_dir": MetadataValue.path(str(directory))}
+    metadata: dict[str, Any] = {"figures_dir": MetadataValue.text(f"{in_release(directory)}/ in this run's release")}
     # each figure drawn by a worker process or this one (resources/worker_pool.py): ~0.8 CPU-s each, independent
     specs = [spec for spec in fg.FIGURES if all(t in tables for t in spec.tables)]
     pool = shared_pool()
@@ -170,7 +172,7 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse, labeler: 
     context.log.info(f"coverage map: {len(data['occupations'])} tiles, {len(data['benchmarks'])} benchmarks")
     return MaterializeResult(
         metadata={
-            "path": MetadataValue.path(str(path)),
+            "file": MetadataValue.text(f"{in_release(path)} in this run's release"),
             "n_tiles": len(data["occupations"]),
             "n_major_groups": len({o["g"] for o in data["occupations"]}),
             "n_benchmarks": len(data["benchmarks"]),
@@ -232,8 +234,8 @@ def report_summary(
     return MaterializeResult(
         metadata={
             "summary": MetadataValue.md(texts[ix.ALL_INDEX]),
-            "path": MetadataValue.path(str(paths[ix.ALL_INDEX])),
-            "index_summaries": MetadataValue.json({k: str(v) for k, v in paths.items()}),
+            "file": MetadataValue.text(f"{in_release(paths[ix.ALL_INDEX])} in this run's release"),
+            "index_summaries": MetadataValue.json({k: in_release(v) for k, v in paths.items()}),
             "missing_tables": ", ".join(missing) or "none",
             **headline_metadata(tables.get("headline_estimates")),
         }
@@ -431,11 +433,12 @@ def exports_verified(context: AssetCheckExecutionContext) -> AssetCheckResult:
 def coverage_map_self_contained(
     context: AssetCheckExecutionContext, warehouse: Warehouse
 ) -> AssetCheckResult:
-    path = _latest_path(context, "coverage_map", "path")
-    if path is not None and not path.is_file():  # its staging folder was published (or dropped): the release's
-        latest = rl.latest_release(path.parent.parent.parent)
-        path = latest / COVERAGE_MAP_NAME if latest is not None else path
-    if path is None or not path.is_file():
+    # this run's map while its staging folder stands (the check runs in the map's step), else the release's
+    root = warehouse.exports_root()
+    path = root / rl.STAGING_DIR / staging_key(context) / COVERAGE_MAP_NAME
+    if not path.is_file() and (latest := rl.latest_release(root)) is not None:
+        path = latest / COVERAGE_MAP_NAME
+    if not path.is_file():
         return AssetCheckResult(passed=False, metadata={"problem": f"no coverage map file ({path})"})
     tiles, external = cmap.map_self_containment(read_text(path))
     expected = warehouse.all_index_occupation_count()

@@ -530,6 +530,31 @@ def test_headline_invariants_check_every_denominator(world: dict[str, pl.DataFra
                                   .otherwise(pl.col("value")).alias("value"))
     assert "a share is outside [0, 1]" in headline_invariant_problems(above, world["tasks"])
 
+    # the published figures too (an audit: the check read only the labels as counted)
+    published = headline.with_columns(pl.col("value").alias("published_value"),
+                                      (pl.col("value") * 0.9).alias("published_ci_low"),
+                                      pl.col("value").alias("published_ci_high"))
+    assert headline_invariant_problems(published, world["tasks"]) == []
+    pooled_hours = (pl.col("scope") == "all") & (pl.col("metric") == "hours_share_covered")
+
+    def altered(column: str, value: float | None) -> pl.DataFrame:
+        return published.with_columns(pl.when(pooled_hours).then(value).otherwise(pl.col(column)).alias(column))
+
+    assert headline_invariant_problems(altered("published_value", 1.2), world["tasks"]) == [
+        "a published_value is outside [0, 1] (for major groups uncovered, [0, 22])",
+        f"{headline.filter(pooled_hours).height} published value(s) outside their interval (first: all "
+        "hours_share_covered at >= 1)"]
+    assert headline_invariant_problems(altered("published_ci_low", 1.0), world["tasks"])[0] == \
+        "a published interval's low end is above its high end"
+    assert headline_invariant_problems(altered("published_value", None), world["tasks"]) == [
+        "a pooled headline row has no published value"]
+    # a one-point interval (97.5% of draws agree) may sit beside a mean the other draws moved
+    point = published.with_columns(pl.when(pooled_hours).then(pl.col("value") + 0.001).otherwise(
+        pl.col("published_value")).alias("published_value"), pl.when(pooled_hours).then(pl.col("value")).otherwise(
+        pl.col("published_ci_high")).alias("published_ci_high"), pl.when(pooled_hours).then(pl.col("value")).otherwise(
+        pl.col("published_ci_low")).alias("published_ci_low"))
+    assert headline_invariant_problems(point, world["tasks"]) == []
+
 
 def test_the_estimates_read_each_benchmarks_labels_by_its_own_labeler(tmp_path) -> None:
     """The same audit: with three benchmarks labeled by the LLM, the estimates read the LLM's labels alone and

@@ -152,4 +152,33 @@ def headline_invariant_problems(headline: pl.DataFrame, tasks: pl.DataFrame) -> 
         found = sorted(set(headline.filter(pl.col("metric") == metric)["denominator"].to_list()))
         if found and found != [denominator]:
             problems.append(f"{metric} out of {found}, not {denominator:,.0f}")
+    if "published_value" in headline.columns:
+        problems += _published_problems(headline)
+    return problems
+
+
+def _published_problems(headline: pl.DataFrame) -> list[str]:
+    """The published figures (what reports quote; an audit: the check read only the labels as counted): each value
+    and interval end in range (a share in [0, 1], uncovered major groups in [0, 22]), the low end not above the
+    high, the value inside its interval unless that is one point (97.5% of draws agree and the mean of the rest
+    moves it off), and the pooled headline published wherever anything is."""
+    published = headline.filter(pl.col("published_value").is_not_null())
+    if published.is_empty():  # no estimates yet: nothing is published
+        return []
+    problems = []
+    limit = pl.when(pl.col("metric") == "major_groups_uncovered").then(float(len(SOC_MAJOR_GROUPS))).otherwise(1.0)
+    for column in ("published_value", "published_ci_low", "published_ci_high"):
+        if published.filter((pl.col(column) < -1e-9) | (pl.col(column) > limit + 1e-9)).height:
+            problems.append(f"a {column} is outside [0, 1] (for major groups uncovered, [0, 22])")
+    low, high, value = pl.col("published_ci_low"), pl.col("published_ci_high"), pl.col("published_value")
+    if published.filter(low > high + 1e-9).height:
+        problems.append("a published interval's low end is above its high end")
+    outside = published.filter((high - low > 1e-9) & ((value < low - 1e-9) | (value > high + 1e-9)))
+    if outside.height:
+        first = outside.row(0, named=True)
+        problems.append(f"{outside.height} published value(s) outside their interval (first: {first['scope']} "
+                        f"{first['metric']} at >= {first['threshold']})")
+    pooled = headline.filter(pl.col("scope") == "all")
+    if pooled.filter(pl.col("published_value").is_null()).height:
+        problems.append("a pooled headline row has no published value")
     return problems
