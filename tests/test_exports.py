@@ -869,6 +869,7 @@ def test_summary_numbers_come_from_the_tables(world):
     (missing,) = world["occupation_coverage"].filter(pl.col("occupation_annual_hours").is_null()).iter_rows(named=True)
     assert (f"**Hours data.** 1 of 30 occupations ({missing['title']}, {missing['onet_soc_code']}) has no OEWS "
             "employment/hours match and is left out") in text
+    assert "Work hours are OEWS employment x 2,080 (a full-time year)" in text  # what the hours are (an audit)
     top1 = world["labeler_validation"].filter(pl.col("metric") == "occupation_top1").row(0, named=True)
     assert f"top-1 occupation accuracy on gdpval {100 * top1['value']:.0f}% (95% CI" in text
     assert "gdpval v1 (100), swe_lancer v2 (100), webarena v3 (100)" in text

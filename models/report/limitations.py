@@ -10,6 +10,7 @@ import polars as pl
 
 from models.coverage.counts import MIXED_LABELERS
 from models.figures import VALIDATION_METRICS, VALIDATION_TITLES
+from models.reference.oews import HOURS_PER_YEAR
 from models.report.answer import ALL_INDEX
 from models.report.formatting import (
     MODEL_IMPORTANCE,
@@ -25,6 +26,13 @@ from models.report.formatting import (
 
 # --- limitations ----------------------------------------------------------------------------------
 
+
+# what "US work hours" are (an audit: no release document said, and a reader took them for hours worked)
+HOURS_MEANING = (
+    f"Work hours are OEWS employment x {HOURS_PER_YEAR:,.0f} (a full-time year), spread over an occupation's tasks "
+    "by the MIT task shares (task_hours): OEWS counts a part-time job as a job, so occupations with many part-time "
+    "workers (food service, retail) weigh more than the hours actually worked in them."
+)
 
 def benchmark_limitations(tables: Tables) -> list[str]:
     benchmarks = present_table(tables, "benchmarks")
@@ -414,7 +422,7 @@ def data_limitations(tables: Tables, onet_tasks: pl.DataFrame | None = None) -> 
         out.append(
             f"**Hours data.** {num(without.height)} of {num(occupations.height)} occupations{named} "
             f"{'has' if one else 'have'} no OEWS employment/hours match and {'is' if one else 'are'} left out of "
-            "the work-hours shares (occupation_coverage)."
+            f"the work-hours shares (occupation_coverage). {HOURS_MEANING}"
         )
     out.append(
         "**What coverage means.** A task is covered when benchmark prompts are labeled with it; this says "
