@@ -70,8 +70,9 @@ def test_bounds_carry_the_error_of_the_figure_they_take():
     assert (bounds["value_mc_se"], bounds["ci_low_mc_se"], bounds["ci_high_mc_se"]) == (0.0, 0.0, 227.0)
     no_species = es.with_bounds(_frame(227.0).filter(pl.col("estimator") != "richness"))
     row = no_species.filter(pl.col("estimator") == "bounds").row(0, named=True)
-    # floor 120 from the model-assisted lower bound at >= 5: its error (4.0), for the value as well
-    assert (row["value"], row["value_mc_se"], row["ci_low_mc_se"]) == (120.0, 4.0, 4.0)
+    # floor 120 from the model-assisted lower bound at >= 5: its error (4.0); the value is the estimate at >= 5
+    # (130, above the floor: covered at >= 1 holds covered at >= 5), with that estimate's error (0.5)
+    assert (row["value"], row["value_mc_se"], row["ci_low_mc_se"]) == (130.0, 0.5, 4.0)
 
 
 def test_summary_states_a_large_monte_carlo_error_and_leaves_small_ones():

@@ -117,14 +117,17 @@ def bounds_mc_se(design_value: float, next_low: float | None, next_low_se: float
                  richness: float | None, richness_low: float | None,
                  design_high: float | None, design_high_se: float | None,
                  assisted_high: float | None, assisted_high_se: float | None,
-                 bounds: tuple[float, float, float]) -> tuple[float, float, float]:
+                 bounds: tuple[float, float, float], next_value: float | None = None,
+                 next_value_se: float | None = None) -> tuple[float, float, float]:
     """(value, ci_low, ci_high) Monte Carlo standard errors of a `bounds` row (tables.bounds_interval): each is
     the error of the figure it was taken from (the design plug-in and the species estimate have none; the
-    model-assisted lower bound at the next threshold and the 97.5th percentiles have theirs)."""
+    model-assisted lower bound and estimate at the next threshold and the 97.5th percentiles have theirs)."""
     value, low, high = bounds
     floor_se = (next_low_se or 0.0) if next_low is not None and next_low > design_value else 0.0
     low_se = floor_se if richness_low is None or low > richness_low else 0.0
     value_se = low_se if richness is None or value > richness else 0.0
+    if next_value is not None and value == next_value and value > low and (richness is None or value > richness):
+        value_se = next_value_se or 0.0  # the value is the next threshold's estimate
     if assisted_high is not None and high == assisted_high:
         high_se = assisted_high_se or 0.0
     elif design_high is not None and high == design_high:
