@@ -1257,6 +1257,13 @@ def test_export_assets_materialize(world, tmp_path, monkeypatch):
     summary = (folder / "summary.md").read_text()
     sentence = summary.splitlines()[2].strip("*")
     assert sentence.startswith("AI benchmarks exercise about ") and "released 2031-02-03" in sentence
+    # an audit of the release as a policy reader quotes it: the bounds are not one 95% interval, release.csv does
+    # not hold the gaps, and the per-unit sums at >= 1 are not the published figure
+    assert "**At >= 1 prompt** (bounds: a floor and a ceiling from two estimators, not one 95% interval)" in summary
+    assert "gaps (expected uncovered hours)" in summary and "are in their tables only" in summary
+    documentation = (folder / "data_documentation.md").read_text()
+    assert "the published figure there is the bounds" in documentation
+    assert "for an occupation or major group, those on its most exercised task" in documentation
     assert f"<b>{sentence}" in (folder / "coverage_map.html").read_text().replace("&#x27;", "'").replace("&gt;", ">")
     published = world["headline_estimates"].filter(
         pl.col("published") & (pl.col("scope") == "all") & (pl.col("quantity") == "hours_share_covered")
@@ -1357,6 +1364,8 @@ def test_end_to_end_exports(full_pipeline, monkeypatch):
     # label quality is stated next to the first coverage number, cross-validated, and the old caveat is gone
     assert "**Label quality.**" in summary and "**Leaving one benchmark out**" in summary
     assert "**Leaving one judged text out within its benchmark**" in summary  # the neighbour step's labels
+    # the published labeler's rows, named (the table holds comparison labelers' rows under the same metric names)
+    assert re.search(r"\(labeler_validation, labeler `offline` version `offline-[^`]+\+n[0-9a-f]+`, ref_cv_", summary)
     assert summary.index("**Label quality.**") < summary.index("**Tasks.**")
     assert "upper bound" not in summary.split("## Limitations")[0]
 

@@ -461,6 +461,7 @@ def test_coverage_tables_gaps_and_exports_per_index(tables, full_pipeline):
     assert "Sensitivity analysis not available" not in summary
     assert "The sensitivity analysis (coverage_sensitivity) is computed over every landed benchmark" in summary
     assert "The check runs on the judge sample of every landed benchmark (index `all`), not per index" in summary
+    assert "the per-unit check behind the map's bands (unit_coverage_simulation_check" in summary  # an audit
     assert "**Index.** Every number below is for the benchmark index **Every landed benchmark**" in (
         folder / "summary.md").read_text()
     # the map's header follows the index: each index's headline is its summary's sentence (it showed index

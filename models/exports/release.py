@@ -64,7 +64,9 @@ QUANTITY_MEANINGS: dict[str, str] = {
     "occupation_share_covered": "share of the major group's occupations covered (labels as counted, 0-1)",
     "prompts": "prompts labeled with the task (labels as counted, count)",
     "p_covered": "probability that the unit is covered, across the estimate's draws (0-1)",
-    "expected_prompts": "expected prompts exercising the unit across the draws, with a 2.5-97.5% interval",
+    "expected_prompts": "expected prompts across the draws, with a 2.5-97.5% interval: for a task, the prompts "
+    "exercising it; for an occupation or major group, those on its most exercised task (what its threshold reads); "
+    "where 97.5% of the draws agree both ends are that value and the mean may lie outside them",
     "ratio:<term>": "a regression's probability ratio (e.g. exposed vs not exposed) with its 95% interval",
     "coef:<term>": "a regression coefficient (log-odds) with its 95% interval",
 }
@@ -79,7 +81,9 @@ BASIS_MEANINGS: dict[str, str] = {
     "labels_as_counted": "every label counted as true, no correction and no interval (for comparison only)",
     "multiple_imputation": "a regression refitted on imputed label sets and combined with Rubin's rules "
     "(carries labeler error)",
-    "draws": "per-unit summary of the same draws as the headline",
+    "draws": "per-unit summary of the same draws as the headline; at >= 1 prompt a sum over units is the "
+    "imputation's mean count, which runs high in the split checks (estimate_split_check): the published figure "
+    "there is the bounds, about half of it",
     "count": "a count of inputs",
 }
 
@@ -318,8 +322,10 @@ def data_documentation(
     lines = [
         f"# benchmap release {release}: data documentation",
         "",
-        f"`{RELEASE_CSV}` and `{RELEASE_PARQUET}` hold the same {frame.height:,} rows: every figure this release "
-        "publishes, one per row (long format). The schema is the same in every release; a release folder is never "
+        f"`{RELEASE_CSV}` and `{RELEASE_PARQUET}` hold the same {frame.height:,} rows: every coverage figure this "
+        "release publishes (estimated and as counted, per index, benchmark, task, occupation and major group) and "
+        "the regressions that carry labeler error, one per row (long format); the label quality, model scores, "
+        "gaps, sensitivity figures, raw-label regressions and checks are in their tables only. The schema is the same in every release; a release folder is never "
         "rewritten, and `latest` / `latest.txt` beside the releases name the newest one.",
         "",
         "## Columns",

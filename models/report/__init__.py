@@ -139,7 +139,8 @@ def summary_markdown(
             f"_Release of {export_date}. Every number below is read from the exported tables named in brackets. "
             "The coverage figures (estimated and as counted, per index, benchmark, task, occupation and major "
             "group) and the regressions that carry labeler error are also in release.csv, one row each; the "
-            "label quality, model scores and checks are in their tables only._",
+            "label quality, model scores, gaps (expected uncovered hours), sensitivity figures, the raw labels' "
+            "regressions and the checks are in their tables only._",
             "",
         ]
     estimated = dict(tables)

@@ -55,7 +55,10 @@ def estimated_coverage_findings(tables: Tables, index: str = "all") -> list[str]
                 parts.append(f"{QUANTITY_NOUNS[q]}: {_estimate(r)}{of}")
         if parts:
             estimator = at["estimator"][0].replace("_", "-")
-            out.append(f"**At >= {t} prompt{'s' if t != 1 else ''}** ({estimator}, 95% interval): "
+            # bounds are a floor and a ceiling from two estimators, not one interval (an audit: "95% interval")
+            kind = ("bounds: a floor and a ceiling from two estimators, not one 95% interval" if estimator == "bounds"
+                    else f"{estimator}, 95% interval")
+            out.append(f"**At >= {t} prompt{'s' if t != 1 else ''}** ({kind}): "
                        + "; ".join(parts) + " (headline_estimates).")
     if any("Monte Carlo error" in line for line in out):
         drawn = rows["n_draws"].max() if "n_draws" in rows.columns else None

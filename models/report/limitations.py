@@ -187,7 +187,8 @@ def stepped_label_quality(row: dict, ceiling: dict, new_benchmark_f1: Sequence[f
                 f"work decision {_stat(row, p + 'work_accuracy')}, first occupation "
                 f"{_stat(row, p + 'first_occupation_agreement')} of work prompts")
 
-    n = row.get("ref_cv_within_benchmark_task_f1", {}).get("n")
+    cited = row.get("ref_cv_within_benchmark_task_f1", {})  # the published labeler's rows, named (an audit: the
+    n = cited.get("n")  # table holds the comparison labelers' rows under the same metric names)
     judge = ceiling.get("ref_task_f1")
     return (
         f"**Label quality.** Measured against the task-level reference (an LLM judge's labels of a random "
@@ -199,7 +200,8 @@ def stepped_label_quality(row: dict, ceiling: dict, new_benchmark_f1: Sequence[f
         "lower (docs/offline_labeler.md). **Leaving one "
         f"benchmark out** (a benchmark that arrives without judged texts): {figures('new_benchmark')} "
         + _one_benchmark_spread(new_benchmark_f1)
-        + "(labeler_validation, ref_cv_within_benchmark_* and ref_cv_new_benchmark_*; every model fitted without "
+        + f"(labeler_validation, labeler `{cited.get('labeler')}` version `{cited.get('labeler_version')}`, "
+        "ref_cv_within_benchmark_* and ref_cv_new_benchmark_*; every model fitted without "
         "the evaluated text, and without its benchmark for the second; a few settings, such as the work-decision "
         "rule, were chosen looking at these figures: docs/offline_labeler.md). The second figure still has the "
         "benchmark's close relatives in the fit (a benchmark's successor, another of the same domain), "
@@ -449,8 +451,9 @@ def index_findings(benchmark_index: str, membership: pl.DataFrame | None) -> lis
         f"benchmarks count. Members: {', '.join(included) or 'none'} (benchmark_index_membership)."
         + ("" if benchmark_index == ALL_INDEX else
            " Except what is computed over every landed benchmark: the fits on imputed label sets, the model "
-           "scores and the sensitivity analysis (named below, not quoted), and the label quality and the split "
-           "check of the headline's intervals (quoted: both are measured on every benchmark's judged texts).")
+           "scores and the sensitivity analysis (named below, not quoted), and the label quality, the split "
+           "check of the headline's intervals and the per-unit check behind the map's bands "
+           "(unit_coverage_simulation_check; quoted: all are measured on every benchmark's judged texts).")
     ]
     excluded = [
         f"{r['benchmark']} ({r['reason'] or 'no reason recorded'}; {r['decided_by']})"
