@@ -115,7 +115,8 @@ def task_coverage(
     onet_tasks: pl.DataFrame,
 ) -> pl.DataFrame:
     """Per benchmark index x O*NET task (all 18,796): prompts and benchmarks of the index's members mapped to
-    it, and covered_1 / covered_5 flags. Index `all` counts every landed benchmark."""
+    it, and covered_1 / covered_5 flags, from the labels as counted (the estimated coverage, with the labeler's
+    error: task_estimates). Index `all` counts every landed benchmark."""
     refuse_labels_behind(warehouse, "task_coverage")
     _, labeler = cov.select_labeler(task_label_counts, config.labeler)
     frame = pl.concat(
@@ -269,17 +270,19 @@ def task_analysis_frame(
             description=(
                 "Task-level logits of covered_5 with occupation-clustered SEs: coefficients (table='coefficients'), "
                 "probability ratios with delta-method CIs (table='contrasts') and sample sizes/exclusions "
-                "(table='sample') for model 1 (exposure + log wage bill), model 2 (exposure + importance quintile "
-                "+ occupation FE) and model 3 (WORKBank desire + capability)."
+                "(table='sample') for model exposure_wage (exposure + log wage bill), importance_fe (exposure + "
+                "importance quintile + occupation FE) and workbank (WORKBank desire + capability); from the labels "
+                "as counted (with the labeler's error: coverage_regressions_mi)."
             ),
         ),
         "coverage_adjusted_probabilities": AssetOut(
             kinds=KINDS,
             description=(
                 "Adjusted coverage probabilities with 95% delta-method CIs: over a $0.5B-$50B wage-bill grid by "
-                "exposure (model 1), by importance quintile and exposure (model 2), and over desire and capability "
-                "(model 3); `margin` says whether a row is at one covariate point (pointwise) or averaged over "
-                "the tasks (average, e.g. model 2 with its occupation fixed effects)."
+                "exposure (model exposure_wage), by importance quintile and exposure (importance_fe), and over "
+                "desire and capability (workbank); `margin` says whether a row is at one covariate point "
+                "(pointwise) or averaged over the tasks (average, e.g. importance_fe with its occupation fixed "
+                "effects)."
             ),
         ),
         "workbank_coverage": AssetOut(
@@ -352,8 +355,10 @@ def occupation_model_scores(
     benchmark_results: pl.DataFrame,
     prompt_task_labels: pl.DataFrame,
 ) -> pl.DataFrame:
-    """Per occupation x model: plain mean score over the occupation's prompts next to the O*NET-weighted
-    mean (tasks first, then tasks equally; min_prompts 5 and 1), with bootstrap 95% CIs and the difference."""
+    """Per occupation x model: plain mean score over the occupation's prompts next to the task-weighted mean
+    (the scores averaged within each O*NET task first, then the tasks weighted equally; tasks with at least
+    min_prompts prompts, 5 and 1), with bootstrap 95% CIs and the difference; from the labels as counted (with
+    the labeler's error: occupation_model_scores_estimated)."""
     refuse_labels_behind(warehouse, "occupation_model_scores")
     frame = scores.occupation_model_scores(  # a model's rows kept by its inputs (assets/kept_rows.py)
         benchmark_results, prompt_task_labels, min_prompts=(5, 1), labeler=config.labeler,

@@ -195,7 +195,8 @@ def benchmark_tables_consistent(context: AssetCheckExecutionContext, warehouse: 
 
 
 @asset_check(asset="benchmark_rejects", name="benchmark_reject_rate", blocking=False,
-             description=f"Warns when a benchmark rejects more than {REJECT_RATE_WARN:.0%} of its lines.")
+             description=f"Warns when a benchmark rejects more than {REJECT_RATE_WARN:.0%} of its lines, or when "
+             "a landing folder was rejected whole (the _landing partition's rows).")
 def benchmark_reject_rate(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:
     if not warehouse.table_exists("benchmarks"):
         return AssetCheckResult(passed=False, metadata={"missing_tables": "benchmarks"})

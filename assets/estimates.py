@@ -62,17 +62,21 @@ UNIT_OUTS: dict[str, AssetOut] = {
         "model-assisted draws with the task at or above the threshold), expected prompts with a 2.5-97.5 "
         "interval, the labels-as-counted count and the judged texts that exercise it. Sums of p_covered are the "
         "headline's model-assisted means (asset check unit_estimates_sum_to_headline): the published figure at "
-        ">= 5 prompts; at >= 1 the imputation's mean count, about twice the published bounds' floor (their ceiling "
-        "is at least its 97.5th percentile). Filter on benchmark_index before summing.",
+        ">= 5 prompts; at >= 1 the imputation's mean count, 1.1-2 times the published bounds' floor (their ceiling "
+        "is at least its 97.5th percentile). p_covered_calibrated beside it: a unit's chance read through a map "
+        "learnt on the split check (it does not sum to the headline; read a unit in 0.1-0.9 as unsure). Filter "
+        "on benchmark_index before summing.",
     ),
     "occupation_estimates": AssetOut(
         kinds=KINDS,
-        description="As task_estimates per occupation: covered when its most-exercised task is (prompts = that "
-        "task's prompts), plus the expected annual hours on its uncovered tasks with an interval across draws.",
+        description="As task_estimates (p_covered, p_covered_calibrated, expected prompts) per occupation: covered "
+        "when its most-exercised task is (prompts = that task's prompts), plus the expected annual hours on its "
+        "uncovered tasks with an interval across draws.",
     ),
     "major_group_estimates": AssetOut(
         kinds=KINDS,
-        description="As occupation_estimates per SOC major group (its most-exercised occupation decides).",
+        description="As occupation_estimates (p_covered, p_covered_calibrated, expected prompts, expected "
+        "uncovered hours) per SOC major group: its most-exercised occupation decides.",
     ),
     "benchmark_occupation_estimates": AssetOut(
         kinds=KINDS,
@@ -95,8 +99,10 @@ UNIT_OUTS: dict[str, AssetOut] = {
     "unit_coverage_simulation_check": AssetOut(
         kinds=KINDS,
         description="p_covered against a known truth: units binned by p_covered, the share truly covered per "
-        "bin, in split samples of the judge sample (the judged texts are the population) and in simulated "
-        "populations of two worlds (simulated, simulated_mirror_like).",
+        "bin, in split samples of the judge sample (split_half, split_fifth: the judged texts are the population), "
+        "in simulated populations of two worlds (simulated, simulated_mirror_like) and in populations drawn from "
+        "the estimator's own fitted model (model: issue 25's check, its bins not yet within 0.05); predictor "
+        "p_covered and, where a map applies, p_covered_calibrated.",
     ),
     "prompt_occupation_estimates": AssetOut(
         kinds=KINDS,
@@ -278,12 +284,12 @@ def _in_group(outs: dict[str, AssetOut]) -> dict[str, AssetOut]:
             "with 95% intervals. Quote only rows with `published` = true: at >= 5 prompts the model_assisted "
             "row; at >= 1 the bounds row (value: a floor, \"at least about\"; ci_low: its lower limit; ci_high: "
             "the ceiling). The model_assisted row at >= 1 is not published: it extrapolates to the texts no judge "
-            "read and comes out about twice the floor; `basis` says why. Filter on benchmark_index before summing.",
+            "read and comes out 1.1-2 times the floor; `basis` says why. Filter on benchmark_index before summing.",
         ),
         "estimate_design": AssetOut(
             kinds=KINDS,
-            description="The judge sample the estimates used, per benchmark: source (judge_sample or "
-            "reference), distinct texts N_b, prompts, sampled texts n_b, fraction, weight N_b/n_b.",
+            description="The judge sample the estimates used, per benchmark: source (judge_sample, reference, "
+            "or none: no judged texts), distinct texts N_b, prompts, sampled texts n_b, fraction, weight N_b/n_b.",
         ),
         "labeler_reliability": AssetOut(
             kinds=KINDS,

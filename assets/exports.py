@@ -188,9 +188,9 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse, labeler: 
     group_name=GROUP,
     op_tags=REPORT_STEP_TAGS,
     deps=[AssetKey(t) for t in [*SUMMARY_TABLES, "onet_tasks", "prompt_task_labels"]],
-    description="summary.md of the release: the one-line answer, then the findings with their numbers and 95% "
-    "CIs, generated from the tables, plus the limitations that apply (benchmarks, labeler accuracy, task "
-    "ratings).",
+    description="summary.md of the release (and summary_<index>.md for each other benchmark index): the one-line "
+    "answer, then the findings with their numbers and 95% CIs, generated from the tables, plus the limitations "
+    "that apply (benchmarks, labeler accuracy, task ratings, hours data).",
 )
 @warehouse_held
 def report_summary(
@@ -374,7 +374,8 @@ def headline_history(context: AssetExecutionContext, warehouse: Warehouse) -> pl
     frame, path = rl.write_history(root)
     latest = frame.filter((pl.col("release") == frame["release"].max()) & (pl.col("benchmark_index") == ix.ALL_INDEX)) \
         if frame.height else frame
-    numbers = {f"{r['quantity']}_{r['threshold']}{suffix}": MetadataValue.float(float(r[column]))
+    # six significant digits, as the headline's other metadata (export_context.headline_metadata)
+    numbers = {f"{r['quantity']}_{r['threshold']}{suffix}": MetadataValue.float(float(f"{r[column]:.6g}"))
                for r in latest.iter_rows(named=True)
                for suffix, column in (("", "value"), ("_ci_low", "ci_low"), ("_ci_high", "ci_high"))
                if r[column] is not None}

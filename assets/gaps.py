@@ -127,7 +127,7 @@ def _scored_tasks(
         ),
         "jobbench_shortlist": AssetOut(
             description="Occupations with mean WORKBank worker desire > 3, ranked by "
-            "wage bill, with coverage and the uncovered tasks driving it."
+            "wage bill, with coverage (the labels as counted) and the uncovered tasks driving it."
         ),
         "major_group_gaps": AssetOut(
             description="Per SOC major group: the largest uncovered blocks of work hours (occupations' "
@@ -335,15 +335,15 @@ def occupation_score_power(
     asset="coverage_gaps",
     name="coverage_gaps_ranked",
     blocking=False,
-    description="Ranks run 1..n, priority never increases down the ranking, every component and the "
-    "priority lie in [0, 1], each task appears once and no row is likely covered (p_covered >= 0.9; without "
-    "estimates: at the threshold by the labels as counted).",
+    description="Index `all`: ranks run 1..n, priority never increases down the ranking, every component "
+    "(c_importance too) and the priority lie in [0, 1], each task appears once and no row is likely covered "
+    "(p_covered >= 0.9; without estimates: at the threshold by the labels as counted).",
 )
 def coverage_gaps_ranked(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:
     if not warehouse.table_exists("coverage_gaps"):
         return AssetCheckResult(passed=False, metadata={"missing_table": "coverage_gaps"})
     df = ix.only_index(warehouse.read_table("coverage_gaps")).sort("rank")  # index `all`
-    components = list(gaps.PRIORITY_COMPONENTS)
+    components = [*gaps.PRIORITY_COMPONENTS, *(["c_importance"] if "c_importance" in df.columns else [])]
     problems = {
         "ranks_not_1_to_n": df["rank"].to_list() != list(range(1, df.height + 1)),
         "priority_not_descending": not df["priority"].is_sorted(descending=True),

@@ -165,7 +165,9 @@ def benchmark_index_membership(context: AssetExecutionContext, warehouse: Wareho
 @asset_check(
     asset=benchmark_index_membership,
     blocking=False,
-    description="Every index file in data/indexes parses and names only landed benchmarks.",
+    description="Every index file in data/indexes (or $BENCHMAP_INDEX_DIR) parses and names only known "
+    "benchmarks: landed here, in a landing root, or sampled by the vendored reference (a name known nowhere is "
+    "a typo).",
 )
 def benchmark_index_files_valid(warehouse: Warehouse) -> AssetCheckResult:
     # the files' validity does not depend on the group shares: no draws here

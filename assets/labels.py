@@ -73,8 +73,8 @@ COMPLETE_CHECK = "prompt_task_labels_complete"
     },
     code_version=task_index.offline_code_fingerprint(),
     description="The offline labeler's TaskIndex, built once from the O*NET reference tables and pickled "
-    "next "
-    "to the warehouse; one row: onet_version, index_version, path, size, build and load seconds.",
+    "next to the warehouse; one row: onet_version, index_version, path, bytes and build seconds "
+    "(load_seconds is not measured: empty).",
 )
 def task_search_index(
     context: AssetExecutionContext,

@@ -101,7 +101,8 @@ def oews_wages(context: AssetExecutionContext) -> pl.DataFrame:
     kinds=KINDS,
     description=(
         "The 18,796 task statements of O*NET 29.2 with task type, and importance (IM 1-5), relevance (RT "
-        "0-100) and the modal frequency category (FT 1-7) where rated. Each task takes its ratings from the "
+        "0-100) and the modal frequency category (FT 1-7) where rated (FT only from the raw Task Ratings.txt: "
+        "empty with the other sources). Each task takes its ratings from the "
         "best source that rates it, named in ratings_source: the raw O*NET Task Ratings.txt "
         "(onet_task_ratings_full), then task_ratings_im_rt_29x.csv (im_rt_29x: IM/RT of all 17,639 rated "
         "tasks; its freq_* columns are not used), then the partial WORKBank table of 2,131 tasks "

@@ -68,7 +68,8 @@ WHATIF_OUTS = {
     WHATIF_SUMMARY: AssetOut(
         description="One-row summary of the last what-if: candidate, threshold, labeler, prompts counted, "
         "tasks/occupations/hours newly covered (labels as counted, and expected from the per-unit estimates), "
-        "top gaps closed, published_tables_unchanged.",
+        "top gaps closed, published_tables_unchanged. Without a candidate_folder configured (every analysis "
+        "run) it is materialized as skipped and nothing is written: run `python -m pipelines.whatif`.",
         is_required=False,  # no candidate_folder configured: nothing is written
     ),
     "whatif_marginal_gain": AssetOut(

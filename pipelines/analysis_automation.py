@@ -188,7 +188,8 @@ with warnings.catch_warnings():
         run_tags=ANALYSIS_RUN_TAGS,
         minimum_interval_seconds=ANALYSIS_INTERVAL_S,
         default_status=DefaultSensorStatus.RUNNING,
-        description="After benchmark, reference or index-file updates settle, refreshes the unpartitioned assets "
-                    "(label validation, analysis, estimates, gaps, what-if, exports) and the warehouse-wide checks "
-                    "once.",
+        description="After benchmark, reference or index-file updates settle, refreshes once what lies downstream "
+                    "of them among the unpartitioned assets (label validation, analysis, estimates, gaps, what-if, "
+                    "exports) with the warehouse-wide checks; it waits while any benchmark's labels are behind its "
+                    "prompts (a labeling run failed or is under way).",
     )

@@ -47,20 +47,24 @@ ANALYSIS_SELECTION = (
 benchmark_refresh_job = define_asset_job(
     "benchmark_refresh_job",
     selection=BENCHMARK_SELECTION - WAREHOUSE_CHECKS,
-    description="Refresh one benchmark partition: prompts, results, rejects and registry row, then labels.",
+    description="Refresh one benchmark partition: prompts, results, rejects and registry row, then labels. "
+    "The warehouse-wide checks on these tables (consistency, reject rate, labels valid and complete) run with "
+    "the analysis job, not here.",
     tags={KIND_TAG: "benchmark"},
 )
 analysis_refresh_job = define_asset_job(
     "analysis_refresh_job",
     selection=ANALYSIS_SELECTION,
     description="Refresh the unpartitioned assets over all benchmarks: label validation, analysis, the estimates "
-    "(the published headline among them), gaps, what-if and exports.",
+    "(the published headline among them), gaps, what-if and exports; and the warehouse-wide checks on the "
+    "benchmark and label tables (a labeling failure shows here first, as prompt_task_labels_complete).",
     tags={KIND_TAG: "analysis"},
 )
 reference_refresh_job = define_asset_job(
     "reference_refresh_job",
     selection=REFERENCE_SELECTION,
-    description="Refresh the reference data (O*NET, OEWS, exposure, WORKBank).",
+    description="Refresh the reference data (O*NET, OEWS, exposure, WORKBank, task hours, job titles and "
+    "technology skills) and the offline labeler's task index built from it.",
     tags={KIND_TAG: "reference"},
 )
 

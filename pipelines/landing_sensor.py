@@ -218,7 +218,10 @@ def refresh_request(name: str, digest: str, why: str, run_key: str) -> RunReques
     minimum_interval_seconds=LANDING_INTERVAL_S,
     default_status=DefaultSensorStatus.RUNNING,
     description="Watches data/raw/benchmarks and $BENCHMAP_MIRROR/benchmarks: a new benchmark folder or a "
-                "changed content hash refreshes exactly that benchmark's partition.",
+                "changed content hash refreshes exactly that benchmark's partition; a failed refresh is retried "
+                f"up to {MAX_REFRESH_RETRIES} times, then left until the folder changes; it waits while an "
+                "analysis run is queued or running, puts folders rejected whole in the _landing partition, and "
+                "records a changed index file (benchmark_index_files).",
 )
 def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
     instance = context.instance
