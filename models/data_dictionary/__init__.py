@@ -266,7 +266,7 @@ DATA_DICTIONARY["coverage_regressions_mi"] = {
     "within_var": ("W: mean squared clustered SE over the draws (sampling of tasks)", "squared coef", ESTIMATES),
     "between_var": ("B: variance of the estimate across draws (labeler error)", "squared coef", ESTIMATES),
     "fraction_missing_info": ("(1 + 1/m) B / T: share of the variance due to labeler error", SHARE, ESTIMATES),
-    "df": ("Rubin's degrees of freedom (inf when B = 0)", COUNT, ESTIMATES),
+    "df": ("Rubin's degrees of freedom (inf when B = 0; not a whole number)", "degrees of freedom", ESTIMATES),
     "m": ("completed label sets (draws) refitted", COUNT, ESTIMATES),
     "draws": ("which draws: model_assisted imputations of the label set", TEXT, ESTIMATES),
 }

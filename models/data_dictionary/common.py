@@ -116,7 +116,9 @@ def per_threshold(template: dict[str, Entry]) -> dict[str, Entry]:
     out: dict[str, Entry] = {}
     for t in DOCUMENTED_THRESHOLDS:
         for name, (meaning, unit, source) in template.items():
-            out[name.format(t=t)] = (meaning.format(t=t), unit, source)
+            text = meaning.format(t=t)
+            out[name.format(t=t)] = (text.replace("1 labeled prompts", "1 labeled prompt") if t == 1 else text,
+                                     unit, source)
     return out
 
 

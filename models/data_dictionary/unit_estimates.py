@@ -29,7 +29,7 @@ def _unit(unit: str, prompts: str) -> dict[str, Entry]:
         "benchmark_index": INDEX,
         "threshold": COMMON["threshold"],
         "p_covered": (
-            f"probability the {unit} is covered at the threshold: share of the {DRAWS} in which {prompts} "
+            f"probability the {unit} is covered at the threshold: share of {DRAWS} in which {prompts} "
             "reach the threshold; summed over the units of an index and threshold it is the model-assisted "
             "headline mean (at >= 1 prompt the imputation's mean count: the published figure there is the bounds, "
             "whose ceiling is at least that count's 97.5th percentile)", PROB, ESTIMATES),

@@ -75,7 +75,8 @@ BASIS_MEANINGS: dict[str, str] = {
     "random sample of prompt texts; 95% percentile interval over the draws (the published headline at >= 5)",
     "bounds": "at >= 1 prompt: value = species estimate from the judge sample (capped at that of a scope holding "
     "all its judged benchmarks where that is lower: coverage_headline.published_note and the summary say which, "
-    "with the scope's own estimate), ci_low its floor, ci_high the imputation's ceiling",
+    "with the scope's own estimate), ci_low its floor, ci_high the imputation's ceiling (raised to the species "
+    "estimate where that is higher: the estimators then disagree, and headline_estimates.basis says so)",
     "labeler": "the labeler's calibrated labels alone (a scope without judge-read texts)",
     "design": "the judge sample alone",
     "labels_as_counted": "every label counted as true, no correction and no interval (for comparison only)",

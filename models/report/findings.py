@@ -219,7 +219,7 @@ def _wage_bill_findings(tables: Tables, regressions: pl.DataFrame | None,
             factor = math.log(2)
             out.append(
                 f"Each doubling of an occupation's wage bill multiplies the odds that its tasks are "
-                f"covered by {ratio(math.exp(r['coef'] * factor))} "
+                f"covered (>= 5 prompts) by {ratio(math.exp(r['coef'] * factor))} "
                 f"({ci(math.exp(r['ci_low'] * factor), math.exp(r['ci_high'] * factor), ratio)}; "
                 f"{source})."
             )
@@ -272,7 +272,7 @@ def _contrast_findings(tables: Tables, regressions: pl.DataFrame | None,
         )
     for r in contrasts.filter(pl.col("model") == MODEL_WORKBANK).iter_rows(named=True):
         out.append(
-            f"**WORKBank ratings.** {r['contrast']}: the coverage probability changes by a factor of "
+            f"**WORKBank ratings.** {r['contrast']}: the probability of >= 5 prompts changes by a factor of "
             f"{ratio(r['ratio'])} ({ci(r['ci_low'], r['ci_high'], ratio)}"
             f"{_excludes_one(r['ci_low'], r['ci_high'])}; {source})."
         )

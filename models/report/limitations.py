@@ -192,7 +192,8 @@ def stepped_label_quality(row: dict, ceiling: dict, new_benchmark_f1: Sequence[f
     judge = ceiling.get("ref_task_f1")
     return (
         f"**Label quality.** Measured against the task-level reference (an LLM judge's labels of a random "
-        f"sample of prompts, {num(n)} prompt-passes; the judge's two passes agree at task F1 "
+        f"sample of prompts, {num(n)} prompt-passes: a judged text once per judge pass, the development "
+        f"split's texts twice; the judge's two passes agree at task F1 "
         f"{pct(judge['value'], 0) if judge else 'n/a'}). The labels learn from the judged texts of their own "
         f"benchmark, so they are measured two ways. **Leaving one judged text out within its benchmark** (what "
         f"the labels of a benchmark with a judge sample are): {figures('within_benchmark')}; on new texts of such "
