@@ -26,6 +26,7 @@ from models.report.formatting import (
     plural,
     present_table,
     ratio,
+    small_pct,
     with_ci,
 )
 
@@ -202,9 +203,9 @@ def _wage_bill_findings(tables: Tables, regressions: pl.DataFrame | None,
             if series.height >= 2:
                 lo, hi = series.row(0, named=True), series.row(-1, named=True)
                 parts.append(
-                    f"for {label} tasks from {pct(lo['prob'])} ({ci(lo['ci_low'], lo['ci_high'])}) in an "
-                    f"occupation with a ${lo['wage_bill'] / 1e9:.1f}B wage bill to {pct(hi['prob'])} "
-                    f"({ci(hi['ci_low'], hi['ci_high'])}) at ${hi['wage_bill'] / 1e9:.0f}B"
+                    f"for {label} tasks from {small_pct(lo['prob'])} ({ci(lo['ci_low'], lo['ci_high'], small_pct)})"
+                    f" in an occupation with a ${lo['wage_bill'] / 1e9:.1f}B wage bill to {small_pct(hi['prob'])} "
+                    f"({ci(hi['ci_low'], hi['ci_high'], small_pct)}) at ${hi['wage_bill'] / 1e9:.0f}B"
                 )
         if parts:
             out.append(

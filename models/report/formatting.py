@@ -38,6 +38,11 @@ def pct(value: Any, digits: int = 1) -> str:
     return f"{100 * float(value):.{digits}f}%" if finite(value) else "n/a"
 
 
+def small_pct(value: Any) -> str:
+    """pct, with two significant digits below 0.1% (an audit: 0.046% printed as "0.0%", which reads as never)."""
+    return f"{100 * float(value):.2g}%" if finite(value) and 0 < abs(float(value)) < 0.001 else pct(value)
+
+
 def num(value: Any) -> str:
     if not finite(value):
         return "n/a"
