@@ -32,6 +32,7 @@ from assets import labels as label_assets
 from assets import module_assets
 from assets.release_gate import refuse_labels_behind
 from models import indexes as ix
+from models.markdown import markdown_table
 from resources import readers, sources
 from resources.dagster_resources import Warehouse
 from resources.settings import settings
@@ -150,13 +151,11 @@ def benchmark_index_membership(context: AssetExecutionContext, warehouse: Wareho
             "group_shares_seconds": round(seconds, 2),
             # the landing sensor compares this with the files now and reports benchmark_index_files updated
             INDEX_FINGERPRINT: index_files_fingerprint(),
-            "preview": MetadataValue.md(
-                frame.filter(pl.col("benchmark_index") != ix.ALL_INDEX)
-                .select("benchmark_index", "benchmark", "included", "decided_by", "reason", "major_group",
-                        "major_group_rule", "major_group_share")
-                .to_pandas()
-                .to_markdown(index=False)
-            ),
+            # bounded (an audit: every index x benchmark row with its whole reason, 14 KB a run, growing)
+            "preview": MetadataValue.md(markdown_table(
+                frame.filter(pl.col("benchmark_index") != ix.ALL_INDEX),
+                ["benchmark_index", "benchmark", "included", "decided_by", "reason", "major_group",
+                 "major_group_rule", "major_group_share"], max_rows=60, max_chars=120)),
         }
     )
     return frame
