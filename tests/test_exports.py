@@ -1478,12 +1478,13 @@ def test_no_exported_text_cell_is_an_empty_string(world):
 def test_a_small_probability_is_not_printed_as_zero() -> None:
     """An audit: the wage-bill line printed an adjusted probability of 0.046% as "0.0%", which reads as never."""
     from models.report.findings import regression_findings
-    from models.report.formatting import small_pct
+    from models.report.formatting import pct_for
 
-    assert (small_pct(0.00046), small_pct(0.0), small_pct(0.2), small_pct(float("nan"))) == (
-        "0.046%", "0.0%", "20.0%", "n/a")
+    small = pct_for(0.00046, 0.0002, 0.00106)
+    assert (small(0.00046), small(0.00106), small(float("nan"))) == ("0.046%", "0.11%", "n/a")
+    assert pct_for(0.0, 0.2)(0.2) == "20.0%"  # none below 0.1% (zero is not): one decimal as elsewhere
     grid = pl.DataFrame({"model": ["exposure_wage"] * 4, "wage_bill": [5e8, 5e10] * 2, "exposed": [1, 1, 0, 0],
                          "prob": [0.02, 0.2, 0.00046, 0.004], "ci_low": [0.01, 0.1, 0.0002, 0.002],
                          "ci_high": [0.03, 0.3, 0.00106, 0.006], "margin": ["pointwise"] * 4})
     text = " ".join(regression_findings({"coverage_adjusted_probabilities": grid}))
-    assert "for non-exposed tasks from 0.046% (95% CI 0.02%\u20130.1%)" in text, text
+    assert "for non-exposed tasks from 0.046% (95% CI 0.02%\u20130.11%)" in text, text

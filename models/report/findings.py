@@ -23,10 +23,10 @@ from models.report.formatting import (
     headline_values,
     num,
     pct,
+    pct_for,
     plural,
     present_table,
     ratio,
-    small_pct,
     with_ci,
 )
 
@@ -202,10 +202,11 @@ def _wage_bill_findings(tables: Tables, regressions: pl.DataFrame | None,
             series = grid.filter(pl.col("exposed") == value).sort("wage_bill")
             if series.height >= 2:
                 lo, hi = series.row(0, named=True), series.row(-1, named=True)
+                f_lo, f_hi = (pct_for(r["prob"], r["ci_low"], r["ci_high"]) for r in (lo, hi))
                 parts.append(
-                    f"for {label} tasks from {small_pct(lo['prob'])} ({ci(lo['ci_low'], lo['ci_high'], small_pct)})"
-                    f" in an occupation with a ${lo['wage_bill'] / 1e9:.1f}B wage bill to {small_pct(hi['prob'])} "
-                    f"({ci(hi['ci_low'], hi['ci_high'], small_pct)}) at ${hi['wage_bill'] / 1e9:.0f}B"
+                    f"for {label} tasks from {f_lo(lo['prob'])} ({ci(lo['ci_low'], lo['ci_high'], f_lo)}) in an "
+                    f"occupation with a ${lo['wage_bill'] / 1e9:.1f}B wage bill to {f_hi(hi['prob'])} "
+                    f"({ci(hi['ci_low'], hi['ci_high'], f_hi)}) at ${hi['wage_bill'] / 1e9:.0f}B"
                 )
         if parts:
             out.append(

@@ -38,9 +38,12 @@ def pct(value: Any, digits: int = 1) -> str:
     return f"{100 * float(value):.{digits}f}%" if finite(value) else "n/a"
 
 
-def small_pct(value: Any) -> str:
-    """pct, with two significant digits below 0.1% (an audit: 0.046% printed as "0.0%", which reads as never)."""
-    return f"{100 * float(value):.2g}%" if finite(value) and 0 < abs(float(value)) < 0.001 else pct(value)
+def pct_for(*values: Any) -> Callable[[Any], str]:
+    """pct, or two significant digits for each of `values` when one of them lies below 0.1% (an audit: 0.046%
+    printed as "0.0%", which reads as never; an estimate and its interval in one precision)."""
+    if any(finite(v) and 0 < abs(float(v)) < 0.001 for v in values):
+        return lambda v: f"{100 * float(v):.2g}%" if finite(v) else "n/a"
+    return pct
 
 
 def num(value: Any) -> str:
