@@ -193,7 +193,8 @@ COVERAGE_HEADLINE_DESCRIPTION = (
     "published_note where the value is a larger scope's capped species estimate, from "
     "headline_estimates of the same step, as shares of 18,796 tasks, 923 occupations and US work hours, and as "
     "the count of major groups with no covered occupation) beside the labels as counted (value, numerator, "
-    "denominator: uncorrected for the labeler's errors, not for quoting)."
+    "denominator: uncorrected for the labeler's errors, not for quoting). The same published figures as counts, "
+    "with every estimator behind them: headline_estimates."
 )
 
 

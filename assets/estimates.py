@@ -284,7 +284,9 @@ def _in_group(outs: dict[str, AssetOut]) -> dict[str, AssetOut]:
             "with 95% intervals. Quote only rows with `published` = true: at >= 5 prompts the model_assisted "
             "row; at >= 1 the bounds row (value: a floor, \"at least about\"; ci_low: its lower limit; ci_high: "
             "the ceiling). The model_assisted row at >= 1 is not published: it extrapolates to the texts no judge "
-            "read and comes out 1.1-2 times the floor; `basis` says why. Filter on benchmark_index before summing.",
+            "read and comes out 1.1-2 times the floor; `basis` says why. Filter on benchmark_index before summing. "
+            "The same published figures, as shares and uncovered major groups beside the labels as counted: "
+            "coverage_headline.",
         ),
         "estimate_design": AssetOut(
             kinds=KINDS,
