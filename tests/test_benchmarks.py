@@ -995,7 +995,8 @@ def test_prompts_without_labels_are_reported_without_rerunning_an_unchanged_anal
 
     @asset_check(asset="benchmarks", name=COMPLETE_CHECK, blocking=False)
     def complete():  # noqa: ANN202 - dagster resolves annotations
-        return AssetCheckResult(passed=not without_labels["n"], metadata={"prompts_without_labels": without_labels["n"]})
+        return AssetCheckResult(passed=not without_labels["n"],
+                                metadata={"prompts_without_labels": without_labels["n"]})
 
     dagster_home(tmp_path, monkeypatch)
     add_fixture(env.landing, "tiny_bench")

@@ -141,9 +141,10 @@ _ESTIMATOR_TEXT = (
     "Chao-Lin species estimate from the judge sample alone, a lower bound in expectation, log-normal 95% "
     "interval; value and lower limit capped at those of any scope holding all the scope's benchmarks; never "
     "published by itself), bounds (at >= 1 prompt, a species count: value = the richness "
-    "estimate (at least about), no lower than the model-assisted estimate at >= 5, ci_low = the highest of its lower 95% limit, what the judge sample saw and the "
-    "model-assisted lower bound at >= 5, ci_high = the model-assisted extrapolation's 97.5th percentile, or the "
-    "richness estimate where that is higher: the estimators then disagree, and the basis says so)"
+    "estimate (at least about), no lower than the model-assisted estimate at >= 5, ci_low = the highest of its "
+    "lower 95% limit, what the judge sample saw and the model-assisted lower bound at >= 5, ci_high = the "
+    "model-assisted extrapolation's 97.5th percentile, or the richness estimate where that is higher: the "
+    "estimators then disagree, and the basis says so)"
 )
 DATA_DICTIONARY["headline_estimates"] = {
     "benchmark_index": (

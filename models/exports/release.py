@@ -84,7 +84,7 @@ BASIS_MEANINGS: dict[str, str] = {
     "(carries labeler error)",
     "draws": "per-unit summary of the same draws as the headline; at >= 1 prompt a sum over units is the "
     "imputation's mean count, which runs high in the split checks (estimate_split_check): the published figure "
-    "there is the bounds, about half of it",
+    "there is the bounds, whose floor is lower (about half for tasks, occupations and hours)",
     "count": "a count of inputs",
 }
 
@@ -326,7 +326,8 @@ def data_documentation(
         f"`{RELEASE_CSV}` and `{RELEASE_PARQUET}` hold the same {frame.height:,} rows: every coverage figure this "
         "release publishes (estimated and as counted, per index, benchmark, task, occupation and major group) and "
         "the regressions that carry labeler error, one per row (long format); the label quality, model scores, "
-        "gaps, sensitivity figures, raw-label regressions and checks are in their tables only. The schema is the same in every release; a release folder is never "
+        "gaps, sensitivity figures, raw-label regressions and checks are in their tables only. The schema is the "
+        "same in every release; a release folder is never "
         "rewritten, and `latest` / `latest.txt` beside the releases name the newest one.",
         "",
         "## Columns",
