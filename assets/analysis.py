@@ -187,17 +187,6 @@ def major_group_coverage(
     return frame
 
 
-COVERAGE_HEADLINE_DESCRIPTION = (
-    "Per threshold, benchmark index (scope 'all' = the index's members pooled) and benchmark (index `all`): the "
-    "published estimates policy reports quote (published_value / published_ci_low / published_ci_high, and "
-    "published_note where the value is a larger scope's capped species estimate, from "
-    "headline_estimates of the same step, as shares of 18,796 tasks, 923 occupations and US work hours, and as "
-    "the count of major groups with no covered occupation) beside the labels as counted (value, numerator, "
-    "denominator: uncorrected for the labeler's errors, not for quoting). The same published figures as counts, "
-    "with every estimator behind them: headline_estimates."
-)
-
-
 def counted_headline(
     warehouse: Warehouse,
     task_label_counts: pl.DataFrame,

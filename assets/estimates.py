@@ -33,10 +33,11 @@ from dagster import (
     multi_asset,
 )
 
-from assets.analysis import COVERAGE_HEADLINE_DESCRIPTION, counted_headline
+from assets.analysis import counted_headline
 from assets.estimate_draws import headline_draws, kept_reliability_table, kept_share_tables, kept_text_sums
 from assets.estimate_figures import ESTIMATE_FIGURES, figure_later, figures_not_drawn
 from assets.estimate_inputs import read_inputs, read_judge_rows
+from assets.estimate_outputs import HEADLINE_OUTS
 from assets.estimates_split import split_relabeler, start_judged_checks
 from assets.export_context import headline_metadata
 from assets.release_gate import refuse_labels_behind
@@ -55,63 +56,6 @@ JUDGE_ENV = "BENCHMAP_JUDGE"
 MI_DRAWS = 20
 SPLIT_REPEATS = 10
 
-UNIT_OUTS: dict[str, AssetOut] = {
-    "task_estimates": AssetOut(
-        kinds=KINDS,
-        description="Per benchmark index, O*NET task and threshold (1, 5): p_covered (share of the headline's "
-        "model-assisted draws with the task at or above the threshold), expected prompts with a 2.5-97.5 "
-        "interval, the labels-as-counted count and the judged texts that exercise it. Sums of p_covered are the "
-        "headline's model-assisted means (asset check unit_estimates_sum_to_headline): the published figure at "
-        ">= 5 prompts; at >= 1 the imputation's mean count, 1.1-2 times the published bounds' floor (their ceiling "
-        "is at least its 97.5th percentile). p_covered_calibrated beside it: a unit's chance read through a map "
-        "learnt on the split check (it does not sum to the headline; read a unit in 0.1-0.9 as unsure). Filter "
-        "on benchmark_index before summing.",
-    ),
-    "occupation_estimates": AssetOut(
-        kinds=KINDS,
-        description="As task_estimates (p_covered, p_covered_calibrated, expected prompts) per occupation: covered "
-        "when its most-exercised task is (prompts = that task's prompts), plus the expected annual hours on its "
-        "uncovered tasks with an interval across draws.",
-    ),
-    "major_group_estimates": AssetOut(
-        kinds=KINDS,
-        description="As occupation_estimates (p_covered, p_covered_calibrated, expected prompts, expected "
-        "uncovered hours) per SOC major group: its most-exercised occupation decides.",
-    ),
-    "benchmark_occupation_estimates": AssetOut(
-        kinds=KINDS,
-        description="Each benchmark's estimated occupation shares of its prompt x task labels across the "
-        "headline's draws (mean and 2.5-97.5), occupations with a mean share >= 0.001.",
-    ),
-    "benchmark_major_group_estimates": AssetOut(
-        kinds=KINDS,
-        description="Each benchmark's estimated SOC major group shares of its prompt x task labels across the "
-        "headline's draws (mean and 2.5-97.5), all 22 groups, rank 1 = the largest.",
-    ),
-    "occupation_probability_calibration": AssetOut(
-        kinds=KINDS,
-        description="Per-text occupation probabilities against the judge on held-out judged texts (five folds "
-        "within each benchmark; leave one benchmark out): top-1 accuracy, Brier score, ECE (pairs with p >= "
-        "0.05, ten bins) and the reliability bins for the share of draws (predictor model) and its recalibrated "
-        "value (model_recalibrated, the p_calibrated the scores read), beside the labeler's own labels read as "
-        "0/1 (raw_labels).",
-    ),
-    "unit_coverage_simulation_check": AssetOut(
-        kinds=KINDS,
-        description="p_covered against a known truth: units binned by p_covered, the share truly covered per "
-        "bin, in split samples of the judge sample (split_half, split_fifth: the judged texts are the population), "
-        "in simulated populations of two worlds (simulated, simulated_mirror_like) and in populations drawn from "
-        "the estimator's own fitted model (model: issue 25's check, its bins not yet within 0.05); predictor "
-        "p_covered and, where a map applies, p_covered_calibrated.",
-    ),
-    "prompt_occupation_estimates": AssetOut(
-        kinds=KINDS,
-        description="Per prompt text and occupation: p, the probability (expected share of the headline's draws) "
-        "that the text exercises the occupation, and p_calibrated (p through a logistic map fitted on the judge "
-        "sample's held-out texts, see occupation_probability_calibration); judged texts carry their judge labels "
-        "(p = 1); stored where p >= 0.01.",
-    ),
-}
 
 # --- reading the inputs -------------------------------------------------------------------------------------
 
@@ -273,46 +217,7 @@ def _in_group(outs: dict[str, AssetOut]) -> dict[str, AssetOut]:
 @multi_asset(
     deps=["benchmark_prompts", "prompt_task_labels", "judge_sample_labels", "benchmark_index_membership",
           "benchmarks"],
-    outs=_in_group({
-        "coverage_headline": AssetOut(kinds=KINDS, group_name="analysis",
-                                      description=COVERAGE_HEADLINE_DESCRIPTION),
-        "headline_estimates": AssetOut(
-            kinds=KINDS,
-            description="Every headline quantity (tasks, occupations, major groups covered and share of US work "
-            "hours on covered tasks, at >= 1 and >= 5 prompts) per benchmark index and scope, under every "
-            "estimator (labels_as_truth, labeler, design, model_assisted, richness, bounds, model_assisted_pass_b) "
-            "with 95% intervals. Quote only rows with `published` = true: at >= 5 prompts the model_assisted "
-            "row; at >= 1 the bounds row (value: a floor, \"at least about\"; ci_low: its lower limit; ci_high: "
-            "the ceiling). The model_assisted row at >= 1 is not published: it extrapolates to the texts no judge "
-            "read and comes out 1.1-2 times the floor; `basis` says why. Filter on benchmark_index before summing. "
-            "The same published figures, as shares and uncovered major groups beside the labels as counted: "
-            "coverage_headline.",
-        ),
-        "estimate_design": AssetOut(
-            kinds=KINDS,
-            description="The judge sample the estimates used, per benchmark: source (judge_sample, reference, "
-            "or none: no judged texts), distinct texts N_b, prompts, sampled texts n_b, fraction, weight N_b/n_b.",
-        ),
-        "labeler_reliability": AssetOut(
-            kinds=KINDS,
-            description="Reliability of the labeler's p_exercised against the judge: per probability bin the mean "
-            "predicted and the observed share the judge confirms (Wilson 95% CI), ECE and recall, pooled and "
-            "per benchmark with a sample.",
-        ),
-        "estimate_split_check": AssetOut(
-            kinds=KINDS,
-            description="Split-sample check: estimate from half (split_half) and from a fifth (split_fifth, the "
-            "split the published p_covered map is fitted on) of each benchmark's judge sample, compare with the "
-            "judge-labeled sub-population; interval coverage and errors over repeated splits, per estimator.",
-        ),
-        "headline_count_draws": AssetOut(
-            kinds=KINDS,
-            description="Internal (not exported): the pooled per-task prompt counts of the first mi_draws "
-            "model-assisted draws (draw, task, prompts; tasks with none left out), the label sets "
-            "coverage_regressions_mi refits the logits on.",
-        ),
-        **UNIT_OUTS,
-    }),
+    outs=_in_group(HEADLINE_OUTS),
 )
 def headline_estimates(
     context: AssetExecutionContext, config: EstimatesConfig, warehouse: Warehouse, task_label_counts: pl.DataFrame,
