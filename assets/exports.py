@@ -436,7 +436,7 @@ def coverage_map_self_contained(
 ) -> AssetCheckResult:
     # this run's map while its staging folder stands (the check runs in the map's step), else the release's
     root = warehouse.exports_root()
-    path = root / rl.STAGING_DIR / staging_key(context) / COVERAGE_MAP_NAME
+    path = rl.staging_path(root, staging_key(context)) / COVERAGE_MAP_NAME
     if not path.is_file() and (latest := rl.latest_release(root)) is not None:
         path = latest / COVERAGE_MAP_NAME
     if not path.is_file():

@@ -309,6 +309,12 @@ def lock_file(warehouse_path: str | Path, step: str) -> Path:
 
 # --- the steps of one run_all -------------------------------------------------------------------------------
 
+def only_label_gaps(failed_checks: Sequence[str]) -> bool:
+    """Whether the failed ERROR checks are the completeness check alone: their cause is prompts without labels
+    (exit 4; a step unchanged since would fail on the same ones)."""
+    return bool(failed_checks) and all(COMPLETE_CHECK in check for check in failed_checks)
+
+
 class Steps:
     """Which steps of one run_all to skip: asked of Dagster's records (module doc)."""
 
@@ -385,7 +391,7 @@ class Steps:
             return False
         failed = (self.records.failed_error_checks(keys, warehouse_checks=warehouse_checks)
                   if why is None and partition is None else [])
-        if failed and all(COMPLETE_CHECK in check for check in failed):
+        if only_label_gaps(failed):
             # its one failure is prompts without labels (given up, or another benchmark's), and with its inputs
             # unchanged it would fail on the same ones: reported, not re-run (a probe: 16 s a plain run)
             self.carried_checks += [f"{label}: {check} (ERROR)" for check in failed]

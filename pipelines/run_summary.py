@@ -11,7 +11,7 @@ from assets.labels import COMPLETE_CHECK
 from models.report.formatting import count, per_benchmark
 from pipelines import run_report as rr
 from pipelines import up_to_date
-from pipelines.run_steps import judge_failures
+from pipelines.run_steps import judge_failures, only_label_gaps
 from pipelines.step_runner import Runner
 from resources.label_cache import LabelCache
 
@@ -29,8 +29,7 @@ def exit_code(runner: Runner, unlabeled: int, unjudged: int) -> int:
         return EXIT_LABEL_FAILURES
     if not runner.failed_error_checks:
         return 0
-    return (EXIT_LABEL_FAILURES if all(COMPLETE_CHECK in check for check in runner.failed_error_checks)
-            else EXIT_CHECK_FAILED)
+    return EXIT_LABEL_FAILURES if only_label_gaps(runner.failed_error_checks) else EXIT_CHECK_FAILED
 
 
 def open_label_failures(warehouse_path: str | None, names: list[str], labeler: object) -> tuple[int, int]:

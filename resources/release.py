@@ -41,9 +41,14 @@ def exports_root(warehouse_path: str | Path) -> Path:
     return Path(warehouse_path).parent / "exports"
 
 
+def staging_path(root: Path, run_key: str) -> Path:
+    """Where the run's private folder is (not created: a check looks there for this run's files)."""
+    return root / STAGING_DIR / run_key
+
+
 def staging_folder(root: Path, run_key: str) -> Path:
     """The run's private folder (created): every export step of one run writes here."""
-    folder = root / STAGING_DIR / run_key
+    folder = staging_path(root, run_key)
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
