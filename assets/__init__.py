@@ -9,6 +9,9 @@ from typing import Any
 
 from dagster import load_asset_checks_from_modules, load_assets_from_modules
 
+# the kinds the UI shows on an asset that is a warehouse table computed with polars (most of them)
+TABLE_KINDS = frozenset({"polars", "duckdb"})
+
 
 def module_assets(module: ModuleType) -> list[Any]:
     """The assets and asset specs defined in `module` (what the code location loads from it), not those it

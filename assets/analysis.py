@@ -20,7 +20,7 @@ from dagster import (
     multi_asset,
 )
 
-from assets import ahead
+from assets import TABLE_KINDS, ahead
 from assets.figure_reuse import table_figures_ahead
 from assets.kept_rows import counted_rows_store, model_score_rows_store
 from assets.release_gate import refuse_labels_behind
@@ -34,7 +34,6 @@ from resources import label_cache
 from resources.dagster_resources import Warehouse
 
 GROUP = "analysis"
-KINDS = {"polars", "duckdb"}
 # Model scores need prompt-level labels, but only of the prompts that have model results (a semi join in
 # DuckDB) and only these columns: the label table grows with every benchmark, scored prompts far less.
 LABEL_COLUMNS = ["benchmark", "prompt_id", "onet_soc_code", "task_id", "labeler", "labeler_version", "rank"]
@@ -83,7 +82,7 @@ def _thresholds(config: CoverageConfig) -> tuple[int, ...]:
     return thresholds
 
 
-@asset(group_name=GROUP, kinds=KINDS, deps=["prompt_task_labels"])
+@asset(group_name=GROUP, kinds=TABLE_KINDS, deps=["prompt_task_labels"])
 def task_label_counts(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
     """Prompts per labeler x benchmark x O*NET task x label-depth bucket (top 1 / 3 / 5 / all), aggregated in
     DuckDB from every partition of prompt_task_labels. Everything coverage needs, at a size that does not
@@ -106,7 +105,7 @@ def task_label_counts(context: AssetExecutionContext, warehouse: Warehouse) -> p
     return frame
 
 
-@asset(group_name=GROUP, kinds=KINDS, deps=[MEMBERSHIP])
+@asset(group_name=GROUP, kinds=TABLE_KINDS, deps=[MEMBERSHIP])
 def task_coverage(
     context: AssetExecutionContext,
     config: CoverageConfig,
@@ -139,7 +138,7 @@ def task_coverage(
     return frame
 
 
-@asset(group_name=GROUP, kinds=KINDS)
+@asset(group_name=GROUP, kinds=TABLE_KINDS)
 def occupation_coverage(
     context: AssetExecutionContext,
     config: CoverageConfig,
@@ -163,7 +162,7 @@ def occupation_coverage(
     return frame
 
 
-@asset(group_name=GROUP, kinds=KINDS)
+@asset(group_name=GROUP, kinds=TABLE_KINDS)
 def major_group_coverage(
     context: AssetExecutionContext,
     config: CoverageConfig,
@@ -228,7 +227,7 @@ def counted_headline(
 
 # first among the steps ready after the headline step (Dagster runs ready steps by priority, then in plan order),
 # so that the MI fits it starts ahead have a worker idle until the report figures
-@asset(group_name=GROUP, kinds=KINDS, op_tags={"dagster/priority": "1"})
+@asset(group_name=GROUP, kinds=TABLE_KINDS, op_tags={"dagster/priority": "1"})
 def task_analysis_frame(
     warehouse: Warehouse,
     task_coverage: pl.DataFrame,
@@ -256,7 +255,7 @@ def task_analysis_frame(
     group_name=GROUP,
     outs={
         "coverage_regressions": AssetOut(
-            kinds=KINDS,
+            kinds=TABLE_KINDS,
             description=(
                 "Task-level logits of covered_5 with occupation-clustered SEs: coefficients (table='coefficients'), "
                 "probability ratios with delta-method CIs (table='contrasts') and sample sizes/exclusions "
@@ -266,7 +265,7 @@ def task_analysis_frame(
             ),
         ),
         "coverage_adjusted_probabilities": AssetOut(
-            kinds=KINDS,
+            kinds=TABLE_KINDS,
             description=(
                 "Adjusted coverage probabilities with 95% delta-method CIs: over a $0.5B-$50B wage-bill grid by "
                 "exposure (model exposure_wage), by importance quintile and exposure (importance_fe), and over "
@@ -276,7 +275,7 @@ def task_analysis_frame(
             ),
         ),
         "workbank_coverage": AssetOut(
-            kinds=KINDS,
+            kinds=TABLE_KINDS,
             description=(
                 "Per benchmark index and threshold, the labels as counted: coverage share per WORKBank zone (green "
                 "light, red light, R&D opportunity, low priority, and none: tasks WORKBank lists without a worker-"
@@ -336,7 +335,7 @@ def coverage_models(context: AssetExecutionContext, warehouse: Warehouse, task_a
 
 
 @asset(
-    group_name=GROUP, kinds=KINDS, ins={"prompt_task_labels": SCORED_LABELS, "benchmark_results": ALL_RESULTS}
+    group_name=GROUP, kinds=TABLE_KINDS, ins={"prompt_task_labels": SCORED_LABELS, "benchmark_results": ALL_RESULTS}
 )
 def occupation_model_scores(
     context: AssetExecutionContext,
@@ -365,7 +364,7 @@ def occupation_model_scores(
 
 
 @asset(
-    group_name=GROUP, kinds=KINDS, deps=["benchmark_results", "benchmark_prompts", "prompt_occupation_estimates"]
+    group_name=GROUP, kinds=TABLE_KINDS, deps=["benchmark_results", "benchmark_prompts", "prompt_occupation_estimates"]
 )
 def occupation_model_scores_estimated(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
     """Per occupation x model: the mean score over the prompts whose texts are estimated to exercise the
@@ -398,7 +397,7 @@ def occupation_model_scores_estimated(context: AssetExecutionContext, warehouse:
 
 
 # last among ready steps: its computation, started in the worker when task_label_counts is made, is then done
-@asset(group_name=GROUP, kinds=KINDS, deps=["benchmark_prompts"], op_tags={"dagster/priority": "-1"})
+@asset(group_name=GROUP, kinds=TABLE_KINDS, deps=["benchmark_prompts"], op_tags={"dagster/priority": "-1"})
 def coverage_sensitivity(
     context: AssetExecutionContext,
     config: CoverageConfig,

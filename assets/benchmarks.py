@@ -23,6 +23,7 @@ from dagster import (
     multi_asset,
 )
 
+from assets import TABLE_KINDS
 from assets.partitions import benchmark_partitions
 from models import benchmarks as bm
 from models.markdown import markdown_table
@@ -69,7 +70,8 @@ def _outputs(frames: dict[str, pl.DataFrame], metadata: dict[str, Any]):
 @multi_asset(
     name="benchmark_landing",
     deps=[LANDING_FOLDERS_KEY],  # its data version per partition: the folder's content hash (assets/sources.py)
-    outs={table: AssetOut(metadata=PARTITIONED, description=_DESCRIPTIONS[table], is_required=True)
+    outs={table: AssetOut(metadata=PARTITIONED, description=_DESCRIPTIONS[table], is_required=True,
+                               kinds=TABLE_KINDS)
           for table in TABLES},
     partitions_def=benchmark_partitions,
     group_name=GROUP,

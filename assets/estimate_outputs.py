@@ -3,7 +3,7 @@ holds, as the Dagster UI shows it. Kept apart from the step, which reads like a 
 
 from dagster import AssetOut
 
-KINDS = {"polars", "duckdb"}
+from assets import TABLE_KINDS
 
 COVERAGE_HEADLINE_DESCRIPTION = (
     "Per threshold, benchmark index (scope 'all' = the index's members pooled) and benchmark (index `all`): the "
@@ -18,7 +18,7 @@ COVERAGE_HEADLINE_DESCRIPTION = (
 
 UNIT_OUTS: dict[str, AssetOut] = {
     "task_estimates": AssetOut(
-        kinds=KINDS,
+        kinds=TABLE_KINDS,
         description="Per benchmark index, O*NET task and threshold (1, 5): p_covered (share of the headline's "
         "model-assisted draws with the task at or above the threshold), expected prompts with a 2.5-97.5 "
         "interval, the labels-as-counted count and the judged texts that exercise it. Sums of p_covered are the "
@@ -29,28 +29,28 @@ UNIT_OUTS: dict[str, AssetOut] = {
         "on benchmark_index before summing.",
     ),
     "occupation_estimates": AssetOut(
-        kinds=KINDS,
+        kinds=TABLE_KINDS,
         description="As task_estimates (p_covered, p_covered_calibrated, expected prompts) per occupation: covered "
         "when its most-exercised task is (prompts = that task's prompts), plus the expected annual hours on its "
         "uncovered tasks with an interval across draws.",
     ),
     "major_group_estimates": AssetOut(
-        kinds=KINDS,
+        kinds=TABLE_KINDS,
         description="As occupation_estimates (p_covered, p_covered_calibrated, expected prompts, expected "
         "uncovered hours) per SOC major group: its most-exercised occupation decides.",
     ),
     "benchmark_occupation_estimates": AssetOut(
-        kinds=KINDS,
+        kinds=TABLE_KINDS,
         description="Each benchmark's estimated occupation shares of its prompt x task labels across the "
         "headline's draws (mean and 2.5-97.5), occupations with a mean share >= 0.001.",
     ),
     "benchmark_major_group_estimates": AssetOut(
-        kinds=KINDS,
+        kinds=TABLE_KINDS,
         description="Each benchmark's estimated SOC major group shares of its prompt x task labels across the "
         "headline's draws (mean and 2.5-97.5), all 22 groups, rank 1 = the largest.",
     ),
     "occupation_probability_calibration": AssetOut(
-        kinds=KINDS,
+        kinds=TABLE_KINDS,
         description="Per-text occupation probabilities against the judge on held-out judged texts (five folds "
         "within each benchmark; leave one benchmark out): top-1 accuracy, Brier score, ECE (pairs with p >= "
         "0.05, ten bins) and the reliability bins for the share of draws (predictor model) and its recalibrated "
@@ -58,7 +58,7 @@ UNIT_OUTS: dict[str, AssetOut] = {
         "0/1 (raw_labels).",
     ),
     "unit_coverage_simulation_check": AssetOut(
-        kinds=KINDS,
+        kinds=TABLE_KINDS,
         description="p_covered against a known truth: units binned by p_covered, the share truly covered per "
         "bin, in split samples of the judge sample (split_half, split_fifth: the judged texts are the population), "
         "in simulated populations of two worlds (simulated, simulated_mirror_like) and in populations drawn from "
@@ -66,7 +66,7 @@ UNIT_OUTS: dict[str, AssetOut] = {
         "p_covered and, where a map applies, p_covered_calibrated.",
     ),
     "prompt_occupation_estimates": AssetOut(
-        kinds=KINDS,
+        kinds=TABLE_KINDS,
         description="Per prompt text and occupation: p, the probability (expected share of the headline's draws) "
         "that the text exercises the occupation, and p_calibrated (p through a logistic map fitted on the judge "
         "sample's held-out texts, see occupation_probability_calibration); judged texts carry their judge labels "
@@ -76,10 +76,10 @@ UNIT_OUTS: dict[str, AssetOut] = {
 
 
 HEADLINE_OUTS: dict[str, AssetOut] = {
-    "coverage_headline": AssetOut(kinds=KINDS, group_name="analysis",
+    "coverage_headline": AssetOut(kinds=TABLE_KINDS, group_name="analysis",
                                   description=COVERAGE_HEADLINE_DESCRIPTION),
     "headline_estimates": AssetOut(
-        kinds=KINDS,
+        kinds=TABLE_KINDS,
         description="Every headline quantity (tasks, occupations, major groups covered and share of US work "
         "hours on covered tasks, at >= 1 and >= 5 prompts) per benchmark index and scope, under every "
         "estimator (labels_as_truth, labeler, design, model_assisted, richness, bounds, model_assisted_pass_b) "
@@ -91,24 +91,24 @@ HEADLINE_OUTS: dict[str, AssetOut] = {
         "coverage_headline.",
     ),
     "estimate_design": AssetOut(
-        kinds=KINDS,
+        kinds=TABLE_KINDS,
         description="The judge sample the estimates used, per benchmark: source (judge_sample, reference, "
         "or none: no judged texts), distinct texts N_b, prompts, sampled texts n_b, fraction, weight N_b/n_b.",
     ),
     "labeler_reliability": AssetOut(
-        kinds=KINDS,
+        kinds=TABLE_KINDS,
         description="Reliability of the labeler's p_exercised against the judge: per probability bin the mean "
         "predicted and the observed share the judge confirms (Wilson 95% CI), ECE and recall, pooled and "
         "per benchmark with a sample.",
     ),
     "estimate_split_check": AssetOut(
-        kinds=KINDS,
+        kinds=TABLE_KINDS,
         description="Split-sample check: estimate from half (split_half) and from a fifth (split_fifth, the "
         "split the published p_covered map is fitted on) of each benchmark's judge sample, compare with the "
         "judge-labeled sub-population; interval coverage and errors over repeated splits, per estimator.",
     ),
     "headline_count_draws": AssetOut(
-        kinds=KINDS,
+        kinds=TABLE_KINDS,
         description="Internal (not exported): the pooled per-task prompt counts of the first mi_draws "
         "model-assisted draws (draw, task, prompts; tasks with none left out), the label sets "
         "coverage_regressions_mi refits the logits on.",

@@ -49,7 +49,6 @@ from resources.dagster_resources import Warehouse
 from resources.worker_pool import shared_pool
 
 GROUP = "estimates"
-KINDS = {"polars", "duckdb"}
 PARTITIONED = {"partition_expr": "benchmark"}
 JUDGE_SAMPLE_ENV = "BENCHMAP_JUDGE_SAMPLE"
 JUDGE_ENV = "BENCHMAP_JUDGE"

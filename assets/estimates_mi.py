@@ -9,15 +9,15 @@ import time
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue, asset
 
-from assets import ahead
-from assets.estimates import GROUP, KINDS
+from assets import TABLE_KINDS, ahead
+from assets.estimates import GROUP
 from models.markdown import markdown_table
 from models.regression_mi import combine_fits, draw_fits
 from resources.dagster_resources import Warehouse
 from resources.worker_pool import shared_pool
 
 
-@asset(group_name=GROUP, kinds=KINDS)
+@asset(group_name=GROUP, kinds=TABLE_KINDS)
 def coverage_regressions_mi(context: AssetExecutionContext, warehouse: Warehouse, headline_count_draws: pl.DataFrame,
                             task_analysis_frame: pl.DataFrame) -> pl.DataFrame:
     """The coverage logits with labeler error: refitted on the headline's model-assisted draws of the label set

@@ -31,6 +31,7 @@ from dagster import (
     asset_check,
 )
 
+from assets import TABLE_KINDS
 from assets.export_context import (
     EXPORTED_TABLES,
     FIGURES_DIR,
@@ -90,6 +91,7 @@ REPORT_STEP_TAGS = {"dagster/priority": "-2"}
 
 @asset(
     group_name=GROUP,
+    kinds={"matplotlib"},
     op_tags=REPORT_STEP_TAGS,
     deps=[AssetKey(t) for t in [*FIGURE_TABLES, "prompt_task_labels"]],
     description="The report's figures (PNG and SVG in the release's figures/), each shown in this asset's "
@@ -135,6 +137,7 @@ def report_figures(context: AssetExecutionContext, warehouse: Warehouse, labeler
 
 @asset(
     group_name=GROUP,
+    kinds={"html"},
     op_tags=REPORT_STEP_TAGS,
     # + the tiles' estimates (issue 25) and the check the legend quotes on how far their outer bands hold
     deps=[AssetKey(t) for t in [*MAP_TABLES, ESTIMATES_RELATION, SIMULATION_CHECK_RELATION]],
@@ -186,6 +189,7 @@ def coverage_map(context: AssetExecutionContext, warehouse: Warehouse, labeler: 
 
 @asset(
     group_name=GROUP,
+    kinds={"markdown"},
     op_tags=REPORT_STEP_TAGS,
     deps=[AssetKey(t) for t in [*SUMMARY_TABLES, "onet_tasks", "prompt_task_labels"]],
     description="summary.md of the release (and summary_<index>.md for each other benchmark index): the one-line "
@@ -303,6 +307,7 @@ def start_release_workbook(context: AssetExecutionContext, warehouse: Warehouse,
 
 @asset(
     group_name=GROUP,
+    kinds={"parquet", "csv", "excel"},
     deps=[AssetKey(t) for t in EXPORTED_TABLES]
     + [AssetKey("prompt_task_labels"), report_figures, coverage_map, report_summary],
     description="A release `exports/<date>T<time>Z-<input hash>/`, written only when a published figure or the code "
@@ -364,7 +369,7 @@ def exports(
 @asset(
     group_name=GROUP,
     deps=[exports],
-    kinds={"polars", "duckdb"},
+    kinds=TABLE_KINDS,
     description="One row per release and headline quantity (value, 95% interval, index, threshold, basis, "
     "benchmarks counted), read from the release folders; also exports/headline_history.csv. The latest "
     "headline is numeric metadata, so the Dagster UI plots it over runs.",

@@ -28,6 +28,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets import TABLE_KINDS
 from assets.figure_reuse import heatmap_ahead
 from assets.kept_rows import model_score_rows_store
 from assets.release_gate import refuse_labels_behind
@@ -115,21 +116,25 @@ def _scored_tasks(
     name="gap_finder",
     outs={
         "coverage_gaps": AssetOut(
+            kinds=TABLE_KINDS,
             description="Tasks not likely covered at the threshold (the estimates' p_covered < 0.9; without "
             "estimates, below it by the labels as counted), ranked by the documented priority "
             "(docs/gap_finder.md); every component is a column."
         ),
         "occupation_gaps": AssetOut(
+            kinds=TABLE_KINDS,
             description="Every occupation, likely covered or not, ranked by expected uncovered work hours (its "
             "tasks' hours x P(not covered)) with an interval across the headline's draws, its p_covered beside; "
             "without estimates, occupations with no task at the threshold, ranked by the priority over "
             "occupation-level components."
         ),
         "jobbench_shortlist": AssetOut(
+            kinds=TABLE_KINDS,
             description="Occupations with mean WORKBank worker desire > 3, ranked by "
             "wage bill, with coverage (the labels as counted) and the uncovered tasks driving it."
         ),
         "major_group_gaps": AssetOut(
+            kinds=TABLE_KINDS,
             description="Per SOC major group: the largest uncovered blocks of work hours (occupations' "
             "expected uncovered task hours, 1 - p_covered per task; without estimates, the labels as counted)."
         ),
@@ -282,6 +287,7 @@ class PowerConfig(Config):
     name="occupation_score_power",
     deps=POWER_DEPS,
     group_name=GROUP,
+    kinds=TABLE_KINDS,
     description="Per occupation x model: more prompts per task needed for the O*NET-weighted score's CI to "
     "be "
     "narrower than the target width (default 0.10), from the observed per-task variance; next to "

@@ -9,6 +9,7 @@
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, Config, MetadataValue, asset
 
+from assets import TABLE_KINDS
 from models import validation as val
 from models.benchmarks import PROMPTS_SCHEMA
 from resources.dagster_resources import Warehouse
@@ -64,6 +65,7 @@ def _annotation_inputs(warehouse: Warehouse, keys: pl.DataFrame) -> tuple[pl.Dat
 
 @asset(
     group_name=VALIDATION_GROUP,
+    kinds=TABLE_KINDS,
     ins={"onet_tasks": AssetIn(), "onet_occupations": AssetIn()},
     deps=["prompt_task_labels", "prompt_work", "benchmark_prompts"],
     description="A stratified random sample of labeled prompts (per benchmark) with their top candidate "
@@ -103,6 +105,7 @@ def gold_annotation_sample(
 
 @asset(
     group_name=VALIDATION_GROUP,
+    kinds=TABLE_KINDS,
     ins={"onet_tasks": AssetIn()},
     deps=["benchmark_prompts", REFERENCE_FILES_KEY],  # REFERENCE_FILES_KEY: it reads files of data/raw
     description="Human gold task labels imported from `data/raw/gold_labels/*.csv` (docs/gold_labels.md): "

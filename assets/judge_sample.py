@@ -19,6 +19,7 @@ asks for them again.
 import polars as pl
 from dagster import AssetExecutionContext, AssetOut, Config, Failure, MetadataValue, Output, multi_asset
 
+from assets import TABLE_KINDS
 from assets.partitions import benchmark_partitions
 from assets.written_with_failures import max_label_runs, written_with_failures
 from models import estimates as es
@@ -31,7 +32,6 @@ from resources.io_manager import add_partition_metadata
 from resources.label_cache import LabelCache
 from resources.settings import settings
 
-KINDS = {"polars", "duckdb"}
 PARTITIONED = {"partition_expr": "benchmark"}
 JUDGE_SAMPLE_ENV = "BENCHMAP_JUDGE_SAMPLE"
 FAILED_BY_BENCHMARK = "n_failed_by_benchmark"  # the step failure's metadata when a benchmark's sample is lost
@@ -171,7 +171,7 @@ def _stored_sample(warehouse: Warehouse, benchmark: str) -> bool:
     deps=["benchmark_prompts"],
     outs={
         "judge_sample_labels": AssetOut(
-            kinds=KINDS,
+            kinds=TABLE_KINDS,
             metadata=PARTITIONED,
             is_required=False,
             description="The LLM judge's task labels of a stratified random sample of this benchmark's distinct "
@@ -179,7 +179,7 @@ def _stored_sample(warehouse: Warehouse, benchmark: str) -> bool:
             "is configured: the estimates then use the vendored reference labels (estimate_design.source).",
         ),
         "judge_sample_design": AssetOut(
-            kinds=KINDS,
+            kinds=TABLE_KINDS,
             metadata=PARTITIONED,
             is_required=False,
             description="The judge sample's design per benchmark: distinct texts N_b, sampled n_b, fraction, "

@@ -25,6 +25,7 @@ from dagster import (
     asset_check,
 )
 
+from assets import TABLE_KINDS
 from assets.gold_labels import PROMPT_COLUMNS, VALIDATION_GROUP, VALIDATION_PROMPT_COLUMNS, read_prompts
 from assets.kept_rows import kept_result
 from assets.labels import load_task_index, markdown_table, prompt_records
@@ -99,6 +100,7 @@ def _all_labeler_labels(warehouse: Warehouse, labels: pl.DataFrame, prompts: pl.
 
 @asset(
     group_name=VALIDATION_GROUP,
+    kinds=TABLE_KINDS,
     ins={"onet_tasks": AssetIn()},
     deps=["benchmark_prompts", REFERENCE_FILES_KEY],  # REFERENCE_FILES_KEY: it reads files of data/raw
     description="The task-level reference (an LLM judge's labels of a random sample of prompts, two passes "
@@ -313,6 +315,7 @@ def stack_cross_validated_rows(stack: Any, selector_version: str | None, *, publ
 
 @asset(
     group_name=VALIDATION_GROUP,
+    kinds=TABLE_KINDS,
     ins={"onet_tasks": AssetIn(), "onet_occupations": AssetIn(), "gold_task_labels": AssetIn(),
          "reference_task_labels": AssetIn()},
     deps=["prompt_task_labels", "prompt_work", "benchmark_prompts"],

@@ -6,6 +6,7 @@ with bootstrap intervals. The validation against human and reference labels is a
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue, asset
 
+from assets import TABLE_KINDS
 from assets.gold_labels import VALIDATION_GROUP, read_prompts
 from assets.label_validation import occupation_ranker
 from assets.labels import markdown_table
@@ -17,6 +18,7 @@ from resources.dagster_resources import Warehouse
 
 @asset(
     group_name=VALIDATION_GROUP,
+    kinds=TABLE_KINDS,
     deps=["prompt_task_labels", "prompt_work", "benchmark_prompts"],
     description="For prompts labeled by two labelers (label_cache, current O*NET version), per benchmark: "
     "task F1 and work agreement (prompts judged not work included), task-set Jaccard, top-1 occupation "

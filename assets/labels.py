@@ -58,6 +58,8 @@ INDEX_GROUP = "reference"
 PARTITIONED = {"partition_expr": "benchmark"}
 LLM_POOL = "llm_api"
 COMPLETE_CHECK = "prompt_task_labels_complete"
+# the offline labeler (scikit-learn) by default, an LLM judge through the openai client when configured
+LABEL_KINDS = {"scikit-learn", "openai", "duckdb"}
 
 
 # --- the task search index ----------------------------------------------------------------------------------
@@ -72,6 +74,7 @@ COMPLETE_CHECK = "prompt_task_labels_complete"
         "onet_technology_skills": AssetIn(),
     },
     code_version=task_index.offline_code_fingerprint(),
+    kinds={"scikit-learn", "duckdb"},
     description="The offline labeler's TaskIndex, built once from the O*NET reference tables and pickled "
     "next to the warehouse; one row: onet_version, index_version, path, bytes and build seconds "
     "(load_seconds is not measured: empty).",
@@ -167,6 +170,7 @@ def markdown_table(df: pl.DataFrame, limit: int = 20) -> str:
     outs={
         "prompt_task_labels": AssetOut(
             metadata=PARTITIONED,
+            kinds=LABEL_KINDS,
             is_required=False,  # a subset run selects one of the two
             description="The O*NET tasks each prompt of one benchmark exercises (rank 1 = most clearly), "
             "with the labeler's calibrated p_exercised; none for a prompt that is not occupational work. "
@@ -175,6 +179,7 @@ def markdown_table(df: pl.DataFrame, limit: int = 20) -> str:
         ),
         "prompt_work": AssetOut(
             metadata=PARTITIONED,
+            kinds=LABEL_KINDS,
             is_required=False,
             description="The labeler's work decision per prompt of one benchmark: is_work, p_work (a "
             "not-work prompt has no prompt_task_labels rows).",

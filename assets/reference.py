@@ -19,13 +19,13 @@ from dagster import (
     asset,
 )
 
+from assets import TABLE_KINDS
 from models import reference as ref
 from resources.readers import read_source
 from resources.source_versions import REFERENCE_FILES_KEY
 from resources.sources import ResolvedSource, resolve_source
 
 GROUP = "reference"
-KINDS = {"polars", "duckdb"}
 
 RATINGS_FULL = "onet/Task Ratings.txt"
 RATINGS_29X = "onet_task_ratings/task_ratings_im_rt_29x.csv"
@@ -80,7 +80,7 @@ def _finish(
 @asset(
     deps=[REFERENCE_FILES_KEY],  # its data version: the reference files' checksums (assets/sources.py)
     group_name=GROUP,
-    kinds=KINDS,
+    kinds=TABLE_KINDS,
     description=(
         "BLS OEWS May 2024 national cross-industry estimates, one row per OCC_CODE x O_GROUP (total, "
         "major, minor, broad, detailed): employment, mean hourly and annual wage, wage_bill (employment x "
@@ -98,7 +98,7 @@ def oews_wages(context: AssetExecutionContext) -> pl.DataFrame:
 @asset(
     deps=[REFERENCE_FILES_KEY],  # its data version: the reference files' checksums (assets/sources.py)
     group_name=GROUP,
-    kinds=KINDS,
+    kinds=TABLE_KINDS,
     description=(
         "The 18,796 task statements of O*NET 29.2 with task type, and importance (IM 1-5), relevance (RT "
         "0-100) and the modal frequency category (FT 1-7) where rated (FT only from the raw Task Ratings.txt: "
@@ -167,7 +167,7 @@ def onet_tasks(context: AssetExecutionContext) -> pl.DataFrame:
 @asset(
     deps=[REFERENCE_FILES_KEY],  # its data version: the reference files' checksums (assets/sources.py)
     group_name=GROUP,
-    kinds=KINDS,
+    kinds=TABLE_KINDS,
     ins={"onet_tasks": AssetIn(), "oews_wages": AssetIn()},
     description=(
         "All 1,016 O*NET 29.2 occupations (O*NET-SOC codes) with title, description, 6-digit SOC code, SOC "
@@ -194,7 +194,7 @@ def onet_occupations(
 @asset(
     deps=[REFERENCE_FILES_KEY],  # its data version: the reference files' checksums (assets/sources.py)
     group_name=GROUP,
-    kinds=KINDS,
+    kinds=TABLE_KINDS,
     description=(
         "Job titles per O*NET occupation for the labeler: the occupation title ('title'), Alternate "
         "Titles.txt ('alternate' and its 'short' titles) and Sample of Reported Titles.txt ('reported'); "
@@ -217,7 +217,7 @@ def onet_job_titles(context: AssetExecutionContext) -> pl.DataFrame:
 @asset(
     deps=[REFERENCE_FILES_KEY],  # its data version: the reference files' checksums (assets/sources.py)
     group_name=GROUP,
-    kinds=KINDS,
+    kinds=TABLE_KINDS,
     description=(
         "Software and technology examples per O*NET occupation (Technology Skills.txt): example, UNSPSC "
         "commodity code and title, hot_technology and in_demand flags. A strong occupation signal for the "
@@ -236,7 +236,7 @@ def onet_technology_skills(context: AssetExecutionContext) -> pl.DataFrame:
 
 @asset(
     group_name=GROUP,
-    kinds=KINDS,
+    kinds=TABLE_KINDS,
     ins={"onet_occupations": AssetIn(), "oews_wages": AssetIn()},
     description=(
         "Every O*NET occupation with tasks joined to OEWS May 2024 employment and wages. wage_match says "
@@ -271,7 +271,7 @@ def occupation_wages(
 @asset(
     deps=[REFERENCE_FILES_KEY],  # its data version: the reference files' checksums (assets/sources.py)
     group_name=GROUP,
-    kinds=KINDS,
+    kinds=TABLE_KINDS,
     ins={"onet_tasks": AssetIn(), "occupation_wages": AssetIn()},
     description=(
         "Per O*NET 29.2 task: pi, its share of the occupation's labour (MIT WAL task shares built from "
@@ -292,7 +292,7 @@ def task_hours(
 @asset(
     deps=[REFERENCE_FILES_KEY],  # its data version: the reference files' checksums (assets/sources.py)
     group_name=GROUP,
-    kinds=KINDS,
+    kinds=TABLE_KINDS,
     ins={"onet_tasks": AssetIn()},
     description=(
         "Eloundou et al. (GPTs are GPTs) exposure labels for the O*NET 29.2 tasks they cover (joined on "
@@ -310,7 +310,7 @@ def task_exposure(context: AssetExecutionContext, onet_tasks: pl.DataFrame) -> p
 @asset(
     deps=[REFERENCE_FILES_KEY],  # its data version: the reference files' checksums (assets/sources.py)
     group_name=GROUP,
-    kinds=KINDS,
+    kinds=TABLE_KINDS,
     ins={"onet_tasks": AssetIn()},
     description=(
         "WORKBank (Shao et al. 2025) per task: mean / median / count of worker automation desire (1-5), "

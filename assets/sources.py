@@ -29,14 +29,17 @@ def _landing_versions(context) -> DataVersionsByPartition:  # noqa: ANN001 - Dag
     return DataVersionsByPartition(sv.landing_versions(discover_landing(), list(partitions)))
 
 
+# files observed, not tables written (observable_source_asset takes no `kinds`: its kind tag)
+FILE_KIND = {"dagster/kind/file": ""}
+
 # observable_source_asset is beta in Dagster 1.13: without the filter every import of the code location warns
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", BetaWarning)
     reference_source_files = observable_source_asset(
-        key=sv.REFERENCE_FILES_KEY, group_name="reference",
+        key=sv.REFERENCE_FILES_KEY, group_name="reference", tags=FILE_KIND,
         description="The reference files (O*NET, OEWS, WORKBank, gold and reference labels, ...) in data/raw "
                     "and the mirror: data version = a hash of their SHA-256 checksums.")(_reference_version)
     benchmark_landing_folders = observable_source_asset(
-        key=sv.LANDING_FOLDERS_KEY, group_name="benchmarks", partitions_def=benchmark_partitions,
+        key=sv.LANDING_FOLDERS_KEY, group_name="benchmarks", partitions_def=benchmark_partitions, tags=FILE_KIND,
         description="One benchmark landing folder per partition: data version = its content hash.")(
         _landing_versions)

@@ -23,6 +23,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets import TABLE_KINDS
 from assets.release_gate import refuse_labels_behind
 from models import gaps
 from models.gaps.expected import EXPECTED_THRESHOLDS
@@ -66,6 +67,7 @@ def _cached_labels(warehouse: Warehouse, labeler: Any, hashes: list[str]) -> dic
 WHATIF_SUMMARY = "candidate_benchmark_whatif"
 WHATIF_OUTS = {
     WHATIF_SUMMARY: AssetOut(
+        kinds=TABLE_KINDS,
         description="One-row summary of the last what-if: candidate, threshold, labeler, prompts counted, "
         "tasks/occupations/hours newly covered (labels as counted, and expected from the per-unit estimates), "
         "top gaps closed, published_tables_unchanged. Without a candidate_folder configured (every analysis "
@@ -73,18 +75,22 @@ WHATIF_OUTS = {
         is_required=False,  # no candidate_folder configured: nothing is written
     ),
     "whatif_marginal_gain": AssetOut(
+        kinds=TABLE_KINDS,
         description="Per metric (tasks, occupations, major groups, hours covered, top-N gaps closed, gap "
         "priority mass, candidate prompt counts): before, after and gain.",
         is_required=False,
     ),
     "whatif_newly_covered_tasks": AssetOut(
+        kinds=TABLE_KINDS,
         description="The tasks the candidate would newly bring to the threshold, with their work hours.",
         is_required=False,
     ),
     "whatif_newly_covered_occupations": AssetOut(
+        kinds=TABLE_KINDS,
         description="The occupations that would newly have a task at the threshold.", is_required=False
     ),
     "whatif_gap_rank_changes": AssetOut(
+        kinds=TABLE_KINDS,
         description="Gap ranks before and after for the top N gaps and for every gap the candidate closes.",
         is_required=False,
     ),

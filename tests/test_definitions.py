@@ -224,3 +224,15 @@ def test_every_description_shows_in_the_ui_as_written(defs: Any) -> None:
         if kinds or shown != " ".join(written.replace("`", "").split()):
             wrong.append((name, sorted(kinds), shown[:80]))
     assert not wrong
+
+
+def test_every_asset_shows_its_kinds(defs: Any) -> None:
+    """The UI's asset graph marks each asset with what it is made with (the warehouse tables with polars and
+    DuckDB, the labels with their labelers, the release's files with their formats); before, 28 of the 68 assets,
+    whole groups (benchmarks, gaps, label validation, exports), showed none."""
+    specs = list(defs.resolve_all_asset_specs())
+    assert len(specs) > 60
+    assert [spec.key.to_user_string() for spec in specs if not spec.kinds] == []
+    kinds = {spec.key.to_user_string(): spec.kinds for spec in specs}
+    assert kinds["benchmark_prompts"] == kinds["coverage_headline"] == {"polars", "duckdb"}
+    assert "openai" in kinds["prompt_task_labels"] and {"parquet", "csv", "excel"} <= kinds["exports"]
