@@ -25,7 +25,7 @@ from typing import NoReturn
 
 import duckdb
 
-from models.errors import InputError, SourceNotFoundError
+from models.errors import InputError, LabelerConfigError, SourceNotFoundError
 from resources.warehouse import DiskFull, WarehouseLockTimeout, free_mib
 
 DEBUG_FLAG = "--debug"
@@ -34,7 +34,7 @@ DAMAGED_HINT = ("the warehouse file looks damaged: `python -m pipelines.run_all 
                 "restores the label cache from the label store and rebuilds the rest")
 
 KNOWN_ERRORS: tuple[type[BaseException], ...] = (InputError, SourceNotFoundError, WarehouseLockTimeout,
-                                                 duckdb.Error, OSError)
+                                                 duckdb.Error, OSError, LabelerConfigError)
 
 
 def describe(exc: BaseException) -> str:

@@ -9,7 +9,7 @@ step: up to `max_retries` retries with exponential backoff and jitter (honouring
 turn after a rejected answer, and in 'auto' format mode one free switch from json_schema to json_object when
 the server refuses the schema.
 
-In pipelines/ because it is the network (was models/labeling/llm_client.py): what the requests say is built
+In resources/ because it is the network (was models/labeling/llm_client.py): what the requests say is built
 by the pure models/labeling/llm_protocol.py and llm_prompt.py. No dagster, no environment, no files. The key
 comes from the config and never appears in a message, a log line or a repr.
 """
@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 import openai
 
+from models.errors import LabelerConfigError
 from models.labeling import llm_prompt as lp
 from models.labeling.llm_config import LLMConfig
 from models.labeling.llm_protocol import request_body
@@ -38,6 +39,8 @@ from resources.untrusted import scrub_untrusted
 
 log = logging.getLogger(__name__)
 NO_KEY = "sk-no-key-needed"  # local servers ignore the key, the client insists on one
+MISSING_KEY = ("OPENAI_API_KEY is not set: the OpenAI API needs a key (export it; it is never stored). "
+               "For an OpenAI-compatible server that needs none, set OPENAI_BASE_URL to it.")
 T = TypeVar("T")
 
 _FORMAT_WORDS = re.compile(r"response_format|json_schema|schema|grammar", re.IGNORECASE)
@@ -45,18 +48,6 @@ _LOOPBACK = re.compile(r"https?://(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:|/|$)"
 
 
 # ----------------------------------------------------------------------------------------------- errors
-class LabelerConfigError(RuntimeError):
-    """Authentication, permission or unknown model: affects every prompt, so labeling stops.
-
-    Built and raised outside the SDK's `except` block, so neither `__context__` nor `__cause__` holds the SDK's
-    exception, whose text may quote the key unmasked. `finished_outcomes`: the outcomes the labeler finished
-    before it stopped (paid answers, for the caller to commit; see OpenAILabeler.label_batches)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.finished_outcomes: list[Any] = []
-
-
 class RetryableError(Exception):
     """Worth another attempt; carries what the correction turn and the token accounting need."""
 
@@ -215,6 +206,8 @@ class ChatClient:
     @property
     def client(self) -> openai.OpenAI:
         if self._client is None:
+            if not self.config.api_key and not self.config.base_url:
+                raise LabelerConfigError(MISSING_KEY)  # else every prompt retried a request bound to be refused
             # each chat request's sockets stop at its deadline (send); loopback traffic never goes through a proxy
             http_client = bounded_http_client(trust_env=not is_loopback(self.config.base_url))
             self._client = openai.OpenAI(api_key=self.config.api_key or NO_KEY, base_url=self.config.base_url,
@@ -252,11 +245,12 @@ class ChatClient:
 
         The error is raised after the `except` block, not in it: an exception raised while the SDK's is being
         handled keeps it as `__context__` (even `from None`), and the SDK's text may quote the key unmasked."""
+        client = self.client  # LabelerConfigError when no request can succeed (no key for the OpenAI API)
         self.count(requests=1, **{f"step{1 if step == 1 else 2}_requests": 1})
         failure: Exception | None = None
         try:
             with deadline(self.config.timeout_s):  # the whole request, not each wait (resources/llm_deadline.py)
-                resp = self.client.chat.completions.create(**body)
+                resp = client.chat.completions.create(**body)
         except openai.APITimeoutError:
             failure = RetryableError(f"timeout after {self.config.timeout_s:g}s")
         except openai.APIConnectionError as e:
@@ -349,5 +343,5 @@ def run_step(chat: ChatClient, out: LLMLabelOutcome, step: int, messages: list[d
                      f"(after {attempts} attempt{'s' if attempts != 1 else ''})")
 
 
-__all__ = ["NO_KEY", "ChatClient", "FatalError", "LabelerConfigError", "RetryableError", "StepFailed", "backoff",
+__all__ = ["MISSING_KEY", "NO_KEY", "ChatClient", "FatalError", "LabelerConfigError", "RetryableError", "StepFailed", "backoff",
            "error_message", "invalid_response", "is_loopback", "read_answer", "refusal_of", "retry_after", "run_step"]

@@ -15,7 +15,7 @@ Retry-After) up to `max_retries` per step, with a correction turn after a reject
 a failure for that prompt (`LabelOutcome.error`), never as labels. The benchmark prompt travels only in a
 delimited user message; it cannot change the schema, and whatever it says, only offered IDs are accepted.
 
-In pipelines/ because it talks to the network (was models/labeling/llm.py); the pure parts stay in models/:
+In resources/ because it talks to the network (was models/labeling/llm.py); the pure parts stay in models/:
 
 | module | what |
 |---|---|

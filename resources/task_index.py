@@ -8,7 +8,7 @@ package, so a pickle is only reused by the code that built it. Both the labels s
 what-if (pipelines/whatif.py) go through here, so candidate prompts are labeled with exactly the index the
 landed ones were.
 
-In pipelines/ because all of it is I/O: the warehouse table, the pickles, O*NET's DWA files, the source
+In resources/ because all of it is I/O: the warehouse table, the pickles, O*NET's DWA files, the source
 fingerprint. The index itself (models.labeling.offline.TaskIndex) is pure.
 """
 

@@ -202,3 +202,20 @@ def test_the_labelers_batches_stop_when_the_loop_raises(warehouse_path: Path) ->
     with pytest.raises(OSError, match="disk full"):
         label_with_cache(prompts, labeler, FailingStore(warehouse_path), "29.2", batch_size=2)
     assert closed == [True]
+
+
+def test_without_a_key_the_openai_api_is_not_asked_and_the_run_says_which_variable(
+        stub: OpenAIStub, warehouse_path: Path) -> None:
+    """BENCHMAP_LABELER=openai with no OPENAI_API_KEY and no OPENAI_BASE_URL: the official API would refuse every
+    request, so labeling stops before the first, naming the variable. Before, each prompt was sent, retried and
+    recorded as a failure ("connection error" offline, HTTP 401 online) without the word OPENAI_API_KEY."""
+    cache = LabelCache(warehouse_path)
+    labeler = OpenAILabeler(FakeIndex(), LLMConfig(model="gpt-test", max_retries=2, timeout_s=5.0,  # type: ignore[arg-type]
+                                                   backoff_base_s=0.01), sleep=lambda s: None)
+    with pytest.raises(LabelerConfigError, match="OPENAI_API_KEY is not set") as raised:
+        label_with_cache(records(3), labeler, cache, "29.2")
+    assert "OPENAI_BASE_URL" in str(raised.value)
+    assert cache.read_frame().is_empty() and labeler.stats.requests == labeler.stats.failed == 0
+    # a local OpenAI-compatible server needs no key: the same config with its URL labels
+    outcomes, stats = label_with_cache(records(2), make(stub, api_key=None), cache, "29.2")
+    assert stats.n_failed == 0 and len(stub.chat_requests()) >= 2
