@@ -64,7 +64,10 @@ CONTENT_FILES = (PROMPTS_FILE, RESULTS_FILE, *METADATA_FILES)
 
 # A benchmark name becomes a partition key, a table value and a path segment: lowercase letters, digits and
 # underscores, starting with a letter (so case-insensitive file systems cannot produce two spellings).
-SAFE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+SAFE_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")  # whole name (fullmatch: "$" would let a trailing newline by)
+# Names the tables already use for something else: "all" is the pooled rows of every table (scope / benchmark
+# "all"); a benchmark of that name was mixed into the totals of the release.
+RESERVED_NAMES = frozenset({"all"})
 # Landing-zone problems that belong to no benchmark (unsafe folder names, folders without prompts.jsonl) are
 # recorded in this reserved partition; it cannot collide with a benchmark because names start with a letter.
 LANDING_PARTITION = "_landing"
@@ -126,7 +129,15 @@ class Landing:
 
 
 def is_safe_name(name: str) -> bool:
-    return bool(SAFE_NAME.match(name))
+    return bool(SAFE_NAME.fullmatch(name)) and name not in RESERVED_NAMES
+
+
+def unsafe_name_reason(name: str) -> str:
+    """Why a folder name cannot be a benchmark's (for the landing problem it becomes)."""
+    if name in RESERVED_NAMES:
+        return f"folder name {name!r} is reserved: the tables use it for every benchmark pooled (rename the folder)"
+    return (f"folder name {name!r} is not a safe benchmark identifier (use lowercase letters, digits and "
+            "underscores, starting with a letter, at most 64 chars)")
 
 
 def landing_from_listing(roots: Iterable[tuple[str, Iterable[tuple[Path, bool | str]]]]) -> Landing:
@@ -144,9 +155,7 @@ def landing_from_listing(roots: Iterable[tuple[str, Iterable[tuple[Path, bool | 
                 continue
             name = entry.name
             if not is_safe_name(name):
-                reason = (f"folder name {name!r} is not a safe benchmark identifier (use lowercase letters, "
-                          "digits and underscores, starting with a letter, at most 64 chars)")
-                invalid.setdefault(f"{origin}/{name}", LandingProblem(origin, entry, reason))
+                invalid.setdefault(f"{origin}/{name}", LandingProblem(origin, entry, unsafe_name_reason(name)))
                 continue
             if name in landing.benchmarks:
                 continue  # a higher-priority root already has it

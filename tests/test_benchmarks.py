@@ -191,6 +191,10 @@ def test_discover_prefers_raw_and_records_landing_problems(tmp_path: Path) -> No
     add_fixture(mirror, "tiny_bench")
     add_fixture(mirror, "tiny_bench", "mirror_only")
     add_fixture(raw, "tiny_bench", "Bad-Name")
+    # "all" names the pooled rows of every table (a benchmark of that name was mixed into the release's totals);
+    # "$" let a trailing newline through, which broke the console's lines and the release's Markdown tables
+    add_fixture(raw, "tiny_bench", "all")
+    add_fixture(raw, "tiny_bench", "nl_bench\n")
     (raw / "no_prompts").mkdir()
     (raw / ".hidden").mkdir()
     (mirror / "INDEX.md").write_text("not a folder")
@@ -199,12 +203,14 @@ def test_discover_prefers_raw_and_records_landing_problems(tmp_path: Path) -> No
     assert landing.benchmarks["tiny_bench"].origin == "raw"
     assert landing.benchmarks["mirror_only"].origin == "mirror"
     reasons = {p.path.name: p.reason for p in landing.problems}
-    assert set(reasons) == {"Bad-Name", "no_prompts"}
+    assert set(reasons) == {"Bad-Name", "all", "nl_bench\n", "no_prompts"}
     assert "not a safe benchmark identifier" in reasons["Bad-Name"]
+    assert "not a safe benchmark identifier" in reasons["nl_bench\n"]
+    assert "'all' is reserved" in reasons["all"]
     assert "no prompts.jsonl" in reasons["no_prompts"]
     rejects = bm.landing_rejects(landing.problems)
     assert rejects["benchmark"].unique().to_list() == [bm.LANDING_PARTITION]
-    assert rejects.height == 2
+    assert rejects.height == 4
 
 
 def test_landing_from_listing_decides_from_the_listing_alone() -> None:
