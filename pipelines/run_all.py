@@ -43,8 +43,10 @@ the run names the cause either way), 6 (EXIT_CHECK_FAILED) when every step succe
 but a data-quality check of severity ERROR did not pass (a non-blocking check does not fail its step; the
 summary names it, the run is not recorded as up to date, and the next plain run runs the step again instead of
 skipping it as unchanged, so it reports the check until it passes; the completeness check alone is reported
-without re-running an unchanged step, which would fail on the same prompts). A WARN check is printed and leaves
-the code alone. 130 (SIGINT: Ctrl-C) or 143 (SIGTERM) when interrupted: the run stops where it is, nothing
+without re-running an unchanged step, which would fail on the same prompts), 7 (EXIT_LANDING_PROBLEMS) when all
+else passed but landing folders did not land (a bad name, no prompts.jsonl: the header's warnings say which; the
+landing sensor records them under partition `_landing` and names them on every quiet tick). A WARN check is
+printed and leaves the code alone. 130 (SIGINT: Ctrl-C) or 143 (SIGTERM) when interrupted: the run stops where it is, nothing
 further runs or is released, and one line says so (resources/interrupts.py); every committed label batch stays in
 the label cache.
 """
@@ -56,8 +58,8 @@ import sys
 if __name__ == "__main__":  # the warm run's fast path, decided before Dagster is imported (pipelines/up_to_date.py)
     from pipelines import up_to_date
 
-    if up_to_date.fast_path(sys.argv[1:]):
-        sys.exit(0)
+    if (fast_exit := up_to_date.fast_path(sys.argv[1:])) is not None:
+        sys.exit(fast_exit)
     from pipelines.label_workers import start_if_cold
     start_if_cold(sys.argv[1:])  # a cold run: the label workers import while Dagster does
 
@@ -220,11 +222,14 @@ def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: Dagste
               "has no headline: set BENCHMAP_MIRROR to the folder holding benchmarks/ (default ../shared/data) or "
               "add data/raw/benchmarks/<name>; benchmark prompts are never downloaded", file=sys.stderr)
         code = code if code in (1, EXIT_LABEL_FAILURES) else EXIT_NO_BENCHMARKS  # the more basic cause than a check
+    warnings = [f"landing folder {p.path}: {p.reason}" for p in landing.problems]
+    if code == 0 and warnings:  # a folder that did not land is a benchmark missing from every figure
+        print(up_to_date.landing_problems_line(warnings), file=sys.stderr)
+        code = up_to_date.EXIT_LANDING_PROBLEMS
     complete = not (args.benchmarks or args.skip_reference or args.skip_analysis)
-    if code == 0 and complete and fingerprinted:  # the warehouse file the fast path looks at
+    if code in (0, up_to_date.EXIT_LANDING_PROBLEMS) and complete and fingerprinted:  # the file the fast path reads
         up_to_date.record(headline=headline, n_benchmarks=len(names), totals=runner.totals, release=release,
-                          log_path=log_path,
-                          warnings=[f"landing folder {p.path}: {p.reason}" for p in landing.problems])
+                          log_path=log_path, warnings=warnings)
     return code
 
 
@@ -282,7 +287,9 @@ def _benchmark_names(landing: bm.Landing, wanted_text: str | None) -> list[str] 
     names = sorted(landing.benchmarks)
     if not wanted_text:
         return names
-    wanted = [n.strip() for n in wanted_text.split(",") if n.strip()]
+    # each once, in the order given: `--benchmarks x,x` labeled x twice in one command (its failed prompts asked
+    # twice, counted as two runs towards giving up, and summed twice in the run's totals)
+    wanted = list(dict.fromkeys(n.strip() for n in wanted_text.split(",") if n.strip()))
     unknown = sorted(set(wanted) - set(names))
     if unknown:
         print(f"unknown benchmark(s): {', '.join(unknown)} (found: {', '.join(names)})", file=sys.stderr)

@@ -2,7 +2,8 @@
 answers from a fingerprint, before Dagster is imported (issue 29: warm run < 5% of cold).
 
 A plain `run_all` (no arguments besides --verbose/--log-file) that ends with every step succeeded, every
-prompt labeled and every check of severity ERROR passed (exit 0) writes `<warehouse>.run_all.json`: a
+prompt labeled and every check of severity ERROR passed (exit 0; 7 when landing folders did not land, which the
+fast path then repeats) writes `<warehouse>.run_all.json`: a
 fingerprint of everything a run depends on, and the closing summary lines it printed (and its landing-zone warnings). The next plain run computes the fingerprint
 again (~0.1 CPU-s on the mirror, stdlib and PyYAML only) and, when every part matches, prints that nothing
 changed since then and the same closing lines, and exits 0 without importing Dagster (~0.2 CPU-s in all). Any
@@ -295,12 +296,26 @@ def done_line(seconds: float, n_benchmarks: int, totals: dict[str, int], failure
             f"{n(totals['n_results'], 'result')}, {n(totals['n_rejects'], 'reject')}; {', '.join(steps)}; {labeled}")
 
 
+# A plain run's exit code when every step succeeded but landing folders did not land (a bad name, no
+# prompts.jsonl): the benchmark the folder holds is missing from every figure, so the run is not a success; here,
+# not in run_summary, because the fast path repeats it without importing anything heavy.
+EXIT_LANDING_PROBLEMS = 7
+
+
+def landing_problems_line(warnings: Sequence[str]) -> str:
+    """The closing error line of a run (or a fast path) whose landing zone has folders that did not land."""
+    n = len(warnings)
+    return (f"python -m pipelines.run_all: error: {n} landing folder{'' if n == 1 else 's'} did not land (the "
+            f"warnings above say why; benchmark_rejects holds them under partition _landing): fix or remove "
+            f"{'it' if n == 1 else 'them'} (exit {EXIT_LANDING_PROBLEMS})")
+
+
 # --- record and compare -------------------------------------------------------------------------------------
 
 def record(*, headline: list[str], n_benchmarks: int, totals: dict[str, int], release: str | None,
            log_path: Path, warnings: Sequence[str] = ()) -> Path | None:
-    """After a complete plain run (exit 0): the fingerprint and the closing lines (and its warnings about the
-    landing zone, which the fast path repeats), beside the warehouse."""
+    """After a complete plain run (exit 0, or EXIT_LANDING_PROBLEMS): the fingerprint and the closing lines (and
+    its warnings about the landing zone, which the fast path repeats with that exit code), beside the warehouse."""
     now = state()
     if now["instance"] is None:
         return None
@@ -367,14 +382,15 @@ def start() -> tuple[str, bool]:
     return why
 
 
-def fast_path(argv: Sequence[str]) -> bool:
-    """True (and the summary printed) when a plain run finds nothing changed since the last complete run."""
+def fast_path(argv: Sequence[str]) -> int | None:
+    """The exit code (and the summary printed) when a plain run finds nothing changed since the last complete
+    run: 0, or EXIT_LANDING_PROBLEMS when that run's landing zone had folders that did not land; else None."""
     if not plain_run(argv):
-        return False
+        return None
     try:
         recorded = _recorded()
         if recorded is None or changed_parts(recorded) != []:
-            return False
+            return None
         summary = recorded["summary"]
         print(f"benchmap run_all: nothing changed since {recorded['finished_at']} (code, settings, landing zone, "
               f"reference files, warehouse and Dagster instance as that complete run left them): every step up "
@@ -388,6 +404,9 @@ def fast_path(argv: Sequence[str]) -> bool:
         if summary.get("release"):
             print(summary["release"])
         print(f"Dagster log: {summary['log']} (of that run; nothing ran now)")
-        return True
+        if summary.get("warnings"):
+            print(landing_problems_line(summary["warnings"]), file=sys.stderr)
+            return EXIT_LANDING_PROBLEMS
+        return 0
     except (KeyError, TypeError, ValueError, OSError):  # a damaged record or a bad setting: the full path decides
-        return False
+        return None

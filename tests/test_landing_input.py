@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import re
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -256,6 +257,26 @@ def test_a_benchmark_that_lands_no_prompt_fails_its_step_naming_the_file_and_why
     assert "all steps succeeded" not in out.out and "3 step(s) FAILED" in out.out
     assert sorted(env.table("benchmarks")["benchmark"]) == ["apex_ok"]  # nothing of the three was written
     assert env.table("benchmark_prompts").height == n
+
+
+def test_folders_that_did_not_land_make_the_run_exit_7_until_fixed(
+        env: Env, mirror: Path, capsys: pytest.CaptureFixture) -> None:  # noqa: F811
+    """A folder with a bad name or without prompts.jsonl holds a benchmark missing from every figure; the run
+    warned in its header, then said "all steps succeeded" and exited 0 (a probe: a script gating on the exit
+    code never knew)."""
+    apex_copy(env.landing, mirror, "apex_ok")
+    apex_copy(env.landing, mirror, "Apex-Copy")  # not a safe identifier
+    (env.landing / "apex_no_prompts").mkdir()
+    (env.landing / "apex_no_prompts" / "prompts.json").write_text("{}")  # misnamed file
+    assert run_all.main([], defs=env.defs, instance=env.instance) == run_all.up_to_date.EXIT_LANDING_PROBLEMS == 7
+    out = capsys.readouterr()
+    assert "warning: landing folder" in out.out and "'Apex-Copy' is not a safe benchmark identifier" in out.out
+    assert "error: 2 landing folders did not land" in out.err and "(exit 7)" in out.err
+    assert sorted(env.table("benchmarks")["benchmark"]) == ["apex_ok"]
+    shutil.rmtree(env.landing / "Apex-Copy")
+    shutil.rmtree(env.landing / "apex_no_prompts")
+    assert run_all.main([], defs=env.defs, instance=env.instance) == 0
+    assert "did not land" not in capsys.readouterr().err
 
 
 def _label(out: str, name: str) -> str:

@@ -111,19 +111,19 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
 
 def test_nothing_changed_takes_the_fast_path(world: World, capsys: pytest.CaptureFixture[str]) -> None:
     assert world.changed() is None  # no complete run recorded yet
-    assert not up_to_date.fast_path([])
+    assert None is up_to_date.fast_path([])
     world.record()
     assert world.changed() == []
     up_to_date._STARTED.clear()
-    assert up_to_date.fast_path([])
+    assert up_to_date.fast_path([]) == 0
     out = capsys.readouterr().out
     assert "nothing changed since" in out and "every step up to date" in out
     assert SUMMARY["headline"][0] in out and "release: r1 (newest)" in out
     assert "done in 0s: 2 benchmarks, 3 prompts, 1 result, 0 rejects; all steps succeeded; 0 labeled, 0 failed" in out
-    assert up_to_date.fast_path(["--verbose"])  # changes nothing a run does
+    assert up_to_date.fast_path(["--verbose"]) == 0  # changes nothing a run does
     for argv in (["--force"], ["--rebuild"], ["--benchmarks", "alpha"], ["--skip-reference"], ["--skip-analysis"],
                  ["--debug"]):
-        assert not up_to_date.fast_path(argv), argv
+        assert None is up_to_date.fast_path(argv), argv
 
 
 def _append_prompt(w: World) -> None:
@@ -215,7 +215,7 @@ def test_any_change_takes_the_full_path(world: World, what: str, capsys: pytest.
     changed = world.changed()
     assert changed is not None and part in changed, (what, changed)
     up_to_date._STARTED.clear()
-    assert not up_to_date.fast_path([])
+    assert None is up_to_date.fast_path([])
     assert "nothing changed" not in capsys.readouterr().out
     up_to_date._STARTED.clear()
     why, sound = up_to_date.why_full()
@@ -235,8 +235,10 @@ def test_the_fast_path_repeats_the_landing_warnings(world: World, capsys: pytest
     up_to_date.record(log_path=world.root / "x.log", warnings=["landing folder /x/broken: no prompts.jsonl"],
                       **SUMMARY)
     up_to_date._STARTED.clear()
-    assert up_to_date.fast_path([])
-    assert "  warning: landing folder /x/broken: no prompts.jsonl" in capsys.readouterr().out
+    assert up_to_date.fast_path([]) == up_to_date.EXIT_LANDING_PROBLEMS == 7  # as the full run it repeats
+    out = capsys.readouterr()
+    assert "  warning: landing folder /x/broken: no prompts.jsonl" in out.out
+    assert "error: 1 landing folder did not land" in out.err
 
 
 def test_the_fingerprint_holds_no_secret(world: World) -> None:
@@ -353,5 +355,5 @@ def test_a_full_run_forgets_the_record_until_it_completes(world: World) -> None:
     assert why.endswith("none (the warehouse file is as that run left it: its blocks are not read again)")
     assert sound and not up_to_date.fingerprint_file(world.warehouse).exists()
     _warehouse_row(world)  # the run writes, then fails: no record
-    assert world.changed() is None and not up_to_date.fast_path([])
+    assert world.changed() is None and up_to_date.fast_path([]) is None
     assert up_to_date.why_full() == ("no complete run recorded", False)
