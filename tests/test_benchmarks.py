@@ -1041,3 +1041,15 @@ def test_run_all_exits_non_zero_on_failure(env: Env, tmp_path: Path, monkeypatch
     with DagsterInstance.get() as instance:
         assert instance.get_dynamic_partitions("benchmark") == ["tiny_bench"]
         assert len(instance.get_runs()) == 3  # reference, tiny_bench, analysis
+
+
+def test_benchmarks_named_twice_run_once(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """`--benchmarks x,x` labeled x twice in one command: its failed prompts were asked twice and counted as two
+    runs towards giving up, and the run's totals summed it twice."""
+    add_fixture(tmp_path, "tiny_bench")
+    add_fixture(tmp_path, "tiny_bench", "other_bench")
+    landing = discover([("raw", tmp_path)])
+    assert run_all._benchmark_names(landing, "tiny_bench, other_bench,tiny_bench") == ["tiny_bench", "other_bench"]
+    assert run_all._benchmark_names(landing, None) == ["other_bench", "tiny_bench"]
+    assert run_all._benchmark_names(landing, "tiny_bench,nope") is None
+    assert "unknown benchmark(s): nope" in capsys.readouterr().err
