@@ -13,8 +13,11 @@ FRAGMENT_MIN_CHARS or more of a known secret's letters and digits anywhere in th
 WORDLIKE_FRAGMENT_CHARS long), compared without case and across whatever separates them (`_mask_fragments`): a
 server echoed the key without its `sk-`, spaced out, upper-cased or with its `/` escaped as `\\/` (an audit,
 2026-12-07); a key inside base64 (`Basic` or `Bearer` credentials encoded) is found through the base64 of the
-key at each of its three alignments. Texts are masked as decoded:
-`scrub_strings` masks every string of a JSON value (a key written as \\uXXXX escapes is only a key once decoded).
+key at each of its three alignments, and one in hexadecimal (or every byte percent-encoded) or reversed through
+those forms of its letters and digits. Texts are masked as decoded: `scrub_strings` masks every string of a JSON
+value (a key written as \\uXXXX escapes is only a key once decoded), and `scrub` masks a text as decoded when its
+\\uXXXX escapes, HTML character references, percent-escapes or full-width letters (NFKC) hid a secret (a probe,
+2026-12-07: `&#115;&#107;&#45;...`, `sk%2dPROBE...` and full-width echoes were stored whole).
 A lone surrogate (JSON's "\\ud800" decodes to one) becomes U+FFFD: no UTF-8 store can encode it, and one in an
 answer crashed the whole labeling step. Pure: the secrets the process knows are collected by
 `resources.untrusted`.
@@ -24,10 +27,12 @@ from __future__ import annotations
 
 import base64
 import functools
+import html
 import re
+import unicodedata
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 MASK = "[redacted]"
 MIN_SECRET_CHARS = 8  # an environment value found by its name's shape is a secret from this length: shorter
@@ -55,20 +60,36 @@ _TRIGGER = re.compile(r"(?i)authorization|bearer|api[_-]?key|access[_-]?token|se
 
 # a \uXXXX escape written as text, however many backslashes a repr put before it (`\\u0073k-...`)
 _ESCAPE = re.compile(r"\\+u([0-9a-fA-F]{4})")
+_FULL_WIDTH = re.compile("[\uff01-\uff5e]")  # full-width ASCII: NFKC gives the key back
 
 
 def scrub(text: str | None, known_secrets: Iterable[str] = ()) -> str | None:
     """`text` with every secret masked and every lone surrogate replaced (None stays None). A text holding
-    \\uXXXX escapes as characters (a server's HTML body quoting a key so) is masked as decoded when decoding
-    them shows a secret: kept as it was, anyone could decode the key back."""
+    escapes as characters (\\uXXXX, HTML character references, %XX, full-width letters: a server's HTML body
+    quoting a key so) is masked as decoded when decoding them shows a secret: kept as it was, anyone could
+    decode the key back."""
     if not text:
         return text
     secrets = sorted({s for s in known_secrets if s}, key=len, reverse=True)
-    if "\\" in text and (decoded := _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)) != text:
+    if (decoded := _decoded(text)) != text:
         masked = _scrub_plain(decoded, secrets)
         if masked != _SURROGATE.sub("\ufffd", decoded):  # a secret only its escapes hid (or one beside them)
             return masked
     return _scrub_plain(text, secrets)
+
+
+def _decoded(text: str) -> str:
+    """`text` with the escapes a server may write a key in decoded; each only where its marker occurs, so
+    nearly every text is returned as it is without a pass."""
+    if "\\" in text:
+        text = _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+    if "&" in text:
+        text = html.unescape(text)
+    if "%" in text:
+        text = unquote(text, errors="replace")
+    if _FULL_WIDTH.search(text):  # only then: NFKC also rewrites a truncation's "…" and other marks
+        text = unicodedata.normalize("NFKC", text)
+    return text
 
 
 def _scrub_plain(text: str, secrets: list[str]) -> str:
@@ -131,9 +152,11 @@ def _base64_cores(secret: str) -> list[str]:
 
 @functools.lru_cache(maxsize=8)
 def _fragment_search(secrets: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]] | None:
-    """Every FRAGMENT_MIN_CHARS letters and digits in a row of a secret (or of its base64), lower-cased, and the
-    secrets' letters and digits to grow a hit against; None when no secret has that many."""
-    forms = tuple({f for s in secrets for f in (_alnum(s), *map(_alnum, _base64_cores(s)))
+    """Every FRAGMENT_MIN_CHARS letters and digits in a row of a secret (or of its base64, its hexadecimal, the
+    secret reversed), lower-cased, and the secrets' letters and digits to grow a hit against; None when no secret
+    has that many."""
+    forms = tuple({f for s in secrets for f in (_alnum(s), _alnum(s[::-1]), s.encode().hex(),
+                                                 *map(_alnum, _base64_cores(s)))
                    if len(f) >= FRAGMENT_MIN_CHARS})
     grams = frozenset(f[i:i + FRAGMENT_MIN_CHARS] for f in forms for i in range(len(f) - FRAGMENT_MIN_CHARS + 1))
     return (grams, forms) if grams else None

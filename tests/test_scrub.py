@@ -133,3 +133,32 @@ def test_a_secret_written_as_escapes_in_plain_text_is_masked(text: str, want: st
     """A non-JSON body holding \\uXXXX escapes as characters is stored as text: a key written so was stored
     whole, for anyone to decode back (an audit: `\\\\u0073k-AUDIT-...` in label_failures and the run storage)."""
     assert scrub(text, [CUT]) == want
+
+
+ENCODED_KEY = "sk-PROBE-SECRET-123"  # a probe's key (2026-12-07): its stub echoed it in each form below
+
+
+def _full_width(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if 0x21 <= ord(c) <= 0x7E else c for c in text)
+
+
+@pytest.mark.parametrize("form", [
+    ENCODED_KEY.encode().hex(),  # hexadecimal
+    "".join(f"%{b:02X}" for b in ENCODED_KEY.encode()),  # every byte percent-encoded
+    "".join(f"&#{ord(c)};" for c in ENCODED_KEY),  # HTML decimal character references
+    "".join(f"&#x{ord(c):x};" for c in ENCODED_KEY),  # and hexadecimal ones
+    ENCODED_KEY.replace("-", "%2d"),  # a lower-case escape between short pieces
+    ENCODED_KEY.replace("-", "&#45;"),
+    _full_width(ENCODED_KEY),
+    ENCODED_KEY[::-1],
+])
+def test_a_known_secret_a_server_encoded_is_masked(form: str) -> None:
+    """Each form was stored whole in prompt_task_labels' rationale, label_failures, the label store, the run
+    storage and the console (a probe's stub server, 2026-12-07)."""
+    masked = scrub(f"Incorrect API key provided: {form} (see docs)", [ENCODED_KEY])
+    assert masked == f"Incorrect API key provided: {MASK} (see docs)"
+
+
+def test_text_with_escape_markers_and_no_secret_is_kept_as_it_was() -> None:
+    for text in ("R&D, 100% sure, caf\u00e9 &amp; bar", "a%20b &lt;x&gt;", "\uff21\uff22 wide letters"):
+        assert scrub(text, [ENCODED_KEY]) == text
