@@ -92,6 +92,9 @@ def ingest_folder(folder: bm.BenchmarkFolder, *, previous: Mapping[str, Any] | N
     outside the landing zone) is a reject row, and a refused prompts.jsonl an InputError."""
     files = read_folder(folder.path)
     refused = refused_files(folder.path)
+    # a results.csv or metadata file that is a folder was left out without a word (a probe: 0 results, exit 0)
+    refused |= {name: f"{name} is a directory, not a file: not read" for name in bm.CONTENT_FILES
+                if name != bm.PROMPTS_FILE and name not in refused and (folder.path / name).is_dir()}
     if bm.PROMPTS_FILE in refused:
         raise InputError(refused[bm.PROMPTS_FILE], path=folder.path / bm.PROMPTS_FILE)
     if bm.PROMPTS_FILE not in files:  # raise the OSError (missing, a directory) that names the file

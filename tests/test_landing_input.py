@@ -279,6 +279,19 @@ def test_folders_that_did_not_land_make_the_run_exit_7_until_fixed(
     assert "did not land" not in capsys.readouterr().err
 
 
+def test_a_results_file_that_is_a_folder_is_a_reject_naming_it(tmp_path: Path, mirror: Path) -> None:
+    """It was skipped without a word: 0 results, no reject, no warning (a probe, 2026-12-07)."""
+    from resources.landing import ingest_folder
+
+    folder, lines = apex_copy(tmp_path, mirror, "apex_dir")
+    (folder / "results.csv").unlink()
+    (folder / "results.csv").mkdir()
+    ingested = ingest_folder(bm.BenchmarkFolder("apex_dir", folder, "raw"))
+    assert ingested.prompts.height == len(lines) and ingested.results.is_empty()
+    assert ingested.rejects.select("file", "reason").rows() == [
+        ("apex_dir/results.csv", "results.csv is a directory, not a file: not read")]
+
+
 def _label(out: str, name: str) -> str:
     """`[i/n] name`, as run_all's partition line for `name` reads."""
     return re.search(rf"(\[\d+/\d+\] {name}):", out).group(1)
