@@ -147,7 +147,9 @@ def read_answer(resp: Any, parse: Callable[[str | None], T],
     if problems and bad_usage is not None:
         bad_usage(problems)
     if not resp.choices:
-        raise RetryableError("empty answer (no choices)").with_usage(tokens)
+        said = getattr(resp, "error", None)  # a 200 whose body is an error object (a quota, a proxy): its words
+        raise RetryableError(invalid_response(f"no choices; the server said: {said!r}", clean) if said
+                             else "empty answer (no choices)").with_usage(tokens)
     choice = resp.choices[0]
     message = getattr(choice, "message", None)
     raw = getattr(message, "content", None)

@@ -11,6 +11,7 @@ OpenAI-wire stub (tests/openai_stub.py):
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -124,6 +125,18 @@ def test_a_non_conforming_200_is_the_prompts_retryable_failure(stub: OpenAIStub,
     assert shows in failure["error"] and KEY not in failure["error"]
     if not isinstance(bad, Reply):
         assert "502 Bad Gateway" in failure["error"] and "[redacted]" in failure["error"]
+
+
+def test_a_200_holding_an_error_object_records_what_the_server_said(stub: OpenAIStub, warehouse_path: Path) -> None:
+    """It was recorded as "empty answer (no choices)" after every attempt: the server's reason was dropped."""
+    error = Raw(json.dumps({"error": {"message": f"quota exceeded for key {KEY}", "type": "insufficient_quota"}}))
+    stub.on("[P01]", error, error, error)
+    cache = LabelCache(warehouse_path)
+    _, stats = label_with_cache(records(2), make(stub), cache, "29.2")
+    failure = cache.failures().row(0, named=True)
+    assert stats.n_failed == 1 and failure["prompt_hash"] == "h1"
+    assert "invalid response from server: no choices; the server said:" in failure["error"]
+    assert "quota exceeded for key [redacted]" in failure["error"] and KEY not in failure["error"]
 
 
 # ----------------------------------------------------------------------------------- D3: refusals
