@@ -59,7 +59,7 @@ def index_dir() -> Path:
     return settings().index_dir
 
 
-def read_index_files(folder: Path | None = None) -> dict[str, str]:
+def read_index_files(folder: Path | None = None) -> dict[str, bytes]:
     """path -> text of every `*.toml` in the index folder (default: the settings' index_dir)."""
     return readers.read_index_files(folder or index_dir())
 

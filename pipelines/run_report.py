@@ -127,6 +127,17 @@ def failed_checks(result: ExecuteInProcessResult, severity: str | None = None) -
             if not e.passed and (severity is None or e.severity.value == severity)]
 
 
+def check_errors(result: ExecuteInProcessResult, check: str, limit: int = 3) -> list[str]:
+    """The first `limit` entries of a failed check's `errors` metadata (a mapping, say index name -> the file and
+    line at fault): the console named only `benchmark_index_files_valid`, the file and line were in Dagster's log."""
+    for e in result.get_asset_check_evaluations():
+        if f"{e.asset_key.to_user_string()}:{e.check_name} " in f"{check} " and not e.passed:
+            errors = getattr(e.metadata.get("errors"), "value", None)
+            items = errors.values() if isinstance(errors, dict) else errors if isinstance(errors, list) else []
+            return [str(item) for item in list(items)[:limit]]
+    return []
+
+
 # --- the summary --------------------------------------------------------------------------------------------
 
 def headline_lines(warehouse_path: str | None) -> list[str]:

@@ -236,6 +236,8 @@ class Runner:
                 print(f"    {message.splitlines()[0][:800]}")  # the whole reason, within reason
         for check in rr.failed_checks(result):
             print(f"    check not passed: {check}")
+            for error in rr.check_errors(result, check):
+                print(f"      {error.splitlines()[0][:300]}")
         self.failed_error_checks += [f"{label}: {check}" for check in rr.failed_checks(result, "ERROR")]
 
     def committed(self, names: list[str], since: dt.datetime) -> tuple[int, int]:

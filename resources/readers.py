@@ -58,16 +58,17 @@ def read_text(path: str | Path) -> str:
     return read_bytes(path).decode("utf-8")
 
 
-def read_index_files(folder: Path, project_root: Path = PROJECT_ROOT) -> dict[str, str]:
-    """path -> text of every `*.toml` in the index folder (paths relative to the project when inside it),
-    for `models.indexes.evaluate_indexes`; a missing folder has none."""
+def read_index_files(folder: Path, project_root: Path = PROJECT_ROOT) -> dict[str, bytes]:
+    """path -> bytes of every `*.toml` in the index folder (paths relative to the project when inside it),
+    for `models.indexes.evaluate_indexes`, which decodes each (a file that is not UTF-8 is that file's error);
+    a missing folder has none."""
     files = {}
     for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
         try:
             shown = str(path.resolve().relative_to(project_root))
         except ValueError:
             shown = str(path)
-        files[shown] = read_text(path)
+        files[shown] = read_bytes(path)
     return files
 
 

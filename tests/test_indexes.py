@@ -144,6 +144,14 @@ tie_break = ["work_share desc", "benchmark asc"]
         ('title = "x"\nversion = "1"\n[cap]\nmax = 0\ntie_break = ["benchmark asc"]\n', 4, "cap max"),
         ('version = "1"\n', 1, "field 'title' is required"),
         ('title = "x"\nversion = "1"\n[[rule]\n', 3, "not valid TOML"),
+        # a value of the wrong kind never matched (agentic "true" read "agentic=true ... fails agentic == true")
+        # and, sorted beside numbers in a cap's tie-break, crashed every index naming no file
+        ('title = "x"\nversion = "1"\n\n[[assume]]\nbenchmark = "alpha"\ncolumn = "agentic"\nvalue = "true"\n'
+         'reason = "r"\n', 7, "agentic holds true or false, got 'true'"),
+        ('title = "x"\nversion = "1"\n[[rule]]\ncolumn = "public_items"\nop = "in"\nvalue = [1, "2"]\n', 6,
+         "public_items holds a number, got '2'"),
+        ('title = "x"\nversion = "1"\n[[rule]]\ncolumn = "major_group"\nop = "=="\nvalue = "fifteen"\n', 6,
+         "major_group holds a SOC major group"),
     ],
 )
 def test_bad_index_files_name_file_and_line(text, line, message):
@@ -556,3 +564,37 @@ def test_edited_index_files_refresh_the_analysis_once(tmp_path, monkeypatch):
         assert requested == reads_the_files.resolve(graph)  # and only what reads the files (labeler_validation not)
         assert AssetKey("labeler_validation") not in requested
         assert analysis_tick(instance, tick.cursor).run_requests == []
+
+
+def test_index_all_is_every_landed_benchmark_whatever_its_file_says():
+    """An exclude in all.toml published every benchmark's figures under a count of one fewer, and a broken all.toml
+    an index `all` of 0 benchmarks beside the headline (a probe, 2026-12-07): `all` is the built-in index then,
+    and the file's error is reported (benchmark_index_files_valid fails)."""
+    selecting = 'title = "All"\nversion = "1"\n\n[[exclude]]\nbenchmark = "alpha"\nreason = "x"\n'
+    for text, said in ((selecting, "may not hold [[exclude]]"), ('title = "x"\nversion = "1"\n[[rule]\n', "not valid TOML")):
+        result = ix.evaluate_indexes({"data/indexes/all.toml": text, "data/indexes/fine.toml": RULES}, _properties())
+        assert list(result.errors) == ["all"] and said in result.errors["all"]
+        everyone = result.membership.filter(pl.col("benchmark_index") == "all")
+        assert everyone.height == 5 and everyone["included"].all()
+        assert result.definitions["all"].path == "(built in)" and "fine" in result.definitions
+    titled = ix.evaluate_indexes({"data/indexes/all.toml": 'title = "Every one"\nversion = "2"\n'}, _properties())
+    assert titled.errors == {} and titled.definitions["all"].title == "Every one"
+
+
+def test_an_index_file_that_is_not_utf8_is_that_files_error_and_a_bom_is_read():
+    """It stopped every index with "UnicodeDecodeError ... position 12", naming no file; a byte-order mark read
+    as "not valid TOML (at line 1, column 1)"."""
+    files = {"data/indexes/latin.toml": 'title = "x"\nversion = "1"\ndescription = "Caf\xe9"\n'.encode("latin-1"),
+             "data/indexes/bom.toml": b"\xef\xbb\xbf" + RULES.encode(), "data/indexes/fine.toml": RULES.encode()}
+    result = ix.evaluate_indexes(files, _properties())
+    assert list(result.errors) == ["latin"]
+    assert "data/indexes/latin.toml, line 3" in result.errors["latin"] and "not UTF-8 (byte 0xe9)" in result.errors["latin"]
+    assert set(result.membership["benchmark_index"]) == {"all", "bom", "fine"}
+
+
+def test_a_major_group_written_as_two_digits_matches_as_in_assign():
+    """`major_group == "15"` matched nothing (the column holds '15-0000'), though [[assign]] accepts "15"."""
+    text = 'title = "x"\nversion = "1"\n[[rule]]\ncolumn = "major_group"\nop = "=="\nvalue = "15"\n'
+    members = ix.evaluate_indexes({"data/indexes/it.toml": text}, _properties()).membership
+    kept = members.filter((pl.col("benchmark_index") == "it") & pl.col("included"))["benchmark"].sort().to_list()
+    assert kept == ["alpha", "beta", "delta"]

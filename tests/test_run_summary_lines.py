@@ -105,3 +105,23 @@ def test_the_release_line_says_when_no_new_release_was_written(tmp_path: Path,
                                      time.monotonic(), skip_analysis=False, release_before=None)
     assert line == f"release: {release} (newest; also {release.parent / 'latest'})"
     capsys.readouterr()
+
+
+def test_a_failed_check_prints_the_file_and_line_its_errors_name() -> None:
+    """A typo in an index file printed only `CHECK FAILED ...benchmark_index_files_valid (ERROR)`: the file and
+    line were in Dagster's log alone (a probe, 2026-12-07)."""
+    from dagster import AssetKey, JsonMetadataValue
+
+    from pipelines import run_report as rr
+
+    said = {"economic_agentic": "data/indexes/economic_agentic.toml, line 87: benchmark 'webshopp', which was "
+                                "never landed\nmore", "other": "x", "third": "y", "fourth": "z"}
+    evaluation = SimpleNamespace(asset_key=AssetKey("benchmark_index_membership"), check_name="benchmark_index_files_valid",
+                                 passed=False, metadata={"errors": JsonMetadataValue(said)},
+                                 severity=SimpleNamespace(value="ERROR"))
+    result = SimpleNamespace(get_asset_check_evaluations=lambda: [evaluation])
+    [check] = rr.failed_checks(result)  # type: ignore[arg-type]
+    errors = rr.check_errors(result, check)  # type: ignore[arg-type]
+    assert len(errors) == 3 and errors[0].startswith("data/indexes/economic_agentic.toml, line 87: benchmark 'webshopp'")
+    evaluation.passed = True
+    assert rr.check_errors(result, check) == []  # type: ignore[arg-type]

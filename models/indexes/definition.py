@@ -38,6 +38,14 @@ PROPERTIES: dict[str, str] = {
     "else estimated_major_group, else (no estimate) labeled_major_group",
 }
 COLUMNS: tuple[str, ...] = METADATA_COLUMNS + tuple(PROPERTIES)
+# The kind of value each column holds: a rule's or an assumption's value of another kind can never match (a
+# string "true" for agentic read "agentic=true ... fails agentic == true"; sorted beside numbers in a cap's
+# tie-break it crashed every index), so it is the file's error, with its line.
+BOOLEAN_COLUMNS = frozenset({"agentic", "saturated"})
+NUMBER_COLUMNS = frozenset({"public_items", "n_prompts", "n_results", "n_rejects", "work_share", "n_work_judged",
+                            "labeled_major_group_share", "estimated_major_group_share"})
+# (target_major_group is benchmark.toml's text as written: compared as text)
+GROUP_COLUMNS = frozenset({"labeled_major_group", "estimated_major_group", "major_group"})
 # why a measured property can be unknown (shown with the unknown value)
 UNKNOWN_WHY: dict[str, str] = {
     "work_share": "no work decision in prompt_work for this benchmark",
@@ -289,6 +297,8 @@ def _parse_rules(document: Mapping[str, Any], path: str, lines: _Lines) -> tuple
         value_line = lines.key("value", "rule", i)
         if op in ("in", "not_in") and not isinstance(value, list):
             raise InputError(f"operator {op!r} needs a list value, got {value!r}", path=path, line=value_line)
+        value = ([_column_value(column, v, path, value_line) for v in value] if isinstance(value, list)
+                 else _column_value(column, value, path, value_line))
         if op in (">", ">=", "<", "<=") and (isinstance(value, bool) or not isinstance(value, int | float)):
             raise InputError(f"operator {op!r} needs a number, got {value!r}", path=path, line=value_line)
         unknown = table.get("unknown", "exclude")
@@ -299,6 +309,25 @@ def _parse_rules(document: Mapping[str, Any], path: str, lines: _Lines) -> tuple
         rules.append(Rule(rule_name, column, op, value, unknown,
                           _text(table, "reason", path, start, required=False), start))
     return tuple(rules)
+
+
+def _column_value(column: str, value: Any, path: str, line: int | None) -> Any:
+    """`value` as `column` holds it: true/false for a flag, a number for a count or share, a SOC major group as
+    'NN-0000' ('15' is accepted, as in [[assign]]: written so it matched nothing); InputError otherwise."""
+    if column in BOOLEAN_COLUMNS and not isinstance(value, bool):
+        raise InputError(f"{column} holds true or false, got {value!r} (write {column} = true, unquoted)",
+                         path=path, line=line)
+    if column in NUMBER_COLUMNS and (isinstance(value, bool) or not isinstance(value, int | float)):
+        raise InputError(f"{column} holds a number, got {value!r}", path=path, line=line)
+    if column in GROUP_COLUMNS:
+        found = _MAJOR_GROUP.match(value) if isinstance(value, str) else None
+        if found is None:
+            raise InputError(f"{column} holds a SOC major group, got {value!r} (write e.g. \"15-0000\" or \"15\")",
+                             path=path, line=line)
+        return f"{found.group(1)}-0000"
+    if column not in BOOLEAN_COLUMNS | NUMBER_COLUMNS and not isinstance(value, str):
+        raise InputError(f"{column} holds text, got {value!r}", path=path, line=line)
+    return value
 
 
 def _parse_entries(document: Mapping[str, Any], path: str, lines: _Lines) -> dict[str, list[Entry]]:
@@ -330,7 +359,8 @@ def _parse_assumptions(document: Mapping[str, Any], path: str, lines: _Lines) ->
                              line=lines.key("column", "assume", i))
         if "value" not in table:
             raise InputError("field 'value' is required", path=path, line=start)
-        assumptions.append(Assumption(_text(table, "benchmark", path, start), column, table["value"],
+        value = _column_value(column, table["value"], path, lines.key("value", "assume", i))
+        assumptions.append(Assumption(_text(table, "benchmark", path, start), column, value,
                                       _text(table, "reason", path, start), lines.key("benchmark", "assume", i)))
     return tuple(assumptions)
 

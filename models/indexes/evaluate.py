@@ -334,27 +334,56 @@ class IndexResult:
     definitions: dict[str, IndexDefinition]
 
 
-def evaluate_indexes(files: Mapping[str, str], properties: pl.DataFrame,
+def evaluate_indexes(files: Mapping[str, str | bytes], properties: pl.DataFrame,
                      available: Collection[str] = ()) -> IndexResult:
-    """Evaluate every index file (path -> text). A broken file is reported in `errors` and left out; the
-    others still compute. `all` is always present (built in when no file defines it). `available`: the
-    benchmark folders of the landing roots and the reference's benchmarks (evaluate_index)."""
+    """Evaluate every index file (path -> text, or its bytes, read as UTF-8). A broken file is reported in
+    `errors` and left out; the others still compute. `all` is always every landed benchmark: built in when no
+    file defines it or its file is broken or selects (an exclude in all.toml left the figures of every benchmark
+    under a count of one fewer; a broken one published an `all` of 0 benchmarks). `available`: the benchmark
+    folders of the landing roots and the reference's benchmarks (evaluate_index)."""
     frames: list[pl.DataFrame] = []
     errors: dict[str, str] = {}
     definitions: dict[str, IndexDefinition] = {}
-    for path, text in sorted(files.items()):
+    for path, raw in sorted(files.items()):
         name = path.rsplit("/", 1)[-1].removesuffix(".toml")
         try:
-            definition = parse_index(text, path, name)
+            definition = parse_index(index_text(raw, path), path, name)
+            if name == ALL_INDEX:
+                refuse_a_selection(definition)
             frames.append(evaluate_index(definition, properties, available))
             definitions[name] = definition
         except InputError as exc:
             errors[name] = str(exc)
-    if ALL_INDEX not in definitions and ALL_INDEX not in errors:
+    if ALL_INDEX not in definitions:
         definitions[ALL_INDEX] = all_index()
         frames.append(evaluate_index(definitions[ALL_INDEX], properties))
     membership = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=MEMBERSHIP_SCHEMA)
     return IndexResult(sort_membership(membership), errors, definitions)
+
+
+def index_text(raw: str | bytes, path: str) -> str:
+    """An index file's text: UTF-8, a byte-order mark dropped (it read as "not valid TOML ... line 1, column
+    1"); InputError naming the file and line when it is not UTF-8 (it stopped every index, naming no file)."""
+    if isinstance(raw, str):
+        return raw.removeprefix("\ufeff")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 (byte 0x{raw[exc.start]:02x}): save the file as UTF-8", path=path,
+                         line=raw[:exc.start].count(b"\n") + 1) from None
+
+
+def refuse_a_selection(definition: IndexDefinition) -> None:
+    """InputError when the `all` index's file selects: `all` is every landed benchmark (the published headline),
+    so its file gives the title, version and description, and [[assign]]; a selection is an index of its own."""
+    selecting = [key for key, used in (("rule", definition.rules), ("assume", definition.assumptions),
+                                       ("include", definition.include), ("exclude", definition.exclude),
+                                       ("cap", definition.cap)) if used]
+    if selecting:
+        raise InputError(f"the index {ALL_INDEX!r} is every landed benchmark: its file may not hold "
+                         f"{', '.join(f'[{k}]' if k == 'cap' else f'[[{k}]]' for k in selecting)} (write the "
+                         "selection in an index file of its own); the built-in index 'all' is used", path=definition.path,
+                         line=1)
 
 
 def sort_membership(membership: pl.DataFrame) -> pl.DataFrame:
