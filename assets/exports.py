@@ -67,7 +67,7 @@ from resources import release as rl
 from resources.coverage_map_queries import ESTIMATES_RELATION, SIMULATION_CHECK_RELATION
 from resources.dagster_resources import LabelerResource, Warehouse
 from resources.readers import read_text
-from resources.sources import source_checksums
+from resources.sources import index_file_checksums, source_checksums
 from resources.worker_pool import shared_pool
 
 GROUP = "exports"
@@ -283,7 +283,7 @@ def release_arguments(context: AssetExecutionContext, warehouse: Warehouse, labe
         "benchmarks": tables.get("benchmarks"),
         "labelers": _labeler_entries(warehouse),
         "labeler_model": _labeler_model(labeler, warehouse),
-        "sources": source_checksums(),
+        "sources": source_checksums() + index_file_checksums(),
         "extra": {"label_cache": label_cache_models,
                   "configured_labeler": {"kind": labeler.kind, "model": labeler.model}},
         "excluded": [(index, name, why) for index in ix.index_names(tables.get(MEMBERSHIP))

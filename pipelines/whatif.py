@@ -23,7 +23,13 @@ from models.errors import InputError
 from models.gaps.expected import EXPECTED_THRESHOLDS
 from pipelines.cli import looks_damaged
 from resources.warehouse import error_first_line
-from resources.whatif import NotABenchmapWarehouse, check_candidate_folder, run_whatif, warehouse_open_error
+from resources.whatif import (
+    NotABenchmapWarehouse,
+    check_candidate_folder,
+    read_candidate_prompts,
+    run_whatif,
+    warehouse_open_error,
+)
 
 PROG = "python -m pipelines.whatif"
 EXIT_USAGE = 2  # a bad argument: one line on stderr, nothing computed
@@ -135,6 +141,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+REJECTS_SHOWN = 5
+
+
+def _print_rejects(folder: str | Path) -> None:
+    """The candidate's rejected lines, each with its line and why, on stderr: the tables said only
+    `candidate_rejected_lines 3` (a probe, 2026-12-07); the rest of the file was counted."""
+    rejects = read_candidate_prompts(folder)[1]
+    for row in rejects.head(REJECTS_SHOWN).iter_rows(named=True):
+        print(f"warning: {row['file']}:{row['line_number']}: {row['reason']} (line not counted)", file=sys.stderr)
+    if rejects.height > REJECTS_SHOWN:
+        print(f"warning: {rejects.height - REJECTS_SHOWN} more rejected lines", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m pipelines.whatif <folder> [--threshold N] [--warehouse PATH] [--top N] [--out DIR]`."""
     from resources.settings import settings
@@ -159,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise InputError(f"the warehouse file looks damaged ({error_first_line(exc)}): `{run_all_command(warehouse)} --rebuild` "
                          "moves it aside, restores its label cache from its label store and rebuilds it there",
                          path=warehouse) from exc
+    _print_rejects(args.folder)
     if args.threshold not in EXPECTED_THRESHOLDS:
         print(f"--threshold {args.threshold}: the labels are counted as they are; the expected gain (expected_* "
               f"metrics, from the per-unit estimates) exists at thresholds "

@@ -140,6 +140,17 @@ def discover_landing(config: Settings | None = None) -> Landing:
     return discover(landing_roots(config))
 
 
+def index_file_checksums(config: Settings | None = None) -> list[dict[str, Any]]:
+    """The benchmark index definitions (data/indexes/*.toml or $BENCHMAP_INDEX_DIR), as source_checksums'
+    entries: a release names the index files its per-index figures were selected by (four releases of
+    different index files carried one input hash, a probe of 2026-12-07)."""
+    folder = (config or settings()).index_dir
+    return [{"source_file": f"indexes/{path.name}", "version": None, "licence": "this project's",
+             "url": None, "status": "present", "origin": "index_dir", "path": str(path),
+             "bytes": path.stat().st_size, "sha256": sha256_file(path)}
+            for path in (sorted(folder.glob("*.toml")) if folder.is_dir() else [])]
+
+
 def source_checksums(config: Settings | None = None) -> list[dict[str, Any]]:
     """Every registered source file: version, licence, where it was found (data/raw or the mirror) and its
     SHA-256 -- without downloading anything. Files found nowhere are listed with status 'not present'.

@@ -1343,6 +1343,8 @@ def test_end_to_end_exports(full_pipeline, monkeypatch):
     assert {s["source_file"] for s in manifest["sources"] if s["status"] == "present"} >= {
         "onet/Task Statements.txt",
         "onet/Occupation Data.txt",
+        "indexes/all.toml",  # the index files the per-index figures were selected by (they were in no input)
+        "indexes/economic_agentic.toml",
     }
     for entry in manifest["tables"]:
         if entry["table"] == "benchmark_counts":  # made at export time from benchmarks, membership and labels

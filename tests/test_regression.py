@@ -541,3 +541,20 @@ def test_logistic_is_scipy_logistic_cdf() -> None:
     values = np.array([-800.0, -30.0, -1.5, 0.0, 1e-9, 2.0, 40.0, 800.0, np.inf, -np.inf, np.nan])
     np.testing.assert_array_equal(logistic(values), scipy_stats.logistic.cdf(values))
     assert float(logistic(np.array(0.3))) == float(scipy_stats.logistic.cdf(0.3))
+
+
+def test_the_doubling_line_says_how_its_ratio_comes_from_the_table() -> None:
+    """The odds ratio per doubling of the wage bill is in no table (a probe, 2026-12-07, looked for 1.43): the
+    line names the coefficient it is 2 to the power of."""
+    import math
+
+    import polars as pl
+
+    from models.report.findings import _wage_bill_findings
+
+    coef = 0.5156
+    regressions = pl.DataFrame({"model": ["exposure_wage"], "term": ["np.log(wage_bill)"], "coef": [coef],
+                                "ci_low": [0.33], "ci_high": [0.70]})
+    [line] = _wage_bill_findings({}, regressions, "coverage_regressions_mi")
+    assert f"by {2 ** coef:.2f} " in line and math.isclose(2 ** coef, math.exp(coef * math.log(2)))
+    assert "coverage_regressions_mi: 2 to the power of model exposure_wage's np.log(wage_bill) coefficient, 0.5156)" in line

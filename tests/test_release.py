@@ -209,6 +209,16 @@ def test_answer_sentence_quotes_the_published_estimates(estimates):
                                          & (pl.col("quantity") == "occupations_covered"))
                                  .then(1.0).otherwise(pl.col("value")).alias("value"))
     assert any("would say 1 occupation at" in line for line in report.headline_answer(one).supporting)
+    # an index no benchmark qualifies for measures nothing: it read "AI benchmarks exercise about 0.0% ... 0 of 923
+    # occupations" and "would say 0 occupations instead of 0: the labels miss tasks" (a probe, 2026-12-07)
+    empty = report.headline_answer(estimates, n_benchmarks=0, released="2030-01-31", excluded=notes)
+    assert empty.sentence.startswith("Benchmark index `all` counts no benchmark (released 2030-01-31): ")
+    assert "exercise" not in empty.sentence and empty.supporting == [answer.supporting[-1]]
+    # the labels' count beside the estimate says "miss" only when it is below it
+    above = estimates.with_columns(pl.when((pl.col("estimator") == "labels_as_truth")
+                                           & (pl.col("quantity") == "occupations_covered"))
+                                   .then(1e6).otherwise(pl.col("value")).alias("value"))
+    assert not any("would say" in line for line in report.headline_answer(above).supporting)
 
 
 def test_summary_opens_with_the_answer_and_titles_the_raw_labels(tables, estimates):

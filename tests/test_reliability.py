@@ -367,3 +367,20 @@ def test_a_full_disk_is_reported_with_the_folder_and_free_space(tiny_disk: Path)
         assert text.startswith("disk full: ") and f"MB free in {tiny_disk}" in text, text
         assert "no transaction is active" not in text
     assert wh.query(warehouse, "select sum(a) as s from kept")["s"].to_list() == [6]  # nothing lost
+
+
+def test_whatif_names_each_rejected_line_of_a_candidate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Its tables said `candidate_rejected_lines 3`, and nothing said which lines or why (a probe, 2026-12-07)."""
+    from pipelines.whatif import _print_rejects
+
+    candidate = tmp_path / "cand"
+    candidate.mkdir()
+    lines = ['{"prompt_id": "1", "prompt": "Inspect the boiler"}', '{"prompt_id": "2", "prompt": ', "not json",
+             '{"prompt_id": "1", "prompt": "Inspect it again"}', '{"prompt_id": "3", "prompt": "Fix the pump"}']
+    (candidate / "prompts.jsonl").write_text("\n".join(lines) + "\n")
+    _print_rejects(candidate)
+    said = capsys.readouterr().err.strip().splitlines()
+    where = f"warning: {candidate / 'prompts.jsonl'}:"
+    assert [line.removeprefix(where).split(":")[0] for line in said] == ["2", "3", "4"], said
+    assert all(line.startswith(where) and line.endswith("(line not counted)") for line in said)
+    assert "duplicate" in said[2].lower()

@@ -169,6 +169,13 @@ def headline_answer(
     if hours is None:
         return None
     prompts = f"at >= {threshold} prompt{'s' if threshold != 1 else ''}"
+    if n_benchmarks == 0:  # it read "AI benchmarks exercise about 0.0% ..." as if measured (a probe, 2026-12-07)
+        sentence = (f"Benchmark index `{benchmark_index}` counts no benchmark"
+                    + (f" (released {released})" if released else "")
+                    + ": every landed benchmark fails its rules or is excluded (benchmark_index_membership says "
+                    "which rule and why), so it measures nothing and gives no figure.")
+        return Answer(sentence, [_not_counted(excluded)] if excluded else [],
+                      answer_figures(estimates, benchmark_index), benchmark_index, threshold)
     unjudged, n_members = (unjudged_members(estimates if benchmark_rows is None else benchmark_rows, excluded)
                            if str(at["estimator"][0]) != "labeler" else ([], 0))
     hours_text = _estimate("hours_share_covered", hours)
@@ -197,7 +204,7 @@ def headline_answer(
         truth = truth.filter(pl.col("benchmark_index") == benchmark_index)
     counted = _row(truth, "occupations_covered", threshold)
     estimated = _row(at, "occupations_covered", threshold)
-    if counted is not None and estimated is not None:
+    if counted is not None and estimated is not None and counted["value"] < estimated["value"]:
         supporting.append(
             f"Counting every label as true would say {_value('occupations_covered', counted['value'])} "
             f"{plural(counted['value'], 'occupation')} "
