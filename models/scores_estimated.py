@@ -167,7 +167,9 @@ def _estimated_rows(rows: pl.DataFrame, n_draws: int, seed: int, min_expected_pr
             "ci_low": max(0.0, combined["ci_low"]) if np.isfinite(combined["ci_low"]) and spread else None,
             "ci_high": min(1.0, combined["ci_high"]) if np.isfinite(combined["ci_high"]) and spread else None,
             "se": combined["se"], "within_var": combined["within_var"], "between_var": combined["between_var"],
-            "fraction_missing_info": combined["fraction_missing_info"], "n_draws": int(combined["m"]),
+            # without spread it is 0/0 of rounding (it read 1.0 on a variance of 3e-33): none
+            "fraction_missing_info": combined["fraction_missing_info"] if spread else None,
+            "n_draws": int(combined["m"]),
             # the mean of M independent draws: another seed moves it by about sqrt(B / M)
             "estimated_mean_mc_se": float(np.sqrt(combined["between_var"] / combined["m"])),
         })

@@ -205,6 +205,8 @@ def test_equal_scores_get_no_interval():
     row = estimated_occupation_scores(results, prompts, estimates, n_draws=10).row(0, named=True)
     assert row["estimated_mean"] == 0.0 and row["se"] == 0.0
     assert row["ci_low"] is None and row["ci_high"] is None
+    # nor a share of its variance: 0/0 of rounding read 1.0 in the release (an audit, 2026-12-07)
+    assert row["fraction_missing_info"] is None
 
 
 def test_a_draw_with_one_prompt_counts_with_the_others_variance():

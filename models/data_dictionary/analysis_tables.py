@@ -451,8 +451,8 @@ def _occupation_model_scores_estimated() -> dict[str, Entry]:
                        "per-cluster variance)", "score^2", _ESTIMATED_SCORES),
         "between_var": ("variance of the mean between draws: which prompts exercise the occupation",
                         "score^2", _ESTIMATED_SCORES),
-        "fraction_missing_info": ("share of the total variance from the labeler's error", SHARE,
-                                  _ESTIMATED_SCORES),
+        "fraction_missing_info": ("share of the total variance from the labeler's error; null where ci_low is "
+                                  "(no spread: a share of rounding)", SHARE, _ESTIMATED_SCORES),
         "n_draws": ("draws combined: every draw that includes a prompt (a draw of a single cluster takes the other "
                     "draws' per-cluster sampling variance); a pair no draw of which holds two clusters, such as a "
                     "single prompt, has no row", COUNT, _ESTIMATED_SCORES),

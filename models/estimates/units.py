@@ -135,7 +135,10 @@ class UnitDraws:
     def uncovered_hours(self, threshold: int, level: str = "occupation") -> np.ndarray:
         """(draws, indices, units) annual hours on the unit's tasks that are below `threshold` in the draw."""
         pr = self.problem
-        below = (self.task_prompts() < threshold - 1e-9) * pr.task_hours.astype(np.float32)
+        # in float64: float32 sums of billions of hours were off by up to ~700 h per occupation (2e-7), so
+        # uncovered_hours_mean differed from the gap tables' sum of hours x (1 - p_covered) and a group no draw
+        # covers sat 64 h outside its own zero-width interval (an audit of the release, 2026-12-07)
+        below = (self.task_prompts() < threshold - 1e-9) * pr.task_hours.astype(np.float64)
         by_occ = np.add.reduceat(below, self.occ_starts, axis=2)
         return by_occ if level == "occupation" else np.add.reduceat(by_occ, self.group_starts, axis=2)
 
