@@ -223,7 +223,7 @@ def _wage_bill_findings(tables: Tables, regressions: pl.DataFrame | None,
                 f"Each doubling of an occupation's wage bill multiplies the odds that its tasks are "
                 f"covered (>= 5 prompts) by {ratio(math.exp(r['coef'] * factor))} "
                 f"({ci(math.exp(r['ci_low'] * factor), math.exp(r['ci_high'] * factor), ratio)}; "
-                # how to find it: the tables hold the coefficient, not the ratio (a probe of 2026-12-07 did not)
+                # which number of the tables it comes from: they hold the coefficient, not the ratio
                 f"{source}: 2 to the power of model {MODEL_EXPOSURE_WAGE}'s {WAGE_TERM} coefficient, "
                 f"{r['coef']:.4f})."
             )
