@@ -15,6 +15,7 @@ cache). Texts the judge failed on stay in `label_failures`: `run_all` counts the
 asks for them again.
 """
 
+import math
 
 import polars as pl
 from dagster import AssetExecutionContext, AssetOut, Config, Failure, MetadataValue, Output, multi_asset
@@ -61,8 +62,11 @@ def judge_sample_setting(value: str | None = None) -> tuple[float, int] | None:
     if not value.strip():
         return None
     fraction_text, _, minimum_text = value.partition(":")
-    fraction = float(fraction_text)
-    minimum = int(minimum_text) if minimum_text.strip() else 12
+    try:  # a bare ValueError ("could not convert string to float: '10%'") named no variable
+        fraction = float(fraction_text)
+        minimum = int(minimum_text) if minimum_text.strip() else 12
+    except ValueError:
+        fraction, minimum = math.nan, -1
     if not 0 <= fraction <= 1 or minimum < 0:
         raise ValueError(f"{JUDGE_SAMPLE_ENV}={value!r}: expected a fraction in [0, 1] and a minimum >= 0")
     return (fraction, minimum) if fraction > 0 or minimum > 0 else None

@@ -26,6 +26,7 @@ from typing import NoReturn
 import duckdb
 
 from models.errors import InputError, LabelerConfigError, SourceNotFoundError
+from resources.settings import SettingsError
 from resources.warehouse import DiskFull, WarehouseLockTimeout, free_mib
 
 DEBUG_FLAG = "--debug"
@@ -34,7 +35,7 @@ DAMAGED_HINT = ("the warehouse file looks damaged: `python -m pipelines.run_all 
                 "restores the label cache from the label store and rebuilds the rest")
 
 KNOWN_ERRORS: tuple[type[BaseException], ...] = (InputError, SourceNotFoundError, WarehouseLockTimeout,
-                                                 duckdb.Error, OSError, LabelerConfigError)
+                                                 duckdb.Error, OSError, LabelerConfigError, SettingsError)
 
 
 def describe(exc: BaseException) -> str:

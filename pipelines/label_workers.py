@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from resources import label_pool
-from resources.settings import settings
+from resources.settings import SettingsError, settings
 
 
 def start(warehouse_path: str | None, *, warm_checks: bool = True) -> None:
@@ -27,7 +27,10 @@ def start_if_cold(argv: Sequence[str]) -> bool:
     """Start the pool now when this `run_all` is a cold one with the offline labeler: the settings' warehouse
     file does not exist yet (so the reference stage and the labeling run; `--skip-reference`: the pool starts
     when a partition has enough to label, as without run_all). True when it started."""
-    config = settings()
+    try:
+        config = settings()
+    except SettingsError:  # said in one line by the command (pipelines/cli.py), not as a traceback from here
+        return False
     if config.labeler != "offline" or label_pool.worker_count() < 2 or Path(config.warehouse).exists():
         return False
     if any(arg in ("-h", "--help", "--skip-reference") for arg in argv):  # without the reference stage: as before

@@ -124,6 +124,20 @@ def _choice(environ: Mapping[str, str], name: str, choices: tuple[str, ...]) -> 
     return text
 
 
+def _judge(text: str | None, api_key: str | None) -> str:
+    """BENCHMAP_JUDGE: 'openai' (any case), or 'off'/'none'/'' for no LLM judge; unset: openai with a key. Any
+    other value was taken as no judge, silently (a probe: "OpenAI" cleared every benchmark's judge sample)."""
+    if not text:
+        return "openai" if api_key else ""
+    value = text.strip().lower()
+    if value == "openai":
+        return "openai"
+    if value in ("", "off", "none", "0", "false", "no"):
+        return ""
+    raise SettingsError(f"BENCHMAP_JUDGE={text!r}: expected openai (the LLM judge through the openai client) or "
+                        "off")
+
+
 def _floors(text: str | None) -> Mapping[str, float] | None:
     if not text:
         return None
@@ -190,7 +204,7 @@ class Settings:
                           if env.get("BENCHMAP_FORK_PRELOAD") else None),
             index_dir=_path(env.get("BENCHMAP_INDEX_DIR"), DEFAULT_INDEX_DIR),
             judge_sample=env.get("BENCHMAP_JUDGE_SAMPLE") or "",
-            judge=env.get("BENCHMAP_JUDGE") or ("openai" if api_key else ""),
+            judge=_judge(env.get("BENCHMAP_JUDGE"), api_key),
             judge_model=env.get("BENCHMAP_JUDGE_MODEL") or llm_model,
             validation_floors=_floors(env.get("BENCHMAP_VALIDATION_FLOORS")),
             analysis_quiet_s=_number(env, "BENCHMAP_ANALYSIS_QUIET_S", DEFAULT_ANALYSIS_QUIET_S, float),

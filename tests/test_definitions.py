@@ -236,3 +236,30 @@ def test_every_asset_shows_its_kinds(defs: Any) -> None:
     kinds = {spec.key.to_user_string(): spec.kinds for spec in specs}
     assert kinds["benchmark_prompts"] == kinds["coverage_headline"] == {"polars", "duckdb"}
     assert "openai" in kinds["prompt_task_labels"] and {"parquet", "csv", "excel"} <= kinds["exports"]
+
+
+def test_a_setting_that_is_not_understood_is_one_line_naming_the_variable() -> None:
+    """BENCHMAP_JUDGE=OpenAI (anything but exactly 'openai') switched the judge off silently and cleared every
+    benchmark's judge sample; BENCHMAP_JUDGE_SAMPLE=10% failed as "could not convert string to float"; and any
+    bad setting ended run_all in a traceback (a probe, 2026-12-07)."""
+    import os
+    import subprocess
+    import sys
+
+    from assets.judge_sample import judge_sample_setting
+    from resources.settings import Settings, SettingsError
+
+    key = {"OPENAI_API_KEY": "sk-test-0123456789abcdef"}
+    assert Settings.from_env({**key, "BENCHMAP_JUDGE": "OpenAI"}).judge == "openai"
+    assert Settings.from_env({**key, "BENCHMAP_JUDGE": "off"}).judge == ""
+    assert Settings.from_env(key).judge == "openai" and Settings.from_env({}).judge == ""
+    with pytest.raises(SettingsError, match="BENCHMAP_JUDGE='opnai': expected openai"):
+        Settings.from_env({"BENCHMAP_JUDGE": "opnai"})
+    with pytest.raises(ValueError, match="BENCHMAP_JUDGE_SAMPLE='10%'"):
+        judge_sample_setting("10%")
+    done = subprocess.run([sys.executable, "-m", "pipelines.run_all"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "BENCHMAP_JUDGE": "opnai"}, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        "python -m pipelines.run_all: error: BENCHMAP_JUDGE='opnai': expected openai (the LLM judge through the "
+        "openai client) or off (--debug shows the traceback)"]
