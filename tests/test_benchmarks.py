@@ -1053,3 +1053,21 @@ def test_benchmarks_named_twice_run_once(tmp_path: Path, capsys: pytest.CaptureF
     assert run_all._benchmark_names(landing, None) == ["other_bench", "tiny_bench"]
     assert run_all._benchmark_names(landing, "tiny_bench,nope") is None
     assert "unknown benchmark(s): nope" in capsys.readouterr().err
+
+
+def test_a_rebuilt_warehouse_that_releases_runs_every_benchmark(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture) -> None:
+    """`run_all --rebuild --benchmarks a,b` over a lost warehouse published the two benchmarks' headline as the
+    latest release ("about 0.0% ... 2 benchmarks" beside 30 folders: a probe, 2026-12-07)."""
+    from types import SimpleNamespace
+
+    add_fixture(tmp_path, "tiny_bench")
+    add_fixture(tmp_path, "tiny_bench", "other_bench")
+    landing = discover([("raw", tmp_path)])
+    asked = SimpleNamespace(benchmarks="tiny_bench", skip_analysis=False)
+    assert run_all._every_benchmark_if_rebuilt(asked, ["tiny_bench"], landing, True) == ["other_bench", "tiny_bench"]
+    assert asked.benchmarks is None and "every benchmark runs, not only tiny_bench" in capsys.readouterr().out
+    for restored, skip in ((False, False), (True, True)):  # a sound warehouse, or a run that releases nothing
+        args = SimpleNamespace(benchmarks="tiny_bench", skip_analysis=skip)
+        assert run_all._every_benchmark_if_rebuilt(args, ["tiny_bench"], landing, restored) == ["tiny_bench"]
+        assert args.benchmarks == "tiny_bench"
