@@ -64,6 +64,8 @@ def test_a_judge_that_labels_none_of_a_benchmarks_sample_fails_the_step(tmp_path
     assert not result.success  # it succeeded, and the estimates fell back to the vendored reference
     failure = next(e for e in result.all_events if e.is_step_failure).step_failure_data.error
     assert "labeled none of the sampled texts of b (6 texts" in failure.message
+    # and why, not only where to look (a probe: "label_failures says why")
+    assert "6 texts; the last error: HTTP 500: down; label_failures holds each)" in failure.message
     from pipelines import run_report as rr
 
     assert not rr.failed_after_writing(result)  # nothing written: a failed step for run_all (exit 1)
