@@ -92,9 +92,15 @@ def restore(warehouse_path: str | Path, *, fresh: bool = False) -> RestoreResult
             before = con.execute(f"select count(*) from {lc.CACHE_TABLE}").fetchone()[0]
             if contents.cache_files:
                 files = [str(p) for p in contents.cache_files]
+                # only the columns label_cache has: a segment with one more (a newer benchmap sharing the store)
+                # failed every restore and run with DuckDB's "Binder Error", naming no file (a probe, 2026-12-07)
+                table = {r[0] for r in con.execute(f"describe {lc.CACHE_TABLE}").fetchall()}
+                stored = [d[0] for d in con.execute("select * from read_parquet(?, union_by_name = true) limit 0",
+                                                    [files]).description]
+                columns = ", ".join(wh.quote_identifier(c) for c in stored if c in table)
                 # the first written row per cache key (file names sort in write order), unless already cached
                 con.execute(
-                    f"insert into {lc.CACHE_TABLE} by name select * exclude (filename) from ("
+                    f"insert into {lc.CACHE_TABLE} by name select {columns} from ("
                     f"select * from read_parquet(?, union_by_name = true, filename = true) "
                     f"qualify row_number() over (partition by {key} order by created_at, filename) = 1) s "
                     f"where not exists (select 1 from {lc.CACHE_TABLE} t where "

@@ -297,3 +297,23 @@ def test_a_benchmark_removed_from_the_landing_zone_leaves_the_tables_but_not_its
     common.write_benchmark(state.landing, "rb", real_records("officebench", 15, tag="rb"))
     assert run_all(state, instance, *args) == 0
     assert labeler_calls(capsys.readouterr().out) == {"rb": 0}
+
+
+def test_a_segment_with_a_column_this_version_lacks_restores_the_columns_it_has(tmp_path: Path) -> None:
+    """A segment with one more column (a newer benchmap sharing the store) failed every restore and every later
+    run with DuckDB's "Binder Error: Table label_cache does not have a column ...", naming no file (a probe)."""
+    import hashlib
+
+    path = tmp_path / "wh" / "benchmap.duckdb"
+    cache = lc.LabelCache(path)
+    key = lc.CacheKey("29.2", "offline", "offline", "t")
+    for h in ("n1", "n2"):
+        cache.write_batch(key, "v", [_outcome(h, ok=True)], {h: [PromptRecord("b", h, h, h)]})
+    newer = [s for s in label_store.segments(path) if s.kind == label_store.CACHE_KIND][1].path
+    pl.read_parquet(newer).with_columns(pl.lit(7).alias("step3_input_tokens")).write_parquet(newer)
+    newer.with_name(newer.name + label_store.CHECKSUM_SUFFIX).write_text(
+        f"{hashlib.sha256(newer.read_bytes()).hexdigest()}  {newer.name}\n")
+    path.unlink()
+    result = restore_labels.restore(path)
+    assert result.restored_labels == 2 and not result.damaged_segments
+    assert sorted(lc.LabelCache(path).read(key)) == ["n1", "n2"]
