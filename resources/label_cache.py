@@ -227,6 +227,8 @@ class LabelCache:
         if found.is_empty():
             return 0
         found = found.sort("created_at").unique(subset=label_store.CACHE_KEY, keep="first", maintain_order=True)
+        # the columns label_cache has: a segment's extra one (a newer benchmap) failed every labeling step
+        found = found.select([c for c in found.columns if c in CACHE_SCHEMA])
         with wh.connect(self.path) as con:
             self._ensure(con)
             view = f"_adopt_{random.randrange(1 << 30)}"

@@ -157,3 +157,24 @@ def test_a_stale_label_set_is_labeled_again_even_after_failed_runs(warehouse_pat
     again = ContextLabeler({"b": "new"})
     lc.label_with_cache(prompts, again, cache, "29.2")
     assert again.prompts_seen == []  # settled
+
+
+def test_a_store_segment_with_a_column_this_version_lacks_is_adopted(warehouse_path: Path) -> None:
+    """A segment with one more column (a newer benchmap sharing the store) failed every later labeling step with
+    DuckDB's Binder Error (a probe, 2026-12-07)."""
+    import hashlib
+
+    import polars as pl
+
+    cache = LabelCache(warehouse_path)
+    prompts = records(2)
+    lc.label_with_cache(prompts, FakeLabeler(), cache, "29.2", batch_size=2)
+    [segment] = [s for s in label_store.segments(warehouse_path) if s.kind == label_store.CACHE_KIND]
+    pl.read_parquet(segment.path).with_columns(pl.lit(7).alias("step3_input_tokens")).write_parquet(segment.path)
+    segment.path.with_name(segment.path.name + label_store.CHECKSUM_SUFFIX).write_text(
+        f"{hashlib.sha256(segment.path.read_bytes()).hexdigest()}  {segment.path.name}\n")
+    with wh.connect(warehouse_path) as con:  # the warehouse lost them; the store holds them
+        con.execute("delete from label_cache")
+    labeler = FakeLabeler()
+    labels, stats = lc.label_with_cache(prompts, labeler, cache, "29.2", batch_size=2)
+    assert labeler.prompts_seen == [] and stats.n_cached == 2 and len(labels) == 2
