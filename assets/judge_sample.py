@@ -76,7 +76,8 @@ def _latest_error(warehouse: Warehouse, judge: object, benchmarks: list[str]) ->
     """'the last error: <why>; label_failures holds each' for the judge's failures on these benchmarks: the step's
     line said only "label_failures says why" (a probe, 2026-12-07). The error is masked when it is recorded."""
     failures = warehouse.label_cache().failures().filter(
-        pl.col("benchmark").is_in(benchmarks) & (pl.col("labeler_version") == getattr(judge, "labeler_version", None)))
+        pl.col("benchmark").is_in(benchmarks)
+        & (pl.col("labeler_version") == getattr(judge, "labeler_version", None)))
     if failures.is_empty():
         return "label_failures says why"
     return f"the last error: {str(failures['error'][-1]).splitlines()[0][:200]}; label_failures holds each"
@@ -247,7 +248,8 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
         raise Failure(
             description=f"the judge ({judge.name}, {judge.labeler_version}) labeled none of the sampled texts of "
             f"{', '.join(lost['benchmark'].to_list())} ({int(lost['n_sampled'].sum())} texts; "
-            f"{_latest_error(warehouse, judge, lost['benchmark'].to_list())}): without them the estimates would use the vendored reference labels, so nothing is written. "
+            f"{_latest_error(warehouse, judge, lost['benchmark'].to_list())}): without them the estimates would "
+            "use the vendored reference labels, so nothing is written. "
             f"A plain run asks again (at most {lc.MAX_LABEL_RUNS} runs per text); what was labeled stays cached",
             # per benchmark, the texts the judge failed on: no design is written, so run_all's closing line reads these
             metadata={FAILED_BY_BENCHMARK: MetadataValue.json(
@@ -260,6 +262,7 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
     if n_failed:  # written (the estimates use the rest), and still not done: the run fails
         raise written_with_failures(
             f"the judge ({judge.name}, {judge.labeler_version}) failed on {n_failed} sampled texts "
-            f"({_latest_error(warehouse, judge, benchmarks)}). The sample's other texts are written and the estimates use them; a plain run_all asks "
+            f"({_latest_error(warehouse, judge, benchmarks)}). The sample's other texts are written and the "
+            "estimates use them; a plain run_all asks "
             f"for the failed ones again (at most {lc.MAX_LABEL_RUNS} failed runs each)",
             dict(design_frame.group_by("benchmark").agg(pl.col("n_failed").sum()).iter_rows()))

@@ -285,9 +285,9 @@ def _check_warehouse(warehouse_path: str | None, *, rebuild: bool, checksums: bo
 
 def _every_benchmark_if_rebuilt(args: argparse.Namespace, names: list[str], landing: bm.Landing,
                                 restored: bool) -> list[str]:
-    """Every landed benchmark when the warehouse was rebuilt and the run releases: one of the `--benchmarks`
-    alone published their headline as `latest` ("about 0.0% ... 2 benchmarks" beside 30 folders: a probe,
-    2026-12-07). The others' labels come back from the label store, so they cost no labeling. Clears
+    """Every landed benchmark when the warehouse was rebuilt and the run releases: a rebuild of the named
+    `--benchmarks` alone published their headline as `latest` ("about 0.0% ... 2 benchmarks" beside 30 folders:
+    a probe, 2026-12-07). The others' labels come back from the label store, so they cost no labeling. Clears
     `args.benchmarks` (the run is then a complete one)."""
     if not (restored and args.benchmarks and not args.skip_analysis):
         return names

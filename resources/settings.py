@@ -30,7 +30,7 @@ The API key is held (`api_key`) but never shown: it is excluded from repr and fr
 | BENCHMAP_FORK_PRELOAD | fork_preload (comma-separated modules the fork server imports) | none (resources/run_fork_server.py's) |
 | BENCHMAP_INDEX_DIR | index_dir | data/indexes |
 | BENCHMAP_JUDGE_SAMPLE | judge_sample (raw text, parsed by assets.judge_sample) | "" (off) |
-| BENCHMAP_JUDGE | judge | openai when OPENAI_API_KEY is set, else "" |
+| BENCHMAP_JUDGE | judge: openai (any case) or off; anything else is an error | openai when OPENAI_API_KEY is set, else off |
 | BENCHMAP_JUDGE_MODEL | judge_model | llm_model |
 | BENCHMAP_VALIDATION_FLOORS | validation_floors (JSON object) | none (models.validation defaults) |
 | BENCHMAP_ANALYSIS_QUIET_S | analysis_quiet_s | 30 |
