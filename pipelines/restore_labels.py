@@ -43,6 +43,7 @@ class RestoreResult:
     restored_labels: int = 0  # label_cache rows inserted
     restored_failures: int = 0
     already_present: int = 0  # label_cache rows of the store the warehouse already had
+    rewritten: int = 0  # label_cache rows of damaged segments written to the store again from the warehouse
 
     def lines(self) -> list[str]:
         out = []
@@ -54,6 +55,9 @@ class RestoreResult:
                    f"{self.warehouse} ({self.already_present:,} already there)")
         for problem in self.damaged_segments:
             out.append(f"  warning: skipped segment {problem}")
+        if self.rewritten:
+            out.append(f"  wrote {self.rewritten:,} label sets the skipped segments held back to the store, from the "
+                       "warehouse (a later rebuild would otherwise ask for them again)")
         return out
 
 
@@ -125,7 +129,29 @@ def restore(warehouse_path: str | Path, *, fresh: bool = False) -> RestoreResult
         except BaseException:
             con.execute("rollback")
             raise
+    if result.damaged_segments:
+        result.rewritten = rewrite_unstored(path, contents.cache_files)
     return result
+
+
+def rewrite_unstored(path: Path, readable_files: Sequence[Path]) -> int:
+    """Write the warehouse's label_cache rows that no readable segment holds to the store, as a new segment: a
+    damaged segment was skipped and never repaired, so a rebuild after it paid for its labels again (a probe,
+    2026-12-07, 8 judge requests). Returns the rows written."""
+    key = ", ".join(wh.quote_identifier(c) for c in label_store.CACHE_KEY)
+    with wh.connect(path, read_only=True) as con:
+        if not wh.table_exists(con, lc.CACHE_TABLE):
+            return 0
+        if readable_files:
+            missing = wh.fetch_polars(
+                con, f"select c.* from {lc.CACHE_TABLE} c anti join (select distinct {key} from read_parquet(?, "
+                f"union_by_name = true)) s using ({key})", [[str(f) for f in readable_files]])
+        else:
+            missing = wh.fetch_polars(con, f"select * from {lc.CACHE_TABLE}")
+    if missing.is_empty():
+        return 0
+    label_store.append_batch(path, missing, pl.DataFrame())
+    return missing.height
 
 
 def backfill(warehouse_path: str | Path) -> int:

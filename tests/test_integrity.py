@@ -317,3 +317,21 @@ def test_a_segment_with_a_column_this_version_lacks_restores_the_columns_it_has(
     result = restore_labels.restore(path)
     assert result.restored_labels == 2 and not result.damaged_segments
     assert sorted(lc.LabelCache(path).read(key)) == ["n1", "n2"]
+
+
+def test_a_damaged_segment_is_written_again_from_a_sound_warehouse(tmp_path: Path) -> None:
+    """restore_labels skipped a damaged segment with a warning and never repaired it, so a rebuild after that
+    asked for its labels again (a probe, 2026-12-07: 8 paid judge requests)."""
+    path = tmp_path / "wh" / "benchmap.duckdb"
+    cache = lc.LabelCache(path)
+    key = lc.CacheKey("29.2", "offline", "offline", "t")
+    for h in ("r1", "r2", "r3"):
+        cache.write_batch(key, "v", [_outcome(h, ok=True)], {h: [PromptRecord("b", h, h, h)]})
+    segments = [s for s in label_store.segments(path) if s.kind == label_store.CACHE_KIND]
+    segments[1].path.write_bytes(segments[1].path.read_bytes()[:200])  # truncated: r2's segment
+    first = restore_labels.restore(path)  # the warehouse is sound: it holds r2
+    assert len(first.damaged_segments) == 1 and first.rewritten == 1
+    assert any("wrote 1 label sets" in line for line in first.lines())
+    path.unlink()  # now the warehouse is lost too: the store alone must hold all three
+    second = restore_labels.restore(path)
+    assert second.restored_labels == 3 and sorted(lc.LabelCache(path).read(key)) == ["r1", "r2", "r3"]
