@@ -120,22 +120,28 @@ def written_tables(result: ExecuteInProcessResult, partition: str | None = None)
     return out
 
 
-def failed_checks(result: ExecuteInProcessResult, severity: str | None = None) -> list[str]:
-    """'asset:check (SEVERITY)' of every check that did not pass (of `severity` only, e.g. "ERROR", when given)."""
-    return [f"{e.asset_key.to_user_string()}:{e.check_name} ({e.severity.value})"
-            for e in result.get_asset_check_evaluations()
+def failed_evaluations(result: ExecuteInProcessResult, severity: str | None = None) -> list[Any]:
+    """The check evaluations that did not pass (of `severity` only, e.g. "ERROR", when given)."""
+    return [e for e in result.get_asset_check_evaluations()
             if not e.passed and (severity is None or e.severity.value == severity)]
 
 
-def check_errors(result: ExecuteInProcessResult, check: str, limit: int = 3) -> list[str]:
-    """The first `limit` entries of a failed check's `errors` metadata (a mapping, say index name -> the file and
-    line at fault): the console named only `benchmark_index_files_valid`, the file and line were in Dagster's log."""
-    for e in result.get_asset_check_evaluations():
-        if f"{e.asset_key.to_user_string()}:{e.check_name} " in f"{check} " and not e.passed:
-            errors = getattr(e.metadata.get("errors"), "value", None)
-            items = errors.values() if isinstance(errors, dict) else errors if isinstance(errors, list) else []
-            return [str(item) for item in list(items)[:limit]]
-    return []
+def check_label(evaluation: Any) -> str:
+    """'asset:check (SEVERITY)', how the run's lines name a check."""
+    return f"{evaluation.asset_key.to_user_string()}:{evaluation.check_name} ({evaluation.severity.value})"
+
+
+def failed_checks(result: ExecuteInProcessResult, severity: str | None = None) -> list[str]:
+    """check_label of every check that did not pass (of `severity` only, when given)."""
+    return [check_label(e) for e in failed_evaluations(result, severity)]
+
+
+def check_errors(evaluation: Any, limit: int = 3) -> list[str]:
+    """The first `limit` entries of a check's `errors` metadata (a mapping, say index name -> the file and line at
+    fault): the console named only `benchmark_index_files_valid`, the file and line were in Dagster's log."""
+    errors = getattr(evaluation.metadata.get("errors"), "value", None)
+    items = errors.values() if isinstance(errors, dict) else errors if isinstance(errors, list) else []
+    return [str(item) for item in list(items)[:limit]]
 
 
 # --- the summary --------------------------------------------------------------------------------------------

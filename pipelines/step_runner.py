@@ -234,9 +234,9 @@ class Runner:
                 self.failures.append(f"{label}: {errors[0] if errors else 'failed'}")
             for message in errors[:3]:
                 print(f"    {message.splitlines()[0][:800]}")  # the whole reason, within reason
-        for check in rr.failed_checks(result):
-            print(f"    check not passed: {check}")
-            for error in rr.check_errors(result, check):
+        for evaluation in rr.failed_evaluations(result):
+            print(f"    check not passed: {rr.check_label(evaluation)}")
+            for error in rr.check_errors(evaluation):
                 print(f"      {error.splitlines()[0][:300]}")
         self.failed_error_checks += [f"{label}: {check}" for check in rr.failed_checks(result, "ERROR")]
 

@@ -26,7 +26,6 @@ from resources.warehouse import error_first_line
 from resources.whatif import (
     NotABenchmapWarehouse,
     check_candidate_folder,
-    read_candidate_prompts,
     run_whatif,
     warehouse_open_error,
 )
@@ -144,10 +143,11 @@ def _parser() -> argparse.ArgumentParser:
 REJECTS_SHOWN = 5
 
 
-def _print_rejects(folder: str | Path) -> None:
+def _print_rejects(rejects: pl.DataFrame | None) -> None:
     """The candidate's rejected lines, each with its line and why, on stderr: the tables said only
     `candidate_rejected_lines 3` (a probe, 2026-12-07); the rest of the file was counted."""
-    rejects = read_candidate_prompts(folder)[1]
+    if rejects is None:
+        return
     for row in rejects.head(REJECTS_SHOWN).iter_rows(named=True):
         print(f"warning: {row['file']}:{row['line_number']}: {row['reason']} (line not counted)", file=sys.stderr)
     if rejects.height > REJECTS_SHOWN:
@@ -178,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise InputError(f"the warehouse file looks damaged ({error_first_line(exc)}): `{run_all_command(warehouse)} --rebuild` "
                          "moves it aside, restores its label cache from its label store and rebuilds it there",
                          path=warehouse) from exc
-    _print_rejects(args.folder)
+    _print_rejects(result.rejects)
     if args.threshold not in EXPECTED_THRESHOLDS:
         print(f"--threshold {args.threshold}: the labels are counted as they are; the expected gain (expected_* "
               f"metrics, from the per-unit estimates) exists at thresholds "

@@ -25,6 +25,7 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from models import benchmarks as bm
 from resources.landing import folder_content_hash
 from resources.settings import Settings, settings
+from resources.sources import index_file_checksums
 
 REFERENCE_FILES_KEY = AssetKey("reference_source_files")
 LANDING_FOLDERS_KEY = AssetKey("benchmark_landing_folders")
@@ -61,9 +62,7 @@ def landing_versions(landing: bm.Landing, partitions: list[str]) -> dict[str, st
 def index_files_fingerprint(folder: Path | None = None) -> str:
     """The benchmark index definitions (data/indexes/*.toml or $BENCHMAP_INDEX_DIR): editing one reruns the
     analysis, which recomputes benchmark_index_membership and every per-index table."""
-    folder = folder or settings().index_dir
-    files = sorted(folder.glob("*.toml")) if folder.is_dir() else []
-    entries = [(f.name, hashlib.sha256(f.read_bytes()).hexdigest()) for f in files]
+    entries = [(Path(entry["path"]).name, entry["sha256"]) for entry in index_file_checksums(folder)]
     return hashlib.sha256(json.dumps([entries], sort_keys=True).encode()).hexdigest()
 
 

@@ -140,11 +140,12 @@ def discover_landing(config: Settings | None = None) -> Landing:
     return discover(landing_roots(config))
 
 
-def index_file_checksums(config: Settings | None = None) -> list[dict[str, Any]]:
+def index_file_checksums(folder: Path | None = None) -> list[dict[str, Any]]:
     """The benchmark index definitions (data/indexes/*.toml or $BENCHMAP_INDEX_DIR), as source_checksums'
     entries: a release names the index files its per-index figures were selected by (four releases of
-    different index files carried one input hash, a probe of 2026-12-07)."""
-    folder = (config or settings()).index_dir
+    different index files carried one input hash, a probe of 2026-12-07). Also what the index files'
+    fingerprint hashes (resources/source_versions.py)."""
+    folder = folder or settings().index_dir
     return [{"source_file": f"indexes/{path.name}", "version": None, "licence": "this project's",
              "url": None, "status": "present", "origin": "index_dir", "path": str(path),
              "bytes": path.stat().st_size, "sha256": sha256_file(path)}

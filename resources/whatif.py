@@ -285,4 +285,4 @@ def run_whatif(
         estimates=unit_estimates(warehouse_path),
     )
     return gaps.for_candidate(result, prompts["benchmark"][0], params, labeler.name,
-                              rejected_lines=rejects.height, label_failed=failed)
+                              rejects=rejects, label_failed=failed)

@@ -378,7 +378,9 @@ def test_whatif_names_each_rejected_line_of_a_candidate(tmp_path: Path, capsys: 
     lines = ['{"prompt_id": "1", "prompt": "Inspect the boiler"}', '{"prompt_id": "2", "prompt": ', "not json",
              '{"prompt_id": "1", "prompt": "Inspect it again"}', '{"prompt_id": "3", "prompt": "Fix the pump"}']
     (candidate / "prompts.jsonl").write_text("\n".join(lines) + "\n")
-    _print_rejects(candidate)
+    from resources.whatif import read_candidate_prompts
+
+    _print_rejects(read_candidate_prompts(candidate)[1])  # the rejects run_whatif's result carries
     said = capsys.readouterr().err.strip().splitlines()
     where = f"warning: {candidate / 'prompts.jsonl'}:"
     assert [line.removeprefix(where).split(":")[0] for line in said] == ["2", "3", "4"], said

@@ -120,8 +120,8 @@ def test_a_failed_check_prints_the_file_and_line_its_errors_name() -> None:
                                  passed=False, metadata={"errors": JsonMetadataValue(said)},
                                  severity=SimpleNamespace(value="ERROR"))
     result = SimpleNamespace(get_asset_check_evaluations=lambda: [evaluation])
-    [check] = rr.failed_checks(result)  # type: ignore[arg-type]
-    errors = rr.check_errors(result, check)  # type: ignore[arg-type]
+    [failed] = rr.failed_evaluations(result)  # type: ignore[arg-type]
+    errors = rr.check_errors(failed)
     assert len(errors) == 3 and errors[0].startswith("data/indexes/economic_agentic.toml, line 87: benchmark 'webshopp'")
     evaluation.passed = True
-    assert rr.check_errors(result, check) == []  # type: ignore[arg-type]
+    assert rr.failed_evaluations(result) == []  # type: ignore[arg-type]  # a passed check: no lines

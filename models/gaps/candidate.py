@@ -59,16 +59,17 @@ def label_candidate(
 
 
 def for_candidate(
-    result: WhatIfResult, candidate: str, params: WhatIfParams, labeler: str, *, rejected_lines: int,
+    result: WhatIfResult, candidate: str, params: WhatIfParams, labeler: str, *, rejects: pl.DataFrame,
     label_failed: int,
 ) -> WhatIfResult:
-    """A candidate folder's result: the gain gains the folder's rejected lines and the prompts the labeler
-    failed on, and every frame carries `candidate` as its first column."""
+    """A candidate folder's result: the gain gains the count of the folder's rejected lines (`rejects`, kept
+    whole for the command to name) and the prompts the labeler failed on, and every frame carries `candidate`
+    as its first column."""
     extra = pl.DataFrame(
         {
             "metric": ["candidate_rejected_lines", "candidate_prompts_label_failed"],
             "before": [None, None],
-            "after": [float(rejected_lines), float(label_failed)],
+            "after": [float(rejects.height), float(label_failed)],
             "gain": [None, None],
         },
         schema=GAIN_SCHEMA,
@@ -81,5 +82,6 @@ def for_candidate(
         *(
             frame.with_columns(tag).select("candidate", *frame.columns)
             for frame in (gain, *result.frames()[1:])
-        )
+        ),
+        rejects=rejects,
     )

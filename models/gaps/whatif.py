@@ -86,6 +86,7 @@ class WhatIfResult:
     newly_covered_tasks: pl.DataFrame
     newly_covered_occupations: pl.DataFrame
     gap_rank_changes: pl.DataFrame
+    rejects: pl.DataFrame | None = None  # a candidate folder's rejected lines (models.benchmarks REJECTS_SCHEMA)
 
     def frames(self) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
         """The four frames in WHATIF_TABLES order."""

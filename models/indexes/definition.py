@@ -255,6 +255,12 @@ def parse_index(text: str, path: str, name: str | None = None) -> IndexDefinitio
                            tuple(entries["include"]), tuple(entries["exclude"]), cap, assign)
 
 
+def _major_group_code(text: str) -> str | None:
+    """'15' or '15-0000' as 'NN-0000' (the code the tables hold), else None."""
+    found = _MAJOR_GROUP.match(text)
+    return f"{found.group(1)}-0000" if found else None
+
+
 def _parse_assign(document: Mapping[str, Any], path: str, lines: _Lines) -> tuple[Assignment, ...]:
     """The [[assign]] tables: a benchmark's SOC major group set by hand ('15' or '15-0000'), with a reason;
     one per benchmark."""
@@ -265,8 +271,7 @@ def _parse_assign(document: Mapping[str, Any], path: str, lines: _Lines) -> tupl
         benchmark = _text(table, "benchmark", path, start)
         group_line = lines.key("major_group", "assign", i)
         raw = table.get("major_group")
-        found = _MAJOR_GROUP.match(str(raw).strip()) if isinstance(raw, str | int) else None
-        group = f"{found.group(1)}-0000" if found else None
+        group = _major_group_code(str(raw).strip()) if isinstance(raw, str | int) else None
         if group is None or group not in SOC_MAJOR_GROUPS:
             raise InputError(f"major_group {raw!r} is not a SOC major group (write e.g. \"15-0000\" or \"15\"; "
                              f"known: {', '.join(SOC_MAJOR_GROUPS)})", path=path, line=group_line)
@@ -320,11 +325,11 @@ def _column_value(column: str, value: Any, path: str, line: int | None) -> Any:
     if column in NUMBER_COLUMNS and (isinstance(value, bool) or not isinstance(value, int | float)):
         raise InputError(f"{column} holds a number, got {value!r}", path=path, line=line)
     if column in GROUP_COLUMNS:
-        found = _MAJOR_GROUP.match(value) if isinstance(value, str) else None
-        if found is None:
+        group = _major_group_code(value) if isinstance(value, str) else None
+        if group is None:
             raise InputError(f"{column} holds a SOC major group, got {value!r} (write e.g. \"15-0000\" or \"15\")",
                              path=path, line=line)
-        return f"{found.group(1)}-0000"
+        return group
     if column not in BOOLEAN_COLUMNS | NUMBER_COLUMNS and not isinstance(value, str):
         raise InputError(f"{column} holds text, got {value!r}", path=path, line=line)
     return value
