@@ -54,6 +54,7 @@ from assets.export_context import (
     warehouse_held,
 )
 from assets.figure_reuse import report_figure_future, report_figure_inputs
+from assets.judge_sample import configured_sample
 from assets.release_gate import refuse_labels_behind, refuse_missing_tables
 from models import coverage_map as cmap
 from models import exports as ex
@@ -215,8 +216,8 @@ def report_summary(
     model = _labeler_model(labeler, warehouse)
     # prompts a failed labeling left without labels (label_failures): every figure counts them with no task
     unlabeled = dict(warehouse.undecided_prompts().iter_rows()) if warehouse.table_exists("benchmark_prompts") else {}
-    # sampled texts the LLM judge failed on in its latest run: the estimates' sample is short of them
-    unjudged = dict(warehouse.judge_failed_texts().iter_rows())
+    # sampled texts without the LLM judge's reading (failed on, or a lost sample): the estimates' sample is short
+    unjudged = dict(warehouse.judge_failed_texts(configured_sample()).iter_rows())
     # one summary per benchmark index: summary.md for `all`, summary_<index>.md for the others
     paths, texts = {}, {}
     for index in ix.index_names(membership):

@@ -36,6 +36,9 @@ from resources.settings import settings
 PARTITIONED = {"partition_expr": "benchmark"}
 JUDGE_SAMPLE_ENV = "BENCHMAP_JUDGE_SAMPLE"
 FAILED_BY_BENCHMARK = "n_failed_by_benchmark"  # the step failure's metadata when a benchmark's sample is lost
+# sampled texts the judge answered in this run (asked, not from the cache): its paid requests, which run_all's
+# closing line did not count (it counted the labeler's kind only; a probe, 2026-12-07)
+JUDGE_LABELED = "judge_labeled"
 
 DESIGN_SCHEMA: dict[str, pl.DataType] = {
     "benchmark": pl.Utf8(),
@@ -99,6 +102,15 @@ def labeler_resource_for_judge() -> LabelerResource | None:
     )
 
 
+def configured_sample() -> tuple[float, int] | None:
+    """(fraction, minimum) of the judge sample when one is configured with an LLM judge; None otherwise, and when
+    the setting is malformed (the judge_sample step reports that)."""
+    try:
+        return judge_sample_setting() if labeler_resource_for_judge() is not None else None
+    except ValueError:
+        return None
+
+
 class JudgeSampleConfig(Config):
     """fraction / minimum override BENCHMAP_JUDGE_SAMPLE (fraction 0 and minimum 0: off)."""
 
@@ -116,10 +128,10 @@ def label_judge_sample(
     seed: int,
     log_fn: object = None,
     max_runs: int | None = lc.MAX_LABEL_RUNS,
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+) -> tuple[pl.DataFrame, pl.DataFrame, lc.LabelingStats]:
     """Draw the stratified sample of one or more benchmarks' distinct texts and label it with `judge` (any
     `Labeler`) through the cache (a text that failed in `max_runs` runs is not asked again; None: every one is).
-    Returns (judge labels JUDGE_LABEL_SCHEMA, design DESIGN_SCHEMA)."""
+    Returns (judge labels JUDGE_LABEL_SCHEMA, design DESIGN_SCHEMA, what this call asked the judge)."""
     texts = es.text_frame(prompts.select("benchmark", "prompt_id", "prompt_hash"))
     drawn = es.draw_judge_sample(texts, fraction, minimum, seed)
     chosen = (
@@ -172,7 +184,7 @@ def label_judge_sample(
         .select(list(DESIGN_SCHEMA))
         .cast(DESIGN_SCHEMA)  # type: ignore[arg-type]
     )
-    return rows, design
+    return rows, design, stats
 
 
 def _stored_sample(warehouse: Warehouse, benchmark: str) -> bool:
@@ -225,17 +237,19 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
     index, _, _ = load_task_index(warehouse, context.log)
     judge = judge_resource.build(index)
     labels, designs = [], []
+    judge_labeled = 0
     for benchmark in benchmarks:
         prompts = warehouse.benchmark_prompt_texts(benchmark)
-        rows, design = label_judge_sample(
+        rows, design, stats = label_judge_sample(
             prompts, judge, warehouse.label_cache(), fraction, minimum, config.seed, context.log.info,
             max_runs=max_label_runs(context.run.tags),
         )
         labels.append(rows)
         designs.append(design)
+        judge_labeled += stats.n_labeled
         if len(benchmarks) > 1:  # each partition's own figures (the outputs' metadata would give the range's)
             add_partition_metadata(context, "judge_sample_labels", {benchmark: {
-                "rows": rows.height, "n_failed": int(design["n_failed"].sum())}})
+                "rows": rows.height, "n_failed": int(design["n_failed"].sum()), JUDGE_LABELED: stats.n_labeled}})
             add_partition_metadata(context, "judge_sample_design", {benchmark: {
                 "design": MetadataValue.md(markdown_table(design, max_rows=30))}})
     labels_frame = pl.concat(labels, how="vertical_relaxed")
@@ -256,7 +270,8 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
                 {str(b): int(n) for b, n in design_frame.select("benchmark", "n_failed").iter_rows() if n})},
         )
     n_failed = int(design_frame["n_failed"].sum())
-    yield Output(labels_frame, "judge_sample_labels", metadata={"rows": labels_frame.height, "n_failed": n_failed})
+    yield Output(labels_frame, "judge_sample_labels", metadata={"rows": labels_frame.height, "n_failed": n_failed,
+                                                                JUDGE_LABELED: judge_labeled})
     yield Output(design_frame, "judge_sample_design",
                  metadata={"design": MetadataValue.md(markdown_table(design_frame, max_rows=30))})
     if n_failed:  # written (the estimates use the rest), and still not done: the run fails

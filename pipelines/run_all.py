@@ -205,7 +205,10 @@ def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: Dagste
                       around=lambda: judged_checks_ahead(runner.resources.get("warehouse"), runner.assets))
     # the closing reads (open failures, the headline lines) share one open of the file (~30 CPU-ms per open)
     with wh.held(warehouse_path if warehouse_path and Path(warehouse_path).exists() else None):
-        unlabeled, unjudged = run_summary.open_label_failures(warehouse_path, names, runner.resources.get("labeler"))
+        # the judge's gaps over every benchmark a release of this run pools, not only the ones it ran
+        released = names if args.skip_analysis else sorted(landing.benchmarks)
+        unlabeled, unjudged = run_summary.open_label_failures(warehouse_path, names, runner.resources.get("labeler"),
+                                                              released)
         headline, release = run_summary.print_summary(runner, names, warehouse_path, log_path, started,
                                            skip_analysis=args.skip_analysis, unlabeled=unlabeled, unjudged=unjudged,
                                            release_before=progress.release_before)
@@ -216,7 +219,7 @@ def _main(argv: Sequence[str] | None, defs: Definitions | None, instance: Dagste
         print(f"python -m pipelines.run_all: error: a step found the warehouse damaged: recover with "
               f"`{integrity.REBUILD_COMMAND}`", file=sys.stderr)
         return EXIT_DAMAGED
-    code = run_summary.exit_code(runner, unlabeled, unjudged)
+    code = run_summary.exit_code(runner, unlabeled, sum(unjudged.values()))
     if not names:  # a run that measured nothing is not a success (its steps may fail for want of the tables,
         # or pass on an earlier run's): the cause first, since the prompts have no download
         print("python -m pipelines.run_all: error: no benchmark landed, so nothing was measured and the release "

@@ -48,6 +48,7 @@ from assets.labels import COMPLETE_CHECK
 from models import benchmarks as bm
 from pipelines.jobs import WAREHOUSE_CHECKS
 from resources import integrity
+from resources import label_queries as lq
 from resources import warehouse as wh
 
 IDENTITY_TABLE = "warehouse_identity"
@@ -477,16 +478,14 @@ def judge_of_the_run() -> tuple[str, str] | None:
 
 
 def judge_failures(path: str | None, names: Sequence[str]) -> dict[str, int]:
-    """Per benchmark, the sampled texts the LLM judge failed on in its latest run (judge_sample_design.n_failed),
-    when a judge sample is configured: they leave the sample short, so they count like the labeler's failures
-    (the run said "0 failed" while the sample shrank). Read from the design, not from label_failures: a text
-    that left the sample, or an earlier openai labeler's failure, is not the judge's open work."""
+    """Per benchmark, the sampled texts without the LLM judge's reading while a judge sample is configured: those
+    it failed on in its latest run (judge_sample_design.n_failed), and the whole sample of a benchmark it labeled
+    none of (no design: its estimates use the vendored reference). They leave the sample short, so they count like
+    the labeler's failures (the run said "0 failed" while the sample shrank). Read from the design, not from
+    label_failures: a text that left the sample, or an earlier openai labeler's failure, is not the judge's open
+    work."""
     if not path or not Path(path).exists() or not names or judge_of_the_run() is None:
         return {}
-    with wh.connect(path, read_only=True) as con:
-        if not wh.table_exists(con, "judge_sample_design"):
-            return {}
-        rows = con.execute("select benchmark, sum(n_failed) from judge_sample_design "
-                           "where benchmark in (select unnest(?::varchar[])) group by 1 having sum(n_failed) > 0",
-                           [list(names)]).fetchall()
-    return {str(b): int(n) for b, n in rows}
+    from assets.judge_sample import configured_sample
+
+    return lq.judge_sample_gaps(path, configured_sample(), names)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from assets.labels import COMPLETE_CHECK
@@ -32,26 +33,34 @@ def exit_code(runner: Runner, unlabeled: int, unjudged: int) -> int:
     return EXIT_LABEL_FAILURES if only_label_gaps(runner.failed_error_checks) else EXIT_CHECK_FAILED
 
 
-def open_label_failures(warehouse_path: str | None, names: list[str], labeler: object) -> tuple[int, int]:
-    """(prompts of these benchmarks without labels because labeling failed, sampled texts of them without the
-    judge's reading because the judge failed). The first from label_failures: this labeler's, whose prompts its
+def open_label_failures(warehouse_path: str | None, names: list[str], labeler: object,
+                        released: Sequence[str] | None = None) -> tuple[int, dict[str, int]]:
+    """(prompts of these benchmarks without labels because labeling failed, per benchmark the sampled texts without
+    the judge's reading because the judge failed). The first from label_failures: this labeler's, whose prompts its
     published labels lack (an earlier model's failure on a prompt labeled since is not open); the second, with a
     judge sample configured, from the judge's latest design (a probe: they were added to the first, "6 prompts
-    without labels", of prompts that all had labels)."""
+    without labels", of prompts that all had labels), over `released` (the benchmarks a release of this run
+    pools; default `names`): a benchmark whose sample the judge lost in an earlier run was published from the
+    vendored reference by a later `--benchmarks` run of another, exit 0 (a probe, 2026-12-07)."""
     if not warehouse_path or not Path(warehouse_path).exists():
-        return 0, 0
+        return 0, {}
     cache = LabelCache(warehouse_path)
     return (sum(cache.open_failures_by_benchmark(names, getattr(labeler, "kind", None), unlabeled_only=True).values()),
-            sum(judge_failures(warehouse_path, names).values()))
+            judge_failures(warehouse_path, released if released is not None else names))
 
 
 def print_summary(runner: Runner, names: list[str], warehouse_path: str | None, log_path: Path, started: float,
-                  *, skip_analysis: bool, unlabeled: int = 0, unjudged: int = 0, release_before: Path | None = None
-                  ) -> tuple[list[str], str | None]:
+                  *, skip_analysis: bool, unlabeled: int = 0, unjudged: Mapping[str, int] | None = None,
+                  release_before: Path | None = None) -> tuple[list[str], str | None]:
     """Print the closing summary; returns its headline lines and release line (what the fast path repeats).
-    `release_before`: the latest release when the run started (a failed run that made none prints no headline)."""
+    `release_before`: the latest release when the run started (a failed run that made none prints no headline);
+    `unjudged`: per benchmark, sampled texts without the judge's reading (`open_label_failures`)."""
     totals, failures = runner.totals, runner.failures
+    judge_gaps = dict(unjudged or {})
+    unjudged = sum(judge_gaps.values())
     labeled = f"{totals['n_labeled']} labeled, {totals['n_failed']} failed"
+    if totals.get("judge_labeled"):  # the judge's answers (paid requests), apart from the labeler's
+        labeled += f", the judge labeled {count(totals['judge_labeled'], 'sampled text')}"
     if totals.get("judge_failed"):  # a judge step that lost a benchmark's sample wrote no design to count from
         labeled += f", the judge failed on {totals['judge_failed']} sampled texts"
     if totals["n_failed"] or unlabeled or unjudged:
@@ -96,6 +105,11 @@ def print_summary(runner: Runner, names: list[str], warehouse_path: str | None, 
         print(f"  CHECK FAILED {check[:500]}" + ("" if said else f" (exit {exit_code(runner, 0, 0)})"), file=sys.stderr)
         if COMPLETE_CHECK in check:  # which benchmarks (a probe: exit 6 of a run whose own prompts were all labeled)
             print(f"    {_without_labels_line(runner, names)}", file=sys.stderr)
+    others = {b: n for b, n in judge_gaps.items() if b not in names}
+    if others:  # its exit 4 must say whose: the judge's step of a benchmark this run did not run
+        print(f"  without the judge's reading: {per_benchmark(others, 'sampled text')} (not run by this command; the "
+              "estimates use the texts the judge read, or the vendored reference labels where it read none: "
+              f"`python -m pipelines.run_all --benchmarks {','.join(others)}` asks the judge again)", file=sys.stderr)
     return list(headline), release
 
 

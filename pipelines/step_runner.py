@@ -25,6 +25,7 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 
 from assets.benchmarks import FIRST_REJECT
 from assets.judge_sample import FAILED_BY_BENCHMARK as JUDGE_FAILED_BY_BENCHMARK
+from assets.judge_sample import JUDGE_LABELED
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from assets.written_with_failures import RETRY_GIVEN_UP_TAG
 from models import benchmarks as bm
@@ -132,7 +133,7 @@ class Runner:
         self.label_failed_steps: list[str] = []
         self.retry_given_up = False  # `--force`: ask again the prompts given up after MAX_LABEL_RUNS failed runs
         self.totals = {"n_prompts": 0, "n_results": 0, "n_rejects": 0, "labeler_calls": 0, "n_labeled": 0,
-                       "n_failed": 0, "judge_failed": 0}
+                       "n_failed": 0, "judge_failed": 0, "judge_labeled": 0}
         self.current: str | None = None  # the step running (what an interrupt names)
         self.current_partitions: list[str] = []
         self.current_started = utc_now()
@@ -279,6 +280,8 @@ class Runner:
         self.totals["n_labeled"] += labeled
         self.totals["n_failed"] += failed
         self.totals["judge_failed"] += judge_failed
+        judge_labeled = int(rr.metadata_value(result, "judge_sample_labels", JUDGE_LABELED, partition) or 0)
+        self.totals["judge_labeled"] += judge_labeled
         if name == bm.LANDING_PARTITION:
             return f"{counts['n_rejects']} landing problems recorded"
         text = f"{counts['n_prompts']:,} prompts, {counts['n_results']:,} results, {counts['n_rejects']:,} rejects"
@@ -302,6 +305,8 @@ class Runner:
                 failures = f", {failed:,} FAILED" if failed else ""
                 text += (f"; no labels written, but {count(labeled, 'prompt')} labeled{failures} before the step "
                          f"failed ({' and '.join(kept)})")
+        if judge_labeled:  # its paid answers, apart from the labeler's
+            text += f"; the judge labeled {count(judge_labeled, 'sampled text')}"
         if judge_failed:
             text += f"; the judge FAILED on {judge_failed:,} sampled texts"
         return text

@@ -243,3 +243,31 @@ def work_of_hashes(path: str | Path, hashes: Sequence[str], schema: Mapping[str,
         return pl.DataFrame(schema=dict(schema))
     return wh.query(path, f"select * from {WORK} where prompt_hash in (select unnest(?::varchar[]))",
                     [list(hashes)])
+
+
+def judge_sample_gaps(path: str | Path, sample: tuple[float, int] | None,
+                      benchmarks: Sequence[str] | None = None) -> dict[str, int]:
+    """Per benchmark (of `benchmarks`, default every landed one), the sampled texts without the LLM judge's
+    reading: those it failed on in its latest run (judge_sample_design.n_failed), and, while a judge sample is
+    configured (`sample`: fraction, minimum), every text a landed benchmark with no design row would sample
+    (max(minimum, ceil(fraction N)) of its N distinct texts). No design means the judge labeled none of its
+    sample (the step failed and wrote nothing), so its estimates use the vendored reference labels: a probe's
+    later `run_all --benchmarks` of another benchmark published them so and exited 0."""
+    if not Path(path).exists():
+        return {}
+    with wh.connect(path, read_only=True) as con:
+        has_design, has_prompts = wh.table_exists(con, "judge_sample_design"), wh.table_exists(con, PROMPTS)
+        chosen = "true" if benchmarks is None else "benchmark in (select unnest(?::varchar[]))"
+        params = [] if benchmarks is None else [list(benchmarks)]
+        gaps: dict[str, int] = {}
+        if has_design:
+            gaps |= dict(con.execute(f"select benchmark, sum(n_failed)::bigint from judge_sample_design where {chosen} "
+                                     "group by 1 having sum(n_failed) > 0", params).fetchall())
+        if sample is not None and has_prompts:
+            fraction, minimum = sample
+            undesigned = "anti join judge_sample_design d using (benchmark)" if has_design else ""
+            gaps |= dict(con.execute(
+                f"select benchmark, least(n, greatest(?, ceil(? * n)))::bigint from (select p.benchmark, "
+                f"count(distinct p.prompt_hash) as n from {PROMPTS} p {undesigned} where {chosen} group by 1) "
+                "where n > 0", [minimum, fraction, *params]).fetchall())
+    return {str(b): int(n) for b, n in sorted(gaps.items())}

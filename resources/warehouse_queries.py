@@ -311,13 +311,13 @@ class WarehouseQueries:
             "w.benchmark = p.benchmark and w.prompt_id = p.prompt_id and w.prompt_hash = p.prompt_hash "
             "group by 1 order by 1")
 
-    def judge_failed_texts(self) -> pl.DataFrame:
-        """benchmark, n: sampled texts the LLM judge failed on in its latest run (judge_sample_design.n_failed):
-        the estimates' sample is short of them."""
-        if not self.table_exists("judge_sample_design"):
-            return pl.DataFrame(schema={"benchmark": pl.Utf8, "n": pl.Int64})
-        return self._query("select benchmark, sum(n_failed)::bigint as n from judge_sample_design group by 1 "
-                           "having sum(n_failed) > 0 order by 1")
+    def judge_failed_texts(self, sample: tuple[float, int] | None = None) -> pl.DataFrame:
+        """benchmark, n: sampled texts without the LLM judge's reading (`label_queries.judge_sample_gaps`: those
+        it failed on in its latest run, and with `sample` configured the whole sample of a benchmark it labeled
+        none of): the estimates' sample is short of them."""
+        gaps = lq.judge_sample_gaps(self.path, sample)
+        return pl.DataFrame({"benchmark": list(gaps), "n": list(gaps.values())},
+                            schema={"benchmark": pl.Utf8, "n": pl.Int64})
 
     def open_label_failures(self) -> pl.DataFrame:
         """label_failures rows of prompts still in benchmark_prompts that the published labels have no work

@@ -431,16 +431,17 @@ def test_label_judge_sample_with_any_labeler(tmp_path):
     )
     judge = FakeJudge()
     cache = lc.LabelCache(str(tmp_path / "wh.duckdb"))
-    labels, design = label_judge_sample(prompts, judge, cache, 0.2, 4, seed=3)
+    labels, design, stats = label_judge_sample(prompts, judge, cache, 0.2, 4, seed=3)
     design_rows = {r["benchmark"]: r for r in design.iter_rows(named=True)}
     assert design_rows["x"]["distinct_texts"] == 30 and design_rows["x"]["n_sampled"] == 6
     assert design_rows["x"]["prompts"] == 40
     assert design_rows["y"]["n_sampled"] == 4 and design_rows["y"]["n_labeled"] == 4
     assert len(judge.seen) == 10 and len(set(judge.seen)) == 10  # each sampled text judged once
+    assert stats.n_labeled == 10  # what run_all's closing line counts as the judge's (paid) answers
     assert labels.filter(~pl.col("is_work"))["task_id"].null_count() == labels.filter(~pl.col("is_work")).height
     # a second run makes no judge call (the label cache)
     again = FakeJudge()
-    label_judge_sample(prompts, again, cache, 0.2, 4, seed=3)
+    assert label_judge_sample(prompts, again, cache, 0.2, 4, seed=3)[2].n_labeled == 0
     assert again.seen == []
     assert judge_sample_setting("0.1:8") == (0.1, 8)
     assert judge_sample_setting("") is None

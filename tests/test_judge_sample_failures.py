@@ -80,7 +80,7 @@ def test_run_alls_lines_count_the_texts_of_a_lost_sample(tmp_path, monkeypatch):
     assert rr.failure_metadata_value(result, "n_failed_by_benchmark") == [{"b": 6}]
     runner = Runner.__new__(Runner)  # its counting only: no definitions or instance needed
     runner.totals = {"n_prompts": 0, "n_results": 0, "n_rejects": 0, "labeler_calls": 0, "n_labeled": 0,
-                     "n_failed": 0, "judge_failed": 0}
+                     "n_failed": 0, "judge_failed": 0, "judge_labeled": 0}
     assert "the judge FAILED on 6 sampled texts" in runner.partition_detail("b", result)
     assert runner.partition_detail("other", result).count("judge") == 0  # another benchmark's line: none of b's
     assert runner.totals["judge_failed"] == 6
@@ -204,3 +204,35 @@ def test_a_text_the_judge_gave_up_on_fails_the_step_and_is_asked_again_when_forc
     assert rr.failure_metadata_value(given_up, "prompts_failed_after_writing") == [{"b": 1}]
     forced = run({RETRY_GIVEN_UP_TAG: "1"})
     assert asked == ["h1"] and rr.failed_after_writing(forced)
+
+
+def test_a_benchmark_whose_sample_the_judge_lost_counts_in_every_later_runs_open_failures(tmp_path, monkeypatch):
+    """A probe (2026-12-07): the judge lost benchmark a's sample (its step failed; no design written), and a later
+    `run_all --benchmarks b` published a from the vendored reference with exit 0, because the judge's open
+    failures were read from the design rows of the run's own benchmarks only. A landed benchmark with no design,
+    while a judge sample is configured, is short of its whole sample."""
+    import assets.judge_sample as js
+    from pipelines.run_steps import judge_failures
+    from resources.dagster_resources import Warehouse
+
+    path = tmp_path / "benchmap.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("create table benchmark_prompts as select b.benchmark, 'p' || i as prompt_id, "
+                    "b.benchmark || (i % 20) as prompt_hash, 'text' as prompt from range(30) t(i), "
+                    "(values ('a'), ('b'), ('c')) b(benchmark)")  # 20 distinct texts each
+        con.execute("create table judge_sample_design as select * from (values ('b', 5, 0), ('c', 5, 2)) "
+                    "d(benchmark, n_sampled, n_failed)")
+    monkeypatch.setattr(js, "judge_sample_setting", lambda value=None: (0.2, 3))  # max(3, ceil(0.2 * 20)) = 4
+    monkeypatch.setattr(js, "labeler_resource_for_judge", lambda: _JudgeResource(set()))
+    assert judge_failures(str(path), ["b"]) == {}  # b's own sample is whole
+    assert judge_failures(str(path), ["a", "b", "c"]) == {"a": 4, "c": 2}  # what a released run now counts
+    monkeypatch.setattr(js, "judge_sample_setting", lambda value=None: (0.01, 30))  # the minimum, capped at N
+    assert judge_failures(str(path), ["a"]) == {"a": 20}
+    # what summary.md names under the answer
+    from assets.judge_sample import configured_sample
+
+    assert dict(Warehouse(path=str(path)).judge_failed_texts(configured_sample()).iter_rows()) == {"a": 20, "c": 2}
+    # no judge configured: the vendored reference is the sample of every benchmark, and nothing is open
+    monkeypatch.setattr(js, "labeler_resource_for_judge", lambda: None)
+    assert judge_failures(str(path), ["a", "b", "c"]) == {} and configured_sample() is None
+    assert dict(Warehouse(path=str(path)).judge_failed_texts(configured_sample()).iter_rows()) == {"c": 2}

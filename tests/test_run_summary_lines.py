@@ -53,7 +53,7 @@ def test_the_closing_line_tells_texts_the_judge_failed_on_from_prompts_without_l
     runner = SimpleNamespace(totals={"n_prompts": 12, "n_results": 0, "n_rejects": 0, "n_labeled": 12, "n_failed": 0,
                                      "judge_failed": 0}, failures=[], failed_error_checks=[], label_failed_steps=["b"])
     run_summary.print_summary(runner, ["bench"], None, Path("run.log"), time.monotonic(),  # type: ignore[arg-type]
-                           skip_analysis=True, unlabeled=0, unjudged=6)
+                           skip_analysis=True, unlabeled=0, unjudged={"bench": 6})
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("done in"))
     assert line.endswith("12 labeled, 0 failed (see label_failures; 6 sampled texts without the judge's reading, "
                          "exit 4)"), line

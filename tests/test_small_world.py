@@ -108,3 +108,53 @@ def test_a_world_without_a_judge_sample_passes_its_checks_and_they_can_fail(
     monkeypatch.setenv("BENCHMAP_INDEX_DIR", str(ROOT / "data" / "indexes"))
     passed, metadata = run_checks(world)["benchmark_index_files_valid"]
     assert passed and "economic_agentic" in metadata["indexes"], metadata
+
+
+def test_a_sample_the_judge_lost_is_not_hidden_by_a_later_run_of_another_benchmark(
+        world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """A probe (2026-12-07): with an LLM judge sample configured, the judge labeled none of benchmark `lost`'s
+    sample (its step failed, exit 1), and a later `run_all --benchmarks kept` released `lost` estimated without
+    it, with exit 0. Now the later run counts the lost sample (exit 4) and names the benchmark."""
+    import assets.judge_sample as js
+    from models.labeling.base import LabelOutcome, TaskLabel
+    from pipelines import run_all
+    from pipelines.definitions import build_definitions
+
+    world.add("lost", real_records("tau_bench", 12))
+    world.add("kept", real_records("cybench", 12))
+    task_id, soc = world.query("select task_id, onet_soc_code from onet_tasks order by task_id limit 1").row(0)
+
+    class Judge:  # an OpenAI-kind judge that is down for one benchmark
+        name, model, template_version, labeler_version = "openai", "judge-model", "t1", "judge-model+t1"
+
+        def prepare(self, prompts) -> None:  # noqa: ANN001 - the Labeler protocol
+            pass
+
+        def label(self, batch):  # noqa: ANN001
+            return [LabelOutcome(r.prompt_hash, error="HTTP 503: down") if r.benchmark == "lost" else
+                    LabelOutcome(r.prompt_hash, [TaskLabel(task_id=task_id, onet_soc_code=soc, rank=1, score=1.0)])
+                    for r in batch]
+
+    class JudgeResource:
+        kind, model = "openai", "judge-model"
+
+        def build(self, index) -> Judge:  # noqa: ANN001
+            return Judge()
+
+    monkeypatch.setattr(js, "judge_sample_setting", lambda value=None: (0.25, 4))  # 4 of 12 texts each
+    monkeypatch.setattr(js, "labeler_resource_for_judge", lambda: JudgeResource())
+    defs = build_definitions(str(world.state.warehouse))
+    assert run_all.main(["--skip-reference", "--benchmarks", "lost"], defs=defs, instance=world.instance) == 1
+    capsys.readouterr()
+    code = run_all.main(["--skip-reference", "--benchmarks", "kept"], defs=defs, instance=world.instance)
+    out, err = capsys.readouterr()
+    assert code == 4, out[-3000:] + err[-3000:]  # was 0
+    # the judge's 4 answers for `kept` are counted apart from the labeler's 12 (they were not counted at all)
+    assert ("12 labeled, 0 failed, the judge labeled 4 sampled texts (see label_failures; 4 sampled texts without "
+            "the judge's reading, exit 4)") in out, out[-3000:]
+    assert "without the judge's reading: lost 4 sampled texts (not run by this command;" in err, err[-3000:]
+    assert "--benchmarks lost` asks the judge again" in err
+    assert world.query("select count(*) from judge_sample_design where benchmark = 'kept'").item() == 1
+    # and the release says so under its answer
+    summary = (world.state.warehouse.parent / "exports" / "latest" / "summary.md").read_text()
+    assert "_Without the judge's reading: lost 4 sampled texts" in summary

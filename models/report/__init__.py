@@ -94,7 +94,8 @@ def _without_labels(unlabeled: Mapping[str, int] | None, counts: pl.DataFrame | 
     if listed:  # a probe: the release said nothing of them
         lines += [f"_Without the judge's reading: {listed} (the LLM judge failed on them: label_failures; {again}). "
                   "The estimates use the sampled texts the judge read; if it fails on one kind of text, the sample "
-                  "holds too few of that kind._", ""]
+                  "holds too few of that kind. A benchmark whose sample the judge read none of is estimated from "
+                  "the vendored reference labels where they hold it, else through the labeler alone._", ""]
     return lines
 
 
