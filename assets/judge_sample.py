@@ -39,6 +39,10 @@ FAILED_BY_BENCHMARK = "n_failed_by_benchmark"  # the step failure's metadata whe
 # sampled texts the judge answered in this run (asked, not from the cache): its paid requests, which run_all's
 # closing line did not count (it counted the labeler's kind only; a probe, 2026-12-07)
 JUDGE_LABELED = "judge_labeled"
+# benchmarks whose every judged sampled text the judge read as not work: their estimates then count no task (a
+# probe, 2026-12-07: a judge answering "no task" to everything emptied a benchmark, said only in summary.md's
+# "Counted but adding to no task")
+ALL_NOT_WORK = "judged_all_not_work"
 
 DESIGN_SCHEMA: dict[str, pl.DataType] = {
     "benchmark": pl.Utf8(),
@@ -187,6 +191,13 @@ def label_judge_sample(
     return rows, design, stats
 
 
+def all_not_work(rows: pl.DataFrame) -> dict[str, int]:
+    """Per benchmark whose judged sampled texts (JUDGE_LABEL_SCHEMA rows) are all not work: how many there are."""
+    per_text = rows.group_by("benchmark", "prompt_hash").agg(pl.col("is_work").any())
+    judged = per_text.group_by("benchmark").agg(pl.len().alias("n"), pl.col("is_work").any().alias("any_work"))
+    return {b: int(n) for b, n in judged.filter(~pl.col("any_work")).select("benchmark", "n").iter_rows()}
+
+
 def _stored_sample(warehouse: Warehouse, benchmark: str) -> bool:
     """Whether the warehouse holds judge-sample rows of `benchmark` (an earlier run with the sample on)."""
     return warehouse.benchmark_has_rows(("judge_sample_labels", "judge_sample_design"), benchmark)
@@ -237,7 +248,7 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
     index, _, _ = load_task_index(warehouse, context.log)
     judge = judge_resource.build(index)
     labels, designs = [], []
-    judge_labeled = 0
+    judge_labeled, all_not_work_by_benchmark = 0, {}
     for benchmark in benchmarks:
         prompts = warehouse.benchmark_prompt_texts(benchmark)
         rows, design, stats = label_judge_sample(
@@ -247,9 +258,16 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
         labels.append(rows)
         designs.append(design)
         judge_labeled += stats.n_labeled
+        no_work = all_not_work(rows)
+        if no_work:
+            context.log.warning(f"{benchmark}: the judge read every one of its {no_work[benchmark]} judged sampled "
+                                "texts as not work, so its estimates count no task (if it is a work benchmark, "
+                                "check the judge's answers in judge_sample_labels)")
+            all_not_work_by_benchmark |= no_work
         if len(benchmarks) > 1:  # each partition's own figures (the outputs' metadata would give the range's)
             add_partition_metadata(context, "judge_sample_labels", {benchmark: {
-                "rows": rows.height, "n_failed": int(design["n_failed"].sum()), JUDGE_LABELED: stats.n_labeled}})
+                "rows": rows.height, "n_failed": int(design["n_failed"].sum()), JUDGE_LABELED: stats.n_labeled,
+                ALL_NOT_WORK: MetadataValue.json(no_work)}})
             add_partition_metadata(context, "judge_sample_design", {benchmark: {
                 "design": MetadataValue.md(markdown_table(design, max_rows=30))}})
     labels_frame = pl.concat(labels, how="vertical_relaxed")
@@ -271,7 +289,8 @@ def judge_sample(context: AssetExecutionContext, config: JudgeSampleConfig, ware
         )
     n_failed = int(design_frame["n_failed"].sum())
     yield Output(labels_frame, "judge_sample_labels", metadata={"rows": labels_frame.height, "n_failed": n_failed,
-                                                                JUDGE_LABELED: judge_labeled})
+                                                                JUDGE_LABELED: judge_labeled,
+                                                                ALL_NOT_WORK: MetadataValue.json(all_not_work_by_benchmark)})
     yield Output(design_frame, "judge_sample_design",
                  metadata={"design": MetadataValue.md(markdown_table(design_frame, max_rows=30))})
     if n_failed:  # written (the estimates use the rest), and still not done: the run fails

@@ -24,8 +24,8 @@ from dagster import (
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from assets.benchmarks import FIRST_REJECT
+from assets.judge_sample import ALL_NOT_WORK, JUDGE_LABELED
 from assets.judge_sample import FAILED_BY_BENCHMARK as JUDGE_FAILED_BY_BENCHMARK
-from assets.judge_sample import JUDGE_LABELED
 from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from assets.written_with_failures import RETRY_GIVEN_UP_TAG
 from models import benchmarks as bm
@@ -307,6 +307,10 @@ class Runner:
                          f"failed ({' and '.join(kept)})")
         if judge_labeled:  # its paid answers, apart from the labeler's
             text += f"; the judge labeled {count(judge_labeled, 'sampled text')}"
+        no_work = rr.metadata_value(result, "judge_sample_labels", ALL_NOT_WORK, partition)
+        if isinstance(no_work, dict) and no_work.get(name):  # the benchmark then counts no task: said where it happens
+            text += (f"; the judge read all {count(int(no_work[name]), 'sampled text')} as NOT WORK, so it counts "
+                     "no task (judge_sample_labels)")
         if judge_failed:
             text += f"; the judge FAILED on {judge_failed:,} sampled texts"
         return text

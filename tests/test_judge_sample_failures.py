@@ -40,17 +40,18 @@ class _JudgeResource:
         return _Judge(self.fails)
 
 
-def _materialize(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: set[str]):
+def _materialize(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: set[str], resource: object = None):
     import assets.judge_sample as js
     import assets.labels as labels
     from resources.dagster_resources import Warehouse
 
+    tmp_path.mkdir(exist_ok=True)
     path = tmp_path / "benchmap.duckdb"
     with duckdb.connect(str(path)) as con:
         con.execute("create table benchmark_prompts as select 'b' as benchmark, 'p' || i as prompt_id, "
                     "'h' || i as prompt_hash, 'work text ' || i as prompt from range(6) t(i)")
     monkeypatch.setattr(js, "judge_sample_setting", lambda value=None: (1.0, 1))  # judge every text
-    monkeypatch.setattr(js, "labeler_resource_for_judge", lambda: _JudgeResource(fails))
+    monkeypatch.setattr(js, "labeler_resource_for_judge", lambda: resource or _JudgeResource(fails))
     monkeypatch.setattr(labels, "load_task_index", lambda warehouse, log: (None, None, None))
     instance = DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("benchmark", ["b"])
@@ -236,3 +237,32 @@ def test_a_benchmark_whose_sample_the_judge_lost_counts_in_every_later_runs_open
     monkeypatch.setattr(js, "labeler_resource_for_judge", lambda: None)
     assert judge_failures(str(path), ["a", "b", "c"]) == {} and configured_sample() is None
     assert dict(Warehouse(path=str(path)).judge_failed_texts(configured_sample()).iter_rows()) == {"c": 2}
+
+
+def test_a_judge_that_reads_every_sampled_text_as_not_work_is_named_in_the_runs_line(tmp_path, monkeypatch):
+    """A probe (2026-12-07): a judge answering "no task" to every sampled text emptied the benchmark's estimates,
+    and the run said so only in summary.md's "Counted but adding to no task". The step warns and run_all's line
+    for the benchmark says it; a sample with one work text among them is not named."""
+    from pipelines.step_runner import Runner
+
+    class NoWorkJudge(_Judge):
+        def label(self, batch):  # noqa: ANN001
+            return [LabelOutcome(r.prompt_hash, [] if r.prompt_hash not in self.fails else
+                                 [TaskLabel(task_id=1, onet_soc_code="15-1252.00", rank=1, score=1.0)]) for r in batch]
+
+    class NoWorkResource(_JudgeResource):
+        def build(self, index):  # noqa: ANN001
+            return NoWorkJudge(self.fails)
+
+    runner = Runner.__new__(Runner)  # its counting only
+    runner.totals = {"n_prompts": 0, "n_results": 0, "n_rejects": 0, "labeler_calls": 0, "n_labeled": 0,
+                     "n_failed": 0, "judge_failed": 0, "judge_labeled": 0}
+    for work_texts, named in ((set(), True), ({"h3"}, False)):
+        result, _ = _materialize(tmp_path / str(named), monkeypatch, set(), resource=NoWorkResource(work_texts))
+        assert result.success
+        line = runner.partition_detail("b", result)
+        assert ("the judge read all 6 sampled texts as NOT WORK, so it counts no task" in line) is named, line
+        assert "the judge labeled 6 sampled texts" in line
+        from pipelines import run_report as rr
+
+        assert rr.metadata_value(result, "judge_sample_labels", "judged_all_not_work") == ({"b": 6} if named else {})
