@@ -15,11 +15,10 @@ from models.benchmarks import PROMPTS_SCHEMA
 from resources.dagster_resources import Warehouse
 from resources.export_files import write_csv
 from resources.readers import gold_files, read_gold_csv
-from resources.source_versions import REFERENCE_FILES_KEY
+from resources.source_versions import GOLD_DIR_NAME, GOLD_FILES_KEY
 from resources.sources import raw_dir
 
 VALIDATION_GROUP = "label_validation"
-GOLD_DIR_NAME = "gold_labels"
 ANNOTATION_FILE = "gold_annotation_sample.csv"
 
 
@@ -107,7 +106,7 @@ def gold_annotation_sample(
     group_name=VALIDATION_GROUP,
     kinds=TABLE_KINDS,
     ins={"onet_tasks": AssetIn()},
-    deps=["benchmark_prompts", REFERENCE_FILES_KEY],  # REFERENCE_FILES_KEY: it reads files of data/raw
+    deps=["benchmark_prompts", GOLD_FILES_KEY],  # GOLD_FILES_KEY: it reads data/raw/gold_labels/
     description="Human gold task labels imported from `data/raw/gold_labels/*.csv` (docs/gold_labels.md): "
     "benchmark, prompt_id, task_id (null = no O*NET task fits), annotator, source file and line. "
     "Empty when no file is there.",

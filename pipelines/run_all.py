@@ -398,7 +398,7 @@ def _report_sources(instance: DagsterInstance, landing: bm.Landing, partitions: 
         lock = open(lock_file(warehouse_path, "sources"), "a+")  # noqa: SIM115 - held until the versions are recorded
         fcntl.flock(lock, fcntl.LOCK_EX)
     try:
-        sv.report_source_versions(instance, reference=sv.reference_files_version(),
+        sv.report_source_versions(instance, reference=sv.reference_files_version(), gold=sv.gold_files_version(),
                                   landing=sv.landing_versions(landing, partitions))
         for event in index_files_event(instance):
             instance.report_runless_asset_event(event)

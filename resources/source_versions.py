@@ -1,7 +1,9 @@
 """Data versions of the project's sources, as Dagster sees them (assets/sources.py):
 
 - `reference_source_files`: a sha256 over the SHA-256 of every file of data/raw and the mirror outside their
-  benchmarks/ folders (O*NET, OEWS, WORKBank, gold and reference labels, ...: about 35 MB, some 50 ms);
+  benchmarks/ and gold_labels/ folders (O*NET, OEWS, WORKBank, reference labels, ...: about 35 MB, some 50 ms);
+- `gold_label_files`: the same over data/raw/gold_labels/, the annotators' CSVs, which only the label validation
+  reads (under `reference_source_files` a new file re-ran the reference step and every labeling partition);
 - `benchmark_landing_folders`, one data version per benchmark partition: the landing folder's content hash
   (resources.landing.folder_content_hash, the same hash the landing sensor and the `benchmarks` metadata use;
   the `_landing` partition: the hash of the landing problems);
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from dagster import AssetKey, AssetObservation, DagsterEventType, DagsterInstance
@@ -28,20 +30,33 @@ from resources.settings import Settings, settings
 from resources.sources import index_file_checksums
 
 REFERENCE_FILES_KEY = AssetKey("reference_source_files")
+GOLD_FILES_KEY = AssetKey("gold_label_files")
 LANDING_FOLDERS_KEY = AssetKey("benchmark_landing_folders")
+GOLD_DIR_NAME = "gold_labels"  # data/raw/gold_labels/: the annotators' CSVs (docs/gold_labels.md)
 
 
 def reference_files_version(config: Settings | None = None) -> str:
-    """Relative path and SHA-256 of every file under data/raw and the mirror except their top-level benchmarks/
-    and hidden entries, hashed."""
+    """Relative path and SHA-256 of every file under data/raw and the mirror except their top-level benchmarks/,
+    gold_labels/ and hidden entries, hashed."""
     config = config or settings()
+    return _files_version([config.raw_dir, config.mirror], lambda top: top not in ("benchmarks", GOLD_DIR_NAME))
+
+
+def gold_files_version(config: Settings | None = None) -> str:
+    """The same hash over data/raw/gold_labels/ (the landing zone's only: the mirror has no annotators' files)."""
+    config = config or settings()
+    return _files_version([config.raw_dir], lambda top: top == GOLD_DIR_NAME)
+
+
+def _files_version(roots: list[Path | None], wanted: Callable[[str], bool]) -> str:
+    """Relative path and SHA-256 of every file under `roots` whose top-level entry is `wanted` and not hidden."""
     digest = hashlib.sha256()
-    for number, root in enumerate([config.raw_dir, config.mirror]):
+    for number, root in enumerate(roots):
         if root is None or not root.is_dir():
             continue
         for path in sorted(root.rglob("*")):
             rel = path.relative_to(root)
-            if rel.parts[0] in ("benchmarks",) or rel.parts[0].startswith(".") or not path.is_file():
+            if not wanted(rel.parts[0]) or rel.parts[0].startswith(".") or not path.is_file():
                 continue
             with open(path, "rb") as handle:
                 digest.update(f"{number}\0{rel}\0{hashlib.file_digest(handle, 'sha256').hexdigest()}\0".encode())
@@ -82,14 +97,15 @@ def observed(instance: DagsterInstance, key: AssetKey, partitions: list[str] | N
     return {p: tags[DATA_VERSION_TAG] for p, tags in by_partition.items() if DATA_VERSION_TAG in tags}
 
 
-def report_source_versions(instance: DagsterInstance, *, reference: str | None = None,
+def report_source_versions(instance: DagsterInstance, *, reference: str | None = None, gold: str | None = None,
                            landing: Mapping[str, str] | None = None) -> int:
     """Record an observation for each source version that differs from the latest one observed; returns how
-    many were recorded (0 on a warm run: two small queries)."""
+    many were recorded (0 on a warm run: three small queries)."""
     reported = 0
-    if reference is not None and observed(instance, REFERENCE_FILES_KEY, None).get(None) != reference:
-        instance.report_runless_asset_event(observation(REFERENCE_FILES_KEY, reference))
-        reported += 1
+    for key, version in ((REFERENCE_FILES_KEY, reference), (GOLD_FILES_KEY, gold)):
+        if version is not None and observed(instance, key, None).get(None) != version:
+            instance.report_runless_asset_event(observation(key, version))
+            reported += 1
     if landing:
         seen = observed(instance, LANDING_FOLDERS_KEY, sorted(landing))
         for name, version in sorted(landing.items()):

@@ -288,3 +288,41 @@ def test_an_output_left_out_by_a_successful_run_does_not_make_its_step_stale(ins
     assert not materialize(list(failing.assets), selection=["emitted", "optional"], instance=instance,
                            partition_key=part, raise_on_error=False).success
     assert why(defs, instance, keys, part, counts) == "an attempt to materialize emitted did not finish"
+
+
+def test_a_gold_label_file_makes_only_the_label_validation_stale(tmp_path: Path, monkeypatch: Any) -> None:
+    """The annotators' CSVs were hashed into `reference_source_files`: a new file in data/raw/gold_labels/ re-ran
+    the reference step and then every labeling partition (from the cache), though only the validation reads it.
+    They are now a source of their own, and nothing before the validation depends on it."""
+    from pipelines.definitions import build_definitions
+    from resources.settings import settings
+
+    raw = tmp_path / "raw"
+    (raw / "gold_labels").mkdir(parents=True)
+    (raw / "onet").mkdir()
+    (raw / "onet" / "x.txt").write_text("a reference file")
+    monkeypatch.setenv("BENCHMAP_RAW_DIR", str(raw))
+    monkeypatch.setenv("BENCHMAP_MIRROR", str(tmp_path / "no-mirror"))
+    config = settings()
+    reference, gold = sv.reference_files_version(config), sv.gold_files_version(config)
+    (raw / "gold_labels" / "annotator_1.csv").write_text("benchmark,prompt_id,task_id\n")
+    assert sv.reference_files_version(config) == reference  # was a new version: the reference step ran
+    assert sv.gold_files_version(config) != gold
+    (raw / "onet" / "x.txt").write_text("a changed reference file")
+    assert sv.reference_files_version(config) != reference and sv.gold_files_version(config) != gold
+
+    graph = build_definitions(str(tmp_path / "w.duckdb")).resolve_asset_graph()
+
+    def downstream(key: AssetKey) -> set[AssetKey]:
+        seen, todo = set(), [key]
+        while todo:
+            for child in graph.get(todo.pop()).child_keys:
+                if child not in seen:
+                    seen.add(child)
+                    todo.append(child)
+        return seen
+
+    groups = {graph.get(k).group_name for k in downstream(sv.GOLD_FILES_KEY)}
+    assert AssetKey("gold_task_labels") in downstream(sv.GOLD_FILES_KEY)
+    assert not {"reference", "benchmarks", "labels"} & groups, groups
+    assert AssetKey("prompt_task_labels") in downstream(sv.REFERENCE_FILES_KEY)  # the reference still feeds them
