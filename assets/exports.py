@@ -311,8 +311,8 @@ def start_release_workbook(context: AssetExecutionContext, warehouse: Warehouse,
     kinds={"parquet", "csv", "excel"},
     deps=[AssetKey(t) for t in EXPORTED_TABLES]
     + [AssetKey("prompt_task_labels"), report_figures, coverage_map, report_summary],
-    description="A release `exports/<date>T<time>Z-<input hash>/`, written only when a published figure or the code "
-    "version changed (never rewritten; exports/latest and latest.txt name the newest): every published table "
+    description="A release `exports/<date>T<time>Z-<input hash>/`, written only when a published figure or table or the "
+    "code version changed (never rewritten; exports/latest and latest.txt name the newest): every published table "
     "(the registry's EXPORTED; reference, prompt and label tables stay in the warehouse) as "
     "Parquet and CSV, one XLSX "
     "workbook, data_dictionary.md, the tidy release.csv/.parquet of every published figure with "
@@ -335,11 +335,14 @@ def exports(
     manifest = ew.read_manifest(folder) or {}
     if published.new:
         ahead = published.result is not None and published.result.workbook_ahead
-        context.log.info(f"new release {folder.name} ({published.changes.height} figures changed since "
+        changed = (manifest.get("release") or {}).get("tables_changed") or []
+        context.log.info(f"new release {folder.name} ({published.changes.height} figures"
+                         + (f" and {len(changed)} tables ({', '.join(changed[:8])})" if changed else "")
+                         + " changed since "
                          f"{published.previous.name if published.previous else 'none'}; workbook "
                          f"{'started ahead by a report step' if ahead else 'written in this step'})")
     else:
-        context.log.info(f"published figures unchanged: release {folder.name} stands, nothing written")
+        context.log.info(f"published figures and tables unchanged: release {folder.name} stands, nothing written")
     for name in manifest.get("missing_tables", []):
         level = "error" if name in ex.REQUIRED_TABLES else "warning"
         getattr(context.log, level)(f"table {name} is not in the warehouse: not exported")

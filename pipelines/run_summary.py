@@ -93,7 +93,7 @@ def print_summary(runner: Runner, names: list[str], warehouse_path: str | None, 
     elif latest is not None and released:
         # a run whose figures are those of the release that stands writes none (a probe: the line did not say so)
         release = (f"release: {latest} (newest; also {latest.parent / 'latest'})" if latest != release_before else
-                   f"release: {latest} (still the newest: this run's figures are the same, so no new release was "
+                   f"release: {latest} (still the newest: this run's figures and tables are the same, so no new release was "
                    f"written; also {latest.parent / 'latest'})")
         print(release)
     print(f"Dagster log: {log_path}")

@@ -11,6 +11,7 @@ read (height, schema, columns: data dictionary, README, manifest). No dagster he
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,15 @@ class StreamedTable:
     @property
     def columns(self) -> list[str]:
         return list(self.schema)
+
+    def content_sha256(self) -> str:
+        """A SHA-256 of the table's rows (count and the sum of DuckDB's row hashes, which no order changes):
+        what a release compares without reading the table into memory (resources/release.py table_hashes)."""
+        columns = ", ".join(quote_identifier(c) for c in self.schema)
+        with wh.connect(self.warehouse, read_only=True) as con:
+            n, total = con.execute(f"select count(*), coalesce(sum(hash({columns})), 0)::varchar "
+                                   f"from {quote_identifier(self.table)}").fetchone()
+        return hashlib.sha256(f"{n}:{total}:{list(self.schema.items())}".encode()).hexdigest()
 
     def write(self, parquet: Path, csv: Path, batch_rows: int = BATCH_ROWS) -> None:
         """`<table>.parquet` and `<table>.csv`, slice by slice in the canonical order."""

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
+import io
 import os
 import shutil
 import stat
@@ -31,6 +33,7 @@ import polars as pl
 from models.exports import release as rel
 from resources import export_writer as ew
 from resources.export_files import atomic_write, export_lock, read_manifest, write_bytes, write_text
+from resources.export_stream import StreamedTable
 
 STAGING_DIR = ".staging"
 STALE_STAGING_S = 24 * 3600.0
@@ -85,16 +88,43 @@ def read_release_frame(folder: Path) -> pl.DataFrame | None:
     return pl.read_parquet(path) if path.is_file() else None
 
 
-def stands(folder: Path | None, published: str, version: str) -> bool:
-    """Whether the release in `folder` has these figures (content hash) and was made by this code version: then
-    nothing is written. Other code may change what no figure holds (the summary's wording, the checks' tables),
-    and a release's files must be what its manifest's code version makes."""
+def stands(folder: Path | None, published: str, version: str, tables: Mapping[str, str]) -> bool:
+    """Whether the release in `folder` has these figures (content hash), these tables (`table_hashes`) and was
+    made by this code version: then nothing is written. Other code may change what no figure holds (the
+    summary's wording, the checks' tables), and a release's files must be what its manifest's code version makes;
+    other inputs may change a table no figure holds (a probe, 2026-12-07: labeler_validation with a new gold label
+    file, while the release kept the old table and the run said "this run's figures are the same")."""
     if folder is None:
         return False
     manifest = read_manifest(folder) or {}
     release = manifest.get("release") or {}
-    return release.get("published_sha256") == published and (release.get("inputs") or {}).get(
-        "code_version") == version
+    return (release.get("published_sha256") == published
+            and (release.get("inputs") or {}).get("code_version") == version
+            and release.get("tables_sha256") == dict(tables))
+
+
+def table_hashes(tables: Mapping[str, Any]) -> dict[str, str]:
+    """Per exported table, a SHA-256 of its content: of the frame's uncompressed Arrow IPC bytes, or a streamed
+    table's own (`StreamedTable.content_sha256`). About 0.1 CPU-s for the mirror's tables."""
+    out = {}
+    for name in sorted(tables):
+        table = tables[name]
+        if isinstance(table, StreamedTable):
+            out[name] = table.content_sha256()
+        else:
+            sink = io.BytesIO()
+            table.write_ipc(sink, compression="uncompressed")
+            out[name] = hashlib.sha256(sink.getvalue()).hexdigest()
+    return out
+
+
+def tables_changed(previous: Path | None, tables: Mapping[str, str]) -> list[str]:
+    """The tables whose content differs from the release in `previous` (added or left out included); none for
+    a release whose manifest predates the tables' hashes."""
+    before = ((read_manifest(previous) or {}).get("release") or {}).get("tables_sha256") if previous else None
+    if not isinstance(before, dict):
+        return []
+    return sorted(n for n in set(before) | set(tables) if before.get(n) != tables.get(n))
 
 
 def write_release_files(frame: pl.DataFrame, folder: Path) -> tuple[Path, Path]:
@@ -232,6 +262,7 @@ class ReleasePlan:
 
     frame: pl.DataFrame
     published: str  # content hash of the release file
+    tables: dict[str, str]  # per exported table, its content hash (table_hashes)
     version: str
     inputs: dict[str, Any]
     inputs_sha: str
@@ -241,7 +272,7 @@ class ReleasePlan:
     def is_new(self, root: Path) -> bool:
         """Whether the figures or the code version differ from the latest release's (a look: the decision is
         taken under the lock)."""
-        return not stands(latest_release(root), self.published, self.version)
+        return not stands(latest_release(root), self.published, self.version, self.tables)
 
 
 def release_plan(tables: Mapping[str, pl.DataFrame], *, created_at: dt.datetime, benchmarks: pl.DataFrame | None,
@@ -252,7 +283,7 @@ def release_plan(tables: Mapping[str, pl.DataFrame], *, created_at: dt.datetime,
     inputs = input_versions(benchmarks, sources, labelers, version)
     inputs_sha = rel.input_hash(inputs)
     name = rel.release_name(created_at, inputs_sha)
-    return ReleasePlan(frame, rel.content_hash(frame), version, inputs, inputs_sha, name,
+    return ReleasePlan(frame, rel.content_hash(frame), table_hashes(tables), version, inputs, inputs_sha, name,
                        answer_rows(tables, rl_date=release_date(name)))
 
 
@@ -307,6 +338,7 @@ def publish_export(
         ew.drop_workbook(ahead)
     try:
         return _publish_locked(tables, staging, root, frame=plan.frame, published=plan.published,
+                               table_sha=plan.tables,
                                inputs=plan.inputs, inputs_sha=plan.inputs_sha, name=plan.name,
                                readme_first=plan.readme_first, started=started, run_id=run_id, benchmarks=benchmarks,
                                labelers=labelers, labeler_model=labeler_model, sources=sources, extra=extra,
@@ -317,7 +349,7 @@ def publish_export(
 
 
 def _publish_locked(tables: Mapping[str, pl.DataFrame], staging: Path, root: Path, *, frame: pl.DataFrame,
-                    published: str, inputs: dict[str, Any], inputs_sha: str, name: str,
+                    published: str, table_sha: dict[str, str], inputs: dict[str, Any], inputs_sha: str, name: str,
                     readme_first: list[tuple[str, str]], started: ew.StartedWorkbook | None, run_id: str | None,
                     benchmarks: pl.DataFrame | None, labelers: Sequence[dict[str, Any]], labeler_model: str | None,
                     sources: Sequence[dict[str, Any]] | None, extra: Mapping[str, Any] | None,
@@ -325,20 +357,23 @@ def _publish_locked(tables: Mapping[str, pl.DataFrame], staging: Path, root: Pat
     with release_lock(root, run_id):
         remove_stale_staging(root, keep=staging)
         previous = latest_release(root)
-        if stands(previous, published, version):
+        if stands(previous, published, version, table_sha):
             ew.drop_workbook(started)  # before its folder goes
             discard_staging(staging)
             return Published(previous, False, previous, rel.release_changes(frame, frame), frame, None,
                              history(root))
         previous_frame = read_release_frame(previous) if previous is not None else None
         changes = rel.release_changes(frame, previous_frame)
+        changed_tables = tables_changed(previous, table_sha)
         write_release_files(frame, staging)
         write_text(staging / rel.DOCUMENTATION_NAME, rel.data_documentation(
             frame, release=name, previous_release=previous.name if previous else None, changes=changes,
-            excluded=excluded))
+            excluded=excluded, tables_changed=changed_tables))
         block = {
             "name": name,
             "published_sha256": published,
+            "tables_sha256": table_sha,
+            "tables_changed": changed_tables,
             "input_sha256": inputs_sha,
             "inputs": inputs,
             "previous_release": previous.name if previous else None,

@@ -107,3 +107,19 @@ def test_export_folder_with_a_streamed_table_matches_the_whole_frame_export(ware
     assert streamed.dictionary.read_text() == whole.dictionary.read_text()
     assert ew.verify_export(streamed.directory) == []
     assert ew.read_export_table(streamed.directory, TABLE).equals(ew.read_export_table(whole.directory, TABLE))
+
+
+def test_a_streamed_tables_content_hash_follows_its_rows_not_their_order(warehouse: Path):
+    """A release stands only when every exported table is unchanged (resources/release.py table_hashes); the
+    streamed table is hashed in DuckDB, without reading it into memory."""
+    handle = es.streamed_table(warehouse, TABLE)
+    assert handle is not None
+    before = handle.content_sha256()
+    frame = wh.read_table(warehouse, TABLE)
+    wh.replace_table(warehouse, TABLE, frame.reverse())  # the same rows in another order
+    assert handle.content_sha256() == before
+    moved = frame.with_columns(pl.when(pl.int_range(pl.len()) == 3).then(0.123).otherwise(pl.col("p")).alias("p"))
+    wh.replace_table(warehouse, TABLE, moved)
+    assert handle.content_sha256() != before
+    wh.replace_table(warehouse, TABLE, pl.concat([frame, frame.head(1)]))  # one row twice
+    assert handle.content_sha256() != before

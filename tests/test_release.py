@@ -149,6 +149,27 @@ def test_releases_are_immutable_and_only_written_when_a_figure_changes(tables, t
     assert set(history["benchmarks"].to_list()) == {3}
 
 
+def test_a_table_no_figure_holds_writes_a_new_release_when_it_changes(tables, tmp_path):
+    """A probe (2026-12-07): a gold label file added labeler_validation rows, no figure of release.csv moved, and
+    the run said "still the newest: this run's figures are the same": the release kept the old table. A release
+    now stands only when every exported table is the same too."""
+    assert "labeler_validation" in tables and not tables["labeler_validation"].is_empty()
+    first = publish(tables, tmp_path)
+    assert publish(tables, tmp_path, T0 + dt.timedelta(hours=1)).folder == first.folder  # nothing changed
+    changed = dict(tables)
+    changed["labeler_validation"] = tables["labeler_validation"].head(tables["labeler_validation"].height - 1)
+    second = publish(changed, tmp_path, T0 + dt.timedelta(hours=2))
+    assert second.new and second.folder != first.folder and second.changes.is_empty()  # the figures are the same
+    manifest = json.loads((second.folder / "manifest.json").read_text())
+    assert manifest["release"]["tables_changed"] == ["labeler_validation"]
+    assert set(manifest["release"]["tables_sha256"]) == set(tables)
+    assert pl.read_csv(second.folder / "tables" / "labeler_validation.csv").height == changed["labeler_validation"].height
+    documentation = (second.folder / "data_documentation.md").read_text()
+    assert (f"No figure of this file differs from {first.folder.name}; these tables do: labeler_validation."
+            in documentation)
+    assert publish(changed, tmp_path, T0 + dt.timedelta(hours=3)).folder == second.folder
+
+
 def test_another_code_version_writes_a_release_with_the_same_figures(tables, tmp_path):
     """Code may change what no figure holds (the summary's wording, the checks' tables): a run of another code
     version writes a release even when every figure is the same, so a release's files are always what its

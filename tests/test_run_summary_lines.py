@@ -100,7 +100,7 @@ def test_the_release_line_says_when_no_new_release_was_written(tmp_path: Path,
     warehouse = str(tmp_path / "benchmap.duckdb")
     _, line = run_summary.print_summary(runner, ["bench"], warehouse, Path("run.log"),  # type: ignore[arg-type]
                                      time.monotonic(), skip_analysis=False, release_before=release)
-    assert line is not None and "still the newest: this run's figures are the same, so no new release" in line
+    assert line is not None and "still the newest: this run's figures and tables are the same, so no new release" in line
     _, line = run_summary.print_summary(runner, ["bench"], warehouse, Path("run.log"),  # type: ignore[arg-type]
                                      time.monotonic(), skip_analysis=False, release_before=None)
     assert line == f"release: {release} (newest; also {release.parent / 'latest'})"

@@ -317,6 +317,7 @@ def data_documentation(
     changes: pl.DataFrame,
     excluded: Sequence[tuple[str, str, str]] = (),
     max_changes: int = 40,
+    tables_changed: Sequence[str] = (),
 ) -> str:
     """data_documentation.md: the file, each column, each quantity and basis present, the benchmarks left out
     of an index (index, benchmark, reason), and what changed since the previous release."""
@@ -363,7 +364,8 @@ def data_documentation(
     if previous_release is None:
         lines.append("This is the first release in this folder.")
     elif changes.is_empty():
-        lines.append(f"Nothing differs from {previous_release}.")
+        lines.append(f"No figure of this file differs from {previous_release}"
+                     + (f"; these tables do: {', '.join(tables_changed)}." if tables_changed else "."))
     else:
         counts = dict(changes.group_by("change").agg(pl.len()).iter_rows())
         lines.append(f"Against {previous_release}: " + ", ".join(
@@ -378,6 +380,8 @@ def data_documentation(
                          f"{_fmt(r['threshold'])} | {r['basis']} | {r['change']} | {previous} | {current} |")
         if changes.height > shown.height:
             lines.append(f"\n{changes.height - shown.height:,} more changes: compare the two `{RELEASE_PARQUET}`.")
+        if tables_changed:
+            lines.append(f"\nTables that differ: {', '.join(tables_changed)}.")
     return "\n".join(lines) + "\n"
 
 
