@@ -105,17 +105,21 @@ def stands(folder: Path | None, published: str, version: str, tables: Mapping[st
 
 
 def table_hashes(tables: Mapping[str, Any]) -> dict[str, str]:
-    """Per exported table, a SHA-256 of its content: of the uncompressed Arrow IPC bytes of the frame as exported
-    (`models.exports.prepare_table`: canonical row order), or a streamed table's own (`StreamedTable.content_sha256`,
-    which no row order changes)."""
+    """Per exported table, a SHA-256 of its content, which no row order changes: of the uncompressed Arrow IPC bytes
+    of the frame as exported (`models.exports.prepare_table`) with its rows sorted, or a streamed table's own
+    (`StreamedTable.content_sha256`)."""
     out = {}
     for name in sorted(tables):
         table = tables[name]
         if isinstance(table, StreamedTable):
             out[name] = table.content_sha256()
-        else:  # as exported: the warehouse's row order may differ between runs of the same inputs
+        else:  # as exported, every column sorted: the warehouse's row order may differ between runs of the same
+            # inputs, and the export's canonical order leaves ties in it
+            prepared = ex.prepare_table(name, table)
             sink = io.BytesIO()
-            ex.prepare_table(name, table).write_ipc(sink, compression="uncompressed")
+            # the oldest Arrow layout: a string view's buffers keep how its column was built, not only its values
+            prepared.sort(prepared.columns, nulls_last=True).rechunk().write_ipc(
+                sink, compression="uncompressed", compat_level=pl.CompatLevel.oldest())
             out[name] = hashlib.sha256(sink.getvalue()).hexdigest()
     return out
 
