@@ -215,9 +215,12 @@ def band_check(simulation_check: pl.DataFrame | None) -> dict[str, dict[str, lis
     bands = {"covered": pl.col("p_low") >= LIKELY_COVERED - 1e-9, "not": pl.col("p_high") <= LIKELY_NOT + 1e-9}
     out: dict[str, dict[str, list[Any]]] = {}
     for band, condition in bands.items():
+        # in threshold order: the map's JSON keys follow it (group_by's own order differed between two runs of
+        # the same inputs, and so did coverage_map.html's bytes)
         held = (rows.filter(condition).group_by("threshold")
                 .agg(pl.col("share_covered").min().alias("low"), pl.col("share_covered").max().alias("high"),
-                     pl.col("check").sort().unique(maintain_order=True).alias("checks")))
+                     pl.col("check").sort().unique(maintain_order=True).alias("checks"))
+                .sort("threshold"))
         for threshold, low, high, checks in held.iter_rows():
             out.setdefault(str(int(threshold)), {})[band] = [float(low), float(high), list(checks)]
     return out
