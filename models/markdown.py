@@ -29,6 +29,17 @@ def markdown_plain(text: str) -> str:
                    for i, part in enumerate(parts))
 
 
+_LITERAL = re.compile(r"([\\`*\[\]<>|])")
+
+
+def markdown_literal(text: object) -> str:
+    """Text from outside the code (a landing folder's benchmark.toml, results.csv's model names, an index file's
+    titles and reasons) as Markdown shows it as written, on one line: each character that could open HTML, a
+    link, emphasis, code or a table cell backslash-escaped (a probe: `<script>` and `<img onerror=...>` in them
+    stayed HTML in summary.md and data_documentation.md once rendered)."""
+    return _LITERAL.sub(r"\\\1", str(text).replace("\r", " ").replace("\n", " "))
+
+
 def markdown_text(text: object) -> str:
     """Text that stays inside one table cell: `|` escaped, newlines as spaces."""
     return str(text).replace("|", "\\|").replace("\n", " ")

@@ -898,8 +898,13 @@ def test_summary_quotes_the_estimated_model_scores_and_keeps_the_raw_comparison_
     pool = differs if differs.height else scores
     top = (pool.with_columns(pl.col("difference").abs().alias("abs"))
            .sort(["abs", "onet_soc_code", "model"], descending=[True, False, False]).row(0, named=True))
-    assert "tasks weighted by the labels as counted" in raw_part
-    assert (f"for {differs.height} of the {scores.height} occupation-model pairs that have one; "
+    # what "O*NET-weighted" means (an audit read "tasks weighted by the labels as counted" as weights from O*NET)
+    assert "every task weighing the same whatever its number of prompts; tasks from the labels as counted" in raw_part
+    # where the differing pairs sit and how many chance gives (an audit: 15 of 123 were two occupations)
+    spread = (f" (in {differs['onet_soc_code'].n_unique()} occupation{'' if differs['onet_soc_code'].n_unique() == 1 else 's'}; "
+              f"with no adjustment for the {scores.height} comparisons, about {round(0.05 * scores.height)} would by "
+              "chance alone)") if differs.height else ""
+    assert (f"for {differs.height} of the {scores.height} occupation-model pairs that have one{spread}; "
             f"{'the largest of them' if differs.height else 'none does; the largest difference'} is "
             f"{top['difference']:+.3f}") in raw_part
 

@@ -507,3 +507,28 @@ def test_the_label_quality_line_says_why_task_f1_sits_above_precision_and_recall
             "the 806 where the labels name a task, recall 51% (95% CI 48%\u201354%) over the 822 where the judge does; "
             "F1 sits above both: a text both call not work scores 1 in it and counts in neither)") in within
     assert "over the 822 where the judge does)" in new and "sits above both" not in new
+
+
+def test_text_from_landing_folders_and_index_files_is_shown_as_written_in_the_markdown():
+    """A probe (2026-12-07): a benchmark.toml version `+1 <b>v</b>`, an index file's title and reasons with
+    `<script>` and `<img onerror=...>`, and a results.csv model name stayed HTML once summary.md and
+    data_documentation.md were rendered. They are escaped where they are written."""
+    from markdown_it import MarkdownIt
+
+    from models.markdown import markdown_literal
+    from models.report.limitations import benchmark_limitations, index_findings
+
+    evil = "<img src=x onerror=alert(1)> *bold* | [link](javascript:alert(2))"
+    render = MarkdownIt("commonmark").enable("table").render
+    benchmarks = pl.DataFrame({"benchmark": ["zz"], "version": [evil], "n_prompts": [3], "n_results": [0]})
+    membership = pl.DataFrame({"benchmark_index": ["ix"] * 2, "benchmark": ["a", "b"], "included": [True, False],
+                               "title": [evil] * 2, "version": ["1 <b>v</b>"] * 2, "index_file": ["ix.toml"] * 2,
+                               "reason": [None, evil], "decided_by": ["rule", "exclude"], "unknown_passed": [None, None]})
+    documentation = rel.data_documentation(rel.release_frame({}), release="r", previous_release=None,
+                                           changes=pl.DataFrame(), excluded=[("ix", "b", f"not in this index: {evil}")])
+    texts = [*benchmark_limitations({"benchmarks": benchmarks}), *index_findings("ix", membership), documentation]
+    for text in texts:
+        html = render(text)
+        assert "<img" not in html and "<b>" not in html and "<em>bold" not in html and "href" not in html, html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in render(texts[0])  # shown, as text
+    assert markdown_literal("a\nb|c") == "a b\\|c"

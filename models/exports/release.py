@@ -18,6 +18,8 @@ from typing import Any
 
 import polars as pl
 
+from models.markdown import markdown_literal
+
 RELEASE_SCHEMA: dict[str, pl.DataType] = {
     "benchmark_index": pl.Utf8(),
     "unit_type": pl.Utf8(),
@@ -356,7 +358,7 @@ def data_documentation(
         # a benchmark left out of an index has a reason opening "not in this index" (report.index_benchmarks);
         # the others are counted, with no prompt labeled as work
         lines += ["| index | benchmark | counted | reason |", "|---|---|---|---|",
-                  *[f"| {i} | {b} | {'no' if why.startswith('not in this index') else 'yes'} | {why} |"
+                  *[f"| {i} | {b} | {'no' if why.startswith('not in this index') else 'yes'} | {markdown_literal(why)} |"
                     for i, b, why in excluded]]
     else:
         lines.append("Every landed benchmark is counted in every index, and each adds to some task.")

@@ -17,6 +17,7 @@ import polars as pl
 from models.estimates.mc_error import mc_rounded
 from models.estimates.published import judged_by_benchmark
 from models.estimates.tables import CAPPED, OWN_ESTIMATE
+from models.markdown import markdown_literal
 from models.report.formatting import count, finite, plural
 
 ALL_INDEX = "all"
@@ -233,7 +234,8 @@ def _not_counted(excluded: Sequence[tuple[str, str]], spell_out: int = 3) -> str
     """The benchmarks behind no figure: those outside the index ('not in this index: <reason>', named with their
     reason when few, else by name -- each one's reason is in benchmark_counts and data_documentation.md), then
     members that add to no task (e.g. no prompt labeled as work)."""
-    outside = [(n, r.split(":", 1)[1].strip()) for n, r in excluded if r.startswith("not in this index")]
+    # an index file's reasons, shown as written
+    outside = [(n, markdown_literal(r.split(":", 1)[1].strip())) for n, r in excluded if r.startswith("not in this index")]
     inert = [(n, r) for n, r in excluded if not r.startswith("not in this index")]
     parts = []
     if outside:

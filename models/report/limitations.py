@@ -10,6 +10,7 @@ import polars as pl
 
 from models.coverage.counts import MIXED_LABELERS
 from models.figures import VALIDATION_METRICS, VALIDATION_TITLES
+from models.markdown import markdown_literal
 from models.reference.oews import HOURS_PER_YEAR
 from models.report.answer import ALL_INDEX
 from models.report.formatting import (
@@ -42,7 +43,7 @@ def benchmark_limitations(tables: Tables) -> list[str]:
     with_results = rows.filter(pl.col("n_results") > 0) if "n_results" in rows.columns else rows.head(0)
     listed = ", ".join(
         f"{r['benchmark']}"
-        + (f" {r['version']}" if r.get("version") else "")
+        + (f" {markdown_literal(r['version'])}" if r.get("version") else "")  # a landing folder's benchmark.toml
         + f" ({num(r.get('n_prompts'))})"
         for r in rows.iter_rows(named=True)
     )
@@ -447,8 +448,10 @@ def index_findings(benchmark_index: str, membership: pl.DataFrame | None) -> lis
     first = rows.row(0, named=True)
     included = rows.filter(pl.col("included"))["benchmark"].to_list()
     out = [
-        f"**Index.** Every number below is for the benchmark index **{first['title']}** (`{benchmark_index}`, "
-        f"version {first['version']}, {first['index_file']}): {len(included)} of the {rows.height} landed "
+        # the index file's words, shown as written
+        f"**Index.** Every number below is for the benchmark index **{markdown_literal(first['title'])}** "
+        f"(`{benchmark_index}`, version {markdown_literal(first['version'])}, {markdown_literal(first['index_file'])}): "
+        f"{len(included)} of the {rows.height} landed "
         f"benchmarks count. Members: {', '.join(included) or 'none'} (benchmark_index_membership)."
         + ("" if benchmark_index == ALL_INDEX else
            " Except what is computed over every landed benchmark: the fits on imputed label sets, the model "
@@ -457,7 +460,7 @@ def index_findings(benchmark_index: str, membership: pl.DataFrame | None) -> lis
            "(unit_coverage_simulation_check; quoted: all are measured on every benchmark's judged texts).")
     ]
     excluded = [
-        f"{r['benchmark']} ({r['reason'] or 'no reason recorded'}; {r['decided_by']})"
+        f"{r['benchmark']} ({markdown_literal(r['reason'] or 'no reason recorded')}; {markdown_literal(r['decided_by'])})"
         for r in rows.filter(~pl.col("included")).iter_rows(named=True)
     ]
     if excluded:
