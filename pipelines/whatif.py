@@ -22,6 +22,7 @@ from models import gaps
 from models.errors import InputError
 from models.gaps.expected import EXPECTED_THRESHOLDS
 from pipelines.cli import looks_damaged
+from resources.export_files import write_csv
 from resources.warehouse import error_first_line
 from resources.whatif import (
     NotABenchmapWarehouse,
@@ -188,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_frame(name, shown.filter(pl.col("closed")) if name == "whatif_gap_rank_changes" else shown)
         if args.out:
             args.out.mkdir(parents=True, exist_ok=True)
-            frame.write_csv(args.out / f"{name}.csv")
+            write_csv(args.out / f"{name}.csv", frame)  # formula-like text made text (models.exports.csv_safe)
     return 0
 
 

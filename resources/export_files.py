@@ -68,8 +68,9 @@ def write_bytes(path: Path, data: bytes) -> Path:
 
 
 def write_csv(path: Path, frame: pl.DataFrame) -> Path:
-    """`frame` as CSV at `path`, atomically (the folder is created)."""
-    return atomic_write(path, frame.write_csv)
+    """`frame` as CSV at `path`, atomically (the folder is created), its formula-like text cells made text
+    (`models.exports.csv_safe`)."""
+    return atomic_write(path, ex.csv_safe(frame).write_csv)
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ def write_table_files(table: str, frame: pl.DataFrame | StreamedTable, directory
         parquet = atomic_write(
             directory / f"{table}.parquet", lambda p: frame.write_parquet(p, compression="zstd", statistics=True)
         )
-        csv = atomic_write(directory / f"{table}.csv", lambda p: frame.write_csv(p))
+        csv = atomic_write(directory / f"{table}.csv", lambda p: ex.csv_safe(frame).write_csv(p))
     return TableFile(
         table, frame.height, list(frame.columns), parquet, csv, sha256_file(parquet), sha256_file(csv)
     )

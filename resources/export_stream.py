@@ -67,7 +67,7 @@ class StreamedTable:
                     if writer is None:
                         writer = pq.ParquetWriter(parquet, arrow.schema, compression="zstd", write_statistics=True)
                     writer.write_table(arrow)
-                    frame.write_csv(text, include_header=text.tell() == 0)
+                    ex.csv_safe(frame).write_csv(text, include_header=text.tell() == 0)
                 if writer is None:  # no rows: the header and an empty file, as the whole-frame path writes
                     empty = pl.DataFrame(schema=self.schema)
                     empty.write_parquet(parquet, compression="zstd", statistics=True)

@@ -123,3 +123,34 @@ def test_a_streamed_tables_content_hash_follows_its_rows_not_their_order(warehou
     assert handle.content_sha256() != before
     wh.replace_table(warehouse, TABLE, pl.concat([frame, frame.head(1)]))  # one row twice
     assert handle.content_sha256() != before
+
+
+def test_a_text_cell_a_spreadsheet_would_run_is_text_in_every_csv(tmp_path: Path):
+    """A probe (2026-12-07): a results.csv model `=HYPERLINK("http://evil.example/m","click")`, `+cmd|A0`, `-2+3`
+    and `@SUM(1+1)`, and index titles alike, were live formulas in the exported CSVs (the workbook was safe). Both
+    CSV paths (whole frame, streamed) and release.csv give them a leading apostrophe; Parquet keeps the value."""
+    from models.exports import csv_safe, csv_unsafe
+    from models.validation.annotation import parse_gold_csv
+
+    values = ['=HYPERLINK("http://evil.example/m","click")', "+cmd|' /C calc'!A0", "-2+3", "@SUM(1+1)", "\tx",
+              "a=b", "plain", None]
+    frame = pl.DataFrame({"model": values, "p": [0.5] * len(values)})
+    written = ef.write_table_files("occupation_model_scores", frame, tmp_path)
+    cells = pl.read_csv(written.csv)["model"].to_list()
+    assert cells[:5] == ["'" + v for v in values[:5]] and cells[5:7] == ["a=b", "plain"] and cells[7] is None
+    assert pl.read_parquet(written.parquet)["model"].to_list() == values  # as it was
+    assert [csv_unsafe(c) for c in cells[:7]] == values[:7] and csv_unsafe("'plain") == "'plain"
+    # the streamed path
+    path = tmp_path / "w.duckdb"
+    wh.replace_table(path, TABLE, frame.rename({"model": "prompt_hash"}))
+    handle = es.streamed_table(path, TABLE)
+    assert handle is not None
+    handle.write(tmp_path / "s.parquet", tmp_path / "s.csv")
+    assert sorted(pl.read_csv(tmp_path / "s.csv")["prompt_hash"].drop_nulls().to_list()) == sorted(
+        c for c in cells if c is not None)
+    assert csv_safe(pl.DataFrame({"n": [1, -2]})).equals(pl.DataFrame({"n": [1, -2]}))  # numbers untouched
+    # the annotators' file: an id exported with its apostrophe is read back as the id
+    sample = pl.DataFrame({"benchmark": ["b"], "prompt_id": ["=1+1"], "task_ids": ["12"]})
+    ef.write_csv(tmp_path / "gold.csv", sample)
+    assert (tmp_path / "gold.csv").read_text().splitlines()[1].startswith("b,'=1+1,")
+    assert parse_gold_csv((tmp_path / "gold.csv").read_bytes(), "gold.csv")["prompt_id"].to_list() == ["=1+1"]

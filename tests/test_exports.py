@@ -899,7 +899,9 @@ def test_summary_quotes_the_estimated_model_scores_and_keeps_the_raw_comparison_
     top = (pool.with_columns(pl.col("difference").abs().alias("abs"))
            .sort(["abs", "onet_soc_code", "model"], descending=[True, False, False]).row(0, named=True))
     # what "O*NET-weighted" means (an audit read "tasks weighted by the labels as counted" as weights from O*NET)
-    assert "every task weighing the same whatever its number of prompts; tasks from the labels as counted" in raw_part
+    assert ("The O*NET-weighted mean score (the mean of each O*NET task's mean score, over the tasks with >= 5 "
+            "prompts, every task weighing the same whatever its number of prompts; tasks from the labels as counted)"
+            ) in raw_part
     # where the differing pairs sit and how many chance gives (an audit: 15 of 123 were two occupations)
     spread = (f" (in {differs['onet_soc_code'].n_unique()} occupation{'' if differs['onet_soc_code'].n_unique() == 1 else 's'}; "
               f"with no adjustment for the {scores.height} comparisons, about {round(0.05 * scores.height)} would by "

@@ -54,7 +54,9 @@ def data_dictionary_markdown(
         f"`{TABLES_DIR}/<table>.parquet` and `{TABLES_DIR}/<table>.csv` and, unless it has a row per task or "
         f"per prompt text ({', '.join(f'`{t}`' for t in FILE_ONLY_TABLES)}: too many rows for a "
         f"spreadsheet), on its own sheet of `{WORKBOOK_NAME}`. Shares are fractions between 0 and 1; intervals "
-        "are 95%.",
+        "are 95%. In the CSV files (not the Parquet files or the workbook) a text cell that opens with `=`, `+`, "
+        "`-`, `@`, a tab or a carriage return has an apostrophe put before it, so that a spreadsheet opening the "
+        "file shows it as text instead of running it as a formula.",
         "",
         "| table | rows | description |",
         "|---|---|---|",

@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from models.exports.tables import csv_safe
 from models.markdown import markdown_literal
 
 RELEASE_SCHEMA: dict[str, pl.DataType] = {
@@ -241,7 +242,7 @@ def release_frame(tables: Mapping[str, pl.DataFrame], thresholds: Sequence[int] 
 
 
 def release_csv_bytes(frame: pl.DataFrame) -> bytes:
-    return frame.write_csv().encode("utf-8")
+    return csv_safe(frame).write_csv().encode("utf-8")
 
 
 def content_hash(frame: pl.DataFrame) -> str:

@@ -4,6 +4,7 @@ what the files hold (excluded columns dropped, nested cells as JSON text, a tota
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import polars as pl
@@ -222,6 +223,28 @@ def plain_sort_columns(table: str, schema: pl.Schema) -> list[str] | None:
         return None
     keys = [k for k in SORT_KEYS.get(table, ()) if k in schema]
     return keys + [c for c in schema if c not in keys]
+
+
+# A CSV cell opening with one of these is a formula to Excel and LibreOffice when the file is opened directly.
+CSV_FORMULA_START = r"^[=+\-@\t\r]"
+
+
+def csv_safe(frame: pl.DataFrame) -> pl.DataFrame:
+    """The frame as its CSV file holds it: a text cell a spreadsheet would run as a formula (it opens with =, +,
+    -, @, a tab or a carriage return) gets a leading apostrophe, so it shows as text (OWASP's advice on CSV
+    injection). A probe landed a results.csv model `=HYPERLINK("http://...","click")` and index titles alike, and
+    the CSVs carried them as live formulas; the Parquet files keep every value as it is, and the workbook writes no
+    formula from text."""
+    text = [c for c, dtype in frame.schema.items() if dtype == pl.Utf8]
+    if not text:
+        return frame
+    return frame.with_columns(pl.when(pl.col(c).str.contains(CSV_FORMULA_START)).then("'" + pl.col(c))
+                              .otherwise(pl.col(c)).alias(c) for c in text)
+
+
+def csv_unsafe(value: str) -> str:
+    """A cell of a CSV written by `csv_safe` as it was (read back: the annotators' file)."""
+    return value[1:] if len(value) > 1 and value[0] == "'" and re.match(CSV_FORMULA_START, value[1:]) else value
 
 
 def prepare_table(table: str, frame: pl.DataFrame) -> pl.DataFrame:

@@ -378,7 +378,7 @@ def score_findings(tables: Tables) -> list[str]:
     if occupations is not None and {"onet_soc_code", "title"} <= set(occupations.columns):
         titles = dict(occupations.select("onet_soc_code", "title").iter_rows())
     name = titles.get(top["onet_soc_code"]) or top["onet_soc_code"]
-    min_prompts = f" (tasks with >= {top['min_prompts']} prompts)" if "min_prompts" in top else ""
+    min_prompts = f" with >= {top['min_prompts']} prompts" if "min_prompts" in top else ""
     largest = "the largest of them" if differs.height else "none does; the largest difference"
     # where the differing pairs sit, and how many would differ by chance (an audit: the 15 of 123 were two
     # occupations of one benchmark's prompts, and the sentence read as broad evidence)
@@ -389,8 +389,9 @@ def score_findings(tables: Tables) -> list[str]:
                   f"adjustment for the {num(weighted.height)} comparisons, about {num(round(0.05 * weighted.height))} "
                   "would by chance alone)")
     return [
-        f"**Model scores.** The O*NET-weighted mean score{min_prompts} (the mean of each O*NET task's mean score, "
-        "every task weighing the same whatever its number of prompts; tasks from the labels as counted) differs "
+        f"**Model scores.** The O*NET-weighted mean score (the mean of each O*NET task's mean score, over the "
+        f"tasks{min_prompts}, every task weighing the same whatever its number of prompts; tasks from the labels "
+        "as counted) differs "
         f"from the plain mean score by more than its 95% bootstrap interval for {num(differs.height)} of "
         f"the {num(weighted.height)} occupation-model pairs that have one{spread}; {largest} is "
         f"{top['difference']:+.3f} ({ci(top['difference_ci_low'], top['difference_ci_high'], lambda v: f'{v:+.3f}')})"

@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 
 from models.errors import InputError
+from models.exports.tables import csv_unsafe
 
 # --- gold annotation: export a sample, import the answers ---------------------------------------------------
 
@@ -115,7 +116,8 @@ def parse_gold_csv(data: bytes, source: str) -> pl.DataFrame:
             if not any(c.strip() for c in cells):
                 continue  # a blank line
             record = dict(zip(header, cells, strict=False))
-            prompt_id = (record.get("prompt_id") or "").strip()
+            # the exported sample's formula-like ids carry an apostrophe (models.exports.csv_safe)
+            prompt_id = csv_unsafe((record.get("prompt_id") or "").strip())
             if not prompt_id:
                 raise InputError("empty prompt_id", path=source, line=line)
             raw = (record.get(id_column) or "").strip()
@@ -126,7 +128,7 @@ def parse_gold_csv(data: bytes, source: str) -> pl.DataFrame:
                 except ValueError:
                     raise InputError(f"task ID {token!r} is not an integer", path=source, line=line,
                                      record=prompt_id) from None
-            base = {"benchmark": (record.get("benchmark") or "").strip() or None, "prompt_id": prompt_id,
+            base = {"benchmark": csv_unsafe((record.get("benchmark") or "").strip()) or None, "prompt_id": prompt_id,
                     "annotator": (record.get("annotator") or "").strip() or None, "source_file": Path(source).name,
                     "line_number": line}
             for task_id in ids or [None]:
