@@ -114,13 +114,23 @@ def readme_rows(
 
 def readme_frame(readme: Sequence[tuple[str, str]], tables: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
     """The README sheet (item, value): `readme`, a line per table without a sheet (FILE_ONLY_TABLES) naming its
-    files, and a note for each sheet cut at Excel's row limit."""
+    files, and a note for each sheet cut at Excel's row limit or with text cut at its cell limit."""
     notes = list(readme)
     for table, frame in tables.items():
         if table in FILE_ONLY_TABLES:
             notes.append((f"{table} (no sheet)", f"{frame.height:,} rows (a row per task or per prompt text): "
                                                  f"{TABLES_DIR}/{table}.parquet and {TABLES_DIR}/{table}.csv"))
-        elif frame.height > EXCEL_MAX_ROWS:
+            continue
+        # a probe: a 40,015-character title was cut on its sheet without a word
+        long = {c: int((frame[c].str.len_chars() > EXCEL_MAX_CHARS).sum()) for c, dtype in frame.schema.items()
+                if dtype == pl.Utf8}
+        cut = {c: n for c, n in long.items() if n}
+        if cut:
+            n = sum(cut.values())
+            notes.append((f"{table} (text cut)", f"{n:,} {'cell' if n == 1 else 'cells'} of "
+                          f"{', '.join(cut)} {'holds its' if n == 1 else 'hold their'} first {EXCEL_MAX_CHARS:,} "
+                          "characters only (Excel's cell limit); the Parquet and CSV files hold all"))
+        if frame.height > EXCEL_MAX_ROWS:
             notes.append(
                 (
                     f"{table} (truncated)",
