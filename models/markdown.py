@@ -29,7 +29,7 @@ def markdown_plain(text: str) -> str:
                    for i, part in enumerate(parts))
 
 
-_LITERAL = re.compile(r"([\\`*\[\]<>|])")
+_LITERAL = re.compile(r"([\\`*\[\]<|])")  # `>` opens nothing mid-line ("public_items >= 25" stays as written)
 
 
 def markdown_literal(text: object) -> str:
