@@ -104,8 +104,12 @@ class Env:
         for request in result.dynamic_partitions_requests or []:
             self.instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
         job = self.defs.resolve_job_def("benchmark_refresh_job")
-        return [job.execute_in_process(instance=self.instance, partition_key=r.partition_key, tags=r.tags,
-                                       asset_selection=r.asset_selection, raise_on_error=False)
+        # the job subset as the daemon makes it (get_subset: the checks with the assets when the request names none)
+        return [(job.get_subset(asset_selection=set(r.asset_selection),
+                                asset_check_selection=None if r.asset_check_keys is None else set(r.asset_check_keys))
+                 if r.asset_selection is not None else job)
+                .execute_in_process(instance=self.instance, partition_key=r.partition_key, tags=r.tags,
+                                    raise_on_error=False)
                 for r in result.run_requests]
 
     def run_partition(self, name: str):
@@ -803,7 +807,12 @@ def test_bad_input_goes_to_rejects_and_the_warehouse_keeps_everything_else(env: 
     assert requested(second) == sorted([bm.LANDING_PARTITION, "bad_bench"])
     landing_request = next(r for r in second.run_requests if r.partition_key == bm.LANDING_PARTITION)
     assert sorted(k.to_user_string() for k in landing_request.asset_selection) == sorted(TABLES)
-    assert all(r.success for r in env.apply(second))
+    # and no check: the job runs none on these tables (a probe: the daemon's subset ran the warehouse-wide two)
+    assert landing_request.asset_check_keys == []
+    runs = env.apply(second)
+    assert all(r.success for r in runs)
+    landing_run = runs[second.run_requests.index(landing_request)]
+    assert landing_run.get_asset_check_evaluations() == []
 
     _assert_bad_bench_rejects(env.table("benchmark_rejects", "bad_bench"))
     assert sorted(env.table("benchmark_prompts", "bad_bench")["prompt_id"]) == \

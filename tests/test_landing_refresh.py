@@ -119,9 +119,12 @@ def test_a_refresh_that_keeps_failing_is_retried_a_bounded_number_of_times(
     assert "given up after 3 retries (tiny_bench: requested again when the folder changes)" in \
         quiet.skip_reason.skip_message
 
-    (folder / "results.csv").write_bytes(results)  # fixed (back to the first content): requested anew
-    fixed = env.tick(given_up.cursor)
-    assert [r.run_key for r in fixed.run_requests] == [f"tiny_bench:{folder_content_hash(folder)}:again-1"]
+    (folder / "results.csv").write_bytes(results)  # fixed, back to the first content, which the warehouse holds
+    fixed = env.tick(given_up.cursor)  # (every failed run failed before writing): nothing to refresh, none given up
+    assert fixed.run_requests == [] and stored_hash(env, "tiny_bench") == folder_content_hash(folder)
+    assert fixed.skip_reason is not None and "given up" not in fixed.skip_reason.skip_message
+    (folder / "results.csv").write_bytes(results + b"\n")  # a content never made: requested
+    assert requested(env.tick(fixed.cursor)) == ["tiny_bench"]
 
 
 def test_a_given_up_refresh_made_since_by_hand_is_no_longer_reported(env: Env) -> None:  # noqa: F811
@@ -194,6 +197,22 @@ def test_a_folder_back_to_an_earlier_content_is_refreshed(env: Env) -> None:  # 
     assert all(run.success for run in env.apply(back))
     assert stored_hash(env, "tiny_bench") == original
     assert env.tick(back.cursor).run_requests == []
+
+
+def test_a_folder_refreshed_by_run_all_since_the_last_tick_is_not_refreshed_again(env: Env) -> None:  # noqa: F811
+    """A probe (2026-12-07): a folder changed, `run_all --benchmarks` refreshed it, and the sensor's next tick,
+    whose cursor still held the old content, requested the refresh again (nothing to label), and a whole analysis
+    run followed. Content a successful run made since counts as seen; a change after it is still requested."""
+    folder = add_fixture(env.landing, "tiny_bench")
+    first = env.tick()
+    assert all(run.success for run in env.apply(first))
+    edit_a_prompt(folder, " (second edition)")
+    assert run_all.main(["--benchmarks", "tiny_bench"], defs=env.defs, instance=env.instance) == 0
+    assert stored_hash(env, "tiny_bench") == folder_content_hash(folder)
+    quiet = env.tick(first.cursor)
+    assert quiet.run_requests == []  # it asked for tiny_bench:<the new content>
+    edit_a_prompt(folder, " (third edition)")
+    assert [r.partition_key for r in env.tick(quiet.cursor).run_requests] == ["tiny_bench"]
 
 
 def test_run_all_retires_a_benchmark_whose_partition_was_deleted_by_hand(
