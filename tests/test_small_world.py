@@ -158,3 +158,32 @@ def test_a_sample_the_judge_lost_is_not_hidden_by_a_later_run_of_another_benchma
     # and the release says so under its answer
     summary = (world.state.warehouse.parent / "exports" / "latest" / "summary.md").read_text()
     assert "_Without the judge's reading: lost 4 sampled texts" in summary
+
+
+def test_new_model_scores_alone_make_a_new_release(world: World, capsys: pytest.CaptureFixture) -> None:
+    """A probe (2026-12-07): a changed results.csv (a score, or a new model) reached occupation_model_scores in the
+    warehouse, but no figure of release.csv moved, so the release stood with the old scores and said "this run's
+    figures are the same". A release now stands only when every exported table is the same."""
+    import json
+
+    from pipelines import run_all
+    from pipelines.definitions import build_definitions
+
+    records = real_records("financebench", 12)
+    results = [(r["prompt_id"], "model-a", 0.5) for r in records]
+    world.add("scored", records, results=results)
+    defs = build_definitions(str(world.state.warehouse))
+    argv = ["--skip-reference", "--benchmarks", "scored"]
+    assert run_all.main(argv, defs=defs, instance=world.instance) == 0
+    first = world.state.warehouse.parent / "exports" / "latest"
+    before = first.resolve()
+    world.add("scored", records, results=[*results, *[(r["prompt_id"], "model-b", 0.25) for r in records]])
+    capsys.readouterr()
+    assert run_all.main(argv, defs=defs, instance=world.instance) == 0
+    out = capsys.readouterr().out
+    after = first.resolve()
+    assert after != before, out[-2000:]  # was "(still the newest: this run's figures are the same ...)"
+    release = json.loads((after / "manifest.json").read_text())["release"]
+    assert {"benchmarks", "occupation_model_scores"} <= set(release["tables_changed"]), release["tables_changed"]
+    scores = pl.read_csv(after / "tables" / "occupation_model_scores.csv")
+    assert "model-b" in scores["model"].to_list()
