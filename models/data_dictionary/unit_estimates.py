@@ -79,7 +79,9 @@ def _uncovered(unit: str) -> dict[str, Entry]:
         "uncovered_hours_mean": (f"{what}: mean over the draws (= sum over its tasks of hours x (1 - p_covered))",
                                  HOURS_UNIT, ESTIMATES),
         "uncovered_hours_low": (f"{what}: 2.5th percentile over the draws (equal to the high end where the "
-                                f"draws agree, e.g. all of its hours where no draw covers a task of it: {AGREEING})",
+                                f"draws agree, e.g. all of its hours where no draw covers a task of it: {AGREEING}). "
+                                "A percentile interval of skewed draws: the mean can lie just outside it when nearly "
+                                "every draw agrees and a few differ far (an audit found 2 major groups so at >= 5)",
                                 HOURS_UNIT, ESTIMATES),
         "uncovered_hours_high": (f"{what}: 97.5th percentile over the draws", HOURS_UNIT, ESTIMATES),
     }

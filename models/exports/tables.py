@@ -53,7 +53,8 @@ EXPORTED: dict[str, str] = {
 }
 _SOURCE = "source data: the release carries its checksums (manifest sources), not a copy"
 _PROMPTS = "per prompt: the prompt texts and raw results stay in the warehouse; the export carries the benchmarks' " \
-    "counts and every table computed from them"
+    "counts and every table computed from them (and coverage_map.html a few example prompts per occupation, cut " \
+    "short: docs/outputs.md)"
 INTERNAL_TABLES: dict[str, str] = {
     "onet_tasks": _SOURCE, "onet_occupations": _SOURCE, "onet_job_titles": _SOURCE,
     "onet_technology_skills": _SOURCE, "oews_wages": _SOURCE, "occupation_wages": _SOURCE,
