@@ -94,6 +94,13 @@ WHATIF_OUTS = {
         description="Gap ranks before and after for the top N gaps and for every gap the candidate closes.",
         is_required=False,
     ),
+    "whatif_expected_occupation_gain": AssetOut(
+        kinds=TABLE_KINDS,
+        description="Where the expected gain lands: per occupation the candidate's labels reach, its expected "
+        "candidate prompts and its expected uncovered hours before and after (at thresholds 1 and 5, from the "
+        "per-unit estimates; empty at another threshold).",
+        is_required=False,
+    ),
 }
 
 
@@ -144,7 +151,8 @@ def _changed(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     can_subset=False,
     description="What would a candidate benchmark add? Labels the candidate folder's prompts (not landed) "
     "and writes the marginal gain to whatif_marginal_gain, whatif_newly_covered_tasks, "
-    "whatif_newly_covered_occupations and whatif_gap_rank_changes, and a run summary to "
+    "whatif_newly_covered_occupations, whatif_gap_rank_changes and whatif_expected_occupation_gain, and a run "
+    "summary to "
     "candidate_benchmark_whatif. Published tables are never written (fingerprinted before and after). Without a "
     "candidate folder (the default) every analysis run records it as skipped (metadata `skipped`, no table): a "
     "materialization here is a result only when its metadata names a candidate.",

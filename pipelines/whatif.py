@@ -38,12 +38,14 @@ EXIT_USAGE = 2  # a bad argument: one line on stderr, nothing computed
 # --- the command -------------------------------------------------------------------------------------------
 
 
-def _print_frame(title: str, frame: pl.DataFrame, limit: int = 20) -> None:
+def _print_frame(title: str, frame: pl.DataFrame, limit: int = 30) -> None:
     print(f"\n## {title} ({frame.height} rows)")
     with pl.Config(
         tbl_rows=limit, tbl_cols=12, fmt_str_lengths=60, tbl_width_chars=160, tbl_hide_dataframe_shape=True
     ):
         print(frame.head(limit))
+    if frame.height > limit:  # a probe: the gain's 21st row was dropped without a word at 20
+        print(f"... {frame.height - limit} more rows (--out writes them all)")
 
 
 class _OneLineParser(argparse.ArgumentParser):

@@ -201,7 +201,7 @@ def test_whatif_gain_reports_the_expected_gain_beside_the_counted_one():
     coverage and add the counted candidate labels with their p_exercised (a copy of a landed text adds
     nothing to either)."""
     from models.coverage import label_counts
-    from models.gaps import WhatIfParams, whatif_gain
+    from models.gaps import WHATIF_TABLES, WhatIfParams, whatif_gain, whatif_tables
     from tests.test_gaps import _landed
 
     existing, candidate, tasks, task_hours, occupations, estimates = _whatif_inputs()
@@ -214,6 +214,16 @@ def test_whatif_gain_reports_the_expected_gain_beside_the_counted_one():
     assert expected["gain"] == pytest.approx((1 - 0.5 * 0.5) - 0.5 + 0.25)
     # the headline's task hours: pi share x occupation hours (task 3: 0.8 x 1,200; task 6: 0.99 x 5,050)
     assert gain["expected_hours_covered"]["gain"] == pytest.approx(0.25 * 960.0 + 0.25 * 4999.5)
+    # where it lands, per occupation the candidate reaches (a probe: the gain came mostly from one label on an
+    # occupation the candidate was not written for, and no table said so); the rows add up to the gain
+    by_occupation = result.expected_occupation_gain
+    assert by_occupation["expected_uncovered_hours_gain"].sum() == pytest.approx(
+        gain["expected_uncovered_hours"]["before"] - gain["expected_uncovered_hours"]["after"])
+    assert by_occupation["expected_uncovered_hours_gain"].to_list() == sorted(
+        by_occupation["expected_uncovered_hours_gain"].to_list(), reverse=True)
+    assert (by_occupation["candidate_expected_prompts"] > 0).all() and set(by_occupation["threshold"]) == {1}
+    assert by_occupation["occupation_title"].null_count() == 0
+    assert list(whatif_tables(result)) == list(WHATIF_TABLES) and WHATIF_TABLES[-1] == "whatif_expected_occupation_gain"
     # a copy of landed prompts: nothing counted, nothing expected
     copy = existing.with_columns(pl.lit("copy").alias("benchmark"), ("c" + pl.col("prompt_id")).alias("prompt_id"),
                                  pl.lit(0.9).alias("p_exercised"))
@@ -221,6 +231,7 @@ def test_whatif_gain_reports_the_expected_gain_beside_the_counted_one():
                           estimates=estimates, **_landed(existing))
     metrics = dict(zip(nothing.marginal_gain["metric"], nothing.marginal_gain["gain"], strict=True))
     assert metrics["expected_tasks_covered"] == 0.0 and metrics["expected_hours_covered"] == 0.0
+    assert nothing.expected_occupation_gain.is_empty()
 
 
 @pytest.mark.parametrize("threshold", [2, 3, 10])
@@ -238,6 +249,7 @@ def test_whatif_gain_at_a_threshold_without_estimates_counts_the_labels_as_they_
     without = whatif_gain(label_counts(existing), candidate, tasks, task_hours, occupations,
                           WhatIfParams(threshold=threshold), **_landed(existing))
     assert result.marginal_gain.equals(without.marginal_gain)  # the counted metrics, as without estimates
+    assert result.expected_occupation_gain.is_empty()  # no estimate at this threshold
     assert not any(m.startswith("expected_") for m in result.marginal_gain["metric"])
     assert set(result.marginal_gain["threshold"]) == {threshold}
 

@@ -79,6 +79,8 @@ INTERNAL_TABLES: dict[str, str] = {
     "whatif_newly_covered_occupations": "the what-if of a candidate benchmark folder: written by `whatif`, not "
     "released",
     "whatif_newly_covered_tasks": "the what-if of a candidate benchmark folder: written by `whatif`, not released",
+    "whatif_expected_occupation_gain": "the what-if of a candidate benchmark folder: written by `whatif`, not "
+    "released",
     "coverage_map": "the exports' own record: the map file in the release folder",
     "report_figures": "the exports' own record: the figure files in the release folder",
     "report_summary": "the exports' own record: summary.md in the release folder",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -33,6 +33,7 @@ WHATIF_TABLES = (
     "whatif_newly_covered_tasks",
     "whatif_newly_covered_occupations",
     "whatif_gap_rank_changes",
+    "whatif_expected_occupation_gain",
 )
 LABEL_COLUMNS = ["benchmark", "prompt_id", "prompt_hash", "onet_soc_code", "task_id"]
 GAIN_SCHEMA = {"metric": pl.Utf8, "before": pl.Float64, "after": pl.Float64, "gain": pl.Float64}
@@ -44,6 +45,17 @@ RANK_CHANGE_SCHEMA = {
     "rank_after": pl.Int64,
     "rank_change": pl.Int64,
     "closed": pl.Boolean,
+}
+# a probe (2026-12-07): 30 cashier prompts gained 1.03e7 expected hours, 8.33e6 of them from one Retail
+# Salespersons label, and no table said where; the per-task result was computed and dropped
+EXPECTED_OCCUPATION_GAIN_SCHEMA = {
+    "onet_soc_code": pl.Utf8,
+    "occupation_title": pl.Utf8,
+    "threshold": pl.Int64,
+    "candidate_expected_prompts": pl.Float64,
+    "expected_uncovered_hours_before": pl.Float64,
+    "expected_uncovered_hours_after": pl.Float64,
+    "expected_uncovered_hours_gain": pl.Float64,
 }
 NEWLY_COVERED_TASK_COLUMNS = [
     "onet_soc_code",
@@ -86,12 +98,15 @@ class WhatIfResult:
     newly_covered_tasks: pl.DataFrame
     newly_covered_occupations: pl.DataFrame
     gap_rank_changes: pl.DataFrame
+    # per occupation, where the expected gain lands (empty without per-unit estimates at the threshold)
+    expected_occupation_gain: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(
+        schema=EXPECTED_OCCUPATION_GAIN_SCHEMA))
     rejects: pl.DataFrame | None = None  # a candidate folder's rejected lines (models.benchmarks REJECTS_SCHEMA)
 
-    def frames(self) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-        """The four frames in WHATIF_TABLES order."""
+    def frames(self) -> tuple[pl.DataFrame, ...]:
+        """The frames in WHATIF_TABLES order."""
         return (self.marginal_gain, self.newly_covered_tasks, self.newly_covered_occupations,
-                self.gap_rank_changes)
+                self.gap_rank_changes, self.expected_occupation_gain)
 
 
 def whatif_tables(result: WhatIfResult) -> dict[str, pl.DataFrame]:
@@ -208,24 +223,47 @@ def whatif_gain(
     rank_changes = _gap_rank_changes(tasks_cmp, priorities, params.top_n)
     if priorities is not None:
         metrics += _gap_metrics(tasks_cmp, priorities, rank_changes, params.top_n)
+    by_occupation = pl.DataFrame(schema=EXPECTED_OCCUPATION_GAIN_SCHEMA)
     if estimates is not None and "task_estimates" in estimates and threshold in EXPECTED_THRESHOLDS:
         # at another threshold there is no estimate to start from: the labels as counted only (it raised, after
         # the candidate was labeled, though --threshold takes any whole number >= 1)
-        metrics += _expected_metrics(weighted, candidate, candidate_labels, estimates, params)
+        expected, per_task = _expected_metrics(weighted, candidate, candidate_labels, estimates, params)
+        metrics += expected
+        by_occupation = _expected_occupation_gain(per_task, occupations, threshold)
     return WhatIfResult(
         _gain_frame(metrics, counts, params, labeler),
         _newly_covered_tasks(weighted, tasks, occupations, threshold),
         _newly_covered_occupations(occ_cmp, threshold),
         rank_changes,
+        by_occupation,
     )
+
+
+def _expected_occupation_gain(per_task: pl.DataFrame, occupations: pl.DataFrame, threshold: int) -> pl.DataFrame:
+    """Per occupation the candidate's labels reach, where the expected gain lands: its expected candidate prompts
+    and its tasks' expected uncovered hours before and after, largest gain first."""
+    hours = pl.col("task_annual_hours").fill_null(0.0)
+    per_occupation = per_task.group_by("onet_soc_code").agg(
+        pl.col("expected_candidate_prompts").sum().alias("candidate_expected_prompts"),
+        (hours * (1 - pl.col("p_before"))).sum().alias("expected_uncovered_hours_before"),
+        (hours * (1 - pl.col("p_after"))).sum().alias("expected_uncovered_hours_after"),
+    ).filter(pl.col("candidate_expected_prompts") > 0)
+    titles = occupation_titles(occupations)
+    return (per_occupation.join(titles, on="onet_soc_code", how="left")
+            .with_columns(pl.lit(threshold, pl.Int64).alias("threshold"),
+                          (pl.col("expected_uncovered_hours_before") - pl.col("expected_uncovered_hours_after"))
+                          .alias("expected_uncovered_hours_gain"))
+            .select(list(EXPECTED_OCCUPATION_GAIN_SCHEMA)).cast(EXPECTED_OCCUPATION_GAIN_SCHEMA)
+            .sort(["expected_uncovered_hours_gain", "candidate_expected_prompts", "onet_soc_code"],
+                  descending=[True, True, False]))
 
 
 def _expected_metrics(
     weighted: pl.DataFrame, kept: pl.DataFrame, candidate_labels: pl.DataFrame,
     estimates: Mapping[str, pl.DataFrame], params: WhatIfParams,
-) -> list[tuple[str, float, float]]:
+) -> tuple[list[tuple[str, float, float]], pl.DataFrame]:
     """The expected gain's (metric, before, after) over the counted candidate labels (their p_exercised
-    joined back: dedupe_candidate keeps the keys only)."""
+    joined back: dedupe_candidate keeps the keys only), and expected_whatif_gain's per-task frame."""
     from models.gaps.expected import expected_whatif_gain
 
     keys = ["benchmark", "prompt_id", "onet_soc_code", "task_id"]
@@ -235,12 +273,12 @@ def _expected_metrics(
         ).group_by(keys).agg(pl.col("p_exercised").max())
         kept = kept.join(p, on=keys, how="left")
     tasks = weighted.select(*TASK_KEY, pl.col("task_hours_used").alias("task_annual_hours"))
-    gain, _ = expected_whatif_gain(
+    gain, per_task = expected_whatif_gain(
         tasks, estimates["task_estimates"], kept.unique(keys), params.threshold, index=params.benchmark_index,
         occupation_estimates=estimates.get("occupation_estimates"),
         major_group_estimates=estimates.get("major_group_estimates"),
     )
-    return [(r["metric"], r["before"], r["after"]) for r in gain.iter_rows(named=True)]
+    return [(r["metric"], r["before"], r["after"]) for r in gain.iter_rows(named=True)], per_task
 
 
 def _one_labeler(
