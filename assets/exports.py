@@ -333,6 +333,9 @@ def exports(
     published = rl.publish_export(**release)
     folder = published.folder
     manifest = ew.read_manifest(folder) or {}
+    for name in published.set_aside:
+        context.log.warning(f"release folder {name} was never released (a run was stopped before pointing latest "
+                            f"at it): moved to {rl.UNRELEASED_DIR}/")
     if published.new:
         ahead = published.result is not None and published.result.workbook_ahead
         changed = (manifest.get("release") or {}).get("tables_changed") or []

@@ -37,6 +37,7 @@ from resources.export_files import atomic_write, export_lock, read_manifest, wri
 from resources.export_stream import StreamedTable
 
 STAGING_DIR = ".staging"
+UNRELEASED_DIR = ".unreleased"  # release folders whose promotion a killed run never finished
 STALE_STAGING_S = 24 * 3600.0
 
 
@@ -192,6 +193,39 @@ def remove_stale_staging(root: Path, keep: Path | None = None, max_age_s: float 
     return removed
 
 
+def set_aside_unreleased(root: Path) -> tuple[str, ...]:
+    """Move out of the releases each folder a run renamed into place and was killed before pointing `latest` at
+    (newer than the release latest.txt names, and made on top of it): never released, yet it stayed beside the
+    next run's copy, half read-only, listed in headline_history (a probe, 2026-12-07). Moved, not deleted, to
+    UNRELEASED_DIR. Call under `release_lock`."""
+    text = root / rel.LATEST_TEXT
+    named = text.read_text(encoding="utf-8").strip() if text.is_file() else ""
+    if not rel.is_release_name(named) or not (root / named / "manifest.json").is_file():
+        return ()
+    moved = []
+    for folder in list_releases(root):
+        block = (read_manifest(folder) or {}).get("release") or {}
+        if folder.name > named and block.get("previous_release") == named:
+            (root / UNRELEASED_DIR).mkdir(exist_ok=True)
+            os.rename(folder, root / UNRELEASED_DIR / folder.name)
+            moved.append(folder.name)
+    return tuple(moved)
+
+
+def repair_latest(root: Path, release: Path) -> None:
+    """Point latest.txt and the `latest` link at `release` when either names another or is gone (a probe: the
+    link deleted by hand stayed gone while the release stood, and the run said "also .../latest")."""
+    link = root / rel.LATEST_NAME
+    try:
+        pointed = os.readlink(link)
+    except OSError:
+        pointed = None
+    text = root / rel.LATEST_TEXT
+    named = text.read_text(encoding="utf-8").strip() if text.is_file() else None
+    if pointed != release.name or named != release.name:
+        update_latest(root, release.name)
+
+
 def released_at(folder: Path) -> str:
     manifest = read_manifest(folder) or {}
     return str(manifest.get("created_at") or "")
@@ -234,6 +268,7 @@ class Published:
     release: pl.DataFrame  # this run's release frame
     result: ew.ExportResult | None  # the export written (paths inside the staging folder, now renamed)
     history: pl.DataFrame  # headline_history after this run
+    set_aside: tuple[str, ...] = ()  # release folders a killed run left unreleased, moved to UNRELEASED_DIR
 
 
 def answer_rows(tables: Mapping[str, pl.DataFrame], rl_date: str) -> list[tuple[str, str]]:
@@ -362,12 +397,15 @@ def _publish_locked(tables: Mapping[str, pl.DataFrame], staging: Path, root: Pat
                     excluded: Sequence[tuple[str, str, str]], version: str, created_at: dt.datetime) -> Published:
     with release_lock(root, run_id):
         remove_stale_staging(root, keep=staging)
+        set_aside = set_aside_unreleased(root)
         previous = latest_release(root)
         if stands(previous, published, version, table_sha):
             ew.drop_workbook(started)  # before its folder goes
             discard_staging(staging)
+            repair_latest(root, previous)
+            frame_history = write_history(root)[0] if set_aside else history(root)
             return Published(previous, False, previous, rel.release_changes(frame, frame), frame, None,
-                             history(root))
+                             frame_history, set_aside)
         previous_frame = read_release_frame(previous) if previous is not None else None
         changes = rel.release_changes(frame, previous_frame)
         changed_tables = tables_changed(previous, table_sha)
@@ -391,4 +429,4 @@ def _publish_locked(tables: Mapping[str, pl.DataFrame], staging: Path, root: Pat
                                   readme_first=readme_first, started=started)
         folder = promote(staging, root, name)
         frame_history, _ = write_history(root)
-    return Published(folder, True, previous, changes, frame, result, frame_history)
+    return Published(folder, True, previous, changes, frame, result, frame_history, set_aside)

@@ -532,3 +532,28 @@ def test_text_from_landing_folders_and_index_files_is_shown_as_written_in_the_ma
         assert "<img" not in html and "<b>" not in html and "<em>bold" not in html and "href" not in html, html
     assert "&lt;img src=x onerror=alert(1)&gt;" in render(texts[0])  # shown, as text
     assert markdown_literal("a\nb|c") == "a b\\|c"
+
+
+def test_a_release_a_killed_run_left_unpointed_is_set_aside_and_a_deleted_latest_link_repaired(tables, tmp_path):
+    """Two probes (2026-12-07): (1) a run killed after renaming its release into place, before pointing `latest`
+    at it, left a complete-looking folder that the next run never adopted or removed: headline_history listed it
+    beside the next run's copy of the same figures. (2) `latest` deleted by hand stayed gone while the release
+    stood, and the run said "also .../latest"."""
+    root = tmp_path / "exports"
+    first = publish(tables, tmp_path)
+    changed = dict(tables)
+    changed["labeler_validation"] = tables["labeler_validation"].head(tables["labeler_validation"].height - 1)
+    killed = publish(changed, tmp_path, T0 + dt.timedelta(hours=1))
+    assert killed.new
+    rl.update_latest(root, first.folder.name)  # as if the run died between the rename and update_latest
+    again = publish(changed, tmp_path, T0 + dt.timedelta(hours=2))
+    assert again.set_aside == (killed.folder.name,) and again.new and again.previous == first.folder
+    assert rl.list_releases(root) == [first.folder, again.folder]
+    assert (root / rl.UNRELEASED_DIR / killed.folder.name / "manifest.json").is_file()  # moved, not deleted
+    assert set(pl.read_csv(root / "headline_history.csv")["release"]) == {first.folder.name, again.folder.name}
+    assert rl.set_aside_unreleased(root) == ()  # nothing newer than the latest
+
+    (root / "latest").unlink()
+    stood = publish(changed, tmp_path, T0 + dt.timedelta(hours=3))
+    assert not stood.new and stood.folder == again.folder
+    assert os.readlink(root / "latest") == again.folder.name == (root / "latest.txt").read_text().strip()
