@@ -362,7 +362,8 @@ def parse_prompts(data: bytes, benchmark: str, *, label: str | None = None
         try:
             record = load_json_line(text)
         except json.JSONDecodeError as exc:
-            why = f"invalid JSON: {exc.msg} at column {exc.colno}"
+            # "Unterminated string starting at" is a whole message: "... at at column 56" read as a slip
+            why = f"invalid JSON: {exc.msg} (column {exc.colno})"
             if number == cut:
                 why += "; the file does not end in a newline, so it may have been cut mid-write: land it again whole"
             rejects.append(Reject(benchmark, label, number, why, excerpt(text)))

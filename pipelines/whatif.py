@@ -154,7 +154,8 @@ def _print_rejects(rejects: pl.DataFrame | None) -> None:
     for row in rejects.head(REJECTS_SHOWN).iter_rows(named=True):
         print(f"warning: {row['file']}:{row['line_number']}: {row['reason']} (line not counted)", file=sys.stderr)
     if rejects.height > REJECTS_SHOWN:
-        print(f"warning: {rejects.height - REJECTS_SHOWN} more rejected lines", file=sys.stderr)
+        more = rejects.height - REJECTS_SHOWN
+        print(f"warning: {more} more rejected line{'' if more == 1 else 's'}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -261,7 +261,8 @@ def run_whatif(
     if prompts.is_empty():  # said as the landing step says it: which line and why, not a count alone
         first = rejects.row(0, named=True) if rejects.height else None
         why = f"; first line {first['line_number']}: {first['reason']}" if first else ""
-        raise InputError(f"no valid prompts ({rejects.height} rejected lines{why})",
+        lines = f"{rejects.height} rejected line{'' if rejects.height == 1 else 's'}"
+        raise InputError(f"no valid prompts ({lines}{why})",
                          path=candidate_prompts_file(folder))
     check_warehouse_tables(warehouse_path, (*gaps.REFERENCE_TABLES, *(INDEX_TABLES if labeler is None else ())))
     tables = read_tables(warehouse_path, gaps.REFERENCE_TABLES)

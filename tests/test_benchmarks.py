@@ -263,7 +263,7 @@ def test_tiny_fixture_parses_completely(tmp_path: Path) -> None:
 
 
 EXPECTED_BAD_PROMPTS = {
-    2: "invalid JSON",
+    2: "invalid JSON: Unterminated string starting at (column 61)",  # it read "starting at at column 61"
     3: "missing prompt_id",
     4: "duplicate prompt_id 'ok1' (first on line 1)",
     5: "empty prompt",

@@ -312,7 +312,7 @@ def test_the_partition_line_names_the_first_reject(env: Env, mirror: Path,  # no
     line = next(s for s in out.splitlines() if "] f_badjson: ok in" in s)
     assert re.search(rf": {len(lines) - 1} prompts, {len(result_rows(mirror)) - its_results} results, "
                      rf"{rejects} rejects \(first f_badjson/prompts\.jsonl:20: invalid JSON: Expecting ',' "
-                     rf"delimiter at column \d+; all {rejects} in benchmark_rejects\)$", line), line
+                     rf"delimiter \(column \d+\); all {rejects} in benchmark_rejects\)$", line), line
     clean = next(s for s in out.splitlines() if "] f_clean: ok in" in s)
     assert clean.endswith(f": {len(lines)} prompts, {len(result_rows(mirror))} results, 0 rejects")
 
