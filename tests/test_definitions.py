@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 EXPECTED = {
-    "assets": 65,  # + prompt_work, reference_task_labels (issue 13); + the four whatif_* tables (issue 17);
+    "assets": 66,  # + prompt_work, reference_task_labels (issue 13); + the four whatif_* tables (issue 17);
+    # + whatif_expected_occupation_gain (2026-12-07: where a candidate's expected gain lands);
     # issue 25: + 8 per-unit/per-text estimate tables (estimates), + occupation_model_scores_estimated (analysis);
     # issue 27: + headline_history; issue 28: + headline_count_draws (estimates: the draws coverage_regressions_mi
     # refits on, now an asset of its own)
@@ -30,7 +31,7 @@ EXPECTED = {
 }
 EXPECTED_GROUPS = {
     "reference": 10, "benchmarks": 4, "labels": 4, "label_validation": 5, "analysis": 13, "estimates": 14,
-    "gaps": 10, "exports": 5,
+    "gaps": 11, "exports": 5,
 }
 EXPECTED_JOBS = {"benchmark_refresh_job", "analysis_refresh_job", "reference_refresh_job"}
 
