@@ -484,8 +484,9 @@ def judge_failures(path: str | None, names: Sequence[str]) -> dict[str, int]:
     the labeler's failures (the run said "0 failed" while the sample shrank). Read from the design, not from
     label_failures: a text that left the sample, or an earlier openai labeler's failure, is not the judge's open
     work."""
-    if not path or not Path(path).exists() or not names or judge_of_the_run() is None:
-        return {}
     from assets.judge_sample import configured_sample
 
-    return lq.judge_sample_gaps(path, configured_sample(), names)
+    sample = configured_sample()  # None without a judge sample, or with a malformed setting (the step says so)
+    if not path or not Path(path).exists() or not names or sample is None:
+        return {}
+    return lq.judge_sample_gaps(path, sample, names)

@@ -49,17 +49,21 @@ def gold_files_version(config: Settings | None = None) -> str:
 
 
 def _files_version(roots: list[Path | None], wanted: Callable[[str], bool]) -> str:
-    """Relative path and SHA-256 of every file under `roots` whose top-level entry is `wanted` and not hidden."""
+    """Relative path and SHA-256 of every file under `roots` whose top-level entry is `wanted` and not hidden.
+    Only the wanted entries are walked (the gold files' version walked every landing folder to skip it), in the
+    order a sort of the whole tree gives, so the hash is the same."""
     digest = hashlib.sha256()
     for number, root in enumerate(roots):
         if root is None or not root.is_dir():
             continue
-        for path in sorted(root.rglob("*")):
-            rel = path.relative_to(root)
-            if not wanted(rel.parts[0]) or rel.parts[0].startswith(".") or not path.is_file():
+        for top in sorted(root.iterdir()):
+            if not wanted(top.name) or top.name.startswith("."):
                 continue
-            with open(path, "rb") as handle:
-                digest.update(f"{number}\0{rel}\0{hashlib.file_digest(handle, 'sha256').hexdigest()}\0".encode())
+            for path in [top, *sorted(top.rglob("*"))] if top.is_dir() else [top]:
+                if path.is_file():
+                    with open(path, "rb") as handle:
+                        digest.update(f"{number}\0{path.relative_to(root)}\0"
+                                      f"{hashlib.file_digest(handle, 'sha256').hexdigest()}\0".encode())
     return digest.hexdigest()
 
 
