@@ -313,7 +313,8 @@ def start_release_workbook(context: AssetExecutionContext, warehouse: Warehouse,
     + [AssetKey("prompt_task_labels"), report_figures, coverage_map, report_summary],
     description="A release `exports/<date>T<time>Z-<input hash>/`, written only when a published figure or table or the "
     "code version changed (never rewritten; exports/latest and latest.txt name the newest): every published table "
-    "(the registry's EXPORTED; reference, prompt and label tables stay in the warehouse) as "
+    "(the registry's EXPORTED, with the O*NET lookups; the other reference, prompt and label tables stay in the "
+    "warehouse) as "
     "Parquet and CSV, one XLSX "
     "workbook, data_dictionary.md, the tidy release.csv/.parquet of every published figure with "
     "data_documentation.md, and manifest.json (sources and checksums, benchmarks and hashes, labeler and model, "

@@ -1367,6 +1367,14 @@ def test_end_to_end_exports(full_pipeline, monkeypatch):
         else:
             table = wh.read_table(warehouse, entry["table"])
         assert ew.read_export_table(folder, entry["table"]).equals(ex.prepare_table(entry["table"], table))
+    # the release alone names what its codes are: every task and occupation of the estimates is in its lookups
+    assert set(ex.REFERENCE_TABLES) == {"onet_tasks", "onet_occupations"}
+    tasks, occupations = ew.read_export_table(folder, "onet_tasks"), ew.read_export_table(folder, "onet_occupations")
+    assert (tasks.height, occupations.filter(pl.col("has_tasks")).height) == (18_796, 923)
+    for table, lookup, keys in (("task_estimates", tasks, ["onet_soc_code", "task_id"]),
+                                ("occupation_estimates", occupations, ["onet_soc_code"]),
+                                ("coverage_gaps", tasks, ["onet_soc_code", "task_id"])):
+        assert ew.read_export_table(folder, table).join(lookup, on=keys, how="anti").height == 0, table
 
     html = (folder / "coverage_map.html").read_text()
     data = json.loads(re.search(r'id="coverage-data">(.*?)</script>', html, re.S).group(1))

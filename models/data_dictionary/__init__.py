@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from models.data_dictionary import analysis_tables, report_tables, unit_estimates
+from models.data_dictionary import analysis_tables, onet_lookups, report_tables, unit_estimates
 from models.data_dictionary.common import (
     BENCH,
     BOOL,
@@ -306,6 +306,9 @@ TABLE_DESCRIPTIONS["coverage_regressions_mi"] = (
 )
 DATA_DICTIONARY.update(unit_estimates.TABLES)  # per-unit and per-text estimates (issue 25)
 TABLE_DESCRIPTIONS.update(unit_estimates.DESCRIPTIONS)
+DATA_DICTIONARY.update(onet_lookups.TABLES)  # the O*NET lookups of the codes (models/exports/tables.py REFERENCE)
+TABLE_DESCRIPTIONS.update(onet_lookups.DESCRIPTIONS)
+
 
 def describe(table: str, column: str) -> Entry | None:
     """(meaning, unit, source) of `column` in `table`, or None when undocumented."""

@@ -17,6 +17,9 @@ from models.data_dictionary import INDEXED_TABLES
 REQUIRED = "required"  # the report needs it: a missing one fails the exports check
 OPTIONAL = "optional"  # exported whenever the warehouse has it (listed as missing in the manifest otherwise)
 ESTIMATE = "estimate"  # the estimates' tables (models/estimates/), exported whenever the warehouse has them
+# the O*NET lookups of the codes every other table carries: a task_id in task_estimates names no task without them
+# (O*NET is CC BY 4.0, so the release may carry a copy; the other sources it names by checksum only)
+REFERENCE = "reference"
 EXPORTED: dict[str, str] = {
     "coverage_headline": REQUIRED,
     "task_coverage": REQUIRED,
@@ -50,13 +53,15 @@ EXPORTED: dict[str, str] = {
     "prompt_occupation_estimates": ESTIMATE,
     "occupation_probability_calibration": ESTIMATE,
     "unit_coverage_simulation_check": ESTIMATE,
+    "onet_occupations": REFERENCE,
+    "onet_tasks": REFERENCE,
 }
 _SOURCE = "source data: the release carries its checksums (manifest sources), not a copy"
 _PROMPTS = "per prompt: the prompt texts and raw results stay in the warehouse; the export carries the benchmarks' " \
     "counts and every table computed from them (and coverage_map.html a few example prompts per occupation, cut " \
     "short: docs/outputs.md)"
 INTERNAL_TABLES: dict[str, str] = {
-    "onet_tasks": _SOURCE, "onet_occupations": _SOURCE, "onet_job_titles": _SOURCE,
+    "onet_job_titles": _SOURCE,
     "onet_technology_skills": _SOURCE, "oews_wages": _SOURCE, "occupation_wages": _SOURCE,
     "task_exposure": _SOURCE, "workbank_tasks": _SOURCE, "task_hours": _SOURCE,
     "task_search_index": "the offline labeler's search index (a file path and a build record)",
@@ -90,9 +95,10 @@ INTERNAL_TABLES: dict[str, str] = {
 REQUIRED_TABLES: tuple[str, ...] = tuple(t for t, role in EXPORTED.items() if role == REQUIRED)
 OPTIONAL_TABLES: tuple[str, ...] = tuple(t for t, role in EXPORTED.items() if role == OPTIONAL)
 ESTIMATE_TABLES: tuple[str, ...] = tuple(t for t, role in EXPORTED.items() if role == ESTIMATE)
+REFERENCE_TABLES: tuple[str, ...] = tuple(t for t, role in EXPORTED.items() if role == REFERENCE)
 REPORT_TABLES: tuple[str, ...] = REQUIRED_TABLES + OPTIONAL_TABLES  # the tables summary.md's sections read
 EXPORT_TABLES: tuple[str, ...] = tuple(EXPORTED)
-# Tables with a row per task or per prompt text (37k-116k rows, 95% of the cells of all tables): Parquet and CSV
+# Tables with a row per task or per prompt text (19k-116k rows, 95% of the cells of all tables): Parquet and CSV
 # only, no workbook sheet. Written cell by cell they took ~40 CPU-s of every export and made a 22 MB workbook
 # Excel opens slowly; an analyst filters them better in Parquet/CSV (or Power Query). The README sheet names their
 # files; every other table (occupation level and coarser) has its sheet.
@@ -102,6 +108,7 @@ FILE_ONLY_TABLES: tuple[str, ...] = (
     "coverage_gaps",
     "task_estimates",
     "prompt_occupation_estimates",
+    "onet_tasks",
 )
 # Tables written to Parquet/CSV straight from the warehouse in slices, never whole in memory (issue 29 item 5: at 50x
 # prompt_occupation_estimates has 7.3M rows, and reading and sorting it whole added ~1.9 GB to the exports step).
@@ -149,6 +156,8 @@ SORT_KEYS: dict[str, tuple[str, ...]] = {
     "jobbench_shortlist": ("threshold", "rank"),
     "benchmarks": ("benchmark",),
     "benchmark_index_membership": ("benchmark_index", "benchmark"),
+    "onet_occupations": ("onet_soc_code",),
+    "onet_tasks": ("onet_soc_code", "task_id"),
 }
 # Tables computed per benchmark index (the data dictionary's list) sort by it first, index 'all' first
 # (models/indexes/); so does the membership table itself.
