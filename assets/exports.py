@@ -32,6 +32,7 @@ from dagster import (
 )
 
 from assets import TABLE_KINDS
+from assets import indexes as index_assets
 from assets.export_context import (
     EXPORTED_TABLES,
     FIGURES_DIR,
@@ -55,7 +56,7 @@ from assets.export_context import (
 )
 from assets.figure_reuse import report_figure_future, report_figure_inputs
 from assets.judge_sample import configured_sample
-from assets.release_gate import refuse_labels_behind, refuse_missing_tables
+from assets.release_gate import refuse_broken_index_files, refuse_labels_behind, refuse_missing_tables
 from models import coverage_map as cmap
 from models import exports as ex
 from models import figures as fg
@@ -328,6 +329,7 @@ def exports(
     # before its analysis; a run the UI or the automation launches did not)
     refuse_missing_tables(warehouse, "exports")
     refuse_labels_behind(warehouse, "exports")
+    refuse_broken_index_files(warehouse, "exports", index_assets.validate_index_files(warehouse).errors)
     release = release_arguments(context, warehouse, labeler)
     tables = release["tables"]
     interrupts.check()  # run_all was asked to stop: no release from a run cut short

@@ -13,7 +13,7 @@ naming what is missing and what to run; nothing is written.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from dagster import Failure, MetadataValue
 
@@ -65,5 +65,22 @@ def refuse_missing_tables(warehouse: Warehouse, step: str, tables: Iterable[str]
         description=(f"{step}: not run, nothing published ({_latest(warehouse)}): the warehouse has no {shown} "
                      f"({len(missing)} of the {len(tables)} tables it is made of). To make them, {MAKE_ANALYSIS}"),
         metadata={"missing_tables": MetadataValue.json(missing)},
+        allow_retries=False,
+    )
+
+
+def refuse_broken_index_files(warehouse: Warehouse, step: str, errors: Mapping[str, str]) -> None:
+    """Fail `step` when an index file is broken (`errors`: index name -> its message with file and line): the
+    release would leave its index out (its figures, its summary_<index>.md) as if the file had been removed, and
+    a one-character typo unpublished an index (a probe, 2026-12-07)."""
+    if not errors:
+        return
+    raise Failure(
+        description=(f"{step}: not run, nothing published ({_latest(warehouse)}): {len(errors)} index file(s) "
+                     f"broken, so their indexes are not computed and a release would drop them: "
+                     + "; ".join(f"{name}: {message}" for name, message in sorted(errors.items()))
+                     + ". Mend the file (data/indexes/ or $BENCHMAP_INDEX_DIR) and run again, or delete it to "
+                     "remove its index"),
+        metadata={"index_file_errors": MetadataValue.json(dict(errors))},
         allow_retries=False,
     )

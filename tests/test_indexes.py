@@ -152,6 +152,22 @@ tie_break = ["work_share desc", "benchmark asc"]
          "public_items holds a number, got '2'"),
         ('title = "x"\nversion = "1"\n[[rule]]\ncolumn = "major_group"\nop = "=="\nvalue = "fifteen"\n', 6,
          "major_group holds a SOC major group"),
+        # well formed but no SOC major group: the index counted nothing and said so nowhere (a probe, 2026-12-07)
+        ('title = "x"\nversion = "1"\n[[rule]]\ncolumn = "major_group"\nop = "=="\nvalue = "99"\n', 6,
+         "major_group holds a SOC major group, got '99'"),
+        ('title = "x"\nversion = "1"\n[[rule]]\ncolumn = "major_group"\nop = "in"\nvalue = ["15", "77-0000"]\n',
+         6, "got '77-0000'"),
+        # a column holds one value: == a list never matched
+        ('title = "x"\nversion = "1"\n[[rule]]\ncolumn = "public_items"\nop = "=="\nvalue = [1, 2]\n', 6,
+         "operator '==' compares with one value"),
+        # two assumptions of one value: the later silently won
+        ('title = "x"\nversion = "1"\n[[assume]]\nbenchmark = "alpha"\ncolumn = "agentic"\nvalue = true\n'
+         'reason = "a"\n[[assume]]\nbenchmark = "alpha"\ncolumn = "agentic"\nvalue = false\nreason = "b"\n', 9,
+         "benchmark 'alpha' has 'agentic' assumed twice"),
+        # an assumed target_major_group was read by rules but placed nothing for the cap
+        ('title = "x"\nversion = "1"\n[[assume]]\nbenchmark = "alpha"\ncolumn = "target_major_group"\n'
+         'value = "13-0000"\nreason = "r"\n', 5, "target_major_group cannot be assumed"),
+        ('title = "x"\nversion = 1.10\n', 2, "version 1.1 is a number"),  # it was kept as "1.1"
     ],
 )
 def test_bad_index_files_name_file_and_line(text, line, message):
@@ -470,6 +486,10 @@ def test_coverage_tables_gaps_and_exports_per_index(tables, full_pipeline):
     assert "The sensitivity analysis (coverage_sensitivity) is computed over every landed benchmark" in summary
     assert "The check runs on the judge sample of every landed benchmark (index `all`), not per index" in summary
     assert "the per-unit check behind the map's bands (unit_coverage_simulation_check" in summary  # an audit
+    # the human labels' figures name benchmarks this index leaves out (jobbench): said so, as in index all's
+    assert ("Measured against the human labels shipped with the benchmarks (of every landed benchmark, counted by "
+            "index `economic_agentic` or not): ") in summary
+    assert "Measured against the human labels shipped with the benchmarks: " in (folder / "summary.md").read_text()
     assert "**Index.** Every number below is for the benchmark index **Every landed benchmark**" in (
         folder / "summary.md").read_text()
     # the map's header follows the index: each index's headline is its summary's sentence (it showed index
@@ -590,6 +610,17 @@ def test_an_index_file_that_is_not_utf8_is_that_files_error_and_a_bom_is_read():
     assert list(result.errors) == ["latin"]
     assert "data/indexes/latin.toml, line 3" in result.errors["latin"] and "not UTF-8 (byte 0xe9)" in result.errors["latin"]
     assert set(result.membership["benchmark_index"]) == {"all", "bom", "fine"}
+
+
+def test_a_descending_text_tie_break_puts_a_longer_name_before_its_prefix():
+    """`benchmark desc` kept "web" before "webx": negated characters still sorted a prefix first."""
+    properties = pl.DataFrame({"benchmark": ["web", "webx", "aaa"], "agentic": [True] * 3})
+    properties = properties.with_columns([pl.lit(None).alias(c) for c in ix.COLUMNS if c not in properties.columns])
+    text = ('title = "x"\nversion = "1"\n[cap]\nmax = 1\ngroup = "agentic"\n'
+            'tie_break = ["benchmark desc"]\n')
+    frame = ix.evaluate_indexes({"data/indexes/it.toml": text}, properties).membership
+    kept = frame.filter((pl.col("benchmark_index") == "it") & pl.col("included"))["benchmark"].to_list()
+    assert kept == ["webx"]
 
 
 def test_a_major_group_written_as_two_digits_matches_as_in_assign():

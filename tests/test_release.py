@@ -88,6 +88,24 @@ def test_release_holds_every_published_headline_figure(tables, estimates):
     assert row["value"][0] == pytest.approx(first["task_share_covered_5"])
 
 
+def test_an_index_that_counts_no_benchmark_has_no_figures_but_its_count(tables, estimates):
+    """An index whose rules leave out every benchmark published 0.0 for every headline figure, on basis `labeler`
+    (one no other index uses), while its summary said it "gives no figure" (a probe, 2026-12-07)."""
+    pooled = estimates.filter(pl.col("scope") == "all")
+    empty = pooled.with_columns(pl.lit("nothing").alias("benchmark_index"), pl.lit(0).alias("n_texts"),
+                                pl.lit(0.0).alias("value"), (pl.col("estimator") == "labeler").alias("published"))
+    membership = tables["benchmark_index_membership"]
+    nobody = membership.filter(pl.col("benchmark_index") == "all").with_columns(
+        pl.lit("nothing").alias("benchmark_index"), pl.lit(False).alias("included"))
+    with_empty = {**tables, "headline_estimates": pl.concat([estimates, empty], how="diagonal_relaxed"),
+                  "benchmark_index_membership": pl.concat([membership, nobody], how="diagonal_relaxed")}
+    frame = rel.release_frame(with_empty).filter(pl.col("benchmark_index") == "nothing")
+    assert frame.select("unit_type", "quantity", "value").rows() == [("index", "benchmarks_counted", 0.0)]
+    # the indexes that count benchmarks keep every figure
+    assert rel.release_frame(with_empty).filter(pl.col("benchmark_index") != "nothing").equals(
+        rel.release_frame(tables))
+
+
 # --- publishing ---------------------------------------------------------------------------------------------
 
 

@@ -217,3 +217,29 @@ def test_the_whatif_of_a_candidate_refuses_labels_behind_but_not_its_skip(
     assert not refused.success
     assert failure(refused).startswith("candidate_benchmark_whatif: not run, nothing published (there is no release "
                                        f"yet): labels behind the prompts ({moved}: ")
+
+
+def test_the_release_waits_for_a_broken_index_file(world: dict[str, pl.DataFrame], warehouse: Path,
+                                                    tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A one-character typo in an index file (`maxx = 3`) left its index out of a new release that `latest` then
+    named: its figures and summary were gone, listed as "removed" with no reason (a probe, 2026-12-07). Now the
+    release step fails naming the file and line, `latest` stands, and the mended file releases."""
+    fill_warehouse(world, warehouse)
+    wh.replace_table(warehouse, "task_label_counts", cov.label_counts(world["prompt_task_labels"]))
+    folder = tmp_path / "indexes"
+    folder.mkdir()
+    monkeypatch.setenv("BENCHMAP_INDEX_DIR", str(folder))
+    (folder / "mine.toml").write_text('title = "Mine"\nversion = "1"\n[cap]\nmaxx = 3\n')
+    root = warehouse.parent / "exports"
+
+    refused = run(warehouse, "exports")
+    assert not refused.success
+    message = failure(refused)
+    assert message.startswith("exports: not run, nothing published (there is no release yet): 1 index file(s) "
+                              "broken, so their indexes are not computed and a release would drop them: mine: "), message
+    assert f"{folder / 'mine.toml'}, line 4: unknown field 'maxx' in [cap]" in message
+    assert rl.list_releases(root) == [] and not (root / "latest").exists()
+
+    (folder / "mine.toml").write_text('title = "Mine"\nversion = "1"\n')
+    assert run(warehouse, "exports").success
+    assert [f.name[:10] for f in rl.list_releases(root)] == ["2031-02-03"]

@@ -62,7 +62,8 @@ QUANTITY_MEANINGS: dict[str, str] = {
     "occupations_covered": "occupations with at least one covered task (count)",
     "major_groups_covered": "SOC major groups with at least one covered occupation (count)",
     "hours_share_covered": "share of US work hours spent on covered tasks (0-1)",
-    "benchmarks_counted": "benchmarks the index counts (count; excluded ones are listed in this file)",
+    "benchmarks_counted": "benchmarks the index counts (count; excluded ones are listed in this file); an index "
+    "that counts none has this row only",
     "task_share_covered": "share of the occupation's tasks covered (labels as counted, 0-1)",
     "occupation_share_covered": "share of the major group's occupations covered (labels as counted, 0-1)",
     "prompts": "prompts labeled with the task (labels as counted, count)",
@@ -112,6 +113,8 @@ def _headline_rows(tables: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
     if estimates is None:
         return _frame([])
     kept = estimates.filter(pl.col("published") | (pl.col("estimator") == "labels_as_truth"))
+    if "n_texts" in kept.columns:  # an index that counts no benchmark measures nothing: no figure, not 0.0
+        kept = kept.filter(pl.col("n_texts") > 0)
     return kept.select(
         _index_col(kept).alias("benchmark_index"),
         pl.when(pl.col("scope") == "all").then(pl.lit("index")).otherwise(pl.lit("benchmark")).alias("unit_type"),

@@ -241,7 +241,10 @@ def parse_index(text: str, path: str, name: str | None = None) -> IndexDefinitio
     _check_keys(document, _TOP_KEYS, path, lines, None)
     title = _text(document, "title", path, lines.key("title"))
     version_value = document.get("version")
-    if isinstance(version_value, int | float) and not isinstance(version_value, bool):
+    if isinstance(version_value, float):  # 1.10 would read as "1.1"
+        raise InputError(f"version {version_value!r} is a number, which loses trailing zeros: quote it "
+                         f"(version = \"...\")", path=path, line=lines.key("version"))
+    if isinstance(version_value, int) and not isinstance(version_value, bool):
         version_value = str(version_value)
     version = _text({"version": version_value}, "version", path, lines.key("version"))
     description = _text(document, "description", path, lines.key("description"), required=False)
@@ -302,6 +305,9 @@ def _parse_rules(document: Mapping[str, Any], path: str, lines: _Lines) -> tuple
         value_line = lines.key("value", "rule", i)
         if op in ("in", "not_in") and not isinstance(value, list):
             raise InputError(f"operator {op!r} needs a list value, got {value!r}", path=path, line=value_line)
+        if op not in ("in", "not_in") and isinstance(value, list):  # a column holds one value: it never equals a list
+            raise InputError(f"operator {op!r} compares with one value, got the list {value!r} (use 'in' or "
+                             "'not_in')", path=path, line=value_line)
         value = ([_column_value(column, v, path, value_line) for v in value] if isinstance(value, list)
                  else _column_value(column, value, path, value_line))
         if op in (">", ">=", "<", "<=") and (isinstance(value, bool) or not isinstance(value, int | float)):
@@ -326,9 +332,9 @@ def _column_value(column: str, value: Any, path: str, line: int | None) -> Any:
         raise InputError(f"{column} holds a number, got {value!r}", path=path, line=line)
     if column in GROUP_COLUMNS:
         group = _major_group_code(value) if isinstance(value, str) else None
-        if group is None:
-            raise InputError(f"{column} holds a SOC major group, got {value!r} (write e.g. \"15-0000\" or \"15\")",
-                             path=path, line=line)
+        if group is None or group not in SOC_MAJOR_GROUPS:  # "99": well formed, but it would match nothing
+            raise InputError(f"{column} holds a SOC major group, got {value!r} (write e.g. \"15-0000\" or \"15\"; "
+                             f"known: {', '.join(SOC_MAJOR_GROUPS)})", path=path, line=line)
         return group
     if column not in BOOLEAN_COLUMNS | NUMBER_COLUMNS and not isinstance(value, str):
         raise InputError(f"{column} holds text, got {value!r}", path=path, line=line)
@@ -362,9 +368,17 @@ def _parse_assumptions(document: Mapping[str, Any], path: str, lines: _Lines) ->
         if column in PROPERTIES:
             raise InputError(f"column {column!r} is measured, not metadata: it cannot be assumed", path=path,
                              line=lines.key("column", "assume", i))
+        if column == "target_major_group":  # an assumed one would be read by rules but place nothing for the cap
+            raise InputError("target_major_group cannot be assumed: to place a benchmark in a major group, write "
+                             "an [[assign]] entry (benchmark, major_group, reason)", path=path,
+                             line=lines.key("column", "assume", i))
         if "value" not in table:
             raise InputError("field 'value' is required", path=path, line=start)
         value = _column_value(column, table["value"], path, lines.key("value", "assume", i))
+        benchmark = _text(table, "benchmark", path, start)
+        if any(a.benchmark == benchmark and a.column == column for a in assumptions):  # which one would hold?
+            raise InputError(f"benchmark {benchmark!r} has {column!r} assumed twice", path=path,
+                             line=lines.key("benchmark", "assume", i))
         assumptions.append(Assumption(_text(table, "benchmark", path, start), column, value,
                                       _text(table, "reason", path, start), lines.key("benchmark", "assume", i)))
     return tuple(assumptions)

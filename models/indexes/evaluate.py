@@ -298,8 +298,8 @@ def _tie_key(benchmark: str, cap: Cap, includes: Mapping[str, Entry], value_of: 
             value = int(value)
         if isinstance(value, int | float) and descending:
             value = -value
-        elif descending and isinstance(value, str):
-            value = tuple(-ord(c) for c in value)
+        elif descending and isinstance(value, str):  # the end marks 1, above every -ord: "webx" before "web"
+            value = (*(-ord(c) for c in value), 1)
         parts += [missing, value if not missing else 0]
     return tuple(parts)
 

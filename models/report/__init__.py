@@ -179,7 +179,7 @@ def summary_markdown(
         (
             "Limitations",
             benchmark_limitations(tables)
-            + labeler_limitations(tables, labeler_model)
+            + labeler_limitations(tables, labeler_model, index)
             + estimate_limitations(tables, index)
             + data_limitations(tables, onet_tasks),
         ),

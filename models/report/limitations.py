@@ -56,7 +56,7 @@ def benchmark_limitations(tables: Tables) -> list[str]:
     ]
 
 
-def labeler_limitations(tables: Tables, labeler_model: str | None = None) -> list[str]:
+def labeler_limitations(tables: Tables, labeler_model: str | None = None, index: str = ALL_INDEX) -> list[str]:
     labeler = labeler_of(tables)
     validation = present_table(tables, "labeler_validation")
     who = f"the **{labeler}** labeler" if labeler else "the labeler"
@@ -98,8 +98,10 @@ def labeler_limitations(tables: Tables, labeler_model: str | None = None) -> lis
                   "judge's reference texts: a gold prompt that is also a reference text is measured in sample "
                   "(docs/offline_labeler.md).")
     out.append(
-        "Measured against the human labels shipped with the benchmarks: "
-        + "; ".join(parts)
+        "Measured against the human labels shipped with the benchmarks"
+        # labeler_validation is not per index: a benchmark named may be outside this one (a probe, 2026-12-07)
+        + ("" if index == ALL_INDEX else f" (of every landed benchmark, counted by index `{index}` or not)")
+        + ": " + "; ".join(parts)
         + " (labeler_validation; Wilson score intervals for the shares of hits, a bootstrap over prompts for F1)."
         + tuned
     )
