@@ -139,7 +139,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--top", type=_at_least_one, default=100,
                         help="gap ranks compared (>= 1, default 100)")
-    parser.add_argument("--out", type=Path, help="also write the four tables as CSV into this folder")
+    parser.add_argument("--out", type=Path, help="also write the five what-if tables as CSV into this folder")
     return parser
 
 

@@ -140,3 +140,11 @@ def test_the_hours_curve_draws_the_published_figure_of_its_own_threshold(release
     # the line names the row it drew: >= 1's bounds, not >= 5's estimate (their values may coincide: the bounds'
     # value is never below the estimate at >= 5)
     assert at[1]["basis"] == "bounds" != at[5]["basis"]
+
+
+def test_the_notebook_reads_a_release_folder_named_directly(release_root, monkeypatch):
+    """BENCHMAP_EXPORTS naming a release folder (exports/latest) failed with FileNotFoundError: the notebook read
+    latest.txt inside it (a probe, 2026-12-07)."""
+    root, _, _ = release_root
+    text = run_notebook(root / "latest", monkeypatch, "all")
+    assert text[0] == f"release: {rl.latest_release(root).name}"

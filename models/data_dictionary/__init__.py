@@ -280,7 +280,10 @@ DATA_DICTIONARY["coverage_headline"].update({
         ESTIMATES,
     ),
     "published_value": ("the published estimate, in the unit of value", "same as value", ESTIMATES),
-    "published_ci_low": ("lower bound of the published estimate's 95% interval", "same as value", ESTIMATES),
+    "published_ci_low": ("lower bound of the published estimate's 95% interval; for bounds (>= 1 prompt) its floor; "
+                         "for an uncovered row (occupations, hours, major groups uncovered) the covered figure's "
+                         "other end taken from the denominator (1 - its ceiling for hours: at >= 1 prompt the "
+                         "ceiling's complement, not a 95% limit)", "same as value", ESTIMATES),
     "published_ci_high": ("upper bound of the published estimate's 95% interval; equal to published_ci_low where "
                           "the draws' 2.5th and 97.5th percentiles are equal, which is the draws agreeing, not "
                           "certainty; the value (their mean) can lie just off that point when a few draws differ "
