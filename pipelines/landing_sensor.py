@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from dagster import (
     AddDynamicPartitionsRequest,
@@ -48,7 +49,15 @@ from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from models import benchmarks as bm
 from models.labeling.limits import MAX_LABEL_RUNS
 from models.report.formatting import count
-from pipelines.jobs import PENDING_STATUSES, TRIGGER_TAG, benchmark_refresh_job, run_kinds
+from pipelines.jobs import (
+    BENCHMARK_SELECTION,
+    PENDING_STATUSES,
+    REFERENCE_SELECTION,
+    TRIGGER_TAG,
+    benchmark_refresh_job,
+    reference_refresh_job,
+    run_kinds,
+)
 from resources.landing import folder_content_hash
 from resources.source_versions import LANDING_FOLDERS_KEY, index_files_fingerprint, observation
 from resources.sources import discover_landing
@@ -56,6 +65,7 @@ from resources.sources import discover_landing
 CURSOR_VERSION = 1
 LANDING_INTERVAL_S = 30
 MEMBERSHIP_KEY = AssetKey("benchmark_index_membership")
+LABELS_KEY = AssetKey("prompt_work")  # made with prompt_task_labels by the labeling step: the partition's labels
 BENCHMARK_TAG = "benchmap/benchmark"  # run tags of a requested refresh: which partition, which content
 CONTENT_TAG = "benchmap/content_hash"
 # runs requested again for one content after its first run did not succeed: a passing cause (a cancel, a killed
@@ -106,7 +116,8 @@ def plan_landing_refresh(landing: bm.Landing, state: dict, registered: Iterable[
     for name, digest in sorted(current.items()):
         seen = hashes.get(name)
         if seen is None and name in registered:
-            seen = stored_hash(name)  # e.g. materialized by run_all before this sensor had a cursor
+            # e.g. materialized by run_all before this sensor had a cursor: seen when that refresh was whole
+            seen = stored_hash(name) if refreshed is None else refreshed(name)
         elif seen != digest and name in registered and refreshed is not None and refreshed(name) == digest:
             # a run that succeeded made this content since the cursor took the folder (run_all, or the UI's job
             # while the sensor was stopped): a probe saw it refreshed again, and a whole analysis run after it
@@ -125,14 +136,15 @@ def plan_landing_refresh(landing: bm.Landing, state: dict, registered: Iterable[
     return plan
 
 
-def _latest_landing(instance: DagsterInstance, partition: str) -> tuple[str | None, str | None]:
-    """(run id, content hash) of the latest `benchmarks` materialization of one partition; (None, None) without."""
+def _latest_landing(instance: DagsterInstance, partition: str) -> tuple[str | None, str | None, int]:
+    """(run id, content hash, storage id) of the latest `benchmarks` materialization of one partition; (None, None,
+    -1) without."""
     records = instance.fetch_materializations(
         AssetRecordsFilter(asset_key=AssetKey("benchmarks"), asset_partitions=[partition]), limit=1).records
     if not records or records[0].asset_materialization is None:
-        return None, None
+        return None, None, -1
     value = records[0].asset_materialization.metadata.get("content_hash")
-    return records[0].run_id, None if value is None else str(value.value)
+    return records[0].run_id, None if value is None else str(value.value), records[0].storage_id
 
 
 def stored_content_hash(instance: DagsterInstance, partition: str) -> str | None:
@@ -140,13 +152,25 @@ def stored_content_hash(instance: DagsterInstance, partition: str) -> str | None
     return _latest_landing(instance, partition)[1]
 
 
+def _labeled_after(instance: DagsterInstance, partition: str, storage_id: int) -> bool:
+    """Whether the partition's labels were materialized after its `benchmarks` materialization `storage_id`."""
+    records = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=LABELS_KEY, asset_partitions=[partition]), limit=1).records
+    return bool(records) and records[0].storage_id > storage_id
+
+
 def refreshed_content(instance: DagsterInstance, partition: str) -> str | None:
     """The content hash of the latest `benchmarks` materialization of one partition, when the run that wrote it
-    succeeded (or is still going): the whole refresh was made, labels included. A run whose labeling failed after
-    its landing step had written the new content to `benchmarks` made only half of it."""
-    run_id, content = _latest_landing(instance, partition)
+    succeeded (or is still going) and the partition's labels were made after it: the whole refresh was made. A run
+    whose labeling failed after its landing step had written the new content to `benchmarks` made only half of it;
+    so did a successful run of the benchmark tables alone (the UI's "Materialize selected" on them: the sensor took
+    its content as refreshed, and the analysis waited for labels nothing requested; a probe, 2026-12-07)."""
+    run_id, content, storage_id = _latest_landing(instance, partition)
     run = instance.get_run_by_id(run_id) if run_id else None
     if run is None or (run.status != DagsterRunStatus.SUCCESS and run.status not in PENDING_STATUSES):
+        return None
+    if run.status == DagsterRunStatus.SUCCESS and partition != bm.LANDING_PARTITION and not _labeled_after(
+            instance, partition, storage_id):  # `_landing` has no labels: its tables are the whole refresh
         return None
     return content
 
@@ -217,18 +241,53 @@ def refresh_request(name: str, digest: str, why: str, run_key: str) -> RunReques
         # this ran two of them (a probe, 2026-12-07: Dagster subsets the checks with the assets)
         asset_check_keys=[] if name == bm.LANDING_PARTITION else None,
         tags={BENCHMARK_TAG: name, CONTENT_TAG: digest, TRIGGER_TAG: why},
+        job_name=benchmark_refresh_job.name,
     )
+
+
+# ------------------------------------------------------------------------------------------- reference first
+REFERENCE_FIRST = "reference first"  # trigger tag of the reference run this sensor requests on a new instance
+
+
+def missing_reference(instance: DagsterInstance, graph: Any) -> list[str]:
+    """The reference assets a benchmark refresh reads (its labeling: the O*NET tasks, the task index) that were
+    never materialized in this instance: a new one (`make dev` on a fresh clone) before any reference run."""
+    if graph is None:
+        return []
+    needed = (REFERENCE_SELECTION & BENCHMARK_SELECTION.upstream()).resolve(graph) & graph.materializable_asset_keys
+    return sorted(key.to_user_string() for key in needed if instance.get_latest_materialization_event(key) is None)
+
+
+def reference_first(instance: DagsterInstance, missing: list[str], waiting: int) -> SensorResult | RunRequest:
+    """While the reference data is missing, the benchmark refreshes wait (each would fail in its labeling step,
+    and be given up after its retries: a probe, 2026-12-07, on a new instance): a run of reference_refresh_job is
+    requested (again after a failure, up to MAX_REFRESH_RETRIES times), or a skip reason says why nothing is."""
+    runs = [r.dagster_run for r in instance.get_run_records(RunsFilter(
+        job_name=reference_refresh_job.name, tags={TRIGGER_TAG: REFERENCE_FIRST}))]  # newest first
+    folders = f"{count(waiting, 'benchmark folder')} wait{'s' if waiting == 1 else ''} for it"
+    if runs and runs[0].status in PENDING_STATUSES:
+        return SensorResult(skip_reason=SkipReason(
+            f"the reference data is being made (run {runs[0].run_id[:8]} of {reference_refresh_job.name}); {folders}"))
+    failed = [r for r in runs if r.status in RETRY_STATUSES]
+    if len(failed) > MAX_REFRESH_RETRIES:
+        return SensorResult(skip_reason=SkipReason(
+            f"the reference data is not in the warehouse ({', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''}) "
+            f"and {reference_refresh_job.name} failed in {len(failed)} runs (the last: {failed[0].run_id[:8]}): see "
+            f"its log, then launch it from the UI or run `python -m pipelines.run_all`; {folders}"))
+    return RunRequest(run_key=f"reference-first:{len(runs)}", job_name=reference_refresh_job.name,
+                      tags={TRIGGER_TAG: REFERENCE_FIRST})
 
 
 @sensor(
     name="benchmark_landing_sensor",
-    job=benchmark_refresh_job,
+    jobs=[benchmark_refresh_job, reference_refresh_job],
     minimum_interval_seconds=LANDING_INTERVAL_S,
     default_status=DefaultSensorStatus.RUNNING,
     description="Watches data/raw/benchmarks and $BENCHMAP_MIRROR/benchmarks: a new benchmark folder or a "
                 "changed content hash refreshes exactly that benchmark's partition; a failed refresh is retried "
                 f"up to {MAX_REFRESH_RETRIES} times, then left until the folder changes; it waits while an "
-                "analysis run is queued or running, puts folders rejected whole in the _landing partition, and "
+                "analysis run is queued or running, and on a new instance requests the reference data first "
+                "(reference_refresh_job); it puts folders rejected whole in the _landing partition, and "
                 "records a changed index file (benchmark_index_files).",
 )
 def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
@@ -282,6 +341,14 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
         context.log.info(f"benchmark {name!r}: the refresh of content {digest[:12]} ended {failed.status} (run "
                          f"{failed.run_id[:8]}): requesting it again (retry {failed.runs} of {MAX_REFRESH_RETRIES})")
         run_requests.append(refresh_request(name, digest, "retry", f"{name}:{digest}:retry-{failed.runs}"))
+    if run_requests and (missing := missing_reference(instance, graph)):
+        # nothing recorded: the cursor stays, so each folder is requested once the reference data is made
+        first = reference_first(instance, missing, len({r.partition_key for r in run_requests}))
+        if isinstance(first, SensorResult):
+            return first
+        context.log.info(f"the reference data is not in the warehouse ({', '.join(missing[:4])}): requesting "
+                         f"{reference_refresh_job.name} first; the benchmark folders are requested once it has run")
+        return SensorResult(run_requests=[first], cursor=context.cursor)
     cursor = json.dumps({**plan.state, "given_up": given_up} if given_up else plan.state, sort_keys=True)
     events: list = [*observations, *index_files_event(instance)]
     if len(events) > len(observations):

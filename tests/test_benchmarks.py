@@ -26,6 +26,7 @@ from dagster import (
     asset,
     build_schedule_context,
     build_sensor_context,
+    materialize,
 )
 
 from assets import benchmarks as bench_assets
@@ -137,7 +138,10 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
     monkeypatch.setenv("BENCHMAP_ANALYSIS_QUIET_S", "0")
     warehouse = tmp_path / "warehouse" / "benchmap.duckdb"
     monkeypatch.setenv("BENCHMAP_WAREHOUSE", str(warehouse))  # the automation asks the release gate of this file
-    return Env(landing, mirror, warehouse, build_defs(warehouse), DagsterInstance.ephemeral())
+    setup = Env(landing, mirror, warehouse, build_defs(warehouse), DagsterInstance.ephemeral())
+    # the reference data is made (the landing sensor requests it first on an instance without it)
+    assert materialize([reference_stub], instance=setup.instance, resources=setup.defs.resources).success
+    return setup
 
 
 def add_fixture(root: Path, name: str, as_name: str | None = None) -> Path:

@@ -15,6 +15,7 @@ import pytest
 from dagster import (
     AssetIn,
     AssetKey,
+    DagsterInstance,
     DagsterRunStatus,
     Definitions,
     SensorResult,
@@ -320,3 +321,59 @@ def test_a_refresh_whose_labeling_failed_is_requested_again(env: Env, tmp_path: 
     assert set(env.table("prompt_work", "tiny_bench")["prompt_hash"]) == set(
         env.table("benchmark_prompts", "tiny_bench")["prompt_hash"])
     assert env.tick(retry.cursor).run_requests == []  # done: not again
+
+
+def test_a_refresh_of_the_benchmark_tables_alone_is_not_taken_for_the_whole_refresh(env: Env) -> None:  # noqa: F811
+    """The UI's "Materialize selected" on a changed benchmark's four tables (they are one step) succeeded, and the
+    sensor's next tick took that content as refreshed: nothing requested the labels, the analysis automation
+    waited for them without a word, and a benchmark landed later never reached a release (a probe, 2026-12-07).
+    Content counts as refreshed when its labels were made after it."""
+    from dagster import AssetSelection, materialize
+
+    folder = add_fixture(env.landing, "tiny_bench")
+    first = env.tick()
+    assert all(run.success for run in env.apply(first))
+    edit_a_prompt(folder, " (second edition)")
+    digest = folder_content_hash(folder)
+    tables = [a for a in env.defs.assets if AssetKey("benchmarks") in getattr(a, "keys", ())]
+    assert materialize(tables, selection=AssetSelection.assets(*tables[0].keys), partition_key="tiny_bench",
+                       resources=env.defs.resources, instance=env.instance).success
+    assert stored_hash(env, "tiny_bench") == digest  # the new content is in the tables, its labels are not
+    after = env.tick(first.cursor)
+    assert [(r.partition_key, r.run_key) for r in after.run_requests] == [("tiny_bench", f"tiny_bench:{digest}")]
+    assert all(run.success for run in env.apply(after))
+    assert set(env.table("prompt_work", "tiny_bench")["prompt_hash"]) == set(
+        env.table("benchmark_prompts", "tiny_bench")["prompt_hash"])
+    assert env.tick(after.cursor).run_requests == []
+    # a sensor without a cursor (a new instance's first tick after such a run) asks for the labels too
+    edit_a_prompt(folder, " (third edition)")
+    assert materialize(tables, selection=AssetSelection.assets(*tables[0].keys), partition_key="tiny_bench",
+                       resources=env.defs.resources, instance=env.instance).success
+    assert requested(env.tick()) == ["tiny_bench"]
+
+
+def test_a_new_instance_makes_the_reference_data_before_the_benchmarks(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`make dev` on a fresh clone: the sensor's first tick requested a refresh per folder, each failed in its
+    labeling (no onet_tasks) and was given up after its retries two minutes later (a probe, 2026-12-07). Now the
+    first tick requests reference_refresh_job and records nothing; once it has run, the folders are requested."""
+    from tests.test_benchmarks import build_defs
+
+    monkeypatch.setenv("BENCHMAP_RAW_DIR", str(tmp_path / "raw"))
+    monkeypatch.setenv("BENCHMAP_MIRROR", str(tmp_path / "mirror"))
+    monkeypatch.setenv("BENCHMAP_OFFLINE", "1")
+    warehouse = tmp_path / "warehouse" / "benchmap.duckdb"
+    monkeypatch.setenv("BENCHMAP_WAREHOUSE", str(warehouse))
+    (tmp_path / "raw" / "benchmarks").mkdir(parents=True)
+    setup = Env(tmp_path / "raw" / "benchmarks", tmp_path / "mirror", warehouse, build_defs(warehouse),
+                DagsterInstance.ephemeral())
+    add_fixture(setup.landing, "tiny_bench")
+    first = setup.tick()
+    assert [(r.job_name, r.tags["benchmap/trigger"]) for r in first.run_requests] == [
+        ("reference_refresh_job", "reference first")]
+    assert first.cursor is None and not first.dynamic_partitions_requests  # nothing recorded
+    job = setup.defs.resolve_job_def("reference_refresh_job")
+    assert job.execute_in_process(instance=setup.instance, tags=first.run_requests[0].tags).success  # the daemon's run
+    second = setup.tick(first.cursor)
+    assert requested(second) == ["tiny_bench"]
+    assert all(result.success for result in setup.apply(second))
