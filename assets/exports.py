@@ -69,7 +69,7 @@ from resources import release as rl
 from resources.coverage_map_queries import ESTIMATES_RELATION, SIMULATION_CHECK_RELATION
 from resources.dagster_resources import LabelerResource, Warehouse
 from resources.readers import read_text
-from resources.sources import index_file_checksums, source_checksums
+from resources.sources import discover_landing, index_file_checksums, source_checksums
 from resources.worker_pool import shared_pool
 
 GROUP = "exports"
@@ -219,6 +219,9 @@ def report_summary(
     unlabeled = dict(warehouse.undecided_prompts().iter_rows()) if warehouse.table_exists("benchmark_prompts") else {}
     # sampled texts without the LLM judge's reading (failed on, or a lost sample): the estimates' sample is short
     unjudged = dict(warehouse.judge_failed_texts(configured_sample()).iter_rows())
+    # landing folders the warehouse holds no rows of (partitions never materialized, or a first refresh that failed)
+    stored = set(tables["benchmarks"]["benchmark"]) if tables.get("benchmarks") is not None else set()
+    not_landed = sorted(set(discover_landing().benchmarks) - stored)
     # one summary per benchmark index: summary.md for `all`, summary_<index>.md for the others
     paths, texts = {}, {}
     for index in ix.index_names(membership):
@@ -233,6 +236,7 @@ def report_summary(
             benchmark_rows=tables.get("headline_estimates"),  # per-benchmark rows are index `all`'s
             unlabeled=unlabeled,
             unjudged=unjudged,
+            not_landed=not_landed,
         )
         paths[index] = ef.write_text(folder / summary_name(index), texts[index])
     for name in missing:

@@ -1386,6 +1386,7 @@ def test_end_to_end_exports(full_pipeline, monkeypatch):
     summary = (folder / "summary.md").read_text()
     assert "occupations with task statements" in summary and "923" in summary
     assert "Label depth" in summary  # generated from coverage_sensitivity
+    assert "Not in these figures" not in summary  # every landing folder of the mirror is in the warehouse
     # label quality is stated next to the first coverage number, cross-validated, and the old caveat is gone
     assert "**Label quality.**" in summary and "**Leaving one benchmark out**" in summary
     assert "**Leaving one judged text out within its benchmark**" in summary  # the neighbour step's labels

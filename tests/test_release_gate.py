@@ -243,3 +243,23 @@ def test_the_release_waits_for_a_broken_index_file(world: dict[str, pl.DataFrame
     (folder / "mine.toml").write_text('title = "Mine"\nversion = "1"\n')
     assert run(warehouse, "exports").success
     assert [f.name[:10] for f in rl.list_releases(root)] == ["2031-02-03"]
+
+
+def test_the_summary_names_landing_folders_the_warehouse_does_not_hold(world: dict[str, pl.DataFrame],
+                                                                        warehouse: Path) -> None:
+    """The UI's analysis over 1 materialized partition of 29 published "1 of the 1 landed benchmarks count", with
+    nothing about the 28 folders never refreshed (a probe, 2026-12-07): the summary now names them under the
+    answer."""
+    import shutil
+
+    from tests.test_benchmarks import FIXTURES
+
+    fill_warehouse(world, warehouse)
+    wh.replace_table(warehouse, "task_label_counts", cov.label_counts(world["prompt_task_labels"]))
+    landing = warehouse.parent.parent / "raw" / "benchmarks"  # the fixture's BENCHMAP_RAW_DIR
+    shutil.copytree(FIXTURES / "tiny_bench", landing / "tiny_bench")
+    assert "tiny_bench" not in set(world["benchmarks"]["benchmark"])
+    assert run(warehouse, "report_summary").success
+    [summary] = (warehouse.parent / "exports").rglob("summary.md")
+    assert ("_Not in these figures: 1 landing folder with no rows in the warehouse (tiny_bench): never refreshed, "
+            "or their first refresh failed.") in summary.read_text()

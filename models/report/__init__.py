@@ -111,6 +111,7 @@ def summary_markdown(
     benchmark_rows: pl.DataFrame | None = None,
     unlabeled: Mapping[str, int] | None = None,
     unjudged: Mapping[str, int] | None = None,
+    not_landed: Sequence[str] = (),
 ) -> str:
     """`summary.md`: the one-line answer (`answer.headline_answer`) and at most five supporting lines; then the
     counts as estimated, what predicts coverage with labeler error (the multiply-imputed fits), model scores,
@@ -119,7 +120,8 @@ def summary_markdown(
     `benchmark_rows`: headline_estimates with index `all`'s per-benchmark rows (which members have judged
     texts: `answer.headline_answer`), when `tables` hold another index's rows only. `unlabeled`: prompts per
     benchmark without labels (a labeling that failed for them), said under the answer; `unjudged`: sampled texts
-    per benchmark the LLM judge failed on."""
+    per benchmark the LLM judge failed on; `not_landed`: landing folders with no rows in the warehouse (never
+    refreshed, or their first refresh failed), said under the answer."""
     index = benchmark_index or ALL_INDEX
     lines = ["# Which parts of the US economy do AI benchmarks measure?", ""]
     n_benchmarks, excluded = (None, [])
@@ -135,6 +137,12 @@ def summary_markdown(
         lines += ["_No published estimate: headline_estimates is missing, so this summary has no one-line answer; "
                   "the raw labels' figures are below._", ""]
     lines += _without_labels(unlabeled, counts, index, unjudged)
+    if not_landed:  # a probe (2026-12-07): the UI's release of 1 partition of 29 said "1 of the 1 landed"
+        shown = ", ".join(not_landed[:10]) + (f" and {len(not_landed) - 10} more" if len(not_landed) > 10 else "")
+        lines += [f"_Not in these figures: {len(not_landed)} landing folder{'s' if len(not_landed) != 1 else ''} "
+                  f"with no rows in the warehouse ({shown}): never refreshed, or their first refresh failed. The "
+                  "landing sensor requests them, `python -m pipelines.run_all` runs them; every figure here counts "
+                  "the benchmarks in the warehouse only._", ""]
     if export_date:
         lines += [
             f"_Release of {export_date}. Every number below is read from the exported tables named in brackets. "
