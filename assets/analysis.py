@@ -23,7 +23,7 @@ from dagster import (
 from assets import TABLE_KINDS, ahead
 from assets.figure_reuse import table_figures_ahead
 from assets.kept_rows import counted_rows_store, model_score_rows_store
-from assets.release_gate import refuse_labels_behind
+from assets.release_gate import refuse_labels_behind, refuse_missing_tables
 from models import coverage as cov
 from models import indexes as ix
 from models import regression as reg
@@ -87,10 +87,9 @@ def task_label_counts(context: AssetExecutionContext, warehouse: Warehouse) -> p
     """Prompts per labeler x benchmark x O*NET task x label-depth bucket (top 1 / 3 / 5 / all), aggregated in
     DuckDB from every partition of prompt_task_labels. Everything coverage needs, at a size that does not
     grow with the prompts of a benchmark, so no analysis step loads the label table itself."""
+    # no labels yet: a failure naming them, not an empty table reported as a success (a probe, 2026-12-07)
+    refuse_missing_tables(warehouse, "task_label_counts", ["prompt_task_labels"])
     refuse_labels_behind(warehouse, "task_label_counts")
-    if not warehouse.table_exists("prompt_task_labels"):
-        context.log.warning("prompt_task_labels is not materialized yet: no label counts")
-        return pl.DataFrame(schema=cov.LABEL_COUNT_SCHEMA)
     label_rows, frame = warehouse.task_label_counts()
     context.add_output_metadata(
         {

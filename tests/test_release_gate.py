@@ -263,3 +263,12 @@ def test_the_summary_names_landing_folders_the_warehouse_does_not_hold(world: di
     [summary] = (warehouse.parent / "exports").rglob("summary.md")
     assert ("_Not in these figures: 1 landing folder with no rows in the warehouse (tiny_bench): never refreshed, "
             "or their first refresh failed.") in summary.read_text()
+
+
+def test_the_label_counts_without_labels_fail_and_say_which_table(warehouse: Path) -> None:
+    """`task_label_counts` materialized alone before any labels logged a warning and succeeded with an empty table
+    (a probe of the UI path, 2026-12-07): a failure reported as a success."""
+    result = run(warehouse, "task_label_counts")
+    assert not result.success
+    assert failure(result).startswith("task_label_counts: not run, nothing published (there is no release yet): the "
+                                      "warehouse has no prompt_task_labels (1 of the 1 tables it is made of)")
