@@ -258,16 +258,20 @@ def missing_reference(instance: DagsterInstance, graph: Any) -> list[str]:
     return sorted(key.to_user_string() for key in needed if instance.get_latest_materialization_event(key) is None)
 
 
-def reference_first(instance: DagsterInstance, missing: list[str], waiting: int) -> SensorResult | RunRequest:
+def reference_first(instance: DagsterInstance, graph: Any, missing: list[str],
+                    waiting: int) -> SensorResult | RunRequest:
     """While the reference data is missing, the benchmark refreshes wait (each would fail in its labeling step,
     and be given up after its retries: a probe, 2026-12-07, on a new instance): a run of reference_refresh_job is
     requested (again after a failure, up to MAX_REFRESH_RETRIES times), or a skip reason says why nothing is."""
     runs = [r.dagster_run for r in instance.get_run_records(RunsFilter(
         job_name=reference_refresh_job.name, tags={TRIGGER_TAG: REFERENCE_FIRST}))]  # newest first
     folders = f"{count(waiting, 'benchmark folder')} wait{'s' if waiting == 1 else ''} for it"
-    if runs and runs[0].status in PENDING_STATUSES:
+    # any run making the reference data (the UI's launch, run_all's step; a probe saw a second one requested)
+    making = [run for run in instance.get_runs(RunsFilter(statuses=PENDING_STATUSES))
+              if "reference" in run_kinds(run, graph)]
+    if making:
         return SensorResult(skip_reason=SkipReason(
-            f"the reference data is being made (run {runs[0].run_id[:8]} of {reference_refresh_job.name}); {folders}"))
+            f"the reference data is being made (run {making[0].run_id[:8]}); {folders}"))
     failed = [r for r in runs if r.status in RETRY_STATUSES]
     if len(failed) > MAX_REFRESH_RETRIES:
         return SensorResult(skip_reason=SkipReason(
@@ -343,7 +347,7 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
         run_requests.append(refresh_request(name, digest, "retry", f"{name}:{digest}:retry-{failed.runs}"))
     if run_requests and (missing := missing_reference(instance, graph)):
         # nothing recorded: the cursor stays, so each folder is requested once the reference data is made
-        first = reference_first(instance, missing, len({r.partition_key for r in run_requests}))
+        first = reference_first(instance, graph, missing, len({r.partition_key for r in run_requests}))
         if isinstance(first, SensorResult):
             return first
         context.log.info(f"the reference data is not in the warehouse ({', '.join(missing[:4])}): requesting "

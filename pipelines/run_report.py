@@ -53,7 +53,9 @@ def errors(result: ExecuteInProcessResult) -> list[str]:
             if event.event_type == DagsterEventType.RUN_FAILURE and said in seen:
                 continue  # an in-process run's failure repeats its step's
             seen.add(said)
-            text = f"{event.step_key or 'run'}: {said}"
+            step = event.step_key or "run"
+            # a gate's description opens with its step already (a probe read "exports: exports: not run ...")
+            text = said if said.startswith(f"{step}: ") else f"{step}: {said}"
             messages.append(scrub_untrusted(text) or "")  # an exception may quote a server: printed masked
     return messages
 

@@ -184,7 +184,7 @@ def test_benchmark_never_landed_and_the_other_indexes_still_compute():
     )
     assert list(result.errors) == ["broken"]
     assert "data/indexes/broken.toml, line 22" in result.errors["broken"]
-    assert "'no_such_bench', which was never landed" in result.errors["broken"]
+    assert "'no_such_bench', which is not landed here" in result.errors["broken"]
     assert set(result.membership["benchmark_index"]) == {"all", "fine"}
     assert result.membership.filter(pl.col("benchmark_index") == "all")["included"].all()
 
@@ -202,7 +202,7 @@ def test_an_entry_for_a_benchmark_of_a_landing_folder_not_landed_here_applies_to
                for m, name in ((result.membership, "subset"), (here, "fine"))]
     assert members[0].equals(members[1]) and members[0]["included"].any()
     typo = ix.evaluate_indexes(files, _properties(), available={"osworld"})  # webshop: in no landing folder
-    assert list(typo.errors) == ["subset"] and "'webshop', which was never landed" in typo.errors["subset"]
+    assert list(typo.errors) == ["subset"] and "'webshop', which is not landed here" in typo.errors["subset"]
 
 
 def _benchmarks_frame(names: list[str]) -> pl.DataFrame:
@@ -296,7 +296,7 @@ def test_bad_assignment_names_file_and_line(entry, message):
         ix.parse_index('title = "x"\nversion = "1"\n' + entry, "data/indexes/bad.toml")
     assert message in str(caught.value) and caught.value.line is not None and caught.value.line >= 3
     assigned = 'title = "x"\nversion = "1"\n[[assign]]\nbenchmark = "nope"\nmajor_group = "15"\nreason = "x"\n'
-    with pytest.raises(InputError, match="assign names benchmark 'nope', which was never landed"):
+    with pytest.raises(InputError, match="assign names benchmark 'nope', which is not landed here"):
         ix.evaluate_index(ix.parse_index(assigned, "data/indexes/bad.toml"), _properties())
 
 

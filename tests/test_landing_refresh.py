@@ -373,6 +373,11 @@ def test_a_new_instance_makes_the_reference_data_before_the_benchmarks(tmp_path:
         ("reference_refresh_job", "reference first")]
     assert first.cursor is None and not first.dynamic_partitions_requests  # nothing recorded
     job = setup.defs.resolve_job_def("reference_refresh_job")
+    # a reference run launched otherwise (the UI's, run_all's step) and not yet ended: waited for, not doubled
+    launched = setup.instance.create_run_for_job(job, tags={"benchmap/kind": "reference"})
+    waiting = setup.tick(first.cursor)
+    assert not waiting.run_requests and "the reference data is being made (run " in waiting.skip_reason.skip_message
+    setup.instance.delete_run(launched.run_id)
     assert job.execute_in_process(instance=setup.instance, tags=first.run_requests[0].tags).success  # the daemon's run
     second = setup.tick(first.cursor)
     assert requested(second) == ["tiny_bench"]

@@ -99,6 +99,10 @@ def test_an_index_that_counts_no_benchmark_has_no_figures_but_its_count(tables, 
         pl.lit("nothing").alias("benchmark_index"), pl.lit(False).alias("included"))
     with_empty = {**tables, "headline_estimates": pl.concat([estimates, empty], how="diagonal_relaxed"),
                   "benchmark_index_membership": pl.concat([membership, nobody], how="diagonal_relaxed")}
+    # its per-unit rows too (a probe found 81,755 rows of 0.0 when only the headline's were left out)
+    coverage = tables["occupation_coverage"]
+    with_empty["occupation_coverage"] = pl.concat([coverage.with_columns(pl.lit(name).alias("benchmark_index"))
+                                                   for name in ("all", "nothing")])
     frame = rel.release_frame(with_empty).filter(pl.col("benchmark_index") == "nothing")
     assert frame.select("unit_type", "quantity", "value").rows() == [("index", "benchmarks_counted", 0.0)]
     # the indexes that count benchmarks keep every figure
@@ -263,6 +267,21 @@ def test_answer_sentence_quotes_the_published_estimates(estimates):
                                            & (pl.col("quantity") == "occupations_covered"))
                                    .then(1e6).otherwise(pl.col("value")).alias("value"))
     assert not any("would say" in line for line in report.headline_answer(above).supporting)
+
+
+def test_the_summary_of_an_index_that_counts_no_benchmark_quotes_no_figure(tables):
+    """Its opening said it "gives no figure", and its 'Coverage, as estimated' then printed "O*NET tasks: 0 (0-0) of
+    18,796 ... US work hours: 0.0% (0.0%-0.0%)" (a probe, 2026-12-07)."""
+    world = build_world()
+    nobody = world["benchmark_index_membership"].with_columns(pl.lit(False).alias("included"))
+    counts = report.benchmark_counts(world["benchmarks"], nobody, world["prompt_task_labels"].group_by(
+        "benchmark").agg(pl.col("prompt_id").n_unique().alias("n_labeled_prompts")))
+    summary = report.summary_markdown(dict(tables) | {"benchmark_counts": counts}, onet_tasks=world["onet_tasks"],
+                                      export_date="2030-01-31")
+    estimated = summary.split("## Coverage, as estimated")[1].split("## ")[0]
+    assert "No figure: the index counts no benchmark" in estimated and "(0\u2013" not in summary
+    assert "## Counts: what each one counts" in summary and "0 of the 3 landed benchmarks are counted" in summary
+    assert "% of US work hours" not in summary.split("## Coverage, as estimated")[1]
 
 
 def test_summary_opens_with_the_answer_and_titles_the_raw_labels(tables, estimates):

@@ -125,3 +125,21 @@ def test_a_failed_check_prints_the_file_and_line_its_errors_name() -> None:
     assert len(errors) == 3 and errors[0].startswith("data/indexes/economic_agentic.toml, line 87: benchmark 'webshopp'")
     evaluation.passed = True
     assert rr.failed_evaluations(result) == []  # type: ignore[arg-type]  # a passed check: no lines
+
+
+def test_a_failed_step_is_named_once_before_its_reason() -> None:
+    """run_all printed "FAILED exports: exports: not run, nothing published ...": a gate's description opens with
+    its step already (a probe, 2026-12-07); another step's reason gets its name in front."""
+    from dagster import DagsterEventType
+
+    from pipelines import run_report as rr
+
+    def failure(step: str, message: str) -> SimpleNamespace:
+        error = SimpleNamespace(message=rr.FAILURE_PREFIX + message, cause=None)
+        return SimpleNamespace(event_type=DagsterEventType.STEP_FAILURE, step_key=step, message="",
+                               event_specific_data=SimpleNamespace(error=error))
+
+    result = SimpleNamespace(all_events=[failure("exports", "exports: not run, nothing published (x): broken"),
+                                         failure("task_coverage", "division by zero")])
+    assert rr.errors(result) == ["exports: not run, nothing published (x): broken",  # type: ignore[arg-type]
+                                 "task_coverage: division by zero"]

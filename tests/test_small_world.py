@@ -96,14 +96,14 @@ def test_a_world_without_a_judge_sample_passes_its_checks_and_they_can_fail(
         handle.write('\n[[exclude]]\nbenchmark = "osworldd"\nreason = "a typo"\n')
     monkeypatch.setenv("BENCHMAP_INDEX_DIR", str(index_dir))
     passed, metadata = run_checks(world)["benchmark_index_files_valid"]
-    assert not passed and "'osworldd', which was never landed" in metadata["errors"]["economic_agentic"], metadata
+    assert not passed and "'osworldd', which is not landed here" in metadata["errors"]["economic_agentic"], metadata
 
     # on a machine without the mirror (no landing folder of osworld, ...), the shipped file's entries name
     # benchmarks the vendored reference sampled: not typos; the typo still is one
     monkeypatch.setenv("BENCHMAP_MIRROR", str(tmp_path / "no_mirror"))
     passed, metadata = run_checks(world)["benchmark_index_files_valid"]
     assert not passed and list(metadata["errors"]) == ["economic_agentic"], metadata
-    assert "'osworldd', which was never landed" in metadata["errors"]["economic_agentic"]
+    assert "'osworldd', which is not landed here" in metadata["errors"]["economic_agentic"]
     assert "'osworld'," not in metadata["errors"]["economic_agentic"]
     monkeypatch.setenv("BENCHMAP_INDEX_DIR", str(ROOT / "data" / "indexes"))
     passed, metadata = run_checks(world)["benchmark_index_files_valid"]

@@ -113,8 +113,6 @@ def _headline_rows(tables: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
     if estimates is None:
         return _frame([])
     kept = estimates.filter(pl.col("published") | (pl.col("estimator") == "labels_as_truth"))
-    if "n_texts" in kept.columns:  # an index that counts no benchmark measures nothing: no figure, not 0.0
-        kept = kept.filter(pl.col("n_texts") > 0)
     return kept.select(
         _index_col(kept).alias("benchmark_index"),
         pl.when(pl.col("scope") == "all").then(pl.lit("index")).otherwise(pl.lit("benchmark")).alias("unit_type"),
@@ -127,6 +125,15 @@ def _headline_rows(tables: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
         pl.when(pl.col("estimator") == "labels_as_truth").then(pl.lit("labels_as_counted"))
         .otherwise(pl.col("estimator")).alias("basis"),
     )
+
+
+def _empty_indexes(tables: Mapping[str, pl.DataFrame]) -> list[str]:
+    """The benchmark indexes whose membership counts no benchmark."""
+    membership = _has(tables, "benchmark_index_membership", ["benchmark_index", "included"])
+    if membership is None:
+        return []
+    counted = membership.group_by("benchmark_index").agg(pl.col("included").sum())
+    return counted.filter(pl.col("included") == 0)["benchmark_index"].to_list()
 
 
 def _count_rows(tables: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
@@ -232,6 +239,11 @@ def release_frame(tables: Mapping[str, pl.DataFrame], thresholds: Sequence[int] 
     parts = [_headline_rows(tables), _count_rows(tables), *_unit_rows(tables, thresholds),
              _regression_rows(tables, max(thresholds))]
     frame = pl.concat([p.select(list(RELEASE_SCHEMA)).cast(RELEASE_SCHEMA) for p in parts], how="vertical")
+    # an index that counts no benchmark measures nothing: its count, no figure of 0.0 (a probe, 2026-12-07, found
+    # 81,755 such rows: headline, per-unit estimates and coverage)
+    empty = _empty_indexes(tables)
+    if empty:
+        frame = frame.filter(~pl.col("benchmark_index").is_in(empty) | (pl.col("quantity") == "benchmarks_counted"))
     floats = ["value", "ci_low", "ci_high"]
     frame = frame.with_columns(pl.when(pl.col(c).is_finite()).then(pl.col(c)).otherwise(None).alias(c)
                                for c in floats)

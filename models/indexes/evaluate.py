@@ -168,9 +168,11 @@ def _check_named_landed(definition: IndexDefinition, landed: set[str], available
     named += [(a.benchmark, a.line, "assign") for a in definition.assign]
     for benchmark, line, kind in named:
         if benchmark not in landed and benchmark not in available:
-            raise InputError(f"{kind} names benchmark {benchmark!r}, which was never landed, is in no landing "
-                             "folder and not in the reference's sampling design (landed: "
-                             f"{', '.join(sorted(landed))})", path=definition.path, line=line)
+            # "never landed" was false for a benchmark retired since (a probe, 2026-12-07): its entry must go too
+            raise InputError(f"{kind} names benchmark {benchmark!r}, which is not landed here (a typo, or a "
+                             "benchmark retired since: then remove the entry), is in no landing folder and not in "
+                             f"the reference's sampling design (landed: {', '.join(sorted(landed))})",
+                             path=definition.path, line=line)
 
 
 class _Values:

@@ -192,6 +192,11 @@ def summary_markdown(
             + data_limitations(tables, onet_tasks),
         ),
     ]
+    if n_benchmarks == 0:  # it measures nothing: its figures would all read 0 (a probe, 2026-12-07)
+        nothing = ["No figure: the index counts no benchmark (benchmark_index_membership says which rule or entry "
+                   "left each out)."]
+        sections = [(heading, items if heading in ("Benchmark index", "Counts: what each one counts") else nothing)
+                    for heading, items in sections if heading != "Limitations"]
     for heading, items in sections:
         lines += [f"## {heading}", ""] + [item if item.startswith("_") else f"- {item}" for item in items] + [""]
     if missing_tables:
