@@ -553,7 +553,8 @@ def test_text_from_landing_folders_and_index_files_is_shown_as_written_in_the_ma
     from markdown_it import MarkdownIt
 
     from models.markdown import markdown_literal
-    from models.report.limitations import benchmark_limitations, index_findings
+    from models.report.counts import index_findings
+    from models.report.limitations import benchmark_limitations
 
     evil = "<img src=x onerror=alert(1)> *bold* | [link](javascript:alert(2))"
     render = MarkdownIt("commonmark").enable("table").render

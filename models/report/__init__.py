@@ -25,7 +25,7 @@ from models.report.answer import (
     headline_answer,
     headlines_by_threshold,
 )
-from models.report.counts import benchmark_counts, count_lines, index_benchmarks, task_counts
+from models.report.counts import benchmark_counts, count_lines, index_benchmarks, index_findings, task_counts
 from models.report.estimated import (
     estimated_coverage_findings,
     estimated_score_findings,
@@ -65,7 +65,6 @@ from models.report.limitations import (
     benchmark_limitations,
     data_limitations,
     estimate_limitations,
-    index_findings,
     label_depth_limitation,
     label_quality_findings,
     labeler_limitations,

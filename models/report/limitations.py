@@ -1,5 +1,6 @@
 """The report's limitations: which benchmarks, the labeler and its measured accuracy, the estimates' bounds,
-the label depth, the O*NET and hours data, and a benchmark index's members. Pure; no dagster."""
+the label depth, the O*NET and hours data (a benchmark index's members: counts.index_findings). Pure; no
+dagster."""
 
 from __future__ import annotations
 
@@ -435,44 +436,6 @@ def data_limitations(tables: Tables, onet_tasks: pl.DataFrame | None = None) -> 
         "nothing about how well models perform the task, and a prompt labeled with several tasks counts "
         "for each."
     )
-    return out
-
-
-def index_findings(benchmark_index: str, membership: pl.DataFrame | None) -> list[str]:
-    """Which benchmark index the numbers are for, its members, and why each other landed benchmark is out
-    (benchmark_index_membership)."""
-    if membership is None or membership.is_empty() or "benchmark_index" not in membership.columns:
-        return [f"**Index.** The numbers are for the index `{benchmark_index}`; its membership table "
-                "(benchmark_index_membership) is missing, so every landed benchmark counts."]
-    rows = membership.filter(pl.col("benchmark_index") == benchmark_index).sort("benchmark")
-    if rows.is_empty():
-        return [f"**Index.** The index `{benchmark_index}` has no rows in benchmark_index_membership."]
-    first = rows.row(0, named=True)
-    included = rows.filter(pl.col("included"))["benchmark"].to_list()
-    out = [
-        # the index file's words, shown as written
-        f"**Index.** Every number below is for the benchmark index **{markdown_literal(first['title'])}** "
-        f"(`{benchmark_index}`, version {markdown_literal(first['version'])}, {markdown_literal(first['index_file'])}): "
-        f"{len(included)} of the {rows.height} landed "
-        f"benchmarks count. Members: {', '.join(included) or 'none'} (benchmark_index_membership)."
-        + ("" if benchmark_index == ALL_INDEX else
-           " Except what is computed over every landed benchmark: the fits on imputed label sets, the model "
-           "scores and the sensitivity analysis (named below, not quoted), and the label quality, the split "
-           "check of the headline's intervals and the per-unit check behind the map's bands "
-           "(unit_coverage_simulation_check; quoted: all are measured on every benchmark's judged texts).")
-    ]
-    excluded = [
-        f"{r['benchmark']} ({markdown_literal(r['reason'] or 'no reason recorded')}; {markdown_literal(r['decided_by'])})"
-        for r in rows.filter(~pl.col("included")).iter_rows(named=True)
-    ]
-    if excluded:
-        out.append("**Left out of the index.** " + "; ".join(excluded) + ".")
-    unknown = rows.filter(pl.col("included") & pl.col("unknown_passed").is_not_null())
-    if unknown.height:
-        out.append(
-            f"**Unknown values let through.** {unknown.height} members passed a rule on an unknown value, "
-            f"as the index allows (e.g. {unknown['unknown_passed'][0]}); benchmark_index_membership lists them."
-        )
     return out
 
 
