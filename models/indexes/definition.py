@@ -379,8 +379,8 @@ def _parse_assumptions(document: Mapping[str, Any], path: str, lines: _Lines) ->
         if any(a.benchmark == benchmark and a.column == column for a in assumptions):  # which one would hold?
             raise InputError(f"benchmark {benchmark!r} has {column!r} assumed twice", path=path,
                              line=lines.key("benchmark", "assume", i))
-        assumptions.append(Assumption(_text(table, "benchmark", path, start), column, value,
-                                      _text(table, "reason", path, start), lines.key("benchmark", "assume", i)))
+        assumptions.append(Assumption(benchmark, column, value, _text(table, "reason", path, start),
+                                      lines.key("benchmark", "assume", i)))
     return tuple(assumptions)
 
 
