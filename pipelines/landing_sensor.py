@@ -22,6 +22,7 @@ The same tick reports the external asset `benchmark_index_files` materialized wh
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -305,8 +306,10 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
     landing = discover_landing()
     registered = instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME)
     state = load_cursor(context.cursor)
+    # asked up to three times per folder below (the plan, the given-up list, the failed refreshes): read once a tick
+    refreshed = functools.cache(lambda name: refreshed_content(instance, name))
     plan = plan_landing_refresh(landing, state, registered, lambda name: stored_content_hash(instance, name),
-                                lambda name: refreshed_content(instance, name))
+                                refreshed)
     for name in plan.newly_missing:
         # only run_all deletes a benchmark's rows (pipelines/run_all.py _remove_gone_benchmarks): a sensor that did
         # would drop a benchmark from the release whenever a mirror is briefly unmounted
@@ -330,8 +333,8 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
     # given up: partition -> content, warned once (kept while the folder holds that content and no run that
     # succeeded has made it: the UI's benchmark_refresh_job or run_all after the cause was fixed)
     given_up = {name: digest for name, digest in state.get("given_up", {}).items()
-                if plan.unchanged.get(name) == digest and refreshed_content(instance, name) != digest}
-    for failed in failed_refreshes(instance, plan.unchanged, lambda name: refreshed_content(instance, name)):
+                if plan.unchanged.get(name) == digest and refreshed(name) != digest}
+    for failed in failed_refreshes(instance, plan.unchanged, refreshed):
         name, digest = failed.partition, failed.digest
         if failed.given_up:
             if given_up.get(name) != digest:

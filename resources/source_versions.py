@@ -59,7 +59,7 @@ def _files_version(roots: list[Path | None], wanted: Callable[[str], bool]) -> s
         for top in sorted(root.iterdir()):
             if not wanted(top.name) or top.name.startswith("."):
                 continue
-            for path in [top, *sorted(top.rglob("*"))] if top.is_dir() else [top]:
+            for path in sorted(top.rglob("*")) if top.is_dir() else [top]:
                 if path.is_file():
                     with open(path, "rb") as handle:
                         digest.update(f"{number}\0{path.relative_to(root)}\0"

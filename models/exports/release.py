@@ -127,15 +127,6 @@ def _headline_rows(tables: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
     )
 
 
-def _empty_indexes(tables: Mapping[str, pl.DataFrame]) -> list[str]:
-    """The benchmark indexes whose membership counts no benchmark."""
-    membership = _has(tables, "benchmark_index_membership", ["benchmark_index", "included"])
-    if membership is None:
-        return []
-    counted = membership.group_by("benchmark_index").agg(pl.col("included").sum())
-    return counted.filter(pl.col("included") == 0)["benchmark_index"].to_list()
-
-
 def _count_rows(tables: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
     membership = _has(tables, "benchmark_index_membership", ["benchmark_index", "benchmark", "included"])
     if membership is None:
@@ -236,12 +227,12 @@ def _regression_rows(tables: Mapping[str, pl.DataFrame], threshold: int) -> pl.D
 def release_frame(tables: Mapping[str, pl.DataFrame], thresholds: Sequence[int] = (1, 5)) -> pl.DataFrame:
     """Every published figure, long and tidy (RELEASE_SCHEMA), in a canonical order: the same tables give the
     same bytes. Non-finite values become nulls (CSV and Parquet agree on them)."""
-    parts = [_headline_rows(tables), _count_rows(tables), *_unit_rows(tables, thresholds),
-             _regression_rows(tables, max(thresholds))]
+    counts = _count_rows(tables)
+    parts = [_headline_rows(tables), counts, *_unit_rows(tables, thresholds), _regression_rows(tables, max(thresholds))]
     frame = pl.concat([p.select(list(RELEASE_SCHEMA)).cast(RELEASE_SCHEMA) for p in parts], how="vertical")
     # an index that counts no benchmark measures nothing: its count, no figure of 0.0 (a probe, 2026-12-07, found
     # 81,755 such rows: headline, per-unit estimates and coverage)
-    empty = _empty_indexes(tables)
+    empty = counts.filter(pl.col("value") == 0)["benchmark_index"].to_list()
     if empty:
         frame = frame.filter(~pl.col("benchmark_index").is_in(empty) | (pl.col("quantity") == "benchmarks_counted"))
     floats = ["value", "ci_low", "ci_high"]
