@@ -91,7 +91,9 @@ WHATIF_OUTS = {
     ),
     "whatif_gap_rank_changes": AssetOut(
         kinds=TABLE_KINDS,
-        description="Gap ranks before and after for the top N gaps and for every gap the candidate closes.",
+        description="Gap ranks before and after for the top N gaps and for every gap the candidate closes; at "
+        "thresholds 1 and 5 the gaps are coverage_gaps's (not likely covered by the estimates), else the labels' "
+        "(listed_by).",
         is_required=False,
     ),
     "whatif_expected_occupation_gain": AssetOut(

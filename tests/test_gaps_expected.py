@@ -286,3 +286,45 @@ def test_occupations_tied_on_hours_rank_by_code():
                                schema=["benchmark_index", "onet_soc_code", "threshold", "p_covered"], orient="row")
     gaps = ge.occupation_gaps_from_estimates(scored, 5, none, "all", occupations, n_sim=50)
     assert gaps["onet_soc_code"].to_list() == [OCC_B, OCC_C, OCC_A]
+
+
+def test_whatif_gap_list_is_the_published_one_when_estimates_exist():
+    """With the per-unit estimates the what-if's gap list is coverage_gaps's (the tasks not likely covered, by
+    the same priority), not the tasks below the threshold by the labels as counted: a probe found only 31 of
+    the what-if's top 100 at their published rank, and 3 of them likely covered. A gap closes when the
+    candidate makes it likely covered; the expected priority mass moves with any rise in p_covered."""
+    from models.coverage import label_counts
+    from models.gaps import WhatIfParams, coverage_gaps, score_tasks, whatif_gain
+    from models.gaps.whatif_ranks import GAPS_LISTED_BY_ESTIMATES, GAPS_LISTED_BY_LABELS
+    from tests.test_gaps import OCC_A, OCC_B, _landed, _task_frame
+
+    existing, _, tasks, task_hours, occupations, estimates = _whatif_inputs()
+    # task 1 has 5 labels (counted covered at 1) but the estimates doubt it at 1; task 3 has 1 label, p 0.5
+    task_estimates = estimates["task_estimates"].with_columns(
+        pl.when((pl.col("task_id") == 1) & (pl.col("threshold") == 1)).then(0.6).otherwise(pl.col("p_covered"))
+        .alias("p_covered"))
+    estimates = {"task_estimates": task_estimates}
+    scored = score_tasks(_task_frame(n_prompts=[5, 0, 1, 0, 0, 0]))
+    published = coverage_gaps(ge.with_task_p_covered(scored, task_estimates, "all", 1), threshold=1)
+    assert (OCC_A, 1) in published.select("onet_soc_code", "task_id").rows()  # listed though counted covered
+    candidate = pl.DataFrame({"benchmark": ["cand"], "prompt_id": ["a"], "prompt_hash": ["h-cand-a"],
+                              "onet_soc_code": [OCC_B], "task_id": [3], "p_exercised": [1.0]})
+    result = whatif_gain(label_counts(existing), candidate, tasks, task_hours, occupations,
+                         WhatIfParams(threshold=1), priorities=scored, estimates=estimates, **_landed(existing))
+    changes = result.gap_rank_changes
+    assert set(changes["listed_by"]) == {GAPS_LISTED_BY_ESTIMATES}
+    ranks_before = {(c, t): r for c, t, r in changes.select("onet_soc_code", "task_id", "rank_before").rows()}
+    assert ranks_before == {(c, t): r for c, t, r in published.select("onet_soc_code", "task_id", "rank").rows()}
+    assert changes.filter(pl.col("closed")).select("onet_soc_code", "task_id").rows() == [(OCC_B, 3)]
+    gain = {r["metric"]: r for r in result.marginal_gain.iter_rows(named=True)}
+    assert gain["top_100_gaps_closed"]["after"] == 1.0
+    priority = {(c, t): p for c, t, p in scored.select("onet_soc_code", "task_id", "priority").rows()}
+    assert gain["gap_priority_mass"]["gain"] == pytest.approx(-priority[(OCC_B, 3)])
+    # p 0.5 -> 1.0 on task 3: half its priority leaves the expected mass
+    assert gain["expected_gap_priority_mass"]["gain"] == pytest.approx(-0.5 * priority[(OCC_B, 3)])
+    # without estimates the list is the labels' (task 1 counted covered, so not a gap)
+    plain = whatif_gain(label_counts(existing), candidate, tasks, task_hours, occupations,
+                        WhatIfParams(threshold=1), priorities=scored, **_landed(existing))
+    assert set(plain.gap_rank_changes["listed_by"]) == {GAPS_LISTED_BY_LABELS}
+    assert (OCC_A, 1) not in plain.gap_rank_changes.select("onet_soc_code", "task_id").rows()
+    assert "expected_gap_priority_mass" not in plain.marginal_gain["metric"].to_list()

@@ -62,7 +62,6 @@ from models.gaps.shortlists import (
     major_group_gaps,
 )
 from models.gaps.whatif import (
-    RANK_CHANGE_SCHEMA,
     WHATIF_TABLES,
     WhatIfParams,
     WhatIfResult,
@@ -70,6 +69,7 @@ from models.gaps.whatif import (
     whatif_gain,
     whatif_tables,
 )
+from models.gaps.whatif_ranks import RANK_CHANGE_SCHEMA
 
 __all__ = [
     "COMPONENTS",

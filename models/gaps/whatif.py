@@ -26,7 +26,15 @@ from models.coverage import (
     task_hour_weights,
 )
 from models.gaps.expected import EXPECTED_THRESHOLDS
-from models.gaps.priority import DEFAULT_THRESHOLD, occupation_titles, rank_by_priority, task_texts
+from models.gaps.priority import DEFAULT_THRESHOLD, occupation_titles, task_texts
+from models.gaps.whatif_ranks import (
+    GAPS_LISTED_BY_ESTIMATES,
+    GAPS_LISTED_BY_LABELS,
+    estimated_gap_sides,
+    expected_gap_priority_mass,
+    gap_metrics,
+    gap_rank_changes,
+)
 
 WHATIF_TABLES = (
     "whatif_marginal_gain",
@@ -37,15 +45,6 @@ WHATIF_TABLES = (
 )
 LABEL_COLUMNS = ["benchmark", "prompt_id", "prompt_hash", "onet_soc_code", "task_id"]
 GAIN_SCHEMA = {"metric": pl.Utf8, "before": pl.Float64, "after": pl.Float64, "gain": pl.Float64}
-RANK_CHANGE_SCHEMA = {
-    "onet_soc_code": pl.Utf8,
-    "task_id": pl.Int64,
-    "priority": pl.Float64,
-    "rank_before": pl.Int64,
-    "rank_after": pl.Int64,
-    "rank_change": pl.Int64,
-    "closed": pl.Boolean,
-}
 # a probe (2026-12-07): 30 cashier prompts gained 1.03e7 expected hours, 8.33e6 of them from one Retail
 # Salespersons label, and no table said where; the per-task result was computed and dropped
 EXPECTED_OCCUPATION_GAIN_SCHEMA = {
@@ -202,14 +201,16 @@ def whatif_gain(
     landed (same text or same benchmark/prompt_id) add nothing (dedupe_candidate).
 
     `priorities` (onet_soc_code, task_id, priority[, task_annual_hours]; score_tasks' output) enables the gap
-    ranking comparison; without it gap_rank_changes is empty.
+    ranking comparison; without it gap_rank_changes is empty. With the estimates at the threshold the gaps are
+    coverage_gaps's (p_covered < LIKELY_COVERED, before and after the candidate), else the tasks below the
+    threshold by the labels as counted (the rows' listed_by).
 
     `estimates` (task_estimates, and occupation_estimates / major_group_estimates when present, by name) adds
     the expected gain (models/gaps/expected.py): metrics expected_tasks_covered, expected_occupations_covered,
     expected_major_groups_covered, expected_hours_covered, expected_hours_share_covered and
-    expected_uncovered_hours, from the index's estimated coverage plus the counted candidate labels, each kept
-    with its p_exercised, at thresholds 1 and 5 (EXPECTED_THRESHOLDS, the estimates' own) only. The other
-    metrics count the labels as they are.
+    expected_uncovered_hours (and expected_gap_priority_mass with `priorities`), from the index's estimated
+    coverage plus the counted candidate labels, each kept with its p_exercised, at thresholds 1 and 5
+    (EXPECTED_THRESHOLDS, the estimates' own) only. The other metrics count the labels as they are.
     """
     if landed_keys is None:
         raise ValueError("existing label counts carry no prompt ids: pass landed_keys")
@@ -220,16 +221,21 @@ def whatif_gain(
     weighted = task_hour_weights(tasks_cmp, task_hours, params.hours_weighting)
     occ_cmp = _occupation_coverage_before_after(before, after, task_hours, occupations, params)
     metrics = _coverage_metrics(before, after, occ_cmp, weighted, threshold)
-    rank_changes = _gap_rank_changes(tasks_cmp, priorities, params.top_n)
-    if priorities is not None:
-        metrics += _gap_metrics(tasks_cmp, priorities, rank_changes, params.top_n)
     by_occupation = pl.DataFrame(schema=EXPECTED_OCCUPATION_GAIN_SCHEMA)
+    expected: list[tuple[str, float, float]] = []
+    gap_cmp, listed_by = tasks_cmp, GAPS_LISTED_BY_LABELS
     if estimates is not None and "task_estimates" in estimates and threshold in EXPECTED_THRESHOLDS:
         # at another threshold there is no estimate to start from: the labels as counted only (it raised, after
         # the candidate was labeled, though --threshold takes any whole number >= 1)
         expected, per_task = _expected_metrics(weighted, candidate, candidate_labels, estimates, params)
-        metrics += expected
         by_occupation = _expected_occupation_gain(per_task, occupations, threshold)
+        gap_cmp, listed_by = estimated_gap_sides(tasks_cmp, per_task), GAPS_LISTED_BY_ESTIMATES
+        if priorities is not None:
+            expected.append(expected_gap_priority_mass(per_task, priorities))
+    rank_changes = gap_rank_changes(gap_cmp, priorities, params.top_n, listed_by)
+    if priorities is not None:
+        metrics += gap_metrics(gap_cmp, priorities, rank_changes, params.top_n)
+    metrics += expected
     return WhatIfResult(
         _gain_frame(metrics, counts, params, labeler),
         _newly_covered_tasks(weighted, tasks, occupations, threshold),
@@ -406,19 +412,6 @@ def _coverage_metrics(
     ]
 
 
-def _gap_metrics(
-    tasks_cmp: pl.DataFrame, priorities: pl.DataFrame, rank_changes: pl.DataFrame, top_n: int
-) -> list[tuple[str, float, float]]:
-    """Top-N gaps closed, and the priority mass of the open gaps before and after."""
-    closed_top = rank_changes.filter(pl.col("closed") & (pl.col("rank_before") <= top_n)).height
-    open_before = priorities.join(tasks_cmp.filter(~pl.col("covered_before")), on=TASK_KEY, how="semi")
-    open_after = priorities.join(tasks_cmp.filter(~pl.col("covered_after")), on=TASK_KEY, how="semi")
-    return [
-        (f"top_{top_n}_gaps_closed", 0.0, float(closed_top)),
-        ("gap_priority_mass", float(open_before["priority"].sum()), float(open_after["priority"].sum())),
-    ]
-
-
 def _gain_frame(
     metrics: list[tuple[str, float, float]], counts: dict[str, int], params: WhatIfParams, labeler: str | None
 ) -> pl.DataFrame:
@@ -433,46 +426,4 @@ def _gain_frame(
     return pl.DataFrame(rows, schema=GAIN_SCHEMA).with_columns(
         pl.lit(params.threshold, dtype=pl.Int64).alias("threshold"),
         pl.lit(labeler, dtype=pl.Utf8).alias("labeler"),
-    )
-
-
-def _gap_rank_changes(tasks_cmp: pl.DataFrame, priorities: pl.DataFrame | None, top_n: int) -> pl.DataFrame:
-    """Gap ranks before and after: rows for tasks in either top `top_n` or closed by the candidate.
-
-    rank_change = rank_before - rank_after (positive = moved up because gaps above it closed); closed tasks
-    have rank_after null.
-    """
-    if priorities is None:
-        return pl.DataFrame(schema=RANK_CHANGE_SCHEMA)
-    cols = [c for c in ("task_annual_hours",) if c in priorities.columns]
-    prio = priorities.select(
-        pl.col("onet_soc_code").cast(pl.Utf8),
-        pl.col("task_id").cast(pl.Int64),
-        pl.col("priority").cast(pl.Float64),
-        *cols,
-    )
-    if not cols:
-        prio = prio.with_columns(pl.lit(0.0).alias("task_annual_hours"))
-    frame = tasks_cmp.join(prio, on=TASK_KEY, how="inner")
-    before = rank_by_priority(frame.filter(~pl.col("covered_before"))).select(
-        *TASK_KEY, pl.col("rank").alias("rank_before")
-    )
-    after = rank_by_priority(frame.filter(~pl.col("covered_after"))).select(
-        *TASK_KEY, pl.col("rank").alias("rank_after")
-    )
-    out = (
-        frame.select(*TASK_KEY, "priority", "covered_before", "covered_after")
-        .join(before, on=TASK_KEY, how="left")
-        .join(after, on=TASK_KEY, how="left")
-        .filter(pl.col("rank_before").is_not_null() | pl.col("rank_after").is_not_null())
-        .with_columns(
-            (pl.col("rank_before") - pl.col("rank_after")).alias("rank_change"),
-            (pl.col("covered_after") & ~pl.col("covered_before")).alias("closed"),
-        )
-    )
-    out = out.filter((pl.col("rank_before") <= top_n) | (pl.col("rank_after") <= top_n) | pl.col("closed"))
-    return (
-        out.select(list(RANK_CHANGE_SCHEMA))
-        .cast(RANK_CHANGE_SCHEMA)
-        .sort(["rank_before", "rank_after"], nulls_last=True)
     )
