@@ -31,6 +31,7 @@ from dagster import (
     RunsFilter,
 )
 
+from assets.partitions import BENCHMARK_PARTITIONS_NAME
 from pipelines.jobs import (
     ANALYSIS_SELECTION,
     BENCHMARK_SELECTION,
@@ -41,6 +42,7 @@ from pipelines.jobs import (
     TRIGGER_TAG,
     run_kinds,
 )
+from pipelines.reference_watch import LABELS_KEY, labels_behind_reference, reference_data_version
 from resources.label_queries import labels_behind_prompts
 from resources.settings import settings
 
@@ -58,6 +60,23 @@ class AnalysisTick:
     in_progress: frozenset  # asset and check keys a queued or running run is to materialize or evaluate
     roots: dict  # target (asset or check key) -> the assets outside the targets it reads, directly or through targets
     parents: dict  # target -> the targets it reads directly
+    instance: Any = None  # read by labels_behind_reference, only on a tick where the analysis is otherwise due
+    graph: Any = None
+
+    @cached_property
+    def labels_behind_reference(self) -> list[str]:
+        """Benchmarks whose labels were made from an older task index than the warehouse's (a reference change):
+        the landing sensor requests their relabel; an analysis before it would publish labels of the old O*NET
+        beside the new reference tables, then run again."""
+        if self.instance is None or self.graph is None:
+            return []
+        current = reference_data_version(self.instance, self.graph, LABELS_KEY)
+        if not current:
+            return []
+        partitions = self.instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME)
+        return [name for name in partitions
+                if labels_behind_reference(self.instance, LABELS_KEY, name, current)]
+
     @cached_property  # read once per tick, and only on a tick where the analysis is otherwise due
     def labels_behind(self) -> dict[str, tuple[int, int]]:
         """The release gate's answer (`labels_behind_prompts`): benchmarks whose labels are not of their current
@@ -122,7 +141,7 @@ def read_tick(instance: DagsterInstance, graph: Any, now: float) -> AnalysisTick
     in_progress = frozenset(k for run in pending for k in (*(run.asset_selection or ()),
                                                           *(run.asset_check_selection or ())))
     return AnalysisTick(upstream_settled(pending, newest_upstream, now, graph), latest, made, in_progress, roots,
-                        parents)
+                        parents, instance, graph)
 
 
 class AnalysisDue(AutomationCondition):
@@ -159,7 +178,8 @@ class AnalysisDue(AutomationCondition):
         due = (tick.settled and context.key not in tick.in_progress
                and (any(tick.latest.get(root, -1) > handled for root in tick.roots.get(context.key, ()))
                     or any(p in requested and not requested[p].is_empty for p in tick.parents.get(context.key, ())))
-               and not tick.labels_behind)  # held, not handled: due again once the labels are made
+               and not tick.labels_behind  # held, not handled: due again once the labels are made
+               and not tick.labels_behind_reference)
         if not due:
             return AutomationResult(context, empty, cursor=context.cursor)
         return AutomationResult(context, context.candidate_subset, cursor=str(context.max_storage_id or 0))

@@ -19,6 +19,8 @@ from dagster import AssetSelection, DagsterRunStatus, define_asset_job
 
 KIND_TAG = "benchmap/kind"  # the jobs' runs (sensors, schedule, the UI's job launches) and run_all's carry it
 TRIGGER_TAG = "benchmap/trigger"  # what requested a run: 'new', 'changed' or 'retry' (landing), 'automation'
+BENCHMARK_TAG = "benchmap/benchmark"  # run tags of a requested refresh: which partition, which content
+CONTENT_TAG = "benchmap/content_hash"
 UPSTREAM_KINDS = ["benchmark", "reference"]  # run tag benchmap/kind of jobs the analysis waits for
 GATED_KINDS = [*UPSTREAM_KINDS, "analysis"]  # ... and of the analysis itself (one run at a time)
 PENDING_STATUSES = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,

@@ -52,6 +52,8 @@ from models.labeling.limits import MAX_LABEL_RUNS
 from models.report.formatting import count
 from pipelines.jobs import (
     BENCHMARK_SELECTION,
+    BENCHMARK_TAG,
+    CONTENT_TAG,
     PENDING_STATUSES,
     REFERENCE_SELECTION,
     TRIGGER_TAG,
@@ -59,6 +61,7 @@ from pipelines.jobs import (
     reference_refresh_job,
     run_kinds,
 )
+from pipelines.reference_watch import LABELS_KEY, RELABEL, reference_watch, relabel_plan
 from resources.landing import folder_content_hash
 from resources.source_versions import LANDING_FOLDERS_KEY, index_files_fingerprint, observation
 from resources.sources import discover_landing
@@ -66,9 +69,6 @@ from resources.sources import discover_landing
 CURSOR_VERSION = 1
 LANDING_INTERVAL_S = 30
 MEMBERSHIP_KEY = AssetKey("benchmark_index_membership")
-LABELS_KEY = AssetKey("prompt_work")  # made with prompt_task_labels by the labeling step: the partition's labels
-BENCHMARK_TAG = "benchmap/benchmark"  # run tags of a requested refresh: which partition, which content
-CONTENT_TAG = "benchmap/content_hash"
 # runs requested again for one content after its first run did not succeed: a passing cause (a cancel, a killed
 # worker, a locked warehouse) is over within a few, and a lasting one (a file every run refuses) is not run again
 # on every tick
@@ -232,7 +232,7 @@ def first_run_key(instance: DagsterInstance, name: str, digest: str) -> str:
     return f"{name}:{digest}" if not requests else f"{name}:{digest}:again-{requests}"
 
 
-def refresh_request(name: str, digest: str, why: str, run_key: str) -> RunRequest:
+def refresh_request(name: str, digest: str, why: str, run_key: str, tags: dict[str, str] | None = None) -> RunRequest:
     """The run of `benchmark_refresh_job` for one partition's content (`_landing`: its tables only)."""
     return RunRequest(
         run_key=run_key,
@@ -241,7 +241,7 @@ def refresh_request(name: str, digest: str, why: str, run_key: str) -> RunReques
         # the job runs no check on these tables (they are warehouse-wide: the analysis job's); a subset without
         # this ran two of them (a probe, 2026-12-07: Dagster subsets the checks with the assets)
         asset_check_keys=[] if name == bm.LANDING_PARTITION else None,
-        tags={BENCHMARK_TAG: name, CONTENT_TAG: digest, TRIGGER_TAG: why},
+        tags={BENCHMARK_TAG: name, CONTENT_TAG: digest, TRIGGER_TAG: why, **(tags or {})},
         job_name=benchmark_refresh_job.name,
     )
 
@@ -303,6 +303,15 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
         # steps read the old tables, its last ones the new: seen on a real daemon, 2026-12-04): look after it
         return SensorResult(skip_reason=SkipReason("an analysis run is queued or running: the landing zone is "
                                                    "looked at again once it has ended"), cursor=context.cursor)
+    watch = reference_watch(instance, graph, MAX_REFRESH_RETRIES)
+    if watch.waiting is not None:
+        # a reference run pending or requested: a benchmark refresh now would label with a task index being rewritten
+        if watch.request is not None:
+            context.log.info(f"the reference files changed: requesting {reference_refresh_job.name}; the benchmark "
+                             "folders and their labels are looked at once it has run")
+            return SensorResult(run_requests=[watch.request], asset_events=watch.events, cursor=context.cursor)
+        return SensorResult(skip_reason=SkipReason(f"{watch.waiting}; the landing zone is looked at once it has ended"),
+                            asset_events=watch.events, cursor=context.cursor)
     landing = discover_landing()
     registered = instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME)
     state = load_cursor(context.cursor)
@@ -334,7 +343,8 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
     # succeeded has made it: the UI's benchmark_refresh_job or run_all after the cause was fixed)
     given_up = {name: digest for name, digest in state.get("given_up", {}).items()
                 if plan.unchanged.get(name) == digest and refreshed(name) != digest}
-    for failed in failed_refreshes(instance, plan.unchanged, refreshed):
+    failed_now = failed_refreshes(instance, plan.unchanged, refreshed)
+    for failed in failed_now:
         name, digest = failed.partition, failed.digest
         if failed.given_up:
             if given_up.get(name) != digest:
@@ -348,6 +358,15 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
         context.log.info(f"benchmark {name!r}: the refresh of content {digest[:12]} ended {failed.status} (run "
                          f"{failed.run_id[:8]}): requesting it again (retry {failed.runs} of {MAX_REFRESH_RETRIES})")
         run_requests.append(refresh_request(name, digest, "retry", f"{name}:{digest}:retry-{failed.runs}"))
+    # labels made from an older task index (a reference change): relabeled from the cache, as run_all does
+    relabel = relabel_plan(
+        instance, graph, LABELS_KEY, {n: d for n, d in plan.unchanged.items() if n != bm.LANDING_PARTITION},
+        state.get("labels_reference"), {f.partition for f in failed_now} | set(given_up), MAX_REFRESH_RETRIES,
+        lambda name, digest, key, tags: refresh_request(name, digest, RELABEL, key, tags))
+    for request in relabel.requests:
+        context.log.info(f"benchmark {request.partition_key!r}: its labels were made from an older task index: "
+                         "requesting a refresh (labels from the cache)")
+    run_requests += relabel.requests
     if run_requests and (missing := missing_reference(instance, graph)):
         # nothing recorded: the cursor stays, so each folder is requested once the reference data is made
         first = reference_first(instance, graph, missing, len({r.partition_key for r in run_requests}))
@@ -355,10 +374,13 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
             return first
         context.log.info(f"the reference data is not in the warehouse ({', '.join(missing[:4])}): requesting "
                          f"{reference_refresh_job.name} first; the benchmark folders are requested once it has run")
-        return SensorResult(run_requests=[first], cursor=context.cursor)
-    cursor = json.dumps({**plan.state, "given_up": given_up} if given_up else plan.state, sort_keys=True)
-    events: list = [*observations, *index_files_event(instance)]
-    if len(events) > len(observations):
+        return SensorResult(run_requests=[first], asset_events=watch.events, cursor=context.cursor)
+    state_out = {**plan.state, "given_up": given_up} if given_up else dict(plan.state)
+    if relabel.current is not None:
+        state_out["labels_reference"] = relabel.current
+    cursor = json.dumps(state_out, sort_keys=True)
+    events: list = [*watch.events, *observations, *index_files_event(instance)]
+    if len(events) > len(observations) + len(watch.events):
         context.log.info("the benchmark index files changed: reporting benchmark_index_files updated")
     if not run_requests:
         # "N unchanged" read as N landed, while a folder given up or never landed is unchanged too
@@ -372,6 +394,10 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
             missing = plan.state["missing"]
             message += (f"; {count(len(missing), 'partition')} without a folder (" + ", ".join(missing[:10])
                         + f": `python -m pipelines.run_all` retires {'it' if len(missing) == 1 else 'them'})")
+        if relabel.given_up:
+            message += (f"; {count(len(relabel.given_up), 'relabel')} after a reference change failed "
+                        f"{MAX_REFRESH_RETRIES + 1} times (" + ", ".join(relabel.given_up[:10])
+                        + ": `python -m pipelines.run_all` makes them)")
         if given_up:
             message += (f"; {count(len(given_up), 'refresh', 'refreshes')} given up after {MAX_REFRESH_RETRIES} "
                         "retries (" + ", ".join(sorted(given_up)[:10]) + ": requested again when the folder changes)")

@@ -563,6 +563,11 @@ def test_edited_index_files_refresh_the_analysis_once(tmp_path, monkeypatch):
         assert changed_index_files(instance) is None  # never materialized: nothing to compare
         instance.report_runless_asset_event(AssetMaterialization(
             "benchmark_index_membership", metadata={"index_files_fingerprint": index_files_fingerprint()}))
+        first = landing_tick(instance)  # the sources' first observation (pipelines/reference_watch.py), once
+        assert {e.asset_key.to_user_string() for e in first.asset_events} == {"reference_source_files",
+                                                                            "gold_label_files"}
+        for event in first.asset_events:
+            instance.report_runless_asset_event(event)
         assert changed_index_files(instance) is None and not landing_tick(instance).asset_events
         cursor = analysis_tick(instance).cursor
         assert analysis_tick(instance, cursor).run_requests == []
