@@ -10,6 +10,7 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetIn, Config, MetadataValue, asset
 
 from assets import TABLE_KINDS
+from assets.release_gate import refuse_missing_tables
 from models import validation as val
 from models.benchmarks import PROMPTS_SCHEMA
 from resources.dagster_resources import Warehouse
@@ -78,6 +79,8 @@ def gold_annotation_sample(
     onet_tasks: pl.DataFrame,
     onet_occupations: pl.DataFrame,
 ) -> pl.DataFrame:
+    # no labels yet: a failure naming them, not an empty sheet for the annotators reported as a success
+    refuse_missing_tables(warehouse, "gold_annotation_sample", ["prompt_task_labels"])
     # Draw from the keys of the labeled prompts (the same draw as val.annotation_sample over full rows), then
     # load texts and labels of the sampled prompts only.
     keys = val.annotation_sample_keys(

@@ -29,7 +29,7 @@ from assets import TABLE_KINDS
 from assets.gold_labels import PROMPT_COLUMNS, VALIDATION_GROUP, VALIDATION_PROMPT_COLUMNS, read_prompts
 from assets.kept_rows import kept_result
 from assets.labels import load_task_index, markdown_table, prompt_records
-from assets.release_gate import refuse_labels_behind
+from assets.release_gate import refuse_labels_behind, refuse_missing_tables
 from models import reference_labels as rl
 from models import validation as val
 from models.cache_keys import result_key
@@ -340,6 +340,8 @@ def labeler_validation(
     reference_task_labels: pl.DataFrame,
 ) -> pl.DataFrame:
     with warehouse.held():  # one open of the file for its ~70 reads (~27 CPU-ms each otherwise)
+        # no labels yet: a failure naming them, not an empty validation reported as a success
+        refuse_missing_tables(warehouse, "labeler_validation", ["prompt_task_labels"])
         refuse_labels_behind(warehouse, "labeler_validation")  # labels joined to prompts by prompt_id
         return _labeler_validation(context, warehouse, onet_tasks, onet_occupations, gold_task_labels,
                                    reference_task_labels)

@@ -10,6 +10,7 @@ from assets import TABLE_KINDS
 from assets.gold_labels import VALIDATION_GROUP, read_prompts
 from assets.label_validation import occupation_ranker
 from assets.labels import markdown_table
+from assets.release_gate import refuse_missing_tables
 from models import validation as val
 from models.labeling import cache as lc
 from models.sources import ONET_VERSION
@@ -28,6 +29,7 @@ from resources.dagster_resources import Warehouse
 def labeler_agreement(context: AssetExecutionContext, warehouse: Warehouse) -> pl.DataFrame:
     # the distinct cache keys first (one small query): with one labeler there is nothing to compare, and the
     # whole cache (every label set, JSON parsed) is not read (50x the mirror: +878 MiB, 17.7 CPU-s for nothing)
+    refuse_missing_tables(warehouse, "labeler_agreement", ["prompt_task_labels"])  # not "one labeler": none yet
     keys = lc.disambiguate_versions(warehouse.label_cache_labeler_keys(ONET_VERSION))
     if keys.select("labeler", "labeler_version").unique().height < 2:
         return _no_agreement(context, keys.select("labeler", "labeler_version").unique().sort("labeler_version"))

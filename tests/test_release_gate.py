@@ -272,3 +272,22 @@ def test_the_label_counts_without_labels_fail_and_say_which_table(warehouse: Pat
     assert not result.success
     assert failure(result).startswith("task_label_counts: not run, nothing published (there is no release yet): the "
                                       "warehouse has no prompt_task_labels (1 of the 1 tables it is made of)")
+
+
+@pytest.mark.parametrize("asset", ["labeler_validation", "labeler_agreement", "gold_annotation_sample"])
+def test_the_label_validations_without_labels_fail_and_say_which_table(
+        asset: str, world: dict[str, pl.DataFrame], warehouse: Path) -> None:
+    """Materialized before any labels (the UI's "Materialize selected" on a warehouse with its reference and
+    benchmark tables), these succeeded with empty tables: a validation of nothing, an annotators' sheet of no
+    prompt (a probe of the UI path, 2026-12-07). Now each fails naming the labels."""
+    import duckdb
+
+    fill_warehouse(world, warehouse)
+    wh.replace_table(warehouse, "gold_task_labels", pl.DataFrame(schema=GOLD_SCHEMA))
+    wh.replace_table(warehouse, "reference_task_labels", pl.DataFrame(schema=REFERENCE_SCHEMA))
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("drop table prompt_task_labels")
+    result = run(warehouse, asset)
+    assert not result.success
+    assert failure(result).startswith(f"{asset}: not run, nothing published (there is no release yet): the "
+                                      "warehouse has no prompt_task_labels (1 of the 1 tables it is made of)")
