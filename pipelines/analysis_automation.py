@@ -45,6 +45,7 @@ from pipelines.jobs import (
 from pipelines.reference_watch import LABELS_KEY, labels_behind_reference, reference_data_version
 from resources.label_queries import labels_behind_prompts
 from resources.settings import settings
+from resources.sources import discover_landing
 
 ANALYSIS_INTERVAL_S = 60
 UPSTREAM_SELECTION = (BENCHMARK_SELECTION | REFERENCE_SELECTION).without_checks()
@@ -73,7 +74,9 @@ class AnalysisTick:
         current = reference_data_version(self.instance, self.graph, LABELS_KEY)
         if not current:
             return []
-        partitions = self.instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME)
+        # a partition whose folder is gone is not relabeled (its rows stay until run_all retires it): not waited for
+        landed = set(discover_landing().benchmarks)
+        partitions = [p for p in self.instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME) if p in landed]
         return [name for name in partitions
                 if labels_behind_reference(self.instance, LABELS_KEY, name, current)]
 

@@ -303,7 +303,8 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
         # steps read the old tables, its last ones the new: seen on a real daemon, 2026-12-04): look after it
         return SensorResult(skip_reason=SkipReason("an analysis run is queued or running: the landing zone is "
                                                    "looked at again once it has ended"), cursor=context.cursor)
-    watch = reference_watch(instance, graph, MAX_REFRESH_RETRIES)
+    state = load_cursor(context.cursor)
+    watch = reference_watch(instance, graph, MAX_REFRESH_RETRIES, state.get("reference_files"))
     if watch.waiting is not None:
         # a reference run pending or requested: a benchmark refresh now would label with a task index being rewritten
         if watch.request is not None:
@@ -314,7 +315,6 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
                             asset_events=watch.events, cursor=context.cursor)
     landing = discover_landing()
     registered = instance.get_dynamic_partitions(BENCHMARK_PARTITIONS_NAME)
-    state = load_cursor(context.cursor)
     # asked up to three times per folder below (the plan, the given-up list, the failed refreshes): read once a tick
     refreshed = functools.cache(lambda name: refreshed_content(instance, name))
     plan = plan_landing_refresh(landing, state, registered, lambda name: stored_content_hash(instance, name),
@@ -376,8 +376,9 @@ def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
                          f"{reference_refresh_job.name} first; the benchmark folders are requested once it has run")
         return SensorResult(run_requests=[first], asset_events=watch.events, cursor=context.cursor)
     state_out = {**plan.state, "given_up": given_up} if given_up else dict(plan.state)
-    if relabel.current is not None:
-        state_out["labels_reference"] = relabel.current
+    for key, value in (("labels_reference", relabel.current), ("reference_files", watch.current)):
+        if value is not None:
+            state_out[key] = value
     cursor = json.dumps(state_out, sort_keys=True)
     events: list = [*watch.events, *observations, *index_files_event(instance)]
     if len(events) > len(observations) + len(watch.events):

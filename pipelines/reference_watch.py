@@ -52,6 +52,7 @@ class ReferenceWatch:
     events: list = field(default_factory=list)  # observations of changed source versions, recorded this tick
     request: RunRequest | None = None  # reference_refresh_job, when the reference data is behind its files
     waiting: str | None = None  # why the benchmark refreshes wait this tick (None: they need not)
+    current: str | None = None  # the files' version, when the reference data is made from it (the cursor keeps it)
 
 
 def _recorded_files_version(instance: DagsterInstance, graph: Any) -> str | None:
@@ -69,8 +70,10 @@ def _recorded_files_version(instance: DagsterInstance, graph: Any) -> str | None
     return max(versions)[1] if versions else None
 
 
-def reference_watch(instance: DagsterInstance, graph: Any, max_retries: int) -> ReferenceWatch:
-    """Record changed source versions, and request the reference data when it was made from other files."""
+def reference_watch(instance: DagsterInstance, graph: Any, max_retries: int, seen: str | None = None
+                    ) -> ReferenceWatch:
+    """Record changed source versions, and request the reference data when it was made from other files. `seen`:
+    the files' version the cursor found the reference data made from (then only the observations are read)."""
     watch = ReferenceWatch()
     if graph is None or not graph.has(sv.REFERENCE_FILES_KEY):
         return watch
@@ -83,8 +86,12 @@ def reference_watch(instance: DagsterInstance, graph: Any, max_retries: int) -> 
     if making:
         watch.waiting = f"the reference data is being made (run {making[0].run_id[:8]})"
         return watch
+    if seen == current:  # a quiet tick: the reference data was made from these files
+        watch.current = current
+        return watch
     recorded = _recorded_files_version(instance, graph)
     if recorded is None or recorded == current:  # never made (the new-instance path requests it) or up to date
+        watch.current = current if recorded == current else None
         return watch
     runs = [r.dagster_run for r in instance.get_run_records(RunsFilter(
         job_name=reference_refresh_job.name, tags={TRIGGER_TAG: REFERENCE_CHANGED, FILES_TAG: current}))]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from dagster import AssetIn, DagsterInstance, DagsterRunStatus, Definitions, asset
+from dagster import AssetIn, AssetKey, DagsterInstance, DagsterRunStatus, Definitions, asset
 
 from assets import benchmarks as bench_assets
 from assets import module_assets, module_checks
@@ -17,10 +17,11 @@ from assets.partitions import benchmark_partitions
 from assets.sources import reference_source_files
 from pipelines.jobs import JOBS
 from pipelines.reference_watch import REFERENCE_CHANGED, RELABEL
+from pipelines.sensors import SENSORS
 from resources import source_versions as sv
 from resources.dagster_resources import Warehouse
 from resources.io_manager import WarehouseIOManager
-from tests.test_benchmarks import Env, add_fixture, requested
+from tests.test_benchmarks import Env, add_fixture, analysis_tick, requested
 
 
 @asset(name="task_index_stub", group_name="reference", deps=[reference_source_files], code_version="1")
@@ -34,6 +35,11 @@ def labels_from_the_index(benchmark_prompts: pl.DataFrame) -> pl.DataFrame:
     return benchmark_prompts.select("benchmark", "prompt_id", "prompt_hash")
 
 
+@asset(group_name="analysis", deps=[labels_from_the_index, task_index_stub])
+def analysis_of_the_labels() -> pl.DataFrame:
+    return pl.DataFrame({"x": [1]})
+
+
 @pytest.fixture
 def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
     raw = tmp_path / "raw"
@@ -43,12 +49,14 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
     monkeypatch.setenv("BENCHMAP_RAW_DIR", str(raw))
     monkeypatch.setenv("BENCHMAP_MIRROR", str(tmp_path / "mirror"))
     monkeypatch.setenv("BENCHMAP_OFFLINE", "1")
+    monkeypatch.setenv("BENCHMAP_ANALYSIS_QUIET_S", "0")
     warehouse = tmp_path / "warehouse" / "benchmap.duckdb"
     monkeypatch.setenv("BENCHMAP_WAREHOUSE", str(warehouse))
     resource = Warehouse(path=str(warehouse))
     defs = Definitions(
-        assets=[*module_assets(bench_assets), reference_source_files, task_index_stub, labels_from_the_index],
-        asset_checks=module_checks(bench_assets), jobs=JOBS,
+        assets=[*module_assets(bench_assets), reference_source_files, task_index_stub, labels_from_the_index,
+                analysis_of_the_labels],
+        asset_checks=module_checks(bench_assets), jobs=JOBS, sensors=SENSORS,
         resources={"warehouse": resource, "io_manager": WarehouseIOManager(warehouse=resource)})
     return Env(raw / "benchmarks", tmp_path / "mirror", warehouse, defs, DagsterInstance.ephemeral())
 
@@ -92,13 +100,18 @@ def test_a_replaced_reference_file_refreshes_the_reference_data_then_relabels(se
     waiting = setup.tick(quiet.cursor)
     assert not waiting.run_requests and "the reference data is being made" in waiting.skip_reason.skip_message
     setup.instance.delete_run(launched.run_id)
+    automation = analysis_tick(setup).cursor  # the automation's first tick starts its clock
     run_reference(setup, changed.run_requests[0].tags)
+    # the analysis waits for the relabels (it would publish labels of the older task index, then run again)
+    assert analysis_tick(setup, automation).run_requests == []
     # the labels were made from the older task index: relabeled (from the cache), once
     relabel = setup.tick(quiet.cursor)
     assert [(r.partition_key, r.tags["benchmap/trigger"]) for r in relabel.run_requests] == [("tiny_bench", RELABEL)]
     assert all(run.success for run in setup.apply(relabel))
     after = setup.tick(relabel.cursor)
     assert not after.run_requests and not after.asset_events
+    due = analysis_tick(setup, automation)  # labels current: the analysis runs, once
+    assert [set(r.asset_selection) for r in due.run_requests] == [{AssetKey("analysis_of_the_labels")}]
 
 
 def test_a_relabel_that_keeps_failing_is_given_up(setup: Env, monkeypatch: pytest.MonkeyPatch) -> None:
