@@ -25,6 +25,7 @@ UPSTREAM_KINDS = ["benchmark", "reference"]  # run tag benchmap/kind of jobs the
 GATED_KINDS = [*UPSTREAM_KINDS, "analysis"]  # ... and of the analysis itself (one run at a time)
 PENDING_STATUSES = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
                     DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
+RETRY_STATUSES = (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)  # a run that did not make its assets
 
 REFERENCE_GROUPS = ("reference",)
 BENCHMARK_GROUPS = ("benchmarks", "labels")

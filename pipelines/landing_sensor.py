@@ -56,6 +56,7 @@ from pipelines.jobs import (
     CONTENT_TAG,
     PENDING_STATUSES,
     REFERENCE_SELECTION,
+    RETRY_STATUSES,
     TRIGGER_TAG,
     benchmark_refresh_job,
     reference_refresh_job,
@@ -73,7 +74,6 @@ MEMBERSHIP_KEY = AssetKey("benchmark_index_membership")
 # worker, a locked warehouse) is over within a few, and a lasting one (a file every run refuses) is not run again
 # on every tick
 MAX_REFRESH_RETRIES = 3
-RETRY_STATUSES = (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)
 
 
 @dataclass

@@ -32,6 +32,7 @@ from pipelines.jobs import (
     BENCHMARK_TAG,
     PENDING_STATUSES,
     REFERENCE_SELECTION,
+    RETRY_STATUSES,
     TRIGGER_TAG,
     reference_refresh_job,
     run_kinds,
@@ -95,10 +96,13 @@ def reference_watch(instance: DagsterInstance, graph: Any, max_retries: int, see
         return watch
     runs = [r.dagster_run for r in instance.get_run_records(RunsFilter(
         job_name=reference_refresh_job.name, tags={TRIGGER_TAG: REFERENCE_CHANGED, FILES_TAG: current}))]
-    if len(runs) > max_retries:
-        watch.waiting = (f"the reference files changed and {reference_refresh_job.name} did not make them in "
-                         f"{len(runs)} runs (the last: {runs[0].run_id[:8]}): see its log, then launch it from the "
-                         "UI or run `python -m pipelines.run_all`")
+    # the failed ones only: files back to an earlier version were made by a run that succeeded then (a probe,
+    # 2026-12-08, counted every run and held the sensor for good after four changes back and forth)
+    failed = [run for run in runs if run.status in RETRY_STATUSES]
+    if len(failed) > max_retries:
+        watch.waiting = (f"the reference files changed and {reference_refresh_job.name} failed in {len(failed)} "
+                         f"runs (the last: {failed[0].run_id[:8]}): see its log, then launch it from the UI or run "
+                         "`python -m pipelines.run_all`")
         return watch
     watch.request = RunRequest(run_key=f"reference-files:{current[:16]}:{len(runs)}",
                                job_name=reference_refresh_job.name,
@@ -172,7 +176,7 @@ def relabel_plan(instance: DagsterInstance, graph: Any, labels_key: AssetKey, un
         made = runs.get(name, [])
         if made and made[0].status in PENDING_STATUSES:
             continue  # its relabel is under way
-        if len(made) > max_retries:
+        if sum(run.status in RETRY_STATUSES for run in made) > max_retries:
             plan.given_up.append(name)
             continue
         plan.requests.append(make_request(name, digest, f"{name}:{digest}:reference-{digest_of_tag}-{len(made)}",

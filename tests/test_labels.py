@@ -874,3 +874,27 @@ def test_gold_annotation_sample_reads_the_sample_only_and_matches_the_in_memory_
     empty = Warehouse(path=str(tmp_path / "empty" / "benchmap.duckdb"))  # nothing materialized yet
     none = gl.gold_annotation_sample(build_asset_context(), config, empty, SMALL_TASKS, SMALL_OCCUPATIONS)
     assert none.is_empty() and none.columns == val.ANNOTATION_COLUMNS
+
+
+def test_e2e_the_task_index_version_is_what_it_is_built_from(e2e: E2E) -> None:
+    """task_search_index's data version is its code and inputs' digest, not Dagster's default over every reference
+    input: a new OEWS file gave the index a new version, and the landing sensor relabeled all 29 partitions for an
+    index whose content had not changed (a probe, 2026-12-08). Here a new version of the reference files (what
+    the sensor observes when any of them changes) gives the wage table a new version and the index the same."""
+    from dagster import AssetKey
+    from dagster._core.definitions.data_version import extract_data_version_from_entry
+
+    from resources import source_versions as sv
+
+    def version(key: str) -> str:
+        record = e2e.instance.get_latest_data_version_record(AssetKey(key))
+        return extract_data_version_from_entry(record.event_log_entry).value
+
+    e2e.instance.report_runless_asset_event(sv.observation(sv.REFERENCE_FILES_KEY, "before"))
+    e2e.materialize([*e2e.reference, e2e.labels.task_search_index])
+    before = {key: version(key) for key in ("oews_wages", "onet_tasks", "task_search_index")}
+    e2e.instance.report_runless_asset_event(sv.observation(sv.REFERENCE_FILES_KEY, "a new OEWS file"))
+    e2e.materialize([*e2e.reference, e2e.labels.task_search_index])
+    after = {key: version(key) for key in ("oews_wages", "onet_tasks", "task_search_index")}
+    assert after["oews_wages"] != before["oews_wages"] and after["onet_tasks"] != before["onet_tasks"]
+    assert after["task_search_index"] == before["task_search_index"]

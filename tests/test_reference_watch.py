@@ -5,6 +5,7 @@ versions (a probe, 2026-12-07). Stand-in Definitions: a reference asset that rea
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -162,5 +163,58 @@ def test_a_reference_refresh_that_keeps_failing_is_requested_a_bounded_number_of
         setup.instance.report_run_failed(run)
     assert len(set(keys)) == len(keys)
     last = setup.tick(first.cursor)
-    assert not last.run_requests and f"did not make them in {MAX_REFRESH_RETRIES + 1} runs" in \
+    assert not last.run_requests and f"failed in {MAX_REFRESH_RETRIES + 1} runs" in \
         last.skip_reason.skip_message
+
+
+def landed(setup: Env, *names: str) -> str:
+    """A cursor after the reference data and `names` were made on a new instance."""
+    for name in names:
+        add_fixture(setup.landing, "tiny_bench", None if name == "tiny_bench" else name)
+    first = setup.tick()
+    record(setup, first)
+    run_reference(setup, first.run_requests[0].tags)
+    second = setup.tick(first.cursor)
+    assert requested(second) == sorted(names)
+    assert all(run.success for run in setup.apply(second))
+    return second.cursor
+
+
+def test_reference_files_back_and_forth_are_refreshed_every_time(setup: Env) -> None:
+    """A probe (2026-12-08) changed a reference file back and forth: the watch counted the runs that had made each
+    version, succeeded included, and after four it held the sensor for good ("did not make them in 4 runs"), the
+    analysis with it. Only failed runs count now."""
+    from pipelines.landing_sensor import MAX_REFRESH_RETRIES
+
+    cursor = landed(setup, "tiny_bench")
+    statements = setup.landing.parent / "onet" / "Task Statements.txt"
+    for turn in range(2 * (MAX_REFRESH_RETRIES + 2)):  # each version made MAX_REFRESH_RETRIES + 2 times
+        statements.write_text(f"O*NET {'30.0' if turn % 2 == 0 else '29.2'}\n", encoding="utf-8")
+        changed = setup.tick(cursor)
+        record(setup, changed)
+        assert [r.tags["benchmap/trigger"] for r in changed.run_requests] == [REFERENCE_CHANGED], turn
+        run_reference(setup, changed.run_requests[0].tags | {"dagster/run_key": changed.run_requests[0].run_key})
+        relabel = setup.tick(cursor)
+        assert requested(relabel) == ["tiny_bench"], turn
+        assert all(run.success for run in setup.apply(relabel))
+        cursor = relabel.cursor
+        assert not setup.tick(cursor).run_requests
+
+
+def test_a_benchmark_whose_folder_is_gone_does_not_hold_the_analysis(setup: Env) -> None:
+    """After a reference change the sensor relabels the partitions with a folder; one whose folder was removed keeps
+    its rows until run_all retires it and is not relabeled, so the analysis must not wait for it (a probe,
+    2026-12-08: it waited for good, and nothing said so)."""
+    cursor = landed(setup, "tiny_bench", "tiny_two")
+    shutil.rmtree(setup.landing / "tiny_two")
+    automation = analysis_tick(setup).cursor
+    (setup.landing.parent / "onet" / "Task Statements.txt").write_text("O*NET 30.0\n", encoding="utf-8")
+    changed = setup.tick(cursor)
+    record(setup, changed)
+    run_reference(setup, changed.run_requests[0].tags)
+    relabel = setup.tick(cursor)
+    assert requested(relabel) == ["tiny_bench"]
+    assert analysis_tick(setup, automation).run_requests == []  # tiny_bench's relabel first
+    assert all(run.success for run in setup.apply(relabel))
+    due = analysis_tick(setup, automation)
+    assert [set(r.asset_selection) for r in due.run_requests] == [{AssetKey("analysis_of_the_labels")}]
