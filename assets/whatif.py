@@ -92,7 +92,8 @@ WHATIF_OUTS = {
     "whatif_gap_rank_changes": AssetOut(
         kinds=TABLE_KINDS,
         description="Gap ranks before and after for the top N gaps and for every gap the candidate closes; at "
-        "thresholds 1 and 5 the gaps are coverage_gaps's (not likely covered by the estimates), else the labels' "
+        "thresholds 1 and 5 the gaps are those coverage_gaps lists at that threshold (not likely covered by the "
+        "estimates; the published table is at 5), else the labels' "
         "(listed_by).",
         is_required=False,
     ),

@@ -27,7 +27,7 @@ GAPS_LISTED_BY_LABELS = "labels as counted: fewer prompts than the threshold"
 
 def estimated_gap_sides(tasks_cmp: pl.DataFrame, per_task: pl.DataFrame) -> pl.DataFrame:
     """tasks_cmp with covered_before/after read from the estimates: likely covered (p >= LIKELY_COVERED) before
-    and after the candidate, so the gap list is coverage_gaps's."""
+    and after the candidate, so the gap list is the one coverage_gaps makes at the same threshold."""
     likely = per_task.select(
         *TASK_KEY,
         (pl.col("p_before") >= LIKELY_COVERED).alias("covered_before"),
