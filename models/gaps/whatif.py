@@ -203,8 +203,7 @@ def whatif_gain(
     `priorities` (onet_soc_code, task_id, priority[, task_annual_hours]; score_tasks' output) enables the gap
     ranking comparison; without it gap_rank_changes is empty. With the estimates at the threshold the gaps are
     those coverage_gaps lists at that threshold (p_covered < LIKELY_COVERED, before and after the candidate; the
-    published table is at 5), else the tasks below the
-    threshold by the labels as counted (the rows' listed_by).
+    published table is at 5), else the tasks below the threshold by the labels as counted (the rows' listed_by).
 
     `estimates` (task_estimates, and occupation_estimates / major_group_estimates when present, by name) adds
     the expected gain (models/gaps/expected.py): metrics expected_tasks_covered, expected_occupations_covered,
