@@ -17,7 +17,9 @@ a benchmark is warned about when the problem list changes (the tick that records
 tick's skip reason names such folders.
 
 The same tick reports the external asset `benchmark_index_files` materialized when the index files
-(data/indexes/*.toml) differ from the ones the latest `benchmark_index_membership` was built from.
+(data/indexes/*.toml) differ from the ones the latest `benchmark_index_membership` was built from, and watches the
+reference files (pipelines/reference_watch.py: observed, the reference data requested when made from other files,
+then the labels read from an older task index requested again).
 """
 
 from __future__ import annotations
@@ -292,8 +294,9 @@ def reference_first(instance: DagsterInstance, graph: Any, missing: list[str],
                 "changed content hash refreshes exactly that benchmark's partition; a failed refresh is retried "
                 f"up to {MAX_REFRESH_RETRIES} times, then left until the folder changes; it waits while an "
                 "analysis run is queued or running, and on a new instance requests the reference data first "
-                "(reference_refresh_job); it puts folders rejected whole in the _landing partition, and "
-                "records a changed index file (benchmark_index_files).",
+                "(reference_refresh_job); it puts folders rejected whole in the _landing partition, "
+                "records a changed index file (benchmark_index_files), and on changed reference files requests "
+                "reference_refresh_job, then the relabel of each partition whose labels read an older task index.",
 )
 def benchmark_landing_sensor(context: SensorEvaluationContext) -> SensorResult:
     instance = context.instance

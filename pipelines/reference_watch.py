@@ -12,7 +12,7 @@ the reference files' data versions (a probe, 2026-12-07). Each tick of the landi
   (a labeling would read a task index being rewritten): `reference_watch`;
 - requests the refresh of a partition whose labels were made from an older task index (trigger `reference data
   changed`; relabeled from the cache, as run_all does), retried and given up as a folder's refresh is:
-  `labels_behind_reference`, `relabel_requests`.
+  `labels_behind_reference`, `relabel_plan`.
 """
 
 from __future__ import annotations
