@@ -37,12 +37,20 @@ def fail_abandoned_runs(instance: Any) -> list[str]:
 
 def step_error(event: Any) -> str:
     """What a STEP_FAILURE or RUN_FAILURE event says went wrong: the user's exception, not Dagster's wrapper
-    (a Failure's description without its class: it is written for the reader)."""
+    (a Failure's description without its class: it is written for the reader). Of a chain, the outermost error
+    that is not Dagster's: an InputError raised from a UnicodeDecodeError names the file and line, and printing
+    the innermost cause dropped them (a probe, 2026-12-08: "UnicodeDecodeError: 'utf-8' codec can't decode byte
+    0xe9 in position 73910", where the step's error named Task Statements.txt and its line)."""
     error = getattr(event.event_specific_data, "error", None)
-    while error is not None and error.cause is not None:
+    while error is not None and error.cause is not None and _dagsters(error):
         error = error.cause
     said = error.message.strip() if error else (event.message or "")
     return said.removeprefix(FAILURE_PREFIX)
+
+
+def _dagsters(error: Any) -> bool:
+    """Whether an error is Dagster's wrapper around the step's own (DagsterExecutionStepExecutionError, ...)."""
+    return error.cls_name is None or error.cls_name.startswith("Dagster")
 
 
 def errors(result: ExecuteInProcessResult) -> list[str]:
@@ -143,6 +151,10 @@ def check_errors(evaluation: Any, limit: int = 3) -> list[str]:
     fault): the console named only `benchmark_index_files_valid`, the file and line were in Dagster's log."""
     errors = getattr(evaluation.metadata.get("errors"), "value", None)
     items = errors.values() if isinstance(errors, dict) else errors if isinstance(errors, list) else []
+    if not items and getattr(evaluation, "description", None):
+        # a data check's failed rules (its description): the console said only "oews_wages_expectations (ERROR)",
+        # the rule and an example value were in Dagster's log (a probe, 2026-12-08)
+        items = [line for line in evaluation.description.splitlines() if line.strip()]
     return [str(item) for item in list(items)[:limit]]
 
 

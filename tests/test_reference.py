@@ -638,3 +638,31 @@ def test_expectation_helper_reports_each_failure() -> None:
         outcome.n_failed == 3
         and "toy.expect_column_values_to_be_between(share)" in outcome.describe_failures()
     )
+
+
+def test_a_cut_or_header_only_or_doubled_reference_file_is_an_error(mirror: Path, tmp_path: Path) -> None:
+    """A probe (2026-12-08) damaged reference files in data/raw; three of them were published from:
+    - the O*NET ratings file cut inside its last field: it kept its field count, 7,927 tasks lost their ratings,
+      and only a WARN check said anything;
+    - the ratings file with its header alone: read as a missing file, the 2,131-task fallback was used;
+    - WORKBank's worker desires with 300 lines copied twice: each counted twice, and the zones moved."""
+    ratings = (mirror / "onet_task_ratings" / "task_ratings_im_rt_29x.csv").read_bytes()
+    cut = tmp_path / "task_ratings_im_rt_29x.csv"
+    cut.write_bytes(ratings[: ratings.index(b"\n", len(ratings) // 2) - 2])
+    lines = cut.read_bytes().count(b"\n") + 1
+    with pytest.raises(InputError, match=rf"task_ratings_im_rt_29x.csv, line {lines}: file ends without a line end"):
+        read_source(cut, ref.parse_task_ratings)
+    header_only = tmp_path / "header_only" / "task_ratings_im_rt_29x.csv"
+    header_only.parent.mkdir()
+    header_only.write_bytes(ratings[: ratings.index(b"\n") + 1])
+    with pytest.raises(InputError, match=r"line 1: the file has a header row and no data row"):
+        read_source(header_only, ref.parse_task_ratings)
+    desires = (mirror / "workbank" / "domain_worker_desires.csv").read_bytes().split(b"\n")
+    doubled = tmp_path / "domain_worker_desires.csv"
+    doubled.write_bytes(b"\n".join([desires[0], desires[1], desires[1], *desires[2:]]))
+    with pytest.raises(InputError, match=r"duplicate key \['task_id', 'User ID'\]: lines \[2, 3\]"):
+        read_source(doubled, ref.parse_workbank_desires)
+    # the files as published still parse: WORKBank's expert ratings end without a line end and repeat 19 ratings
+    assert read_source(mirror / "workbank" / "expert_rated_technological_capability.csv",
+                       ref.parse_workbank_capability).height == 2_057
+    assert read_source(mirror / "workbank" / "domain_worker_desires.csv", ref.parse_workbank_desires).height == 5_731

@@ -187,3 +187,28 @@ def test_new_model_scores_alone_make_a_new_release(world: World, capsys: pytest.
     assert {"benchmarks", "occupation_model_scores"} <= set(release["tables_changed"]), release["tables_changed"]
     scores = pl.read_csv(after / "tables" / "occupation_model_scores.csv")
     assert "model-b" in scores["model"].to_list()
+
+
+def test_a_damaged_reference_file_stops_the_run_before_its_benchmarks(
+        world: World, mirror: Path, capsys: pytest.CaptureFixture) -> None:
+    """A probe (2026-12-08) put a Latin-1 byte into O*NET's task statements in data/raw. run_all printed
+    "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9 in position ...", the cause of the step's error,
+    where the error itself names the file and line; and after a reference failure it ran the benchmarks and the
+    analysis on what the reference step left (a cut file: 37 tables rebuilt, the first error blaming a vendored
+    file that was whole). Now the error is the step's own, and nothing downstream of the reference runs."""
+    from pipelines import run_all
+    from pipelines.definitions import build_definitions
+
+    world.add("small", real_records("tau_bench", 20))
+    statements = (mirror / "onet" / "Task Statements.txt").read_bytes().split(b"\n")
+    statements[499] = statements[499].replace(b"e", b"\xe9", 1)  # line 500, as Latin-1 would write an e-acute
+    (world.state.raw / "onet").mkdir(parents=True, exist_ok=True)
+    (world.state.raw / "onet" / "Task Statements.txt").write_bytes(b"\n".join(statements))
+    defs = build_definitions(str(world.state.warehouse))
+    assert run_all.main(["--benchmarks", "small"], defs=defs, instance=world.instance) == 1
+    out = capsys.readouterr().out
+    assert "Task Statements.txt, line 500: not valid UTF-8 text" in out, out[-3000:]
+    assert "UnicodeDecodeError" not in out
+    assert "benchmarks, analysis/exports: not run: the reference data failed" in out
+    landed = world.query("select count(*) as n from information_schema.tables where table_name = 'benchmarks'")
+    assert landed["n"][0] == 0  # not landed either: its step did not run

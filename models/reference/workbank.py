@@ -34,10 +34,12 @@ def parse_workbank_tasks(data: bytes, source: str) -> pl.DataFrame:
 
 
 def _parse_workbank_ratings(
-    data: bytes, source: str, rating_column: str, rating: str, has: str
+    data: bytes, source: str, rating_column: str, rating: str, has: str, *, one_per_rater: bool = True,
+    final_newline: bool = True,
 ) -> pl.DataFrame:
     """A WORKBank rating file -> task_id, occupation_title, task, `rating` (from `rating_column`, required,
-    1-5) and `has` (the Human Agency Scale rating, 1-5)."""
+    1-5) and `has` (the Human Agency Scale rating, 1-5). `one_per_rater`: a (Task ID, User ID) pair twice is
+    an error (a copied line counted a rating twice and moved the zones: a probe, 2026-12-08)."""
     df = parse_csv_records(
         data,
         source,
@@ -47,7 +49,9 @@ def _parse_workbank_ratings(
             "Task",
             rating_column,
             "Human Agency Scale Rating",
+            *(["User ID"] if one_per_rater else []),
         ],
+        require_final_newline=final_newline,
     )
     df = cast_number(df, "Task ID", pl.Int64(), source, rename="task_id", required=True, integral_float=True)
     df = cast_number(
@@ -71,6 +75,8 @@ def _parse_workbank_ratings(
         max_value=5,
         integral_float=True,
     )
+    if one_per_rater:
+        check_unique(df, ["task_id", "User ID"], source)
     return df.select(
         "task_id",
         pl.col("Occupation (O*NET-SOC Title)").alias("occupation_title"),
@@ -88,7 +94,10 @@ def parse_workbank_desires(data: bytes, source: str) -> pl.DataFrame:
 def parse_workbank_capability(data: bytes, source: str) -> pl.DataFrame:
     """`expert_rated_technological_capability.csv` -> task_id, occupation_title, task, capability (1-5),
     expert_has (1-5)."""
-    return _parse_workbank_ratings(data, source, "Automation Capacity Rating", "capability", "expert_has")
+    # as published: 38 of its rows repeat another whole (19 ratings given twice, kept as the source has them), and
+    # its last line has no line end
+    return _parse_workbank_ratings(data, source, "Automation Capacity Rating", "capability", "expert_has",
+                                   one_per_rater=False, final_newline=False)
 
 
 def zone_expr(desire: str = "desire_mean", capability: str = "capability_mean") -> pl.Expr:
