@@ -846,7 +846,7 @@ def test_labeler_validation_loads_human_labeled_prompts_only_and_matches_a_full_
 def test_gold_annotation_sample_reads_the_sample_only_and_matches_the_in_memory_sample(
     warehouse_path: Path, tmp_path: Path
 ) -> None:
-    from dagster import build_asset_context
+    from dagster import Failure, build_asset_context
 
     from assets import gold_labels as gl
     from models import validation as val
@@ -871,9 +871,10 @@ def test_gold_annotation_sample_reads_the_sample_only_and_matches_the_in_memory_
     csv = warehouse_path.parent / "annotation" / gl.ANNOTATION_FILE
     assert csv.read_bytes() == expected.write_csv().encode()
 
-    empty = Warehouse(path=str(tmp_path / "empty" / "benchmap.duckdb"))  # nothing materialized yet
-    none = gl.gold_annotation_sample(build_asset_context(), config, empty, SMALL_TASKS, SMALL_OCCUPATIONS)
-    assert none.is_empty() and none.columns == val.ANNOTATION_COLUMNS
+    # nothing labeled yet: a failure naming the labels (it was an empty sheet reported as a success)
+    empty = Warehouse(path=str(tmp_path / "empty" / "benchmap.duckdb"))
+    with pytest.raises(Failure, match="gold_annotation_sample: not run.*no prompt_task_labels"):
+        gl.gold_annotation_sample(build_asset_context(), config, empty, SMALL_TASKS, SMALL_OCCUPATIONS)
 
 
 def test_e2e_the_task_index_version_is_what_it_is_built_from(e2e: E2E) -> None:
