@@ -26,6 +26,10 @@ GATED_KINDS = [*UPSTREAM_KINDS, "analysis"]  # ... and of the analysis itself (o
 PENDING_STATUSES = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
                     DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
 RETRY_STATUSES = (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)  # a run that did not make its assets
+# what a skip reason says of a pending run (a probe read "being made" of a run queued behind 29 others)
+PENDING_WORDS = {DagsterRunStatus.QUEUED: "queued", DagsterRunStatus.NOT_STARTED: "about to start",
+                 DagsterRunStatus.STARTING: "starting", DagsterRunStatus.STARTED: "running",
+                 DagsterRunStatus.CANCELING: "being cancelled"}
 
 REFERENCE_GROUPS = ("reference",)
 BENCHMARK_GROUPS = ("benchmarks", "labels")

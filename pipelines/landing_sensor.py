@@ -57,6 +57,7 @@ from pipelines.jobs import (
     BENCHMARK_TAG,
     CONTENT_TAG,
     PENDING_STATUSES,
+    PENDING_WORDS,
     REFERENCE_SELECTION,
     RETRY_STATUSES,
     TRIGGER_TAG,
@@ -274,7 +275,8 @@ def reference_first(instance: DagsterInstance, graph: Any, missing: list[str],
               if "reference" in run_kinds(run, graph)]
     if making:
         return SensorResult(skip_reason=SkipReason(
-            f"the reference data is being made (run {making[0].run_id[:8]}); {folders}"))
+            f"a run making the reference data is {PENDING_WORDS.get(making[0].status, 'pending')} "
+            f"({making[0].run_id[:8]}); {folders}"))
     failed = [r for r in runs if r.status in RETRY_STATUSES]
     if len(failed) > MAX_REFRESH_RETRIES:
         return SensorResult(skip_reason=SkipReason(

@@ -31,6 +31,7 @@ from dagster._core.definitions.data_version import (
 from pipelines.jobs import (
     BENCHMARK_TAG,
     PENDING_STATUSES,
+    PENDING_WORDS,
     REFERENCE_SELECTION,
     RETRY_STATUSES,
     TRIGGER_TAG,
@@ -85,7 +86,8 @@ def reference_watch(instance: DagsterInstance, graph: Any, max_retries: int, see
     making = [run for run in instance.get_runs(RunsFilter(statuses=PENDING_STATUSES))
               if "reference" in run_kinds(run, graph)]
     if making:
-        watch.waiting = f"the reference data is being made (run {making[0].run_id[:8]})"
+        watch.waiting = (f"a run making the reference data is {PENDING_WORDS.get(making[0].status, 'pending')} "
+                         f"({making[0].run_id[:8]})")
         return watch
     if seen == current:  # a quiet tick: the reference data was made from these files
         watch.current = current

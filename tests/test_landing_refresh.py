@@ -376,7 +376,7 @@ def test_a_new_instance_makes_the_reference_data_before_the_benchmarks(tmp_path:
     # a reference run launched otherwise (the UI's, run_all's step) and not yet ended: waited for, not doubled
     launched = setup.instance.create_run_for_job(job, tags={"benchmap/kind": "reference"})
     waiting = setup.tick(first.cursor)
-    assert not waiting.run_requests and "the reference data is being made (run " in waiting.skip_reason.skip_message
+    assert not waiting.run_requests and "a run making the reference data is about to start (" in waiting.skip_reason.skip_message
     setup.instance.delete_run(launched.run_id)
     assert job.execute_in_process(instance=setup.instance, tags=first.run_requests[0].tags).success  # the daemon's run
     second = setup.tick(first.cursor)

@@ -99,7 +99,7 @@ def test_a_replaced_reference_file_refreshes_the_reference_data_then_relabels(se
     launched = setup.instance.create_run_for_job(setup.defs.resolve_job_def("reference_refresh_job"),
                                                  tags={"benchmap/kind": "reference"})
     waiting = setup.tick(quiet.cursor)
-    assert not waiting.run_requests and "the reference data is being made" in waiting.skip_reason.skip_message
+    assert not waiting.run_requests and "a run making the reference data is about to start" in waiting.skip_reason.skip_message
     setup.instance.delete_run(launched.run_id)
     automation = analysis_tick(setup).cursor  # the automation's first tick starts its clock
     run_reference(setup, changed.run_requests[0].tags)
