@@ -57,7 +57,6 @@ from pipelines.jobs import (
     BENCHMARK_TAG,
     CONTENT_TAG,
     PENDING_STATUSES,
-    PENDING_WORDS,
     REFERENCE_SELECTION,
     RETRY_STATUSES,
     TRIGGER_TAG,
@@ -65,7 +64,13 @@ from pipelines.jobs import (
     reference_refresh_job,
     run_kinds,
 )
-from pipelines.reference_watch import LABELS_KEY, RELABEL, reference_watch, relabel_plan
+from pipelines.reference_watch import (
+    LABELS_KEY,
+    RELABEL,
+    reference_run_pending,
+    reference_watch,
+    relabel_plan,
+)
 from resources.landing import folder_content_hash
 from resources.source_versions import LANDING_FOLDERS_KEY, index_files_fingerprint, observation
 from resources.sources import discover_landing
@@ -270,13 +275,9 @@ def reference_first(instance: DagsterInstance, graph: Any, missing: list[str],
     runs = [r.dagster_run for r in instance.get_run_records(RunsFilter(
         job_name=reference_refresh_job.name, tags={TRIGGER_TAG: REFERENCE_FIRST}))]  # newest first
     folders = f"{count(waiting, 'benchmark folder')} wait{'s' if waiting == 1 else ''} for it"
-    # any run making the reference data (the UI's launch, run_all's step; a probe saw a second one requested)
-    making = [run for run in instance.get_runs(RunsFilter(statuses=PENDING_STATUSES))
-              if "reference" in run_kinds(run, graph)]
-    if making:
-        return SensorResult(skip_reason=SkipReason(
-            f"a run making the reference data is {PENDING_WORDS.get(making[0].status, 'pending')} "
-            f"({making[0].run_id[:8]}); {folders}"))
+    making = reference_run_pending(instance, graph)
+    if making is not None:
+        return SensorResult(skip_reason=SkipReason(f"{making}; {folders}"))
     failed = [r for r in runs if r.status in RETRY_STATUSES]
     if len(failed) > MAX_REFRESH_RETRIES:
         return SensorResult(skip_reason=SkipReason(

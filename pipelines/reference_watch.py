@@ -57,12 +57,23 @@ class ReferenceWatch:
     current: str | None = None  # the files' version, when the reference data is made from it (the cursor keeps it)
 
 
+def reference_run_pending(instance: DagsterInstance, graph: Any) -> str | None:
+    """What a skip reason says of a queued or running run making the reference data (the UI's launch, run_all's
+    step, the sensor's own request; a probe saw a second one requested), or None without one."""
+    making = [run for run in instance.get_runs(RunsFilter(statuses=PENDING_STATUSES))
+              if "reference" in run_kinds(run, graph)]
+    if not making:
+        return None
+    return f"a run making the reference data is {PENDING_WORDS.get(making[0].status, 'pending')} ({making[0].run_id[:8]})"
+
+
 def _recorded_files_version(instance: DagsterInstance, graph: Any) -> str | None:
     """The reference files' version the latest materialization of the reference data read (from one of the
     assets that read the files directly: they are made together by reference_refresh_job and run_all's step);
     None when none was made."""
+    reference = REFERENCE_SELECTION.resolve(graph)  # once, not once per child key
     readers = sorted(key for key in graph.get(sv.REFERENCE_FILES_KEY).child_keys
-                     if key in REFERENCE_SELECTION.resolve(graph) and key in graph.materializable_asset_keys)
+                     if key in reference and key in graph.materializable_asset_keys)
     versions = []
     for key in readers:
         record = instance.get_latest_data_version_record(key)
@@ -83,11 +94,9 @@ def reference_watch(instance: DagsterInstance, graph: Any, max_retries: int, see
     for key, version in ((sv.REFERENCE_FILES_KEY, current), (sv.GOLD_FILES_KEY, sv.gold_files_version())):
         if graph.has(key) and sv.observed(instance, key, None).get(None) != version:
             watch.events.append(sv.observation(key, version))
-    making = [run for run in instance.get_runs(RunsFilter(statuses=PENDING_STATUSES))
-              if "reference" in run_kinds(run, graph)]
-    if making:
-        watch.waiting = (f"a run making the reference data is {PENDING_WORDS.get(making[0].status, 'pending')} "
-                         f"({making[0].run_id[:8]})")
+    making = reference_run_pending(instance, graph)
+    if making is not None:
+        watch.waiting = making
         return watch
     if seen == current:  # a quiet tick: the reference data was made from these files
         watch.current = current
